@@ -1,0 +1,14 @@
+/**
+ * Shared jest settings. Type checking is `npm run typecheck`'s job, so the transform (swc) only
+ * strips types and stays fast.
+ * @type {import('jest').Config}
+ */
+module.exports = {
+  rootDir: __dirname,
+  testEnvironment: 'node',
+  transform: { '^.+\\.(t|j)sx?$': ['@swc/jest', { jsc: { target: 'es2023' } }] },
+  // ESM-only packages in node_modules are transformed to CommonJS too.
+  transformIgnorePatterns: ['/node_modules/(?!(unpdf)/)'],
+  moduleFileExtensions: ['ts', 'js', 'mjs', 'cjs', 'json'],
+  testTimeout: 60_000,
+};
