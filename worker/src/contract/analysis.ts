@@ -1,0 +1,92 @@
+import { z } from 'zod';
+
+/**
+ * The invoice schema: one definition for every analyzer. The zod validator checks what an analyzer
+ * returns; {@link analysisJsonSchema} is sent to Gemini as its structured-output schema.
+ * Amounts are decimal numbers in the invoice currency (1 234,56 € → 1234.56); dates are ISO
+ * `YYYY-MM-DD` (30/11/2026 → 2026-11-30).
+ */
+
+const text = (description: string) => z.string().nullable().describe(description);
+const amount = (description: string) => z.number().nullable().describe(description);
+const isoDate = (description: string) =>
+  z
+    .string()
+    .regex(/^\d{4}-\d{2}-\d{2}$/)
+    .nullable()
+    .describe(`${description} (YYYY-MM-DD)`);
+
+export const LineItemSchema = z
+  .object({
+    description: z.string().describe('Designation / description of the line'),
+    quantity: amount('Quantity (quantité)'),
+    unit_price: amount('Unit price without tax (prix unitaire HT)'),
+    amount: amount('Line amount without tax (montant HT)'),
+    vat_rate: amount('VAT rate in percent (taux de TVA), e.g. 20 for 20 %'),
+  })
+  .strict();
+
+export const AnalysisSchema = z
+  .object({
+    document_type: z
+      .enum(['invoice', 'credit_note', 'receipt', 'other'])
+      .describe('invoice (facture), credit_note (avoir), receipt (reçu), or other'),
+    language: z.enum(['fr', 'en', 'other']).describe('Main language of the document'),
+    supplier_name: text('Seller / fournisseur legal name'),
+    supplier_vat_id: text('Seller intra-EU VAT id (n° TVA intracommunautaire), e.g. FR12345678901'),
+    supplier_siren: text('Seller SIREN (9 digits), French suppliers only'),
+    supplier_siret: text('Seller SIRET (14 digits), French suppliers only'),
+    customer_name: text('Buyer / client name'),
+    invoice_number: text('Invoice number (n° de facture)'),
+    issue_date: isoDate('Issue date (date de facture)'),
+    due_date: isoDate("Payment due date (date d'échéance)"),
+    currency: z
+      .string()
+      .regex(/^[A-Z]{3}$/)
+      .nullable()
+      .describe('ISO 4217 currency code, e.g. EUR'),
+    net_amount: amount('Total without tax (total HT / net)'),
+    tax_amount: amount('Total VAT (TVA / VAT)'),
+    total_amount: amount('Total with tax (total TTC / total due)'),
+    line_items: z.array(LineItemSchema).max(500).describe('Invoice lines, in order'),
+  })
+  .strict();
+
+export type Analysis = z.infer<typeof AnalysisSchema>;
+export type LineItem = z.infer<typeof LineItemSchema>;
+
+/** Token usage of one analysis; zero for the offline analyzer. */
+export interface Usage {
+  promptTokens: number;
+  outputTokens: number;
+  totalTokens: number;
+}
+
+/** What every analyzer returns. */
+export interface AnalysisResult {
+  analysis: Analysis;
+  model: string;
+  usage: Usage;
+}
+
+/** The JSON Schema of {@link AnalysisSchema}, for Gemini's `responseJsonSchema`. */
+export function analysisJsonSchema(): Record<string, unknown> {
+  const schema = z.toJSONSchema(AnalysisSchema, { target: 'draft-7' }) as Record<string, unknown>;
+  delete schema.$schema;
+  return schema;
+}
+
+/** Validates an analyzer's output; returns the problems in words, or the typed analysis. */
+export function parseAnalysis(
+  value: unknown,
+): { ok: true; analysis: Analysis } | { ok: false; problems: string } {
+  const result = AnalysisSchema.safeParse(value);
+  if (result.success) return { ok: true, analysis: result.data };
+  return {
+    ok: false,
+    problems: result.error.issues
+      .slice(0, 5)
+      .map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`)
+      .join('; '),
+  };
+}

@@ -1,0 +1,195 @@
+/**
+ * The columns of the docline table: the one definition that the BigQuery schema (Pulumi), the
+ * SQLite DDL, the MERGE column list, the views and the row builder are all derived from.
+ */
+
+/** GoogleSQL types used by the table. */
+export type ColumnType = 'STRING' | 'INT64' | 'TIMESTAMP' | 'JSON';
+
+export interface Column {
+  readonly name: string;
+  readonly type: ColumnType;
+  readonly mode: 'REQUIRED' | 'NULLABLE';
+  readonly description: string;
+}
+
+export const COLUMNS = [
+  {
+    name: 'message_id',
+    type: 'STRING',
+    mode: 'REQUIRED',
+    description: 'Pub/Sub messageId of the delivery that wrote this row.',
+  },
+  {
+    name: 'dedup_key',
+    type: 'STRING',
+    mode: 'REQUIRED',
+    description:
+      'Lookup key: gs://bucket/name#generation for documents in object mode, the messageId in message mode and for events that are not work.',
+  },
+  {
+    name: 'object_uri',
+    type: 'STRING',
+    mode: 'NULLABLE',
+    description: 'gs://bucket/name#generation of the object, when known.',
+  },
+  { name: 'bucket', type: 'STRING', mode: 'NULLABLE', description: 'Cloud Storage bucket of the object.' },
+  { name: 'object_name', type: 'STRING', mode: 'NULLABLE', description: 'Object name inside the bucket.' },
+  {
+    name: 'generation',
+    type: 'STRING',
+    mode: 'NULLABLE',
+    description: 'Object generation, kept as a decimal string.',
+  },
+  {
+    name: 'content_type',
+    type: 'STRING',
+    mode: 'NULLABLE',
+    description: 'Content type declared by the object.',
+  },
+  {
+    name: 'size_bytes',
+    type: 'INT64',
+    mode: 'NULLABLE',
+    description: 'Object size in bytes, as declared by the notification.',
+  },
+  {
+    name: 'event_time',
+    type: 'TIMESTAMP',
+    mode: 'NULLABLE',
+    description: 'When Cloud Storage saw the event.',
+  },
+  {
+    name: 'publish_time',
+    type: 'TIMESTAMP',
+    mode: 'NULLABLE',
+    description: 'When Pub/Sub accepted the message.',
+  },
+  {
+    name: 'delivery_attempt',
+    type: 'INT64',
+    mode: 'NULLABLE',
+    description: 'Pub/Sub delivery attempt of the winning delivery (present with a dead-letter policy).',
+  },
+  { name: 'status', type: 'STRING', mode: 'REQUIRED', description: 'ok or rejected.' },
+  {
+    name: 'reason',
+    type: 'STRING',
+    mode: 'NULLABLE',
+    description: 'Why the document was rejected (a stable reason code).',
+  },
+  {
+    name: 'analysis',
+    type: 'JSON',
+    mode: 'NULLABLE',
+    description: 'The invoice fields extracted by the analyzer.',
+  },
+  {
+    name: 'model',
+    type: 'STRING',
+    mode: 'NULLABLE',
+    description: 'Model that produced the analysis (offline for the local analyzer).',
+  },
+  {
+    name: 'prompt_tokens',
+    type: 'INT64',
+    mode: 'NULLABLE',
+    description: 'Input tokens billed for the analysis.',
+  },
+  {
+    name: 'output_tokens',
+    type: 'INT64',
+    mode: 'NULLABLE',
+    description: 'Output tokens billed for the analysis (thinking included).',
+  },
+  {
+    name: 'total_tokens',
+    type: 'INT64',
+    mode: 'NULLABLE',
+    description: 'All tokens billed for the analysis.',
+  },
+  {
+    name: 'processed_at',
+    type: 'TIMESTAMP',
+    mode: 'REQUIRED',
+    description: 'When the worker recorded the row (partitioning column).',
+  },
+  {
+    name: 'worker_version',
+    type: 'STRING',
+    mode: 'REQUIRED',
+    description: 'Version (revision) of the worker that wrote the row.',
+  },
+] as const satisfies readonly Column[];
+
+export type ColumnName = (typeof COLUMNS)[number]['name'];
+
+/** Status values a row can have; `duplicate` is an answer, never a row. */
+export type RowStatus = 'ok' | 'rejected';
+
+/** One row of the table, as the worker builds it. Timestamps are ISO-8601 strings in UTC. */
+export interface Row {
+  message_id: string;
+  dedup_key: string;
+  object_uri: string | null;
+  bucket: string | null;
+  object_name: string | null;
+  generation: string | null;
+  content_type: string | null;
+  size_bytes: number | null;
+  event_time: string | null;
+  publish_time: string | null;
+  delivery_attempt: number | null;
+  status: RowStatus;
+  reason: string | null;
+  analysis: unknown | null;
+  model: string | null;
+  prompt_tokens: number | null;
+  output_tokens: number | null;
+  total_tokens: number | null;
+  processed_at: string;
+  worker_version: string;
+}
+
+// Compile-time proof that Row and COLUMNS name the same fields.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : never) : never;
+const rowMatchesColumns: Same<keyof Row, ColumnName> = true;
+void rowMatchesColumns;
+
+/** Column names in table order. */
+export const COLUMN_NAMES: readonly ColumnName[] = COLUMNS.map((c) => c.name);
+
+/** The column the table is partitioned on and the clustering order (lookup key first). */
+export const PARTITION_COLUMN: ColumnName = 'processed_at';
+export const CLUSTER_COLUMNS: readonly ColumnName[] = ['dedup_key', 'message_id'];
+
+/** BigQuery table schema (REST `TableFieldSchema` shape), derived from {@link COLUMNS}. */
+export function bigQuerySchema(): Array<{ name: string; type: string; mode: string; description: string }> {
+  const legacy: Record<ColumnType, string> = {
+    STRING: 'STRING',
+    INT64: 'INTEGER',
+    TIMESTAMP: 'TIMESTAMP',
+    JSON: 'JSON',
+  };
+  return COLUMNS.map((c) => ({
+    name: c.name,
+    type: legacy[c.type],
+    mode: c.mode,
+    description: c.description,
+  }));
+}
+
+/** SQLite DDL for the table; the unique dedup key is what makes `record()` conditional. */
+export function sqliteTableDdl(table: string): string {
+  const sqliteType: Record<ColumnType, string> = {
+    STRING: 'TEXT',
+    INT64: 'INTEGER',
+    TIMESTAMP: 'TEXT',
+    JSON: 'TEXT',
+  };
+  const columns = COLUMNS.map(
+    (c) =>
+      `  ${c.name} ${sqliteType[c.type]}${c.mode === 'REQUIRED' ? ' NOT NULL' : ''}${c.name === 'dedup_key' ? ' UNIQUE' : ''}`,
+  );
+  return `CREATE TABLE IF NOT EXISTS ${table} (\n${columns.join(',\n')}\n) STRICT`;
+}

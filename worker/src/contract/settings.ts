@@ -1,0 +1,137 @@
+/**
+ * Delivery settings and their defaults: the one definition that the Pulumi stack's config
+ * defaults, the local emulator setup and the worker all read. Units are in the names.
+ */
+
+export type DedupKeyMode = 'object' | 'message';
+export const DEDUP_KEY_MODES: readonly DedupKeyMode[] = ['object', 'message'];
+
+export type WriteMode = 'merge' | 'append';
+export const WRITE_MODES: readonly WriteMode[] = ['merge', 'append'];
+
+export interface DeliverySettings {
+  /** Push subscription ack deadline; for push it is also the request timeout (10–600). */
+  ackDeadlineSeconds: number;
+  /** Retry policy of the push subscription. */
+  minRetryBackoffSeconds: number;
+  maxRetryBackoffSeconds: number;
+  /** Dead-letter policy: deliveries before a message moves to the dead-letter topic (5–100). */
+  maxDeliveryAttempts: number;
+  /** How long an unacknowledged message is kept by the push subscription. */
+  messageRetentionSeconds: number;
+  /** Cloud Run request timeout of the worker; must stay below the ack deadline minus the margin. */
+  workerTimeoutSeconds: number;
+  /** The gap the ack deadline keeps above the worker timeout, so a slow request ends before Pub/Sub gives up on it. */
+  ackDeadlineMarginSeconds: number;
+  /** Timeout of one analyzer call, well below the worker timeout. */
+  analyzerTimeoutMs: number;
+  /** Timeout of one object read. */
+  readTimeoutMs: number;
+  /** Days of `processed_at` partitions that `seen()` and `record()` look at. Above the retention. */
+  dedupWindowDays: number;
+  /** `maximumBytesBilled` on every BigQuery query (BigQuery refuses caps under 10 MiB). */
+  maximumBytesBilled: number;
+  /** Objects above this size are rejected as `too_large` before any byte is downloaded. */
+  maxObjectBytes: number;
+  /** Push bodies above this size are answered 413 (a notification is a few KiB). */
+  pushBodyLimitBytes: number;
+  /** How the lookup key is built. */
+  dedupKeyMode: DedupKeyMode;
+  /** How rows reach BigQuery. */
+  writeMode: WriteMode;
+  /** The Gemini model. */
+  geminiModel: string;
+}
+
+const DAY_SECONDS = 24 * 60 * 60;
+
+export const DELIVERY_DEFAULTS: Readonly<DeliverySettings> = Object.freeze({
+  ackDeadlineSeconds: 120,
+  minRetryBackoffSeconds: 10,
+  maxRetryBackoffSeconds: 600,
+  maxDeliveryAttempts: 10,
+  messageRetentionSeconds: 7 * DAY_SECONDS,
+  workerTimeoutSeconds: 90,
+  ackDeadlineMarginSeconds: 10,
+  analyzerTimeoutMs: 60_000,
+  readTimeoutMs: 20_000,
+  dedupWindowDays: 8,
+  maximumBytesBilled: 100 * 1000 * 1000,
+  maxObjectBytes: 20 * 1024 * 1024,
+  pushBodyLimitBytes: 256 * 1024,
+  dedupKeyMode: 'object',
+  writeMode: 'merge',
+  geminiModel: 'gemini-2.5-flash',
+});
+
+/** The smallest `maximumBytesBilled` BigQuery accepts: any query bills at least 10 MiB. */
+export const MIN_MAXIMUM_BYTES_BILLED = 10 * 1024 * 1024;
+
+/** Content types the worker analyses by default. */
+export const DEFAULT_CONTENT_TYPES: readonly string[] = [
+  'application/pdf',
+  'image/png',
+  'image/jpeg',
+  'image/webp',
+  'text/plain',
+];
+
+/** Pub/Sub's duration format: `"600s"`. */
+export function durationString(seconds: number): string {
+  return `${seconds}s`;
+}
+
+/**
+ * Checks a combination of settings and returns every problem, each naming the setting and the fix.
+ * The Pulumi config module and the worker's config both use it.
+ */
+export function settingsProblems(s: DeliverySettings): string[] {
+  const problems: string[] = [];
+  if (!Number.isInteger(s.ackDeadlineSeconds) || s.ackDeadlineSeconds < 10 || s.ackDeadlineSeconds > 600) {
+    problems.push(`ackDeadlineSeconds must be a whole number from 10 to 600 (got ${s.ackDeadlineSeconds}).`);
+  }
+  if (s.ackDeadlineSeconds < s.workerTimeoutSeconds + s.ackDeadlineMarginSeconds) {
+    problems.push(
+      `ackDeadlineSeconds (${s.ackDeadlineSeconds}) must be at least workerTimeoutSeconds (${s.workerTimeoutSeconds}) + ` +
+        `${s.ackDeadlineMarginSeconds}s margin: raise ackDeadlineSeconds or lower workerTimeoutSeconds, ` +
+        'otherwise Pub/Sub redelivers messages that are still being processed.',
+    );
+  }
+  if (!Number.isInteger(s.maxDeliveryAttempts) || s.maxDeliveryAttempts < 5 || s.maxDeliveryAttempts > 100) {
+    problems.push(`maxDeliveryAttempts must be a whole number from 5 to 100 (got ${s.maxDeliveryAttempts}).`);
+  }
+  if (s.minRetryBackoffSeconds < 0 || s.minRetryBackoffSeconds > 600) {
+    problems.push(`minRetryBackoffSeconds must be from 0 to 600 (got ${s.minRetryBackoffSeconds}).`);
+  }
+  if (s.maxRetryBackoffSeconds < s.minRetryBackoffSeconds || s.maxRetryBackoffSeconds > 600) {
+    problems.push(
+      `maxRetryBackoffSeconds must be from minRetryBackoffSeconds (${s.minRetryBackoffSeconds}) to 600 (got ${s.maxRetryBackoffSeconds}).`,
+    );
+  }
+  if (s.messageRetentionSeconds < 600 || s.messageRetentionSeconds > 31 * DAY_SECONDS) {
+    problems.push(`messageRetentionSeconds must be from 600 (10 minutes) to ${31 * DAY_SECONDS} (31 days).`);
+  }
+  if (s.dedupWindowDays * DAY_SECONDS <= s.messageRetentionSeconds) {
+    problems.push(
+      `dedupWindowDays (${s.dedupWindowDays}) must cover more than messageRetentionSeconds (${s.messageRetentionSeconds}s): ` +
+        'a redelivery can arrive as late as the retention allows, and the window must still see its row.',
+    );
+  }
+  if (s.maximumBytesBilled < MIN_MAXIMUM_BYTES_BILLED) {
+    problems.push(
+      `maximumBytesBilled must be at least ${MIN_MAXIMUM_BYTES_BILLED} (10 MiB): BigQuery bills every query at least that much, so a lower cap fails every query.`,
+    );
+  }
+  if (!DEDUP_KEY_MODES.includes(s.dedupKeyMode)) {
+    problems.push(`dedupKeyMode must be one of ${DEDUP_KEY_MODES.join(', ')} (got ${s.dedupKeyMode}).`);
+  }
+  if (!WRITE_MODES.includes(s.writeMode)) {
+    problems.push(`writeMode must be one of ${WRITE_MODES.join(', ')} (got ${s.writeMode}).`);
+  }
+  if (s.analyzerTimeoutMs >= s.workerTimeoutSeconds * 1000) {
+    problems.push(
+      `analyzerTimeoutMs (${s.analyzerTimeoutMs}) must be below workerTimeoutSeconds (${s.workerTimeoutSeconds}s).`,
+    );
+  }
+  return problems;
+}

@@ -1,0 +1,62 @@
+import type { AnalysisResult } from '../contract/analysis';
+import type { Row } from '../contract/row';
+
+/**
+ * The ports the core owns. Adapters implement them; the core never imports an adapter.
+ */
+
+/** Where rows live. `record` is the single conditional write: it inserts unless the key is there. */
+export interface Store {
+  /** Whether a row with this dedup key exists (a cheap lookup, may miss under a race). */
+  seen(dedupKey: string): Promise<boolean>;
+  /** Inserts the row unless its dedup key exists; true when this call inserted it. */
+  record(row: Row): Promise<boolean>;
+  /** Throws when the store cannot be reached (for /healthz). */
+  ping(): Promise<void>;
+  close?(): Promise<void>;
+}
+
+/** One generation of one object. */
+export interface ObjectRef {
+  bucket: string;
+  name: string;
+  /** Decimal string: generations exceed 2^53. */
+  generation: string;
+}
+
+/**
+ * Reads exactly one generation. Throws RejectionError('object_gone') when that generation no
+ * longer exists, RejectionError('too_large') past `maxBytes`, TransientError otherwise.
+ */
+export interface Reader {
+  read(ref: ObjectRef, maxBytes: number): Promise<Buffer>;
+}
+
+export interface AnalyzerInput {
+  bytes: Buffer;
+  contentType: string;
+  /** Object name, for logs and hints; never sent anywhere but the analyzer. */
+  name: string;
+}
+
+/** Extracts the invoice fields. Throws RejectionError for permanent refusals, TransientError otherwise. */
+export interface Analyzer {
+  analyze(input: AnalyzerInput): Promise<AnalysisResult>;
+}
+
+export interface Clock {
+  now(): Date;
+}
+
+export const systemClock: Clock = { now: () => new Date() };
+
+export type LogFields = Record<string, unknown>;
+
+/** Structured logger: one JSON line per call in the adapter. */
+export interface Logger {
+  debug(message: string, fields?: LogFields): void;
+  info(message: string, fields?: LogFields): void;
+  warn(message: string, fields?: LogFields): void;
+  error(message: string, fields?: LogFields): void;
+  child(bindings: LogFields): Logger;
+}
