@@ -9,6 +9,8 @@ module.exports = {
   transform: { '^.+\\.(t|j)sx?$': ['@swc/jest', { jsc: { target: 'es2023' } }] },
   // ESM-only packages in node_modules are transformed to CommonJS too.
   transformIgnorePatterns: ['/node_modules/(?!(unpdf)/)'],
+  // Source files import siblings as `./x.js` where Node's ESM rules ask for it; jest resolves them to `./x.ts`.
+  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   moduleFileExtensions: ['ts', 'js', 'mjs', 'cjs', 'json'],
   testTimeout: 60_000,
 };

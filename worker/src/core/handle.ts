@@ -61,7 +61,8 @@ export async function handle(event: PushEvent, deps: HandlerDeps): Promise<Outco
   } else {
     try {
       const mime = checkDeclared(event.object, deps.limits);
-      const bytes = await deps.reader.read(event.object, deps.limits.maxObjectBytes);
+      const { bucket, name, generation } = event.object;
+      const bytes = await deps.reader.read({ bucket, name, generation }, deps.limits.maxObjectBytes);
       checkContent(mime, bytes, deps.limits);
       analysed = true;
       const analysis = await deps.analyzer.analyze({ bytes, contentType: mime, name: event.object.name });

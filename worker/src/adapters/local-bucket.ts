@@ -1,0 +1,188 @@
+import { createHash } from 'node:crypto';
+import { mkdir, open, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { RejectionError, TransientError } from '../core/errors';
+import { objectNameProblem } from '../core/event';
+import type { ObjectRef, Reader } from '../core/ports';
+
+/**
+ * A bucket on the local disk that behaves like a Cloud Storage bucket without object versioning:
+ * every write is a new generation, and a replaced generation is gone (reading it answers
+ * `object_gone`). Objects live under `<root>/<bucket>/<sha256(name)>/<generation>`, so no object
+ * name, however hostile, can reach outside the root.
+ */
+
+/** The JSON_API_V1 object resource, as Cloud Storage puts it in a notification's data. */
+export interface ObjectResource {
+  kind: 'storage#object';
+  id: string;
+  selfLink: string;
+  mediaLink: string;
+  name: string;
+  bucket: string;
+  generation: string;
+  metageneration: string;
+  contentType: string;
+  timeCreated: string;
+  updated: string;
+  storageClass: string;
+  timeStorageClassUpdated: string;
+  size: string;
+  md5Hash: string;
+  etag: string;
+}
+
+export interface PutResult {
+  resource: ObjectResource;
+  /** The live generation this write replaced, if any. */
+  overwroteGeneration: string | null;
+}
+
+const BUCKET = /^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$/;
+
+export class LocalBucket {
+  private lastGeneration = 0n;
+
+  /** @param root the folder that holds every local bucket. */
+  constructor(readonly root: string) {}
+
+  private objectDir(bucket: string, name: string): string {
+    if (!BUCKET.test(bucket)) throw new Error(`invalid bucket name: ${bucket}`);
+    const dir = path.join(this.root, bucket, createHash('sha256').update(name, 'utf8').digest('hex'));
+    // Defence in depth: the hashed layout cannot escape, and this proves it at run time.
+    if (!path.resolve(dir).startsWith(path.resolve(this.root) + path.sep))
+      throw new Error('object path escapes the bucket root');
+    return dir;
+  }
+
+  /** Generations are microseconds since the epoch, strictly increasing, like Cloud Storage's. */
+  private nextGeneration(now: Date): string {
+    const micros = BigInt(now.getTime()) * 1000n;
+    this.lastGeneration = micros > this.lastGeneration ? micros : this.lastGeneration + 1n;
+    return this.lastGeneration.toString();
+  }
+
+  /** Stores bytes as a new generation of `name` and returns its object resource. */
+  async put(
+    bucket: string,
+    name: string,
+    bytes: Buffer,
+    contentType: string,
+    now = new Date(),
+  ): Promise<PutResult> {
+    const problem = objectNameProblem(name);
+    if (problem) throw new Error(`cannot store "${name}": ${problem}`);
+    const dir = this.objectDir(bucket, name);
+    await mkdir(dir, { recursive: true });
+    const previous = await this.liveGeneration(bucket, name);
+    let generation = this.nextGeneration(now);
+    if (previous && BigInt(previous) >= BigInt(generation)) {
+      this.lastGeneration = BigInt(previous) + 1n;
+      generation = this.lastGeneration.toString();
+    }
+    const md5Hash = createHash('md5').update(bytes).digest('base64');
+    const time = now.toISOString();
+    const encoded = encodeURIComponent(name);
+    const resource: ObjectResource = {
+      kind: 'storage#object',
+      id: `${bucket}/${name}/${generation}`,
+      selfLink: `https://www.googleapis.com/storage/v1/b/${bucket}/o/${encoded}`,
+      mediaLink: `https://storage.googleapis.com/download/storage/v1/b/${bucket}/o/${encoded}?generation=${generation}&alt=media`,
+      name,
+      bucket,
+      generation,
+      metageneration: '1',
+      contentType,
+      timeCreated: time,
+      updated: time,
+      storageClass: 'STANDARD',
+      timeStorageClassUpdated: time,
+      size: String(bytes.length),
+      md5Hash,
+      etag: Buffer.from(`${generation}/1`).toString('base64'),
+    };
+    // Write then rename: a reader never sees half a generation.
+    const file = path.join(dir, generation);
+    await writeFile(`${file}.tmp`, bytes);
+    await writeFile(`${file}.json`, JSON.stringify(resource));
+    await rename(`${file}.tmp`, file);
+    // No versioning: the replaced generation is gone.
+    if (previous) await this.deleteGeneration(bucket, name, previous);
+    return { resource, overwroteGeneration: previous };
+  }
+
+  /** The live generation of `name`, or null. */
+  async liveGeneration(bucket: string, name: string): Promise<string | null> {
+    let entries: string[];
+    try {
+      entries = await readdir(this.objectDir(bucket, name));
+    } catch {
+      return null;
+    }
+    const generations = entries.filter((e) => /^\d+$/.test(e)).map((e) => BigInt(e));
+    generations.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    return generations.at(-1)?.toString() ?? null;
+  }
+
+  async deleteGeneration(bucket: string, name: string, generation: string): Promise<void> {
+    const file = path.join(this.objectDir(bucket, name), generation);
+    await rm(file, { force: true });
+    await rm(`${file}.json`, { force: true });
+  }
+
+  /** The object resource of one generation, or null when it does not exist. */
+  async metadata(ref: ObjectRef): Promise<ObjectResource | null> {
+    if (!/^\d+$/.test(ref.generation)) return null;
+    try {
+      return JSON.parse(
+        await readFile(path.join(this.objectDir(ref.bucket, ref.name), `${ref.generation}.json`), 'utf8'),
+      );
+    } catch {
+      return null;
+    }
+  }
+
+  /** The path of one generation's bytes (validated), for the reader. */
+  generationPath(ref: ObjectRef): string {
+    if (!/^\d+$/.test(ref.generation)) throw new Error('invalid generation');
+    return path.join(this.objectDir(ref.bucket, ref.name), ref.generation);
+  }
+}
+
+/** Reads exactly one generation from a {@link LocalBucket}. */
+export class LocalBucketReader implements Reader {
+  constructor(private readonly bucket: LocalBucket) {}
+
+  async read(ref: ObjectRef, maxBytes: number): Promise<Buffer> {
+    let file: string;
+    try {
+      file = this.bucket.generationPath(ref);
+    } catch (error) {
+      throw new RejectionError(
+        'object_gone',
+        `gs://${ref.bucket}/${ref.name}#${ref.generation} cannot exist`,
+        { cause: error },
+      );
+    }
+    let handle: Awaited<ReturnType<typeof open>>;
+    try {
+      handle = await open(file, 'r');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
+        throw new RejectionError(
+          'object_gone',
+          `generation ${ref.generation} of ${ref.name} no longer exists`,
+        );
+      }
+      throw new TransientError('read_failed', `reading ${ref.name} failed`, { cause: error });
+    }
+    try {
+      const { size } = await handle.stat();
+      if (size > maxBytes)
+        throw new RejectionError('too_large', `the object has ${size} bytes, over the limit of ${maxBytes}`);
+      return await handle.readFile();
+    } finally {
+      await handle.close();
+    }
+  }
+}

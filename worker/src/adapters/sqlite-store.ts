@@ -1,0 +1,109 @@
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
+import { COLUMN_NAMES, COLUMNS, type Row, sqliteTableDdl } from '../contract/row';
+import { VIEW_NAMES, type ViewName, viewSql } from '../contract/views';
+import { TransientError } from '../core/errors';
+import type { Store } from '../core/ports';
+
+export const SQLITE_TABLE = 'rows';
+
+export interface SqliteStoreOptions {
+  /** Database file; `:memory:` for a private in-memory store. */
+  path: string;
+  /** How long a write waits for another process's lock before it is a transient failure. */
+  busyTimeoutMs?: number;
+}
+
+const JSON_COLUMNS = new Set<string>(COLUMNS.filter((c) => c.type === 'JSON').map((c) => c.name));
+
+/**
+ * The embedded store: SQLite through node:sqlite, in WAL mode so that several worker processes can
+ * share one file. The unique dedup key makes `record()` one conditional statement.
+ */
+export class SqliteStore implements Store {
+  private readonly db: DatabaseSync;
+  private readonly insert;
+  private readonly lookup;
+
+  constructor(options: SqliteStoreOptions) {
+    if (options.path !== ':memory:') mkdirSync(path.dirname(options.path), { recursive: true });
+    this.db = new DatabaseSync(options.path);
+    // busy_timeout first: the journal-mode switch itself may meet another process's lock.
+    this.db.exec(`PRAGMA busy_timeout = ${Math.trunc(options.busyTimeoutMs ?? 5_000)}`);
+    this.db.exec('PRAGMA journal_mode = WAL');
+    this.db.exec('PRAGMA synchronous = NORMAL');
+    this.db.exec(sqliteTableDdl(SQLITE_TABLE));
+    for (const view of VIEW_NAMES) {
+      this.db.exec(`CREATE VIEW IF NOT EXISTS ${view} AS ${viewSql('sqlite', view, SQLITE_TABLE)}`);
+    }
+    const placeholders = COLUMN_NAMES.map((c) => `:${c}`).join(', ');
+    this.insert = this.db.prepare(
+      `INSERT INTO ${SQLITE_TABLE} (${COLUMN_NAMES.join(', ')}) VALUES (${placeholders}) ON CONFLICT (dedup_key) DO NOTHING`,
+    );
+    this.lookup = this.db.prepare(`SELECT 1 AS hit FROM ${SQLITE_TABLE} WHERE dedup_key = ? LIMIT 1`);
+  }
+
+  async seen(dedupKey: string): Promise<boolean> {
+    return this.guard(() => this.lookup.get(dedupKey) !== undefined);
+  }
+
+  async record(row: Row): Promise<boolean> {
+    const values: Record<string, SQLInputValue> = {};
+    for (const name of COLUMN_NAMES) {
+      const value = row[name];
+      values[name] =
+        JSON_COLUMNS.has(name) && value !== null ? JSON.stringify(value) : (value as SQLInputValue);
+    }
+    return this.guard(() => this.insert.run(values).changes === 1);
+  }
+
+  async ping(): Promise<void> {
+    this.guard(() => this.db.prepare('SELECT 1').get());
+  }
+
+  async close(): Promise<void> {
+    if (this.db.isOpen) this.db.close();
+  }
+
+  /** Every row stored under a key (one at most: the key is unique). */
+  rowsFor(dedupKey: string): Row[] {
+    return this.query(`SELECT * FROM ${SQLITE_TABLE} WHERE dedup_key = ?`, dedupKey);
+  }
+
+  /** All rows of a view, for the local tools. */
+  view(name: ViewName): Record<string, unknown>[] {
+    return this.db.prepare(`SELECT * FROM ${name}`).all() as Record<string, unknown>[];
+  }
+
+  /** The documents view as typed rows, oldest first. */
+  documents(): Row[] {
+    return this.query('SELECT * FROM documents ORDER BY processed_at, message_id');
+  }
+
+  private query(sql: string, ...params: SQLInputValue[]): Row[] {
+    return (this.db.prepare(sql).all(...params) as Record<string, unknown>[]).map(toRow);
+  }
+
+  private guard<T>(work: () => T): T {
+    try {
+      return work();
+    } catch (error) {
+      const code = (error as { errcode?: number }).errcode;
+      // SQLITE_BUSY (5) and SQLITE_LOCKED (6), with their extended codes: another writer holds the lock.
+      if (code !== undefined && [5, 6].includes(code & 0xff)) {
+        throw new TransientError('store_busy', 'the SQLite database is busy', { cause: error });
+      }
+      throw error;
+    }
+  }
+}
+
+function toRow(record: Record<string, unknown>): Row {
+  const row: Record<string, unknown> = {};
+  for (const name of COLUMN_NAMES) {
+    const value = record[name] ?? null;
+    row[name] = JSON_COLUMNS.has(name) && typeof value === 'string' ? JSON.parse(value) : value;
+  }
+  return row as unknown as Row;
+}

@@ -1,0 +1,116 @@
+import express, { type NextFunction, type Request, type Response } from 'express';
+import { type Answer, answerForError, answerForOutcome, BodyTooLargeError, errorCode } from './answers';
+import { BadEnvelopeError } from './core/errors';
+import { parsePush } from './core/event';
+import { type HandlerDeps, handle } from './core/handle';
+import type { Logger } from './core/ports';
+import { traceFields } from './log';
+
+export interface AppDeps extends HandlerDeps {
+  logger: Logger;
+  pushBodyLimitBytes: number;
+  /** Google Cloud project for log trace fields. */
+  projectId?: string;
+  /** Verifies the push token; throws PushAuthError. Absent when Cloud Run IAM does it. */
+  authenticate?: (authorization: string | undefined) => Promise<void>;
+  /** Monotonic time in ms for latencies; injectable for tests. */
+  monotonicMs?: () => number;
+}
+
+/**
+ * Builds the worker's HTTP app without listening: `POST /push` for Pub/Sub push deliveries and
+ * `GET /healthz`. Every answer comes from the one table in answers.ts.
+ */
+export function createApp(deps: AppDeps): express.Express {
+  const app = express();
+  app.disable('x-powered-by');
+  const monotonicMs = deps.monotonicMs ?? (() => performance.now());
+
+  app.get('/healthz', async (_req, res) => {
+    try {
+      await deps.store.ping();
+      res.status(200).json({ status: 'ok' });
+    } catch (error) {
+      deps.logger.error('health check failed: the store is not reachable', { error });
+      res.status(503).json({ status: 'unavailable' });
+    }
+  });
+
+  const authenticate = async (req: Request, _res: Response, next: NextFunction) => {
+    if (!deps.authenticate) return next();
+    try {
+      await deps.authenticate(req.headers.authorization);
+      next();
+    } catch (error) {
+      next(error);
+    }
+  };
+
+  // Pub/Sub sends application/json; any other type is still parsed so that it gets a clear 400.
+  const parseJson = express.json({ limit: deps.pushBodyLimitBytes, type: () => true, strict: false });
+
+  app.post('/push', authenticate, parseJson, async (req, res) => {
+    const started = monotonicMs();
+    let logger = deps.logger.child(traceFields(req.headers, deps.projectId));
+    let answer: Answer;
+    try {
+      const event = parsePush(req.body);
+      logger = logger.child({ messageId: event.messageId });
+      const outcome = await handle(event, deps);
+      answer = answerForOutcome(outcome);
+      const fields = {
+        dedupKey: outcome.dedupKey,
+        status: outcome.status,
+        reason: outcome.reason,
+        detail: outcome.detail,
+        duplicateAt: outcome.duplicateAt,
+        analysed: outcome.analysed,
+        deliveryAttempt: event.deliveryAttempt,
+        objectUri: event.objectUri,
+        latencyMs: Math.round(monotonicMs() - started),
+        tokens: outcome.usage?.totalTokens ?? 0,
+        promptTokens: outcome.usage?.promptTokens ?? 0,
+        outputTokens: outcome.usage?.outputTokens ?? 0,
+        httpStatus: answer.http,
+      };
+      if (outcome.status === 'rejected') logger.warn(`rejected: ${outcome.reason}`, fields);
+      else logger.info(outcome.status, fields);
+    } catch (error) {
+      answer = answerForError(error);
+      logFailure(logger, error, answer, Math.round(monotonicMs() - started));
+    }
+    res.status(answer.http).json(answer.body);
+  });
+
+  // Body-parser and authentication failures end here, with the same table.
+  app.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => {
+    const type = (error as { type?: string }).type;
+    const mapped =
+      type === 'entity.too.large'
+        ? new BodyTooLargeError(`the push body is over the limit of ${deps.pushBodyLimitBytes} bytes`)
+        : type === 'entity.parse.failed' || type === 'encoding.unsupported' || type === 'charset.unsupported'
+          ? new BadEnvelopeError('the push body is not JSON')
+          : error;
+    const answer = answerForError(mapped);
+    logFailure(deps.logger, mapped, answer, 0);
+    res.status(answer.http).json(answer.body);
+  });
+
+  return app;
+}
+
+function logFailure(logger: Logger, error: unknown, answer: Answer, latencyMs: number): void {
+  const code = errorCode(error);
+  const fields = { status: 'error', error: code, httpStatus: answer.http, latencyMs, cause: error };
+  if (code === 'transient')
+    logger.warn(`transient failure, Pub/Sub will retry: ${(error as Error).message}`, fields);
+  else if (code === 'configuration' || code === 'internal') {
+    logger.error(
+      `${code === 'internal' ? 'unexpected failure' : 'configuration fault'}: ${(error as Error).message}`,
+      {
+        ...fields,
+        stack: code === 'internal' ? (error as Error).stack : undefined,
+      },
+    );
+  } else logger.warn(`refused: ${(error as Error).message}`, fields);
+}

@@ -1,0 +1,203 @@
+import path from 'node:path';
+import {
+  DEDUP_KEY_MODES,
+  DEFAULT_CONTENT_TYPES,
+  DELIVERY_DEFAULTS,
+  type DedupKeyMode,
+  MIN_MAXIMUM_BYTES_BILLED,
+  WRITE_MODES,
+  type WriteMode,
+} from './contract/settings';
+import type { Severity } from './log';
+
+/**
+ * The worker's configuration, read from the environment once at start-up. Unset cloud settings
+ * mean the embedded defaults (SQLite, the local bucket, the offline analyzer). Every problem is
+ * listed in one error. No other module reads `process.env`.
+ */
+
+export type StoreConfig =
+  | { kind: 'sqlite'; path: string }
+  | {
+      kind: 'bigquery';
+      /** `project.dataset.table` */
+      table: string;
+      location: string | undefined;
+      dedupWindowDays: number;
+      maximumBytesBilled: number;
+      writeMode: WriteMode;
+    };
+
+export type ReaderConfig = { kind: 'local'; root: string } | { kind: 'gcs'; timeoutMs: number };
+
+export type AnalyzerConfig =
+  | { kind: 'offline' }
+  | {
+      kind: 'gemini';
+      apiKey: string | undefined;
+      project: string | undefined;
+      location: string;
+      model: string;
+      timeoutMs: number;
+      baseUrl: string | undefined;
+    };
+
+export interface WorkerConfig {
+  port: number;
+  dataDir: string;
+  workerVersion: string;
+  logLevel: Severity;
+  /** Google Cloud project, for log trace fields. */
+  projectId: string | undefined;
+  dedupKeyMode: DedupKeyMode;
+  maxObjectBytes: number;
+  allowedContentTypes: readonly string[];
+  pushBodyLimitBytes: number;
+  store: StoreConfig;
+  reader: ReaderConfig;
+  analyzer: AnalyzerConfig;
+  /** In-app verification of the push OIDC token; null when off (Cloud Run IAM checks it instead). */
+  pushAuth: { audience: string; serviceAccount: string } | null;
+}
+
+/** Start-up configuration is wrong; the message lists every problem. */
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid worker configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+const LOG_LEVELS: readonly Severity[] = ['DEBUG', 'INFO', 'WARNING', 'ERROR'];
+const TABLE_ID = /^[a-z][a-z0-9-]{4,61}[a-z0-9]\.[A-Za-z0-9_]{1,1024}\.[A-Za-z0-9_-]{1,1024}$/;
+
+/** Reads and validates the worker configuration from an environment. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<WorkerConfig> {
+  const problems: string[] = [];
+  const text = (name: string): string | undefined => {
+    const value = env[name]?.trim();
+    return value ? value : undefined;
+  };
+  const integer = (name: string, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER): number => {
+    const raw = text(name);
+    if (raw === undefined) return fallback;
+    const value = Number(raw);
+    if (!/^\d+$/.test(raw) || !Number.isSafeInteger(value) || value < min || value > max) {
+      problems.push(`${name} must be a whole number from ${min} to ${max} (got "${raw}").`);
+      return fallback;
+    }
+    return value;
+  };
+  const oneOf = <T extends string>(name: string, allowed: readonly T[], fallback: T): T => {
+    const raw = text(name);
+    if (raw === undefined) return fallback;
+    if (!(allowed as readonly string[]).includes(raw)) {
+      problems.push(`${name} must be one of ${allowed.join(', ')} (got "${raw}").`);
+      return fallback;
+    }
+    return raw as T;
+  };
+
+  const dataDir = path.resolve(text('DOCLINE_DATA_DIR') ?? '.docline');
+  const port = integer('PORT', 8080, 0, 65535);
+  const dedupKeyMode = oneOf('DEDUP_KEY', DEDUP_KEY_MODES, DELIVERY_DEFAULTS.dedupKeyMode);
+  const maxObjectBytes = integer('MAX_OBJECT_BYTES', DELIVERY_DEFAULTS.maxObjectBytes, 1);
+  const pushBodyLimitBytes = integer(
+    'PUSH_BODY_LIMIT_BYTES',
+    DELIVERY_DEFAULTS.pushBodyLimitBytes,
+    1024,
+    16 * 1024 * 1024,
+  );
+  const allowedContentTypes = (text('ALLOWED_CONTENT_TYPES')?.split(',') ?? [...DEFAULT_CONTENT_TYPES])
+    .map((t) => t.trim().toLowerCase())
+    .filter(Boolean);
+  for (const t of allowedContentTypes) {
+    if (!/^[a-z0-9.+-]+\/[a-z0-9.+-]+$/.test(t))
+      problems.push(`ALLOWED_CONTENT_TYPES has an invalid MIME type "${t}".`);
+  }
+  const logLevel = oneOf('LOG_LEVEL', LOG_LEVELS, 'INFO');
+  const projectId = text('GOOGLE_CLOUD_PROJECT');
+
+  let store: StoreConfig;
+  const table = text('BIGQUERY_TABLE');
+  if (table) {
+    if (!TABLE_ID.test(table))
+      problems.push(`BIGQUERY_TABLE must be project.dataset.table (got "${table}").`);
+    const dedupWindowDays = integer('DEDUP_WINDOW_DAYS', DELIVERY_DEFAULTS.dedupWindowDays, 1, 3650);
+    if (dedupWindowDays * 86_400 <= DELIVERY_DEFAULTS.messageRetentionSeconds && text('DEDUP_WINDOW_DAYS')) {
+      problems.push(
+        `DEDUP_WINDOW_DAYS (${dedupWindowDays}) must cover more than the push subscription's message retention ` +
+          `(${DELIVERY_DEFAULTS.messageRetentionSeconds / 86_400} days by default), or late redeliveries are not seen.`,
+      );
+    }
+    store = {
+      kind: 'bigquery',
+      table,
+      location: text('BIGQUERY_LOCATION'),
+      dedupWindowDays,
+      maximumBytesBilled: integer(
+        'MAXIMUM_BYTES_BILLED',
+        DELIVERY_DEFAULTS.maximumBytesBilled,
+        MIN_MAXIMUM_BYTES_BILLED,
+      ),
+      writeMode: oneOf('WRITE_MODE', WRITE_MODES, DELIVERY_DEFAULTS.writeMode),
+    };
+  } else {
+    if (text('WRITE_MODE') === 'append')
+      problems.push('WRITE_MODE=append needs BIGQUERY_TABLE (SQLite has one mode).');
+    store = { kind: 'sqlite', path: path.join(dataDir, 'docline.sqlite') };
+  }
+
+  const readerKind = oneOf('DOCLINE_READER', ['local', 'gcs'] as const, 'local');
+  const reader: ReaderConfig =
+    readerKind === 'gcs'
+      ? { kind: 'gcs', timeoutMs: integer('READ_TIMEOUT_MS', DELIVERY_DEFAULTS.readTimeoutMs, 100) }
+      : { kind: 'local', root: path.join(dataDir, 'bucket') };
+
+  const apiKey = text('GEMINI_API_KEY');
+  const analyzerKind = oneOf(
+    'DOCLINE_ANALYZER',
+    ['offline', 'gemini'] as const,
+    apiKey ? 'gemini' : 'offline',
+  );
+  let analyzer: AnalyzerConfig = { kind: 'offline' };
+  if (analyzerKind === 'gemini') {
+    if (!apiKey && !projectId) {
+      problems.push('DOCLINE_ANALYZER=gemini needs GEMINI_API_KEY, or GOOGLE_CLOUD_PROJECT for Vertex AI.');
+    }
+    analyzer = {
+      kind: 'gemini',
+      apiKey,
+      project: projectId,
+      location: text('GOOGLE_CLOUD_LOCATION') ?? 'europe-west1',
+      model: text('GEMINI_MODEL') ?? DELIVERY_DEFAULTS.geminiModel,
+      timeoutMs: integer('ANALYZER_TIMEOUT_MS', DELIVERY_DEFAULTS.analyzerTimeoutMs, 100),
+      baseUrl: text('GEMINI_BASE_URL'),
+    };
+  }
+
+  const audience = text('PUSH_AUTH_AUDIENCE');
+  const serviceAccount = text('PUSH_AUTH_SERVICE_ACCOUNT');
+  if (Boolean(audience) !== Boolean(serviceAccount)) {
+    problems.push(
+      'PUSH_AUTH_AUDIENCE and PUSH_AUTH_SERVICE_ACCOUNT go together: set both to verify push tokens, or neither.',
+    );
+  }
+
+  if (problems.length > 0) throw new ConfigError(problems);
+  return Object.freeze({
+    port,
+    dataDir,
+    workerVersion: text('WORKER_VERSION') ?? text('K_REVISION') ?? 'dev',
+    logLevel,
+    projectId,
+    dedupKeyMode,
+    maxObjectBytes,
+    allowedContentTypes: Object.freeze(allowedContentTypes),
+    pushBodyLimitBytes,
+    store,
+    reader,
+    analyzer,
+    pushAuth: audience && serviceAccount ? { audience, serviceAccount } : null,
+  });
+}

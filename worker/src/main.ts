@@ -1,0 +1,174 @@
+import type { Server } from 'node:http';
+import { createApp } from './app';
+import { loadConfig, type WorkerConfig } from './config';
+import type { HandlerDeps } from './core/handle';
+import { type Analyzer, type Logger, type Reader, type Store, systemClock } from './core/ports';
+import { JsonLogger } from './log';
+
+/**
+ * The composition root: configuration → adapters → app → listen. The only module that reads the
+ * environment, builds clients and picks adapters. Cloud adapters are loaded only when configured,
+ * so a local run never loads the Google client libraries.
+ */
+
+export interface Adapters {
+  store: Store;
+  reader: Reader;
+  analyzer: Analyzer;
+  authenticate?: (authorization: string | undefined) => Promise<void>;
+}
+
+async function buildStore(config: WorkerConfig, logger: Logger): Promise<Store> {
+  const store = config.store;
+  if (store.kind === 'sqlite') {
+    const { SqliteStore } = await import('./adapters/sqlite-store.js');
+    return new SqliteStore({ path: store.path });
+  }
+  const { BigQuery } = await import('@google-cloud/bigquery');
+  const [project] = store.table.split('.');
+  const bigquery = new BigQuery({ projectId: project, location: store.location });
+  const common = {
+    bigquery,
+    table: store.table,
+    location: store.location,
+    dedupWindowDays: store.dedupWindowDays,
+    maximumBytesBilled: store.maximumBytesBilled,
+    labels: {
+      app: 'docline',
+      worker_version: config.workerVersion
+        .toLowerCase()
+        .replace(/[^a-z0-9_-]/g, '_')
+        .slice(0, 63),
+    },
+    logger,
+  };
+  if (store.writeMode === 'append') {
+    const { BigQueryAppendStore } = await import('./adapters/bigquery-append-store.js');
+    return BigQueryAppendStore.create(common);
+  }
+  const { BigQueryStore } = await import('./adapters/bigquery-store.js');
+  return new BigQueryStore(common);
+}
+
+async function buildReader(config: WorkerConfig): Promise<Reader> {
+  const reader = config.reader;
+  if (reader.kind === 'local') {
+    const { LocalBucket, LocalBucketReader } = await import('./adapters/local-bucket.js');
+    return new LocalBucketReader(new LocalBucket(reader.root));
+  }
+  const { Storage } = await import('@google-cloud/storage');
+  const { GcsReader } = await import('./adapters/gcs-reader.js');
+  return new GcsReader({ storage: new Storage(), timeoutMs: reader.timeoutMs });
+}
+
+async function buildAnalyzer(config: WorkerConfig, logger: Logger): Promise<Analyzer> {
+  const analyzer = config.analyzer;
+  if (analyzer.kind === 'offline') {
+    const { OfflineAnalyzer } = await import('./adapters/offline-analyzer.js');
+    return new OfflineAnalyzer();
+  }
+  const { GeminiAnalyzer, createGeminiClient } = await import('./adapters/gemini-analyzer.js');
+  const client = createGeminiClient({
+    apiKey: analyzer.apiKey,
+    project: analyzer.project,
+    location: analyzer.location,
+    baseUrl: analyzer.baseUrl,
+  });
+  return new GeminiAnalyzer({ client, model: analyzer.model, timeoutMs: analyzer.timeoutMs, logger });
+}
+
+async function buildAuthenticator(config: WorkerConfig): Promise<Adapters['authenticate']> {
+  if (!config.pushAuth) return undefined;
+  const { createPushVerifier } = await import('./adapters/push-auth.js');
+  return createPushVerifier(config.pushAuth);
+}
+
+/** Builds the adapters the configuration names. */
+export async function buildAdapters(config: WorkerConfig, logger: Logger): Promise<Adapters> {
+  return {
+    store: await buildStore(config, logger),
+    reader: await buildReader(config),
+    analyzer: await buildAnalyzer(config, logger),
+    authenticate: await buildAuthenticator(config),
+  };
+}
+
+export interface RunningWorker {
+  server: Server;
+  port: number;
+  /** Stops accepting requests, lets in-flight ones finish, closes the store. */
+  stop(): Promise<void>;
+}
+
+/** Serves the worker with the given adapters; the test composition wraps adapters and calls this. */
+export async function serve(
+  config: WorkerConfig,
+  adapters: Adapters,
+  logger: Logger,
+): Promise<RunningWorker> {
+  const deps: HandlerDeps = {
+    store: adapters.store,
+    reader: adapters.reader,
+    analyzer: adapters.analyzer,
+    clock: systemClock,
+    dedupKeyMode: config.dedupKeyMode,
+    limits: { maxObjectBytes: config.maxObjectBytes, allowedContentTypes: config.allowedContentTypes },
+    workerVersion: config.workerVersion,
+  };
+  const app = createApp({
+    ...deps,
+    logger,
+    pushBodyLimitBytes: config.pushBodyLimitBytes,
+    projectId: config.projectId,
+    authenticate: adapters.authenticate,
+  });
+  const server = await new Promise<Server>((resolve, reject) => {
+    const s = app.listen(config.port, (error?: Error) => (error ? reject(error) : resolve(s)));
+  });
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : config.port;
+  logger.info(`docline worker listening on port ${port}`, {
+    port,
+    store: config.store.kind,
+    reader: config.reader.kind,
+    analyzer: config.analyzer.kind,
+    dedupKeyMode: config.dedupKeyMode,
+    workerVersion: config.workerVersion,
+  });
+  let stopping: Promise<void> | undefined;
+  const stop = () => {
+    stopping ??= (async () => {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await adapters.store.close?.();
+    })();
+    return stopping;
+  };
+  return { server, port, stop };
+}
+
+/** Starts the worker from the environment and stops it cleanly on SIGTERM/SIGINT. */
+export async function main(env: NodeJS.ProcessEnv = process.env): Promise<RunningWorker> {
+  const config = loadConfig(env);
+  const logger = new JsonLogger({ level: config.logLevel });
+  const worker = await serve(config, await buildAdapters(config, logger), logger);
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.once(signal, () => {
+      logger.info(`${signal} received: finishing in-flight requests`);
+      worker.stop().then(
+        () => process.exit(0),
+        (error: unknown) => {
+          logger.error('shutdown failed', { error });
+          process.exit(1);
+        },
+      );
+    });
+  }
+  return worker;
+}
+
+if (require.main === module) {
+  main().catch((error: unknown) => {
+    process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
+    process.exit(1);
+  });
+}

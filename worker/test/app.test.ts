@@ -1,0 +1,197 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import request from 'supertest';
+import { SqliteStore } from '../src/adapters/sqlite-store';
+import { ANSWER_TABLE, PushAuthError } from '../src/answers';
+import { createApp } from '../src/app';
+import { DEFAULT_CONTENT_TYPES } from '../src/contract/settings';
+import { ConfigurationError, TransientError } from '../src/core/errors';
+import type { Store } from '../src/core/ports';
+import { pushBody } from './support/builders';
+import { fixedClock, MemoryLogger, MemoryReader, ScriptedAnalyzer } from './support/fakes';
+
+const INVOICE = 'Invoice No INV-7\nTotal due: €1,234.56\n';
+
+function setup(options: { store?: Store; authenticate?: (h: string | undefined) => Promise<void> } = {}) {
+  const store = options.store ?? new SqliteStore({ path: ':memory:' });
+  const reader = new MemoryReader();
+  const analyzer = new ScriptedAnalyzer();
+  const logger = new MemoryLogger();
+  const app = createApp({
+    store,
+    reader,
+    analyzer,
+    logger,
+    clock: fixedClock(),
+    dedupKeyMode: 'object',
+    limits: { maxObjectBytes: 1024, allowedContentTypes: DEFAULT_CONTENT_TYPES },
+    workerVersion: 'test',
+    pushBodyLimitBytes: 16 * 1024,
+    projectId: 'acme-dev',
+    authenticate: options.authenticate,
+    monotonicMs: () => 0,
+  });
+  const upload = (id: string, bytes = INVOICE) => {
+    const body = pushBody(id, { size: bytes.length });
+    reader.put('acme-invoices-dev', '2026/11/facture-0042.txt', '1764460800123456', bytes);
+    return body;
+  };
+  return { app, store, reader, analyzer, logger, upload };
+}
+
+const failingStore = (error: Error): Store => ({
+  seen: async () => {
+    throw error;
+  },
+  record: async () => {
+    throw error;
+  },
+  ping: async () => {
+    throw error;
+  },
+});
+
+describe('POST /push', () => {
+  it('answers 200 ok for a processed document', async () => {
+    const { app, upload } = setup();
+    const res = await request(app).post('/push').send(upload('1'));
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ status: 'ok', messageId: '1' });
+  });
+
+  it('answers 200 rejected with the reason for a document that can never be processed', async () => {
+    const { app, upload } = setup();
+    const res = await request(app)
+      .post('/push')
+      .send(upload('1', 'x'.repeat(2000)));
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ status: 'rejected', messageId: '1', reason: 'too_large' });
+  });
+
+  it('answers 200 duplicate for a redelivery', async () => {
+    const { app, upload } = setup();
+    const body = upload('1');
+    await request(app).post('/push').send(body);
+    const res = await request(app).post('/push').send(body);
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ status: 'duplicate', messageId: '1' });
+  });
+
+  it('answers 503 for a transient failure, so that Pub/Sub retries', async () => {
+    const { app, upload } = setup({
+      store: failingStore(new TransientError('store_busy', 'the store is busy')),
+    });
+    const res = await request(app).post('/push').send(upload('1'));
+    expect(res.status).toBe(503);
+    expect(res.body).toMatchObject({ error: 'transient', message: 'the store is busy', cause: 'store_busy' });
+  });
+
+  it('answers 500 for a configuration fault and logs it at ERROR', async () => {
+    const fault = new ConfigurationError('bytes_billed_limit', 'raise MAXIMUM_BYTES_BILLED');
+    const { app, upload, logger } = setup({ store: failingStore(fault) });
+    const res = await request(app).post('/push').send(upload('1'));
+    expect(res.status).toBe(500);
+    expect(res.body.error).toBe('configuration');
+    expect(logger.entries.find((e) => e.severity === 'ERROR')?.message).toContain(
+      'raise MAXIMUM_BYTES_BILLED',
+    );
+  });
+
+  it('answers 500 without details for an unexpected failure', async () => {
+    const { app, upload } = setup({ store: failingStore(new Error('secret internals')) });
+    const res = await request(app).post('/push').send(upload('1'));
+    expect(res.status).toBe(500);
+    expect(res.body).toEqual({ error: 'internal', message: 'unexpected failure; see the worker logs' });
+  });
+
+  it.each([
+    ['a body that is not JSON', '{not json', 'the push body is not JSON'],
+    ['JSON that is no envelope', JSON.stringify({ hello: 'world' }), 'not a Pub/Sub push envelope'],
+    ['an envelope without messageId', JSON.stringify({ message: { data: '' } }), 'no message.messageId'],
+    ['an empty messageId', JSON.stringify({ message: { messageId: '' } }), 'no message.messageId'],
+  ])('answers 400 for %s', async (_title, body, message) => {
+    const { app, store } = setup();
+    const res = await request(app).post('/push').set('content-type', 'application/json').send(body);
+    expect(res.status).toBe(400);
+    expect(res.body.error).toBe('bad_envelope');
+    expect(res.body.message).toContain(message);
+    expect((store as SqliteStore).documents()).toHaveLength(0);
+  });
+
+  it('answers 413 for a body over the limit', async () => {
+    const { app } = setup();
+    const body = pushBody('1');
+    (body.message as { attributes: Record<string, string> }).attributes.huge = 'x'.repeat(20 * 1024);
+    const res = await request(app).post('/push').send(body);
+    expect(res.status).toBe(413);
+    expect(res.body.error).toBe('too_large_body');
+  });
+
+  it('answers 401 and 403 from the push authenticator, before any work', async () => {
+    const { app, upload, reader } = setup({
+      authenticate: async (header) => {
+        if (!header) throw new PushAuthError('unauthenticated', 'no token');
+        if (header !== 'Bearer good') throw new PushAuthError('forbidden', 'wrong token');
+      },
+    });
+    const body = upload('1');
+    expect((await request(app).post('/push').send(body)).status).toBe(401);
+    expect((await request(app).post('/push').set('authorization', 'Bearer bad').send(body)).status).toBe(403);
+    expect(reader.reads).toHaveLength(0);
+    expect((await request(app).post('/push').set('authorization', 'Bearer good').send(body)).status).toBe(
+      200,
+    );
+  });
+
+  it('never answers 202 (the emulator treats it as a nack)', () => {
+    expect(ANSWER_TABLE.map((r) => r.http)).not.toContain(202);
+  });
+
+  it('logs one structured line per message with the trace, key, status, latency and tokens', async () => {
+    const { app, upload, logger } = setup();
+    await request(app)
+      .post('/push')
+      .set('traceparent', '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01')
+      .send(upload('1'));
+    const lines = logger.entries.filter((e) => e.messageId === '1');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({
+      severity: 'INFO',
+      message: 'ok',
+      status: 'ok',
+      dedupKey: 'gs://acme-invoices-dev/2026/11/facture-0042.txt#1764460800123456',
+      latencyMs: 0,
+      tokens: 1500,
+      'logging.googleapis.com/trace': 'projects/acme-dev/traces/0af7651916cd43dd8448eb211c80319c',
+    });
+    expect(JSON.stringify(lines[0])).not.toContain('Total due');
+  });
+});
+
+describe('GET /healthz', () => {
+  it('answers 200 when the store is reachable and 503 when it is not', async () => {
+    expect((await request(setup().app).get('/healthz')).status).toBe(200);
+    const down = setup({ store: failingStore(new Error('down')) });
+    expect((await request(down.app).get('/healthz')).status).toBe(503);
+  });
+});
+
+describe('the status table in the README', () => {
+  it('lists every row of the answer table, and no other', () => {
+    const readme = readFileSync(path.join(__dirname, '../../README.md'), 'utf8');
+    const section =
+      readme.split('<!-- answer-table:start -->')[1]?.split('<!-- answer-table:end -->')[0] ?? '';
+    const rows = section
+      .split('\n')
+      .filter((l) => l.startsWith('|') && !l.startsWith('|---') && !l.startsWith('| situation'))
+      .map((l) =>
+        l
+          .split('|')
+          .map((c) => c.trim())
+          .slice(1, -1),
+      );
+    expect(rows).toEqual(
+      ANSWER_TABLE.map((r) => [r.situation, String(r.http), `\`${r.body}\``, r.row, r.pubsub]),
+    );
+  });
+});
