@@ -88,7 +88,8 @@ function installExitHooks(): void {
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
     process.once(signal, () => {
       for (const child of running) killGroup(child, 'SIGKILL');
-      process.kill(process.pid, signal);
+      // Nobody else handles the signal: die of it, as the process would have without this hook.
+      if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
     });
   }
 }

@@ -15,8 +15,8 @@ export interface SubscriptionSpec {
   retryPolicy?: { minimumBackoff: string; maximumBackoff: string };
   deadLetterPolicy?: { deadLetterTopic: string; maxDeliveryAttempts: number };
   messageRetentionDuration?: string;
-  /** `{ ttl: '' }` means the subscription never expires. */
-  expirationPolicy?: { ttl: string };
+  /** `{}` (no ttl) means the subscription never expires. */
+  expirationPolicy?: { ttl?: string };
   filter?: string;
 }
 
@@ -56,6 +56,8 @@ export class PubSubRest {
   constructor(
     readonly baseUrl: string,
     readonly projectId: string,
+    /** Returns an OAuth access token for the real service; the emulator needs none. */
+    private readonly accessToken?: () => Promise<string>,
   ) {}
 
   topicPath(topic: string): string {
@@ -76,7 +78,10 @@ export class PubSubRest {
   ): Promise<T> {
     const res = await fetch(`${this.baseUrl}/v1/${resource}`, {
       method,
-      headers: { 'content-type': 'application/json' },
+      headers: {
+        'content-type': 'application/json',
+        ...(this.accessToken ? { authorization: `Bearer ${await this.accessToken()}` } : {}),
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
       signal: AbortSignal.timeout(30_000),
     });

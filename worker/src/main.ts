@@ -7,8 +7,9 @@ import { JsonLogger } from './log';
 
 /**
  * The composition root: configuration → adapters → app → listen. The only module that reads the
- * environment, builds clients and picks adapters. Cloud adapters are loaded only when configured,
- * so a local run never loads the Google client libraries.
+ * environment, builds clients and picks adapters. Adapters and client libraries are loaded only
+ * when configured (`require`/`import()` inside the builders), so a local run never loads the
+ * Google client libraries and stays small.
  */
 
 export interface Adapters {
@@ -24,7 +25,7 @@ async function buildStore(config: WorkerConfig, logger: Logger): Promise<Store> 
     const { SqliteStore } = await import('./adapters/sqlite-store.js');
     return new SqliteStore({ path: store.path });
   }
-  const { BigQuery } = await import('@google-cloud/bigquery');
+  const { BigQuery } = require('@google-cloud/bigquery') as typeof import('@google-cloud/bigquery');
   const [project] = store.table.split('.');
   const bigquery = new BigQuery({ projectId: project, location: store.location });
   const common = {
@@ -56,7 +57,7 @@ async function buildReader(config: WorkerConfig): Promise<Reader> {
     const { LocalBucket, LocalBucketReader } = await import('./adapters/local-bucket.js');
     return new LocalBucketReader(new LocalBucket(reader.root));
   }
-  const { Storage } = await import('@google-cloud/storage');
+  const { Storage } = require('@google-cloud/storage') as typeof import('@google-cloud/storage');
   const { GcsReader } = await import('./adapters/gcs-reader.js');
   return new GcsReader({ storage: new Storage(), timeoutMs: reader.timeoutMs });
 }
@@ -150,20 +151,23 @@ export async function serve(
 export async function main(env: NodeJS.ProcessEnv = process.env): Promise<RunningWorker> {
   const config = loadConfig(env);
   const logger = new JsonLogger({ level: config.logLevel });
-  const worker = await serve(config, await buildAdapters(config, logger), logger);
+  const starting = buildAdapters(config, logger).then((adapters) => serve(config, adapters, logger));
+  // Installed before listening, so that a SIGTERM right after start-up still finishes cleanly.
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.once(signal, () => {
       logger.info(`${signal} received: finishing in-flight requests`);
-      worker.stop().then(
-        () => process.exit(0),
-        (error: unknown) => {
-          logger.error('shutdown failed', { error });
-          process.exit(1);
-        },
-      );
+      starting
+        .then((worker) => worker.stop())
+        .then(
+          () => process.exit(0),
+          (error: unknown) => {
+            logger.error('shutdown failed', { error });
+            process.exit(1);
+          },
+        );
     });
   }
-  return worker;
+  return starting;
 }
 
 if (require.main === module) {

@@ -71,6 +71,24 @@ export class SqliteStore implements Store {
     return this.query(`SELECT * FROM ${SQLITE_TABLE} WHERE dedup_key = ?`, dedupKey);
   }
 
+  /** Rows whose column equals a value (tools and checks; the column comes from a fixed list). */
+  rowsWhere(column: 'object_uri' | 'object_name' | 'message_id' | 'status', value: string): Row[] {
+    const allowed = ['object_uri', 'object_name', 'message_id', 'status'];
+    if (!allowed.includes(column)) throw new Error(`cannot filter on ${column}`);
+    return this.query(
+      `SELECT * FROM ${SQLITE_TABLE} WHERE ${column} = ? ORDER BY processed_at, message_id`,
+      value,
+    );
+  }
+
+  /** Dedup keys with more than one row in the table (never any here: the key is unique). */
+  keysRecordedTwice(): string[] {
+    const rows = this.db
+      .prepare(`SELECT dedup_key FROM ${SQLITE_TABLE} GROUP BY dedup_key HAVING COUNT(*) > 1`)
+      .all() as Array<{ dedup_key: string }>;
+    return rows.map((r) => r.dedup_key);
+  }
+
   /** All rows of a view, for the local tools. */
   view(name: ViewName): Record<string, unknown>[] {
     return this.db.prepare(`SELECT * FROM ${name}`).all() as Record<string, unknown>[];

@@ -1,0 +1,61 @@
+import type { ObjectResource } from '../worker/src/adapters/local-bucket';
+import type { PubSubRest } from './pubsub';
+
+/**
+ * Announces uploads to the local bucket exactly as Cloud Storage announces them to Pub/Sub:
+ * payload JSON_API_V1, the object resource as `data`, and the notification attributes.
+ * `copies: 2` reproduces "the notification was created twice": two configs, two messageIds.
+ */
+export class Announcer {
+  constructor(
+    private readonly pubsub: PubSubRest,
+    private readonly topic: string,
+  ) {}
+
+  /** The attributes Cloud Storage sets on an OBJECT_FINALIZE notification. */
+  static attributes(
+    resource: ObjectResource,
+    overwroteGeneration: string | null,
+    config = 1,
+  ): Record<string, string> {
+    return {
+      notificationConfig: `projects/_/buckets/${resource.bucket}/notificationConfigs/${config}`,
+      eventType: 'OBJECT_FINALIZE',
+      payloadFormat: 'JSON_API_V1',
+      bucketId: resource.bucket,
+      objectId: resource.name,
+      objectGeneration: resource.generation,
+      eventTime: resource.timeCreated,
+      ...(overwroteGeneration ? { overwroteGeneration } : {}),
+    };
+  }
+
+  /** Publishes the notification(s) of one write and returns their messageIds. */
+  async announce(
+    resource: ObjectResource,
+    overwroteGeneration: string | null,
+    copies = 1,
+  ): Promise<string[]> {
+    const data = JSON.stringify(resource);
+    const messages = Array.from({ length: copies }, (_, i) => ({
+      data,
+      attributes: Announcer.attributes(resource, overwroteGeneration, i + 1),
+    }));
+    return this.pubsub.publish(this.topic, messages);
+  }
+}
+
+/** Content types by file extension, as a browser or `gcloud storage cp` would set them. */
+export function contentTypeFor(file: string): string {
+  const ext = file.toLowerCase().split('.').pop() ?? '';
+  const types: Record<string, string> = {
+    pdf: 'application/pdf',
+    png: 'image/png',
+    jpg: 'image/jpeg',
+    jpeg: 'image/jpeg',
+    webp: 'image/webp',
+    txt: 'text/plain',
+    text: 'text/plain',
+  };
+  return types[ext] ?? 'application/octet-stream';
+}

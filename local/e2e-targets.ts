@@ -1,0 +1,279 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { SqliteStore } from '../worker/src/adapters/sqlite-store';
+import type { Row } from '../worker/src/contract/row';
+import { contentTypeFor } from './announcer';
+import { pullAll } from './dead-letters';
+import { LOCAL_NAMES, type Pipeline, startPipeline } from './pipeline';
+import { PubSubRest, type ReceivedMessage } from './pubsub';
+
+/**
+ * Where the end-to-end check runs. The checks (e2e.ts) are the same for both targets; only these
+ * primitive calls differ: a local pipeline on the emulator, or a deployed stack.
+ */
+export interface Target {
+  readonly description: string;
+  /** Uploads bytes as a new generation; resolves with the object URI (`gs://b/n#g`). */
+  upload(name: string, bytes: Buffer): Promise<string>;
+  /** Rows of the raw table (not the view) for one object URI. */
+  rawRowsFor(objectUri: string): Promise<Row[]>;
+  /** Dedup keys that have more than one row in the raw table. */
+  keysRecordedTwice(): Promise<string[]>;
+  /** The message that announced an object, as Pub/Sub delivered it (captured by a tap subscription). */
+  announcement(objectUri: string): Promise<ReceivedMessage['message'] | undefined>;
+  /** Publishes raw data and attributes to the pipeline's topic; returns the messageId. */
+  publish(data: Buffer, attributes: Record<string, string>): Promise<string>;
+  /** Sends a push body to the worker exactly as Pub/Sub would. */
+  push(body: unknown): Promise<{ status: number; body: unknown }>;
+  /** Dead letters carrying an attribute value, released again after reading. */
+  deadLettersWith(attribute: string, value: string): Promise<number>;
+  /** How many times the worker analysed an object, when the target can tell (local logs). */
+  analysesOf(objectUri: string): number | undefined;
+  /** Whether the worker has answered a message, when the target can tell (local logs). */
+  answered(messageId: string): boolean | undefined;
+  close(): Promise<void>;
+}
+
+const TAP = 'docline-e2e-tap';
+
+/** Captures every message published to the topic, so the check can replay an exact push body. */
+class Tap {
+  private readonly seen = new Map<string, ReceivedMessage['message']>();
+  constructor(private readonly pubsub: PubSubRest) {}
+
+  async create(topic: string): Promise<void> {
+    await this.pubsub.ensureSubscription(TAP, {
+      topic: this.pubsub.topicPath(topic),
+      ackDeadlineSeconds: 60,
+    });
+  }
+
+  async find(objectUri: string): Promise<ReceivedMessage['message'] | undefined> {
+    const batch = await pullAll(this.pubsub, TAP);
+    await this.pubsub.acknowledge(
+      TAP,
+      batch.map((m) => m.ackId),
+    );
+    for (const m of batch) {
+      const a = m.attributes;
+      const uri = `gs://${a.bucketId}/${a.objectId}#${a.objectGeneration}`;
+      if (!this.seen.has(uri)) {
+        this.seen.set(uri, { messageId: m.messageId, attributes: a, data: m.data, publishTime: '' });
+      }
+    }
+    return this.seen.get(objectUri);
+  }
+
+  async delete(): Promise<void> {
+    await this.pubsub.deleteSubscription(TAP);
+  }
+}
+
+/** A fresh local pipeline in a temporary folder, on free ports. */
+export class LocalTarget implements Target {
+  readonly description = 'local pipeline (Pub/Sub emulator, SQLite, local bucket, offline analyzer)';
+  private constructor(
+    private readonly pipeline: Pipeline,
+    private readonly store: SqliteStore,
+    private readonly tap: Tap,
+    private readonly dir: string,
+  ) {}
+
+  static async start(): Promise<LocalTarget> {
+    const dir = await mkdtemp(path.join(tmpdir(), 'docline-e2e-'));
+    // Short backoffs so that the poison message reaches the dead-letter topic within seconds.
+    const pipeline = await startPipeline({
+      dataDir: dir,
+      settings: { minRetryBackoffSeconds: 1, maxRetryBackoffSeconds: 2, maxDeliveryAttempts: 5 },
+    });
+    const tap = new Tap(pipeline.pubsub);
+    await tap.create(LOCAL_NAMES.topic);
+    return new LocalTarget(pipeline, new SqliteStore({ path: path.join(dir, 'docline.sqlite') }), tap, dir);
+  }
+
+  async upload(name: string, bytes: Buffer): Promise<string> {
+    const { resource } = await this.pipeline.upload(name, bytes, { contentType: contentTypeFor(name) });
+    return `gs://${resource.bucket}/${resource.name}#${resource.generation}`;
+  }
+
+  async rawRowsFor(objectUri: string): Promise<Row[]> {
+    return this.store.rowsWhere('object_uri', objectUri);
+  }
+
+  async keysRecordedTwice(): Promise<string[]> {
+    return this.store.keysRecordedTwice();
+  }
+
+  announcement(objectUri: string) {
+    return this.tap.find(objectUri);
+  }
+
+  async publish(data: Buffer, attributes: Record<string, string>): Promise<string> {
+    const [id] = await this.pipeline.pubsub.publish(LOCAL_NAMES.topic, [{ data, attributes }]);
+    return id!;
+  }
+
+  async push(body: unknown) {
+    const res = await fetch(`${this.pipeline.worker.url}/push`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    return { status: res.status, body: await res.json() };
+  }
+
+  async deadLettersWith(attribute: string, value: string): Promise<number> {
+    const letters = await pullAll(this.pipeline.pubsub, LOCAL_NAMES.deadLetterSubscription);
+    await this.pipeline.pubsub.nack(
+      LOCAL_NAMES.deadLetterSubscription,
+      letters.map((l) => l.ackId),
+    );
+    return letters.filter((l) => l.attributes[attribute] === value).length;
+  }
+
+  analysesOf(objectUri: string): number {
+    return this.pipeline.worker.lines.filter((l) => l.objectUri === objectUri && l.analysed === true).length;
+  }
+
+  answered(messageId: string): boolean {
+    return this.pipeline.worker.lines.some((l) => l.messageId === messageId && l.status !== undefined);
+  }
+
+  async close(): Promise<void> {
+    await this.store.close();
+    await this.pipeline.stop();
+    await rm(this.dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * A deployed stack: the bucket, topic and dead-letter subscription from the stack outputs, the
+ * table through BigQuery, the worker through its URL with an identity token. Credentials come
+ * from the environment (Application Default Credentials). It cannot run without a cloud project.
+ */
+export class CloudTarget implements Target {
+  readonly description: string;
+  private constructor(
+    private readonly env: {
+      project: string;
+      bucket: string;
+      topic: string;
+      deadLetterSubscription: string;
+      table: string;
+      workerUrl: string;
+    },
+    private readonly pubsub: PubSubRest,
+    private readonly tap: Tap,
+    private readonly clients: {
+      storage: import('@google-cloud/storage').Storage;
+      bigquery: import('@google-cloud/bigquery').BigQuery;
+      idToken: () => Promise<string>;
+    },
+  ) {
+    this.description = `deployed stack (bucket ${env.bucket}, table ${env.table}, worker ${env.workerUrl})`;
+  }
+
+  static async start(environment: NodeJS.ProcessEnv): Promise<CloudTarget> {
+    const names = [
+      'DOCLINE_PROJECT',
+      'DOCLINE_BUCKET',
+      'DOCLINE_TOPIC',
+      'DOCLINE_DEAD_LETTER_SUBSCRIPTION',
+      'DOCLINE_TABLE',
+      'DOCLINE_WORKER_URL',
+    ];
+    const missing = names.filter((n) => !environment[n]);
+    if (missing.length > 0) {
+      throw new Error(
+        `--target cloud needs ${missing.join(', ')} (from \`pulumi stack output\`), and Application Default Credentials.`,
+      );
+    }
+    const env = {
+      project: environment.DOCLINE_PROJECT!,
+      bucket: environment.DOCLINE_BUCKET!,
+      topic: environment.DOCLINE_TOPIC!,
+      deadLetterSubscription: environment.DOCLINE_DEAD_LETTER_SUBSCRIPTION!,
+      table: environment.DOCLINE_TABLE!,
+      workerUrl: environment.DOCLINE_WORKER_URL!,
+    };
+    const { GoogleAuth } = require('google-auth-library') as typeof import('google-auth-library');
+    const { Storage } = require('@google-cloud/storage') as typeof import('@google-cloud/storage');
+    const { BigQuery } = require('@google-cloud/bigquery') as typeof import('@google-cloud/bigquery');
+    const auth = new GoogleAuth({ scopes: ['https://www.googleapis.com/auth/cloud-platform'] });
+    const accessToken = async () => (await auth.getAccessToken()) ?? '';
+    const idClient = await auth.getIdTokenClient(env.workerUrl);
+    const pubsub = new PubSubRest('https://pubsub.googleapis.com', env.project, accessToken);
+    const tap = new Tap(pubsub);
+    await tap.create(env.topic);
+    return new CloudTarget(env, pubsub, tap, {
+      storage: new Storage({ projectId: env.project }),
+      bigquery: new BigQuery({ projectId: env.project }),
+      idToken: () => idClient.idTokenProvider.fetchIdToken(env.workerUrl),
+    });
+  }
+
+  async upload(name: string, bytes: Buffer): Promise<string> {
+    const file = this.clients.storage.bucket(this.env.bucket).file(name);
+    await file.save(bytes, { contentType: contentTypeFor(name), resumable: false });
+    const [metadata] = await file.getMetadata();
+    return `gs://${this.env.bucket}/${name}#${metadata.generation}`;
+  }
+
+  async rawRowsFor(objectUri: string): Promise<Row[]> {
+    const [rows] = await this.clients.bigquery.query({
+      query: `SELECT * FROM \`${this.env.table}\` WHERE object_uri = @uri AND processed_at > TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL 1 DAY)`,
+      params: { uri: objectUri },
+    });
+    return rows as Row[];
+  }
+
+  async keysRecordedTwice(): Promise<string[]> {
+    const [rows] = await this.clients.bigquery.query({
+      query: `SELECT dedup_key FROM \`${this.env.table}\` WHERE processed_at > TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL 1 DAY) GROUP BY dedup_key HAVING COUNT(*) > 1`,
+    });
+    return (rows as Array<{ dedup_key: string }>).map((r) => r.dedup_key);
+  }
+
+  announcement(objectUri: string) {
+    return this.tap.find(objectUri);
+  }
+
+  async publish(data: Buffer, attributes: Record<string, string>): Promise<string> {
+    const [id] = await this.pubsub.publish(this.env.topic, [{ data, attributes }]);
+    return id!;
+  }
+
+  async push(body: unknown) {
+    const res = await fetch(`${this.env.workerUrl}/push`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        authorization: `Bearer ${await this.clients.idToken()}`,
+      },
+      body: JSON.stringify(body),
+    });
+    return { status: res.status, body: await res.json().catch(() => null) };
+  }
+
+  async deadLettersWith(attribute: string, value: string): Promise<number> {
+    const letters = await pullAll(this.pubsub, this.env.deadLetterSubscription);
+    await this.pubsub.nack(
+      this.env.deadLetterSubscription,
+      letters.map((l) => l.ackId),
+    );
+    return letters.filter((l) => l.attributes[attribute] === value).length;
+  }
+
+  analysesOf(): undefined {
+    return undefined;
+  }
+
+  answered(): undefined {
+    return undefined;
+  }
+
+  async close(): Promise<void> {
+    await this.tap.delete();
+  }
+}

@@ -1,0 +1,160 @@
+/**
+ * `npm run e2e [-- --target cloud]`: proves "one document, one line" end to end. Self-contained
+ * (temporary folders, free ports), bounded in time, exit 0 or 1. Prints one `OK   …` line per
+ * check, or `FAIL …` with what was observed.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from './args';
+import { CloudTarget, LocalTarget, type Target } from './e2e-targets';
+import { REPO_ROOT } from './worker-process';
+
+const SAMPLES = path.join(REPO_ROOT, 'samples');
+const TIMEOUT_MS = Number(process.env.E2E_TIMEOUT_MS ?? 240_000);
+
+class CheckFailed extends Error {}
+
+const started = Date.now();
+const progress = (text: string) => {
+  if (process.stderr.isTTY) process.stderr.write(`\r\x1b[2K${text}`);
+  else process.stderr.write(`${text}\n`);
+};
+const endProgress = () => {
+  if (process.stderr.isTTY) process.stderr.write('\r\x1b[2K');
+};
+
+/** Polls `probe` until it returns a value, printing a progress line; fails at the deadline. */
+async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, everyMs = 250): Promise<T> {
+  let lastPrint = 0;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) {
+      endProgress();
+      return value;
+    }
+    if (Date.now() - started > TIMEOUT_MS) throw new CheckFailed(`timed out waiting for ${what}`);
+    if (Date.now() - lastPrint > 2_000) {
+      progress(`… waiting for ${what} (${Math.round((Date.now() - started) / 1000)} s)`);
+      lastPrint = Date.now();
+    }
+    await new Promise((resolve) => setTimeout(resolve, everyMs));
+  }
+}
+
+function files(folder: string): Array<{ name: string; bytes: Buffer }> {
+  const dir = path.join(SAMPLES, folder);
+  return readdirSync(dir)
+    .filter((f) => !f.startsWith('.') && f !== 'README.md')
+    .sort()
+    .map((f) => ({ name: `${folder}/${f}`, bytes: readFileSync(path.join(dir, f)) }));
+}
+
+const ok = (line: string) => console.log(`OK   ${line}`);
+
+async function run(target: Target): Promise<void> {
+  const run = Date.now().toString(36);
+  const documents = [...files('invoices'), ...files('bad')];
+  if (files('invoices').length < 10)
+    throw new CheckFailed('samples/invoices must hold at least ten invoices');
+
+  // 1. Every upload ends as exactly one row.
+  const uris: string[] = [];
+  for (const doc of documents) uris.push(await target.upload(`e2e-${run}/${doc.name}`, doc.bytes));
+  let reported = -1;
+  const rows = await waitFor(`rows for ${uris.length} documents`, async () => {
+    const found = await Promise.all(uris.map((u) => target.rawRowsFor(u)));
+    const done = found.filter((r) => r.length > 0).length;
+    if (done !== reported) progress(`… ${done}/${uris.length} documents have their row`);
+    reported = done;
+    return done === uris.length ? found : undefined;
+  });
+  const counts = rows.map((r) => r.length);
+  if (counts.some((c) => c !== 1)) throw new CheckFailed(`rows per document: ${counts.join(', ')}`);
+  ok(`${uris.length} documents, ${counts.reduce((a, b) => a + b, 0)} rows, one per document`);
+  const statuses = rows.map((r) => r[0]!.status);
+  const expectedRejected = files('bad').length;
+  const rejected = statuses.filter((s) => s === 'rejected').length;
+  if (rejected !== expectedRejected)
+    throw new CheckFailed(`expected ${expectedRejected} rejected rows, saw ${rejected}`);
+
+  const twice = await target.keysRecordedTwice();
+  if (twice.length > 0) throw new CheckFailed(`dedup keys recorded twice: ${twice.join(', ')}`);
+  ok('no dedup key twice');
+
+  // 2. The exact push body of a processed message, sent again, is a duplicate.
+  const first = uris[0]!;
+  const message = await waitFor('the announcement of the first upload', () => target.announcement(first));
+  const body = {
+    message: { ...message, message_id: message.messageId, publishTime: new Date().toISOString() },
+    subscription: 'projects/docline-local/subscriptions/docline-push',
+  };
+  const replay = await target.push(body);
+  if (replay.status !== 200 || (replay.body as { status?: string }).status !== 'duplicate') {
+    throw new CheckFailed(`replay answered ${replay.status} ${JSON.stringify(replay.body)}`);
+  }
+  ok('replay acknowledged as duplicate');
+
+  // 3. A re-upload (new generation) is new work.
+  const reuploadUri = await target.upload(`e2e-${run}/${documents[0]!.name}`, documents[0]!.bytes);
+  if (reuploadUri === first) throw new CheckFailed('the re-upload kept its generation');
+  const reuploaded = await waitFor('the re-upload’s row', async () => {
+    const r = await target.rawRowsFor(reuploadUri);
+    return r.length > 0 ? r : undefined;
+  });
+  if (reuploaded.length !== 1 || reuploaded[0]!.status !== 'ok') {
+    throw new CheckFailed(`re-upload rows: ${JSON.stringify(reuploaded.map((r) => r.status))}`);
+  }
+  ok('re-upload processed as new work');
+
+  // 4. One upload announced twice (two notification configs): one row, one analysis.
+  const doubledUri = await target.upload(`e2e-${run}/doubled/${documents[1]!.name}`, documents[1]!.bytes);
+  const announcement = await waitFor('the doubled upload’s announcement', () =>
+    target.announcement(doubledUri),
+  );
+  const secondId = await target.publish(Buffer.from(announcement.data ?? '', 'base64'), {
+    ...announcement.attributes,
+    notificationConfig: `${announcement.attributes?.notificationConfig ?? 'config'}-copy`,
+  });
+  await waitFor('both notifications of the doubled upload to be answered', async () => {
+    const r = await target.rawRowsFor(doubledUri);
+    // Where the target can tell (local logs), wait for the worker's answer to the second message too.
+    return r.length > 0 && target.answered(secondId) !== false ? true : undefined;
+  });
+  const doubledRows = await target.rawRowsFor(doubledUri);
+  const analyses = target.analysesOf(doubledUri);
+  if (doubledRows.length !== 1) throw new CheckFailed(`doubled notification gave ${doubledRows.length} rows`);
+  if (analyses !== undefined && analyses !== 1)
+    throw new CheckFailed(`doubled notification analysed ${analyses} times`);
+  ok(
+    `doubled notification absorbed${analyses === undefined ? ' (analysis count not observable on this target)' : ''}`,
+  );
+
+  // 5. A message the worker can never accept (a body over its limit) ends in the dead-letter topic.
+  const token = `poison-${run}`;
+  await target.publish(Buffer.alloc(512 * 1024, 'x'), { e2e: token });
+  await waitFor('the poison message in the dead-letter subscription', async () =>
+    (await target.deadLettersWith('e2e', token)) > 0 ? true : undefined,
+  );
+  ok('poison message dead-lettered');
+}
+
+async function main(): Promise<number> {
+  const { flags } = parseArgs(process.argv.slice(2));
+  const cloud = flags.get('target') === 'cloud';
+  let target: Target | undefined;
+  try {
+    target = cloud ? await CloudTarget.start(process.env) : await LocalTarget.start();
+    console.log(`docline e2e against the ${target.description}`);
+    await run(target);
+    console.log(`e2e passed in ${Math.round((Date.now() - started) / 1000)} s`);
+    return 0;
+  } catch (error) {
+    endProgress();
+    console.log(`FAIL ${error instanceof CheckFailed ? error.message : (error as Error).stack}`);
+    return 1;
+  } finally {
+    await target?.close();
+  }
+}
+
+void main().then((code) => process.exit(code));

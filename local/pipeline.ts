@@ -1,0 +1,205 @@
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { LocalBucket, type ObjectResource } from '../worker/src/adapters/local-bucket';
+import { DELIVERY_DEFAULTS, type DeliverySettings, durationString } from '../worker/src/contract/settings';
+import { Announcer, contentTypeFor } from './announcer';
+import { freePort, type PubSubEmulator, startPubSubEmulator } from './emulator';
+import { PubSubRest, type SubscriptionSpec } from './pubsub';
+import { startWorkerProcess, type WorkerProcess } from './worker-process';
+
+/**
+ * The local pipeline: the real Pub/Sub emulator, the worker as a child process on its embedded
+ * defaults, and a local bucket that announces uploads as Cloud Storage does. Topics and
+ * subscriptions get the same settings the Pulumi stack declares (worker/src/contract/settings.ts).
+ */
+
+export const LOCAL_PROJECT = 'docline-local';
+export const LOCAL_BUCKET = 'docline-local';
+
+/** Resource names, the same in every local run. */
+export const LOCAL_NAMES = {
+  topic: 'docline-uploads',
+  deadLetterTopic: 'docline-dead-letters',
+  pushSubscription: 'docline-push',
+  deadLetterSubscription: 'docline-dead-letters-pull',
+} as const;
+
+/** What companions (`upload`, `dlq`, `rows`) need to find a running pipeline. */
+export interface PipelineState {
+  projectId: string;
+  emulatorBaseUrl: string;
+  bucket: string;
+  topic: string;
+  deadLetterSubscription: string;
+  workerUrl: string;
+  dataDir: string;
+}
+
+export const stateFile = (dataDir: string) => path.join(dataDir, 'pipeline.json');
+
+/** The push subscription, as the stack declares it (infra/components/delivery.ts reads the same settings). */
+export function pushSubscriptionSpec(
+  pubsub: PubSubRest,
+  settings: DeliverySettings,
+  pushEndpoint: string,
+): SubscriptionSpec {
+  return {
+    topic: pubsub.topicPath(LOCAL_NAMES.topic),
+    pushConfig: { pushEndpoint },
+    ackDeadlineSeconds: settings.ackDeadlineSeconds,
+    retryPolicy: {
+      minimumBackoff: durationString(settings.minRetryBackoffSeconds),
+      maximumBackoff: durationString(settings.maxRetryBackoffSeconds),
+    },
+    deadLetterPolicy: {
+      deadLetterTopic: pubsub.topicPath(LOCAL_NAMES.deadLetterTopic),
+      maxDeliveryAttempts: settings.maxDeliveryAttempts,
+    },
+    messageRetentionDuration: durationString(settings.messageRetentionSeconds),
+    // The emulator accepts the filter but does not apply it; the worker rejects other event types anyway.
+    filter: 'attributes.eventType = "OBJECT_FINALIZE"',
+  };
+}
+
+/** Creates the topics and subscriptions of the pipeline (idempotent). */
+export async function configureDelivery(
+  pubsub: PubSubRest,
+  settings: DeliverySettings,
+  pushEndpoint: string,
+): Promise<void> {
+  await pubsub.ensureTopic(LOCAL_NAMES.topic);
+  await pubsub.ensureTopic(LOCAL_NAMES.deadLetterTopic);
+  // Dead letters are kept for inspection and replay: a pull subscription that never expires.
+  await pubsub.ensureSubscription(LOCAL_NAMES.deadLetterSubscription, {
+    topic: pubsub.topicPath(LOCAL_NAMES.deadLetterTopic),
+    ackDeadlineSeconds: 60,
+    messageRetentionDuration: durationString(settings.messageRetentionSeconds),
+    expirationPolicy: {},
+  });
+  await pubsub.ensureSubscription(
+    LOCAL_NAMES.pushSubscription,
+    pushSubscriptionSpec(pubsub, settings, pushEndpoint),
+  );
+}
+
+export interface PipelineOptions {
+  /** Holds the SQLite file, the local bucket and pipeline.json; kept across restarts. */
+  dataDir: string;
+  /** Overrides of the shared delivery settings (the e2e check shortens the retry backoff). */
+  settings?: Partial<DeliverySettings>;
+  /** `host:port` of a running emulator; one is started when omitted. */
+  emulatorHost?: string;
+  /** Extra worker environment (DEDUP_KEY, Gemini settings, …). */
+  workerEnv?: Record<string, string | undefined>;
+  /** A different worker entry module (test compositions). */
+  workerEntry?: string;
+  /** Announce every upload this many times (2 = "the notification was created twice"). */
+  notificationCopies?: number;
+  /** Receives the emulator's output. */
+  onEmulatorOutput?: (line: string) => void;
+}
+
+export interface UploadResult {
+  resource: ObjectResource;
+  overwroteGeneration: string | null;
+  messageIds: string[];
+}
+
+export interface Pipeline {
+  readonly projectId: string;
+  readonly pubsub: PubSubRest;
+  readonly emulatorHost: string;
+  readonly bucket: LocalBucket;
+  readonly bucketName: string;
+  readonly announcer: Announcer;
+  readonly settings: DeliverySettings;
+  readonly state: PipelineState;
+  /** The current worker process (replaced by {@link restartWorker}). */
+  readonly worker: WorkerProcess;
+  /** Stores bytes as a new generation and announces it. */
+  upload(
+    name: string,
+    bytes: Buffer,
+    options?: { contentType?: string; copies?: number },
+  ): Promise<UploadResult>;
+  /** Stops (SIGTERM) or kills (SIGKILL) the worker and starts it again on the same port. */
+  restartWorker(options?: {
+    kill?: boolean;
+    env?: Record<string, string | undefined>;
+  }): Promise<WorkerProcess>;
+  stop(): Promise<void>;
+}
+
+export async function startPipeline(options: PipelineOptions): Promise<Pipeline> {
+  const settings: DeliverySettings = { ...DELIVERY_DEFAULTS, ...options.settings };
+  const dataDir = path.resolve(options.dataDir);
+  let emulator: PubSubEmulator | undefined;
+  const emulatorHost =
+    options.emulatorHost ??
+    (emulator = await startPubSubEmulator({ onOutput: options.onEmulatorOutput })).host;
+  const pubsub = new PubSubRest(`http://${emulatorHost}`, LOCAL_PROJECT);
+  const bucket = new LocalBucket(path.join(dataDir, 'bucket'));
+  const announcer = new Announcer(pubsub, LOCAL_NAMES.topic);
+  // A fixed port, so that the push endpoint stays valid when the worker restarts.
+  const port = await freePort();
+  const workerEnv = (extra?: Record<string, string | undefined>) => ({
+    DOCLINE_DATA_DIR: dataDir,
+    PORT: String(port),
+    DEDUP_KEY: settings.dedupKeyMode,
+    MAX_OBJECT_BYTES: String(settings.maxObjectBytes),
+    PUSH_BODY_LIMIT_BYTES: String(settings.pushBodyLimitBytes),
+    ...options.workerEnv,
+    ...extra,
+  });
+  let worker: WorkerProcess;
+  try {
+    worker = await startWorkerProcess({ env: workerEnv(), entry: options.workerEntry });
+    await configureDelivery(pubsub, settings, `${worker.url}/push`);
+  } catch (error) {
+    await emulator?.stop();
+    throw error;
+  }
+  const state: PipelineState = {
+    projectId: LOCAL_PROJECT,
+    emulatorBaseUrl: `http://${emulatorHost}`,
+    bucket: LOCAL_BUCKET,
+    topic: LOCAL_NAMES.topic,
+    deadLetterSubscription: LOCAL_NAMES.deadLetterSubscription,
+    workerUrl: worker.url,
+    dataDir,
+  };
+  await writeFile(stateFile(dataDir), `${JSON.stringify(state, null, 2)}\n`);
+
+  return {
+    projectId: LOCAL_PROJECT,
+    pubsub,
+    emulatorHost,
+    bucket,
+    bucketName: LOCAL_BUCKET,
+    announcer,
+    settings,
+    state,
+    get worker() {
+      return worker;
+    },
+    async upload(name, bytes, uploadOptions = {}) {
+      const contentType = uploadOptions.contentType ?? contentTypeFor(name);
+      const { resource, overwroteGeneration } = await bucket.put(LOCAL_BUCKET, name, bytes, contentType);
+      const copies = uploadOptions.copies ?? options.notificationCopies ?? 1;
+      const messageIds = await announcer.announce(resource, overwroteGeneration, copies);
+      return { resource, overwroteGeneration, messageIds };
+    },
+    async restartWorker(restart = {}) {
+      if (restart.kill) {
+        worker.child.kill('SIGKILL');
+        await worker.exited;
+      } else await worker.stop();
+      worker = await startWorkerProcess({ env: workerEnv(restart.env), entry: options.workerEntry });
+      return worker;
+    },
+    async stop() {
+      await worker.stop();
+      await emulator?.stop();
+    },
+  };
+}

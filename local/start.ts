@@ -1,0 +1,103 @@
+/**
+ * `npm start`: the whole pipeline on embedded defaults. Drop files into ./inbox; each becomes a
+ * new generation in the local bucket, is announced as Cloud Storage would, pushed by the real
+ * Pub/Sub emulator to the worker, and printed here with its outcome. Ctrl-C stops everything;
+ * a restart keeps the data (DOCLINE_DATA_DIR).
+ */
+import path from 'node:path';
+import { SqliteStore } from '../worker/src/adapters/sqlite-store';
+import { DEDUP_KEY_MODES, type DedupKeyMode } from '../worker/src/contract/settings';
+import { option, parseArgs } from './args';
+import { outcomeLine } from './format';
+import { watchInbox } from './inbox';
+import { startPipeline } from './pipeline';
+import type { WorkerLogLine } from './worker-process';
+
+async function main(): Promise<void> {
+  const { flags } = parseArgs(process.argv.slice(2));
+  const env = process.env;
+  const dataDir = path.resolve(option(flags, 'data-dir', env.DOCLINE_DATA_DIR, '.docline'));
+  const inboxDir = path.resolve(option(flags, 'inbox', env.DOCLINE_INBOX, 'inbox'));
+  const dedupKey = option(flags, 'dedup-key', env.DEDUP_KEY, 'object') as DedupKeyMode;
+  if (!DEDUP_KEY_MODES.includes(dedupKey))
+    throw new Error(`--dedup-key must be one of ${DEDUP_KEY_MODES.join(', ')}`);
+  const doubled = flags.has('double-notifications') || env.DOCLINE_DOUBLE_NOTIFICATIONS === '1';
+
+  console.log('docline: starting the Pub/Sub emulator and the worker…');
+  const pipeline = await startPipeline({
+    dataDir,
+    emulatorHost: env.PUBSUB_EMULATOR_HOST,
+    settings: { dedupKeyMode: dedupKey },
+    notificationCopies: doubled ? 2 : 1,
+  });
+  const store = new SqliteStore({ path: path.join(dataDir, 'docline.sqlite') });
+
+  const print = (line: WorkerLogLine) => {
+    if (!line.messageId || !line.status) return;
+    const label = line.objectUri?.replace(/^gs:\/\/[^/]+\//, '') ?? `(message ${line.messageId})`;
+    if (line.status === 'ok' || line.status === 'rejected') {
+      const row = store.rowsFor(line.dedupKey ?? '')[0];
+      console.log(
+        outcomeLine(
+          line.status,
+          label,
+          row,
+          line.status === 'rejected' ? `${line.reason}: ${line.detail}` : undefined,
+        ),
+      );
+    } else if (line.status === 'duplicate') {
+      console.log(
+        outcomeLine(
+          'duplicate',
+          label,
+          undefined,
+          `message ${line.messageId}: already recorded (${line.duplicateAt})`,
+        ),
+      );
+    } else console.log(outcomeLine('retry', label, undefined, `${line.error}: ${line.message}`));
+  };
+  pipeline.worker.events.on('line', print);
+
+  const inbox = await watchInbox({
+    dir: inboxDir,
+    onFile: async (name, bytes) => {
+      const { resource, messageIds } = await pipeline.upload(name, bytes);
+      console.log(
+        `uploaded   ${name}#${resource.generation} (${bytes.length} bytes, message ${messageIds.join(', ')})`,
+      );
+    },
+    onError: (name, error) => console.error(`could not upload ${name}: ${(error as Error).message}`),
+  });
+
+  console.log(
+    [
+      `docline: ready. Pub/Sub emulator ${pipeline.emulatorHost}, worker ${pipeline.worker.url}, dedup key ${dedupKey}` +
+        (doubled ? ', every upload announced TWICE (two notification configs)' : ''),
+      `  drop invoices into ${inboxDir} (or: npm run upload -- FILE…); rows: npm run rows; dead letters: npm run dlq -- list`,
+      `  data in ${dataDir}; Ctrl-C stops everything.`,
+    ].join('\n'),
+  );
+
+  let stopping = false;
+  const shutdown = async (code: number) => {
+    if (stopping) return;
+    stopping = true;
+    console.log('docline: stopping…');
+    await inbox.stop();
+    await pipeline.stop();
+    await store.close();
+    process.exit(code);
+  };
+  process.on('SIGINT', () => void shutdown(0));
+  process.on('SIGTERM', () => void shutdown(0));
+  void pipeline.worker.exited.then(({ code, signal }) => {
+    if (stopping) return;
+    console.error(`docline: the worker stopped unexpectedly (code ${code}, signal ${signal}).`);
+    void shutdown(1);
+  });
+}
+
+main().catch((error: unknown) => {
+  console.error(`docline: ${error instanceof Error ? error.message : String(error)}`);
+  process.exit(1);
+});

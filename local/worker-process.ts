@@ -1,0 +1,133 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { EventEmitter } from 'node:events';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+
+/** One structured log line of the worker (Cloud Logging JSON). */
+export interface WorkerLogLine {
+  severity: string;
+  message: string;
+  messageId?: string;
+  dedupKey?: string;
+  status?: string;
+  reason?: string;
+  detail?: string;
+  analysed?: boolean;
+  objectUri?: string;
+  latencyMs?: number;
+  tokens?: number;
+  port?: number;
+  [key: string]: unknown;
+}
+
+export interface WorkerProcessOptions {
+  /** Environment of the worker (PORT, DOCLINE_DATA_DIR, …); PORT defaults to 0 (any free port). */
+  env?: Record<string, string | undefined>;
+  /** The entry module; the worker's composition root by default. Tests pass their own composition. */
+  entry?: string;
+  /** Extra arguments for the entry module. */
+  args?: string[];
+  /** How long to wait for the "listening" line. */
+  readyTimeoutMs?: number;
+}
+
+export interface WorkerProcess {
+  readonly url: string;
+  readonly port: number;
+  readonly child: ChildProcess;
+  /** Every log line, in order; also emitted as 'line' events on {@link events}. */
+  readonly lines: WorkerLogLine[];
+  readonly events: EventEmitter;
+  /** Resolves with the exit code (or signal) once the process ended. */
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** SIGTERM, and SIGKILL if it has not ended after `graceMs`. */
+  stop(graceMs?: number): Promise<void>;
+  /** Resolves with the first line (already seen or coming) that matches. */
+  waitForLine(match: (line: WorkerLogLine) => boolean, timeoutMs?: number): Promise<WorkerLogLine>;
+}
+
+export const REPO_ROOT = path.resolve(__dirname, '..');
+export const WORKER_MAIN = path.join(REPO_ROOT, 'worker/src/main.ts');
+
+/**
+ * Starts the worker as a child process (TypeScript through tsx, on the same Node as this process)
+ * and resolves once it listens. Its stdout is parsed into log lines; stderr is passed through.
+ */
+export async function startWorkerProcess(options: WorkerProcessOptions = {}): Promise<WorkerProcess> {
+  const child = spawn(
+    process.execPath,
+    [
+      '--disable-warning=ExperimentalWarning',
+      '--import',
+      'tsx',
+      options.entry ?? WORKER_MAIN,
+      ...(options.args ?? []),
+    ],
+    {
+      cwd: REPO_ROOT,
+      env: { ...process.env, PORT: '0', ...options.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  const lines: WorkerLogLine[] = [];
+  const events = new EventEmitter();
+  events.setMaxListeners(0);
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString()).slice(-4000);
+  });
+  createInterface({ input: child.stdout! }).on('line', (text) => {
+    let line: WorkerLogLine;
+    try {
+      line = JSON.parse(text);
+    } catch {
+      line = { severity: 'DEFAULT', message: text };
+    }
+    lines.push(line);
+    events.emit('line', line);
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
+
+  const waitForLine = (match: (line: WorkerLogLine) => boolean, timeoutMs = 30_000) =>
+    new Promise<WorkerLogLine>((resolve, reject) => {
+      const seen = lines.find(match);
+      if (seen) return resolve(seen);
+      const timer = setTimeout(() => {
+        events.off('line', onLine);
+        reject(new Error(`the worker did not log the expected line within ${timeoutMs} ms`));
+      }, timeoutMs);
+      timer.unref();
+      const onLine = (line: WorkerLogLine) => {
+        if (!match(line)) return;
+        clearTimeout(timer);
+        events.off('line', onLine);
+        resolve(line);
+      };
+      events.on('line', onLine);
+    });
+
+  const stop = async (graceMs = 10_000) => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+    await exited;
+    clearTimeout(timer);
+  };
+
+  const listening = await Promise.race([
+    waitForLine(
+      (l) => typeof l.port === 'number' && l.message.includes('listening'),
+      options.readyTimeoutMs ?? 30_000,
+    ),
+    exited.then(({ code }) => {
+      throw new Error(`the worker exited (code ${code}) before listening:\n${stderr}`);
+    }),
+  ]).catch(async (error: unknown) => {
+    await stop(1_000);
+    throw error;
+  });
+  const port = listening.port as number;
+  return { url: `http://127.0.0.1:${port}`, port, child, lines, events, exited, stop, waitForLine };
+}
