@@ -133,10 +133,10 @@ export interface Pipeline {
 export async function startPipeline(options: PipelineOptions): Promise<Pipeline> {
   const settings: DeliverySettings = { ...DELIVERY_DEFAULTS, ...options.settings };
   const dataDir = path.resolve(options.dataDir);
-  let emulator: PubSubEmulator | undefined;
-  const emulatorHost =
-    options.emulatorHost ??
-    (emulator = await startPubSubEmulator({ onOutput: options.onEmulatorOutput })).host;
+  const emulator: PubSubEmulator | undefined = options.emulatorHost
+    ? undefined
+    : await startPubSubEmulator({ onOutput: options.onEmulatorOutput });
+  const emulatorHost = options.emulatorHost ?? emulator!.host;
   const pubsub = new PubSubRest(`http://${emulatorHost}`, LOCAL_PROJECT);
   const bucket = new LocalBucket(path.join(dataDir, 'bucket'));
   const announcer = new Announcer(pubsub, LOCAL_NAMES.topic);
