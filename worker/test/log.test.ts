@@ -1,0 +1,48 @@
+import { JsonLogger, traceFields } from '../src/log';
+
+describe('JsonLogger', () => {
+  it('writes one JSON line per entry in Cloud Logging’s dialect, with child bindings', () => {
+    const lines: string[] = [];
+    const logger = new JsonLogger({ write: (l) => lines.push(l) }).child({ messageId: '7' });
+    logger.warn('rejected: too_large', { status: 'rejected' });
+    expect(lines.map((l) => JSON.parse(l))).toEqual([
+      { severity: 'WARNING', message: 'rejected: too_large', messageId: '7', status: 'rejected' },
+    ]);
+  });
+
+  it('drops entries below its level, also in children', () => {
+    const lines: string[] = [];
+    const logger = new JsonLogger({ level: 'WARNING', write: (l) => lines.push(l) });
+    logger.info('hidden');
+    logger.child({ a: 1 }).debug('hidden too');
+    logger.child({ a: 1 }).error('shown');
+    expect(lines).toHaveLength(1);
+  });
+
+  it('logs errors by name, message and code only', () => {
+    const lines: string[] = [];
+    const error = Object.assign(new Error('boom'), { code: 'store_busy', secret: 'token-abc' });
+    new JsonLogger({ write: (l) => lines.push(l) }).error('failed', { error });
+    expect(JSON.parse(lines[0]!).error).toEqual({ name: 'Error', message: 'boom', code: 'store_busy' });
+    expect(lines[0]).not.toContain('token-abc');
+  });
+});
+
+describe('traceFields', () => {
+  it('reads W3C traceparent and the legacy Cloud header', () => {
+    expect(
+      traceFields({ traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' }, 'p'),
+    ).toEqual({
+      'logging.googleapis.com/trace': 'projects/p/traces/0af7651916cd43dd8448eb211c80319c',
+      'logging.googleapis.com/spanId': 'b7ad6b7169203331',
+    });
+    expect(traceFields({ 'x-cloud-trace-context': '105445aa7843bc8bf206b12000100000/1;o=1' }, 'p')).toEqual({
+      'logging.googleapis.com/trace': 'projects/p/traces/105445aa7843bc8bf206b12000100000',
+      'logging.googleapis.com/spanId': '1',
+    });
+    expect(traceFields({}, 'p')).toEqual({});
+    expect(
+      traceFields({ traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' }, undefined),
+    ).toEqual({});
+  });
+});
