@@ -1,0 +1,178 @@
+import * as gcp from '@pulumi/gcp';
+import * as pulumi from '@pulumi/pulumi';
+
+/** Window over which the duplicate share is computed; long enough to hold a few hundred answers. */
+const DUPLICATE_WINDOW_SECONDS = 600;
+
+/** Arguments of {@link Alerts}. */
+export interface AlertsArgs {
+  project: pulumi.Input<string>;
+  /** The push subscription (its short name): the age of its oldest unacked message is watched. */
+  pushSubscriptionName: pulumi.Input<string>;
+  /** The dead-letter pull subscription (its short name): messages piling up there are watched. */
+  deadLetterSubscriptionName: pulumi.Input<string>;
+  /** The worker's Cloud Run service name; its log lines feed the outcome metrics. */
+  serviceName: pulumi.Input<string>;
+  /** Alert when the dead-letter subscription holds more messages than this. Default 0. */
+  deadLetterMessagesThreshold?: pulumi.Input<number>;
+  /** Alert when the oldest unacked push message is older than this. */
+  oldestUnackedAgeSeconds: pulumi.Input<number>;
+  /** Alert when duplicate answers exceed this share of all answers. */
+  duplicateRateThreshold: pulumi.Input<number>;
+  /** Notification channels every policy notifies. Default none (incidents show in the console). */
+  notificationChannels?: pulumi.Input<pulumi.Input<string>[]>;
+}
+
+/**
+ * Alert policies on the three symptoms that need a human: dead letters accumulating, the push
+ * backlog getting old, and the worker answering `duplicate` too often. A few duplicates per mille
+ * are Pub/Sub's at-least-once delivery; a few percent mean the ack deadline is too short for the
+ * worker or a second notification exists.
+ */
+export class Alerts extends pulumi.ComponentResource {
+  readonly deadLetters: gcp.monitoring.AlertPolicy;
+  readonly backlogAge: gcp.monitoring.AlertPolicy;
+  readonly duplicateRate: gcp.monitoring.AlertPolicy;
+  /** Counts the worker's `duplicate` answers. */
+  readonly duplicateAnswers: gcp.logging.Metric;
+  /** Counts every answer (ok, rejected, duplicate): the denominator of the duplicate share. */
+  readonly allAnswers: gcp.logging.Metric;
+
+  constructor(name: string, args: AlertsArgs, opts?: pulumi.ComponentResourceOptions) {
+    super('docline:index:Alerts', name, {}, opts);
+    // Children inherit the component's dependsOn (the APIs): Pulumi does not pass it down by itself.
+    const child: pulumi.CustomResourceOptions = { parent: this, dependsOn: opts?.dependsOn };
+    const notificationChannels = args.notificationChannels ?? [];
+    const subscriptionMetric = (metric: string, subscription: pulumi.Input<string>) =>
+      pulumi.interpolate`resource.type = "pubsub_subscription" AND resource.labels.subscription_id = "${subscription}" AND metric.type = "pubsub.googleapis.com/subscription/${metric}"`;
+
+    this.deadLetters = new gcp.monitoring.AlertPolicy(
+      `${name}-dead-letters`,
+      {
+        project: args.project,
+        displayName: pulumi.interpolate`docline: dead letters in ${args.deadLetterSubscriptionName}`,
+        combiner: 'OR',
+        conditions: [
+          {
+            displayName: 'Undelivered dead letters',
+            conditionThreshold: {
+              filter: subscriptionMetric('num_undelivered_messages', args.deadLetterSubscriptionName),
+              comparison: 'COMPARISON_GT',
+              thresholdValue: args.deadLetterMessagesThreshold ?? 0,
+              duration: '0s',
+              aggregations: [{ alignmentPeriod: '300s', perSeriesAligner: 'ALIGN_MAX' }],
+            },
+          },
+        ],
+        documentation: {
+          mimeType: 'text/markdown',
+          content:
+            'Messages reached the dead-letter topic after the maximum delivery attempts. Inspect them with ' +
+            '`gcloud pubsub subscriptions pull SUBSCRIPTION --limit 10`, fix the cause, then replay them.',
+        },
+        notificationChannels,
+      },
+      child,
+    );
+
+    this.backlogAge = new gcp.monitoring.AlertPolicy(
+      `${name}-backlog-age`,
+      {
+        project: args.project,
+        displayName: pulumi.interpolate`docline: old unacked messages in ${args.pushSubscriptionName}`,
+        combiner: 'OR',
+        conditions: [
+          {
+            displayName: 'Oldest unacked message age',
+            conditionThreshold: {
+              filter: subscriptionMetric('oldest_unacked_message_age', args.pushSubscriptionName),
+              comparison: 'COMPARISON_GT',
+              thresholdValue: args.oldestUnackedAgeSeconds,
+              duration: '300s',
+              aggregations: [{ alignmentPeriod: '60s', perSeriesAligner: 'ALIGN_MAX' }],
+            },
+          },
+        ],
+        documentation: {
+          mimeType: 'text/markdown',
+          content:
+            'The worker is not acknowledging messages: it is failing (503s retry until dead-lettered), too slow, ' +
+            'or not reachable. Check the worker logs and the push subscription metrics.',
+        },
+        notificationChannels,
+      },
+      child,
+    );
+
+    const workerLogs = pulumi.interpolate`resource.type = "cloud_run_revision" AND resource.labels.service_name = "${args.serviceName}"`;
+    const counter = { metricKind: 'DELTA', valueType: 'INT64', unit: '1' };
+    this.duplicateAnswers = new gcp.logging.Metric(
+      `${name}-duplicate-answers`,
+      {
+        project: args.project,
+        description: 'docline worker answers with status duplicate (a redelivery, or a lost race).',
+        filter: pulumi.interpolate`${workerLogs} AND jsonPayload.status = "duplicate"`,
+        metricDescriptor: counter,
+      },
+      child,
+    );
+    this.allAnswers = new gcp.logging.Metric(
+      `${name}-all-answers`,
+      {
+        project: args.project,
+        description: 'docline worker answers of every status (ok, rejected, duplicate).',
+        filter: pulumi.interpolate`${workerLogs} AND jsonPayload.status = ("ok" OR "rejected" OR "duplicate")`,
+        metricDescriptor: counter,
+      },
+      child,
+    );
+    const userMetric = (metric: gcp.logging.Metric) =>
+      pulumi.interpolate`resource.type = "cloud_run_revision" AND metric.type = "logging.googleapis.com/user/${metric.name}"`;
+    const sumOverWindow = [
+      {
+        alignmentPeriod: `${DUPLICATE_WINDOW_SECONDS}s`,
+        perSeriesAligner: 'ALIGN_DELTA',
+        crossSeriesReducer: 'REDUCE_SUM',
+      },
+    ];
+    this.duplicateRate = new gcp.monitoring.AlertPolicy(
+      `${name}-duplicate-rate`,
+      {
+        project: args.project,
+        displayName: pulumi.interpolate`docline: duplicate answers above ${args.duplicateRateThreshold} of all answers`,
+        combiner: 'OR',
+        conditions: [
+          {
+            displayName: 'Share of duplicate answers',
+            conditionThreshold: {
+              // A ratio condition: numerator / denominator, both summed over the same window.
+              filter: userMetric(this.duplicateAnswers),
+              aggregations: sumOverWindow,
+              denominatorFilter: userMetric(this.allAnswers),
+              denominatorAggregations: sumOverWindow,
+              comparison: 'COMPARISON_GT',
+              thresholdValue: args.duplicateRateThreshold,
+              duration: '0s',
+              evaluationMissingData: 'EVALUATION_MISSING_DATA_INACTIVE',
+            },
+          },
+        ],
+        documentation: {
+          mimeType: 'text/markdown',
+          content:
+            'A few duplicates per mille are normal at-least-once delivery. More usually means the ack deadline is ' +
+            'shorter than the worker needs (raise ackDeadlineSeconds or lower workerTimeoutSeconds) or that the ' +
+            'bucket has a second notification (`gcloud storage buckets notifications list gs://BUCKET`).',
+        },
+        notificationChannels,
+      },
+      child,
+    );
+
+    this.registerOutputs({
+      deadLetterPolicy: this.deadLetters.name,
+      backlogAgePolicy: this.backlogAge.name,
+      duplicateRatePolicy: this.duplicateRate.name,
+    });
+  }
+}

@@ -1,0 +1,150 @@
+import * as gcp from '@pulumi/gcp';
+import * as pulumi from '@pulumi/pulumi';
+import { type DeliverySettings, durationString } from '../../worker/src/contract/settings';
+import { NOTIFIED_EVENT_TYPE } from './document-bucket';
+
+/** The push subscription's filter: only new objects are work. */
+export const PUSH_FILTER = `attributes.eventType = "${NOTIFIED_EVENT_TYPE}"`;
+
+/** How long the dead-letter topic keeps messages, so the dead-letter subscription can be replayed (31 days, the maximum). */
+const DEAD_LETTER_TOPIC_RETENTION_SECONDS = 31 * 24 * 60 * 60;
+
+/** Arguments of {@link Delivery}. */
+export interface DeliveryArgs {
+  project: pulumi.Input<string>;
+  /** The topic the bucket announces uploads on. */
+  topic: pulumi.Input<string>;
+  /** The worker's push endpoint (`https://…/push`). */
+  pushEndpoint: pulumi.Input<string>;
+  /** Audience of the push OIDC token; Cloud Run accepts it as one of the service's custom audiences. */
+  audience: pulumi.Input<string>;
+  /** The push service account: its email signs the token. */
+  pushServiceAccountEmail: pulumi.Input<string>;
+  /** The push service account's resource name (`projects/P/serviceAccounts/EMAIL`). */
+  pushServiceAccountName: pulumi.Input<string>;
+  /** Ack deadline, retry, dead-letter and retention settings. */
+  settings: pulumi.Input<
+    Pick<
+      DeliverySettings,
+      | 'ackDeadlineSeconds'
+      | 'minRetryBackoffSeconds'
+      | 'maxRetryBackoffSeconds'
+      | 'maxDeliveryAttempts'
+      | 'messageRetentionSeconds'
+    >
+  >;
+}
+
+/**
+ * Everything between the topic and the worker: the push subscription (OIDC, ack deadline, retry,
+ * dead-lettering, FINALIZE filter), the dead-letter topic with a pull subscription that never
+ * expires, and the grants the Pub/Sub service agent needs, each on one resource only.
+ */
+export class Delivery extends pulumi.ComponentResource {
+  readonly subscription: gcp.pubsub.Subscription;
+  readonly deadLetterTopic: gcp.pubsub.Topic;
+  readonly deadLetterSubscription: gcp.pubsub.Subscription;
+  /** `service-NUMBER@gcp-sa-pubsub.iam.gserviceaccount.com`. */
+  readonly pubsubAgentEmail: pulumi.Output<string>;
+
+  constructor(name: string, args: DeliveryArgs, opts?: pulumi.ComponentResourceOptions) {
+    super('docline:index:Delivery', name, {}, opts);
+    // Children inherit the component's dependsOn (the APIs): Pulumi does not pass it down by itself.
+    const child: pulumi.CustomResourceOptions = { parent: this, dependsOn: opts?.dependsOn };
+    const settings = pulumi.output(args.settings);
+    const projectNumber = gcp.organizations.getProjectOutput(
+      { projectId: args.project },
+      { parent: this },
+    ).number;
+    this.pubsubAgentEmail = pulumi.interpolate`service-${projectNumber}@gcp-sa-pubsub.iam.gserviceaccount.com`;
+    const pubsubAgent = pulumi.interpolate`serviceAccount:${this.pubsubAgentEmail}`;
+
+    this.deadLetterTopic = new gcp.pubsub.Topic(
+      `${name}-dead-letters`,
+      {
+        project: args.project,
+        messageRetentionDuration: durationString(DEAD_LETTER_TOPIC_RETENTION_SECONDS),
+      },
+      child,
+    );
+    // A dead-letter topic without a subscription drops what it receives; this one keeps it.
+    this.deadLetterSubscription = new gcp.pubsub.Subscription(
+      `${name}-dead-letters`,
+      {
+        project: args.project,
+        topic: this.deadLetterTopic.id,
+        ackDeadlineSeconds: 60,
+        messageRetentionDuration: durationString(DEAD_LETTER_TOPIC_RETENTION_SECONDS),
+        // Acked dead letters stay available to `gcloud pubsub subscriptions seek` for replays.
+        retainAckedMessages: true,
+        expirationPolicy: { ttl: '' },
+      },
+      child,
+    );
+
+    this.subscription = new gcp.pubsub.Subscription(
+      `${name}-push`,
+      {
+        project: args.project,
+        topic: args.topic,
+        filter: PUSH_FILTER,
+        ackDeadlineSeconds: settings.ackDeadlineSeconds,
+        messageRetentionDuration: settings.apply((s) => durationString(s.messageRetentionSeconds)),
+        retryPolicy: {
+          minimumBackoff: settings.apply((s) => durationString(s.minRetryBackoffSeconds)),
+          maximumBackoff: settings.apply((s) => durationString(s.maxRetryBackoffSeconds)),
+        },
+        deadLetterPolicy: {
+          deadLetterTopic: this.deadLetterTopic.id,
+          maxDeliveryAttempts: settings.maxDeliveryAttempts,
+        },
+        pushConfig: {
+          pushEndpoint: args.pushEndpoint,
+          oidcToken: { serviceAccountEmail: args.pushServiceAccountEmail, audience: args.audience },
+        },
+        // Push subscriptions expire after 31 idle days by default; a quiet month must not delete it.
+        expirationPolicy: { ttl: '' },
+      },
+      child,
+    );
+
+    // Without these two grants dead-lettering silently does nothing.
+    new gcp.pubsub.TopicIAMMember(
+      `${name}-dead-letter-publisher`,
+      {
+        project: args.project,
+        topic: this.deadLetterTopic.name,
+        role: 'roles/pubsub.publisher',
+        member: pubsubAgent,
+      },
+      child,
+    );
+    new gcp.pubsub.SubscriptionIAMMember(
+      `${name}-push-subscriber`,
+      {
+        project: args.project,
+        subscription: this.subscription.name,
+        role: 'roles/pubsub.subscriber',
+        member: pubsubAgent,
+      },
+      child,
+    );
+    // The Pub/Sub service agent signs the push tokens; it may do so for the push account only,
+    // never for every account of the project.
+    new gcp.serviceaccount.IAMMember(
+      `${name}-push-token-creator`,
+      {
+        serviceAccountId: args.pushServiceAccountName,
+        role: 'roles/iam.serviceAccountTokenCreator',
+        member: pubsubAgent,
+      },
+      child,
+    );
+
+    this.registerOutputs({
+      subscriptionName: this.subscription.name,
+      deadLetterTopicName: this.deadLetterTopic.name,
+      deadLetterSubscriptionName: this.deadLetterSubscription.name,
+    });
+  }
+}

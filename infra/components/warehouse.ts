@@ -1,0 +1,95 @@
+import * as gcp from '@pulumi/gcp';
+import * as pulumi from '@pulumi/pulumi';
+import { bigQuerySchema, CLUSTER_COLUMNS, PARTITION_COLUMN } from '../../worker/src/contract/row';
+import { VIEW_DESCRIPTIONS, VIEW_NAMES, type ViewName, viewSql } from '../../worker/src/contract/views';
+
+/** The table's id inside the dataset; the worker writes here, readers use the views. */
+export const TABLE_ID = 'deliveries';
+
+/** Arguments of {@link Warehouse}. */
+export interface WarehouseArgs {
+  project: pulumi.Input<string>;
+  /** BigQuery location (EU, US or a region); the worker's BIGQUERY_LOCATION. */
+  location: pulumi.Input<string>;
+  /** Dataset id: letters, digits and underscores. */
+  datasetId: pulumi.Input<string>;
+  /** Refuse to delete the table (and the dataset's contents) on `pulumi destroy`. Default true. */
+  deletionProtection?: pulumi.Input<boolean>;
+}
+
+/**
+ * The dataset, the table (schema, partitioning and clustering from the worker's row contract) and
+ * the three views, whose SQL is the same the worker's tests run against SQLite.
+ */
+export class Warehouse extends pulumi.ComponentResource {
+  readonly dataset: gcp.bigquery.Dataset;
+  readonly table: gcp.bigquery.Table;
+  readonly views: Readonly<Record<ViewName, gcp.bigquery.Table>>;
+  /** `project.dataset.table`, the worker's BIGQUERY_TABLE. */
+  readonly tableRef: pulumi.Output<string>;
+  /** `project.dataset.view` of each view. */
+  readonly viewRefs: Readonly<Record<ViewName, pulumi.Output<string>>>;
+
+  constructor(name: string, args: WarehouseArgs, opts?: pulumi.ComponentResourceOptions) {
+    super('docline:index:Warehouse', name, {}, opts);
+    // Children inherit the component's dependsOn (the APIs): Pulumi does not pass it down by itself.
+    const child: pulumi.CustomResourceOptions = { parent: this, dependsOn: opts?.dependsOn };
+    const deletionProtection = args.deletionProtection ?? true;
+    this.dataset = new gcp.bigquery.Dataset(
+      `${name}-dataset`,
+      {
+        project: args.project,
+        datasetId: args.datasetId,
+        location: args.location,
+        description: 'docline: one row per document delivery that won, and the views to read them.',
+        deleteContentsOnDestroy: pulumi.output(deletionProtection).apply((p) => !p),
+      },
+      child,
+    );
+    this.table = new gcp.bigquery.Table(
+      `${name}-table`,
+      {
+        project: args.project,
+        datasetId: this.dataset.datasetId,
+        tableId: TABLE_ID,
+        description:
+          'Rows written by the worker. Read through the documents view: BigQuery enforces no uniqueness.',
+        schema: JSON.stringify(bigQuerySchema()),
+        timePartitioning: { type: 'DAY', field: PARTITION_COLUMN },
+        clusterings: [...CLUSTER_COLUMNS],
+        deletionProtection,
+      },
+      child,
+    );
+    // Built from the inputs, not the table's outputs, so that the view SQL is known at preview.
+    this.tableRef = pulumi.interpolate`${args.project}.${args.datasetId}.${TABLE_ID}`;
+
+    const views = {} as Record<ViewName, gcp.bigquery.Table>;
+    const viewRefs = {} as Record<ViewName, pulumi.Output<string>>;
+    for (const view of VIEW_NAMES) {
+      views[view] = new gcp.bigquery.Table(
+        `${name}-${view.replaceAll('_', '-')}`,
+        {
+          project: args.project,
+          datasetId: this.dataset.datasetId,
+          tableId: view,
+          description: VIEW_DESCRIPTIONS[view],
+          view: { query: this.tableRef.apply((ref) => viewSql('googlesql', view, ref)), useLegacySql: false },
+          // A view holds no data; protecting it would only block changes to its SQL.
+          deletionProtection: false,
+        },
+        // BigQuery refuses a view over a table that does not exist yet.
+        { parent: this, dependsOn: [this.table] },
+      );
+      viewRefs[view] = pulumi.interpolate`${args.project}.${args.datasetId}.${view}`;
+    }
+    this.views = views;
+    this.viewRefs = viewRefs;
+
+    this.registerOutputs({
+      datasetId: this.dataset.datasetId,
+      tableRef: this.tableRef,
+      viewRefs,
+    });
+  }
+}

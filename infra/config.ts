@@ -1,0 +1,306 @@
+import * as pulumi from '@pulumi/pulumi';
+import {
+  DEFAULT_CONTENT_TYPES,
+  DELIVERY_DEFAULTS,
+  type DedupKeyMode,
+  type DeliverySettings,
+  settingsProblems,
+  type WriteMode,
+} from '../worker/src/contract/settings';
+
+/**
+ * The stack's configuration: the only module that reads `pulumi.Config`. Every `docline:*` key is
+ * declared in Pulumi.yaml with the same default as here; delivery defaults come from the worker's
+ * contract (DELIVERY_DEFAULTS), so the stack and the local pipeline cannot drift apart.
+ */
+
+/** Everything the worker service needs beyond the delivery settings. */
+export interface WorkerSettings {
+  /** Container image reference; unset until the first image has been pushed (bootstrap phase). */
+  readonly image: string | undefined;
+  readonly minInstances: number;
+  readonly maxInstances: number;
+  /** Requests one instance serves at once (Cloud Run `maxInstanceRequestConcurrency`). */
+  readonly concurrency: number;
+  readonly cpu: string;
+  readonly memory: string;
+  readonly logLevel: string;
+  readonly allowedContentTypes: readonly string[];
+  /** Also verify the push OIDC token inside the worker, on top of Cloud Run's IAM check. */
+  readonly verifyPushTokenInApp: boolean;
+}
+
+/** Thresholds of the alert policies. */
+export interface AlertSettings {
+  /** Alert when the dead-letter subscription holds more than this many messages. */
+  readonly deadLetterMessagesThreshold: number;
+  /** Alert when the oldest unacknowledged push message is older than this. */
+  readonly oldestUnackedAgeSeconds: number;
+  /** Alert when `duplicate` answers exceed this many per thousand answers (10 = 1 %). */
+  readonly duplicateRatePerMille: number;
+  /** Monitoring notification channel ids (`projects/P/notificationChannels/N`). */
+  readonly notificationChannels: readonly string[];
+}
+
+/** The validated configuration of one stack. */
+export interface StackConfig {
+  readonly project: string;
+  readonly stack: string;
+  /** Prefix of every logical name: `docline-<stack>`. */
+  readonly prefix: string;
+  /** Region of Cloud Run and Artifact Registry. */
+  readonly region: string;
+  /** Location of the bucket and the BigQuery dataset (a multi-region such as EU, or a region). */
+  readonly dataLocation: string;
+  /** Vertex AI location the worker calls Gemini in (GOOGLE_CLOUD_LOCATION). */
+  readonly geminiLocation: string;
+  /** Protects the table, the service and the bucket's contents from `pulumi destroy`. */
+  readonly deletionProtection: boolean;
+  readonly delivery: Readonly<DeliverySettings>;
+  readonly worker: WorkerSettings;
+  readonly alerts: AlertSettings;
+}
+
+/** Raised at preview when the configuration is invalid; the message lists every problem. */
+export class StackConfigError extends pulumi.RunError {
+  constructor(readonly problems: readonly string[]) {
+    super(
+      `docline configuration is invalid (${problems.length} problem${problems.length === 1 ? '' : 's'}); ` +
+        'set keys with `pulumi config set docline:<key> <value>`:\n' +
+        problems.map((p) => `  - ${p}`).join('\n'),
+    );
+    this.name = 'StackConfigError';
+  }
+}
+
+/** Defaults of the keys that are not delivery settings (those come from DELIVERY_DEFAULTS). */
+export const STACK_DEFAULTS = Object.freeze({
+  region: 'europe-west1',
+  dataLocation: 'EU',
+  geminiLocation: 'global',
+  deletionProtection: true,
+  minInstances: 0,
+  maxInstances: 10,
+  concurrency: 8,
+  cpu: '1',
+  memory: '1Gi',
+  logLevel: 'INFO',
+  verifyPushTokenInApp: true,
+  deadLetterMessagesThreshold: 0,
+  oldestUnackedAgeSeconds: 1800,
+  duplicateRatePerMille: 10,
+});
+
+/** Raw `docline:*` values as strings, the way the CLI hands them over. */
+export type RawConfig = Readonly<Record<string, string | undefined>>;
+
+const STACK_NAME = /^[a-z][a-z0-9-]{0,11}$/;
+// Cloud Logging severity names, as the worker's LOG_LEVEL takes them.
+const LOG_LEVELS = ['DEBUG', 'INFO', 'WARNING', 'ERROR'];
+
+/**
+ * Parses and validates the raw values. Pure, so the rules are testable without Pulumi; every
+ * problem names its key and the fix, and all of them are reported at once.
+ */
+export function parseStackConfig(project: string | undefined, stack: string, raw: RawConfig): StackConfig {
+  const problems: string[] = [];
+  const text = (key: string, fallback: string): string => {
+    const value = raw[key];
+    return value === undefined || value === '' ? fallback : value;
+  };
+  const number = (key: string, fallback: number): number => {
+    const value = raw[key];
+    if (value === undefined || value === '') return fallback;
+    const parsed = Number(value);
+    if (!Number.isFinite(parsed)) {
+      problems.push(`${key} must be a number (got "${value}").`);
+      return fallback;
+    }
+    return parsed;
+  };
+  const boolean = (key: string, fallback: boolean): boolean => {
+    const value = raw[key];
+    if (value === undefined || value === '') return fallback;
+    if (value === 'true' || value === 'false') return value === 'true';
+    problems.push(`${key} must be true or false (got "${value}").`);
+    return fallback;
+  };
+  const list = (key: string, fallback: readonly string[]): readonly string[] => {
+    const value = raw[key];
+    if (value === undefined || value === '') return fallback;
+    try {
+      const parsed: unknown = JSON.parse(value);
+      if (Array.isArray(parsed) && parsed.every((item) => typeof item === 'string')) return parsed;
+    } catch {
+      // Reported below, with the expected shape.
+    }
+    problems.push(
+      `${key} must be a list of strings (got ${value}); in a stack file write it as a YAML list.`,
+    );
+    return fallback;
+  };
+
+  const delivery: DeliverySettings = {
+    ackDeadlineSeconds: number('ackDeadlineSeconds', DELIVERY_DEFAULTS.ackDeadlineSeconds),
+    minRetryBackoffSeconds: number('minRetryBackoffSeconds', DELIVERY_DEFAULTS.minRetryBackoffSeconds),
+    maxRetryBackoffSeconds: number('maxRetryBackoffSeconds', DELIVERY_DEFAULTS.maxRetryBackoffSeconds),
+    maxDeliveryAttempts: number('maxDeliveryAttempts', DELIVERY_DEFAULTS.maxDeliveryAttempts),
+    messageRetentionSeconds: number('messageRetentionSeconds', DELIVERY_DEFAULTS.messageRetentionSeconds),
+    workerTimeoutSeconds: number('workerTimeoutSeconds', DELIVERY_DEFAULTS.workerTimeoutSeconds),
+    // Not configurable: the margin is what keeps the ack deadline honest.
+    ackDeadlineMarginSeconds: DELIVERY_DEFAULTS.ackDeadlineMarginSeconds,
+    analyzerTimeoutMs: number('analyzerTimeoutMs', DELIVERY_DEFAULTS.analyzerTimeoutMs),
+    readTimeoutMs: number('readTimeoutMs', DELIVERY_DEFAULTS.readTimeoutMs),
+    dedupWindowDays: number('dedupWindowDays', DELIVERY_DEFAULTS.dedupWindowDays),
+    maximumBytesBilled: number('maximumBytesBilled', DELIVERY_DEFAULTS.maximumBytesBilled),
+    maxObjectBytes: number('maxObjectBytes', DELIVERY_DEFAULTS.maxObjectBytes),
+    pushBodyLimitBytes: number('pushBodyLimitBytes', DELIVERY_DEFAULTS.pushBodyLimitBytes),
+    dedupKeyMode: text('dedupKeyMode', DELIVERY_DEFAULTS.dedupKeyMode) as DedupKeyMode,
+    writeMode: text('writeMode', DELIVERY_DEFAULTS.writeMode) as WriteMode,
+    geminiModel: text('geminiModel', DELIVERY_DEFAULTS.geminiModel),
+  };
+  problems.push(...settingsProblems(delivery));
+  if (delivery.workerTimeoutSeconds > 3600 || delivery.workerTimeoutSeconds < 1) {
+    problems.push(
+      `workerTimeoutSeconds must be from 1 to 3600, Cloud Run's limit (got ${delivery.workerTimeoutSeconds}).`,
+    );
+  }
+  if (delivery.readTimeoutMs >= delivery.workerTimeoutSeconds * 1000) {
+    problems.push(
+      `readTimeoutMs (${delivery.readTimeoutMs}) must be below workerTimeoutSeconds (${delivery.workerTimeoutSeconds}s).`,
+    );
+  }
+
+  const worker: WorkerSettings = {
+    image: raw.image === '' ? undefined : raw.image,
+    minInstances: number('minInstances', STACK_DEFAULTS.minInstances),
+    maxInstances: number('maxInstances', STACK_DEFAULTS.maxInstances),
+    concurrency: number('concurrency', STACK_DEFAULTS.concurrency),
+    cpu: text('cpu', STACK_DEFAULTS.cpu),
+    memory: text('memory', STACK_DEFAULTS.memory),
+    logLevel: text('logLevel', STACK_DEFAULTS.logLevel),
+    allowedContentTypes: list('allowedContentTypes', DEFAULT_CONTENT_TYPES),
+    verifyPushTokenInApp: boolean('verifyPushTokenInApp', STACK_DEFAULTS.verifyPushTokenInApp),
+  };
+  if (worker.image !== undefined && /\s/.test(worker.image)) {
+    problems.push(
+      `image must be an image reference such as REGION-docker.pkg.dev/PROJECT/REPO/worker:TAG (got "${worker.image}").`,
+    );
+  }
+  if (!Number.isInteger(worker.minInstances) || worker.minInstances < 0) {
+    problems.push(`minInstances must be a whole number from 0 (got ${worker.minInstances}).`);
+  }
+  if (
+    !Number.isInteger(worker.maxInstances) ||
+    worker.maxInstances < 1 ||
+    worker.maxInstances < worker.minInstances
+  ) {
+    problems.push(
+      `maxInstances must be a whole number, at least 1 and at least minInstances (${worker.minInstances}) (got ${worker.maxInstances}).`,
+    );
+  }
+  if (!Number.isInteger(worker.concurrency) || worker.concurrency < 1 || worker.concurrency > 1000) {
+    problems.push(`concurrency must be a whole number from 1 to 1000 (got ${worker.concurrency}).`);
+  }
+  if (!LOG_LEVELS.includes(worker.logLevel)) {
+    problems.push(`logLevel must be one of ${LOG_LEVELS.join(', ')} (got ${worker.logLevel}).`);
+  }
+  if (worker.allowedContentTypes.length === 0) {
+    problems.push('allowedContentTypes must name at least one content type, or every document is rejected.');
+  }
+
+  const alerts: AlertSettings = {
+    deadLetterMessagesThreshold: number(
+      'deadLetterMessagesThreshold',
+      STACK_DEFAULTS.deadLetterMessagesThreshold,
+    ),
+    oldestUnackedAgeSeconds: number('oldestUnackedAgeSeconds', STACK_DEFAULTS.oldestUnackedAgeSeconds),
+    duplicateRatePerMille: number('duplicateRatePerMille', STACK_DEFAULTS.duplicateRatePerMille),
+    notificationChannels: list('notificationChannels', []),
+  };
+  if (alerts.deadLetterMessagesThreshold < 0) {
+    problems.push(
+      `deadLetterMessagesThreshold must be 0 or more (got ${alerts.deadLetterMessagesThreshold}).`,
+    );
+  }
+  if (alerts.oldestUnackedAgeSeconds < 60) {
+    problems.push(`oldestUnackedAgeSeconds must be at least 60 (got ${alerts.oldestUnackedAgeSeconds}).`);
+  }
+  if (
+    !Number.isInteger(alerts.duplicateRatePerMille) ||
+    alerts.duplicateRatePerMille < 1 ||
+    alerts.duplicateRatePerMille > 999
+  ) {
+    problems.push(
+      `duplicateRatePerMille must be a whole number from 1 to 999, e.g. 10 for 1 % (got ${alerts.duplicateRatePerMille}).`,
+    );
+  }
+
+  if (project === undefined || project === '') {
+    problems.push('gcp:project is not set: run `pulumi config set gcp:project YOUR_PROJECT_ID`.');
+  }
+  if (!STACK_NAME.test(stack)) {
+    problems.push(
+      `the stack name "${stack}" must be 1–12 lowercase letters, digits or dashes, starting with a letter: ` +
+        'it is part of service account ids, which Google limits to 30 characters.',
+    );
+  }
+
+  if (problems.length > 0) throw new StackConfigError(problems);
+  return Object.freeze({
+    project: project ?? '',
+    stack,
+    prefix: `docline-${stack}`,
+    region: text('region', STACK_DEFAULTS.region),
+    dataLocation: text('dataLocation', STACK_DEFAULTS.dataLocation),
+    geminiLocation: text('geminiLocation', STACK_DEFAULTS.geminiLocation),
+    deletionProtection: boolean('deletionProtection', STACK_DEFAULTS.deletionProtection),
+    delivery: Object.freeze(delivery),
+    worker: Object.freeze(worker),
+    alerts: Object.freeze(alerts),
+  });
+}
+
+/** The `docline:*` keys this program reads (and Pulumi.yaml declares). */
+export const CONFIG_KEYS = [
+  'image',
+  'region',
+  'dataLocation',
+  'geminiLocation',
+  'deletionProtection',
+  'ackDeadlineSeconds',
+  'minRetryBackoffSeconds',
+  'maxRetryBackoffSeconds',
+  'maxDeliveryAttempts',
+  'messageRetentionSeconds',
+  'workerTimeoutSeconds',
+  'analyzerTimeoutMs',
+  'readTimeoutMs',
+  'dedupWindowDays',
+  'maximumBytesBilled',
+  'maxObjectBytes',
+  'pushBodyLimitBytes',
+  'dedupKeyMode',
+  'writeMode',
+  'geminiModel',
+  'minInstances',
+  'maxInstances',
+  'concurrency',
+  'cpu',
+  'memory',
+  'logLevel',
+  'allowedContentTypes',
+  'verifyPushTokenInApp',
+  'deadLetterMessagesThreshold',
+  'oldestUnackedAgeSeconds',
+  'duplicateRatePerMille',
+  'notificationChannels',
+] as const;
+
+/** Reads the stack's configuration from Pulumi and validates it (throws {@link StackConfigError}). */
+export function readStackConfig(): StackConfig {
+  const docline = new pulumi.Config('docline');
+  const raw: Record<string, string | undefined> = {};
+  for (const key of CONFIG_KEYS) raw[key] = docline.get(key);
+  return parseStackConfig(new pulumi.Config('gcp').get('project'), pulumi.getStack(), raw);
+}

@@ -1,0 +1,331 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import * as pulumi from '@pulumi/pulumi';
+
+import docline = require('../index');
+
+/**
+ * Runs the real docline Pulumi program under Pulumi's mocks, without the CLI or any provider, and
+ * captures every resource it registers: type, name, URN, parent, inputs, the outputs the mocks
+ * gave it, and its dependencies (all of them, and per input property).
+ *
+ * How the dependencies are obtained: `Mocks.newResource` only sees the resolved inputs, but the mock
+ * monitor's `registerResource(request, callback)` receives the full RegisterResourceRequest. The
+ * harness wraps that method on the monitor `setMocks` installed and reads `getDependenciesList()`,
+ * `getPropertydependenciesMap()` and `getParent()` from the request, then the URN from the response.
+ * This relies on @pulumi/pulumi's MockMonitor shape (checked with 3.276); the wrapper fails loudly
+ * if the method is missing.
+ *
+ * Preview mode (`preview: true`) models a first `pulumi preview`: the mocks answer with the inputs
+ * only, so every computed output (a bucket's name, a service's URL, an account's email) stays
+ * unknown, as it does before anything exists. `rawInputs` then holds Pulumi's unknown sentinel
+ * (`UNKNOWN`) where a value is unknown, and `inputs` holds `undefined` there.
+ */
+
+/** The project name from Pulumi.yaml; config keys are `docline:*`. */
+export const PROJECT_NAME = 'docline';
+
+/** Pulumi's wire sentinel for an unknown value (`pulumi.runtime.unknownValue`). */
+export const UNKNOWN = pulumi.runtime.unknownValue;
+
+const REPO_ROOT = join(__dirname, '..', '..');
+
+/** One resource the program registered. */
+export interface CapturedResource {
+  /** Type token, e.g. `gcp:storage/bucket:Bucket` or `docline:index:DocumentBucket`. */
+  readonly type: string;
+  /** Logical name. */
+  readonly name: string;
+  readonly urn: string;
+  /** True for provider-managed resources, false for components (and the stack). */
+  readonly custom: boolean;
+  /** URN of the parent resource (the stack or a component). */
+  readonly parent: string | undefined;
+  /** Inputs as the provider would receive them; unknown values are `undefined`. */
+  readonly inputs: Record<string, unknown>;
+  /** Inputs in wire form; unknown values are {@link UNKNOWN}. Feed this to code that must see unknowns. */
+  readonly rawInputs: Record<string, unknown>;
+  /** What the mocks answered (empty for components). */
+  readonly outputs: Record<string, unknown>;
+  /** URNs of every resource this one depends on (explicit `dependsOn` and through its inputs). */
+  readonly dependencies: readonly string[];
+  /** URNs each input property depends on. */
+  readonly propertyDependencies: Readonly<Record<string, readonly string[]>>;
+}
+
+/** One provider function call (invoke) the program made. */
+export interface CapturedInvoke {
+  readonly token: string;
+  readonly inputs: Record<string, unknown>;
+}
+
+/** What one run of the program produced. */
+export interface ProgramRun {
+  readonly resources: readonly CapturedResource[];
+  readonly invokes: readonly CapturedInvoke[];
+  /** The stack outputs, resolved (unknown ones are `undefined`). */
+  readonly outputs: Record<string, unknown>;
+  readonly preview: boolean;
+  readonly stack: string;
+}
+
+/** Options of {@link runProgram}. */
+export interface RunOptions {
+  /** Run as a first `pulumi preview` (computed outputs unknown). Default false (an update). */
+  preview?: boolean;
+  /** Stack name. Default `dev`. */
+  stack?: string;
+}
+
+/** Project number the mocked `gcp.organizations.getProject` answers. */
+export const MOCK_PROJECT_NUMBER = '123456789012';
+/** Email of the mocked Cloud Storage service agent. */
+export const MOCK_STORAGE_AGENT = `service-${MOCK_PROJECT_NUMBER}@gs-project-accounts.iam.gserviceaccount.com`;
+
+interface MonitorLike {
+  registerResource(
+    request: RegisterRequest,
+    callback: (err: unknown, response: RegisterResponse) => void,
+  ): unknown;
+}
+interface RegisterRequest {
+  getType(): string;
+  getName(): string;
+  getParent(): string;
+  getCustom(): boolean;
+  getObject(): { toJavaScript(): Record<string, unknown> } | undefined;
+  getDependenciesList(): string[];
+  getPropertydependenciesMap(): {
+    forEach(fn: (value: { getUrnsList(): string[] }, key: string) => void): void;
+  };
+}
+interface RegisterResponse {
+  getUrn(): string;
+  getObject(): { toJavaScript(): Record<string, unknown> } | undefined;
+}
+
+/**
+ * Plausible computed outputs per resource type: the ones the program reads must be present, or the
+ * inputs built from them silently vanish. Names are derived from the logical name.
+ */
+function computedOutputs(
+  type: string,
+  name: string,
+  inputs: Record<string, unknown>,
+  project: string,
+): Record<string, unknown> {
+  const str = (key: string) => (typeof inputs[key] === 'string' ? (inputs[key] as string) : undefined);
+  const proj = str('project') ?? project;
+  switch (type) {
+    case 'gcp:storage/bucket:Bucket': {
+      const bucket = str('name') ?? `${name}-0123abc`;
+      return {
+        name: bucket,
+        url: `gs://${bucket}`,
+        selfLink: `https://www.googleapis.com/storage/v1/b/${bucket}`,
+      };
+    }
+    case 'gcp:pubsub/topic:Topic': {
+      const topic = str('name') ?? `${name}-0123abc`;
+      return { name: topic, id: `projects/${proj}/topics/${topic}` };
+    }
+    case 'gcp:pubsub/subscription:Subscription': {
+      const sub = str('name') ?? `${name}-0123abc`;
+      return { name: sub, id: `projects/${proj}/subscriptions/${sub}` };
+    }
+    case 'gcp:storage/notification:Notification':
+      return {
+        notificationId: '1',
+        selfLink: `https://www.googleapis.com/storage/v1/b/${str('bucket')}/notificationConfigs/1`,
+      };
+    case 'gcp:serviceaccount/account:Account': {
+      const email = `${str('accountId')}@${proj}.iam.gserviceaccount.com`;
+      return {
+        email,
+        member: `serviceAccount:${email}`,
+        name: `projects/${proj}/serviceAccounts/${email}`,
+        uniqueId: '100000000000000000001',
+      };
+    }
+    case 'gcp:cloudrunv2/service:Service': {
+      const service = str('name') ?? `${name}-0123abc`;
+      return { name: service, uri: `https://${service}-abcdefghij-ew.a.run.app` };
+    }
+    case 'gcp:bigquery/dataset:Dataset':
+      return { datasetId: str('datasetId'), project: proj };
+    case 'gcp:bigquery/table:Table':
+      return { tableId: str('tableId'), datasetId: str('datasetId'), project: proj };
+    case 'gcp:artifactregistry/repository:Repository':
+      return { repositoryId: str('repositoryId'), location: str('location'), project: proj };
+    case 'gcp:logging/metric:Metric':
+      return { name: str('name') ?? `${name}-0123abc` };
+    case 'gcp:monitoring/alertPolicy:AlertPolicy':
+      return { name: `projects/${proj}/alertPolicies/${name}` };
+    default:
+      return {};
+  }
+}
+
+/** Answers of the provider functions the program calls. */
+function invokeResult(
+  token: string,
+  inputs: Record<string, unknown>,
+  project: string,
+): Record<string, unknown> {
+  switch (token) {
+    case 'gcp:storage/getProjectServiceAccount:getProjectServiceAccount':
+      return { emailAddress: MOCK_STORAGE_AGENT, id: MOCK_STORAGE_AGENT, project: inputs.project ?? project };
+    case 'gcp:organizations/getProject:getProject':
+      return {
+        number: MOCK_PROJECT_NUMBER,
+        projectId: inputs.projectId ?? project,
+        name: inputs.projectId ?? project,
+        id: `projects/${inputs.projectId ?? project}`,
+      };
+    default:
+      throw new Error(`the harness has no mock for invoke ${token}; add one to infra/test/harness.ts`);
+  }
+}
+
+/**
+ * Runs the program once under mocks with the given config (full keys: `gcp:project`,
+ * `docline:image`, …; lists as JSON strings, as the CLI passes them) and returns what it registered.
+ * Runs are sequential: Pulumi's runtime state is per process, so do not start two at once.
+ */
+export async function runProgram(
+  config: Record<string, string>,
+  options: RunOptions = {},
+): Promise<ProgramRun> {
+  const preview = options.preview ?? false;
+  const stack = options.stack ?? 'dev';
+  const project = config['gcp:project'] ?? 'project';
+  const invokes: CapturedInvoke[] = [];
+  const resources: CapturedResource[] = [];
+
+  await pulumi.runtime.setMocks(
+    {
+      newResource(args) {
+        const computed = preview ? {} : computedOutputs(args.type, args.name, args.inputs, project);
+        const state = { ...args.inputs, ...computed };
+        // A provider id where the type has a meaningful one (a topic's id is its full path).
+        const id = preview ? undefined : typeof computed.id === 'string' ? computed.id : `${args.name}-id`;
+        return { id, state };
+      },
+      call(args) {
+        const result = invokeResult(args.token, args.inputs, project);
+        invokes.push({ token: args.token, inputs: args.inputs });
+        return result;
+      },
+    },
+    PROJECT_NAME,
+    stack,
+    preview,
+  );
+  const monitor = pulumi.runtime.getMonitor() as unknown as MonitorLike | undefined;
+  if (monitor === undefined || typeof monitor.registerResource !== 'function') {
+    throw new Error(
+      'the Pulumi mock monitor has no registerResource(); the harness needs updating for this SDK',
+    );
+  }
+  const register = monitor.registerResource.bind(monitor);
+  monitor.registerResource = (request, callback) =>
+    register(request, (err, response) => {
+      if (!err) {
+        const urn = response.getUrn();
+        const propertyDependencies: Record<string, string[]> = {};
+        request.getPropertydependenciesMap().forEach((value, key) => {
+          propertyDependencies[key] = value.getUrnsList();
+        });
+        const rawInputs = request.getObject()?.toJavaScript() ?? {};
+        const rawOutputs = response.getObject()?.toJavaScript() ?? {};
+        resources.push({
+          type: request.getType(),
+          name: request.getName(),
+          urn,
+          custom: request.getCustom(),
+          parent: request.getParent() || undefined,
+          inputs: withoutUnknowns(rawInputs) as Record<string, unknown>,
+          rawInputs,
+          outputs: withoutUnknowns(rawOutputs) as Record<string, unknown>,
+          dependencies: request.getDependenciesList(),
+          propertyDependencies,
+        });
+      }
+      callback(err, response);
+    });
+
+  pulumi.runtime.setAllConfig(config);
+  // An error thrown inside the stack's init would surface as an unhandled rejection (it is how the
+  // CLI reports it), so the program's own error is caught here and rethrown after the run.
+  let failure: { error: unknown } | undefined;
+  const outputs = (await pulumi.runtime.runInPulumiStack(async () => {
+    try {
+      // The program is a function that reads its config when called, so one loaded module serves every run.
+      return await docline();
+    } catch (error) {
+      failure = { error };
+      return {};
+    }
+  })) as Record<string, unknown> | undefined;
+  // Registrations still in flight finish before the run counts as done.
+  await pulumi.runtime.disconnect();
+  if (failure !== undefined) throw failure.error;
+  return {
+    resources: resources.filter((r) => r.type !== 'pulumi:pulumi:Stack'),
+    invokes,
+    outputs: outputs ?? {},
+    preview,
+    stack,
+  };
+}
+
+/** Replaces Pulumi's unknown sentinel by `undefined`, recursively. */
+function withoutUnknowns(value: unknown): unknown {
+  if (value === UNKNOWN) return undefined;
+  if (Array.isArray(value)) return value.map(withoutUnknowns);
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, withoutUnknowns(v)]));
+  }
+  return value;
+}
+
+/**
+ * The config of a stack file (`Pulumi.<stack>.yaml`) in the form {@link runProgram} takes, with
+ * lists and objects JSON-encoded as the CLI does. `overrides` replace or add keys; an override of
+ * `undefined` removes the key.
+ */
+export function stackConfig(
+  stack: string,
+  overrides: Record<string, string | undefined> = {},
+): Record<string, string> {
+  // js-yaml comes with jest and @pulumi/pulumi; the harness only needs `load`.
+  const { load } = require('js-yaml') as { load(text: string): unknown };
+  const file = load(readFileSync(join(REPO_ROOT, `Pulumi.${stack}.yaml`), 'utf8')) as {
+    config?: Record<string, unknown>;
+  };
+  const config: Record<string, string> = {};
+  for (const [key, value] of Object.entries(file.config ?? {})) {
+    config[key] = typeof value === 'string' ? value : JSON.stringify(value);
+  }
+  for (const [key, value] of Object.entries(overrides)) {
+    if (value === undefined) delete config[key];
+    else config[key] = value;
+  }
+  return config;
+}
+
+/** Resources of one type. */
+export function ofType(run: ProgramRun, type: string): CapturedResource[] {
+  return run.resources.filter((r) => r.type === type);
+}
+
+/** The one resource of a type whose logical name ends with `suffix`; throws if there is not exactly one. */
+export function one(run: ProgramRun, type: string, suffix = ''): CapturedResource {
+  const found = ofType(run, type).filter((r) => r.name.endsWith(suffix));
+  if (found.length !== 1) {
+    throw new Error(
+      `expected one ${type} named *${suffix}, found ${found.length}: ${found.map((r) => r.name).join(', ')}`,
+    );
+  }
+  return found[0]!;
+}

@@ -1,0 +1,547 @@
+import { bigQuerySchema, CLUSTER_COLUMNS, PARTITION_COLUMN } from '../../worker/src/contract/row';
+import { DELIVERY_DEFAULTS } from '../../worker/src/contract/settings';
+import { VIEW_NAMES, viewSql } from '../../worker/src/contract/views';
+import { REQUIRED_APIS } from '../components/foundation';
+import {
+  type CapturedResource,
+  MOCK_PROJECT_NUMBER,
+  MOCK_STORAGE_AGENT,
+  ofType,
+  one,
+  type ProgramRun,
+  runProgram,
+  stackConfig,
+} from './harness';
+
+const T = {
+  service: 'gcp:projects/service:Service',
+  repository: 'gcp:artifactregistry/repository:Repository',
+  bucket: 'gcp:storage/bucket:Bucket',
+  notification: 'gcp:storage/notification:Notification',
+  topic: 'gcp:pubsub/topic:Topic',
+  topicIam: 'gcp:pubsub/topicIAMMember:TopicIAMMember',
+  subscription: 'gcp:pubsub/subscription:Subscription',
+  subscriptionIam: 'gcp:pubsub/subscriptionIAMMember:SubscriptionIAMMember',
+  account: 'gcp:serviceaccount/account:Account',
+  accountIam: 'gcp:serviceaccount/iAMMember:IAMMember',
+  projectIam: 'gcp:projects/iAMMember:IAMMember',
+  bucketIam: 'gcp:storage/bucketIAMMember:BucketIAMMember',
+  datasetIam: 'gcp:bigquery/datasetIamMember:DatasetIamMember',
+  dataset: 'gcp:bigquery/dataset:Dataset',
+  table: 'gcp:bigquery/table:Table',
+  run: 'gcp:cloudrunv2/service:Service',
+  runIam: 'gcp:cloudrunv2/serviceIamMember:ServiceIamMember',
+  metric: 'gcp:logging/metric:Metric',
+  alert: 'gcp:monitoring/alertPolicy:AlertPolicy',
+};
+
+const PUBSUB_AGENT = `serviceAccount:service-${MOCK_PROJECT_NUMBER}@gcp-sa-pubsub.iam.gserviceaccount.com`;
+
+/** Every IAM grant of the run as `role → member @ resource type`, for whole-set assertions. */
+function grants(run: ProgramRun): string[] {
+  const iamTypes = [
+    T.topicIam,
+    T.subscriptionIam,
+    T.accountIam,
+    T.projectIam,
+    T.bucketIam,
+    T.datasetIam,
+    T.runIam,
+  ];
+  return run.resources
+    .filter((r) => iamTypes.includes(r.type))
+    .map((r) => `${r.inputs.role} → ${r.inputs.member} @ ${r.type.replace(/^gcp:/, '')}`)
+    .sort();
+}
+
+function env(service: CapturedResource): Record<string, string> {
+  const template = service.inputs.template as {
+    containers: Array<{ envs: Array<{ name: string; value: string }> }>;
+  };
+  return Object.fromEntries(template.containers[0]!.envs.map((e) => [e.name, e.value]));
+}
+
+interface ThresholdCondition {
+  filter: string;
+  comparison: string;
+  thresholdValue: number;
+  denominatorFilter?: string;
+}
+
+/** The threshold condition of a one-condition alert policy. */
+function thresholdOf(policy: CapturedResource): ThresholdCondition {
+  return (policy.inputs.conditions as Array<{ conditionThreshold: ThresholdCondition }>)[0]!
+    .conditionThreshold;
+}
+
+function isView(table: CapturedResource): boolean {
+  return table.inputs.view !== undefined;
+}
+
+describe('the docline program with the dev stack file', () => {
+  let run: ProgramRun;
+  const dev = stackConfig('dev');
+  const project = dev['gcp:project']!;
+
+  beforeAll(async () => {
+    run = await runProgram(dev);
+  });
+
+  describe('document bucket', () => {
+    it('declares one bucket with uniform access and public access prevention enforced', () => {
+      const bucket = one(run, T.bucket);
+
+      expect(bucket.inputs).toMatchObject({
+        uniformBucketLevelAccess: true,
+        publicAccessPrevention: 'enforced',
+        location: 'EU',
+        forceDestroy: true, // dev: deletionProtection false
+      });
+    });
+
+    it('declares exactly one notification: OBJECT_FINALIZE only, JSON_API_V1, to the uploads topic', () => {
+      const notification = one(run, T.notification);
+      const bucket = one(run, T.bucket);
+      const topic = one(run, T.topic, '-uploads');
+
+      expect(ofType(run, T.notification)).toHaveLength(1);
+      expect(notification.inputs).toEqual({
+        bucket: bucket.outputs.name,
+        topic: topic.outputs.id,
+        payloadFormat: 'JSON_API_V1',
+        eventTypes: ['OBJECT_FINALIZE'],
+      });
+      expect(notification.propertyDependencies.bucket).toEqual([bucket.urn]);
+    });
+
+    it('grants the Cloud Storage service agent publisher on that topic, and the notification waits for the grant', () => {
+      const grant = one(run, T.topicIam, '-storage-publisher');
+      const topic = one(run, T.topic, '-uploads');
+
+      expect(grant.inputs).toMatchObject({
+        topic: topic.outputs.name,
+        role: 'roles/pubsub.publisher',
+        member: `serviceAccount:${MOCK_STORAGE_AGENT}`,
+      });
+      expect(one(run, T.notification).dependencies).toContain(grant.urn);
+      expect(run.invokes.map((i) => i.token)).toContain(
+        'gcp:storage/getProjectServiceAccount:getProjectServiceAccount',
+      );
+    });
+  });
+
+  describe('delivery', () => {
+    it('pushes to the worker with an OIDC token for the push account and the service audience', () => {
+      const push = one(run, T.subscription, '-push');
+      const service = one(run, T.run);
+      const pushAccount = one(run, T.account, '-push');
+
+      expect(push.inputs.pushConfig).toEqual({
+        pushEndpoint: `${service.outputs.uri}/push`,
+        oidcToken: {
+          serviceAccountEmail: pushAccount.outputs.email,
+          audience: (service.inputs.customAudiences as string[])[0],
+        },
+      });
+      expect(env(service).PUSH_AUTH_AUDIENCE).toBe((service.inputs.customAudiences as string[])[0]);
+      expect(env(service).PUSH_AUTH_SERVICE_ACCOUNT).toBe(pushAccount.outputs.email);
+    });
+
+    it('sets the ack deadline, retry policy, dead-letter policy, retention and the FINALIZE filter from the settings', () => {
+      const push = one(run, T.subscription, '-push');
+      const deadLetterTopic = one(run, T.topic, '-dead-letters');
+
+      expect(push.inputs).toMatchObject({
+        topic: one(run, T.topic, '-uploads').outputs.id,
+        ackDeadlineSeconds: DELIVERY_DEFAULTS.ackDeadlineSeconds,
+        retryPolicy: { minimumBackoff: '10s', maximumBackoff: '600s' },
+        deadLetterPolicy: { deadLetterTopic: deadLetterTopic.outputs.id, maxDeliveryAttempts: 10 },
+        messageRetentionDuration: '604800s',
+        filter: 'attributes.eventType = "OBJECT_FINALIZE"',
+        expirationPolicy: { ttl: '' },
+      });
+    });
+
+    it('keeps dead letters in a pull subscription that never expires', () => {
+      const deadLetters = one(run, T.subscription, '-dead-letters');
+
+      expect(deadLetters.inputs).toMatchObject({
+        topic: one(run, T.topic, '-dead-letters').outputs.id,
+        expirationPolicy: { ttl: '' },
+        retainAckedMessages: true,
+      });
+      expect(deadLetters.inputs.pushConfig).toBeUndefined();
+    });
+
+    it('gives every topic a subscription', () => {
+      const subscribed = ofType(run, T.subscription).map((s) => s.inputs.topic);
+
+      for (const topic of ofType(run, T.topic)) expect(subscribed).toContain(topic.outputs.id);
+    });
+  });
+
+  describe('warehouse', () => {
+    it('generates the table schema from the row contract, partitioned by day and clustered on the lookup key first', () => {
+      const table = ofType(run, T.table).filter((t) => !isView(t));
+
+      expect(table).toHaveLength(1);
+      expect(JSON.parse(table[0]!.inputs.schema as string)).toEqual(bigQuerySchema());
+      expect(table[0]!.inputs).toMatchObject({
+        tableId: 'deliveries',
+        datasetId: 'docline_dev',
+        timePartitioning: { type: 'DAY', field: PARTITION_COLUMN },
+        clusterings: [...CLUSTER_COLUMNS],
+        deletionProtection: false,
+      });
+      expect(CLUSTER_COLUMNS.slice(0, 2)).toEqual(['dedup_key', 'message_id']);
+    });
+
+    it('declares the three views with the SQL the worker ships, after the table exists', () => {
+      const table = ofType(run, T.table).find((t) => !isView(t))!;
+      const views = ofType(run, T.table).filter(isView);
+
+      expect(views.map((v) => v.inputs.tableId).sort()).toEqual([...VIEW_NAMES].sort());
+      for (const view of views) {
+        expect(view.inputs.view).toEqual({
+          query: viewSql(
+            'googlesql',
+            view.inputs.tableId as (typeof VIEW_NAMES)[number],
+            `${project}.docline_dev.deliveries`,
+          ),
+          useLegacySql: false,
+        });
+        expect(view.dependencies).toContain(table.urn);
+      }
+    });
+  });
+
+  describe('worker service', () => {
+    it('runs the configured image as its own service account, with the timeout below the ack deadline', () => {
+      const service = one(run, T.run);
+      const template = service.inputs.template as Record<string, unknown>;
+
+      expect(template).toMatchObject({
+        serviceAccount: one(run, T.account, '-runtime').outputs.email,
+        timeout: `${DELIVERY_DEFAULTS.workerTimeoutSeconds}s`,
+        maxInstanceRequestConcurrency: 8,
+        scaling: { minInstanceCount: 0, maxInstanceCount: 3 },
+      });
+      expect((template.containers as Array<{ image: string }>)[0]!.image).toBe(dev['docline:image']);
+      expect(
+        DELIVERY_DEFAULTS.workerTimeoutSeconds + DELIVERY_DEFAULTS.ackDeadlineMarginSeconds,
+      ).toBeLessThanOrEqual(one(run, T.subscription, '-push').inputs.ackDeadlineSeconds as number);
+      expect(service.inputs.deletionProtection).toBe(false);
+    });
+
+    it('derives the worker environment from the stack', () => {
+      expect(env(one(run, T.run))).toEqual({
+        DOCLINE_READER: 'gcs',
+        DOCLINE_ANALYZER: 'gemini',
+        GOOGLE_CLOUD_PROJECT: project,
+        GOOGLE_CLOUD_LOCATION: 'global',
+        GEMINI_MODEL: 'gemini-2.5-flash',
+        BIGQUERY_TABLE: `${project}.docline_dev.deliveries`,
+        BIGQUERY_LOCATION: 'EU',
+        DEDUP_KEY: 'object',
+        WRITE_MODE: 'merge',
+        DEDUP_WINDOW_DAYS: '8',
+        MAXIMUM_BYTES_BILLED: '100000000',
+        ANALYZER_TIMEOUT_MS: '60000',
+        READ_TIMEOUT_MS: '20000',
+        MAX_OBJECT_BYTES: String(20 * 1024 * 1024),
+        PUSH_BODY_LIMIT_BYTES: String(256 * 1024),
+        ALLOWED_CONTENT_TYPES: 'application/pdf,image/png,image/jpeg,image/webp,text/plain',
+        LOG_LEVEL: 'DEBUG',
+        PUSH_AUTH_AUDIENCE: 'https://docline-dev.docline.invalid/push',
+        PUSH_AUTH_SERVICE_ACCOUNT: `docline-dev-push@${project}.iam.gserviceaccount.com`,
+      });
+    });
+
+    it('is not publicly invokable: the push account is its only invoker, on this service only', () => {
+      const invokers = ofType(run, T.runIam);
+
+      expect(invokers).toHaveLength(1);
+      expect(invokers[0]!.inputs).toMatchObject({
+        name: one(run, T.run).outputs.name,
+        role: 'roles/run.invoker',
+        member: one(run, T.account, '-push').outputs.member,
+      });
+      expect(one(run, T.run).inputs.invokerIamDisabled).toBe(false);
+    });
+  });
+
+  describe('IAM', () => {
+    it('grants exactly these roles, each on the narrowest resource', () => {
+      const worker = `serviceAccount:docline-dev-worker@${project}.iam.gserviceaccount.com`;
+      const push = `serviceAccount:docline-dev-push@${project}.iam.gserviceaccount.com`;
+
+      expect(grants(run)).toEqual(
+        [
+          `roles/aiplatform.user → ${worker} @ projects/iAMMember:IAMMember`,
+          `roles/bigquery.dataEditor → ${worker} @ bigquery/datasetIamMember:DatasetIamMember`,
+          `roles/bigquery.jobUser → ${worker} @ projects/iAMMember:IAMMember`,
+          `roles/iam.serviceAccountTokenCreator → ${PUBSUB_AGENT} @ serviceaccount/iAMMember:IAMMember`,
+          `roles/pubsub.publisher → ${PUBSUB_AGENT} @ pubsub/topicIAMMember:TopicIAMMember`,
+          `roles/pubsub.publisher → serviceAccount:${MOCK_STORAGE_AGENT} @ pubsub/topicIAMMember:TopicIAMMember`,
+          `roles/pubsub.subscriber → ${PUBSUB_AGENT} @ pubsub/subscriptionIAMMember:SubscriptionIAMMember`,
+          `roles/run.invoker → ${push} @ cloudrunv2/serviceIamMember:ServiceIamMember`,
+          `roles/storage.objectViewer → ${worker} @ storage/bucketIAMMember:BucketIAMMember`,
+        ].sort(),
+      );
+    });
+
+    it('puts each grant on its resource: the bucket, the dataset, the dead-letter topic, the push subscription and account', () => {
+      expect(one(run, T.bucketIam).inputs.bucket).toBe(one(run, T.bucket).outputs.name);
+      expect(one(run, T.datasetIam).inputs.datasetId).toBe('docline_dev');
+      expect(one(run, T.topicIam, '-dead-letter-publisher').inputs.topic).toBe(
+        one(run, T.topic, '-dead-letters').outputs.name,
+      );
+      expect(one(run, T.subscriptionIam).inputs.subscription).toBe(
+        one(run, T.subscription, '-push').outputs.name,
+      );
+      expect(one(run, T.accountIam).inputs.serviceAccountId).toBe(one(run, T.account, '-push').outputs.name);
+    });
+  });
+
+  describe('alerts', () => {
+    it('alerts when dead letters accumulate and when the oldest unacked message gets old', () => {
+      const deadLetters = one(run, T.alert, '-dead-letters');
+      const age = one(run, T.alert, '-backlog-age');
+
+      expect(thresholdOf(deadLetters)).toMatchObject({
+        comparison: 'COMPARISON_GT',
+        thresholdValue: 0,
+        filter: expect.stringContaining(
+          `subscription_id = "${one(run, T.subscription, '-dead-letters').outputs.name}" AND metric.type = "pubsub.googleapis.com/subscription/num_undelivered_messages"`,
+        ),
+      });
+      expect(thresholdOf(age)).toMatchObject({
+        comparison: 'COMPARISON_GT',
+        thresholdValue: 1800,
+        filter: expect.stringContaining(
+          `subscription_id = "${one(run, T.subscription, '-push').outputs.name}" AND metric.type = "pubsub.googleapis.com/subscription/oldest_unacked_message_age"`,
+        ),
+      });
+    });
+
+    it('counts duplicate answers and all answers from the worker logs and alerts on their ratio', () => {
+      const service = one(run, T.run).outputs.name;
+      const duplicates = one(run, T.metric, '-duplicate-answers');
+      const all = one(run, T.metric, '-all-answers');
+      const condition = thresholdOf(one(run, T.alert, '-duplicate-rate'));
+
+      expect(duplicates.inputs.filter).toBe(
+        `resource.type = "cloud_run_revision" AND resource.labels.service_name = "${service}" AND jsonPayload.status = "duplicate"`,
+      );
+      expect(all.inputs.filter).toContain('jsonPayload.status = ("ok" OR "rejected" OR "duplicate")');
+      expect(condition.filter).toContain(`logging.googleapis.com/user/${duplicates.outputs.name}`);
+      expect(condition.denominatorFilter).toContain(`logging.googleapis.com/user/${all.outputs.name}`);
+      expect(condition.thresholdValue).toBe(0.01);
+    });
+  });
+
+  describe('project', () => {
+    it('enables the required APIs and never disables them on destroy', () => {
+      const services = ofType(run, T.service);
+
+      expect(services.map((s) => s.inputs.service).sort()).toEqual([...REQUIRED_APIS].sort());
+      for (const s of services) expect(s.inputs.disableOnDestroy).toBe(false);
+    });
+
+    it('makes every Google resource wait for the APIs', () => {
+      const apis = ofType(run, T.service).map((s) => s.urn);
+      const others = run.resources.filter((r) => r.custom && r.type !== T.service);
+
+      for (const resource of others) {
+        const waitsForApis = (r: CapturedResource, seen: Set<string>): boolean =>
+          r.dependencies.some((d) => apis.includes(d)) ||
+          r.dependencies.some((d) => {
+            const dep = run.resources.find((x) => x.urn === d);
+            return dep !== undefined && !seen.has(d) && waitsForApis(dep, seen.add(d));
+          });
+        expect({ resource: resource.name, waits: waitsForApis(resource, new Set()) }).toEqual({
+          resource: resource.name,
+          waits: true,
+        });
+      }
+    });
+
+    it('builds every component with a docline type token and parents every resource under one', () => {
+      const components = run.resources.filter((r) => !r.custom);
+      const componentUrns = components.map((c) => c.urn);
+
+      expect(components.map((c) => c.type).sort()).toEqual([
+        'docline:index:Alerts',
+        'docline:index:Delivery',
+        'docline:index:DocumentBucket',
+        'docline:index:Foundation',
+        'docline:index:Warehouse',
+        'docline:index:WorkerService',
+      ]);
+      for (const resource of run.resources.filter((r) => r.custom)) {
+        expect(componentUrns).toContain(resource.parent);
+        const parentName = components.find((c) => c.urn === resource.parent)!.name;
+        expect(resource.name.startsWith(parentName)).toBe(true);
+      }
+    });
+
+    it('exports the bucket, topics, subscriptions, table and views, worker URL and service accounts', () => {
+      expect(run.outputs).toEqual({
+        imageRepository: `europe-west1-docker.pkg.dev/${project}/docline-dev`,
+        bucketName: one(run, T.bucket).outputs.name,
+        topicName: one(run, T.topic, '-uploads').outputs.name,
+        subscriptionName: one(run, T.subscription, '-push').outputs.name,
+        deadLetterTopicName: one(run, T.topic, '-dead-letters').outputs.name,
+        deadLetterSubscriptionName: one(run, T.subscription, '-dead-letters').outputs.name,
+        tableId: `${project}.docline_dev.deliveries`,
+        viewIds: {
+          documents: `${project}.docline_dev.documents`,
+          duplicate_objects: `${project}.docline_dev.duplicate_objects`,
+          delivery_stats: `${project}.docline_dev.delivery_stats`,
+        },
+        workerUrl: one(run, T.run).outputs.uri,
+        workerServiceAccount: `docline-dev-worker@${project}.iam.gserviceaccount.com`,
+        pushServiceAccount: `docline-dev-push@${project}.iam.gserviceaccount.com`,
+      });
+    });
+  });
+});
+
+describe('the docline program with the prod stack file', () => {
+  let run: ProgramRun;
+
+  beforeAll(async () => {
+    run = await runProgram(stackConfig('prod'), { stack: 'prod' });
+  });
+
+  it('protects the table and the service and keeps the bucket contents', () => {
+    expect(ofType(run, T.table).find((t) => !isView(t))!.inputs.deletionProtection).toBe(true);
+    expect(one(run, T.run).inputs.deletionProtection).toBe(true);
+    expect(one(run, T.bucket).inputs.forceDestroy).toBe(false);
+    expect(one(run, T.dataset).inputs.deleteContentsOnDestroy).toBe(false);
+  });
+
+  it('takes delivery and scaling settings from the stack file', () => {
+    const push = one(run, T.subscription, '-push');
+    const template = one(run, T.run).inputs.template as Record<string, unknown>;
+
+    expect(push.inputs).toMatchObject({
+      ackDeadlineSeconds: 180,
+      deadLetterPolicy: { maxDeliveryAttempts: 15 },
+    });
+    expect(template).toMatchObject({
+      timeout: '150s',
+      maxInstanceRequestConcurrency: 4,
+      scaling: { minInstanceCount: 1, maxInstanceCount: 20 },
+    });
+  });
+
+  it('names everything after the stack and notifies the configured channel', () => {
+    expect(one(run, T.dataset).inputs.datasetId).toBe('docline_prod');
+    expect(one(run, T.account, '-runtime').inputs.accountId).toBe('docline-prod-worker');
+    for (const policy of ofType(run, T.alert)) {
+      expect(policy.inputs.notificationChannels).toEqual([
+        'projects/docline-prod-example/notificationChannels/1234567890',
+      ]);
+    }
+    expect(thresholdOf(one(run, T.alert, '-duplicate-rate')).thresholdValue).toBe(0.005);
+  });
+
+  it('still declares exactly one notification', () => {
+    expect(ofType(run, T.notification)).toHaveLength(1);
+  });
+});
+
+describe('the docline program with other settings', () => {
+  it('leaves push token verification to Cloud Run alone when verifyPushTokenInApp is false, and passes message mode on', async () => {
+    const run = await runProgram(
+      stackConfig('dev', { 'docline:verifyPushTokenInApp': 'false', 'docline:dedupKeyMode': 'message' }),
+    );
+    const variables = env(one(run, T.run));
+
+    expect(variables.PUSH_AUTH_AUDIENCE).toBeUndefined();
+    expect(variables.PUSH_AUTH_SERVICE_ACCOUNT).toBeUndefined();
+    expect(variables.DEDUP_KEY).toBe('message');
+    expect(one(run, T.subscription, '-push').inputs.pushConfig).toMatchObject({
+      oidcToken: expect.any(Object),
+    });
+  });
+
+  it('declares only the APIs and the image repository while no image is configured, and says what to do next', async () => {
+    // Pulumi's log writes to the console when no engine is attached: the console is the edge here.
+    const warn = jest.spyOn(console, 'warn').mockImplementation(() => undefined);
+    const run = await runProgram(stackConfig('dev', { 'docline:image': undefined }));
+    const warnings = warn.mock.calls.map((call) => String(call[0]));
+    warn.mockRestore();
+
+    expect(warnings).toEqual([expect.stringContaining('pulumi config set docline:image IMAGE')]);
+
+    expect(new Set(run.resources.filter((r) => r.custom).map((r) => r.type))).toEqual(
+      new Set([T.service, T.repository]),
+    );
+    expect(one(run, T.repository).inputs).toMatchObject({ format: 'DOCKER', location: 'europe-west1' });
+    expect(run.outputs).toEqual({ imageRepository: expect.stringMatching(/-docker\.pkg\.dev\//) });
+  });
+
+  it('fails before declaring anything when the config is invalid, listing every problem', async () => {
+    const attempt = runProgram(
+      stackConfig('dev', {
+        'docline:ackDeadlineSeconds': '60',
+        'docline:maxDeliveryAttempts': '3',
+        'docline:maximumBytesBilled': '1000',
+        'docline:dedupKeyMode': 'hash',
+      }),
+    );
+
+    await expect(attempt).rejects.toThrow(/docline configuration is invalid \(4 problems\)/);
+    await expect(attempt).rejects.toThrow(/ackDeadlineSeconds \(60\) must be at least workerTimeoutSeconds/);
+    await expect(attempt).rejects.toThrow(
+      /maxDeliveryAttempts must be a whole number from 5 to 100 \(got 3\)/,
+    );
+    await expect(attempt).rejects.toThrow(/maximumBytesBilled must be at least 10485760/);
+    await expect(attempt).rejects.toThrow(/dedupKeyMode must be one of object, message \(got hash\)/);
+  });
+});
+
+describe('the docline program in preview', () => {
+  let run: ProgramRun;
+
+  beforeAll(async () => {
+    run = await runProgram(stackConfig('dev'), { preview: true });
+  });
+
+  it('completes with every resource registered, as in an update', async () => {
+    const update = await runProgram(stackConfig('dev'));
+
+    expect(run.preview).toBe(true);
+    expect(run.resources.map((r) => `${r.type}::${r.name}`).sort()).toEqual(
+      update.resources.map((r) => `${r.type}::${r.name}`).sort(),
+    );
+  });
+
+  it('leaves computed outputs unknown, but keeps the notification tied to its bucket resource', () => {
+    const notification = one(run, T.notification);
+
+    expect(notification.inputs.bucket).toBeUndefined();
+    expect(notification.rawInputs.bucket).toBe('04da6b54-80e4-46f7-96ec-b56ff0331ba9');
+    expect(notification.propertyDependencies.bucket).toEqual([one(run, T.bucket).urn]);
+  });
+
+  it('knows the values the policies check: timeouts, retry, dead-lettering, partitioning, view SQL and the environment', () => {
+    const push = one(run, T.subscription, '-push');
+    const template = one(run, T.run).inputs.template as Record<string, unknown>;
+
+    expect(push.inputs).toMatchObject({
+      ackDeadlineSeconds: 120,
+      retryPolicy: { minimumBackoff: '10s', maximumBackoff: '600s' },
+      deadLetterPolicy: { maxDeliveryAttempts: 10 },
+    });
+    expect(template.timeout).toBe('90s');
+    expect(env(one(run, T.run)).BIGQUERY_TABLE).toBe('docline-dev-example.docline_dev.deliveries');
+    for (const view of ofType(run, T.table).filter(isView)) {
+      expect((view.inputs.view as { query: string }).query).toContain(
+        '`docline-dev-example.docline_dev.deliveries`',
+      );
+    }
+  });
+});
