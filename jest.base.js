@@ -6,11 +6,19 @@
 module.exports = {
   rootDir: __dirname,
   testEnvironment: 'node',
-  transform: { '^.+\\.(t|j)sx?$': ['@swc/jest', { jsc: { target: 'es2023' } }] },
+  transform: {
+    '^.+\\.(t|j)sx?$': ['@swc/jest', { jsc: { target: 'es2023' } }],
+    // unpdf ships .cjs/.mjs: swc turns its ESM pdf.js bundle and its dynamic import() into CommonJS.
+    '/node_modules/unpdf/.+\\.(c|m)js$': ['@swc/jest', { jsc: { target: 'es2023' } }],
+  },
   // ESM-only packages in node_modules are transformed to CommonJS too.
   transformIgnorePatterns: ['/node_modules/(?!(unpdf)/)'],
   // Source files import siblings as `./x.js` where Node's ESM rules ask for it; jest resolves them to `./x.ts`.
-  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
+  moduleNameMapper: {
+    '^(\\.{1,2}/.*)\\.js$': '$1',
+    // `unpdf/pdfjs` is exported for `import` only; point jest's require at the file.
+    '^unpdf/pdfjs$': '<rootDir>/node_modules/unpdf/dist/pdfjs.mjs',
+  },
   moduleFileExtensions: ['ts', 'js', 'mjs', 'cjs', 'json'],
   testTimeout: 60_000,
 };

@@ -1,0 +1,99 @@
+/**
+ * Dates on French and English invoices, returned as ISO `YYYY-MM-DD`. Numeric dates are read day
+ * first (`30/11/2026`, `30-11-2026`, `30.11.2026`), as in France and the rest of Europe, in both
+ * languages; ISO dates (`2026-11-30`) and spelled-out months (`30 novembre 2026`, `1er mars 2026`,
+ * `30 November 2026`, `November 30, 2026`, `Nov 30, 2026`) are read too.
+ */
+
+const MONTHS: Readonly<Record<string, number>> = {
+  janvier: 1,
+  février: 2,
+  fevrier: 2,
+  mars: 3,
+  avril: 4,
+  mai: 5,
+  juin: 6,
+  juillet: 7,
+  août: 8,
+  aout: 8,
+  septembre: 9,
+  octobre: 10,
+  novembre: 11,
+  décembre: 12,
+  decembre: 12,
+  january: 1,
+  february: 2,
+  march: 3,
+  april: 4,
+  may: 5,
+  june: 6,
+  july: 7,
+  august: 8,
+  september: 9,
+  october: 10,
+  november: 11,
+  december: 12,
+  jan: 1,
+  feb: 2,
+  févr: 2,
+  mar: 3,
+  apr: 4,
+  avr: 4,
+  jun: 6,
+  jul: 7,
+  juil: 7,
+  aug: 8,
+  sep: 9,
+  sept: 9,
+  oct: 10,
+  nov: 11,
+  dec: 12,
+  déc: 12,
+};
+
+const MONTH_NAME = String.raw`(?<month>[\p{L}]{3,9})\.?`;
+const DAY = String.raw`(?<day>\d{1,2})(?:er|st|nd|rd|th)?`;
+const YEAR = String.raw`(?<year>\d{4})`;
+
+// Tried in this order on the whole text; the earliest match in the text wins.
+const PATTERNS: readonly RegExp[] = [
+  new RegExp(String.raw`(?<!\d)${YEAR}-(?<monthNumber>\d{1,2})-(?<day>\d{1,2})(?!\d)`, 'u'),
+  new RegExp(String.raw`(?<![\d/.-])(?<day>\d{1,2})[/.-](?<monthNumber>\d{1,2})[/.-]${YEAR}(?!\d)`, 'u'),
+  new RegExp(String.raw`(?<!\d)${DAY}\s+${MONTH_NAME},?\s+${YEAR}(?!\d)`, 'iu'),
+  new RegExp(String.raw`(?<![\p{L}])${MONTH_NAME}\s+${DAY},?\s+${YEAR}(?!\d)`, 'iu'),
+];
+
+/** `YYYY-MM-DD` when the parts make a real calendar day, else null (31/02/2026 is not one). */
+export function isoDate(year: number, month: number, day: number): string | null {
+  const date = new Date(Date.UTC(year, month - 1, day));
+  if (date.getUTCFullYear() !== year || date.getUTCMonth() !== month - 1 || date.getUTCDate() !== day) {
+    return null;
+  }
+  const pad = (n: number) => String(n).padStart(2, '0');
+  return `${year}-${pad(month)}-${pad(day)}`;
+}
+
+function fromGroups(groups: Record<string, string | undefined>): string | null {
+  const month = groups.monthNumber
+    ? Number(groups.monthNumber)
+    : MONTHS[(groups.month ?? '').toLowerCase().normalize('NFC')];
+  if (month === undefined) return null;
+  return isoDate(Number(groups.year), month, Number(groups.day));
+}
+
+/** The first date written in the text, as `YYYY-MM-DD`, or null. */
+export function findDate(text: string): string | null {
+  let best: { index: number; iso: string } | null = null;
+  for (const pattern of PATTERNS) {
+    const global = new RegExp(pattern.source, `${pattern.flags}g`);
+    for (const match of text.matchAll(global)) {
+      if (best && match.index >= best.index) break;
+      const iso = fromGroups(match.groups ?? {});
+      if (iso) {
+        best = { index: match.index, iso };
+        break;
+      }
+    }
+  }
+  return best?.iso ?? null;
+}

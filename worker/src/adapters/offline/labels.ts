@@ -1,0 +1,105 @@
+/**
+ * The words French and English invoices put before their values. Every label the offline analyzer
+ * knows lives here, so adding a wording is a one-line change. (`\b` only knows ASCII letters: next to
+ * an accented letter, `(?<!\p{L})` and `(?!\p{L})` mark the word's edge instead.)
+ */
+
+/** What a totals line holds. */
+export type TotalKind = 'total' | 'net' | 'tax';
+
+// Tried in this order: "Net à payer" is a total, "Total HT" a net, "TVA 20 %" a tax.
+export const TOTAL_LABELS: ReadonlyArray<readonly [TotalKind, RegExp]> = [
+  [
+    'total',
+    /\b(?:total\s+TTC|montant\s+TTC|TTC|net\s+[àa]\s+payer|(?:reste|total|montant)\s+[àa]\s+(?:payer|rembourser|d[ée]duire)|total\s+(?:due|payable)|(?:amount|balance)\s+(?:due|payable)|grand\s+total|invoice\s+total|total\s+amount|total\s+(?:incl\.?|including|inc\.?)(?:\s+(?:VAT|tax))?|total\s+(?:credit(?:ed)?|refund(?:ed)?)|amount\s+to\s+be\s+(?:credited|refunded))\b/iu,
+  ],
+  [
+    'net',
+    /(?:\b(?:total|montant)\s+HT\b|\btotal\s+hors\s+taxes?\b|\bHT\b|\bsous[-\s]total\b|\bsub[-\s]?total\b|\bnet\s+(?:amount|total)\b|\btotal\s+net\b|\btotal\s+\(?(?:excl\.?|excluding|before|ex\.?)(?:\s+(?:VAT|tax))?)/iu,
+  ],
+  ['tax', /\b(?:TVA|T\.V\.A\.?|VAT|tax|taxes|sales\s+tax|GST)\b/iu],
+];
+
+/** A tax label that names a VAT id or an exemption, not an amount of tax. */
+export const NOT_A_TAX_AMOUNT =
+  /intra|\bn[°º]|\bno\b\.?|number|num[ée]ro|\breg|\bid\b|identif|non\s+applicable|not\s+applicable|exon|autoliquidation|reverse\s+charge|\bart\.?\s/iu;
+
+/** The label of a sum of several tax lines ("Total TVA"), preferred over adding them up. */
+export const TAX_TOTAL = /\btotal\s+(?:de\s+la\s+)?(?:TVA|VAT|tax)\b/iu;
+
+/** A bare "Total" label: the total when nothing says more. */
+export const BARE_TOTAL = /^\s*total\s*:?\s*$/iu;
+
+/** Labels at the start of a cell, then the supplier's name (or nothing, and the name on the next line). */
+export const SUPPLIER_LABEL =
+  /^(?:fournisseur|[ée]metteur|vendeur|prestataire|from|seller|supplier|issued\s+by|vendor)\s*:?\s*/iu;
+
+/** Labels at the start of a cell, then the customer's name. */
+export const CUSTOMER_LABEL =
+  /^(?:client|factur[ée]\s+[àa]|adress[ée]\s+[àa]|destinataire|acheteur|bill\s+to|billed\s+to|invoice\s+to|customer|sold\s+to|buyer)\s*:?\s*/iu;
+
+/** What may follow "Client" without being a name ("Client n° C-12", "Customer ID"). */
+export const NOT_A_NAME = /^(?:n[°º]|no\b|number|num[ée]ro|#|r[ée]f|code|id\b|account)/iu;
+
+/** Lines that mention the customer, whose identifiers are not the supplier's. */
+export const MENTIONS_CUSTOMER =
+  /(?<!\p{L})(?:client|customer|buyer|acheteur|bill(?:ed)?\s+to|factur[ée]\s+[àa])(?!\p{L})/iu;
+
+const NUMBER_MARK = String.raw`(?:n[°º]|no\.?|num[ée]ro|number|#|ref\.?)`;
+
+/** Labels at the start of a cell, then a credit note's number. */
+export const CREDIT_NOTE_NUMBER_LABELS: readonly RegExp[] = [
+  new RegExp(
+    String.raw`^(?:facture\s+d'avoir|avoir|credit\s+note|credit\s+memo)\s*${NUMBER_MARK}\s*:?\s*`,
+    'iu',
+  ),
+  new RegExp(String.raw`^${NUMBER_MARK}\s*(?:de\s+l'|d')?(?:avoir)\s*:?\s*`, 'iu'),
+];
+
+/** Labels at the start of a cell, then an invoice's number. */
+export const INVOICE_NUMBER_LABELS: readonly RegExp[] = [
+  new RegExp(String.raw`^(?:facture|invoice|tax\s+invoice)\s*${NUMBER_MARK}\s*:?\s*`, 'iu'),
+  new RegExp(String.raw`^${NUMBER_MARK}\s*(?:de\s+(?:la\s+)?)?facture\s*:?\s*`, 'iu'),
+  /^(?:invoice|facture)\s*:\s*/iu,
+];
+
+/** Labels at the start of a cell, then the issue date. */
+export const ISSUE_DATE_LABELS: readonly RegExp[] = [
+  /^(?:date\s+(?:de\s+(?:la\s+)?)?(?:facture|facturation|l'avoir|d'avoir)|date\s+d'[ée]mission|date\s+of\s+issue|issue\s+date|invoice\s+date|date\s+issued|credit\s+note\s+date|issued\s+on|[ée]mise?\s+le)\s*:?\s*/iu,
+  // A bare "Date" only with a colon or alone in its cell: "Date de livraison" is another date.
+  /^date\s*(?::\s*|$)/iu,
+];
+
+/** A due-date label, anywhere in a line ("Conditions : 30 jours, échéance le 30/12/2026"). */
+export const DUE_DATE_LABEL =
+  /(?:date\s+d'[ée]ch[ée]ance|[ée]ch[ée]ance|date\s+limite(?:\s+de\s+(?:paiement|r[èe]glement))?|[àa]\s+(?:r[ée]gler|payer)\s+(?:avant|au\s+plus\s+tard)(?:\s+le)?|payable\s+(?:avant|before|by|on)(?:\s+le)?|due\s+date|payment\s+due(?:\s+date|\s+by|\s+on)?|date\s+due|due\s+(?:by|on))\s*:?\s*/iu;
+
+/** Lines whose dates are not the issue date. */
+export const OTHER_DATE_CONTEXT =
+  /[ée]ch[ée]ance|due|payable|limite|livraison|delivery|p[ée]riode|period|service\s+date|command|order|origin|d'origine|r[ée]f[ée]rence|du\s+\d|from\s+\d/iu;
+
+/** Title lines, never the supplier's name. */
+export const TITLE =
+  /^(?:facture|invoice|tax\s+invoice|avoir|facture\s+d'avoir|credit\s+note|credit\s+memo|re[çc]u|receipt|devis|quote)\b/iu;
+
+/** Column headers of a line-items table, in the order they are tried on each header cell. */
+export const COLUMN_HEADERS: ReadonlyArray<readonly [ColumnRole | null, RegExp]> = [
+  [null, /montant\s+(?:de\s+(?:la\s+)?)?TVA|VAT\s+amount|tax\s+amount/iu],
+  ['vat_rate', /^(?:TVA|VAT|tax)\b|taux\s+(?:de\s+)?TVA|VAT\s+rate|tax\s+rate|^%$/iu],
+  [
+    'unit_price',
+    /prix|unitaire|\bp\.?\s?u\.?\b|unit\s+price|unit\s+cost|\brate\b|tarif|taux\s+horaire|price/iu,
+  ],
+  [
+    'quantity',
+    /(?<!\p{L})qt[ée]s?(?!\p{L})|quantit|\bqty\b|\bnb\b|nombre|\bhours?\b|heures|jours|\bdays\b/iu,
+  ],
+  ['amount', /montant|total|amount|sous-total/iu],
+  [
+    'description',
+    /d[ée]signation|description|libell[ée]|article|prestation|\bitems?\b|produit|service|d[ée]tails?/iu,
+  ],
+];
+
+/** What a column of the line-items table holds. */
+export type ColumnRole = 'description' | 'quantity' | 'unit_price' | 'amount' | 'vat_rate';
