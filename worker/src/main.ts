@@ -25,9 +25,10 @@ async function buildStore(config: WorkerConfig, logger: Logger): Promise<Store> 
     const { SqliteStore } = await import('./adapters/sqlite-store.js');
     return new SqliteStore({ path: store.path });
   }
-  const { BigQuery } = require('@google-cloud/bigquery') as typeof import('@google-cloud/bigquery');
+  const { BigQueryStore, createBigQueryClient } = await import('./adapters/bigquery-store.js');
   const [project] = store.table.split('.');
-  const bigquery = new BigQuery({ projectId: project, location: store.location });
+  // The client's own retries are off: Pub/Sub retries the whole delivery instead.
+  const bigquery = createBigQueryClient({ projectId: project, location: store.location });
   const common = {
     bigquery,
     table: store.table,
@@ -47,7 +48,6 @@ async function buildStore(config: WorkerConfig, logger: Logger): Promise<Store> 
     const { BigQueryAppendStore } = await import('./adapters/bigquery-append-store.js');
     return BigQueryAppendStore.create(common);
   }
-  const { BigQueryStore } = await import('./adapters/bigquery-store.js');
   return new BigQueryStore(common);
 }
 
@@ -57,9 +57,11 @@ async function buildReader(config: WorkerConfig): Promise<Reader> {
     const { LocalBucket, LocalBucketReader } = await import('./adapters/local-bucket.js');
     return new LocalBucketReader(new LocalBucket(reader.root));
   }
-  const { Storage } = require('@google-cloud/storage') as typeof import('@google-cloud/storage');
-  const { GcsReader } = await import('./adapters/gcs-reader.js');
-  return new GcsReader({ storage: new Storage(), timeoutMs: reader.timeoutMs });
+  const { GcsReader, createStorageClient } = await import('./adapters/gcs-reader.js');
+  return new GcsReader({
+    storage: createStorageClient({ timeoutMs: reader.timeoutMs }),
+    timeoutMs: reader.timeoutMs,
+  });
 }
 
 async function buildAnalyzer(config: WorkerConfig, logger: Logger): Promise<Analyzer> {

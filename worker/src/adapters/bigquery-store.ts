@@ -1,0 +1,314 @@
+import { BigQuery, type BigQueryOptions, type Query } from '@google-cloud/bigquery';
+import { COLUMN_NAMES, COLUMNS, type ColumnName, PARTITION_COLUMN, type Row } from '../contract/row';
+import { DELIVERY_DEFAULTS, MIN_MAXIMUM_BYTES_BILLED } from '../contract/settings';
+import { ConfigurationError, TransientError } from '../core/errors';
+import { type Clock, type Logger, type Store, systemClock } from '../core/ports';
+
+/**
+ * The production store: one BigQuery table, written by one insert-only MERGE per delivery.
+ *
+ * Both statements look only at the `processed_at` partitions of the dedup window, so their cost and
+ * BigQuery's pre-run estimate (checked against `maximumBytesBilled`) stay bounded however large the
+ * table grows; on a clustered table the estimate is otherwise the whole table. Every value travels as
+ * a typed query parameter: no text of a row is ever spliced into SQL.
+ *
+ * An insert-only MERGE does not conflict with another one, so two concurrent deliveries of one key
+ * can both insert: readers deduplicate through the `documents` view (contract/views.ts).
+ */
+
+/** Options of {@link BigQueryStore}; the composition root reads them from the configuration. */
+export interface BigQueryStoreOptions {
+  bigquery: BigQuery;
+  /** `project.dataset.table`. */
+  table: string;
+  /** The dataset's location (jobs run there); the client's default when unset. */
+  location?: string | undefined;
+  /** Days of `processed_at` partitions that `seen()` and `record()` look at. */
+  dedupWindowDays?: number;
+  /** `maximumBytesBilled` of every query. */
+  maximumBytesBilled?: number;
+  /** Job labels, for billing reports (keys and values: lower case, ≤ 63 characters). */
+  labels?: Record<string, string>;
+  logger?: Logger;
+  /** Where the window starts is computed from this clock. */
+  clock?: Clock;
+}
+
+const TABLE_ID = /^[a-z][a-z0-9-]{4,61}[a-z0-9]\.[A-Za-z0-9_]{1,1024}\.[A-Za-z0-9_-]{1,1024}$/;
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+/** The named parameter that carries the start of the dedup window (a TIMESTAMP). */
+export const WINDOW_PARAMETER = 'window_start';
+
+/** GoogleSQL type of each column's query parameter. */
+export const PARAMETER_TYPES: Readonly<Record<ColumnName, string>> = Object.fromEntries(
+  COLUMNS.map((c) => [c.name, c.type]),
+) as Record<ColumnName, string>;
+
+/** Checks `project.dataset.table` and returns it quoted for GoogleSQL. */
+export function quotedTable(table: string): string {
+  if (!TABLE_ID.test(table)) {
+    throw new ConfigurationError(
+      'bigquery_table_id',
+      `the BigQuery table must be project.dataset.table (got "${table}")`,
+    );
+  }
+  return `\`${table}\``;
+}
+
+/** The windowed point lookup of `seen()`. Parameters: `@dedup_key`, `@window_start`. */
+export function lookupSql(table: string): string {
+  return (
+    `SELECT 1 AS found FROM ${quotedTable(table)} ` +
+    `WHERE dedup_key = @dedup_key AND ${PARTITION_COLUMN} >= @${WINDOW_PARAMETER} LIMIT 1`
+  );
+}
+
+/** The insert-only MERGE of `record()`. Parameters: one per column, plus `@window_start`. */
+export function mergeSql(table: string): string {
+  const source = COLUMN_NAMES.map((c) => `@${c} AS ${c}`).join(', ');
+  return (
+    `MERGE ${quotedTable(table)} AS T USING (SELECT ${source}) AS S ` +
+    // The window filter on the target prunes its partitions (the documented way for MERGE).
+    `ON T.dedup_key = S.dedup_key AND T.${PARTITION_COLUMN} >= @${WINDOW_PARAMETER} ` +
+    `WHEN NOT MATCHED THEN INSERT (${COLUMN_NAMES.join(', ')}) VALUES (${COLUMN_NAMES.map((c) => `S.${c}`).join(', ')})`
+  );
+}
+
+type ParameterValue = string | null | { value: string };
+
+/**
+ * A row as named query parameters with their types. INT64 values go as decimal strings (the REST
+ * API's representation; safe beyond 2^53), the analysis as JSON text, timestamps as BigQuery
+ * timestamps; every null keeps its column's type, which BigQuery needs to bind it.
+ */
+export function rowParameters(
+  bigquery: BigQuery,
+  row: Row,
+): { params: Record<string, ParameterValue>; types: Record<string, string> } {
+  const params: Record<string, ParameterValue> = {};
+  for (const column of COLUMNS) {
+    const value = row[column.name] as unknown;
+    if (value === null || value === undefined) {
+      params[column.name] = null;
+      continue;
+    }
+    switch (column.type) {
+      case 'INT64':
+        params[column.name] = String(value);
+        break;
+      case 'JSON':
+        params[column.name] = JSON.stringify(value);
+        break;
+      case 'TIMESTAMP':
+        // The library sends a BigQueryTimestamp's `.value`; a bare string would be lost.
+        params[column.name] = bigquery.timestamp(String(value));
+        break;
+      default:
+        params[column.name] = String(value);
+    }
+  }
+  return { params, types: { ...PARAMETER_TYPES } };
+}
+
+/** The part of a client error the mapping needs (an ApiError of @google-cloud/common, or a socket error). */
+interface ClientError {
+  code?: number | string;
+  message?: string;
+  errors?: Array<{ reason?: string; message?: string }>;
+}
+
+/**
+ * Maps a BigQuery error to docline's errors: transient ones let Pub/Sub retry; a byte-cap refusal
+ * or a permission/table problem is an operator's fix (ConfigurationError → dead letter, replayable).
+ */
+export function bigQueryError(error: unknown, operation: string): Error {
+  const e = (error ?? {}) as ClientError;
+  const status = typeof e.code === 'number' ? e.code : undefined;
+  const reasons = (e.errors ?? []).map((x) => x.reason ?? '');
+  const text = [e.message ?? '', ...(e.errors ?? []).map((x) => x.message ?? '')].join(' ');
+  const options = { cause: error };
+  if (reasons.includes('bytesBilledLimitExceeded') || /exceeded limit for bytes billed/i.test(text)) {
+    return new ConfigurationError(
+      'bigquery_bytes_billed_limit',
+      `BigQuery refused the ${operation} query: its estimate is over maximumBytesBilled (${firstLine(text)}). ` +
+        'Raise MAXIMUM_BYTES_BILLED (Pulumi: maximumBytesBilled) to the required value, or lower DEDUP_WINDOW_DAYS; ' +
+        'then replay the dead-lettered messages.',
+      options,
+    );
+  }
+  if (/could not serialize access to table .* due to concurrent update/i.test(text)) {
+    return new TransientError(
+      'bigquery_concurrent_update',
+      `BigQuery ${operation}: ${firstLine(text)}`,
+      options,
+    );
+  }
+  if (/too many dml statements outstanding/i.test(text)) {
+    return new TransientError(
+      'bigquery_dml_queue_full',
+      `BigQuery ${operation}: ${firstLine(text)}`,
+      options,
+    );
+  }
+  if (
+    status === 429 ||
+    reasons.some((r) => ['rateLimitExceeded', 'userRateLimitExceeded', 'quotaExceeded'].includes(r))
+  ) {
+    return new TransientError('bigquery_rate_limited', `BigQuery ${operation}: ${firstLine(text)}`, options);
+  }
+  if (
+    status === undefined ||
+    status === 408 ||
+    status >= 500 ||
+    reasons.some((r) => ['backendError', 'internalError'].includes(r))
+  ) {
+    // No HTTP status: the request never got an answer (socket reset, DNS, timeout).
+    return new TransientError('bigquery_unavailable', `BigQuery ${operation}: ${firstLine(text)}`, options);
+  }
+  if (status === 401 || status === 403) {
+    return new ConfigurationError(
+      'bigquery_access_denied',
+      `BigQuery denied the ${operation} query (${firstLine(text)}): grant the worker's service account ` +
+        'roles/bigquery.dataEditor on the dataset and roles/bigquery.jobUser on the project.',
+      options,
+    );
+  }
+  if (status === 404) {
+    return new ConfigurationError(
+      'bigquery_not_found',
+      `BigQuery ${operation}: ${firstLine(text)}. Check BIGQUERY_TABLE and BIGQUERY_LOCATION (the dataset's location).`,
+      options,
+    );
+  }
+  // Any other refusal is about our statement, not the document: an operator must look at it.
+  return new ConfigurationError(
+    'bigquery_rejected_query',
+    `BigQuery ${operation}: ${firstLine(text)}`,
+    options,
+  );
+}
+
+function firstLine(text: string): string {
+  return text.trim().split('\n')[0]!.slice(0, 500);
+}
+
+/** What `bigquery.query` resolves to with `autoPaginate: false`: rows, next page, the API response. */
+type QueryResult = [unknown[], unknown, QueryApiResponse | undefined];
+interface QueryApiResponse {
+  dmlStats?: { insertedRowCount?: string };
+  numDmlAffectedRows?: string;
+}
+
+/**
+ * {@link Store} on BigQuery with an insert-only MERGE. `record()` reads its outcome from the job's
+ * `dmlStats.insertedRowCount` (or `numDmlAffectedRows` when the job outlived jobs.query's wait).
+ */
+export class BigQueryStore implements Store {
+  protected readonly bigquery: BigQuery;
+  protected readonly table: string;
+  protected readonly location: string | undefined;
+  protected readonly dedupWindowDays: number;
+  protected readonly maximumBytesBilled: number;
+  protected readonly labels: Record<string, string>;
+  protected readonly logger: Logger | undefined;
+  protected readonly clock: Clock;
+  private readonly lookup: string;
+  private readonly merge: string;
+
+  constructor(options: BigQueryStoreOptions) {
+    this.bigquery = options.bigquery;
+    this.table = options.table;
+    this.location = options.location;
+    this.dedupWindowDays = options.dedupWindowDays ?? DELIVERY_DEFAULTS.dedupWindowDays;
+    this.maximumBytesBilled = options.maximumBytesBilled ?? DELIVERY_DEFAULTS.maximumBytesBilled;
+    this.labels = { app: 'docline', ...options.labels };
+    this.logger = options.logger;
+    this.clock = options.clock ?? systemClock;
+    if (!Number.isInteger(this.dedupWindowDays) || this.dedupWindowDays < 1) {
+      throw new ConfigurationError(
+        'bigquery_dedup_window',
+        'dedupWindowDays must be a whole number of days ≥ 1',
+      );
+    }
+    if (this.maximumBytesBilled < MIN_MAXIMUM_BYTES_BILLED) {
+      throw new ConfigurationError(
+        'bigquery_bytes_billed_limit',
+        `maximumBytesBilled must be at least ${MIN_MAXIMUM_BYTES_BILLED}: BigQuery bills every query at least 10 MiB`,
+      );
+    }
+    this.lookup = lookupSql(this.table);
+    this.merge = mergeSql(this.table);
+  }
+
+  /** Whether a row with this key was recorded within the dedup window. */
+  async seen(dedupKey: string): Promise<boolean> {
+    const [rows] = await this.run('seen', {
+      query: this.lookup,
+      params: { dedup_key: dedupKey, [WINDOW_PARAMETER]: this.windowStart() },
+      types: { dedup_key: 'STRING', [WINDOW_PARAMETER]: 'TIMESTAMP' },
+    });
+    return rows.length > 0;
+  }
+
+  /** Inserts the row unless its key is in the window; true when this MERGE inserted it. */
+  async record(row: Row): Promise<boolean> {
+    const { params, types } = rowParameters(this.bigquery, row);
+    const [, , response] = await this.run('record', {
+      query: this.merge,
+      params: { ...params, [WINDOW_PARAMETER]: this.windowStart() },
+      types: { ...types, [WINDOW_PARAMETER]: 'TIMESTAMP' },
+    });
+    const inserted = response?.dmlStats?.insertedRowCount ?? response?.numDmlAffectedRows;
+    if (inserted === undefined) {
+      // Without statistics the outcome is unknown; a retry is safe (the MERGE is conditional).
+      throw new TransientError('bigquery_no_dml_stats', 'BigQuery returned no DML statistics for the MERGE');
+    }
+    return Number(inserted) > 0;
+  }
+
+  /** Reads the table's metadata: cheap, free, and proves the table and the permission. */
+  async ping(): Promise<void> {
+    const [project, dataset, table] = this.table.split('.') as [string, string, string];
+    try {
+      await this.bigquery.dataset(dataset, { projectId: project }).table(table).getMetadata();
+    } catch (error) {
+      throw bigQueryError(error, 'ping');
+    }
+  }
+
+  protected windowStart(): ReturnType<BigQuery['timestamp']> {
+    return this.bigquery.timestamp(new Date(this.clock.now().getTime() - this.dedupWindowDays * DAY_MS));
+  }
+
+  private async run(
+    operation: 'seen' | 'record',
+    statement: Pick<Query, 'query' | 'params' | 'types'>,
+  ): Promise<QueryResult> {
+    const query: Query = {
+      ...statement,
+      useLegacySql: false,
+      maximumBytesBilled: String(this.maximumBytesBilled),
+      labels: { ...this.labels, op: operation },
+      ...(this.location ? { location: this.location } : {}),
+    };
+    try {
+      // autoPaginate false: the promise then carries the API response, where the DML statistics are.
+      return (await this.bigquery.query(query, { autoPaginate: false })) as unknown as QueryResult;
+    } catch (error) {
+      const mapped = bigQueryError(error, operation);
+      if (mapped instanceof ConfigurationError) {
+        this.logger?.error(mapped.message, { code: mapped.code, table: this.table, operation });
+      }
+      throw mapped;
+    }
+  }
+}
+
+/**
+ * A BigQuery client for the worker: no retries inside the library (Pub/Sub retries the whole
+ * delivery with backoff, and a retried request would only hold the push request open longer).
+ */
+export function createBigQueryClient(options: BigQueryOptions): BigQuery {
+  return new BigQuery({ autoRetry: false, ...options });
+}

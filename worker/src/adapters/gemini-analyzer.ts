@@ -1,0 +1,263 @@
+import {
+  type GenerateContentResponse,
+  GoogleGenAI,
+  type GoogleGenAIOptions,
+  type HttpOptions,
+} from '@google/genai';
+import { type AnalysisResult, analysisJsonSchema, parseAnalysis, type Usage } from '../contract/analysis';
+import { DELIVERY_DEFAULTS } from '../contract/settings';
+import { ConfigurationError, RejectionError, TransientError } from '../core/errors';
+import type { Analyzer, AnalyzerInput, Logger } from '../core/ports';
+import { INVOICE_PROMPT } from './gemini-prompt';
+
+/**
+ * Extracts the invoice fields with Gemini through @google/genai: the document inline with its MIME
+ * type, the prompt, and the analysis JSON Schema as structured output. The answer is validated
+ * with the same zod schema as every analyzer; an invalid answer is asked for once more, then the
+ * document is rejected (`analysis_failed`).
+ *
+ * Errors: 408/429/5xx, timeouts and network failures are transient (Pub/Sub retries); 400 and a
+ * missing model refuse this document (`analysis_failed`); 401/403 and an invalid API key are our
+ * configuration (a missing Vertex AI grant), so the message is dead-lettered and replayable after
+ * the fix instead of being rejected for ever. A safety block rejects the document
+ * (`safety_blocked`) with its reason.
+ */
+
+export interface GeminiAnalyzerOptions {
+  client: GoogleGenAI;
+  /** Model id, e.g. `gemini-2.5-flash`. */
+  model?: string;
+  /** Deadline of one call, well below the push ack deadline. */
+  timeoutMs?: number;
+  logger?: Logger;
+}
+
+/** Finish reasons that mean the answer was withheld for safety. */
+export const SAFETY_FINISH_REASONS: readonly string[] = [
+  'SAFETY',
+  'PROHIBITED_CONTENT',
+  'BLOCKLIST',
+  'SPII',
+  'IMAGE_SAFETY',
+  'IMAGE_PROHIBITED_CONTENT',
+];
+
+const MAX_ATTEMPTS = 2;
+
+interface ApiErrorLike {
+  name?: string;
+  status?: number;
+  message?: string;
+}
+
+/** Maps an error of the SDK to docline's errors. */
+export function geminiError(error: unknown): Error {
+  if (
+    error instanceof RejectionError ||
+    error instanceof TransientError ||
+    error instanceof ConfigurationError
+  ) {
+    return error;
+  }
+  const e = (error ?? {}) as ApiErrorLike;
+  const options = { cause: error };
+  const detail = (e.message ?? String(error)).slice(0, 500);
+  if (causes(error).some((c) => c.name === 'AbortError' || c.name === 'TimeoutError')) {
+    return new TransientError('analyzer_timeout', 'Gemini did not answer in time', options);
+  }
+  const status = typeof e.status === 'number' ? e.status : undefined;
+  if (status === undefined) {
+    return new TransientError('analyzer_unavailable', `Gemini could not be reached: ${detail}`, options);
+  }
+  if (status === 429) return new TransientError('analyzer_rate_limited', `Gemini: ${detail}`, options);
+  if (status === 408 || status >= 500)
+    return new TransientError('analyzer_unavailable', `Gemini: ${detail}`, options);
+  if (status === 401 || status === 403 || /API_KEY_INVALID|API key not valid/i.test(detail)) {
+    return new ConfigurationError(
+      'analyzer_access_denied',
+      `Gemini refused the worker's credentials (${status}): ${detail}. With Vertex AI, grant the worker's ` +
+        'service account roles/aiplatform.user and enable aiplatform.googleapis.com; with an API key, check GEMINI_API_KEY. ' +
+        'Then replay the dead-lettered messages.',
+      options,
+    );
+  }
+  if (status === 404) {
+    return new ConfigurationError(
+      'analyzer_model_not_found',
+      `Gemini: ${detail}. Check GEMINI_MODEL and GOOGLE_CLOUD_LOCATION.`,
+      options,
+    );
+  }
+  return new RejectionError('analysis_failed', `Gemini refused the document (${status}): ${detail}`, options);
+}
+
+/** The error and its causes: the SDK wraps what fetch throws when it is not an Error of its realm. */
+function causes(error: unknown): ApiErrorLike[] {
+  const chain: ApiErrorLike[] = [];
+  let current = error as (ApiErrorLike & { cause?: unknown }) | undefined;
+  while (current && typeof current === 'object' && chain.length < 5) {
+    chain.push(current);
+    current = current.cause as typeof current;
+  }
+  return chain;
+}
+
+/** {@link Analyzer} on Gemini. */
+export class GeminiAnalyzer implements Analyzer {
+  private readonly client: GoogleGenAI;
+  private readonly model: string;
+  private readonly timeoutMs: number;
+  private readonly logger: Logger | undefined;
+
+  constructor(options: GeminiAnalyzerOptions) {
+    this.client = options.client;
+    this.model = options.model ?? DELIVERY_DEFAULTS.geminiModel;
+    this.timeoutMs = options.timeoutMs ?? DELIVERY_DEFAULTS.analyzerTimeoutMs;
+    this.logger = options.logger;
+  }
+
+  async analyze(input: AnalyzerInput): Promise<AnalysisResult> {
+    const usage: Usage = { promptTokens: 0, outputTokens: 0, totalTokens: 0 };
+    let problems = '';
+    for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt += 1) {
+      const response = await this.generate(input);
+      addUsage(usage, response);
+      refuseIfBlocked(response);
+      const outcome = readAnswer(response);
+      if (outcome.ok) {
+        return { analysis: outcome.analysis, model: response.modelVersion ?? this.model, usage };
+      }
+      problems = outcome.problems;
+      this.logger?.warn('Gemini answered outside the analysis schema', {
+        attempt,
+        problems,
+        finishReason: response.candidates?.[0]?.finishReason ?? null,
+        object: input.name,
+      });
+    }
+    throw new RejectionError(
+      'analysis_failed',
+      `Gemini's answer did not match the analysis schema after ${MAX_ATTEMPTS} attempts: ${problems}`,
+    );
+  }
+
+  private async generate(input: AnalyzerInput): Promise<GenerateContentResponse> {
+    try {
+      return await this.client.models.generateContent({
+        model: this.model,
+        contents: [
+          {
+            role: 'user',
+            parts: [
+              { inlineData: { mimeType: input.contentType, data: input.bytes.toString('base64') } },
+              { text: INVOICE_PROMPT },
+            ],
+          },
+        ],
+        config: {
+          responseMimeType: 'application/json',
+          responseJsonSchema: analysisJsonSchema(),
+          temperature: 0,
+          // One deadline per call; the SDK does not retry (no retryOptions): Pub/Sub does.
+          httpOptions: { timeout: this.timeoutMs },
+        },
+      });
+    } catch (error) {
+      throw geminiError(error);
+    }
+  }
+}
+
+function refuseIfBlocked(response: GenerateContentResponse): void {
+  const blockReason = response.promptFeedback?.blockReason;
+  if (blockReason) {
+    const message = response.promptFeedback?.blockReasonMessage;
+    throw new RejectionError(
+      'safety_blocked',
+      `Gemini blocked the document: ${blockReason}${message ? ` (${message})` : ''}`,
+    );
+  }
+  const finishReason = response.candidates?.[0]?.finishReason;
+  if (finishReason && SAFETY_FINISH_REASONS.includes(finishReason)) {
+    throw new RejectionError('safety_blocked', `Gemini withheld its answer: ${finishReason}`);
+  }
+}
+
+function readAnswer(response: GenerateContentResponse): ReturnType<typeof parseAnalysis> {
+  const parts = response.candidates?.[0]?.content?.parts ?? [];
+  // Thought parts are not the answer; the SDK's `text` getter skips them the same way.
+  const text = parts
+    .filter((p) => typeof p.text === 'string' && !p.thought)
+    .map((p) => p.text)
+    .join('');
+  if (!text) {
+    return {
+      ok: false,
+      problems: `no answer (finishReason ${response.candidates?.[0]?.finishReason ?? 'none'})`,
+    };
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return { ok: false, problems: 'the answer is not JSON' };
+  }
+  return parseAnalysis(value);
+}
+
+function addUsage(total: Usage, response: GenerateContentResponse): void {
+  const u = response.usageMetadata;
+  if (!u) return;
+  // Thinking tokens are billed as output.
+  const output = (u.candidatesTokenCount ?? 0) + (u.thoughtsTokenCount ?? 0);
+  total.promptTokens += u.promptTokenCount ?? 0;
+  total.outputTokens += output;
+  total.totalTokens += u.totalTokenCount ?? (u.promptTokenCount ?? 0) + output;
+}
+
+/** How to reach Gemini; the composition root fills it from the configuration. */
+export interface GeminiClientOptions {
+  /** API-key mode (Gemini Developer API) when set; Vertex AI otherwise. */
+  apiKey?: string | undefined;
+  /** Vertex AI project and location (the service's own credentials). */
+  project?: string | undefined;
+  location?: string | undefined;
+  /** A local server, for tests. */
+  baseUrl?: string | undefined;
+  /** Vertex AI credentials other than the environment's (tests inject a static token). */
+  googleAuthOptions?: GoogleGenAIOptions['googleAuthOptions'];
+  /** Extra HTTP options (tests pass their `fetch`); never `retryOptions`: Pub/Sub retries. */
+  httpOptions?: Omit<HttpOptions, 'retryOptions' | 'baseUrl'>;
+}
+
+/**
+ * A @google/genai client: Vertex AI with the service's credentials by default, API-key mode when
+ * a key is given. No retries inside the SDK (none unless `retryOptions` is set).
+ */
+export function createGeminiClient(options: GeminiClientOptions): GoogleGenAI {
+  const httpOptions =
+    options.baseUrl || options.httpOptions
+      ? { ...options.httpOptions, ...(options.baseUrl ? { baseUrl: options.baseUrl } : {}) }
+      : undefined;
+  if (options.apiKey) {
+    // @google/genai 3 defaults the Developer API to v1; responseJsonSchema is documented on v1beta.
+    return new GoogleGenAI({
+      apiKey: options.apiKey,
+      apiVersion: 'v1beta',
+      ...(httpOptions ? { httpOptions } : {}),
+    });
+  }
+  if (!options.project || !options.location) {
+    throw new ConfigurationError(
+      'analyzer_configuration',
+      'Gemini needs GEMINI_API_KEY, or GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION for Vertex AI',
+    );
+  }
+  return new GoogleGenAI({
+    vertexai: true,
+    project: options.project,
+    location: options.location,
+    ...(options.googleAuthOptions ? { googleAuthOptions: options.googleAuthOptions } : {}),
+    ...(httpOptions ? { httpOptions } : {}),
+  });
+}

@@ -1,0 +1,250 @@
+import { OAuth2Client } from 'google-auth-library';
+import { createGeminiClient, GeminiAnalyzer } from '../src/adapters/gemini-analyzer';
+import { INVOICE_PROMPT } from '../src/adapters/gemini-prompt';
+import { analysisJsonSchema } from '../src/contract/analysis';
+import { ConfigurationError, RejectionError, TransientError } from '../src/core/errors';
+import type { AnalyzerInput } from '../src/core/ports';
+import {
+  blockedCandidateResponse,
+  blockedPromptResponse,
+  type FakeGemini,
+  type GeminiFailureStatus,
+  geminiResponse,
+  sampleGeminiAnalysis,
+  startFakeGemini,
+} from './support/fake-gemini';
+import { MemoryLogger } from './support/fakes';
+
+/*
+ * GeminiAnalyzer runs through @google/genai against fake-gemini, a local server with
+ * generateContent's request and response shapes, in API-key and Vertex AI modes.
+ * Not covered: what the real model extracts from real invoices (answers are scripted; the prompt
+ * is checked for its content only), streaming, and Vertex AI's credential discovery on Cloud Run
+ * (the tests inject a static token through google-auth-library).
+ */
+
+/**
+ * Jest runs each file in a vm context where undici's global dispatcher, which the SDK reaches for
+ * when it brings its own, is missing; handing the SDK Node's fetch (its documented
+ * `httpOptions.fetch`) sidesteps that. Everything else is the SDK's own path.
+ */
+const httpOptions = { fetch: (...args: Parameters<typeof fetch>) => fetch(...args) };
+
+const PDF = Buffer.from('%PDF-1.7\n1 0 obj\n<< /Type /Catalog >>\nendobj\ntrailer\n%%EOF\n');
+const input: AnalyzerInput = { bytes: PDF, contentType: 'application/pdf', name: '2026/11/facture-0042.pdf' };
+
+describe('GeminiAnalyzer', () => {
+  let fake: FakeGemini;
+  let logger: MemoryLogger;
+  let analyzer: GeminiAnalyzer;
+
+  beforeEach(async () => {
+    fake = await startFakeGemini();
+    logger = new MemoryLogger();
+    analyzer = new GeminiAnalyzer({
+      client: createGeminiClient({ apiKey: 'test-key', baseUrl: fake.url, httpOptions }),
+      model: 'gemini-2.5-flash',
+      timeoutMs: 2_000,
+      logger,
+    });
+  });
+  afterEach(() => fake.stop());
+
+  describe('the request', () => {
+    it('sends the document inline with its MIME type and base64 bytes, then the prompt', async () => {
+      await analyzer.analyze(input);
+      const [request] = fake.requests;
+      expect(request!.path).toBe('/v1beta/models/gemini-2.5-flash:generateContent');
+      expect(request!.headers['x-goog-api-key']).toBe('test-key');
+      expect(request!.body.contents).toEqual([
+        {
+          role: 'user',
+          parts: [
+            { inlineData: { mimeType: 'application/pdf', data: PDF.toString('base64') } },
+            { text: INVOICE_PROMPT },
+          ],
+        },
+      ]);
+    });
+
+    it('asks for JSON with the analysis schema as structured output', async () => {
+      await analyzer.analyze(input);
+      const config = fake.requests[0]!.body.generationConfig!;
+      expect(config.responseMimeType).toBe('application/json');
+      expect(config.responseJsonSchema).toEqual(analysisJsonSchema());
+      expect(config.temperature).toBe(0);
+    });
+
+    it('never sends the object name', async () => {
+      await analyzer.analyze(input);
+      expect(JSON.stringify(fake.requests[0]!.body)).not.toContain('facture-0042');
+    });
+
+    it('uses the configured model', async () => {
+      const other = new GeminiAnalyzer({
+        client: createGeminiClient({ apiKey: 'k', baseUrl: fake.url, httpOptions }),
+        model: 'gemini-2.5-pro',
+      });
+      await other.analyze(input);
+      expect(fake.requests[0]!.model).toBe('gemini-2.5-pro');
+    });
+  });
+
+  describe('Vertex AI mode', () => {
+    it('posts to the project and location with the service credentials', async () => {
+      const authClient = new OAuth2Client();
+      authClient.setCredentials({ access_token: 'vertex-token', expiry_date: Date.now() + 3_600_000 });
+      const vertex = new GeminiAnalyzer({
+        client: createGeminiClient({
+          project: 'acme-dev',
+          location: 'europe-west1',
+          baseUrl: fake.url,
+          // google-auth-library 11's client; the SDK bundles 10, whose types differ but not its use.
+          googleAuthOptions: { authClient: authClient as never },
+          httpOptions,
+        }),
+      });
+      const result = await vertex.analyze(input);
+      expect(result.analysis.invoice_number).toBe('F-2026-0042');
+      const [request] = fake.requests;
+      expect(request!.path).toBe(
+        '/v1beta1/projects/acme-dev/locations/europe-west1/publishers/google/models/gemini-2.5-flash:generateContent',
+      );
+      expect(request!.headers.authorization).toBe('Bearer vertex-token');
+      expect(request!.headers['x-goog-api-key']).toBeUndefined();
+    });
+
+    it('needs a project and a location without an API key', () => {
+      expect(() => createGeminiClient({ location: 'europe-west1' })).toThrow(ConfigurationError);
+    });
+  });
+
+  describe('the answer', () => {
+    it('returns the validated analysis, the model version and the usage (thinking counted as output)', async () => {
+      fake.respondWith(
+        geminiResponse(sampleGeminiAnalysis(), {
+          usage: { prompt: 1000, candidates: 200, thoughts: 50, total: 1250 },
+          modelVersion: 'gemini-2.5-flash-001',
+        }),
+      );
+      const result = await analyzer.analyze(input);
+      expect(result.analysis).toEqual(sampleGeminiAnalysis());
+      expect(result.model).toBe('gemini-2.5-flash-001');
+      expect(result.usage).toEqual({ promptTokens: 1000, outputTokens: 250, totalTokens: 1250 });
+    });
+
+    it('asks once more when the answer does not match the schema, and counts both calls', async () => {
+      fake.respondWith(
+        geminiResponse(
+          { ...sampleGeminiAnalysis(), issue_date: '30/11/2026' },
+          { usage: { prompt: 10, candidates: 5, thoughts: 0 } },
+        ),
+        geminiResponse(sampleGeminiAnalysis(), { usage: { prompt: 10, candidates: 5, thoughts: 0 } }),
+      );
+      const result = await analyzer.analyze(input);
+      expect(result.analysis.issue_date).toBe('2026-11-30');
+      expect(fake.requests).toHaveLength(2);
+      expect(result.usage).toEqual({ promptTokens: 20, outputTokens: 10, totalTokens: 30 });
+      expect(logger.entries.find((e) => e.severity === 'WARNING')?.problems).toContain('issue_date');
+    });
+
+    it('rejects the document (analysis_failed) after two invalid answers', async () => {
+      fake.respondWith(geminiResponse('not json at all'), geminiResponse({ document_type: 'invoice' }));
+      const error = await analyzer.analyze(input).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(RejectionError);
+      expect((error as RejectionError).code).toBe('analysis_failed');
+      expect(fake.requests).toHaveLength(2);
+    });
+
+    it('treats an answer cut off at MAX_TOKENS as invalid', async () => {
+      fake.respondWith(
+        geminiResponse('{"document_type": "invoice", "lang', { finishReason: 'MAX_TOKENS' }),
+        geminiResponse('{"document_type": "invoice", "lang', { finishReason: 'MAX_TOKENS' }),
+      );
+      await expect(analyzer.analyze(input)).rejects.toMatchObject({ code: 'analysis_failed' });
+    });
+
+    it.each(['SAFETY', 'PROHIBITED_CONTENT', 'BLOCKLIST', 'OTHER'])(
+      'rejects a prompt blocked for %s as safety_blocked, with the reason',
+      async (reason) => {
+        fake.respondWith(blockedPromptResponse(reason));
+        const error = await analyzer.analyze(input).catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(RejectionError);
+        expect((error as RejectionError).code).toBe('safety_blocked');
+        expect((error as Error).message).toContain(reason);
+        expect(fake.requests).toHaveLength(1);
+      },
+    );
+
+    it.each(['SAFETY', 'PROHIBITED_CONTENT', 'BLOCKLIST', 'SPII'])(
+      'rejects an answer withheld for %s as safety_blocked',
+      async (finishReason) => {
+        fake.respondWith(blockedCandidateResponse(finishReason));
+        const error = await analyzer.analyze(input).catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(RejectionError);
+        expect((error as RejectionError).code).toBe('safety_blocked');
+        expect((error as Error).message).toContain(finishReason);
+      },
+    );
+  });
+
+  describe('error mapping', () => {
+    const cases: Array<
+      [GeminiFailureStatus, typeof TransientError | typeof RejectionError | typeof ConfigurationError, string]
+    > = [
+      [408, TransientError, 'analyzer_unavailable'],
+      [429, TransientError, 'analyzer_rate_limited'],
+      [500, TransientError, 'analyzer_unavailable'],
+      [503, TransientError, 'analyzer_unavailable'],
+      [504, TransientError, 'analyzer_unavailable'],
+      [400, RejectionError, 'analysis_failed'],
+      [401, ConfigurationError, 'analyzer_access_denied'],
+      [403, ConfigurationError, 'analyzer_access_denied'],
+      [404, ConfigurationError, 'analyzer_model_not_found'],
+    ];
+
+    it.each(cases)('maps %i to %p (%s), in one request', async (status, kind, code) => {
+      fake.failNext(status);
+      const error = await analyzer.analyze(input).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(kind);
+      expect((error as { code: string }).code).toBe(code);
+      expect(fake.requests).toHaveLength(1); // the SDK does not retry: Pub/Sub does
+    });
+
+    it('treats an invalid API key (400 API_KEY_INVALID) as configuration, not as the document', async () => {
+      fake.failNext(400, 1, 'API key not valid. Please pass a valid API key.');
+      await expect(analyzer.analyze(input)).rejects.toBeInstanceOf(ConfigurationError);
+    });
+
+    it('gives up after its timeout when Gemini does not answer', async () => {
+      const impatient = new GeminiAnalyzer({
+        client: createGeminiClient({ apiKey: 'k', baseUrl: fake.url, httpOptions }),
+        timeoutMs: 200,
+      });
+      fake.stallNext();
+      const error = await impatient.analyze(input).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(TransientError);
+      expect((error as TransientError).code).toBe('analyzer_timeout');
+    });
+
+    it('treats an unreachable Gemini as transient', async () => {
+      await fake.stop();
+      await expect(analyzer.analyze(input)).rejects.toBeInstanceOf(TransientError);
+      fake = await startFakeGemini();
+    });
+  });
+});
+
+describe('INVOICE_PROMPT', () => {
+  it.each([
+    ['invoice words', ['facture', 'invoice', 'avoir', 'credit note']],
+    ['tax words', ['HT', 'TTC', 'TVA', 'net', 'VAT', 'total']],
+    ['French company ids', ['SIREN', '9 digits', 'SIRET', '14 digits']],
+    ['intra-EU VAT ids', ['FR', '2 key characters', '9-digit SIREN']],
+    ['day-first dates to ISO', ['30/11/2026', '2026-11-30', 'YYYY-MM-DD', 'day first']],
+    ['both amount formats', ['1 234,56 €', '€1,234.56', '1234.56', 'narrow no-break space', 'comma']],
+    ['no guessing', ['null', 'never guess']],
+  ])('covers %s', (_topic, words) => {
+    for (const word of words) expect(INVOICE_PROMPT).toContain(word);
+  });
+});

@@ -1,0 +1,500 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { COLUMN_NAMES, COLUMNS, type ColumnName } from '../../src/contract/row';
+
+/**
+ * A local stand-in for the BigQuery REST API (v2), enough for @google-cloud/bigquery to run
+ * docline's two statements: jobs.query (`POST /bigquery/v2/projects/P/queries`), jobs.insert
+ * (`POST …/jobs`), getQueryResults (`GET …/queries/JOB`), jobs.get and tables.get.
+ *
+ * It does not parse SQL: it recognises the statement by its named parameters (`dedup_key` +
+ * `window_start` is the lookup; every column + `window_start` is the MERGE) and executes their
+ * meaning on rows kept in memory. Parameters are checked as BigQuery would bind them (values are
+ * strings, each of the column's type, REQUIRED columns not null). The byte cap is checked against
+ * a configurable estimate (at least the 10 MiB that any query bills). Errors use the documented
+ * REST error bodies. Every request is recorded.
+ *
+ * What it cannot honour: two MERGEs of one key run here one after the other (Node serialises
+ * them), whereas BigQuery may let both insert; partition pruning is not modelled (the estimate is
+ * whatever the test sets).
+ */
+
+/** A request as the fake received it. */
+export interface RecordedRequest {
+  method: string;
+  path: string;
+  query: Record<string, string>;
+  headers: Record<string, string | string[] | undefined>;
+  body: unknown;
+}
+
+/** A stored row: each column as BigQuery's REST API represents it (strings, or null). */
+export type StoredRow = Record<ColumnName, string | null>;
+
+/** Documented failures the fake can answer with. */
+export type BigQueryFailure =
+  | 'concurrentUpdate'
+  | 'tooManyDml'
+  | 'rateLimit'
+  | 'internalError'
+  | 'backendError'
+  | 'bytesBilledLimit'
+  | 'accessDenied'
+  | 'notFound';
+
+export interface FakeBigQuery {
+  /** The `apiEndpoint` to give the client. */
+  url: string;
+  projectId: string;
+  requests: RecordedRequest[];
+  /** The statements (SQL text) of every query received, in order. */
+  statements(): string[];
+  /** The next `count` query requests (jobs.query / jobs.insert) fail with this documented error. */
+  failNext(count: number, failure: BigQueryFailure): void;
+  /** The next `count` jobs.query answers say `jobComplete: false`; results come from getQueryResults. */
+  deferNext(count: number): void;
+  /** The bytes the pre-run estimate of each query reports (default 10 MiB, BigQuery's minimum). */
+  setEstimatedBytes(bytes: number): void;
+  rows(): StoredRow[];
+  /** Puts a row in the table, as if written earlier (for window tests). */
+  addRow(row: StoredRow): void;
+  stop(): Promise<void>;
+}
+
+const MIN_BILLED_BYTES = 10 * 1024 * 1024;
+const COLUMN_TYPES = new Map<string, { type: string; required: boolean }>(
+  COLUMNS.map((c) => [c.name, { type: c.type, required: c.mode === 'REQUIRED' }]),
+);
+
+interface QueryParameter {
+  name?: string;
+  parameterType?: { type?: string };
+  parameterValue?: { value?: unknown };
+}
+
+interface Outcome {
+  schema?: { fields: Array<{ name: string; type: string; mode: string }> };
+  rows?: Array<{ f: Array<{ v: string }> }>;
+  totalRows?: string;
+  numDmlAffectedRows?: string;
+  dmlStats?: { insertedRowCount: string; updatedRowCount: string; deletedRowCount: string };
+}
+
+class HttpFailure extends Error {
+  constructor(
+    readonly status: number,
+    readonly body: unknown,
+  ) {
+    super('http failure');
+  }
+}
+
+function errorBody(code: number, status: string, reason: string, message: string, domain = 'global') {
+  return { error: { code, message, errors: [{ message, domain, reason }], status } };
+}
+
+/** The REST error each failure answers with (messages as BigQuery words them). */
+export function failureResponse(
+  failure: BigQueryFailure,
+  table = 'p:d.t',
+  maximumBytesBilled = '100000000',
+): { status: number; body: unknown } {
+  switch (failure) {
+    case 'concurrentUpdate':
+      return {
+        status: 400,
+        body: errorBody(
+          400,
+          'INVALID_ARGUMENT',
+          'invalidQuery',
+          `Could not serialize access to table ${table} due to concurrent update`,
+        ),
+      };
+    case 'tooManyDml':
+      return {
+        status: 400,
+        body: errorBody(
+          400,
+          'INVALID_ARGUMENT',
+          'resourcesExceeded',
+          `Resources exceeded during query execution: Too many DML statements outstanding against table ${table}, limit is 20`,
+        ),
+      };
+    case 'rateLimit':
+      return {
+        status: 403,
+        body: errorBody(
+          403,
+          'PERMISSION_DENIED',
+          'rateLimitExceeded',
+          'Exceeded rate limits: too many table dml insert operations for this table. For more information, see https://cloud.google.com/bigquery/docs/troubleshoot-quotas',
+          'usageLimits',
+        ),
+      };
+    case 'internalError':
+      return {
+        status: 500,
+        body: errorBody(
+          500,
+          'INTERNAL',
+          'internalError',
+          'An internal error occurred and the request could not be completed. This is usually caused by a transient issue. Retrying the job with back-off as described in the BigQuery SLA should solve the problem: https://cloud.google.com/bigquery/sla.',
+        ),
+      };
+    case 'backendError':
+      return {
+        status: 503,
+        body: errorBody(
+          503,
+          'UNAVAILABLE',
+          'backendError',
+          'Error encountered during execution. Retrying may solve the problem.',
+        ),
+      };
+    case 'bytesBilledLimit':
+      return {
+        status: 400,
+        body: errorBody(
+          400,
+          'INVALID_ARGUMENT',
+          'bytesBilledLimitExceeded',
+          `Query exceeded limit for bytes billed: ${maximumBytesBilled}. ${Number(maximumBytesBilled) * 2} or higher required.`,
+        ),
+      };
+    case 'accessDenied':
+      return {
+        status: 403,
+        body: errorBody(
+          403,
+          'PERMISSION_DENIED',
+          'accessDenied',
+          'Access Denied: Table p:d.t: User does not have permission to query table p:d.t, or perhaps it does not exist.',
+        ),
+      };
+    case 'notFound':
+      return {
+        status: 404,
+        body: errorBody(404, 'NOT_FOUND', 'notFound', 'Not found: Table p:d.t was not found in location EU'),
+      };
+  }
+}
+
+/** Starts the fake on 127.0.0.1 on a free port. */
+export async function startFakeBigQuery(options: { projectId?: string } = {}): Promise<FakeBigQuery> {
+  const projectId = options.projectId ?? 'acme-dev';
+  const requests: RecordedRequest[] = [];
+  const table: StoredRow[] = [];
+  const failures: BigQueryFailure[] = [];
+  const results = new Map<string, { reference: unknown; outcome: Outcome; configuration: unknown }>();
+  let deferred = 0;
+  let estimatedBytes = MIN_BILLED_BYTES;
+
+  function parameters(list: unknown): Map<string, { type: string; value: string | null }> {
+    if (!Array.isArray(list)) throw invalid('Query parameters are missing: docline always binds its values');
+    const out = new Map<string, { type: string; value: string | null }>();
+    for (const p of list as QueryParameter[]) {
+      const type = p.parameterType?.type;
+      if (!p.name || !type) throw invalid(`Query parameter ${p.name ?? '(unnamed)'} has no type`);
+      const raw = p.parameterValue?.value;
+      if (raw !== undefined && raw !== null && typeof raw !== 'string') {
+        // The REST API's QueryParameterValue.value is a string; protobuf JSON refuses a number.
+        throw invalid(
+          `Invalid value at 'query_parameters.parameter_value.value' (TYPE_STRING), ${JSON.stringify(raw)}`,
+        );
+      }
+      out.set(p.name, { type, value: (raw as string | null | undefined) ?? null });
+    }
+    return out;
+  }
+
+  function invalid(message: string): HttpFailure {
+    return new HttpFailure(400, errorBody(400, 'INVALID_ARGUMENT', 'invalidQuery', message));
+  }
+
+  function checkValue(column: string, type: string, value: string | null): void {
+    const expected = COLUMN_TYPES.get(column)!;
+    if (type !== expected.type) {
+      throw invalid(`Value of type ${type} cannot be assigned to ${column}, which has type ${expected.type}`);
+    }
+    if (value === null) {
+      if (expected.required) throw invalid(`Required field ${column} cannot be null`);
+      return;
+    }
+    if (type === 'INT64' && !/^-?\d{1,19}$/.test(value)) throw invalid(`Invalid INT64 value: ${value}`);
+    if (type === 'TIMESTAMP' && Number.isNaN(Date.parse(value)))
+      throw invalid(`Invalid timestamp: '${value}'`);
+    if (type === 'JSON') {
+      try {
+        JSON.parse(value);
+      } catch {
+        throw invalid(`Invalid JSON literal: ${value.slice(0, 40)}`);
+      }
+    }
+  }
+
+  function windowStart(params: Map<string, { type: string; value: string | null }>): number {
+    const w = params.get('window_start');
+    if (w?.type !== 'TIMESTAMP' || w.value === null || Number.isNaN(Date.parse(w.value))) {
+      throw invalid('window_start must be a non-null TIMESTAMP parameter');
+    }
+    return Date.parse(w.value);
+  }
+
+  const inWindow = (row: StoredRow, key: string, since: number) =>
+    row.dedup_key === key && Date.parse(row.processed_at ?? '') >= since;
+
+  /** Executes one statement's meaning; throws HttpFailure like BigQuery would answer. */
+  function execute(config: Record<string, unknown>): Outcome {
+    const failure = failures.shift();
+    if (failure) {
+      const f = failureResponse(
+        failure,
+        `${projectId}:d.t`,
+        String(config.maximumBytesBilled ?? '100000000'),
+      );
+      throw new HttpFailure(f.status, f.body);
+    }
+    if (config.useLegacySql !== false)
+      throw invalid('docline queries must use GoogleSQL (useLegacySql: false)');
+    const cap = config.maximumBytesBilled === undefined ? undefined : Number(config.maximumBytesBilled);
+    if (cap !== undefined && cap < estimatedBytes) {
+      const required = Math.max(estimatedBytes, MIN_BILLED_BYTES);
+      throw new HttpFailure(
+        400,
+        errorBody(
+          400,
+          'INVALID_ARGUMENT',
+          'bytesBilledLimitExceeded',
+          `Query exceeded limit for bytes billed: ${cap}. ${required} or higher required.`,
+        ),
+      );
+    }
+    const params = parameters(config.queryParameters);
+    const names = [...params.keys()].sort();
+    const lookupNames = ['dedup_key', 'window_start'];
+    const mergeNames = [...COLUMN_NAMES, 'window_start'].sort();
+    if (names.join() === lookupNames.join()) {
+      const key = params.get('dedup_key')!;
+      if (key.type !== 'STRING' || key.value === null) throw invalid('dedup_key must be a non-null STRING');
+      const since = windowStart(params);
+      const found = table.some((r) => inWindow(r, key.value!, since));
+      return {
+        schema: { fields: [{ name: 'found', type: 'INTEGER', mode: 'NULLABLE' }] },
+        totalRows: found ? '1' : '0',
+        ...(found ? { rows: [{ f: [{ v: '1' }] }] } : {}),
+      };
+    }
+    if (names.join() === mergeNames.join()) {
+      const since = windowStart(params);
+      const row = {} as StoredRow;
+      for (const column of COLUMN_NAMES) {
+        const p = params.get(column)!;
+        checkValue(column, p.type, p.value);
+        row[column] = p.value;
+      }
+      const inserted = table.some((r) => inWindow(r, row.dedup_key!, since)) ? 0 : 1;
+      if (inserted) table.push(row);
+      return {
+        numDmlAffectedRows: String(inserted),
+        dmlStats: { insertedRowCount: String(inserted), updatedRowCount: '0', deletedRowCount: '0' },
+      };
+    }
+    throw invalid(`fake-bigquery knows only docline's lookup and MERGE (parameters: ${names.join(', ')})`);
+  }
+
+  function reference(location: unknown, jobId = `job_${randomUUID().replaceAll('-', '')}`) {
+    return { projectId, jobId, location: typeof location === 'string' ? location : 'US' };
+  }
+
+  function send(res: ServerResponse, status: number, body: unknown): void {
+    const text = JSON.stringify(body);
+    res.writeHead(status, { 'content-type': 'application/json; charset=UTF-8' });
+    res.end(text);
+  }
+
+  async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://fake');
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const text = Buffer.concat(chunks).toString('utf8');
+    const body: unknown = text ? JSON.parse(text) : undefined;
+    requests.push({
+      method: req.method ?? 'GET',
+      path: url.pathname,
+      query: Object.fromEntries(url.searchParams),
+      headers: req.headers,
+      body,
+    });
+    const prefix = `/bigquery/v2/projects/${projectId}`;
+    const path = url.pathname.startsWith(prefix) ? url.pathname.slice(prefix.length) : null;
+    if (path === null)
+      return send(res, 404, errorBody(404, 'NOT_FOUND', 'notFound', `Not found: ${url.pathname}`));
+
+    try {
+      if (req.method === 'POST' && path === '/queries') {
+        const request = body as Record<string, unknown>;
+        const jobReference = reference(request.location);
+        const outcome = execute(request);
+        results.set(jobReference.jobId, {
+          reference: jobReference,
+          outcome,
+          configuration: { query: request },
+        });
+        if (deferred > 0) {
+          deferred -= 1;
+          return send(res, 200, { kind: 'bigquery#queryResponse', jobReference, jobComplete: false });
+        }
+        return send(res, 200, {
+          kind: 'bigquery#queryResponse',
+          jobReference,
+          jobComplete: true,
+          cacheHit: false,
+          totalBytesProcessed: String(estimatedBytes),
+          ...outcome,
+        });
+      }
+      if (req.method === 'POST' && path === '/jobs') {
+        const job = body as { jobReference?: { jobId?: string; location?: string }; configuration?: unknown };
+        const configuration = job.configuration as { query?: Record<string, unknown> } | undefined;
+        const jobReference = reference(job.jobReference?.location, job.jobReference?.jobId);
+        let outcome: Outcome;
+        try {
+          outcome = execute(configuration?.query ?? {});
+        } catch (error) {
+          if (!(error instanceof HttpFailure)) throw error;
+          // A job that fails while running is created, DONE, with its error in the status.
+          const failed = (error.body as { error: { errors: unknown[] } }).error.errors[0];
+          return send(res, 200, {
+            kind: 'bigquery#job',
+            jobReference,
+            configuration,
+            status: { state: 'DONE', errorResult: failed, errors: [failed] },
+          });
+        }
+        results.set(jobReference.jobId, { reference: jobReference, outcome, configuration });
+        return send(res, 200, {
+          kind: 'bigquery#job',
+          id: `${projectId}:${jobReference.location}.${jobReference.jobId}`,
+          jobReference,
+          configuration,
+          status: { state: 'DONE' },
+          statistics: { query: jobStatistics(outcome) },
+        });
+      }
+      const results_ = /^\/queries\/([^/]+)$/.exec(path);
+      if (req.method === 'GET' && results_) {
+        const stored = results.get(decodeURIComponent(results_[1]!));
+        if (!stored) throw new HttpFailure(404, errorBody(404, 'NOT_FOUND', 'notFound', 'Not found: Job'));
+        return send(res, 200, {
+          kind: 'bigquery#getQueryResultsResponse',
+          jobReference: stored.reference,
+          jobComplete: true,
+          cacheHit: false,
+          totalBytesProcessed: String(estimatedBytes),
+          // getQueryResults has no dmlStats: only numDmlAffectedRows (REST reference).
+          ...Object.fromEntries(Object.entries(stored.outcome).filter(([k]) => k !== 'dmlStats')),
+        });
+      }
+      const jobGet = /^\/jobs\/([^/]+)$/.exec(path);
+      if (req.method === 'GET' && jobGet) {
+        const stored = results.get(decodeURIComponent(jobGet[1]!));
+        if (!stored) throw new HttpFailure(404, errorBody(404, 'NOT_FOUND', 'notFound', 'Not found: Job'));
+        return send(res, 200, {
+          kind: 'bigquery#job',
+          jobReference: stored.reference,
+          configuration: stored.configuration,
+          status: { state: 'DONE' },
+          statistics: { query: jobStatistics(stored.outcome) },
+        });
+      }
+      const tableGet = /^\/datasets\/([^/]+)\/tables\/([^/]+)$/.exec(path);
+      if (req.method === 'GET' && tableGet) {
+        const failure = failures.shift();
+        if (failure) {
+          const f = failureResponse(failure);
+          throw new HttpFailure(f.status, f.body);
+        }
+        const [, dataset, tableId] = tableGet as unknown as [string, string, string];
+        return send(res, 200, {
+          kind: 'bigquery#table',
+          id: `${projectId}:${dataset}.${tableId}`,
+          tableReference: { projectId, datasetId: dataset, tableId },
+          timePartitioning: { type: 'DAY', field: 'processed_at' },
+          numRows: String(table.length),
+        });
+      }
+      return send(
+        res,
+        404,
+        errorBody(404, 'NOT_FOUND', 'notFound', `Not found: ${req.method} ${url.pathname}`),
+      );
+    } catch (error) {
+      if (error instanceof HttpFailure) return send(res, error.status, error.body);
+      throw error;
+    }
+  }
+
+  const server = createServer((req, res) => {
+    route(req, res).catch((error: unknown) => {
+      send(res, 500, errorBody(500, 'INTERNAL', 'internalError', `fake-bigquery: ${String(error)}`));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+
+  return {
+    url: `http://127.0.0.1:${port}`,
+    projectId,
+    requests,
+    statements: () =>
+      requests
+        .map((r) => {
+          const b = r.body as
+            | { query?: unknown; configuration?: { query?: { query?: unknown } } }
+            | undefined;
+          return b?.configuration?.query?.query ?? b?.query;
+        })
+        .filter((q): q is string => typeof q === 'string'),
+    failNext(count, failure) {
+      for (let i = 0; i < count; i += 1) failures.push(failure);
+    },
+    deferNext(count) {
+      deferred += count;
+    },
+    setEstimatedBytes(bytes) {
+      estimatedBytes = bytes;
+    },
+    rows: () => table.map((r) => ({ ...r })),
+    addRow(row) {
+      table.push({ ...row });
+    },
+    stop: () =>
+      new Promise<void>((resolve, reject) => {
+        server.closeAllConnections();
+        server.close((error) => (error ? reject(error) : resolve()));
+      }),
+  };
+}
+
+function jobStatistics(outcome: Outcome): Record<string, unknown> {
+  return {
+    totalBytesProcessed: '0',
+    ...(outcome.numDmlAffectedRows !== undefined
+      ? { numDmlAffectedRows: outcome.numDmlAffectedRows, dmlStats: outcome.dmlStats, statementType: 'MERGE' }
+      : { statementType: 'SELECT' }),
+  };
+}
+
+/**
+ * Credentials for a client pointed at a fake: a real google-auth-library client holding a static,
+ * unexpired access token, so the library's own auth path runs and sends `Authorization: Bearer`.
+ */
+export async function staticTokenAuth(
+  token = 'fake-token',
+): Promise<import('google-auth-library').GoogleAuth> {
+  const { GoogleAuth, OAuth2Client } = await import('google-auth-library');
+  const client = new OAuth2Client();
+  client.setCredentials({ access_token: token, expiry_date: Date.now() + 60 * 60 * 1000 });
+  return new GoogleAuth({ authClient: client });
+}

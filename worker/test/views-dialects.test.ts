@@ -1,0 +1,287 @@
+import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
+import { COLUMN_NAMES, COLUMNS, type Row, sqliteTableDdl } from '../src/contract/row';
+import { VIEW_NAMES, type ViewName, viewSql } from '../src/contract/views';
+import { testRow } from './support/builders';
+
+/*
+ * The views mean the same in both dialects. There is no BigQuery here, so:
+ * 1. the SQLite SQL runs in node:sqlite on a fixture whose answers are computed independently in
+ *    TypeScript below;
+ * 2. the GoogleSQL text is translated, construct by construct, into SQLite (QUALIFY → a ranked
+ *    subquery, COUNTIF → SUM(CASE…), SAFE_DIVIDE → division guarded against 0, STRING_AGG →
+ *    group_concat, DATE → date, backticks dropped) and must give the same answers; the translator
+ *    refuses any GoogleSQL construct it does not know, so a new one cannot slip through untested;
+ * 3. the GoogleSQL keeps the exact dedup rule (QUALIFY ROW_NUMBER over dedup_key, same order).
+ * Limits: the translation proves the structure, not BigQuery's engine (types of the outputs differ:
+ * TIMESTAMP vs ISO text, FLOAT64 vs REAL). The bigquery-emulator suite runs the GoogleSQL for real.
+ * Timestamps are compared as text in SQLite: right only because the worker always writes
+ * `toISOString()` (fixed width, UTC, milliseconds).
+ */
+
+/** Rows as BigQuery can hold them: no uniqueness, so duplicates per key are possible. */
+const at = (time: string) => `2026-11-30T${time}.000Z`;
+/** The object columns of a gs://bucket/name#generation URI, consistent with each other. */
+const object = (uri: string) => {
+  const [, bucket, name, generation] = /^gs:\/\/([^/]+)\/(.+)#(\d+)$/.exec(uri) as unknown as [
+    string,
+    string,
+    string,
+    string,
+  ];
+  return { object_uri: uri, bucket, object_name: name, generation };
+};
+const FIXTURE: Row[] = [
+  // One key recorded twice by a race: the earliest row wins.
+  testRow({
+    message_id: 'm2',
+    dedup_key: 'gs://b/a.pdf#1',
+    ...object('gs://b/a.pdf#1'),
+    processed_at: at('10:00:01'),
+  }),
+  testRow({
+    message_id: 'm1',
+    dedup_key: 'gs://b/a.pdf#1',
+    ...object('gs://b/a.pdf#1'),
+    processed_at: at('10:00:00'),
+  }),
+  // A tie on processed_at: the smaller message_id wins in both dialects.
+  testRow({
+    message_id: 'm4',
+    dedup_key: 'gs://b/tie.pdf#1',
+    ...object('gs://b/tie.pdf#1'),
+    processed_at: at('11:00:00'),
+  }),
+  testRow({
+    message_id: 'm3',
+    dedup_key: 'gs://b/tie.pdf#1',
+    ...object('gs://b/tie.pdf#1'),
+    processed_at: at('11:00:00'),
+  }),
+  // Message mode: one object analysed under two message keys (a doubled notification).
+  testRow({
+    message_id: 'm5',
+    dedup_key: 'm5',
+    ...object('gs://b/twice.pdf#7'),
+    processed_at: at('12:00:00'),
+  }),
+  testRow({
+    message_id: 'm6',
+    dedup_key: 'm6',
+    ...object('gs://b/twice.pdf#7'),
+    processed_at: at('12:00:05'),
+  }),
+  // A rejection, and an event that is not work (no object).
+  testRow({
+    message_id: 'm7',
+    dedup_key: 'gs://b/big.pdf#3',
+    ...object('gs://b/big.pdf#3'),
+    status: 'rejected',
+    reason: 'too_large',
+    analysis: null,
+    processed_at: at('13:00:00'),
+  }),
+  testRow({
+    message_id: 'm8',
+    dedup_key: 'm8',
+    object_uri: null,
+    bucket: null,
+    object_name: null,
+    generation: null,
+    status: 'rejected',
+    reason: 'unsupported_event_type',
+    analysis: null,
+    processed_at: '2026-12-01T00:30:00.000Z',
+  }),
+  // A rejected duplicate of an ok object does not make it a duplicate object.
+  testRow({
+    message_id: 'm9',
+    dedup_key: 'm9',
+    ...object('gs://b/a.pdf#1'),
+    status: 'rejected',
+    reason: 'object_gone',
+    analysis: null,
+    processed_at: '2026-12-01T01:00:00.000Z',
+  }),
+];
+
+// ---- Expected answers, computed without SQL -------------------------------------------------
+
+const byFirst = (a: Row, b: Row) =>
+  a.processed_at === b.processed_at
+    ? a.message_id.localeCompare(b.message_id)
+    : a.processed_at.localeCompare(b.processed_at);
+
+function expectedDocuments(rows: Row[]): Array<Pick<Row, 'dedup_key' | 'message_id'>> {
+  const first = new Map<string, Row>();
+  for (const row of [...rows].sort(byFirst)) if (!first.has(row.dedup_key)) first.set(row.dedup_key, row);
+  return [...first.values()].map((r) => ({ dedup_key: r.dedup_key, message_id: r.message_id }));
+}
+
+function expectedDuplicateObjects(rows: Row[]) {
+  const groups = new Map<string, Row[]>();
+  for (const row of rows.filter((r) => r.status === 'ok' && r.object_uri !== null)) {
+    groups.set(row.object_uri!, [...(groups.get(row.object_uri!) ?? []), row]);
+  }
+  return [...groups.entries()]
+    .filter(([, group]) => group.length > 1)
+    .map(([uri, group]) => {
+      const sorted = [...group].sort(byFirst);
+      return {
+        object_uri: uri,
+        ok_rows: group.length,
+        message_ids: sorted.map((r) => r.message_id).join(','),
+        first_processed_at: sorted[0]!.processed_at,
+        last_processed_at: sorted.at(-1)!.processed_at,
+      };
+    });
+}
+
+function expectedDeliveryStats(rows: Row[]) {
+  const days = new Map<string, Row[]>();
+  for (const row of rows) {
+    const day = row.processed_at.slice(0, 10);
+    days.set(day, [...(days.get(day) ?? []), row]);
+  }
+  return [...days.entries()].map(([day, group]) => {
+    const ok = group.filter((r) => r.status === 'ok');
+    const duplicates = group.length - new Set(group.map((r) => r.dedup_key)).size;
+    return {
+      day,
+      row_count: group.length,
+      ok_rows: ok.length,
+      rejected_rows: group.filter((r) => r.status === 'rejected').length,
+      duplicate_rows: duplicates,
+      duplicate_rate: duplicates / group.length,
+      doubled_object_rows: ok.length - new Set(ok.map((r) => r.object_uri).filter((u) => u !== null)).size,
+    };
+  });
+}
+
+// ---- GoogleSQL → SQLite, construct by construct ---------------------------------------------
+
+/** Translates the GoogleSQL of a view into SQLite; throws on any GoogleSQL-only construct it does not know. */
+function googleSqlToSqlite(sql: string, table: string): string {
+  let out = sql.replaceAll(`\`${table}\``, 'rows');
+  const qualify = /^SELECT (.+) FROM (\w+) WHERE TRUE QUALIFY (.+) = 1$/.exec(out);
+  if (qualify) {
+    const [, columns, from, rank] = qualify as unknown as [string, string, string, string];
+    out = `SELECT ${columns} FROM (SELECT *, ${rank} AS qualify_rank FROM ${from}) WHERE qualify_rank = 1`;
+  }
+  out = out
+    .replace(/COUNTIF\(([^()]+)\)/g, 'SUM(CASE WHEN $1 THEN 1 ELSE 0 END)')
+    .replace(/SAFE_DIVIDE\((.+?), (COUNT\(\*\))\)/g, 'CAST($1 AS REAL) / NULLIF($2, 0)')
+    .replace(/STRING_AGG\(/g, 'group_concat(')
+    .replace(/\bDATE\(/g, 'date(');
+  const leftover =
+    /`|QUALIFY|COUNTIF|SAFE_DIVIDE|STRING_AGG|SAFE\.|\bDATE\(|TIMESTAMP_|FORMAT_|ARRAY_AGG|STRUCT/.exec(out);
+  if (leftover) throw new Error(`untranslated GoogleSQL construct: ${leftover[0]}`);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+const TABLE = 'acme-dev.docline.rows';
+
+function database(rows: Row[]): DatabaseSync {
+  const db = new DatabaseSync(':memory:');
+  // BigQuery enforces no uniqueness: the fixture needs duplicate keys, so the UNIQUE goes.
+  db.exec(sqliteTableDdl('rows').replace(' UNIQUE', ''));
+  const insert = db.prepare(
+    `INSERT INTO rows (${COLUMN_NAMES.join(', ')}) VALUES (${COLUMN_NAMES.map((c) => `:${c}`).join(', ')})`,
+  );
+  const json = new Set<string>(COLUMNS.filter((c) => c.type === 'JSON').map((c) => c.name));
+  for (const row of rows) {
+    const values: Record<string, SQLInputValue> = {};
+    for (const name of COLUMN_NAMES) {
+      const value = row[name];
+      values[name] = json.has(name) && value !== null ? JSON.stringify(value) : (value as SQLInputValue);
+    }
+    insert.run(values);
+  }
+  return db;
+}
+
+const run = (db: DatabaseSync, sql: string) =>
+  db
+    .prepare(sql)
+    .all()
+    .map((r) => ({ ...r })) as Array<Record<string, unknown>>;
+
+const sortBy = (key: string) => (a: Record<string, unknown>, b: Record<string, unknown>) =>
+  String(a[key]).localeCompare(String(b[key]));
+
+const pick = (rows: Array<Record<string, unknown>>, keys: string[]) =>
+  rows.map((r) => Object.fromEntries(keys.map((k) => [k, r[k]])));
+
+describe('views in both dialects', () => {
+  let db: DatabaseSync;
+  beforeEach(() => {
+    db = database(FIXTURE);
+  });
+  afterEach(() => db.close());
+
+  const dialects: Array<[string, (view: ViewName) => string]> = [
+    ['SQLite', (view) => viewSql('sqlite', view, 'rows')],
+    ['GoogleSQL (translated)', (view) => googleSqlToSqlite(viewSql('googlesql', view, TABLE), TABLE)],
+  ];
+
+  describe.each(dialects)('%s', (_dialect, sqlOf) => {
+    it('documents: one row per dedup key, the first recorded (ties broken by message_id)', () => {
+      const rows = run(db, sqlOf('documents')).sort(sortBy('dedup_key'));
+      expect(pick(rows, ['dedup_key', 'message_id'])).toEqual(
+        expectedDocuments(FIXTURE).sort((a, b) => a.dedup_key.localeCompare(b.dedup_key)),
+      );
+      expect(Object.keys(rows[0]!)).toEqual([...COLUMN_NAMES]);
+    });
+
+    it('duplicate_objects: objects with more than one ok row, rejections aside', () => {
+      const rows = run(db, sqlOf('duplicate_objects')).sort(sortBy('object_uri'));
+      expect(
+        pick(rows, ['object_uri', 'ok_rows', 'message_ids', 'first_processed_at', 'last_processed_at']),
+      ).toEqual(expectedDuplicateObjects(FIXTURE).sort(sortBy('object_uri')));
+    });
+
+    it('delivery_stats: per day, rows by status, rows beyond the first per key, doubled objects', () => {
+      const rows = run(db, sqlOf('delivery_stats')).sort(sortBy('day'));
+      expect(rows).toEqual(expectedDeliveryStats(FIXTURE).sort(sortBy('day')));
+    });
+  });
+
+  it('the fixture exercises every case (so the comparisons above can fail)', () => {
+    expect(expectedDocuments(FIXTURE).length).toBeLessThan(FIXTURE.length);
+    expect(expectedDuplicateObjects(FIXTURE).map((d) => d.object_uri)).toEqual([
+      'gs://b/a.pdf#1',
+      'gs://b/tie.pdf#1',
+      'gs://b/twice.pdf#7',
+    ]);
+    expect(expectedDeliveryStats(FIXTURE).map((d) => d.duplicate_rows)).toEqual([2, 0]);
+  });
+
+  it.each(VIEW_NAMES)('%s has the same output columns in both dialects', (view) => {
+    const sqlite = run(db, viewSql('sqlite', view, 'rows'));
+    const google = run(db, googleSqlToSqlite(viewSql('googlesql', view, TABLE), TABLE));
+    expect(Object.keys(google[0]!)).toEqual(Object.keys(sqlite[0]!));
+  });
+});
+
+describe('the GoogleSQL views', () => {
+  it('deduplicate with QUALIFY ROW_NUMBER over dedup_key, in the order SQLite uses', () => {
+    const google = viewSql('googlesql', 'documents', TABLE);
+    const sqlite = viewSql('sqlite', 'documents', 'rows');
+    const window = 'ROW_NUMBER() OVER (PARTITION BY dedup_key ORDER BY processed_at, message_id)';
+    expect(google).toContain(`QUALIFY ${window} = 1`);
+    expect(sqlite).toContain(window);
+  });
+
+  it('quote the table and name no other table', () => {
+    for (const view of VIEW_NAMES) {
+      const sql = viewSql('googlesql', view, TABLE);
+      expect(sql).toContain(`FROM \`${TABLE}\``);
+      expect(sql.match(/FROM /g)).toHaveLength(1);
+    }
+  });
+
+  it('are refused by the translator when they use a construct it does not know', () => {
+    expect(() => googleSqlToSqlite('SELECT ARRAY_AGG(x) FROM `p.d.t`', 'p.d.t')).toThrow(/ARRAY_AGG/);
+  });
+});
