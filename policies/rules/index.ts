@@ -1,0 +1,29 @@
+/**
+ * The docline policy list. `policies/index.ts` hands it to `new PolicyPack(...)`; tests import it
+ * from here, because constructing the pack starts a gRPC server that takes the process.
+ */
+import type { Policies } from '@pulumi/policy';
+import {
+  ackDeadlineCoversWorkerTimeout,
+  deadLetterTopicSubscribed,
+  pushSubscriptionDelivery,
+} from './delivery';
+import { noPrimitiveRoles, noProjectWideTokenCreator } from './iam';
+import { liveBucketNotifications } from './live';
+import { notificationFormat, oneNotificationPerBucket } from './notifications';
+import { workerNotPublic } from './service';
+import { dedupTableLayout } from './warehouse';
+
+/** Every policy of the pack, in the order of the issue's rules. */
+export const policies: Policies = [
+  oneNotificationPerBucket,
+  notificationFormat,
+  pushSubscriptionDelivery,
+  ackDeadlineCoversWorkerTimeout,
+  deadLetterTopicSubscribed,
+  dedupTableLayout,
+  workerNotPublic,
+  noPrimitiveRoles,
+  noProjectWideTokenCreator,
+  liveBucketNotifications,
+];

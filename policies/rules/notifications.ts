@@ -1,0 +1,154 @@
+/**
+ * Rules 1 and 2: one notification per bucket, in the one format the worker reads. A second
+ * notification makes every upload produce two messages with two messageIds: two rows, two paid
+ * analyses, and no duplicate anywhere in the logs.
+ */
+import type * as gcp from '@pulumi/gcp';
+import type { ResourceValidationPolicy, StackValidationPolicy } from '@pulumi/policy';
+import { configOf, describe, ofTypes, peek, propertySources, propsOf } from './support';
+import { TYPES } from './types';
+
+/** Event types a notification delivers when `eventTypes` is left out: all of them. */
+const ALL_EVENT_TYPES = 'all event types';
+
+/** The event types of a notification: a list, all of them, or unknown until the update runs. */
+type EventTypes = { kind: 'list'; types: string[] } | { kind: 'all' } | { kind: 'unknown' };
+
+function eventTypesOf(resource: { props: Record<string, unknown> }): EventTypes {
+  const value = peek(() => propsOf<gcp.storage.NotificationState>(resource).eventTypes);
+  if (!value.known) return { kind: 'unknown' };
+  if (!Array.isArray(value.value) || value.value.length === 0) return { kind: 'all' };
+  if (value.value.some((t) => typeof t !== 'string')) return { kind: 'unknown' };
+  return { kind: 'list', types: value.value as string[] };
+}
+
+/** Event types two notifications both deliver; an unknown list is assumed to overlap. */
+function overlap(a: EventTypes, b: EventTypes): string | undefined {
+  if (a.kind === 'unknown' || b.kind === 'unknown') return 'event types unknown until the update runs';
+  if (a.kind === 'all' && b.kind === 'all') return ALL_EVENT_TYPES;
+  if (a.kind === 'all' && b.kind === 'list') return b.types.join(', ');
+  if (a.kind === 'list' && b.kind === 'all') return a.types.join(', ');
+  if (a.kind === 'list' && b.kind === 'list') {
+    const shared = a.types.filter((t) => b.types.includes(t));
+    return shared.length > 0 ? shared.join(', ') : undefined;
+  }
+  return undefined;
+}
+
+/**
+ * Rule 1. Groups notifications by the bucket *resource* their `bucket` property comes from (its URN),
+ * not by the bucket's name: on a first preview an auto-named bucket's name is unknown, and a rule
+ * keyed on names would pass in exactly the pull request that adds the duplicate. A notification whose
+ * bucket can be told neither by dependency nor by value is a violation of its own.
+ */
+export const oneNotificationPerBucket: StackValidationPolicy = {
+  name: 'one-notification-per-bucket',
+  description:
+    'At most one Cloud Storage notification per bucket for overlapping event types: each one publishes its own message, so a second one doubles every row and every paid analysis.',
+  enforcementLevel: 'mandatory',
+  validateStack: (args, reportViolation) => {
+    const buckets = ofTypes(args.resources, [TYPES.bucket]);
+    // A bucket resource whose name is known can be matched by notifications that name it literally.
+    const bucketUrnByName = new Map<string, string>();
+    for (const bucket of buckets) {
+      const name = peek(() => propsOf<gcp.storage.BucketState>(bucket).name);
+      if (name.known && typeof name.value === 'string') bucketUrnByName.set(name.value, bucket.urn);
+    }
+    const groups = new Map<string, Array<{ urn: string; name: string; type: string; events: EventTypes }>>();
+    for (const notification of ofTypes(args.resources, [TYPES.notification])) {
+      const sources = propertySources(notification, 'bucket', [TYPES.bucket]);
+      let key: string | undefined;
+      let bucketLabel: string | undefined;
+      if (sources.length === 1 && sources[0]) {
+        key = sources[0].urn;
+        bucketLabel = `bucket resource '${sources[0].name}'`;
+      } else {
+        const name = peek(() => propsOf<gcp.storage.NotificationState>(notification).bucket);
+        if (name.known && typeof name.value === 'string') {
+          key = bucketUrnByName.get(name.value) ?? `name:${name.value}`;
+          bucketLabel = `bucket '${name.value}'`;
+        }
+      }
+      if (key === undefined || bucketLabel === undefined) {
+        reportViolation(
+          `Cannot tell which bucket notification ${describe(notification)} belongs to: its bucket is unknown until the update runs and it depends on no bucket resource of this stack, so a duplicate could not be ruled out. Pass the bucket resource's name output (bucket.name) as \`bucket\`, or a literal bucket name.`,
+          notification.urn,
+        );
+        continue;
+      }
+      const group = groups.get(key) ?? [];
+      const events = eventTypesOf(notification);
+      const earlier = group.find((g) => overlap(g.events, events) !== undefined);
+      if (earlier) {
+        reportViolation(
+          `Notifications '${earlier.name}' and '${notification.name}' both deliver ${overlap(earlier.events, events)} from ${bucketLabel}: every upload would be published twice, with two messageIds, and be analysed and billed twice. Keep a single notification per bucket: remove '${notification.name}' (or give the two disjoint event types).`,
+          notification.urn,
+        );
+      }
+      group.push({ urn: notification.urn, name: notification.name, type: notification.type, events });
+      groups.set(key, group);
+    }
+  },
+};
+
+interface NotificationFormatConfig {
+  eventTypes: string[];
+  payloadFormat: string;
+}
+
+const notificationFormatSchema = {
+  properties: {
+    eventTypes: {
+      type: 'array' as const,
+      items: { type: 'string' as const },
+      default: ['OBJECT_FINALIZE'],
+      description: 'The only event types a notification may deliver.',
+    },
+    payloadFormat: {
+      type: 'string' as const,
+      default: 'JSON_API_V1',
+      description: 'The payload format the worker parses.',
+    },
+  },
+};
+
+/**
+ * Rule 2. The worker handles OBJECT_FINALIZE events with a JSON_API_V1 payload. Without `eventTypes`
+ * a notification delivers every event type (an overwrite then sends FINALIZE and DELETE), and
+ * without the JSON payload the worker cannot read the object's generation.
+ */
+export const notificationFormat: ResourceValidationPolicy = {
+  name: 'notification-format',
+  description: 'Cloud Storage notifications deliver OBJECT_FINALIZE events only, with a JSON_API_V1 payload.',
+  enforcementLevel: 'mandatory',
+  configSchema: notificationFormatSchema,
+  validateResource: (args, reportViolation) => {
+    if (args.type !== TYPES.notification) return;
+    const config = configOf<NotificationFormatConfig>(notificationFormatSchema, args);
+    const allowed = config.eventTypes;
+    const events = eventTypesOf(args);
+    if (events.kind === 'all') {
+      reportViolation(
+        `Notification '${args.name}' sets no eventTypes, so it delivers every event type (an overwrite would also send DELETE/ARCHIVE). Set eventTypes: [${allowed.map((t) => `'${t}'`).join(', ')}].`,
+      );
+    } else if (events.kind === 'unknown') {
+      reportViolation(
+        `Notification '${args.name}' has eventTypes that are unknown until the update runs. Set them as literals: [${allowed.map((t) => `'${t}'`).join(', ')}].`,
+      );
+    } else {
+      const extra = events.types.filter((t) => !allowed.includes(t));
+      if (extra.length > 0) {
+        reportViolation(
+          `Notification '${args.name}' delivers ${extra.join(', ')}, which the worker does not process. Set eventTypes: [${allowed.map((t) => `'${t}'`).join(', ')}].`,
+        );
+      }
+    }
+    const format = peek(() => propsOf<gcp.storage.NotificationState>(args).payloadFormat);
+    if (!format.known || format.value !== config.payloadFormat) {
+      const got = format.known ? String(format.value ?? 'nothing') : 'a value unknown until the update runs';
+      reportViolation(
+        `Notification '${args.name}' has payloadFormat ${got}. Set payloadFormat: '${config.payloadFormat}': the worker reads the object's name and generation from that payload.`,
+      );
+    }
+  },
+};

@@ -1,0 +1,114 @@
+/**
+ * The pack against the real infra program: the program runs under Pulumi's mocks (infra's harness),
+ * every registered resource is captured with its inputs, URN and dependencies, and the captured
+ * stack goes through the pack's resource and stack validations the way the engine sends them, in
+ * update mode (outputs known) and in a first preview (computed outputs unknown).
+ */
+import { type CapturedResource, type ProgramRun, runProgram, stackConfig } from '../../infra/test/harness';
+import { TYPES } from '../rules/types';
+import { type StackResource, urnOf } from './harness';
+import { check, summary } from './run';
+
+type Mode = 'update' | 'preview';
+
+/**
+ * What the engine hands a policy pack: in an update, each resource's state (inputs plus the
+ * provider's outputs); in a preview, the inputs in wire form, with the unknown sentinel where a value
+ * comes from an output that does not exist yet.
+ */
+function asPolicyResources(run: ProgramRun): StackResource[] {
+  return run.resources.map((r: CapturedResource) => ({
+    type: r.type,
+    name: r.name,
+    urn: r.urn,
+    props: run.preview ? r.rawInputs : { ...r.rawInputs, ...r.outputs },
+    ...(r.parent ? { parent: r.parent } : {}),
+    dependencies: [...r.dependencies],
+    propertyDependencies: Object.fromEntries(
+      Object.entries(r.propertyDependencies).map(([k, v]) => [k, [...v]]),
+    ),
+  }));
+}
+
+function only(stack: StackResource[], type: string): StackResource & { urn: string } {
+  const found = stack.filter((r) => r.type === type && (type !== TYPES.subscription || r.props.pushConfig));
+  if (found.length !== 1 || !found[0]) throw new Error(`expected one ${type}, found ${found.length}`);
+  return { ...found[0], urn: urnOf(found[0]) };
+}
+
+const runs = new Map<Mode, StackResource[]>();
+
+beforeAll(async () => {
+  // Program runs share Pulumi's per-process runtime state, so they run one after the other.
+  for (const mode of ['update', 'preview'] as const) {
+    runs.set(mode, asPolicyResources(await runProgram(stackConfig('dev'), { preview: mode === 'preview' })));
+  }
+});
+
+describe.each(['update', 'preview'] as const)('the policy pack on the shipped stack (%s)', (mode) => {
+  const stack = () => runs.get(mode) ?? [];
+
+  it('captures the resources every rule looks at', () => {
+    const types = new Set(stack().map((r) => r.type));
+    expect(
+      [
+        TYPES.bucket,
+        TYPES.notification,
+        TYPES.topic,
+        TYPES.subscription,
+        TYPES.table,
+        TYPES.runService,
+        TYPES.runServiceIamMember,
+      ].filter((t) => !types.has(t)),
+    ).toEqual([]);
+  });
+
+  it('finds no violation at all', async () => {
+    expect(summary(await check(stack()))).toEqual([]);
+  });
+
+  it('reports a second notification on the same bucket, exactly once', async () => {
+    const notification = only(stack(), TYPES.notification);
+    const second = {
+      ...structuredClone(notification),
+      name: `${notification.name}-2`,
+      urn: `${notification.urn}-2`,
+    };
+    const diagnostics = await check([...stack(), second]);
+    expect(summary(diagnostics)).toEqual([`one-notification-per-bucket @ ${second.name}`]);
+  });
+
+  it('reports a public invoker on the worker, exactly once', async () => {
+    const service = only(stack(), TYPES.runService);
+    const invoker = only(stack(), TYPES.runServiceIamMember);
+    const open = {
+      ...structuredClone(invoker),
+      name: 'public-invoker',
+      urn: `${invoker.urn.replace(/::[^:]+$/, '')}::public-invoker`,
+      props: { ...invoker.props, member: 'allUsers' },
+      propertyDependencies: { name: [service.urn] },
+    };
+    const diagnostics = await check([...stack(), open]);
+    expect(summary(diagnostics)).toEqual(['worker-not-public @ public-invoker']);
+  });
+
+  it('reports a push subscription without a dead-letter policy, exactly once', async () => {
+    const push = only(stack(), TYPES.subscription);
+    const { deadLetterPolicy: _, ...props } = push.props;
+    const { deadLetterPolicy: __, ...propertyDependencies } = push.propertyDependencies ?? {};
+    const mutated = stack().map((r) =>
+      urnOf(r) === push.urn ? { ...push, props, propertyDependencies } : r,
+    );
+    const diagnostics = await check(mutated);
+    expect(summary(diagnostics)).toEqual([`push-subscription-delivery @ ${push.name}`]);
+  });
+});
+
+describe('the captured first preview', () => {
+  it('leaves the bucket name unknown, so only the dependency can tell the notification\u2019s bucket', () => {
+    const notification = only(runs.get('preview') ?? [], TYPES.notification);
+    const bucket = only(runs.get('preview') ?? [], TYPES.bucket);
+    expect(notification.props.bucket).toBe('04da6b54-80e4-46f7-96ec-b56ff0331ba9');
+    expect(notification.propertyDependencies?.bucket).toEqual([bucket.urn]);
+  });
+});
