@@ -95,6 +95,10 @@ async function docline() {
       oldestUnackedAgeSeconds: config.alerts.oldestUnackedAgeSeconds,
       duplicateRateThreshold: config.alerts.duplicateRatePerMille / 1000,
       notificationChannels: [...config.alerts.notificationChannels],
+      duplicateObjectsView: warehouse.viewRefs.duplicate_objects,
+      datasetId: warehouse.dataset.datasetId,
+      dataLocation: config.dataLocation,
+      accountIdPrefix: prefix,
     },
     after,
   );

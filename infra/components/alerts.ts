@@ -21,6 +21,29 @@ export interface AlertsArgs {
   duplicateRateThreshold: pulumi.Input<number>;
   /** Notification channels every policy notifies. Default none (incidents show in the console). */
   notificationChannels?: pulumi.Input<pulumi.Input<string>[]>;
+  /** `project.dataset.duplicate_objects`: the view the hourly check reads. */
+  duplicateObjectsView: pulumi.Input<string>;
+  /** The dataset of that view (the check's account may read it) and its location. */
+  datasetId: pulumi.Input<string>;
+  dataLocation: pulumi.Input<string>;
+  /** Prefix of service account ids (`<prefix>-dupcheck`). */
+  accountIdPrefix: string;
+}
+
+/** How often the scheduled query looks for objects with more than one ok row, and how far back. */
+const DUPLICATE_OBJECTS_CHECK_HOURS = 1;
+
+/**
+ * The scheduled query's SQL: it fails (BigQuery's ERROR()) when objects got a second ok row within
+ * the last period, so that the transfer run logs an error the alert matches. Cloud Monitoring cannot
+ * read BigQuery; a failing scheduled query is how a non-empty view becomes an incident.
+ */
+export function duplicateObjectsCheckSql(view: string): string {
+  return (
+    `SELECT IF(COUNT(*) = 0, 'no duplicate objects', ERROR(FORMAT('docline: %d objects have more than one ok row ` +
+    `in the last ${DUPLICATE_OBJECTS_CHECK_HOURS} h; see the duplicate_objects view', COUNT(*)))) AS result ` +
+    `FROM \`${view}\` WHERE last_processed_at >= TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL ${DUPLICATE_OBJECTS_CHECK_HOURS} HOUR)`
+  );
 }
 
 /**
@@ -37,6 +60,9 @@ export class Alerts extends pulumi.ComponentResource {
   readonly duplicateAnswers: gcp.logging.Metric;
   /** Counts every answer (ok, rejected, duplicate): the denominator of the duplicate share. */
   readonly allAnswers: gcp.logging.Metric;
+  /** The hourly scheduled query over `duplicate_objects`, and the alert on its failures. */
+  readonly duplicateObjectsCheck: gcp.bigquery.DataTransferConfig;
+  readonly duplicateObjects: gcp.monitoring.AlertPolicy;
 
   constructor(name: string, args: AlertsArgs, opts?: pulumi.ComponentResourceOptions) {
     super('docline:index:Alerts', name, {}, opts);
@@ -169,7 +195,75 @@ export class Alerts extends pulumi.ComponentResource {
       child,
     );
 
+    // duplicate_objects non-empty: an hourly scheduled query that fails when it finds new rows, run by
+    // an account that may only run jobs and read the dataset.
+    const checker = new gcp.serviceaccount.Account(
+      `${name}-dupcheck`,
+      {
+        project: args.project,
+        accountId: `${args.accountIdPrefix}-dupcheck`,
+        displayName: 'docline duplicate-objects check (scheduled query)',
+      },
+      child,
+    );
+    new gcp.projects.IAMMember(
+      `${name}-dupcheck-job-user`,
+      { project: args.project, role: 'roles/bigquery.jobUser', member: checker.member },
+      child,
+    );
+    new gcp.bigquery.DatasetIamMember(
+      `${name}-dupcheck-data-viewer`,
+      {
+        project: args.project,
+        datasetId: args.datasetId,
+        role: 'roles/bigquery.dataViewer',
+        member: checker.member,
+      },
+      child,
+    );
+    this.duplicateObjectsCheck = new gcp.bigquery.DataTransferConfig(
+      `${name}-duplicate-objects-check`,
+      {
+        project: args.project,
+        location: args.dataLocation,
+        displayName: 'docline: duplicate objects check',
+        dataSourceId: 'scheduled_query',
+        schedule: `every ${DUPLICATE_OBJECTS_CHECK_HOURS} hours`,
+        serviceAccountName: checker.email,
+        params: { query: pulumi.output(args.duplicateObjectsView).apply(duplicateObjectsCheckSql) },
+      },
+      child,
+    );
+    const configId = this.duplicateObjectsCheck.name.apply((n) => n.split('/').pop() ?? n);
+    this.duplicateObjects = new gcp.monitoring.AlertPolicy(
+      `${name}-duplicate-objects`,
+      {
+        project: args.project,
+        displayName: 'docline: objects with more than one ok row',
+        combiner: 'OR',
+        conditions: [
+          {
+            displayName: 'The duplicate-objects check failed',
+            conditionMatchedLog: {
+              filter: pulumi.interpolate`resource.type = "bigquery_dts_config" AND resource.labels.config_id = "${configId}" AND severity >= ERROR`,
+            },
+          },
+        ],
+        alertStrategy: { notificationRateLimit: { period: '3600s' }, autoClose: '86400s' },
+        documentation: {
+          mimeType: 'text/markdown',
+          content:
+            'Some objects got two ok rows: a notification was created twice on the bucket while the worker runs in ' +
+            'message mode (or the check itself failed: read the log entry). Query the duplicate_objects view, delete ' +
+            'the extra notification (`npm run check:notifications -- --bucket BUCKET`), keep DEDUP_KEY=object.',
+        },
+        notificationChannels,
+      },
+      child,
+    );
+
     this.registerOutputs({
+      duplicateObjectsPolicy: this.duplicateObjects.name,
       deadLetterPolicy: this.deadLetters.name,
       backlogAgePolicy: this.backlogAge.name,
       duplicateRatePolicy: this.duplicateRate.name,

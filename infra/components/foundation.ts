@@ -6,6 +6,7 @@ export const REQUIRED_APIS = [
   'artifactregistry.googleapis.com',
   'aiplatform.googleapis.com',
   'bigquery.googleapis.com',
+  'bigquerydatatransfer.googleapis.com',
   'bigquerystorage.googleapis.com',
   'iam.googleapis.com',
   'logging.googleapis.com',

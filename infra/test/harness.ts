@@ -161,6 +161,8 @@ function computedOutputs(
       return { name: str('name') ?? `${name}-0123abc` };
     case 'gcp:monitoring/alertPolicy:AlertPolicy':
       return { name: `projects/${proj}/alertPolicies/${name}` };
+    case 'gcp:bigquery/dataTransferConfig:DataTransferConfig':
+      return { name: `projects/${proj}/locations/${str('location')}/transferConfigs/${name}-0123abc` };
     default:
       return {};
   }

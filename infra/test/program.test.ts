@@ -274,11 +274,14 @@ describe('the docline program with the dev stack file', () => {
     it('grants exactly these roles, each on the narrowest resource', () => {
       const worker = `serviceAccount:docline-dev-worker@${project}.iam.gserviceaccount.com`;
       const push = `serviceAccount:docline-dev-push@${project}.iam.gserviceaccount.com`;
+      const checker = `serviceAccount:docline-dev-dupcheck@${project}.iam.gserviceaccount.com`;
 
       expect(grants(run)).toEqual(
         [
           `roles/aiplatform.user → ${worker} @ projects/iAMMember:IAMMember`,
           `roles/bigquery.dataEditor → ${worker} @ bigquery/datasetIamMember:DatasetIamMember`,
+          `roles/bigquery.dataViewer → ${checker} @ bigquery/datasetIamMember:DatasetIamMember`,
+          `roles/bigquery.jobUser → ${checker} @ projects/iAMMember:IAMMember`,
           `roles/bigquery.jobUser → ${worker} @ projects/iAMMember:IAMMember`,
           `roles/iam.serviceAccountTokenCreator → ${PUBSUB_AGENT} @ serviceaccount/iAMMember:IAMMember`,
           `roles/pubsub.publisher → ${PUBSUB_AGENT} @ pubsub/topicIAMMember:TopicIAMMember`,
@@ -292,7 +295,8 @@ describe('the docline program with the dev stack file', () => {
 
     it('puts each grant on its resource: the bucket, the dataset, the dead-letter topic, the push subscription and account', () => {
       expect(one(run, T.bucketIam).inputs.bucket).toBe(one(run, T.bucket).outputs.name);
-      expect(one(run, T.datasetIam).inputs.datasetId).toBe('docline_dev');
+      expect(one(run, T.datasetIam, '-data-editor').inputs.datasetId).toBe('docline_dev');
+      expect(one(run, T.datasetIam, '-dupcheck-data-viewer').inputs.datasetId).toBe('docline_dev');
       expect(one(run, T.topicIam, '-dead-letter-publisher').inputs.topic).toBe(
         one(run, T.topic, '-dead-letters').outputs.name,
       );
@@ -337,6 +341,25 @@ describe('the docline program with the dev stack file', () => {
       expect(condition.filter).toContain(`logging.googleapis.com/user/${duplicates.outputs.name}`);
       expect(condition.denominatorFilter).toContain(`logging.googleapis.com/user/${all.outputs.name}`);
       expect(condition.thresholdValue).toBe(0.01);
+    });
+
+    it('checks duplicate_objects hourly with a scheduled query whose failures raise an alert', () => {
+      const check = one(run, 'gcp:bigquery/dataTransferConfig:DataTransferConfig');
+      const params = check.inputs.params as { query: string };
+
+      expect(check.inputs).toMatchObject({
+        dataSourceId: 'scheduled_query',
+        schedule: 'every 1 hours',
+        serviceAccountName: `docline-dev-dupcheck@${project}.iam.gserviceaccount.com`,
+      });
+      expect(params.query).toContain(`FROM \`${project}.docline_dev.duplicate_objects\``);
+      expect(params.query).toContain('ERROR(');
+      const alert = one(run, T.alert, '-duplicate-objects');
+      const conditions = alert.inputs.conditions as Array<{ conditionMatchedLog: { filter: string } }>;
+      const configId = String(check.outputs.name).split('/').pop();
+      expect(conditions[0]!.conditionMatchedLog.filter).toBe(
+        `resource.type = "bigquery_dts_config" AND resource.labels.config_id = "${configId}" AND severity >= ERROR`,
+      );
     });
   });
 
