@@ -1,7 +1,8 @@
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { LocalBucket, LocalBucketReader } from '../src/adapters/local-bucket';
+import { CRC32C } from '@google-cloud/storage';
+import { crc32c, LocalBucket, LocalBucketReader } from '../src/adapters/local-bucket';
 
 describe('LocalBucket and LocalBucketReader', () => {
   let root: string;
@@ -65,5 +66,13 @@ describe('LocalBucket and LocalBucketReader', () => {
     await expect(reader.read({ bucket: '../x', name: 'a', generation: '1' }, 10)).rejects.toMatchObject({
       code: 'object_gone',
     });
+  });
+
+  it('writes crc32c exactly as Cloud Storage computes it', () => {
+    for (const text of ['', 'hello 1\n', 'é'.repeat(1000), 'x'.repeat(100_000)]) {
+      const expected = new CRC32C();
+      expected.update(Buffer.from(text));
+      expect(crc32c(Buffer.from(text))).toBe(expected.toString());
+    }
   });
 });

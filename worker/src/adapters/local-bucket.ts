@@ -29,6 +29,7 @@ export interface ObjectResource {
   timeStorageClassUpdated: string;
   size: string;
   md5Hash: string;
+  crc32c: string;
   etag: string;
 }
 
@@ -39,6 +40,24 @@ export interface PutResult {
 }
 
 const BUCKET = /^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$/;
+
+const CRC32C_TABLE = Array.from({ length: 256 }, (_, n) => {
+  let c = n;
+  for (let k = 0; k < 8; k++) c = c & 1 ? 0x82f63b78 ^ (c >>> 1) : c >>> 1;
+  return c >>> 0;
+});
+
+/**
+ * CRC32C (Castagnoli) of the bytes, base64 of the big-endian value, as Cloud Storage puts it in the
+ * object resource. Computed here so that local runs never load the Google client libraries.
+ */
+export function crc32c(bytes: Buffer): string {
+  let crc = 0xffffffff;
+  for (const b of bytes) crc = CRC32C_TABLE[(crc ^ b) & 0xff]! ^ (crc >>> 8);
+  const out = Buffer.alloc(4);
+  out.writeUInt32BE((crc ^ 0xffffffff) >>> 0);
+  return out.toString('base64');
+}
 
 export class LocalBucket {
   private lastGeneration = 0n;
@@ -81,6 +100,7 @@ export class LocalBucket {
       generation = this.lastGeneration.toString();
     }
     const md5Hash = createHash('md5').update(bytes).digest('base64');
+    const checksum = crc32c(bytes);
     const time = now.toISOString();
     const encoded = encodeURIComponent(name);
     const resource: ObjectResource = {
@@ -99,6 +119,7 @@ export class LocalBucket {
       timeStorageClassUpdated: time,
       size: String(bytes.length),
       md5Hash,
+      crc32c: checksum,
       etag: Buffer.from(`${generation}/1`).toString('base64'),
     };
     // Write then rename: a reader never sees half a generation.

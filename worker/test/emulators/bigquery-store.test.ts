@@ -1,0 +1,451 @@
+import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
+import type { BigQuery } from '@google-cloud/bigquery';
+import { BigQueryStore, createBigQueryClient } from '../../src/adapters/bigquery-store';
+import {
+  bigQuerySchema,
+  CLUSTER_COLUMNS,
+  COLUMN_NAMES,
+  COLUMNS,
+  PARTITION_COLUMN,
+  type Row,
+  sqliteTableDdl,
+} from '../../src/contract/row';
+import { VIEW_NAMES, type ViewName, viewSql } from '../../src/contract/views';
+import { ConfigurationError } from '../../src/core/errors';
+import type { Clock } from '../../src/core/ports';
+import { testRow } from '../support/builders';
+import { staticTokenAuth } from '../support/fake-bigquery';
+import { describeStoreContract } from '../support/store-contract';
+import { type BigQueryEmulator, startBigQueryEmulator } from './support/bigquery-emulator';
+
+/*
+ * BigQueryStore and the GoogleSQL views against bigquery-emulator (goccy, v0.8.1, its own GoogleSQL
+ * engine): SQL that nobody here wrote an interpreter for. worker/test/bigquery-store.test.ts runs the
+ * same adapter against fake-bigquery, our reading of the REST documentation; this file checks the
+ * parts an independent engine can execute.
+ *
+ * Runs here: the dataset and the table created from the row definition (bigQuerySchema(), DAY
+ * partitioning on processed_at, clustering — accepted and echoed, without behavioural effect);
+ * BigQueryStore.seen() (the windowed lookup: a STRING and a TIMESTAMP named parameter); ping()
+ * (tables.get); insertAll of whole rows; the three views, created as views and compared with the
+ * SQLite views on the same rows.
+ *
+ * Emulator gaps (v0.8.1) and where each part is covered instead:
+ * 1. record() cannot run. The emulator ignores `parameterType` and infers each parameter's type
+ *    from its value: a typed null arrives as INT64 ("Value has type INT64 which cannot be inserted
+ *    into column reason, which has type STRING") and the JSON analysis as STRING ("... column
+ *    analysis, which has type JSON"). Every row holds a null or a JSON value. BigQuery binds both
+ *    as declared (fake-bigquery checks the declared types).
+ * 2. Past that, `MERGE … USING (SELECT @a AS a, …) AS S`, our statement's shape, fails ("MERGE:
+ *    source must be a single-table reference"); only `USING dataset.table` works, and @parameters
+ *    in a MERGE's ON clause are not bound (re-runs silently insert again).
+ * 3. DML returns no job statistics (no dmlStats, no numDmlAffectedRows, statementType SELECT), so
+ *    record() could not read its outcome: it would throw TransientError('bigquery_no_dml_stats').
+ *    → The contract cases that call record() are reported as todo below; record()'s statement
+ *    shape, its typed parameters and its reading of dmlStats stay on the fake-bigquery tests. One
+ *    tripwire test per gap ("gap 1/2/3" below) asserts that it is still there, so a newer emulator
+ *    that closes one is noticed: then move the covered contract cases out of the todo list.
+ * 4. No byte cap (maximumBytesBilled is ignored, no pre-run estimate) and no partition pruning:
+ *    covered by the fake-bigquery tests.
+ * 5. A query on a missing table answers 400 "Table not found" (BigQuery: 404 notFound), so
+ *    seen() there maps to bigquery_rejected_query instead of bigquery_not_found; ping() (tables.get)
+ *    answers 404 as BigQuery does and is tested.
+ * Query results come back as the client library returns them for BigQuery: TIMESTAMP and DATE as
+ * objects with `value`, JSON as its text.
+ */
+
+const PROJECT = 'docline-emu';
+const DATASET = 'docline';
+const NOW = new Date('2026-12-01T12:00:00.000Z');
+const clock: Clock = { now: () => NOW };
+
+let emulator: BigQueryEmulator;
+let bigquery: BigQuery;
+let tables = 0;
+
+beforeAll(async () => {
+  emulator = await startBigQueryEmulator(PROJECT);
+  bigquery = createBigQueryClient({
+    projectId: PROJECT,
+    apiEndpoint: emulator.url,
+    // A fixed token: otherwise the library probes the metadata server for credentials (and warns).
+    authClient: (await staticTokenAuth()) as never,
+  });
+  await bigquery.createDataset(DATASET);
+}, 60_000);
+
+afterAll(async () => {
+  await emulator?.stop();
+});
+
+/** Creates a fresh table from the row definition, as the Pulumi warehouse component declares it. */
+async function createRowsTable(): Promise<string> {
+  tables += 1;
+  const name = `rows_${tables}`;
+  await bigquery.dataset(DATASET).createTable(name, {
+    schema: { fields: bigQuerySchema() },
+    timePartitioning: { type: 'DAY', field: PARTITION_COLUMN },
+    clustering: { fields: [...CLUSTER_COLUMNS] },
+  });
+  return `${PROJECT}.${DATASET}.${name}`;
+}
+
+const tableOf = (id: string) => bigquery.dataset(DATASET).table(id.split('.')[2]!);
+
+/** Writes rows with insertAll (the streaming API), as they would be after record(). */
+async function insertRows(table: string, rows: Row[]): Promise<void> {
+  await tableOf(table).insert(
+    rows.map((row) => ({ ...row, analysis: row.analysis === null ? null : JSON.stringify(row.analysis) })),
+  );
+}
+
+/** A query result value as plain JSON: `{value}` wrappers unwrapped, timestamps as ISO text. */
+function plain(column: string, value: unknown): unknown {
+  const unwrapped =
+    value !== null && typeof value === 'object' && 'value' in value
+      ? (value as { value: unknown }).value
+      : value;
+  if (column === 'analysis' && typeof unwrapped === 'string') return JSON.parse(unwrapped);
+  if (typeof unwrapped === 'string' && /^\d{4}-\d{2}-\d{2}T/.test(unwrapped)) {
+    return new Date(unwrapped).toISOString();
+  }
+  return unwrapped;
+}
+
+const plainRow = (row: Record<string, unknown>) =>
+  Object.fromEntries(Object.entries(row).map(([k, v]) => [k, plain(k, v)]));
+
+async function query(sql: string, params?: Record<string, string>): Promise<Array<Record<string, unknown>>> {
+  const [rows] = await bigquery.query({ query: sql, useLegacySql: false, ...(params ? { params } : {}) });
+  return (rows as Array<Record<string, unknown>>).map(plainRow);
+}
+
+function storeOn(table: string, extra: Partial<ConstructorParameters<typeof BigQueryStore>[0]> = {}) {
+  return new BigQueryStore({ bigquery, table, clock, ...extra });
+}
+
+describe(`bigquery-emulator: the table from the row definition`, () => {
+  it('accepts the schema, partitioning and clustering that the row definition gives', async () => {
+    const table = await createRowsTable();
+    const [metadata] = await tableOf(table).getMetadata();
+    expect(metadata.schema.fields).toEqual(bigQuerySchema());
+    expect(metadata.timePartitioning).toEqual({ type: 'DAY', field: PARTITION_COLUMN });
+    expect(metadata.clustering).toEqual({ fields: [...CLUSTER_COLUMNS] });
+  });
+});
+
+describeStoreContract(
+  'BigQueryStore on bigquery-emulator',
+  async () => {
+    const table = await createRowsTable();
+    return {
+      store: storeOn(table),
+      rowsFor: async (key) => {
+        const rows = await query(`SELECT * FROM \`${table}\` WHERE dedup_key = @key`, { key });
+        return rows.map((r) => Object.fromEntries(COLUMN_NAMES.map((c) => [c, r[c]])) as unknown as Row);
+      },
+      cleanup: async () => {
+        await tableOf(table).delete();
+      },
+    };
+  },
+  {
+    unsupported: Object.fromEntries(
+      [
+        'records a new key once and then sees it',
+        'refuses a second row for the same key and keeps the first',
+        'records different keys independently',
+        'lets exactly one of two concurrent records of one key insert',
+        'stores hostile values verbatim and finds them by key',
+        'round-trips every column: generations beyond 2^53 as strings, nulls, JSON analysis',
+        'records a rejected row with its reason and no analysis',
+      ].map((title) => [
+        title,
+        'record() needs typed parameters, a MERGE with a SELECT source and dmlStats, which bigquery-emulator v0.8.1 lacks (gaps 1–3 at the top of this file); covered on fake-bigquery',
+      ]),
+    ),
+  },
+);
+
+describe('BigQueryStore on bigquery-emulator', () => {
+  let table: string;
+  beforeEach(async () => {
+    table = await createRowsTable();
+  });
+
+  it('sees a key recorded inside the dedup window, and no other key', async () => {
+    const row = testRow();
+    await insertRows(table, [row, testRow()]);
+    const store = storeOn(table);
+    expect(await store.seen(row.dedup_key)).toBe(true);
+    expect(await store.seen(`${row.dedup_key}0`)).toBe(false);
+    expect(await store.seen('gs://acme-invoices-dev/2026/11/never.txt#1')).toBe(false);
+  });
+
+  it('does not see a key recorded before the dedup window', async () => {
+    // NOW is 2026-12-01T12:00Z: the 8-day window starts on 2026-11-23T12:00Z.
+    const old = testRow({ processed_at: '2026-11-23T11:59:59.999Z' });
+    const inside = testRow({ processed_at: '2026-11-23T12:00:00.000Z' });
+    await insertRows(table, [old, inside]);
+    const store = storeOn(table, { dedupWindowDays: 8 });
+    expect(await store.seen(old.dedup_key)).toBe(false);
+    expect(await store.seen(inside.dedup_key)).toBe(true);
+    // The same old row is inside a 9-day window: the window, not the key, excluded it.
+    expect(await storeOn(table, { dedupWindowDays: 9 }).seen(old.dedup_key)).toBe(true);
+  });
+
+  it('finds hostile keys verbatim: the key is a parameter, never SQL', async () => {
+    const hostile = 'gs://b/\'; DROP TABLE x; --"`\\#1';
+    await insertRows(table, [testRow({ dedup_key: hostile })]);
+    const store = storeOn(table);
+    expect(await store.seen(hostile)).toBe(true);
+    expect(await store.seen("gs://b/' OR '1'='1#1")).toBe(false);
+    expect(await query(`SELECT COUNT(*) AS n FROM \`${table}\``)).toEqual([{ n: 1 }]);
+  });
+
+  it('answers ping for an existing table and names the fix for a missing one', async () => {
+    await expect(storeOn(table).ping()).resolves.toBeUndefined();
+    const missing = storeOn(`${PROJECT}.${DATASET}.no_such_table`).ping();
+    await expect(missing).rejects.toBeInstanceOf(ConfigurationError);
+    await expect(missing).rejects.toMatchObject({ code: 'bigquery_not_found' });
+  });
+
+  describe('tripwires for the gaps that keep record() off this emulator', () => {
+    let keys: string;
+    beforeEach(async () => {
+      tables += 1;
+      const name = `keys_${tables}`;
+      await bigquery.dataset(DATASET).createTable(name, {
+        schema: { fields: [{ name: 'k', type: 'STRING', mode: 'REQUIRED' }] },
+      });
+      keys = `${PROJECT}.${DATASET}.${name}`;
+    });
+
+    it('gap 1: refuses record() (a typed null arrives as INT64, the JSON analysis as STRING) and writes nothing', async () => {
+      const error = await storeOn(table)
+        .record(testRow())
+        .catch((e: unknown) => e);
+      // A 400 from the emulator's analyzer maps to an operator's fix, as a refused statement would in BigQuery.
+      expect(error).toBeInstanceOf(ConfigurationError);
+      expect(error).toMatchObject({ code: 'bigquery_rejected_query' });
+      expect((error as Error).message).toMatch(/cannot be inserted into column/);
+      expect(await query(`SELECT COUNT(*) AS n FROM \`${table}\``)).toEqual([{ n: 0 }]);
+    });
+
+    it('gap 2: refuses a MERGE whose source is a SELECT of parameters, even with one STRING column', async () => {
+      // The shape of mergeSql(), reduced to a column whose type the emulator infers correctly.
+      const merge =
+        `MERGE \`${keys}\` AS T USING (SELECT @k AS k) AS S ON T.k = S.k ` +
+        'WHEN NOT MATCHED THEN INSERT (k) VALUES (S.k)';
+      await expect(bigquery.query({ query: merge, params: { k: 'a' } })).rejects.toThrow(
+        /single-table reference/,
+      );
+    });
+
+    it('gap 3: returns no DML statistics for an INSERT that did insert', async () => {
+      const [, , response] = (await bigquery.query(
+        { query: `INSERT INTO \`${keys}\` (k) VALUES (@k)`, params: { k: 'a' } },
+        { autoPaginate: false },
+      )) as unknown as [unknown, unknown, Record<string, unknown>];
+      expect(await query(`SELECT k FROM \`${keys}\``)).toEqual([{ k: 'a' }]);
+      expect(response.dmlStats).toBeUndefined();
+      expect(response.numDmlAffectedRows).toBeUndefined();
+    });
+  });
+});
+
+// ---- The views: GoogleSQL on bigquery-emulator against SQLite on the same rows ----------------
+
+const at = (time: string) => `2026-11-30T${time}.000Z`;
+const objectColumns = (bucket: string, name: string, generation: string) => ({
+  object_uri: `gs://${bucket}/${name}#${generation}`,
+  bucket,
+  object_name: name,
+  generation,
+});
+
+/** Rows as BigQuery can hold them (no uniqueness), each case of the views once. */
+const FIXTURE: Row[] = [
+  // One key written twice by a race: the earlier row is the document.
+  testRow({
+    message_id: 'm2',
+    dedup_key: 'gs://b/a.pdf#1',
+    ...objectColumns('b', 'a.pdf', '1'),
+    processed_at: at('10:00:01'),
+  }),
+  testRow({
+    message_id: 'm1',
+    dedup_key: 'gs://b/a.pdf#1',
+    ...objectColumns('b', 'a.pdf', '1'),
+    processed_at: at('10:00:00'),
+  }),
+  // A tie on processed_at: the smaller message_id wins.
+  testRow({
+    message_id: 'm4',
+    dedup_key: 'gs://b/tie.pdf#1',
+    ...objectColumns('b', 'tie.pdf', '1'),
+    processed_at: at('11:00:00'),
+  }),
+  testRow({
+    message_id: 'm3',
+    dedup_key: 'gs://b/tie.pdf#1',
+    ...objectColumns('b', 'tie.pdf', '1'),
+    processed_at: at('11:00:00'),
+  }),
+  // Message mode: one object analysed under two message keys.
+  testRow({
+    message_id: 'm5',
+    dedup_key: 'm5',
+    ...objectColumns('b', 'twice.pdf', '7'),
+    processed_at: at('12:00:00'),
+  }),
+  testRow({
+    message_id: 'm6',
+    dedup_key: 'm6',
+    ...objectColumns('b', 'twice.pdf', '7'),
+    processed_at: at('12:00:05'),
+  }),
+  // A rejection, an event that is not work (no object), a rejected duplicate of an ok object.
+  testRow({
+    message_id: 'm7',
+    dedup_key: 'gs://b/big.pdf#3',
+    ...objectColumns('b', 'big.pdf', '3'),
+    status: 'rejected',
+    reason: 'too_large',
+    analysis: null,
+    model: null,
+    processed_at: at('13:00:00'),
+  }),
+  testRow({
+    message_id: 'm8',
+    dedup_key: 'm8',
+    object_uri: null,
+    bucket: null,
+    object_name: null,
+    generation: null,
+    status: 'rejected',
+    reason: 'unsupported_event_type',
+    analysis: null,
+    processed_at: '2026-12-01T00:30:00.000Z',
+  }),
+  testRow({
+    message_id: 'm9',
+    dedup_key: 'm9',
+    ...objectColumns('b', 'a.pdf', '1'),
+    status: 'rejected',
+    reason: 'object_gone',
+    analysis: null,
+    processed_at: '2026-12-01T01:00:00.000Z',
+  }),
+];
+
+/** The SQLite side: the contract's DDL without UNIQUE (BigQuery has none) and the SQLite views. */
+function sqliteWith(rows: Row[]): DatabaseSync {
+  const db = new DatabaseSync(':memory:');
+  db.exec(sqliteTableDdl('rows').replace(' UNIQUE', ''));
+  for (const view of VIEW_NAMES) db.exec(`CREATE VIEW ${view} AS ${viewSql('sqlite', view, 'rows')}`);
+  const insert = db.prepare(
+    `INSERT INTO rows (${COLUMN_NAMES.join(', ')}) VALUES (${COLUMN_NAMES.map((c) => `:${c}`).join(', ')})`,
+  );
+  const json = new Set<string>(COLUMNS.filter((c) => c.type === 'JSON').map((c) => c.name));
+  for (const row of rows) {
+    const values: Record<string, SQLInputValue> = {};
+    for (const name of COLUMN_NAMES) {
+      const value = row[name];
+      values[name] = json.has(name) && value !== null ? JSON.stringify(value) : (value as SQLInputValue);
+    }
+    insert.run(values);
+  }
+  return db;
+}
+
+/** A stable order for comparing result sets (every view has one of these keys, unique in it). */
+const SORT_KEY: Record<ViewName, string> = {
+  documents: 'dedup_key',
+  duplicate_objects: 'object_uri',
+  delivery_stats: 'day',
+};
+
+const sorted = (view: ViewName, rows: Array<Record<string, unknown>>) =>
+  [...rows].sort((a, b) => String(a[SORT_KEY[view]]).localeCompare(String(b[SORT_KEY[view]])));
+
+describe('the views: GoogleSQL on bigquery-emulator and SQLite give the same answers on the same rows', () => {
+  let table: string;
+  let sqlite: DatabaseSync;
+
+  beforeAll(async () => {
+    table = await createRowsTable();
+    await insertRows(table, FIXTURE);
+    for (const view of VIEW_NAMES) {
+      await bigquery.dataset(DATASET).createTable(`${table.split('.')[2]}_${view}`, {
+        view: { query: viewSql('googlesql', view, table), useLegacySql: false },
+      });
+    }
+    sqlite = sqliteWith(FIXTURE);
+  });
+  afterAll(() => sqlite?.close());
+
+  const fromBigQuery = (view: ViewName) => query(`SELECT * FROM \`${table}_${view}\``);
+  const fromSqlite = (view: ViewName) =>
+    sqlite
+      .prepare(`SELECT * FROM ${view}`)
+      .all()
+      .map((r) => plainRow({ ...r }));
+
+  it.each(VIEW_NAMES)('%s: same rows, same columns, same values', async (view) => {
+    const google = sorted(view, await fromBigQuery(view));
+    const local = sorted(view, fromSqlite(view));
+    expect(google.length).toBeGreaterThan(0);
+    expect(google).toEqual(local);
+    expect(Object.keys(google[0]!)).toEqual(Object.keys(local[0]!));
+  });
+
+  it('documents keeps the first row per key by processed_at, ties to the smaller message_id', async () => {
+    const documents = sorted('documents', await fromBigQuery('documents'));
+    expect(documents.map((d) => [d.dedup_key, d.message_id])).toEqual([
+      ['gs://b/a.pdf#1', 'm1'],
+      ['gs://b/big.pdf#3', 'm7'],
+      ['gs://b/tie.pdf#1', 'm3'],
+      ['m5', 'm5'],
+      ['m6', 'm6'],
+      ['m8', 'm8'],
+      ['m9', 'm9'],
+    ]);
+    // Whole rows survive the trip: types, nulls and the JSON analysis.
+    const first = documents.find((d) => d.message_id === 'm1');
+    expect(first).toEqual(plainRow({ ...FIXTURE[1]! }));
+  });
+
+  it('duplicate_objects lists objects with more than one ok row, in first-row order', async () => {
+    const rows = sorted('duplicate_objects', await fromBigQuery('duplicate_objects'));
+    expect(rows.map((r) => [r.object_uri, r.ok_rows, r.message_ids])).toEqual([
+      ['gs://b/a.pdf#1', 2, 'm1,m2'],
+      ['gs://b/tie.pdf#1', 2, 'm3,m4'],
+      ['gs://b/twice.pdf#7', 2, 'm5,m6'],
+    ]);
+  });
+
+  it('delivery_stats counts per day, duplicates beyond the first row per key included', async () => {
+    const rows = sorted('delivery_stats', await fromBigQuery('delivery_stats'));
+    expect(rows).toEqual([
+      {
+        day: '2026-11-30',
+        row_count: 7,
+        ok_rows: 6,
+        rejected_rows: 1,
+        duplicate_rows: 2,
+        duplicate_rate: 2 / 7,
+        doubled_object_rows: 3,
+      },
+      {
+        day: '2026-12-01',
+        row_count: 2,
+        ok_rows: 0,
+        rejected_rows: 2,
+        duplicate_rows: 0,
+        duplicate_rate: 0,
+        doubled_object_rows: 0,
+      },
+    ]);
+  });
+});
