@@ -1,0 +1,71 @@
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
+import { SQLITE_TABLE } from '../../worker/src/adapters/sqlite-store';
+import { COLUMN_NAMES, COLUMNS, type Row, sqliteTableDdl } from '../../worker/src/contract/row';
+import type { Store } from '../../worker/src/core/ports';
+
+const JSON_COLUMNS = new Set<string>(COLUMNS.filter((c) => c.type === 'JSON').map((c) => c.name));
+
+/** The worker's table DDL without the unique dedup key: what the plain sample would create. */
+export function naiveTableDdl(table: string): string {
+  const ddl = sqliteTableDdl(table);
+  const withoutUnique = ddl.replace(/ UNIQUE\b/g, '');
+  if (withoutUnique === ddl)
+    throw new Error('the table DDL no longer declares a UNIQUE key: update the benchmark');
+  return withoutUnique;
+}
+
+/**
+ * The store of the naive consumer (b): the "parse, process, insert" sample with no dedup at all.
+ * `seen()` never looks and `record()` is a plain INSERT, so every delivery (redeliveries too) is
+ * analysed and becomes a row. Same SQLite settings as {@link SqliteStore}, so the only difference
+ * between the naive consumer and the worker is the dedup.
+ */
+export class NaiveSqliteStore implements Store {
+  private readonly db: DatabaseSync;
+  private readonly insert;
+
+  constructor(options: { path: string }) {
+    if (options.path !== ':memory:') mkdirSync(path.dirname(options.path), { recursive: true });
+    this.db = new DatabaseSync(options.path);
+    this.db.exec('PRAGMA busy_timeout = 5000');
+    this.db.exec('PRAGMA journal_mode = WAL');
+    this.db.exec('PRAGMA synchronous = NORMAL');
+    this.db.exec(naiveTableDdl(SQLITE_TABLE));
+    const placeholders = COLUMN_NAMES.map((c) => `:${c}`).join(', ');
+    this.insert = this.db.prepare(
+      `INSERT INTO ${SQLITE_TABLE} (${COLUMN_NAMES.join(', ')}) VALUES (${placeholders})`,
+    );
+  }
+
+  /** The naive consumer never looks: every delivery is new work. */
+  async seen(_dedupKey: string): Promise<boolean> {
+    return false;
+  }
+
+  /** A plain INSERT: always a new row. */
+  async record(row: Row): Promise<boolean> {
+    const values: Record<string, SQLInputValue> = {};
+    for (const name of COLUMN_NAMES) {
+      const value = row[name];
+      values[name] =
+        JSON_COLUMNS.has(name) && value !== null ? JSON.stringify(value) : (value as SQLInputValue);
+    }
+    this.insert.run(values);
+    return true;
+  }
+
+  async ping(): Promise<void> {
+    this.db.prepare('SELECT 1').get();
+  }
+
+  async close(): Promise<void> {
+    if (this.db.isOpen) this.db.close();
+  }
+
+  /** Rows in the table (the benchmark checks that redeliveries became extra rows). */
+  count(): number {
+    return Number((this.db.prepare(`SELECT COUNT(*) AS n FROM ${SQLITE_TABLE}`).get() as { n: number }).n);
+  }
+}
