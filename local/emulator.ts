@@ -1,7 +1,8 @@
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
+import { startGroupProcess } from './process-group';
 
 /** A running Pub/Sub emulator started by {@link startPubSubEmulator}. */
 export interface PubSubEmulator {
@@ -30,25 +31,40 @@ const INSTALL_HINT =
   'Set DOCLINE_PUBSUB_EMULATOR_BIN to the `cloud-pubsub-emulator` script if it lives elsewhere.';
 
 /** Finds the emulator's launcher script, or throws an error that says how to install it. */
-export function findEmulatorBinary(env: NodeJS.ProcessEnv = process.env): string {
+export const WELL_KNOWN_SDK_ROOTS: readonly string[] = [
+  '/usr/lib/google-cloud-sdk',
+  '/usr/share/google-cloud-sdk',
+  '/opt/google-cloud-sdk',
+];
+
+const LAUNCHER = 'platform/pubsub-emulator/bin/cloud-pubsub-emulator';
+
+export function findEmulatorBinary(
+  env: NodeJS.ProcessEnv = process.env,
+  sdkRoots: readonly string[] = WELL_KNOWN_SDK_ROOTS,
+): string {
   const candidates: string[] = [];
   if (env.DOCLINE_PUBSUB_EMULATOR_BIN) candidates.push(env.DOCLINE_PUBSUB_EMULATOR_BIN);
-  const roots = ['/usr/lib/google-cloud-sdk', '/usr/share/google-cloud-sdk', '/opt/google-cloud-sdk'];
-  try {
-    const root = execFileSync('gcloud', ['info', '--format=value(installation.sdk_root)'], {
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'ignore'],
-      timeout: 20_000,
-    }).trim();
-    if (root) roots.unshift(root);
-  } catch {
-    // gcloud is not on PATH: the well-known install folders below are still worth a look.
+  for (const root of sdkRoots) candidates.push(path.join(root, LAUNCHER));
+  let found = candidates.find((c) => existsSync(c));
+  if (!found) {
+    // Not in a usual place: ask gcloud where its SDK lives (slow, so only as a last resort).
+    try {
+      const root = execFileSync('gcloud', ['info', '--format=value(installation.sdk_root)'], {
+        encoding: 'utf8',
+        env,
+        stdio: ['ignore', 'pipe', 'ignore'],
+        timeout: 20_000,
+      }).trim();
+      if (root) candidates.push(path.join(root, LAUNCHER));
+    } catch {
+      // gcloud is not on PATH either.
+    }
+    found = candidates.find((c) => existsSync(c));
   }
-  for (const root of roots)
-    candidates.push(path.join(root, 'platform/pubsub-emulator/bin/cloud-pubsub-emulator'));
-  const found = candidates.find((c) => existsSync(c));
-  if (!found)
+  if (!found) {
     throw new Error(`Pub/Sub emulator not found (looked in ${candidates.join(', ')}). ${INSTALL_HINT}`);
+  }
   return found;
 }
 
@@ -66,34 +82,6 @@ export function freePort(): Promise<number> {
   });
 }
 
-const running = new Set<ChildProcess>();
-let exitHooksInstalled = false;
-
-function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
-  if (child.pid === undefined) return;
-  try {
-    process.kill(-child.pid, signal);
-  } catch {
-    // The group is already gone.
-  }
-}
-
-/** Whatever ends this process also ends the emulators it started: no orphaned JVMs. */
-function installExitHooks(): void {
-  if (exitHooksInstalled) return;
-  exitHooksInstalled = true;
-  process.on('exit', () => {
-    for (const child of running) killGroup(child, 'SIGKILL');
-  });
-  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
-    process.once(signal, () => {
-      for (const child of running) killGroup(child, 'SIGKILL');
-      // Nobody else handles the signal: die of it, as the process would have without this hook.
-      if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
-    });
-  }
-}
-
 /**
  * Starts the real Pub/Sub emulator on a loopback port, in its own process group, and resolves once
  * its REST surface answers. The group is stopped by `stop()`, and also when this process exits.
@@ -103,53 +91,14 @@ export async function startPubSubEmulator(options: StartOptions = {}): Promise<P
   const port = options.port ?? (await freePort());
   const host = `127.0.0.1:${port}`;
   const baseUrl = `http://${host}`;
-  const child = spawn(binary, [`--host=127.0.0.1`, `--port=${port}`], {
-    detached: true,
-    stdio: ['ignore', 'pipe', 'pipe'],
+  const group = await startGroupProcess({
+    label: 'The Pub/Sub emulator',
+    command: binary,
+    args: ['--host=127.0.0.1', `--port=${port}`],
+    ready: async () => (await fetch(`${baseUrl}/`, { signal: AbortSignal.timeout(1_000) })).ok,
+    readyTimeoutMs: options.readyTimeoutMs ?? 60_000,
+    onOutput: options.onOutput,
+    hint: INSTALL_HINT,
   });
-  installExitHooks();
-  running.add(child);
-  let output = '';
-  const collect = (chunk: Buffer) => {
-    const text = chunk.toString();
-    output = (output + text).slice(-4000);
-    if (options.onOutput) for (const line of text.split('\n')) if (line) options.onOutput(line);
-  };
-  child.stdout?.on('data', collect);
-  child.stderr?.on('data', collect);
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  child.once('exit', () => running.delete(child));
-
-  const stop = async () => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    killGroup(child, 'SIGTERM');
-    const timer = setTimeout(() => killGroup(child, 'SIGKILL'), 5_000);
-    await exited;
-    clearTimeout(timer);
-    killGroup(child, 'SIGKILL'); // the JVM may outlive the launcher script
-  };
-
-  const deadline = Date.now() + (options.readyTimeoutMs ?? 60_000);
-  let stillStarting = true;
-  void exited.then(() => {
-    stillStarting = false;
-  });
-  while (Date.now() < deadline) {
-    if (!stillStarting) {
-      throw new Error(
-        `The Pub/Sub emulator exited before it was ready. Its output:\n${output}\n${INSTALL_HINT}`,
-      );
-    }
-    try {
-      const res = await fetch(`${baseUrl}/`, { signal: AbortSignal.timeout(1_000) });
-      if (res.ok) return { host, baseUrl, stop };
-    } catch {
-      // not listening yet
-    }
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-  await stop();
-  throw new Error(
-    `The Pub/Sub emulator did not answer on ${host} within the timeout. Its output:\n${output}`,
-  );
+  return { host, baseUrl, stop: group.stop };
 }

@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { type PubSubEmulator, startPubSubEmulator } from '../emulator';
+import { findEmulatorBinary, type PubSubEmulator, startPubSubEmulator } from '../emulator';
 import { PubSubRest } from '../pubsub';
 
 interface Push {
@@ -88,5 +88,20 @@ describe('the Pub/Sub emulator started by local/emulator', () => {
     } finally {
       await endpoint.close();
     }
+  });
+});
+
+describe('findEmulatorBinary', () => {
+  it('says how to install the emulator when it is nowhere to be found', () => {
+    const env = { PATH: '/nonexistent', DOCLINE_PUBSUB_EMULATOR_BIN: '/nonexistent/cloud-pubsub-emulator' };
+    expect(() => findEmulatorBinary(env, [])).toThrow(
+      /not found[\s\S]*gcloud components install pubsub-emulator/,
+    );
+  });
+
+  it('takes DOCLINE_PUBSUB_EMULATOR_BIN first', () => {
+    expect(
+      findEmulatorBinary({ PATH: '/nonexistent', DOCLINE_PUBSUB_EMULATOR_BIN: process.execPath }, []),
+    ).toBe(process.execPath);
   });
 });
