@@ -49,7 +49,11 @@ function files(folder: string): Array<{ name: string; bytes: Buffer }> {
     .map((f) => ({ name: `${folder}/${f}`, bytes: readFileSync(path.join(dir, f)) }));
 }
 
-const ok = (line: string) => console.log(`OK   ${line}`);
+let passed = 0;
+const ok = (line: string) => {
+  passed += 1;
+  console.log(`OK   ${line}`);
+};
 
 async function run(target: Target): Promise<void> {
   const run = Date.now().toString(36);
@@ -147,10 +151,12 @@ async function main(): Promise<number> {
     console.log(`docline e2e against the ${target.description}`);
     await run(target);
     console.log(`e2e passed in ${Math.round((Date.now() - started) / 1000)} s`);
+    console.log(`e2e: ${passed} passed, 0 failed`);
     return 0;
   } catch (error) {
     endProgress();
     console.log(`FAIL ${error instanceof CheckFailed ? error.message : (error as Error).stack}`);
+    console.log(`e2e: ${passed} passed, 1 failed`);
     return 1;
   } finally {
     await target?.close();
