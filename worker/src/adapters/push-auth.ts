@@ -37,10 +37,10 @@ export function createPushVerifier(
       );
       payload = ticket.getPayload() as Record<string, unknown> | undefined;
     } catch (error) {
-      throw new PushAuthError(
-        'forbidden',
-        `the push token is not valid: ${(error as Error).message.split('\n')[0]}`,
-      );
+      // google-auth-library puts the whole token, or its payload, in some messages ("Invalid token
+      // signature: <jwt>"): keep only the kind of failure, never the credential.
+      const kind = ((error as Error).message ?? '').split(/[:,\n]/)[0]!.slice(0, 80);
+      throw new PushAuthError('forbidden', `the push token is not valid: ${kind}`);
     }
     if (payload?.email !== options.serviceAccount || payload?.email_verified !== true) {
       throw new PushAuthError('forbidden', 'the push token was not issued to the push service account');

@@ -1,0 +1,128 @@
+/**
+ * A test composition of the worker: the production composition root (loadConfig → buildAdapters →
+ * serve) with fault switches wrapped around the adapters. Only the reliability suites start it;
+ * no production configuration can reach these switches, because main.ts never reads them.
+ *
+ * Switches (environment of this process only):
+ * - FAULT_CRASH_AT=after_read|after_analysis|after_record and FAULT_CRASH_NAME=<object name>: the
+ *   process SIGKILLs itself at that point, once (a marker file in the data dir remembers it).
+ * - FAULT_HOLD_NAME=<object name>: the first analysis of that object waits until a second analysis
+ *   of the same object has started (a redelivery overlapping the first request), then both go on.
+ * - FAULT_BIGQUERY_URL=<url>: the store is the BigQuery store on that local server (BIGQUERY_TABLE
+ *   names the table), instead of a client for the real service.
+ * - FAULT_PUSH_CERTS=<JSON {kid: PEM}>: push tokens are verified against these keys instead of
+ *   Google's certificates (PUSH_AUTH_AUDIENCE and PUSH_AUTH_SERVICE_ACCOUNT as in production).
+ *
+ * Every analysis appends one line to `<data dir>/analyses.log` before it starts, so the count
+ * survives a SIGKILL.
+ */
+import { appendFileSync, existsSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { loadConfig } from '../../../src/config';
+import type { Analyzer, ObjectRef, Reader, Store } from '../../../src/core/ports';
+import { JsonLogger } from '../../../src/log';
+import { type Adapters, buildAdapters, serve } from '../../../src/main';
+import { ANALYSES_LOG, type AnalysisLogLine, type CrashPoint } from './fault-switches';
+
+async function main(): Promise<void> {
+  const env = process.env;
+  const config = loadConfig(env);
+  const logger = new JsonLogger({ level: config.logLevel });
+  const adapters: Adapters = await buildAdapters(config, logger);
+
+  const crashAt = env.FAULT_CRASH_AT as CrashPoint | undefined;
+  const crashName = env.FAULT_CRASH_NAME;
+  const crashMarker = path.join(
+    config.dataDir,
+    `crashed-${crashAt}-${Buffer.from(crashName ?? '').toString('hex')}`,
+  );
+  const crash = (point: CrashPoint, name: string) => {
+    if (point !== crashAt || name !== crashName || existsSync(crashMarker)) return;
+    writeFileSync(crashMarker, `${process.pid}\n`);
+    process.kill(process.pid, 'SIGKILL');
+  };
+
+  const reader: Reader = {
+    async read(ref: ObjectRef, maxBytes: number) {
+      const bytes = await adapters.reader.read(ref, maxBytes);
+      crash('after_read', ref.name);
+      return bytes;
+    },
+  };
+
+  const analysesLog = path.join(config.dataDir, ANALYSES_LOG);
+  const holdName = env.FAULT_HOLD_NAME;
+  const started = new Map<string, number>();
+  const waiting = new Map<string, () => void>();
+  const analyzer: Analyzer = {
+    async analyze(input) {
+      const line: AnalysisLogLine = { name: input.name, pid: process.pid };
+      appendFileSync(analysesLog, `${JSON.stringify(line)}\n`);
+      const count = (started.get(input.name) ?? 0) + 1;
+      started.set(input.name, count);
+      if (input.name === holdName) {
+        if (count === 1) {
+          // Held until the overlapping redelivery arrives; a bound keeps a missing redelivery visible
+          // as one analysis instead of a hung worker.
+          await new Promise<void>((resolve) => {
+            waiting.set(input.name, resolve);
+            setTimeout(resolve, 120_000).unref();
+          });
+        } else waiting.get(input.name)?.();
+      }
+      const result = await adapters.analyzer.analyze(input);
+      crash('after_analysis', input.name);
+      return result;
+    },
+  };
+
+  let store: Store = adapters.store;
+  if (env.FAULT_BIGQUERY_URL) {
+    if (config.store.kind !== 'bigquery') throw new Error('FAULT_BIGQUERY_URL needs BIGQUERY_TABLE');
+    const { BigQuery } = await import('@google-cloud/bigquery');
+    const { BigQueryStore } = await import('../../../src/adapters/bigquery-store.js');
+    const { staticTokenAuth } = await import('../../support/fake-bigquery.js');
+    const [project] = config.store.table.split('.');
+    store = new BigQueryStore({
+      bigquery: new BigQuery({
+        projectId: project,
+        apiEndpoint: env.FAULT_BIGQUERY_URL,
+        authClient: (await staticTokenAuth()) as never,
+        autoRetry: false,
+      }),
+      table: config.store.table,
+      location: config.store.location,
+      logger,
+    });
+  }
+  const inner = store;
+  const recordingStore: Store = {
+    seen: (key) => inner.seen(key),
+    async record(row) {
+      const inserted = await inner.record(row);
+      if (row.object_name) crash('after_record', row.object_name);
+      return inserted;
+    },
+    ping: () => inner.ping(),
+    close: async () => inner.close?.(),
+  };
+
+  let authenticate = adapters.authenticate;
+  if (env.FAULT_PUSH_CERTS) {
+    if (!config.pushAuth)
+      throw new Error('FAULT_PUSH_CERTS needs PUSH_AUTH_AUDIENCE and PUSH_AUTH_SERVICE_ACCOUNT');
+    const { createPushVerifier } = await import('../../../src/adapters/push-auth.js');
+    const certificates = JSON.parse(env.FAULT_PUSH_CERTS) as Record<string, string>;
+    authenticate = createPushVerifier({ ...config.pushAuth, certificates: async () => certificates });
+  }
+
+  const worker = await serve(config, { store: recordingStore, reader, analyzer, authenticate }, logger);
+  process.once('SIGTERM', () => {
+    void worker.stop().then(() => process.exit(0));
+  });
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`${error instanceof Error ? error.stack : String(error)}\n`);
+  process.exit(1);
+});
