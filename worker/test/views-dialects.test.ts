@@ -1,7 +1,7 @@
 import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
 import { COLUMN_NAMES, COLUMNS, type Row, sqliteTableDdl } from '../src/contract/row';
 import { VIEW_NAMES, type ViewName, viewSql } from '../src/contract/views';
-import { testRow } from './support/builders';
+import { VIEW_FIXTURE } from './support/view-fixture';
 
 /*
  * The views mean the same in both dialects. There is no BigQuery here, so:
@@ -17,92 +17,6 @@ import { testRow } from './support/builders';
  * Timestamps are compared as text in SQLite: right only because the worker always writes
  * `toISOString()` (fixed width, UTC, milliseconds).
  */
-
-/** Rows as BigQuery can hold them: no uniqueness, so duplicates per key are possible. */
-const at = (time: string) => `2026-11-30T${time}.000Z`;
-/** The object columns of a gs://bucket/name#generation URI, consistent with each other. */
-const object = (uri: string) => {
-  const [, bucket, name, generation] = /^gs:\/\/([^/]+)\/(.+)#(\d+)$/.exec(uri) as unknown as [
-    string,
-    string,
-    string,
-    string,
-  ];
-  return { object_uri: uri, bucket, object_name: name, generation };
-};
-const FIXTURE: Row[] = [
-  // One key recorded twice by a race: the earliest row wins.
-  testRow({
-    message_id: 'm2',
-    dedup_key: 'gs://b/a.pdf#1',
-    ...object('gs://b/a.pdf#1'),
-    processed_at: at('10:00:01'),
-  }),
-  testRow({
-    message_id: 'm1',
-    dedup_key: 'gs://b/a.pdf#1',
-    ...object('gs://b/a.pdf#1'),
-    processed_at: at('10:00:00'),
-  }),
-  // A tie on processed_at: the smaller message_id wins in both dialects.
-  testRow({
-    message_id: 'm4',
-    dedup_key: 'gs://b/tie.pdf#1',
-    ...object('gs://b/tie.pdf#1'),
-    processed_at: at('11:00:00'),
-  }),
-  testRow({
-    message_id: 'm3',
-    dedup_key: 'gs://b/tie.pdf#1',
-    ...object('gs://b/tie.pdf#1'),
-    processed_at: at('11:00:00'),
-  }),
-  // Message mode: one object analysed under two message keys (a doubled notification).
-  testRow({
-    message_id: 'm5',
-    dedup_key: 'm5',
-    ...object('gs://b/twice.pdf#7'),
-    processed_at: at('12:00:00'),
-  }),
-  testRow({
-    message_id: 'm6',
-    dedup_key: 'm6',
-    ...object('gs://b/twice.pdf#7'),
-    processed_at: at('12:00:05'),
-  }),
-  // A rejection, and an event that is not work (no object).
-  testRow({
-    message_id: 'm7',
-    dedup_key: 'gs://b/big.pdf#3',
-    ...object('gs://b/big.pdf#3'),
-    status: 'rejected',
-    reason: 'too_large',
-    analysis: null,
-    processed_at: at('13:00:00'),
-  }),
-  testRow({
-    message_id: 'm8',
-    dedup_key: 'm8',
-    object_uri: null,
-    bucket: null,
-    object_name: null,
-    generation: null,
-    status: 'rejected',
-    reason: 'unsupported_event_type',
-    analysis: null,
-    processed_at: '2026-12-01T00:30:00.000Z',
-  }),
-  // A rejected duplicate of an ok object does not make it a duplicate object.
-  testRow({
-    message_id: 'm9',
-    dedup_key: 'm9',
-    ...object('gs://b/a.pdf#1'),
-    status: 'rejected',
-    reason: 'object_gone',
-    analysis: null,
-    processed_at: '2026-12-01T01:00:00.000Z',
-  }),
-];
 
 // ---- Expected answers, computed without SQL -------------------------------------------------
 
@@ -216,7 +130,7 @@ const pick = (rows: Array<Record<string, unknown>>, keys: string[]) =>
 describe('views in both dialects', () => {
   let db: DatabaseSync;
   beforeEach(() => {
-    db = database(FIXTURE);
+    db = database(VIEW_FIXTURE);
   });
   afterEach(() => db.close());
 
@@ -229,7 +143,7 @@ describe('views in both dialects', () => {
     it('documents: one row per dedup key, the first recorded (ties broken by message_id)', () => {
       const rows = run(db, sqlOf('documents')).sort(sortBy('dedup_key'));
       expect(pick(rows, ['dedup_key', 'message_id'])).toEqual(
-        expectedDocuments(FIXTURE).sort((a, b) => a.dedup_key.localeCompare(b.dedup_key)),
+        expectedDocuments(VIEW_FIXTURE).sort((a, b) => a.dedup_key.localeCompare(b.dedup_key)),
       );
       expect(Object.keys(rows[0]!)).toEqual([...COLUMN_NAMES]);
     });
@@ -238,23 +152,23 @@ describe('views in both dialects', () => {
       const rows = run(db, sqlOf('duplicate_objects')).sort(sortBy('object_uri'));
       expect(
         pick(rows, ['object_uri', 'ok_rows', 'message_ids', 'first_processed_at', 'last_processed_at']),
-      ).toEqual(expectedDuplicateObjects(FIXTURE).sort(sortBy('object_uri')));
+      ).toEqual(expectedDuplicateObjects(VIEW_FIXTURE).sort(sortBy('object_uri')));
     });
 
     it('delivery_stats: per day, rows by status, rows beyond the first per key, doubled objects', () => {
       const rows = run(db, sqlOf('delivery_stats')).sort(sortBy('day'));
-      expect(rows).toEqual(expectedDeliveryStats(FIXTURE).sort(sortBy('day')));
+      expect(rows).toEqual(expectedDeliveryStats(VIEW_FIXTURE).sort(sortBy('day')));
     });
   });
 
   it('the fixture exercises every case (so the comparisons above can fail)', () => {
-    expect(expectedDocuments(FIXTURE).length).toBeLessThan(FIXTURE.length);
-    expect(expectedDuplicateObjects(FIXTURE).map((d) => d.object_uri)).toEqual([
+    expect(expectedDocuments(VIEW_FIXTURE).length).toBeLessThan(VIEW_FIXTURE.length);
+    expect(expectedDuplicateObjects(VIEW_FIXTURE).map((d) => d.object_uri)).toEqual([
       'gs://b/a.pdf#1',
       'gs://b/tie.pdf#1',
       'gs://b/twice.pdf#7',
     ]);
-    expect(expectedDeliveryStats(FIXTURE).map((d) => d.duplicate_rows)).toEqual([2, 0]);
+    expect(expectedDeliveryStats(VIEW_FIXTURE).map((d) => d.duplicate_rows)).toEqual([2, 0]);
   });
 
   it.each(VIEW_NAMES)('%s has the same output columns in both dialects', (view) => {

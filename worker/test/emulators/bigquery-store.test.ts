@@ -16,6 +16,7 @@ import type { Clock } from '../../src/core/ports';
 import { testRow } from '../support/builders';
 import { staticTokenAuth } from '../support/fake-bigquery';
 import { describeStoreContract } from '../support/store-contract';
+import { VIEW_FIXTURE } from '../support/view-fixture';
 import { type BigQueryEmulator, startBigQueryEmulator } from './support/bigquery-emulator';
 
 /*
@@ -256,89 +257,6 @@ describe('BigQueryStore on bigquery-emulator', () => {
 
 // ---- The views: GoogleSQL on bigquery-emulator against SQLite on the same rows ----------------
 
-const at = (time: string) => `2026-11-30T${time}.000Z`;
-const objectColumns = (bucket: string, name: string, generation: string) => ({
-  object_uri: `gs://${bucket}/${name}#${generation}`,
-  bucket,
-  object_name: name,
-  generation,
-});
-
-/** Rows as BigQuery can hold them (no uniqueness), each case of the views once. */
-const FIXTURE: Row[] = [
-  // One key written twice by a race: the earlier row is the document.
-  testRow({
-    message_id: 'm2',
-    dedup_key: 'gs://b/a.pdf#1',
-    ...objectColumns('b', 'a.pdf', '1'),
-    processed_at: at('10:00:01'),
-  }),
-  testRow({
-    message_id: 'm1',
-    dedup_key: 'gs://b/a.pdf#1',
-    ...objectColumns('b', 'a.pdf', '1'),
-    processed_at: at('10:00:00'),
-  }),
-  // A tie on processed_at: the smaller message_id wins.
-  testRow({
-    message_id: 'm4',
-    dedup_key: 'gs://b/tie.pdf#1',
-    ...objectColumns('b', 'tie.pdf', '1'),
-    processed_at: at('11:00:00'),
-  }),
-  testRow({
-    message_id: 'm3',
-    dedup_key: 'gs://b/tie.pdf#1',
-    ...objectColumns('b', 'tie.pdf', '1'),
-    processed_at: at('11:00:00'),
-  }),
-  // Message mode: one object analysed under two message keys.
-  testRow({
-    message_id: 'm5',
-    dedup_key: 'm5',
-    ...objectColumns('b', 'twice.pdf', '7'),
-    processed_at: at('12:00:00'),
-  }),
-  testRow({
-    message_id: 'm6',
-    dedup_key: 'm6',
-    ...objectColumns('b', 'twice.pdf', '7'),
-    processed_at: at('12:00:05'),
-  }),
-  // A rejection, an event that is not work (no object), a rejected duplicate of an ok object.
-  testRow({
-    message_id: 'm7',
-    dedup_key: 'gs://b/big.pdf#3',
-    ...objectColumns('b', 'big.pdf', '3'),
-    status: 'rejected',
-    reason: 'too_large',
-    analysis: null,
-    model: null,
-    processed_at: at('13:00:00'),
-  }),
-  testRow({
-    message_id: 'm8',
-    dedup_key: 'm8',
-    object_uri: null,
-    bucket: null,
-    object_name: null,
-    generation: null,
-    status: 'rejected',
-    reason: 'unsupported_event_type',
-    analysis: null,
-    processed_at: '2026-12-01T00:30:00.000Z',
-  }),
-  testRow({
-    message_id: 'm9',
-    dedup_key: 'm9',
-    ...objectColumns('b', 'a.pdf', '1'),
-    status: 'rejected',
-    reason: 'object_gone',
-    analysis: null,
-    processed_at: '2026-12-01T01:00:00.000Z',
-  }),
-];
-
 /** The SQLite side: the contract's DDL without UNIQUE (BigQuery has none) and the SQLite views. */
 function sqliteWith(rows: Row[]): DatabaseSync {
   const db = new DatabaseSync(':memory:');
@@ -375,13 +293,13 @@ describe('the views: GoogleSQL on bigquery-emulator and SQLite give the same ans
 
   beforeAll(async () => {
     table = await createRowsTable();
-    await insertRows(table, FIXTURE);
+    await insertRows(table, VIEW_FIXTURE);
     for (const view of VIEW_NAMES) {
       await bigquery.dataset(DATASET).createTable(`${table.split('.')[2]}_${view}`, {
         view: { query: viewSql('googlesql', view, table), useLegacySql: false },
       });
     }
-    sqlite = sqliteWith(FIXTURE);
+    sqlite = sqliteWith(VIEW_FIXTURE);
   });
   afterAll(() => sqlite?.close());
 
@@ -413,7 +331,7 @@ describe('the views: GoogleSQL on bigquery-emulator and SQLite give the same ans
     ]);
     // Whole rows survive the trip: types, nulls and the JSON analysis.
     const first = documents.find((d) => d.message_id === 'm1');
-    expect(first).toEqual(plainRow({ ...FIXTURE[1]! }));
+    expect(first).toEqual(plainRow({ ...VIEW_FIXTURE[1]! }));
   });
 
   it('duplicate_objects lists objects with more than one ok row, in first-row order', async () => {
