@@ -26,36 +26,27 @@ export abstract class DoclineError extends Error {
   }
 }
 
-/** The document can never be processed: it gets a `rejected` row with this reason. */
-export class RejectionError extends DoclineError {
-  readonly code: RejectionReason;
-  constructor(reason: RejectionReason, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.code = reason;
-  }
-}
-
-/** A failure that a later delivery may not meet (store busy, analyzer rate-limited): Pub/Sub retries. */
-export class TransientError extends DoclineError {
-  readonly code: string;
-  constructor(code: string, message: string, options?: { cause?: unknown }) {
+/** An error whose code is given where it is raised (a reason, or an adapter's own failure code). */
+abstract class CodedError<Code extends string> extends DoclineError {
+  readonly code: Code;
+  constructor(code: Code, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.code = code;
   }
 }
+
+/** The document can never be processed: it gets a `rejected` row with this reason. */
+export class RejectionError extends CodedError<RejectionReason> {}
+
+/** A failure that a later delivery may not meet (store busy, analyzer rate-limited): Pub/Sub retries. */
+export class TransientError extends CodedError<string> {}
 
 /**
  * A fault in our own configuration that a retry cannot fix *now* but an operator can (a BigQuery
  * byte cap too low, a missing permission). The message is not acknowledged: it ends in the
  * dead-letter topic, to be replayed after the fix. Logged at ERROR with what to change.
  */
-export class ConfigurationError extends DoclineError {
-  readonly code: string;
-  constructor(code: string, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.code = code;
-  }
-}
+export class ConfigurationError extends CodedError<string> {}
 
 /** The request is not a Pub/Sub push envelope: answered 400, no row. */
 export class BadEnvelopeError extends DoclineError {
