@@ -30,7 +30,8 @@ export interface GroupProcessOptions {
   hint?: string;
 }
 
-const running = new Set<ChildProcess>();
+/** Children to kill when this process ends, and whether each leads a process group. */
+const running = new Map<ChildProcess, { group: boolean }>();
 let exitHooksInstalled = false;
 
 function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
@@ -42,20 +43,41 @@ function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
   }
 }
 
-/** Whatever ends this process also ends the groups it started. */
+function killAll(which: 'groups' | 'all'): void {
+  for (const [child, { group }] of running) {
+    if (group) killGroup(child, 'SIGKILL');
+    else if (which === 'all') child.kill('SIGKILL');
+  }
+}
+
+/** Whatever ends this process also ends the children it started. */
 function installExitHooks(): void {
   if (exitHooksInstalled) return;
   exitHooksInstalled = true;
-  process.on('exit', () => {
-    for (const child of running) killGroup(child, 'SIGKILL');
-  });
+  process.on('exit', () => killAll('all'));
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
     process.once(signal, () => {
-      for (const child of running) killGroup(child, 'SIGKILL');
-      // Nobody else handles the signal: die of it, as the process would have without this hook.
-      if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
+      if (process.listenerCount(signal) === 0) {
+        // Nobody else handles the signal: end everything and die of it, as the process would have.
+        killAll('all');
+        process.kill(process.pid, signal);
+      } else {
+        // Another handler shuts down gracefully (it stops the worker itself); the servers go now,
+        // and whatever is left when the process exits goes then.
+        killAll('groups');
+      }
     });
   }
+}
+
+/**
+ * Kills `child` when this process exits or is signalled, unless it ended before. For children that
+ * are not process-group leaders (the worker started by the local pipeline and the tests).
+ */
+export function killOnExit(child: ChildProcess): void {
+  installExitHooks();
+  running.set(child, { group: false });
+  child.once('exit', () => running.delete(child));
 }
 
 export async function startGroupProcess(options: GroupProcessOptions): Promise<GroupProcess> {
@@ -65,7 +87,7 @@ export async function startGroupProcess(options: GroupProcessOptions): Promise<G
     env: { ...process.env, ...options.env },
   });
   installExitHooks();
-  running.add(child);
+  running.set(child, { group: true });
   let output = '';
   const collect = (chunk: Buffer) => {
     const text = chunk.toString();

@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
+import { killOnExit } from './process-group';
 
 /** One structured log line of the worker (Cloud Logging JSON). */
 export interface WorkerLogLine {
@@ -69,6 +70,8 @@ export async function startWorkerProcess(options: WorkerProcessOptions = {}): Pr
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );
+  // A worker never outlives the command or test that started it (Ctrl-C, a crash, a timeout).
+  killOnExit(child);
   const lines: WorkerLogLine[] = [];
   const events = new EventEmitter();
   events.setMaxListeners(0);
