@@ -1,19 +1,13 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
-import { SQLITE_TABLE } from '../../worker/src/adapters/sqlite-store';
-import { COLUMN_NAMES, COLUMNS, type Row, sqliteTableDdl } from '../../worker/src/contract/row';
+import { DatabaseSync } from 'node:sqlite';
+import { insertSql, SQLITE_TABLE, sqliteValues } from '../../worker/src/adapters/sqlite-store';
+import { type Row, sqliteTableDdl } from '../../worker/src/contract/row';
 import type { Store } from '../../worker/src/core/ports';
-
-const JSON_COLUMNS = new Set<string>(COLUMNS.filter((c) => c.type === 'JSON').map((c) => c.name));
 
 /** The worker's table DDL without the unique dedup key: what the plain sample would create. */
 export function naiveTableDdl(table: string): string {
-  const ddl = sqliteTableDdl(table);
-  const withoutUnique = ddl.replace(/ UNIQUE\b/g, '');
-  if (withoutUnique === ddl)
-    throw new Error('the table DDL no longer declares a UNIQUE key: update the benchmark');
-  return withoutUnique;
+  return sqliteTableDdl(table, { unique: false });
 }
 
 /**
@@ -33,10 +27,7 @@ export class NaiveSqliteStore implements Store {
     this.db.exec('PRAGMA journal_mode = WAL');
     this.db.exec('PRAGMA synchronous = NORMAL');
     this.db.exec(naiveTableDdl(SQLITE_TABLE));
-    const placeholders = COLUMN_NAMES.map((c) => `:${c}`).join(', ');
-    this.insert = this.db.prepare(
-      `INSERT INTO ${SQLITE_TABLE} (${COLUMN_NAMES.join(', ')}) VALUES (${placeholders})`,
-    );
+    this.insert = this.db.prepare(insertSql(SQLITE_TABLE));
   }
 
   /** The naive consumer never looks: every delivery is new work. */
@@ -46,13 +37,7 @@ export class NaiveSqliteStore implements Store {
 
   /** A plain INSERT: always a new row. */
   async record(row: Row): Promise<boolean> {
-    const values: Record<string, SQLInputValue> = {};
-    for (const name of COLUMN_NAMES) {
-      const value = row[name];
-      values[name] =
-        JSON_COLUMNS.has(name) && value !== null ? JSON.stringify(value) : (value as SQLInputValue);
-    }
-    this.insert.run(values);
+    this.insert.run(sqliteValues(row));
     return true;
   }
 

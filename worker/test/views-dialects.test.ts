@@ -1,7 +1,7 @@
-import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
-import { COLUMN_NAMES, COLUMNS, type Row, sqliteTableDdl } from '../src/contract/row';
+import type { DatabaseSync } from 'node:sqlite';
+import { COLUMN_NAMES, type Row } from '../src/contract/row';
 import { VIEW_NAMES, type ViewName, viewSql } from '../src/contract/views';
-import { VIEW_FIXTURE } from './support/view-fixture';
+import { rowsDatabase, VIEW_FIXTURE } from './support/view-fixture';
 
 /*
  * The views mean the same in both dialects. There is no BigQuery here, so:
@@ -96,25 +96,6 @@ function googleSqlToSqlite(sql: string, table: string): string {
 
 const TABLE = 'acme-dev.docline.rows';
 
-function database(rows: Row[]): DatabaseSync {
-  const db = new DatabaseSync(':memory:');
-  // BigQuery enforces no uniqueness: the fixture needs duplicate keys, so the UNIQUE goes.
-  db.exec(sqliteTableDdl('rows').replace(' UNIQUE', ''));
-  const insert = db.prepare(
-    `INSERT INTO rows (${COLUMN_NAMES.join(', ')}) VALUES (${COLUMN_NAMES.map((c) => `:${c}`).join(', ')})`,
-  );
-  const json = new Set<string>(COLUMNS.filter((c) => c.type === 'JSON').map((c) => c.name));
-  for (const row of rows) {
-    const values: Record<string, SQLInputValue> = {};
-    for (const name of COLUMN_NAMES) {
-      const value = row[name];
-      values[name] = json.has(name) && value !== null ? JSON.stringify(value) : (value as SQLInputValue);
-    }
-    insert.run(values);
-  }
-  return db;
-}
-
 const run = (db: DatabaseSync, sql: string) =>
   db
     .prepare(sql)
@@ -130,7 +111,7 @@ const pick = (rows: Array<Record<string, unknown>>, keys: string[]) =>
 describe('views in both dialects', () => {
   let db: DatabaseSync;
   beforeEach(() => {
-    db = database(VIEW_FIXTURE);
+    db = rowsDatabase(VIEW_FIXTURE);
   });
   afterEach(() => db.close());
 

@@ -17,6 +17,22 @@ export interface SqliteStoreOptions {
 
 const JSON_COLUMNS = new Set<string>(COLUMNS.filter((c) => c.type === 'JSON').map((c) => c.name));
 
+/** A row as named SQLite parameters (`:column`): JSON columns as text, everything else as is. */
+export function sqliteValues(row: Row): Record<string, SQLInputValue> {
+  const values: Record<string, SQLInputValue> = {};
+  for (const name of COLUMN_NAMES) {
+    const value = row[name];
+    values[name] =
+      JSON_COLUMNS.has(name) && value !== null ? JSON.stringify(value) : (value as SQLInputValue);
+  }
+  return values;
+}
+
+/** `INSERT INTO table (…) VALUES (:…)` over every column, in table order. */
+export function insertSql(table: string): string {
+  return `INSERT INTO ${table} (${COLUMN_NAMES.join(', ')}) VALUES (${COLUMN_NAMES.map((c) => `:${c}`).join(', ')})`;
+}
+
 /**
  * The embedded store: SQLite through node:sqlite, in WAL mode so that several worker processes can
  * share one file. The unique dedup key makes `record()` one conditional statement.
@@ -37,10 +53,7 @@ export class SqliteStore implements Store {
     for (const view of VIEW_NAMES) {
       this.db.exec(`CREATE VIEW IF NOT EXISTS ${view} AS ${viewSql('sqlite', view, SQLITE_TABLE)}`);
     }
-    const placeholders = COLUMN_NAMES.map((c) => `:${c}`).join(', ');
-    this.insert = this.db.prepare(
-      `INSERT INTO ${SQLITE_TABLE} (${COLUMN_NAMES.join(', ')}) VALUES (${placeholders}) ON CONFLICT (dedup_key) DO NOTHING`,
-    );
+    this.insert = this.db.prepare(`${insertSql(SQLITE_TABLE)} ON CONFLICT (dedup_key) DO NOTHING`);
     this.lookup = this.db.prepare(`SELECT 1 AS hit FROM ${SQLITE_TABLE} WHERE dedup_key = ? LIMIT 1`);
   }
 
@@ -49,13 +62,7 @@ export class SqliteStore implements Store {
   }
 
   async record(row: Row): Promise<boolean> {
-    const values: Record<string, SQLInputValue> = {};
-    for (const name of COLUMN_NAMES) {
-      const value = row[name];
-      values[name] =
-        JSON_COLUMNS.has(name) && value !== null ? JSON.stringify(value) : (value as SQLInputValue);
-    }
-    return this.guard(() => this.insert.run(values).changes === 1);
+    return this.guard(() => this.insert.run(sqliteValues(row)).changes === 1);
   }
 
   async ping(): Promise<void> {

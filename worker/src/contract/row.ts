@@ -179,17 +179,23 @@ export function bigQuerySchema(): Array<{ name: string; type: string; mode: stri
   }));
 }
 
-/** SQLite DDL for the table; the unique dedup key is what makes `record()` conditional. */
-export function sqliteTableDdl(table: string): string {
+/**
+ * SQLite DDL for the table; the unique dedup key is what makes `record()` conditional.
+ * `unique: false` gives a table like BigQuery's, which enforces no uniqueness (for tests of the
+ * read side, and the benchmark's naive consumer).
+ */
+export function sqliteTableDdl(table: string, options: { unique?: boolean } = {}): string {
   const sqliteType: Record<ColumnType, string> = {
     STRING: 'TEXT',
     INT64: 'INTEGER',
     TIMESTAMP: 'TEXT',
     JSON: 'TEXT',
   };
+  const unique = options.unique ?? true;
   const columns = COLUMNS.map(
     (c) =>
-      `  ${c.name} ${sqliteType[c.type]}${c.mode === 'REQUIRED' ? ' NOT NULL' : ''}${c.name === 'dedup_key' ? ' UNIQUE' : ''}`,
+      `  ${c.name} ${sqliteType[c.type]}${c.mode === 'REQUIRED' ? ' NOT NULL' : ''}` +
+      `${unique && c.name === 'dedup_key' ? ' UNIQUE' : ''}`,
   );
   return `CREATE TABLE IF NOT EXISTS ${table} (\n${columns.join(',\n')}\n) STRICT`;
 }

@@ -1,14 +1,12 @@
-import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
+import type { DatabaseSync } from 'node:sqlite';
 import type { BigQuery } from '@google-cloud/bigquery';
 import { BigQueryStore, createBigQueryClient } from '../../src/adapters/bigquery-store';
 import {
   bigQuerySchema,
   CLUSTER_COLUMNS,
   COLUMN_NAMES,
-  COLUMNS,
   PARTITION_COLUMN,
   type Row,
-  sqliteTableDdl,
 } from '../../src/contract/row';
 import { VIEW_NAMES, type ViewName, viewSql } from '../../src/contract/views';
 import { ConfigurationError } from '../../src/core/errors';
@@ -16,7 +14,7 @@ import type { Clock } from '../../src/core/ports';
 import { testRow } from '../support/builders';
 import { staticTokenAuth } from '../support/fake-bigquery';
 import { describeStoreContract } from '../support/store-contract';
-import { VIEW_FIXTURE } from '../support/view-fixture';
+import { rowsDatabase, VIEW_FIXTURE } from '../support/view-fixture';
 import { type BigQueryEmulator, startBigQueryEmulator } from './support/bigquery-emulator';
 
 /*
@@ -257,26 +255,6 @@ describe('BigQueryStore on bigquery-emulator', () => {
 
 // ---- The views: GoogleSQL on bigquery-emulator against SQLite on the same rows ----------------
 
-/** The SQLite side: the contract's DDL without UNIQUE (BigQuery has none) and the SQLite views. */
-function sqliteWith(rows: Row[]): DatabaseSync {
-  const db = new DatabaseSync(':memory:');
-  db.exec(sqliteTableDdl('rows').replace(' UNIQUE', ''));
-  for (const view of VIEW_NAMES) db.exec(`CREATE VIEW ${view} AS ${viewSql('sqlite', view, 'rows')}`);
-  const insert = db.prepare(
-    `INSERT INTO rows (${COLUMN_NAMES.join(', ')}) VALUES (${COLUMN_NAMES.map((c) => `:${c}`).join(', ')})`,
-  );
-  const json = new Set<string>(COLUMNS.filter((c) => c.type === 'JSON').map((c) => c.name));
-  for (const row of rows) {
-    const values: Record<string, SQLInputValue> = {};
-    for (const name of COLUMN_NAMES) {
-      const value = row[name];
-      values[name] = json.has(name) && value !== null ? JSON.stringify(value) : (value as SQLInputValue);
-    }
-    insert.run(values);
-  }
-  return db;
-}
-
 /** A stable order for comparing result sets (every view has one of these keys, unique in it). */
 const SORT_KEY: Record<ViewName, string> = {
   documents: 'dedup_key',
@@ -299,7 +277,7 @@ describe('the views: GoogleSQL on bigquery-emulator and SQLite give the same ans
         view: { query: viewSql('googlesql', view, table), useLegacySql: false },
       });
     }
-    sqlite = sqliteWith(VIEW_FIXTURE);
+    sqlite = rowsDatabase(VIEW_FIXTURE);
   });
   afterAll(() => sqlite?.close());
 

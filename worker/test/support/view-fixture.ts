@@ -1,4 +1,7 @@
-import type { Row } from '../../src/contract/row';
+import { DatabaseSync } from 'node:sqlite';
+import { insertSql, sqliteValues } from '../../src/adapters/sqlite-store';
+import { type Row, sqliteTableDdl } from '../../src/contract/row';
+import { VIEW_NAMES, viewSql } from '../../src/contract/views';
 import { testRow } from './builders';
 
 /**
@@ -87,3 +90,16 @@ export const VIEW_FIXTURE: Row[] = [
     processed_at: '2026-12-01T01:00:00.000Z',
   }),
 ];
+
+/**
+ * An in-memory SQLite table `rows` holding the given rows, without the unique key (BigQuery
+ * enforces none, and the fixture needs duplicate keys), with the three SQLite views over it.
+ */
+export function rowsDatabase(rows: Row[]): DatabaseSync {
+  const db = new DatabaseSync(':memory:');
+  db.exec(sqliteTableDdl('rows', { unique: false }));
+  for (const view of VIEW_NAMES) db.exec(`CREATE VIEW ${view} AS ${viewSql('sqlite', view, 'rows')}`);
+  const insert = db.prepare(insertSql('rows'));
+  for (const row of rows) insert.run(sqliteValues(row));
+  return db;
+}
