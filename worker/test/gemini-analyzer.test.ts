@@ -148,11 +148,19 @@ describe('GeminiAnalyzer', () => {
       expect(logger.entries.find((e) => e.severity === 'WARNING')?.problems).toContain('issue_date');
     });
 
-    it('rejects the document (analysis_failed) after two invalid answers', async () => {
-      fake.respondWith(geminiResponse('not json at all'), geminiResponse({ document_type: 'invoice' }));
+    it('rejects the document (analysis_failed) after two invalid answers, with the tokens both cost', async () => {
+      fake.respondWith(
+        geminiResponse('not json at all', { usage: { prompt: 10, candidates: 5, thoughts: 1 } }),
+        geminiResponse({ document_type: 'invoice' }, { usage: { prompt: 10, candidates: 5, thoughts: 1 } }),
+      );
       const error = await analyzer.analyze(input).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(RejectionError);
       expect((error as RejectionError).code).toBe('analysis_failed');
+      expect((error as RejectionError).usage).toEqual({
+        promptTokens: 20,
+        outputTokens: 12,
+        totalTokens: 32,
+      });
       expect(fake.requests).toHaveLength(2);
     });
 
@@ -171,6 +179,8 @@ describe('GeminiAnalyzer', () => {
         const error = await analyzer.analyze(input).catch((e: unknown) => e);
         expect(error).toBeInstanceOf(RejectionError);
         expect((error as RejectionError).code).toBe('safety_blocked');
+        // A blocked prompt is still billed: the row keeps its tokens.
+        expect((error as RejectionError).usage).toMatchObject({ promptTokens: 1290, totalTokens: 1290 });
         expect((error as Error).message).toContain(reason);
         expect(fake.requests).toHaveLength(1);
       },

@@ -165,13 +165,19 @@ describe('handle', () => {
       expect(s.analyzer.calls).toHaveLength(0);
     });
 
-    it('analysis_failed and safety_blocked from the analyzer', async () => {
+    it('analysis_failed and safety_blocked from the analyzer, with the tokens the refusal cost', async () => {
       for (const reason of ['analysis_failed', 'safety_blocked'] as const) {
         const s = setup();
-        s.analyzer.failNext(new RejectionError(reason, 'refused'));
+        const usage = { promptTokens: 900, outputTokens: 40, totalTokens: 940 };
+        s.analyzer.failNext(new RejectionError(reason, 'refused', { usage }));
         const outcome = await s.run(s.upload('1'));
-        expect(outcome).toMatchObject({ status: 'rejected', reason, analysed: true });
-        expect(s.store.rowsFor(outcome.dedupKey)[0]?.reason).toBe(reason);
+        expect(outcome).toMatchObject({ status: 'rejected', reason, analysed: true, usage });
+        expect(s.store.rowsFor(outcome.dedupKey)[0]).toMatchObject({
+          reason,
+          prompt_tokens: 900,
+          output_tokens: 40,
+          total_tokens: 940,
+        });
       }
     });
 

@@ -122,7 +122,7 @@ export class GeminiAnalyzer implements Analyzer {
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt += 1) {
       const response = await this.generate(input);
       addUsage(usage, response);
-      refuseIfBlocked(response);
+      refuseIfBlocked(response, usage);
       const outcome = readAnswer(response);
       if (outcome.ok) {
         return { analysis: outcome.analysis, model: response.modelVersion ?? this.model, usage };
@@ -138,6 +138,7 @@ export class GeminiAnalyzer implements Analyzer {
     throw new RejectionError(
       'analysis_failed',
       `Gemini's answer did not match the analysis schema after ${MAX_ATTEMPTS} attempts: ${problems}`,
+      { usage },
     );
   }
 
@@ -168,18 +169,20 @@ export class GeminiAnalyzer implements Analyzer {
   }
 }
 
-function refuseIfBlocked(response: GenerateContentResponse): void {
+/** Refuses a blocked answer; the tokens billed so far go with the refusal into the row. */
+function refuseIfBlocked(response: GenerateContentResponse, usage: Usage): void {
   const blockReason = response.promptFeedback?.blockReason;
   if (blockReason) {
     const message = response.promptFeedback?.blockReasonMessage;
     throw new RejectionError(
       'safety_blocked',
       `Gemini blocked the document: ${blockReason}${message ? ` (${message})` : ''}`,
+      { usage },
     );
   }
   const finishReason = response.candidates?.[0]?.finishReason;
   if (finishReason && SAFETY_FINISH_REASONS.includes(finishReason)) {
-    throw new RejectionError('safety_blocked', `Gemini withheld its answer: ${finishReason}`);
+    throw new RejectionError('safety_blocked', `Gemini withheld its answer: ${finishReason}`, { usage });
   }
 }
 

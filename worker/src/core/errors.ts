@@ -1,3 +1,5 @@
+import type { Usage } from '../contract/analysis';
+
 /**
  * docline's errors. One base class; every error carries a stable code. Whether Pub/Sub should
  * retry is decided by the error's class, and {@link ../app} maps it to one HTTP answer.
@@ -36,7 +38,14 @@ abstract class CodedError<Code extends string> extends DoclineError {
 }
 
 /** The document can never be processed: it gets a `rejected` row with this reason. */
-export class RejectionError extends CodedError<RejectionReason> {}
+export class RejectionError extends CodedError<RejectionReason> {
+  /** Tokens billed before the refusal (a paid analysis that failed): the row records them too. */
+  readonly usage: Usage | undefined;
+  constructor(reason: RejectionReason, message: string, options?: { cause?: unknown; usage?: Usage }) {
+    super(reason, message, options);
+    this.usage = options?.usage;
+  }
+}
 
 /** A failure that a later delivery may not meet (store busy, analyzer rate-limited): Pub/Sub retries. */
 export class TransientError extends CodedError<string> {}

@@ -69,7 +69,7 @@ export async function handle(event: PushEvent, deps: HandlerDeps): Promise<Outco
       result = { status: 'ok', analysis: analysis.analysis, model: analysis.model, usage: analysis.usage };
     } catch (error) {
       if (!isRejection(error)) throw error;
-      result = { status: 'rejected', reason: error.code, detail: error.message };
+      result = { status: 'rejected', reason: error.code, detail: error.message, usage: error.usage };
     }
   }
 
