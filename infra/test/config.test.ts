@@ -103,7 +103,6 @@ describe('parseStackConfig', () => {
 });
 
 describe('Pulumi.yaml', () => {
-  // js-yaml ships with jest and @pulumi/pulumi; only `load` is needed.
   const { load } = require('js-yaml') as { load(text: string): unknown };
   type Declaration = { type: string; default: unknown; description: string; items?: { type: string } };
   const project = load(readFileSync(join(__dirname, '..', '..', 'Pulumi.yaml'), 'utf8')) as {
@@ -143,5 +142,26 @@ describe('Pulumi.yaml', () => {
     expect(fromYaml).toEqual(builtIn);
     expect(Number(declared.duplicateRatePerMille)).toBe(STACK_DEFAULTS.duplicateRatePerMille);
     expect(Number(declared.ackDeadlineSeconds)).toBe(DELIVERY_DEFAULTS.ackDeadlineSeconds);
+  });
+
+  it('is what the README configuration reference lists, key by key, with the same defaults', () => {
+    const readme = readFileSync(join(__dirname, '..', '..', 'README.md'), 'utf8');
+    const section =
+      readme.split('<!-- stack-config:start -->')[1]?.split('<!-- stack-config:end -->')[0] ?? '';
+    const listed = section
+      .split('\n')
+      .filter((l) => l.startsWith('| `docline:'))
+      .map((l) => {
+        const [key, , fallback] = l
+          .split('|')
+          .slice(1, 4)
+          .map((c) => c.trim().replaceAll('`', ''));
+        return [key!.replace('docline:', ''), fallback];
+      });
+    const declared = Object.entries(project.config).map(([key, d]) => [
+      key,
+      Array.isArray(d.default) ? JSON.stringify(d.default) : d.default === '' ? '""' : String(d.default),
+    ]);
+    expect(listed).toEqual(declared);
   });
 });
