@@ -148,6 +148,8 @@ export async function startPipeline(options: PipelineOptions): Promise<Pipeline>
     DEDUP_KEY: settings.dedupKeyMode,
     MAX_OBJECT_BYTES: String(settings.maxObjectBytes),
     PUSH_BODY_LIMIT_BYTES: String(settings.pushBodyLimitBytes),
+    // The pipeline prints outcomes from the worker's INFO lines: DEBUG stays DEBUG, anything else is INFO.
+    LOG_LEVEL: process.env.LOG_LEVEL?.toUpperCase() === 'DEBUG' ? 'DEBUG' : 'INFO',
     ...options.workerEnv,
     ...extra,
   });

@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
+import { freePort } from './emulator';
 import { killOnExit } from './process-group';
 
 /** One structured log line of the worker (Cloud Logging JSON). */
@@ -55,6 +56,11 @@ export const WORKER_MAIN = path.join(REPO_ROOT, 'worker/src/main.ts');
  * and resolves once it listens. Its stdout is parsed into log lines; stderr is passed through.
  */
 export async function startWorkerProcess(options: WorkerProcessOptions = {}): Promise<WorkerProcess> {
+  const env: Record<string, string | undefined> = { ...process.env, PORT: '0', ...options.env };
+  // Below INFO the worker's "listening" line is not written: then the port is chosen here and
+  // readiness comes from /healthz instead.
+  const quiet = ['WARNING', 'ERROR'].includes(String(env.LOG_LEVEL ?? '').toUpperCase());
+  if (quiet && (env.PORT ?? '0') === '0') env.PORT = String(await freePort());
   const child = spawn(
     process.execPath,
     [
@@ -66,7 +72,7 @@ export async function startWorkerProcess(options: WorkerProcessOptions = {}): Pr
     ],
     {
       cwd: REPO_ROOT,
-      env: { ...process.env, PORT: '0', ...options.env },
+      env,
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );
@@ -119,11 +125,14 @@ export async function startWorkerProcess(options: WorkerProcessOptions = {}): Pr
     clearTimeout(timer);
   };
 
-  const listening = await Promise.race([
-    waitForLine(
-      (l) => typeof l.port === 'number' && l.message.includes('listening'),
-      options.readyTimeoutMs ?? 30_000,
-    ),
+  const readyTimeoutMs = options.readyTimeoutMs ?? 30_000;
+  const ready: Promise<number> = quiet
+    ? waitForHealth(Number(env.PORT), readyTimeoutMs, exited)
+    : waitForLine((l) => typeof l.port === 'number' && l.message.includes('listening'), readyTimeoutMs).then(
+        (l) => l.port as number,
+      );
+  const port = await Promise.race([
+    ready,
     exited.then(({ code }) => {
       throw new Error(`the worker exited (code ${code}) before listening:\n${stderr}`);
     }),
@@ -131,6 +140,25 @@ export async function startWorkerProcess(options: WorkerProcessOptions = {}): Pr
     await stop(1_000);
     throw error;
   });
-  const port = listening.port as number;
   return { url: `http://127.0.0.1:${port}`, port, child, lines, events, exited, stop, waitForLine };
+}
+
+/** Resolves with the port once `GET /healthz` answers 200 (for workers that log below INFO). */
+async function waitForHealth(port: number, timeoutMs: number, exited: Promise<unknown>): Promise<number> {
+  let done = false;
+  void exited.then(() => {
+    done = true;
+  });
+  const deadline = Date.now() + timeoutMs;
+  while (!done && Date.now() < deadline) {
+    try {
+      const res = await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(1_000) });
+      if (res.ok) return port;
+    } catch {
+      // not listening yet
+    }
+    // Polling a port that is not listening yet: there is no event to wait for.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`the worker did not answer /healthz on port ${port} within ${timeoutMs} ms`);
 }

@@ -70,4 +70,14 @@ describe('the worker as a process (npm run worker)', () => {
     await other.stop();
     expect(await other.exited).toEqual({ code: 0, signal: null });
   });
+
+  it('starts quietly below INFO (no listening line) and is found through /healthz', async () => {
+    const quiet = await startWorkerProcess({ env: { DOCLINE_DATA_DIR: dataDir, LOG_LEVEL: 'WARNING' } });
+    try {
+      expect((await fetch(`${quiet.url}/healthz`)).status).toBe(200);
+      expect(quiet.lines.filter((l) => l.severity === 'INFO')).toEqual([]);
+    } finally {
+      await quiet.stop();
+    }
+  });
 });
