@@ -142,7 +142,8 @@ async function main(): Promise<void> {
       costModel: costModel(),
       goals: goals(http, emulator),
     };
-    const file = path.join(__dirname, 'results.json');
+    // A quick run only tries the harness: its figures must not replace the last real ones.
+    const file = path.join(__dirname, quick ? 'results.quick.json' : 'results.json');
     writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
     progress(
       `done in ${(results.durationMs / 1000).toFixed(0)} s; every figure is in ${path.relative(process.cwd(), file)}`,
