@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { sampleAnalysis } from './fakes';
 
 /**
  * A local stand-in for Gemini's generateContent, in both URL shapes @google/genai uses:
@@ -79,25 +80,17 @@ export function geminiErrorBody(status: GeminiFailureStatus, message?: string) {
 
 /** A valid analysis, as the model would return it. */
 export function sampleGeminiAnalysis(): Record<string, unknown> {
-  return {
-    document_type: 'invoice',
-    language: 'fr',
+  // The shared sample analysis, with a full supplier identity and one line, as Gemini fills it in.
+  return sampleAnalysis({
     supplier_name: 'Papeterie Dupont SARL',
     supplier_vat_id: 'FR32123456789',
     supplier_siren: '123456789',
     supplier_siret: '12345678900017',
     customer_name: 'Acme SAS',
-    invoice_number: 'F-2026-0042',
-    issue_date: '2026-11-30',
-    due_date: '2026-12-30',
-    currency: 'EUR',
-    net_amount: 1028.8,
-    tax_amount: 205.76,
-    total_amount: 1234.56,
     line_items: [
       { description: 'Ramettes A4', quantity: 40, unit_price: 25.72, amount: 1028.8, vat_rate: 20 },
     ],
-  };
+  });
 }
 
 /** A generateContent response whose answer is `answer` (JSON-encoded unless a string). */
