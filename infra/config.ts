@@ -158,6 +158,9 @@ export function parseStackConfig(project: string | undefined, stack: string, raw
     dedupKeyMode: text('dedupKeyMode', DELIVERY_DEFAULTS.dedupKeyMode) as DedupKeyMode,
     writeMode: text('writeMode', DELIVERY_DEFAULTS.writeMode) as WriteMode,
     geminiModel: text('geminiModel', DELIVERY_DEFAULTS.geminiModel),
+    batchMaxRows: number('batchMaxRows', DELIVERY_DEFAULTS.batchMaxRows),
+    batchMaxWaitMs: number('batchMaxWaitMs', DELIVERY_DEFAULTS.batchMaxWaitMs),
+    mergeMinIntervalMs: number('mergeMinIntervalMs', DELIVERY_DEFAULTS.mergeMinIntervalMs),
   };
   problems.push(...settingsProblems(delivery));
   if (delivery.workerTimeoutSeconds > 3600 || delivery.workerTimeoutSeconds < 1) {

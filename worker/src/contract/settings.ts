@@ -41,6 +41,12 @@ export interface DeliverySettings {
   writeMode: WriteMode;
   /** The Gemini model. */
   geminiModel: string;
+  /** Group commit: a batch of rows closes at this many rows (one MERGE over `UNNEST(@rows)`). */
+  batchMaxRows: number;
+  /** Group commit: … or this long after its first row arrived. */
+  batchMaxWaitMs: number;
+  /** Group commit: the least time between two MERGEs of one instance (the per-table DML budget). */
+  mergeMinIntervalMs: number;
 }
 
 const DAY_SECONDS = 24 * 60 * 60;
@@ -62,7 +68,47 @@ export const DELIVERY_DEFAULTS: Readonly<DeliverySettings> = Object.freeze({
   dedupKeyMode: 'object',
   writeMode: 'merge',
   geminiModel: 'gemini-2.5-flash',
+  batchMaxRows: 500,
+  batchMaxWaitMs: 1_000,
+  mergeMinIntervalMs: 5_000,
 });
+
+/**
+ * BigQuery's published per-table limits on mutating DML (an insert-only MERGE included): 2 running
+ * and 20 queued statements, and 25 statements per 10 seconds. The whole deployment shares them.
+ */
+export const BIGQUERY_DML_LIMITS = Object.freeze({
+  running: 2,
+  queued: 20,
+  statementsPerWindow: 25,
+  windowSeconds: 10,
+});
+
+/**
+ * Checks that `maxInstances` workers, each with at most one MERGE in flight and at least
+ * `mergeMinIntervalMs` between two, stay inside the per-table DML budget. Every problem names the
+ * knob to turn.
+ */
+export function dmlBudgetProblems(s: { maxInstances: number; mergeMinIntervalMs: number }): string[] {
+  const problems: string[] = [];
+  const { running, queued, statementsPerWindow, windowSeconds } = BIGQUERY_DML_LIMITS;
+  const perWindow = (s.maxInstances * windowSeconds * 1000) / s.mergeMinIntervalMs;
+  if (!(s.mergeMinIntervalMs > 0) || perWindow > statementsPerWindow) {
+    const least = Math.ceil((s.maxInstances * windowSeconds * 1000) / statementsPerWindow);
+    problems.push(
+      `maxInstances (${s.maxInstances}) × one MERGE every mergeMinIntervalMs (${s.mergeMinIntervalMs} ms) can reach ` +
+        `${Number.isFinite(perWindow) ? perWindow.toFixed(1) : 'unbounded'} DML statements per ${windowSeconds} s, over BigQuery's ${statementsPerWindow} per table: ` +
+        `raise mergeMinIntervalMs to at least ${least}, or lower maxInstances.`,
+    );
+  }
+  if (s.maxInstances > running + queued) {
+    problems.push(
+      `maxInstances (${s.maxInstances}) is over ${running + queued}: with one MERGE in flight per instance, BigQuery's ` +
+        `${running} running + ${queued} queued DML statements per table would overflow. Lower maxInstances.`,
+    );
+  }
+  return problems;
+}
 
 /** The smallest `maximumBytesBilled` BigQuery accepts: any query bills at least 10 MiB. */
 export const MIN_MAXIMUM_BYTES_BILLED = 10 * 1024 * 1024;
@@ -127,6 +173,20 @@ export function settingsProblems(s: DeliverySettings): string[] {
   }
   if (!WRITE_MODES.includes(s.writeMode)) {
     problems.push(`writeMode must be one of ${WRITE_MODES.join(', ')} (got ${s.writeMode}).`);
+  }
+  if (!Number.isInteger(s.batchMaxRows) || s.batchMaxRows < 1 || s.batchMaxRows > 2_000) {
+    problems.push(
+      `batchMaxRows must be a whole number from 1 to 2000 (got ${s.batchMaxRows}): a MERGE request must stay under BigQuery's 10 MB.`,
+    );
+  }
+  if (!Number.isInteger(s.batchMaxWaitMs) || s.batchMaxWaitMs < 0 || s.batchMaxWaitMs > 10_000) {
+    problems.push(`batchMaxWaitMs must be a whole number from 0 to 10000 (got ${s.batchMaxWaitMs}).`);
+  }
+  if (s.analyzerTimeoutMs + s.batchMaxWaitMs + s.mergeMinIntervalMs >= s.workerTimeoutSeconds * 1000) {
+    problems.push(
+      `analyzerTimeoutMs (${s.analyzerTimeoutMs}) + batchMaxWaitMs (${s.batchMaxWaitMs}) + mergeMinIntervalMs (${s.mergeMinIntervalMs}) ` +
+        `must stay below workerTimeoutSeconds (${s.workerTimeoutSeconds}s): a delivery may wait for its batch after its analysis.`,
+    );
   }
   if (s.analyzerTimeoutMs >= s.workerTimeoutSeconds * 1000) {
     problems.push(
