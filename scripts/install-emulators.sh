@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the third-party emulators used by the cross-check tests into
-# <repo>/.tools/bin, built from source with `go install MODULE@VERSION`
-# through the Go module proxy (nothing else is downloaded).
+# <repo>/.tools: the Go ones into .tools/bin, built from source with
+# `go install MODULE@VERSION` through the Go module proxy; ZetaSQL into
+# .tools/zetasql with `npm install` of one pinned package (nothing else is downloaded).
 #
 #   fake-gcs-server    github.com/fsouza/fake-gcs-server                       (pure Go)
 #   bigquery-emulator  github.com/goccy/bigquery-emulator/cmd/bigquery-emulator (pure Go since v0.8:
@@ -11,12 +12,21 @@
 # Each binary is skipped when .tools/bin/<name>.version already holds the pinned
 # version and the binary exists. Needs Go >= 1.25 (bigquery-emulator v0.8.1's go.mod).
 #
+#   zetasql            @fivetrandevelopers/zetasql (npm): ZetaSQL, the open-source GoogleSQL
+#                      analyzer, as a prebuilt gRPC server (lib/zetasql/remote_server.so, linux
+#                      x86-64, ~110 MB) plus its Node client. Installed with npm into
+#                      .tools/zetasql (never a package.json dependency, install scripts off) and
+#                      skipped when .tools/zetasql/.version holds the pinned version. Used by the
+#                      emulator suite to analyse every statement docline sends to BigQuery.
+#
 # Environment knobs:
 #   GO=/path/to/go          go command (default: `go` on PATH, else /usr/local/go/bin/go)
 #   EMULATORS_BUILD_P=2     value for `go install -p`
 #   EMULATORS_NICE=10       niceness of the build (0 disables nice)
 #   EMULATORS_FORCE=1       rebuild even when the stamp matches
-#   EMULATORS_ONLY=name     install only that tool (fake-gcs-server | bigquery-emulator)
+#   EMULATORS_ONLY=name     install only that tool (fake-gcs-server | bigquery-emulator | zetasql)
+#   NPM=/path/to/npm        npm command for zetasql (default: `npm` on PATH; the npm scripts put
+#                           node_modules/.bin first, so it runs on the project's Node 22)
 set -euo pipefail
 
 # Pinned versions. The module proxy reachable here refuses the version list of
@@ -24,6 +34,8 @@ set -euo pipefail
 # its exact versions. See list_shim_proxy below for why that matters to go install.
 FAKE_GCS_SERVER_VERSION="v1.56.1"
 BIGQUERY_EMULATOR_VERSION="v0.8.1"
+ZETASQL_PACKAGE="@fivetrandevelopers/zetasql"
+ZETASQL_VERSION="1.13.0"
 
 script_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo_root="$(dirname "$script_dir")"
@@ -130,8 +142,56 @@ install_tool() {
   echo "install-emulators: $name $version built in $((end - start))s, binary $bin is $size bytes ($(du -h "$bin" | cut -f1))"
 }
 
+# install_zetasql: the npm package into .tools/zetasql, stamped with its version.
+install_zetasql() {
+  local name=zetasql
+  local dir="$repo_root/.tools/zetasql"
+  local stamp="$dir/.version"
+  local server="$dir/node_modules/$ZETASQL_PACKAGE/lib/zetasql/remote_server.so"
+
+  if [[ -n "$only" && "$only" != "$name" ]]; then
+    return 0
+  fi
+  if [[ "$force" != "1" && -f "$server" && -f "$stamp" && "$(cat "$stamp")" == "$ZETASQL_VERSION" ]]; then
+    echo "install-emulators: $name $ZETASQL_VERSION already installed ($(du -sh "$dir" | cut -f1)), skipping"
+    return 0
+  fi
+  local npm="${NPM:-}"
+  if [[ -z "$npm" ]]; then
+    if ! npm="$(command -v npm)"; then
+      echo "install-emulators: no npm command found (set NPM=/path/to/npm)" >&2
+      return 1
+    fi
+  fi
+
+  echo "install-emulators: installing $name $ZETASQL_VERSION ($ZETASQL_PACKAGE@$ZETASQL_VERSION with node $(node --version 2>/dev/null || echo '?')) ..."
+  rm -f "$stamp"
+  # A clean tree each time: npm would keep a half-pruned or older copy as "up to date".
+  rm -rf "${dir:?}/node_modules"
+  mkdir -p "$dir"
+  local start
+  start=$(date +%s)
+  # --ignore-scripts: the package needs no build step (the server ships prebuilt); --no-save and
+  # the prefix keep it out of the project's package.json and node_modules.
+  if ! "$npm" install --prefix "$dir" --no-save --no-audit --no-fund --ignore-scripts \
+      "$ZETASQL_PACKAGE@$ZETASQL_VERSION"; then
+    echo "install-emulators: FAILED to install $name $ZETASQL_VERSION after $(( $(date +%s) - start ))s" >&2
+    return 1
+  fi
+  if [[ ! -f "$server" ]]; then
+    echo "install-emulators: $ZETASQL_PACKAGE@$ZETASQL_VERSION has no $server (linux x86-64 only)" >&2
+    return 1
+  fi
+  # The package carries the servers of four platforms (~340 MB); only linux x86-64 runs here.
+  rm -f "${server%.so}" "${server%.so}_arm" "${server%.so}_arm.so"
+  chmod +x "$server"
+  printf '%s\n' "$ZETASQL_VERSION" >"$stamp"
+  echo "install-emulators: $name $ZETASQL_VERSION installed in $(( $(date +%s) - start ))s, $dir is $(du -sb "$dir" | cut -f1) bytes ($(du -sh "$dir" | cut -f1))"
+}
+
 status=0
 install_tool fake-gcs-server github.com/fsouza/fake-gcs-server "$FAKE_GCS_SERVER_VERSION" 0 || status=1
 install_tool bigquery-emulator github.com/goccy/bigquery-emulator/cmd/bigquery-emulator \
   "$BIGQUERY_EMULATOR_VERSION" 0 github.com/goccy/bigquery-emulator || status=1
+install_zetasql || status=1
 exit "$status"
