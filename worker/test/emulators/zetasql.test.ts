@@ -1,7 +1,15 @@
 import { BigQuery, type Query } from '@google-cloud/bigquery';
 import { duplicateObjectsCheckSql } from '../../../infra/components/alerts';
 import * as bigQueryStoreModule from '../../src/adapters/bigquery-store';
-import { BigQueryStore, lookupSql, mergeSql, WINDOW_PARAMETER } from '../../src/adapters/bigquery-store';
+import {
+  BigQueryStore,
+  batchLookupSql,
+  batchMergeSql,
+  lookupSql,
+  mergeSql,
+  WINDOW_PARAMETER,
+  winnersSql,
+} from '../../src/adapters/bigquery-store';
 import { COLUMNS } from '../../src/contract/row';
 import { VIEW_NAMES, type ViewName, viewSql } from '../../src/contract/views';
 import { testRow } from '../support/builders';
@@ -21,11 +29,11 @@ import {
  * the independent check that each one names real columns and functions, types its parameters so
  * that they bind, and has the shape BigQuery accepts.
  *
- * Covered: BigQueryStore's lookup and MERGE (captured from the store itself, so the SQL and the
- * parameter types are exactly what it sends); the views of contract/views.ts (GoogleSQL, every view
- * name); the scheduled duplicate check of infra/components/alerts.ts, against the duplicate_objects
- * view's own analysed columns; the group-commit statements (BATCHED_STATEMENTS). The append store
- * (Storage Write API) sends no SQL of its own: its seen() is BigQueryStore's lookup.
+ * Covered: BigQueryStore's statements, one delivery at a time and group commit's (STATEMENTS,
+ * checked against what the store itself sends: the same SQL, the same parameter types); the views
+ * of contract/views.ts (GoogleSQL, every view name); the scheduled duplicate check of
+ * infra/components/alerts.ts, against the duplicate_objects view's own analysed columns. The append
+ * store (Storage Write API) sends no SQL of its own: its seen() is BigQueryStore's lookup.
  */
 
 const PROJECT = 'docline-zetasql';
@@ -47,29 +55,50 @@ interface Statement {
   /** The exported function of bigquery-store.ts that builds it. */
   readonly name: string;
   readonly sql: string;
+  /** Its named parameters with the types BigQueryStore declares (checked below against what it sends). */
   readonly parameters: Readonly<Record<string, SqlType>>;
-  /** `query` for a SELECT (with the columns the store reads), `merge` for the MERGE. */
+  /** `query` for a SELECT (with the columns the store reads), `merge` for a MERGE. */
   readonly expect: { kind: 'merge' } | { kind: 'query'; columns: readonly string[] };
 }
 
+const WINDOW = { [WINDOW_PARAMETER]: 'TIMESTAMP' } as const;
+type Parameters = Statement['parameters'];
+const query = (name: string, sql: string, parameters: Parameters, columns: string[]): Statement => ({
+  name,
+  sql,
+  parameters,
+  expect: { kind: 'query', columns },
+});
+const merge = (name: string, sql: string, parameters: Parameters): Statement => ({
+  name,
+  sql,
+  parameters,
+  expect: { kind: 'merge' },
+});
+
 /**
- * The group-commit statements of the api brief (BatchStore on BigQuery), one line each.
- * LEAD: they were not on main when this file was written; add one line per statement once
- * `batchLookupSql`, `batchMergeSql` and `winnersSql` exist in bigquery-store.ts (the "every
- * exported …Sql is analysed" test below fails until each one is listed):
- *   { name: 'batchLookupSql', sql: batchLookupSql(TABLE), parameters: { keys: ['STRING'], [WINDOW_PARAMETER]: 'TIMESTAMP' }, expect: { kind: 'query', columns: ['dedup_key'] } },
- *   { name: 'batchMergeSql', sql: batchMergeSql(TABLE), parameters: { rows: [ROW_STRUCT], [WINDOW_PARAMETER]: 'TIMESTAMP' }, expect: { kind: 'merge' } },
- *   { name: 'winnersSql', sql: winnersSql(TABLE), parameters: { keys: ['STRING'], [WINDOW_PARAMETER]: 'TIMESTAMP' }, expect: { kind: 'query', columns: ['dedup_key', 'message_id'] } },
+ * Every statement BigQueryStore sends, one line each: builder, SQL, parameter types, and for a
+ * query the columns the store reads. A statement builder exported from bigquery-store.ts and not
+ * listed here fails "analyses every statement builder that bigquery-store.ts exports".
  */
-const BATCHED_STATEMENTS: readonly Statement[] = [];
+const STATEMENTS: readonly Statement[] = [
+  // One delivery at a time: seen(), record().
+  query('lookupSql', lookupSql(TABLE), { dedup_key: 'STRING', ...WINDOW }, ['found']),
+  merge('mergeSql', mergeSql(TABLE), { ...ROW_STRUCT, ...WINDOW }),
+  // Group commit: seenMany(), recordMany(), and its follow-up when the MERGE inserted fewer rows.
+  query('batchLookupSql', batchLookupSql(TABLE), { keys: ['STRING'], ...WINDOW }, ['dedup_key']),
+  merge('batchMergeSql', batchMergeSql(TABLE), { rows: [ROW_STRUCT], ...WINDOW }),
+  query('winnersSql', winnersSql(TABLE), { keys: ['STRING'], ...WINDOW }, ['dedup_key', 'message_id']),
+];
 
 const KINDS = { query: 'resolvedQueryStmtNode', merge: 'resolvedMergeStmtNode' } as const;
 
 /**
- * The statements BigQueryStore sends, with the parameter types it declares: its seen() and record()
- * run against a client whose `query` (the one call to BigQuery) records the request.
+ * What BigQueryStore really sends: seen(), record(), seenMany() and recordMany() (whose MERGE
+ * reports fewer rows than it carried, so that the follow-up runs too) against a client whose `query`,
+ * the one call to BigQuery, records each request.
  */
-async function storeStatements(): Promise<Statement[]> {
+async function sentByTheStore(): Promise<Query[]> {
   const bigquery = new BigQuery({ projectId: PROJECT });
   const sent: Query[] = [];
   jest.spyOn(bigquery, 'query').mockImplementation((async (query: Query) => {
@@ -77,64 +106,59 @@ async function storeStatements(): Promise<Statement[]> {
     return [[], null, { dmlStats: { insertedRowCount: '1' } }];
   }) as never);
   const store = new BigQueryStore({ bigquery, table: TABLE });
+  // Every nullable column null, so that no parameter's type could come from its value.
+  const nulls = () =>
+    testRow(Object.fromEntries(COLUMNS.filter((c) => c.mode === 'NULLABLE').map((c) => [c.name, null])));
   await store.seen('gs://bucket/a.pdf#1');
-  // Every nullable column null, so that every parameter's type comes from the declared types.
-  await store.record(
-    testRow(Object.fromEntries(COLUMNS.filter((c) => c.mode === 'NULLABLE').map((c) => [c.name, null]))),
-  );
-  const [seen, record] = sent;
-  if (!seen || !record) throw new Error(`BigQueryStore sent ${sent.length} queries, expected 2`);
-  const parameters = (query: Query) => {
-    const types = (query.types ?? {}) as Record<string, SqlType>;
-    // Every parameter the statement binds has a declared type: BigQuery cannot bind a typeless null.
-    expect(Object.keys(types).sort()).toEqual(Object.keys(query.params as object).sort());
-    return types;
-  };
-  return [
-    {
-      name: 'lookupSql',
-      sql: seen.query ?? '',
-      parameters: parameters(seen),
-      expect: { kind: 'query', columns: ['found'] },
-    },
-    { name: 'mergeSql', sql: record.query ?? '', parameters: parameters(record), expect: { kind: 'merge' } },
-  ];
+  await store.record(nulls());
+  await store.seenMany(['gs://bucket/a.pdf#1', 'gs://bucket/b.pdf#1']);
+  await store.recordMany([nulls(), nulls()]);
+  return sent;
 }
 
 describe('ZetaSQL analysis of every statement docline sends to BigQuery', () => {
   let zetasql: ZetaSqlServer;
   let catalog: string;
-  let statements: Statement[];
 
   beforeAll(async () => {
     zetasql = await startZetaSql();
     catalog = await zetasql.registerCatalog([TABLE_SCHEMA]);
-    statements = [...(await storeStatements()), ...BATCHED_STATEMENTS];
   });
 
   afterAll(async () => {
     await zetasql?.stop();
   });
 
-  it('captures the store statements that lookupSql and mergeSql build', () => {
-    expect(statements.find((s) => s.name === 'lookupSql')?.sql).toBe(lookupSql(TABLE));
-    expect(statements.find((s) => s.name === 'mergeSql')?.sql).toBe(mergeSql(TABLE));
-    // record() binds one parameter per column, typed as the column: the row STRUCT of the batch.
-    const { [WINDOW_PARAMETER]: window, ...row } = statements.find((s) => s.name === 'mergeSql')!.parameters;
-    expect(window).toBe('TIMESTAMP');
-    expect(row).toEqual(ROW_STRUCT);
+  it('lists each statement BigQueryStore sends, with the parameter types it declares', async () => {
+    const sent = await sentByTheStore();
+    expect(sent.map((q) => STATEMENTS.find((s) => s.sql === q.query)?.name ?? q.query)).toEqual([
+      'lookupSql',
+      'mergeSql',
+      'batchLookupSql',
+      'batchMergeSql',
+      'winnersSql',
+    ]);
+    for (const query of sent) {
+      const listed = STATEMENTS.find((s) => s.sql === query.query)!;
+      expect({ name: listed.name, types: query.types }).toEqual({
+        name: listed.name,
+        types: listed.parameters,
+      });
+      // Every bound parameter has a declared type: BigQuery cannot bind a typeless null.
+      expect(Object.keys(query.params as object).sort()).toEqual(Object.keys(listed.parameters).sort());
+    }
   });
 
   it('analyses every statement builder that bigquery-store.ts exports (every exported …Sql)', () => {
     const exported = Object.keys(bigQueryStoreModule).filter((name) => /Sql$/.test(name));
     expect(exported).toEqual(expect.arrayContaining(['lookupSql', 'mergeSql']));
-    expect(statements.map((s) => s.name).sort()).toEqual(expect.arrayContaining(exported.sort()));
+    expect(STATEMENTS.map((s) => s.name).sort()).toEqual(expect.arrayContaining(exported.sort()));
   });
 
   it('accepts each statement with its parameters typed as sent', async () => {
     // All analysed, then compared at once, so that one failure does not hide the next.
     const outcomes = await Promise.all(
-      statements.map(async (statement) => {
+      STATEMENTS.map(async (statement) => {
         try {
           const analysed = await zetasql.analyze(catalog, statement.sql, statement.parameters);
           return {
@@ -150,7 +174,7 @@ describe('ZetaSQL analysis of every statement docline sends to BigQuery', () => 
       }),
     );
     expect(outcomes).toEqual(
-      statements.map((statement) => ({
+      STATEMENTS.map((statement) => ({
         name: statement.name,
         kind: KINDS[statement.expect.kind],
         ...(statement.expect.kind === 'query' ? { columns: statement.expect.columns } : {}),
@@ -193,8 +217,8 @@ describe('ZetaSQL analysis of every statement docline sends to BigQuery', () => 
       });
     });
 
-    it('fails the MERGE against a table that lacks one of its columns', async () => {
-      const merge = statements.find((s) => s.name === 'mergeSql')!;
+    it('fails the batched MERGE against a table that lacks one of its columns', async () => {
+      const merge = STATEMENTS.find((s) => s.name === 'batchMergeSql')!;
       const shorter = await zetasql.registerCatalog([
         { name: TABLE, columns: TABLE_SCHEMA.columns.filter((c) => c.name !== 'worker_version') },
       ]);
