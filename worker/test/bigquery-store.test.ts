@@ -21,7 +21,7 @@ import {
   staticTokenAuth,
 } from './support/fake-bigquery';
 import { MemoryLogger } from './support/fakes';
-import { describeStoreContract } from './support/store-contract';
+import { describeBatchStoreContract, describeStoreContract } from './support/store-contract';
 
 /*
  * BigQueryStore runs through @google-cloud/bigquery against fake-bigquery, a local server that
@@ -100,6 +100,20 @@ describeStoreContract(
     },
   },
 );
+
+describeBatchStoreContract('BigQueryStore on fake-bigquery', async () => {
+  const fake = await startFakeBigQuery({ projectId: 'acme-dev' });
+  const store = await storeOn(fake);
+  return {
+    store,
+    rowsFor: async (key) =>
+      fake
+        .rows()
+        .filter((r) => r.dedup_key === key)
+        .map(fromStored),
+    cleanup: () => fake.stop(),
+  };
+});
 
 describe('BigQueryStore', () => {
   let fake: FakeBigQuery;
