@@ -6,9 +6,6 @@ import { NOTIFIED_EVENT_TYPE } from './document-bucket';
 /** The push subscription's filter: only new objects are work. */
 export const PUSH_FILTER = `attributes.eventType = "${NOTIFIED_EVENT_TYPE}"`;
 
-/** How long the dead-letter topic keeps messages, so the dead-letter subscription can be replayed (31 days, the maximum). */
-const DEAD_LETTER_TOPIC_RETENTION_SECONDS = 31 * 24 * 60 * 60;
-
 /** Arguments of {@link Delivery}. */
 export interface DeliveryArgs {
   project: pulumi.Input<string>;
@@ -31,6 +28,7 @@ export interface DeliveryArgs {
       | 'maxRetryBackoffSeconds'
       | 'maxDeliveryAttempts'
       | 'messageRetentionSeconds'
+      | 'deadLetterRetentionSeconds'
     >
   >;
 }
@@ -59,12 +57,12 @@ export class Delivery extends pulumi.ComponentResource {
     this.pubsubAgentEmail = pulumi.interpolate`service-${projectNumber}@gcp-sa-pubsub.iam.gserviceaccount.com`;
     const pubsubAgent = pulumi.interpolate`serviceAccount:${this.pubsubAgentEmail}`;
 
+    // Dead letters stay replayable (subscription and topic seek) only as long as the dedup window
+    // still sees their rows: settingsProblems binds deadLetterRetentionSeconds to dedupWindowDays.
+    const deadLetterRetention = settings.apply((s) => durationString(s.deadLetterRetentionSeconds));
     this.deadLetterTopic = new gcp.pubsub.Topic(
       `${name}-dead-letters`,
-      {
-        project: args.project,
-        messageRetentionDuration: durationString(DEAD_LETTER_TOPIC_RETENTION_SECONDS),
-      },
+      { project: args.project, messageRetentionDuration: deadLetterRetention },
       child,
     );
     // A dead-letter topic without a subscription drops what it receives; this one keeps it.
@@ -74,7 +72,7 @@ export class Delivery extends pulumi.ComponentResource {
         project: args.project,
         topic: this.deadLetterTopic.id,
         ackDeadlineSeconds: 60,
-        messageRetentionDuration: durationString(DEAD_LETTER_TOPIC_RETENTION_SECONDS),
+        messageRetentionDuration: deadLetterRetention,
         // Acked dead letters stay available to `gcloud pubsub subscriptions seek` for replays.
         retainAckedMessages: true,
         expirationPolicy: { ttl: '' },

@@ -76,6 +76,9 @@ export function workerEnvironment(input: {
     READ_TIMEOUT_MS: String(s.readTimeoutMs),
     MAX_OBJECT_BYTES: String(s.maxObjectBytes),
     PUSH_BODY_LIMIT_BYTES: String(s.pushBodyLimitBytes),
+    BATCH_MAX_ROWS: String(s.batchMaxRows),
+    BATCH_MAX_WAIT_MS: String(s.batchMaxWaitMs),
+    MERGE_MIN_INTERVAL_MS: String(s.mergeMinIntervalMs),
     ALLOWED_CONTENT_TYPES: input.allowedContentTypes.join(','),
     LOG_LEVEL: input.logLevel,
     ...(input.pushAuth === undefined

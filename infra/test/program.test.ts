@@ -162,14 +162,19 @@ describe('the docline program with the dev stack file', () => {
       });
     });
 
-    it('keeps dead letters in a pull subscription that never expires', () => {
+    it('keeps dead letters in a pull subscription that never expires, for no longer than the dedup window covers', () => {
       const deadLetters = one(run, T.subscription, '-dead-letters');
 
       expect(deadLetters.inputs).toMatchObject({
         topic: one(run, T.topic, '-dead-letters').outputs.id,
         expirationPolicy: { ttl: '' },
         retainAckedMessages: true,
+        messageRetentionDuration: '604800s',
       });
+      expect(one(run, T.topic, '-dead-letters').inputs.messageRetentionDuration).toBe('604800s');
+      expect(DELIVERY_DEFAULTS.dedupWindowDays * 86400).toBeGreaterThan(
+        DELIVERY_DEFAULTS.messageRetentionSeconds + DELIVERY_DEFAULTS.deadLetterRetentionSeconds,
+      );
       expect(deadLetters.inputs.pushConfig).toBeUndefined();
     });
 
@@ -238,18 +243,22 @@ describe('the docline program with the dev stack file', () => {
         DOCLINE_READER: 'gcs',
         DOCLINE_ANALYZER: 'gemini',
         GOOGLE_CLOUD_PROJECT: project,
-        GOOGLE_CLOUD_LOCATION: 'global',
+        // Next to the data (EU), not `global`.
+        GOOGLE_CLOUD_LOCATION: 'europe-west1',
         GEMINI_MODEL: 'gemini-2.5-flash',
         BIGQUERY_TABLE: `${project}.docline_dev.deliveries`,
         BIGQUERY_LOCATION: 'EU',
         DEDUP_KEY: 'object',
         WRITE_MODE: 'merge',
-        DEDUP_WINDOW_DAYS: '8',
+        DEDUP_WINDOW_DAYS: '15',
         MAXIMUM_BYTES_BILLED: '100000000',
         ANALYZER_TIMEOUT_MS: '60000',
         READ_TIMEOUT_MS: '20000',
         MAX_OBJECT_BYTES: String(20 * 1024 * 1024),
         PUSH_BODY_LIMIT_BYTES: String(256 * 1024),
+        BATCH_MAX_ROWS: '500',
+        BATCH_MAX_WAIT_MS: '1000',
+        MERGE_MIN_INTERVAL_MS: '5000',
         ALLOWED_CONTENT_TYPES: 'application/pdf,image/png,image/jpeg,image/webp,text/plain',
         LOG_LEVEL: 'DEBUG',
         PUSH_AUTH_AUDIENCE: 'https://docline-dev.docline.invalid/push',
