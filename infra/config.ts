@@ -393,6 +393,11 @@ export function parseStackConfig(project: string | undefined, stack: string, raw
   if (!RECONCILE_MODES.includes(reconcile.mode)) {
     problems.push(`reconcileMode must be one of ${RECONCILE_MODES.join(', ')} (got ${reconcile.mode}).`);
   }
+  if (reconcile.mode === 'apply' && delivery.dedupKeyMode === 'message') {
+    problems.push(
+      'reconcileMode apply needs dedupKeyMode object: in message mode an announcement made again is a new message, so new work and a second row. Use reconcileMode report.',
+    );
+  }
   if (!isCron(reconcile.schedule)) {
     problems.push(
       `reconcileSchedule must be a five-field cron expression such as "0 3 * * *" (got "${reconcile.schedule}").`,
