@@ -93,6 +93,18 @@ describe('loadConfig', () => {
     expect((error as ConfigError).problems).toHaveLength(9);
   });
 
+  it('calls Gemini next to the data unless GOOGLE_CLOUD_LOCATION says otherwise', () => {
+    const vertex = { DOCLINE_ANALYZER: 'gemini', GOOGLE_CLOUD_PROJECT: 'acme-dev' };
+
+    expect(loadConfig(vertex).analyzer).toMatchObject({ location: 'europe-west1' });
+    expect(loadConfig({ ...vertex, BIGQUERY_LOCATION: 'US' }).analyzer).toMatchObject({
+      location: 'us-central1',
+    });
+    expect(loadConfig({ ...vertex, GOOGLE_CLOUD_LOCATION: 'global' }).analyzer).toMatchObject({
+      location: 'global',
+    });
+  });
+
   it('refuses append mode without BigQuery', () => {
     expect(() => loadConfig({ WRITE_MODE: 'append' })).toThrow('WRITE_MODE=append needs BIGQUERY_TABLE');
   });
