@@ -11,7 +11,7 @@ import { LocalBucketReader } from '../src/adapters/local-bucket';
 import { OfflineAnalyzer } from '../src/adapters/offline-analyzer';
 import { SqliteStore } from '../src/adapters/sqlite-store';
 import { loadConfig } from '../src/config';
-import { buildAdapters } from '../src/main';
+import { buildAdapters, withGroupCommit } from '../src/main';
 import { MemoryLogger } from './support/fakes';
 
 describe('buildAdapters (the composition root)', () => {
@@ -65,7 +65,6 @@ describe('buildAdapters (the composition root)', () => {
       WRITE_MODE: 'append',
     });
     expect(config.groupCommit).not.toBeNull();
-    const { withGroupCommit } = await import('../src/main');
     const plain = { seen: async () => false, record: async () => true, ping: async () => {} };
     expect(await withGroupCommit(plain, config, new MemoryLogger())).toBe(plain);
   });

@@ -18,9 +18,8 @@ import type { BatchStore, Logger, Store } from '../core/ports';
  *   "not inserted" (the delivery reports `duplicate`).
  * - A failed batch fails each of its deliveries with the store's error (a transient one: 503, and
  *   Pub/Sub retries; the analyses wait in the memo). When the store refuses a batch outright (not a
- *   transient error), it is split in two once per level, so one bad row fails alone and holds the
- *   others back at most once; when both halves fail, the fault is not one row and every delivery
- *   gets the error.
+ *   transient error), halving finds the row it refuses: that delivery fails alone, the others go
+ *   in; when both halves are refused the fault is not one row and every delivery gets the error.
  */
 
 export interface GroupCommitOptions {
@@ -196,39 +195,54 @@ export class GroupCommitStore implements Store {
   }
 
   /**
-   * Writes rows. On a non-transient refusal of several rows it tries each half on its own, so that
-   * one bad row fails alone; when both halves are refused the fault is not one row, and every row
-   * gets the error. A transient failure fails the whole batch at once (Pub/Sub retries it).
+   * Writes rows in one statement. A transient failure fails them all at once (Pub/Sub retries).
+   * A refusal of several rows goes to {@link isolate}.
    */
   private async write(rows: Row[]): Promise<{ inserted: Set<string>; failed: Map<string, unknown> }> {
-    this.statements += 1;
     try {
-      return { inserted: await this.inner.recordMany(rows), failed: new Map() };
+      return { inserted: await this.attempt(rows), failed: new Map() };
     } catch (error) {
       if (rows.length < 2 || error instanceof TransientError) throw error;
-      this.options.logger?.warn('the store refused a batch: trying each half on its own', {
+      this.options.logger?.warn('the store refused a batch: looking for the row it refuses', {
         rows: rows.length,
         error: error instanceof Error ? error.message : String(error),
       });
-      const middle = Math.ceil(rows.length / 2);
-      const halves = [rows.slice(0, middle), rows.slice(middle)];
-      const inserted = new Set<string>();
       const failed = new Map<string, unknown>();
-      let refusedHalves = 0;
-      for (const half of halves) {
-        await pause(this.options.minIntervalMs);
-        try {
-          const result = await this.write(half);
-          for (const key of result.inserted) inserted.add(key);
-          for (const [key, reason] of result.failed) failed.set(key, reason);
-        } catch (halfError) {
-          refusedHalves += 1;
-          for (const row of half) failed.set(row.dedup_key, halfError);
-        }
-      }
-      if (refusedHalves === halves.length) throw error;
+      const inserted = await this.isolate(rows, error, failed);
       return { inserted, failed };
     }
+  }
+
+  /**
+   * Finds the row a store refuses by halving: each half is tried once; when both are refused the
+   * fault is not one row and every row gets the error; otherwise only the refused half is halved
+   * again. So one bad row costs about 2·log2(batch) statements, and holds each good row back once.
+   */
+  private async isolate(rows: Row[], error: unknown, failed: Map<string, unknown>): Promise<Set<string>> {
+    const middle = Math.ceil(rows.length / 2);
+    const halves = [rows.slice(0, middle), rows.slice(middle)];
+    const inserted = new Set<string>();
+    const refused: Array<{ half: Row[]; error: unknown }> = [];
+    for (const half of halves) {
+      await pause(this.options.minIntervalMs);
+      try {
+        for (const key of await this.attempt(half)) inserted.add(key);
+      } catch (halfError) {
+        if (halfError instanceof TransientError) throw halfError;
+        refused.push({ half, error: halfError });
+      }
+    }
+    if (refused.length === halves.length) throw error;
+    for (const { half, error: halfError } of refused) {
+      if (half.length === 1) failed.set(half[0]!.dedup_key, halfError);
+      else for (const key of await this.isolate(half, halfError, failed)) inserted.add(key);
+    }
+    return inserted;
+  }
+
+  private attempt(rows: Row[]): Promise<Set<string>> {
+    this.statements += 1;
+    return this.inner.recordMany(rows);
   }
 }
 
