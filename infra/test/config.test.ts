@@ -274,8 +274,7 @@ describe('Pulumi.yaml', () => {
 
   it('is what docs/configuration.md lists, key by key, with the same defaults', () => {
     const doc = readFileSync(join(__dirname, '..', '..', 'docs', 'configuration.md'), 'utf8');
-    const section =
-      doc.split('<!-- stack-config:start -->')[1]?.split('<!-- stack-config:end -->')[0] ?? '';
+    const section = doc.split('<!-- stack-config:start -->')[1]?.split('<!-- stack-config:end -->')[0] ?? '';
     const listed = section
       .split('\n')
       .filter((l) => l.startsWith('| `docline:'))
