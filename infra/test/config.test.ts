@@ -272,10 +272,9 @@ describe('Pulumi.yaml', () => {
     expect(Number(declared.ackDeadlineSeconds)).toBe(DELIVERY_DEFAULTS.ackDeadlineSeconds);
   });
 
-  it('is what the README configuration reference lists, key by key, with the same defaults', () => {
-    const readme = readFileSync(join(__dirname, '..', '..', 'README.md'), 'utf8');
-    const section =
-      readme.split('<!-- stack-config:start -->')[1]?.split('<!-- stack-config:end -->')[0] ?? '';
+  it('is what docs/configuration.md lists, key by key, with the same defaults', () => {
+    const doc = readFileSync(join(__dirname, '..', '..', 'docs', 'configuration.md'), 'utf8');
+    const section = doc.split('<!-- stack-config:start -->')[1]?.split('<!-- stack-config:end -->')[0] ?? '';
     const listed = section
       .split('\n')
       .filter((l) => l.startsWith('| `docline:'))

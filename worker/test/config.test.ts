@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { ConfigError, loadConfig } from '../src/config';
 import { DELIVERY_DEFAULTS } from '../src/contract/settings';
@@ -126,10 +127,10 @@ describe('loadConfig', () => {
   it('keeps the memo in a bucket when MEMO_BUCKET is set, for as long as the dedup window', () => {
     const config = loadConfig({
       BIGQUERY_TABLE: 'acme-dev.docline.rows',
-      DEDUP_WINDOW_DAYS: '10',
+      DEDUP_WINDOW_DAYS: '20',
       MEMO_BUCKET: 'acme-dev-docline-memo',
     });
-    expect(config.memo).toEqual({ kind: 'gcs', bucket: 'acme-dev-docline-memo', ttlMs: 10 * 86_400_000 });
+    expect(config.memo).toEqual({ kind: 'gcs', bucket: 'acme-dev-docline-memo', ttlMs: 20 * 86_400_000 });
   });
 
   it('names every wrong group-commit or memo setting', () => {
@@ -164,5 +165,34 @@ describe('loadConfig', () => {
     const config = loadConfig({ GROUP_COMMIT: 'off', MEMO: 'off', MEMO_BUCKET: 'ignored-bucket' });
     expect(config.groupCommit).toBeNull();
     expect(config.memo).toBeNull();
+  });
+});
+
+describe('the worker variables table in docs/configuration.md', () => {
+  /** Every variable name config.ts reads through its helpers (text, integer, oneOf). */
+  const readByConfig = () => {
+    const source = readFileSync(path.join(__dirname, '../src/config.ts'), 'utf8');
+    return new Set(
+      [...source.matchAll(/\b(?:text|integer|oneOf)\(\s*'([A-Z][A-Z0-9_]*)'/g)].map((m) => m[1]!),
+    );
+  };
+  const listed = () => {
+    const doc = readFileSync(path.join(__dirname, '../../docs/configuration.md'), 'utf8');
+    const section = doc.split('<!-- worker-env:start -->')[1]?.split('<!-- worker-env:end -->')[0] ?? '';
+    return new Set(
+      section
+        .split('\n')
+        .filter((l) => l.startsWith('| `'))
+        .flatMap((l) => [...(l.split('|')[1] ?? '').matchAll(/`([A-Z][A-Z0-9_]*)`/g)].map((m) => m[1]!)),
+    );
+  };
+
+  it('lists every variable config.ts reads, and nothing else', () => {
+    expect([...listed()].sort()).toEqual([...readByConfig()].sort());
+  });
+
+  it('would notice a variable config.ts reads but the table does not list', () => {
+    expect(readByConfig().has('MEMO_BUCKET')).toBe(true);
+    expect(readByConfig().size).toBeGreaterThan(20);
   });
 });
