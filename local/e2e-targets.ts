@@ -6,7 +6,7 @@ import type { Row } from '../worker/src/contract/row';
 import { contentTypeFor } from './announcer';
 import { pullAll } from './dead-letters';
 import { LOCAL_NAMES, type Pipeline, startPipeline } from './pipeline';
-import { PubSubRest, type ReceivedMessage } from './pubsub';
+import { PubSubClient, type ReceivedMessage } from './pubsub';
 
 /**
  * Where the end-to-end check runs. The checks (e2e.ts) are the same for both targets; only these
@@ -40,7 +40,7 @@ const TAP = 'docline-e2e-tap';
 /** Captures every message published to the topic, so the check can replay an exact push body. */
 class Tap {
   private readonly seen = new Map<string, ReceivedMessage['message']>();
-  constructor(private readonly pubsub: PubSubRest) {}
+  constructor(private readonly pubsub: PubSubClient) {}
 
   async create(topic: string): Promise<void> {
     await this.pubsub.ensureSubscription(TAP, {
@@ -163,7 +163,7 @@ export class CloudTarget implements Target {
       table: string;
       workerUrl: string;
     },
-    private readonly pubsub: PubSubRest,
+    private readonly pubsub: PubSubClient,
     private readonly tap: Tap,
     private readonly clients: {
       storage: import('@google-cloud/storage').Storage;
@@ -201,9 +201,8 @@ export class CloudTarget implements Target {
     const { Storage } = require('@google-cloud/storage') as typeof import('@google-cloud/storage');
     const { BigQuery } = require('@google-cloud/bigquery') as typeof import('@google-cloud/bigquery');
     const auth = new GoogleAuth({ scopes: ['https://www.googleapis.com/auth/cloud-platform'] });
-    const accessToken = async () => (await auth.getAccessToken()) ?? '';
     const idClient = await auth.getIdTokenClient(env.workerUrl);
-    const pubsub = new PubSubRest('https://pubsub.googleapis.com', env.project, accessToken);
+    const pubsub = new PubSubClient(undefined, env.project);
     const tap = new Tap(pubsub);
     await tap.create(env.topic);
     return new CloudTarget(env, pubsub, tap, {
@@ -275,5 +274,6 @@ export class CloudTarget implements Target {
 
   async close(): Promise<void> {
     await this.tap.delete();
+    await this.pubsub.close();
   }
 }
