@@ -175,15 +175,13 @@ export class PubSubClient {
   private subscriberClient(): Promise<v1.SubscriberClient> {
     // The generated client, configured as the library configures its own (emulator address,
     // insecure channel, or ADC): see the class comment for why the streaming API does not fit.
-    this.subscriber ??= this.pubsub
-      .getClientConfig()
-      .then(
-        (config) =>
-          new v1.SubscriberClient({
-            ...config,
-            port: config.port === undefined ? undefined : Number(config.port),
-          }),
-      );
+    this.subscriber ??= this.pubsub.getClientConfig().then(
+      (config) =>
+        new v1.SubscriberClient({
+          ...config,
+          port: config.port === undefined ? undefined : Number(config.port),
+        }),
+    );
     return this.subscriber;
   }
 
