@@ -1,3 +1,5 @@
+import { objectUri as eventObjectUri } from '../core/event';
+
 /**
  * The notification Cloud Storage sends for a finalized object (payload JSON_API_V1): one definition,
  * used by the local bucket's announcer and by reconcile, which announces a missing object again.
@@ -27,7 +29,7 @@ export const RECONCILE_ATTRIBUTE = 'doclineReconcile';
 
 /** `gs://bucket/name#generation`: the object URI every row stores. */
 export const objectUri = (o: Pick<ObjectResource, 'bucket' | 'name' | 'generation'>) =>
-  `gs://${o.bucket}/${o.name}#${o.generation}`;
+  eventObjectUri(o.bucket, o.name, o.generation);
 
 /** The attributes Cloud Storage sets on an OBJECT_FINALIZE notification. */
 export function finalizeAttributes(
