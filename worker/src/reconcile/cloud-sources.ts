@@ -96,6 +96,15 @@ export class BigQueryLineIndex implements LineIndex {
           { cause: error },
         );
       }
+      if (mapped instanceof ConfigurationError && mapped.code === 'bigquery_access_denied') {
+        const detail = /\((.*)\): grant/.exec(mapped.message)?.[1] ?? 'access denied';
+        throw new ReconcileError(
+          'query_failed',
+          `BigQuery denied the reconcile query (${detail}): grant the identity running reconcile ` +
+            'roles/bigquery.dataViewer on the dataset and roles/bigquery.jobUser on the project.',
+          { cause: error },
+        );
+      }
       throw new ReconcileError('query_failed', mapped.message.split('\n')[0]!, { cause: error });
     }
   }
