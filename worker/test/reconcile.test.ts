@@ -1,5 +1,5 @@
 import { parsePush } from '../src/core/event';
-import { jobLogLine } from '../src/reconcile/main';
+import { jobLogLine, main as jobMain } from '../src/reconcile/main';
 import { RECONCILE_ATTRIBUTE } from '../src/reconcile/notification';
 import {
   APPLY_CONFIRM_THRESHOLD,
@@ -268,6 +268,30 @@ describe('jobLogLine', () => {
       severity: 'ERROR',
       component: 'reconcile',
       code: 'query_failed',
+    });
+  });
+});
+
+describe('the reconcile job entry point', () => {
+  it('prints one ERROR JSON line naming what is missing from its configuration, and exits 2', async () => {
+    const printed: string[] = [];
+    const log = jest.spyOn(console, 'log').mockImplementation((line: string) => {
+      printed.push(line);
+    });
+    try {
+      const code = await jobMain({ CLOUD_RUN_JOB: 'docline-dev-reconcile', DOCLINE_PROJECT: 'acme-dev' });
+      expect(code).toBe(RECONCILE_EXIT.error);
+    } finally {
+      log.mockRestore();
+    }
+    expect(printed).toHaveLength(1);
+    expect(JSON.parse(printed[0]!)).toEqual({
+      severity: 'ERROR',
+      message: expect.stringMatching(
+        /^reconcile failed: .*DOCLINE_BUCKET, DOCLINE_TOPIC, DOCLINE_TABLE must be set/,
+      ),
+      component: 'reconcile',
+      code: 'usage',
     });
   });
 });

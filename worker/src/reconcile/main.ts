@@ -2,7 +2,9 @@
  * The reconcile entry point of the worker image (`node worker/dist/reconcile/main.js`): the cloud
  * target, configured from the environment. Run as a Cloud Run job (CLOUD_RUN_JOB set) it prints its
  * summary as ONE Cloud Logging JSON line (WARNING when documents are missing, so an alert can fire);
- * otherwise the same lines as `npm run reconcile -- --target cloud`. Exit codes as the command's.
+ * otherwise the same lines as `npm run reconcile -- --target cloud`. Exit codes as the command's,
+ * except that a job exits 0 when it found missing documents (its WARNING line reports them) and
+ * fails only when reconcile itself failed.
  */
 import { systemClock } from '../core/ports';
 import { cloudSources } from './cloud';
@@ -70,6 +72,9 @@ export async function main(env: NodeJS.ProcessEnv): Promise<number> {
     if (job) {
       const error = result.error ? { code: result.error.code, message: result.error.message } : undefined;
       console.log(JSON.stringify(jobLogLine(result.report, error)));
+      // As a job, a failed execution means reconcile itself failed (and Cloud Run may retry it);
+      // missing documents are reported by the WARNING line, which the alert watches.
+      return result.code === RECONCILE_EXIT.missing ? RECONCILE_EXIT.ok : result.code;
     }
     return result.code;
   } finally {
