@@ -9,7 +9,7 @@ import {
   pushSubscriptionSpec,
   startPipeline,
 } from '../local/pipeline';
-import { type OutgoingMessage, PubSubClient } from '../local/pubsub';
+import type { OutgoingMessage, PubSubClient } from '../local/pubsub';
 import type { WorkerProcess } from '../local/worker-process';
 import type { ObjectResource } from '../worker/src/adapters/local-bucket';
 import { SQLITE_TABLE } from '../worker/src/adapters/sqlite-store';
@@ -145,7 +145,8 @@ export async function runEmulatorStage(options: EmulatorStageOptions): Promise<E
       emulatorHost: emulator.host,
       workerEnv: { DOCLINE_ANALYZER: 'offline', LOG_LEVEL: 'INFO', WORKER_VERSION: 'bench' },
     });
-    const pubsub = new PubSubClient(emulator.baseUrl, LOCAL_PROJECT);
+    // The pipeline's own client: closed with the pipeline.
+    const pubsub = pipeline.pubsub;
     const dirFor = (name: string) => {
       const dir = path.join(options.tmpRoot, name);
       mkdirSync(dir, { recursive: true });
