@@ -4,7 +4,6 @@ import { DatabaseSync } from 'node:sqlite';
 import { startPubSubEmulator } from '../local/emulator';
 import {
   LOCAL_NAMES,
-  LOCAL_PROJECT,
   type Pipeline,
   pushSubscriptionSpec,
   startPipeline,
