@@ -2,12 +2,7 @@ import { mkdirSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { startPubSubEmulator } from '../local/emulator';
-import {
-  LOCAL_NAMES,
-  type Pipeline,
-  pushSubscriptionSpec,
-  startPipeline,
-} from '../local/pipeline';
+import { LOCAL_NAMES, type Pipeline, pushSubscriptionSpec, startPipeline } from '../local/pipeline';
 import type { OutgoingMessage, PubSubClient } from '../local/pubsub';
 import type { WorkerProcess } from '../local/worker-process';
 import type { ObjectResource } from '../worker/src/adapters/local-bucket';
