@@ -138,11 +138,13 @@ function googleSqlToSqlite(sql: string, table: string): string {
     .replace(/SAFE_DIVIDE\((.+?), (COUNT\(\*\))\)/g, 'CAST($1 AS REAL) / NULLIF($2, 0)')
     .replace(/STRING_AGG\(/g, 'group_concat(')
     .replace(/JSON_VALUE\(/g, 'json_extract(')
+    // A quote as a double-quoted GoogleSQL string; double quotes are identifiers in SQLite.
+    .replaceAll(`"'"`, "''''")
     .replace(/SAFE_CAST\((json_extract\(analysis, '[$.\w]+'\)) AS NUMERIC\)/g, 'CAST($1 AS REAL)')
     .replace(/CAST\((\w+) AS FLOAT64\)/g, '$1')
     .replace(/\bDATE\(/g, 'date(');
   const leftover =
-    /`|QUALIFY|COUNTIF|SAFE_DIVIDE|STRING_AGG|SAFE\.|SAFE_CAST|JSON_VALUE|NUMERIC|FLOAT64|\bDATE\(|TIMESTAMP_|FORMAT_|ARRAY_AGG|STRUCT/.exec(
+    /`|"|QUALIFY|COUNTIF|SAFE_DIVIDE|STRING_AGG|SAFE\.|SAFE_CAST|JSON_VALUE|NUMERIC|FLOAT64|\bDATE\(|TIMESTAMP_|FORMAT_|ARRAY_AGG|STRUCT/.exec(
       out,
     );
   if (leftover) throw new Error(`untranslated GoogleSQL construct: ${leftover[0]}`);

@@ -25,13 +25,14 @@ export const VIEW_DESCRIPTIONS: Readonly<Record<ViewName, string>> = {
     'One invoice in several objects (uploaded under two names, scanned twice): ok rows of different objects with the same supplier (VAT id, else SIRET, else SIREN, else normalised name), normalised invoice number and total; one row per object, with when it arrived.',
 };
 
+/** A one-character string literal; a quote is written `"'"` in GoogleSQL (`''''` opens a triple-quoted string there) and `''''` in SQLite. */
+const charLiteral = (dialect: Dialect, c: string) =>
+  c !== "'" ? `'${c}'` : dialect === 'googlesql' ? `"'"` : "''''";
 /** Removes separators people type differently (`FR 12-345.678`, `F/2026/0042`). */
-const stripped = (expr: string, chars: readonly string[]) =>
-  chars.reduce((inner, c) => `REPLACE(${inner}, '${c}', '')`, expr);
+const stripped = (dialect: Dialect, expr: string, chars: readonly string[]) =>
+  chars.reduce((inner, c) => `REPLACE(${inner}, ${charLiteral(dialect, c)}, '')`, expr);
 const ID_SEPARATORS = [' ', '.', '-', '/', '_'] as const;
-const NAME_SEPARATORS = [' ', '.', ',', '-', "''"] as const;
-/** An identifier compared without separators or case; empty means absent. */
-const normalisedId = (expr: string) => `NULLIF(UPPER(${stripped(expr, ID_SEPARATORS)}), '')`;
+const NAME_SEPARATORS = [' ', '.', ',', '-', "'"] as const;
 
 /**
  * The SELECT of `duplicate_invoices`. Both dialects share the text except how a field is read from
@@ -40,6 +41,8 @@ const normalisedId = (expr: string) => `NULLIF(UPPER(${stripped(expr, ID_SEPARAT
  * are kept, so a name-only match needs the same words.
  */
 function duplicateInvoicesSql(dialect: Dialect, from: string): string {
+  /** An identifier compared without separators or case; empty means absent. */
+  const normalisedId = (expr: string) => `NULLIF(UPPER(${stripped(dialect, expr, ID_SEPARATORS)}), '')`;
   const field = (name: string) =>
     dialect === 'googlesql' ? `JSON_VALUE(analysis, '$.${name}')` : `json_extract(analysis, '$.${name}')`;
   const total =
@@ -50,7 +53,7 @@ function duplicateInvoicesSql(dialect: Dialect, from: string): string {
     `COALESCE('vat:' || ${normalisedId(field('supplier_vat_id'))}, ` +
     `'siret:' || ${normalisedId(field('supplier_siret'))}, ` +
     `'siren:' || ${normalisedId(field('supplier_siren'))}, ` +
-    `'name:' || NULLIF(LOWER(${stripped(field('supplier_name'), NAME_SEPARATORS)}), ''))`;
+    `'name:' || NULLIF(LOWER(${stripped(dialect, field('supplier_name'), NAME_SEPARATORS)}), ''))`;
   const group = 'supplier_key, invoice_number_key, total_amount';
   // Grouped as an exact NUMERIC, shown as FLOAT64 (JSON numbers, like SQLite's REAL).
   const shownTotal =
