@@ -2,14 +2,8 @@ import { mkdirSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { startPubSubEmulator } from '../local/emulator';
-import {
-  LOCAL_NAMES,
-  LOCAL_PROJECT,
-  type Pipeline,
-  pushSubscriptionSpec,
-  startPipeline,
-} from '../local/pipeline';
-import { type OutgoingMessage, PubSubRest } from '../local/pubsub';
+import { LOCAL_NAMES, type Pipeline, pushSubscriptionSpec, startPipeline } from '../local/pipeline';
+import type { OutgoingMessage, PubSubClient } from '../local/pubsub';
 import type { WorkerProcess } from '../local/worker-process';
 import type { ObjectResource } from '../worker/src/adapters/local-bucket';
 import { SQLITE_TABLE } from '../worker/src/adapters/sqlite-store';
@@ -73,7 +67,7 @@ const TOPICS: Record<Exclude<E2eTarget, 'docline'>, { topic: string; subscriptio
   naive: { topic: 'bench-naive', subscription: 'bench-naive-push' },
 };
 
-async function publishAll(pubsub: PubSubRest, topic: string, messages: OutgoingMessage[], batch: number) {
+async function publishAll(pubsub: PubSubClient, topic: string, messages: OutgoingMessage[], batch: number) {
   for (let i = 0; i < messages.length; i += batch) await pubsub.publish(topic, messages.slice(i, i + batch));
 }
 
@@ -145,7 +139,8 @@ export async function runEmulatorStage(options: EmulatorStageOptions): Promise<E
       emulatorHost: emulator.host,
       workerEnv: { DOCLINE_ANALYZER: 'offline', LOG_LEVEL: 'INFO', WORKER_VERSION: 'bench' },
     });
-    const pubsub = new PubSubRest(emulator.baseUrl, LOCAL_PROJECT);
+    // The pipeline's own client: closed with the pipeline.
+    const pubsub = pipeline.pubsub;
     const dirFor = (name: string) => {
       const dir = path.join(options.tmpRoot, name);
       mkdirSync(dir, { recursive: true });

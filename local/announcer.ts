@@ -1,5 +1,6 @@
 import type { ObjectResource } from '../worker/src/adapters/local-bucket';
-import type { PubSubRest } from './pubsub';
+import { finalizeAttributes } from '../worker/src/reconcile/notification';
+import type { PubSubClient } from './pubsub';
 
 /**
  * Announces uploads to the local bucket exactly as Cloud Storage announces them to Pub/Sub:
@@ -8,7 +9,7 @@ import type { PubSubRest } from './pubsub';
  */
 export class Announcer {
   constructor(
-    private readonly pubsub: PubSubRest,
+    private readonly pubsub: PubSubClient,
     private readonly topic: string,
   ) {}
 
@@ -18,16 +19,10 @@ export class Announcer {
     overwroteGeneration: string | null,
     config = 1,
   ): Record<string, string> {
-    return {
+    return finalizeAttributes(resource, {
+      overwroteGeneration,
       notificationConfig: `projects/_/buckets/${resource.bucket}/notificationConfigs/${config}`,
-      eventType: 'OBJECT_FINALIZE',
-      payloadFormat: 'JSON_API_V1',
-      bucketId: resource.bucket,
-      objectId: resource.name,
-      objectGeneration: resource.generation,
-      eventTime: resource.timeCreated,
-      ...(overwroteGeneration ? { overwroteGeneration } : {}),
-    };
+    });
   }
 
   /** Publishes the notification(s) of one write and returns their messageIds. */

@@ -1,4 +1,4 @@
-import type { PubSubRest, ReceivedMessage } from './pubsub';
+import type { PubSubClient, ReceivedMessage } from './pubsub';
 
 /** Listing and replaying dead letters: shared by `npm run dlq`, the e2e check and the tests. */
 
@@ -14,7 +14,7 @@ export interface DeadLetter {
 
 /** Pulls every dead letter currently available (they stay leased until acked or released). */
 export async function pullAll(
-  pubsub: PubSubRest,
+  pubsub: PubSubClient,
   subscription: string,
   limit = 10_000,
 ): Promise<DeadLetter[]> {
@@ -37,7 +37,7 @@ export async function pullAll(
 }
 
 /** Lists the dead letters and leaves them in the subscription. */
-export async function listDeadLetters(pubsub: PubSubRest, subscription: string): Promise<DeadLetter[]> {
+export async function listDeadLetters(pubsub: PubSubClient, subscription: string): Promise<DeadLetter[]> {
   const letters = await pullAll(pubsub, subscription);
   await pubsub.nack(
     subscription,
@@ -52,7 +52,7 @@ export async function listDeadLetters(pubsub: PubSubRest, subscription: string):
  * worker's key absorbs). Returns the new messageIds.
  */
 export async function replayDeadLetters(
-  pubsub: PubSubRest,
+  pubsub: PubSubClient,
   subscription: string,
   topic: string,
   select: (letter: DeadLetter) => boolean = () => true,

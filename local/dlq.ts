@@ -1,7 +1,7 @@
 /** `npm run dlq -- list | replay [--message ID]`: inspect and replay the dead-letter subscription. */
 import { parseArgs } from './args';
 import { listDeadLetters, replayDeadLetters } from './dead-letters';
-import { PubSubRest } from './pubsub';
+import { PubSubClient } from './pubsub';
 import { readState } from './state';
 
 async function main(): Promise<void> {
@@ -12,7 +12,20 @@ async function main(): Promise<void> {
   const state = await readState(
     typeof flags.get('data-dir') === 'string' ? String(flags.get('data-dir')) : undefined,
   );
-  const pubsub = new PubSubRest(state.emulatorBaseUrl, state.projectId);
+  const pubsub = new PubSubClient(state.emulatorBaseUrl, state.projectId);
+  try {
+    await dlq(command, flags, state, pubsub);
+  } finally {
+    await pubsub.close();
+  }
+}
+
+async function dlq(
+  command: 'list' | 'replay',
+  flags: Map<string, string | true>,
+  state: Awaited<ReturnType<typeof readState>>,
+  pubsub: PubSubClient,
+): Promise<void> {
   if (command === 'list') {
     const letters = await listDeadLetters(pubsub, state.deadLetterSubscription);
     for (const l of letters) {

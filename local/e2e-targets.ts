@@ -5,8 +5,10 @@ import { SqliteStore } from '../worker/src/adapters/sqlite-store';
 import type { Row } from '../worker/src/contract/row';
 import { contentTypeFor } from './announcer';
 import { pullAll } from './dead-letters';
+import { type DuplicateInvoice, duplicateGroupOf } from './format';
 import { LOCAL_NAMES, type Pipeline, startPipeline } from './pipeline';
-import { PubSubRest, type ReceivedMessage } from './pubsub';
+import { PubSubClient, type ReceivedMessage } from './pubsub';
+import { main as reconcileMain } from './reconcile';
 
 /**
  * Where the end-to-end check runs. The checks (e2e.ts) are the same for both targets; only these
@@ -32,15 +34,37 @@ export interface Target {
   analysesOf(objectUri: string): number | undefined;
   /** Whether the worker has answered a message, when the target can tell (local logs). */
   answered(messageId: string): boolean | undefined;
+  /**
+   * Stores bytes WITHOUT announcing them (a document that predates the notification); resolves with
+   * the object URI. Undefined where every write is announced (a bucket with its notification).
+   */
+  readonly writeWithoutAnnouncing: ((name: string, bytes: Buffer) => Promise<string>) | undefined;
+  /** Runs `npm run reconcile` with these arguments against the target. */
+  reconcile(args: string[]): Promise<ReconcileRun>;
+  /** The object URIs of the duplicate_invoices group an object belongs to (empty: none). */
+  duplicateGroup(objectUri: string): Promise<string[]>;
   close(): Promise<void>;
 }
 
 const TAP = 'docline-e2e-tap';
 
+/** What one reconcile run answered. */
+export type ReconcileRun = Awaited<ReturnType<typeof reconcileMain>> & { lines: string[] };
+
+async function runReconcile(args: string[], env: NodeJS.ProcessEnv): Promise<ReconcileRun> {
+  const lines: string[] = [];
+  const result = await reconcileMain(args, {
+    env,
+    print: (line) => lines.push(line),
+    stderr: { isTTY: false, write: () => true },
+  });
+  return { ...result, lines };
+}
+
 /** Captures every message published to the topic, so the check can replay an exact push body. */
 class Tap {
   private readonly seen = new Map<string, ReceivedMessage['message']>();
-  constructor(private readonly pubsub: PubSubRest) {}
+  constructor(private readonly pubsub: PubSubClient) {}
 
   async create(topic: string): Promise<void> {
     await this.pubsub.ensureSubscription(TAP, {
@@ -140,6 +164,25 @@ export class LocalTarget implements Target {
     return this.pipeline.worker.lines.some((l) => l.messageId === messageId && l.status !== undefined);
   }
 
+  readonly writeWithoutAnnouncing = async (name: string, bytes: Buffer): Promise<string> => {
+    const { resource } = await this.pipeline.bucket.put(
+      this.pipeline.bucketName,
+      name,
+      bytes,
+      contentTypeFor(name),
+    );
+    return `gs://${resource.bucket}/${resource.name}#${resource.generation}`;
+  };
+
+  reconcile(args: string[]): Promise<ReconcileRun> {
+    return runReconcile([...args, '--data-dir', this.pipeline.state.dataDir], {});
+  }
+
+  async duplicateGroup(objectUri: string): Promise<string[]> {
+    const rows = this.store.view('duplicate_invoices') as unknown as DuplicateInvoice[];
+    return duplicateGroupOf(rows, objectUri).map((d) => d.object_uri);
+  }
+
   async close(): Promise<void> {
     await this.store.close();
     await this.pipeline.stop();
@@ -162,8 +205,9 @@ export class CloudTarget implements Target {
       deadLetterSubscription: string;
       table: string;
       workerUrl: string;
+      location: string | undefined;
     },
-    private readonly pubsub: PubSubRest,
+    private readonly pubsub: PubSubClient,
     private readonly tap: Tap,
     private readonly clients: {
       storage: import('@google-cloud/storage').Storage;
@@ -196,14 +240,14 @@ export class CloudTarget implements Target {
       deadLetterSubscription: environment.DOCLINE_DEAD_LETTER_SUBSCRIPTION!,
       table: environment.DOCLINE_TABLE!,
       workerUrl: environment.DOCLINE_WORKER_URL!,
+      location: environment.BIGQUERY_LOCATION || undefined,
     };
     const { GoogleAuth } = require('google-auth-library') as typeof import('google-auth-library');
     const { Storage } = require('@google-cloud/storage') as typeof import('@google-cloud/storage');
     const { BigQuery } = require('@google-cloud/bigquery') as typeof import('@google-cloud/bigquery');
     const auth = new GoogleAuth({ scopes: ['https://www.googleapis.com/auth/cloud-platform'] });
-    const accessToken = async () => (await auth.getAccessToken()) ?? '';
     const idClient = await auth.getIdTokenClient(env.workerUrl);
-    const pubsub = new PubSubRest('https://pubsub.googleapis.com', env.project, accessToken);
+    const pubsub = new PubSubClient(undefined, env.project);
     const tap = new Tap(pubsub);
     await tap.create(env.topic);
     return new CloudTarget(env, pubsub, tap, {
@@ -269,11 +313,34 @@ export class CloudTarget implements Target {
     return undefined;
   }
 
+  /** A deployed bucket announces every write through its notification. */
+  readonly writeWithoutAnnouncing = undefined;
+
+  reconcile(args: string[]): Promise<ReconcileRun> {
+    return runReconcile(['--target', 'cloud', ...args], {
+      DOCLINE_PROJECT: this.env.project,
+      DOCLINE_BUCKET: this.env.bucket,
+      DOCLINE_TOPIC: this.env.topic,
+      DOCLINE_TABLE: this.env.table,
+      ...(this.env.location ? { BIGQUERY_LOCATION: this.env.location } : {}),
+    });
+  }
+
+  async duplicateGroup(objectUri: string): Promise<string[]> {
+    const [project, dataset] = this.env.table.split('.');
+    const [rows] = await this.clients.bigquery.query({
+      query: `SELECT * FROM \`${project}.${dataset}.duplicate_invoices\` WHERE first_processed_at > TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL 1 DAY)`,
+      ...(this.env.location ? { location: this.env.location } : {}),
+    });
+    return duplicateGroupOf(rows as DuplicateInvoice[], objectUri).map((d) => d.object_uri);
+  }
+
   answered(): undefined {
     return undefined;
   }
 
   async close(): Promise<void> {
     await this.tap.delete();
+    await this.pubsub.close();
   }
 }

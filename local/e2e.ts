@@ -140,6 +140,63 @@ async function run(target: Target): Promise<void> {
     (await target.deadLettersWith('e2e', token)) > 0 ? true : undefined,
   );
   ok('poison message dead-lettered');
+
+  // 6. Documents that predate the notification: written without announcing, brought in by reconcile.
+  const predates = `e2e-${run}/predates/`;
+  const write = target.writeWithoutAnnouncing;
+  if (!write) {
+    console.log(
+      'SKIP reconcile checks: every write to this bucket is announced (run them on the local target)',
+    );
+  } else {
+    const silent: string[] = [];
+    for (const doc of files('invoices').slice(0, 3))
+      silent.push(await write(`${predates}${path.basename(doc.name)}`, doc.bytes));
+    const args = ['--prefix', predates, '--older-than', '0'];
+    const found = await target.reconcile(args);
+    if (found.code !== 1 || found.report?.missing !== 3)
+      throw new CheckFailed(`reconcile report: exit ${found.code}, ${found.lines.join(' | ')}`);
+    ok('reconcile found 3 documents without a row');
+
+    const applied = await target.reconcile([...args, '--apply']);
+    if (applied.code !== 0 || applied.announced?.length !== 3)
+      throw new CheckFailed(`reconcile --apply: exit ${applied.code}, ${applied.lines.join(' | ')}`);
+    const brought = await waitFor('the rows of the reconciled documents', async () => {
+      const found = await Promise.all(silent.map((u) => target.rawRowsFor(u)));
+      return found.every((r) => r.length > 0) ? found : undefined;
+    });
+    if (brought.some((r) => r.length !== 1))
+      throw new CheckFailed(`rows per reconciled document: ${brought.map((r) => r.length).join(', ')}`);
+    ok('reconcile --apply brought them in, one row each');
+
+    const second = await target.reconcile([...args, '--apply']);
+    const after = await Promise.all(silent.map((u) => target.rawRowsFor(u)));
+    if (
+      second.code !== 0 ||
+      second.report?.missing !== 0 ||
+      second.announced !== undefined ||
+      after.some((r) => r.length !== 1)
+    )
+      throw new CheckFailed(`second reconcile --apply: exit ${second.code}, ${second.lines.join(' | ')}`);
+    ok('a second reconcile --apply changed nothing');
+  }
+
+  // 7. The same invoice uploaded under two names: one row each, flagged as one invoice.
+  const invoice = files('invoices').find((f) => f.name.endsWith('.txt'))!;
+  const firstCopy = await target.upload(
+    `e2e-${run}/twice/first-${path.basename(invoice.name)}`,
+    invoice.bytes,
+  );
+  const secondCopy = await target.upload(
+    `e2e-${run}/twice/second-${path.basename(invoice.name)}`,
+    invoice.bytes,
+  );
+  const group = await waitFor('the duplicate invoice to be flagged', async () => {
+    const members = await target.duplicateGroup(secondCopy);
+    return members.includes(firstCopy) ? members : undefined;
+  });
+  if (!group.includes(secondCopy)) throw new CheckFailed(`duplicate group: ${group.join(', ')}`);
+  ok('duplicate invoice flagged');
 }
 
 async function main(): Promise<number> {

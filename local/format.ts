@@ -57,3 +57,62 @@ export function rowsTable(rows: Row[]): string {
       .trimEnd();
   return [line(header), line(widths.map((w) => '-'.repeat(w))), ...body.map(line)].join('\n');
 }
+
+/** One object of a duplicate_invoices group, as the view returns it. */
+export interface DuplicateInvoice {
+  supplier_key: string;
+  invoice_number_key: string;
+  total_amount: number;
+  group_objects: number;
+  object_uri: string;
+  object_name: string | null;
+  supplier_name: string | null;
+  invoice_number: string | null;
+  arrived_at: string | null;
+  first_processed_at: string;
+}
+
+/** The duplicate_invoices view as readable groups: one header per invoice, one line per object. */
+export function duplicatesTable(rows: DuplicateInvoice[]): string {
+  const groups = new Map<string, DuplicateInvoice[]>();
+  for (const row of rows) {
+    const key = `${row.supplier_key}|${row.invoice_number_key}|${row.total_amount}`;
+    groups.set(key, [...(groups.get(key) ?? []), row]);
+  }
+  const lines: string[] = [];
+  for (const group of groups.values()) {
+    const first = group[0]!;
+    lines.push(
+      `invoice ${first.invoice_number ?? first.invoice_number_key} of ${first.supplier_name ?? first.supplier_key} ` +
+        `(${first.supplier_key}), total ${first.total_amount}: ${group.length} objects`,
+    );
+    for (const row of [...group].sort((a, b) => String(a.arrived_at).localeCompare(String(b.arrived_at))))
+      lines.push(
+        `  ${row.object_uri.replace(/^gs:\/\/[^/]+\//, '')}  arrived ${row.arrived_at ?? row.first_processed_at}`,
+      );
+  }
+  return lines.join('\n');
+}
+
+/** The objects of the duplicate_invoices group an object belongs to (none when it is in no group). */
+export function duplicateGroupOf(rows: DuplicateInvoice[], objectUri: string): DuplicateInvoice[] {
+  const member = rows.find((d) => d.object_uri === objectUri);
+  if (!member) return [];
+  return rows.filter(
+    (d) =>
+      d.supplier_key === member.supplier_key &&
+      d.invoice_number_key === member.invoice_number_key &&
+      d.total_amount === member.total_amount,
+  );
+}
+
+/** The warning `npm start` prints when a new row joins a duplicate_invoices group. */
+export function duplicateWarning(objectUri: string, group: DuplicateInvoice[]): string | undefined {
+  const others = group.filter((r) => r.object_uri !== objectUri);
+  if (others.length === 0) return undefined;
+  const label = (uri: string) => uri.replace(/^gs:\/\/[^/]+\//, '');
+  return (
+    `warning    duplicate invoice: ${label(objectUri)} has the supplier, number and total of ` +
+    `${others.map((r) => label(r.object_uri)).join(', ')} (npm run rows -- --duplicates)`
+  );
+}

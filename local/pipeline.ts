@@ -4,7 +4,7 @@ import { LocalBucket, type ObjectResource } from '../worker/src/adapters/local-b
 import { DELIVERY_DEFAULTS, type DeliverySettings, durationString } from '../worker/src/contract/settings';
 import { Announcer, contentTypeFor } from './announcer';
 import { freePort, type PubSubEmulator, startPubSubEmulator } from './emulator';
-import { PubSubRest, type SubscriptionSpec } from './pubsub';
+import { PubSubClient, type SubscriptionSpec } from './pubsub';
 import { startWorkerProcess, type WorkerProcess } from './worker-process';
 
 /**
@@ -33,13 +33,15 @@ export interface PipelineState {
   deadLetterSubscription: string;
   workerUrl: string;
   dataDir: string;
+  /** The worker's DEDUP_KEY: reconcile refuses to re-announce in message mode. */
+  dedupKeyMode: DeliverySettings['dedupKeyMode'];
 }
 
 export const stateFile = (dataDir: string) => path.join(dataDir, 'pipeline.json');
 
 /** The push subscription, as the stack declares it (infra/components/delivery.ts reads the same settings). */
 export function pushSubscriptionSpec(
-  pubsub: PubSubRest,
+  pubsub: PubSubClient,
   settings: DeliverySettings,
   pushEndpoint: string,
 ): SubscriptionSpec {
@@ -63,7 +65,7 @@ export function pushSubscriptionSpec(
 
 /** Creates the topics and subscriptions of the pipeline (idempotent). */
 export async function configureDelivery(
-  pubsub: PubSubRest,
+  pubsub: PubSubClient,
   settings: DeliverySettings,
   pushEndpoint: string,
 ): Promise<void> {
@@ -107,7 +109,7 @@ export interface UploadResult {
 
 export interface Pipeline {
   readonly projectId: string;
-  readonly pubsub: PubSubRest;
+  readonly pubsub: PubSubClient;
   readonly emulatorHost: string;
   readonly bucket: LocalBucket;
   readonly bucketName: string;
@@ -137,7 +139,7 @@ export async function startPipeline(options: PipelineOptions): Promise<Pipeline>
     ? undefined
     : await startPubSubEmulator({ onOutput: options.onEmulatorOutput });
   const emulatorHost = options.emulatorHost ?? emulator!.host;
-  const pubsub = new PubSubRest(`http://${emulatorHost}`, LOCAL_PROJECT);
+  const pubsub = new PubSubClient(`http://${emulatorHost}`, LOCAL_PROJECT);
   const bucket = new LocalBucket(path.join(dataDir, 'bucket'));
   const announcer = new Announcer(pubsub, LOCAL_NAMES.topic);
   // A fixed port, so that the push endpoint stays valid when the worker restarts.
@@ -158,6 +160,7 @@ export async function startPipeline(options: PipelineOptions): Promise<Pipeline>
     worker = await startWorkerProcess({ env: workerEnv(), entry: options.workerEntry });
     await configureDelivery(pubsub, settings, `${worker.url}/push`);
   } catch (error) {
+    await pubsub.close();
     await emulator?.stop();
     throw error;
   }
@@ -169,6 +172,7 @@ export async function startPipeline(options: PipelineOptions): Promise<Pipeline>
     deadLetterSubscription: LOCAL_NAMES.deadLetterSubscription,
     workerUrl: worker.url,
     dataDir,
+    dedupKeyMode: settings.dedupKeyMode,
   };
   await writeFile(stateFile(dataDir), `${JSON.stringify(state, null, 2)}\n`);
 
@@ -201,6 +205,7 @@ export async function startPipeline(options: PipelineOptions): Promise<Pipeline>
     },
     async stop() {
       await worker.stop();
+      await pubsub.close();
       await emulator?.stop();
     },
   };

@@ -1,13 +1,23 @@
+import { PubSub, type Topic, v1 } from '@google-cloud/pubsub';
+
 /**
- * A small client for the Pub/Sub REST surface (v1), used against the emulator by the local
- * pipeline and the tests. It speaks the same resource shapes as the service, so what it creates
- * mirrors what the Pulumi stack declares.
+ * docline's one Pub/Sub client for the local tools and the cloud tools: publishing, pulling and
+ * administering topics and subscriptions all go through `@google-cloud/pubsub`. It speaks to the
+ * emulator when given its address (or through PUBSUB_EMULATOR_HOST, which the library reads) and to
+ * the real service with Application Default Credentials otherwise. The resource shapes are the
+ * service's own, so what the local pipeline creates mirrors what the Pulumi stack declares.
+ *
+ * Where the library's high-level surface does not fit, the library's own generated v1 client is
+ * used: the tools need a synchronous pull that returns at once with what is there (the check and
+ * `npm run dlq` read a subscription and stop), and an immediate nack of leased messages, which the
+ * streaming `Subscription` API (long-lived, flow-controlled) does not offer.
  */
 
 export interface PushConfig {
   pushEndpoint: string;
 }
 
+/** A subscription's settings, durations as `"<seconds>s"` strings (the REST/JSON form). */
 export interface SubscriptionSpec {
   topic: string;
   pushConfig?: PushConfig;
@@ -21,11 +31,12 @@ export interface SubscriptionSpec {
 }
 
 export interface OutgoingMessage {
-  /** Raw payload; it is base64-encoded on the wire. */
+  /** Raw payload. */
   data: string | Buffer;
   attributes?: Record<string, string>;
 }
 
+/** A pulled message, as the REST surface shows it (data base64, publishTime RFC 3339). */
 export interface ReceivedMessage {
   ackId: string;
   deliveryAttempt?: number;
@@ -37,28 +48,42 @@ export interface ReceivedMessage {
   };
 }
 
-/** Raised when the Pub/Sub REST surface answers with an error status. */
-export class PubSubRestError extends Error {
-  constructor(
-    message: string,
-    readonly status: number,
-  ) {
-    super(message);
-    this.name = 'PubSubRestError';
-  }
+/** gRPC status codes the tools treat as expected. */
+const ALREADY_EXISTS = 6;
+const NOT_FOUND = 5;
+const grpcCode = (error: unknown) => (error as { code?: number }).code;
+
+/** `"600s"` → a protobuf Duration. */
+function duration(text: string | undefined): { seconds: number; nanos: number } | undefined {
+  if (text === undefined) return undefined;
+  const m = /^(\d+(?:\.\d+)?)s$/.exec(text);
+  if (!m) throw new Error(`not a duration in seconds: ${text}`);
+  const seconds = Number(m[1]);
+  return { seconds: Math.trunc(seconds), nanos: Math.round((seconds % 1) * 1e9) };
 }
 
-export class PubSubRest {
+export class PubSubClient {
+  readonly pubsub: PubSub;
+  private subscriber: Promise<v1.SubscriberClient> | undefined;
+  private readonly topics = new Map<string, Topic>();
+
   /**
-   * @param baseUrl `http://HOST:PORT` of the emulator (or `https://pubsub.googleapis.com` with a token).
+   * @param endpoint the emulator's `http://HOST:PORT` or `HOST:PORT`; undefined: PUBSUB_EMULATOR_HOST
+   *   if set, else the real service with Application Default Credentials.
    * @param projectId the project that owns topics and subscriptions.
    */
   constructor(
-    readonly baseUrl: string,
+    endpoint: string | undefined,
     readonly projectId: string,
-    /** Returns an OAuth access token for the real service; the emulator needs none. */
-    private readonly accessToken?: () => Promise<string>,
-  ) {}
+  ) {
+    const apiEndpoint = endpoint?.replace(/^https?:\/\//, '');
+    this.pubsub = new PubSub({
+      projectId,
+      // The universe domain given: otherwise the auth library probes the GCE metadata server for it,
+      // which fails (with a warning) on a machine outside Google Cloud.
+      ...(apiEndpoint ? { apiEndpoint, emulatorMode: true, universeDomain: 'googleapis.com' } : {}),
+    });
+  }
 
   topicPath(topic: string): string {
     return topic.startsWith('projects/') ? topic : `projects/${this.projectId}/topics/${topic}`;
@@ -70,89 +95,143 @@ export class PubSubRest {
       : `projects/${this.projectId}/subscriptions/${subscription}`;
   }
 
-  private async call<T>(
-    method: string,
-    resource: string,
-    body?: unknown,
-    okStatuses: number[] = [],
-  ): Promise<T> {
-    const res = await fetch(`${this.baseUrl}/v1/${resource}`, {
-      method,
-      headers: {
-        'content-type': 'application/json',
-        ...(this.accessToken ? { authorization: `Bearer ${await this.accessToken()}` } : {}),
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.timeout(30_000),
-    });
-    const text = await res.text();
-    if (!res.ok && !okStatuses.includes(res.status)) {
-      throw new PubSubRestError(`${method} ${resource} failed with ${res.status}: ${text}`, res.status);
+  /** The library's Topic, with batching suited to the tools (flushes within 10 ms). */
+  topic(topic: string): Topic {
+    const name = this.topicPath(topic);
+    let t = this.topics.get(name);
+    if (!t) {
+      t = this.pubsub.topic(name, { batching: { maxMessages: 1000, maxMilliseconds: 10 } });
+      this.topics.set(name, t);
     }
-    return (text ? JSON.parse(text) : {}) as T;
+    return t;
   }
 
-  /** Creates the topic; an existing topic is fine (409 is ignored). */
+  /** Creates the topic; an existing topic is fine. */
   async ensureTopic(topic: string): Promise<void> {
-    await this.call('PUT', this.topicPath(topic), {}, [409]);
+    try {
+      await this.pubsub.createTopic(this.topicPath(topic));
+    } catch (error) {
+      if (grpcCode(error) !== ALREADY_EXISTS) throw error;
+    }
   }
 
-  /** Creates the subscription; an existing one is updated to the given spec. */
+  /** Creates the subscription; an existing one is deleted and created again with exactly this spec. */
   async ensureSubscription(subscription: string, spec: SubscriptionSpec): Promise<void> {
     const name = this.subscriptionPath(subscription);
-    const body = { ...spec, topic: this.topicPath(spec.topic) };
+    const options = {
+      ...(spec.pushConfig ? { pushConfig: spec.pushConfig } : {}),
+      ...(spec.ackDeadlineSeconds !== undefined ? { ackDeadlineSeconds: spec.ackDeadlineSeconds } : {}),
+      ...(spec.retryPolicy
+        ? {
+            retryPolicy: {
+              minimumBackoff: duration(spec.retryPolicy.minimumBackoff),
+              maximumBackoff: duration(spec.retryPolicy.maximumBackoff),
+            },
+          }
+        : {}),
+      ...(spec.deadLetterPolicy
+        ? {
+            deadLetterPolicy: {
+              deadLetterTopic: this.topicPath(spec.deadLetterPolicy.deadLetterTopic),
+              maxDeliveryAttempts: spec.deadLetterPolicy.maxDeliveryAttempts,
+            },
+          }
+        : {}),
+      ...(spec.messageRetentionDuration
+        ? { messageRetentionDuration: duration(spec.messageRetentionDuration) }
+        : {}),
+      ...(spec.expirationPolicy
+        ? { expirationPolicy: spec.expirationPolicy.ttl ? { ttl: duration(spec.expirationPolicy.ttl) } : {} }
+        : {}),
+      ...(spec.filter ? { filter: spec.filter } : {}),
+    };
+    const create = () => this.pubsub.createSubscription(this.topicPath(spec.topic), name, options);
     try {
-      await this.call('PUT', name, body);
+      await create();
     } catch (error) {
-      if (!(error instanceof PubSubRestError) || error.status !== 409) throw error;
-      // Already there (a restart keeps nothing in the emulator, but an external one may): delete and recreate
-      // so that the settings are exactly the shared ones.
-      await this.call('DELETE', name);
-      await this.call('PUT', name, body);
+      if (grpcCode(error) !== ALREADY_EXISTS) throw error;
+      // Already there (an external emulator keeps state): recreate so the settings are exactly the shared ones.
+      await this.pubsub.subscription(name).delete();
+      await create();
     }
   }
 
   async deleteSubscription(subscription: string): Promise<void> {
-    await this.call('DELETE', this.subscriptionPath(subscription), undefined, [404]);
-  }
-
-  async getSubscription(subscription: string): Promise<SubscriptionSpec & { name: string }> {
-    return this.call('GET', this.subscriptionPath(subscription));
+    try {
+      await this.pubsub.subscription(this.subscriptionPath(subscription)).delete();
+    } catch (error) {
+      if (grpcCode(error) !== NOT_FOUND) throw error;
+    }
   }
 
   /** Publishes messages and returns their ids, in order. */
   async publish(topic: string, messages: OutgoingMessage[]): Promise<string[]> {
-    const body = {
-      messages: messages.map((m) => ({
-        data: Buffer.from(m.data).toString('base64'),
-        attributes: m.attributes ?? {},
-      })),
-    };
-    const res = await this.call<{ messageIds: string[] }>('POST', `${this.topicPath(topic)}:publish`, body);
-    return res.messageIds;
+    const t = this.topic(topic);
+    return Promise.all(
+      messages.map((m) => t.publishMessage({ data: Buffer.from(m.data), attributes: m.attributes ?? {} })),
+    );
+  }
+
+  private subscriberClient(): Promise<v1.SubscriberClient> {
+    // The generated client, configured as the library configures its own (emulator address,
+    // insecure channel, or ADC): see the class comment for why the streaming API does not fit.
+    this.subscriber ??= this.pubsub.getClientConfig().then(
+      (config) =>
+        new v1.SubscriberClient({
+          ...config,
+          port: config.port === undefined ? undefined : Number(config.port),
+        }),
+    );
+    return this.subscriber;
   }
 
   /** Pulls up to `maxMessages` messages without waiting for more. */
   async pull(subscription: string, maxMessages = 100): Promise<ReceivedMessage[]> {
-    const res = await this.call<{ receivedMessages?: ReceivedMessage[] }>(
-      'POST',
-      `${this.subscriptionPath(subscription)}:pull`,
-      { maxMessages, returnImmediately: true },
-    );
-    return res.receivedMessages ?? [];
+    const client = await this.subscriberClient();
+    const [response] = await client.pull({
+      subscription: this.subscriptionPath(subscription),
+      maxMessages,
+      // Deprecated but honoured by the emulator and the service: the tools read what is there and stop.
+      returnImmediately: true,
+    });
+    return (response.receivedMessages ?? []).map((m) => {
+      const message = m.message ?? {};
+      const seconds = Number(message.publishTime?.seconds ?? 0);
+      const nanos = Number(message.publishTime?.nanos ?? 0);
+      return {
+        ackId: m.ackId ?? '',
+        ...(m.deliveryAttempt ? { deliveryAttempt: m.deliveryAttempt } : {}),
+        message: {
+          data: message.data ? Buffer.from(message.data as Uint8Array).toString('base64') : undefined,
+          attributes: { ...(message.attributes ?? {}) },
+          messageId: message.messageId ?? '',
+          publishTime: new Date(seconds * 1000 + Math.floor(nanos / 1e6)).toISOString(),
+        },
+      };
+    });
   }
 
   async acknowledge(subscription: string, ackIds: string[]): Promise<void> {
     if (ackIds.length === 0) return;
-    await this.call('POST', `${this.subscriptionPath(subscription)}:acknowledge`, { ackIds });
+    const client = await this.subscriberClient();
+    await client.acknowledge({ subscription: this.subscriptionPath(subscription), ackIds });
   }
 
   /** Gives messages back at once (ack deadline 0), so that a later pull sees them again. */
   async nack(subscription: string, ackIds: string[]): Promise<void> {
     if (ackIds.length === 0) return;
-    await this.call('POST', `${this.subscriptionPath(subscription)}:modifyAckDeadline`, {
+    const client = await this.subscriberClient();
+    await client.modifyAckDeadline({
+      subscription: this.subscriptionPath(subscription),
       ackIds,
       ackDeadlineSeconds: 0,
     });
+  }
+
+  /** Flushes pending publishes and closes every channel (a tool's process can then exit). */
+  async close(): Promise<void> {
+    await Promise.all([...this.topics.values()].map((t) => t.flush()));
+    if (this.subscriber) await (await this.subscriber).close();
+    await this.pubsub.close();
   }
 }

@@ -1,9 +1,12 @@
-/** `npm run rows [-- --json]`: the documents view of the local store as a readable table. */
+/**
+ * `npm run rows [-- --json] [--duplicates]`: the documents view of the local store as a readable
+ * table; `--duplicates`: the duplicate_invoices view (one invoice in several objects).
+ */
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { SqliteStore } from '../worker/src/adapters/sqlite-store';
 import { option, parseArgs } from './args';
-import { rowsTable } from './format';
+import { type DuplicateInvoice, duplicatesTable, rowsTable } from './format';
 
 function main(): void {
   const { flags } = parseArgs(process.argv.slice(2));
@@ -12,6 +15,21 @@ function main(): void {
   if (!existsSync(file))
     throw new Error(`no rows yet: ${file} does not exist (run \`npm start\` and upload something).`);
   const store = new SqliteStore({ path: file });
+  if (flags.has('duplicates')) {
+    const duplicates = store.view('duplicate_invoices') as unknown as DuplicateInvoice[];
+    if (flags.has('json')) console.log(JSON.stringify(duplicates, null, 2));
+    else {
+      if (duplicates.length > 0) console.log(duplicatesTable(duplicates));
+      const groups = new Set(
+        duplicates.map((d) => `${d.supplier_key}|${d.invoice_number_key}|${d.total_amount}`),
+      );
+      console.log(
+        `${duplicates.length > 0 ? '\n' : ''}${groups.size} invoices found in more than one object`,
+      );
+    }
+    void store.close();
+    return;
+  }
   const rows = store.documents();
   if (flags.has('json')) console.log(JSON.stringify(rows, null, 2));
   else {

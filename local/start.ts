@@ -8,7 +8,7 @@ import path from 'node:path';
 import { SqliteStore } from '../worker/src/adapters/sqlite-store';
 import { DEDUP_KEY_MODES, type DedupKeyMode } from '../worker/src/contract/settings';
 import { option, parseArgs } from './args';
-import { outcomeLine } from './format';
+import { type DuplicateInvoice, duplicateGroupOf, duplicateWarning, outcomeLine } from './format';
 import { watchInbox } from './inbox';
 import { startPipeline } from './pipeline';
 import type { WorkerLogLine } from './worker-process';
@@ -45,6 +45,12 @@ async function main(): Promise<void> {
           line.status === 'rejected' ? `${line.reason}: ${line.detail}` : undefined,
         ),
       );
+      if (line.status === 'ok' && row?.object_uri) {
+        // One line when this new row joins a group of the duplicate_invoices view.
+        const views = store.view('duplicate_invoices') as unknown as DuplicateInvoice[];
+        const warning = duplicateWarning(row.object_uri, duplicateGroupOf(views, row.object_uri));
+        if (warning) console.log(warning);
+      }
     } else if (line.status === 'duplicate') {
       console.log(
         outcomeLine(

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { LocalBucket } from '../worker/src/adapters/local-bucket';
 import { Announcer, contentTypeFor } from './announcer';
 import { parseArgs } from './args';
-import { PubSubRest } from './pubsub';
+import { PubSubClient } from './pubsub';
 import { readState } from './state';
 
 async function main(): Promise<void> {
@@ -19,7 +19,8 @@ async function main(): Promise<void> {
     typeof flags.get('data-dir') === 'string' ? String(flags.get('data-dir')) : undefined,
   );
   const bucket = new LocalBucket(path.join(state.dataDir, 'bucket'));
-  const announcer = new Announcer(new PubSubRest(state.emulatorBaseUrl, state.projectId), state.topic);
+  const pubsub = new PubSubClient(state.emulatorBaseUrl, state.projectId);
+  const announcer = new Announcer(pubsub, state.topic);
   for (const file of positionals) {
     const name = `${prefix}${path.basename(file)}`;
     const { resource, overwroteGeneration } = await bucket.put(
@@ -31,6 +32,7 @@ async function main(): Promise<void> {
     const ids = await announcer.announce(resource, overwroteGeneration, copies);
     console.log(`uploaded   ${name}#${resource.generation} (message ${ids.join(', ')})`);
   }
+  await pubsub.close();
 }
 
 main().catch((error: unknown) => {

@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { findEmulatorBinary, type PubSubEmulator, startPubSubEmulator } from '../emulator';
-import { PubSubRest } from '../pubsub';
+import { PubSubClient } from '../pubsub';
 
 interface Push {
   message: { messageId: string; attributes?: Record<string, string>; data?: string };
@@ -39,14 +39,15 @@ async function pushEndpoint(statusFor: (push: Push, count: number) => number) {
 
 describe('the Pub/Sub emulator started by local/emulator', () => {
   let emulator: PubSubEmulator;
-  let pubsub: PubSubRest;
+  let pubsub: PubSubClient;
 
   beforeAll(async () => {
     emulator = await startPubSubEmulator();
-    pubsub = new PubSubRest(emulator.baseUrl, 'docline-test');
+    pubsub = new PubSubClient(emulator.baseUrl, 'docline-test');
   }, 90_000);
 
   afterAll(async () => {
+    await pubsub?.close();
     await emulator?.stop();
   });
 

@@ -58,6 +58,18 @@ describe('npm start', () => {
       await store.close();
       expect(rows.map((r) => [r.status, r.model])).toEqual([['ok', 'offline']]);
       expect(readdirSync(path.join(inbox, '.uploaded'))).toEqual([sample]);
+
+      // The same invoice again under another name: its row joins a duplicate_invoices group.
+      const copy = `copy-of-${sample}`;
+      copyFileSync(path.join(REPO_ROOT, 'samples/invoices', sample), path.join(inbox, copy));
+      await run.waitFor((l) => l.startsWith('ok ') && l.includes(copy));
+      const warning = await run.waitFor((l) => l.startsWith('warning '));
+      expect(warning).toMatch(
+        new RegExp(
+          `^warning {4}duplicate invoice: ${copy}#\\d+ has the supplier, number and total of ${sample}#\\d+ `,
+        ),
+      );
+      expect(run.lines.filter((l) => l.startsWith('warning '))).toHaveLength(1);
     } finally {
       run.child.kill('SIGINT');
     }

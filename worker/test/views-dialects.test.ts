@@ -1,7 +1,10 @@
 import type { DatabaseSync } from 'node:sqlite';
 import { COLUMN_NAMES, type Row } from '../src/contract/row';
 import { VIEW_NAMES, type ViewName, viewSql } from '../src/contract/views';
-import { rowsDatabase, VIEW_FIXTURE } from './support/view-fixture';
+import { INVOICE_FIXTURE, rowsDatabase, VIEW_FIXTURE } from './support/view-fixture';
+
+/** Every case of every view, in one table. */
+const ALL_ROWS = [...VIEW_FIXTURE, ...INVOICE_FIXTURE];
 
 /*
  * The views mean the same in both dialects. There is no BigQuery here, so:
@@ -71,6 +74,55 @@ function expectedDeliveryStats(rows: Row[]) {
   });
 }
 
+/** Normalised as the view says, written out separately from its SQL. */
+const normalisedId = (value: unknown) => {
+  const text = typeof value === 'string' ? value.replace(/[ ./_-]/g, '').toUpperCase() : '';
+  return text === '' ? null : text;
+};
+
+function supplierKey(a: Record<string, unknown>): string | null {
+  const vat = normalisedId(a.supplier_vat_id);
+  if (vat) return `vat:${vat}`;
+  const siret = normalisedId(a.supplier_siret);
+  if (siret) return `siret:${siret}`;
+  const siren = normalisedId(a.supplier_siren);
+  if (siren) return `siren:${siren}`;
+  const name =
+    typeof a.supplier_name === 'string' ? a.supplier_name.replace(/[ .,'-]/g, '').toLowerCase() : '';
+  return name ? `name:${name}` : null;
+}
+
+function expectedDuplicateInvoices(rows: Row[]) {
+  const objects = new Map<string, { key: string; rows: Row[] }>();
+  for (const row of rows.filter((r) => r.status === 'ok' && r.object_uri !== null)) {
+    const a = (row.analysis ?? {}) as Record<string, unknown>;
+    const supplier = supplierKey(a);
+    const number = normalisedId(a.invoice_number);
+    const total = typeof a.total_amount === 'number' ? a.total_amount : null;
+    if (supplier === null || number === null || total === null) continue;
+    const key = JSON.stringify([supplier, number, total]);
+    const id = `${key}|${row.object_uri}`;
+    objects.set(id, { key, rows: [...(objects.get(id)?.rows ?? []), row] });
+  }
+  const groupSize = new Map<string, number>();
+  for (const { key } of objects.values()) groupSize.set(key, (groupSize.get(key) ?? 0) + 1);
+  return [...objects.values()]
+    .filter(({ key }) => groupSize.get(key)! > 1)
+    .map(({ key, rows: group }) => {
+      const [supplier, number, total] = JSON.parse(key) as [string, string, number];
+      const min = (values: Array<string | null>) => values.filter((v) => v !== null).sort()[0] ?? null;
+      return {
+        supplier_key: supplier,
+        invoice_number_key: number,
+        total_amount: total,
+        group_objects: groupSize.get(key)!,
+        object_uri: group[0]!.object_uri,
+        arrived_at: min(group.map((r) => r.event_time ?? r.processed_at)),
+        first_processed_at: min(group.map((r) => r.processed_at)),
+      };
+    });
+}
+
 // ---- GoogleSQL → SQLite, construct by construct ---------------------------------------------
 
 /** Translates the GoogleSQL of a view into SQLite; throws on any GoogleSQL-only construct it does not know. */
@@ -85,9 +137,16 @@ function googleSqlToSqlite(sql: string, table: string): string {
     .replace(/COUNTIF\(([^()]+)\)/g, 'SUM(CASE WHEN $1 THEN 1 ELSE 0 END)')
     .replace(/SAFE_DIVIDE\((.+?), (COUNT\(\*\))\)/g, 'CAST($1 AS REAL) / NULLIF($2, 0)')
     .replace(/STRING_AGG\(/g, 'group_concat(')
+    .replace(/JSON_VALUE\(/g, 'json_extract(')
+    // A quote as a double-quoted GoogleSQL string; double quotes are identifiers in SQLite.
+    .replaceAll(`"'"`, "''''")
+    .replace(/SAFE_CAST\((json_extract\(analysis, '[$.\w]+'\)) AS NUMERIC\)/g, 'CAST($1 AS REAL)')
+    .replace(/CAST\((\w+) AS FLOAT64\)/g, '$1')
     .replace(/\bDATE\(/g, 'date(');
   const leftover =
-    /`|QUALIFY|COUNTIF|SAFE_DIVIDE|STRING_AGG|SAFE\.|\bDATE\(|TIMESTAMP_|FORMAT_|ARRAY_AGG|STRUCT/.exec(out);
+    /`|"|QUALIFY|COUNTIF|SAFE_DIVIDE|STRING_AGG|SAFE\.|SAFE_CAST|JSON_VALUE|NUMERIC|FLOAT64|\bDATE\(|TIMESTAMP_|FORMAT_|ARRAY_AGG|STRUCT/.exec(
+      out,
+    );
   if (leftover) throw new Error(`untranslated GoogleSQL construct: ${leftover[0]}`);
   return out;
 }
@@ -111,7 +170,7 @@ const pick = (rows: Array<Record<string, unknown>>, keys: string[]) =>
 describe('views in both dialects', () => {
   let db: DatabaseSync;
   beforeEach(() => {
-    db = rowsDatabase(VIEW_FIXTURE);
+    db = rowsDatabase(ALL_ROWS);
   });
   afterEach(() => db.close());
 
@@ -124,7 +183,7 @@ describe('views in both dialects', () => {
     it('documents: one row per dedup key, the first recorded (ties broken by message_id)', () => {
       const rows = run(db, sqlOf('documents')).sort(sortBy('dedup_key'));
       expect(pick(rows, ['dedup_key', 'message_id'])).toEqual(
-        expectedDocuments(VIEW_FIXTURE).sort((a, b) => a.dedup_key.localeCompare(b.dedup_key)),
+        expectedDocuments(ALL_ROWS).sort((a, b) => a.dedup_key.localeCompare(b.dedup_key)),
       );
       expect(Object.keys(rows[0]!)).toEqual([...COLUMN_NAMES]);
     });
@@ -133,12 +192,39 @@ describe('views in both dialects', () => {
       const rows = run(db, sqlOf('duplicate_objects')).sort(sortBy('object_uri'));
       expect(
         pick(rows, ['object_uri', 'ok_rows', 'message_ids', 'first_processed_at', 'last_processed_at']),
-      ).toEqual(expectedDuplicateObjects(VIEW_FIXTURE).sort(sortBy('object_uri')));
+      ).toEqual(expectedDuplicateObjects(ALL_ROWS).sort(sortBy('object_uri')));
     });
 
     it('delivery_stats: per day, rows by status, rows beyond the first per key, doubled objects', () => {
       const rows = run(db, sqlOf('delivery_stats')).sort(sortBy('day'));
-      expect(rows).toEqual(expectedDeliveryStats(VIEW_FIXTURE).sort(sortBy('day')));
+      expect(rows).toEqual(expectedDeliveryStats(ALL_ROWS).sort(sortBy('day')));
+    });
+
+    it('duplicate_invoices: ok rows of different objects with one supplier, invoice number and total', () => {
+      const rows = run(db, sqlOf('duplicate_invoices')).sort(sortBy('object_uri'));
+      expect(
+        pick(rows, [
+          'supplier_key',
+          'invoice_number_key',
+          'total_amount',
+          'group_objects',
+          'object_uri',
+          'arrived_at',
+          'first_processed_at',
+        ]),
+      ).toEqual(expectedDuplicateInvoices(ALL_ROWS).sort(sortBy('object_uri')));
+      expect(Object.keys(rows[0]!)).toEqual([
+        'supplier_key',
+        'invoice_number_key',
+        'total_amount',
+        'group_objects',
+        'object_uri',
+        'object_name',
+        'supplier_name',
+        'invoice_number',
+        'arrived_at',
+        'first_processed_at',
+      ]);
     });
   });
 
@@ -150,6 +236,20 @@ describe('views in both dialects', () => {
       'gs://b/twice.pdf#7',
     ]);
     expect(expectedDeliveryStats(VIEW_FIXTURE).map((d) => d.duplicate_rows)).toEqual([2, 0]);
+    // One invoice under two names (VAT id and number typed differently), a SIRET pair (one with a
+    // SIREN too), a name-only pair with one object recorded twice; the near misses stay out.
+    expect(
+      expectedDuplicateInvoices(INVOICE_FIXTURE)
+        .map((d) => [d.supplier_key, d.object_uri!.replace('gs://b/inv/', '')])
+        .sort(),
+    ).toEqual([
+      ['name:acmeltd', 'name-a.pdf#1'],
+      ['name:acmeltd', 'name-b.pdf#1'],
+      ['siret:12345678900012', 'siret-a.pdf#1'],
+      ['siret:12345678900012', 'siret-b.pdf#1'],
+      ['vat:FR12345678901', 'facture-42.pdf#1'],
+      ['vat:FR12345678901', 'scan-0001.pdf#1'],
+    ]);
   });
 
   it.each(VIEW_NAMES)('%s has the same output columns in both dialects', (view) => {
@@ -172,7 +272,11 @@ describe('the GoogleSQL views', () => {
     for (const view of VIEW_NAMES) {
       const sql = viewSql('googlesql', view, TABLE);
       expect(sql).toContain(`FROM \`${TABLE}\``);
-      expect(sql.match(/FROM /g)).toHaveLength(1);
+      // Other FROMs read the view's own named subqueries only.
+      expect(sql.match(/`[^`]*`/g)).toEqual([`\`${TABLE}\``]);
+      for (const from of sql.match(/FROM [^\s)]+/g) ?? []) {
+        expect(from).toMatch(/^FROM (`acme-dev\.docline\.rows`|keyed|objects|\(SELECT)$/);
+      }
     }
   });
 

@@ -6,8 +6,13 @@ import { COLUMN_NAMES } from './row';
  */
 
 export type Dialect = 'googlesql' | 'sqlite';
-export type ViewName = 'documents' | 'duplicate_objects' | 'delivery_stats';
-export const VIEW_NAMES: readonly ViewName[] = ['documents', 'duplicate_objects', 'delivery_stats'];
+export type ViewName = 'documents' | 'duplicate_objects' | 'delivery_stats' | 'duplicate_invoices';
+export const VIEW_NAMES: readonly ViewName[] = [
+  'documents',
+  'duplicate_objects',
+  'delivery_stats',
+  'duplicate_invoices',
+];
 
 /** What each view means, for the Pulumi view descriptions and the README. */
 export const VIEW_DESCRIPTIONS: Readonly<Record<ViewName, string>> = {
@@ -16,7 +21,58 @@ export const VIEW_DESCRIPTIONS: Readonly<Record<ViewName, string>> = {
   duplicate_objects:
     'Objects (bucket/name#generation) with more than one ok row: a notification created twice, absorbed only in object mode.',
   delivery_stats: 'Per day: rows by status, rows beyond the first per dedup key, and their share.',
+  duplicate_invoices:
+    'One invoice in several objects (uploaded under two names, scanned twice): ok rows of different objects with the same supplier (VAT id, else SIRET, else SIREN, else normalised name), normalised invoice number and total; one row per object, with when it arrived.',
 };
+
+/** A one-character string literal; a quote is written `"'"` in GoogleSQL (`''''` opens a triple-quoted string there) and `''''` in SQLite. */
+const charLiteral = (dialect: Dialect, c: string) =>
+  c !== "'" ? `'${c}'` : dialect === 'googlesql' ? `"'"` : "''''";
+/** Removes separators people type differently (`FR 12-345.678`, `F/2026/0042`). */
+const stripped = (dialect: Dialect, expr: string, chars: readonly string[]) =>
+  chars.reduce((inner, c) => `REPLACE(${inner}, ${charLiteral(dialect, c)}, '')`, expr);
+const ID_SEPARATORS = [' ', '.', '-', '/', '_'] as const;
+const NAME_SEPARATORS = [' ', '.', ',', '-', "'"] as const;
+
+/**
+ * The SELECT of `duplicate_invoices`. Both dialects share the text except how a field is read from
+ * the analysis JSON and the total's type (grouped as NUMERIC in GoogleSQL, REAL in SQLite). Limits: names
+ * are lower-cased with each engine's LOWER (SQLite folds ASCII only), and legal suffixes (SAS, Ltd)
+ * are kept, so a name-only match needs the same words.
+ */
+function duplicateInvoicesSql(dialect: Dialect, from: string): string {
+  /** An identifier compared without separators or case; empty means absent. */
+  const normalisedId = (expr: string) => `NULLIF(UPPER(${stripped(dialect, expr, ID_SEPARATORS)}), '')`;
+  const field = (name: string) =>
+    dialect === 'googlesql' ? `JSON_VALUE(analysis, '$.${name}')` : `json_extract(analysis, '$.${name}')`;
+  const total =
+    dialect === 'googlesql'
+      ? `SAFE_CAST(${field('total_amount')} AS NUMERIC)`
+      : `CAST(${field('total_amount')} AS REAL)`;
+  const supplierKey =
+    `COALESCE('vat:' || ${normalisedId(field('supplier_vat_id'))}, ` +
+    `'siret:' || ${normalisedId(field('supplier_siret'))}, ` +
+    `'siren:' || ${normalisedId(field('supplier_siren'))}, ` +
+    `'name:' || NULLIF(LOWER(${stripped(dialect, field('supplier_name'), NAME_SEPARATORS)}), ''))`;
+  const group = 'supplier_key, invoice_number_key, total_amount';
+  // Grouped as an exact NUMERIC, shown as FLOAT64 (JSON numbers, like SQLite's REAL).
+  const shownTotal =
+    dialect === 'googlesql' ? 'CAST(total_amount AS FLOAT64) AS total_amount' : 'total_amount';
+  return (
+    'WITH keyed AS (SELECT object_uri, object_name, event_time, processed_at, ' +
+    `${field('supplier_name')} AS supplier_name, ${field('invoice_number')} AS invoice_number, ` +
+    `${supplierKey} AS supplier_key, ${normalisedId(field('invoice_number'))} AS invoice_number_key, ` +
+    `${total} AS total_amount FROM ${from} WHERE status = 'ok' AND object_uri IS NOT NULL), ` +
+    // One row per object: a key written twice by a race is still one object.
+    `objects AS (SELECT ${group}, object_uri, MIN(object_name) AS object_name, ` +
+    'MIN(supplier_name) AS supplier_name, MIN(invoice_number) AS invoice_number, ' +
+    'MIN(COALESCE(event_time, processed_at)) AS arrived_at, MIN(processed_at) AS first_processed_at FROM keyed ' +
+    'WHERE supplier_key IS NOT NULL AND invoice_number_key IS NOT NULL AND total_amount IS NOT NULL ' +
+    `GROUP BY ${group}, object_uri) ` +
+    `SELECT supplier_key, invoice_number_key, ${shownTotal}, group_objects, object_uri, object_name, supplier_name, invoice_number, arrived_at, first_processed_at ` +
+    `FROM (SELECT *, COUNT(*) OVER (PARTITION BY ${group}) AS group_objects FROM objects) WHERE group_objects > 1`
+  );
+}
 
 const columns = COLUMN_NAMES.join(', ');
 // A stable order that both dialects share, so that ties on processed_at pick the same row.
@@ -61,5 +117,7 @@ export function viewSql(dialect: Dialect, view: ViewName, table: string): string
         `FROM ${from} GROUP BY day`
       );
     }
+    case 'duplicate_invoices':
+      return duplicateInvoicesSql(dialect, from);
   }
 }

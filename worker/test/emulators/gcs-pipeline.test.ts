@@ -5,7 +5,7 @@ import { CRC32C, Storage } from '@google-cloud/storage';
 import { Announcer } from '../../../local/announcer';
 import { type PubSubEmulator, startPubSubEmulator } from '../../../local/emulator';
 import { LOCAL_NAMES, LOCAL_PROJECT, type Pipeline, startPipeline } from '../../../local/pipeline';
-import { PubSubRest, type ReceivedMessage } from '../../../local/pubsub';
+import { PubSubClient, type ReceivedMessage } from '../../../local/pubsub';
 import type { WorkerLogLine } from '../../../local/worker-process';
 import { LocalBucket } from '../../src/adapters/local-bucket';
 import { SqliteStore } from '../../src/adapters/sqlite-store';
@@ -54,7 +54,7 @@ const COMPARE_CAPTURE = 'local-bucket-capture';
 
 describe(`the local pipeline on fake-gcs-server ${toolVersion('fake-gcs-server')} and the Pub/Sub emulator`, () => {
   let emulator: PubSubEmulator;
-  let pubsub: PubSubRest;
+  let pubsub: PubSubClient;
   let gcs: FakeGcsServer;
   let storage: Storage;
   let pipeline: Pipeline;
@@ -63,7 +63,7 @@ describe(`the local pipeline on fake-gcs-server ${toolVersion('fake-gcs-server')
 
   beforeAll(async () => {
     emulator = await startPubSubEmulator();
-    pubsub = new PubSubRest(emulator.baseUrl, LOCAL_PROJECT);
+    pubsub = new PubSubClient(emulator.baseUrl, LOCAL_PROJECT);
     // fake-gcs-server publishes to an existing topic only, and startPipeline creates it after the worker starts.
     await pubsub.ensureTopic(LOCAL_NAMES.topic);
     await pubsub.ensureSubscription(CAPTURE, { topic: LOCAL_NAMES.topic, ackDeadlineSeconds: 60 });
@@ -87,6 +87,7 @@ describe(`the local pipeline on fake-gcs-server ${toolVersion('fake-gcs-server')
 
   afterAll(async () => {
     await store?.close();
+    await pubsub?.close();
     await pipeline?.stop();
     await gcs?.stop();
     await emulator?.stop();

@@ -396,7 +396,33 @@ export async function startFakeBigQuery(options: { projectId?: string } = {}): P
         dmlStats: { insertedRowCount: String(inserted), updatedRowCount: '0', deletedRowCount: '0' },
       };
     }
+    if (names.join() === 'bucket,prefix,since') return reconcileOutcome(params);
     throw invalid(`fake-bigquery knows only docline's statements (parameters: ${names.join(', ')})`);
+  }
+
+  /** reconcile's query: the distinct object URIs of one bucket and name prefix, since a time. */
+  function reconcileOutcome(params: Map<string, Bound>): Outcome {
+    const bucket = params.get('bucket')!;
+    const prefix = params.get('prefix')!;
+    const since = params.get('since')!;
+    if (bucket.type !== 'STRING' || prefix.type !== 'STRING' || since.type !== 'TIMESTAMP')
+      throw invalid('reconcile parameters must be bucket STRING, prefix STRING, since TIMESTAMP');
+    const from = Date.parse(since.value ?? '');
+    const uris = new Set(
+      table
+        .filter(
+          (r) =>
+            r.bucket === bucket.value &&
+            (r.object_name ?? '').startsWith(prefix.value ?? '') &&
+            Date.parse(r.processed_at ?? '') >= from,
+        )
+        .map((r) => r.object_uri!),
+    );
+    return {
+      schema: { fields: [{ name: 'object_uri', type: 'STRING', mode: 'NULLABLE' }] },
+      totalRows: String(uris.size),
+      rows: [...uris].map((v) => ({ f: [{ v }] })),
+    };
   }
 
   function reference(location: unknown, jobId = `job_${randomUUID().replaceAll('-', '')}`) {

@@ -91,6 +91,127 @@ export const VIEW_FIXTURE: Row[] = [
   }),
 ];
 
+/** An ok invoice row of its own object, for the duplicate_invoices cases. */
+const invoiceRow = (
+  id: string,
+  name: string,
+  fields: Record<string, string | number | null>,
+  time: string,
+  overrides: Partial<Row> = {},
+) =>
+  testRow({
+    message_id: id,
+    dedup_key: `gs://b/${name}#1`,
+    ...objectColumns('b', name, '1'),
+    // Uploaded half a minute before its row was recorded.
+    event_time: new Date(Date.parse(at(time)) - 30_000).toISOString(),
+    analysis: { document_type: 'invoice', ...fields },
+    processed_at: at(time),
+    ...overrides,
+  });
+
+/**
+ * Invoices for `duplicate_invoices`: one invoice uploaded under two names with its VAT id and number
+ * typed differently; a pair matched by SIRET (one also has a SIREN); a pair matched by name only,
+ * one of them recorded twice by a race; and near misses (another total, another supplier's VAT id
+ * with the same number, a rejected copy, an invoice without a number).
+ */
+export const INVOICE_FIXTURE: Row[] = [
+  invoiceRow(
+    'i1',
+    'inv/facture-42.pdf',
+    {
+      supplier_vat_id: 'FR 12 345678901',
+      supplier_name: 'Ravel SAS',
+      invoice_number: 'F-2026-0042',
+      total_amount: 1234.56,
+    },
+    '14:00:00',
+  ),
+  invoiceRow(
+    'i2',
+    'inv/scan-0001.pdf',
+    {
+      supplier_vat_id: 'fr12345678901',
+      supplier_name: 'RAVEL SAS',
+      invoice_number: 'f 2026/0042',
+      total_amount: 1234.56,
+    },
+    '15:00:00',
+  ),
+  invoiceRow(
+    'i3',
+    'inv/facture-42-avoir.pdf',
+    { supplier_vat_id: 'FR12345678901', invoice_number: 'F-2026-0042', total_amount: 99 },
+    '15:10:00',
+  ),
+  invoiceRow(
+    'i4',
+    'inv/other-vat.pdf',
+    {
+      supplier_vat_id: 'DE999999999',
+      supplier_siret: '12345678900012',
+      invoice_number: 'INV-7',
+      total_amount: 10,
+    },
+    '15:20:00',
+  ),
+  invoiceRow(
+    'i5',
+    'inv/siret-a.pdf',
+    { supplier_siret: '123 456 789 00012', invoice_number: 'INV-7', total_amount: 10 },
+    '15:30:00',
+  ),
+  invoiceRow(
+    'i6',
+    'inv/siret-b.pdf',
+    {
+      supplier_siret: '12345678900012',
+      supplier_siren: '123456789',
+      invoice_number: 'inv7',
+      total_amount: 10,
+    },
+    '15:40:00',
+  ),
+  invoiceRow(
+    'i7',
+    'inv/name-a.pdf',
+    { supplier_name: 'Acme Ltd', invoice_number: 'A1', total_amount: 5 },
+    '16:00:00',
+  ),
+  invoiceRow(
+    'i8',
+    'inv/name-b.pdf',
+    { supplier_name: 'ACME  LTD.', invoice_number: 'a-1', total_amount: 5 },
+    '16:10:00',
+  ),
+  invoiceRow(
+    'i9',
+    'inv/name-a.pdf',
+    { supplier_name: 'Acme Ltd', invoice_number: 'A1', total_amount: 5 },
+    '16:20:00',
+  ),
+  invoiceRow(
+    'i10',
+    'inv/rejected-copy.pdf',
+    { supplier_vat_id: 'FR12345678901', invoice_number: 'F-2026-0042', total_amount: 1234.56 },
+    '16:30:00',
+    { status: 'rejected', reason: 'content_mismatch' },
+  ),
+  invoiceRow(
+    'i11',
+    'inv/no-number-a.pdf',
+    { supplier_name: 'Acme Ltd', invoice_number: null, total_amount: 5 },
+    '16:40:00',
+  ),
+  invoiceRow(
+    'i12',
+    'inv/no-number-b.pdf',
+    { supplier_name: 'Acme Ltd', invoice_number: null, total_amount: 5 },
+    '16:50:00',
+  ),
+];
+
 /**
  * An in-memory SQLite table `rows` holding the given rows, without the unique key (BigQuery
  * enforces none, and the fixture needs duplicate keys), with the three SQLite views over it.

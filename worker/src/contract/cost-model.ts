@@ -1,0 +1,223 @@
+import { DELIVERY_DEFAULTS, MIN_MAXIMUM_BYTES_BILLED } from './settings';
+
+/**
+ * The cost model of exactly-once on BigQuery, computed from documented prices and limits (never
+ * run): what `seen()` + the insert-only MERGE bill per 1,000 documents, what append mode and Gemini
+ * cost, and the document rate at which the per-table DML limits bite.
+ *
+ * How BigQuery bills the two statements (on-demand):
+ * - A SELECT bills the bytes of the columns it references, in the partitions it scans, at least
+ *   10 MiB per table referenced.
+ * - An insert-only MERGE bills `q`, the bytes of the columns referenced in the tables it scans (no
+ *   `t` term: that one is only for UPDATE/DELETE clauses), with the same 10 MiB minimum.
+ * - Both statements here reference `dedup_key` and `processed_at` only, in the one table.
+ * - The estimate made before the query runs (the one `maximumBytesBilled` is checked against) is
+ *   exact for an unclustered table and an upper bound for a clustered one: clustering prunes blocks
+ *   only while the query runs. So a clustered table is billed somewhere between the minimum and
+ *   the estimate, and the cap still sees the estimate.
+ */
+
+const KIB = 1024;
+const MIB = 1024 * KIB;
+const GIB = 1024 * MIB;
+const TIB = 1024 * GIB;
+
+/** Documented prices (USD), as quoted in the project's field notes; check them before quoting. */
+export const PRICES = Object.freeze({
+  /** BigQuery on-demand analysis, per TiB billed. */
+  onDemandUsdPerTiB: 6.25,
+  /** BigQuery Storage Write API ingestion, per GiB (the free 2 TiB a month is not counted). */
+  storageWriteUsdPerGiB: 0.025,
+  /** Gemini 2.5 Flash, per million input tokens. */
+  geminiInputUsdPerMillionTokens: 0.3,
+  /** Gemini 2.5 Flash, per million output tokens, thinking included. */
+  geminiOutputUsdPerMillionTokens: 2.5,
+});
+
+/** Documented limits. */
+export const LIMITS = Object.freeze({
+  /** Every query bills at least this much per table referenced (BigQuery's "10 MB" is 10 MiB). */
+  minBilledBytesPerTable: MIN_MAXIMUM_BYTES_BILLED,
+  /** Mutating DML (UPDATE, DELETE, MERGE) running at once on one table. */
+  runningMutatingDmlPerTable: 2,
+  /** Mutating DML waiting on one table; beyond that: "Too many DML statements outstanding". */
+  queuedMutatingDmlPerTable: 20,
+});
+
+/** A typical dedup key, to size the `dedup_key` column (a STRING bills 2 bytes + its UTF-8 bytes). */
+export const EXAMPLE_DEDUP_KEY = 'gs://acme-invoices-prod/2026/11/facture-0042.pdf#1764460800123456';
+
+export interface CostParams {
+  /** Documents the figures are given for. */
+  documents: number;
+  /** Logical size of the table (all columns), in bytes. */
+  tableBytes: number;
+  /** New documents a day: sizes the partitions inside the dedup window. */
+  documentsPerDay: number;
+  /** Average logical bytes of one row (the analysis JSON dominates). */
+  rowBytes: number;
+  /** Bytes `seen()` and the MERGE read per row: `dedup_key` (STRING) + `processed_at` (TIMESTAMP, 8). */
+  lookupBytesPerRow: number;
+  /** Days of partitions the windowed statements scan. */
+  dedupWindowDays: number;
+  /** The worker's `maximumBytesBilled`, checked against the pre-run estimate. */
+  maximumBytesBilled: number;
+  /** Gemini tokens per invoice (assumed, see {@link COST_DEFAULTS}). */
+  promptTokensPerDocument: number;
+  outputTokensPerDocument: number;
+  /** Assumed wall time of one single-row MERGE, in seconds (a range: best and worst). */
+  mergeSecondsLow: number;
+  mergeSecondsHigh: number;
+}
+
+/** The parameters the issue asks for: a 2 GiB table, 600 documents a day, the worker's defaults. */
+export const COST_DEFAULTS: Readonly<CostParams> = Object.freeze({
+  documents: 1000,
+  tableBytes: 2 * GIB,
+  documentsPerDay: 600,
+  rowBytes: 1500,
+  lookupBytesPerRow: 2 + Buffer.byteLength(EXAMPLE_DEDUP_KEY, 'utf8') + 8,
+  dedupWindowDays: DELIVERY_DEFAULTS.dedupWindowDays,
+  maximumBytesBilled: DELIVERY_DEFAULTS.maximumBytesBilled,
+  // A one-page text invoice (~1 KB of text, a few hundred tokens) plus the prompt and the JSON
+  // schema is ~1,500 input tokens; the JSON answer plus some thinking ~400 output tokens.
+  promptTokensPerDocument: 1500,
+  outputTokensPerDocument: 400,
+  mergeSecondsLow: 1,
+  mergeSecondsHigh: 2,
+});
+
+/** What one windowed or unwindowed, clustered or unclustered lookup-and-MERGE bills. */
+export interface DedupScenario {
+  name: string;
+  windowed: boolean;
+  clustered: boolean;
+  /** Rows in the partitions the statements scan. */
+  scannedRows: number;
+  /** The pre-run estimate of one statement, bytes (what `maximumBytesBilled` is checked against). */
+  estimateBytesPerQuery: number;
+  /** Bytes billed by one statement: the lower and upper bound (equal unless clustering may prune). */
+  billedBytesPerQueryLow: number;
+  billedBytesPerQueryHigh: number;
+  /** Whether the worker's cap refuses the statement before it runs (a configuration fault). */
+  refusedByCap: boolean;
+  /** `seen()` + MERGE for every document, bytes billed for {@link CostParams.documents}. */
+  billedBytesLow: number;
+  billedBytesHigh: number;
+  usdLow: number;
+  usdHigh: number;
+}
+
+export interface CostModel {
+  params: CostParams;
+  tableRows: number;
+  /** seen() + MERGE: windowed/unwindowed × clustered/unclustered. */
+  merge: DedupScenario[];
+  /** Append mode: a windowed seen() per document + Storage Write ingestion of each row. */
+  append: { billedBytes: number; ingestedBytes: number; usd: number };
+  /** The plain sample (no dedup): Storage Write ingestion only. */
+  noDedup: { ingestedBytes: number; usd: number };
+  /** A redelivery that seen() catches costs one windowed lookup. */
+  redelivery: { billedBytes: number; usd: number };
+  gemini: { promptTokens: number; outputTokens: number; usd: number };
+  dml: {
+    /** Sustained single-row MERGEs per second on one table (running limit / MERGE duration). */
+    documentsPerSecondLow: number;
+    documentsPerSecondHigh: number;
+    documentsPerDayLow: number;
+    /** Headroom over {@link CostParams.documentsPerDay} at the slow end. */
+    headroomLow: number;
+    /** Seconds until the queue is full when documents arrive at twice the sustained rate (slow end). */
+    queueFullSecondsAtDoubleRate: number;
+  };
+  /** The stated assumptions, one sentence each, for the report. */
+  assumptions: string[];
+}
+
+/** Dollars for bytes billed on demand. */
+export function onDemandUsd(billedBytes: number): number {
+  return (billedBytes / TIB) * PRICES.onDemandUsdPerTiB;
+}
+
+/** Bytes billed by one statement that scans `bytes` of referenced columns in one table. */
+export function billedBytes(bytes: number): number {
+  return Math.max(LIMITS.minBilledBytesPerTable, bytes);
+}
+
+/** Computes the model; every figure is derived from `params`, {@link PRICES} and {@link LIMITS}. */
+export function costModel(overrides: Partial<CostParams> = {}): CostModel {
+  const params: CostParams = { ...COST_DEFAULTS, ...overrides };
+  const { documents } = params;
+  const tableRows = params.tableBytes / params.rowBytes;
+  const windowRows = Math.min(tableRows, params.documentsPerDay * params.dedupWindowDays);
+  const queriesPerDocument = 2; // seen() and the MERGE
+
+  const scenario = (windowed: boolean, clustered: boolean): DedupScenario => {
+    const scannedRows = windowed ? windowRows : tableRows;
+    const estimate = scannedRows * params.lookupBytesPerRow;
+    const high = billedBytes(estimate);
+    // Clustering on dedup_key may prune every block but one: never below the per-table minimum.
+    const low = clustered ? LIMITS.minBilledBytesPerTable : high;
+    return {
+      name: `${windowed ? `${params.dedupWindowDays}-day window` : 'no window'}, ${clustered ? 'clustered' : 'not clustered'}`,
+      windowed,
+      clustered,
+      scannedRows,
+      estimateBytesPerQuery: estimate,
+      billedBytesPerQueryLow: low,
+      billedBytesPerQueryHigh: high,
+      refusedByCap: estimate > params.maximumBytesBilled,
+      billedBytesLow: low * queriesPerDocument * documents,
+      billedBytesHigh: high * queriesPerDocument * documents,
+      usdLow: onDemandUsd(low * queriesPerDocument * documents),
+      usdHigh: onDemandUsd(high * queriesPerDocument * documents),
+    };
+  };
+  const merge = [scenario(true, true), scenario(true, false), scenario(false, true), scenario(false, false)];
+
+  const windowedLookup = billedBytes(windowRows * params.lookupBytesPerRow);
+  const ingestedBytes = params.rowBytes * documents;
+  const ingestionUsd = (ingestedBytes / GIB) * PRICES.storageWriteUsdPerGiB;
+  const promptTokens = params.promptTokensPerDocument * documents;
+  const outputTokens = params.outputTokensPerDocument * documents;
+
+  const perSecondLow = LIMITS.runningMutatingDmlPerTable / params.mergeSecondsHigh;
+  const perSecondHigh = LIMITS.runningMutatingDmlPerTable / params.mergeSecondsLow;
+  const mib = (bytes: number) => `${(bytes / MIB).toFixed(1)} MiB`;
+
+  return {
+    params,
+    tableRows,
+    merge,
+    append: {
+      billedBytes: windowedLookup * documents,
+      ingestedBytes,
+      usd: onDemandUsd(windowedLookup * documents) + ingestionUsd,
+    },
+    noDedup: { ingestedBytes, usd: ingestionUsd },
+    redelivery: { billedBytes: windowedLookup, usd: onDemandUsd(windowedLookup) },
+    gemini: {
+      promptTokens,
+      outputTokens,
+      usd:
+        (promptTokens / 1e6) * PRICES.geminiInputUsdPerMillionTokens +
+        (outputTokens / 1e6) * PRICES.geminiOutputUsdPerMillionTokens,
+    },
+    dml: {
+      documentsPerSecondLow: perSecondLow,
+      documentsPerSecondHigh: perSecondHigh,
+      documentsPerDayLow: perSecondLow * 86_400,
+      headroomLow: (perSecondLow * 86_400) / params.documentsPerDay,
+      // Arriving at twice the sustained rate, the queue grows by the sustained rate each second.
+      queueFullSecondsAtDoubleRate: LIMITS.queuedMutatingDmlPerTable / perSecondLow,
+    },
+    assumptions: [
+      `Table: ${(params.tableBytes / GIB).toFixed(1)} GiB logical, ${params.rowBytes} bytes a row → ${Math.round(tableRows).toLocaleString('en-US')} rows; ${params.documentsPerDay} new documents a day, one day per partition (processed_at).`,
+      `seen() and the MERGE read dedup_key + processed_at only: ${params.lookupBytesPerRow} bytes a row (key like ${EXAMPLE_DEDUP_KEY}).`,
+      `Minimum ${mib(LIMITS.minBilledBytesPerTable)} billed per statement (one table each); on-demand $${PRICES.onDemandUsdPerTiB}/TiB; free tiers not counted.`,
+      `Clustered: billed between the minimum (perfect block pruning) and the estimate; the cap (maximumBytesBilled = ${(params.maximumBytesBilled / 1e6).toFixed(0)} MB) is checked against the estimate.`,
+      `Storage Write API $${PRICES.storageWriteUsdPerGiB}/GiB of rows; Gemini 2.5 Flash $${PRICES.geminiInputUsdPerMillionTokens}/1M in, $${PRICES.geminiOutputUsdPerMillionTokens}/1M out, ~${params.promptTokensPerDocument} in + ~${params.outputTokensPerDocument} out tokens per invoice (assumed).`,
+      `DML: ${LIMITS.runningMutatingDmlPerTable} mutating statements running + ${LIMITS.queuedMutatingDmlPerTable} queued per table; one single-row MERGE assumed to take ${params.mergeSecondsLow}–${params.mergeSecondsHigh} s.`,
+    ],
+  };
+}

@@ -1,0 +1,122 @@
+import type { BigQuery } from '@google-cloud/bigquery';
+import type { Topic } from '@google-cloud/pubsub';
+import type { Bucket } from '@google-cloud/storage';
+import { bigQueryError, quotedTable } from '../adapters/bigquery-store';
+import { PARTITION_COLUMN } from '../contract/row';
+import { ConfigurationError } from '../core/errors';
+import type { ObjectResource } from './notification';
+import { type LineIndex, type NotificationPublisher, type ObjectLister, ReconcileError } from './reconcile';
+
+/**
+ * Reconcile's ports on Google Cloud, each through its client library: Cloud Storage lists the live
+ * objects page by page, BigQuery answers one parameterised query, Pub/Sub publishes.
+ */
+
+/** Lists live objects (no older versions) through `bucket.getFiles`, one API page at a time. */
+export class GcsObjectLister implements ObjectLister {
+  readonly bucket: string;
+  constructor(
+    private readonly storage: Bucket,
+    private readonly pageSize = 1000,
+  ) {
+    this.bucket = storage.name;
+  }
+
+  async *pages(prefix: string): AsyncIterable<ObjectResource[]> {
+    let pageToken: string | undefined;
+    do {
+      const [, next, response] = (await this.storage.getFiles({
+        autoPaginate: false,
+        maxResults: this.pageSize,
+        ...(prefix ? { prefix } : {}),
+        ...(pageToken ? { pageToken } : {}),
+      })) as unknown as [unknown, { pageToken?: string } | null, { items?: ObjectResource[] } | undefined];
+      // The raw API items are the JSON_API_V1 object resources, exactly what a notification carries.
+      yield response?.items ?? [];
+      pageToken = next?.pageToken ?? undefined;
+    } while (pageToken);
+  }
+}
+
+/** The named parameters of {@link reconcileSql}. */
+export const RECONCILE_PARAMETER_TYPES = { bucket: 'STRING', prefix: 'STRING', since: 'TIMESTAMP' } as const;
+
+/**
+ * The reconcile query: the object URIs that have a row, any status, for one bucket and prefix.
+ * `processed_at >= @since` (the oldest listed object's creation: a row is never older than its
+ * object) restricts the partitions it reads, so its estimate stays under the byte cap.
+ */
+export function reconcileSql(table: string): string {
+  return (
+    `SELECT DISTINCT object_uri FROM ${quotedTable(table)} ` +
+    `WHERE ${PARTITION_COLUMN} >= @since AND bucket = @bucket AND STARTS_WITH(object_name, @prefix)`
+  );
+}
+
+export interface BigQueryLineIndexOptions {
+  bigquery: BigQuery;
+  /** `project.dataset.table`. */
+  table: string;
+  location?: string | undefined;
+  maximumBytesBilled: number;
+  /** How to raise the cap, named in the error (the command's flag, or the job's variable). */
+  raiseCapHint: string;
+}
+
+export class BigQueryLineIndex implements LineIndex {
+  private readonly sql: string;
+  constructor(private readonly options: BigQueryLineIndexOptions) {
+    this.sql = reconcileSql(options.table);
+  }
+
+  async objectUris(query: { bucket: string; prefix: string; since: Date }): Promise<Set<string>> {
+    const { bigquery } = this.options;
+    try {
+      // autoPaginate (the default) follows every page of the results.
+      const [rows] = await bigquery.query({
+        query: this.sql,
+        params: { bucket: query.bucket, prefix: query.prefix, since: bigquery.timestamp(query.since) },
+        types: { ...RECONCILE_PARAMETER_TYPES },
+        useLegacySql: false,
+        maximumBytesBilled: String(this.options.maximumBytesBilled),
+        labels: { app: 'docline', op: 'reconcile' },
+        ...(this.options.location ? { location: this.options.location } : {}),
+      });
+      return new Set((rows as Array<{ object_uri: string }>).map((r) => r.object_uri));
+    } catch (error) {
+      const mapped = bigQueryError(error, 'reconcile');
+      if (mapped instanceof ConfigurationError && mapped.code === 'bigquery_bytes_billed_limit') {
+        const detail = /Query exceeded limit for bytes billed[^"]*?required\./i.exec(
+          `${(error as Error).message ?? ''} ${JSON.stringify((error as { errors?: unknown }).errors ?? '')}`,
+        );
+        throw new ReconcileError(
+          'bytes_billed_limit',
+          `BigQuery refused the reconcile query: its estimate is over the byte cap of ${this.options.maximumBytesBilled} bytes` +
+            `${detail ? ` (${detail[0]})` : ''}. Raise it with ${this.options.raiseCapHint}, or narrow the run with --prefix.`,
+          { cause: error },
+        );
+      }
+      if (mapped instanceof ConfigurationError && mapped.code === 'bigquery_access_denied') {
+        const detail = /\((.*)\): grant/.exec(mapped.message)?.[1] ?? 'access denied';
+        throw new ReconcileError(
+          'query_failed',
+          `BigQuery denied the reconcile query (${detail}): grant the identity running reconcile ` +
+            'roles/bigquery.dataViewer on the dataset and roles/bigquery.jobUser on the project.',
+          { cause: error },
+        );
+      }
+      throw new ReconcileError('query_failed', mapped.message.split('\n')[0]!, { cause: error });
+    }
+  }
+}
+
+/** Publishes through @google-cloud/pubsub (which batches); resolves when every message is accepted. */
+export class PubSubPublisher implements NotificationPublisher {
+  constructor(private readonly topic: Topic) {}
+
+  publish(messages: Array<{ data: Buffer; attributes: Record<string, string> }>): Promise<string[]> {
+    return Promise.all(
+      messages.map((m) => this.topic.publishMessage({ data: m.data, attributes: m.attributes })),
+    );
+  }
+}

@@ -1,0 +1,149 @@
+import { BigQuery } from '@google-cloud/bigquery';
+import { COLUMN_NAMES, type Row } from '../src/contract/row';
+import { BigQueryLineIndex, reconcileSql } from '../src/reconcile/cloud-sources';
+import { RECONCILE_EXIT } from '../src/reconcile/reconcile';
+import { runReconcile } from '../src/reconcile/run';
+import { testRow } from './support/builders';
+import {
+  type FakeBigQuery,
+  type StoredRow,
+  startFakeBigQuery,
+  staticTokenAuth,
+} from './support/fake-bigquery';
+import { MemoryLister, object } from './support/reconcile-fakes';
+
+/*
+ * The reconcile query through @google-cloud/bigquery against fake-bigquery: what the library sends
+ * (typed parameters, the partition filter, the byte cap, labels, location) and how the answers and
+ * errors come back. The fake recognises the query by its parameters and runs its meaning.
+ */
+
+const TABLE = 'acme-dev.docline.rows';
+const SINCE = new Date('2026-11-30T10:00:00.000Z');
+
+function stored(row: Row): StoredRow {
+  const out = {} as StoredRow;
+  for (const name of COLUMN_NAMES) {
+    const value = row[name] as unknown;
+    out[name] = value === null ? null : typeof value === 'object' ? JSON.stringify(value) : String(value);
+  }
+  return out;
+}
+
+const rowOf = (
+  bucket: string,
+  name: string,
+  generation: string,
+  processedAt: string,
+  status: 'ok' | 'rejected' = 'ok',
+) =>
+  stored(
+    testRow({
+      bucket,
+      object_name: name,
+      generation,
+      object_uri: `gs://${bucket}/${name}#${generation}`,
+      dedup_key: `gs://${bucket}/${name}#${generation}`,
+      status,
+      processed_at: processedAt,
+    }),
+  );
+
+describe('the reconcile query on BigQuery', () => {
+  let fake: FakeBigQuery;
+  let bigquery: BigQuery;
+
+  beforeEach(async () => {
+    fake = await startFakeBigQuery();
+    bigquery = new BigQuery({
+      projectId: fake.projectId,
+      apiEndpoint: fake.url,
+      authClient: (await staticTokenAuth()) as never,
+      autoRetry: false,
+    });
+  });
+  afterEach(() => fake.stop());
+
+  const index = (maximumBytesBilled = 100_000_000) =>
+    new BigQueryLineIndex({
+      bigquery,
+      table: TABLE,
+      location: 'EU',
+      maximumBytesBilled,
+      raiseCapHint: '--maximum-bytes-billed N',
+    });
+
+  it('reads only the partitions since the oldest object, with every value a typed parameter', () => {
+    const sql = reconcileSql(TABLE);
+    expect(sql).toBe(
+      'SELECT DISTINCT object_uri FROM `acme-dev.docline.rows` WHERE processed_at >= @since AND bucket = @bucket AND STARTS_WITH(object_name, @prefix)',
+    );
+    expect(sql).not.toMatch(/'|"|\d{4}-/);
+  });
+
+  it('sends the parameters, the byte cap, the labels and the location, and returns the URIs of rows of any status', async () => {
+    fake.addRow(rowOf('acme', 'in/a.pdf', '1', '2026-11-30T11:00:00.000Z'));
+    fake.addRow(rowOf('acme', 'in/b.pdf', '1', '2026-11-30T11:00:00.000Z', 'rejected'));
+    fake.addRow(rowOf('acme', 'in/old.pdf', '1', '2026-11-30T09:59:59.999Z'));
+    fake.addRow(rowOf('other', 'in/c.pdf', '1', '2026-11-30T11:00:00.000Z'));
+    fake.addRow(rowOf('acme', 'out/d.pdf', '1', '2026-11-30T11:00:00.000Z'));
+
+    const uris = await index(50_000_000).objectUris({ bucket: 'acme', prefix: 'in/', since: SINCE });
+
+    expect([...uris].sort()).toEqual(['gs://acme/in/a.pdf#1', 'gs://acme/in/b.pdf#1']);
+    const request = fake.requests.find((r) => r.method === 'POST')!.body as Record<string, unknown>;
+    expect(request).toMatchObject({
+      query: reconcileSql(TABLE),
+      useLegacySql: false,
+      maximumBytesBilled: '50000000',
+      labels: { app: 'docline', op: 'reconcile' },
+      location: 'EU',
+    });
+    const params = (
+      request.queryParameters as Array<{
+        name: string;
+        parameterType: { type: string };
+        parameterValue: { value: string };
+      }>
+    )
+      .map((p) => [p.name, p.parameterType.type, p.parameterValue.value])
+      .sort();
+    expect(params).toEqual([
+      ['bucket', 'STRING', 'acme'],
+      ['prefix', 'STRING', 'in/'],
+      ['since', 'TIMESTAMP', expect.stringMatching(/^2026-11-30[T ]10:00:00(\.000)?/)],
+    ]);
+  });
+
+  it('fails with one line naming the flag that raises the byte cap', async () => {
+    fake.setEstimatedBytes(300_000_000);
+    const lines: string[] = [];
+    const result = await runReconcile(
+      { prefix: '', olderThanMs: 0, apply: false, yes: false, json: false, dedupKeyMode: 'object' },
+      {
+        lister: new MemoryLister([object('a.pdf', 120)]),
+        index: index(100_000_000),
+        clock: { now: () => new Date('2026-11-30T12:00:00.000Z') },
+        print: (line) => lines.push(line),
+      },
+    );
+    expect(result.code).toBe(RECONCILE_EXIT.error);
+    expect(result.error?.code).toBe('bytes_billed_limit');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(
+      /^ERROR: BigQuery refused the reconcile query: .*byte cap of 100000000 bytes.*Raise it with --maximum-bytes-billed N/,
+    );
+    expect(lines[0]).toMatch(/300000000 or higher required/);
+    expect(lines[0]).not.toContain('\n');
+  });
+
+  it('turns a permission error into one line', async () => {
+    fake.failNext(1, 'accessDenied');
+    await expect(index().objectUris({ bucket: 'acme', prefix: '', since: SINCE })).rejects.toMatchObject({
+      code: 'query_failed',
+      message: expect.stringMatching(
+        /^BigQuery denied the reconcile query \(Access Denied: .*\): grant .*roles\/bigquery\.dataViewer .*roles\/bigquery\.jobUser/,
+      ),
+    });
+  });
+});

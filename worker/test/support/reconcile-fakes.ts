@@ -1,0 +1,69 @@
+import type { ObjectResource } from '../../src/reconcile/notification';
+import type { LineIndex, NotificationPublisher, ObjectLister } from '../../src/reconcile/reconcile';
+
+/** In-memory ports for reconcile: a bucket listing in pages, a set of rows, a recording publisher. */
+
+export const NOW = new Date('2026-11-30T12:00:00.000Z');
+export const clock = { now: () => NOW };
+
+/** A live object created `minutesAgo` before {@link NOW}. */
+export function object(name: string, minutesAgo: number, generation = '1764460800123456'): ObjectResource {
+  const time = new Date(NOW.getTime() - minutesAgo * 60_000).toISOString();
+  return {
+    kind: 'storage#object',
+    id: `acme/${name}/${generation}`,
+    name,
+    bucket: 'acme',
+    generation,
+    metageneration: '1',
+    contentType: 'application/pdf',
+    size: '1234',
+    md5Hash: 'bWQ1',
+    crc32c: 'AAAAAA==',
+    timeCreated: time,
+    updated: time,
+  } as ObjectResource;
+}
+
+export class MemoryLister implements ObjectLister {
+  readonly bucket = 'acme';
+  pagesServed = 0;
+  constructor(
+    private readonly objects: ObjectResource[],
+    private readonly pageSize = 2,
+  ) {}
+  async *pages(prefix: string): AsyncIterable<ObjectResource[]> {
+    const matching = this.objects.filter((o) => o.name.startsWith(prefix));
+    for (let i = 0; i < matching.length; i += this.pageSize) {
+      this.pagesServed += 1;
+      yield matching.slice(i, i + this.pageSize);
+    }
+  }
+}
+
+/** Rows as (object_uri, processed_at); answers the query as the SQL does. */
+export class MemoryIndex implements LineIndex {
+  readonly queries: Array<{ bucket: string; prefix: string; since: Date }> = [];
+  constructor(readonly rows: Array<{ uri: string; processedAt: Date }>) {}
+  async objectUris(query: { bucket: string; prefix: string; since: Date }): Promise<Set<string>> {
+    this.queries.push(query);
+    const start = `gs://${query.bucket}/${query.prefix}`;
+    return new Set(
+      this.rows
+        .filter((r) => r.uri.startsWith(start) && r.processedAt.getTime() >= query.since.getTime())
+        .map((r) => r.uri),
+    );
+  }
+}
+
+export class RecordingPublisher implements NotificationPublisher {
+  readonly batches: Array<Array<{ data: Buffer; attributes: Record<string, string> }>> = [];
+  async publish(messages: Array<{ data: Buffer; attributes: Record<string, string> }>): Promise<string[]> {
+    this.batches.push(messages);
+    const before = this.batches.slice(0, -1).reduce((n, b) => n + b.length, 0);
+    return messages.map((_, i) => String(before + i + 1));
+  }
+  get messages() {
+    return this.batches.flat();
+  }
+}
