@@ -158,6 +158,7 @@ async function docline() {
             region: config.region,
             image,
             mode: reconcileMode,
+            maximumBytesBilled: config.delivery.maximumBytesBilled,
             schedule: config.reconcile.schedule,
             bucketName: documents.bucket.name,
             topicName: documents.topic.name,

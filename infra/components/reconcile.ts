@@ -7,9 +7,13 @@ import { childOf } from './options';
 /** The reconcile entry point inside the worker image (worker/src/reconcile/main.ts, compiled). */
 export const RECONCILE_ENTRY_POINT = 'worker/dist/reconcile/main.js';
 
-/** The job's command line: report by default; `apply` also announces the missing documents again. */
-export function reconcileArgs(mode: 'report' | 'apply'): string[] {
-  return [RECONCILE_ENTRY_POINT, '--target', 'cloud', ...(mode === 'apply' ? ['--apply', '--yes'] : [])];
+/**
+ * The job's command line. The entry point takes everything from its environment (it always targets
+ * the cloud): `RECONCILE_MODE` says report or apply, and in the job choosing apply in the stack's
+ * config is the confirmation that `--yes` gives on the command line.
+ */
+export function reconcileArgs(): string[] {
+  return [RECONCILE_ENTRY_POINT];
 }
 
 /** How long one run may take: listing a large bucket and one windowed query. */
@@ -23,6 +27,8 @@ export interface ReconcileArgs {
   image: pulumi.Input<string>;
   /** `report` or `apply` (`off` means no Reconcile at all). */
   mode: 'report' | 'apply';
+  /** MAXIMUM_BYTES_BILLED of the reconcile query, the worker's cap. */
+  maximumBytesBilled: number;
   /** Cloud Scheduler cron, UTC. */
   schedule: pulumi.Input<string>;
   /** The documents bucket (DOCLINE_BUCKET). */
@@ -114,6 +120,8 @@ export class Reconcile extends pulumi.ComponentResource {
       DOCLINE_TABLE: args.tableRef,
       BIGQUERY_LOCATION: args.dataLocation,
       DEDUP_KEY: args.dedupKeyMode,
+      RECONCILE_MODE: args.mode,
+      MAXIMUM_BYTES_BILLED: String(args.maximumBytesBilled),
     };
     this.job = new gcp.cloudrunv2.Job(
       `${name}-job`,
@@ -127,13 +135,14 @@ export class Reconcile extends pulumi.ComponentResource {
           template: {
             serviceAccount: this.serviceAccount.email,
             timeout: `${JOB_TIMEOUT_SECONDS}s`,
-            // Exit 1 means "documents are missing": a retry would find the same.
+            // A run that found missing documents exits 0 (its WARNING line feeds the alert); one that
+            // failed exits 2, and a retry would most likely meet the same fault.
             maxRetries: 0,
             containers: [
               {
                 image: args.image,
                 commands: ['node'],
-                args: reconcileArgs(args.mode),
+                args: reconcileArgs(),
                 envs: Object.entries(envs).map(([envName, value]) => ({ name: envName, value })),
                 resources: { limits: { cpu: '1', memory: '512Mi' } },
               },

@@ -466,6 +466,7 @@ describe('the docline program with the dev stack file', () => {
           documents: `${project}.docline_dev.documents`,
           duplicate_objects: `${project}.docline_dev.duplicate_objects`,
           delivery_stats: `${project}.docline_dev.delivery_stats`,
+          duplicate_invoices: `${project}.docline_dev.duplicate_invoices`,
         },
         workerUrl: one(run, T.run).outputs.uri,
         workerServiceAccount: `docline-dev-worker@${project}.iam.gserviceaccount.com`,

@@ -7,6 +7,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DELIVERY_DEFAULTS } from '../../worker/src/contract/settings';
+import { CLOUD_VARIABLES } from '../../worker/src/reconcile/config';
 import { BUILT_IN_METRICS } from '../components/dashboard';
 import { reconcileArgs } from '../components/reconcile';
 import { contentTag, IMAGE_SOURCES } from '../components/worker-image';
@@ -137,7 +138,7 @@ describe('the stack parts of the dev stack', () => {
       );
 
       expect(container.commands).toEqual(['node']);
-      expect(container.args).toEqual(['worker/dist/reconcile/main.js', '--target', 'cloud']);
+      expect(container.args).toEqual(['worker/dist/reconcile/main.js']);
       expect(container.image).toBe(one(run, T.image).outputs.ref);
       expect(template.serviceAccount).toBe(`docline-dev-reconcile@${project}.iam.gserviceaccount.com`);
       expect(envs).toEqual({
@@ -147,6 +148,8 @@ describe('the stack parts of the dev stack', () => {
         DOCLINE_TABLE: `${project}.docline_dev.deliveries`,
         BIGQUERY_LOCATION: 'EU',
         DEDUP_KEY: 'object',
+        RECONCILE_MODE: 'report',
+        MAXIMUM_BYTES_BILLED: '100000000',
       });
     });
 
@@ -255,14 +258,25 @@ describe('the stack parts of the dev stack', () => {
 });
 
 describe('the reconcile modes', () => {
-  it('grants publish on the uploads topic, and passes --apply --yes, in apply mode only', async () => {
+  it('grants publish on the uploads topic, and tells the entry point to apply, in apply mode only', async () => {
+    const containerOf = (run: Awaited<ReturnType<typeof runProgram>>) =>
+      (
+        one(run, T.job).inputs.template as {
+          template: { containers: Array<{ args: string[]; envs: Array<{ name: string; value: string }> }> };
+        }
+      ).template.containers[0]!;
+    const envOf = (run: Awaited<ReturnType<typeof runProgram>>) =>
+      Object.fromEntries(containerOf(run).envs.map((e) => [e.name, e.value]));
     const run = await runProgram(stackConfig('dev', { 'docline:reconcileMode': 'apply' }));
-    const container = (
-      one(run, T.job).inputs.template as { template: { containers: Array<{ args: string[] }> } }
-    ).template.containers[0]!;
 
-    expect(container.args).toEqual(reconcileArgs('apply'));
-    expect(container.args.slice(-2)).toEqual(['--apply', '--yes']);
+    // The entry point (worker/src/reconcile/main.ts) reads these names; a mismatch would apply nothing.
+    expect(containerOf(run).args).toEqual(reconcileArgs());
+    expect(envOf(run)).toMatchObject({ RECONCILE_MODE: 'apply', MAXIMUM_BYTES_BILLED: '100000000' });
+    expect(Object.keys(envOf(run))).toEqual(
+      expect.arrayContaining([...CLOUD_VARIABLES, 'BIGQUERY_LOCATION', 'DEDUP_KEY']),
+    );
+    const report = await runProgram(stackConfig('dev'));
+    expect(envOf(report).RECONCILE_MODE).toBe('report');
     expect(one(run, T.topicIam, '-reconcile-publisher').inputs).toMatchObject({
       topic: one(run, T.topic, '-uploads').outputs.name,
       role: 'roles/pubsub.publisher',
