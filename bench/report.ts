@@ -256,6 +256,17 @@ export function renderBurstReport(b: BurstReportInput): string {
       `| ${label} (\`${key}\`) | ${format(b.perDelivery[key])} | ${g ? format(g[key]) : 'not run yet'} | ${verdictText} |`,
     );
   }
+  const p = b.perDelivery;
+  if (b.details?.perDelivery && !b.details.perDelivery.finished && p.viewRows > 0) {
+    const perSecond = p.viewRows / p.simulatedSeconds;
+    lines.push(
+      '',
+      `perDelivery was stopped at ${int(p.simulatedSeconds)} simulated seconds with ${int(p.viewRows)} documents landed ` +
+        `(${two(perSecond)} a second); at that pace the ${int(b.documents)} documents would need about ` +
+        `${(b.documents / perSecond / 3600).toFixed(1)} hours. Its \`lost\` counts the documents without a row at the bound ` +
+        '(still pending, not given up); its per-document figures divide by the documents that landed.',
+    );
+  }
   if (g) {
     lines.push(
       '',
