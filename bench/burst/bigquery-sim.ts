@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { COLUMN_NAMES, COLUMNS } from '../../worker/src/contract/row';
 import { BIGQUERY_DML_LIMITS, MIN_MAXIMUM_BYTES_BILLED } from '../../worker/src/contract/settings';
-import { type SimTime, SlidingWindowLimit } from './sim-time';
+import { type SimTime, type SimTimer, SlidingWindowLimit } from './sim-time';
 
 /**
  * A BigQuery REST server (v2) that the real @google-cloud/bigquery client talks to, holding to the
@@ -456,14 +456,14 @@ export async function startBigQuerySim(options: BigQuerySimOptions): Promise<Big
   /** Waits for the job at most `queryWaitMs` (simulated); undefined when it is still running. */
   async function waitFor(job: Job): Promise<Outcome | HttpFailure | undefined> {
     if (job.outcome) return job.outcome;
-    let timer: NodeJS.Timeout | undefined;
+    let timer: SimTimer | undefined;
     const timeout = new Promise<undefined>((resolve) => {
       timer = time.after(queryWaitMs, () => resolve(undefined));
     });
     try {
       return await Promise.race([job.done, timeout]);
     } finally {
-      clearTimeout(timer);
+      timer?.cancel();
     }
   }
 

@@ -1,5 +1,5 @@
 import type { DeliverySettings } from '../../worker/src/contract/settings';
-import type { SimTime } from './sim-time';
+import type { SimTime, SimTimer } from './sim-time';
 
 /**
  * A Pub/Sub push subscription, in process and in simulated time (the emulator neither scales time
@@ -79,8 +79,8 @@ export class PushSubscription {
   private windowSize: number;
   private backoffLevel = 0;
   private pausedUntilMs = 0;
-  private pauseTimer: NodeJS.Timeout | undefined;
-  private readonly timers = new Set<NodeJS.Timeout>();
+  private pauseTimer: SimTimer | undefined;
+  private readonly timers = new Set<SimTimer>();
   private settled = 0;
   private idleWaiters: Array<() => void> = [];
   private closed = false;
@@ -137,7 +137,7 @@ export class PushSubscription {
     return new Promise((resolve) => {
       const timer = this.options.time.after(boundMs, () => resolve(this.idle));
       this.idleWaiters.push(() => {
-        clearTimeout(timer);
+        timer.cancel();
         resolve(true);
       });
     });
@@ -146,9 +146,9 @@ export class PushSubscription {
   /** Stops delivering and clears every timer. */
   close(): void {
     this.closed = true;
-    for (const t of this.timers) clearTimeout(t);
+    for (const t of this.timers) t.cancel();
     this.timers.clear();
-    if (this.pauseTimer) clearTimeout(this.pauseTimer);
+    this.pauseTimer?.cancel();
   }
 
   private pump(): void {
@@ -195,7 +195,7 @@ export class PushSubscription {
     const finish = (status: number) => {
       if (done) return;
       done = true;
-      clearTimeout(deadline);
+      deadline.cancel();
       this.timers.delete(deadline);
       this.outstanding--;
       this.answered(message, status);

@@ -12,7 +12,7 @@ import { groupCommitWiring } from './wiring';
 export async function runBurst(options: { quick: boolean; progress: (text: string) => void }): Promise<void> {
   const started = performance.now();
   const burst: BurstSection = await runBurstStage({
-    groupCommit: groupCommitWiring,
+    groupCommit: groupCommitWiring?.(),
     documents: options.quick ? 1_000 : undefined,
     progress: options.progress,
   });

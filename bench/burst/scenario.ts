@@ -51,6 +51,8 @@ export interface ScenarioOptions {
   timeScale: number;
   /** The run stops here (simulated seconds) if messages are still pending. */
   boundSeconds: number;
+  /** … or after this many real seconds, whichever comes first. */
+  maxWallSeconds: number;
   instances: number;
   /** Cloud Run concurrency: requests one instance takes at once. */
   concurrency: number;
@@ -88,6 +90,7 @@ export interface BurstDetails {
   answers: Record<string, number>;
   ackDeadlineExpired: number;
   cloudRunTimeouts: number;
+  cloudRunNoInstance429: number;
   maxOutstandingPushes: number;
   pushBackoffs: number;
   longestPushBackoffSeconds: number;
@@ -100,6 +103,8 @@ export interface BurstDetails {
   maxDmlQueued: number;
   documentsWithTwoRows: number;
   wallSeconds: number;
+  /** Real seconds not counted as simulated time (the event loop busy or not scheduled; see SimTime). */
+  frozenRealSeconds: number;
 }
 
 const silentLogger: Logger = {
@@ -128,11 +133,15 @@ class SimReader implements Reader {
 
 /**
  * Cloud Run in front of the instances: a request takes a free slot of the least busy instance, or
- * waits for one (Cloud Run holds pending requests); past the request timeout Cloud Run answers 504
- * and frees the slot while the instance may still finish the work.
+ * waits for one; Cloud Run queues a request that no instance can take for up to 10 s (or 3.5 × the
+ * average start-up time, whichever is greater), then answers 429 "no available instance". Past the
+ * request timeout Cloud Run answers 504 and frees the slot while the instance may still finish.
  */
 class CloudRunSim {
   timeouts = 0;
+  refusedNoInstance = 0;
+  /** How long a request waits for a slot before Cloud Run answers 429 (10 s, the documented minimum). */
+  private readonly pendingLimitMs = 10_000;
   private readonly busy: number[];
   private readonly waiting: Array<() => void> = [];
   private readonly agent = new Agent({ keepAlive: true, maxSockets: Number.POSITIVE_INFINITY });
@@ -150,7 +159,24 @@ class CloudRunSim {
     const started = this.time.nowMs();
     let slot = this.freeSlot();
     while (slot < 0) {
-      await new Promise<void>((resolve) => this.waiting.push(resolve));
+      const waitedMs = this.time.nowMs() - started;
+      const got = await new Promise<boolean>((resolve) => {
+        const wake = () => {
+          timer.cancel();
+          resolve(true);
+        };
+        const timer = this.time.after(this.pendingLimitMs - waitedMs, () => {
+          const i = this.waiting.indexOf(wake);
+          if (i >= 0) this.waiting.splice(i, 1);
+          resolve(false);
+        });
+        this.waiting.push(wake);
+      });
+      if (!got) {
+        // Every instance busy for too long: "no available instance".
+        this.refusedNoInstance++;
+        return 429;
+      }
       slot = this.freeSlot();
     }
     this.busy[slot]!++;
@@ -180,14 +206,14 @@ class CloudRunSim {
         (res) => {
           res.resume();
           res.on('end', () => {
-            clearTimeout(timer);
+            timer.cancel();
             release();
             resolve(res.statusCode ?? 0);
           });
         },
       );
       req.on('error', () => {
-        clearTimeout(timer);
+        timer.cancel();
         release();
         resolve(0);
       });
@@ -364,7 +390,17 @@ export async function runScenario(
         `${gemini.paid} paid analyses, window ${subscription.window}`,
     );
   }, 5_000);
-  const finished = await subscription.waitIdle(options.boundSeconds * 1000 - (time.nowMs() - publishStart));
+  // Bounded twice: in simulated time, and in real time (a busy machine slows the simulated clock).
+  let wallTimer: NodeJS.Timeout | undefined;
+  const wallLeftMs = options.maxWallSeconds * 1000 - (performance.now() - wallStart);
+  await Promise.race([
+    subscription.waitIdle(options.boundSeconds * 1000 - (time.nowMs() - publishStart)),
+    new Promise<void>((resolve) => {
+      wallTimer = setTimeout(resolve, Math.max(0, wallLeftMs));
+    }),
+  ]);
+  clearTimeout(wallTimer);
+  const finished = subscription.idle;
   const simulatedMs = time.nowMs() - publishStart;
   clearInterval(report);
   subscription.close();
@@ -382,6 +418,7 @@ export async function runScenario(
   cloudRun.close();
   await Promise.all(stores.map((s) => s.close?.().catch(() => undefined)));
   await bigquerySim.stop();
+  time.stop();
 
   const push = subscription.stats;
   // Per document that landed: the same as per uploaded document once the run drained, and not
@@ -409,6 +446,7 @@ export async function runScenario(
     answers: Object.fromEntries(Object.entries(push.statuses).map(([k, v]) => [k === '0' ? 'none' : k, v])),
     ackDeadlineExpired: push.deadlineExpired,
     cloudRunTimeouts: cloudRun.timeouts,
+    cloudRunNoInstance429: cloudRun.refusedNoInstance,
     maxOutstandingPushes: push.maxOutstanding,
     pushBackoffs: push.pushBackoffsMs.length,
     longestPushBackoffSeconds: Math.max(0, ...push.pushBackoffsMs) / 1000,
@@ -421,6 +459,7 @@ export async function runScenario(
     maxDmlQueued: stats.maxQueued,
     documentsWithTwoRows: [...rowsPerKey.values()].filter((n) => n > 1).length,
     wallSeconds: (performance.now() - wallStart) / 1000,
+    frozenRealSeconds: time.frozenRealMs / 1000,
   };
   return { figures, details };
 }

@@ -28,6 +28,8 @@ export const BURST_SETTINGS = {
   perDeliveryBoundSeconds: 9_000,
   /** groupCommit gets the same bound. */
   groupCommitBoundSeconds: 9_000,
+  /** Each run also stops after this many real seconds, so the stage stays under 5 minutes. */
+  maxWallSecondsPerRun: 130,
 };
 
 export interface BurstSection extends Record<string, unknown> {
@@ -48,7 +50,8 @@ export const BURST_ASSUMPTIONS: readonly string[] = [
   'Pub/Sub push window: starts at 5 outstanding pushes, +1 per ack (doubles every round trip), +1/window per ack past 3,000, halved by every nack; it is not shrunk for latency above 1 s (the documentation gives no rate, and every push here lasts ≥ 6 s).',
   'Pub/Sub push backoff: each nack pauses the whole subscription for 100 ms × 2^(n−1), capped at 60 s, where n counts nacks not offset by acks (each ack takes one off).',
   'Pub/Sub retry backoff: min × 2^(attempt−1), capped at max, no jitter; the ack deadline is the push timeout and a late answer is ignored.',
-  'Cloud Run: every instance up from the start (no cold start); a request waits for a free slot; at the request timeout Cloud Run answers 504 and frees the slot.',
+  'Cloud Run: every instance up from the start (no cold start); a request waits up to 10 s for a free slot, then 429; at the request timeout Cloud Run answers 504 and frees the slot.',
+  'Time: the simulated clock advances at most 2 ms × 100 per 1 ms tick, so the harness CPU time on 2 shared cores is mostly not simulated time (frozenRealSeconds in the details).',
   'BigQuery: a MERGE runs 1–3 s (uniform), a SELECT 0.5–1.5 s; refused statements bill nothing and do not count towards the 25 per 10 s; jobs.query waits 10 s for a job, then the client polls getQueryResults (not counted in queryCalls).',
   'BigQuery: a statement bills max(10 MiB, 75 bytes × rows in the table); a MERGE matches against the table as it was when it started.',
   'Gemini: a 429 answers in 0.1 s, costs nothing and does not count towards the quota (a sliding 60 s window); an analysis answers in 6 s.',
@@ -78,6 +81,7 @@ export async function runBurstStage(options: {
     geminiRequestsPerMinute: s.geminiRequestsPerMinute,
     geminiLatencyMs: s.geminiLatencyMs,
     readLatencyMs: s.readLatencyMs,
+    maxWallSeconds: s.maxWallSecondsPerRun,
     progress: options.progress,
   };
   const details: Record<string, BurstDetails> = {};

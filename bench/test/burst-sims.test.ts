@@ -7,7 +7,7 @@ import { staticTokenAuth } from '../../worker/test/support/fake-bigquery';
 import { type BigQuerySim, startBigQuerySim } from '../burst/bigquery-sim';
 import { GeminiSim } from '../burst/gemini-sim';
 import { PushSubscription } from '../burst/pubsub-sim';
-import { SimTime } from '../burst/sim-time';
+import { SimTime, type SimTimer } from '../burst/sim-time';
 
 const TABLE = 'docline-bench.docline.documents';
 
@@ -17,9 +17,9 @@ class HeldTime extends SimTime {
   override sleep(): Promise<void> {
     return new Promise((resolve) => this.held.push(resolve));
   }
-  override after(): NodeJS.Timeout {
+  override after(): SimTimer {
     // Never fires: jobs.query keeps waiting for the held job.
-    return setTimeout(() => {}, 2 ** 31 - 1).unref();
+    return { cancel() {} };
   }
   get sleeping(): number {
     return this.held.length;
