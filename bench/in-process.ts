@@ -18,7 +18,10 @@ import { type RunSummary, summarize } from './stats';
 /** Wraps an analyzer and counts its calls (stage 4: analyses per unique document). */
 export class CountingAnalyzer implements Analyzer {
   calls = 0;
-  constructor(private readonly inner: Analyzer) {}
+  readonly version: string;
+  constructor(private readonly inner: Analyzer) {
+    this.version = inner.version;
+  }
 
   analyze(input: AnalyzerInput): Promise<AnalysisResult> {
     this.calls += 1;

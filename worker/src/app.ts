@@ -65,12 +65,14 @@ export function createApp(deps: AppDeps): express.Express {
         detail: outcome.detail,
         duplicateAt: outcome.duplicateAt,
         analysed: outcome.analysed,
+        memo: outcome.memo,
         deliveryAttempt: event.deliveryAttempt,
         objectUri: event.objectUri,
         latencyMs: Math.round(monotonicMs() - started),
-        tokens: outcome.usage?.totalTokens ?? 0,
-        promptTokens: outcome.usage?.promptTokens ?? 0,
-        outputTokens: outcome.usage?.outputTokens ?? 0,
+        // Tokens this delivery paid for: an analysis from the memo or a concurrent delivery cost nothing now.
+        tokens: outcome.analysed ? (outcome.usage?.totalTokens ?? 0) : 0,
+        promptTokens: outcome.analysed ? (outcome.usage?.promptTokens ?? 0) : 0,
+        outputTokens: outcome.analysed ? (outcome.usage?.outputTokens ?? 0) : 0,
         httpStatus: answer.http,
       };
       if (outcome.status === 'rejected') logger.warn(`rejected: ${outcome.reason}`, fields);

@@ -42,6 +42,10 @@ export type AnalyzerConfig =
       baseUrl: string | undefined;
     };
 
+export type MemoConfig =
+  | { kind: 'file'; root: string; ttlMs: number }
+  | { kind: 'gcs'; bucket: string; ttlMs: number };
+
 export interface WorkerConfig {
   port: number;
   dataDir: string;
@@ -56,6 +60,10 @@ export interface WorkerConfig {
   store: StoreConfig;
   reader: ReaderConfig;
   analyzer: AnalyzerConfig;
+  /** Group commit of lookups and writes; null when off (one statement per delivery). */
+  groupCommit: { maxRows: number; maxWaitMs: number; minIntervalMs: number } | null;
+  /** The memo of paid analyses; null when off. */
+  memo: MemoConfig | null;
   /** In-app verification of the push OIDC token; null when off (Cloud Run IAM checks it instead). */
   pushAuth: { audience: string; serviceAccount: string } | null;
 }
@@ -176,6 +184,27 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Worke
     };
   }
 
+  const groupCommit =
+    oneOf('GROUP_COMMIT', ['on', 'off'] as const, 'on') === 'on'
+      ? {
+          maxRows: integer('BATCH_MAX_ROWS', DELIVERY_DEFAULTS.batchMaxRows, 1, 2_000),
+          maxWaitMs: integer('BATCH_MAX_WAIT_MS', DELIVERY_DEFAULTS.batchMaxWaitMs, 0, 10_000),
+          minIntervalMs: integer('MERGE_MIN_INTERVAL_MS', DELIVERY_DEFAULTS.mergeMinIntervalMs, 0, 600_000),
+        }
+      : null;
+
+  const ttlMs =
+    (store.kind === 'bigquery' ? store.dedupWindowDays : DELIVERY_DEFAULTS.dedupWindowDays) * 86_400_000;
+  const memoBucket = text('MEMO_BUCKET');
+  let memo: MemoConfig | null = null;
+  if (oneOf('MEMO', ['on', 'off'] as const, 'on') === 'on') {
+    if (memoBucket && !/^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$/.test(memoBucket))
+      problems.push(`MEMO_BUCKET must be a Cloud Storage bucket name (got "${memoBucket}").`);
+    memo = memoBucket
+      ? { kind: 'gcs', bucket: memoBucket, ttlMs }
+      : { kind: 'file', root: path.join(dataDir, 'memo'), ttlMs };
+  }
+
   const audience = text('PUSH_AUTH_AUDIENCE');
   const serviceAccount = text('PUSH_AUTH_SERVICE_ACCOUNT');
   if (Boolean(audience) !== Boolean(serviceAccount)) {
@@ -198,6 +227,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Worke
     store,
     reader,
     analyzer,
+    groupCommit,
+    memo,
     pushAuth: audience && serviceAccount ? { audience, serviceAccount } : null,
   });
 }

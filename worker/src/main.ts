@@ -2,7 +2,16 @@ import type { Server } from 'node:http';
 import { createApp } from './app';
 import { loadConfig, type WorkerConfig } from './config';
 import type { HandlerDeps } from './core/handle';
-import { type Analyzer, type Logger, type Reader, type Store, systemClock } from './core/ports';
+import { AnalysisMemo } from './core/memo';
+import {
+  type Analyzer,
+  type BatchStore,
+  type Logger,
+  type MemoStore,
+  type Reader,
+  type Store,
+  systemClock,
+} from './core/ports';
 import { JsonLogger } from './log';
 
 /**
@@ -16,10 +25,35 @@ export interface Adapters {
   store: Store;
   reader: Reader;
   analyzer: Analyzer;
+  /** Where paid analyses are kept; absent when the memo is off. */
+  memo?: MemoStore;
   authenticate?: (authorization: string | undefined) => Promise<void>;
 }
 
+/**
+ * Wraps a store that takes batches in group commit, when the configuration asks for it; a store
+ * that cannot take batches (the append store) is returned as it is.
+ */
+export async function withGroupCommit(
+  store: Store,
+  config: Pick<WorkerConfig, 'groupCommit'>,
+  logger: Logger,
+): Promise<Store> {
+  if (!config.groupCommit || !isBatchStore(store)) return store;
+  const { GroupCommitStore } = await import('./adapters/group-commit-store.js');
+  return new GroupCommitStore(store, { ...config.groupCommit, logger });
+}
+
+function isBatchStore(store: Store): store is BatchStore {
+  const s = store as Partial<BatchStore>;
+  return typeof s.seenMany === 'function' && typeof s.recordMany === 'function';
+}
+
 async function buildStore(config: WorkerConfig, logger: Logger): Promise<Store> {
+  return withGroupCommit(await buildBaseStore(config, logger), config, logger);
+}
+
+async function buildBaseStore(config: WorkerConfig, logger: Logger): Promise<Store> {
   const store = config.store;
   if (store.kind === 'sqlite') {
     const { SqliteStore } = await import('./adapters/sqlite-store.js');
@@ -80,6 +114,30 @@ async function buildAnalyzer(config: WorkerConfig, logger: Logger): Promise<Anal
   return new GeminiAnalyzer({ client, model: analyzer.model, timeoutMs: analyzer.timeoutMs, logger });
 }
 
+const MEMO_PRUNE_INTERVAL_MS = 60 * 60 * 1000;
+
+async function buildMemo(config: WorkerConfig, logger: Logger): Promise<MemoStore | undefined> {
+  const memo = config.memo;
+  if (!memo) return undefined;
+  if (memo.kind === 'gcs') {
+    const { GcsMemoStore } = await import('./adapters/gcs-memo-store.js');
+    const { createStorageClient } = await import('./adapters/gcs-reader.js');
+    // Expiry in the cloud is the bucket's lifecycle rule.
+    return new GcsMemoStore({ storage: createStorageClient({}), bucket: memo.bucket });
+  }
+  const { FileMemoStore } = await import('./adapters/file-memo-store.js');
+  const store = new FileMemoStore(memo.root);
+  // Locally the worker prunes its own folder: at start, then hourly.
+  const prune = () =>
+    store.prune(new Date(Date.now() - memo.ttlMs)).catch((error: unknown) => {
+      logger.warn('pruning the memo folder failed', { error: String(error) });
+      return 0;
+    });
+  void prune();
+  setInterval(prune, MEMO_PRUNE_INTERVAL_MS).unref();
+  return store;
+}
+
 async function buildAuthenticator(config: WorkerConfig): Promise<Adapters['authenticate']> {
   if (!config.pushAuth) return undefined;
   const { createPushVerifier } = await import('./adapters/push-auth.js');
@@ -92,6 +150,7 @@ export async function buildAdapters(config: WorkerConfig, logger: Logger): Promi
     store: await buildStore(config, logger),
     reader: await buildReader(config),
     analyzer: await buildAnalyzer(config, logger),
+    memo: await buildMemo(config, logger),
     authenticate: await buildAuthenticator(config),
   };
 }
@@ -117,6 +176,9 @@ export async function serve(
     dedupKeyMode: config.dedupKeyMode,
     limits: { maxObjectBytes: config.maxObjectBytes, allowedContentTypes: config.allowedContentTypes },
     workerVersion: config.workerVersion,
+    ...(adapters.memo && config.memo
+      ? { memo: new AnalysisMemo(adapters.memo, { ttlMs: config.memo.ttlMs, logger }) }
+      : {}),
   };
   const app = createApp({
     ...deps,
@@ -137,6 +199,8 @@ export async function serve(
     analyzer: config.analyzer.kind,
     dedupKeyMode: config.dedupKeyMode,
     workerVersion: config.workerVersion,
+    groupCommit: config.groupCommit !== null,
+    memo: config.memo?.kind ?? 'off',
   });
   let stopping: Promise<void> | undefined;
   const stop = () => {

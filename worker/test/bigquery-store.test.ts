@@ -7,7 +7,14 @@ import {
   type RowAppender,
   type StorageWriteRow,
 } from '../src/adapters/bigquery-append-store';
-import { BigQueryStore, lookupSql, mergeSql } from '../src/adapters/bigquery-store';
+import {
+  BigQueryStore,
+  batchLookupSql,
+  batchMergeSql,
+  lookupSql,
+  mergeSql,
+  winnersSql,
+} from '../src/adapters/bigquery-store';
 import { bigQuerySchema, COLUMN_NAMES, COLUMNS, type Row } from '../src/contract/row';
 import { DELIVERY_DEFAULTS } from '../src/contract/settings';
 import { ConfigurationError, RejectionError, TransientError } from '../src/core/errors';
@@ -21,7 +28,7 @@ import {
   staticTokenAuth,
 } from './support/fake-bigquery';
 import { MemoryLogger } from './support/fakes';
-import { describeStoreContract } from './support/store-contract';
+import { describeBatchStoreContract, describeStoreContract } from './support/store-contract';
 
 /*
  * BigQueryStore runs through @google-cloud/bigquery against fake-bigquery, a local server that
@@ -100,6 +107,20 @@ describeStoreContract(
     },
   },
 );
+
+describeBatchStoreContract('BigQueryStore on fake-bigquery', async () => {
+  const fake = await startFakeBigQuery({ projectId: 'acme-dev' });
+  const store = await storeOn(fake);
+  return {
+    store,
+    rowsFor: async (key) =>
+      fake
+        .rows()
+        .filter((r) => r.dedup_key === key)
+        .map(fromStored),
+    cleanup: () => fake.stop(),
+  };
+});
 
 describe('BigQueryStore', () => {
   let fake: FakeBigQuery;
@@ -339,6 +360,61 @@ describe('BigQueryStore', () => {
       await expect(storeOn(fake, { maximumBytesBilled: 1_000_000 })).rejects.toBeInstanceOf(
         ConfigurationError,
       );
+    });
+  });
+
+  describe('batched statements (group commit)', () => {
+    const hostile = 'gs://b/\'; DROP TABLE x; --"`\\#1';
+
+    it('sends a whole batch as one MERGE over UNNEST(@rows), every value a typed parameter', async () => {
+      const rows = [testRow({ dedup_key: hostile, object_name: "'; DROP TABLE x; --" }), testRow()];
+      await store.recordMany(rows);
+      const [body] = queryBodies();
+      expect(body!.query).toBe(batchMergeSql(TABLE));
+      const params = body!.queryParameters as Array<{ name: string; parameterType: Record<string, unknown> }>;
+      const rowsParam = params.find((p) => p.name === 'rows')!;
+      expect(rowsParam.parameterType).toEqual({
+        type: 'ARRAY',
+        arrayType: {
+          type: 'STRUCT',
+          structTypes: COLUMNS.map((c) => ({ name: c.name, type: { type: c.type } })),
+        },
+      });
+      for (const literal of ['DROP TABLE', hostile, rows[1]!.message_id]) {
+        expect(String(body!.query)).not.toContain(literal);
+      }
+      expect(String(body!.query)).toContain('processed_at >= @window_start');
+    });
+
+    it('looks many keys up in one query with the window filter', async () => {
+      await store.recordMany([testRow({ dedup_key: hostile })]);
+      const found = await store.seenMany([hostile, 'gs://b/other#1']);
+      expect([...found]).toEqual([hostile]);
+      const lookup = queryBodies().at(-1)!;
+      expect(lookup.query).toBe(batchLookupSql(TABLE));
+      expect(String(lookup.query)).not.toContain('DROP');
+    });
+
+    it('asks who won only when BigQuery inserted fewer rows than the batch held', async () => {
+      const old = testRow({ message_id: 'earlier' });
+      await store.record(old);
+      const all = [testRow(), testRow()];
+      await store.recordMany(all);
+      // Every row went in: no follow-up.
+      expect(fake.statements()).toEqual([mergeSql(TABLE), batchMergeSql(TABLE)]);
+      const fresh = testRow();
+      const inserted = await store.recordMany([{ ...old, message_id: 'later' }, fresh]);
+      expect([...inserted]).toEqual([fresh.dedup_key]);
+      expect(fake.statements().slice(2)).toEqual([batchMergeSql(TABLE), winnersSql(TABLE)]);
+    });
+
+    it('maps a refused batch to the same errors as a single MERGE', async () => {
+      fake.failNext(1, 'tooManyDml');
+      await expect(store.recordMany([testRow()])).rejects.toMatchObject({ code: 'bigquery_dml_queue_full' });
+      await expect(
+        store.recordMany([testRow({ size_bytes: 'twelve' as unknown as number }), testRow()]),
+      ).rejects.toBeInstanceOf(ConfigurationError);
+      expect(fake.rows()).toHaveLength(0);
     });
   });
 });

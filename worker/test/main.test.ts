@@ -2,13 +2,16 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { BigQueryStore } from '../src/adapters/bigquery-store';
+import { FileMemoStore } from '../src/adapters/file-memo-store';
+import { GcsMemoStore } from '../src/adapters/gcs-memo-store';
 import { GcsReader } from '../src/adapters/gcs-reader';
 import { GeminiAnalyzer } from '../src/adapters/gemini-analyzer';
+import { GroupCommitStore } from '../src/adapters/group-commit-store';
 import { LocalBucketReader } from '../src/adapters/local-bucket';
 import { OfflineAnalyzer } from '../src/adapters/offline-analyzer';
 import { SqliteStore } from '../src/adapters/sqlite-store';
 import { loadConfig } from '../src/config';
-import { buildAdapters } from '../src/main';
+import { buildAdapters, withGroupCommit } from '../src/main';
 import { MemoryLogger } from './support/fakes';
 
 describe('buildAdapters (the composition root)', () => {
@@ -20,7 +23,9 @@ describe('buildAdapters (the composition root)', () => {
 
   it('picks the embedded adapters when no cloud setting is given', async () => {
     const adapters = await buildAdapters(loadConfig({ DOCLINE_DATA_DIR: dir }), new MemoryLogger());
-    expect(adapters.store).toBeInstanceOf(SqliteStore);
+    expect(adapters.store).toBeInstanceOf(GroupCommitStore);
+    expect(inner(adapters.store)).toBeInstanceOf(SqliteStore);
+    expect(adapters.memo).toBeInstanceOf(FileMemoStore);
     expect(adapters.reader).toBeInstanceOf(LocalBucketReader);
     expect(adapters.analyzer).toBeInstanceOf(OfflineAnalyzer);
     expect(adapters.authenticate).toBeUndefined();
@@ -35,11 +40,37 @@ describe('buildAdapters (the composition root)', () => {
       GEMINI_API_KEY: 'test-key',
       PUSH_AUTH_AUDIENCE: 'https://docline-dev.docline.invalid/push',
       PUSH_AUTH_SERVICE_ACCOUNT: 'push@acme-dev.iam.gserviceaccount.com',
+      MEMO_BUCKET: 'acme-dev-docline-memo',
     });
     const adapters = await buildAdapters(config, new MemoryLogger());
-    expect(adapters.store).toBeInstanceOf(BigQueryStore);
+    expect(inner(adapters.store)).toBeInstanceOf(BigQueryStore);
+    expect(adapters.memo).toBeInstanceOf(GcsMemoStore);
     expect(adapters.reader).toBeInstanceOf(GcsReader);
     expect(adapters.analyzer).toBeInstanceOf(GeminiAnalyzer);
     await expect(adapters.authenticate?.(undefined)).rejects.toMatchObject({ code: 'unauthenticated' });
   });
+
+  it('writes one statement per delivery and keeps no memo when both are switched off', async () => {
+    const config = loadConfig({ DOCLINE_DATA_DIR: dir, GROUP_COMMIT: 'off', MEMO: 'off' });
+    const adapters = await buildAdapters(config, new MemoryLogger());
+    expect(adapters.store).toBeInstanceOf(SqliteStore);
+    expect(adapters.memo).toBeUndefined();
+    await adapters.store.close?.();
+  });
+
+  it('leaves the append store unbatched: it writes through the Storage Write API, not DML', async () => {
+    const config = loadConfig({
+      DOCLINE_DATA_DIR: dir,
+      BIGQUERY_TABLE: 'acme-dev.docline.rows',
+      WRITE_MODE: 'append',
+    });
+    expect(config.groupCommit).not.toBeNull();
+    const plain = { seen: async () => false, record: async () => true, ping: async () => {} };
+    expect(await withGroupCommit(plain, config, new MemoryLogger())).toBe(plain);
+  });
 });
+
+/** The store a group-commit decorator wraps. */
+function inner(store: unknown): unknown {
+  return (store as { inner: unknown }).inner;
+}

@@ -5,9 +5,14 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { SqliteStore } from '../src/adapters/sqlite-store';
 import { testRow } from './support/builders';
-import { describeStoreContract } from './support/store-contract';
+import { describeBatchStoreContract, describeStoreContract } from './support/store-contract';
 
 describeStoreContract('SqliteStore', async () => {
+  const store = new SqliteStore({ path: ':memory:' });
+  return { store, rowsFor: async (key) => store.rowsFor(key), cleanup: () => store.close() };
+});
+
+describeBatchStoreContract('SqliteStore', async () => {
   const store = new SqliteStore({ path: ':memory:' });
   return { store, rowsFor: async (key) => store.rowsFor(key), cleanup: () => store.close() };
 });

@@ -2,7 +2,7 @@ import { BigQuery, type BigQueryOptions, type Query } from '@google-cloud/bigque
 import { COLUMN_NAMES, COLUMNS, type ColumnName, PARTITION_COLUMN, type Row } from '../contract/row';
 import { DELIVERY_DEFAULTS, MIN_MAXIMUM_BYTES_BILLED } from '../contract/settings';
 import { ConfigurationError, TransientError } from '../core/errors';
-import { type Clock, type Logger, type Store, systemClock } from '../core/ports';
+import { type BatchStore, type Clock, type Logger, systemClock } from '../core/ports';
 
 /**
  * The production store: one BigQuery table, written by one insert-only MERGE per delivery.
@@ -72,6 +72,38 @@ export function mergeSql(table: string): string {
     // The window filter on the target prunes its partitions (the documented way for MERGE).
     `ON T.dedup_key = S.dedup_key AND T.${PARTITION_COLUMN} >= @${WINDOW_PARAMETER} ` +
     `WHEN NOT MATCHED THEN INSERT (${COLUMN_NAMES.join(', ')}) VALUES (${COLUMN_NAMES.map((c) => `S.${c}`).join(', ')})`
+  );
+}
+
+/** The batched lookup of group commit. Parameters: `@keys` (ARRAY<STRING>), `@window_start`. */
+export function batchLookupSql(table: string): string {
+  return (
+    `SELECT dedup_key FROM ${quotedTable(table)} ` +
+    `WHERE dedup_key IN UNNEST(@keys) AND ${PARTITION_COLUMN} >= @${WINDOW_PARAMETER}`
+  );
+}
+
+/**
+ * The batched insert-only MERGE of group commit: its source is `UNNEST(@rows)`, an
+ * ARRAY<STRUCT<…every column…>> parameter, so a whole batch is one DML statement and every value
+ * stays a typed parameter. Parameters: `@rows`, `@window_start`.
+ */
+export function batchMergeSql(table: string): string {
+  return (
+    `MERGE ${quotedTable(table)} AS T USING (SELECT * FROM UNNEST(@rows)) AS S ` +
+    `ON T.dedup_key = S.dedup_key AND T.${PARTITION_COLUMN} >= @${WINDOW_PARAMETER} ` +
+    `WHEN NOT MATCHED THEN INSERT (${COLUMN_NAMES.join(', ')}) VALUES (${COLUMN_NAMES.map((c) => `S.${c}`).join(', ')})`
+  );
+}
+
+/**
+ * Which deliveries won a batch whose MERGE inserted fewer rows than it carried: the row now under
+ * each key names its `message_id`. Parameters: `@keys` (ARRAY<STRING>), `@window_start`.
+ */
+export function winnersSql(table: string): string {
+  return (
+    `SELECT dedup_key, message_id FROM ${quotedTable(table)} ` +
+    `WHERE dedup_key IN UNNEST(@keys) AND ${PARTITION_COLUMN} >= @${WINDOW_PARAMETER}`
   );
 }
 
@@ -200,11 +232,21 @@ interface QueryApiResponse {
   numDmlAffectedRows?: string;
 }
 
+/** The rows a MERGE inserted, from its job statistics. */
+function insertedCount(response: QueryApiResponse | undefined): number {
+  const inserted = response?.dmlStats?.insertedRowCount ?? response?.numDmlAffectedRows;
+  if (inserted === undefined) {
+    // Without statistics the outcome is unknown; a retry is safe (the MERGE is conditional).
+    throw new TransientError('bigquery_no_dml_stats', 'BigQuery returned no DML statistics for the MERGE');
+  }
+  return Number(inserted);
+}
+
 /**
  * {@link Store} on BigQuery with an insert-only MERGE. `record()` reads its outcome from the job's
  * `dmlStats.insertedRowCount` (or `numDmlAffectedRows` when the job outlived jobs.query's wait).
  */
-export class BigQueryStore implements Store {
+export class BigQueryStore implements BatchStore {
   protected readonly bigquery: BigQuery;
   protected readonly table: string;
   protected readonly location: string | undefined;
@@ -215,6 +257,9 @@ export class BigQueryStore implements Store {
   protected readonly clock: Clock;
   private readonly lookup: string;
   private readonly merge: string;
+  private readonly batchLookup: string;
+  private readonly batchMerge: string;
+  private readonly winners: string;
 
   constructor(options: BigQueryStoreOptions) {
     this.bigquery = options.bigquery;
@@ -239,6 +284,9 @@ export class BigQueryStore implements Store {
     }
     this.lookup = lookupSql(this.table);
     this.merge = mergeSql(this.table);
+    this.batchLookup = batchLookupSql(this.table);
+    this.batchMerge = batchMergeSql(this.table);
+    this.winners = winnersSql(this.table);
   }
 
   /** Whether a row with this key was recorded within the dedup window. */
@@ -259,12 +307,46 @@ export class BigQueryStore implements Store {
       params: { ...params, [WINDOW_PARAMETER]: this.windowStart() },
       types: { ...types, [WINDOW_PARAMETER]: 'TIMESTAMP' },
     });
-    const inserted = response?.dmlStats?.insertedRowCount ?? response?.numDmlAffectedRows;
-    if (inserted === undefined) {
-      // Without statistics the outcome is unknown; a retry is safe (the MERGE is conditional).
-      throw new TransientError('bigquery_no_dml_stats', 'BigQuery returned no DML statistics for the MERGE');
+    return insertedCount(response) > 0;
+  }
+
+  /** The keys among `keys` recorded within the dedup window: one query for a whole batch. */
+  async seenMany(keys: readonly string[]): Promise<Set<string>> {
+    if (keys.length === 0) return new Set();
+    const [rows] = await this.run('seen', {
+      query: this.batchLookup,
+      params: { keys: [...keys], [WINDOW_PARAMETER]: this.windowStart() },
+      types: { keys: ['STRING'], [WINDOW_PARAMETER]: 'TIMESTAMP' },
+    });
+    return new Set((rows as Array<{ dedup_key: string }>).map((r) => r.dedup_key));
+  }
+
+  /**
+   * One MERGE for a batch of rows with distinct keys. When BigQuery reports as many inserted rows as
+   * the batch holds, every row went in; only when it reports fewer does one follow-up query read
+   * which `message_id` holds each key.
+   */
+  async recordMany(rows: readonly Row[]): Promise<Set<string>> {
+    if (rows.length === 0) return new Set();
+    const params = rows.map((row) => rowParameters(this.bigquery, row).params);
+    const [, , response] = await this.run('record', {
+      query: this.batchMerge,
+      params: { rows: params, [WINDOW_PARAMETER]: this.windowStart() },
+      types: { rows: [{ ...PARAMETER_TYPES }], [WINDOW_PARAMETER]: 'TIMESTAMP' },
+    });
+    const keys = rows.map((r) => r.dedup_key);
+    if (insertedCount(response) === rows.length) return new Set(keys);
+    const [winners] = await this.run('record', {
+      query: this.winners,
+      params: { keys, [WINDOW_PARAMETER]: this.windowStart() },
+      types: { keys: ['STRING'], [WINDOW_PARAMETER]: 'TIMESTAMP' },
+    });
+    const ours = new Map(rows.map((r) => [r.dedup_key, r.message_id]));
+    const inserted = new Set<string>();
+    for (const w of winners as Array<{ dedup_key: string; message_id: string }>) {
+      if (ours.get(w.dedup_key) === w.message_id) inserted.add(w.dedup_key);
     }
-    return Number(inserted) > 0;
+    return inserted;
   }
 
   /** Reads the table's metadata: cheap, free, and proves the table and the permission. */

@@ -4,7 +4,13 @@ import {
   type GoogleGenAIOptions,
   type HttpOptions,
 } from '@google/genai';
-import { type AnalysisResult, analysisJsonSchema, parseAnalysis, type Usage } from '../contract/analysis';
+import {
+  type AnalysisResult,
+  analysisJsonSchema,
+  analysisVersion,
+  parseAnalysis,
+  type Usage,
+} from '../contract/analysis';
 import { DELIVERY_DEFAULTS } from '../contract/settings';
 import { ConfigurationError, RejectionError, TransientError } from '../core/errors';
 import type { Analyzer, AnalyzerInput, Logger } from '../core/ports';
@@ -108,10 +114,12 @@ export class GeminiAnalyzer implements Analyzer {
   private readonly model: string;
   private readonly timeoutMs: number;
   private readonly logger: Logger | undefined;
+  readonly version: string;
 
   constructor(options: GeminiAnalyzerOptions) {
     this.client = options.client;
     this.model = options.model ?? DELIVERY_DEFAULTS.geminiModel;
+    this.version = analysisVersion('gemini', this.model, INVOICE_PROMPT);
     this.timeoutMs = options.timeoutMs ?? DELIVERY_DEFAULTS.analyzerTimeoutMs;
     this.logger = options.logger;
   }

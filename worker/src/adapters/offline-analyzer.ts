@@ -1,4 +1,4 @@
-import { type AnalysisResult, parseAnalysis } from '../contract/analysis';
+import { type AnalysisResult, analysisVersion, parseAnalysis } from '../contract/analysis';
 import { baseMimeType } from '../core/check';
 import { RejectionError } from '../core/errors';
 import type { Analyzer, AnalyzerInput } from '../core/ports';
@@ -17,6 +17,9 @@ export const OFFLINE_MODEL = 'offline';
  * (RejectionError `analysis_failed`); pdf.js failing to load is a ConfigurationError.
  */
 export class OfflineAnalyzer implements Analyzer {
+  /** Bump the parsers' revision when they would read the same invoice differently. */
+  readonly version = analysisVersion(OFFLINE_MODEL, 'parsers-1');
+
   async analyze(input: AnalyzerInput): Promise<AnalysisResult> {
     const analysis = extractInvoice(await this.lines(input));
     const checked = parseAnalysis(analysis);

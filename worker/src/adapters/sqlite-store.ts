@@ -4,7 +4,7 @@ import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
 import { COLUMN_NAMES, COLUMNS, type Row, sqliteTableDdl } from '../contract/row';
 import { VIEW_NAMES, type ViewName, viewSql } from '../contract/views';
 import { TransientError } from '../core/errors';
-import type { Store } from '../core/ports';
+import type { BatchStore } from '../core/ports';
 
 export const SQLITE_TABLE = 'rows';
 
@@ -37,10 +37,11 @@ export function insertSql(table: string): string {
  * The embedded store: SQLite through node:sqlite, in WAL mode so that several worker processes can
  * share one file. The unique dedup key makes `record()` one conditional statement.
  */
-export class SqliteStore implements Store {
+export class SqliteStore implements BatchStore {
   private readonly db: DatabaseSync;
   private readonly insert;
   private readonly lookup;
+  private readonly lookupMany;
 
   constructor(options: SqliteStoreOptions) {
     if (options.path !== ':memory:') mkdirSync(path.dirname(options.path), { recursive: true });
@@ -55,6 +56,10 @@ export class SqliteStore implements Store {
     }
     this.insert = this.db.prepare(`${insertSql(SQLITE_TABLE)} ON CONFLICT (dedup_key) DO NOTHING`);
     this.lookup = this.db.prepare(`SELECT 1 AS hit FROM ${SQLITE_TABLE} WHERE dedup_key = ? LIMIT 1`);
+    // The keys travel as one JSON array parameter, the way BigQuery's batch gets `UNNEST(@keys)`.
+    this.lookupMany = this.db.prepare(
+      `SELECT dedup_key FROM ${SQLITE_TABLE} WHERE dedup_key IN (SELECT value FROM json_each(?))`,
+    );
   }
 
   async seen(dedupKey: string): Promise<boolean> {
@@ -63,6 +68,34 @@ export class SqliteStore implements Store {
 
   async record(row: Row): Promise<boolean> {
     return this.guard(() => this.insert.run(sqliteValues(row)).changes === 1);
+  }
+
+  async seenMany(keys: readonly string[]): Promise<Set<string>> {
+    if (keys.length === 0) return new Set();
+    return this.guard(() => {
+      const rows = this.lookupMany.all(JSON.stringify(keys)) as Array<{ dedup_key: string }>;
+      return new Set(rows.map((r) => r.dedup_key));
+    });
+  }
+
+  /** A batch in one transaction: every row goes in, or (on an error) none does. */
+  async recordMany(rows: readonly Row[]): Promise<Set<string>> {
+    if (rows.length === 0) return new Set();
+    return this.guard(() => {
+      const inserted = new Set<string>();
+      // IMMEDIATE takes the write lock up front, so a busy file fails here, before any insert.
+      this.db.exec('BEGIN IMMEDIATE');
+      try {
+        for (const row of rows) {
+          if (this.insert.run(sqliteValues(row)).changes === 1) inserted.add(row.dedup_key);
+        }
+        this.db.exec('COMMIT');
+      } catch (error) {
+        if (this.db.isTransaction) this.db.exec('ROLLBACK');
+        throw error;
+      }
+      return inserted;
+    });
   }
 
   async ping(): Promise<void> {

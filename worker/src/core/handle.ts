@@ -4,6 +4,7 @@ import type { DedupKeyMode } from '../contract/settings';
 import { type CheckLimits, checkContent, checkDeclared } from './check';
 import { isRejection, type RejectionReason } from './errors';
 import { dedupKey, type PushEvent } from './event';
+import type { AnalysisMemo } from './memo';
 import type { Analyzer, Clock, Reader, Store } from './ports';
 
 /** Everything `handle` needs; built once by the composition root. */
@@ -15,6 +16,8 @@ export interface HandlerDeps {
   dedupKeyMode: DedupKeyMode;
   limits: CheckLimits;
   workerVersion: string;
+  /** The memo of paid analyses; without it every delivery that gets this far pays. */
+  memo?: AnalysisMemo;
 }
 
 export type OutcomeStatus = 'ok' | 'rejected' | 'duplicate';
@@ -31,6 +34,8 @@ export interface Outcome {
   duplicateAt?: 'seen' | 'record';
   /** Whether the analyzer was called for this delivery. */
   analysed: boolean;
+  /** The analysis came from the memo (`hit`) or from a concurrent delivery of the same key (`shared`). */
+  memo?: 'hit' | 'shared';
   usage?: Usage;
 }
 
@@ -55,6 +60,7 @@ export async function handle(event: PushEvent, deps: HandlerDeps): Promise<Outco
     return { ...base, status: 'duplicate', duplicateAt: 'seen', analysed: false };
 
   let analysed = false;
+  let memo: Outcome['memo'];
   let result: Result;
   if (event.kind === 'not_work') {
     result = { status: 'rejected', reason: event.reason, detail: event.detail };
@@ -62,10 +68,18 @@ export async function handle(event: PushEvent, deps: HandlerDeps): Promise<Outco
     try {
       const mime = checkDeclared(event.object, deps.limits);
       const { bucket, name, generation } = event.object;
-      const bytes = await deps.reader.read({ bucket, name, generation }, deps.limits.maxObjectBytes);
-      checkContent(mime, bytes, deps.limits);
-      analysed = true;
-      const analysis = await deps.analyzer.analyze({ bytes, contentType: mime, name: event.object.name });
+      const work = async () => {
+        const bytes = await deps.reader.read({ bucket, name, generation }, deps.limits.maxObjectBytes);
+        checkContent(mime, bytes, deps.limits);
+        analysed = true;
+        return deps.analyzer.analyze({ bytes, contentType: mime, name });
+      };
+      const paid = deps.memo
+        ? await deps.memo.analyse(key, deps.analyzer.version, work)
+        : { result: await work(), source: 'analyzer' as const };
+      if (paid.source === 'memo') memo = 'hit';
+      else if (paid.source === 'shared') memo = 'shared';
+      const analysis = paid.result;
       result = { status: 'ok', analysis: analysis.analysis, model: analysis.model, usage: analysis.usage };
     } catch (error) {
       if (!isRejection(error)) throw error;
@@ -74,12 +88,14 @@ export async function handle(event: PushEvent, deps: HandlerDeps): Promise<Outco
   }
 
   const inserted = await deps.store.record(buildRow(event, key, result, deps));
+  const from = memo ? { memo } : {};
   if (!inserted)
-    return { ...base, status: 'duplicate', duplicateAt: 'record', analysed, usage: result.usage };
+    return { ...base, status: 'duplicate', duplicateAt: 'record', analysed, ...from, usage: result.usage };
   return {
     ...base,
     status: result.status,
     analysed,
+    ...from,
     ...(result.reason ? { reason: result.reason, detail: result.detail } : {}),
     ...(result.usage ? { usage: result.usage } : {}),
   };

@@ -1,4 +1,4 @@
-import type { AnalysisResult } from '../contract/analysis';
+import type { Analysis, AnalysisResult, Usage } from '../contract/analysis';
 import type { Row } from '../contract/row';
 
 /**
@@ -14,6 +14,40 @@ export interface Store {
   /** Throws when the store cannot be reached (for /healthz). */
   ping(): Promise<void>;
   close?(): Promise<void>;
+}
+
+/**
+ * A store that can take many rows at once. Group commit (adapters/group-commit-store.ts) turns
+ * concurrent `seen()`/`record()` calls into one call of each here.
+ */
+export interface BatchStore extends Store {
+  /** The keys among `keys` that have a row within the dedup window (one lookup). */
+  seenMany(keys: readonly string[]): Promise<Set<string>>;
+  /**
+   * Inserts each row unless its key exists. The rows have distinct keys. Resolves with the dedup
+   * keys whose row from this call went in.
+   */
+  recordMany(rows: readonly Row[]): Promise<Set<string>>;
+}
+
+/** A paid analysis kept so that a retry does not pay again. */
+export interface MemoEntry {
+  analysis: Analysis;
+  model: string;
+  usage: Usage;
+  /** ISO timestamp; entries older than the dedup window are ignored and pruned. */
+  createdAt: string;
+}
+
+/**
+ * Where paid analyses are kept: a cache, never a claim. Losing an entry costs one more analysis,
+ * never a document; an entry never stops a delivery from doing the work.
+ */
+export interface MemoStore {
+  /** The entry under `key`, or undefined. */
+  get(key: string): Promise<MemoEntry | undefined>;
+  /** Create-only: when `key` exists the first entry stays and this resolves all the same. */
+  create(key: string, entry: MemoEntry): Promise<void>;
 }
 
 /** One generation of one object. */
@@ -41,6 +75,11 @@ export interface AnalyzerInput {
 
 /** Extracts the invoice fields. Throws RejectionError for permanent refusals, TransientError otherwise. */
 export interface Analyzer {
+  /**
+   * Changes whenever the same bytes could be analysed differently (model, prompt, schema): part of
+   * the memo's key, so a new version means new work.
+   */
+  readonly version: string;
   analyze(input: AnalyzerInput): Promise<AnalysisResult>;
 }
 

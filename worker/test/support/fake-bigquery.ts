@@ -67,10 +67,30 @@ const COLUMN_TYPES = new Map<string, { type: string; required: boolean }>(
   COLUMNS.map((c) => [c.name, { type: c.type, required: c.mode === 'REQUIRED' }]),
 );
 
+interface ParameterType {
+  type?: string;
+  arrayType?: ParameterType;
+  structTypes?: Array<{ name?: string; type?: ParameterType }>;
+}
+interface ParameterValue {
+  value?: unknown;
+  arrayValues?: ParameterValue[];
+  structValues?: Record<string, ParameterValue>;
+}
 interface QueryParameter {
   name?: string;
-  parameterType?: { type?: string };
-  parameterValue?: { value?: unknown };
+  parameterType?: ParameterType;
+  parameterValue?: ParameterValue;
+}
+
+/** A bound parameter: a scalar (string or null), or an ARRAY of scalars or of STRUCTs. */
+interface Bound {
+  type: string;
+  value: string | null;
+  /** ARRAY<scalar>: the element type and values. */
+  items?: { type: string; values: Array<string | null> };
+  /** ARRAY<STRUCT>: each element's fields, by name, with their declared types. */
+  structs?: { fields: Map<string, string>; values: Array<Map<string, string | null>> };
 }
 
 interface Outcome {
@@ -190,20 +210,47 @@ export async function startFakeBigQuery(options: { projectId?: string } = {}): P
   let deferred = 0;
   let estimatedBytes = MIN_BILLED_BYTES;
 
-  function parameters(list: unknown): Map<string, { type: string; value: string | null }> {
+  function scalar(name: string, raw: unknown): string | null {
+    if (raw !== undefined && raw !== null && typeof raw !== 'string') {
+      // The REST API's QueryParameterValue.value is a string; protobuf JSON refuses a number.
+      throw invalid(
+        `Invalid value at 'query_parameters.parameter_value.value' (TYPE_STRING), ${JSON.stringify(raw)} (${name})`,
+      );
+    }
+    return (raw as string | null | undefined) ?? null;
+  }
+
+  function parameters(list: unknown): Map<string, Bound> {
     if (!Array.isArray(list)) throw invalid('Query parameters are missing: docline always binds its values');
-    const out = new Map<string, { type: string; value: string | null }>();
+    const out = new Map<string, Bound>();
     for (const p of list as QueryParameter[]) {
       const type = p.parameterType?.type;
       if (!p.name || !type) throw invalid(`Query parameter ${p.name ?? '(unnamed)'} has no type`);
-      const raw = p.parameterValue?.value;
-      if (raw !== undefined && raw !== null && typeof raw !== 'string') {
-        // The REST API's QueryParameterValue.value is a string; protobuf JSON refuses a number.
-        throw invalid(
-          `Invalid value at 'query_parameters.parameter_value.value' (TYPE_STRING), ${JSON.stringify(raw)}`,
-        );
+      if (type !== 'ARRAY') {
+        out.set(p.name, { type, value: scalar(p.name, p.parameterValue?.value) });
+        continue;
       }
-      out.set(p.name, { type, value: (raw as string | null | undefined) ?? null });
+      const element = p.parameterType?.arrayType;
+      const values = p.parameterValue?.arrayValues ?? [];
+      if (element?.type === 'STRUCT') {
+        const fields = new Map<string, string>();
+        for (const f of element.structTypes ?? []) {
+          if (!f.name || !f.type?.type) throw invalid(`STRUCT field of ${p.name} has no name or type`);
+          fields.set(f.name, f.type.type);
+        }
+        const structs = values.map((v) => {
+          const row = new Map<string, string | null>();
+          for (const name of fields.keys()) row.set(name, scalar(name, v.structValues?.[name]?.value));
+          return row;
+        });
+        out.set(p.name, { type: 'ARRAY', value: null, structs: { fields, values: structs } });
+      } else if (element?.type) {
+        out.set(p.name, {
+          type: 'ARRAY',
+          value: null,
+          items: { type: element.type, values: values.map((v) => scalar(p.name!, v.value)) },
+        });
+      } else throw invalid(`ARRAY parameter ${p.name} has no element type`);
     }
     return out;
   }
@@ -233,7 +280,7 @@ export async function startFakeBigQuery(options: { projectId?: string } = {}): P
     }
   }
 
-  function windowStart(params: Map<string, { type: string; value: string | null }>): number {
+  function windowStart(params: Map<string, Bound>): number {
     const w = params.get('window_start');
     if (w?.type !== 'TIMESTAMP' || w.value === null || Number.isNaN(Date.parse(w.value))) {
       throw invalid('window_start must be a non-null TIMESTAMP parameter');
@@ -300,7 +347,56 @@ export async function startFakeBigQuery(options: { projectId?: string } = {}): P
         dmlStats: { insertedRowCount: String(inserted), updatedRowCount: '0', deletedRowCount: '0' },
       };
     }
-    throw invalid(`fake-bigquery knows only docline's lookup and MERGE (parameters: ${names.join(', ')})`);
+    if (names.join() === 'keys,window_start') {
+      const keys = params.get('keys')!;
+      if (keys.items?.type !== 'STRING' || keys.items.values.some((k) => k === null))
+        throw invalid('keys must be an ARRAY<STRING> without nulls');
+      const since = windowStart(params);
+      const wanted = new Set(keys.items.values as string[]);
+      const query = String(config.query ?? '');
+      // The batched lookup selects the keys; the winners query also selects who holds each key.
+      const withMessage = /\bmessage_id\b/.test(query.split(/\bFROM\b/)[0] ?? '');
+      const hits = table.filter((r) => wanted.has(r.dedup_key!) && Date.parse(r.processed_at ?? '') >= since);
+      const fields = [{ name: 'dedup_key', type: 'STRING', mode: 'NULLABLE' }];
+      if (withMessage) fields.push({ name: 'message_id', type: 'STRING', mode: 'NULLABLE' });
+      return {
+        schema: { fields },
+        totalRows: String(hits.length),
+        rows: hits.map((r) => ({
+          f: [{ v: r.dedup_key! }, ...(withMessage ? [{ v: r.message_id! }] : [])],
+        })),
+      };
+    }
+    if (names.join() === 'rows,window_start') {
+      const rows = params.get('rows')!;
+      if (!rows.structs) throw invalid('rows must be an ARRAY<STRUCT<…>>');
+      const declared = [...rows.structs.fields.keys()];
+      if (declared.join() !== COLUMN_NAMES.join()) {
+        throw invalid(`rows must carry every column in table order (got ${declared.join(', ')})`);
+      }
+      const since = windowStart(params);
+      let inserted = 0;
+      const batch: StoredRow[] = rows.structs.values.map((fields) => {
+        const row = {} as StoredRow;
+        for (const column of COLUMN_NAMES) {
+          const value = fields.get(column) ?? null;
+          checkValue(column, rows.structs!.fields.get(column)!, value);
+          row[column] = value;
+        }
+        return row;
+      });
+      // Like BigQuery, the statement is atomic: it fails whole before inserting anything.
+      for (const row of batch) {
+        if (table.some((r) => inWindow(r, row.dedup_key!, since))) continue;
+        table.push(row);
+        inserted += 1;
+      }
+      return {
+        numDmlAffectedRows: String(inserted),
+        dmlStats: { insertedRowCount: String(inserted), updatedRowCount: '0', deletedRowCount: '0' },
+      };
+    }
+    throw invalid(`fake-bigquery knows only docline's statements (parameters: ${names.join(', ')})`);
   }
 
   function reference(location: unknown, jobId = `job_${randomUUID().replaceAll('-', '')}`) {

@@ -1,5 +1,5 @@
 import type { Row } from '../../src/contract/row';
-import type { Store } from '../../src/core/ports';
+import type { BatchStore, Store } from '../../src/core/ports';
 import { testRow } from './builders';
 
 /** What an adapter's test gives the contract suite. */
@@ -146,5 +146,78 @@ export function describeStoreContract(
       if (why) it.todo(`${title} — not run here: ${why}`);
       else it(title, body);
     }
+  });
+}
+
+/** What a batch-capable adapter's test gives the batch contract suite. */
+export interface BatchStoreHarness extends StoreHarness {
+  store: BatchStore;
+}
+
+/**
+ * The BatchStore contract (the calls group commit makes), written once and run against every store
+ * that takes batches: SQLite, and BigQuery through its local server.
+ */
+export function describeBatchStoreContract(
+  adapter: string,
+  makeHarness: () => Promise<BatchStoreHarness>,
+): void {
+  describe(`BatchStore contract: ${adapter}`, () => {
+    let h: BatchStoreHarness;
+    beforeEach(async () => {
+      h = await makeHarness();
+    });
+    afterEach(async () => {
+      await h.cleanup();
+    });
+
+    it('inserts a batch of new rows and answers every key as inserted', async () => {
+      const rows = [testRow(), testRow(), testRow()];
+      const inserted = await h.store.recordMany(rows);
+      expect([...inserted].sort()).toEqual(rows.map((r) => r.dedup_key).sort());
+      for (const row of rows) expect(await h.rowsFor(row.dedup_key)).toHaveLength(1);
+    });
+
+    it('skips the keys already recorded, keeps their first row, and answers only the new ones', async () => {
+      const old = testRow({ message_id: 'old-1' });
+      expect(await h.store.record(old)).toBe(true);
+      const fresh = testRow();
+      const inserted = await h.store.recordMany([{ ...old, message_id: 'new-1' }, fresh]);
+      expect([...inserted]).toEqual([fresh.dedup_key]);
+      expect((await h.rowsFor(old.dedup_key)).map((r) => r.message_id)).toEqual(['old-1']);
+    });
+
+    it('finds exactly the recorded keys among many in one lookup', async () => {
+      const recorded = [testRow(), testRow()];
+      await h.store.recordMany(recorded);
+      const hostile = "gs://b/' OR '1'='1#1";
+      const found = await h.store.seenMany([
+        recorded[0]!.dedup_key,
+        'gs://b/never#1',
+        hostile,
+        recorded[1]!.dedup_key,
+      ]);
+      expect([...found].sort()).toEqual(recorded.map((r) => r.dedup_key).sort());
+    });
+
+    it('round-trips every column of every row of a batch, hostile values included', async () => {
+      const rows = [
+        testRow({ generation: '9223372036854775807', object_name: "'; DROP TABLE x; --", reason: null }),
+        testRow({
+          status: 'rejected',
+          reason: 'too_large',
+          analysis: null,
+          model: null,
+          delivery_attempt: null,
+        }),
+      ];
+      await h.store.recordMany(rows);
+      for (const row of rows) expect(await h.rowsFor(row.dedup_key)).toEqual([row]);
+    });
+
+    it('answers an empty batch without a statement', async () => {
+      expect((await h.store.recordMany([])).size).toBe(0);
+      expect((await h.store.seenMany([])).size).toBe(0);
+    });
   });
 }

@@ -1,0 +1,14 @@
+import type { MemoEntry, MemoStore } from '../core/ports';
+
+/** The memo in this process's memory: for tests and simulations. Create-only like the others. */
+export class MemoryMemoStore implements MemoStore {
+  readonly entries = new Map<string, MemoEntry>();
+
+  async get(key: string): Promise<MemoEntry | undefined> {
+    return this.entries.get(key);
+  }
+
+  async create(key: string, entry: MemoEntry): Promise<void> {
+    if (!this.entries.has(key)) this.entries.set(key, entry);
+  }
+}

@@ -1,0 +1,226 @@
+import { GroupCommitStore } from '../src/adapters/group-commit-store';
+import type { Row } from '../src/contract/row';
+import { ConfigurationError, TransientError } from '../src/core/errors';
+import type { BatchStore } from '../src/core/ports';
+import { testRow } from './support/builders';
+
+/**
+ * A BatchStore in memory that records every call, can hold a call open, fail the next one, or refuse
+ * any batch holding a given key (as BigQuery refuses a whole statement for one bad value).
+ */
+class RecordingBatchStore implements BatchStore {
+  readonly rows = new Map<string, Row>();
+  readonly writes: Row[][] = [];
+  readonly lookups: string[][] = [];
+  private held: Array<() => void> = [];
+  holding = false;
+  failNext: Error | undefined;
+  refuseKey: string | undefined;
+  refuseAll = false;
+
+  async seen(key: string) {
+    return (await this.seenMany([key])).has(key);
+  }
+  async record(row: Row) {
+    return (await this.recordMany([row])).has(row.dedup_key);
+  }
+  async ping() {}
+
+  async seenMany(keys: readonly string[]) {
+    this.lookups.push([...keys]);
+    await this.gate();
+    return new Set(keys.filter((k) => this.rows.has(k)));
+  }
+
+  async recordMany(rows: readonly Row[]) {
+    this.writes.push([...rows]);
+    await this.gate();
+    const failure = this.failNext;
+    this.failNext = undefined;
+    if (failure) throw failure;
+    if (this.refuseAll) throw new ConfigurationError('bigquery_rejected_query', 'Syntax error at [1:1]');
+    if (this.refuseKey && rows.some((r) => r.dedup_key === this.refuseKey)) {
+      throw new ConfigurationError('bigquery_rejected_query', 'Invalid INT64 value: twelve');
+    }
+    const inserted = new Set<string>();
+    for (const row of rows) {
+      if (this.rows.has(row.dedup_key)) continue;
+      this.rows.set(row.dedup_key, row);
+      inserted.add(row.dedup_key);
+    }
+    return inserted;
+  }
+
+  /** Opens every held call. */
+  release() {
+    this.holding = false;
+    for (const open of this.held.splice(0)) open();
+  }
+
+  private gate(): Promise<void> {
+    if (!this.holding) return Promise.resolve();
+    return new Promise((resolve) => this.held.push(resolve));
+  }
+}
+
+const settle = <T>(promises: Array<Promise<T>>) => Promise.allSettled(promises);
+
+describe('GroupCommitStore', () => {
+  let inner: RecordingBatchStore;
+  beforeEach(() => {
+    jest.useFakeTimers();
+    inner = new RecordingBatchStore();
+  });
+  afterEach(() => jest.useRealTimers());
+
+  const store = (options: Partial<ConstructorParameters<typeof GroupCommitStore>[1]> = {}) =>
+    new GroupCommitStore(inner, { maxRows: 3, maxWaitMs: 1_000, minIntervalMs: 0, ...options });
+
+  describe('batch boundaries', () => {
+    it('closes a batch as soon as it holds maxRows rows, without waiting for the timer', async () => {
+      const s = store({ maxRows: 3 });
+      const answers = Promise.all([testRow(), testRow(), testRow()].map((r) => s.record(r)));
+      await jest.advanceTimersByTimeAsync(0);
+      expect(inner.writes.map((w) => w.length)).toEqual([3]);
+      expect(await answers).toEqual([true, true, true]);
+    });
+
+    it('closes a partial batch maxWaitMs after its first row, and not before', async () => {
+      const s = store({ maxRows: 10, maxWaitMs: 1_000 });
+      const answers = Promise.all([s.record(testRow()), s.record(testRow())]);
+      await jest.advanceTimersByTimeAsync(999);
+      expect(inner.writes).toHaveLength(0);
+      await jest.advanceTimersByTimeAsync(1);
+      expect(inner.writes.map((w) => w.length)).toEqual([2]);
+      expect(await answers).toEqual([true, true]);
+    });
+
+    it('splits more rows than maxRows into several batches, in arrival order', async () => {
+      const rows = Array.from({ length: 7 }, () => testRow());
+      const s = store({ maxRows: 3 });
+      const answers = Promise.all(rows.map((r) => s.record(r)));
+      await jest.advanceTimersByTimeAsync(1_000);
+      expect(await answers).toEqual(rows.map(() => true));
+      expect(inner.writes.map((w) => w.map((r) => r.dedup_key))).toEqual([
+        rows.slice(0, 3).map((r) => r.dedup_key),
+        rows.slice(3, 6).map((r) => r.dedup_key),
+        rows.slice(6).map((r) => r.dedup_key),
+      ]);
+    });
+
+    it('keeps one write in flight at a time and minIntervalMs between the starts of two', async () => {
+      const s = store({ maxRows: 1, minIntervalMs: 5_000 });
+      inner.holding = true;
+      const first = s.record(testRow());
+      const second = s.record(testRow());
+      await jest.advanceTimersByTimeAsync(10_000);
+      // The first write is still open: the second waits for it, whatever the interval says.
+      expect(inner.writes).toHaveLength(1);
+      inner.release();
+      await first;
+      await jest.advanceTimersByTimeAsync(0);
+      // 10 s have passed since the first started, so the second goes at once.
+      expect(inner.writes).toHaveLength(2);
+      await second;
+
+      const third = s.record(testRow());
+      await jest.advanceTimersByTimeAsync(4_999);
+      expect(inner.writes).toHaveLength(2);
+      await jest.advanceTimersByTimeAsync(1);
+      expect(inner.writes).toHaveLength(3);
+      await third;
+    });
+
+    it('gathers the lookups that arrive while one is in flight into the next one', async () => {
+      const s = store();
+      inner.holding = true;
+      const first = s.seen('gs://b/a#1');
+      await jest.advanceTimersByTimeAsync(0);
+      const later = [s.seen('gs://b/b#1'), s.seen('gs://b/c#1'), s.seen('gs://b/b#1')];
+      inner.release();
+      await first;
+      inner.holding = false;
+      await Promise.all(later);
+      expect(inner.lookups).toEqual([['gs://b/a#1'], ['gs://b/b#1', 'gs://b/c#1']]);
+    });
+  });
+
+  it('answers each lookup of a batch with its own key', async () => {
+    const known = testRow();
+    inner.rows.set(known.dedup_key, known);
+    const s = store();
+    const answers = await Promise.all([s.seen('gs://b/none#1'), s.seen(known.dedup_key)]);
+    expect(answers).toEqual([false, true]);
+  });
+
+  it('writes the first row of a key in a batch and answers the later ones "not inserted"', async () => {
+    const row = testRow();
+    const s = store();
+    const answers = Promise.all([
+      s.record({ ...row, message_id: 'first' }),
+      s.record({ ...row, message_id: 'second' }),
+      s.record(testRow()),
+    ]);
+    await jest.advanceTimersByTimeAsync(0);
+    expect(await answers).toEqual([true, false, true]);
+    expect(inner.writes[0]!.map((r) => r.message_id)).toContain('first');
+    expect(inner.writes[0]!.map((r) => r.message_id)).not.toContain('second');
+    expect(inner.rows.get(row.dedup_key)?.message_id).toBe('first');
+  });
+
+  it('answers "not inserted" to a delivery whose key another batch recorded first', async () => {
+    const row = testRow();
+    inner.rows.set(row.dedup_key, { ...row, message_id: 'earlier' });
+    const s = store({ maxRows: 1 });
+    await expect(s.record(row)).resolves.toBe(false);
+  });
+
+  it('fails every delivery of a batch with the transient error of its write, and writes nothing twice', async () => {
+    inner.failNext = new TransientError('bigquery_dml_queue_full', 'Too many DML statements outstanding');
+    const s = store({ maxRows: 2 });
+    const results = await settle([s.record(testRow()), s.record(testRow())]);
+    expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected']);
+    expect(results.map((r) => (r as PromiseRejectedResult).reason.code)).toEqual([
+      'bigquery_dml_queue_full',
+      'bigquery_dml_queue_full',
+    ]);
+    expect(inner.writes).toHaveLength(1);
+    expect(inner.rows.size).toBe(0);
+  });
+
+  it('isolates one row the store refuses: the others go in, only that delivery fails', async () => {
+    const rows = Array.from({ length: 8 }, () => testRow());
+    inner.refuseKey = rows[5]!.dedup_key;
+    const s = store({ maxRows: 8, minIntervalMs: 100 });
+    const results = settle(rows.map((r) => s.record(r)));
+    await jest.advanceTimersByTimeAsync(10_000);
+    const settled = await results;
+    expect(settled.map((r) => r.status)).toEqual(rows.map((_, i) => (i === 5 ? 'rejected' : 'fulfilled')));
+    expect((settled[5] as PromiseRejectedResult).reason).toBeInstanceOf(ConfigurationError);
+    expect(inner.rows.size).toBe(7);
+    // 8 → 4 + 4 → (2 + 2) → (1 + 1): the good rows are held back by one refusal per level at most.
+    expect(inner.writes.map((w) => w.length)).toEqual([8, 4, 4, 2, 2, 1, 1]);
+    expect(s.statements).toBe(7);
+  });
+
+  it('fails the whole batch when both halves are refused: the fault is not one row', async () => {
+    const rows = [testRow(), testRow(), testRow(), testRow()];
+    inner.refuseAll = true;
+    const s = store({ maxRows: 4 });
+    const results = settle(rows.map((r) => s.record(r)));
+    await jest.advanceTimersByTimeAsync(1_000);
+    expect((await results).every((r) => r.status === 'rejected')).toBe(true);
+    // The batch, then each half once: no search down to single rows for a statement that cannot run.
+    expect(inner.writes.map((w) => w.length)).toEqual([4, 2, 2]);
+  });
+
+  it('lets queued writes finish before it closes', async () => {
+    const s = store({ maxRows: 10, maxWaitMs: 1_000 });
+    const answer = s.record(testRow());
+    const closed = s.close();
+    await jest.advanceTimersByTimeAsync(1_000);
+    await closed;
+    expect(await answer).toBe(true);
+    expect(inner.rows.size).toBe(1);
+  });
+});

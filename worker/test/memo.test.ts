@@ -1,0 +1,222 @@
+import { mkdtempSync, readdirSync, rmSync, utimesSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { FileMemoStore } from '../src/adapters/file-memo-store';
+import { MemoryMemoStore } from '../src/adapters/memory-memo-store';
+import { SqliteStore } from '../src/adapters/sqlite-store';
+import type { AnalysisResult } from '../src/contract/analysis';
+import { DEFAULT_CONTENT_TYPES } from '../src/contract/settings';
+import { TransientError } from '../src/core/errors';
+import { parsePush } from '../src/core/event';
+import { type HandlerDeps, handle } from '../src/core/handle';
+import { AnalysisMemo } from '../src/core/memo';
+import type { Clock, MemoEntry, MemoStore } from '../src/core/ports';
+import { pushBody } from './support/builders';
+import { MemoryLogger, MemoryReader, ScriptedAnalyzer, sampleAnalysis } from './support/fakes';
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+const KEY = 'gs://acme-invoices-dev/2026/11/facture-0042.txt#1764460800123456';
+
+/** A clock the test moves. */
+class ManualClock implements Clock {
+  constructor(public ms = Date.parse('2026-11-30T04:00:00.000Z')) {}
+  now() {
+    return new Date(this.ms);
+  }
+}
+
+const paid = (total = 1500): AnalysisResult => ({
+  analysis: sampleAnalysis(),
+  model: 'gemini-2.5-flash',
+  usage: { promptTokens: total - 300, outputTokens: 300, totalTokens: total },
+});
+
+/** A memo store that is down: every call fails. */
+class DownMemoStore implements MemoStore {
+  async get(): Promise<MemoEntry | undefined> {
+    throw new Error('EACCES: permission denied, open memo');
+  }
+  async create(): Promise<void> {
+    throw new Error('503 Service Unavailable');
+  }
+}
+
+describe('AnalysisMemo', () => {
+  let clock: ManualClock;
+  let logger: MemoryLogger;
+  beforeEach(() => {
+    clock = new ManualClock();
+    logger = new MemoryLogger();
+  });
+  const memoOn = (store: MemoStore) => new AnalysisMemo(store, { ttlMs: 8 * DAY_MS, clock, logger });
+
+  it('serves a second delivery of the same key from the memo without paying again', async () => {
+    const memo = memoOn(new MemoryMemoStore());
+    const work = jest.fn(async () => paid());
+    expect(await memo.analyse(KEY, 'v1', work)).toMatchObject({ source: 'analyzer' });
+    const again = await memo.analyse(KEY, 'v1', work);
+    expect(again).toEqual({ result: paid(), source: 'memo' });
+    expect(work).toHaveBeenCalledTimes(1);
+  });
+
+  it('treats a new analysis version as new work', async () => {
+    const memo = memoOn(new MemoryMemoStore());
+    const work = jest.fn(async () => paid());
+    await memo.analyse(KEY, 'v1', work);
+    expect(await memo.analyse(KEY, 'v2', work)).toMatchObject({ source: 'analyzer' });
+    expect(work).toHaveBeenCalledTimes(2);
+  });
+
+  it('ignores an entry older than the dedup window', async () => {
+    const memo = memoOn(new MemoryMemoStore());
+    const work = jest.fn(async () => paid());
+    await memo.analyse(KEY, 'v1', work);
+    clock.ms += 8 * DAY_MS;
+    expect(await memo.analyse(KEY, 'v1', work)).toMatchObject({ source: 'memo' });
+    clock.ms += 1;
+    expect(await memo.analyse(KEY, 'v1', work)).toMatchObject({ source: 'analyzer' });
+    expect(work).toHaveBeenCalledTimes(2);
+  });
+
+  it('lets concurrent deliveries of one key share one analysis', async () => {
+    const memo = memoOn(new MemoryMemoStore());
+    let finish: (r: AnalysisResult) => void = () => {};
+    const work = jest.fn(() => new Promise<AnalysisResult>((resolve) => (finish = resolve)));
+    const first = memo.analyse(KEY, 'v1', work);
+    const second = memo.analyse(KEY, 'v1', work);
+    await new Promise((resolve) => setImmediate(resolve));
+    finish(paid());
+    expect((await Promise.all([first, second])).map((r) => r.source).sort()).toEqual(['analyzer', 'shared']);
+    expect(work).toHaveBeenCalledTimes(1);
+  });
+
+  it('keeps nothing when the work fails, so the next delivery does the work', async () => {
+    const memo = memoOn(new MemoryMemoStore());
+    const failing = jest.fn(async () => {
+      throw new TransientError('analyzer_unavailable', 'the analyzer answered 503');
+    });
+    await expect(memo.analyse(KEY, 'v1', failing)).rejects.toMatchObject({ code: 'analyzer_unavailable' });
+    const work = jest.fn(async () => paid());
+    expect(await memo.analyse(KEY, 'v1', work)).toMatchObject({ source: 'analyzer' });
+  });
+
+  it('still does the work and answers when the memo store is down, and says so in a warning', async () => {
+    const memo = memoOn(new DownMemoStore());
+    const work = jest.fn(async () => paid());
+    expect(await memo.analyse(KEY, 'v1', work)).toEqual({ result: paid(), source: 'analyzer' });
+    expect(await memo.analyse(KEY, 'v1', work)).toMatchObject({ source: 'analyzer' });
+    expect(work).toHaveBeenCalledTimes(2);
+    expect(logger.entries.filter((e) => e.severity === 'WARNING').map((e) => e.message)).toEqual([
+      'the memo of paid analyses could not be read: analysing again',
+      'the memo of paid analyses could not keep an analysis: a retry would pay again',
+      'the memo of paid analyses could not be read: analysing again',
+      'the memo of paid analyses could not keep an analysis: a retry would pay again',
+    ]);
+  });
+});
+
+describe('FileMemoStore', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(path.join(tmpdir(), 'docline-memo-'));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  const key = (n: number) => AnalysisMemo.key(`${KEY}-${n}`, 'abc123');
+  const entry = (total: number): MemoEntry => ({ ...paid(total), createdAt: '2026-11-30T04:00:00.000Z' });
+
+  it('answers undefined for a key it never kept', async () => {
+    expect(await new FileMemoStore(dir).get(key(1))).toBeUndefined();
+  });
+
+  it('keeps the first of two racing creates whole, and leaves no temporary file', async () => {
+    const store = new FileMemoStore(dir);
+    await Promise.all(Array.from({ length: 8 }, (_, i) => store.create(key(1), entry(1000 + i))));
+    const kept = await store.get(key(1));
+    expect(kept?.usage.totalTokens).toBeGreaterThanOrEqual(1000);
+    // A later create never replaces it.
+    await store.create(key(1), entry(9999));
+    expect(await store.get(key(1))).toEqual(kept);
+    const files = readdirSync(path.join(dir, 'abc123'));
+    expect(files).toHaveLength(1);
+    expect(files[0]).toMatch(/^[a-f0-9]{64}\.json$/);
+  });
+
+  it('prunes the entries written before the cutoff and keeps the others', async () => {
+    const store = new FileMemoStore(dir);
+    await store.create(key(1), entry(1));
+    await store.create(key(2), entry(2));
+    const old = new Date('2026-11-01T00:00:00Z');
+    const [first] = key(1).split('/').slice(1);
+    utimesSync(path.join(dir, 'abc123', `${first}.json`), old, old);
+    expect(await store.prune(new Date('2026-11-20T00:00:00Z'))).toBe(1);
+    expect(await store.get(key(1))).toBeUndefined();
+    expect(await store.get(key(2))).toBeDefined();
+  });
+
+  it('refuses a key that is not version/sha256, so no name can escape its folder', async () => {
+    await expect(new FileMemoStore(dir).get('../../etc/passwd')).rejects.toThrow('not a memo key');
+  });
+});
+
+describe('handle with the memo', () => {
+  const INVOICE = 'FACTURE N° F-2026-0042\nTotal TTC : 1 234,56 €\n';
+
+  function setup(memoStore: MemoStore = new MemoryMemoStore()) {
+    const store = new SqliteStore({ path: ':memory:' });
+    const reader = new MemoryReader();
+    const analyzer = new ScriptedAnalyzer();
+    const deps: HandlerDeps = {
+      store,
+      reader,
+      analyzer,
+      clock: new ManualClock(),
+      dedupKeyMode: 'object',
+      limits: { maxObjectBytes: 1024, allowedContentTypes: DEFAULT_CONTENT_TYPES },
+      workerVersion: 'test',
+      memo: new AnalysisMemo(memoStore, { ttlMs: 8 * DAY_MS, clock: new ManualClock() }),
+    };
+    const body = pushBody('1', { size: Buffer.byteLength(INVOICE) });
+    const attrs = (body.message as { attributes: Record<string, string> }).attributes;
+    reader.put(attrs.bucketId!, attrs.objectId!, attrs.objectGeneration!, INVOICE);
+    return { store, reader, analyzer, deps, body };
+  }
+
+  it('pays once when the write fails and Pub/Sub delivers again; the row keeps the tokens paid', async () => {
+    const { store, reader, analyzer, deps, body } = setup();
+    const record = store.record.bind(store);
+    let failures = 1;
+    store.record = async (row) => {
+      if (failures-- > 0) throw new TransientError('store_busy', 'the SQLite database is busy');
+      return record(row);
+    };
+    await expect(handle(parsePush(body), deps)).rejects.toMatchObject({ code: 'store_busy' });
+    const retry = await handle(parsePush(body), deps);
+    expect(retry).toMatchObject({ status: 'ok', analysed: false, memo: 'hit' });
+    expect(analyzer.calls).toHaveLength(1);
+    // The memo saves the read too.
+    expect(reader.reads).toHaveLength(1);
+    expect(store.rowsFor(retry.dedupKey)[0]).toMatchObject({ total_tokens: 1500, model: 'scripted' });
+  });
+
+  it('lets two overlapping deliveries of one object share one analysis and write one row', async () => {
+    const { store, analyzer, deps, body } = setup();
+    analyzer.hold();
+    const both = Promise.all([handle(parsePush(body), deps), handle(parsePush(body), deps)]);
+    await analyzer.arrived(1);
+    analyzer.release();
+    const outcomes = await both;
+    expect(outcomes.map((o) => o.status).sort()).toEqual(['duplicate', 'ok']);
+    expect(outcomes.find((o) => o.memo === 'shared')).toBeDefined();
+    expect(analyzer.calls).toHaveLength(1);
+    expect(store.rowsFor(outcomes[0]!.dedupKey)).toHaveLength(1);
+  });
+
+  it('still processes the document when the memo store is down', async () => {
+    const { store, analyzer, deps, body } = setup(new DownMemoStore());
+    const outcome = await handle(parsePush(body), deps);
+    expect(outcome).toMatchObject({ status: 'ok', analysed: true });
+    expect(analyzer.calls).toHaveLength(1);
+    expect(store.rowsFor(outcome.dedupKey)).toHaveLength(1);
+  });
+});
