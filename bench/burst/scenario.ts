@@ -1,7 +1,6 @@
 import { Agent, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { BigQuery } from '@google-cloud/bigquery';
-import { BigQueryStore } from '../../worker/src/adapters/bigquery-store';
 import { createApp } from '../../worker/src/app';
 import { DEFAULT_CONTENT_TYPES, type DeliverySettings } from '../../worker/src/contract/settings';
 import { objectUri } from '../../worker/src/core/event';
@@ -13,6 +12,7 @@ import { type BigQuerySim, seededRandom, startBigQuerySim } from './bigquery-sim
 import { GeminiSim } from './gemini-sim';
 import { PushSubscription } from './pubsub-sim';
 import { SimTime } from './sim-time';
+import { bigQueryStoreFor } from './wiring';
 
 /**
  * One run of the burst: 10,000 distinct documents uploaded within 60 simulated seconds, 5 % of them
@@ -91,6 +91,7 @@ export interface BurstDetails {
   ackDeadlineExpired: number;
   cloudRunTimeouts: number;
   cloudRunNoInstance429: number;
+  connectionErrors: Record<string, number>;
   maxOutstandingPushes: number;
   pushBackoffs: number;
   longestPushBackoffSeconds: number;
@@ -140,6 +141,8 @@ class SimReader implements Reader {
 class CloudRunSim {
   timeouts = 0;
   refusedNoInstance = 0;
+  /** Pushes that got no HTTP answer from the instance, by error code. */
+  readonly connectionErrors: Record<string, number> = {};
   /** How long a request waits for a slot before Cloud Run answers 429 (10 s, the documented minimum). */
   private readonly pendingLimitMs = 10_000;
   private readonly busy: number[];
@@ -212,7 +215,9 @@ class CloudRunSim {
           });
         },
       );
-      req.on('error', () => {
+      req.on('error', (error: NodeJS.ErrnoException) => {
+        const code = error.code ?? error.message;
+        this.connectionErrors[code] = (this.connectionErrors[code] ?? 0) + 1;
         timer.cancel();
         release();
         resolve(0);
@@ -447,6 +452,7 @@ export async function runScenario(
     ackDeadlineExpired: push.deadlineExpired,
     cloudRunTimeouts: cloudRun.timeouts,
     cloudRunNoInstance429: cloudRun.refusedNoInstance,
+    connectionErrors: cloudRun.connectionErrors,
     maxOutstandingPushes: push.maxOutstanding,
     pushBackoffs: push.pushBackoffsMs.length,
     longestPushBackoffSeconds: Math.max(0, ...push.pushBackoffsMs) / 1000,
@@ -466,13 +472,5 @@ export async function runScenario(
 
 /** The seed's design: the BigQuery store as it is, one MERGE per delivery, no memo. */
 export const perDeliveryWiring: Wiring = {
-  store: ({ bigquery, table, clock, settings }) =>
-    new BigQueryStore({
-      bigquery,
-      table,
-      location: 'EU',
-      clock,
-      dedupWindowDays: settings.dedupWindowDays,
-      maximumBytesBilled: settings.maximumBytesBilled,
-    }),
+  store: (context) => bigQueryStoreFor(context),
 };

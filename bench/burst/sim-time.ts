@@ -65,6 +65,11 @@ export class SimTime {
     clearInterval(this.ticker);
   }
 
+  /** A simulated duration in real milliseconds (÷ the scale). */
+  realMs(simulatedMs: number): number {
+    return simulatedMs / this.scale;
+  }
+
   /** Resolves after `simulatedMs` of simulated time. */
   sleep(simulatedMs: number): Promise<void> {
     return new Promise((resolve) => {

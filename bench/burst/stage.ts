@@ -29,7 +29,8 @@ export const BURST_SETTINGS = {
   /** groupCommit gets the same bound. */
   groupCommitBoundSeconds: 9_000,
   /** Each run also stops after this many real seconds, so the stage stays under 5 minutes. */
-  maxWallSecondsPerRun: 130,
+  groupCommitMaxWallSeconds: 150,
+  perDeliveryMaxWallSeconds: 120,
 };
 
 export interface BurstSection extends Record<string, unknown> {
@@ -81,7 +82,6 @@ export async function runBurstStage(options: {
     geminiRequestsPerMinute: s.geminiRequestsPerMinute,
     geminiLatencyMs: s.geminiLatencyMs,
     readLatencyMs: s.readLatencyMs,
-    maxWallSeconds: s.maxWallSecondsPerRun,
     progress: options.progress,
   };
   const details: Record<string, BurstDetails> = {};
@@ -93,6 +93,7 @@ export async function runBurstStage(options: {
       name: 'groupCommit',
       wiring: options.groupCommit,
       boundSeconds: s.groupCommitBoundSeconds,
+      maxWallSeconds: s.groupCommitMaxWallSeconds,
     });
     groupCommit = run.figures;
     details.groupCommit = run.details;
@@ -103,6 +104,7 @@ export async function runBurstStage(options: {
     name: 'perDelivery',
     wiring: perDeliveryWiring,
     boundSeconds: s.perDeliveryBoundSeconds,
+    maxWallSeconds: s.perDeliveryMaxWallSeconds,
   });
   details.perDelivery = perDelivery.details;
   const analyzerBoundSeconds = Math.round((s.documents / s.geminiRequestsPerMinute) * 60);

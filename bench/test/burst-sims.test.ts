@@ -1,6 +1,5 @@
 import { BigQuery } from '@google-cloud/bigquery';
 import { BigQueryStore } from '../../worker/src/adapters/bigquery-store';
-import { COLUMNS } from '../../worker/src/contract/row';
 import { TransientError } from '../../worker/src/core/errors';
 import { testRow } from '../../worker/test/support/builders';
 import { staticTokenAuth } from '../../worker/test/support/fake-bigquery';
@@ -103,60 +102,31 @@ describe('the BigQuery simulator', () => {
     expect(sim.stats.queryCalls).toBe(101);
   });
 
-  it('executes the batched MERGE over UNNEST(@rows), reports dmlStats, and answers the batched lookups', async () => {
+  it("executes the store's batched statements: lookup IN UNNEST(@keys), MERGE over UNNEST(@rows), winners only when the count is short", async () => {
     const time = new InstantTime(1);
     sim = await startBigQuerySim({ time });
     const store = await storeOn(sim, time);
-    const bigquery = (store as unknown as { bigquery: BigQuery }).bigquery;
     const existing = testRow();
     expect(await store.record(existing)).toBe(true);
     const fresh = [testRow(), testRow()];
-    const names = COLUMNS.map((c) => c.name);
-    const windowStart = bigquery.timestamp(new Date(time.clock.now().getTime() - 8 * 86_400_000));
-    const asParameter = (row: ReturnType<typeof testRow>) =>
-      Object.fromEntries(
-        COLUMNS.map((c) => {
-          const v = row[c.name as keyof typeof row] as unknown;
-          if (v === null) return [c.name, null];
-          if (c.type === 'JSON') return [c.name, JSON.stringify(v)];
-          if (c.type === 'TIMESTAMP') return [c.name, bigquery.timestamp(String(v))];
-          return [c.name, String(v)];
-        }),
-      );
-    const [, , merge] = (await bigquery.query(
-      {
-        query:
-          `MERGE \`${TABLE}\` AS T USING (SELECT * FROM UNNEST(@rows)) AS S ` +
-          'ON T.dedup_key = S.dedup_key AND T.processed_at >= @window_start ' +
-          `WHEN NOT MATCHED THEN INSERT (${names.join(', ')}) VALUES (${names.map((n) => `S.${n}`).join(', ')})`,
-        params: { rows: [existing, ...fresh].map(asParameter), window_start: windowStart },
-        types: {
-          rows: [Object.fromEntries(COLUMNS.map((c) => [c.name, c.type]))],
-          window_start: 'TIMESTAMP',
-        },
-        useLegacySql: false,
-      },
-      { autoPaginate: false },
-    )) as unknown as [unknown, unknown, { dmlStats?: { insertedRowCount?: string } }];
-    expect(merge.dmlStats?.insertedRowCount).toBe('2');
-    const keys = [existing, ...fresh, testRow()].map((r) => r.dedup_key);
-    const [found] = await bigquery.query({
-      query: `SELECT dedup_key FROM \`${TABLE}\` WHERE dedup_key IN UNNEST(@keys) AND processed_at >= @window_start`,
-      params: { keys, window_start: windowStart },
-      types: { keys: ['STRING'], window_start: 'TIMESTAMP' },
-      useLegacySql: false,
-    });
-    expect((found as Array<{ dedup_key: string }>).map((r) => r.dedup_key).sort()).toEqual(
-      keys.slice(0, 3).sort(),
+    expect(await store.recordMany(fresh)).toEqual(new Set(fresh.map((r) => r.dedup_key)));
+    expect(sim.stats.selectStatements).toBe(0);
+    // One row of this batch is already there: insertedRowCount is short, so the winners query runs.
+    const again = testRow({ dedup_key: existing.dedup_key });
+    const another = testRow();
+    expect(await store.recordMany([again, another])).toEqual(new Set([another.dedup_key]));
+    expect(sim.stats.selectStatements).toBe(1);
+    expect(sim.stats.mergeStatements).toBe(3);
+    const unknown = testRow().dedup_key;
+    expect(await store.seenMany([existing.dedup_key, fresh[0]!.dedup_key, unknown])).toEqual(
+      new Set([existing.dedup_key, fresh[0]!.dedup_key]),
     );
-    const [winners] = await bigquery.query({
-      query: `SELECT dedup_key, message_id FROM \`${TABLE}\` WHERE dedup_key IN UNNEST(@keys) AND processed_at >= @window_start`,
-      params: { keys: [fresh[0]!.dedup_key], window_start: windowStart },
-      types: { keys: ['STRING'], window_start: 'TIMESTAMP' },
-      useLegacySql: false,
-    });
-    expect(winners).toEqual([{ dedup_key: fresh[0]!.dedup_key, message_id: fresh[0]!.message_id }]);
-    expect(sim.viewRows(TABLE)).toHaveLength(3);
+    expect(
+      sim
+        .viewRows(TABLE)
+        .map((r) => r.dedup_key)
+        .sort(),
+    ).toEqual([existing, ...fresh, another].map((r) => r.dedup_key).sort());
   });
 });
 
