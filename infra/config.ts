@@ -1,9 +1,12 @@
 import * as pulumi from '@pulumi/pulumi';
 import {
   DEFAULT_CONTENT_TYPES,
+  DEFAULT_DATA_LOCATION,
   DELIVERY_DEFAULTS,
   type DedupKeyMode,
   type DeliverySettings,
+  defaultGeminiLocation,
+  dmlBudgetProblems,
   settingsProblems,
   type WriteMode,
 } from '../worker/src/contract/settings';
@@ -16,8 +19,10 @@ import {
 
 /** Everything the worker service needs beyond the delivery settings. */
 export interface WorkerSettings {
-  /** Container image reference; unset until the first image has been pushed (bootstrap phase). */
+  /** Container image reference; unset: the stack builds worker/Dockerfile and pushes it itself. */
   readonly image: string | undefined;
+  /** Images the Artifact Registry cleanup policy keeps (the most recent versions). */
+  readonly imageKeepCount: number;
   readonly minInstances: number;
   readonly maxInstances: number;
   /** Requests one instance serves at once (Cloud Run `maxInstanceRequestConcurrency`). */
@@ -42,6 +47,17 @@ export interface AlertSettings {
   readonly notificationChannels: readonly string[];
 }
 
+/** What the daily reconcile job does: report missing documents, announce them again, or nothing. */
+export type ReconcileMode = 'report' | 'apply' | 'off';
+export const RECONCILE_MODES: readonly ReconcileMode[] = ['report', 'apply', 'off'];
+
+/** The daily Cloud Run job that compares the bucket with the table (issue 14). */
+export interface ReconcileSettings {
+  readonly mode: ReconcileMode;
+  /** Cloud Scheduler cron expression (five fields), in UTC. */
+  readonly schedule: string;
+}
+
 /** The validated configuration of one stack. */
 export interface StackConfig {
   readonly project: string;
@@ -59,6 +75,7 @@ export interface StackConfig {
   readonly delivery: Readonly<DeliverySettings>;
   readonly worker: WorkerSettings;
   readonly alerts: AlertSettings;
+  readonly reconcile: ReconcileSettings;
 }
 
 /** Raised at preview when the configuration is invalid; the message lists every problem. */
@@ -76,9 +93,9 @@ export class StackConfigError extends pulumi.RunError {
 /** Defaults of the keys that are not delivery settings (those come from DELIVERY_DEFAULTS). */
 export const STACK_DEFAULTS = Object.freeze({
   region: 'europe-west1',
-  dataLocation: 'EU',
-  geminiLocation: 'global',
+  dataLocation: DEFAULT_DATA_LOCATION,
   deletionProtection: true,
+  imageKeepCount: 10,
   minInstances: 0,
   maxInstances: 10,
   concurrency: 8,
@@ -89,7 +106,112 @@ export const STACK_DEFAULTS = Object.freeze({
   deadLetterMessagesThreshold: 0,
   oldestUnackedAgeSeconds: 1800,
   duplicateRatePerMille: 10,
+  reconcileMode: 'report' as ReconcileMode,
+  // Daily at 03:00 UTC, after the day's uploads have had their hour to arrive.
+  reconcileSchedule: '0 3 * * *',
 });
+
+/**
+ * Memory the worker needs per document in flight, as a multiple of its size: the downloaded bytes
+ * (1×), their base64 copy for Gemini's inline data (4/3×) and the JSON request body the SDK builds
+ * around it (4/3× again) come to about 3.7×; 4× leaves room for the response.
+ */
+export const MEMORY_PER_OBJECT_FACTOR = 4;
+/** Memory of an idle worker (Node, the client libraries); the load suite measured ~175 MiB peak RSS. */
+export const WORKER_BASELINE_MEMORY_MIB = 256;
+
+const MIB = 1024 * 1024;
+
+/** CPU values Cloud Run accepts at 1 and above. */
+const WHOLE_CPUS = [1, 2, 4, 6, 8];
+
+/**
+ * Cloud Run's memory range for a CPU limit, in MiB (https://cloud.google.com/run/docs/configuring/services/memory-limits):
+ * below 0.5 vCPU up to 512 MiB, below 1 up to 1 GiB, 1 up to 4 GiB, 2 up to 8 GiB, 4 from 2 to 16 GiB,
+ * 6 from 4 to 24 GiB, 8 from 4 to 32 GiB.
+ */
+export function memoryRangeMib(cpu: number): { min: number; max: number } {
+  if (cpu < 0.5) return { min: 128, max: 512 };
+  if (cpu < 1) return { min: 128, max: 1024 };
+  if (cpu === 1) return { min: 128, max: 4 * 1024 };
+  if (cpu === 2) return { min: 128, max: 8 * 1024 };
+  if (cpu === 4) return { min: 2 * 1024, max: 16 * 1024 };
+  if (cpu === 6) return { min: 4 * 1024, max: 24 * 1024 };
+  return { min: 4 * 1024, max: 32 * 1024 };
+}
+
+/** vCPUs of a Cloud Run CPU limit ("1", "0.5", "500m"); undefined when it is not one. */
+export function parseCpu(value: string): number | undefined {
+  const match = /^(\d+(?:\.\d+)?)(m?)$/.exec(value.trim());
+  if (!match) return undefined;
+  const cpu = match[2] === 'm' ? Number(match[1]) / 1000 : Number(match[1]);
+  return Number.isFinite(cpu) ? cpu : undefined;
+}
+
+/** MiB of a Kubernetes-style memory quantity ("512Mi", "1Gi", "2G", "1000M"); undefined when it is not one. */
+export function parseMemoryMib(value: string): number | undefined {
+  const match = /^(\d+(?:\.\d+)?)(Mi|Gi|M|G)$/.exec(value.trim());
+  if (!match) return undefined;
+  const amount = Number(match[1]);
+  const bytes = { Mi: MIB, Gi: 1024 * MIB, M: 1e6, G: 1e9 }[match[2] as 'Mi' | 'Gi' | 'M' | 'G'] * amount;
+  return bytes / MIB;
+}
+
+/**
+ * Problems of a CPU, memory and concurrency combination, checked together because Cloud Run refuses
+ * some of them and the worker needs memory for every document in flight. Every problem names its keys.
+ */
+export function resourceProblems(s: {
+  cpu: string;
+  memory: string;
+  concurrency: number;
+  maxObjectBytes: number;
+}): string[] {
+  const problems: string[] = [];
+  const cpu = parseCpu(s.cpu);
+  const memoryMib = parseMemoryMib(s.memory);
+  const cpuValid = cpu !== undefined && cpu >= 0.08 && (cpu < 1 || WHOLE_CPUS.includes(cpu));
+  if (!cpuValid) {
+    problems.push(
+      `cpu must be from 0.08 to below 1 (e.g. "0.5" or "500m") or one of ${WHOLE_CPUS.join(', ')} (got "${s.cpu}"): Cloud Run accepts no other value.`,
+    );
+  }
+  if (memoryMib === undefined) {
+    problems.push(`memory must be a quantity such as 512Mi, 1Gi or 2G (got "${s.memory}").`);
+  }
+  if (cpu !== undefined && cpu < 1 && s.concurrency > 1) {
+    problems.push(
+      `cpu (${s.cpu}) below 1 needs concurrency 1 (got ${s.concurrency}): Cloud Run refuses fractional CPU with concurrent requests. Set cpu to 1 or concurrency to 1.`,
+    );
+  }
+  if (cpuValid && memoryMib !== undefined) {
+    const { min, max } = memoryRangeMib(cpu);
+    if (memoryMib < min || memoryMib > max) {
+      problems.push(
+        `memory (${s.memory}) is outside what Cloud Run allows with cpu ${s.cpu}: from ${min} MiB to ${max} MiB. Change memory or cpu.`,
+      );
+    }
+  }
+  if (memoryMib !== undefined && Number.isInteger(s.concurrency) && s.concurrency >= 1) {
+    const needMib = Math.ceil(
+      (s.concurrency * s.maxObjectBytes * MEMORY_PER_OBJECT_FACTOR) / MIB + WORKER_BASELINE_MEMORY_MIB,
+    );
+    if (memoryMib < needMib) {
+      problems.push(
+        `memory (${s.memory}) is below what concurrency (${s.concurrency}) documents of maxObjectBytes (${s.maxObjectBytes}) need at once: ` +
+          `${s.concurrency} × ${s.maxObjectBytes} B × ${MEMORY_PER_OBJECT_FACTOR} (bytes, base64 and request body) + ${WORKER_BASELINE_MEMORY_MIB} MiB = ${needMib} MiB. ` +
+          'Raise memory, or lower concurrency or maxObjectBytes.',
+      );
+    }
+  }
+  return problems;
+}
+
+/** Whether a Cloud Scheduler schedule has the five fields of a unix-cron expression. */
+function isCron(schedule: string): boolean {
+  const fields = schedule.trim().split(/\s+/);
+  return fields.length === 5 && fields.every((f) => /^[\d*,/\-A-Za-z?]+$/.test(f));
+}
 
 /** Raw `docline:*` values as strings, the way the CLI hands them over. */
 export type RawConfig = Readonly<Record<string, string | undefined>>;
@@ -146,6 +268,10 @@ export function parseStackConfig(project: string | undefined, stack: string, raw
     maxRetryBackoffSeconds: number('maxRetryBackoffSeconds', DELIVERY_DEFAULTS.maxRetryBackoffSeconds),
     maxDeliveryAttempts: number('maxDeliveryAttempts', DELIVERY_DEFAULTS.maxDeliveryAttempts),
     messageRetentionSeconds: number('messageRetentionSeconds', DELIVERY_DEFAULTS.messageRetentionSeconds),
+    deadLetterRetentionSeconds: number(
+      'deadLetterRetentionSeconds',
+      DELIVERY_DEFAULTS.deadLetterRetentionSeconds,
+    ),
     workerTimeoutSeconds: number('workerTimeoutSeconds', DELIVERY_DEFAULTS.workerTimeoutSeconds),
     // Not configurable: the margin is what keeps the ack deadline honest.
     ackDeadlineMarginSeconds: DELIVERY_DEFAULTS.ackDeadlineMarginSeconds,
@@ -176,6 +302,7 @@ export function parseStackConfig(project: string | undefined, stack: string, raw
 
   const worker: WorkerSettings = {
     image: raw.image === '' ? undefined : raw.image,
+    imageKeepCount: number('imageKeepCount', STACK_DEFAULTS.imageKeepCount),
     minInstances: number('minInstances', STACK_DEFAULTS.minInstances),
     maxInstances: number('maxInstances', STACK_DEFAULTS.maxInstances),
     concurrency: number('concurrency', STACK_DEFAULTS.concurrency),
@@ -208,6 +335,26 @@ export function parseStackConfig(project: string | undefined, stack: string, raw
   if (!LOG_LEVELS.includes(worker.logLevel)) {
     problems.push(`logLevel must be one of ${LOG_LEVELS.join(', ')} (got ${worker.logLevel}).`);
   }
+  if (!Number.isInteger(worker.imageKeepCount) || worker.imageKeepCount < 1 || worker.imageKeepCount > 100) {
+    problems.push(`imageKeepCount must be a whole number from 1 to 100 (got ${worker.imageKeepCount}).`);
+  }
+  problems.push(
+    ...resourceProblems({
+      cpu: worker.cpu,
+      memory: worker.memory,
+      concurrency: worker.concurrency,
+      maxObjectBytes: delivery.maxObjectBytes,
+    }),
+  );
+  // Group commit's MERGEs share the table's DML budget; append mode writes through the Storage Write API.
+  if (delivery.writeMode === 'merge') {
+    problems.push(
+      ...dmlBudgetProblems({
+        maxInstances: worker.maxInstances,
+        mergeMinIntervalMs: delivery.mergeMinIntervalMs,
+      }),
+    );
+  }
   if (worker.allowedContentTypes.length === 0) {
     problems.push('allowedContentTypes must name at least one content type, or every document is rejected.');
   }
@@ -239,6 +386,24 @@ export function parseStackConfig(project: string | undefined, stack: string, raw
     );
   }
 
+  const reconcile: ReconcileSettings = {
+    mode: text('reconcileMode', STACK_DEFAULTS.reconcileMode) as ReconcileMode,
+    schedule: text('reconcileSchedule', STACK_DEFAULTS.reconcileSchedule),
+  };
+  if (!RECONCILE_MODES.includes(reconcile.mode)) {
+    problems.push(`reconcileMode must be one of ${RECONCILE_MODES.join(', ')} (got ${reconcile.mode}).`);
+  }
+  if (reconcile.mode === 'apply' && delivery.dedupKeyMode === 'message') {
+    problems.push(
+      'reconcileMode apply needs dedupKeyMode object: in message mode an announcement made again is a new message, so new work and a second row. Use reconcileMode report.',
+    );
+  }
+  if (!isCron(reconcile.schedule)) {
+    problems.push(
+      `reconcileSchedule must be a five-field cron expression such as "0 3 * * *" (got "${reconcile.schedule}").`,
+    );
+  }
+
   if (project === undefined || project === '') {
     problems.push('gcp:project is not set: run `pulumi config set gcp:project YOUR_PROJECT_ID`.');
   }
@@ -250,17 +415,20 @@ export function parseStackConfig(project: string | undefined, stack: string, raw
   }
 
   if (problems.length > 0) throw new StackConfigError(problems);
+  const dataLocation = text('dataLocation', STACK_DEFAULTS.dataLocation);
   return Object.freeze({
     project: project ?? '',
     stack,
     prefix: `docline-${stack}`,
     region: text('region', STACK_DEFAULTS.region),
-    dataLocation: text('dataLocation', STACK_DEFAULTS.dataLocation),
-    geminiLocation: text('geminiLocation', STACK_DEFAULTS.geminiLocation),
+    dataLocation,
+    // One default for the worker and the stack, next to the data (contract/settings.ts).
+    geminiLocation: text('geminiLocation', defaultGeminiLocation(dataLocation)),
     deletionProtection: boolean('deletionProtection', STACK_DEFAULTS.deletionProtection),
     delivery: Object.freeze(delivery),
     worker: Object.freeze(worker),
     alerts: Object.freeze(alerts),
+    reconcile: Object.freeze(reconcile),
   });
 }
 
@@ -276,6 +444,7 @@ export const CONFIG_KEYS = [
   'maxRetryBackoffSeconds',
   'maxDeliveryAttempts',
   'messageRetentionSeconds',
+  'deadLetterRetentionSeconds',
   'workerTimeoutSeconds',
   'analyzerTimeoutMs',
   'readTimeoutMs',
@@ -286,6 +455,10 @@ export const CONFIG_KEYS = [
   'dedupKeyMode',
   'writeMode',
   'geminiModel',
+  'batchMaxRows',
+  'batchMaxWaitMs',
+  'mergeMinIntervalMs',
+  'imageKeepCount',
   'minInstances',
   'maxInstances',
   'concurrency',
@@ -298,6 +471,8 @@ export const CONFIG_KEYS = [
   'oldestUnackedAgeSeconds',
   'duplicateRatePerMille',
   'notificationChannels',
+  'reconcileMode',
+  'reconcileSchedule',
 ] as const;
 
 /** Reads the stack's configuration from Pulumi and validates it (throws {@link StackConfigError}). */

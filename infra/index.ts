@@ -1,37 +1,63 @@
+import { join } from 'node:path';
 import * as pulumi from '@pulumi/pulumi';
 import { Alerts } from './components/alerts';
+import { Dashboard } from './components/dashboard';
 import { Delivery } from './components/delivery';
 import { DocumentBucket } from './components/document-bucket';
 import { Foundation } from './components/foundation';
+import { MemoBucket } from './components/memo-bucket';
+import { Reconcile } from './components/reconcile';
 import { Warehouse } from './components/warehouse';
+import { WorkerImage } from './components/worker-image';
 import { WorkerService } from './components/worker-service';
 import { readStackConfig } from './config';
 
+/** The repository root: the worker image's build context. */
+const REPO_ROOT = join(__dirname, '..');
+
 /**
- * The docline stack: configuration → components → outputs. Pulumi calls the exported function and
- * publishes what it returns as the stack outputs; tests call it under mocks, once per config.
+ * The docline stack: configuration → components → outputs, in one `pulumi up` from an empty
+ * project. Pulumi calls the exported function and publishes what it returns as the stack outputs;
+ * tests call it under mocks, once per config.
  *
- * Without `docline:image` the stack stops after the foundation (APIs and the image repository),
- * so the first image can be pushed before the worker service needs it.
+ * Every order the cloud needs is a dependency the engine sees (docs/deploy.md lists them): the APIs
+ * before everything, data lookups included; the worker's grants before the service; the push
+ * account's grants before the push subscription; the push subscription before the notification;
+ * grants and table before the scheduled check; a settling wait before alerts on new log metrics.
  */
 async function docline() {
   const config = readStackConfig();
   const { project, prefix } = config;
 
-  const foundation = new Foundation(prefix, { project, region: config.region });
+  const foundation = new Foundation(prefix, {
+    project,
+    region: config.region,
+    imageKeepCount: config.worker.imageKeepCount,
+  });
   const after = { dependsOn: foundation.apis };
-  const image = config.worker.image;
-  if (image === undefined) {
-    await pulumi.log.warn(
-      `docline:image is not set, so only the APIs and the image repository were declared. Push the worker image ` +
-        'to the repository (see the README), run `pulumi config set docline:image IMAGE`, then `pulumi up` again.',
-    );
-    return { imageRepository: foundation.repositoryUrl };
-  }
+  // docline:image set: that image as it is (CI built it). Unset: built here, tagged by content.
+  const image =
+    config.worker.image ??
+    new WorkerImage(
+      `${prefix}-image`,
+      { repositoryUrl: foundation.repositoryUrl, region: config.region, root: REPO_ROOT },
+      { dependsOn: [...foundation.apis, foundation.repository] },
+    ).ref;
 
   const documents = new DocumentBucket(
     `${prefix}-documents`,
     { project, location: config.dataLocation, forceDestroy: !config.deletionProtection },
+    after,
+  );
+  const memo = new MemoBucket(
+    `${prefix}-memo`,
+    {
+      project,
+      name: `${prefix}-memo-${project}`,
+      location: config.dataLocation,
+      expiryDays: config.delivery.dedupWindowDays,
+      forceDestroy: !config.deletionProtection,
+    },
     after,
   );
   const warehouse = new Warehouse(
@@ -52,6 +78,7 @@ async function docline() {
       region: config.region,
       image,
       bucketName: documents.bucket.name,
+      memoBucketName: memo.bucket.name,
       datasetId: warehouse.dataset.datasetId,
       tableRef: warehouse.tableRef,
       dataLocation: config.dataLocation,
@@ -76,6 +103,9 @@ async function docline() {
     {
       project,
       topic: documents.topic.id,
+      bucketName: documents.bucket.name,
+      notificationNeeds: [documents.publisherGrant],
+      pushNeeds: [worker.invokerGrant],
       pushEndpoint: worker.pushEndpoint,
       audience: pushAudience,
       pushServiceAccountEmail: worker.pushServiceAccount.email,
@@ -84,7 +114,7 @@ async function docline() {
     },
     after,
   );
-  new Alerts(
+  const alerts = new Alerts(
     `${prefix}-alerts`,
     {
       project,
@@ -95,17 +125,57 @@ async function docline() {
       oldestUnackedAgeSeconds: config.alerts.oldestUnackedAgeSeconds,
       duplicateRateThreshold: config.alerts.duplicateRatePerMille / 1000,
       notificationChannels: [...config.alerts.notificationChannels],
-      duplicateObjectsView: warehouse.viewRefs.duplicate_objects,
+      tableRef: warehouse.tableRef,
+      table: warehouse.table,
+      duplicateObjectsView: warehouse.views.duplicate_objects,
+      dedupWindowDays: config.delivery.dedupWindowDays,
       datasetId: warehouse.dataset.datasetId,
       dataLocation: config.dataLocation,
       accountIdPrefix: prefix,
     },
     after,
   );
+  const dashboard = new Dashboard(
+    `${prefix}-dashboard`,
+    {
+      project,
+      serviceName: worker.service.name,
+      pushSubscriptionName: delivery.subscription.name,
+      deadLetterSubscriptionName: delivery.deadLetterSubscription.name,
+      allAnswersMetric: alerts.allAnswers.name,
+      duplicateAnswersMetric: alerts.duplicateAnswers.name,
+    },
+    after,
+  );
+  const reconcileMode = config.reconcile.mode;
+  const reconcile =
+    reconcileMode === 'off'
+      ? undefined
+      : new Reconcile(
+          `${prefix}-reconcile`,
+          {
+            project,
+            region: config.region,
+            image,
+            mode: reconcileMode,
+            schedule: config.reconcile.schedule,
+            bucketName: documents.bucket.name,
+            topicName: documents.topic.name,
+            tableRef: warehouse.tableRef,
+            datasetId: warehouse.dataset.datasetId,
+            dataLocation: config.dataLocation,
+            dedupKeyMode: config.delivery.dedupKeyMode,
+            notificationChannels: [...config.alerts.notificationChannels],
+            accountIdPrefix: prefix,
+          },
+          after,
+        );
 
   return {
     imageRepository: foundation.repositoryUrl,
+    image: pulumi.output(image),
     bucketName: documents.bucket.name,
+    memoBucketName: memo.bucket.name,
     topicName: documents.topic.name,
     subscriptionName: delivery.subscription.name,
     deadLetterTopicName: delivery.deadLetterTopic.name,
@@ -115,6 +185,8 @@ async function docline() {
     workerUrl: worker.url,
     workerServiceAccount: worker.serviceAccount.email,
     pushServiceAccount: worker.pushServiceAccount.email,
+    dashboardUrl: dashboard.url,
+    ...(reconcile === undefined ? {} : { reconcileJobName: reconcile.job.name }),
   };
 }
 

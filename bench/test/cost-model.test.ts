@@ -7,8 +7,11 @@ describe('costModel', () => {
   it('bills the 10 MiB minimum twice per document when the dedup window keeps the scan small', () => {
     const model = costModel();
     const windowed = model.merge.find((s) => s.windowed && !s.clustered)!;
-    // 8 days × 600 documents × 75 bytes ≈ 352 KiB: far under the minimum.
-    expect(windowed.estimateBytesPerQuery).toBeCloseTo(8 * 600 * COST_DEFAULTS.lookupBytesPerRow);
+    // 15 days × 600 documents × 75 bytes ≈ 659 KiB: far under the minimum.
+    expect(windowed.estimateBytesPerQuery).toBeCloseTo(
+      COST_DEFAULTS.dedupWindowDays * 600 * COST_DEFAULTS.lookupBytesPerRow,
+    );
+    expect(windowed.estimateBytesPerQuery).toBeLessThan(10 * MIB);
     expect(windowed.billedBytesHigh).toBe(2 * 1000 * 10 * MIB);
     // 20,000 MiB = 19.53 GiB = 0.019073 TiB at $6.25.
     expect(windowed.usdHigh).toBeCloseTo((20_000 / (1024 * 1024)) * 6.25, 10);

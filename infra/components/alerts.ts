@@ -1,5 +1,16 @@
 import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
+import * as time from '@pulumiverse/time';
+import { childOf } from './options';
+
+/**
+ * How long alert policies wait after the log-based metrics they read are created. Cloud Monitoring
+ * learns a new `logging.googleapis.com/user/…` metric minutes after Cloud Logging created it, and an
+ * alert policy on it fails until then: hashicorp/terraform-provider-google#11102 (open), in the
+ * provider pulumi-gcp wraps. A Sleep is a resource the engine tracks, so the wait happens once, on
+ * create, and again only when a metric is replaced.
+ */
+export const LOG_METRIC_SETTLE_DURATION = '180s';
 
 /** Window over which the duplicate share is computed; long enough to hold a few hundred answers. */
 const DUPLICATE_WINDOW_SECONDS = 600;
@@ -21,8 +32,13 @@ export interface AlertsArgs {
   duplicateRateThreshold: pulumi.Input<number>;
   /** Notification channels every policy notifies. Default none (incidents show in the console). */
   notificationChannels?: pulumi.Input<pulumi.Input<string>[]>;
-  /** `project.dataset.duplicate_objects`: the view the hourly check reads. */
-  duplicateObjectsView: pulumi.Input<string>;
+  /** The table the hourly check reads (`project.dataset.table`), recent partitions only. */
+  tableRef: pulumi.Input<string>;
+  /** The table and the duplicate_objects view resources: the check starts after both exist. */
+  table: pulumi.Resource;
+  duplicateObjectsView: pulumi.Resource;
+  /** Days of partitions the check reads: the worker's dedup window. */
+  dedupWindowDays: pulumi.Input<number>;
   /** The dataset of that view (the check's account may read it) and its location. */
   datasetId: pulumi.Input<string>;
   dataLocation: pulumi.Input<string>;
@@ -37,12 +53,19 @@ const DUPLICATE_OBJECTS_CHECK_HOURS = 1;
  * The scheduled query's SQL: it fails (BigQuery's ERROR()) when objects got a second ok row within
  * the last period, so that the transfer run logs an error the alert matches. Cloud Monitoring cannot
  * read BigQuery; a failing scheduled query is how a non-empty view becomes an incident.
+ *
+ * It groups like the duplicate_objects view (ok rows of one object_uri), but reads the table with a
+ * filter on the partitioning column, so only the last `windowDays` partitions are scanned: the
+ * view aggregates the whole table first, and its cost would grow with the table.
  */
-export function duplicateObjectsCheckSql(view: string): string {
+export function duplicateObjectsCheckSql(table: string, windowDays: number): string {
   return (
-    `SELECT IF(COUNT(*) = 0, 'no duplicate objects', ERROR(FORMAT('docline: %d objects have more than one ok row ` +
-    `in the last ${DUPLICATE_OBJECTS_CHECK_HOURS} h; see the duplicate_objects view', COUNT(*)))) AS result ` +
-    `FROM \`${view}\` WHERE last_processed_at >= TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL ${DUPLICATE_OBJECTS_CHECK_HOURS} HOUR)`
+    `SELECT IF(COUNT(*) = 0, 'no duplicate objects', ERROR(FORMAT('docline: %d objects have more than one ok row, ` +
+    `the last in the past ${DUPLICATE_OBJECTS_CHECK_HOURS} h; see the duplicate_objects view', COUNT(*)))) AS result ` +
+    `FROM (SELECT object_uri FROM \`${table}\` ` +
+    `WHERE processed_at >= TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL ${windowDays} DAY) ` +
+    `AND status = 'ok' AND object_uri IS NOT NULL GROUP BY object_uri ` +
+    `HAVING COUNT(*) > 1 AND MAX(processed_at) >= TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL ${DUPLICATE_OBJECTS_CHECK_HOURS} HOUR))`
   );
 }
 
@@ -60,7 +83,9 @@ export class Alerts extends pulumi.ComponentResource {
   readonly duplicateAnswers: gcp.logging.Metric;
   /** Counts every answer (ok, rejected, duplicate): the denominator of the duplicate share. */
   readonly allAnswers: gcp.logging.Metric;
-  /** The hourly scheduled query over `duplicate_objects`, and the alert on its failures. */
+  /** The wait between the log metrics and the policies that read them. */
+  readonly metricsSettled: time.Sleep;
+  /** The hourly scheduled query over recent partitions, and the alert on its failures. */
   readonly duplicateObjectsCheck: gcp.bigquery.DataTransferConfig;
   readonly duplicateObjects: gcp.monitoring.AlertPolicy;
 
@@ -146,11 +171,22 @@ export class Alerts extends pulumi.ComponentResource {
       `${name}-all-answers`,
       {
         project: args.project,
-        description: 'docline worker answers of every status (ok, rejected, duplicate).',
+        description: 'docline worker answers of every status (ok, rejected, duplicate), by status.',
         filter: pulumi.interpolate`${workerLogs} AND jsonPayload.status = ("ok" OR "rejected" OR "duplicate")`,
-        metricDescriptor: counter,
+        // The dashboard charts answers by status; the alert sums over it.
+        metricDescriptor: { ...counter, labels: [{ key: 'status', valueType: 'STRING' }] },
+        labelExtractors: { status: 'EXTRACT(jsonPayload.status)' },
       },
       child,
+    );
+    this.metricsSettled = new time.Sleep(
+      `${name}-metrics-settle`,
+      {
+        createDuration: LOG_METRIC_SETTLE_DURATION,
+        // A replaced metric is new to Cloud Monitoring again: wait again.
+        triggers: { duplicateAnswers: this.duplicateAnswers.id, allAnswers: this.allAnswers.id },
+      },
+      childOf(this, opts, this.duplicateAnswers, this.allAnswers),
     );
     const userMetric = (metric: gcp.logging.Metric) =>
       pulumi.interpolate`resource.type = "cloud_run_revision" AND metric.type = "logging.googleapis.com/user/${metric.name}"`;
@@ -192,7 +228,7 @@ export class Alerts extends pulumi.ComponentResource {
         },
         notificationChannels,
       },
-      child,
+      childOf(this, opts, this.metricsSettled),
     );
 
     // duplicate_objects non-empty: an hourly scheduled query that fails when it finds new rows, run by
@@ -206,12 +242,12 @@ export class Alerts extends pulumi.ComponentResource {
       },
       child,
     );
-    new gcp.projects.IAMMember(
+    const checkerJobUser = new gcp.projects.IAMMember(
       `${name}-dupcheck-job-user`,
       { project: args.project, role: 'roles/bigquery.jobUser', member: checker.member },
       child,
     );
-    new gcp.bigquery.DatasetIamMember(
+    const checkerDataViewer = new gcp.bigquery.DatasetIamMember(
       `${name}-dupcheck-data-viewer`,
       {
         project: args.project,
@@ -230,9 +266,15 @@ export class Alerts extends pulumi.ComponentResource {
         dataSourceId: 'scheduled_query',
         schedule: `every ${DUPLICATE_OBJECTS_CHECK_HOURS} hours`,
         serviceAccountName: checker.email,
-        params: { query: pulumi.output(args.duplicateObjectsView).apply(duplicateObjectsCheckSql) },
+        params: {
+          query: pulumi
+            .all([args.tableRef, args.dedupWindowDays])
+            .apply(([table, days]) => duplicateObjectsCheckSql(table, days)),
+        },
       },
-      child,
+      // A first run without its grants or its table fails, and the failure raises a false alert
+      // that stays open for a day.
+      childOf(this, opts, checkerJobUser, checkerDataViewer, args.table, args.duplicateObjectsView),
     );
     const configId = this.duplicateObjectsCheck.name.apply((n) => n.split('/').pop() ?? n);
     this.duplicateObjects = new gcp.monitoring.AlertPolicy(

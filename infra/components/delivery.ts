@@ -2,18 +2,25 @@ import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
 import { type DeliverySettings, durationString } from '../../worker/src/contract/settings';
 import { NOTIFIED_EVENT_TYPE } from './document-bucket';
+import { childOf } from './options';
+
+/** The payload format the worker parses. */
+export const PAYLOAD_FORMAT = 'JSON_API_V1';
 
 /** The push subscription's filter: only new objects are work. */
 export const PUSH_FILTER = `attributes.eventType = "${NOTIFIED_EVENT_TYPE}"`;
-
-/** How long the dead-letter topic keeps messages, so the dead-letter subscription can be replayed (31 days, the maximum). */
-const DEAD_LETTER_TOPIC_RETENTION_SECONDS = 31 * 24 * 60 * 60;
 
 /** Arguments of {@link Delivery}. */
 export interface DeliveryArgs {
   project: pulumi.Input<string>;
   /** The topic the bucket announces uploads on. */
   topic: pulumi.Input<string>;
+  /** The documents bucket's name output (keeps the notification tied to the bucket resource). */
+  bucketName: pulumi.Input<string>;
+  /** What the notification needs besides the push subscription: the storage agent's publisher grant. */
+  notificationNeeds: pulumi.Resource[];
+  /** What the push subscription needs besides its own grants: the push account's run.invoker grant. */
+  pushNeeds: pulumi.Resource[];
   /** The worker's push endpoint (`https://…/push`). */
   pushEndpoint: pulumi.Input<string>;
   /** Audience of the push OIDC token; Cloud Run accepts it as one of the service's custom audiences. */
@@ -31,17 +38,28 @@ export interface DeliveryArgs {
       | 'maxRetryBackoffSeconds'
       | 'maxDeliveryAttempts'
       | 'messageRetentionSeconds'
+      | 'deadLetterRetentionSeconds'
     >
   >;
 }
 
 /**
- * Everything between the topic and the worker: the push subscription (OIDC, ack deadline, retry,
+ * Everything between the bucket and the worker: the push subscription (OIDC, ack deadline, retry,
  * dead-lettering, FINALIZE filter), the dead-letter topic with a pull subscription that never
- * expires, and the grants the Pub/Sub service agent needs, each on one resource only.
+ * expires, the grants the Pub/Sub service agent needs, each on one resource only, and, last, the
+ * bucket's one notification (OBJECT_FINALIZE only, JSON_API_V1). A second notification would
+ * publish every upload twice, each copy with its own messageId, so this is the only place that
+ * creates one.
+ *
+ * Order, as dependencies the engine sees: token-creator grant and run.invoker grant → push
+ * subscription → notification. Early pushes would otherwise get 401/403, and uploads made before
+ * the subscription exists would be dropped by the topic.
  */
 export class Delivery extends pulumi.ComponentResource {
   readonly subscription: gcp.pubsub.Subscription;
+  readonly notification: gcp.storage.Notification;
+  /** The Pub/Sub agent's token-creator grant on the push account. */
+  readonly tokenCreatorGrant: gcp.serviceaccount.IAMMember;
   readonly deadLetterTopic: gcp.pubsub.Topic;
   readonly deadLetterSubscription: gcp.pubsub.Subscription;
   /** `service-NUMBER@gcp-sa-pubsub.iam.gserviceaccount.com`. */
@@ -52,19 +70,20 @@ export class Delivery extends pulumi.ComponentResource {
     // Children inherit the component's dependsOn (the APIs): Pulumi does not pass it down by itself.
     const child: pulumi.CustomResourceOptions = { parent: this, dependsOn: opts?.dependsOn };
     const settings = pulumi.output(args.settings);
+    // Cloud Resource Manager answers this lookup: it waits for the APIs like the resources do.
     const projectNumber = gcp.organizations.getProjectOutput(
       { projectId: args.project },
-      { parent: this },
+      { parent: this, dependsOn: opts?.dependsOn },
     ).number;
     this.pubsubAgentEmail = pulumi.interpolate`service-${projectNumber}@gcp-sa-pubsub.iam.gserviceaccount.com`;
     const pubsubAgent = pulumi.interpolate`serviceAccount:${this.pubsubAgentEmail}`;
 
+    // Dead letters stay replayable (subscription and topic seek) only as long as the dedup window
+    // still sees their rows: settingsProblems binds deadLetterRetentionSeconds to dedupWindowDays.
+    const deadLetterRetention = settings.apply((s) => durationString(s.deadLetterRetentionSeconds));
     this.deadLetterTopic = new gcp.pubsub.Topic(
       `${name}-dead-letters`,
-      {
-        project: args.project,
-        messageRetentionDuration: durationString(DEAD_LETTER_TOPIC_RETENTION_SECONDS),
-      },
+      { project: args.project, messageRetentionDuration: deadLetterRetention },
       child,
     );
     // A dead-letter topic without a subscription drops what it receives; this one keeps it.
@@ -74,10 +93,22 @@ export class Delivery extends pulumi.ComponentResource {
         project: args.project,
         topic: this.deadLetterTopic.id,
         ackDeadlineSeconds: 60,
-        messageRetentionDuration: durationString(DEAD_LETTER_TOPIC_RETENTION_SECONDS),
+        messageRetentionDuration: deadLetterRetention,
         // Acked dead letters stay available to `gcloud pubsub subscriptions seek` for replays.
         retainAckedMessages: true,
         expirationPolicy: { ttl: '' },
+      },
+      child,
+    );
+
+    // The Pub/Sub service agent signs the push tokens; it may do so for the push account only,
+    // never for every account of the project.
+    this.tokenCreatorGrant = new gcp.serviceaccount.IAMMember(
+      `${name}-push-token-creator`,
+      {
+        serviceAccountId: args.pushServiceAccountName,
+        role: 'roles/iam.serviceAccountTokenCreator',
+        member: pubsubAgent,
       },
       child,
     );
@@ -105,7 +136,8 @@ export class Delivery extends pulumi.ComponentResource {
         // Push subscriptions expire after 31 idle days by default; a quiet month must not delete it.
         expirationPolicy: { ttl: '' },
       },
-      child,
+      // Pushes start as soon as it exists: the token must be signable and the service invokable by then.
+      childOf(this, opts, this.tokenCreatorGrant, ...args.pushNeeds),
     );
 
     // Without these two grants dead-lettering silently does nothing.
@@ -129,19 +161,22 @@ export class Delivery extends pulumi.ComponentResource {
       },
       child,
     );
-    // The Pub/Sub service agent signs the push tokens; it may do so for the push account only,
-    // never for every account of the project.
-    new gcp.serviceaccount.IAMMember(
-      `${name}-push-token-creator`,
+    this.notification = new gcp.storage.Notification(
+      `${name}-notification`,
       {
-        serviceAccountId: args.pushServiceAccountName,
-        role: 'roles/iam.serviceAccountTokenCreator',
-        member: pubsubAgent,
+        // The bucket's name output (not a string) keeps the dependency on the bucket resource, which
+        // the policy pack uses to count notifications per bucket even while the name is unknown.
+        bucket: args.bucketName,
+        topic: args.topic,
+        payloadFormat: PAYLOAD_FORMAT,
+        eventTypes: [NOTIFIED_EVENT_TYPE],
       },
-      child,
+      // Announcing starts only once a subscription receives: a topic without one drops messages.
+      childOf(this, opts, this.subscription, ...args.notificationNeeds),
     );
 
     this.registerOutputs({
+      notificationId: this.notification.notificationId,
       subscriptionName: this.subscription.name,
       deadLetterTopicName: this.deadLetterTopic.name,
       deadLetterSubscriptionName: this.deadLetterSubscription.name,

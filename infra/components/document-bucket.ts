@@ -4,6 +4,18 @@ import * as pulumi from '@pulumi/pulumi';
 /** The one event type docline turns into work. */
 export const NOTIFIED_EVENT_TYPE = 'OBJECT_FINALIZE';
 
+/**
+ * The label that tells the stack's buckets apart; the policy pack lets only the `documents` bucket
+ * carry a notification (only it may feed the pipeline).
+ */
+export const BUCKET_ROLE_LABEL = 'docline-role';
+
+/**
+ * Soft delete, stated rather than left to the project default: a deleted or overwritten invoice can
+ * be restored for 7 days (the minimum when it is on), billed as storage meanwhile.
+ */
+export const DOCUMENTS_SOFT_DELETE_SECONDS = 7 * 24 * 60 * 60;
+
 /** Arguments of {@link DocumentBucket}. */
 export interface DocumentBucketArgs {
   project: pulumi.Input<string>;
@@ -14,15 +26,15 @@ export interface DocumentBucketArgs {
 }
 
 /**
- * The upload bucket and the topic it announces new objects on, through exactly one notification
- * (OBJECT_FINALIZE only, JSON_API_V1). A second notification would publish every upload twice,
- * each copy with its own messageId, so this component is the only place that creates one.
+ * The upload bucket and the topic it announces new objects on. The one notification that links them
+ * (OBJECT_FINALIZE only, JSON_API_V1) is created by {@link Delivery}, after the push subscription:
+ * a topic with no subscription drops what it receives, so uploads made during the first deploy
+ * would be lost.
  */
 export class DocumentBucket extends pulumi.ComponentResource {
   readonly bucket: gcp.storage.Bucket;
   readonly topic: gcp.pubsub.Topic;
-  readonly notification: gcp.storage.Notification;
-  /** Publisher grant of the Cloud Storage service agent on the topic. */
+  /** Publisher grant of the Cloud Storage service agent on the topic; the notification needs it. */
   readonly publisherGrant: gcp.pubsub.TopicIAMMember;
 
   constructor(name: string, args: DocumentBucketArgs, opts?: pulumi.ComponentResourceOptions) {
@@ -37,6 +49,8 @@ export class DocumentBucket extends pulumi.ComponentResource {
         uniformBucketLevelAccess: true,
         publicAccessPrevention: 'enforced',
         forceDestroy: args.forceDestroy ?? false,
+        softDeletePolicy: { retentionDurationSeconds: DOCUMENTS_SOFT_DELETE_SECONDS },
+        labels: { [BUCKET_ROLE_LABEL]: 'documents' },
       },
       child,
     );
@@ -44,9 +58,10 @@ export class DocumentBucket extends pulumi.ComponentResource {
 
     // The Cloud Storage service agent publishes the notifications; without this grant the
     // notification cannot be created.
+    // A data lookup waits for the APIs like a resource does (the storage API answers it).
     const storageAgent = gcp.storage.getProjectServiceAccountOutput(
       { project: args.project },
-      { parent: this },
+      { parent: this, dependsOn: opts?.dependsOn },
     );
     this.publisherGrant = new gcp.pubsub.TopicIAMMember(
       `${name}-storage-publisher`,
@@ -58,22 +73,9 @@ export class DocumentBucket extends pulumi.ComponentResource {
       },
       child,
     );
-    this.notification = new gcp.storage.Notification(
-      `${name}-notification`,
-      {
-        // The bucket's name output (not a string) keeps the dependency on the bucket resource, which
-        // the policy pack uses to count notifications per bucket even while the name is unknown.
-        bucket: this.bucket.name,
-        topic: this.topic.id,
-        payloadFormat: 'JSON_API_V1',
-        eventTypes: [NOTIFIED_EVENT_TYPE],
-      },
-      { parent: this, dependsOn: [this.publisherGrant] },
-    );
     this.registerOutputs({
       bucketName: this.bucket.name,
       topicName: this.topic.name,
-      notificationId: this.notification.notificationId,
     });
   }
 }

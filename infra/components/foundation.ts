@@ -1,14 +1,22 @@
 import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
 
-/** The Google APIs docline uses. Enabling them is idempotent; they are never disabled on destroy. */
+/**
+ * Every Google API the stack's own calls and the worker need. Enabling them is idempotent; they are
+ * never disabled on destroy. Cloud Resource Manager serves project-level IAM members and the
+ * `getProject` lookup; IAM Credentials mints the tokens the scheduled check and the scheduler use.
+ * (Service Usage itself must already be on to enable anything: see docs/deploy.md.)
+ */
 export const REQUIRED_APIS = [
   'artifactregistry.googleapis.com',
   'aiplatform.googleapis.com',
   'bigquery.googleapis.com',
   'bigquerydatatransfer.googleapis.com',
   'bigquerystorage.googleapis.com',
+  'cloudresourcemanager.googleapis.com',
+  'cloudscheduler.googleapis.com',
   'iam.googleapis.com',
+  'iamcredentials.googleapis.com',
   'logging.googleapis.com',
   'monitoring.googleapis.com',
   'pubsub.googleapis.com',
@@ -16,12 +24,17 @@ export const REQUIRED_APIS = [
   'storage.googleapis.com',
 ] as const;
 
+/** Images older than this are deleted by the cleanup policy, unless among the most recent kept. */
+const IMAGE_MAX_AGE_SECONDS = 30 * 24 * 60 * 60;
+
 /** Arguments of {@link Foundation}. */
 export interface FoundationArgs {
   /** Project the APIs are enabled in. */
   project: pulumi.Input<string>;
   /** Region of the Artifact Registry repository (the worker's region, so pulls stay local). */
   region: pulumi.Input<string>;
+  /** Images the cleanup policy keeps whatever their age (the most recent versions). */
+  imageKeepCount: pulumi.Input<number>;
 }
 
 /**
@@ -29,7 +42,7 @@ export interface FoundationArgs {
  * Registry repository the image goes to. Every other component depends on it.
  */
 export class Foundation extends pulumi.ComponentResource {
-  /** The enabled APIs, for `dependsOn`. */
+  /** The enabled APIs, for `dependsOn` (resources and data lookups alike). */
   readonly apis: gcp.projects.Service[];
   readonly repository: gcp.artifactregistry.Repository;
   /** Docker path of the repository: `REGION-docker.pkg.dev/PROJECT/REPOSITORY`. */
@@ -54,6 +67,21 @@ export class Foundation extends pulumi.ComponentResource {
         repositoryId: name,
         format: 'DOCKER',
         description: 'docline worker images',
+        // Every code change pushes a new image; without a cleanup policy the repository only grows.
+        // KEEP wins over DELETE: the newest N stay, older ones go once they are a month old.
+        cleanupPolicyDryRun: false,
+        cleanupPolicies: [
+          {
+            id: 'keep-most-recent',
+            action: 'KEEP',
+            mostRecentVersions: { keepCount: args.imageKeepCount },
+          },
+          {
+            id: 'delete-old',
+            action: 'DELETE',
+            condition: { tagState: 'ANY', olderThan: `${IMAGE_MAX_AGE_SECONDS}s` },
+          },
+        ],
       },
       { parent: this, dependsOn: this.apis },
     );

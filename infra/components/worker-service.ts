@@ -1,6 +1,7 @@
 import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
 import type { DeliverySettings } from '../../worker/src/contract/settings';
+import { childOf } from './options';
 
 /** The container port; Cloud Run passes it to the worker as PORT. */
 const CONTAINER_PORT = 8080;
@@ -14,6 +15,8 @@ export interface WorkerServiceArgs {
   image: pulumi.Input<string>;
   /** The upload bucket: the worker may read its objects, nothing else. */
   bucketName: pulumi.Input<string>;
+  /** The memo bucket: the worker may create and read entries there, never delete or overwrite them. */
+  memoBucketName: pulumi.Input<string>;
   /** The dataset the worker may write to. */
   datasetId: pulumi.Input<string>;
   /** `project.dataset.table` (BIGQUERY_TABLE). */
@@ -52,6 +55,7 @@ export interface WorkerServiceArgs {
 export function workerEnvironment(input: {
   project: string;
   tableRef: string;
+  memoBucket: string;
   dataLocation: string;
   geminiLocation: string;
   settings: DeliverySettings;
@@ -68,6 +72,7 @@ export function workerEnvironment(input: {
     GEMINI_MODEL: s.geminiModel,
     BIGQUERY_TABLE: input.tableRef,
     BIGQUERY_LOCATION: input.dataLocation,
+    MEMO_BUCKET: input.memoBucket,
     DEDUP_KEY: s.dedupKeyMode,
     WRITE_MODE: s.writeMode,
     DEDUP_WINDOW_DAYS: String(s.dedupWindowDays),
@@ -76,6 +81,9 @@ export function workerEnvironment(input: {
     READ_TIMEOUT_MS: String(s.readTimeoutMs),
     MAX_OBJECT_BYTES: String(s.maxObjectBytes),
     PUSH_BODY_LIMIT_BYTES: String(s.pushBodyLimitBytes),
+    BATCH_MAX_ROWS: String(s.batchMaxRows),
+    BATCH_MAX_WAIT_MS: String(s.batchMaxWaitMs),
+    MERGE_MIN_INTERVAL_MS: String(s.mergeMinIntervalMs),
     ALLOWED_CONTENT_TYPES: input.allowedContentTypes.join(','),
     LOG_LEVEL: input.logLevel,
     ...(input.pushAuth === undefined
@@ -88,8 +96,10 @@ export function workerEnvironment(input: {
 }
 
 /**
- * The worker on Cloud Run: its own service account with the four grants it needs and nothing
- * broader, a push service account that is the only invoker, and a service that is not public.
+ * The worker on Cloud Run: its own service account with the grants it needs and nothing broader, a
+ * push service account that is the only invoker, and a service that is not public. The service
+ * waits for every grant of its account: its startup probe reads the store, and a first revision
+ * without the grants fails the probe and the whole create.
  */
 export class WorkerService extends pulumi.ComponentResource {
   readonly service: gcp.cloudrunv2.Service;
@@ -97,6 +107,10 @@ export class WorkerService extends pulumi.ComponentResource {
   readonly serviceAccount: gcp.serviceaccount.Account;
   /** Identity Pub/Sub signs push tokens for; the only invoker of the service. */
   readonly pushServiceAccount: gcp.serviceaccount.Account;
+  /** The worker account's grants, which the service waits for. */
+  readonly grants: pulumi.Resource[];
+  /** run.invoker of the push account on the service; the push subscription waits for it. */
+  readonly invokerGrant: gcp.cloudrunv2.ServiceIamMember;
   /** The service URL. */
   readonly url: pulumi.Output<string>;
   /** `URL/push`. */
@@ -127,27 +141,40 @@ export class WorkerService extends pulumi.ComponentResource {
     const worker = this.serviceAccount.member;
 
     // The worker's grants, each on the narrowest resource that works.
-    new gcp.storage.BucketIAMMember(
+    const objectViewer = new gcp.storage.BucketIAMMember(
       `${name}-object-viewer`,
       { bucket: args.bucketName, role: 'roles/storage.objectViewer', member: worker },
       child,
     );
-    new gcp.bigquery.DatasetIamMember(
+    // The memo is create-only: objectCreator can create but not overwrite or delete (an overwrite
+    // needs storage.objects.delete), objectViewer reads. The lifecycle rule does the deleting.
+    const memoCreator = new gcp.storage.BucketIAMMember(
+      `${name}-memo-creator`,
+      { bucket: args.memoBucketName, role: 'roles/storage.objectCreator', member: worker },
+      child,
+    );
+    const memoViewer = new gcp.storage.BucketIAMMember(
+      `${name}-memo-viewer`,
+      { bucket: args.memoBucketName, role: 'roles/storage.objectViewer', member: worker },
+      child,
+    );
+    const dataEditor = new gcp.bigquery.DatasetIamMember(
       `${name}-data-editor`,
       { project: args.project, datasetId: args.datasetId, role: 'roles/bigquery.dataEditor', member: worker },
       child,
     );
     // Running a query (the seen() lookup, the MERGE) is a project-level permission in BigQuery.
-    new gcp.projects.IAMMember(
+    const jobUser = new gcp.projects.IAMMember(
       `${name}-job-user`,
       { project: args.project, role: 'roles/bigquery.jobUser', member: worker },
       child,
     );
-    new gcp.projects.IAMMember(
+    const vertexUser = new gcp.projects.IAMMember(
       `${name}-vertex-user`,
       { project: args.project, role: 'roles/aiplatform.user', member: worker },
       child,
     );
+    this.grants = [objectViewer, memoCreator, memoViewer, dataEditor, jobUser, vertexUser];
 
     // Derived from the account id rather than read from the account, so that the environment is
     // known at preview (an account's email is Google's fixed function of its id and project).
@@ -157,6 +184,7 @@ export class WorkerService extends pulumi.ComponentResource {
       .output({
         project: args.project,
         tableRef: args.tableRef,
+        memoBucket: args.memoBucketName,
         dataLocation: args.dataLocation,
         geminiLocation: args.geminiLocation,
         settings: args.settings,
@@ -208,13 +236,13 @@ export class WorkerService extends pulumi.ComponentResource {
           ],
         },
       },
-      child,
+      childOf(this, opts, ...this.grants),
     );
     this.url = this.service.uri;
     this.pushEndpoint = pulumi.interpolate`${this.service.uri}/push`;
 
     // The push account may invoke this service, and nothing else may: no allUsers, no project-wide invoker.
-    new gcp.cloudrunv2.ServiceIamMember(
+    this.invokerGrant = new gcp.cloudrunv2.ServiceIamMember(
       `${name}-push-invoker`,
       {
         project: args.project,

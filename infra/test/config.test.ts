@@ -1,7 +1,16 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEFAULT_CONTENT_TYPES, DELIVERY_DEFAULTS } from '../../worker/src/contract/settings';
-import { CONFIG_KEYS, parseStackConfig, STACK_DEFAULTS, StackConfigError } from '../config';
+import {
+  CONFIG_KEYS,
+  MEMORY_PER_OBJECT_FACTOR,
+  parseCpu,
+  parseMemoryMib,
+  parseStackConfig,
+  STACK_DEFAULTS,
+  StackConfigError,
+  WORKER_BASELINE_MEMORY_MIB,
+} from '../config';
 
 /** Problems the parser reports for the given raw `docline:*` values. */
 function problemsOf(raw: Record<string, string>, stack = 'dev'): readonly string[] {
@@ -99,6 +108,125 @@ describe('parseStackConfig', () => {
     expect(problemsOf({ allowedContentTypes: 'application/pdf' })).toEqual([
       expect.stringMatching(/^allowedContentTypes must be a list of strings/),
     ]);
+  });
+});
+
+describe('parseStackConfig: cpu, memory and concurrency together', () => {
+  it.each([
+    ['1', 1],
+    ['0.5', 0.5],
+    ['500m', 0.5],
+    ['2', 2],
+  ])('reads cpu %s as %d vCPU', (value, cpu) => {
+    expect(parseCpu(value)).toBe(cpu);
+  });
+
+  it.each([
+    ['512Mi', 512],
+    ['1Gi', 1024],
+    ['2G', 2e9 / 1024 / 1024],
+  ])('reads memory %s as %d MiB', (value, mib) => {
+    expect(parseMemoryMib(value)).toBe(mib);
+  });
+
+  it('refuses a cpu below 1 with concurrency above 1, naming both keys and the fix', () => {
+    expect(
+      problemsOf({ cpu: '0.5', concurrency: '2', memory: '1Gi', maxObjectBytes: String(1024 * 1024) }),
+    ).toEqual([
+      'cpu (0.5) below 1 needs concurrency 1 (got 2): Cloud Run refuses fractional CPU with concurrent requests. Set cpu to 1 or concurrency to 1.',
+    ]);
+  });
+
+  it('accepts a fractional cpu with concurrency 1 and memory in its range', () => {
+    expect(problemsOf({ cpu: '0.5', concurrency: '1', memory: '1Gi' })).toEqual([]);
+  });
+
+  it('refuses memory outside what Cloud Run allows for the cpu, and cpu values Cloud Run does not take', () => {
+    expect(problemsOf({ cpu: '1', memory: '8Gi' })).toEqual([
+      'memory (8Gi) is outside what Cloud Run allows with cpu 1: from 128 MiB to 4096 MiB. Change memory or cpu.',
+    ]);
+    expect(problemsOf({ cpu: '3' })).toEqual([
+      expect.stringMatching(/^cpu must be from 0.08 to below 1 .* \(got "3"\)/),
+    ]);
+    expect(problemsOf({ memory: 'lots' })).toEqual([
+      'memory must be a quantity such as 512Mi, 1Gi or 2G (got "lots").',
+    ]);
+  });
+
+  it('refuses memory below concurrency × maxObjectBytes × the stated factor + the baseline, every problem at once', () => {
+    const problems = problemsOf({ concurrency: '16', memory: '1Gi', cpu: '0.25' });
+    const need =
+      Math.ceil((16 * DELIVERY_DEFAULTS.maxObjectBytes * MEMORY_PER_OBJECT_FACTOR) / 2 ** 20) +
+      WORKER_BASELINE_MEMORY_MIB;
+
+    expect(problems).toHaveLength(3);
+    expect(problems[0]).toMatch(/^cpu \(0.25\) below 1 needs concurrency 1 \(got 16\)/);
+    expect(problems[1]).toMatch(
+      /^memory \(1Gi\) is outside what Cloud Run allows with cpu 0.25: from 128 MiB to 512 MiB/,
+    );
+    expect(problems[2]).toContain(`= ${need} MiB. Raise memory, or lower concurrency or maxObjectBytes.`);
+  });
+
+  it('keeps the shipped defaults inside every rule', () => {
+    expect(problemsOf({})).toEqual([]);
+  });
+});
+
+describe('parseStackConfig: delivery relations', () => {
+  it('refuses a dedup window that a replayed dead letter can outlive, saying how long it must be', () => {
+    expect(problemsOf({ dedupWindowDays: '8' })).toEqual([
+      expect.stringMatching(
+        /^dedupWindowDays \(8\) must cover more than messageRetentionSeconds \(604800s\) \+ deadLetterRetentionSeconds \(604800s\), i\.e\. at least 15 days/,
+      ),
+    ]);
+  });
+
+  it('binds the window to the dead-letter retention: a longer retention needs a longer window', () => {
+    expect(problemsOf({ deadLetterRetentionSeconds: String(31 * 86400), dedupWindowDays: '38' })).toEqual([
+      expect.stringMatching(/at least 39 days/),
+    ]);
+    expect(problemsOf({ deadLetterRetentionSeconds: String(31 * 86400), dedupWindowDays: '39' })).toEqual([]);
+  });
+
+  it('never lets the dead-letter retention drop below 7 days', () => {
+    expect(problemsOf({ deadLetterRetentionSeconds: String(86400) })).toEqual([
+      expect.stringMatching(/^deadLetterRetentionSeconds must be from 604800 \(7 days\)/),
+    ]);
+  });
+
+  it('refuses instances × MERGE pace over the per-table DML budget in merge mode, naming the knob', () => {
+    expect(problemsOf({ maxInstances: '20' })).toEqual([
+      expect.stringMatching(
+        /^maxInstances \(20\) × one MERGE every mergeMinIntervalMs \(5000 ms\) can reach 40\.0 DML statements.*raise mergeMinIntervalMs to at least 8000/,
+      ),
+    ]);
+    expect(problemsOf({ maxInstances: '20', mergeMinIntervalMs: '8000' })).toEqual([]);
+    expect(problemsOf({ maxInstances: '20', writeMode: 'append' })).toEqual([]);
+  });
+
+  it('refuses a worker timeout that does not cover the analysis, the batch wait and the merge interval', () => {
+    expect(problemsOf({ batchMaxWaitMs: '10000', mergeMinIntervalMs: '25000' })).toEqual([
+      expect.stringMatching(
+        /^analyzerTimeoutMs \(60000\) \+ batchMaxWaitMs \(10000\) \+ mergeMinIntervalMs \(25000\) must stay below workerTimeoutSeconds \(90s\)/,
+      ),
+    ]);
+  });
+
+  it('chooses the Gemini location from the data location unless one is set', () => {
+    expect(parseStackConfig('p', 'dev', {}).geminiLocation).toBe('europe-west1');
+    expect(parseStackConfig('p', 'dev', { dataLocation: 'US' }).geminiLocation).toBe('us-central1');
+    expect(parseStackConfig('p', 'dev', { dataLocation: 'europe-west4' }).geminiLocation).toBe(
+      'europe-west4',
+    );
+    expect(parseStackConfig('p', 'dev', { geminiLocation: 'global' }).geminiLocation).toBe('global');
+  });
+
+  it('validates the reconcile mode and schedule', () => {
+    expect(problemsOf({ reconcileMode: 'fix', reconcileSchedule: 'daily' })).toEqual([
+      'reconcileMode must be one of report, apply, off (got fix).',
+      'reconcileSchedule must be a five-field cron expression such as "0 3 * * *" (got "daily").',
+    ]);
+    expect(parseStackConfig('p', 'dev', {}).reconcile).toEqual({ mode: 'report', schedule: '0 3 * * *' });
   });
 });
 

@@ -57,6 +57,11 @@ export interface CapturedResource {
 export interface CapturedInvoke {
   readonly token: string;
   readonly inputs: Record<string, unknown>;
+  /**
+   * URNs of the resources whose registration had completed when the call was made. An invoke with
+   * `dependsOn` waits for those registrations, so they are always in here; one without may run first.
+   */
+  readonly registeredBefore: readonly string[];
 }
 
 /** What one run of the program produced. */
@@ -163,6 +168,17 @@ function computedOutputs(
       return { name: `projects/${proj}/alertPolicies/${name}` };
     case 'gcp:bigquery/dataTransferConfig:DataTransferConfig':
       return { name: `projects/${proj}/locations/${str('location')}/transferConfigs/${name}-0123abc` };
+    case 'docker-build:index:Image': {
+      const digest = `sha256:${'ab'.repeat(32)}`;
+      const tag = (inputs.tags as string[] | undefined)?.[0] ?? `${name}:latest`;
+      return { digest, ref: `${tag}@${digest}` };
+    }
+    case 'gcp:cloudrunv2/job:Job':
+      return { name: str('name') ?? `${name}-0123abc` };
+    case 'gcp:cloudscheduler/job:Job':
+      return { name: str('name') ?? `${name}-0123abc` };
+    case 'gcp:monitoring/dashboard:Dashboard':
+      return { id: `projects/${MOCK_PROJECT_NUMBER}/dashboards/${name}-0123abc` };
     default:
       return {};
   }
@@ -177,6 +193,8 @@ function invokeResult(
   switch (token) {
     case 'gcp:storage/getProjectServiceAccount:getProjectServiceAccount':
       return { emailAddress: MOCK_STORAGE_AGENT, id: MOCK_STORAGE_AGENT, project: inputs.project ?? project };
+    case 'gcp:organizations/getClientConfig:getClientConfig':
+      return { accessToken: 'mock-access-token', project, id: project };
     case 'gcp:organizations/getProject:getProject':
       return {
         number: MOCK_PROJECT_NUMBER,
@@ -203,6 +221,7 @@ export async function runProgram(
   const project = config['gcp:project'] ?? 'project';
   const invokes: CapturedInvoke[] = [];
   const resources: CapturedResource[] = [];
+  const registered: string[] = [];
 
   await pulumi.runtime.setMocks(
     {
@@ -215,7 +234,7 @@ export async function runProgram(
       },
       call(args) {
         const result = invokeResult(args.token, args.inputs, project);
-        invokes.push({ token: args.token, inputs: args.inputs });
+        invokes.push({ token: args.token, inputs: args.inputs, registeredBefore: [...registered] });
         return result;
       },
     },
@@ -234,6 +253,7 @@ export async function runProgram(
     register(request, (err, response) => {
       if (!err) {
         const urn = response.getUrn();
+        registered.push(urn);
         const propertyDependencies: Record<string, string[]> = {};
         request.getPropertydependenciesMap().forEach((value, key) => {
           propertyDependencies[key] = value.getUrnsList();

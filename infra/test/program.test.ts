@@ -31,6 +31,12 @@ const T = {
   table: 'gcp:bigquery/table:Table',
   run: 'gcp:cloudrunv2/service:Service',
   runIam: 'gcp:cloudrunv2/serviceIamMember:ServiceIamMember',
+  job: 'gcp:cloudrunv2/job:Job',
+  jobIam: 'gcp:cloudrunv2/jobIamMember:JobIamMember',
+  scheduler: 'gcp:cloudscheduler/job:Job',
+  image: 'docker-build:index:Image',
+  dashboard: 'gcp:monitoring/dashboard:Dashboard',
+  sleep: 'time:index/sleep:Sleep',
   metric: 'gcp:logging/metric:Metric',
   alert: 'gcp:monitoring/alertPolicy:AlertPolicy',
 };
@@ -47,6 +53,7 @@ function grants(run: ProgramRun): string[] {
     T.bucketIam,
     T.datasetIam,
     T.runIam,
+    T.jobIam,
   ];
   return run.resources
     .filter((r) => iamTypes.includes(r.type))
@@ -89,7 +96,7 @@ describe('the docline program with the dev stack file', () => {
 
   describe('document bucket', () => {
     it('declares one bucket with uniform access and public access prevention enforced', () => {
-      const bucket = one(run, T.bucket);
+      const bucket = one(run, T.bucket, '-documents-bucket');
 
       expect(bucket.inputs).toMatchObject({
         uniformBucketLevelAccess: true,
@@ -101,7 +108,7 @@ describe('the docline program with the dev stack file', () => {
 
     it('declares exactly one notification: OBJECT_FINALIZE only, JSON_API_V1, to the uploads topic', () => {
       const notification = one(run, T.notification);
-      const bucket = one(run, T.bucket);
+      const bucket = one(run, T.bucket, '-documents-bucket');
       const topic = one(run, T.topic, '-uploads');
 
       expect(ofType(run, T.notification)).toHaveLength(1);
@@ -162,14 +169,19 @@ describe('the docline program with the dev stack file', () => {
       });
     });
 
-    it('keeps dead letters in a pull subscription that never expires', () => {
+    it('keeps dead letters in a pull subscription that never expires, for no longer than the dedup window covers', () => {
       const deadLetters = one(run, T.subscription, '-dead-letters');
 
       expect(deadLetters.inputs).toMatchObject({
         topic: one(run, T.topic, '-dead-letters').outputs.id,
         expirationPolicy: { ttl: '' },
         retainAckedMessages: true,
+        messageRetentionDuration: '604800s',
       });
+      expect(one(run, T.topic, '-dead-letters').inputs.messageRetentionDuration).toBe('604800s');
+      expect(DELIVERY_DEFAULTS.dedupWindowDays * 86400).toBeGreaterThan(
+        DELIVERY_DEFAULTS.messageRetentionSeconds + DELIVERY_DEFAULTS.deadLetterRetentionSeconds,
+      );
       expect(deadLetters.inputs.pushConfig).toBeUndefined();
     });
 
@@ -221,12 +233,13 @@ describe('the docline program with the dev stack file', () => {
       const template = service.inputs.template as Record<string, unknown>;
 
       expect(template).toMatchObject({
-        serviceAccount: one(run, T.account, '-runtime').outputs.email,
+        serviceAccount: one(run, T.account, '-worker-runtime').outputs.email,
         timeout: `${DELIVERY_DEFAULTS.workerTimeoutSeconds}s`,
         maxInstanceRequestConcurrency: 8,
         scaling: { minInstanceCount: 0, maxInstanceCount: 3 },
       });
-      expect((template.containers as Array<{ image: string }>)[0]!.image).toBe(dev['docline:image']);
+      // No docline:image in the dev stack: the image the stack built and pushed, by digest.
+      expect((template.containers as Array<{ image: string }>)[0]!.image).toBe(one(run, T.image).outputs.ref);
       expect(
         DELIVERY_DEFAULTS.workerTimeoutSeconds + DELIVERY_DEFAULTS.ackDeadlineMarginSeconds,
       ).toBeLessThanOrEqual(one(run, T.subscription, '-push').inputs.ackDeadlineSeconds as number);
@@ -238,18 +251,23 @@ describe('the docline program with the dev stack file', () => {
         DOCLINE_READER: 'gcs',
         DOCLINE_ANALYZER: 'gemini',
         GOOGLE_CLOUD_PROJECT: project,
-        GOOGLE_CLOUD_LOCATION: 'global',
+        // Next to the data (EU), not `global`.
+        GOOGLE_CLOUD_LOCATION: 'europe-west1',
         GEMINI_MODEL: 'gemini-2.5-flash',
         BIGQUERY_TABLE: `${project}.docline_dev.deliveries`,
         BIGQUERY_LOCATION: 'EU',
+        MEMO_BUCKET: `docline-dev-memo-${project}`,
         DEDUP_KEY: 'object',
         WRITE_MODE: 'merge',
-        DEDUP_WINDOW_DAYS: '8',
+        DEDUP_WINDOW_DAYS: '15',
         MAXIMUM_BYTES_BILLED: '100000000',
         ANALYZER_TIMEOUT_MS: '60000',
         READ_TIMEOUT_MS: '20000',
         MAX_OBJECT_BYTES: String(20 * 1024 * 1024),
         PUSH_BODY_LIMIT_BYTES: String(256 * 1024),
+        BATCH_MAX_ROWS: '500',
+        BATCH_MAX_WAIT_MS: '1000',
+        MERGE_MIN_INTERVAL_MS: '5000',
         ALLOWED_CONTENT_TYPES: 'application/pdf,image/png,image/jpeg,image/webp,text/plain',
         LOG_LEVEL: 'DEBUG',
         PUSH_AUTH_AUDIENCE: 'https://docline-dev.docline.invalid/push',
@@ -275,6 +293,8 @@ describe('the docline program with the dev stack file', () => {
       const worker = `serviceAccount:docline-dev-worker@${project}.iam.gserviceaccount.com`;
       const push = `serviceAccount:docline-dev-push@${project}.iam.gserviceaccount.com`;
       const checker = `serviceAccount:docline-dev-dupcheck@${project}.iam.gserviceaccount.com`;
+      const reconciler = `serviceAccount:docline-dev-reconcile@${project}.iam.gserviceaccount.com`;
+      const scheduler = `serviceAccount:docline-dev-scheduler@${project}.iam.gserviceaccount.com`;
 
       expect(grants(run)).toEqual(
         [
@@ -289,12 +309,28 @@ describe('the docline program with the dev stack file', () => {
           `roles/pubsub.subscriber → ${PUBSUB_AGENT} @ pubsub/subscriptionIAMMember:SubscriptionIAMMember`,
           `roles/run.invoker → ${push} @ cloudrunv2/serviceIamMember:ServiceIamMember`,
           `roles/storage.objectViewer → ${worker} @ storage/bucketIAMMember:BucketIAMMember`,
+          // The memo: create and read, nothing that deletes or overwrites.
+          `roles/storage.objectCreator → ${worker} @ storage/bucketIAMMember:BucketIAMMember`,
+          `roles/storage.objectViewer → ${worker} @ storage/bucketIAMMember:BucketIAMMember`,
+          // Reconcile (report mode: no publisher grant) and the scheduler that may only run its job.
+          `roles/storage.objectViewer → ${reconciler} @ storage/bucketIAMMember:BucketIAMMember`,
+          `roles/bigquery.dataViewer → ${reconciler} @ bigquery/datasetIamMember:DatasetIamMember`,
+          `roles/bigquery.jobUser → ${reconciler} @ projects/iAMMember:IAMMember`,
+          `roles/run.invoker → ${scheduler} @ cloudrunv2/jobIamMember:JobIamMember`,
         ].sort(),
       );
     });
 
     it('puts each grant on its resource: the bucket, the dataset, the dead-letter topic, the push subscription and account', () => {
-      expect(one(run, T.bucketIam).inputs.bucket).toBe(one(run, T.bucket).outputs.name);
+      expect(one(run, T.bucketIam, '-worker-object-viewer').inputs.bucket).toBe(
+        one(run, T.bucket, '-documents-bucket').outputs.name,
+      );
+      expect(one(run, T.bucketIam, '-memo-creator').inputs.bucket).toBe(
+        one(run, T.bucket, '-memo-bucket').outputs.name,
+      );
+      expect(one(run, T.bucketIam, '-memo-viewer').inputs.bucket).toBe(
+        one(run, T.bucket, '-memo-bucket').outputs.name,
+      );
       expect(one(run, T.datasetIam, '-data-editor').inputs.datasetId).toBe('docline_dev');
       expect(one(run, T.datasetIam, '-dupcheck-data-viewer').inputs.datasetId).toBe('docline_dev');
       expect(one(run, T.topicIam, '-dead-letter-publisher').inputs.topic).toBe(
@@ -343,7 +379,7 @@ describe('the docline program with the dev stack file', () => {
       expect(condition.thresholdValue).toBe(0.01);
     });
 
-    it('checks duplicate_objects hourly with a scheduled query whose failures raise an alert', () => {
+    it("checks for duplicate objects hourly, on the dedup window's partitions only, with a scheduled query whose failures raise an alert", () => {
       const check = one(run, 'gcp:bigquery/dataTransferConfig:DataTransferConfig');
       const params = check.inputs.params as { query: string };
 
@@ -352,7 +388,10 @@ describe('the docline program with the dev stack file', () => {
         schedule: 'every 1 hours',
         serviceAccountName: `docline-dev-dupcheck@${project}.iam.gserviceaccount.com`,
       });
-      expect(params.query).toContain(`FROM \`${project}.docline_dev.duplicate_objects\``);
+      expect(params.query).toContain(`FROM \`${project}.docline_dev.deliveries\``);
+      expect(params.query).toContain(
+        `WHERE processed_at >= TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL ${DELIVERY_DEFAULTS.dedupWindowDays} DAY)`,
+      );
       expect(params.query).toContain('ERROR(');
       const alert = one(run, T.alert, '-duplicate-objects');
       const conditions = alert.inputs.conditions as Array<{ conditionMatchedLog: { filter: string } }>;
@@ -395,10 +434,14 @@ describe('the docline program with the dev stack file', () => {
 
       expect(components.map((c) => c.type).sort()).toEqual([
         'docline:index:Alerts',
+        'docline:index:Dashboard',
         'docline:index:Delivery',
         'docline:index:DocumentBucket',
         'docline:index:Foundation',
+        'docline:index:MemoBucket',
+        'docline:index:Reconcile',
         'docline:index:Warehouse',
+        'docline:index:WorkerImage',
         'docline:index:WorkerService',
       ]);
       for (const resource of run.resources.filter((r) => r.custom)) {
@@ -408,10 +451,12 @@ describe('the docline program with the dev stack file', () => {
       }
     });
 
-    it('exports the bucket, topics, subscriptions, table and views, worker URL and service accounts', () => {
+    it('exports the bucket, topics, subscriptions, table and views, worker URL, service accounts, image and dashboard', () => {
       expect(run.outputs).toEqual({
         imageRepository: `europe-west1-docker.pkg.dev/${project}/docline-dev`,
-        bucketName: one(run, T.bucket).outputs.name,
+        image: one(run, T.image).outputs.ref,
+        bucketName: one(run, T.bucket, '-documents-bucket').outputs.name,
+        memoBucketName: `docline-dev-memo-${project}`,
         topicName: one(run, T.topic, '-uploads').outputs.name,
         subscriptionName: one(run, T.subscription, '-push').outputs.name,
         deadLetterTopicName: one(run, T.topic, '-dead-letters').outputs.name,
@@ -425,6 +470,8 @@ describe('the docline program with the dev stack file', () => {
         workerUrl: one(run, T.run).outputs.uri,
         workerServiceAccount: `docline-dev-worker@${project}.iam.gserviceaccount.com`,
         pushServiceAccount: `docline-dev-push@${project}.iam.gserviceaccount.com`,
+        dashboardUrl: `https://console.cloud.google.com/monitoring/dashboards/builder/docline-dev-dashboard-dashboard-0123abc?project=${project}`,
+        reconcileJobName: one(run, T.job).outputs.name,
       });
     });
   });
@@ -440,7 +487,7 @@ describe('the docline program with the prod stack file', () => {
   it('protects the table and the service and keeps the bucket contents', () => {
     expect(ofType(run, T.table).find((t) => !isView(t))!.inputs.deletionProtection).toBe(true);
     expect(one(run, T.run).inputs.deletionProtection).toBe(true);
-    expect(one(run, T.bucket).inputs.forceDestroy).toBe(false);
+    expect(one(run, T.bucket, '-documents-bucket').inputs.forceDestroy).toBe(false);
     expect(one(run, T.dataset).inputs.deleteContentsOnDestroy).toBe(false);
   });
 
@@ -461,7 +508,7 @@ describe('the docline program with the prod stack file', () => {
 
   it('names everything after the stack and notifies the configured channel', () => {
     expect(one(run, T.dataset).inputs.datasetId).toBe('docline_prod');
-    expect(one(run, T.account, '-runtime').inputs.accountId).toBe('docline-prod-worker');
+    expect(one(run, T.account, '-worker-runtime').inputs.accountId).toBe('docline-prod-worker');
     for (const policy of ofType(run, T.alert)) {
       expect(policy.inputs.notificationChannels).toEqual([
         'projects/docline-prod-example/notificationChannels/1234567890',
@@ -490,20 +537,15 @@ describe('the docline program with other settings', () => {
     });
   });
 
-  it('declares only the APIs and the image repository while no image is configured, and says what to do next', async () => {
-    // Pulumi's log writes to the console when no engine is attached: the console is the edge here.
-    const warn = jest.spyOn(console, 'warn').mockImplementation(() => undefined);
-    const run = await runProgram(stackConfig('dev', { 'docline:image': undefined }));
-    const warnings = warn.mock.calls.map((call) => String(call[0]));
-    warn.mockRestore();
+  it('runs a configured image as it is, and builds nothing', async () => {
+    const image = 'europe-west1-docker.pkg.dev/elsewhere/ci/worker@sha256:' + '1'.repeat(64);
+    const run = await runProgram(stackConfig('dev', { 'docline:image': image }));
+    const template = one(run, T.run).inputs.template as { containers: Array<{ image: string }> };
+    const job = one(run, T.job).inputs.template as { template: { containers: Array<{ image: string }> } };
 
-    expect(warnings).toEqual([expect.stringContaining('pulumi config set docline:image IMAGE')]);
-
-    expect(new Set(run.resources.filter((r) => r.custom).map((r) => r.type))).toEqual(
-      new Set([T.service, T.repository]),
-    );
-    expect(one(run, T.repository).inputs).toMatchObject({ format: 'DOCKER', location: 'europe-west1' });
-    expect(run.outputs).toEqual({ imageRepository: expect.stringMatching(/-docker\.pkg\.dev\//) });
+    expect(ofType(run, T.image)).toEqual([]);
+    expect(template.containers[0]!.image).toBe(image);
+    expect(job.template.containers[0]!.image).toBe(image);
   });
 
   it('fails before declaring anything when the config is invalid, listing every problem', async () => {
@@ -547,7 +589,7 @@ describe('the docline program in preview', () => {
 
     expect(notification.inputs.bucket).toBeUndefined();
     expect(notification.rawInputs.bucket).toBe('04da6b54-80e4-46f7-96ec-b56ff0331ba9');
-    expect(notification.propertyDependencies.bucket).toEqual([one(run, T.bucket).urn]);
+    expect(notification.propertyDependencies.bucket).toEqual([one(run, T.bucket, '-documents-bucket').urn]);
   });
 
   it('knows the values the policies check: timeouts, retry, dead-lettering, partitioning, view SQL and the environment', () => {

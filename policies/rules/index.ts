@@ -10,7 +10,7 @@ import {
 } from './delivery';
 import { noPrimitiveRoles, noProjectWideTokenCreator } from './iam';
 import { liveBucketNotifications } from './live';
-import { notificationFormat, oneNotificationPerBucket } from './notifications';
+import { notificationFormat, oneNotificationPerBucket, onlyDocumentsBucketNotifies } from './notifications';
 import { workerNotPublic } from './service';
 import { dedupTableLayout } from './warehouse';
 
@@ -18,6 +18,7 @@ import { dedupTableLayout } from './warehouse';
 export const policies: Policies = [
   oneNotificationPerBucket,
   notificationFormat,
+  onlyDocumentsBucketNotifies,
   pushSubscriptionDelivery,
   ackDeadlineCoversWorkerTimeout,
   deadLetterTopicSubscribed,

@@ -4,7 +4,7 @@
  * analyses, and no duplicate anywhere in the logs.
  */
 import type * as gcp from '@pulumi/gcp';
-import type { ResourceValidationPolicy, StackValidationPolicy } from '@pulumi/policy';
+import type { PolicyResource, ResourceValidationPolicy, StackValidationPolicy } from '@pulumi/policy';
 import { configOf, describe, ofTypes, peek, propertySources, propsOf } from './support';
 import { TYPES } from './types';
 
@@ -148,6 +148,74 @@ export const notificationFormat: ResourceValidationPolicy = {
       const got = format.known ? String(format.value ?? 'nothing') : 'a value unknown until the update runs';
       reportViolation(
         `Notification '${args.name}' has payloadFormat ${got}. Set payloadFormat: '${config.payloadFormat}': the worker reads the object's name and generation from that payload.`,
+      );
+    }
+  },
+};
+
+interface DocumentsBucketConfig {
+  roleLabel: string;
+  documentsRole: string;
+}
+
+const documentsBucketSchema = {
+  properties: {
+    roleLabel: {
+      type: 'string' as const,
+      default: 'docline-role',
+      description: 'The bucket label that says what a bucket of the stack is for.',
+    },
+    documentsRole: {
+      type: 'string' as const,
+      default: 'documents',
+      description: 'The label value of the one bucket whose uploads feed the pipeline.',
+    },
+  },
+};
+
+/**
+ * Only the documents bucket may feed the pipeline. A notification on any other bucket (the memo of
+ * paid analyses, a bucket added later) would turn its objects into work: a memo entry analysed as an
+ * invoice, rows for files nobody uploaded. The documents bucket is told by its label, which is a
+ * literal and so known even in a first preview. A notification whose bucket cannot be told is left
+ * to `one-notification-per-bucket`, which reports it.
+ */
+export const onlyDocumentsBucketNotifies: StackValidationPolicy = {
+  name: 'only-documents-bucket-notifies',
+  description:
+    'Only the bucket labelled as the documents bucket carries a notification: no other bucket feeds the pipeline.',
+  enforcementLevel: 'mandatory',
+  configSchema: documentsBucketSchema,
+  validateStack: (args, reportViolation) => {
+    const { roleLabel, documentsRole } = configOf<DocumentsBucketConfig>(documentsBucketSchema, args);
+    const buckets = ofTypes(args.resources, [TYPES.bucket]);
+    const byName = new Map<string, PolicyResource>();
+    for (const bucket of buckets) {
+      const name = peek(() => propsOf<gcp.storage.BucketState>(bucket).name);
+      if (name.known && typeof name.value === 'string') byName.set(name.value, bucket);
+    }
+    for (const notification of ofTypes(args.resources, [TYPES.notification])) {
+      const sources = propertySources(notification, 'bucket', [TYPES.bucket]);
+      let bucket: PolicyResource | undefined = sources.length === 1 ? sources[0] : undefined;
+      let label = bucket ? `bucket resource '${bucket.name}'` : undefined;
+      if (!bucket) {
+        const name = peek(() => propsOf<gcp.storage.NotificationState>(notification).bucket);
+        if (!name.known || typeof name.value !== 'string') continue;
+        bucket = byName.get(name.value);
+        label = `bucket '${name.value}'`;
+      }
+      const role = bucket
+        ? peek(() => propsOf<gcp.storage.BucketState>(bucket).labels?.[roleLabel])
+        : undefined;
+      if (role?.known && role.value === documentsRole) continue;
+      const what = !bucket
+        ? 'which is not a bucket of this stack'
+        : role?.known
+          ? `labelled ${roleLabel}: ${String(role.value ?? 'nothing')}`
+          : `whose ${roleLabel} label is unknown until the update runs`;
+      reportViolation(
+        `Notification ${describe(notification)} is on ${label}, ${what}. Only the documents bucket (labelled ${roleLabel}: ${documentsRole}) may feed the pipeline: remove this notification, or put it on the documents bucket.`,
+        notification.urn,
       );
     }
   },

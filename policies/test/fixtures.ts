@@ -37,7 +37,11 @@ export function validStack(mode: Mode): StackResource[] {
   const dataset = urn(T.dataset, 'docline');
   const p = 'docline-dev';
   return [
-    { type: T.bucket, name: 'documents', props: { name: known('documents-4f2a1c'), location: 'EU' } },
+    {
+      type: T.bucket,
+      name: 'documents',
+      props: { name: known('documents-4f2a1c'), location: 'EU', labels: { 'docline-role': 'documents' } },
+    },
     {
       type: T.topic,
       name: 'documents-events',

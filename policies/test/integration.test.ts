@@ -104,11 +104,39 @@ describe.each(['update', 'preview'] as const)('the policy pack on the shipped st
   });
 });
 
+describe.each(['update', 'preview'] as const)(
+  'the shipped stack plus one notification on the memo bucket (%s)',
+  (mode) => {
+    it('is refused: only the documents bucket feeds the pipeline', async () => {
+      const stack = runs.get(mode) ?? [];
+      const memo = stack.find((r) => r.type === TYPES.bucket && r.name.endsWith('-memo-bucket'));
+      const notification = only(stack, TYPES.notification);
+      expect(memo).toBeDefined();
+      const memoUrn = urnOf(memo!);
+      const onMemo = {
+        ...notification,
+        name: 'memo-events',
+        urn: notification.urn.replace(/::[^:]+$/, '::memo-events'),
+        props: { ...notification.props, bucket: memo!.props.name },
+        dependencies: [memoUrn],
+        propertyDependencies: { ...notification.propertyDependencies, bucket: [memoUrn] },
+      };
+      expect(summary(await check([...stack, onMemo]))).toEqual([
+        'only-documents-bucket-notifies @ memo-events',
+      ]);
+    });
+  },
+);
+
 describe('the captured first preview', () => {
   it('leaves the bucket name unknown, so only the dependency can tell the notification\u2019s bucket', () => {
     const notification = only(runs.get('preview') ?? [], TYPES.notification);
-    const bucket = only(runs.get('preview') ?? [], TYPES.bucket);
+    // The documents bucket is auto-named; the memo bucket has a given name.
+    const bucket = (runs.get('preview') ?? []).find(
+      (r) => r.type === TYPES.bucket && r.name.endsWith('-documents-bucket'),
+    );
+    expect(bucket).toBeDefined();
     expect(notification.props.bucket).toBe('04da6b54-80e4-46f7-96ec-b56ff0331ba9');
-    expect(notification.propertyDependencies?.bucket).toEqual([bucket.urn]);
+    expect(notification.propertyDependencies?.bucket).toEqual([urnOf(bucket!)]);
   });
 });

@@ -48,7 +48,8 @@ describe.each(MODES)('the notification rules (%s)', (mode) => {
         ? { ...r, props: { ...r.props, bucket: 'archive-1' } }
         : r,
     );
-    expect(await check(withArchive)).toEqual([]);
+    // The per-bucket rule keeps them apart; only the documents-bucket rule objects, once.
+    expect(summary(await check(withArchive))).toEqual(['only-documents-bucket-notifies @ documents-again']);
   });
 
   it('allows a second notification whose event types do not overlap, and leaves it to the format rule', async () => {
@@ -118,6 +119,56 @@ describe.each(MODES)('the notification rules (%s)', (mode) => {
     const diagnostics = await check(stack);
     expect(summary(diagnostics)).toEqual(['notification-format @ documents']);
     expect(diagnostics[0]?.message).toMatch(/payloadFormat NONE\. Set payloadFormat: 'JSON_API_V1'/);
+  });
+});
+
+describe.each(MODES)('only the documents bucket feeds the pipeline (%s)', (mode) => {
+  const memoUrn = urnOf({ type: T.bucket, name: 'memo' });
+  const memo = {
+    type: T.bucket,
+    name: 'memo',
+    props: { name: 'docline-dev-memo-p', labels: { 'docline-role': 'memo' } },
+  };
+  const onMemo = {
+    ...secondNotification(mode),
+    name: 'memo-events',
+    props: { ...secondNotification(mode).props, bucket: mode === 'preview' ? UNKNOWN : 'docline-dev-memo-p' },
+    dependencies: [memoUrn, topicUrn],
+    propertyDependencies: { bucket: [memoUrn], topic: [topicUrn] },
+  };
+
+  it('passes the shipped stack with a memo bucket that has no notification', async () => {
+    expect(await check(add(validStack(mode), memo))).toEqual([]);
+  });
+
+  it('reports a notification on the memo bucket, once, naming the fix', async () => {
+    const diagnostics = await check(add(validStack(mode), memo, onMemo));
+
+    expect(summary(diagnostics)).toEqual(['only-documents-bucket-notifies @ memo-events']);
+    expect(diagnostics[0]?.message).toMatch(
+      /on bucket resource 'memo', labelled docline-role: memo\. Only the documents bucket/,
+    );
+  });
+
+  it('reports a notification on a bucket outside the stack, named literally', async () => {
+    const outside = {
+      ...onMemo,
+      props: { ...onMemo.props, bucket: 'someone-elses-bucket' },
+      dependencies: [topicUrn],
+      propertyDependencies: { topic: [topicUrn] },
+    };
+    const diagnostics = await check(add(validStack(mode), outside));
+
+    expect(summary(diagnostics)).toEqual(['only-documents-bucket-notifies @ memo-events']);
+    expect(diagnostics[0]?.message).toMatch(/which is not a bucket of this stack/);
+  });
+
+  it('reports the documents bucket itself once its label is gone', async () => {
+    const stack = mutate(validStack(mode), 'documents', T.bucket, (b) => ({
+      ...b,
+      props: { ...b.props, labels: {} },
+    }));
+    expect(summary(await check(stack))).toEqual(['only-documents-bucket-notifies @ documents']);
   });
 });
 

@@ -4,7 +4,7 @@ import { BadEnvelopeError } from './core/errors';
 import { parsePush } from './core/event';
 import { type HandlerDeps, handle } from './core/handle';
 import type { Logger } from './core/ports';
-import { traceFields } from './log';
+import { outcomeFields, traceFields } from './log';
 
 export interface AppDeps extends HandlerDeps {
   logger: Logger;
@@ -58,7 +58,8 @@ export function createApp(deps: AppDeps): express.Express {
       logger = logger.child({ messageId: event.messageId });
       const outcome = await handle(event, deps);
       answer = answerForOutcome(outcome);
-      const fields = {
+      // The outcome line is written at any LOG_LEVEL: the stack's metrics and alerts count it.
+      const fields = outcomeFields({
         dedupKey: outcome.dedupKey,
         status: outcome.status,
         reason: outcome.reason,
@@ -74,7 +75,7 @@ export function createApp(deps: AppDeps): express.Express {
         promptTokens: outcome.analysed ? (outcome.usage?.promptTokens ?? 0) : 0,
         outputTokens: outcome.analysed ? (outcome.usage?.outputTokens ?? 0) : 0,
         httpStatus: answer.http,
-      };
+      });
       if (outcome.status === 'rejected') logger.warn(`rejected: ${outcome.reason}`, fields);
       else logger.info(outcome.status, fields);
     } catch (error) {
@@ -103,16 +104,19 @@ export function createApp(deps: AppDeps): express.Express {
 
 function logFailure(logger: Logger, error: unknown, answer: Answer, latencyMs: number): void {
   const code = errorCode(error);
-  const fields = { status: 'error', error: code, httpStatus: answer.http, latencyMs, cause: error };
+  const fields = outcomeFields({
+    status: 'error',
+    error: code,
+    httpStatus: answer.http,
+    latencyMs,
+    cause: error,
+  });
   if (code === 'transient')
     logger.warn(`transient failure, Pub/Sub will retry: ${(error as Error).message}`, fields);
   else if (code === 'configuration' || code === 'internal') {
     logger.error(
       `${code === 'internal' ? 'unexpected failure' : 'configuration fault'}: ${(error as Error).message}`,
-      {
-        ...fields,
-        stack: code === 'internal' ? (error as Error).stack : undefined,
-      },
+      outcomeFields({ ...fields, stack: code === 'internal' ? (error as Error).stack : undefined }),
     );
   } else logger.warn(`refused: ${(error as Error).message}`, fields);
 }

@@ -2,9 +2,12 @@ import path from 'node:path';
 import {
   DEDUP_KEY_MODES,
   DEFAULT_CONTENT_TYPES,
+  DEFAULT_DATA_LOCATION,
   DELIVERY_DEFAULTS,
   type DedupKeyMode,
+  defaultGeminiLocation,
   MIN_MAXIMUM_BYTES_BILLED,
+  minDedupWindowDays,
   WRITE_MODES,
   type WriteMode,
 } from './contract/settings';
@@ -132,10 +135,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Worke
     if (!TABLE_ID.test(table))
       problems.push(`BIGQUERY_TABLE must be project.dataset.table (got "${table}").`);
     const dedupWindowDays = integer('DEDUP_WINDOW_DAYS', DELIVERY_DEFAULTS.dedupWindowDays, 1, 3650);
-    if (dedupWindowDays * 86_400 <= DELIVERY_DEFAULTS.messageRetentionSeconds && text('DEDUP_WINDOW_DAYS')) {
+    if (dedupWindowDays < minDedupWindowDays(DELIVERY_DEFAULTS) && text('DEDUP_WINDOW_DAYS')) {
       problems.push(
-        `DEDUP_WINDOW_DAYS (${dedupWindowDays}) must cover more than the push subscription's message retention ` +
-          `(${DELIVERY_DEFAULTS.messageRetentionSeconds / 86_400} days by default), or late redeliveries are not seen.`,
+        `DEDUP_WINDOW_DAYS (${dedupWindowDays}) must be at least ${minDedupWindowDays(DELIVERY_DEFAULTS)}: the push ` +
+          "subscription's message retention plus the dead-letter retention (by default), or late redeliveries and " +
+          'replayed dead letters are not seen.',
       );
     }
     store = {
@@ -177,7 +181,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Worke
       kind: 'gemini',
       apiKey,
       project: projectId,
-      location: text('GOOGLE_CLOUD_LOCATION') ?? 'europe-west1',
+      // Next to the data unless told otherwise (the stack passes the same default explicitly).
+      location:
+        text('GOOGLE_CLOUD_LOCATION') ??
+        defaultGeminiLocation(text('BIGQUERY_LOCATION') ?? DEFAULT_DATA_LOCATION),
       model: text('GEMINI_MODEL') ?? DELIVERY_DEFAULTS.geminiModel,
       timeoutMs: integer('ANALYZER_TIMEOUT_MS', DELIVERY_DEFAULTS.analyzerTimeoutMs, 100),
       baseUrl: text('GEMINI_BASE_URL'),

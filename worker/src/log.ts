@@ -25,6 +25,22 @@ function loggable(value: unknown): unknown {
   return value;
 }
 
+/** Marks a line written whatever the level (a non-enumerable key, so it never reaches the output). */
+const ALWAYS = Symbol('docline.log.always');
+
+/**
+ * The fields of a delivery's outcome line, marked so that {@link JsonLogger} writes it whatever
+ * LOG_LEVEL says: the stack's log-based metrics and alerts count these lines, and a quieter level
+ * must not blind them. Only chatter is filtered.
+ */
+export function outcomeFields(fields: LogFields): LogFields {
+  return Object.defineProperty({ ...fields }, ALWAYS, { value: true, enumerable: false });
+}
+
+function isOutcome(fields: LogFields | undefined): boolean {
+  return fields !== undefined && (fields as { [ALWAYS]?: boolean })[ALWAYS] === true;
+}
+
 export class JsonLogger implements Logger {
   private readonly minRank: number;
   private readonly write: (line: string) => void;
@@ -37,7 +53,7 @@ export class JsonLogger implements Logger {
   }
 
   private log(severity: Severity, message: string, fields?: LogFields): void {
-    if (RANK[severity] < this.minRank) return;
+    if (RANK[severity] < this.minRank && !isOutcome(fields)) return;
     const entry: LogFields = { severity, message, ...this.bindings };
     for (const [key, value] of Object.entries(fields ?? {})) entry[key] = loggable(value);
     this.write(JSON.stringify(entry));

@@ -6,13 +6,16 @@ import { ANSWER_TABLE, PushAuthError } from '../src/answers';
 import { createApp } from '../src/app';
 import { DEFAULT_CONTENT_TYPES } from '../src/contract/settings';
 import { ConfigurationError, TransientError } from '../src/core/errors';
-import type { Store } from '../src/core/ports';
+import type { Logger, Store } from '../src/core/ports';
+import { JsonLogger } from '../src/log';
 import { pushBody } from './support/builders';
 import { fixedClock, MemoryLogger, MemoryReader, ScriptedAnalyzer } from './support/fakes';
 
 const INVOICE = 'Invoice No INV-7\nTotal due: €1,234.56\n';
 
-function setup(options: { store?: Store; authenticate?: (h: string | undefined) => Promise<void> } = {}) {
+function setup(
+  options: { store?: Store; authenticate?: (h: string | undefined) => Promise<void>; logger?: Logger } = {},
+) {
   const store = options.store ?? new SqliteStore({ path: ':memory:' });
   const reader = new MemoryReader();
   const analyzer = new ScriptedAnalyzer();
@@ -21,7 +24,7 @@ function setup(options: { store?: Store; authenticate?: (h: string | undefined) 
     store,
     reader,
     analyzer,
-    logger,
+    logger: options.logger ?? logger,
     clock: fixedClock(),
     dedupKeyMode: 'object',
     limits: { maxObjectBytes: 1024, allowedContentTypes: DEFAULT_CONTENT_TYPES },
@@ -165,6 +168,32 @@ describe('POST /push', () => {
       'logging.googleapis.com/trace': 'projects/acme-dev/traces/0af7651916cd43dd8448eb211c80319c',
     });
     expect(JSON.stringify(lines[0])).not.toContain('Total due');
+  });
+});
+
+describe('POST /push outcome lines', () => {
+  it("logs the outcome of every delivery at LOG_LEVEL=ERROR, so the stack's metrics never go blind", async () => {
+    const lines: string[] = [];
+    const quiet = new JsonLogger({ level: 'ERROR', write: (l) => lines.push(l) });
+    const { app, upload } = setup({ logger: quiet });
+    const busy = setup({
+      logger: quiet,
+      store: failingStore(new TransientError('store_busy', 'the store is busy')),
+    });
+
+    await request(app).post('/push').send(upload('1')).expect(200);
+    await request(app).post('/push').send(upload('1')).expect(200);
+    await request(busy.app).post('/push').send(busy.upload('2')).expect(503);
+
+    expect(
+      lines
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        .map((l) => [l.messageId, l.status, l.httpStatus]),
+    ).toEqual([
+      ['1', 'ok', 200],
+      ['1', 'duplicate', 200],
+      ['2', 'error', 503],
+    ]);
   });
 });
 

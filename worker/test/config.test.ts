@@ -93,7 +93,76 @@ describe('loadConfig', () => {
     expect((error as ConfigError).problems).toHaveLength(9);
   });
 
+  it('calls Gemini next to the data unless GOOGLE_CLOUD_LOCATION says otherwise', () => {
+    const vertex = { DOCLINE_ANALYZER: 'gemini', GOOGLE_CLOUD_PROJECT: 'acme-dev' };
+
+    expect(loadConfig(vertex).analyzer).toMatchObject({ location: 'europe-west1' });
+    expect(loadConfig({ ...vertex, BIGQUERY_LOCATION: 'US' }).analyzer).toMatchObject({
+      location: 'us-central1',
+    });
+    expect(loadConfig({ ...vertex, GOOGLE_CLOUD_LOCATION: 'global' }).analyzer).toMatchObject({
+      location: 'global',
+    });
+  });
+
   it('refuses append mode without BigQuery', () => {
     expect(() => loadConfig({ WRITE_MODE: 'append' })).toThrow('WRITE_MODE=append needs BIGQUERY_TABLE');
+  });
+
+  it('turns group commit and the memo on by default, with the contract defaults and a local memo folder', () => {
+    const config = loadConfig({ DOCLINE_DATA_DIR: '/tmp/docline-config' });
+    expect(config.groupCommit).toEqual({
+      maxRows: DELIVERY_DEFAULTS.batchMaxRows,
+      maxWaitMs: DELIVERY_DEFAULTS.batchMaxWaitMs,
+      minIntervalMs: DELIVERY_DEFAULTS.mergeMinIntervalMs,
+    });
+    expect(config.memo).toEqual({
+      kind: 'file',
+      root: '/tmp/docline-config/memo',
+      ttlMs: DELIVERY_DEFAULTS.dedupWindowDays * 86_400_000,
+    });
+  });
+
+  it('keeps the memo in a bucket when MEMO_BUCKET is set, for as long as the dedup window', () => {
+    const config = loadConfig({
+      BIGQUERY_TABLE: 'acme-dev.docline.rows',
+      DEDUP_WINDOW_DAYS: '10',
+      MEMO_BUCKET: 'acme-dev-docline-memo',
+    });
+    expect(config.memo).toEqual({ kind: 'gcs', bucket: 'acme-dev-docline-memo', ttlMs: 10 * 86_400_000 });
+  });
+
+  it('names every wrong group-commit or memo setting', () => {
+    expect(() =>
+      loadConfig({
+        GROUP_COMMIT: 'maybe',
+        BATCH_MAX_ROWS: '5000',
+        BATCH_MAX_WAIT_MS: '-1',
+        MEMO_BUCKET: 'Not A Bucket',
+      }),
+    ).toThrow(
+      expect.objectContaining({
+        problems: [
+          'GROUP_COMMIT must be one of on, off (got "maybe").',
+          'BATCH_MAX_ROWS must be a whole number from 1 to 2000 (got "5000").',
+          'BATCH_MAX_WAIT_MS must be a whole number from 0 to 10000 (got "-1").',
+          expect.stringContaining('MEMO_BUCKET must be a Cloud Storage bucket name'),
+        ],
+      }),
+    );
+    expect(() => loadConfig({ BATCH_MAX_ROWS: '5000', BATCH_MAX_WAIT_MS: 'soon' })).toThrow(
+      expect.objectContaining({
+        problems: [
+          'BATCH_MAX_ROWS must be a whole number from 1 to 2000 (got "5000").',
+          'BATCH_MAX_WAIT_MS must be a whole number from 0 to 10000 (got "soon").',
+        ],
+      }),
+    );
+  });
+
+  it('switches group commit and the memo off on request', () => {
+    const config = loadConfig({ GROUP_COMMIT: 'off', MEMO: 'off', MEMO_BUCKET: 'ignored-bucket' });
+    expect(config.groupCommit).toBeNull();
+    expect(config.memo).toBeNull();
   });
 });

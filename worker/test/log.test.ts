@@ -1,4 +1,4 @@
-import { JsonLogger, traceFields } from '../src/log';
+import { JsonLogger, outcomeFields, traceFields } from '../src/log';
 
 describe('JsonLogger', () => {
   it('writes one JSON line per entry in Cloud Logging’s dialect, with child bindings', () => {
@@ -17,6 +17,19 @@ describe('JsonLogger', () => {
     logger.child({ a: 1 }).debug('hidden too');
     logger.child({ a: 1 }).error('shown');
     expect(lines).toHaveLength(1);
+  });
+
+  it('writes outcome lines whatever its level, without any marker in the line, and still drops chatter', () => {
+    const lines: string[] = [];
+    const logger = new JsonLogger({ level: 'ERROR', write: (l) => lines.push(l) }).child({ messageId: '9' });
+    logger.info('ok', outcomeFields({ status: 'ok' }));
+    logger.warn('transient failure', outcomeFields({ status: 'error', httpStatus: 503 }));
+    logger.info('chatter', { status: 'ok' });
+    logger.debug('more chatter');
+    expect(lines.map((l) => JSON.parse(l))).toEqual([
+      { severity: 'INFO', message: 'ok', messageId: '9', status: 'ok' },
+      { severity: 'WARNING', message: 'transient failure', messageId: '9', status: 'error', httpStatus: 503 },
+    ]);
   });
 
   it('logs errors by name, message and code only', () => {

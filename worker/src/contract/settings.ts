@@ -19,6 +19,8 @@ export interface DeliverySettings {
   maxDeliveryAttempts: number;
   /** How long an unacknowledged message is kept by the push subscription. */
   messageRetentionSeconds: number;
+  /** How long the dead-letter topic and subscription keep a dead letter for replay (at least 7 days). */
+  deadLetterRetentionSeconds: number;
   /** Cloud Run request timeout of the worker; must stay below the ack deadline minus the margin. */
   workerTimeoutSeconds: number;
   /** The gap the ack deadline keeps above the worker timeout, so a slow request ends before Pub/Sub gives up on it. */
@@ -27,7 +29,10 @@ export interface DeliverySettings {
   analyzerTimeoutMs: number;
   /** Timeout of one object read. */
   readTimeoutMs: number;
-  /** Days of `processed_at` partitions that `seen()` and `record()` look at. Above the retention. */
+  /**
+   * Days of `processed_at` partitions that `seen()` and `record()` look at. Above the message
+   * retention plus the dead-letter retention: a dead letter replayed on its last day must still be seen.
+   */
   dedupWindowDays: number;
   /** `maximumBytesBilled` on every BigQuery query (BigQuery refuses caps under 10 MiB). */
   maximumBytesBilled: number;
@@ -57,11 +62,13 @@ export const DELIVERY_DEFAULTS: Readonly<DeliverySettings> = Object.freeze({
   maxRetryBackoffSeconds: 600,
   maxDeliveryAttempts: 10,
   messageRetentionSeconds: 7 * DAY_SECONDS,
+  deadLetterRetentionSeconds: 7 * DAY_SECONDS,
   workerTimeoutSeconds: 90,
   ackDeadlineMarginSeconds: 10,
   analyzerTimeoutMs: 60_000,
   readTimeoutMs: 20_000,
-  dedupWindowDays: 8,
+  // 7 days of message retention + 7 days of dead-letter retention + 1 day of margin.
+  dedupWindowDays: 15,
   maximumBytesBilled: 100 * 1000 * 1000,
   maxObjectBytes: 20 * 1024 * 1024,
   pushBodyLimitBytes: 256 * 1024,
@@ -122,6 +129,34 @@ export const DEFAULT_CONTENT_TYPES: readonly string[] = [
   'text/plain',
 ];
 
+/** The smallest dedup window that still sees the row of a dead letter replayed on its last day. */
+export function minDedupWindowDays(s: {
+  messageRetentionSeconds: number;
+  deadLetterRetentionSeconds: number;
+}): number {
+  return Math.floor((s.messageRetentionSeconds + s.deadLetterRetentionSeconds) / DAY_SECONDS) + 1;
+}
+
+/** Where the bucket and the dataset live unless a stack says otherwise. */
+export const DEFAULT_DATA_LOCATION = 'EU';
+
+/**
+ * The Vertex AI location Gemini is called in when none is set, chosen from where the data lives so
+ * that documents stay in the same jurisdiction: a multi-region maps to a region inside it, a region
+ * to itself. `global` is never a default: it may serve a request from any region.
+ */
+export function defaultGeminiLocation(dataLocation: string): string {
+  const location = dataLocation.trim();
+  switch (location.toUpperCase()) {
+    case 'EU':
+      return 'europe-west1';
+    case 'US':
+      return 'us-central1';
+    default:
+      return location.toLowerCase();
+  }
+}
+
 /** Pub/Sub's duration format: `"600s"`. */
 export function durationString(seconds: number): string {
   return `${seconds}s`;
@@ -157,10 +192,18 @@ export function settingsProblems(s: DeliverySettings): string[] {
   if (s.messageRetentionSeconds < 600 || s.messageRetentionSeconds > 31 * DAY_SECONDS) {
     problems.push(`messageRetentionSeconds must be from 600 (10 minutes) to ${31 * DAY_SECONDS} (31 days).`);
   }
-  if (s.dedupWindowDays * DAY_SECONDS <= s.messageRetentionSeconds) {
+  if (s.deadLetterRetentionSeconds < 7 * DAY_SECONDS || s.deadLetterRetentionSeconds > 31 * DAY_SECONDS) {
     problems.push(
-      `dedupWindowDays (${s.dedupWindowDays}) must cover more than messageRetentionSeconds (${s.messageRetentionSeconds}s): ` +
-        'a redelivery can arrive as late as the retention allows, and the window must still see its row.',
+      `deadLetterRetentionSeconds must be from ${7 * DAY_SECONDS} (7 days) to ${31 * DAY_SECONDS} (31 days) (got ${s.deadLetterRetentionSeconds}): ` +
+        'shorter leaves an operator too little time to replay a dead letter.',
+    );
+  }
+  if (s.dedupWindowDays * DAY_SECONDS <= s.messageRetentionSeconds + s.deadLetterRetentionSeconds) {
+    problems.push(
+      `dedupWindowDays (${s.dedupWindowDays}) must cover more than messageRetentionSeconds (${s.messageRetentionSeconds}s) + ` +
+        `deadLetterRetentionSeconds (${s.deadLetterRetentionSeconds}s), i.e. at least ${minDedupWindowDays(s)} days: a message is ` +
+        'dead-lettered at the latest when its retention ends and can be replayed until the dead-letter retention ends, ' +
+        'and the window must still see the row it may already have. Raise dedupWindowDays or shorten a retention.',
     );
   }
   if (s.maximumBytesBilled < MIN_MAXIMUM_BYTES_BILLED) {

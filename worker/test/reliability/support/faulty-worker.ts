@@ -19,16 +19,17 @@
 import { appendFileSync, existsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadConfig } from '../../../src/config';
-import type { Analyzer, ObjectRef, Reader, Store } from '../../../src/core/ports';
+import type { Analyzer, BatchStore, ObjectRef, Reader } from '../../../src/core/ports';
 import { JsonLogger } from '../../../src/log';
-import { type Adapters, buildAdapters, serve } from '../../../src/main';
+import { type Adapters, buildAdapters, serve, withGroupCommit } from '../../../src/main';
 import { ANALYSES_LOG, type AnalysisLogLine, type CrashPoint } from './fault-switches';
 
 async function main(): Promise<void> {
   const env = process.env;
   const config = loadConfig(env);
   const logger = new JsonLogger({ level: config.logLevel });
-  const adapters: Adapters = await buildAdapters(config, logger);
+  // Group commit goes around the fault switches (below), as production puts it around the store.
+  const adapters: Adapters = await buildAdapters({ ...config, groupCommit: null }, logger);
 
   const crashAt = env.FAULT_CRASH_AT as CrashPoint | undefined;
   const crashName = env.FAULT_CRASH_NAME;
@@ -61,15 +62,13 @@ async function main(): Promise<void> {
       appendFileSync(analysesLog, `${JSON.stringify(line)}\n`);
       const count = (started.get(input.name) ?? 0) + 1;
       started.set(input.name, count);
-      if (input.name === holdName) {
-        if (count === 1) {
-          // Held until the overlapping redelivery arrives; a bound keeps a missing redelivery visible
-          // as one analysis instead of a hung worker.
-          await new Promise<void>((resolve) => {
-            waiting.set(input.name, resolve);
-            setTimeout(resolve, 120_000).unref();
-          });
-        } else waiting.get(input.name)?.();
+      if (input.name === holdName && count === 1) {
+        // Held until the overlapping redelivery arrives (its lookup, below); a bound keeps a missing
+        // redelivery visible as a slow answer instead of a hung worker.
+        await new Promise<void>((resolve) => {
+          waiting.set(input.name, resolve);
+          setTimeout(resolve, 120_000).unref();
+        });
       }
       const result = await adapters.analyzer.analyze(input);
       crash('after_analysis', input.name);
@@ -77,7 +76,7 @@ async function main(): Promise<void> {
     },
   };
 
-  let store: Store = adapters.store;
+  let store: BatchStore = adapters.store as BatchStore;
   if (env.FAULT_BIGQUERY_URL) {
     if (config.store.kind !== 'bigquery') throw new Error('FAULT_BIGQUERY_URL needs BIGQUERY_TABLE');
     const { BigQuery } = await import('@google-cloud/bigquery');
@@ -97,11 +96,34 @@ async function main(): Promise<void> {
     });
   }
   const inner = store;
-  const recordingStore: Store = {
-    seen: (key) => inner.seen(key),
+  const lookups = new Map<string, number>();
+  const lookedUp = (key: string) => {
+    const count = (lookups.get(key) ?? 0) + 1;
+    lookups.set(key, count);
+    // The second lookup of the held object is the overlapping redelivery: let the first go on.
+    if (holdName && count >= 2 && key.includes(`/${holdName}#`)) waiting.get(holdName)?.();
+  };
+  const afterRecord = (rows: readonly { object_name: string | null }[]) => {
+    for (const row of rows) if (row.object_name) crash('after_record', row.object_name);
+  };
+  const recordingStore: BatchStore = {
+    seen: (key) => {
+      lookedUp(key);
+      return inner.seen(key);
+    },
+    seenMany: (keys) => {
+      for (const key of keys) lookedUp(key);
+      return inner.seenMany(keys);
+    },
     async record(row) {
       const inserted = await inner.record(row);
-      if (row.object_name) crash('after_record', row.object_name);
+      afterRecord([row]);
+      return inserted;
+    },
+    // With group commit the crash comes after the batch's MERGE and before any delivery's answer.
+    async recordMany(rows) {
+      const inserted = await inner.recordMany(rows);
+      afterRecord(rows);
       return inserted;
     },
     ping: () => inner.ping(),
@@ -117,7 +139,17 @@ async function main(): Promise<void> {
     authenticate = createPushVerifier({ ...config.pushAuth, certificates: async () => certificates });
   }
 
-  const worker = await serve(config, { store: recordingStore, reader, analyzer, authenticate }, logger);
+  const worker = await serve(
+    config,
+    {
+      ...adapters,
+      store: await withGroupCommit(recordingStore, config, logger),
+      reader,
+      analyzer,
+      authenticate,
+    },
+    logger,
+  );
   process.once('SIGTERM', () => {
     void worker.stop().then(() => process.exit(0));
   });

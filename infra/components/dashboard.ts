@@ -1,0 +1,219 @@
+import * as gcp from '@pulumi/gcp';
+import * as pulumi from '@pulumi/pulumi';
+import { childOf } from './options';
+
+/**
+ * Built-in metrics the dashboard charts, each documented by Google Cloud
+ * (https://cloud.google.com/monitoring/api/metrics_gcp). Everything else it charts is a log-based
+ * metric of this stack; a test checks both.
+ */
+export const BUILT_IN_METRICS = [
+  'pubsub.googleapis.com/subscription/num_undelivered_messages',
+  'pubsub.googleapis.com/subscription/oldest_unacked_message_age',
+  'run.googleapis.com/request_count',
+  'run.googleapis.com/request_latencies',
+] as const;
+
+/** Arguments of {@link Dashboard}. */
+export interface DashboardArgs {
+  project: pulumi.Input<string>;
+  /** The worker's Cloud Run service name. */
+  serviceName: pulumi.Input<string>;
+  pushSubscriptionName: pulumi.Input<string>;
+  deadLetterSubscriptionName: pulumi.Input<string>;
+  /** Log-based metrics of the Alerts component (their `name` outputs). */
+  allAnswersMetric: pulumi.Input<string>;
+  duplicateAnswersMetric: pulumi.Input<string>;
+}
+
+interface ChartInput {
+  service: string;
+  push: string;
+  deadLetters: string;
+  answers: string;
+  duplicates: string;
+  tokens: string;
+  bytesBilled: string;
+}
+
+/** Cloud Monitoring's legend template for a series' status label (a Monitoring placeholder, not JavaScript's). */
+const STATUS_LEGEND = ['$', '{metric.label.status}'].join('');
+
+const user = (metric: string) => `logging.googleapis.com/user/${metric}`;
+
+/** The dashboard's JSON (Cloud Monitoring `Dashboard` resource), from the names it charts. */
+export function dashboardJson(m: ChartInput): string {
+  const revision = `resource.type = "cloud_run_revision" AND resource.labels.service_name = "${m.service}"`;
+  const subscription = (id: string) =>
+    `resource.type = "pubsub_subscription" AND resource.labels.subscription_id = "${id}"`;
+  const filterOf = (metric: string, resource: string, extra = '') =>
+    `metric.type = "${metric}" AND ${resource}${extra ? ` AND ${extra}` : ''}`;
+  const perMinute = (groupBy: string[] = []) => ({
+    alignmentPeriod: '60s',
+    perSeriesAligner: 'ALIGN_DELTA',
+    crossSeriesReducer: 'REDUCE_SUM',
+    groupByFields: groupBy,
+  });
+  const line = (filter: string, aggregation: object, legend?: string) => ({
+    timeSeriesQuery: { timeSeriesFilter: { filter, aggregation } },
+    plotType: 'LINE',
+    ...(legend ? { legendTemplate: legend } : {}),
+  });
+  // Distribution metrics (values extracted from log lines) are summed with MQL's sum_from.
+  const hourlySum = (metric: string, resourceType: string) => ({
+    timeSeriesQuery: {
+      timeSeriesQueryLanguage: `fetch ${resourceType} | metric '${metric}' | align delta(1h) | every 1h | group_by [], [total: sum(sum_from(val()))]`,
+    },
+    plotType: 'STACKED_BAR',
+  });
+  const chart = (title: string, dataSets: object[]) => ({ title, xyChart: { dataSets } });
+  const widgets = [
+    chart('Answers per minute by status', [
+      line(filterOf(user(m.answers), revision), perMinute(['metric.label.status']), STATUS_LEGEND),
+      line(
+        filterOf('run.googleapis.com/request_count', revision, 'metric.labels.response_code_class = "5xx"'),
+        perMinute(),
+        '5xx',
+      ),
+    ]),
+    {
+      title: 'Duplicate share of answers',
+      xyChart: {
+        dataSets: [
+          {
+            timeSeriesQuery: {
+              timeSeriesFilterRatio: {
+                numerator: { filter: filterOf(user(m.duplicates), revision), aggregation: perMinute() },
+                denominator: { filter: filterOf(user(m.answers), revision), aggregation: perMinute() },
+              },
+            },
+            plotType: 'LINE',
+          },
+        ],
+      },
+    },
+    chart('Dead letters waiting', [
+      line(
+        filterOf('pubsub.googleapis.com/subscription/num_undelivered_messages', subscription(m.deadLetters)),
+        {
+          alignmentPeriod: '60s',
+          perSeriesAligner: 'ALIGN_MAX',
+        },
+      ),
+    ]),
+    chart('Oldest unacked message (s)', [
+      line(filterOf('pubsub.googleapis.com/subscription/oldest_unacked_message_age', subscription(m.push)), {
+        alignmentPeriod: '60s',
+        perSeriesAligner: 'ALIGN_MAX',
+      }),
+    ]),
+    chart('Worker latency p50 / p99 (ms)', [
+      line(
+        filterOf('run.googleapis.com/request_latencies', revision),
+        {
+          alignmentPeriod: '60s',
+          perSeriesAligner: 'ALIGN_PERCENTILE_50',
+          crossSeriesReducer: 'REDUCE_MEAN',
+        },
+        'p50',
+      ),
+      line(
+        filterOf('run.googleapis.com/request_latencies', revision),
+        {
+          alignmentPeriod: '60s',
+          perSeriesAligner: 'ALIGN_PERCENTILE_99',
+          crossSeriesReducer: 'REDUCE_MEAN',
+        },
+        'p99',
+      ),
+    ]),
+    chart('Gemini tokens per hour', [hourlySum(user(m.tokens), 'cloud_run_revision')]),
+    chart('BigQuery bytes billed by the worker (app=docline) per hour', [
+      hourlySum(user(m.bytesBilled), 'bigquery_project'),
+    ]),
+  ];
+  return JSON.stringify({
+    displayName: `docline: ${m.service}`,
+    mosaicLayout: {
+      columns: 12,
+      tiles: widgets.map((widget, i) => ({
+        xPos: (i % 2) * 6,
+        yPos: Math.floor(i / 2) * 4,
+        width: 6,
+        height: 4,
+        widget,
+      })),
+    },
+  });
+}
+
+/**
+ * A Cloud Monitoring dashboard of the pipeline: answers per minute by status, the duplicate share,
+ * dead letters waiting, the oldest unacked message, worker latency p50/p99, Gemini tokens per hour,
+ * and BigQuery bytes billed by the worker's jobs. Two log-based metrics of its own extract values:
+ * the tokens of each outcome line, and the billed bytes of each finished BigQuery job labelled
+ * `app=docline` (BigQuery's audit log, always on).
+ */
+export class Dashboard extends pulumi.ComponentResource {
+  readonly dashboard: gcp.monitoring.Dashboard;
+  readonly tokensMetric: gcp.logging.Metric;
+  readonly bytesBilledMetric: gcp.logging.Metric;
+  /** The console URL of the dashboard. */
+  readonly url: pulumi.Output<string>;
+
+  constructor(name: string, args: DashboardArgs, opts?: pulumi.ComponentResourceOptions) {
+    super('docline:index:Dashboard', name, {}, opts);
+    const child = childOf(this, opts);
+    const distribution = (unit: string) => ({
+      metricDescriptor: { metricKind: 'DELTA', valueType: 'DISTRIBUTION', unit },
+      bucketOptions: { exponentialBuckets: { numFiniteBuckets: 32, growthFactor: 2, scale: 1 } },
+    });
+    this.tokensMetric = new gcp.logging.Metric(
+      `${name}-tokens`,
+      {
+        project: args.project,
+        description: 'Gemini tokens (prompt + output, thinking included) of each docline worker answer.',
+        filter: pulumi.interpolate`resource.type = "cloud_run_revision" AND resource.labels.service_name = "${args.serviceName}" AND jsonPayload.tokens > 0`,
+        valueExtractor: 'EXTRACT(jsonPayload.tokens)',
+        ...distribution('1'),
+      },
+      child,
+    );
+    this.bytesBilledMetric = new gcp.logging.Metric(
+      `${name}-bytes-billed`,
+      {
+        project: args.project,
+        description:
+          'Bytes billed by each finished BigQuery job labelled app=docline (seen, record, views excluded).',
+        filter:
+          'resource.type = "bigquery_project" AND protoPayload.metadata.jobChange.after = "DONE" AND ' +
+          'protoPayload.metadata.jobChange.job.jobConfig.labels.app = "docline"',
+        valueExtractor: 'EXTRACT(protoPayload.metadata.jobChange.job.jobStats.queryStats.totalBilledBytes)',
+        ...distribution('By'),
+      },
+      child,
+    );
+    this.dashboard = new gcp.monitoring.Dashboard(
+      `${name}-dashboard`,
+      {
+        project: args.project,
+        dashboardJson: pulumi
+          .all([
+            args.serviceName,
+            args.pushSubscriptionName,
+            args.deadLetterSubscriptionName,
+            args.allAnswersMetric,
+            args.duplicateAnswersMetric,
+            this.tokensMetric.name,
+            this.bytesBilledMetric.name,
+          ])
+          .apply(([service, push, deadLetters, answers, duplicates, tokens, bytesBilled]) =>
+            dashboardJson({ service, push, deadLetters, answers, duplicates, tokens, bytesBilled }),
+          ),
+      },
+      child,
+    );
+    this.url = pulumi.interpolate`https://console.cloud.google.com/monitoring/dashboards/builder/${this.dashboard.id.apply((id) => id.split('/').pop() ?? id)}?project=${args.project}`;
+    this.registerOutputs({ url: this.url });
+  }
+}

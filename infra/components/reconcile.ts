@@ -1,0 +1,277 @@
+import * as gcp from '@pulumi/gcp';
+import * as pulumi from '@pulumi/pulumi';
+import * as time from '@pulumiverse/time';
+import { LOG_METRIC_SETTLE_DURATION } from './alerts';
+import { childOf } from './options';
+
+/** The reconcile entry point inside the worker image (worker/src/reconcile/main.ts, compiled). */
+export const RECONCILE_ENTRY_POINT = 'worker/dist/reconcile/main.js';
+
+/** The job's command line: report by default; `apply` also announces the missing documents again. */
+export function reconcileArgs(mode: 'report' | 'apply'): string[] {
+  return [RECONCILE_ENTRY_POINT, '--target', 'cloud', ...(mode === 'apply' ? ['--apply', '--yes'] : [])];
+}
+
+/** How long one run may take: listing a large bucket and one windowed query. */
+const JOB_TIMEOUT_SECONDS = 3600;
+
+/** Arguments of {@link Reconcile}. */
+export interface ReconcileArgs {
+  project: pulumi.Input<string>;
+  region: pulumi.Input<string>;
+  /** The worker image (the job runs its reconcile entry point). */
+  image: pulumi.Input<string>;
+  /** `report` or `apply` (`off` means no Reconcile at all). */
+  mode: 'report' | 'apply';
+  /** Cloud Scheduler cron, UTC. */
+  schedule: pulumi.Input<string>;
+  /** The documents bucket (DOCLINE_BUCKET). */
+  bucketName: pulumi.Input<string>;
+  /** The uploads topic's short name (DOCLINE_TOPIC); published to in apply mode only. */
+  topicName: pulumi.Input<string>;
+  /** `project.dataset.table` (DOCLINE_TABLE) and its dataset and location. */
+  tableRef: pulumi.Input<string>;
+  datasetId: pulumi.Input<string>;
+  dataLocation: pulumi.Input<string>;
+  /** DEDUP_KEY: reconcile compares object URIs; it refuses `--apply` in message mode. */
+  dedupKeyMode: pulumi.Input<string>;
+  notificationChannels?: pulumi.Input<pulumi.Input<string>[]>;
+  /** Prefix of the service account ids (`<prefix>-reconcile`, `<prefix>-scheduler`). */
+  accountIdPrefix: string;
+}
+
+/**
+ * Issue 14 in the stack: a Cloud Run job that compares the bucket's live objects with the table and
+ * reports (or, in apply mode, announces again) what has no row, started daily by Cloud Scheduler.
+ * Its account reads the bucket and the dataset and runs queries; it may publish to the uploads topic
+ * only in apply mode. The scheduler's account may run this job and nothing else. Two alerts: a run
+ * found missing documents (a log metric on the job's summary line), or a run failed (built-in).
+ */
+export class Reconcile extends pulumi.ComponentResource {
+  readonly job: gcp.cloudrunv2.Job;
+  readonly scheduler: gcp.cloudscheduler.Job;
+  readonly serviceAccount: gcp.serviceaccount.Account;
+  readonly schedulerAccount: gcp.serviceaccount.Account;
+  /** Counts summary lines with `missing` above 0. */
+  readonly missingMetric: gcp.logging.Metric;
+  readonly missingAlert: gcp.monitoring.AlertPolicy;
+  readonly failedAlert: gcp.monitoring.AlertPolicy;
+
+  constructor(name: string, args: ReconcileArgs, opts?: pulumi.ComponentResourceOptions) {
+    super('docline:index:Reconcile', name, {}, opts);
+    const child = childOf(this, opts);
+    this.serviceAccount = new gcp.serviceaccount.Account(
+      `${name}-runtime`,
+      {
+        project: args.project,
+        accountId: `${args.accountIdPrefix}-reconcile`,
+        displayName: 'docline reconcile (Cloud Run job)',
+      },
+      child,
+    );
+    this.schedulerAccount = new gcp.serviceaccount.Account(
+      `${name}-scheduler`,
+      {
+        project: args.project,
+        accountId: `${args.accountIdPrefix}-scheduler`,
+        displayName: 'docline reconcile scheduler (may only run the reconcile job)',
+      },
+      child,
+    );
+    const member = this.serviceAccount.member;
+    const grants: pulumi.Resource[] = [
+      new gcp.storage.BucketIAMMember(
+        `${name}-object-viewer`,
+        { bucket: args.bucketName, role: 'roles/storage.objectViewer', member },
+        child,
+      ),
+      new gcp.bigquery.DatasetIamMember(
+        `${name}-data-viewer`,
+        { project: args.project, datasetId: args.datasetId, role: 'roles/bigquery.dataViewer', member },
+        child,
+      ),
+      // Running a query is a project-level permission in BigQuery.
+      new gcp.projects.IAMMember(
+        `${name}-job-user`,
+        { project: args.project, role: 'roles/bigquery.jobUser', member },
+        child,
+      ),
+    ];
+    if (args.mode === 'apply') {
+      grants.push(
+        new gcp.pubsub.TopicIAMMember(
+          `${name}-publisher`,
+          { project: args.project, topic: args.topicName, role: 'roles/pubsub.publisher', member },
+          child,
+        ),
+      );
+    }
+
+    const envs = {
+      DOCLINE_PROJECT: args.project,
+      DOCLINE_BUCKET: args.bucketName,
+      DOCLINE_TOPIC: args.topicName,
+      DOCLINE_TABLE: args.tableRef,
+      BIGQUERY_LOCATION: args.dataLocation,
+      DEDUP_KEY: args.dedupKeyMode,
+    };
+    this.job = new gcp.cloudrunv2.Job(
+      `${name}-job`,
+      {
+        project: args.project,
+        location: args.region,
+        // A job holds no data; protecting it would only block `pulumi destroy`.
+        deletionProtection: false,
+        template: {
+          taskCount: 1,
+          template: {
+            serviceAccount: this.serviceAccount.email,
+            timeout: `${JOB_TIMEOUT_SECONDS}s`,
+            // Exit 1 means "documents are missing": a retry would find the same.
+            maxRetries: 0,
+            containers: [
+              {
+                image: args.image,
+                commands: ['node'],
+                args: reconcileArgs(args.mode),
+                envs: Object.entries(envs).map(([envName, value]) => ({ name: envName, value })),
+                resources: { limits: { cpu: '1', memory: '512Mi' } },
+              },
+            ],
+          },
+        },
+      },
+      // Its first run must not fail for want of a grant.
+      childOf(this, opts, ...grants),
+    );
+
+    // The scheduler's account may run this job only: run.invoker on the job resource
+    // (it carries run.jobs.run), no project-wide role.
+    const runner = new gcp.cloudrunv2.JobIamMember(
+      `${name}-scheduler-invoker`,
+      {
+        project: args.project,
+        location: args.region,
+        name: this.job.name,
+        role: 'roles/run.invoker',
+        member: this.schedulerAccount.member,
+      },
+      child,
+    );
+    this.scheduler = new gcp.cloudscheduler.Job(
+      `${name}-schedule`,
+      {
+        project: args.project,
+        region: args.region,
+        description: `docline: daily reconcile (${args.mode})`,
+        schedule: args.schedule,
+        timeZone: 'Etc/UTC',
+        retryConfig: { retryCount: 0 },
+        httpTarget: {
+          httpMethod: 'POST',
+          uri: pulumi.interpolate`https://run.googleapis.com/v2/projects/${args.project}/locations/${args.region}/jobs/${this.job.name}:run`,
+          oauthToken: {
+            serviceAccountEmail: this.schedulerAccount.email,
+            scope: 'https://www.googleapis.com/auth/cloud-platform',
+          },
+        },
+      },
+      childOf(this, opts, runner),
+    );
+
+    const notificationChannels = args.notificationChannels ?? [];
+    const jobLogs = pulumi.interpolate`resource.type = "cloud_run_job" AND resource.labels.job_name = "${this.job.name}"`;
+    this.missingMetric = new gcp.logging.Metric(
+      `${name}-missing`,
+      {
+        project: args.project,
+        description: 'docline reconcile runs that found documents without a row (summary line, missing > 0).',
+        filter: pulumi.interpolate`${jobLogs} AND jsonPayload.component = "reconcile" AND jsonPayload.missing > 0`,
+        metricDescriptor: { metricKind: 'DELTA', valueType: 'INT64', unit: '1' },
+      },
+      child,
+    );
+    // See LOG_METRIC_SETTLE_DURATION: hashicorp/terraform-provider-google#11102.
+    const settled = new time.Sleep(
+      `${name}-metric-settle`,
+      { createDuration: LOG_METRIC_SETTLE_DURATION, triggers: { missing: this.missingMetric.id } },
+      childOf(this, opts, this.missingMetric),
+    );
+    // An incident stays open a day at most: the next daily run says whether it still holds.
+    const oncePerDay = { autoClose: '86400s' };
+    this.missingAlert = new gcp.monitoring.AlertPolicy(
+      `${name}-missing`,
+      {
+        project: args.project,
+        displayName: 'docline: documents without a row (reconcile)',
+        combiner: 'OR',
+        conditions: [
+          {
+            displayName: 'A reconcile run found missing documents',
+            conditionThreshold: {
+              filter: pulumi.interpolate`resource.type = "cloud_run_job" AND metric.type = "logging.googleapis.com/user/${this.missingMetric.name}"`,
+              comparison: 'COMPARISON_GT',
+              thresholdValue: 0,
+              duration: '0s',
+              aggregations: [
+                {
+                  alignmentPeriod: '600s',
+                  perSeriesAligner: 'ALIGN_DELTA',
+                  crossSeriesReducer: 'REDUCE_SUM',
+                },
+              ],
+              evaluationMissingData: 'EVALUATION_MISSING_DATA_INACTIVE',
+            },
+          },
+        ],
+        alertStrategy: { autoClose: oncePerDay.autoClose },
+        documentation: {
+          mimeType: 'text/markdown',
+          content:
+            'The daily reconcile found documents in the bucket without a row in the table (the job log lists them). ' +
+            'Bring them in with `npm run reconcile -- --target cloud --apply`, or set docline:reconcileMode apply.',
+        },
+        notificationChannels,
+      },
+      childOf(this, opts, settled),
+    );
+    this.failedAlert = new gcp.monitoring.AlertPolicy(
+      `${name}-failed`,
+      {
+        project: args.project,
+        displayName: 'docline: reconcile job failed',
+        combiner: 'OR',
+        conditions: [
+          {
+            displayName: 'A reconcile execution failed',
+            conditionThreshold: {
+              filter: pulumi.interpolate`${jobLogs} AND metric.type = "run.googleapis.com/job/completed_execution_count" AND metric.labels.result = "failed"`,
+              comparison: 'COMPARISON_GT',
+              thresholdValue: 0,
+              duration: '0s',
+              aggregations: [
+                {
+                  alignmentPeriod: '600s',
+                  perSeriesAligner: 'ALIGN_DELTA',
+                  crossSeriesReducer: 'REDUCE_SUM',
+                },
+              ],
+              evaluationMissingData: 'EVALUATION_MISSING_DATA_INACTIVE',
+            },
+          },
+        ],
+        alertStrategy: { autoClose: oncePerDay.autoClose },
+        documentation: {
+          mimeType: 'text/markdown',
+          content:
+            'A reconcile execution failed: exit 1 means documents are missing (report mode), exit 2 an error ' +
+            '(a permission, the byte cap). Read the execution log: `gcloud run jobs executions list --job JOB`.',
+        },
+        notificationChannels,
+      },
+      child,
+    );
+
+    this.registerOutputs({ jobName: this.job.name, schedulerName: this.scheduler.name });
+  }
+}

@@ -1,0 +1,94 @@
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import * as dockerBuild from '@pulumi/docker-build';
+import * as gcp from '@pulumi/gcp';
+import * as pulumi from '@pulumi/pulumi';
+
+/**
+ * What worker/Dockerfile copies into the image (keep in step with its COPY lines). The tag is a hash
+ * of exactly these files, so a code change gives a new tag and a new revision, and no change gives
+ * the same tag and nothing to roll out.
+ */
+export const IMAGE_SOURCES = [
+  'worker/Dockerfile',
+  'package.json',
+  'package-lock.json',
+  'tsconfig.json',
+  'worker/tsconfig.build.json',
+  'worker/src',
+] as const;
+
+function filesUnder(root: string, path: string): string[] {
+  const full = join(root, path);
+  if (!statSync(full).isDirectory()) return [path];
+  return readdirSync(full)
+    .sort()
+    .flatMap((entry) => filesUnder(root, relative(root, join(full, entry))));
+}
+
+/** A tag derived from the content of the image's sources (16 hex digits of a SHA-256). */
+export function contentTag(root: string, sources: readonly string[] = IMAGE_SOURCES): string {
+  const hash = createHash('sha256');
+  for (const file of sources.flatMap((source) => filesUnder(root, source)).sort()) {
+    // Names are part of the hash: a renamed file is a different image.
+    hash
+      .update(file.replaceAll('\\', '/'))
+      .update('\0')
+      .update(readFileSync(join(root, file)))
+      .update('\0');
+  }
+  return hash.digest('hex').slice(0, 16);
+}
+
+/** Arguments of {@link WorkerImage}. */
+export interface WorkerImageArgs {
+  /** `REGION-docker.pkg.dev/PROJECT/REPOSITORY`, from the stack's repository. */
+  repositoryUrl: pulumi.Input<string>;
+  /** The repository's region (`REGION-docker.pkg.dev` is the registry host). */
+  region: pulumi.Input<string>;
+  /** The repository root: the build context. */
+  root: string;
+}
+
+/**
+ * The worker image, built from worker/Dockerfile and pushed to the stack's own Artifact Registry
+ * repository inside `pulumi up` (used when `docline:image` is unset). The registry login uses the
+ * deploying identity's own access token, so nothing else has to be configured.
+ */
+export class WorkerImage extends pulumi.ComponentResource {
+  readonly image: dockerBuild.Image;
+  /** `REPOSITORY/worker:TAG@sha256:DIGEST`: the exact image pushed, what Cloud Run runs. */
+  readonly ref: pulumi.Output<string>;
+  /** The content-derived tag. */
+  readonly tag: string;
+
+  constructor(name: string, args: WorkerImageArgs, opts?: pulumi.ComponentResourceOptions) {
+    super('docline:index:WorkerImage', name, {}, opts);
+    const dependsOn = opts?.dependsOn;
+    this.tag = contentTag(args.root);
+    const token = gcp.organizations.getClientConfigOutput({ parent: this, dependsOn }).accessToken;
+    this.image = new dockerBuild.Image(
+      `${name}-worker`,
+      {
+        context: { location: args.root },
+        dockerfile: { location: join(args.root, 'worker', 'Dockerfile') },
+        platforms: [dockerBuild.Platform.Linux_amd64],
+        tags: [pulumi.interpolate`${args.repositoryUrl}/worker:${this.tag}`],
+        push: true,
+        // A preview does not build: it would take minutes and push nothing.
+        buildOnPreview: false,
+        registries: [
+          {
+            address: pulumi.interpolate`${args.region}-docker.pkg.dev`,
+            username: 'oauth2accesstoken',
+            password: pulumi.secret(token),
+          },
+        ],
+      },
+      { parent: this, dependsOn },
+    );
+    this.ref = this.image.ref;
+    this.registerOutputs({ ref: this.ref });
+  }
+}

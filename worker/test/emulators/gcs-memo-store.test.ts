@@ -1,0 +1,70 @@
+import type { Storage } from '@google-cloud/storage';
+import { GcsMemoStore } from '../../src/adapters/gcs-memo-store';
+import { createStorageClient } from '../../src/adapters/gcs-reader';
+import { AnalysisMemo } from '../../src/core/memo';
+import type { MemoEntry } from '../../src/core/ports';
+import { type FakeGcsServer, startFakeGcsServer } from './support/fake-gcs-server';
+import { toolVersion } from './support/tool-process';
+
+/*
+ * The memo's Cloud Storage adapter against fake-gcs-server (an independent implementation of the
+ * JSON API), through the worker's own client factory. What matters: a create is create-only
+ * (`ifGenerationMatch: 0` answers 412 when the object exists), a missing entry reads as a miss.
+ */
+
+const BUCKET = 'docline-memo-emulated';
+
+const entry = (totalTokens: number): MemoEntry => ({
+  analysis: {
+    document_type: 'invoice',
+    language: 'fr',
+    supplier_name: 'Atelier Dupont SARL',
+    supplier_vat_id: null,
+    supplier_siren: null,
+    supplier_siret: null,
+    customer_name: null,
+    invoice_number: 'F-2026-0042',
+    issue_date: '2026-11-30',
+    due_date: null,
+    currency: 'EUR',
+    net_amount: 1028.8,
+    tax_amount: 205.76,
+    total_amount: 1234.56,
+    line_items: [],
+  },
+  model: 'gemini-2.5-flash',
+  usage: { promptTokens: totalTokens - 100, outputTokens: 100, totalTokens },
+  createdAt: '2026-11-30T04:00:00.000Z',
+});
+
+describe(`GcsMemoStore on fake-gcs-server ${toolVersion('fake-gcs-server')}`, () => {
+  let server: FakeGcsServer;
+  let storage: Storage;
+  let store: GcsMemoStore;
+
+  beforeAll(async () => {
+    server = await startFakeGcsServer();
+    await server.createBucket(BUCKET);
+    storage = createStorageClient({ apiEndpoint: server.url, projectId: 'docline-emu', timeoutMs: 5_000 });
+    store = new GcsMemoStore({ storage, bucket: BUCKET });
+  }, 60_000);
+
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  it('reads a key it never kept as a miss', async () => {
+    expect(await store.get(AnalysisMemo.key('gs://b/never#1', 'v1'))).toBeUndefined();
+  });
+
+  it('keeps the first of racing creates and never replaces it', async () => {
+    const key = AnalysisMemo.key('gs://b/race#1', 'v1');
+    await Promise.all([1000, 2000, 3000].map((t) => store.create(key, entry(t))));
+    const kept = await store.get(key);
+    expect([1000, 2000, 3000]).toContain(kept?.usage.totalTokens);
+    await store.create(key, entry(9999));
+    expect(await store.get(key)).toEqual(kept);
+    const [files] = await storage.bucket(BUCKET).getFiles({ prefix: 'analyses/v1/' });
+    expect(files.filter((f) => f.name.endsWith(`${key.split('/')[1]}.json`))).toHaveLength(1);
+  });
+});
