@@ -270,7 +270,13 @@ export function renderBurstReport(b: BurstReportInput): string {
   if (g) {
     lines.push(
       '',
-      `groupCommit / perDelivery: ${two(g.simulatedSeconds / b.perDelivery.simulatedSeconds)} × the simulated time, ` +
+      `groupCommit / perDelivery: ${two(g.simulatedSeconds / b.perDelivery.simulatedSeconds)} × the simulated time` +
+        (b.details?.perDelivery && !b.details.perDelivery.finished
+          ? ` (perDelivery's is only where it was stopped; in documents landed per simulated second groupCommit is ${two(
+              g.viewRows / g.simulatedSeconds / (b.perDelivery.viewRows / b.perDelivery.simulatedSeconds),
+            )} × as fast)`
+          : '') +
+        ', ' +
         `${two(g.bytesBilledPerDocument / b.perDelivery.bytesBilledPerDocument)} × the bytes billed per document, ` +
         `${two(g.analysesPerDocument / b.perDelivery.analysesPerDocument)} × the paid analyses.`,
     );
