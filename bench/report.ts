@@ -171,3 +171,128 @@ export function renderReport(results: BenchResults): string {
   );
   return `${lines.join('\n')}\n`;
 }
+
+/** The figures of one burst run (issue 13's keys). */
+export interface BurstRunFigures {
+  simulatedSeconds: number;
+  analysesPerDocument: number;
+  mergeStatements: number;
+  queryCalls: number;
+  bytesBilledPerDocument: number;
+  http503: number;
+  deadLetters: number;
+  tableRows: number;
+  viewRows: number;
+  lost: number;
+}
+
+/** The part of the `burst` section of results.json that the README table shows. */
+export interface BurstReportInput {
+  documents: number;
+  timeScale: number;
+  analyzerBoundSeconds: number;
+  perDelivery: BurstRunFigures;
+  groupCommit?: BurstRunFigures;
+  details?: Record<string, { finished: boolean; pendingAtEnd: number }>;
+}
+
+/** The goals of issue 13 for groupCommit; undefined where the figure is only reported. */
+export function burstGoals(
+  b: BurstReportInput,
+): Record<keyof BurstRunFigures, { goal: string; met: (g: BurstRunFigures) => boolean } | undefined> {
+  const tenth = b.perDelivery.bytesBilledPerDocument / 10;
+  return {
+    simulatedSeconds: {
+      goal: `≤ 1.25 × ${b.analyzerBoundSeconds} s = ${int(1.25 * b.analyzerBoundSeconds)} s`,
+      met: (g) => g.simulatedSeconds <= 1.25 * b.analyzerBoundSeconds,
+    },
+    analysesPerDocument: { goal: '≤ 1.01', met: (g) => g.analysesPerDocument <= 1.01 },
+    mergeStatements: undefined,
+    queryCalls: undefined,
+    bytesBilledPerDocument: {
+      goal: `≤ a tenth of perDelivery's (${bytes(tenth)})`,
+      met: (g) => g.bytesBilledPerDocument <= tenth,
+    },
+    http503: undefined,
+    deadLetters: { goal: '0', met: (g) => g.deadLetters === 0 },
+    tableRows: undefined,
+    viewRows: { goal: int(b.documents), met: (g) => g.viewRows === b.documents },
+    lost: { goal: '0', met: (g) => g.lost === 0 },
+  };
+}
+
+const BURST_ROWS: Array<[keyof BurstRunFigures, string, (n: number) => string]> = [
+  ['simulatedSeconds', 'Simulated seconds until every message is acked or dead-lettered', int],
+  ['analysesPerDocument', 'Paid analyses per document', (n) => n.toFixed(3)],
+  ['mergeStatements', 'MERGE statements run', int],
+  ['queryCalls', 'jobs.query calls (refused ones included)', int],
+  ['bytesBilledPerDocument', 'Bytes billed per document', (n) => bytes(n)],
+  ['http503', 'Pushes answered 503', int],
+  ['deadLetters', 'Dead letters', int],
+  ['tableRows', 'Rows in the table', int],
+  ['viewRows', 'Rows in the `documents` view', int],
+  ['lost', 'Documents without a row', int],
+];
+
+/** The burst figures as the markdown block of bench/README.md, generated from results.json. */
+export function renderBurstReport(b: BurstReportInput): string {
+  const goals = burstGoals(b);
+  const g = b.groupCommit;
+  const unfinished = (name: 'perDelivery' | 'groupCommit') => {
+    const d = b.details?.[name];
+    return d && !d.finished ? ` (stopped at the bound, ${int(d.pendingAtEnd)} messages pending)` : '';
+  };
+  const lines = [
+    `${int(b.documents)} documents uploaded within 60 simulated seconds, 5 % announced twice; time scale ${b.timeScale} ` +
+      `(one real second is ${b.timeScale} simulated); the analyzer's quota alone needs ${int(b.analyzerBoundSeconds)} s.`,
+    '',
+    `| Figure | perDelivery${unfinished('perDelivery')} | groupCommit${g ? unfinished('groupCommit') : ''} | Goal for groupCommit |`,
+    '|---|---|---|---|',
+  ];
+  for (const [key, label, format] of BURST_ROWS) {
+    const goal = goals[key];
+    const verdictText = goal && g ? `${goal.goal}: ${verdict(goal.met(g))}` : (goal?.goal ?? 'report');
+    lines.push(
+      `| ${label} (\`${key}\`) | ${format(b.perDelivery[key])} | ${g ? format(g[key]) : 'not run yet'} | ${verdictText} |`,
+    );
+  }
+  const p = b.perDelivery;
+  if (b.details?.perDelivery && !b.details.perDelivery.finished && p.viewRows > 0) {
+    const perSecond = p.viewRows / p.simulatedSeconds;
+    lines.push(
+      '',
+      `perDelivery was stopped at ${int(p.simulatedSeconds)} simulated seconds with ${int(p.viewRows)} documents landed ` +
+        `(${two(perSecond)} a second); at that pace the ${int(b.documents)} documents would need about ` +
+        `${(b.documents / perSecond / 3600).toFixed(1)} hours. Its \`lost\` counts the documents without a row at the bound ` +
+        '(still pending, not given up); its per-document figures divide by the documents that landed.',
+    );
+  }
+  if (g) {
+    lines.push(
+      '',
+      `groupCommit / perDelivery: ${two(g.simulatedSeconds / b.perDelivery.simulatedSeconds)} × the simulated time` +
+        (b.details?.perDelivery && !b.details.perDelivery.finished
+          ? ` (perDelivery's is only where it was stopped; in documents landed per simulated second groupCommit is ${two(
+              g.viewRows / g.simulatedSeconds / (b.perDelivery.viewRows / b.perDelivery.simulatedSeconds),
+            )} × as fast)`
+          : '') +
+        ', ' +
+        `${two(g.bytesBilledPerDocument / b.perDelivery.bytesBilledPerDocument)} × the bytes billed per document, ` +
+        `${two(g.analysesPerDocument / b.perDelivery.analysesPerDocument)} × the paid analyses.`,
+    );
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+export const BURST_FIGURES_START =
+  '<!-- burst-figures:start (generated by npm run bench -- --stage burst from bench/results.json) -->';
+export const BURST_FIGURES_END = '<!-- burst-figures:end -->';
+
+/** The README with its burst block replaced by the table generated from `burst`. */
+export function replaceBurstFigures(readme: string, burst: BurstReportInput): string {
+  const start = readme.indexOf(BURST_FIGURES_START);
+  const end = readme.indexOf(BURST_FIGURES_END);
+  if (start < 0 || end < start)
+    throw new Error('bench/README.md has no burst figures block (its markers are missing)');
+  return `${readme.slice(0, start + BURST_FIGURES_START.length)}\n${renderBurstReport(burst)}${readme.slice(end)}`;
+}

@@ -1,0 +1,613 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { COLUMN_NAMES, COLUMNS } from '../../worker/src/contract/row';
+import { BIGQUERY_DML_LIMITS, MIN_MAXIMUM_BYTES_BILLED } from '../../worker/src/contract/settings';
+import { type SimTime, type SimTimer, SlidingWindowLimit } from './sim-time';
+
+/**
+ * A BigQuery REST server (v2) that the real @google-cloud/bigquery client talks to, holding to the
+ * *published* limits in simulated time:
+ *
+ * - mutating DML (every MERGE) per table: 2 running, 20 queued (PENDING), and beyond that the job
+ *   fails with "Too many DML statements outstanding against table …, limit is 20" (HTTP 400,
+ *   reason `resourcesExceeded`);
+ * - at most 25 DML statements per 10 s per table: the 26th is refused (HTTP 403, reason
+ *   `rateLimitExceeded`, "too many table dml insert operations for this table");
+ * - about 100 jobs.query calls per second per user (all instances run as one service account):
+ *   beyond that HTTP 403 `rateLimitExceeded` ("too many api requests per user per method");
+ * - a MERGE runs for a configurable 1–3 s, a SELECT for 0.5–1.5 s; jobs.query waits at most 10 s
+ *   for the job, then answers `jobComplete: false` and the client polls getQueryResults;
+ * - every statement that runs bills at least 10 MiB (more when the window of `dedup_key` +
+ *   `processed_at` it reads is larger); refused statements bill nothing.
+ *
+ * It executes, in memory, docline's statements, recognised by their text and checked parameter by
+ * parameter: the per-delivery lookup and MERGE, the batched `IN UNNEST(@keys)` lookup, the MERGE
+ * over `UNNEST(@rows)` (an ARRAY<STRUCT<every column>> parameter) and the winners query. A MERGE
+ * matches against the table as it was when the statement *started* and inserts when it ends, so
+ * two MERGEs of one new key that run together both insert, as BigQuery allows (insert-only MERGEs
+ * do not conflict). Every value must arrive as a typed parameter.
+ */
+
+export interface BigQuerySimOptions {
+  time: SimTime;
+  projectId?: string;
+  /** Simulated latency of one MERGE while running (default: uniform 1–3 s). */
+  mergeLatencyMs?: () => number;
+  /** Simulated latency of one SELECT (default: uniform 0.5–1.5 s). */
+  selectLatencyMs?: () => number;
+  /** jobs.query calls accepted per second (default 100). */
+  queryCallsPerSecond?: number;
+  /** How long jobs.query / getQueryResults wait for a job before `jobComplete: false` (default 10 s). */
+  queryWaitMs?: number;
+  /** Bytes of `dedup_key` + `processed_at` read per row in the window (default 75). */
+  bytesReadPerRow?: number;
+  random?: () => number;
+}
+
+/** A stored row: each column as BigQuery's REST API represents it (strings, or null). */
+export type SimRow = Record<string, string | null>;
+
+export interface BigQuerySimStats {
+  /** Every jobs.query call received, refused ones included. */
+  queryCalls: number;
+  getQueryResultsCalls: number;
+  /** MERGE statements that ran (refused ones not included). */
+  mergeStatements: number;
+  selectStatements: number;
+  /** jobs.query calls refused for the per-user rate. */
+  refusedApiRate: number;
+  /** MERGEs refused for the 25-per-10-s table rate. */
+  refusedDmlRate: number;
+  /** MERGEs refused because 20 were already queued. */
+  refusedDmlQueue: number;
+  billedBytes: number;
+  /** The most DML statements queued at once. */
+  maxQueued: number;
+  /** Rows that MERGEs reported inserted. */
+  insertedRows: number;
+}
+
+export interface BigQuerySim {
+  url: string;
+  projectId: string;
+  stats: BigQuerySimStats;
+  /** Every row of every table, in insertion order. */
+  rows(table?: string): SimRow[];
+  /** What the `documents` view returns: one row per dedup key, the first by processed_at. */
+  viewRows(table?: string): SimRow[];
+  /** Mutating DML running and queued on a table now. */
+  outstanding(table: string): { running: number; queued: number };
+  stop(): Promise<void>;
+}
+
+class HttpFailure extends Error {
+  constructor(
+    readonly status: number,
+    readonly body: unknown,
+  ) {
+    super(`HTTP ${status}`);
+  }
+}
+
+function errorBody(code: number, status: string, reason: string, message: string, domain = 'global') {
+  return { error: { code, message, errors: [{ message, domain, reason }], status } };
+}
+
+const invalid = (message: string) =>
+  new HttpFailure(400, errorBody(400, 'INVALID_ARGUMENT', 'invalidQuery', message));
+
+interface Param {
+  type: {
+    type?: string;
+    arrayType?: Param['type'];
+    structTypes?: Array<{ name?: string; type?: Param['type'] }>;
+  };
+  value: {
+    value?: unknown;
+    arrayValues?: Param['value'][];
+    structValues?: Record<string, Param['value']>;
+  };
+}
+
+interface Outcome {
+  schema?: unknown;
+  rows?: unknown[];
+  totalRows?: string;
+  numDmlAffectedRows?: string;
+  dmlStats?: { insertedRowCount: string; updatedRowCount: string; deletedRowCount: string };
+}
+
+interface Job {
+  id: string;
+  reference: { projectId: string; jobId: string; location: string };
+  done: Promise<Outcome | HttpFailure>;
+  outcome?: Outcome | HttpFailure;
+  bytes: number;
+}
+
+interface TableState {
+  rows: SimRow[];
+  /** Index of the first row of each dedup key (for matching within the window). */
+  running: number;
+  queue: Array<() => void>;
+  dmlRate: SlidingWindowLimit;
+}
+
+const COLUMN_TYPE = new Map<string, { type: string; required: boolean }>(
+  COLUMNS.map((c) => [c.name, { type: c.type, required: c.mode === 'REQUIRED' }]),
+);
+
+const uniform = (random: () => number, low: number, high: number) => () => low + (high - low) * random();
+
+/** A small seeded generator, so that two runs draw the same latencies. */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export async function startBigQuerySim(options: BigQuerySimOptions): Promise<BigQuerySim> {
+  const { time } = options;
+  const projectId = options.projectId ?? 'docline-bench';
+  const random = options.random ?? seededRandom(13);
+  const mergeLatencyMs = options.mergeLatencyMs ?? uniform(random, 1_000, 3_000);
+  const selectLatencyMs = options.selectLatencyMs ?? uniform(random, 500, 1_500);
+  const queryWaitMs = options.queryWaitMs ?? 10_000;
+  const bytesReadPerRow = options.bytesReadPerRow ?? 75;
+  const apiRate = new SlidingWindowLimit(options.queryCallsPerSecond ?? 100, 1_000, () => time.nowMs());
+  const tables = new Map<string, TableState>();
+  const jobs = new Map<string, Job>();
+  const stats: BigQuerySimStats = {
+    queryCalls: 0,
+    getQueryResultsCalls: 0,
+    mergeStatements: 0,
+    selectStatements: 0,
+    refusedApiRate: 0,
+    refusedDmlRate: 0,
+    refusedDmlQueue: 0,
+    billedBytes: 0,
+    maxQueued: 0,
+    insertedRows: 0,
+  };
+
+  const tableState = (name: string): TableState => {
+    let t = tables.get(name);
+    if (!t) {
+      t = {
+        rows: [],
+        running: 0,
+        queue: [],
+        dmlRate: new SlidingWindowLimit(
+          BIGQUERY_DML_LIMITS.statementsPerWindow,
+          BIGQUERY_DML_LIMITS.windowSeconds * 1000,
+          () => time.nowMs(),
+        ),
+      };
+      tables.set(name, t);
+    }
+    return t;
+  };
+
+  const billed = (t: TableState) => Math.max(MIN_MAXIMUM_BYTES_BILLED, t.rows.length * bytesReadPerRow);
+
+  /** The table a statement names: its first backquoted identifier. */
+  function tableOf(sql: string): string {
+    const m = /`([^`]+)`/.exec(sql);
+    if (!m) throw invalid('the statement names no table');
+    return m[1]!;
+  }
+
+  function parameters(list: unknown): Map<string, Param> {
+    if (!Array.isArray(list)) throw invalid('Query parameters are missing: docline always binds its values');
+    const out = new Map<string, Param>();
+    for (const p of list as Array<{
+      name?: string;
+      parameterType?: Param['type'];
+      parameterValue?: Param['value'];
+    }>) {
+      if (!p.name || !p.parameterType?.type)
+        throw invalid(`Query parameter ${p.name ?? '(unnamed)'} has no type`);
+      out.set(p.name, { type: p.parameterType, value: p.parameterValue ?? {} });
+    }
+    return out;
+  }
+
+  function scalar(p: Param | undefined, name: string, type: string): string {
+    if (!p || p.type.type !== type) throw invalid(`@${name} must be a ${type} parameter`);
+    const v = p.value.value;
+    if (typeof v !== 'string') throw invalid(`@${name} must be a non-null ${type}`);
+    return v;
+  }
+
+  function windowStart(params: Map<string, Param>): number {
+    const w = Date.parse(scalar(params.get('window_start'), 'window_start', 'TIMESTAMP'));
+    if (Number.isNaN(w)) throw invalid('Invalid timestamp in @window_start');
+    return w;
+  }
+
+  function keys(params: Map<string, Param>): string[] {
+    const p = params.get('keys');
+    if (p?.type.type !== 'ARRAY' || p.type.arrayType?.type !== 'STRING')
+      throw invalid('@keys must be an ARRAY<STRING> parameter');
+    return (p.value.arrayValues ?? []).map((v) => {
+      if (typeof v.value !== 'string') throw invalid('@keys holds a null');
+      return v.value;
+    });
+  }
+
+  function checkValue(column: string, type: string | undefined, value: unknown): string | null {
+    const expected = COLUMN_TYPE.get(column);
+    if (!expected) throw invalid(`Unrecognized name: ${column}`);
+    if (type !== expected.type)
+      throw invalid(`Value of type ${type} cannot be assigned to ${column}, which has type ${expected.type}`);
+    if (value === null || value === undefined) {
+      if (expected.required) throw invalid(`Required field ${column} cannot be null`);
+      return null;
+    }
+    if (typeof value !== 'string') throw invalid(`Invalid value of ${column}: ${JSON.stringify(value)}`);
+    if (type === 'INT64' && !/^-?\d{1,19}$/.test(value)) throw invalid(`Invalid INT64 value: ${value}`);
+    if (type === 'TIMESTAMP' && Number.isNaN(Date.parse(value)))
+      throw invalid(`Invalid timestamp: '${value}'`);
+    return value;
+  }
+
+  /** The rows a MERGE wants to insert, from either the per-delivery or the batched form. */
+  function sourceRows(params: Map<string, Param>): SimRow[] {
+    const rows = params.get('rows');
+    if (rows) {
+      const struct = rows.type.arrayType;
+      if (rows.type.type !== 'ARRAY' || struct?.type !== 'STRUCT')
+        throw invalid('@rows must be an ARRAY<STRUCT<…>> parameter');
+      const fields = (struct.structTypes ?? []).map((f) => ({ name: f.name ?? '', type: f.type?.type }));
+      if (fields.map((f) => f.name).join() !== COLUMN_NAMES.join())
+        throw invalid(
+          `@rows must have the table's columns in order (got ${fields.map((f) => f.name).join(', ')})`,
+        );
+      return (rows.value.arrayValues ?? []).map((item) => {
+        const row: SimRow = {};
+        for (const f of fields) row[f.name] = checkValue(f.name, f.type, item.structValues?.[f.name]?.value);
+        return row;
+      });
+    }
+    const row: SimRow = {};
+    for (const column of COLUMN_NAMES) {
+      const p = params.get(column);
+      if (!p) throw invalid(`Query parameter '${column}' not found`);
+      row[column] = checkValue(column, p.type.type, p.value.value);
+    }
+    return [row];
+  }
+
+  const inWindow = (row: SimRow, since: number) => Date.parse(row.processed_at ?? '') >= since;
+
+  function keysInWindow(t: TableState, wanted: Set<string>, since: number, upTo = t.rows.length): SimRow[] {
+    const found: SimRow[] = [];
+    for (let i = 0; i < upTo; i++) {
+      const r = t.rows[i]!;
+      if (wanted.has(r.dedup_key!) && inWindow(r, since)) found.push(r);
+    }
+    return found;
+  }
+
+  const selectOutcome = (names: string[], rows: Array<Array<string | null>>): Outcome => ({
+    schema: {
+      fields: names.map((name) => ({
+        name,
+        type: name === 'found' ? 'INTEGER' : 'STRING',
+        mode: 'NULLABLE',
+      })),
+    },
+    totalRows: String(rows.length),
+    ...(rows.length ? { rows: rows.map((r) => ({ f: r.map((v) => ({ v })) })) } : {}),
+  });
+
+  /** Starts a job for one statement; throws HttpFailure for refusals that happen before it runs. */
+  function submit(request: Record<string, unknown>, location: string): Job {
+    if (request.useLegacySql !== false)
+      throw invalid('docline queries must use GoogleSQL (useLegacySql: false)');
+    const sql = typeof request.query === 'string' ? request.query.trim() : '';
+    const params = parameters(request.queryParameters);
+    const tableName = tableOf(sql);
+    const t = tableState(tableName);
+    const id = `job_${randomUUID().replaceAll('-', '')}`;
+    const reference = { projectId, jobId: id, location };
+    const cap =
+      request.maximumBytesBilled === undefined
+        ? Number.POSITIVE_INFINITY
+        : Number(request.maximumBytesBilled);
+    const bytes = billed(t);
+    if (cap < bytes) {
+      throw new HttpFailure(
+        400,
+        errorBody(
+          400,
+          'INVALID_ARGUMENT',
+          'bytesBilledLimitExceeded',
+          `Query exceeded limit for bytes billed: ${cap}. ${bytes} or higher required.`,
+        ),
+      );
+    }
+    let run: () => Promise<Outcome>;
+    if (/^MERGE\b/i.test(sql)) {
+      const since = windowStart(params);
+      const source = sourceRows(params);
+      if (!t.dmlRate.tryTake()) {
+        stats.refusedDmlRate++;
+        throw new HttpFailure(
+          403,
+          errorBody(
+            403,
+            'PERMISSION_DENIED',
+            'rateLimitExceeded',
+            'Exceeded rate limits: too many table dml insert operations for this table. For more information, see https://cloud.google.com/bigquery/docs/troubleshoot-quotas',
+            'usageLimits',
+          ),
+        );
+      }
+      if (t.running >= BIGQUERY_DML_LIMITS.running && t.queue.length >= BIGQUERY_DML_LIMITS.queued) {
+        stats.refusedDmlQueue++;
+        throw new HttpFailure(
+          400,
+          errorBody(
+            400,
+            'INVALID_ARGUMENT',
+            'resourcesExceeded',
+            `Resources exceeded during query execution: Too many DML statements outstanding against table ${projectId}:${tableName.split('.').slice(1).join('.')}, limit is ${BIGQUERY_DML_LIMITS.queued}.`,
+          ),
+        );
+      }
+      run = async () => {
+        if (t.running >= BIGQUERY_DML_LIMITS.running) {
+          await new Promise<void>((resolve) => t.queue.push(resolve));
+          // The slot was handed over by the statement that finished (running stays counted).
+        } else t.running++;
+        try {
+          const startedWith = t.rows.length;
+          await time.sleep(mergeLatencyMs());
+          const existing = new Set(
+            keysInWindow(t, new Set(source.map((r) => r.dedup_key!)), since, startedWith).map(
+              (r) => r.dedup_key!,
+            ),
+          );
+          let inserted = 0;
+          for (const row of source) {
+            if (existing.has(row.dedup_key!)) continue;
+            // Within one statement, the source is matched once: two source rows of one key both insert.
+            t.rows.push(row);
+            inserted++;
+          }
+          stats.mergeStatements++;
+          stats.insertedRows += inserted;
+          stats.billedBytes += bytes;
+          return {
+            numDmlAffectedRows: String(inserted),
+            dmlStats: { insertedRowCount: String(inserted), updatedRowCount: '0', deletedRowCount: '0' },
+          };
+        } finally {
+          const next = t.queue.shift();
+          if (next) next();
+          else t.running--;
+        }
+      };
+    } else if (/^SELECT 1 AS found\b/i.test(sql)) {
+      const key = scalar(params.get('dedup_key'), 'dedup_key', 'STRING');
+      const since = windowStart(params);
+      run = async () => {
+        await time.sleep(selectLatencyMs());
+        stats.selectStatements++;
+        stats.billedBytes += bytes;
+        const found = keysInWindow(t, new Set([key]), since).length > 0;
+        return selectOutcome(['found'], found ? [['1']] : []);
+      };
+    } else if (/^SELECT dedup_key, message_id\b/i.test(sql)) {
+      const wanted = new Set(keys(params));
+      const since = windowStart(params);
+      run = async () => {
+        await time.sleep(selectLatencyMs());
+        stats.selectStatements++;
+        stats.billedBytes += bytes;
+        return selectOutcome(
+          ['dedup_key', 'message_id'],
+          keysInWindow(t, wanted, since).map((r) => [r.dedup_key!, r.message_id!]),
+        );
+      };
+    } else if (/^SELECT dedup_key FROM\b/i.test(sql)) {
+      const wanted = new Set(keys(params));
+      const since = windowStart(params);
+      run = async () => {
+        await time.sleep(selectLatencyMs());
+        stats.selectStatements++;
+        stats.billedBytes += bytes;
+        const found = [...new Set(keysInWindow(t, wanted, since).map((r) => r.dedup_key!))];
+        return selectOutcome(
+          ['dedup_key'],
+          found.map((k) => [k]),
+        );
+      };
+    } else {
+      throw invalid(`the burst simulator does not know this statement: ${sql.slice(0, 80)}`);
+    }
+    const job: Job = {
+      id,
+      reference,
+      bytes,
+      done: run().then(
+        (o) => o,
+        (e: unknown) =>
+          e instanceof HttpFailure
+            ? e
+            : new HttpFailure(500, errorBody(500, 'INTERNAL', 'internalError', String(e))),
+      ),
+    };
+    void job.done.then((o) => {
+      job.outcome = o;
+    });
+    jobs.set(id, job);
+    stats.maxQueued = Math.max(stats.maxQueued, t.queue.length);
+    return job;
+  }
+
+  /** Waits for the job at most `queryWaitMs` (simulated); undefined when it is still running. */
+  async function waitFor(job: Job): Promise<Outcome | HttpFailure | undefined> {
+    if (job.outcome) return job.outcome;
+    let timer: SimTimer | undefined;
+    const timeout = new Promise<undefined>((resolve) => {
+      timer = time.after(queryWaitMs, () => resolve(undefined));
+    });
+    try {
+      return await Promise.race([job.done, timeout]);
+    } finally {
+      timer?.cancel();
+    }
+  }
+
+  function send(res: ServerResponse, status: number, body: unknown): void {
+    res.writeHead(status, { 'content-type': 'application/json; charset=UTF-8' });
+    res.end(JSON.stringify(body));
+  }
+
+  function answer(
+    res: ServerResponse,
+    job: Job,
+    outcome: Outcome | HttpFailure | undefined,
+    kind: string,
+    dmlStats: boolean,
+  ) {
+    if (outcome instanceof HttpFailure) return send(res, outcome.status, outcome.body);
+    if (!outcome) return send(res, 200, { kind, jobReference: job.reference, jobComplete: false });
+    const body = dmlStats
+      ? outcome
+      : Object.fromEntries(Object.entries(outcome).filter(([k]) => k !== 'dmlStats'));
+    return send(res, 200, {
+      kind,
+      jobReference: job.reference,
+      jobComplete: true,
+      cacheHit: false,
+      totalBytesProcessed: String(job.bytes),
+      totalBytesBilled: String(job.bytes),
+      ...body,
+    });
+  }
+
+  async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://sim');
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const text = Buffer.concat(chunks).toString('utf8');
+    const prefix = `/bigquery/v2/projects/${projectId}`;
+    const path = url.pathname.startsWith(prefix) ? url.pathname.slice(prefix.length) : null;
+    try {
+      if (req.method === 'POST' && path === '/queries') {
+        stats.queryCalls++;
+        if (!apiRate.tryTake()) {
+          stats.refusedApiRate++;
+          throw new HttpFailure(
+            403,
+            errorBody(
+              403,
+              'PERMISSION_DENIED',
+              'rateLimitExceeded',
+              'Exceeded rate limits: too many api requests per user per method for this user_method. For more information, see https://cloud.google.com/bigquery/docs/troubleshoot-quotas',
+              'usageLimits',
+            ),
+          );
+        }
+        const request = JSON.parse(text) as Record<string, unknown>;
+        const job = submit(request, typeof request.location === 'string' ? request.location : 'US');
+        return answer(res, job, await waitFor(job), 'bigquery#queryResponse', true);
+      }
+      const results = path === null ? null : /^\/queries\/([^/]+)$/.exec(path);
+      if (req.method === 'GET' && results) {
+        stats.getQueryResultsCalls++;
+        const job = jobs.get(decodeURIComponent(results[1]!));
+        if (!job) throw new HttpFailure(404, errorBody(404, 'NOT_FOUND', 'notFound', 'Not found: Job'));
+        return answer(res, job, await waitFor(job), 'bigquery#getQueryResultsResponse', false);
+      }
+      const jobGet = path === null ? null : /^\/jobs\/([^/]+)$/.exec(path);
+      if (req.method === 'GET' && jobGet) {
+        const job = jobs.get(decodeURIComponent(jobGet[1]!));
+        if (!job) throw new HttpFailure(404, errorBody(404, 'NOT_FOUND', 'notFound', 'Not found: Job'));
+        const o = job.outcome;
+        return send(res, 200, {
+          kind: 'bigquery#job',
+          jobReference: job.reference,
+          status:
+            o instanceof HttpFailure
+              ? { state: 'DONE', errorResult: (o.body as { error: { errors: unknown[] } }).error.errors[0] }
+              : { state: o ? 'DONE' : 'RUNNING' },
+          statistics:
+            o && !(o instanceof HttpFailure) && o.dmlStats
+              ? {
+                  query: {
+                    numDmlAffectedRows: o.numDmlAffectedRows,
+                    dmlStats: o.dmlStats,
+                    statementType: 'MERGE',
+                  },
+                }
+              : { query: { statementType: 'SELECT' } },
+        });
+      }
+      const tableGet = path === null ? null : /^\/datasets\/([^/]+)\/tables\/([^/]+)$/.exec(path);
+      if (req.method === 'GET' && tableGet) {
+        return send(res, 200, {
+          kind: 'bigquery#table',
+          tableReference: { projectId, datasetId: tableGet[1], tableId: tableGet[2] },
+          timePartitioning: { type: 'DAY', field: 'processed_at' },
+        });
+      }
+      return send(
+        res,
+        404,
+        errorBody(404, 'NOT_FOUND', 'notFound', `Not found: ${req.method} ${url.pathname}`),
+      );
+    } catch (error) {
+      if (error instanceof HttpFailure) return send(res, error.status, error.body);
+      if (error instanceof SyntaxError)
+        return send(res, 400, errorBody(400, 'INVALID_ARGUMENT', 'invalid', error.message));
+      throw error;
+    }
+  }
+
+  const server: Server = createServer({ keepAliveTimeout: 60_000 }, (req, res) => {
+    route(req, res).catch((error: unknown) => {
+      send(res, 500, errorBody(500, 'INTERNAL', 'internalError', `bigquery-sim: ${String(error)}`));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+
+  const all = (table?: string) =>
+    table ? (tables.get(table)?.rows ?? []) : [...tables.values()].flatMap((t) => t.rows);
+  return {
+    url: `http://127.0.0.1:${port}`,
+    projectId,
+    stats,
+    rows: (table) => all(table).map((r) => ({ ...r })),
+    viewRows(table) {
+      const first = new Map<string, SimRow>();
+      for (const r of all(table)) {
+        const seen = first.get(r.dedup_key!);
+        const at = Date.parse(r.processed_at!);
+        const seenAt = seen ? Date.parse(seen.processed_at!) : Number.POSITIVE_INFINITY;
+        const earlier = at < seenAt || (at === seenAt && r.message_id! < seen!.message_id!);
+        if (earlier) first.set(r.dedup_key!, r);
+      }
+      return [...first.values()];
+    },
+    outstanding(table) {
+      const t = tables.get(table);
+      return { running: t?.running ?? 0, queued: t?.queue.length ?? 0 };
+    },
+    stop: () =>
+      new Promise<void>((resolve, reject) => {
+        server.closeAllConnections();
+        server.close((error) => (error ? reject(error) : resolve()));
+      }),
+  };
+}

@@ -1,0 +1,275 @@
+import type { DeliverySettings } from '../../worker/src/contract/settings';
+import type { SimTime, SimTimer } from './sim-time';
+
+/**
+ * A Pub/Sub push subscription, in process and in simulated time (the emulator neither scales time
+ * nor does push backoff). What it holds to, from the push documentation:
+ *
+ * - acks are 102, 200, 201, 202 and 204; any other answer, or none within the ack deadline, is a nack;
+ * - a nacked message comes back after the retry policy's backoff, exponential per message between
+ *   the minimum and the maximum; after `maxDeliveryAttempts` deliveries it goes to the dead letter;
+ *   with a dead-letter policy every push carries `deliveryAttempt`;
+ * - flow control: the window of outstanding pushes starts small (single digit), grows on every ack
+ *   (so it doubles every round trip) and linearly past 3,000 outstanding, and shrinks on a nack;
+ * - push backoff: nacks pause the *whole* subscription for 100 ms up to 60 s.
+ *
+ * Where the documentation gives no number, the choice is written in bench/README.md (assumptions).
+ */
+
+export interface PushSubscriptionOptions {
+  time: SimTime;
+  settings: Pick<
+    DeliverySettings,
+    'ackDeadlineSeconds' | 'minRetryBackoffSeconds' | 'maxRetryBackoffSeconds' | 'maxDeliveryAttempts'
+  >;
+  /** Sends one push body; resolves with the HTTP status (0 when no answer came). */
+  endpoint: (body: string) => Promise<number>;
+  subscription?: string;
+  /** Outstanding pushes allowed at first (default 5: "a small single-digit window"). */
+  initialWindow?: number;
+  /** Past this many outstanding pushes the window grows linearly (default 3,000). */
+  linearAbove?: number;
+  minPushBackoffMs?: number;
+  maxPushBackoffMs?: number;
+}
+
+export interface PushStats {
+  published: number;
+  pushes: number;
+  acks: number;
+  nacks: number;
+  /** Pushes with no answer within the ack deadline (counted in nacks too). */
+  deadlineExpired: number;
+  deadLetters: number;
+  /** Answers by HTTP status (0: none within the ack deadline). */
+  statuses: Record<number, number>;
+  maxOutstanding: number;
+  /** Each pause of the whole subscription after a nack, in simulated ms. */
+  pushBackoffsMs: number[];
+}
+
+interface Message {
+  id: string;
+  data: string;
+  attributes: Record<string, string>;
+  publishTime: string;
+  attempts: number;
+  state: 'ready' | 'backoff' | 'inflight' | 'acked' | 'dead';
+}
+
+const ACK_STATUSES = new Set([102, 200, 201, 202, 204]);
+
+export class PushSubscription {
+  readonly stats: PushStats = {
+    published: 0,
+    pushes: 0,
+    acks: 0,
+    nacks: 0,
+    deadlineExpired: 0,
+    deadLetters: 0,
+    statuses: {},
+    maxOutstanding: 0,
+    pushBackoffsMs: [],
+  };
+  private readonly options: Required<PushSubscriptionOptions>;
+  private readonly messages = new Map<string, Message>();
+  private readonly ready: Message[] = [];
+  private readyHead = 0;
+  private outstanding = 0;
+  private windowSize: number;
+  private backoffLevel = 0;
+  private pausedUntilMs = 0;
+  private pauseTimer: SimTimer | undefined;
+  private readonly timers = new Set<SimTimer>();
+  private settled = 0;
+  private idleWaiters: Array<() => void> = [];
+  private closed = false;
+  private nextId = 1;
+
+  constructor(options: PushSubscriptionOptions) {
+    this.options = {
+      subscription: 'projects/docline-bench/subscriptions/docline-push',
+      initialWindow: 5,
+      linearAbove: 3_000,
+      minPushBackoffMs: 100,
+      maxPushBackoffMs: 60_000,
+      ...options,
+    };
+    this.windowSize = this.options.initialWindow;
+  }
+
+  /** Outstanding pushes allowed now. */
+  get window(): number {
+    return Math.floor(this.windowSize);
+  }
+
+  /** Whether every published message is acked or dead-lettered. */
+  get idle(): boolean {
+    return this.settled === this.stats.published;
+  }
+
+  /** Messages neither acked nor dead-lettered. */
+  get pending(): number {
+    return this.stats.published - this.settled;
+  }
+
+  /** Publishes one message now; returns its messageId. */
+  publish(data: string, attributes: Record<string, string>): string {
+    const id = String(this.nextId++);
+    const message: Message = {
+      id,
+      data,
+      attributes,
+      publishTime: this.options.time.clock.now().toISOString(),
+      attempts: 0,
+      state: 'ready',
+    };
+    this.messages.set(id, message);
+    this.stats.published++;
+    this.ready.push(message);
+    this.pump();
+    return id;
+  }
+
+  /** Resolves true once every message is acked or dead-lettered, false when `boundMs` (simulated) passes first. */
+  waitIdle(boundMs: number): Promise<boolean> {
+    if (this.idle) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const timer = this.options.time.after(boundMs, () => resolve(this.idle));
+      this.idleWaiters.push(() => {
+        timer.cancel();
+        resolve(true);
+      });
+    });
+  }
+
+  /** Stops delivering and clears every timer. */
+  close(): void {
+    this.closed = true;
+    for (const t of this.timers) t.cancel();
+    this.timers.clear();
+    this.pauseTimer?.cancel();
+  }
+
+  private pump(): void {
+    if (this.closed) return;
+    const now = this.options.time.nowMs();
+    if (now < this.pausedUntilMs) {
+      if (!this.pauseTimer) {
+        this.pauseTimer = this.options.time.after(this.pausedUntilMs - now, () => {
+          this.pauseTimer = undefined;
+          this.pump();
+        });
+      }
+      return;
+    }
+    while (this.outstanding < this.window && this.readyHead < this.ready.length) {
+      const message = this.ready[this.readyHead++]!;
+      if (this.readyHead > 4096) {
+        this.ready.splice(0, this.readyHead);
+        this.readyHead = 0;
+      }
+      this.deliver(message);
+    }
+  }
+
+  private deliver(message: Message): void {
+    message.state = 'inflight';
+    message.attempts++;
+    this.outstanding++;
+    this.stats.pushes++;
+    this.stats.maxOutstanding = Math.max(this.stats.maxOutstanding, this.outstanding);
+    const body = JSON.stringify({
+      message: {
+        attributes: message.attributes,
+        data: Buffer.from(message.data).toString('base64'),
+        messageId: message.id,
+        message_id: message.id,
+        publishTime: message.publishTime,
+        publish_time: message.publishTime,
+      },
+      subscription: this.options.subscription,
+      deliveryAttempt: message.attempts,
+    });
+    let done = false;
+    const finish = (status: number) => {
+      if (done) return;
+      done = true;
+      deadline.cancel();
+      this.timers.delete(deadline);
+      this.outstanding--;
+      this.answered(message, status);
+    };
+    // The ack deadline is also the push request's timeout; a late answer is ignored.
+    const deadline = this.options.time.after(this.options.settings.ackDeadlineSeconds * 1000, () => {
+      this.stats.deadlineExpired++;
+      finish(0);
+    });
+    this.timers.add(deadline);
+    this.options.endpoint(body).then(finish, () => finish(0));
+  }
+
+  private answered(message: Message, status: number): void {
+    this.stats.statuses[status] = (this.stats.statuses[status] ?? 0) + 1;
+    if (ACK_STATUSES.has(status)) {
+      this.stats.acks++;
+      this.windowSize += this.windowSize < this.options.linearAbove ? 1 : 1 / this.windowSize;
+      this.backoffLevel = Math.max(0, this.backoffLevel - 1);
+      if (message.state === 'inflight') {
+        message.state = 'acked';
+        this.settle();
+      }
+    } else {
+      this.stats.nacks++;
+      this.windowSize = Math.max(1, this.windowSize / 2);
+      this.pushBackoff();
+      if (message.state === 'inflight') this.retryOrDeadLetter(message);
+    }
+    this.pump();
+  }
+
+  /** Pauses the whole subscription; the pause doubles with each nack not offset by an ack. */
+  private pushBackoff(): void {
+    this.backoffLevel++;
+    const pauseMs = Math.min(
+      this.options.maxPushBackoffMs,
+      this.options.minPushBackoffMs * 2 ** (this.backoffLevel - 1),
+    );
+    this.stats.pushBackoffsMs.push(pauseMs);
+    this.pausedUntilMs = Math.max(this.pausedUntilMs, this.options.time.nowMs() + pauseMs);
+  }
+
+  private retryOrDeadLetter(message: Message): void {
+    const s = this.options.settings;
+    if (message.attempts >= s.maxDeliveryAttempts) {
+      message.state = 'dead';
+      this.stats.deadLetters++;
+      this.settle();
+      return;
+    }
+    message.state = 'backoff';
+    const backoffMs =
+      Math.min(s.maxRetryBackoffSeconds, s.minRetryBackoffSeconds * 2 ** (message.attempts - 1)) * 1000;
+    const timer = this.options.time.after(backoffMs, () => {
+      this.timers.delete(timer);
+      message.state = 'ready';
+      this.ready.push(message);
+      this.pump();
+    });
+    this.timers.add(timer);
+  }
+
+  private settle(): void {
+    this.settled++;
+    if (this.idle) {
+      const waiters = this.idleWaiters;
+      this.idleWaiters = [];
+      for (const w of waiters) w();
+    }
+  }
+
+  /** The state of each message, for counting what became of them. */
+  states(): Map<string, Message['state']> {
+    return new Map([...this.messages.values()].map((m) => [m.id, m.state]));
+  }
+}

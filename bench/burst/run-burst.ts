@@ -1,0 +1,33 @@
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { renderBurstReport, replaceBurstFigures } from '../report';
+import { type BurstSection, runBurstStage } from './stage';
+import { groupCommitWiring } from './wiring';
+
+/**
+ * `npm run bench -- --stage burst`: runs the burst stage alone, merges its `burst` section into
+ * bench/results.json (the other sections stay), regenerates the figures block of bench/README.md
+ * from that file and prints it. `--quick` runs 1,000 documents into results.quick.json, README untouched.
+ */
+export async function runBurst(options: { quick: boolean; progress: (text: string) => void }): Promise<void> {
+  const started = performance.now();
+  const burst: BurstSection = await runBurstStage({
+    groupCommit: groupCommitWiring?.(),
+    documents: options.quick ? 1_000 : undefined,
+    progress: options.progress,
+  });
+  const benchDir = path.join(__dirname, '..');
+  const file = path.join(benchDir, options.quick ? 'results.quick.json' : 'results.json');
+  const previous = existsSync(file)
+    ? (JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>)
+    : {};
+  writeFileSync(file, `${JSON.stringify({ ...previous, burst }, null, 2)}\n`);
+  if (!options.quick) {
+    const readme = path.join(benchDir, 'README.md');
+    writeFileSync(readme, replaceBurstFigures(readFileSync(readme, 'utf8'), burst));
+  }
+  options.progress(
+    `burst stage done in ${((performance.now() - started) / 1000).toFixed(0)} s; figures in ${path.relative(process.cwd(), file)}`,
+  );
+  process.stdout.write(renderBurstReport(burst));
+}

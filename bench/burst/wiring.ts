@@ -1,0 +1,50 @@
+import { BigQueryStore } from '../../worker/src/adapters/bigquery-store';
+import { GroupCommitStore } from '../../worker/src/adapters/group-commit-store';
+import { MemoryMemoStore } from '../../worker/src/adapters/memory-memo-store';
+import { AnalysisMemo } from '../../worker/src/core/memo';
+import type { InstanceContext, Wiring } from './scenario';
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+/** The store every instance puts under group commit: the production BigQuery store. */
+export function bigQueryStoreFor({ bigquery, table, clock, settings }: InstanceContext): BigQueryStore {
+  return new BigQueryStore({
+    bigquery,
+    table,
+    location: 'EU',
+    clock,
+    dedupWindowDays: settings.dedupWindowDays,
+    maximumBytesBilled: settings.maximumBytesBilled,
+  });
+}
+
+/**
+ * The groupCommit scenario's wiring, made fresh for each run: GroupCommitStore over BigQueryStore
+ * in every instance, and an AnalysisMemo per instance (single flight is per instance) over one
+ * MemoryMemoStore that every instance shares (the memo bucket is one for the whole service).
+ *
+ * The batcher's timers are real `setTimeout`s: its knobs are given in real milliseconds (the
+ * simulated ones ÷ the scale), and its clock is the simulated clock in the same unit, so a timer
+ * that fires while the simulated clock was held back re-checks and waits on (never early in
+ * simulated time: the 25 DML statements per 10 s stay honoured).
+ */
+export const groupCommitWiring = (): Wiring => {
+  const memoStore = new MemoryMemoStore();
+  return {
+    store: (context) => {
+      const { time, settings } = context;
+      return new GroupCommitStore(
+        bigQueryStoreFor(context),
+        {
+          maxRows: settings.batchMaxRows,
+          maxWaitMs: time.realMs(settings.batchMaxWaitMs),
+          minIntervalMs: time.realMs(settings.mergeMinIntervalMs),
+        },
+        () => time.realMs(time.nowMs()),
+      );
+    },
+    extraDeps: ({ time, settings }) => ({
+      memo: new AnalysisMemo(memoStore, { ttlMs: settings.dedupWindowDays * DAY_MS, clock: time.clock }),
+    }),
+  };
+};
