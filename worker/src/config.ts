@@ -11,6 +11,7 @@ import {
   WRITE_MODES,
   type WriteMode,
 } from './contract/settings';
+import { ConfigError } from './core/errors';
 import type { Severity } from './log';
 
 /**
@@ -69,14 +70,6 @@ export interface WorkerConfig {
   memo: MemoConfig | null;
   /** In-app verification of the push OIDC token; null when off (Cloud Run IAM checks it instead). */
   pushAuth: { audience: string; serviceAccount: string } | null;
-}
-
-/** Start-up configuration is wrong; the message lists every problem. */
-export class ConfigError extends Error {
-  constructor(readonly problems: string[]) {
-    super(`Invalid worker configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
-    this.name = 'ConfigError';
-  }
 }
 
 const LOG_LEVELS: readonly Severity[] = ['DEBUG', 'INFO', 'WARNING', 'ERROR'];

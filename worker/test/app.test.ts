@@ -2,10 +2,10 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import request from 'supertest';
 import { SqliteStore } from '../src/adapters/sqlite-store';
-import { ANSWER_TABLE, PushAuthError } from '../src/answers';
+import { ANSWER_TABLE } from '../src/answers';
 import { createApp } from '../src/app';
 import { DEFAULT_CONTENT_TYPES } from '../src/contract/settings';
-import { ConfigurationError, TransientError } from '../src/core/errors';
+import { ConfigurationError, PushAuthError, TransientError } from '../src/core/errors';
 import type { Logger, Store } from '../src/core/ports';
 import { JsonLogger } from '../src/log';
 import { pushBody } from './support/builders';
@@ -219,7 +219,13 @@ describe('the answer table in docs/architecture.md', () => {
           .slice(1, -1),
       );
     expect(rows).toEqual(
-      ANSWER_TABLE.map((r) => [r.situation, String(r.http), `\`${r.body}\``, r.row, r.pubsub]),
+      ANSWER_TABLE.map((r) => [
+        r.situation,
+        String(r.http),
+        `\`${'status' in r ? r.status : r.error}\``,
+        r.row,
+        r.pubsub,
+      ]),
     );
   });
 });
