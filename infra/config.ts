@@ -7,6 +7,7 @@ import {
   type DeliverySettings,
   defaultGeminiLocation,
   dmlBudgetProblems,
+  LOG_LEVELS,
   settingsProblems,
   type WriteMode,
 } from '../worker/src/contract/settings';
@@ -217,8 +218,6 @@ function isCron(schedule: string): boolean {
 export type RawConfig = Readonly<Record<string, string | undefined>>;
 
 const STACK_NAME = /^[a-z][a-z0-9-]{0,11}$/;
-// Cloud Logging severity names, as the worker's LOG_LEVEL takes them.
-const LOG_LEVELS = ['DEBUG', 'INFO', 'WARNING', 'ERROR'];
 
 /**
  * Parses and validates the raw values. Pure, so the rules are testable without Pulumi; every
@@ -332,7 +331,7 @@ export function parseStackConfig(project: string | undefined, stack: string, raw
   if (!Number.isInteger(worker.concurrency) || worker.concurrency < 1 || worker.concurrency > 1000) {
     problems.push(`concurrency must be a whole number from 1 to 1000 (got ${worker.concurrency}).`);
   }
-  if (!LOG_LEVELS.includes(worker.logLevel)) {
+  if (!(LOG_LEVELS as readonly string[]).includes(worker.logLevel)) {
     problems.push(`logLevel must be one of ${LOG_LEVELS.join(', ')} (got ${worker.logLevel}).`);
   }
   if (!Number.isInteger(worker.imageKeepCount) || worker.imageKeepCount < 1 || worker.imageKeepCount > 100) {

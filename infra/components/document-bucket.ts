@@ -2,7 +2,6 @@ import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
 
 /** The one event type docline turns into work. */
-export const NOTIFIED_EVENT_TYPE = 'OBJECT_FINALIZE';
 
 /**
  * The label that tells the stack's buckets apart; the policy pack lets only the `documents` bucket

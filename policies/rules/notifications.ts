@@ -5,6 +5,7 @@
  */
 import type * as gcp from '@pulumi/gcp';
 import type { PolicyResource, ResourceValidationPolicy, StackValidationPolicy } from '@pulumi/policy';
+import { NOTIFICATION_PAYLOAD_FORMAT, NOTIFIED_EVENT_TYPE } from '../../worker/src/contract/storage';
 import { configOf, describe, ofTypes, peek, propertySources, propsOf } from './support';
 import { TYPES } from './types';
 
@@ -101,12 +102,12 @@ const notificationFormatSchema = {
     eventTypes: {
       type: 'array' as const,
       items: { type: 'string' as const },
-      default: ['OBJECT_FINALIZE'],
+      default: [NOTIFIED_EVENT_TYPE],
       description: 'The only event types a notification may deliver.',
     },
     payloadFormat: {
       type: 'string' as const,
-      default: 'JSON_API_V1',
+      default: NOTIFICATION_PAYLOAD_FORMAT,
       description: 'The payload format the worker parses.',
     },
   },

@@ -5,12 +5,15 @@ import {
   DEFAULT_DATA_LOCATION,
   DELIVERY_DEFAULTS,
   type DedupKeyMode,
+  dedupWindowTooShort,
   defaultGeminiLocation,
+  LOG_LEVELS,
   MIN_MAXIMUM_BYTES_BILLED,
   minDedupWindowDays,
   WRITE_MODES,
   type WriteMode,
 } from './contract/settings';
+import { BUCKET_NAME } from './contract/storage';
 import { ConfigError } from './core/errors';
 import type { Severity } from './log';
 
@@ -72,7 +75,6 @@ export interface WorkerConfig {
   pushAuth: { audience: string; serviceAccount: string } | null;
 }
 
-const LOG_LEVELS: readonly Severity[] = ['DEBUG', 'INFO', 'WARNING', 'ERROR'];
 const TABLE_ID = /^[a-z][a-z0-9-]{4,61}[a-z0-9]\.[A-Za-z0-9_]{1,1024}\.[A-Za-z0-9_-]{1,1024}$/;
 
 /** Reads and validates the worker configuration from an environment. */
@@ -128,7 +130,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Worke
     if (!TABLE_ID.test(table))
       problems.push(`BIGQUERY_TABLE must be project.dataset.table (got "${table}").`);
     const dedupWindowDays = integer('DEDUP_WINDOW_DAYS', DELIVERY_DEFAULTS.dedupWindowDays, 1, 3650);
-    if (dedupWindowDays < minDedupWindowDays(DELIVERY_DEFAULTS) && text('DEDUP_WINDOW_DAYS')) {
+    if (dedupWindowTooShort({ ...DELIVERY_DEFAULTS, dedupWindowDays }) && text('DEDUP_WINDOW_DAYS')) {
       problems.push(
         `DEDUP_WINDOW_DAYS (${dedupWindowDays}) must be at least ${minDedupWindowDays(DELIVERY_DEFAULTS)}: the push ` +
           "subscription's message retention plus the dead-letter retention (by default), or late redeliveries and " +
@@ -198,7 +200,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Worke
   const memoBucket = text('MEMO_BUCKET');
   let memo: MemoConfig | null = null;
   if (oneOf('MEMO', ['on', 'off'] as const, 'on') === 'on') {
-    if (memoBucket && !/^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$/.test(memoBucket))
+    if (memoBucket && !BUCKET_NAME.test(memoBucket))
       problems.push(`MEMO_BUCKET must be a Cloud Storage bucket name (got "${memoBucket}").`);
     memo = memoBucket
       ? { kind: 'gcs', bucket: memoBucket, ttlMs }

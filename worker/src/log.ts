@@ -1,3 +1,4 @@
+import type { LogLevel } from './contract/settings';
 import type { LogFields, Logger } from './core/ports';
 
 /**
@@ -5,7 +6,8 @@ import type { LogFields, Logger } from './core/ports';
  * `message`, and the trace fields Cloud Logging links to the request.
  */
 
-export type Severity = 'DEBUG' | 'INFO' | 'WARNING' | 'ERROR';
+/** The LogSeverity names docline writes (contract/settings.ts lists them). */
+export type Severity = LogLevel;
 const RANK: Record<Severity, number> = { DEBUG: 100, INFO: 200, WARNING: 400, ERROR: 500 };
 
 export interface JsonLoggerOptions {
