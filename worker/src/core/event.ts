@@ -9,7 +9,7 @@ import { BadEnvelopeError, type RejectionReason } from './errors';
  */
 
 /** The part of a push that identifies the delivery. */
-export interface Delivery {
+export interface PushDelivery {
   messageId: string;
   publishTime: string | null;
   /** Present only when the subscription has a dead-letter policy (never from the emulator). */
@@ -34,14 +34,14 @@ export interface ObjectFields {
 }
 
 /** A notification that names work (an OBJECT_FINALIZE of a valid object). */
-export interface DocumentEvent extends Delivery {
+export interface DocumentEvent extends PushDelivery {
   kind: 'document';
   object: ObjectFields;
   objectUri: string;
 }
 
 /** A notification that can never be work; `object` holds whatever could be read from it. */
-export interface NotWorkEvent extends Delivery {
+export interface NotWorkEvent extends PushDelivery {
   kind: 'not_work';
   reason: RejectionReason;
   detail: string;
@@ -105,13 +105,22 @@ export function objectNameProblem(name: string): string | null {
   return null;
 }
 
+/** `gs://bucket/name#generation`: one generation of one object (a row's `object_uri`). */
 export function objectUri(bucket: string, name: string, generation: string): string {
   return `gs://${bucket}/${name}#${generation}`;
 }
 
+/**
+ * The dedup key of one object generation in object mode. It is spelled like the generation's URI,
+ * so that a row's `dedup_key` equals its `object_uri` in that mode.
+ */
+export function objectDedupKey(object: Pick<ObjectFields, 'bucket' | 'name' | 'generation'>): string {
+  return objectUri(object.bucket, object.name, object.generation);
+}
+
 /** Reads the delivery out of a push body, or throws BadEnvelopeError (HTTP 400, no row). */
 export function parseEnvelope(body: unknown): {
-  delivery: Delivery;
+  delivery: PushDelivery;
   data: string | undefined;
   attributes: Record<string, string>;
 } {
@@ -242,5 +251,5 @@ export function parsePush(body: unknown): PushEvent {
  * Events that are not work are always keyed by their messageId, so they never meet a document.
  */
 export function dedupKey(event: PushEvent, mode: DedupKeyMode): string {
-  return event.kind === 'document' && mode === 'object' ? event.objectUri : event.messageId;
+  return event.kind === 'document' && mode === 'object' ? objectDedupKey(event.object) : event.messageId;
 }
