@@ -52,7 +52,7 @@ export interface AlertSettings {
 export type ReconcileMode = 'report' | 'apply' | 'off';
 export const RECONCILE_MODES: readonly ReconcileMode[] = ['report', 'apply', 'off'];
 
-/** The daily Cloud Run job that compares the bucket with the table (issue 14). */
+/** The daily Cloud Run job that compares the bucket with the table, to find uploads that have no row. */
 export interface ReconcileSettings {
   readonly mode: ReconcileMode;
   /** Cloud Scheduler cron expression (five fields), in UTC. */

@@ -19,7 +19,7 @@ export interface MemoBucketArgs {
 }
 
 /**
- * The memo of paid analyses (issue 13): a private bucket of create-only entries keyed by dedup key and
+ * The memo of paid analyses, so a redelivery never pays for the same analysis twice: a private bucket of create-only entries keyed by dedup key and
  * analysis version. It is a cache, never a claim, so it has no notification (only the documents
  * bucket feeds the pipeline; the policy pack enforces it) and no soft delete (an expired entry is
  * worth nothing).

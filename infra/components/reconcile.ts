@@ -41,7 +41,7 @@ export interface ReconcileArgs {
 }
 
 /**
- * Issue 14 in the stack: a Cloud Run job that compares the bucket's live objects with the table and
+ * The safety net for uploads whose notification never arrived: a Cloud Run job that compares the bucket's live objects with the table and
  * reports (or, in apply mode, announces again) what has no row, started daily by Cloud Scheduler.
  * Its account reads the bucket and the dataset and runs queries; it may publish to the uploads topic
  * only in apply mode. The scheduler's account may run this job and nothing else. Two alerts: a run

@@ -37,7 +37,8 @@ function overlap(a: EventTypes, b: EventTypes): string | undefined {
 }
 
 /**
- * Rule 1. Groups notifications by the bucket *resource* their `bucket` property comes from (its URN),
+ * One notification per bucket, or every upload is published twice, each copy with its own
+ * messageId. Groups notifications by the bucket *resource* their `bucket` property comes from (its URN),
  * not by the bucket's name: on a first preview an auto-named bucket's name is unknown, and a rule
  * keyed on names would pass in exactly the pull request that adds the duplicate. A notification whose
  * bucket can be told neither by dependency nor by value is a violation of its own.
@@ -114,7 +115,7 @@ const notificationFormatSchema = {
 };
 
 /**
- * Rule 2. The worker handles OBJECT_FINALIZE events with a JSON_API_V1 payload. Without `eventTypes`
+ * The worker handles OBJECT_FINALIZE events with a JSON_API_V1 payload. Without `eventTypes`
  * a notification delivers every event type (an overwrite then sends FINALIZE and DELETE), and
  * without the JSON payload the worker cannot read the object's generation.
  */
