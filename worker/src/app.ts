@@ -108,9 +108,10 @@ function logFailure(logger: Logger, error: unknown, answer: Answer, latencyMs: n
   if (code === 'transient')
     logger.warn(`transient failure, Pub/Sub will retry: ${(error as Error).message}`, fields);
   else if (code === 'configuration' || code === 'internal') {
+    // The logger adds the stack trace and causes of `cause` to ERROR lines, for Error Reporting.
     logger.error(
       `${code === 'internal' ? 'unexpected failure' : 'configuration fault'}: ${(error as Error).message}`,
-      outcomeFields({ ...fields, stack: code === 'internal' ? (error as Error).stack : undefined }),
+      fields,
     );
   } else logger.warn(`refused: ${(error as Error).message}`, fields);
 }
