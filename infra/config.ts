@@ -1,5 +1,11 @@
 import * as pulumi from '@pulumi/pulumi';
 import {
+  booleanText,
+  ConfigValues,
+  finiteNumber,
+  jsonStringList,
+} from '../worker/src/contract/config-values';
+import {
   DEFAULT_CONTENT_TYPES,
   DEFAULT_DATA_LOCATION,
   DELIVERY_DEFAULTS,
@@ -224,42 +230,22 @@ const STACK_NAME = /^[a-z][a-z0-9-]{0,11}$/;
  * problem names its key and the fix, and all of them are reported at once.
  */
 export function parseStackConfig(project: string | undefined, stack: string, raw: RawConfig): StackConfig {
-  const problems: string[] = [];
-  const text = (key: string, fallback: string): string => {
-    const value = raw[key];
-    return value === undefined || value === '' ? fallback : value;
-  };
-  const number = (key: string, fallback: number): number => {
-    const value = raw[key];
-    if (value === undefined || value === '') return fallback;
-    const parsed = Number(value);
-    if (!Number.isFinite(parsed)) {
-      problems.push(`${key} must be a number (got "${value}").`);
-      return fallback;
-    }
-    return parsed;
-  };
-  const boolean = (key: string, fallback: boolean): boolean => {
-    const value = raw[key];
-    if (value === undefined || value === '') return fallback;
-    if (value === 'true' || value === 'false') return value === 'true';
-    problems.push(`${key} must be true or false (got "${value}").`);
-    return fallback;
-  };
-  const list = (key: string, fallback: readonly string[]): readonly string[] => {
-    const value = raw[key];
-    if (value === undefined || value === '') return fallback;
-    try {
-      const parsed: unknown = JSON.parse(value);
-      if (Array.isArray(parsed) && parsed.every((item) => typeof item === 'string')) return parsed;
-    } catch {
-      // Reported below, with the expected shape.
-    }
-    problems.push(
-      `${key} must be a list of strings (got ${value}); in a stack file write it as a YAML list.`,
+  // The CLI hands over an empty string for a key set to nothing: that means the default too.
+  const given = (key: string): string | undefined => (raw[key] === '' ? undefined : raw[key]);
+  const values = new ConfigValues(given);
+  const problems = values.problems;
+  const text = (key: string, fallback: string): string => given(key) ?? fallback;
+  const number = (key: string, fallback: number): number =>
+    values.read(key, finiteNumber, fallback, (value) => `${key} must be a number (got "${value}").`);
+  const boolean = (key: string, fallback: boolean): boolean =>
+    values.read(key, booleanText, fallback, (value) => `${key} must be true or false (got "${value}").`);
+  const list = (key: string, fallback: readonly string[]): readonly string[] =>
+    values.read<readonly string[]>(
+      key,
+      jsonStringList,
+      fallback,
+      (value) => `${key} must be a list of strings (got ${value}); in a stack file write it as a YAML list.`,
     );
-    return fallback;
-  };
 
   const delivery: DeliverySettings = {
     ackDeadlineSeconds: number('ackDeadlineSeconds', DELIVERY_DEFAULTS.ackDeadlineSeconds),
@@ -300,7 +286,7 @@ export function parseStackConfig(project: string | undefined, stack: string, raw
   }
 
   const worker: WorkerSettings = {
-    image: raw.image === '' ? undefined : raw.image,
+    image: given('image'),
     imageKeepCount: number('imageKeepCount', STACK_DEFAULTS.imageKeepCount),
     minInstances: number('minInstances', STACK_DEFAULTS.minInstances),
     maxInstances: number('maxInstances', STACK_DEFAULTS.maxInstances),

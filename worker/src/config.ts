@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { ConfigValues, oneOf as oneOfSchema, wholeNumber } from './contract/config-values';
 import {
   DEDUP_KEY_MODES,
   DEFAULT_CONTENT_TYPES,
@@ -79,30 +80,26 @@ const TABLE_ID = /^[a-z][a-z0-9-]{4,61}[a-z0-9]\.[A-Za-z0-9_]{1,1024}\.[A-Za-z0-
 
 /** Reads and validates the worker configuration from an environment. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<WorkerConfig> {
-  const problems: string[] = [];
   const text = (name: string): string | undefined => {
     const value = env[name]?.trim();
     return value ? value : undefined;
   };
-  const integer = (name: string, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER): number => {
-    const raw = text(name);
-    if (raw === undefined) return fallback;
-    const value = Number(raw);
-    if (!/^\d+$/.test(raw) || !Number.isSafeInteger(value) || value < min || value > max) {
-      problems.push(`${name} must be a whole number from ${min} to ${max} (got "${raw}").`);
-      return fallback;
-    }
-    return value;
-  };
-  const oneOf = <T extends string>(name: string, allowed: readonly T[], fallback: T): T => {
-    const raw = text(name);
-    if (raw === undefined) return fallback;
-    if (!(allowed as readonly string[]).includes(raw)) {
-      problems.push(`${name} must be one of ${allowed.join(', ')} (got "${raw}").`);
-      return fallback;
-    }
-    return raw as T;
-  };
+  const values = new ConfigValues(text);
+  const problems = values.problems;
+  const integer = (name: string, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER): number =>
+    values.read(
+      name,
+      wholeNumber(min, max),
+      fallback,
+      (raw) => `${name} must be a whole number from ${min} to ${max} (got "${raw}").`,
+    );
+  const oneOf = <T extends string>(name: string, allowed: readonly T[], fallback: T): T =>
+    values.read(
+      name,
+      oneOfSchema(allowed),
+      fallback,
+      (raw) => `${name} must be one of ${allowed.join(', ')} (got "${raw}").`,
+    );
 
   const dataDir = path.resolve(text('DOCLINE_DATA_DIR') ?? '.docline');
   const port = integer('PORT', 8080, 0, 65535);
