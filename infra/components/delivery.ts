@@ -69,14 +69,10 @@ export class Delivery extends pulumi.ComponentResource {
 
   constructor(name: string, args: DeliveryArgs, opts?: pulumi.ComponentResourceOptions) {
     super('docline:index:Delivery', name, {}, opts);
-    // Children inherit the component's dependsOn (the APIs): Pulumi does not pass it down by itself.
-    const child: pulumi.CustomResourceOptions = { parent: this, dependsOn: opts?.dependsOn };
+    const child = childOf(this, opts);
     const settings = pulumi.output(args.settings);
     // Cloud Resource Manager answers this lookup: it waits for the APIs like the resources do.
-    const projectNumber = gcp.organizations.getProjectOutput(
-      { projectId: args.project },
-      { parent: this, dependsOn: opts?.dependsOn },
-    ).number;
+    const projectNumber = gcp.organizations.getProjectOutput({ projectId: args.project }, child).number;
     this.pubsubAgentEmail = pulumi.interpolate`service-${projectNumber}@gcp-sa-pubsub.iam.gserviceaccount.com`;
     const pubsubAgent = pulumi.interpolate`serviceAccount:${this.pubsubAgentEmail}`;
 

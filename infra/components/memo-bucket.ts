@@ -1,6 +1,7 @@
 import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
 import { BUCKET_ROLE_LABEL } from './document-bucket';
+import { childOf } from './options';
 
 /** Arguments of {@link MemoBucket}. */
 export interface MemoBucketArgs {
@@ -42,7 +43,7 @@ export class MemoBucket extends pulumi.ComponentResource {
         lifecycleRules: [{ action: { type: 'Delete' }, condition: { age: args.expiryDays } }],
         labels: { [BUCKET_ROLE_LABEL]: 'memo' },
       },
-      { parent: this, dependsOn: opts?.dependsOn },
+      childOf(this, opts),
     );
     this.registerOutputs({ bucketName: this.bucket.name });
   }
