@@ -20,10 +20,10 @@ export interface MemoBucketArgs {
 }
 
 /**
- * The memo of paid analyses, so a redelivery never pays for the same analysis twice: a private bucket of create-only entries keyed by dedup key and
- * analysis version. It is a cache, never a claim, so it has no notification (only the documents
- * bucket feeds the pipeline; the policy pack enforces it) and no soft delete (an expired entry is
- * worth nothing).
+ * The memo of paid analyses, so that a redelivery never pays for the same analysis twice: a
+ * private bucket of create-only entries keyed by dedup key and analysis version. It is a cache,
+ * never a claim, so it has no notification (only the documents bucket feeds the pipeline; the
+ * policy pack enforces it) and no soft delete (an expired entry is worth nothing).
  */
 export class MemoBucket extends pulumi.ComponentResource {
   readonly bucket: gcp.storage.Bucket;
