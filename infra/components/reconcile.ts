@@ -41,10 +41,10 @@ export interface ReconcileArgs {
 }
 
 /**
- * The safety net for uploads whose notification never arrived: a Cloud Run job that compares the bucket's live objects with the table and
- * reports (or, in apply mode, announces again) what has no row, started daily by Cloud Scheduler.
- * Its account reads the bucket and the dataset and runs queries; it may publish to the uploads topic
- * only in apply mode. The scheduler's account may run this job and nothing else. Two alerts: a run
+ * The safety net for uploads whose notification never arrived: a Cloud Run job that compares the
+ * bucket's live objects with the table and reports (or, in apply mode, announces again) what has no
+ * row, started daily by Cloud Scheduler. Its account reads the bucket and the dataset and runs
+ * queries; it may publish to the uploads topic only in apply mode. The scheduler's account may run this job and nothing else. Two alerts: a run
  * found missing documents (a log metric on the job's summary line), or a run failed (built-in).
  */
 export class Reconcile extends pulumi.ComponentResource {
