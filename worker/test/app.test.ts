@@ -197,6 +197,24 @@ describe('POST /push outcome lines', () => {
   });
 });
 
+describe('POST /push failure lines', () => {
+  it('logs an unexpected failure at ERROR with its stack trace and cause, for Error Reporting', async () => {
+    const lines: string[] = [];
+    const logger = new JsonLogger({ write: (l) => lines.push(l) });
+    const bug = new TypeError('cannot read the row', { cause: new RangeError('index 3 is out of range') });
+    const { app, upload } = setup({ logger, store: failingStore(bug) });
+
+    await request(app).post('/push').send(upload('1')).expect(500);
+
+    const line = lines
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .find((l) => l.severity === 'ERROR');
+    expect(line?.error).toBe('internal');
+    expect(line?.stack_trace).toMatch(/^TypeError: cannot read the row\n\s+at /);
+    expect(line?.stack_trace).toMatch(/\nCaused by: RangeError: index 3 is out of range\n\s+at /);
+  });
+});
+
 describe('GET /healthz', () => {
   it('answers 200 when the store is reachable and 503 when it is not', async () => {
     expect((await request(setup().app).get('/healthz')).status).toBe(200);
