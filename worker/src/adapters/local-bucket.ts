@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { mkdir, open, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { BUCKET_NAME } from '../contract/storage';
 import { RejectionError, TransientError } from '../core/errors';
 import { objectNameProblem } from '../core/event';
 import type { ObjectRef, Reader } from '../core/ports';
@@ -39,8 +40,6 @@ export interface PutResult {
   overwroteGeneration: string | null;
 }
 
-const BUCKET = /^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$/;
-
 const CRC32C_TABLE = Array.from({ length: 256 }, (_, n) => {
   let c = n;
   for (let k = 0; k < 8; k++) c = c & 1 ? 0x82f63b78 ^ (c >>> 1) : c >>> 1;
@@ -66,7 +65,7 @@ export class LocalBucket {
   constructor(readonly root: string) {}
 
   private objectDir(bucket: string, name: string): string {
-    if (!BUCKET.test(bucket)) throw new Error(`invalid bucket name: ${bucket}`);
+    if (!BUCKET_NAME.test(bucket)) throw new Error(`invalid bucket name: ${bucket}`);
     const dir = path.join(this.root, bucket, createHash('sha256').update(name, 'utf8').digest('hex'));
     // Defence in depth: the hashed layout cannot escape, and this proves it at run time.
     if (!path.resolve(dir).startsWith(path.resolve(this.root) + path.sep))
