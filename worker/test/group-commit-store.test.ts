@@ -131,17 +131,34 @@ describe('GroupCommitStore', () => {
       await third;
     });
 
-    it('gathers the lookups that arrive while one is in flight into the next one', async () => {
-      const s = store();
+    it('gathers the lookups of maxWaitMs into one, and those arriving while it runs into the next', async () => {
+      const s = store({ maxRows: 10, maxWaitMs: 1_000 });
       inner.holding = true;
-      const first = s.seen('gs://b/a#1');
-      await jest.advanceTimersByTimeAsync(0);
+      const first = [s.seen('gs://b/a#1'), s.seen('gs://b/z#1')];
+      await jest.advanceTimersByTimeAsync(999);
+      expect(inner.lookups).toEqual([]);
+      await jest.advanceTimersByTimeAsync(1);
+      expect(inner.lookups).toEqual([['gs://b/a#1', 'gs://b/z#1']]);
       const later = [s.seen('gs://b/b#1'), s.seen('gs://b/c#1'), s.seen('gs://b/b#1')];
       inner.release();
-      await first;
-      inner.holding = false;
+      await Promise.all(first);
+      await jest.advanceTimersByTimeAsync(1_000);
       await Promise.all(later);
-      expect(inner.lookups).toEqual([['gs://b/a#1'], ['gs://b/b#1', 'gs://b/c#1']]);
+      expect(inner.lookups).toEqual([
+        ['gs://b/a#1', 'gs://b/z#1'],
+        ['gs://b/b#1', 'gs://b/c#1'],
+      ]);
+    });
+
+    it('paces lookups like writes: minIntervalMs between the starts of two', async () => {
+      const s = store({ maxRows: 1, maxWaitMs: 0, minIntervalMs: 5_000 });
+      await s.seen('gs://b/a#1');
+      const second = s.seen('gs://b/b#1');
+      await jest.advanceTimersByTimeAsync(4_999);
+      expect(inner.lookups).toHaveLength(1);
+      await jest.advanceTimersByTimeAsync(1);
+      await second;
+      expect(inner.lookups).toHaveLength(2);
     });
   });
 
@@ -149,8 +166,9 @@ describe('GroupCommitStore', () => {
     const known = testRow();
     inner.rows.set(known.dedup_key, known);
     const s = store();
-    const answers = await Promise.all([s.seen('gs://b/none#1'), s.seen(known.dedup_key)]);
-    expect(answers).toEqual([false, true]);
+    const answers = Promise.all([s.seen('gs://b/none#1'), s.seen(known.dedup_key)]);
+    await jest.advanceTimersByTimeAsync(1_000);
+    expect(await answers).toEqual([false, true]);
   });
 
   it('writes the first row of a key in a batch and answers the later ones "not inserted"', async () => {

@@ -39,6 +39,9 @@ class DownMemoStore implements MemoStore {
   async create(): Promise<void> {
     throw new Error('503 Service Unavailable');
   }
+  async lease(): Promise<Date | undefined> {
+    throw new Error('503 Service Unavailable');
+  }
 }
 
 describe('AnalysisMemo', () => {
@@ -48,7 +51,9 @@ describe('AnalysisMemo', () => {
     clock = new ManualClock();
     logger = new MemoryLogger();
   });
-  const memoOn = (store: MemoStore) => new AnalysisMemo(store, { ttlMs: 8 * DAY_MS, clock, logger });
+  // Leases are about other instances: these cases are one instance (the lease has its own below).
+  const memoOn = (store: MemoStore) =>
+    new AnalysisMemo(store, { ttlMs: 8 * DAY_MS, clock, logger, leaseMs: 0 });
 
   it('serves a second delivery of the same key from the memo without paying again', async () => {
     const memo = memoOn(new MemoryMemoStore());
@@ -106,12 +111,83 @@ describe('AnalysisMemo', () => {
     expect(await memo.analyse(KEY, 'v1', work)).toEqual({ result: paid(), source: 'analyzer' });
     expect(await memo.analyse(KEY, 'v1', work)).toMatchObject({ source: 'analyzer' });
     expect(work).toHaveBeenCalledTimes(2);
+    const once = [
+      'the memo of paid analyses could not be read: analysing again',
+      'the memo of paid analyses could not keep an analysis: a retry would pay again',
+    ];
     expect(logger.entries.filter((e) => e.severity === 'WARNING').map((e) => e.message)).toEqual([
-      'the memo of paid analyses could not be read: analysing again',
-      'the memo of paid analyses could not keep an analysis: a retry would pay again',
-      'the memo of paid analyses could not be read: analysing again',
-      'the memo of paid analyses could not keep an analysis: a retry would pay again',
+      ...once,
+      ...once,
     ]);
+  });
+});
+
+describe('AnalysisMemo across instances (the lease)', () => {
+  const DAY = 8 * DAY_MS;
+  /** Two instances: their own memo objects (single flight is per instance) over one store. */
+  function twoInstances(store: MemoStore, clock: ManualClock) {
+    // The sleep moves the test's clock: waiting is simulated, not slept.
+    const sleep = async (ms: number) => {
+      clock.ms += ms;
+      await new Promise((resolve) => setImmediate(resolve));
+    };
+    const make = () => new AnalysisMemo(store, { ttlMs: DAY, clock, leaseMs: 60_000, pollMs: 1_000, sleep });
+    return [make(), make()] as const;
+  }
+
+  it('makes a concurrent delivery in another instance wait for the holder and share its analysis', async () => {
+    const clock = new ManualClock();
+    const store = new MemoryMemoStore();
+    const [a, b] = twoInstances(store, clock);
+    let finish: (r: AnalysisResult) => void = () => {};
+    const workA = jest.fn(() => new Promise<AnalysisResult>((resolve) => (finish = resolve)));
+    const workB = jest.fn(async () => paid(9999));
+    const first = a.analyse(KEY, 'v1', workA);
+    await new Promise((resolve) => setImmediate(resolve));
+    const second = b.analyse(KEY, 'v1', workB);
+    await new Promise((resolve) => setImmediate(resolve));
+    finish(paid());
+    expect(await first).toMatchObject({ source: 'analyzer' });
+    expect(await second).toEqual({ result: paid(), source: 'shared' });
+    expect(workB).not.toHaveBeenCalled();
+  });
+
+  it('does the work itself once the lease expires, when the holder never finished (a crash)', async () => {
+    const clock = new ManualClock();
+    const store = new MemoryMemoStore();
+    const [, b] = twoInstances(store, clock);
+    await store.lease(AnalysisMemo.key(KEY, 'v1'), new Date(clock.ms + 60_000));
+    const work = jest.fn(async () => paid());
+    const started = clock.ms;
+    expect(await b.analyse(KEY, 'v1', work)).toMatchObject({ source: 'analyzer' });
+    expect(work).toHaveBeenCalledTimes(1);
+    // It waited for the lease, and not a moment longer.
+    expect(clock.ms - started).toBe(60_000);
+  });
+
+  it('keeps a retry after a failed holder waiting no longer than the rest of its lease', async () => {
+    const clock = new ManualClock();
+    const store = new MemoryMemoStore();
+    const [a, b] = twoInstances(store, clock);
+    const failing = async (): Promise<AnalysisResult> => {
+      throw new TransientError('analyzer_unavailable', 'the analyzer answered 503');
+    };
+    await expect(a.analyse(KEY, 'v1', failing)).rejects.toMatchObject({ code: 'analyzer_unavailable' });
+    clock.ms += 10_000; // Pub/Sub's retry backoff
+    const work = jest.fn(async () => paid());
+    const started = clock.ms;
+    expect(await b.analyse(KEY, 'v1', work)).toMatchObject({ source: 'analyzer' });
+    expect(clock.ms - started).toBe(50_000);
+  });
+
+  it('ignores an expired lease and works at once', async () => {
+    const clock = new ManualClock();
+    const store = new MemoryMemoStore();
+    const [, b] = twoInstances(store, clock);
+    await store.lease(AnalysisMemo.key(KEY, 'v1'), new Date(clock.ms - 1));
+    const started = clock.ms;
+    expect(await b.analyse(KEY, 'v1', async () => paid())).toMatchObject({ source: 'analyzer' });
+    expect(clock.ms).toBe(started);
   });
 });
 
@@ -152,6 +228,14 @@ describe('FileMemoStore', () => {
     expect(await store.prune(new Date('2026-11-20T00:00:00Z'))).toBe(1);
     expect(await store.get(key(1))).toBeUndefined();
     expect(await store.get(key(2))).toBeDefined();
+  });
+
+  it('gives a lease to the first caller only and tells the others when it expires', async () => {
+    const store = new FileMemoStore(dir);
+    const until = new Date('2026-11-30T04:01:00.000Z');
+    const answers = await Promise.all([1, 2, 3].map(() => store.lease(key(1), until)));
+    expect(answers.filter((a) => a === undefined)).toHaveLength(1);
+    expect(answers.filter((a) => a?.getTime() === until.getTime())).toHaveLength(2);
   });
 
   it('refuses a key that is not version/sha256, so no name can escape its folder', async () => {

@@ -38,7 +38,22 @@ export class FileMemoStore implements MemoStore {
     }
   }
 
-  /** Deletes entries last written before `cutoff` (the dedup window); returns how many. */
+  /** A lease is a file beside the entry's, created with 'wx' (exclusive), holding its expiry. */
+  async lease(key: string, expiresAt: Date): Promise<Date | undefined> {
+    const file = this.file(key).replace(/\.json$/, '.lease');
+    await mkdir(path.dirname(file), { recursive: true });
+    try {
+      await writeFile(file, expiresAt.toISOString(), { flag: 'wx' });
+      return undefined;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+      const held = new Date((await readFile(file, 'utf8')).trim());
+      // A lease being written right now reads empty: treat it as held for the full time asked.
+      return Number.isNaN(held.getTime()) ? expiresAt : held;
+    }
+  }
+
+  /** Deletes entries (and leases) last written before `cutoff` (the dedup window); returns how many. */
   async prune(cutoff: Date): Promise<number> {
     let removed = 0;
     let versions: string[];

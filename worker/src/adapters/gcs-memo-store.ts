@@ -46,6 +46,23 @@ export class GcsMemoStore implements MemoStore {
     }
   }
 
+  /** A lease is an object of its own, created with `ifGenerationMatch: 0`, holding its expiry. */
+  async lease(key: string, expiresAt: Date): Promise<Date | undefined> {
+    const file = this.options.storage.bucket(this.options.bucket).file(`leases/${key}.json`);
+    try {
+      await file.save(JSON.stringify({ expiresAt: expiresAt.toISOString() }), {
+        resumable: false,
+        contentType: 'application/json',
+        preconditionOpts: { ifGenerationMatch: 0 },
+      });
+      return undefined;
+    } catch (error) {
+      if ((error as { code?: unknown }).code !== 412) throw error;
+      const [bytes] = await file.download();
+      return new Date((JSON.parse(bytes.toString('utf8')) as { expiresAt: string }).expiresAt);
+    }
+  }
+
   private file(key: string) {
     return this.options.storage.bucket(this.options.bucket).file(`${this.prefix}${key}.json`);
   }

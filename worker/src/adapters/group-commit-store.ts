@@ -11,7 +11,8 @@ import type { BatchStore, Logger, Store } from '../core/ports';
  * delivery caps a deployment at 2.5 documents/s. One MERGE per batch lifts that cap by the batch
  * size, and each statement's 10 MiB minimum bill is shared by the batch.
  *
- * - Lookups: at most one in flight; the calls that arrive meanwhile form the next lookup.
+ * - Lookups: at most one in flight, paced like the writes (a lookup bills 10 MiB too); the calls
+ *   that arrive meanwhile form the next lookup.
  * - Writes: at most one MERGE in flight, at least `minIntervalMs` between two (the instance's share
  *   of the table's DML budget). A batch closes at `maxRows` rows, or `maxWaitMs` after its first row.
  * - Duplicates inside a batch: the first row of a key goes to the store, the later ones answer
@@ -139,8 +140,9 @@ export class GroupCommitStore implements Store {
         const found = await inner.seenMany([...new Set(keys)]);
         return keys.map((k) => ({ status: 'fulfilled', value: found.has(k) }) as const);
       },
-      // A lookup is not DML: it goes as soon as the previous one is back.
-      { maxItems: options.maxRows, maxWaitMs: 0, minIntervalMs: 0 },
+      // A lookup is not DML, but it bills BigQuery's 10 MiB minimum like any statement: it gathers
+      // for as long as a write does, so a burst pays for a few large lookups, not one per delivery.
+      { maxItems: options.maxRows, maxWaitMs: options.maxWaitMs, minIntervalMs: options.minIntervalMs },
       nowMs,
     );
     this.writes = new Batcher(

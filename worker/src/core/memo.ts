@@ -11,28 +11,49 @@ import { type Clock, type Logger, type MemoStore, systemClock } from './ports';
  * delivery does the work itself; nothing is written before the analysis is paid, so a crash still
  * leaves only the message. Entries older than the dedup window are ignored (and pruned by the
  * store). Within one instance, concurrent deliveries of one key share one analysis (single flight);
- * the wait lasts as long as that analysis and ends on its own.
+ * across instances a short lease makes a concurrent delivery wait for the holder's analysis, at
+ * most until the lease expires on its own; then it does the work. Neither wait can block a document.
  */
 
 export interface AnalysisMemoOptions {
   /** Entries older than this are ignored: the dedup window. */
   ttlMs: number;
+  /**
+   * How long a lease makes a concurrent delivery of the same key (in another instance) wait for the
+   * holder's analysis before doing the work itself; 0 turns leases off. A few typical analyses: a
+   * holder that failed cannot release its lease (the worker may not delete memo objects), so a retry
+   * waits out the rest of it.
+   */
+  leaseMs?: number;
+  /** How often a waiting delivery looks for the holder's analysis. */
+  pollMs?: number;
   clock?: Clock;
+  /** Waits this long (injectable for simulations). */
+  sleep?: (ms: number) => Promise<void>;
   logger?: Logger;
 }
+
+/** The defaults of the lease: long enough for one analysis, short enough to fit a push request. */
+export const MEMO_LEASE_DEFAULTS = Object.freeze({ leaseMs: 15_000, pollMs: 1_000 });
 
 /** Where a delivery's analysis came from. */
 export type AnalysisSource = 'analyzer' | 'memo' | 'shared';
 
 export class AnalysisMemo {
-  private readonly inFlight = new Map<string, Promise<AnalysisResult>>();
+  private readonly inFlight = new Map<string, Promise<{ result: AnalysisResult; source: AnalysisSource }>>();
   private readonly clock: Clock;
+  private readonly leaseMs: number;
+  private readonly pollMs: number;
+  private readonly sleep: (ms: number) => Promise<void>;
 
   constructor(
     private readonly store: MemoStore,
     private readonly options: AnalysisMemoOptions,
   ) {
     this.clock = options.clock ?? systemClock;
+    this.leaseMs = options.leaseMs ?? MEMO_LEASE_DEFAULTS.leaseMs;
+    this.pollMs = options.pollMs ?? MEMO_LEASE_DEFAULTS.pollMs;
+    this.sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
   }
 
   /** The storage key: the analysis version, then a hash of the dedup key (safe in any object name). */
@@ -52,23 +73,59 @@ export class AnalysisMemo {
   ): Promise<{ result: AnalysisResult; source: AnalysisSource }> {
     const key = AnalysisMemo.key(dedupKey, version);
     const running = this.inFlight.get(key);
-    if (running) return { result: await running, source: 'shared' };
+    if (running) return { result: (await running).result, source: 'shared' };
 
     const kept = await this.lookup(key, dedupKey);
     if (kept) return { result: kept, source: 'memo' };
 
     // A lookup ran meanwhile: another delivery may have started the work in between.
     const started = this.inFlight.get(key);
-    if (started) return { result: await started, source: 'shared' };
-    const promise = work().then(async (result) => {
-      await this.keep(key, dedupKey, result);
-      return result;
-    });
+    if (started) return { result: (await started).result, source: 'shared' };
+    const promise = this.leaseThenWork(key, dedupKey, work);
     this.inFlight.set(key, promise);
     try {
-      return { result: await promise, source: 'analyzer' };
+      return await promise;
     } finally {
       this.inFlight.delete(key);
+    }
+  }
+
+  /**
+   * Across instances: the first delivery takes a short lease and works; a concurrent one (two
+   * notifications of one upload reaching two instances) waits for the holder's analysis to appear
+   * in the memo, at most until the lease expires, then works itself. A lease that cannot be taken
+   * or read never stops the work.
+   */
+  private async leaseThenWork(
+    key: string,
+    dedupKey: string,
+    work: () => Promise<AnalysisResult>,
+  ): Promise<{ result: AnalysisResult; source: AnalysisSource }> {
+    const holderUntil = await this.takeLease(key, dedupKey);
+    if (holderUntil) {
+      while (this.clock.now() < holderUntil) {
+        await this.sleep(Math.min(this.pollMs, holderUntil.getTime() - this.clock.now().getTime()));
+        const kept = await this.lookup(key, dedupKey);
+        if (kept) return { result: kept, source: 'shared' };
+      }
+    }
+    const result = await work();
+    await this.keep(key, dedupKey, result);
+    return { result, source: 'analyzer' };
+  }
+
+  /** The expiry of a lease another delivery holds, or undefined when this one may work now. */
+  private async takeLease(key: string, dedupKey: string): Promise<Date | undefined> {
+    if (this.leaseMs <= 0) return undefined;
+    try {
+      const held = await this.store.lease(key, new Date(this.clock.now().getTime() + this.leaseMs));
+      return held && held > this.clock.now() ? held : undefined;
+    } catch (error) {
+      this.options.logger?.warn('the memo could not take a lease: analysing without one', {
+        dedupKey,
+        error: error instanceof Error ? error.message : String(error),
+      });
+      return undefined;
     }
   }
 

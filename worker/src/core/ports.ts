@@ -48,6 +48,12 @@ export interface MemoStore {
   get(key: string): Promise<MemoEntry | undefined>;
   /** Create-only: when `key` exists the first entry stays and this resolves all the same. */
   create(key: string, entry: MemoEntry): Promise<void>;
+  /**
+   * Takes a short lease on `key` until `expiresAt` (create-only, so one delivery gets it). Resolves
+   * undefined when this call took it, else the expiry of the lease that exists. A lease only makes
+   * a concurrent delivery wait for the holder's analysis, never longer than its expiry.
+   */
+  lease(key: string, expiresAt: Date): Promise<Date | undefined>;
 }
 
 /** One generation of one object. */
