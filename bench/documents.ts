@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { Announcer } from '../local/announcer';
-import { REPO_ROOT } from '../local/worker-process';
+import { Announcer } from '../local/lib/announcer';
+import { REPO_ROOT } from '../local/lib/worker-process';
 import type { LocalBucket, ObjectResource } from '../worker/src/adapters/local-bucket';
 
 /**

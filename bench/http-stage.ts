@@ -1,7 +1,7 @@
 import { mkdirSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import type { WorkerLogLine, WorkerProcess } from '../local/worker-process';
+import type { WorkerLogLine, WorkerProcess } from '../local/lib/worker-process';
 import type { ObjectResource } from '../worker/src/adapters/local-bucket';
 import { SQLITE_TABLE } from '../worker/src/adapters/sqlite-store';
 import { deliveryOrder, pushBodies } from './documents';

@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { startWorkerProcess, type WorkerProcess } from '../local/worker-process';
+import { startWorkerProcess, type WorkerProcess } from '../local/lib/worker-process';
 
 /**
  * The three HTTP servers of stage 2, each a child process started the same way (this Node, the

@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { SqliteStore } from '../../worker/src/adapters/sqlite-store';
-import { LOCAL_NAMES, type Pipeline, startPipeline } from '../pipeline';
-import { REPO_ROOT } from '../worker-process';
+import { LOCAL_NAMES, type Pipeline, startPipeline } from '../lib/pipeline';
+import { REPO_ROOT } from '../lib/worker-process';
 
 const run = promisify(execFile);
 
@@ -18,7 +18,7 @@ async function command(script: string, args: string[], dataDir: string) {
         '--disable-warning=ExperimentalWarning',
         '--import',
         'tsx',
-        path.join(REPO_ROOT, 'local', script),
+        path.join(REPO_ROOT, 'local/commands', script),
         ...args,
       ],
       { cwd: REPO_ROOT, env: { ...process.env, DOCLINE_DATA_DIR: dataDir } },

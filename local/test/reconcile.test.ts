@@ -6,9 +6,9 @@ import { promisify } from 'node:util';
 import { SqliteStore } from '../../worker/src/adapters/sqlite-store';
 import { objectUri, RECONCILE_ATTRIBUTE } from '../../worker/src/reconcile/notification';
 import { APPLY_CONFIRM_THRESHOLD, RECONCILE_EXIT } from '../../worker/src/reconcile/reconcile';
-import { LOCAL_NAMES, type Pipeline, startPipeline, stateFile } from '../pipeline';
-import { main } from '../reconcile';
-import { REPO_ROOT } from '../worker-process';
+import { main } from '../commands/reconcile';
+import { LOCAL_NAMES, type Pipeline, startPipeline, stateFile } from '../lib/pipeline';
+import { REPO_ROOT } from '../lib/worker-process';
 
 /*
  * `npm run reconcile` against a running local pipeline: the real Pub/Sub emulator, the worker, the
@@ -74,7 +74,7 @@ describe('npm run reconcile on the local pipeline', () => {
         '--disable-warning=ExperimentalWarning',
         '--import',
         'tsx',
-        path.join(REPO_ROOT, 'local/reconcile.ts'),
+        path.join(REPO_ROOT, 'local/commands/reconcile.ts'),
         '--prefix',
         'old/',
         '--older-than',

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { startWorkerProcess, type WorkerProcess } from '../../../local/worker-process';
+import { startWorkerProcess, type WorkerProcess } from '../../../local/lib/worker-process';
 import { LocalBucket } from '../../src/adapters/local-bucket';
 import type { SqliteStore } from '../../src/adapters/sqlite-store';
 import { pushBody } from '../support/builders';

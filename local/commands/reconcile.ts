@@ -10,13 +10,12 @@
  * 1 something missing (report mode), 2 usage or API error.
  */
 import path from 'node:path';
-import { parseArgs } from 'node:util';
-import type { DedupKeyMode } from '../worker/src/contract/settings';
-import { DELIVERY_DEFAULTS, MIN_MAXIMUM_BYTES_BILLED } from '../worker/src/contract/settings';
-import { systemClock } from '../worker/src/core/ports';
-import { cloudSources } from '../worker/src/reconcile/cloud';
-import { cloudConfig } from '../worker/src/reconcile/config';
-import { LocalBucketLister, SqliteLineIndex } from '../worker/src/reconcile/local-sources';
+import type { DedupKeyMode } from '../../worker/src/contract/settings';
+import { DELIVERY_DEFAULTS, MIN_MAXIMUM_BYTES_BILLED } from '../../worker/src/contract/settings';
+import { systemClock } from '../../worker/src/core/ports';
+import { cloudSources } from '../../worker/src/reconcile/cloud';
+import { cloudConfig } from '../../worker/src/reconcile/config';
+import { LocalBucketLister, SqliteLineIndex } from '../../worker/src/reconcile/local-sources';
 import {
   DEFAULT_OLDER_THAN_MS,
   type LineIndex,
@@ -25,10 +24,11 @@ import {
   oneLine,
   parseDuration,
   RECONCILE_EXIT,
-} from '../worker/src/reconcile/reconcile';
-import { progressBar, type RunResult, runReconcile } from '../worker/src/reconcile/run';
-import { PubSubClient } from './pubsub';
-import { readState } from './state';
+} from '../../worker/src/reconcile/reconcile';
+import { progressBar, type RunResult, runReconcile } from '../../worker/src/reconcile/run';
+import { parseCommandArgs } from '../lib/args';
+import { PubSubClient } from '../lib/pubsub';
+import { readState } from '../lib/state';
 
 export const USAGE =
   'usage: npm run reconcile -- [--target local|cloud] [--prefix P] [--older-than 1h] [--json] [--apply [--yes]] ' +
@@ -87,11 +87,9 @@ export async function main(argv: string[], deps: MainDeps): Promise<RunResult> {
     return { code: RECONCILE_EXIT.error };
   };
   try {
-    ({ values } = parseArgs({
-      args: argv,
-      strict: true,
-      allowPositionals: false,
-      options: {
+    ({ values } = parseCommandArgs(
+      argv,
+      {
         target: { type: 'string' },
         prefix: { type: 'string' },
         'older-than': { type: 'string' },
@@ -102,9 +100,11 @@ export async function main(argv: string[], deps: MainDeps): Promise<RunResult> {
         'data-dir': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
-    }));
+      USAGE,
+    ));
   } catch (error) {
-    return usageError(oneLine(error));
+    deps.print(`ERROR: ${oneLine(error)}`);
+    return { code: RECONCILE_EXIT.error };
   }
   if (values.help) {
     deps.print(USAGE);

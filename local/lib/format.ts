@@ -1,4 +1,4 @@
-import type { Row } from '../worker/src/contract/row';
+import type { Row } from '../../worker/src/contract/row';
 
 /** How the local tools print rows and outcomes for people. */
 

@@ -48,7 +48,7 @@ export interface WorkerProcess {
   waitForLine(match: (line: WorkerLogLine) => boolean, timeoutMs?: number): Promise<WorkerLogLine>;
 }
 
-export const REPO_ROOT = path.resolve(__dirname, '..');
+export const REPO_ROOT = path.resolve(__dirname, '../..');
 export const WORKER_MAIN = path.join(REPO_ROOT, 'worker/src/main.ts');
 
 /**

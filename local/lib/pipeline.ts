@@ -1,7 +1,7 @@
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { LocalBucket, type ObjectResource } from '../worker/src/adapters/local-bucket';
-import { DELIVERY_DEFAULTS, type DeliverySettings, durationString } from '../worker/src/contract/settings';
+import { LocalBucket, type ObjectResource } from '../../worker/src/adapters/local-bucket';
+import { DELIVERY_DEFAULTS, type DeliverySettings, durationString } from '../../worker/src/contract/settings';
 import { Announcer, contentTypeFor } from './announcer';
 import { freePort, type PubSubEmulator, startPubSubEmulator } from './emulator';
 import { PubSubClient, type SubscriptionSpec } from './pubsub';
