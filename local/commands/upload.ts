@@ -1,9 +1,9 @@
 /** `npm run upload -- FILE… [--copies 2]`: uploads files to the running local pipeline's bucket. */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { LocalBucket } from '../../worker/src/adapters/local-bucket';
 import { Announcer, contentTypeFor } from '../lib/announcer';
 import { parseCommandArgs, runCommand } from '../lib/args';
+import { LocalBucket } from '../lib/local-bucket';
 import { PubSubClient } from '../lib/pubsub';
 import { readState } from '../lib/state';
 

@@ -1,9 +1,9 @@
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { LocalBucket, type ObjectResource } from '../../worker/src/adapters/local-bucket';
 import { DELIVERY_DEFAULTS, type DeliverySettings, durationString } from '../../worker/src/contract/settings';
 import { Announcer, contentTypeFor } from './announcer';
 import { freePort, type PubSubEmulator, startPubSubEmulator } from './emulator';
+import { LocalBucket, type ObjectResource } from './local-bucket';
 import { PubSubClient, type SubscriptionSpec } from './pubsub';
 import { startWorkerProcess, type WorkerProcess } from './worker-process';
 
