@@ -9,7 +9,7 @@
  * DEDUP_KEY; Application Default Credentials). Exit codes: 0 nothing missing (or all announced),
  * 1 something missing (report mode), 2 usage or API error.
  */
-import path from 'node:path';
+import { dataDirLayout } from '../../worker/src/contract/data-dir';
 import type { DedupKeyMode } from '../../worker/src/contract/settings';
 import { DELIVERY_DEFAULTS, MIN_MAXIMUM_BYTES_BILLED } from '../../worker/src/contract/settings';
 import { systemClock } from '../../worker/src/core/ports';
@@ -46,10 +46,11 @@ export interface ReconcileTarget {
 /** The running local pipeline (pipeline.json in the data folder). */
 export async function localTarget(dataDir: string | undefined): Promise<ReconcileTarget> {
   const state = await readState(dataDir);
+  const layout = dataDirLayout(state.dataDir);
   const pubsub = new PubSubClient(state.emulatorBaseUrl, state.projectId);
   return {
-    lister: new LocalBucketLister(path.join(state.dataDir, 'bucket'), state.bucket),
-    index: new SqliteLineIndex(path.join(state.dataDir, 'docline.sqlite')),
+    lister: new LocalBucketLister(layout.bucket, state.bucket),
+    index: new SqliteLineIndex(layout.sqlite),
     publisher: { publish: (messages) => pubsub.publish(state.topic, messages) },
     // A pipeline started before this field existed ran the default mode.
     dedupKeyMode: state.dedupKeyMode ?? 'object',

@@ -3,9 +3,9 @@
  * table; `--duplicates`: the duplicate_invoices view (one invoice in several objects).
  */
 import { existsSync } from 'node:fs';
-import path from 'node:path';
 import { SqliteStore } from '../../worker/src/adapters/sqlite-store';
-import { option, parseCommandArgs, runCommand } from '../lib/args';
+import { dataDirLayout } from '../../worker/src/contract/data-dir';
+import { parseCommandArgs, runCommand } from '../lib/args';
 import { type DuplicateInvoice, duplicatesTable, rowsTable } from '../lib/format';
 
 const USAGE = 'usage: npm run rows -- [--json] [--duplicates] [--data-dir DIR]';
@@ -16,8 +16,7 @@ function main(): void {
     { json: { type: 'boolean' }, duplicates: { type: 'boolean' }, 'data-dir': { type: 'string' } },
     USAGE,
   );
-  const dataDir = path.resolve(option(values['data-dir'], process.env.DOCLINE_DATA_DIR, '.docline'));
-  const file = path.join(dataDir, 'docline.sqlite');
+  const file = dataDirLayout(values['data-dir'] ?? process.env.DOCLINE_DATA_DIR).sqlite;
   if (!existsSync(file))
     throw new Error(`no rows yet: ${file} does not exist (run \`npm start\` and upload something).`);
   const store = new SqliteStore({ path: file });

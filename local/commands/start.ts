@@ -6,6 +6,7 @@
  */
 import path from 'node:path';
 import { SqliteStore } from '../../worker/src/adapters/sqlite-store';
+import { dataDirLayout } from '../../worker/src/contract/data-dir';
 import { DEDUP_KEY_MODES, type DedupKeyMode } from '../../worker/src/contract/settings';
 import { option, parseCommandArgs, runCommand, UsageError } from '../lib/args';
 import { type DuplicateInvoice, duplicateGroupOf, duplicateWarning, outcomeLine } from '../lib/format';
@@ -28,7 +29,8 @@ async function main(): Promise<void> {
     USAGE,
   );
   const env = process.env;
-  const dataDir = path.resolve(option(values['data-dir'], env.DOCLINE_DATA_DIR, '.docline'));
+  const layout = dataDirLayout(values['data-dir'] ?? env.DOCLINE_DATA_DIR);
+  const dataDir = layout.root;
   const inboxDir = path.resolve(option(values.inbox, env.DOCLINE_INBOX, 'inbox'));
   const dedupKey = option(values['dedup-key'], env.DEDUP_KEY, 'object') as DedupKeyMode;
   if (!DEDUP_KEY_MODES.includes(dedupKey)) {
@@ -45,7 +47,7 @@ async function main(): Promise<void> {
     settings: { dedupKeyMode: dedupKey },
     notificationCopies: doubled ? 2 : 1,
   });
-  const store = new SqliteStore({ path: path.join(dataDir, 'docline.sqlite') });
+  const store = new SqliteStore({ path: layout.sqlite });
 
   const print = (line: WorkerLogLine) => {
     if (!line.messageId || !line.status) return;

@@ -1,6 +1,7 @@
 /** `npm run upload -- FILE… [--copies 2]`: uploads files to the running local pipeline's bucket. */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { dataDirLayout } from '../../worker/src/contract/data-dir';
 import { Announcer, contentTypeFor } from '../lib/announcer';
 import { parseCommandArgs, runCommand } from '../lib/args';
 import { LocalBucket } from '../lib/local-bucket';
@@ -23,7 +24,7 @@ async function main(): Promise<void> {
     throw new Error('--copies must be a whole number from 1 to 10');
   const prefix = values.prefix ?? '';
   const state = await readState(values['data-dir']);
-  const bucket = new LocalBucket(path.join(state.dataDir, 'bucket'));
+  const bucket = new LocalBucket(dataDirLayout(state.dataDir).bucket);
   const pubsub = new PubSubClient(state.emulatorBaseUrl, state.projectId);
   const announcer = new Announcer(pubsub, state.topic);
   for (const file of positionals) {

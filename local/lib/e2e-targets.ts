@@ -2,6 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { SqliteStore } from '../../worker/src/adapters/sqlite-store';
+import { dataDirLayout } from '../../worker/src/contract/data-dir';
 import type { Row } from '../../worker/src/contract/row';
 import { main as reconcileMain } from '../commands/reconcile';
 import { contentTypeFor } from './announcer';
@@ -113,7 +114,7 @@ export class LocalTarget implements Target {
     });
     const tap = new Tap(pipeline.pubsub);
     await tap.create(LOCAL_NAMES.topic);
-    return new LocalTarget(pipeline, new SqliteStore({ path: path.join(dir, 'docline.sqlite') }), tap, dir);
+    return new LocalTarget(pipeline, new SqliteStore({ path: dataDirLayout(dir).sqlite }), tap, dir);
   }
 
   async upload(name: string, bytes: Buffer): Promise<string> {

@@ -4,10 +4,11 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { SqliteStore } from '../../worker/src/adapters/sqlite-store';
+import { dataDirLayout } from '../../worker/src/contract/data-dir';
 import { objectUri, RECONCILE_ATTRIBUTE } from '../../worker/src/reconcile/notification';
 import { APPLY_CONFIRM_THRESHOLD, RECONCILE_EXIT } from '../../worker/src/reconcile/reconcile';
 import { main } from '../commands/reconcile';
-import { LOCAL_NAMES, type Pipeline, startPipeline, stateFile } from '../lib/pipeline';
+import { LOCAL_NAMES, type Pipeline, startPipeline } from '../lib/pipeline';
 import { REPO_ROOT } from '../lib/worker-process';
 
 /*
@@ -28,7 +29,7 @@ describe('npm run reconcile on the local pipeline', () => {
     dir = mkdtempSync(path.join(tmpdir(), 'docline-reconcile-'));
     dataDir = path.join(dir, 'data');
     pipeline = await startPipeline({ dataDir });
-    store = new SqliteStore({ path: path.join(dataDir, 'docline.sqlite') });
+    store = new SqliteStore({ path: dataDirLayout(dataDir).sqlite });
   }, 120_000);
   afterAll(async () => {
     await store?.close();
@@ -179,8 +180,8 @@ describe('npm run reconcile on the local pipeline', () => {
     // The same running pipeline, described as message mode (what `npm start -- --dedup-key message` writes).
     const other = path.join(dir, 'message-mode');
     mkdirSync(other, { recursive: true });
-    const state = JSON.parse(readFileSync(stateFile(dataDir), 'utf8'));
-    writeFileSync(stateFile(other), JSON.stringify({ ...state, dedupKeyMode: 'message' }));
+    const state = JSON.parse(readFileSync(dataDirLayout(dataDir).pipelineState, 'utf8'));
+    writeFileSync(dataDirLayout(other).pipelineState, JSON.stringify({ ...state, dedupKeyMode: 'message' }));
     await writeSilently('message/y.txt', invoice(6));
     const refused = await reconcile(['--prefix', 'message/', '--older-than', '0', '--apply'], other);
     expect(refused.code).toBe(RECONCILE_EXIT.error);
