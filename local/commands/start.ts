@@ -11,6 +11,7 @@ import { DEDUP_KEY_MODES, type DedupKeyMode } from '../../worker/src/contract/se
 import { option, parseCommandArgs, runCommand, UsageError } from '../lib/args';
 import { type DuplicateInvoice, duplicateGroupOf, duplicateWarning, outcomeLine } from '../lib/format';
 import { watchInbox } from '../lib/inbox';
+import { stopGracefullyOnSignals } from '../lib/lifecycle';
 import { startPipeline } from '../lib/pipeline';
 import type { WorkerLogLine } from '../lib/worker-process';
 
@@ -101,18 +102,15 @@ async function main(): Promise<void> {
     ].join('\n'),
   );
 
+  // Ctrl-C: local/lib/lifecycle.ts kills the emulator, then this stops the rest in order.
   let stopping = false;
-  const shutdown = async (code: number) => {
-    if (stopping) return;
+  const shutdown = stopGracefullyOnSignals(async () => {
     stopping = true;
     console.log('docline: stopping…');
     await inbox.stop();
     await pipeline.stop();
     await store.close();
-    process.exit(code);
-  };
-  process.on('SIGINT', () => void shutdown(0));
-  process.on('SIGTERM', () => void shutdown(0));
+  });
   void pipeline.worker.exited.then(({ code, signal }) => {
     if (stopping) return;
     console.error(`docline: the worker stopped unexpectedly (code ${code}, signal ${signal}).`);

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { type GroupProcess, startGroupProcess } from '../../../../local/lib/process-group';
+import { type GroupProcess, startGroupProcess } from '../../../../local/lib/lifecycle';
 
 /**
  * Runs one of the third-party emulators that `scripts/install-emulators.sh` builds into
