@@ -1,32 +1,10 @@
-import { execFile } from 'node:child_process';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { parseCommandArgs, USAGE_EXIT_CODE, UsageError } from '../lib/args';
 import { REPO_ROOT } from '../lib/worker-process';
+import { runLocalCommand } from './support/command';
 
-const run = promisify(execFile);
-
-/** Runs a local command as npm does; resolves with its exit code and stderr. */
-async function command(script: string, args: string[]): Promise<{ code: number; stderr: string }> {
-  try {
-    const { stderr } = await run(
-      process.execPath,
-      [
-        '--disable-warning=ExperimentalWarning',
-        '--import',
-        'tsx',
-        path.join(REPO_ROOT, 'local/commands', script),
-        ...args,
-      ],
-      // A data folder that holds no pipeline: a command that got past its arguments fails with 1.
-      { cwd: REPO_ROOT, env: { ...process.env, DOCLINE_DATA_DIR: path.join(REPO_ROOT, '.no-such-dir') } },
-    );
-    return { code: 0, stderr };
-  } catch (error) {
-    const e = error as { code: number; stderr: string };
-    return { code: e.code, stderr: e.stderr };
-  }
-}
+/** A data folder that holds no pipeline: a command that got past its arguments fails with 1. */
+const NO_PIPELINE = path.join(REPO_ROOT, '.no-such-dir');
 
 describe('parseCommandArgs', () => {
   const options = { copies: { type: 'string' }, json: { type: 'boolean' } } as const;
@@ -70,7 +48,7 @@ describe('the local commands refuse a command line they cannot take', () => {
   ])(
     '%s %j: exit 2 and a clear message',
     async (script, args, message) => {
-      const result = await command(script, args);
+      const result = await runLocalCommand(script, args, NO_PIPELINE);
       expect(result.code).toBe(USAGE_EXIT_CODE);
       expect(result.stderr.trim()).toMatch(message);
     },
@@ -78,7 +56,7 @@ describe('the local commands refuse a command line they cannot take', () => {
   );
 
   it('still answers a known command line with the command’s own outcome (no pipeline: exit 1)', async () => {
-    const result = await command('dlq.ts', ['list']);
+    const result = await runLocalCommand('dlq.ts', ['list'], NO_PIPELINE);
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/^dlq: no running pipeline found/);
   }, 30_000);
