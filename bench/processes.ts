@@ -5,7 +5,7 @@ import { startWorkerProcess, type WorkerProcess } from '../local/lib/worker-proc
 
 /**
  * The three HTTP servers of stage 2, each a child process started the same way (this Node, the
- * same flags, the tsx loader, through local/worker-process.ts), and their memory figures.
+ * same flags, the tsx loader, through local/lib/worker-process.ts), and their memory figures.
  */
 
 export type ServerKind = 'bare' | 'naive' | 'docline';

@@ -24,7 +24,7 @@ import { toolVersion } from './support/tool-process';
  * uses *as its JSON API base URL*: it must end in /storage/v1 (`http://127.0.0.1:PORT` alone gives
  * 404 on every call).
  *
- * The second part compares what fake-gcs-server publishes with what local/announcer.ts publishes
+ * The second part compares what fake-gcs-server publishes with what local/lib/announcer.ts publishes
  * for the same upload. Differences found (fake-gcs-server v1.56.1):
  * - fake-gcs-server sends no `notificationConfig` attribute (Cloud Storage always does; docline
  *   only logs it). Every other attribute key is the same, overwroteGeneration included.
@@ -276,7 +276,7 @@ describe(`the local pipeline on fake-gcs-server ${toolVersion('fake-gcs-server')
         const t = data(theirs[i]!);
         const o = data(ourMessage);
         expect(WORKER_READS.filter((f) => typeof t[f] !== 'string')).toEqual([]);
-        // Tripwire: when local-bucket.ts writes crc32c, empty LOCAL_BUCKET_GAPS.
+        // Tripwire: when local/lib/local-bucket.ts writes crc32c, empty LOCAL_BUCKET_GAPS.
         expect(WORKER_READS.filter((f) => typeof o[f] !== 'string')).toEqual(LOCAL_BUCKET_GAPS);
         for (const f of ['name', 'bucket', 'contentType', 'size', 'md5Hash', 'crc32c'] as const)
           expect(t[f]).toBe(o[f]);
