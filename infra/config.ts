@@ -1,5 +1,11 @@
 import * as pulumi from '@pulumi/pulumi';
 import {
+  booleanText,
+  ConfigValues,
+  finiteNumber,
+  jsonStringList,
+} from '../worker/src/contract/config-values';
+import {
   DEFAULT_CONTENT_TYPES,
   DEFAULT_DATA_LOCATION,
   DELIVERY_DEFAULTS,
@@ -7,6 +13,7 @@ import {
   type DeliverySettings,
   defaultGeminiLocation,
   dmlBudgetProblems,
+  LOG_LEVELS,
   settingsProblems,
   type WriteMode,
 } from '../worker/src/contract/settings';
@@ -51,7 +58,7 @@ export interface AlertSettings {
 export type ReconcileMode = 'report' | 'apply' | 'off';
 export const RECONCILE_MODES: readonly ReconcileMode[] = ['report', 'apply', 'off'];
 
-/** The daily Cloud Run job that compares the bucket with the table (issue 14). */
+/** The daily Cloud Run job that compares the bucket with the table, to find uploads that have no row. */
 export interface ReconcileSettings {
   readonly mode: ReconcileMode;
   /** Cloud Scheduler cron expression (five fields), in UTC. */
@@ -217,50 +224,28 @@ function isCron(schedule: string): boolean {
 export type RawConfig = Readonly<Record<string, string | undefined>>;
 
 const STACK_NAME = /^[a-z][a-z0-9-]{0,11}$/;
-// Cloud Logging severity names, as the worker's LOG_LEVEL takes them.
-const LOG_LEVELS = ['DEBUG', 'INFO', 'WARNING', 'ERROR'];
 
 /**
  * Parses and validates the raw values. Pure, so the rules are testable without Pulumi; every
  * problem names its key and the fix, and all of them are reported at once.
  */
 export function parseStackConfig(project: string | undefined, stack: string, raw: RawConfig): StackConfig {
-  const problems: string[] = [];
-  const text = (key: string, fallback: string): string => {
-    const value = raw[key];
-    return value === undefined || value === '' ? fallback : value;
-  };
-  const number = (key: string, fallback: number): number => {
-    const value = raw[key];
-    if (value === undefined || value === '') return fallback;
-    const parsed = Number(value);
-    if (!Number.isFinite(parsed)) {
-      problems.push(`${key} must be a number (got "${value}").`);
-      return fallback;
-    }
-    return parsed;
-  };
-  const boolean = (key: string, fallback: boolean): boolean => {
-    const value = raw[key];
-    if (value === undefined || value === '') return fallback;
-    if (value === 'true' || value === 'false') return value === 'true';
-    problems.push(`${key} must be true or false (got "${value}").`);
-    return fallback;
-  };
-  const list = (key: string, fallback: readonly string[]): readonly string[] => {
-    const value = raw[key];
-    if (value === undefined || value === '') return fallback;
-    try {
-      const parsed: unknown = JSON.parse(value);
-      if (Array.isArray(parsed) && parsed.every((item) => typeof item === 'string')) return parsed;
-    } catch {
-      // Reported below, with the expected shape.
-    }
-    problems.push(
-      `${key} must be a list of strings (got ${value}); in a stack file write it as a YAML list.`,
+  // The CLI hands over an empty string for a key set to nothing: that means the default too.
+  const given = (key: string): string | undefined => (raw[key] === '' ? undefined : raw[key]);
+  const values = new ConfigValues(given);
+  const problems = values.problems;
+  const text = (key: string, fallback: string): string => given(key) ?? fallback;
+  const number = (key: string, fallback: number): number =>
+    values.read(key, finiteNumber, fallback, (value) => `${key} must be a number (got "${value}").`);
+  const boolean = (key: string, fallback: boolean): boolean =>
+    values.read(key, booleanText, fallback, (value) => `${key} must be true or false (got "${value}").`);
+  const list = (key: string, fallback: readonly string[]): readonly string[] =>
+    values.read<readonly string[]>(
+      key,
+      jsonStringList,
+      fallback,
+      (value) => `${key} must be a list of strings (got ${value}); in a stack file write it as a YAML list.`,
     );
-    return fallback;
-  };
 
   const delivery: DeliverySettings = {
     ackDeadlineSeconds: number('ackDeadlineSeconds', DELIVERY_DEFAULTS.ackDeadlineSeconds),
@@ -301,7 +286,7 @@ export function parseStackConfig(project: string | undefined, stack: string, raw
   }
 
   const worker: WorkerSettings = {
-    image: raw.image === '' ? undefined : raw.image,
+    image: given('image'),
     imageKeepCount: number('imageKeepCount', STACK_DEFAULTS.imageKeepCount),
     minInstances: number('minInstances', STACK_DEFAULTS.minInstances),
     maxInstances: number('maxInstances', STACK_DEFAULTS.maxInstances),
@@ -332,7 +317,7 @@ export function parseStackConfig(project: string | undefined, stack: string, raw
   if (!Number.isInteger(worker.concurrency) || worker.concurrency < 1 || worker.concurrency > 1000) {
     problems.push(`concurrency must be a whole number from 1 to 1000 (got ${worker.concurrency}).`);
   }
-  if (!LOG_LEVELS.includes(worker.logLevel)) {
+  if (!(LOG_LEVELS as readonly string[]).includes(worker.logLevel)) {
     problems.push(`logLevel must be one of ${LOG_LEVELS.join(', ')} (got ${worker.logLevel}).`);
   }
   if (!Number.isInteger(worker.imageKeepCount) || worker.imageKeepCount < 1 || worker.imageKeepCount > 100) {

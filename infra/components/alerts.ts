@@ -91,8 +91,7 @@ export class Alerts extends pulumi.ComponentResource {
 
   constructor(name: string, args: AlertsArgs, opts?: pulumi.ComponentResourceOptions) {
     super('docline:index:Alerts', name, {}, opts);
-    // Children inherit the component's dependsOn (the APIs): Pulumi does not pass it down by itself.
-    const child: pulumi.CustomResourceOptions = { parent: this, dependsOn: opts?.dependsOn };
+    const child = childOf(this, opts);
     const notificationChannels = args.notificationChannels ?? [];
     const subscriptionMetric = (metric: string, subscription: pulumi.Input<string>) =>
       pulumi.interpolate`resource.type = "pubsub_subscription" AND resource.labels.subscription_id = "${subscription}" AND metric.type = "pubsub.googleapis.com/subscription/${metric}"`;

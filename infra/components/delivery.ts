@@ -1,14 +1,16 @@
 import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
-import { type DeliverySettings, durationString } from '../../worker/src/contract/settings';
-import { NOTIFIED_EVENT_TYPE } from './document-bucket';
+import {
+  type DeliverySettings,
+  deadLetterSubscriptionSettings,
+  durationString,
+} from '../../worker/src/contract/settings';
+import {
+  NOTIFICATION_PAYLOAD_FORMAT,
+  NOTIFIED_EVENT_TYPE,
+  PUSH_FILTER,
+} from '../../worker/src/contract/storage';
 import { childOf } from './options';
-
-/** The payload format the worker parses. */
-export const PAYLOAD_FORMAT = 'JSON_API_V1';
-
-/** The push subscription's filter: only new objects are work. */
-export const PUSH_FILTER = `attributes.eventType = "${NOTIFIED_EVENT_TYPE}"`;
 
 /** Arguments of {@link Delivery}. */
 export interface DeliveryArgs {
@@ -67,23 +69,19 @@ export class Delivery extends pulumi.ComponentResource {
 
   constructor(name: string, args: DeliveryArgs, opts?: pulumi.ComponentResourceOptions) {
     super('docline:index:Delivery', name, {}, opts);
-    // Children inherit the component's dependsOn (the APIs): Pulumi does not pass it down by itself.
-    const child: pulumi.CustomResourceOptions = { parent: this, dependsOn: opts?.dependsOn };
+    const child = childOf(this, opts);
     const settings = pulumi.output(args.settings);
     // Cloud Resource Manager answers this lookup: it waits for the APIs like the resources do.
-    const projectNumber = gcp.organizations.getProjectOutput(
-      { projectId: args.project },
-      { parent: this, dependsOn: opts?.dependsOn },
-    ).number;
+    const projectNumber = gcp.organizations.getProjectOutput({ projectId: args.project }, child).number;
     this.pubsubAgentEmail = pulumi.interpolate`service-${projectNumber}@gcp-sa-pubsub.iam.gserviceaccount.com`;
     const pubsubAgent = pulumi.interpolate`serviceAccount:${this.pubsubAgentEmail}`;
 
     // Dead letters stay replayable (subscription and topic seek) only as long as the dedup window
     // still sees their rows: settingsProblems binds deadLetterRetentionSeconds to dedupWindowDays.
-    const deadLetterRetention = settings.apply((s) => durationString(s.deadLetterRetentionSeconds));
+    const deadLetters = settings.apply(deadLetterSubscriptionSettings);
     this.deadLetterTopic = new gcp.pubsub.Topic(
       `${name}-dead-letters`,
-      { project: args.project, messageRetentionDuration: deadLetterRetention },
+      { project: args.project, messageRetentionDuration: deadLetters.messageRetentionDuration },
       child,
     );
     // A dead-letter topic without a subscription drops what it receives; this one keeps it.
@@ -92,10 +90,9 @@ export class Delivery extends pulumi.ComponentResource {
       {
         project: args.project,
         topic: this.deadLetterTopic.id,
-        ackDeadlineSeconds: 60,
-        messageRetentionDuration: deadLetterRetention,
-        // Acked dead letters stay available to `gcloud pubsub subscriptions seek` for replays.
-        retainAckedMessages: true,
+        ackDeadlineSeconds: deadLetters.ackDeadlineSeconds,
+        messageRetentionDuration: deadLetters.messageRetentionDuration,
+        retainAckedMessages: deadLetters.retainAckedMessages,
         expirationPolicy: { ttl: '' },
       },
       child,
@@ -168,7 +165,7 @@ export class Delivery extends pulumi.ComponentResource {
         // the policy pack uses to count notifications per bucket even while the name is unknown.
         bucket: args.bucketName,
         topic: args.topic,
-        payloadFormat: PAYLOAD_FORMAT,
+        payloadFormat: NOTIFICATION_PAYLOAD_FORMAT,
         eventTypes: [NOTIFIED_EVENT_TYPE],
       },
       // Announcing starts only once a subscription receives: a topic without one drops messages.

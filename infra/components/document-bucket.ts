@@ -1,8 +1,8 @@
 import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
+import { childOf } from './options';
 
 /** The one event type docline turns into work. */
-export const NOTIFIED_EVENT_TYPE = 'OBJECT_FINALIZE';
 
 /**
  * The label that tells the stack's buckets apart; the policy pack lets only the `documents` bucket
@@ -39,8 +39,7 @@ export class DocumentBucket extends pulumi.ComponentResource {
 
   constructor(name: string, args: DocumentBucketArgs, opts?: pulumi.ComponentResourceOptions) {
     super('docline:index:DocumentBucket', name, {}, opts);
-    // Children inherit the component's dependsOn (the APIs): Pulumi does not pass it down by itself.
-    const child: pulumi.CustomResourceOptions = { parent: this, dependsOn: opts?.dependsOn };
+    const child = childOf(this, opts);
     this.bucket = new gcp.storage.Bucket(
       `${name}-bucket`,
       {
@@ -59,10 +58,7 @@ export class DocumentBucket extends pulumi.ComponentResource {
     // The Cloud Storage service agent publishes the notifications; without this grant the
     // notification cannot be created.
     // A data lookup waits for the APIs like a resource does (the storage API answers it).
-    const storageAgent = gcp.storage.getProjectServiceAccountOutput(
-      { project: args.project },
-      { parent: this, dependsOn: opts?.dependsOn },
-    );
+    const storageAgent = gcp.storage.getProjectServiceAccountOutput({ project: args.project }, child);
     this.publisherGrant = new gcp.pubsub.TopicIAMMember(
       `${name}-storage-publisher`,
       {

@@ -1,6 +1,7 @@
 import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
 import { BUCKET_ROLE_LABEL } from './document-bucket';
+import { childOf } from './options';
 
 /** Arguments of {@link MemoBucket}. */
 export interface MemoBucketArgs {
@@ -19,10 +20,10 @@ export interface MemoBucketArgs {
 }
 
 /**
- * The memo of paid analyses (issue 13): a private bucket of create-only entries keyed by dedup key and
- * analysis version. It is a cache, never a claim, so it has no notification (only the documents
- * bucket feeds the pipeline; the policy pack enforces it) and no soft delete (an expired entry is
- * worth nothing).
+ * The memo of paid analyses, so that a redelivery never pays for the same analysis twice: a
+ * private bucket of create-only entries keyed by dedup key and analysis version. It is a cache,
+ * never a claim, so it has no notification (only the documents bucket feeds the pipeline; the
+ * policy pack enforces it) and no soft delete (an expired entry is worth nothing).
  */
 export class MemoBucket extends pulumi.ComponentResource {
   readonly bucket: gcp.storage.Bucket;
@@ -42,7 +43,7 @@ export class MemoBucket extends pulumi.ComponentResource {
         lifecycleRules: [{ action: { type: 'Delete' }, condition: { age: args.expiryDays } }],
         labels: { [BUCKET_ROLE_LABEL]: 'memo' },
       },
-      { parent: this, dependsOn: opts?.dependsOn },
+      childOf(this, opts),
     );
     this.registerOutputs({ bucketName: this.bucket.name });
   }

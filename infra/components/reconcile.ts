@@ -47,10 +47,10 @@ export interface ReconcileArgs {
 }
 
 /**
- * Issue 14 in the stack: a Cloud Run job that compares the bucket's live objects with the table and
- * reports (or, in apply mode, announces again) what has no row, started daily by Cloud Scheduler.
- * Its account reads the bucket and the dataset and runs queries; it may publish to the uploads topic
- * only in apply mode. The scheduler's account may run this job and nothing else. Two alerts: a run
+ * The safety net for uploads whose notification never arrived: a Cloud Run job that compares the
+ * bucket's live objects with the table and reports (or, in apply mode, announces again) what has no
+ * row, started daily by Cloud Scheduler. Its account reads the bucket and the dataset and runs
+ * queries; it may publish to the uploads topic only in apply mode. The scheduler's account may run this job and nothing else. Two alerts: a run
  * found missing documents (a log metric on the job's summary line), or a run failed (built-in).
  */
 export class Reconcile extends pulumi.ComponentResource {
@@ -206,77 +206,65 @@ export class Reconcile extends pulumi.ComponentResource {
       { createDuration: LOG_METRIC_SETTLE_DURATION, triggers: { missing: this.missingMetric.id } },
       childOf(this, opts, this.missingMetric),
     );
-    // An incident stays open a day at most: the next daily run says whether it still holds.
-    const oncePerDay = { autoClose: '86400s' };
-    this.missingAlert = new gcp.monitoring.AlertPolicy(
-      `${name}-missing`,
-      {
-        project: args.project,
-        displayName: 'docline: documents without a row (reconcile)',
-        combiner: 'OR',
-        conditions: [
-          {
-            displayName: 'A reconcile run found missing documents',
-            conditionThreshold: {
-              filter: pulumi.interpolate`resource.type = "cloud_run_job" AND metric.type = "logging.googleapis.com/user/${this.missingMetric.name}"`,
-              comparison: 'COMPARISON_GT',
-              thresholdValue: 0,
-              duration: '0s',
-              aggregations: [
-                {
-                  alignmentPeriod: '600s',
-                  perSeriesAligner: 'ALIGN_DELTA',
-                  crossSeriesReducer: 'REDUCE_SUM',
-                },
-              ],
-              evaluationMissingData: 'EVALUATION_MISSING_DATA_INACTIVE',
+    // Both alerts fire on any count within ten minutes. An incident stays open a day at most: the
+    // next daily run says whether it still holds.
+    const dailyRunAlert = (
+      suffix: string,
+      alert: { displayName: string; condition: string; filter: pulumi.Input<string>; content: string },
+      childOptions: pulumi.CustomResourceOptions,
+    ) =>
+      new gcp.monitoring.AlertPolicy(
+        `${name}-${suffix}`,
+        {
+          project: args.project,
+          displayName: alert.displayName,
+          combiner: 'OR',
+          conditions: [
+            {
+              displayName: alert.condition,
+              conditionThreshold: {
+                filter: alert.filter,
+                comparison: 'COMPARISON_GT',
+                thresholdValue: 0,
+                duration: '0s',
+                aggregations: [
+                  {
+                    alignmentPeriod: '600s',
+                    perSeriesAligner: 'ALIGN_DELTA',
+                    crossSeriesReducer: 'REDUCE_SUM',
+                  },
+                ],
+                evaluationMissingData: 'EVALUATION_MISSING_DATA_INACTIVE',
+              },
             },
-          },
-        ],
-        alertStrategy: { autoClose: oncePerDay.autoClose },
-        documentation: {
-          mimeType: 'text/markdown',
-          content:
-            'The daily reconcile found documents in the bucket without a row in the table (the job log lists them). ' +
-            'Bring them in with `npm run reconcile -- --target cloud --apply`, or set docline:reconcileMode apply.',
+          ],
+          alertStrategy: { autoClose: '86400s' },
+          documentation: { mimeType: 'text/markdown', content: alert.content },
+          notificationChannels,
         },
-        notificationChannels,
+        childOptions,
+      );
+    this.missingAlert = dailyRunAlert(
+      'missing',
+      {
+        displayName: 'docline: documents without a row (reconcile)',
+        condition: 'A reconcile run found missing documents',
+        filter: pulumi.interpolate`resource.type = "cloud_run_job" AND metric.type = "logging.googleapis.com/user/${this.missingMetric.name}"`,
+        content:
+          'The daily reconcile found documents in the bucket without a row in the table (the job log lists them). ' +
+          'Bring them in with `npm run reconcile -- --target cloud --apply`, or set docline:reconcileMode apply.',
       },
       childOf(this, opts, settled),
     );
-    this.failedAlert = new gcp.monitoring.AlertPolicy(
-      `${name}-failed`,
+    this.failedAlert = dailyRunAlert(
+      'failed',
       {
-        project: args.project,
         displayName: 'docline: reconcile job failed',
-        combiner: 'OR',
-        conditions: [
-          {
-            displayName: 'A reconcile execution failed',
-            conditionThreshold: {
-              filter: pulumi.interpolate`${jobLogs} AND metric.type = "run.googleapis.com/job/completed_execution_count" AND metric.labels.result = "failed"`,
-              comparison: 'COMPARISON_GT',
-              thresholdValue: 0,
-              duration: '0s',
-              aggregations: [
-                {
-                  alignmentPeriod: '600s',
-                  perSeriesAligner: 'ALIGN_DELTA',
-                  crossSeriesReducer: 'REDUCE_SUM',
-                },
-              ],
-              evaluationMissingData: 'EVALUATION_MISSING_DATA_INACTIVE',
-            },
-          },
-        ],
-        alertStrategy: { autoClose: oncePerDay.autoClose },
-        documentation: {
-          mimeType: 'text/markdown',
-          content:
-            'A reconcile execution failed: exit 1 means documents are missing (report mode), exit 2 an error ' +
-            '(a permission, the byte cap). Read the execution log: `gcloud run jobs executions list --job JOB`.',
-        },
-        notificationChannels,
+        condition: 'A reconcile execution failed',
+        filter: pulumi.interpolate`${jobLogs} AND metric.type = "run.googleapis.com/job/completed_execution_count" AND metric.labels.result = "failed"`,
+        content:
+          'A reconcile execution failed: exit 1 means documents are missing (report mode), exit 2 an error ' +
+          '(a permission, the byte cap). Read the execution log: `gcloud run jobs executions list --job JOB`.',
       },
       child,
     );

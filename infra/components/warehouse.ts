@@ -2,6 +2,7 @@ import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
 import { bigQuerySchema, CLUSTER_COLUMNS, PARTITION_COLUMN } from '../../worker/src/contract/row';
 import { VIEW_DESCRIPTIONS, VIEW_NAMES, type ViewName, viewSql } from '../../worker/src/contract/views';
+import { childOf } from './options';
 
 /** The table's id inside the dataset; the worker writes here, readers use the views. */
 export const TABLE_ID = 'deliveries';
@@ -32,8 +33,7 @@ export class Warehouse extends pulumi.ComponentResource {
 
   constructor(name: string, args: WarehouseArgs, opts?: pulumi.ComponentResourceOptions) {
     super('docline:index:Warehouse', name, {}, opts);
-    // Children inherit the component's dependsOn (the APIs): Pulumi does not pass it down by itself.
-    const child: pulumi.CustomResourceOptions = { parent: this, dependsOn: opts?.dependsOn };
+    const child = childOf(this, opts);
     const deletionProtection = args.deletionProtection ?? true;
     this.dataset = new gcp.bigquery.Dataset(
       `${name}-dataset`,

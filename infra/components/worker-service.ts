@@ -1,6 +1,7 @@
 import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
 import type { DeliverySettings } from '../../worker/src/contract/settings';
+import type { StackConfig } from '../config';
 import { childOf } from './options';
 
 /** The container port; Cloud Run passes it to the worker as PORT. */
@@ -8,9 +9,23 @@ const CONTAINER_PORT = 8080;
 
 /** Arguments of {@link WorkerService}. */
 export interface WorkerServiceArgs {
-  project: pulumi.Input<string>;
-  /** Cloud Run region. */
-  region: pulumi.Input<string>;
+  /**
+   * The stack's validated configuration, whole: project, region (Cloud Run), data and Gemini
+   * locations, deletion protection, the delivery settings the worker must agree with (timeouts,
+   * dedup, byte caps, model) and the worker's own (scaling, CPU, memory, log level, content types,
+   * in-app token check). `prefix` starts the service account ids (ids are limited to 30 characters).
+   */
+  config: Pick<
+    StackConfig,
+    | 'project'
+    | 'prefix'
+    | 'region'
+    | 'dataLocation'
+    | 'geminiLocation'
+    | 'deletionProtection'
+    | 'delivery'
+    | 'worker'
+  >;
   /** Container image reference (built from worker/Dockerfile). */
   image: pulumi.Input<string>;
   /** The upload bucket: the worker may read its objects, nothing else. */
@@ -21,31 +36,8 @@ export interface WorkerServiceArgs {
   datasetId: pulumi.Input<string>;
   /** `project.dataset.table` (BIGQUERY_TABLE). */
   tableRef: pulumi.Input<string>;
-  /** BigQuery location (BIGQUERY_LOCATION). */
-  dataLocation: pulumi.Input<string>;
-  /** Vertex AI location for Gemini (GOOGLE_CLOUD_LOCATION). */
-  geminiLocation: pulumi.Input<string>;
   /** The audience push tokens carry; added to the service's custom audiences. */
   pushAudience: pulumi.Input<string>;
-  /** Delivery settings the worker must agree with (timeouts, dedup, byte caps, model). */
-  settings: pulumi.Input<DeliverySettings>;
-  allowedContentTypes: pulumi.Input<readonly string[]>;
-  /** Requests per instance. */
-  concurrency: pulumi.Input<number>;
-  minInstances: pulumi.Input<number>;
-  maxInstances: pulumi.Input<number>;
-  /** Container CPU limit, e.g. "1". Default "1". */
-  cpu?: pulumi.Input<string>;
-  /** Container memory limit, e.g. "1Gi". Default "1Gi". */
-  memory?: pulumi.Input<string>;
-  /** LOG_LEVEL (DEBUG, INFO, WARNING, ERROR). Default "INFO". */
-  logLevel?: pulumi.Input<string>;
-  /** Verify the push token in the worker too (PUSH_AUTH_AUDIENCE/PUSH_AUTH_SERVICE_ACCOUNT). Default true. */
-  verifyPushTokenInApp?: pulumi.Input<boolean>;
-  /** Refuse to delete the service on `pulumi destroy`. Default true. */
-  deletionProtection?: pulumi.Input<boolean>;
-  /** Short prefix of the service account ids (at most 18 characters; ids are limited to 30). */
-  accountIdPrefix: string;
 }
 
 /**
@@ -118,13 +110,14 @@ export class WorkerService extends pulumi.ComponentResource {
 
   constructor(name: string, args: WorkerServiceArgs, opts?: pulumi.ComponentResourceOptions) {
     super('docline:index:WorkerService', name, {}, opts);
-    // Children inherit the component's dependsOn (the APIs): Pulumi does not pass it down by itself.
-    const child: pulumi.CustomResourceOptions = { parent: this, dependsOn: opts?.dependsOn };
+    const { config } = args;
+    const { project, region } = config;
+    const child = childOf(this, opts);
     this.serviceAccount = new gcp.serviceaccount.Account(
       `${name}-runtime`,
       {
-        project: args.project,
-        accountId: `${args.accountIdPrefix}-worker`,
+        project,
+        accountId: `${config.prefix}-worker`,
         displayName: 'docline worker (Cloud Run runtime)',
       },
       child,
@@ -132,8 +125,8 @@ export class WorkerService extends pulumi.ComponentResource {
     this.pushServiceAccount = new gcp.serviceaccount.Account(
       `${name}-push`,
       {
-        project: args.project,
-        accountId: `${args.accountIdPrefix}-push`,
+        project,
+        accountId: `${config.prefix}-push`,
         displayName: 'docline push subscription (OIDC token identity)',
       },
       child,
@@ -160,75 +153,79 @@ export class WorkerService extends pulumi.ComponentResource {
     );
     const dataEditor = new gcp.bigquery.DatasetIamMember(
       `${name}-data-editor`,
-      { project: args.project, datasetId: args.datasetId, role: 'roles/bigquery.dataEditor', member: worker },
+      { project, datasetId: args.datasetId, role: 'roles/bigquery.dataEditor', member: worker },
       child,
     );
     // Running a query (the seen() lookup, the MERGE) is a project-level permission in BigQuery.
     const jobUser = new gcp.projects.IAMMember(
       `${name}-job-user`,
-      { project: args.project, role: 'roles/bigquery.jobUser', member: worker },
+      { project, role: 'roles/bigquery.jobUser', member: worker },
       child,
     );
     const vertexUser = new gcp.projects.IAMMember(
       `${name}-vertex-user`,
-      { project: args.project, role: 'roles/aiplatform.user', member: worker },
+      { project, role: 'roles/aiplatform.user', member: worker },
       child,
     );
     this.grants = [objectViewer, memoCreator, memoViewer, dataEditor, jobUser, vertexUser];
 
     // Derived from the account id rather than read from the account, so that the environment is
     // known at preview (an account's email is Google's fixed function of its id and project).
-    const pushEmail = pulumi.interpolate`${args.accountIdPrefix}-push@${args.project}.iam.gserviceaccount.com`;
-    const verify = pulumi.output(args.verifyPushTokenInApp ?? true);
+    const pushEmail = pulumi.interpolate`${config.prefix}-push@${project}.iam.gserviceaccount.com`;
     const envs = pulumi
       .output({
-        project: args.project,
         tableRef: args.tableRef,
         memoBucket: args.memoBucketName,
-        dataLocation: args.dataLocation,
-        geminiLocation: args.geminiLocation,
-        settings: args.settings,
-        allowedContentTypes: args.allowedContentTypes,
-        logLevel: args.logLevel ?? 'INFO',
-        inApp: verify,
         audience: args.pushAudience,
         pushEmail,
       })
-      .apply(({ inApp, audience, pushEmail: email, ...rest }) =>
+      .apply(({ tableRef, memoBucket, audience, pushEmail: email }) =>
         Object.entries(
           workerEnvironment({
-            ...rest,
-            pushAuth: inApp ? { audience, serviceAccountEmail: email } : undefined,
+            project,
+            tableRef,
+            memoBucket,
+            dataLocation: config.dataLocation,
+            geminiLocation: config.geminiLocation,
+            settings: config.delivery,
+            allowedContentTypes: config.worker.allowedContentTypes,
+            logLevel: config.worker.logLevel,
+            pushAuth: config.worker.verifyPushTokenInApp
+              ? { audience, serviceAccountEmail: email }
+              : undefined,
           }),
         ).map(([envName, value]) => ({ name: envName, value })),
       );
 
-    const timeout = pulumi.output(args.settings).apply((s) => `${s.workerTimeoutSeconds}s`);
+    const timeout = `${config.delivery.workerTimeoutSeconds}s`;
     this.service = new gcp.cloudrunv2.Service(
       `${name}-service`,
       {
-        project: args.project,
-        location: args.region,
+        project,
+        location: region,
         description: 'docline worker: Pub/Sub push endpoint that turns each upload into one BigQuery row.',
         // Reachable from the internet at the network level because Pub/Sub push is not "internal"
         // traffic; IAM (invoker = push account only) is what keeps it private.
         ingress: 'INGRESS_TRAFFIC_ALL',
         invokerIamDisabled: false,
         customAudiences: [args.pushAudience],
-        deletionProtection: args.deletionProtection ?? true,
+        deletionProtection: config.deletionProtection,
         template: {
           serviceAccount: this.serviceAccount.email,
           // Below the ack deadline (config checks the margin), so a slow request ends before Pub/Sub redelivers it.
           timeout,
-          maxInstanceRequestConcurrency: args.concurrency,
-          scaling: { minInstanceCount: args.minInstances, maxInstanceCount: args.maxInstances },
+          maxInstanceRequestConcurrency: config.worker.concurrency,
+          scaling: {
+            minInstanceCount: config.worker.minInstances,
+            maxInstanceCount: config.worker.maxInstances,
+          },
           containers: [
             {
               image: args.image,
               ports: { containerPort: CONTAINER_PORT },
               envs,
               resources: {
-                limits: { cpu: args.cpu ?? '1', memory: args.memory ?? '1Gi' },
+                limits: { cpu: config.worker.cpu, memory: config.worker.memory },
                 startupCpuBoost: true,
               },
               startupProbe: { httpGet: { path: '/healthz' }, periodSeconds: 2, failureThreshold: 15 },
@@ -245,8 +242,8 @@ export class WorkerService extends pulumi.ComponentResource {
     this.invokerGrant = new gcp.cloudrunv2.ServiceIamMember(
       `${name}-push-invoker`,
       {
-        project: args.project,
-        location: args.region,
+        project,
+        location: region,
         name: this.service.name,
         role: 'roles/run.invoker',
         member: this.pushServiceAccount.member,

@@ -11,6 +11,7 @@ import {
   type ProgramRun,
   runProgram,
   stackConfig,
+  UNKNOWN,
 } from './harness';
 
 const T = {
@@ -589,7 +590,7 @@ describe('the docline program in preview', () => {
     const notification = one(run, T.notification);
 
     expect(notification.inputs.bucket).toBeUndefined();
-    expect(notification.rawInputs.bucket).toBe('04da6b54-80e4-46f7-96ec-b56ff0331ba9');
+    expect(notification.rawInputs.bucket).toBe(UNKNOWN);
     expect(notification.propertyDependencies.bucket).toEqual([one(run, T.bucket, '-documents-bucket').urn]);
   });
 

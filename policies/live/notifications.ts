@@ -5,6 +5,8 @@
  * notification created by hand (`gcloud storage buckets notifications create`) is invisible to them.
  */
 
+import { NOTIFIED_EVENT_TYPE } from '../../worker/src/contract/storage';
+
 /** One notification config of a bucket, as the Cloud Storage JSON API lists it. */
 export interface BucketNotification {
   readonly id: string;
@@ -21,8 +23,8 @@ export interface NotificationLister {
   list(bucket: string): Promise<BucketNotification[]>;
 }
 
-/** The event type the worker processes. */
-export const PIPELINE_EVENT_TYPE = 'OBJECT_FINALIZE';
+/** The event type the worker processes (the contract's; re-exported for the notification checker). */
+export { NOTIFIED_EVENT_TYPE as PIPELINE_EVENT_TYPE };
 
 /** A topic reference split into project (when given) and topic id. */
 function topicParts(topic: string): { project?: string; topic: string } {
@@ -45,7 +47,7 @@ export function sameTopic(a: string, b: string): boolean {
 /** Whether a notification delivers the pipeline's uploads (to the given topic, when one is given). */
 export function feedsPipeline(notification: BucketNotification, topic?: string): boolean {
   const delivers =
-    notification.eventTypes.length === 0 || notification.eventTypes.includes(PIPELINE_EVENT_TYPE);
+    notification.eventTypes.length === 0 || notification.eventTypes.includes(NOTIFIED_EVENT_TYPE);
   return delivers && (topic === undefined || sameTopic(notification.topic, topic));
 }
 

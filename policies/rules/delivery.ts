@@ -1,5 +1,5 @@
 /**
- * Rule 3: how Pub/Sub delivers to the worker. A push subscription without a token lets anyone call
+ * How Pub/Sub delivers to the worker. A push subscription without a token lets anyone call
  * the worker; without a dead-letter policy a poison message is retried for the whole retention;
  * without a retry policy nacks come back immediately; an ack deadline below the worker's timeout
  * makes Pub/Sub redeliver a message that is still being processed; and a dead-letter topic nobody
@@ -36,7 +36,7 @@ function subscriptionProps(resource: { props: Record<string, unknown> }) {
 }
 
 /**
- * Rule 3, per subscription: a push subscription carries an OIDC token, a dead-letter policy and a
+ * Per subscription: a push subscription carries an OIDC token, a dead-letter policy and a
  * retry policy. Each missing piece is its own violation, so each fix is obvious.
  */
 export const pushSubscriptionDelivery: ResourceValidationPolicy = {
@@ -118,7 +118,7 @@ const ackDeadlineSchema = {
 };
 
 /**
- * Rule 3, across resources: for push, the ack deadline is also the request timeout. If the worker
+ * Across resources: for push, the ack deadline is also the request timeout. If the worker
  * may run longer than the deadline, Pub/Sub redelivers a message that is still being processed.
  */
 export const ackDeadlineCoversWorkerTimeout: StackValidationPolicy = {
@@ -172,7 +172,7 @@ function subscribes(subscription: PolicyResource, topic: { urn?: string; names: 
 }
 
 /**
- * Rule 3, across resources: a dead-letter topic nobody subscribes to loses every dead letter, since
+ * Across resources: a dead-letter topic nobody subscribes to loses every dead letter, since
  * Pub/Sub keeps messages only for subscriptions that exist when they are published.
  */
 export const deadLetterTopicSubscribed: StackValidationPolicy = {

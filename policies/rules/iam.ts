@@ -1,5 +1,5 @@
 /**
- * Rule 6: the pipeline's service accounts get the narrowest grants that work. Owner/editor let a
+ * Grants: the pipeline's service accounts get the narrowest grants that work. Owner/editor let a
  * leaked worker token rewrite the project; token creator on the whole project lets an account
  * impersonate every other account in it (the Pub/Sub agent needs it on the push account only).
  */
@@ -94,7 +94,7 @@ const primitiveRolesSchema = {
   },
 };
 
-/** Rule 6: no owner/editor grant anywhere in the stack. */
+/** No owner/editor grant anywhere in the stack: a leaked token of the account could rewrite the project. */
 export const noPrimitiveRoles: ResourceValidationPolicy = {
   name: 'no-primitive-roles',
   description: 'The stack grants no primitive roles (owner, editor).',
@@ -127,7 +127,7 @@ const tokenCreatorSchema = {
   },
 };
 
-/** Rule 6: token creator only on the one account that needs it, never project-wide. */
+/** Token creator only on the one account that needs it, never project-wide, where it impersonates every account. */
 export const noProjectWideTokenCreator: ResourceValidationPolicy = {
   name: 'no-project-wide-token-creator',
   description: 'Token-creator roles are granted on a single service account, never on the whole project.',

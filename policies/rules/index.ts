@@ -14,7 +14,7 @@ import { notificationFormat, oneNotificationPerBucket, onlyDocumentsBucketNotifi
 import { workerNotPublic } from './service';
 import { dedupTableLayout } from './warehouse';
 
-/** Every policy of the pack, in the order of the rules. */
+/** Every policy of the pack, from the notification that feeds the pipeline to the grants it runs with. */
 export const policies: Policies = [
   oneNotificationPerBucket,
   notificationFormat,

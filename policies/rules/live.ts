@@ -1,5 +1,5 @@
 /**
- * Rule 7 (advisory, live): the bucket's *actual* notification configs, listed through the Cloud
+ * Advisory, live: the bucket's *actual* notification configs, listed through the Cloud
  * Storage API, against the ones the stack manages. A hand-made duplicate is the one failure no stack
  * policy can see; this rule reports it whenever credentials are present, and says why it was skipped
  * when they are not.
@@ -76,7 +76,7 @@ function bucketNameOf(notification: PolicyResource): string | undefined {
   return source ? knownString(() => propsOf<gcp.storage.BucketState>(source).name) : undefined;
 }
 
-/** Builds rule 7 around its dependencies; {@link liveBucketNotifications} is the real one. */
+/** Builds the live notification check around its dependencies; {@link liveBucketNotifications} is the real one. */
 export function liveBucketNotificationsPolicy(deps: LiveCheckDeps): StackValidationPolicy {
   return {
     name: 'live-bucket-notifications',
@@ -130,5 +130,5 @@ export function liveBucketNotificationsPolicy(deps: LiveCheckDeps): StackValidat
   };
 }
 
-/** Rule 7 with the real Cloud Storage client and credential detection. */
+/** The live notification check with the real Cloud Storage client and credential detection. */
 export const liveBucketNotifications: StackValidationPolicy = liveBucketNotificationsPolicy(realDeps);

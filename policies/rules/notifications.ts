@@ -5,6 +5,7 @@
  */
 import type * as gcp from '@pulumi/gcp';
 import type { PolicyResource, ResourceValidationPolicy, StackValidationPolicy } from '@pulumi/policy';
+import { NOTIFICATION_PAYLOAD_FORMAT, NOTIFIED_EVENT_TYPE } from '../../worker/src/contract/storage';
 import { configOf, describe, ofTypes, peek, propertySources, propsOf } from './support';
 import { TYPES } from './types';
 
@@ -36,7 +37,8 @@ function overlap(a: EventTypes, b: EventTypes): string | undefined {
 }
 
 /**
- * Rule 1. Groups notifications by the bucket *resource* their `bucket` property comes from (its URN),
+ * One notification per bucket, or every upload is published twice, each copy with its own
+ * messageId. Groups notifications by the bucket *resource* their `bucket` property comes from (its URN),
  * not by the bucket's name: on a first preview an auto-named bucket's name is unknown, and a rule
  * keyed on names would pass in exactly the pull request that adds the duplicate. A notification whose
  * bucket can be told neither by dependency nor by value is a violation of its own.
@@ -101,19 +103,19 @@ const notificationFormatSchema = {
     eventTypes: {
       type: 'array' as const,
       items: { type: 'string' as const },
-      default: ['OBJECT_FINALIZE'],
+      default: [NOTIFIED_EVENT_TYPE],
       description: 'The only event types a notification may deliver.',
     },
     payloadFormat: {
       type: 'string' as const,
-      default: 'JSON_API_V1',
+      default: NOTIFICATION_PAYLOAD_FORMAT,
       description: 'The payload format the worker parses.',
     },
   },
 };
 
 /**
- * Rule 2. The worker handles OBJECT_FINALIZE events with a JSON_API_V1 payload. Without `eventTypes`
+ * The worker handles OBJECT_FINALIZE events with a JSON_API_V1 payload. Without `eventTypes`
  * a notification delivers every event type (an overwrite then sends FINALIZE and DELETE), and
  * without the JSON payload the worker cannot read the object's generation.
  */

@@ -1,5 +1,5 @@
 /**
- * Rule 5: the worker is not publicly invokable. Pub/Sub reaches it with an OIDC token for the push
+ * The worker is not publicly invokable. Pub/Sub reaches it with an OIDC token for the push
  * account; anyone else who can call /push can forge document events and spend analysis money.
  */
 import type * as gcp from '@pulumi/gcp';
@@ -33,7 +33,7 @@ const workerNotPublicSchema = {
   },
 };
 
-/** Rule 5. */
+/** The worker service grants run.invoker to no public member (allUsers, allAuthenticatedUsers). */
 export const workerNotPublic: ResourceValidationPolicy = {
   name: 'worker-not-public',
   description: 'The Cloud Run service is not publicly invokable (no allUsers/allAuthenticatedUsers grant).',

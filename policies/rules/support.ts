@@ -83,16 +83,6 @@ export function configOf<T extends object>(
   return { ...given, ...filled } as T;
 }
 
-/** A class with a Pulumi type token, as generated provider classes are. */
-export type ResourceClass = { new (...rest: never[]): unknown; __pulumiType?: string };
-
-/** The Pulumi type token of a provider class (for example `gcp:storage/notification:Notification`). */
-export function typeOf(resourceClass: ResourceClass): string {
-  const token = resourceClass.__pulumiType;
-  if (!token) throw new Error('resource class without a Pulumi type token');
-  return token;
-}
-
 /** Resources of the stack with one of the given types. */
 export function ofTypes(resources: readonly PolicyResource[], types: readonly string[]): PolicyResource[] {
   return resources.filter((r) => types.includes(r.type));

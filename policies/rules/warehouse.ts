@@ -1,5 +1,5 @@
 /**
- * Rule 4: the table the worker deduplicates on. Every `seen()` lookup filters on the lookup key
+ * The layout of the table the worker deduplicates on. Every `seen()` lookup filters on the lookup key
  * inside the dedup window; partitioning on the write time and clustering on the key first is what
  * keeps that lookup from scanning (and billing) the whole table.
  */
@@ -44,7 +44,7 @@ function schemaColumns(schema: unknown): string[] | undefined {
 }
 
 /**
- * Rule 4. Applies to every table (not view) whose schema has the lookup key column: that is the
+ * Partitioned on the write time, clustered on the lookup key first. Applies to every table (not view) whose schema has the lookup key column: that is the
  * table the worker deduplicates on.
  */
 export const dedupTableLayout: ResourceValidationPolicy = {

@@ -8,10 +8,11 @@
 import type { EnforcementLevel, Policies, Policy, ReportViolation } from '@pulumi/policy';
 import * as policyServer from '@pulumi/policy/server';
 import * as analyzer from '@pulumi/pulumi/proto/analyzer_pb';
+import { unknownValue } from '@pulumi/pulumi/runtime/rpc';
 import { Struct } from 'google-protobuf/google/protobuf/struct_pb';
 
 /** How the engine marks a value that is unknown during a preview (the string sentinel it sends). */
-export const UNKNOWN = '04da6b54-80e4-46f7-96ec-b56ff0331ba9';
+export const UNKNOWN = unknownValue;
 
 /** A resource as the engine describes it to an analyzer. */
 export interface StackResource {

@@ -1,6 +1,6 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
-import { type Answer, answerForError, answerForOutcome, BodyTooLargeError, errorCode } from './answers';
-import { BadEnvelopeError } from './core/errors';
+import { type Answer, answerForError, answerForOutcome, errorCode } from './answers';
+import { bodyParserError } from './core/errors';
 import { parsePush } from './core/event';
 import { type HandlerDeps, handle } from './core/handle';
 import type { Logger } from './core/ports';
@@ -87,13 +87,7 @@ export function createApp(deps: AppDeps): express.Express {
 
   // Body-parser and authentication failures end here, with the same table.
   app.use((error: unknown, _req: Request, res: Response, _next: NextFunction) => {
-    const type = (error as { type?: string }).type;
-    const mapped =
-      type === 'entity.too.large'
-        ? new BodyTooLargeError(`the push body is over the limit of ${deps.pushBodyLimitBytes} bytes`)
-        : type === 'entity.parse.failed' || type === 'encoding.unsupported' || type === 'charset.unsupported'
-          ? new BadEnvelopeError('the push body is not JSON')
-          : error;
+    const mapped = bodyParserError(error, deps.pushBodyLimitBytes);
     const answer = answerForError(mapped);
     logFailure(deps.logger, mapped, answer, 0);
     res.status(answer.http).json(answer.body);
@@ -114,9 +108,10 @@ function logFailure(logger: Logger, error: unknown, answer: Answer, latencyMs: n
   if (code === 'transient')
     logger.warn(`transient failure, Pub/Sub will retry: ${(error as Error).message}`, fields);
   else if (code === 'configuration' || code === 'internal') {
+    // The logger adds the stack trace and causes of `cause` to ERROR lines, for Error Reporting.
     logger.error(
       `${code === 'internal' ? 'unexpected failure' : 'configuration fault'}: ${(error as Error).message}`,
-      outcomeFields({ ...fields, stack: code === 'internal' ? (error as Error).stack : undefined }),
+      fields,
     );
   } else logger.warn(`refused: ${(error as Error).message}`, fields);
 }

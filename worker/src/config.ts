@@ -1,3 +1,4 @@
+import { ConfigValues, oneOf as oneOfSchema, wholeNumber } from './contract/config-values';
 import { dataDirLayout } from './contract/data-dir';
 import {
   DEDUP_KEY_MODES,
@@ -5,12 +6,16 @@ import {
   DEFAULT_DATA_LOCATION,
   DELIVERY_DEFAULTS,
   type DedupKeyMode,
+  dedupWindowTooShort,
   defaultGeminiLocation,
+  LOG_LEVELS,
   MIN_MAXIMUM_BYTES_BILLED,
   minDedupWindowDays,
   WRITE_MODES,
   type WriteMode,
 } from './contract/settings';
+import { BUCKET_NAME } from './contract/storage';
+import { ConfigError } from './core/errors';
 import type { Severity } from './log';
 
 /**
@@ -71,43 +76,30 @@ export interface WorkerConfig {
   pushAuth: { audience: string; serviceAccount: string } | null;
 }
 
-/** Start-up configuration is wrong; the message lists every problem. */
-export class ConfigError extends Error {
-  constructor(readonly problems: string[]) {
-    super(`Invalid worker configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
-    this.name = 'ConfigError';
-  }
-}
-
-const LOG_LEVELS: readonly Severity[] = ['DEBUG', 'INFO', 'WARNING', 'ERROR'];
 const TABLE_ID = /^[a-z][a-z0-9-]{4,61}[a-z0-9]\.[A-Za-z0-9_]{1,1024}\.[A-Za-z0-9_-]{1,1024}$/;
 
 /** Reads and validates the worker configuration from an environment. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<WorkerConfig> {
-  const problems: string[] = [];
   const text = (name: string): string | undefined => {
     const value = env[name]?.trim();
     return value ? value : undefined;
   };
-  const integer = (name: string, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER): number => {
-    const raw = text(name);
-    if (raw === undefined) return fallback;
-    const value = Number(raw);
-    if (!/^\d+$/.test(raw) || !Number.isSafeInteger(value) || value < min || value > max) {
-      problems.push(`${name} must be a whole number from ${min} to ${max} (got "${raw}").`);
-      return fallback;
-    }
-    return value;
-  };
-  const oneOf = <T extends string>(name: string, allowed: readonly T[], fallback: T): T => {
-    const raw = text(name);
-    if (raw === undefined) return fallback;
-    if (!(allowed as readonly string[]).includes(raw)) {
-      problems.push(`${name} must be one of ${allowed.join(', ')} (got "${raw}").`);
-      return fallback;
-    }
-    return raw as T;
-  };
+  const values = new ConfigValues(text);
+  const problems = values.problems;
+  const integer = (name: string, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER): number =>
+    values.read(
+      name,
+      wholeNumber(min, max),
+      fallback,
+      (raw) => `${name} must be a whole number from ${min} to ${max} (got "${raw}").`,
+    );
+  const oneOf = <T extends string>(name: string, allowed: readonly T[], fallback: T): T =>
+    values.read(
+      name,
+      oneOfSchema(allowed),
+      fallback,
+      (raw) => `${name} must be one of ${allowed.join(', ')} (got "${raw}").`,
+    );
 
   const { root: dataDir, ...data } = dataDirLayout(text('DOCLINE_DATA_DIR'));
   const port = integer('PORT', 8080, 0, 65535);
@@ -135,7 +127,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Worke
     if (!TABLE_ID.test(table))
       problems.push(`BIGQUERY_TABLE must be project.dataset.table (got "${table}").`);
     const dedupWindowDays = integer('DEDUP_WINDOW_DAYS', DELIVERY_DEFAULTS.dedupWindowDays, 1, 3650);
-    if (dedupWindowDays < minDedupWindowDays(DELIVERY_DEFAULTS) && text('DEDUP_WINDOW_DAYS')) {
+    if (dedupWindowTooShort({ ...DELIVERY_DEFAULTS, dedupWindowDays }) && text('DEDUP_WINDOW_DAYS')) {
       problems.push(
         `DEDUP_WINDOW_DAYS (${dedupWindowDays}) must be at least ${minDedupWindowDays(DELIVERY_DEFAULTS)}: the push ` +
           "subscription's message retention plus the dead-letter retention (by default), or late redeliveries and " +
@@ -205,7 +197,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Worke
   const memoBucket = text('MEMO_BUCKET');
   let memo: MemoConfig | null = null;
   if (oneOf('MEMO', ['on', 'off'] as const, 'on') === 'on') {
-    if (memoBucket && !/^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$/.test(memoBucket))
+    if (memoBucket && !BUCKET_NAME.test(memoBucket))
       problems.push(`MEMO_BUCKET must be a Cloud Storage bucket name (got "${memoBucket}").`);
     memo = memoBucket ? { kind: 'gcs', bucket: memoBucket, ttlMs } : { kind: 'file', root: data.memo, ttlMs };
   }

@@ -1,12 +1,26 @@
+import type { LogLevel } from './contract/settings';
 import type { LogFields, Logger } from './core/ports';
 
 /**
  * Logs one JSON line per call in Cloud Logging's dialect: `severity` with LogSeverity names,
- * `message`, and the trace fields Cloud Logging links to the request.
+ * `message`, and the trace fields Cloud Logging links to the request. An ERROR line that carries an
+ * error also carries its stack trace and its causes, so Cloud Error Reporting picks it up and groups it.
  */
 
-export type Severity = 'DEBUG' | 'INFO' | 'WARNING' | 'ERROR';
+/** The LogSeverity names docline writes (contract/settings.ts lists them). */
+export type Severity = LogLevel;
 const RANK: Record<Severity, number> = { DEBUG: 100, INFO: 200, WARNING: 400, ERROR: 500 };
+
+/** The severity each {@link Logger} method writes; every logger (and every test double) maps them so. */
+export const SEVERITY_OF = Object.freeze({
+  debug: 'DEBUG',
+  info: 'INFO',
+  warn: 'WARNING',
+  error: 'ERROR',
+} as const satisfies Record<'debug' | 'info' | 'warn' | 'error', Severity>);
+
+/** How many causes deep an ERROR line follows an error. */
+const MAX_CAUSES = 5;
 
 export interface JsonLoggerOptions {
   /** Lowest severity written. */
@@ -16,13 +30,38 @@ export interface JsonLoggerOptions {
   bindings?: LogFields;
 }
 
-/** Keeps a value loggable: errors become their name, message and code, never their full object graph. */
-function loggable(value: unknown): unknown {
+/**
+ * Keeps a value loggable: errors become their name, message and code, never their full object graph.
+ * On ERROR lines an error's causes come along, the same way.
+ */
+function loggable(value: unknown, withCause: boolean, depth = 0): unknown {
   if (value instanceof Error) {
     const code = (value as { code?: unknown }).code;
-    return { name: value.name, message: value.message, ...(code === undefined ? {} : { code }) };
+    const cause = withCause && depth < MAX_CAUSES && value.cause !== undefined ? value.cause : undefined;
+    return {
+      name: value.name,
+      message: value.message,
+      ...(code === undefined ? {} : { code }),
+      ...(cause === undefined ? {} : { cause: loggable(cause, true, depth + 1) }),
+    };
   }
   return value;
+}
+
+/**
+ * The stack trace of an error and of its causes, in the `stack_trace` field Error Reporting reads
+ * first (it groups by the top of the trace). A cause that is no Error is named by its text.
+ */
+export function stackTrace(error: Error): string {
+  const parts = [error.stack ?? `${error.name}: ${error.message}`];
+  let cause = error.cause;
+  for (let depth = 0; cause !== undefined && depth < MAX_CAUSES; depth++) {
+    parts.push(
+      `Caused by: ${cause instanceof Error ? (cause.stack ?? `${cause.name}: ${cause.message}`) : String(cause)}`,
+    );
+    cause = cause instanceof Error ? cause.cause : undefined;
+  }
+  return parts.join('\n');
 }
 
 /** Marks a line written whatever the level (a non-enumerable key, so it never reaches the output). */
@@ -55,21 +94,24 @@ export class JsonLogger implements Logger {
   private log(severity: Severity, message: string, fields?: LogFields): void {
     if (RANK[severity] < this.minRank && !isOutcome(fields)) return;
     const entry: LogFields = { severity, message, ...this.bindings };
-    for (const [key, value] of Object.entries(fields ?? {})) entry[key] = loggable(value);
+    const isError = severity === 'ERROR';
+    for (const [key, value] of Object.entries(fields ?? {})) entry[key] = loggable(value, isError);
+    const error = isError ? Object.values(fields ?? {}).find((v) => v instanceof Error) : undefined;
+    if (error instanceof Error) entry.stack_trace = stackTrace(error);
     this.write(JSON.stringify(entry));
   }
 
   debug(message: string, fields?: LogFields): void {
-    this.log('DEBUG', message, fields);
+    this.log(SEVERITY_OF.debug, message, fields);
   }
   info(message: string, fields?: LogFields): void {
-    this.log('INFO', message, fields);
+    this.log(SEVERITY_OF.info, message, fields);
   }
   warn(message: string, fields?: LogFields): void {
-    this.log('WARNING', message, fields);
+    this.log(SEVERITY_OF.warn, message, fields);
   }
   error(message: string, fields?: LogFields): void {
-    this.log('ERROR', message, fields);
+    this.log(SEVERITY_OF.error, message, fields);
   }
   child(bindings: LogFields): Logger {
     return new JsonLogger({

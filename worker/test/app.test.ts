@@ -2,10 +2,10 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import request from 'supertest';
 import { SqliteStore } from '../src/adapters/sqlite-store';
-import { ANSWER_TABLE, PushAuthError } from '../src/answers';
+import { ANSWER_TABLE } from '../src/answers';
 import { createApp } from '../src/app';
 import { DEFAULT_CONTENT_TYPES } from '../src/contract/settings';
-import { ConfigurationError, TransientError } from '../src/core/errors';
+import { ConfigurationError, PushAuthError, TransientError } from '../src/core/errors';
 import type { Logger, Store } from '../src/core/ports';
 import { JsonLogger } from '../src/log';
 import { pushBody } from './support/builders';
@@ -197,6 +197,24 @@ describe('POST /push outcome lines', () => {
   });
 });
 
+describe('POST /push failure lines', () => {
+  it('logs an unexpected failure at ERROR with its stack trace and cause, for Error Reporting', async () => {
+    const lines: string[] = [];
+    const logger = new JsonLogger({ write: (l) => lines.push(l) });
+    const bug = new TypeError('cannot read the row', { cause: new RangeError('index 3 is out of range') });
+    const { app, upload } = setup({ logger, store: failingStore(bug) });
+
+    await request(app).post('/push').send(upload('1')).expect(500);
+
+    const line = lines
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .find((l) => l.severity === 'ERROR');
+    expect(line?.error).toBe('internal');
+    expect(line?.stack_trace).toMatch(/^TypeError: cannot read the row\n\s+at /);
+    expect(line?.stack_trace).toMatch(/\nCaused by: RangeError: index 3 is out of range\n\s+at /);
+  });
+});
+
 describe('GET /healthz', () => {
   it('answers 200 when the store is reachable and 503 when it is not', async () => {
     expect((await request(setup().app).get('/healthz')).status).toBe(200);
@@ -219,7 +237,13 @@ describe('the answer table in docs/architecture.md', () => {
           .slice(1, -1),
       );
     expect(rows).toEqual(
-      ANSWER_TABLE.map((r) => [r.situation, String(r.http), `\`${r.body}\``, r.row, r.pubsub]),
+      ANSWER_TABLE.map((r) => [
+        r.situation,
+        String(r.http),
+        `\`${'status' in r ? r.status : r.error}\``,
+        r.row,
+        r.pubsub,
+      ]),
     );
   });
 });

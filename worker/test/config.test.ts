@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { ConfigError, loadConfig } from '../src/config';
+import { loadConfig } from '../src/config';
 import { DELIVERY_DEFAULTS } from '../src/contract/settings';
+import { ConfigError } from '../src/core/errors';
 
 describe('loadConfig', () => {
   it('runs on embedded defaults when nothing is set: SQLite, local bucket, offline analyzer', () => {

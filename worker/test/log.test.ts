@@ -1,4 +1,5 @@
-import { JsonLogger, outcomeFields, traceFields } from '../src/log';
+import { TransientError } from '../src/core/errors';
+import { JsonLogger, outcomeFields, stackTrace, traceFields } from '../src/log';
 
 describe('JsonLogger', () => {
   it('writes one JSON line per entry in Cloud Logging’s dialect, with child bindings', () => {
@@ -38,6 +39,38 @@ describe('JsonLogger', () => {
     new JsonLogger({ write: (l) => lines.push(l) }).error('failed', { error });
     expect(JSON.parse(lines[0]!).error).toEqual({ name: 'Error', message: 'boom', code: 'store_busy' });
     expect(lines[0]).not.toContain('token-abc');
+  });
+
+  it('gives ERROR lines the stack trace of their error and its causes, for Error Reporting', () => {
+    const lines: string[] = [];
+    const root = Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
+    const error = new TransientError('store_busy', 'the store is busy', { cause: root });
+    new JsonLogger({ write: (l) => lines.push(l) }).error('unexpected failure', { cause: error });
+    const line = JSON.parse(lines[0]!);
+    expect(line.cause).toEqual({
+      name: 'TransientError',
+      message: 'the store is busy',
+      code: 'store_busy',
+      cause: { name: 'Error', message: 'socket hang up', code: 'ECONNRESET' },
+    });
+    expect(line.stack_trace).toMatch(/^TransientError: the store is busy\n\s+at /);
+    expect(line.stack_trace).toMatch(/\nCaused by: Error: socket hang up\n\s+at /);
+  });
+
+  it('keeps stack traces and causes off lines below ERROR', () => {
+    const lines: string[] = [];
+    const error = new TransientError('store_busy', 'the store is busy', {
+      cause: new Error('socket hang up'),
+    });
+    new JsonLogger({ write: (l) => lines.push(l) }).warn('transient failure', { cause: error });
+    const line = JSON.parse(lines[0]!);
+    expect(line.stack_trace).toBeUndefined();
+    expect(line.cause).toEqual({ name: 'TransientError', message: 'the store is busy', code: 'store_busy' });
+  });
+
+  it('names a cause that is no Error by its text', () => {
+    const error = new Error('outer', { cause: 'a string reason' });
+    expect(stackTrace(error)).toMatch(/\nCaused by: a string reason$/);
   });
 });
 

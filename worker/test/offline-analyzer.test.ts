@@ -17,7 +17,7 @@ import { placedTextToLines } from '../src/adapters/offline/pdf-text';
 import { textLines } from '../src/adapters/offline/text';
 import { OfflineAnalyzer } from '../src/adapters/offline-analyzer';
 import { type Analysis, parseAnalysis } from '../src/contract/analysis';
-import { checkContent } from '../src/core/check';
+import { checkContent } from '../src/core/document-checks';
 import { RejectionError } from '../src/core/errors';
 
 const SAMPLES = join(__dirname, '..', '..', 'samples');

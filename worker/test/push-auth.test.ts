@@ -1,5 +1,5 @@
 import { createPushVerifier } from '../src/adapters/push-auth';
-import { PushAuthError } from '../src/answers';
+import { PushAuthError } from '../src/core/errors';
 import {
   createSigner,
   PUSH_AUDIENCE,

@@ -1,7 +1,8 @@
 /**
  * The instruction sent with every document. The answer's shape is fixed by the structured-output
  * schema (contract/analysis.ts); this text says how to read French and English invoices into it.
- * Exported so that a test can check that it covers what the issue asks.
+ * Exported so that a test can check that it names the document kinds, tax words, company ids,
+ * date and amount formats it must handle, and forbids guessing.
  */
 export const INVOICE_PROMPT = `You extract data from one business document (an invoice, a credit note or a receipt), in French or in English.
 Answer with one JSON object that follows the given schema. Copy what the document says; never guess.

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { open } from 'node:fs/promises';
 import path from 'node:path';
+import { BUCKET_NAME } from '../contract/storage';
 import { RejectionError, TransientError } from '../core/errors';
 import type { ObjectRef, Reader } from '../core/ports';
 
@@ -11,12 +12,11 @@ import type { ObjectRef, Reader } from '../core/ports';
  * (generations, object resources) belongs to the local tools: local/lib/local-bucket.ts.
  */
 
-const BUCKET = /^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$/;
 const GENERATION = /^\d+$/;
 
 /** The folder of one object's generations. Throws on a bucket name Cloud Storage would refuse. */
 export function localObjectDir(root: string, bucket: string, name: string): string {
-  if (!BUCKET.test(bucket)) throw new Error(`invalid bucket name: ${bucket}`);
+  if (!BUCKET_NAME.test(bucket)) throw new Error(`invalid bucket name: ${bucket}`);
   const dir = path.join(root, bucket, createHash('sha256').update(name, 'utf8').digest('hex'));
   // Defence in depth: the hashed layout cannot escape, and this proves it at run time.
   if (!path.resolve(dir).startsWith(path.resolve(root) + path.sep))

@@ -1,5 +1,5 @@
 import { type AnalysisResult, analysisVersion, parseAnalysis } from '../contract/analysis';
-import { baseMimeType } from '../core/check';
+import { baseMimeType } from '../core/document-checks';
 import { RejectionError } from '../core/errors';
 import type { Analyzer, AnalyzerInput } from '../core/ports';
 import { extractInvoice } from './offline/invoice';

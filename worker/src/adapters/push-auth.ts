@@ -1,5 +1,5 @@
 import { type Certificates, OAuth2Client } from 'google-auth-library';
-import { PushAuthError } from '../answers';
+import { PushAuthError } from '../core/errors';
 
 /**
  * In-app verification of the push subscription's OIDC token: signature (Google's certificates),

@@ -127,34 +127,24 @@ export type ColumnName = (typeof COLUMNS)[number]['name'];
 /** Status values a row can have; `duplicate` is an answer, never a row. */
 export type RowStatus = 'ok' | 'rejected';
 
-/** One row of the table, as the worker builds it. Timestamps are ISO-8601 strings in UTC. */
-export interface Row {
-  message_id: string;
-  dedup_key: string;
-  object_uri: string | null;
-  bucket: string | null;
-  object_name: string | null;
-  generation: string | null;
-  content_type: string | null;
-  size_bytes: number | null;
-  event_time: string | null;
-  publish_time: string | null;
-  delivery_attempt: number | null;
-  status: RowStatus;
-  reason: string | null;
-  analysis: unknown | null;
-  model: string | null;
-  prompt_tokens: number | null;
-  output_tokens: number | null;
-  total_tokens: number | null;
-  processed_at: string;
-  worker_version: string;
+/** The TypeScript value of each column type: timestamps are ISO-8601 strings in UTC. */
+interface ValueOf {
+  STRING: string;
+  INT64: number;
+  TIMESTAMP: string;
+  JSON: unknown;
 }
 
-// Compile-time proof that Row and COLUMNS name the same fields.
-type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : never) : never;
-const rowMatchesColumns: Same<keyof Row, ColumnName> = true;
-void rowMatchesColumns;
+/** A column's value: its type's, or null when the column is NULLABLE. */
+type ColumnValue<C extends Column> = ValueOf[C['type']] | (C['mode'] extends 'NULLABLE' ? null : never);
+
+/** One value per column, derived from {@link COLUMNS}. */
+type ColumnValues = { -readonly [C in (typeof COLUMNS)[number] as C['name']]: ColumnValue<C> };
+
+/** One row of the table, as the worker builds it: the columns' values, with `status` narrowed to a row status. */
+export interface Row extends Omit<ColumnValues, 'status'> {
+  status: RowStatus;
+}
 
 /** Column names in table order. */
 export const COLUMN_NAMES: readonly ColumnName[] = COLUMNS.map((c) => c.name);

@@ -9,6 +9,10 @@ export const DEDUP_KEY_MODES: readonly DedupKeyMode[] = ['object', 'message'];
 export type WriteMode = 'merge' | 'append';
 export const WRITE_MODES: readonly WriteMode[] = ['merge', 'append'];
 
+/** Cloud Logging severity names, lowest first: the worker's LOG_LEVEL and the stack's logLevel take them. */
+export const LOG_LEVELS = ['DEBUG', 'INFO', 'WARNING', 'ERROR'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
 export interface DeliverySettings {
   /** Push subscription ack deadline; for push it is also the request timeout (10–600). */
   ackDeadlineSeconds: number;
@@ -137,6 +141,17 @@ export function minDedupWindowDays(s: {
   return Math.floor((s.messageRetentionSeconds + s.deadLetterRetentionSeconds) / DAY_SECONDS) + 1;
 }
 
+/**
+ * Whether the dedup window is too short to see the row of a dead letter replayed on its last day:
+ * a message is dead-lettered at the latest when its retention ends and can be replayed until the
+ * dead-letter retention ends.
+ */
+export function dedupWindowTooShort(
+  s: Pick<DeliverySettings, 'dedupWindowDays' | 'messageRetentionSeconds' | 'deadLetterRetentionSeconds'>,
+): boolean {
+  return s.dedupWindowDays * DAY_SECONDS <= s.messageRetentionSeconds + s.deadLetterRetentionSeconds;
+}
+
 /** Where the bucket and the dataset live unless a stack says otherwise. */
 export const DEFAULT_DATA_LOCATION = 'EU';
 
@@ -160,6 +175,23 @@ export function defaultGeminiLocation(dataLocation: string): string {
 /** Pub/Sub's duration format: `"600s"`. */
 export function durationString(seconds: number): string {
   return `${seconds}s`;
+}
+
+/**
+ * The dead-letter subscription, as the stack and the local emulator setup create it: a pull
+ * subscription that keeps a dead letter as long as the dead-letter topic does, acknowledged or not,
+ * so that `gcloud pubsub subscriptions seek` can replay it. Neither of them lets it expire.
+ */
+export function deadLetterSubscriptionSettings(s: Pick<DeliverySettings, 'deadLetterRetentionSeconds'>): {
+  ackDeadlineSeconds: number;
+  messageRetentionDuration: string;
+  retainAckedMessages: boolean;
+} {
+  return {
+    ackDeadlineSeconds: 60,
+    messageRetentionDuration: durationString(s.deadLetterRetentionSeconds),
+    retainAckedMessages: true,
+  };
 }
 
 /**
@@ -198,7 +230,7 @@ export function settingsProblems(s: DeliverySettings): string[] {
         'shorter leaves an operator too little time to replay a dead letter.',
     );
   }
-  if (s.dedupWindowDays * DAY_SECONDS <= s.messageRetentionSeconds + s.deadLetterRetentionSeconds) {
+  if (dedupWindowTooShort(s)) {
     problems.push(
       `dedupWindowDays (${s.dedupWindowDays}) must cover more than messageRetentionSeconds (${s.messageRetentionSeconds}s) + ` +
         `deadLetterRetentionSeconds (${s.deadLetterRetentionSeconds}s), i.e. at least ${minDedupWindowDays(s)} days: a message is ` +

@@ -1,8 +1,10 @@
 import type { Usage } from '../contract/analysis';
 
 /**
- * docline's errors. One base class; every error carries a stable code. Whether Pub/Sub should
- * retry is decided by the error's class, and {@link ../app} maps it to one HTTP answer.
+ * docline's errors, in one module: one base class, and every error carries a stable code and the
+ * one HTTP answer Pub/Sub gets for it (its {@link ErrorAnswer}). Whether Pub/Sub retries follows
+ * from that status: it acks 2xx and redelivers anything else. The answer table
+ * ({@link ../answers}) lists these answers after the three outcomes of a finished delivery.
  */
 
 /** Reason codes of `rejected` rows: the document can never be processed, so the message is acknowledged. */
@@ -20,8 +22,41 @@ export const REJECTION_REASONS = [
 ] as const;
 export type RejectionReason = (typeof REJECTION_REASONS)[number];
 
+/** How a failed delivery is answered: the `error` code of the JSON body and the HTTP status. */
+export interface ErrorAnswer {
+  /** The `error` field of the answer's JSON body. */
+  readonly error: string;
+  readonly http: number;
+  /** When this answer is given, in words (the answer table's first column). */
+  readonly situation: string;
+}
+
+const answer = (error: string, http: number, situation: string): ErrorAnswer =>
+  Object.freeze({ error, http, situation });
+
+/** Every answer to a failed delivery, in the order the answer table lists them. */
+export const ERROR_ANSWERS = Object.freeze({
+  transient: answer(
+    'transient',
+    503,
+    'transient (store busy, concurrent DML, analyzer 408/429/5xx or timeout, storage 403/5xx)',
+  ),
+  configuration: answer(
+    'configuration',
+    500,
+    'configuration fault an operator must fix (BigQuery byte cap, missing permission)',
+  ),
+  badEnvelope: answer('bad_envelope', 400, 'not a push envelope, or no valid messageId'),
+  bodyTooLarge: answer('too_large_body', 413, 'body over the limit'),
+  unauthenticated: answer('unauthenticated', 401, 'push token missing'),
+  forbidden: answer('forbidden', 403, 'push token wrong (audience, issuer, signer, account)'),
+  internal: answer('internal', 500, 'unexpected failure (a bug)'),
+});
+
 export abstract class DoclineError extends Error {
   abstract readonly code: string;
+  /** The answer Pub/Sub gets when this error ends a delivery. */
+  abstract readonly answer: ErrorAnswer;
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = new.target.name;
@@ -39,6 +74,8 @@ abstract class CodedError<Code extends string> extends DoclineError {
 
 /** The document can never be processed: it gets a `rejected` row with this reason. */
 export class RejectionError extends CodedError<RejectionReason> {
+  /** `handle()` turns rejections into rows: one that escapes it is a bug. */
+  readonly answer = ERROR_ANSWERS.internal;
   /** Tokens billed before the refusal (a paid analysis that failed): the row records them too. */
   readonly usage: Usage | undefined;
   constructor(reason: RejectionReason, message: string, options?: { cause?: unknown; usage?: Usage }) {
@@ -48,18 +85,70 @@ export class RejectionError extends CodedError<RejectionReason> {
 }
 
 /** A failure that a later delivery may not meet (store busy, analyzer rate-limited): Pub/Sub retries. */
-export class TransientError extends CodedError<string> {}
+export class TransientError extends CodedError<string> {
+  readonly answer = ERROR_ANSWERS.transient;
+}
 
 /**
  * A fault in our own configuration that a retry cannot fix *now* but an operator can (a BigQuery
  * byte cap too low, a missing permission). The message is not acknowledged: it ends in the
  * dead-letter topic, to be replayed after the fix. Logged at ERROR with what to change.
  */
-export class ConfigurationError extends CodedError<string> {}
+export class ConfigurationError extends CodedError<string> {
+  readonly answer = ERROR_ANSWERS.configuration;
+}
 
 /** The request is not a Pub/Sub push envelope: answered 400, no row. */
 export class BadEnvelopeError extends DoclineError {
   readonly code = 'bad_envelope';
+  readonly answer = ERROR_ANSWERS.badEnvelope;
+}
+
+/** The push token is missing (401) or wrong (403). */
+export class PushAuthError extends DoclineError {
+  readonly code: 'unauthenticated' | 'forbidden';
+  readonly answer: ErrorAnswer;
+  constructor(code: 'unauthenticated' | 'forbidden', message: string) {
+    super(message);
+    this.code = code;
+    this.answer = ERROR_ANSWERS[code];
+  }
+}
+
+/** The request body is over the configured limit. */
+export class BodyTooLargeError extends DoclineError {
+  readonly code = 'too_large_body';
+  readonly answer = ERROR_ANSWERS.bodyTooLarge;
+}
+
+/**
+ * The worker's start-up configuration is wrong; the message lists every problem. It stops the
+ * process before any delivery, so no delivery is ever answered with it (one would be a bug).
+ */
+export class ConfigError extends DoclineError {
+  readonly code = 'invalid_config';
+  readonly answer = ERROR_ANSWERS.internal;
+  constructor(readonly problems: string[]) {
+    super(`Invalid worker configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+  }
+}
+
+/**
+ * The error a failure of the JSON body parser stands for, by the parser's `type`: the body over
+ * the limit, or a body that is not JSON. Any other failure is returned as it is.
+ */
+export function bodyParserError(error: unknown, limitBytes: number): unknown {
+  const type = (error as { type?: unknown } | null)?.type;
+  if (type === 'entity.too.large')
+    return new BodyTooLargeError(`the push body is over the limit of ${limitBytes} bytes`);
+  if (type === 'entity.parse.failed' || type === 'encoding.unsupported' || type === 'charset.unsupported')
+    return new BadEnvelopeError('the push body is not JSON');
+  return error;
+}
+
+/** The answer to a failure: its own, or `internal` for anything that is no DoclineError (a bug). */
+export function errorAnswer(error: unknown): ErrorAnswer {
+  return error instanceof DoclineError ? error.answer : ERROR_ANSWERS.internal;
 }
 
 export function isRejection(error: unknown): error is RejectionError {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { DedupKeyMode } from '../contract/settings';
+import { BUCKET_NAME, NOTIFICATION_PAYLOAD_FORMAT, NOTIFIED_EVENT_TYPE } from '../contract/storage';
 import { BadEnvelopeError, type RejectionReason } from './errors';
 
 /**
@@ -8,7 +9,7 @@ import { BadEnvelopeError, type RejectionReason } from './errors';
  */
 
 /** The part of a push that identifies the delivery. */
-export interface Delivery {
+export interface PushDelivery {
   messageId: string;
   publishTime: string | null;
   /** Present only when the subscription has a dead-letter policy (never from the emulator). */
@@ -33,14 +34,14 @@ export interface ObjectFields {
 }
 
 /** A notification that names work (an OBJECT_FINALIZE of a valid object). */
-export interface DocumentEvent extends Delivery {
+export interface DocumentEvent extends PushDelivery {
   kind: 'document';
   object: ObjectFields;
   objectUri: string;
 }
 
 /** A notification that can never be work; `object` holds whatever could be read from it. */
-export interface NotWorkEvent extends Delivery {
+export interface NotWorkEvent extends PushDelivery {
   kind: 'not_work';
   reason: RejectionReason;
   detail: string;
@@ -68,7 +69,6 @@ const EnvelopeSchema = z.object({
 
 const INT64_MAX = 9223372036854775807n;
 const GENERATION = /^[1-9][0-9]{0,18}$/;
-const BUCKET = /^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$/;
 const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:\d{2})$/;
 const MAX_NAME_BYTES = 1024;
@@ -105,13 +105,22 @@ export function objectNameProblem(name: string): string | null {
   return null;
 }
 
+/** `gs://bucket/name#generation`: one generation of one object (a row's `object_uri`). */
 export function objectUri(bucket: string, name: string, generation: string): string {
   return `gs://${bucket}/${name}#${generation}`;
 }
 
+/**
+ * The dedup key of one object generation in object mode. It is spelled like the generation's URI,
+ * so that a row's `dedup_key` equals its `object_uri` in that mode.
+ */
+export function objectDedupKey(object: Pick<ObjectFields, 'bucket' | 'name' | 'generation'>): string {
+  return objectUri(object.bucket, object.name, object.generation);
+}
+
 /** Reads the delivery out of a push body, or throws BadEnvelopeError (HTTP 400, no row). */
 export function parseEnvelope(body: unknown): {
-  delivery: Delivery;
+  delivery: PushDelivery;
   data: string | undefined;
   attributes: Record<string, string>;
 } {
@@ -165,7 +174,8 @@ export function parsePush(body: unknown): PushEvent {
     return notWork('invalid_notification', `the notification lacks the attributes ${missing.join(', ')}`);
   }
   if (eventType.length <= 64) partial.eventType = eventType;
-  if (!BUCKET.test(bucketId)) return notWork('invalid_notification', 'bucketId is not a valid bucket name');
+  if (!BUCKET_NAME.test(bucketId))
+    return notWork('invalid_notification', 'bucketId is not a valid bucket name');
   partial.bucket = bucketId;
   if (!isValidGeneration(objectGeneration)) {
     return notWork('invalid_notification', 'objectGeneration is not a positive 64-bit decimal integer');
@@ -174,10 +184,10 @@ export function parsePush(body: unknown): PushEvent {
   const nameProblem = objectNameProblem(objectId);
   if (nameProblem) return notWork('invalid_name', nameProblem);
   partial.name = objectId;
-  if (payloadFormat !== 'JSON_API_V1') {
+  if (payloadFormat !== NOTIFICATION_PAYLOAD_FORMAT) {
     return notWork(
       'invalid_notification',
-      `payloadFormat must be JSON_API_V1 (got ${String(payloadFormat).slice(0, 40)})`,
+      `payloadFormat must be ${NOTIFICATION_PAYLOAD_FORMAT} (got ${String(payloadFormat).slice(0, 40)})`,
     );
   }
   partial.notificationConfig = attributes.notificationConfig ?? null;
@@ -187,8 +197,11 @@ export function parsePush(body: unknown): PushEvent {
     attributes.overwroteGeneration && isValidGeneration(attributes.overwroteGeneration)
       ? attributes.overwroteGeneration
       : null;
-  if (eventType !== 'OBJECT_FINALIZE') {
-    return notWork('unsupported_event_type', `only OBJECT_FINALIZE is work (got ${eventType.slice(0, 64)})`);
+  if (eventType !== NOTIFIED_EVENT_TYPE) {
+    return notWork(
+      'unsupported_event_type',
+      `only ${NOTIFIED_EVENT_TYPE} is work (got ${eventType.slice(0, 64)})`,
+    );
   }
 
   if (!data || !BASE64.test(data)) return notWork('invalid_notification', 'message.data is not base64');
@@ -238,5 +251,5 @@ export function parsePush(body: unknown): PushEvent {
  * Events that are not work are always keyed by their messageId, so they never meet a document.
  */
 export function dedupKey(event: PushEvent, mode: DedupKeyMode): string {
-  return event.kind === 'document' && mode === 'object' ? event.objectUri : event.messageId;
+  return event.kind === 'document' && mode === 'object' ? objectDedupKey(event.object) : event.messageId;
 }

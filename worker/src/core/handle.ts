@@ -1,7 +1,7 @@
 import type { Analysis, Usage } from '../contract/analysis';
 import type { Row } from '../contract/row';
 import type { DedupKeyMode } from '../contract/settings';
-import { type CheckLimits, checkContent, checkDeclared } from './check';
+import { type CheckLimits, checkContent, checkDeclared } from './document-checks';
 import { isRejection, type RejectionReason } from './errors';
 import { dedupKey, type PushEvent } from './event';
 import type { AnalysisMemo } from './memo';
@@ -39,7 +39,8 @@ export interface Outcome {
   usage?: Usage;
 }
 
-interface Result {
+/** What a delivery's row records: the verdict on the document, with its analysis when it is `ok`. */
+interface RowVerdict {
   status: 'ok' | 'rejected';
   reason?: RejectionReason;
   detail?: string;
@@ -61,9 +62,9 @@ export async function handle(event: PushEvent, deps: HandlerDeps): Promise<Outco
 
   let analysed = false;
   let memo: Outcome['memo'];
-  let result: Result;
+  let verdict: RowVerdict;
   if (event.kind === 'not_work') {
-    result = { status: 'rejected', reason: event.reason, detail: event.detail };
+    verdict = { status: 'rejected', reason: event.reason, detail: event.detail };
   } else {
     try {
       const mime = checkDeclared(event.object, deps.limits);
@@ -80,24 +81,24 @@ export async function handle(event: PushEvent, deps: HandlerDeps): Promise<Outco
       if (paid.source === 'memo') memo = 'hit';
       else if (paid.source === 'shared') memo = 'shared';
       const analysis = paid.result;
-      result = { status: 'ok', analysis: analysis.analysis, model: analysis.model, usage: analysis.usage };
+      verdict = { status: 'ok', analysis: analysis.analysis, model: analysis.model, usage: analysis.usage };
     } catch (error) {
       if (!isRejection(error)) throw error;
-      result = { status: 'rejected', reason: error.code, detail: error.message, usage: error.usage };
+      verdict = { status: 'rejected', reason: error.code, detail: error.message, usage: error.usage };
     }
   }
 
-  const inserted = await deps.store.record(buildRow(event, key, result, deps));
+  const inserted = await deps.store.record(buildRow(event, key, verdict, deps));
   const from = memo ? { memo } : {};
   if (!inserted)
-    return { ...base, status: 'duplicate', duplicateAt: 'record', analysed, ...from, usage: result.usage };
+    return { ...base, status: 'duplicate', duplicateAt: 'record', analysed, ...from, usage: verdict.usage };
   return {
     ...base,
-    status: result.status,
+    status: verdict.status,
     analysed,
     ...from,
-    ...(result.reason ? { reason: result.reason, detail: result.detail } : {}),
-    ...(result.usage ? { usage: result.usage } : {}),
+    ...(verdict.reason ? { reason: verdict.reason, detail: verdict.detail } : {}),
+    ...(verdict.usage ? { usage: verdict.usage } : {}),
   };
 }
 
@@ -105,7 +106,7 @@ export async function handle(event: PushEvent, deps: HandlerDeps): Promise<Outco
 export function buildRow(
   event: PushEvent,
   key: string,
-  result: Result,
+  verdict: RowVerdict,
   deps: Pick<HandlerDeps, 'clock' | 'workerVersion'>,
 ): Row {
   const o = event.object;
@@ -121,13 +122,13 @@ export function buildRow(
     event_time: o.eventTime ?? null,
     publish_time: event.publishTime,
     delivery_attempt: event.deliveryAttempt,
-    status: result.status,
-    reason: result.reason ?? null,
-    analysis: result.analysis ?? null,
-    model: result.model ?? null,
-    prompt_tokens: result.usage?.promptTokens ?? null,
-    output_tokens: result.usage?.outputTokens ?? null,
-    total_tokens: result.usage?.totalTokens ?? null,
+    status: verdict.status,
+    reason: verdict.reason ?? null,
+    analysis: verdict.analysis ?? null,
+    model: verdict.model ?? null,
+    prompt_tokens: verdict.usage?.promptTokens ?? null,
+    output_tokens: verdict.usage?.outputTokens ?? null,
+    total_tokens: verdict.usage?.totalTokens ?? null,
     processed_at: deps.clock.now().toISOString(),
     worker_version: deps.workerVersion,
   };

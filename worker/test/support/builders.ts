@@ -1,5 +1,5 @@
 import type { Row } from '../../src/contract/row';
-import { objectUri } from '../../src/core/event';
+import { objectDedupKey, objectUri } from '../../src/core/event';
 
 /** Test builders: push bodies and rows as the services send and store them. */
 
@@ -76,7 +76,7 @@ export function testRow(overrides: Partial<Row> = {}): Row {
   const name = `2026/11/invoice-${counter}.txt`;
   return {
     message_id: String(9000000 + counter),
-    dedup_key: objectUri('acme-invoices-dev', name, generation),
+    dedup_key: objectDedupKey({ bucket: 'acme-invoices-dev', name, generation }),
     object_uri: objectUri('acme-invoices-dev', name, generation),
     bucket: 'acme-invoices-dev',
     object_name: name,

@@ -9,6 +9,7 @@ import type {
   ObjectRef,
   Reader,
 } from '../../src/core/ports';
+import { SEVERITY_OF } from '../../src/log';
 
 /** Test doubles for the edges of handle(): fakes with real behaviour, not mocks. */
 
@@ -115,16 +116,16 @@ export class MemoryLogger implements Logger {
     this.entries.push({ severity, message, ...this.bindings, ...fields });
   }
   debug(m: string, f?: LogFields) {
-    this.push('DEBUG', m, f);
+    this.push(SEVERITY_OF.debug, m, f);
   }
   info(m: string, f?: LogFields) {
-    this.push('INFO', m, f);
+    this.push(SEVERITY_OF.info, m, f);
   }
   warn(m: string, f?: LogFields) {
-    this.push('WARNING', m, f);
+    this.push(SEVERITY_OF.warn, m, f);
   }
   error(m: string, f?: LogFields) {
-    this.push('ERROR', m, f);
+    this.push(SEVERITY_OF.error, m, f);
   }
   child(bindings: LogFields): Logger {
     return new MemoryLogger(this.entries, { ...this.bindings, ...bindings });
