@@ -1,7 +1,12 @@
 import { writeFile } from 'node:fs/promises';
 import { dataDirLayout } from '../../worker/src/contract/data-dir';
-import { DELIVERY_DEFAULTS, type DeliverySettings, durationString } from '../../worker/src/contract/settings';
-import { FINALIZE_EVENT_TYPE } from '../../worker/src/reconcile/notification';
+import {
+  DELIVERY_DEFAULTS,
+  type DeliverySettings,
+  deadLetterSubscriptionSettings,
+  durationString,
+} from '../../worker/src/contract/settings';
+import { PUSH_FILTER } from '../../worker/src/contract/storage';
 import { Announcer, contentTypeFor } from './announcer';
 import { freePort, type PubSubEmulator, startPubSubEmulator } from './emulator';
 import { LocalBucket, type ObjectResource } from './local-bucket';
@@ -58,7 +63,7 @@ export function pushSubscriptionSpec(
     },
     messageRetentionDuration: durationString(settings.messageRetentionSeconds),
     // The emulator accepts the filter but does not apply it; the worker rejects other event types anyway.
-    filter: `attributes.eventType = "${FINALIZE_EVENT_TYPE}"`,
+    filter: PUSH_FILTER,
   };
 }
 
@@ -70,12 +75,11 @@ export async function configureDelivery(
 ): Promise<void> {
   await pubsub.ensureTopic(LOCAL_NAMES.topic);
   await pubsub.ensureTopic(LOCAL_NAMES.deadLetterTopic);
-  // Dead letters are kept for inspection and replay: a pull subscription that never expires, with
-  // the stack's dead-letter retention.
+  // Dead letters are kept for inspection and replay: the stack's dead-letter subscription, which
+  // never expires.
   await pubsub.ensureSubscription(LOCAL_NAMES.deadLetterSubscription, {
     topic: pubsub.topicPath(LOCAL_NAMES.deadLetterTopic),
-    ackDeadlineSeconds: 60,
-    messageRetentionDuration: durationString(settings.deadLetterRetentionSeconds),
+    ...deadLetterSubscriptionSettings(settings),
     expirationPolicy: {},
   });
   await pubsub.ensureSubscription(
