@@ -1,8 +1,8 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { Announcer } from '../local/announcer';
-import { REPO_ROOT } from '../local/worker-process';
-import type { LocalBucket, ObjectResource } from '../worker/src/adapters/local-bucket';
+import { Announcer } from '../local/lib/announcer';
+import type { LocalBucket, ObjectResource } from '../local/lib/local-bucket';
+import { REPO_ROOT } from '../local/lib/worker-process';
 
 /**
  * The benchmark's documents: the text invoices of samples/invoices, stored many times under unique

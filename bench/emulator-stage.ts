@@ -1,11 +1,11 @@
 import { mkdirSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { startPubSubEmulator } from '../local/emulator';
-import { LOCAL_NAMES, type Pipeline, pushSubscriptionSpec, startPipeline } from '../local/pipeline';
-import type { OutgoingMessage, PubSubClient } from '../local/pubsub';
-import type { WorkerProcess } from '../local/worker-process';
-import type { ObjectResource } from '../worker/src/adapters/local-bucket';
+import { startPubSubEmulator } from '../local/lib/emulator';
+import type { ObjectResource } from '../local/lib/local-bucket';
+import { LOCAL_NAMES, type Pipeline, pushSubscriptionSpec, startPipeline } from '../local/lib/pipeline';
+import type { OutgoingMessage, PubSubClient } from '../local/lib/pubsub';
+import type { WorkerProcess } from '../local/lib/worker-process';
 import { SQLITE_TABLE } from '../worker/src/adapters/sqlite-store';
 import { DELIVERY_DEFAULTS } from '../worker/src/contract/settings';
 import { notification, storeInvoices } from './documents';

@@ -1,8 +1,8 @@
 import { mkdirSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import type { WorkerLogLine, WorkerProcess } from '../local/worker-process';
-import type { ObjectResource } from '../worker/src/adapters/local-bucket';
+import type { ObjectResource } from '../local/lib/local-bucket';
+import type { WorkerLogLine, WorkerProcess } from '../local/lib/worker-process';
 import { SQLITE_TABLE } from '../worker/src/adapters/sqlite-store';
 import { deliveryOrder, pushBodies } from './documents';
 import { type LoadResult, runLoad } from './load';

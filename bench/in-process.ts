@@ -1,5 +1,5 @@
-import type { ObjectResource } from '../worker/src/adapters/local-bucket';
-import { LocalBucket, LocalBucketReader } from '../worker/src/adapters/local-bucket';
+import type { ObjectResource } from '../local/lib/local-bucket';
+import { LocalBucketReader } from '../worker/src/adapters/local-bucket';
 import { OfflineAnalyzer } from '../worker/src/adapters/offline-analyzer';
 import { SqliteStore } from '../worker/src/adapters/sqlite-store';
 import type { AnalysisResult } from '../worker/src/contract/analysis';
@@ -59,7 +59,7 @@ export async function runInProcess(options: InProcessOptions): Promise<InProcess
   const analyzer = new CountingAnalyzer(new OfflineAnalyzer());
   const deps: HandlerDeps = {
     store,
-    reader: new LocalBucketReader(new LocalBucket(options.bucketRoot)),
+    reader: new LocalBucketReader(options.bucketRoot),
     analyzer,
     clock: systemClock,
     dedupKeyMode: 'object',

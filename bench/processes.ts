@@ -1,11 +1,11 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { startWorkerProcess, type WorkerProcess } from '../local/worker-process';
+import { startWorkerProcess, type WorkerProcess } from '../local/lib/worker-process';
 
 /**
  * The three HTTP servers of stage 2, each a child process started the same way (this Node, the
- * same flags, the tsx loader, through local/worker-process.ts), and their memory figures.
+ * same flags, the tsx loader, through local/lib/worker-process.ts), and their memory figures.
  */
 
 export type ServerKind = 'bare' | 'naive' | 'docline';

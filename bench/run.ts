@@ -13,7 +13,7 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { LocalBucket } from '../worker/src/adapters/local-bucket';
+import { LocalBucket } from '../local/lib/local-bucket';
 import { runBurst } from './burst/run-burst';
 import { costModel } from './cost-model';
 import { storeInvoices } from './documents';

@@ -1,33 +1,14 @@
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { SqliteStore } from '../../worker/src/adapters/sqlite-store';
-import { LOCAL_NAMES, type Pipeline, startPipeline } from '../pipeline';
-import { REPO_ROOT } from '../worker-process';
+import { LOCAL_NAMES, type Pipeline, startPipeline } from '../lib/pipeline';
+import { runLocalCommand } from './support/command';
 
-const run = promisify(execFile);
-
-/** Runs a companion command (`npm run upload|rows|dlq`) the way npm does, against a data dir. */
+/** Runs a companion command (`npm run upload|rows|dlq`) against a data dir; stdout then stderr. */
 async function command(script: string, args: string[], dataDir: string) {
-  try {
-    const { stdout } = await run(
-      process.execPath,
-      [
-        '--disable-warning=ExperimentalWarning',
-        '--import',
-        'tsx',
-        path.join(REPO_ROOT, 'local', script),
-        ...args,
-      ],
-      { cwd: REPO_ROOT, env: { ...process.env, DOCLINE_DATA_DIR: dataDir } },
-    );
-    return { code: 0, stdout };
-  } catch (error) {
-    const e = error as { code: number; stdout: string; stderr: string };
-    return { code: e.code, stdout: `${e.stdout}${e.stderr}` };
-  }
+  const result = await runLocalCommand(script, args, dataDir);
+  return { code: result.code, stdout: `${result.stdout}${result.stderr}` };
 }
 
 describe('the companions of a running pipeline: upload, rows, dlq', () => {

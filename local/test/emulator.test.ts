@@ -1,8 +1,8 @@
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { findEmulatorBinary, type PubSubEmulator, startPubSubEmulator } from '../emulator';
-import { PubSubClient } from '../pubsub';
+import { findEmulatorBinary, type PubSubEmulator, startPubSubEmulator } from '../lib/emulator';
+import { PubSubClient } from '../lib/pubsub';
 
 interface Push {
   message: { messageId: string; attributes?: Record<string, string>; data?: string };

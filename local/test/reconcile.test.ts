@@ -4,11 +4,12 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { SqliteStore } from '../../worker/src/adapters/sqlite-store';
+import { dataDirLayout } from '../../worker/src/contract/data-dir';
 import { objectUri, RECONCILE_ATTRIBUTE } from '../../worker/src/reconcile/notification';
 import { APPLY_CONFIRM_THRESHOLD, RECONCILE_EXIT } from '../../worker/src/reconcile/reconcile';
-import { LOCAL_NAMES, type Pipeline, startPipeline, stateFile } from '../pipeline';
-import { main } from '../reconcile';
-import { REPO_ROOT } from '../worker-process';
+import { main } from '../commands/reconcile';
+import { LOCAL_NAMES, type Pipeline, startPipeline } from '../lib/pipeline';
+import { REPO_ROOT } from '../lib/worker-process';
 
 /*
  * `npm run reconcile` against a running local pipeline: the real Pub/Sub emulator, the worker, the
@@ -28,7 +29,7 @@ describe('npm run reconcile on the local pipeline', () => {
     dir = mkdtempSync(path.join(tmpdir(), 'docline-reconcile-'));
     dataDir = path.join(dir, 'data');
     pipeline = await startPipeline({ dataDir });
-    store = new SqliteStore({ path: path.join(dataDir, 'docline.sqlite') });
+    store = new SqliteStore({ path: dataDirLayout(dataDir).sqlite });
   }, 120_000);
   afterAll(async () => {
     await store?.close();
@@ -74,7 +75,7 @@ describe('npm run reconcile on the local pipeline', () => {
         '--disable-warning=ExperimentalWarning',
         '--import',
         'tsx',
-        path.join(REPO_ROOT, 'local/reconcile.ts'),
+        path.join(REPO_ROOT, 'local/commands/reconcile.ts'),
         '--prefix',
         'old/',
         '--older-than',
@@ -179,8 +180,8 @@ describe('npm run reconcile on the local pipeline', () => {
     // The same running pipeline, described as message mode (what `npm start -- --dedup-key message` writes).
     const other = path.join(dir, 'message-mode');
     mkdirSync(other, { recursive: true });
-    const state = JSON.parse(readFileSync(stateFile(dataDir), 'utf8'));
-    writeFileSync(stateFile(other), JSON.stringify({ ...state, dedupKeyMode: 'message' }));
+    const state = JSON.parse(readFileSync(dataDirLayout(dataDir).pipelineState, 'utf8'));
+    writeFileSync(dataDirLayout(other).pipelineState, JSON.stringify({ ...state, dedupKeyMode: 'message' }));
     await writeSilently('message/y.txt', invoice(6));
     const refused = await reconcile(['--prefix', 'message/', '--older-than', '0', '--apply'], other);
     expect(refused.code).toBe(RECONCILE_EXIT.error);

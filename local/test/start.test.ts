@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { SqliteStore } from '../../worker/src/adapters/sqlite-store';
-import { REPO_ROOT } from '../worker-process';
+import { REPO_ROOT } from '../lib/worker-process';
 
 /** Runs `npm start`'s entry as a user would, and collects its output lines. */
 function startCommand(args: string[]) {
@@ -14,7 +14,7 @@ function startCommand(args: string[]) {
       '--disable-warning=ExperimentalWarning',
       '--import',
       'tsx',
-      path.join(REPO_ROOT, 'local/start.ts'),
+      path.join(REPO_ROOT, 'local/commands/start.ts'),
       ...args,
     ],
     { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'inherit'] },

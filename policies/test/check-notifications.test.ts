@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
-import { checkNotifications, EXIT } from '../../local/check-notifications';
+import { checkNotifications, EXIT } from '../live/check-notifications';
 import { FakeNotificationLister, feeding } from './support/fake-lister';
 import {
   type FakeStorageServer,
@@ -18,7 +18,13 @@ function cli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: numbe
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ['--disable-warning=ExperimentalWarning', '--import', 'tsx', 'local/check-notifications.ts', ...args],
+      [
+        '--disable-warning=ExperimentalWarning',
+        '--import',
+        'tsx',
+        'policies/live/check-notifications.ts',
+        ...args,
+      ],
       { cwd: ROOT, env: base, timeout: 30_000 },
       (error, stdout, stderr) => {
         const code = error ? Number((error as { code?: unknown }).code ?? -1) : 0;

@@ -1,5 +1,5 @@
-import path from 'node:path';
 import { ConfigValues, oneOf as oneOfSchema, wholeNumber } from './contract/config-values';
+import { dataDirLayout } from './contract/data-dir';
 import {
   DEDUP_KEY_MODES,
   DEFAULT_CONTENT_TYPES,
@@ -101,7 +101,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Worke
       (raw) => `${name} must be one of ${allowed.join(', ')} (got "${raw}").`,
     );
 
-  const dataDir = path.resolve(text('DOCLINE_DATA_DIR') ?? '.docline');
+  const { root: dataDir, ...data } = dataDirLayout(text('DOCLINE_DATA_DIR'));
   const port = integer('PORT', 8080, 0, 65535);
   const dedupKeyMode = oneOf('DEDUP_KEY', DEDUP_KEY_MODES, DELIVERY_DEFAULTS.dedupKeyMode);
   const maxObjectBytes = integer('MAX_OBJECT_BYTES', DELIVERY_DEFAULTS.maxObjectBytes, 1);
@@ -149,14 +149,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Worke
   } else {
     if (text('WRITE_MODE') === 'append')
       problems.push('WRITE_MODE=append needs BIGQUERY_TABLE (SQLite has one mode).');
-    store = { kind: 'sqlite', path: path.join(dataDir, 'docline.sqlite') };
+    store = { kind: 'sqlite', path: data.sqlite };
   }
 
   const readerKind = oneOf('DOCLINE_READER', ['local', 'gcs'] as const, 'local');
   const reader: ReaderConfig =
     readerKind === 'gcs'
       ? { kind: 'gcs', timeoutMs: integer('READ_TIMEOUT_MS', DELIVERY_DEFAULTS.readTimeoutMs, 100) }
-      : { kind: 'local', root: path.join(dataDir, 'bucket') };
+      : { kind: 'local', root: data.bucket };
 
   const apiKey = text('GEMINI_API_KEY');
   const analyzerKind = oneOf(
@@ -199,9 +199,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Worke
   if (oneOf('MEMO', ['on', 'off'] as const, 'on') === 'on') {
     if (memoBucket && !BUCKET_NAME.test(memoBucket))
       problems.push(`MEMO_BUCKET must be a Cloud Storage bucket name (got "${memoBucket}").`);
-    memo = memoBucket
-      ? { kind: 'gcs', bucket: memoBucket, ttlMs }
-      : { kind: 'file', root: path.join(dataDir, 'memo'), ttlMs };
+    memo = memoBucket ? { kind: 'gcs', bucket: memoBucket, ttlMs } : { kind: 'file', root: data.memo, ttlMs };
   }
 
   const audience = text('PUSH_AUTH_AUDIENCE');

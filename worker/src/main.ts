@@ -88,8 +88,8 @@ async function buildBaseStore(config: WorkerConfig, logger: Logger): Promise<Sto
 async function buildReader(config: WorkerConfig): Promise<Reader> {
   const reader = config.reader;
   if (reader.kind === 'local') {
-    const { LocalBucket, LocalBucketReader } = await import('./adapters/local-bucket.js');
-    return new LocalBucketReader(new LocalBucket(reader.root));
+    const { LocalBucketReader } = await import('./adapters/local-bucket.js');
+    return new LocalBucketReader(reader.root);
   }
   const { GcsReader, createStorageClient } = await import('./adapters/gcs-reader.js');
   return new GcsReader({

@@ -1,8 +1,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { startWorkerProcess, type WorkerProcess } from '../../local/worker-process';
-import { LocalBucket } from '../src/adapters/local-bucket';
+import { LocalBucket } from '../../local/lib/local-bucket';
+import { startWorkerProcess, type WorkerProcess } from '../../local/lib/worker-process';
 import { SqliteStore } from '../src/adapters/sqlite-store';
 import { pushBody } from './support/builders';
 

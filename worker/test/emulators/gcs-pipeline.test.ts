@@ -2,12 +2,12 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { CRC32C, Storage } from '@google-cloud/storage';
-import { Announcer } from '../../../local/announcer';
-import { type PubSubEmulator, startPubSubEmulator } from '../../../local/emulator';
-import { LOCAL_NAMES, LOCAL_PROJECT, type Pipeline, startPipeline } from '../../../local/pipeline';
-import { PubSubClient, type ReceivedMessage } from '../../../local/pubsub';
-import type { WorkerLogLine } from '../../../local/worker-process';
-import { LocalBucket } from '../../src/adapters/local-bucket';
+import { Announcer } from '../../../local/lib/announcer';
+import { type PubSubEmulator, startPubSubEmulator } from '../../../local/lib/emulator';
+import { LocalBucket } from '../../../local/lib/local-bucket';
+import { LOCAL_NAMES, LOCAL_PROJECT, type Pipeline, startPipeline } from '../../../local/lib/pipeline';
+import { PubSubClient, type ReceivedMessage } from '../../../local/lib/pubsub';
+import type { WorkerLogLine } from '../../../local/lib/worker-process';
 import { SqliteStore } from '../../src/adapters/sqlite-store';
 import { parsePush } from '../../src/core/event';
 import { type FakeGcsServer, startFakeGcsServer } from './support/fake-gcs-server';
@@ -24,7 +24,7 @@ import { toolVersion } from './support/tool-process';
  * uses *as its JSON API base URL*: it must end in /storage/v1 (`http://127.0.0.1:PORT` alone gives
  * 404 on every call).
  *
- * The second part compares what fake-gcs-server publishes with what local/announcer.ts publishes
+ * The second part compares what fake-gcs-server publishes with what local/lib/announcer.ts publishes
  * for the same upload. Differences found (fake-gcs-server v1.56.1):
  * - fake-gcs-server sends no `notificationConfig` attribute (Cloud Storage always does; docline
  *   only logs it). Every other attribute key is the same, overwroteGeneration included.
@@ -276,7 +276,7 @@ describe(`the local pipeline on fake-gcs-server ${toolVersion('fake-gcs-server')
         const t = data(theirs[i]!);
         const o = data(ourMessage);
         expect(WORKER_READS.filter((f) => typeof t[f] !== 'string')).toEqual([]);
-        // Tripwire: when local-bucket.ts writes crc32c, empty LOCAL_BUCKET_GAPS.
+        // Tripwire: when local/lib/local-bucket.ts writes crc32c, empty LOCAL_BUCKET_GAPS.
         expect(WORKER_READS.filter((f) => typeof o[f] !== 'string')).toEqual(LOCAL_BUCKET_GAPS);
         for (const f of ['name', 'bucket', 'contentType', 'size', 'md5Hash', 'crc32c'] as const)
           expect(t[f]).toBe(o[f]);

@@ -1,8 +1,8 @@
 import { readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { listDeadLetters } from '../../../local/dead-letters';
-import { LOCAL_BUCKET, LOCAL_NAMES, type Pipeline, startPipeline } from '../../../local/pipeline';
-import type { WorkerLogLine } from '../../../local/worker-process';
+import { listDeadLetters } from '../../../local/lib/dead-letter-subscription';
+import { LOCAL_BUCKET, LOCAL_NAMES, type Pipeline, startPipeline } from '../../../local/lib/pipeline';
+import type { WorkerLogLine } from '../../../local/lib/worker-process';
 import type { SqliteStore } from '../../src/adapters/sqlite-store';
 import type { RejectionReason } from '../../src/core/errors';
 import { objectUri } from '../../src/core/event';

@@ -1,9 +1,9 @@
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { Announcer } from '../../../local/announcer';
-import { LOCAL_BUCKET, LOCAL_NAMES, type Pipeline, startPipeline } from '../../../local/pipeline';
-import type { OutgoingMessage } from '../../../local/pubsub';
-import type { WorkerLogLine } from '../../../local/worker-process';
+import { Announcer } from '../../../local/lib/announcer';
+import { LOCAL_BUCKET, LOCAL_NAMES, type Pipeline, startPipeline } from '../../../local/lib/pipeline';
+import type { OutgoingMessage } from '../../../local/lib/pubsub';
+import type { WorkerLogLine } from '../../../local/lib/worker-process';
 import { objectUri } from '../../src/core/event';
 import { isAnswer, LogAudit, peakRssBytes, quantile, recordCase, tempDataDir } from './support/harness';
 

@@ -1,6 +1,6 @@
 import path from 'node:path';
-import { startWorkerProcess, type WorkerProcess } from '../../../local/worker-process';
-import { LocalBucket } from '../../src/adapters/local-bucket';
+import { LocalBucket } from '../../../local/lib/local-bucket';
+import { startWorkerProcess, type WorkerProcess } from '../../../local/lib/worker-process';
 import type { SqliteStore } from '../../src/adapters/sqlite-store';
 import { pushBody } from '../support/builders';
 import {

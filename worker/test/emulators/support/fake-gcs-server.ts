@@ -1,4 +1,4 @@
-import { freePort } from '../../../../local/emulator';
+import { freePort } from '../../../../local/lib/emulator';
 import { startToolProcess, toolVersion } from './tool-process';
 
 /**

@@ -1,10 +1,10 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { type GroupProcess, startGroupProcess } from '../../../../local/process-group';
+import { type GroupProcess, startGroupProcess } from '../../../../local/lib/lifecycle';
 
 /**
  * Runs one of the third-party emulators that `scripts/install-emulators.sh` builds into
- * `.tools/bin`, the way local/emulator.ts runs the Pub/Sub emulator: in its own process group on a
+ * `.tools/bin`, the way local/lib/emulator.ts runs the Pub/Sub emulator: in its own process group on a
  * loopback port, ready once it answers, and stopped with its whole group — by `stop()`, and also
  * when the test process ends, so that no emulator outlives the suite.
  */

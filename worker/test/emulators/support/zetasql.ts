@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { freePort } from '../../../../local/emulator';
-import { type GroupProcess, startGroupProcess } from '../../../../local/process-group';
+import { freePort } from '../../../../local/lib/emulator';
+import { type GroupProcess, startGroupProcess } from '../../../../local/lib/lifecycle';
 
 /**
  * ZetaSQL, the open-source GoogleSQL analyzer, as `@fivetrandevelopers/zetasql` ships it: a gRPC

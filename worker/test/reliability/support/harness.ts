@@ -2,7 +2,7 @@ import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'n
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { REPO_ROOT, type WorkerLogLine, type WorkerProcess } from '../../../../local/worker-process';
+import { REPO_ROOT, type WorkerLogLine, type WorkerProcess } from '../../../../local/lib/worker-process';
 import { SqliteStore } from '../../../src/adapters/sqlite-store';
 import { ANALYSES_LOG, type AnalysisLogLine } from './fault-switches';
 

@@ -9,14 +9,13 @@
  * DEDUP_KEY; Application Default Credentials). Exit codes: 0 nothing missing (or all announced),
  * 1 something missing (report mode), 2 usage or API error.
  */
-import path from 'node:path';
-import { parseArgs } from 'node:util';
-import type { DedupKeyMode } from '../worker/src/contract/settings';
-import { DELIVERY_DEFAULTS, MIN_MAXIMUM_BYTES_BILLED } from '../worker/src/contract/settings';
-import { systemClock } from '../worker/src/core/ports';
-import { cloudSources } from '../worker/src/reconcile/cloud';
-import { cloudConfig } from '../worker/src/reconcile/config';
-import { LocalBucketLister, SqliteLineIndex } from '../worker/src/reconcile/local-sources';
+import { dataDirLayout } from '../../worker/src/contract/data-dir';
+import type { DedupKeyMode } from '../../worker/src/contract/settings';
+import { DELIVERY_DEFAULTS, MIN_MAXIMUM_BYTES_BILLED } from '../../worker/src/contract/settings';
+import { systemClock } from '../../worker/src/core/ports';
+import { cloudSources } from '../../worker/src/reconcile/cloud';
+import { cloudConfig } from '../../worker/src/reconcile/config';
+import { LocalBucketLister, SqliteLineIndex } from '../../worker/src/reconcile/local-sources';
 import {
   DEFAULT_OLDER_THAN_MS,
   type LineIndex,
@@ -25,10 +24,11 @@ import {
   oneLine,
   parseDuration,
   RECONCILE_EXIT,
-} from '../worker/src/reconcile/reconcile';
-import { progressBar, type RunResult, runReconcile } from '../worker/src/reconcile/run';
-import { PubSubClient } from './pubsub';
-import { readState } from './state';
+} from '../../worker/src/reconcile/reconcile';
+import { progressBar, type RunResult, runReconcile } from '../../worker/src/reconcile/run';
+import { parseCommandArgs } from '../lib/args';
+import { PubSubClient } from '../lib/pubsub';
+import { readState } from '../lib/state';
 
 export const USAGE =
   'usage: npm run reconcile -- [--target local|cloud] [--prefix P] [--older-than 1h] [--json] [--apply [--yes]] ' +
@@ -46,10 +46,11 @@ export interface ReconcileTarget {
 /** The running local pipeline (pipeline.json in the data folder). */
 export async function localTarget(dataDir: string | undefined): Promise<ReconcileTarget> {
   const state = await readState(dataDir);
+  const layout = dataDirLayout(state.dataDir);
   const pubsub = new PubSubClient(state.emulatorBaseUrl, state.projectId);
   return {
-    lister: new LocalBucketLister(path.join(state.dataDir, 'bucket'), state.bucket),
-    index: new SqliteLineIndex(path.join(state.dataDir, 'docline.sqlite')),
+    lister: new LocalBucketLister(layout.bucket, state.bucket),
+    index: new SqliteLineIndex(layout.sqlite),
     publisher: { publish: (messages) => pubsub.publish(state.topic, messages) },
     // A pipeline started before this field existed ran the default mode.
     dedupKeyMode: state.dedupKeyMode ?? 'object',
@@ -87,11 +88,9 @@ export async function main(argv: string[], deps: MainDeps): Promise<RunResult> {
     return { code: RECONCILE_EXIT.error };
   };
   try {
-    ({ values } = parseArgs({
-      args: argv,
-      strict: true,
-      allowPositionals: false,
-      options: {
+    ({ values } = parseCommandArgs(
+      argv,
+      {
         target: { type: 'string' },
         prefix: { type: 'string' },
         'older-than': { type: 'string' },
@@ -102,9 +101,11 @@ export async function main(argv: string[], deps: MainDeps): Promise<RunResult> {
         'data-dir': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
-    }));
+      USAGE,
+    ));
   } catch (error) {
-    return usageError(oneLine(error));
+    deps.print(`ERROR: ${oneLine(error)}`);
+    return { code: RECONCILE_EXIT.error };
   }
   if (values.help) {
     deps.print(USAGE);

@@ -3,21 +3,26 @@
  * table; `--duplicates`: the duplicate_invoices view (one invoice in several objects).
  */
 import { existsSync } from 'node:fs';
-import path from 'node:path';
-import { SqliteStore } from '../worker/src/adapters/sqlite-store';
-import { option, parseArgs } from './args';
-import { type DuplicateInvoice, duplicatesTable, rowsTable } from './format';
+import { SqliteStore } from '../../worker/src/adapters/sqlite-store';
+import { dataDirLayout } from '../../worker/src/contract/data-dir';
+import { parseCommandArgs, runCommand } from '../lib/args';
+import { type DuplicateInvoice, duplicatesTable, rowsTable } from '../lib/format';
+
+const USAGE = 'usage: npm run rows -- [--json] [--duplicates] [--data-dir DIR]';
 
 function main(): void {
-  const { flags } = parseArgs(process.argv.slice(2));
-  const dataDir = path.resolve(option(flags, 'data-dir', process.env.DOCLINE_DATA_DIR, '.docline'));
-  const file = path.join(dataDir, 'docline.sqlite');
+  const { values } = parseCommandArgs(
+    process.argv.slice(2),
+    { json: { type: 'boolean' }, duplicates: { type: 'boolean' }, 'data-dir': { type: 'string' } },
+    USAGE,
+  );
+  const file = dataDirLayout(values['data-dir'] ?? process.env.DOCLINE_DATA_DIR).sqlite;
   if (!existsSync(file))
     throw new Error(`no rows yet: ${file} does not exist (run \`npm start\` and upload something).`);
   const store = new SqliteStore({ path: file });
-  if (flags.has('duplicates')) {
+  if (values.duplicates) {
     const duplicates = store.view('duplicate_invoices') as unknown as DuplicateInvoice[];
-    if (flags.has('json')) console.log(JSON.stringify(duplicates, null, 2));
+    if (values.json) console.log(JSON.stringify(duplicates, null, 2));
     else {
       if (duplicates.length > 0) console.log(duplicatesTable(duplicates));
       const groups = new Set(
@@ -31,7 +36,7 @@ function main(): void {
     return;
   }
   const rows = store.documents();
-  if (flags.has('json')) console.log(JSON.stringify(rows, null, 2));
+  if (values.json) console.log(JSON.stringify(rows, null, 2));
   else {
     console.log(rowsTable(rows));
     const doubled = store.view('duplicate_objects').length;
@@ -45,9 +50,4 @@ function main(): void {
   void store.close();
 }
 
-try {
-  main();
-} catch (error) {
-  console.error(`rows: ${error instanceof Error ? error.message : String(error)}`);
-  process.exit(1);
-}
+runCommand('rows', main);

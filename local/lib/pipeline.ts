@@ -1,9 +1,15 @@
 import { writeFile } from 'node:fs/promises';
-import path from 'node:path';
-import { LocalBucket, type ObjectResource } from '../worker/src/adapters/local-bucket';
-import { DELIVERY_DEFAULTS, type DeliverySettings, durationString } from '../worker/src/contract/settings';
+import { dataDirLayout } from '../../worker/src/contract/data-dir';
+import {
+  DELIVERY_DEFAULTS,
+  type DeliverySettings,
+  deadLetterSubscriptionSettings,
+  durationString,
+} from '../../worker/src/contract/settings';
+import { PUSH_FILTER } from '../../worker/src/contract/storage';
 import { Announcer, contentTypeFor } from './announcer';
 import { freePort, type PubSubEmulator, startPubSubEmulator } from './emulator';
+import { LocalBucket, type ObjectResource } from './local-bucket';
 import { PubSubClient, type SubscriptionSpec } from './pubsub';
 import { startWorkerProcess, type WorkerProcess } from './worker-process';
 
@@ -37,8 +43,6 @@ export interface PipelineState {
   dedupKeyMode: DeliverySettings['dedupKeyMode'];
 }
 
-export const stateFile = (dataDir: string) => path.join(dataDir, 'pipeline.json');
-
 /** The push subscription, as the stack declares it (infra/components/delivery.ts reads the same settings). */
 export function pushSubscriptionSpec(
   pubsub: PubSubClient,
@@ -59,7 +63,7 @@ export function pushSubscriptionSpec(
     },
     messageRetentionDuration: durationString(settings.messageRetentionSeconds),
     // The emulator accepts the filter but does not apply it; the worker rejects other event types anyway.
-    filter: 'attributes.eventType = "OBJECT_FINALIZE"',
+    filter: PUSH_FILTER,
   };
 }
 
@@ -71,11 +75,11 @@ export async function configureDelivery(
 ): Promise<void> {
   await pubsub.ensureTopic(LOCAL_NAMES.topic);
   await pubsub.ensureTopic(LOCAL_NAMES.deadLetterTopic);
-  // Dead letters are kept for inspection and replay: a pull subscription that never expires.
+  // Dead letters are kept for inspection and replay: the stack's dead-letter subscription, which
+  // never expires.
   await pubsub.ensureSubscription(LOCAL_NAMES.deadLetterSubscription, {
     topic: pubsub.topicPath(LOCAL_NAMES.deadLetterTopic),
-    ackDeadlineSeconds: 60,
-    messageRetentionDuration: durationString(settings.messageRetentionSeconds),
+    ...deadLetterSubscriptionSettings(settings),
     expirationPolicy: {},
   });
   await pubsub.ensureSubscription(
@@ -134,13 +138,14 @@ export interface Pipeline {
 
 export async function startPipeline(options: PipelineOptions): Promise<Pipeline> {
   const settings: DeliverySettings = { ...DELIVERY_DEFAULTS, ...options.settings };
-  const dataDir = path.resolve(options.dataDir);
+  const layout = dataDirLayout(options.dataDir);
+  const dataDir = layout.root;
   const emulator: PubSubEmulator | undefined = options.emulatorHost
     ? undefined
     : await startPubSubEmulator({ onOutput: options.onEmulatorOutput });
   const emulatorHost = options.emulatorHost ?? emulator!.host;
   const pubsub = new PubSubClient(`http://${emulatorHost}`, LOCAL_PROJECT);
-  const bucket = new LocalBucket(path.join(dataDir, 'bucket'));
+  const bucket = new LocalBucket(layout.bucket);
   const announcer = new Announcer(pubsub, LOCAL_NAMES.topic);
   // A fixed port, so that the push endpoint stays valid when the worker restarts.
   const port = await freePort();
@@ -174,7 +179,7 @@ export async function startPipeline(options: PipelineOptions): Promise<Pipeline>
     dataDir,
     dedupKeyMode: settings.dedupKeyMode,
   };
-  await writeFile(stateFile(dataDir), `${JSON.stringify(state, null, 2)}\n`);
+  await writeFile(layout.pipelineState, `${JSON.stringify(state, null, 2)}\n`);
 
   return {
     projectId: LOCAL_PROJECT,

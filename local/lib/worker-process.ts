@@ -3,7 +3,7 @@ import { EventEmitter } from 'node:events';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { freePort } from './emulator';
-import { killOnExit } from './process-group';
+import { killOnExit, stopProcess } from './lifecycle';
 
 /** One structured log line of the worker (Cloud Logging JSON). */
 export interface WorkerLogLine {
@@ -48,7 +48,7 @@ export interface WorkerProcess {
   waitForLine(match: (line: WorkerLogLine) => boolean, timeoutMs?: number): Promise<WorkerLogLine>;
 }
 
-export const REPO_ROOT = path.resolve(__dirname, '..');
+export const REPO_ROOT = path.resolve(__dirname, '../..');
 export const WORKER_MAIN = path.join(REPO_ROOT, 'worker/src/main.ts');
 
 /**
@@ -117,13 +117,7 @@ export async function startWorkerProcess(options: WorkerProcessOptions = {}): Pr
       events.on('line', onLine);
     });
 
-  const stop = async (graceMs = 10_000) => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
-    await exited;
-    clearTimeout(timer);
-  };
+  const stop = (graceMs = 10_000) => stopProcess(child, exited, { graceMs });
 
   const readyTimeoutMs = options.readyTimeoutMs ?? 30_000;
   const ready: Promise<number> = quiet

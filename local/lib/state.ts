@@ -1,12 +1,10 @@
 import { readFile } from 'node:fs/promises';
-import path from 'node:path';
-import { type PipelineState, stateFile } from './pipeline';
+import { dataDirLayout } from '../../worker/src/contract/data-dir';
+import type { PipelineState } from './pipeline';
 
 /** Reads the state `npm start` left for its companions, with a clear message when it is not running. */
-export async function readState(
-  dataDir = process.env.DOCLINE_DATA_DIR ?? '.docline',
-): Promise<PipelineState> {
-  const file = stateFile(path.resolve(dataDir));
+export async function readState(dataDir = process.env.DOCLINE_DATA_DIR): Promise<PipelineState> {
+  const file = dataDirLayout(dataDir).pipelineState;
   let state: PipelineState;
   try {
     state = JSON.parse(await readFile(file, 'utf8'));

@@ -9,14 +9,14 @@
  * --timeout-ms N. Exit codes: 0 at most one feeds the pipeline, 1 more than one, 2 usage or API error.
  */
 import { parseArgs } from 'node:util';
-import { GcsNotificationLister } from '../policies/live/gcs-notification-lister';
+import { GcsNotificationLister } from './gcs-notification-lister';
 import {
   deleteCommand,
   describeNotification,
   feedsPipeline,
   type NotificationLister,
   PIPELINE_EVENT_TYPE,
-} from '../policies/live/notifications';
+} from './notifications';
 
 /** What to check. */
 export interface CheckOptions {

@@ -1,20 +1,26 @@
 /** `npm run dlq -- list | replay [--message ID]`: inspect and replay the dead-letter subscription. */
-import { parseArgs } from './args';
-import { listDeadLetters, replayDeadLetters } from './dead-letters';
-import { PubSubClient } from './pubsub';
-import { readState } from './state';
+import { parseCommandArgs, runCommand, UsageError } from '../lib/args';
+import { listDeadLetters, replayDeadLetters } from '../lib/dead-letter-subscription';
+import { PubSubClient } from '../lib/pubsub';
+import { readState } from '../lib/state';
+
+const USAGE = 'usage: npm run dlq -- list | replay [--message ID] [--data-dir DIR]';
 
 async function main(): Promise<void> {
-  const { flags, positionals } = parseArgs(process.argv.slice(2));
+  const { values, positionals } = parseCommandArgs(
+    process.argv.slice(2),
+    { message: { type: 'string' }, 'data-dir': { type: 'string' } },
+    USAGE,
+    { positionals: true },
+  );
   const command = positionals[0];
   if (command !== 'list' && command !== 'replay')
     throw new Error('usage: npm run dlq -- list | replay [--message ID]');
-  const state = await readState(
-    typeof flags.get('data-dir') === 'string' ? String(flags.get('data-dir')) : undefined,
-  );
+  if (positionals.length > 1) throw new UsageError(`Unexpected argument '${positionals[1]}'. ${USAGE}`);
+  const state = await readState(values['data-dir']);
   const pubsub = new PubSubClient(state.emulatorBaseUrl, state.projectId);
   try {
-    await dlq(command, flags, state, pubsub);
+    await dlq(command, values.message, state, pubsub);
   } finally {
     await pubsub.close();
   }
@@ -22,7 +28,7 @@ async function main(): Promise<void> {
 
 async function dlq(
   command: 'list' | 'replay',
-  flags: Map<string, string | true>,
+  only: string | undefined,
   state: Awaited<ReturnType<typeof readState>>,
   pubsub: PubSubClient,
 ): Promise<void> {
@@ -37,15 +43,14 @@ async function dlq(
     console.log(`${letters.length} dead letters`);
     return;
   }
-  const only = flags.get('message');
-  const replayed = await replayDeadLetters(pubsub, state.deadLetterSubscription, state.topic, (l) =>
-    typeof only === 'string' ? l.messageId === only : true,
+  const replayed = await replayDeadLetters(
+    pubsub,
+    state.deadLetterSubscription,
+    state.topic,
+    (l) => only === undefined || l.messageId === only,
   );
   for (const r of replayed) console.log(`replayed   ${r.from} → new message ${r.to}`);
   console.log(`${replayed.length} dead letters replayed to ${state.topic}`);
 }
 
-main().catch((error: unknown) => {
-  console.error(`dlq: ${error instanceof Error ? error.message : String(error)}`);
-  process.exit(1);
-});
+runCommand('dlq', main);

@@ -25,6 +25,8 @@ export interface SubscriptionSpec {
   retryPolicy?: { minimumBackoff: string; maximumBackoff: string };
   deadLetterPolicy?: { deadLetterTopic: string; maxDeliveryAttempts: number };
   messageRetentionDuration?: string;
+  /** Acknowledged messages stay, for `seek`. */
+  retainAckedMessages?: boolean;
   /** `{}` (no ttl) means the subscription never expires. */
   expirationPolicy?: { ttl?: string };
   filter?: string;
@@ -143,6 +145,7 @@ export class PubSubClient {
       ...(spec.expirationPolicy
         ? { expirationPolicy: spec.expirationPolicy.ttl ? { ttl: duration(spec.expirationPolicy.ttl) } : {} }
         : {}),
+      ...(spec.retainAckedMessages !== undefined ? { retainAckedMessages: spec.retainAckedMessages } : {}),
       ...(spec.filter ? { filter: spec.filter } : {}),
     };
     const create = () => this.pubsub.createSubscription(this.topicPath(spec.topic), name, options);

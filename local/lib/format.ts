@@ -1,15 +1,13 @@
-import type { Row } from '../worker/src/contract/row';
+import type { Analysis } from '../../worker/src/contract/analysis';
+import type { Row } from '../../worker/src/contract/row';
 
 /** How the local tools print rows and outcomes for people. */
 
 const pad = (value: string, width: number) =>
   value.length > width ? `${value.slice(0, width - 1)}…` : value.padEnd(width);
 
-interface AnalysisFields {
-  supplier_name?: string | null;
-  total_amount?: number | null;
-  currency?: string | null;
-}
+/** The analysis fields printed here, as the invoice schema defines them (absent on a rejected row). */
+type AnalysisFields = Partial<Pick<Analysis, 'supplier_name' | 'total_amount' | 'currency'>>;
 
 export function money(amount: number | null | undefined, currency: string | null | undefined): string {
   if (amount === null || amount === undefined) return '';

@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
-import { startGroupProcess } from './process-group';
+import { startGroupProcess } from './lifecycle';
 
 /** A running Pub/Sub emulator started by {@link startPubSubEmulator}. */
 export interface PubSubEmulator {

@@ -5,9 +5,9 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { parseArgs } from './args';
-import { CloudTarget, LocalTarget, type Target } from './e2e-targets';
-import { REPO_ROOT } from './worker-process';
+import { parseCommandArgs, runCommand, UsageError } from '../lib/args';
+import { CloudTarget, LocalTarget, type Target } from '../lib/e2e-targets';
+import { REPO_ROOT } from '../lib/worker-process';
 
 const SAMPLES = path.join(REPO_ROOT, 'samples');
 const TIMEOUT_MS = Number(process.env.E2E_TIMEOUT_MS ?? 240_000);
@@ -199,9 +199,13 @@ async function run(target: Target): Promise<void> {
   ok('duplicate invoice flagged');
 }
 
+const USAGE = 'usage: npm run e2e -- [--target local|cloud]';
+
 async function main(): Promise<number> {
-  const { flags } = parseArgs(process.argv.slice(2));
-  const cloud = flags.get('target') === 'cloud';
+  const { values } = parseCommandArgs(process.argv.slice(2), { target: { type: 'string' } }, USAGE);
+  if (values.target !== undefined && values.target !== 'local' && values.target !== 'cloud')
+    throw new UsageError(`--target must be local or cloud (got ${values.target}). ${USAGE}`);
+  const cloud = values.target === 'cloud';
   let target: Target | undefined;
   try {
     target = cloud ? await CloudTarget.start(process.env) : await LocalTarget.start();
@@ -220,4 +224,4 @@ async function main(): Promise<number> {
   }
 }
 
-void main().then((code) => process.exit(code));
+runCommand('e2e', main);

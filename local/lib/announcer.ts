@@ -1,5 +1,5 @@
-import type { ObjectResource } from '../worker/src/adapters/local-bucket';
-import { finalizeAttributes } from '../worker/src/reconcile/notification';
+import { finalizeAttributes } from '../../worker/src/reconcile/notification';
+import type { ObjectResource } from './local-bucket';
 import type { PubSubClient } from './pubsub';
 
 /**

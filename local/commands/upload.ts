@@ -1,24 +1,30 @@
 /** `npm run upload -- FILE… [--copies 2]`: uploads files to the running local pipeline's bucket. */
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { LocalBucket } from '../worker/src/adapters/local-bucket';
-import { Announcer, contentTypeFor } from './announcer';
-import { parseArgs } from './args';
-import { PubSubClient } from './pubsub';
-import { readState } from './state';
+import { dataDirLayout } from '../../worker/src/contract/data-dir';
+import { Announcer, contentTypeFor } from '../lib/announcer';
+import { parseCommandArgs, runCommand } from '../lib/args';
+import { LocalBucket } from '../lib/local-bucket';
+import { PubSubClient } from '../lib/pubsub';
+import { readState } from '../lib/state';
+
+const USAGE = 'usage: npm run upload -- FILE… [--copies 2] [--prefix folder/] [--data-dir DIR]';
 
 async function main(): Promise<void> {
-  const { flags, positionals } = parseArgs(process.argv.slice(2));
+  const { values, positionals } = parseCommandArgs(
+    process.argv.slice(2),
+    { copies: { type: 'string' }, prefix: { type: 'string' }, 'data-dir': { type: 'string' } },
+    USAGE,
+    { positionals: true },
+  );
   if (positionals.length === 0)
     throw new Error('usage: npm run upload -- FILE… [--copies 2] [--prefix folder/]');
-  const copies = Number(flags.get('copies') ?? 1);
+  const copies = Number(values.copies ?? 1);
   if (!Number.isInteger(copies) || copies < 1 || copies > 10)
     throw new Error('--copies must be a whole number from 1 to 10');
-  const prefix = typeof flags.get('prefix') === 'string' ? String(flags.get('prefix')) : '';
-  const state = await readState(
-    typeof flags.get('data-dir') === 'string' ? String(flags.get('data-dir')) : undefined,
-  );
-  const bucket = new LocalBucket(path.join(state.dataDir, 'bucket'));
+  const prefix = values.prefix ?? '';
+  const state = await readState(values['data-dir']);
+  const bucket = new LocalBucket(dataDirLayout(state.dataDir).bucket);
   const pubsub = new PubSubClient(state.emulatorBaseUrl, state.projectId);
   const announcer = new Announcer(pubsub, state.topic);
   for (const file of positionals) {
@@ -35,7 +41,4 @@ async function main(): Promise<void> {
   await pubsub.close();
 }
 
-main().catch((error: unknown) => {
-  console.error(`upload: ${error instanceof Error ? error.message : String(error)}`);
-  process.exit(1);
-});
+runCommand('upload', main);

@@ -5,23 +5,41 @@
  * a restart keeps the data (DOCLINE_DATA_DIR).
  */
 import path from 'node:path';
-import { SqliteStore } from '../worker/src/adapters/sqlite-store';
-import { DEDUP_KEY_MODES, type DedupKeyMode } from '../worker/src/contract/settings';
-import { option, parseArgs } from './args';
-import { type DuplicateInvoice, duplicateGroupOf, duplicateWarning, outcomeLine } from './format';
-import { watchInbox } from './inbox';
-import { startPipeline } from './pipeline';
-import type { WorkerLogLine } from './worker-process';
+import { SqliteStore } from '../../worker/src/adapters/sqlite-store';
+import { dataDirLayout } from '../../worker/src/contract/data-dir';
+import { DEDUP_KEY_MODES, type DedupKeyMode } from '../../worker/src/contract/settings';
+import { option, parseCommandArgs, runCommand, UsageError } from '../lib/args';
+import { type DuplicateInvoice, duplicateGroupOf, duplicateWarning, outcomeLine } from '../lib/format';
+import { watchInbox } from '../lib/inbox';
+import { stopGracefullyOnSignals } from '../lib/lifecycle';
+import { startPipeline } from '../lib/pipeline';
+import type { WorkerLogLine } from '../lib/worker-process';
+
+const USAGE =
+  'usage: npm start -- [--data-dir DIR] [--inbox DIR] [--dedup-key object|message] [--double-notifications]';
 
 async function main(): Promise<void> {
-  const { flags } = parseArgs(process.argv.slice(2));
+  const { values } = parseCommandArgs(
+    process.argv.slice(2),
+    {
+      'data-dir': { type: 'string' },
+      inbox: { type: 'string' },
+      'dedup-key': { type: 'string' },
+      'double-notifications': { type: 'boolean' },
+    },
+    USAGE,
+  );
   const env = process.env;
-  const dataDir = path.resolve(option(flags, 'data-dir', env.DOCLINE_DATA_DIR, '.docline'));
-  const inboxDir = path.resolve(option(flags, 'inbox', env.DOCLINE_INBOX, 'inbox'));
-  const dedupKey = option(flags, 'dedup-key', env.DEDUP_KEY, 'object') as DedupKeyMode;
-  if (!DEDUP_KEY_MODES.includes(dedupKey))
-    throw new Error(`--dedup-key must be one of ${DEDUP_KEY_MODES.join(', ')}`);
-  const doubled = flags.has('double-notifications') || env.DOCLINE_DOUBLE_NOTIFICATIONS === '1';
+  const layout = dataDirLayout(values['data-dir'] ?? env.DOCLINE_DATA_DIR);
+  const dataDir = layout.root;
+  const inboxDir = path.resolve(option(values.inbox, env.DOCLINE_INBOX, 'inbox'));
+  const dedupKey = option(values['dedup-key'], env.DEDUP_KEY, 'object') as DedupKeyMode;
+  if (!DEDUP_KEY_MODES.includes(dedupKey)) {
+    const problem = `--dedup-key must be one of ${DEDUP_KEY_MODES.join(', ')}`;
+    // A wrong flag is a refused command line; a wrong DEDUP_KEY stays the error it always was.
+    throw values['dedup-key'] === undefined ? new Error(problem) : new UsageError(`${problem}. ${USAGE}`);
+  }
+  const doubled = values['double-notifications'] === true || env.DOCLINE_DOUBLE_NOTIFICATIONS === '1';
 
   console.log('docline: starting the Pub/Sub emulator and the worker…');
   const pipeline = await startPipeline({
@@ -30,7 +48,7 @@ async function main(): Promise<void> {
     settings: { dedupKeyMode: dedupKey },
     notificationCopies: doubled ? 2 : 1,
   });
-  const store = new SqliteStore({ path: path.join(dataDir, 'docline.sqlite') });
+  const store = new SqliteStore({ path: layout.sqlite });
 
   const print = (line: WorkerLogLine) => {
     if (!line.messageId || !line.status) return;
@@ -84,18 +102,15 @@ async function main(): Promise<void> {
     ].join('\n'),
   );
 
+  // Ctrl-C: local/lib/lifecycle.ts kills the emulator, then this stops the rest in order.
   let stopping = false;
-  const shutdown = async (code: number) => {
-    if (stopping) return;
+  const shutdown = stopGracefullyOnSignals(async () => {
     stopping = true;
     console.log('docline: stopping…');
     await inbox.stop();
     await pipeline.stop();
     await store.close();
-    process.exit(code);
-  };
-  process.on('SIGINT', () => void shutdown(0));
-  process.on('SIGTERM', () => void shutdown(0));
+  });
   void pipeline.worker.exited.then(({ code, signal }) => {
     if (stopping) return;
     console.error(`docline: the worker stopped unexpectedly (code ${code}, signal ${signal}).`);
@@ -103,7 +118,4 @@ async function main(): Promise<void> {
   });
 }
 
-main().catch((error: unknown) => {
-  console.error(`docline: ${error instanceof Error ? error.message : String(error)}`);
-  process.exit(1);
-});
+runCommand('docline', main);

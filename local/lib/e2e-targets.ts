@@ -1,14 +1,15 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { SqliteStore } from '../worker/src/adapters/sqlite-store';
-import type { Row } from '../worker/src/contract/row';
+import { SqliteStore } from '../../worker/src/adapters/sqlite-store';
+import { dataDirLayout } from '../../worker/src/contract/data-dir';
+import type { Row } from '../../worker/src/contract/row';
+import { main as reconcileMain } from '../commands/reconcile';
 import { contentTypeFor } from './announcer';
-import { pullAll } from './dead-letters';
+import { pullAll } from './dead-letter-subscription';
 import { type DuplicateInvoice, duplicateGroupOf } from './format';
 import { LOCAL_NAMES, type Pipeline, startPipeline } from './pipeline';
 import { PubSubClient, type ReceivedMessage } from './pubsub';
-import { main as reconcileMain } from './reconcile';
 
 /**
  * Where the end-to-end check runs. The checks (e2e.ts) are the same for both targets; only these
@@ -113,7 +114,7 @@ export class LocalTarget implements Target {
     });
     const tap = new Tap(pipeline.pubsub);
     await tap.create(LOCAL_NAMES.topic);
-    return new LocalTarget(pipeline, new SqliteStore({ path: path.join(dir, 'docline.sqlite') }), tap, dir);
+    return new LocalTarget(pipeline, new SqliteStore({ path: dataDirLayout(dir).sqlite }), tap, dir);
   }
 
   async upload(name: string, bytes: Buffer): Promise<string> {
