@@ -5,7 +5,7 @@ import { createApp } from '../../worker/src/app';
 import { DEFAULT_CONTENT_TYPES, type DeliverySettings } from '../../worker/src/contract/settings';
 import { objectUri } from '../../worker/src/core/event';
 import type { HandlerDeps } from '../../worker/src/core/handle';
-import type { Clock, Logger, ObjectRef, Reader, Store } from '../../worker/src/core/ports';
+import type { Analyzer, Clock, Logger, ObjectRef, Reader, Store } from '../../worker/src/core/ports';
 import { staticTokenAuth } from '../../worker/test/support/fake-bigquery';
 import { textInvoices } from '../documents';
 import { type BigQuerySim, seededRandom, startBigQuerySim } from './bigquery-sim';
@@ -39,6 +39,8 @@ export interface Wiring {
   store(context: InstanceContext): Store;
   /** Extra fields of the handler's dependencies (e.g. `memo`), one call per instance. */
   extraDeps?(context: InstanceContext): Record<string, unknown>;
+  /** Wraps the simulated Gemini analyzer as the composition root wraps the real one. */
+  analyzer?(analyzer: Analyzer, context: InstanceContext): Analyzer;
 }
 
 export interface ScenarioOptions {
@@ -341,7 +343,7 @@ export async function runScenario(
     const deps: HandlerDeps = {
       store,
       reader,
-      analyzer: gemini.analyzer(),
+      analyzer: options.wiring.analyzer?.(gemini.analyzer(), context) ?? gemini.analyzer(),
       clock: time.clock,
       dedupKeyMode: options.settings.dedupKeyMode,
       limits: { maxObjectBytes: options.settings.maxObjectBytes, allowedContentTypes: DEFAULT_CONTENT_TYPES },

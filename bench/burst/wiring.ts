@@ -1,6 +1,7 @@
 import { BigQueryStore } from '../../worker/src/adapters/bigquery-store';
 import { GroupCommitStore } from '../../worker/src/adapters/group-commit-store';
 import { MemoryMemoStore } from '../../worker/src/adapters/memory-memo-store';
+import { QuotaWaitingAnalyzer } from '../../worker/src/adapters/quota-waiting-analyzer';
 import { AnalysisMemo } from '../../worker/src/core/memo';
 import type { InstanceContext, Wiring } from './scenario';
 
@@ -44,7 +45,18 @@ export const groupCommitWiring = (): Wiring => {
       );
     },
     extraDeps: ({ time, settings }) => ({
-      memo: new AnalysisMemo(memoStore, { ttlMs: settings.dedupWindowDays * DAY_MS, clock: time.clock }),
+      memo: new AnalysisMemo(memoStore, {
+        ttlMs: settings.dedupWindowDays * DAY_MS,
+        clock: time.clock,
+        // The lease's wait runs on the simulated clock, like every other delay here.
+        sleep: (ms) => time.sleep(ms),
+      }),
     }),
+    // A spent quota is waited out inside the request, as the worker's composition root does.
+    analyzer: (analyzer, { time, settings }) =>
+      new QuotaWaitingAnalyzer(analyzer, {
+        maxWaitMs: settings.analyzerQuotaWaitMs,
+        sleep: (ms) => time.sleep(ms),
+      }),
   };
 };

@@ -70,6 +70,7 @@ export function workerEnvironment(input: {
     DEDUP_WINDOW_DAYS: String(s.dedupWindowDays),
     MAXIMUM_BYTES_BILLED: String(s.maximumBytesBilled),
     ANALYZER_TIMEOUT_MS: String(s.analyzerTimeoutMs),
+    ANALYZER_QUOTA_WAIT_MS: String(s.analyzerQuotaWaitMs),
     READ_TIMEOUT_MS: String(s.readTimeoutMs),
     MAX_OBJECT_BYTES: String(s.maxObjectBytes),
     PUSH_BODY_LIMIT_BYTES: String(s.pushBodyLimitBytes),

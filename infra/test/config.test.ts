@@ -207,7 +207,7 @@ describe('parseStackConfig: delivery relations', () => {
   it('refuses a worker timeout that does not cover the analysis, the batch wait and the merge interval', () => {
     expect(problemsOf({ batchMaxWaitMs: '10000', mergeMinIntervalMs: '25000' })).toEqual([
       expect.stringMatching(
-        /^analyzerTimeoutMs \(60000\) \+ batchMaxWaitMs \(10000\) \+ mergeMinIntervalMs \(25000\) must stay below workerTimeoutSeconds \(90s\)/,
+        /^analyzerTimeoutMs \(60000\) \+ analyzerQuotaWaitMs \(15000\) \+ 2 × \(batchMaxWaitMs \(10000\) \+ mergeMinIntervalMs \(25000\)\) must stay below workerTimeoutSeconds \(100s\)/,
       ),
     ]);
   });

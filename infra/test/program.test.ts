@@ -2,6 +2,7 @@ import { bigQuerySchema, CLUSTER_COLUMNS, PARTITION_COLUMN } from '../../worker/
 import { DELIVERY_DEFAULTS } from '../../worker/src/contract/settings';
 import { VIEW_NAMES, viewSql } from '../../worker/src/contract/views';
 import { REQUIRED_APIS } from '../components/foundation';
+import { STACK_DEFAULTS } from '../config';
 import {
   type CapturedResource,
   MOCK_PROJECT_NUMBER,
@@ -236,7 +237,7 @@ describe('the docline program with the dev stack file', () => {
       expect(template).toMatchObject({
         serviceAccount: one(run, T.account, '-worker-runtime').outputs.email,
         timeout: `${DELIVERY_DEFAULTS.workerTimeoutSeconds}s`,
-        maxInstanceRequestConcurrency: 8,
+        maxInstanceRequestConcurrency: STACK_DEFAULTS.concurrency,
         scaling: { minInstanceCount: 0, maxInstanceCount: 3 },
       });
       // No docline:image in the dev stack: the image the stack built and pushed, by digest.
@@ -263,6 +264,7 @@ describe('the docline program with the dev stack file', () => {
         DEDUP_WINDOW_DAYS: '15',
         MAXIMUM_BYTES_BILLED: '100000000',
         ANALYZER_TIMEOUT_MS: '60000',
+        ANALYZER_QUOTA_WAIT_MS: '15000',
         READ_TIMEOUT_MS: '20000',
         MAX_OBJECT_BYTES: String(20 * 1024 * 1024),
         PUSH_BODY_LIMIT_BYTES: String(256 * 1024),
@@ -603,7 +605,7 @@ describe('the docline program in preview', () => {
       retryPolicy: { minimumBackoff: '10s', maximumBackoff: '600s' },
       deadLetterPolicy: { maxDeliveryAttempts: 10 },
     });
-    expect(template.timeout).toBe('90s');
+    expect(template.timeout).toBe('100s');
     expect(env(one(run, T.run)).BIGQUERY_TABLE).toBe('docline-dev-example.docline_dev.deliveries');
     for (const view of ofType(run, T.table).filter(isView)) {
       expect((view.inputs.view as { query: string }).query).toContain(

@@ -47,6 +47,8 @@ export type AnalyzerConfig =
       location: string;
       model: string;
       timeoutMs: number;
+      /** How long a delivery waits for quota after a 429, retries included. */
+      quotaWaitMs: number;
       baseUrl: string | undefined;
     };
 
@@ -179,6 +181,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Worke
         defaultGeminiLocation(text('BIGQUERY_LOCATION') ?? DEFAULT_DATA_LOCATION),
       model: text('GEMINI_MODEL') ?? DELIVERY_DEFAULTS.geminiModel,
       timeoutMs: integer('ANALYZER_TIMEOUT_MS', DELIVERY_DEFAULTS.analyzerTimeoutMs, 100),
+      quotaWaitMs: integer('ANALYZER_QUOTA_WAIT_MS', DELIVERY_DEFAULTS.analyzerQuotaWaitMs, 0, 600_000),
       baseUrl: text('GEMINI_BASE_URL'),
     };
   }

@@ -111,7 +111,10 @@ async function buildAnalyzer(config: WorkerConfig, logger: Logger): Promise<Anal
     location: analyzer.location,
     baseUrl: analyzer.baseUrl,
   });
-  return new GeminiAnalyzer({ client, model: analyzer.model, timeoutMs: analyzer.timeoutMs, logger });
+  const gemini = new GeminiAnalyzer({ client, model: analyzer.model, timeoutMs: analyzer.timeoutMs, logger });
+  // A spent quota is waited out inside the request (bounded) rather than nacked into Pub/Sub's backoff.
+  const { QuotaWaitingAnalyzer } = await import('./adapters/quota-waiting-analyzer.js');
+  return new QuotaWaitingAnalyzer(gemini, { maxWaitMs: analyzer.quotaWaitMs });
 }
 
 const MEMO_PRUNE_INTERVAL_MS = 60 * 60 * 1000;

@@ -180,6 +180,19 @@ describe('AnalysisMemo across instances (the lease)', () => {
     expect(clock.ms - started).toBe(50_000);
   });
 
+  it('lets a retry in the instance whose work failed go at once, without waiting out its own lease', async () => {
+    const clock = new ManualClock();
+    const store = new MemoryMemoStore();
+    const [a] = twoInstances(store, clock);
+    const failing = async (): Promise<AnalysisResult> => {
+      throw new TransientError('analyzer_rate_limited', 'Gemini: 429');
+    };
+    await expect(a.analyse(KEY, 'v1', failing)).rejects.toMatchObject({ code: 'analyzer_rate_limited' });
+    const started = clock.ms;
+    expect(await a.analyse(KEY, 'v1', async () => paid())).toMatchObject({ source: 'analyzer' });
+    expect(clock.ms).toBe(started);
+  });
+
   it('ignores an expired lease and works at once', async () => {
     const clock = new ManualClock();
     const store = new MemoryMemoStore();

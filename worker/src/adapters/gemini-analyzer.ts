@@ -15,6 +15,7 @@ import { DELIVERY_DEFAULTS } from '../contract/settings';
 import { ConfigurationError, RejectionError, TransientError } from '../core/errors';
 import type { Analyzer, AnalyzerInput, Logger } from '../core/ports';
 import { INVOICE_PROMPT } from './gemini-prompt';
+import { RATE_LIMITED } from './quota-waiting-analyzer';
 
 /**
  * Extracts the invoice fields with Gemini through @google/genai: the document inline with its MIME
@@ -75,7 +76,7 @@ export function geminiError(error: unknown): Error {
   if (status === undefined) {
     return new TransientError('analyzer_unavailable', `Gemini could not be reached: ${detail}`, options);
   }
-  if (status === 429) return new TransientError('analyzer_rate_limited', `Gemini: ${detail}`, options);
+  if (status === 429) return new TransientError(RATE_LIMITED, `Gemini: ${detail}`, options);
   if (status === 408 || status >= 500)
     return new TransientError('analyzer_unavailable', `Gemini: ${detail}`, options);
   if (status === 401 || status === 403 || /API_KEY_INVALID|API key not valid/i.test(detail)) {

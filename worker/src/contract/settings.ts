@@ -31,6 +31,8 @@ export interface DeliverySettings {
   ackDeadlineMarginSeconds: number;
   /** Timeout of one analyzer call, well below the worker timeout. */
   analyzerTimeoutMs: number;
+  /** How long a delivery waits, all retries together, when the analyzer's quota is spent (429). */
+  analyzerQuotaWaitMs: number;
   /** Timeout of one object read. */
   readTimeoutMs: number;
   /**
@@ -67,9 +69,10 @@ export const DELIVERY_DEFAULTS: Readonly<DeliverySettings> = Object.freeze({
   maxDeliveryAttempts: 10,
   messageRetentionSeconds: 7 * DAY_SECONDS,
   deadLetterRetentionSeconds: 7 * DAY_SECONDS,
-  workerTimeoutSeconds: 90,
+  workerTimeoutSeconds: 100,
   ackDeadlineMarginSeconds: 10,
   analyzerTimeoutMs: 60_000,
+  analyzerQuotaWaitMs: 15_000,
   readTimeoutMs: 20_000,
   // 7 days of message retention + 7 days of dead-letter retention + 1 day of margin.
   dedupWindowDays: 15,
@@ -257,10 +260,17 @@ export function settingsProblems(s: DeliverySettings): string[] {
   if (!Number.isInteger(s.batchMaxWaitMs) || s.batchMaxWaitMs < 0 || s.batchMaxWaitMs > 10_000) {
     problems.push(`batchMaxWaitMs must be a whole number from 0 to 10000 (got ${s.batchMaxWaitMs}).`);
   }
-  if (s.analyzerTimeoutMs + s.batchMaxWaitMs + s.mergeMinIntervalMs >= s.workerTimeoutSeconds * 1000) {
+  if (!Number.isInteger(s.analyzerQuotaWaitMs) || s.analyzerQuotaWaitMs < 0) {
     problems.push(
-      `analyzerTimeoutMs (${s.analyzerTimeoutMs}) + batchMaxWaitMs (${s.batchMaxWaitMs}) + mergeMinIntervalMs (${s.mergeMinIntervalMs}) ` +
-        `must stay below workerTimeoutSeconds (${s.workerTimeoutSeconds}s): a delivery may wait for its batch after its analysis.`,
+      `analyzerQuotaWaitMs must be a whole number of milliseconds ≥ 0 (got ${s.analyzerQuotaWaitMs}).`,
+    );
+  }
+  const batchWaitMs = s.batchMaxWaitMs + s.mergeMinIntervalMs;
+  if (s.analyzerTimeoutMs + s.analyzerQuotaWaitMs + 2 * batchWaitMs >= s.workerTimeoutSeconds * 1000) {
+    problems.push(
+      `analyzerTimeoutMs (${s.analyzerTimeoutMs}) + analyzerQuotaWaitMs (${s.analyzerQuotaWaitMs}) + 2 × (batchMaxWaitMs (${s.batchMaxWaitMs}) + mergeMinIntervalMs (${s.mergeMinIntervalMs})) ` +
+        `must stay below workerTimeoutSeconds (${s.workerTimeoutSeconds}s): a delivery may wait for its lookup batch, the quota and its write batch. ` +
+        'Raise workerTimeoutSeconds (and ackDeadlineSeconds with it) or lower one of the others.',
     );
   }
   if (s.analyzerTimeoutMs >= s.workerTimeoutSeconds * 1000) {

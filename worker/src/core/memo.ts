@@ -45,6 +45,8 @@ export class AnalysisMemo {
   private readonly leaseMs: number;
   private readonly pollMs: number;
   private readonly sleep: (ms: number) => Promise<void>;
+  /** Keys whose lease this instance took for a work that then failed: its retries here do not wait. */
+  private readonly failedHere = new Set<string>();
 
   constructor(
     private readonly store: MemoStore,
@@ -109,14 +111,23 @@ export class AnalysisMemo {
         if (kept) return { result: kept, source: 'shared' };
       }
     }
-    const result = await work();
+    let result: AnalysisResult;
+    try {
+      result = await work();
+    } catch (error) {
+      // The lease cannot be released (the worker may not delete memo objects); this instance
+      // remembers instead, so a retry landing here does not wait out its own failed lease.
+      this.failedHere.add(key);
+      throw error;
+    }
+    this.failedHere.delete(key);
     await this.keep(key, dedupKey, result);
     return { result, source: 'analyzer' };
   }
 
   /** The expiry of a lease another delivery holds, or undefined when this one may work now. */
   private async takeLease(key: string, dedupKey: string): Promise<Date | undefined> {
-    if (this.leaseMs <= 0) return undefined;
+    if (this.leaseMs <= 0 || this.failedHere.has(key)) return undefined;
     try {
       const held = await this.store.lease(key, new Date(this.clock.now().getTime() + this.leaseMs));
       return held && held > this.clock.now() ? held : undefined;
