@@ -1,3 +1,4 @@
+import type { BurstFigures } from './burst/scenario';
 import type { CostModel } from './cost-model';
 import type { EmulatorStageResult } from './emulator-stage';
 import type { HttpStageResult } from './http-stage';
@@ -172,19 +173,8 @@ export function renderReport(results: BenchResults): string {
   return `${lines.join('\n')}\n`;
 }
 
-/** The figures of one burst run (issue 13's keys). */
-export interface BurstRunFigures {
-  simulatedSeconds: number;
-  analysesPerDocument: number;
-  mergeStatements: number;
-  queryCalls: number;
-  bytesBilledPerDocument: number;
-  http503: number;
-  deadLetters: number;
-  tableRows: number;
-  viewRows: number;
-  lost: number;
-}
+/** The figures of one burst run: the issue's keys, defined once by the scenario that measures them. */
+export type BurstRunFigures = BurstFigures;
 
 /** The part of the `burst` section of results.json that the README table shows. */
 export interface BurstReportInput {

@@ -155,6 +155,11 @@ export async function startPipeline(options: PipelineOptions): Promise<Pipeline>
     DEDUP_KEY: settings.dedupKeyMode,
     MAX_OBJECT_BYTES: String(settings.maxObjectBytes),
     PUSH_BODY_LIMIT_BYTES: String(settings.pushBodyLimitBytes),
+    // Group commit's pace comes with the delivery settings: a pipeline with a short ack deadline
+    // (the test suites') needs short batches, or deliveries outlast it and come back while open.
+    BATCH_MAX_ROWS: String(settings.batchMaxRows),
+    BATCH_MAX_WAIT_MS: String(settings.batchMaxWaitMs),
+    MERGE_MIN_INTERVAL_MS: String(settings.mergeMinIntervalMs),
     // The pipeline prints outcomes from the worker's INFO lines: DEBUG stays DEBUG, anything else is INFO.
     LOG_LEVEL: process.env.LOG_LEVEL?.toUpperCase() === 'DEBUG' ? 'DEBUG' : 'INFO',
     ...options.workerEnv,
