@@ -6,7 +6,7 @@ import type { InProcessRun } from './in-process';
 
 /**
  * Renders the benchmark's results as the markdown tables the README shows. Measured figures come
- * from the run; the goals are the issue's.
+ * from the run; the goals are the project's targets.
  */
 
 export interface BenchResults {
@@ -55,7 +55,7 @@ const bytes = (n: number) =>
         : `${(n / 1024).toFixed(1)} KiB`;
 const verdict = (met: boolean) => (met ? 'met' : '**missed**');
 
-/** Whether each goal of the issue is met, from the measured figures. */
+/** Whether each goal is met, from the measured figures. */
 export function goals(
   http: HttpStageResult,
   emulator: EmulatorStageResult | { error: string },
@@ -173,7 +173,7 @@ export function renderReport(results: BenchResults): string {
   return `${lines.join('\n')}\n`;
 }
 
-/** The figures of one burst run: the issue's keys, defined once by the scenario that measures them. */
+/** The figures of one burst run: the results file's keys, defined once by the scenario that measures them. */
 export type BurstRunFigures = BurstFigures;
 
 /** The part of the `burst` section of results.json that the README table shows. */
@@ -186,7 +186,7 @@ export interface BurstReportInput {
   details?: Record<string, { finished: boolean; pendingAtEnd: number }>;
 }
 
-/** The goals of issue 13 for groupCommit; undefined where the figure is only reported. */
+/** The burst goals for groupCommit; undefined where the figure is only reported. */
 export function burstGoals(
   b: BurstReportInput,
 ): Record<keyof BurstRunFigures, { goal: string; met: (g: BurstRunFigures) => boolean } | undefined> {

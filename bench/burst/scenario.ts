@@ -66,7 +66,7 @@ export interface ScenarioOptions {
   progress?: (text: string) => void;
 }
 
-/** The figures of one run, with the issue's keys. */
+/** The figures of one run, under the keys bench/results.json's burst section uses. */
 export interface BurstFigures {
   simulatedSeconds: number;
   analysesPerDocument: number;
@@ -80,7 +80,7 @@ export interface BurstFigures {
   lost: number;
 }
 
-/** What explains the figures (kept outside the issue's objects). */
+/** What explains the figures (kept outside the figures' objects). */
 export interface BurstDetails {
   finished: boolean;
   /** Messages neither acked nor dead-lettered when the run ended. */

@@ -70,7 +70,7 @@ export interface CostParams {
   mergeSecondsHigh: number;
 }
 
-/** The parameters the issue asks for: a 2 GiB table, 600 documents a day, the worker's defaults. */
+/** The parameters of the model: a 2 GiB table, 600 documents a day, the worker's defaults. */
 export const COST_DEFAULTS: Readonly<CostParams> = Object.freeze({
   documents: 1000,
   tableBytes: 2 * GIB,
