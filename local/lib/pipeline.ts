@@ -136,8 +136,20 @@ export interface Pipeline {
   stop(): Promise<void>;
 }
 
+/**
+ * Group commit's pace on the local pipeline. The MERGE interval is BigQuery's per-table DML budget;
+ * SQLite has none, so locally batches form from whatever arrives while a transaction runs, with a
+ * short gathering wait. Same decorator, same shape, no borrowed cloud latency (the emulator's push
+ * window grows slowly, and deliveries held for seconds would throttle it).
+ */
+export const LOCAL_GROUP_COMMIT_PACE = Object.freeze({ batchMaxWaitMs: 50, mergeMinIntervalMs: 0 });
+
 export async function startPipeline(options: PipelineOptions): Promise<Pipeline> {
-  const settings: DeliverySettings = { ...DELIVERY_DEFAULTS, ...options.settings };
+  const settings: DeliverySettings = {
+    ...DELIVERY_DEFAULTS,
+    ...LOCAL_GROUP_COMMIT_PACE,
+    ...options.settings,
+  };
   const layout = dataDirLayout(options.dataDir);
   const dataDir = layout.root;
   const emulator: PubSubEmulator | undefined = options.emulatorHost
