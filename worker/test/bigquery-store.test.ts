@@ -84,43 +84,30 @@ async function storeOn(
   });
 }
 
-describeStoreContract(
-  'BigQueryStore on fake-bigquery',
-  async () => {
-    const fake = await startFakeBigQuery({ projectId: 'acme-dev' });
-    // The contract's rows are dated 2026-11-30; the window is 8 days back from NOW.
-    const store = await storeOn(fake);
-    return {
-      store,
-      rowsFor: async (key) =>
-        fake
-          .rows()
-          .filter((r) => r.dedup_key === key)
-          .map(fromStored),
-      cleanup: () => fake.stop(),
-    };
-  },
-  {
-    unsupported: {
-      'lets exactly one of two concurrent records of one key insert':
-        'BigQuery does not promise it (two insert-only MERGEs may both insert) and the fake serialises requests; the documents view deduplicates instead',
-    },
-  },
-);
-
-describeBatchStoreContract('BigQueryStore on fake-bigquery', async () => {
+/** A BigQueryStore on a fresh fake, with the contract suites' read-back and cleanup. */
+async function harnessOnFake() {
   const fake = await startFakeBigQuery({ projectId: 'acme-dev' });
+  // The contract's rows are dated 2026-11-30; the window is 8 days back from NOW.
   const store = await storeOn(fake);
   return {
     store,
-    rowsFor: async (key) =>
+    rowsFor: async (key: string) =>
       fake
         .rows()
         .filter((r) => r.dedup_key === key)
         .map(fromStored),
     cleanup: () => fake.stop(),
   };
+}
+
+describeStoreContract('BigQueryStore on fake-bigquery', harnessOnFake, {
+  unsupported: {
+    'lets exactly one of two concurrent records of one key insert':
+      'BigQuery does not promise it (two insert-only MERGEs may both insert) and the fake serialises requests; the documents view deduplicates instead',
+  },
 });
+
+describeBatchStoreContract('BigQueryStore on fake-bigquery', harnessOnFake);
 
 describe('BigQueryStore', () => {
   let fake: FakeBigQuery;
