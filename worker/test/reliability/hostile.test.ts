@@ -4,6 +4,7 @@ import { listDeadLetters } from '../../../local/lib/dead-letter-subscription';
 import { LOCAL_BUCKET, LOCAL_NAMES, type Pipeline, startPipeline } from '../../../local/lib/pipeline';
 import type { WorkerLogLine } from '../../../local/lib/worker-process';
 import type { SqliteStore } from '../../src/adapters/sqlite-store';
+import { dataDirLayout } from '../../src/contract/data-dir';
 import type { RejectionReason } from '../../src/core/errors';
 import { objectUri } from '../../src/core/event';
 import { objectResource, pushBody } from '../support/builders';
@@ -814,8 +815,15 @@ describe('hostile and bad input (worker process over HTTP, Pub/Sub emulator, loc
 
 /** Files the worker or the bucket wrote outside `bucket/`, other than the pipeline's own. */
 function filesOutsideBucket(dataDir: string): string[] {
-  const own = /^(docline\.sqlite(-wal|-shm)?|pipeline\.json|analyses\.log|outside-secret\.txt|bucket)$/;
-  return readdirSync(dataDir).filter((f) => !own.test(f));
+  // The data folder's own entries come from its one layout (the memo folder included).
+  const layout = dataDirLayout(dataDir);
+  const own = new Set([
+    ...[layout.sqlite, `${layout.sqlite}-wal`, `${layout.sqlite}-shm`].map((f) => path.basename(f)),
+    ...[layout.pipelineState, layout.bucket, layout.memo].map((f) => path.basename(f)),
+    'analyses.log',
+    'outside-secret.txt',
+  ]);
+  return readdirSync(dataDir).filter((f) => !own.has(f));
 }
 
 /** Files under the bucket root that are not `<bucket>/<sha256>/<generation>[.json]`. */
