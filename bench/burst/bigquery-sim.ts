@@ -29,6 +29,20 @@ import { type SimTime, type SimTimer, SlidingWindowLimit } from './sim-time';
  * do not conflict). Every value must arrive as a typed parameter.
  */
 
+/** BigQuery's documented 403 for a rate limit (per table DML, or per user per method). */
+function rateLimited(what: string): HttpFailure {
+  return new HttpFailure(
+    403,
+    errorBody(
+      403,
+      'PERMISSION_DENIED',
+      'rateLimitExceeded',
+      `Exceeded rate limits: ${what}. For more information, see https://cloud.google.com/bigquery/docs/troubleshoot-quotas`,
+      'usageLimits',
+    ),
+  );
+}
+
 export interface BigQuerySimOptions {
   time: SimTime;
   projectId?: string;
@@ -339,16 +353,7 @@ export async function startBigQuerySim(options: BigQuerySimOptions): Promise<Big
       const source = sourceRows(params);
       if (!t.dmlRate.tryTake()) {
         stats.refusedDmlRate++;
-        throw new HttpFailure(
-          403,
-          errorBody(
-            403,
-            'PERMISSION_DENIED',
-            'rateLimitExceeded',
-            'Exceeded rate limits: too many table dml insert operations for this table. For more information, see https://cloud.google.com/bigquery/docs/troubleshoot-quotas',
-            'usageLimits',
-          ),
-        );
+        throw rateLimited('too many table dml insert operations for this table');
       }
       if (t.running >= BIGQUERY_DML_LIMITS.running && t.queue.length >= BIGQUERY_DML_LIMITS.queued) {
         stats.refusedDmlQueue++;
@@ -507,16 +512,7 @@ export async function startBigQuerySim(options: BigQuerySimOptions): Promise<Big
         stats.queryCalls++;
         if (!apiRate.tryTake()) {
           stats.refusedApiRate++;
-          throw new HttpFailure(
-            403,
-            errorBody(
-              403,
-              'PERMISSION_DENIED',
-              'rateLimitExceeded',
-              'Exceeded rate limits: too many api requests per user per method for this user_method. For more information, see https://cloud.google.com/bigquery/docs/troubleshoot-quotas',
-              'usageLimits',
-            ),
-          );
+          throw rateLimited('too many api requests per user per method for this user_method');
         }
         const request = JSON.parse(text) as Record<string, unknown>;
         const job = submit(request, typeof request.location === 'string' ? request.location : 'US');
