@@ -183,7 +183,7 @@ export interface BurstReportInput {
   analyzerBoundSeconds: number;
   perDelivery: BurstRunFigures;
   groupCommit?: BurstRunFigures;
-  details?: Record<string, { finished: boolean; pendingAtEnd: number }>;
+  details?: Record<string, { finished: boolean; pendingAtEnd: number; analysesByMinute?: number[] }>;
 }
 
 /** The burst goals for groupCommit; undefined where the figure is only reported. */
@@ -269,7 +269,18 @@ export function renderBurstReport(b: BurstReportInput): string {
         ', ' +
         `${two(g.bytesBilledPerDocument / b.perDelivery.bytesBilledPerDocument)} × the bytes billed per document, ` +
         `${two(g.analysesPerDocument / b.perDelivery.analysesPerDocument)} × the paid analyses.`,
+      '',
+      `groupCommit against the analyzer's bound: ${two(g.simulatedSeconds / b.analyzerBoundSeconds)} × ${int(b.analyzerBoundSeconds)} s.`,
     );
+    const minutes = b.details?.groupCommit?.analysesByMinute;
+    if (minutes?.length) {
+      lines.push(
+        '',
+        `Analyses Gemini accepted in each simulated minute of groupCommit (the quota allows ${int(
+          Math.round((b.documents * 60) / b.analyzerBoundSeconds),
+        )}): ${minutes.map(int).join(', ')}.`,
+      );
+    }
   }
   return `${lines.join('\n')}\n`;
 }

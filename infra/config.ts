@@ -105,7 +105,7 @@ export const STACK_DEFAULTS = Object.freeze({
   imageKeepCount: 10,
   minInstances: 0,
   maxInstances: 10,
-  concurrency: 40,
+  concurrency: 400,
   cpu: '1',
   memory: '4Gi',
   logLevel: 'INFO',
@@ -172,7 +172,9 @@ export function resourceProblems(s: {
   cpu: string;
   memory: string;
   concurrency: number;
+  analyzerMaxInFlight: number;
   maxObjectBytes: number;
+  pushBodyLimitBytes: number;
 }): string[] {
   const problems: string[] = [];
   const cpu = parseCpu(s.cpu);
@@ -199,15 +201,25 @@ export function resourceProblems(s: {
       );
     }
   }
-  if (memoryMib !== undefined && Number.isInteger(s.concurrency) && s.concurrency >= 1) {
+  if (
+    memoryMib !== undefined &&
+    Number.isInteger(s.concurrency) &&
+    s.concurrency >= 1 &&
+    Number.isInteger(s.analyzerMaxInFlight) &&
+    s.analyzerMaxInFlight >= 1
+  ) {
+    // Only admitted deliveries hold a document; the others wait in line with their push body.
+    const holding = Math.min(s.concurrency, s.analyzerMaxInFlight);
     const needMib = Math.ceil(
-      (s.concurrency * s.maxObjectBytes * MEMORY_PER_OBJECT_FACTOR) / MIB + WORKER_BASELINE_MEMORY_MIB,
+      (holding * s.maxObjectBytes * MEMORY_PER_OBJECT_FACTOR + s.concurrency * s.pushBodyLimitBytes) / MIB +
+        WORKER_BASELINE_MEMORY_MIB,
     );
     if (memoryMib < needMib) {
       problems.push(
-        `memory (${s.memory}) is below what concurrency (${s.concurrency}) documents of maxObjectBytes (${s.maxObjectBytes}) need at once: ` +
-          `${s.concurrency} × ${s.maxObjectBytes} B × ${MEMORY_PER_OBJECT_FACTOR} (bytes, base64 and request body) + ${WORKER_BASELINE_MEMORY_MIB} MiB = ${needMib} MiB. ` +
-          'Raise memory, or lower concurrency or maxObjectBytes.',
+        `memory (${s.memory}) is below what the worker may hold at once: ${holding} documents in analysis ` +
+          `(the lesser of concurrency ${s.concurrency} and analyzerMaxInFlight ${s.analyzerMaxInFlight}) × maxObjectBytes ${s.maxObjectBytes} B × ${MEMORY_PER_OBJECT_FACTOR} ` +
+          `(bytes, base64 and request body) + concurrency × pushBodyLimitBytes ${s.pushBodyLimitBytes} B + ${WORKER_BASELINE_MEMORY_MIB} MiB = ${needMib} MiB. ` +
+          'Raise memory, or lower analyzerMaxInFlight, maxObjectBytes or concurrency.',
       );
     }
   }
@@ -262,6 +274,7 @@ export function parseStackConfig(project: string | undefined, stack: string, raw
     ackDeadlineMarginSeconds: DELIVERY_DEFAULTS.ackDeadlineMarginSeconds,
     analyzerTimeoutMs: number('analyzerTimeoutMs', DELIVERY_DEFAULTS.analyzerTimeoutMs),
     analyzerQuotaWaitMs: number('analyzerQuotaWaitMs', DELIVERY_DEFAULTS.analyzerQuotaWaitMs),
+    analyzerMaxInFlight: number('analyzerMaxInFlight', DELIVERY_DEFAULTS.analyzerMaxInFlight),
     readTimeoutMs: number('readTimeoutMs', DELIVERY_DEFAULTS.readTimeoutMs),
     dedupWindowDays: number('dedupWindowDays', DELIVERY_DEFAULTS.dedupWindowDays),
     maximumBytesBilled: number('maximumBytesBilled', DELIVERY_DEFAULTS.maximumBytesBilled),
@@ -329,7 +342,9 @@ export function parseStackConfig(project: string | undefined, stack: string, raw
       cpu: worker.cpu,
       memory: worker.memory,
       concurrency: worker.concurrency,
+      analyzerMaxInFlight: delivery.analyzerMaxInFlight,
       maxObjectBytes: delivery.maxObjectBytes,
+      pushBodyLimitBytes: delivery.pushBodyLimitBytes,
     }),
   );
   // Group commit's MERGEs share the table's DML budget; append mode writes through the Storage Write API.
@@ -434,6 +449,7 @@ export const CONFIG_KEYS = [
   'workerTimeoutSeconds',
   'analyzerTimeoutMs',
   'analyzerQuotaWaitMs',
+  'analyzerMaxInFlight',
   'readTimeoutMs',
   'dedupWindowDays',
   'maximumBytesBilled',

@@ -28,6 +28,8 @@ export class GeminiSim {
   paid = 0;
   /** Calls refused with 429. */
   refused = 0;
+  /** When each paid analysis was accepted (simulated ms), for the pace by minute. */
+  readonly paidAtMs: number[] = [];
   /** Paid analyses per object (`bucket/name#generation`). */
   readonly paidByObject = new Map<string, number>();
   private readonly quota: SlidingWindowLimit;
@@ -58,6 +60,7 @@ export class GeminiSim {
         }),
       );
     }
+    this.paidAtMs.push(this.time.nowMs());
     await this.time.sleep(this.latencyMs());
     this.paid++;
     this.paidByObject.set(input.name, (this.paidByObject.get(input.name) ?? 0) + 1);

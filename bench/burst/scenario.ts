@@ -5,7 +5,7 @@ import { createApp } from '../../worker/src/app';
 import { DEFAULT_CONTENT_TYPES, type DeliverySettings } from '../../worker/src/contract/settings';
 import { objectUri } from '../../worker/src/core/event';
 import type { HandlerDeps } from '../../worker/src/core/handle';
-import type { Analyzer, Clock, Logger, ObjectRef, Reader, Store } from '../../worker/src/core/ports';
+import type { Clock, Logger, ObjectRef, Reader, Store } from '../../worker/src/core/ports';
 import { staticTokenAuth } from '../../worker/test/support/fake-bigquery';
 import { textInvoices } from '../documents';
 import { type BigQuerySim, seededRandom, startBigQuerySim } from './bigquery-sim';
@@ -39,8 +39,6 @@ export interface Wiring {
   store(context: InstanceContext): Store;
   /** Extra fields of the handler's dependencies (e.g. `memo`), one call per instance. */
   extraDeps?(context: InstanceContext): Record<string, unknown>;
-  /** Wraps the simulated Gemini analyzer as the composition root wraps the real one. */
-  analyzer?(analyzer: Analyzer, context: InstanceContext): Analyzer;
 }
 
 export interface ScenarioOptions {
@@ -98,6 +96,8 @@ export interface BurstDetails {
   pushBackoffs: number;
   longestPushBackoffSeconds: number;
   geminiRefused429: number;
+  /** Analyses Gemini accepted in each simulated minute from the first publish (its quota caps each). */
+  analysesByMinute: number[];
   selectStatements: number;
   getQueryResultsCalls: number;
   refusedDmlQueueFull: number;
@@ -343,7 +343,7 @@ export async function runScenario(
     const deps: HandlerDeps = {
       store,
       reader,
-      analyzer: options.wiring.analyzer?.(gemini.analyzer(), context) ?? gemini.analyzer(),
+      analyzer: gemini.analyzer(),
       clock: time.clock,
       dedupKeyMode: options.settings.dedupKeyMode,
       limits: { maxObjectBytes: options.settings.maxObjectBytes, allowedContentTypes: DEFAULT_CONTENT_TYPES },
@@ -459,6 +459,7 @@ export async function runScenario(
     pushBackoffs: push.pushBackoffsMs.length,
     longestPushBackoffSeconds: Math.max(0, ...push.pushBackoffsMs) / 1000,
     geminiRefused429: gemini.refused,
+    analysesByMinute: byMinute(gemini.paidAtMs, publishStart),
     selectStatements: stats.selectStatements,
     getQueryResultsCalls: stats.getQueryResultsCalls,
     refusedDmlQueueFull: stats.refusedDmlQueue,
@@ -470,6 +471,16 @@ export async function runScenario(
     frozenRealSeconds: time.frozenRealMs / 1000,
   };
   return { figures, details };
+}
+
+function byMinute(atMs: readonly number[], startMs: number): number[] {
+  const minutes: number[] = [];
+  for (const at of atMs) {
+    const minute = Math.max(0, Math.floor((at - startMs) / 60_000));
+    while (minutes.length <= minute) minutes.push(0);
+    minutes[minute]!++;
+  }
+  return minutes;
 }
 
 /** The seed's design: the BigQuery store as it is, one MERGE per delivery, no memo. */

@@ -133,6 +133,8 @@ export async function runBurstStage(options: {
       maxRetryBackoffSeconds: settings.maxRetryBackoffSeconds,
       maxDeliveryAttempts: settings.maxDeliveryAttempts,
       workerTimeoutSeconds: settings.workerTimeoutSeconds,
+      analyzerQuotaWaitMs: settings.analyzerQuotaWaitMs,
+      analyzerMaxInFlight: settings.analyzerMaxInFlight,
       batchMaxRows: settings.batchMaxRows,
       batchMaxWaitMs: settings.batchMaxWaitMs,
       mergeMinIntervalMs: settings.mergeMinIntervalMs,

@@ -1,7 +1,7 @@
 import { BigQueryStore } from '../../worker/src/adapters/bigquery-store';
 import { GroupCommitStore } from '../../worker/src/adapters/group-commit-store';
 import { MemoryMemoStore } from '../../worker/src/adapters/memory-memo-store';
-import { QuotaWaitingAnalyzer } from '../../worker/src/adapters/quota-waiting-analyzer';
+import { QuotaGate } from '../../worker/src/adapters/quota-gate';
 import { AnalysisMemo } from '../../worker/src/core/memo';
 import type { InstanceContext, Wiring } from './scenario';
 
@@ -51,12 +51,13 @@ export const groupCommitWiring = (): Wiring => {
         // The lease's wait runs on the simulated clock, like every other delay here.
         sleep: (ms) => time.sleep(ms),
       }),
-    }),
-    // A spent quota is waited out inside the request, as the worker's composition root does.
-    analyzer: (analyzer, { time, settings }) =>
-      new QuotaWaitingAnalyzer(analyzer, {
+      // Deliveries wait their turn at the analyzer inside the request, as the composition root has them.
+      admission: new QuotaGate({
+        maxInFlight: settings.analyzerMaxInFlight,
         maxWaitMs: settings.analyzerQuotaWaitMs,
-        sleep: (ms) => time.sleep(ms),
+        clock: time.clock,
+        timers: time,
       }),
+    }),
   };
 };

@@ -71,6 +71,7 @@ export function workerEnvironment(input: {
     MAXIMUM_BYTES_BILLED: String(s.maximumBytesBilled),
     ANALYZER_TIMEOUT_MS: String(s.analyzerTimeoutMs),
     ANALYZER_QUOTA_WAIT_MS: String(s.analyzerQuotaWaitMs),
+    ANALYZER_MAX_IN_FLIGHT: String(s.analyzerMaxInFlight),
     READ_TIMEOUT_MS: String(s.readTimeoutMs),
     MAX_OBJECT_BYTES: String(s.maxObjectBytes),
     PUSH_BODY_LIMIT_BYTES: String(s.pushBodyLimitBytes),

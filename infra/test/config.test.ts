@@ -36,20 +36,24 @@ describe('parseStackConfig', () => {
 
   it('parses numbers, booleans and lists the way the CLI passes them', () => {
     const config = parseStackConfig('p', 'dev', {
-      ackDeadlineSeconds: '300',
+      ackDeadlineSeconds: '600',
       deletionProtection: 'false',
       allowedContentTypes: '["application/pdf"]',
       notificationChannels: '["projects/p/notificationChannels/1"]',
     });
 
-    expect(config.delivery.ackDeadlineSeconds).toBe(300);
+    expect(config.delivery.ackDeadlineSeconds).toBe(600);
     expect(config.deletionProtection).toBe(false);
     expect(config.worker.allowedContentTypes).toEqual(['application/pdf']);
     expect(config.alerts.notificationChannels).toEqual(['projects/p/notificationChannels/1']);
   });
 
   it('refuses an ack deadline that is not above the worker timeout plus the margin, naming both keys and the fix', () => {
-    const problems = problemsOf({ ackDeadlineSeconds: '95', workerTimeoutSeconds: '90' });
+    const problems = problemsOf({
+      ackDeadlineSeconds: '95',
+      workerTimeoutSeconds: '90',
+      analyzerQuotaWaitMs: '15000',
+    });
 
     expect(problems).toEqual([
       expect.stringMatching(
@@ -153,18 +157,39 @@ describe('parseStackConfig: cpu, memory and concurrency together', () => {
     ]);
   });
 
-  it('refuses memory below concurrency × maxObjectBytes × the stated factor + the baseline, every problem at once', () => {
+  it('refuses memory below the documents in analysis × maxObjectBytes × the stated factor + the push bodies + the baseline, every problem at once', () => {
     const problems = problemsOf({ concurrency: '16', memory: '1Gi', cpu: '0.25' });
+    // Fewer slots than analyzerMaxInFlight: every slot may hold a document.
     const need =
-      Math.ceil((16 * DELIVERY_DEFAULTS.maxObjectBytes * MEMORY_PER_OBJECT_FACTOR) / 2 ** 20) +
-      WORKER_BASELINE_MEMORY_MIB;
+      Math.ceil(
+        (16 * DELIVERY_DEFAULTS.maxObjectBytes * MEMORY_PER_OBJECT_FACTOR +
+          16 * DELIVERY_DEFAULTS.pushBodyLimitBytes) /
+          2 ** 20,
+      ) + WORKER_BASELINE_MEMORY_MIB;
 
     expect(problems).toHaveLength(3);
     expect(problems[0]).toMatch(/^cpu \(0.25\) below 1 needs concurrency 1 \(got 16\)/);
     expect(problems[1]).toMatch(
       /^memory \(1Gi\) is outside what Cloud Run allows with cpu 0.25: from 128 MiB to 512 MiB/,
     );
-    expect(problems[2]).toContain(`= ${need} MiB. Raise memory, or lower concurrency or maxObjectBytes.`);
+    expect(problems[2]).toContain(
+      `= ${need} MiB. Raise memory, or lower analyzerMaxInFlight, maxObjectBytes or concurrency.`,
+    );
+  });
+
+  it('counts only the admitted deliveries as holding a document: the others wait with their push body', () => {
+    const needFor = (inFlight: number, concurrency: number) =>
+      Math.ceil(
+        (inFlight * DELIVERY_DEFAULTS.maxObjectBytes * MEMORY_PER_OBJECT_FACTOR +
+          concurrency * DELIVERY_DEFAULTS.pushBodyLimitBytes) /
+          2 ** 20,
+      ) + WORKER_BASELINE_MEMORY_MIB;
+    expect(problemsOf({ concurrency: '1000', analyzerMaxInFlight: '10', memory: '2Gi' })).toEqual([]);
+    const [problem] = problemsOf({ concurrency: '1000', analyzerMaxInFlight: '20', memory: '2Gi' });
+    expect(problem).toContain(
+      `20 documents in analysis (the lesser of concurrency 1000 and analyzerMaxInFlight 20)`,
+    );
+    expect(problem).toContain(`= ${needFor(20, 1000)} MiB.`);
   });
 
   it('keeps the shipped defaults inside every rule', () => {
@@ -207,7 +232,7 @@ describe('parseStackConfig: delivery relations', () => {
   it('refuses a worker timeout that does not cover the analysis, the batch wait and the merge interval', () => {
     expect(problemsOf({ batchMaxWaitMs: '10000', mergeMinIntervalMs: '25000' })).toEqual([
       expect.stringMatching(
-        /^analyzerTimeoutMs \(60000\) \+ analyzerQuotaWaitMs \(15000\) \+ 2 × \(batchMaxWaitMs \(10000\) \+ mergeMinIntervalMs \(25000\)\) must stay below workerTimeoutSeconds \(100s\)/,
+        /^analyzerTimeoutMs \(60000\) \+ analyzerQuotaWaitMs \(420000\) \+ 2 × \(batchMaxWaitMs \(10000\) \+ mergeMinIntervalMs \(25000\)\) must stay below workerTimeoutSeconds \(500s\)/,
       ),
     ]);
   });

@@ -264,7 +264,8 @@ describe('the docline program with the dev stack file', () => {
         DEDUP_WINDOW_DAYS: '15',
         MAXIMUM_BYTES_BILLED: '100000000',
         ANALYZER_TIMEOUT_MS: '60000',
-        ANALYZER_QUOTA_WAIT_MS: '15000',
+        ANALYZER_QUOTA_WAIT_MS: String(DELIVERY_DEFAULTS.analyzerQuotaWaitMs),
+        ANALYZER_MAX_IN_FLIGHT: String(DELIVERY_DEFAULTS.analyzerMaxInFlight),
         READ_TIMEOUT_MS: '20000',
         MAX_OBJECT_BYTES: String(20 * 1024 * 1024),
         PUSH_BODY_LIMIT_BYTES: String(256 * 1024),
@@ -500,12 +501,12 @@ describe('the docline program with the prod stack file', () => {
     const template = one(run, T.run).inputs.template as Record<string, unknown>;
 
     expect(push.inputs).toMatchObject({
-      ackDeadlineSeconds: 180,
+      ackDeadlineSeconds: 600,
       deadLetterPolicy: { maxDeliveryAttempts: 15 },
     });
     expect(template).toMatchObject({
-      timeout: '150s',
-      maxInstanceRequestConcurrency: 4,
+      timeout: '560s',
+      maxInstanceRequestConcurrency: 500,
       scaling: { minInstanceCount: 1, maxInstanceCount: 20 },
     });
   });
@@ -601,11 +602,11 @@ describe('the docline program in preview', () => {
     const template = one(run, T.run).inputs.template as Record<string, unknown>;
 
     expect(push.inputs).toMatchObject({
-      ackDeadlineSeconds: 120,
+      ackDeadlineSeconds: DELIVERY_DEFAULTS.ackDeadlineSeconds,
       retryPolicy: { minimumBackoff: '10s', maximumBackoff: '600s' },
       deadLetterPolicy: { maxDeliveryAttempts: 10 },
     });
-    expect(template.timeout).toBe('100s');
+    expect(template.timeout).toBe(`${DELIVERY_DEFAULTS.workerTimeoutSeconds}s`);
     expect(env(one(run, T.run)).BIGQUERY_TABLE).toBe('docline-dev-example.docline_dev.deliveries');
     for (const view of ofType(run, T.table).filter(isView)) {
       expect((view.inputs.view as { query: string }).query).toContain(

@@ -48,7 +48,6 @@ export type AnalyzerConfig =
       model: string;
       timeoutMs: number;
       /** How long a delivery waits for quota after a 429, retries included. */
-      quotaWaitMs: number;
       baseUrl: string | undefined;
     };
 
@@ -70,6 +69,8 @@ export interface WorkerConfig {
   store: StoreConfig;
   reader: ReaderConfig;
   analyzer: AnalyzerConfig;
+  /** Admission to the paid work: analyses running at once here, and the longest wait for a turn. */
+  admission: { maxInFlight: number; maxWaitMs: number };
   /** Group commit of lookups and writes; null when off (one statement per delivery). */
   groupCommit: { maxRows: number; maxWaitMs: number; minIntervalMs: number } | null;
   /** The memo of paid analyses; null when off. */
@@ -181,10 +182,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Worke
         defaultGeminiLocation(text('BIGQUERY_LOCATION') ?? DEFAULT_DATA_LOCATION),
       model: text('GEMINI_MODEL') ?? DELIVERY_DEFAULTS.geminiModel,
       timeoutMs: integer('ANALYZER_TIMEOUT_MS', DELIVERY_DEFAULTS.analyzerTimeoutMs, 100),
-      quotaWaitMs: integer('ANALYZER_QUOTA_WAIT_MS', DELIVERY_DEFAULTS.analyzerQuotaWaitMs, 0, 600_000),
       baseUrl: text('GEMINI_BASE_URL'),
     };
   }
+
+  const admission = {
+    maxInFlight: integer('ANALYZER_MAX_IN_FLIGHT', DELIVERY_DEFAULTS.analyzerMaxInFlight, 1, 1_000),
+    maxWaitMs: integer('ANALYZER_QUOTA_WAIT_MS', DELIVERY_DEFAULTS.analyzerQuotaWaitMs, 0, 3_600_000),
+  };
 
   const groupCommit =
     oneOf('GROUP_COMMIT', ['on', 'off'] as const, 'on') === 'on'
@@ -227,6 +232,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Worke
     store,
     reader,
     analyzer,
+    admission,
     groupCommit,
     memo,
     pushAuth: audience && serviceAccount ? { audience, serviceAccount } : null,

@@ -1,4 +1,5 @@
 import type { Server } from 'node:http';
+import { QuotaGate } from './adapters/quota-gate';
 import { createApp } from './app';
 import { loadConfig, type WorkerConfig } from './config';
 import type { HandlerDeps } from './core/handle';
@@ -111,10 +112,7 @@ async function buildAnalyzer(config: WorkerConfig, logger: Logger): Promise<Anal
     location: analyzer.location,
     baseUrl: analyzer.baseUrl,
   });
-  const gemini = new GeminiAnalyzer({ client, model: analyzer.model, timeoutMs: analyzer.timeoutMs, logger });
-  // A spent quota is waited out inside the request (bounded) rather than nacked into Pub/Sub's backoff.
-  const { QuotaWaitingAnalyzer } = await import('./adapters/quota-waiting-analyzer.js');
-  return new QuotaWaitingAnalyzer(gemini, { maxWaitMs: analyzer.quotaWaitMs });
+  return new GeminiAnalyzer({ client, model: analyzer.model, timeoutMs: analyzer.timeoutMs, logger });
 }
 
 const MEMO_PRUNE_INTERVAL_MS = 60 * 60 * 1000;
@@ -179,6 +177,9 @@ export async function serve(
     dedupKeyMode: config.dedupKeyMode,
     limits: { maxObjectBytes: config.maxObjectBytes, allowedContentTypes: config.allowedContentTypes },
     workerVersion: config.workerVersion,
+    // A spent quota is waited out in line, inside the request (bounded), rather than nacked into
+    // Pub/Sub's backoff; the line also bounds the documents held in memory at once.
+    admission: new QuotaGate(config.admission),
     ...(adapters.memo && config.memo
       ? { memo: new AnalysisMemo(adapters.memo, { ttlMs: config.memo.ttlMs, logger }) }
       : {}),

@@ -1,6 +1,7 @@
+import { QuotaGate, RATE_LIMITED } from '../src/adapters/quota-gate';
 import { SqliteStore } from '../src/adapters/sqlite-store';
 import { DEFAULT_CONTENT_TYPES } from '../src/contract/settings';
-import { RejectionError } from '../src/core/errors';
+import { RejectionError, TransientError } from '../src/core/errors';
 import { parsePush } from '../src/core/event';
 import { type HandlerDeps, handle } from '../src/core/handle';
 import { type ObjectSpec, pushBody } from './support/builders';
@@ -186,6 +187,49 @@ describe('handle', () => {
       const outcome = await s.run(pushBody('1', { size: 5000 }));
       expect(outcome.reason).toBe('too_large');
       expect(s.reader.reads).toHaveLength(0);
+    });
+  });
+
+  describe('with admission to the paid work', () => {
+    it('reads a document only once admitted: a delivery waiting its turn holds no bytes', async () => {
+      const gate = new QuotaGate({ maxInFlight: 1, maxWaitMs: 60_000 });
+      const { reader, analyzer, run, upload } = setup({ admission: gate });
+      analyzer.hold();
+      const first = run(upload('1', { name: 'a.txt' }));
+      const second = run(upload('2', { name: 'b.txt' }));
+      await analyzer.arrived(1);
+      expect(reader.reads.map((r) => r.name)).toEqual(['a.txt']);
+      expect(gate.queued).toBe(1);
+      analyzer.release();
+      await expect(Promise.all([first, second])).resolves.toMatchObject([{ status: 'ok' }, { status: 'ok' }]);
+      expect(reader.reads.map((r) => r.name)).toEqual(['a.txt', 'b.txt']);
+    });
+
+    it('waits out a spent quota inside the delivery and writes one row with the paid analysis', async () => {
+      const gate = new QuotaGate({ maxInFlight: 4, maxWaitMs: 60_000, initialPauseMs: 1, maxPauseMs: 2 });
+      const { store, analyzer, run, upload } = setup({ admission: gate });
+      analyzer.failNext(
+        new TransientError(RATE_LIMITED, 'Gemini: 429'),
+        new TransientError(RATE_LIMITED, 'Gemini: 429'),
+      );
+      const outcome = await run(upload('1'));
+      expect(outcome).toMatchObject({ status: 'ok', analysed: true });
+      expect(analyzer.calls).toHaveLength(3);
+      expect(store.rowsFor(outcome.dedupKey)).toHaveLength(1);
+    });
+
+    it('answers a delivery never admitted with the 429 as a transient failure, and writes nothing', async () => {
+      const gate = new QuotaGate({ maxInFlight: 1, maxWaitMs: 0 });
+      const { store, analyzer, run, upload } = setup({ admission: gate });
+      analyzer.hold();
+      const first = run(upload('1', { name: 'a.txt' }));
+      await analyzer.arrived(1);
+      const second = run(upload('2', { name: 'b.txt' }));
+      await expect(second).rejects.toMatchObject({ code: RATE_LIMITED });
+      analyzer.release();
+      const outcome = await first;
+      expect(store.rowsFor(outcome.dedupKey)).toHaveLength(1);
+      expect(analyzer.calls).toHaveLength(1);
     });
   });
 });

@@ -9,7 +9,6 @@ import { GeminiAnalyzer } from '../src/adapters/gemini-analyzer';
 import { GroupCommitStore } from '../src/adapters/group-commit-store';
 import { LocalBucketReader } from '../src/adapters/local-bucket';
 import { OfflineAnalyzer } from '../src/adapters/offline-analyzer';
-import { QuotaWaitingAnalyzer } from '../src/adapters/quota-waiting-analyzer';
 import { SqliteStore } from '../src/adapters/sqlite-store';
 import { loadConfig } from '../src/config';
 import { buildAdapters, withGroupCommit } from '../src/main';
@@ -47,8 +46,7 @@ describe('buildAdapters (the composition root)', () => {
     expect(inner(adapters.store)).toBeInstanceOf(BigQueryStore);
     expect(adapters.memo).toBeInstanceOf(GcsMemoStore);
     expect(adapters.reader).toBeInstanceOf(GcsReader);
-    expect(adapters.analyzer).toBeInstanceOf(QuotaWaitingAnalyzer);
-    expect(inner(adapters.analyzer)).toBeInstanceOf(GeminiAnalyzer);
+    expect(adapters.analyzer).toBeInstanceOf(GeminiAnalyzer);
     await expect(adapters.authenticate?.(undefined)).rejects.toMatchObject({ code: 'unauthenticated' });
   });
 

@@ -64,6 +64,23 @@ describe('AnalysisMemo', () => {
     expect(work).toHaveBeenCalledTimes(1);
   });
 
+  it('looks in the memo again once admitted after a wait: a delivery elsewhere may have paid meanwhile', async () => {
+    const store = new MemoryMemoStore();
+    const memo = memoOn(store);
+    const work = jest.fn(async () => paid());
+    // The admission lets the delivery in only after another instance kept its analysis.
+    const admission = {
+      run: async <T>(admitted: (waitedMs: number) => Promise<T>) => {
+        await new AnalysisMemo(store, { ttlMs: 8 * DAY_MS, clock, leaseMs: 0 }).analyse(KEY, 'v1', async () =>
+          paid(1900),
+        );
+        return admitted(30_000);
+      },
+    };
+    expect(await memo.analyse(KEY, 'v1', work, admission)).toEqual({ result: paid(1900), source: 'shared' });
+    expect(work).not.toHaveBeenCalled();
+  });
+
   it('treats a new analysis version as new work', async () => {
     const memo = memoOn(new MemoryMemoStore());
     const work = jest.fn(async () => paid());

@@ -15,7 +15,7 @@ import { DELIVERY_DEFAULTS } from '../contract/settings';
 import { ConfigurationError, RejectionError, TransientError } from '../core/errors';
 import type { Analyzer, AnalyzerInput, Logger } from '../core/ports';
 import { INVOICE_PROMPT } from './gemini-prompt';
-import { RATE_LIMITED } from './quota-waiting-analyzer';
+import { RATE_LIMITED } from './quota-gate';
 
 /**
  * Extracts the invoice fields with Gemini through @google/genai: the document inline with its MIME

@@ -31,8 +31,16 @@ export interface DeliverySettings {
   ackDeadlineMarginSeconds: number;
   /** Timeout of one analyzer call, well below the worker timeout. */
   analyzerTimeoutMs: number;
-  /** How long a delivery waits, all retries together, when the analyzer's quota is spent (429). */
+  /**
+   * How long a delivery waits, all waits together, for its turn at the analyzer (the line of
+   * deliveries past `analyzerMaxInFlight`, and a spent quota's 429s); past it, 503.
+   */
   analyzerQuotaWaitMs: number;
+  /**
+   * Reads + analyses one instance runs at once. Each holds its document in memory, so this bounds
+   * memory; deliveries past it wait in line holding only their push body.
+   */
+  analyzerMaxInFlight: number;
   /** Timeout of one object read. */
   readTimeoutMs: number;
   /**
@@ -63,16 +71,17 @@ export interface DeliverySettings {
 const DAY_SECONDS = 24 * 60 * 60;
 
 export const DELIVERY_DEFAULTS: Readonly<DeliverySettings> = Object.freeze({
-  ackDeadlineSeconds: 120,
+  ackDeadlineSeconds: 510,
   minRetryBackoffSeconds: 10,
   maxRetryBackoffSeconds: 600,
   maxDeliveryAttempts: 10,
   messageRetentionSeconds: 7 * DAY_SECONDS,
   deadLetterRetentionSeconds: 7 * DAY_SECONDS,
-  workerTimeoutSeconds: 100,
+  workerTimeoutSeconds: 500,
   ackDeadlineMarginSeconds: 10,
   analyzerTimeoutMs: 60_000,
-  analyzerQuotaWaitMs: 15_000,
+  analyzerQuotaWaitMs: 420_000,
+  analyzerMaxInFlight: 40,
   readTimeoutMs: 20_000,
   // 7 days of message retention + 7 days of dead-letter retention + 1 day of margin.
   dedupWindowDays: 15,
@@ -259,6 +268,15 @@ export function settingsProblems(s: DeliverySettings): string[] {
   }
   if (!Number.isInteger(s.batchMaxWaitMs) || s.batchMaxWaitMs < 0 || s.batchMaxWaitMs > 10_000) {
     problems.push(`batchMaxWaitMs must be a whole number from 0 to 10000 (got ${s.batchMaxWaitMs}).`);
+  }
+  if (
+    !Number.isInteger(s.analyzerMaxInFlight) ||
+    s.analyzerMaxInFlight < 1 ||
+    s.analyzerMaxInFlight > 1_000
+  ) {
+    problems.push(
+      `analyzerMaxInFlight must be a whole number from 1 to 1000 (got ${s.analyzerMaxInFlight}).`,
+    );
   }
   if (!Number.isInteger(s.analyzerQuotaWaitMs) || s.analyzerQuotaWaitMs < 0) {
     problems.push(

@@ -5,7 +5,7 @@ import { type CheckLimits, checkContent, checkDeclared } from './document-checks
 import { isRejection, type RejectionReason } from './errors';
 import { dedupKey, type PushEvent } from './event';
 import type { AnalysisMemo } from './memo';
-import type { Analyzer, Clock, Reader, Store } from './ports';
+import type { Admission, Analyzer, Clock, Reader, Store } from './ports';
 
 /** Everything `handle` needs; built once by the composition root. */
 export interface HandlerDeps {
@@ -18,7 +18,11 @@ export interface HandlerDeps {
   workerVersion: string;
   /** The memo of paid analyses; without it every delivery that gets this far pays. */
   memo?: AnalysisMemo;
+  /** Admission to the paid work (read + analyse); without it every delivery goes straight in. */
+  admission?: Admission;
 }
+
+const admitAll: Admission = { run: (work) => work(0) };
 
 export type OutcomeStatus = 'ok' | 'rejected' | 'duplicate';
 
@@ -75,9 +79,10 @@ export async function handle(event: PushEvent, deps: HandlerDeps): Promise<Outco
         analysed = true;
         return deps.analyzer.analyze({ bytes, contentType: mime, name });
       };
+      const admission = deps.admission ?? admitAll;
       const paid = deps.memo
-        ? await deps.memo.analyse(key, deps.analyzer.version, work)
-        : { result: await work(), source: 'analyzer' as const };
+        ? await deps.memo.analyse(key, deps.analyzer.version, work, admission)
+        : { result: await admission.run(work), source: 'analyzer' as const };
       if (paid.source === 'memo') memo = 'hit';
       else if (paid.source === 'shared') memo = 'shared';
       const analysis = paid.result;

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { AnalysisResult } from '../contract/analysis';
-import { type Clock, type Logger, type MemoStore, systemClock } from './ports';
+import { type Admission, type Clock, type Logger, type MemoStore, systemClock } from './ports';
 
 /**
  * The memo of paid analyses: after an analysis and before the write, its result is kept under the
@@ -67,11 +67,16 @@ export class AnalysisMemo {
    * The analysis of `dedupKey` by analyzer `version`: from the memo when it holds one, from the
    * same analysis when one is already running in this instance, else from `work()` (which reads and
    * pays), kept in the memo afterwards. Errors of `work()` propagate; the memo's own never do.
+   *
+   * `admission` admits the work; the lease is taken only once admitted, so a delivery waiting its
+   * turn holds no lease that could expire under it, and one that waited looks in the memo again
+   * (a concurrent delivery elsewhere may have paid meanwhile).
    */
   async analyse(
     dedupKey: string,
     version: string,
     work: () => Promise<AnalysisResult>,
+    admission: Admission = { run: (admitted) => admitted(0) },
   ): Promise<{ result: AnalysisResult; source: AnalysisSource }> {
     const key = AnalysisMemo.key(dedupKey, version);
     const running = this.inFlight.get(key);
@@ -83,7 +88,11 @@ export class AnalysisMemo {
     // A lookup ran meanwhile: another delivery may have started the work in between.
     const started = this.inFlight.get(key);
     if (started) return { result: (await started).result, source: 'shared' };
-    const promise = this.leaseThenWork(key, dedupKey, work);
+    const promise = admission.run(async (waitedMs) => {
+      const keptMeanwhile = waitedMs > 0 ? await this.lookup(key, dedupKey) : undefined;
+      if (keptMeanwhile) return { result: keptMeanwhile, source: 'shared' as const };
+      return this.leaseThenWork(key, dedupKey, work);
+    });
     this.inFlight.set(key, promise);
     try {
       return await promise;

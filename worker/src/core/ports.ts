@@ -89,6 +89,14 @@ export interface Analyzer {
   analyze(input: AnalyzerInput): Promise<AnalysisResult>;
 }
 
+/**
+ * Admission to the paid work (read + analyse): bounds how many run at once and waits out a spent
+ * quota. `work` learns how long it waited to be admitted.
+ */
+export interface Admission {
+  run<T>(work: (waitedMs: number) => Promise<T>): Promise<T>;
+}
+
 export interface Clock {
   now(): Date;
 }
