@@ -1,0 +1,69 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+
+/**
+ * The image installs production dependencies only (`npm ci --omit=dev` in worker/Dockerfile) and
+ * deletes the compiled offline analyzer. So every package the rest of the worker loads at run time
+ * must be a production dependency, and the offline analyzer's own packages need not be.
+ */
+const ROOT = path.join(__dirname, '..', '..');
+const SRC = path.join(ROOT, 'worker', 'src');
+const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as {
+  dependencies: Record<string, string>;
+  devDependencies: Record<string, string>;
+};
+
+/** Files the Dockerfile deletes from the image: `adapters/offline/` and `adapters/offline-analyzer.*`. */
+const notInImage = (file: string) => /^adapters\/offline(\/|-analyzer\.)/.test(path.relative(SRC, file));
+
+function sources(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) return sources(full);
+    return entry.name.endsWith('.ts') ? [full] : [];
+  });
+}
+
+/** The packages a file loads at run time (type-only imports are erased by the compiler). */
+function runtimePackages(file: string): string[] {
+  const text = readFileSync(file, 'utf8');
+  const specifiers = [
+    ...[...text.matchAll(/^import\s+(?!type\s)[^'"]*?from\s+'([^']+)'/gm)].map((m) => m[1]!),
+    ...[...text.matchAll(/^import\s+'([^']+)'/gm)].map((m) => m[1]!),
+    ...[...text.matchAll(/\bimport\(\s*'([^']+)'\s*\)/g)].map((m) => m[1]!),
+  ];
+  return specifiers
+    .filter((s) => !s.startsWith('.') && !s.startsWith('node:'))
+    .map((s) => (s.startsWith('@') ? s.split('/').slice(0, 2).join('/') : s.split('/')[0]!));
+}
+
+describe('the worker image', () => {
+  const files = sources(SRC);
+
+  it('finds the packages the worker imports', () => {
+    const all = new Set(files.flatMap(runtimePackages));
+    expect(all).toContain('express');
+    expect(all).toContain('unpdf');
+  });
+
+  it('gets every package the service loads from the production dependencies', () => {
+    const missing = files
+      .filter((file) => !notInImage(file))
+      .flatMap((file) =>
+        runtimePackages(file)
+          .filter((name) => !(name in pkg.dependencies))
+          .map((name) => `${path.relative(ROOT, file)} imports ${name}`),
+      );
+    expect(missing).toEqual([]);
+  });
+
+  it('keeps the offline analyzer’s own packages out of the production dependencies', () => {
+    const offlineOnly = new Set(files.filter(notInImage).flatMap(runtimePackages));
+    for (const file of files.filter((f) => !notInImage(f))) {
+      for (const name of runtimePackages(file)) offlineOnly.delete(name);
+    }
+    expect([...offlineOnly].sort()).toEqual(['unpdf']);
+    expect(Object.keys(pkg.dependencies)).not.toContain('unpdf');
+    expect(Object.keys(pkg.devDependencies)).toContain('unpdf');
+  });
+});
