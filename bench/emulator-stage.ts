@@ -7,6 +7,7 @@ import { LOCAL_NAMES, type Pipeline, pushSubscriptionSpec, startPipeline } from 
 import type { OutgoingMessage, PubSubClient } from '../local/lib/pubsub';
 import type { WorkerProcess } from '../local/lib/worker-process';
 import { SQLITE_TABLE } from '../worker/src/adapters/sqlite-store';
+import { dataDirLayout } from '../worker/src/contract/data-dir';
 import { DELIVERY_DEFAULTS } from '../worker/src/contract/settings';
 import { notification, storeInvoices } from './documents';
 import { busyShare, cpuTimeMs, machineCpu, startServer } from './processes';
@@ -170,7 +171,7 @@ export async function runEmulatorStage(options: EmulatorStageOptions): Promise<E
       prefix: 'e2e',
       bucketName: pipeline.bucketName,
     });
-    const doclineRows = rowCounter(path.join(pipelineDir, 'docline.sqlite'));
+    const doclineRows = rowCounter(dataDirLayout(pipelineDir).sqlite);
     counters.push(doclineRows);
     const naiveRows = rowCounter(path.join(naiveDir, 'naive.sqlite'));
     counters.push(naiveRows);

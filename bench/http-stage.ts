@@ -4,6 +4,7 @@ import { DatabaseSync } from 'node:sqlite';
 import type { ObjectResource } from '../local/lib/local-bucket';
 import type { WorkerLogLine, WorkerProcess } from '../local/lib/worker-process';
 import { SQLITE_TABLE } from '../worker/src/adapters/sqlite-store';
+import { dataDirLayout } from '../worker/src/contract/data-dir';
 import { deliveryOrder, pushBodies } from './documents';
 import { type LoadResult, runLoad } from './load';
 import { cpuTimeMs, memoryOf, type ServerKind, startServer } from './processes';
@@ -208,7 +209,8 @@ export async function runHttpStage(options: HttpStageOptions): Promise<HttpStage
       documents: number,
       label: string,
     ): Promise<RedeliveryRun> => {
-      const file = path.join(dirs[kind], kind === 'docline' ? 'docline.sqlite' : 'naive.sqlite');
+      const file =
+        kind === 'docline' ? dataDirLayout(dirs.docline).sqlite : path.join(dirs.naive, 'naive.sqlite');
       const rowsBefore = countRows(file);
       const watched = await watchLog(servers[kind], () => load(kind, bodies));
       const run: RedeliveryRun = {
@@ -261,7 +263,7 @@ export async function runHttpStage(options: HttpStageOptions): Promise<HttpStage
       redelivery,
       overlapping,
       rows: {
-        docline: countRows(path.join(dirs.docline, 'docline.sqlite')),
+        docline: countRows(dataDirLayout(dirs.docline).sqlite),
         naive: countRows(path.join(dirs.naive, 'naive.sqlite')),
         // Every stored document reached the worker (some twice); the naive consumer had no overlap run.
         uniqueDocuments: need.total,

@@ -1,3 +1,4 @@
+import { NOTIFICATION_PAYLOAD_FORMAT, NOTIFIED_EVENT_TYPE } from '../contract/storage';
 import { objectUri as eventObjectUri } from '../core/event';
 
 /**
@@ -17,10 +18,6 @@ export interface ObjectResource {
   timeCreated: string;
 }
 
-/** The only event type docline processes. */
-export const FINALIZE_EVENT_TYPE = 'OBJECT_FINALIZE';
-export const PAYLOAD_FORMAT = 'JSON_API_V1';
-
 /**
  * The attribute reconcile adds to what Cloud Storage would have sent, so a re-announcement can be
  * told from the original in logs and dead letters. The worker ignores it.
@@ -39,8 +36,8 @@ export function finalizeAttributes(
   return {
     notificationConfig:
       options.notificationConfig ?? `projects/_/buckets/${resource.bucket}/notificationConfigs/1`,
-    eventType: FINALIZE_EVENT_TYPE,
-    payloadFormat: PAYLOAD_FORMAT,
+    eventType: NOTIFIED_EVENT_TYPE,
+    payloadFormat: NOTIFICATION_PAYLOAD_FORMAT,
     bucketId: resource.bucket,
     objectId: resource.name,
     objectGeneration: resource.generation,
