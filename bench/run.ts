@@ -1,6 +1,7 @@
 /**
  * `npm run bench [-- --quick]`: what exactly-once costs, measured in one run and given as ratios.
- * Progress goes to stderr, the markdown table to stdout, every figure to bench/results.json.
+ * Progress goes to stderr, the markdown table to stdout, every figure to bench/results.json; a full
+ * run also regenerates the "Latest results" block of bench/README.md from what it wrote there.
  * Bounded: every loop has a count and a time cap, so the whole run stays under 5 minutes.
  *
  * 1. In process: parsePush + handle() with SQLite, the local bucket and the offline analyzer.
@@ -20,7 +21,7 @@ import { storeInvoices } from './documents';
 import { type EmulatorStageResult, runEmulatorStage } from './emulator-stage';
 import { httpStageDocuments, runHttpStage } from './http-stage';
 import { runInProcess } from './in-process';
-import { type BenchResults, goals, renderReport } from './report';
+import { type BenchResults, goals, renderReport, replaceBenchFigures } from './report';
 
 const quick = process.argv.includes('--quick');
 const stageIndex = process.argv.indexOf('--stage');
@@ -155,6 +156,11 @@ async function main(): Promise<void> {
       : {};
     const merged = previous.burst === undefined ? results : { ...results, burst: previous.burst };
     writeFileSync(file, `${JSON.stringify(merged, null, 2)}\n`);
+    if (!quick) {
+      // The README's figures are generated from the file just written, never pasted by hand.
+      const readme = path.join(__dirname, 'README.md');
+      writeFileSync(readme, replaceBenchFigures(readFileSync(readme, 'utf8'), results));
+    }
     progress(
       `done in ${(results.durationMs / 1000).toFixed(0)} s; every figure is in ${path.relative(process.cwd(), file)}`,
     );

@@ -1,0 +1,48 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import {
+  BENCH_FIGURES_END,
+  BENCH_FIGURES_START,
+  type BenchResults,
+  BURST_FIGURES_END,
+  BURST_FIGURES_START,
+  renderReport,
+  replaceBenchFigures,
+} from '../report';
+
+const readme = readFileSync(path.join(__dirname, '../README.md'), 'utf8');
+const results = JSON.parse(readFileSync(path.join(__dirname, '../results.json'), 'utf8')) as BenchResults;
+
+describe('the "Latest results" figures of bench/README.md', () => {
+  it('are exactly the block generated from bench/results.json', () => {
+    expect(replaceBenchFigures(readme, results)).toBe(readme);
+  });
+
+  it('come from a full run, not a quick one', () => {
+    expect(results.settings.quick).toBe('no');
+  });
+
+  it('sit under the "Latest results" heading, before the burst stage', () => {
+    const heading = readme.indexOf('## Latest results');
+    const start = readme.indexOf(BENCH_FIGURES_START);
+    const end = readme.indexOf(BENCH_FIGURES_END);
+    expect(heading).toBeGreaterThanOrEqual(0);
+    expect(start).toBeGreaterThan(heading);
+    expect(end).toBeGreaterThan(start);
+    expect(readme.slice(heading, start).trim()).toBe('## Latest results');
+    expect(readme.indexOf('\n## ', heading + 1)).toBeGreaterThan(end);
+  });
+});
+
+describe('replaceBenchFigures', () => {
+  const text = (body: string) =>
+    `# Title\n\n${BENCH_FIGURES_START}\n${body}${BENCH_FIGURES_END}\n\n${BURST_FIGURES_START}\nburst\n${BURST_FIGURES_END}\n`;
+
+  it('replaces what is between its markers and nothing else', () => {
+    expect(replaceBenchFigures(text('pasted by hand\n'), results)).toBe(text(renderReport(results)));
+  });
+
+  it('refuses a README without its markers rather than appending the figures somewhere', () => {
+    expect(() => replaceBenchFigures('# Title\n', results)).toThrow(/markers are missing/);
+  });
+});
