@@ -1,7 +1,7 @@
 import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
 import * as time from '@pulumiverse/time';
-import { childOf } from './options';
+import { DoclineComponent } from './component';
 
 /**
  * How long alert policies wait after the log-based metrics they read are created. Cloud Monitoring
@@ -75,7 +75,7 @@ export function duplicateObjectsCheckSql(table: string, windowDays: number): str
  * are Pub/Sub's at-least-once delivery; a few percent mean the ack deadline is too short for the
  * worker or a second notification exists.
  */
-export class Alerts extends pulumi.ComponentResource {
+export class Alerts extends DoclineComponent {
   readonly deadLetters: gcp.monitoring.AlertPolicy;
   readonly backlogAge: gcp.monitoring.AlertPolicy;
   readonly duplicateRate: gcp.monitoring.AlertPolicy;
@@ -90,8 +90,7 @@ export class Alerts extends pulumi.ComponentResource {
   readonly duplicateObjects: gcp.monitoring.AlertPolicy;
 
   constructor(name: string, args: AlertsArgs, opts?: pulumi.ComponentResourceOptions) {
-    super('docline:index:Alerts', name, {}, opts);
-    const child = childOf(this, opts);
+    super('docline:index:Alerts', name, opts);
     const notificationChannels = args.notificationChannels ?? [];
     const subscriptionMetric = (metric: string, subscription: pulumi.Input<string>) =>
       pulumi.interpolate`resource.type = "pubsub_subscription" AND resource.labels.subscription_id = "${subscription}" AND metric.type = "pubsub.googleapis.com/subscription/${metric}"`;
@@ -122,7 +121,7 @@ export class Alerts extends pulumi.ComponentResource {
         },
         notificationChannels,
       },
-      child,
+      this.child,
     );
 
     this.backlogAge = new gcp.monitoring.AlertPolicy(
@@ -151,7 +150,7 @@ export class Alerts extends pulumi.ComponentResource {
         },
         notificationChannels,
       },
-      child,
+      this.child,
     );
 
     const workerLogs = pulumi.interpolate`resource.type = "cloud_run_revision" AND resource.labels.service_name = "${args.serviceName}"`;
@@ -164,7 +163,7 @@ export class Alerts extends pulumi.ComponentResource {
         filter: pulumi.interpolate`${workerLogs} AND jsonPayload.status = "duplicate"`,
         metricDescriptor: counter,
       },
-      child,
+      this.child,
     );
     this.allAnswers = new gcp.logging.Metric(
       `${name}-all-answers`,
@@ -176,7 +175,7 @@ export class Alerts extends pulumi.ComponentResource {
         metricDescriptor: { ...counter, labels: [{ key: 'status', valueType: 'STRING' }] },
         labelExtractors: { status: 'EXTRACT(jsonPayload.status)' },
       },
-      child,
+      this.child,
     );
     this.metricsSettled = new time.Sleep(
       `${name}-metrics-settle`,
@@ -185,7 +184,7 @@ export class Alerts extends pulumi.ComponentResource {
         // A replaced metric is new to Cloud Monitoring again: wait again.
         triggers: { duplicateAnswers: this.duplicateAnswers.id, allAnswers: this.allAnswers.id },
       },
-      childOf(this, opts, this.duplicateAnswers, this.allAnswers),
+      this.childAfter(this.duplicateAnswers, this.allAnswers),
     );
     const userMetric = (metric: gcp.logging.Metric) =>
       pulumi.interpolate`resource.type = "cloud_run_revision" AND metric.type = "logging.googleapis.com/user/${metric.name}"`;
@@ -227,7 +226,7 @@ export class Alerts extends pulumi.ComponentResource {
         },
         notificationChannels,
       },
-      childOf(this, opts, this.metricsSettled),
+      this.childAfter(this.metricsSettled),
     );
 
     // duplicate_objects non-empty: an hourly scheduled query that fails when it finds new rows, run by
@@ -239,12 +238,12 @@ export class Alerts extends pulumi.ComponentResource {
         accountId: `${args.accountIdPrefix}-dupcheck`,
         displayName: 'docline duplicate-objects check (scheduled query)',
       },
-      child,
+      this.child,
     );
     const checkerJobUser = new gcp.projects.IAMMember(
       `${name}-dupcheck-job-user`,
       { project: args.project, role: 'roles/bigquery.jobUser', member: checker.member },
-      child,
+      this.child,
     );
     const checkerDataViewer = new gcp.bigquery.DatasetIamMember(
       `${name}-dupcheck-data-viewer`,
@@ -254,7 +253,7 @@ export class Alerts extends pulumi.ComponentResource {
         role: 'roles/bigquery.dataViewer',
         member: checker.member,
       },
-      child,
+      this.child,
     );
     this.duplicateObjectsCheck = new gcp.bigquery.DataTransferConfig(
       `${name}-duplicate-objects-check`,
@@ -273,7 +272,7 @@ export class Alerts extends pulumi.ComponentResource {
       },
       // A first run without its grants or its table fails, and the failure raises a false alert
       // that stays open for a day.
-      childOf(this, opts, checkerJobUser, checkerDataViewer, args.table, args.duplicateObjectsView),
+      this.childAfter(checkerJobUser, checkerDataViewer, args.table, args.duplicateObjectsView),
     );
     const configId = this.duplicateObjectsCheck.name.apply((n) => n.split('/').pop() ?? n);
     this.duplicateObjects = new gcp.monitoring.AlertPolicy(
@@ -300,7 +299,7 @@ export class Alerts extends pulumi.ComponentResource {
         },
         notificationChannels,
       },
-      child,
+      this.child,
     );
 
     this.registerOutputs({

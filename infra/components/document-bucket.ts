@@ -1,6 +1,6 @@
 import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
-import { childOf } from './options';
+import { DoclineComponent } from './component';
 
 /** The one event type docline turns into work. */
 
@@ -31,15 +31,14 @@ export interface DocumentBucketArgs {
  * a topic with no subscription drops what it receives, so uploads made during the first deploy
  * would be lost.
  */
-export class DocumentBucket extends pulumi.ComponentResource {
+export class DocumentBucket extends DoclineComponent {
   readonly bucket: gcp.storage.Bucket;
   readonly topic: gcp.pubsub.Topic;
   /** Publisher grant of the Cloud Storage service agent on the topic; the notification needs it. */
   readonly publisherGrant: gcp.pubsub.TopicIAMMember;
 
   constructor(name: string, args: DocumentBucketArgs, opts?: pulumi.ComponentResourceOptions) {
-    super('docline:index:DocumentBucket', name, {}, opts);
-    const child = childOf(this, opts);
+    super('docline:index:DocumentBucket', name, opts);
     this.bucket = new gcp.storage.Bucket(
       `${name}-bucket`,
       {
@@ -51,14 +50,14 @@ export class DocumentBucket extends pulumi.ComponentResource {
         softDeletePolicy: { retentionDurationSeconds: DOCUMENTS_SOFT_DELETE_SECONDS },
         labels: { [BUCKET_ROLE_LABEL]: 'documents' },
       },
-      child,
+      this.child,
     );
-    this.topic = new gcp.pubsub.Topic(`${name}-uploads`, { project: args.project }, child);
+    this.topic = new gcp.pubsub.Topic(`${name}-uploads`, { project: args.project }, this.child);
 
     // The Cloud Storage service agent publishes the notifications; without this grant the
     // notification cannot be created.
     // A data lookup waits for the APIs like a resource does (the storage API answers it).
-    const storageAgent = gcp.storage.getProjectServiceAccountOutput({ project: args.project }, child);
+    const storageAgent = gcp.storage.getProjectServiceAccountOutput({ project: args.project }, this.child);
     this.publisherGrant = new gcp.pubsub.TopicIAMMember(
       `${name}-storage-publisher`,
       {
@@ -67,7 +66,7 @@ export class DocumentBucket extends pulumi.ComponentResource {
         role: 'roles/pubsub.publisher',
         member: pulumi.interpolate`serviceAccount:${storageAgent.emailAddress}`,
       },
-      child,
+      this.child,
     );
     this.registerOutputs({
       bucketName: this.bucket.name,

@@ -1,5 +1,6 @@
 import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
+import { DoclineComponent } from './component';
 
 /**
  * Every Google API the stack's own calls and the worker need. Enabling them is idempotent; they are
@@ -41,7 +42,7 @@ export interface FoundationArgs {
  * What must exist before the first worker image can be pushed: the enabled APIs and the Artifact
  * Registry repository the image goes to. Every other component depends on it.
  */
-export class Foundation extends pulumi.ComponentResource {
+export class Foundation extends DoclineComponent {
   /** The enabled APIs, for `dependsOn` (resources and data lookups alike). */
   readonly apis: gcp.projects.Service[];
   readonly repository: gcp.artifactregistry.Repository;
@@ -49,14 +50,14 @@ export class Foundation extends pulumi.ComponentResource {
   readonly repositoryUrl: pulumi.Output<string>;
 
   constructor(name: string, args: FoundationArgs, opts?: pulumi.ComponentResourceOptions) {
-    super('docline:index:Foundation', name, {}, opts);
+    super('docline:index:Foundation', name, opts);
     this.apis = REQUIRED_APIS.map(
       (service) =>
         new gcp.projects.Service(
           `${name}-${service.split('.')[0]}`,
           // Disabling an API on destroy would break everything else in the project that uses it.
           { project: args.project, service, disableOnDestroy: false, disableDependentServices: false },
-          { parent: this },
+          this.child,
         ),
     );
     this.repository = new gcp.artifactregistry.Repository(
@@ -83,7 +84,7 @@ export class Foundation extends pulumi.ComponentResource {
           },
         ],
       },
-      { parent: this, dependsOn: this.apis },
+      this.childAfter(...this.apis),
     );
     this.repositoryUrl = pulumi.interpolate`${this.repository.location}-docker.pkg.dev/${this.repository.project}/${this.repository.repositoryId}`;
     this.registerOutputs({ repositoryUrl: this.repositoryUrl });

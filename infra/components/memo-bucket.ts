@@ -1,7 +1,7 @@
 import * as gcp from '@pulumi/gcp';
-import * as pulumi from '@pulumi/pulumi';
+import type * as pulumi from '@pulumi/pulumi';
+import { DoclineComponent } from './component';
 import { BUCKET_ROLE_LABEL } from './document-bucket';
-import { childOf } from './options';
 
 /** Arguments of {@link MemoBucket}. */
 export interface MemoBucketArgs {
@@ -25,11 +25,11 @@ export interface MemoBucketArgs {
  * never a claim, so it has no notification (only the documents bucket feeds the pipeline; the
  * policy pack enforces it) and no soft delete (an expired entry is worth nothing).
  */
-export class MemoBucket extends pulumi.ComponentResource {
+export class MemoBucket extends DoclineComponent {
   readonly bucket: gcp.storage.Bucket;
 
   constructor(name: string, args: MemoBucketArgs, opts?: pulumi.ComponentResourceOptions) {
-    super('docline:index:MemoBucket', name, {}, opts);
+    super('docline:index:MemoBucket', name, opts);
     this.bucket = new gcp.storage.Bucket(
       `${name}-bucket`,
       {
@@ -43,7 +43,7 @@ export class MemoBucket extends pulumi.ComponentResource {
         lifecycleRules: [{ action: { type: 'Delete' }, condition: { age: args.expiryDays } }],
         labels: { [BUCKET_ROLE_LABEL]: 'memo' },
       },
-      childOf(this, opts),
+      this.child,
     );
     this.registerOutputs({ bucketName: this.bucket.name });
   }
