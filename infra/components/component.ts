@@ -27,3 +27,19 @@ export class DoclineComponent extends pulumi.ComponentResource {
     return childOf(this, this.#opts, ...needs);
   }
 }
+
+/** Arguments every docline component with resources of its own takes. */
+export interface ProjectArgs {
+  /** The stack's project: the component's resources go there. */
+  project: pulumi.Input<string>;
+}
+
+/** Arguments of a component that keeps invoice data (a bucket, a dataset). */
+export interface DataArgs extends ProjectArgs {
+  /**
+   * Where the data is kept: the stack's dataLocation, a multi-region such as EU or a region (for
+   * BigQuery also the worker's BIGQUERY_LOCATION). Whatever is derived from an invoice stays where
+   * the invoice is.
+   */
+  location: pulumi.Input<string>;
+}

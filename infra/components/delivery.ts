@@ -10,11 +10,10 @@ import {
   NOTIFIED_EVENT_TYPE,
   PUSH_FILTER,
 } from '../../worker/src/contract/storage';
-import { DoclineComponent } from './component';
+import { DoclineComponent, type ProjectArgs } from './component';
 
 /** Arguments of {@link Delivery}. */
-export interface DeliveryArgs {
-  project: pulumi.Input<string>;
+export interface DeliveryArgs extends ProjectArgs {
   /** The topic the bucket announces uploads on. */
   topic: pulumi.Input<string>;
   /** The documents bucket's name output (keeps the notification tied to the bucket resource). */

@@ -1,6 +1,6 @@
 import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
-import { DoclineComponent } from './component';
+import { DoclineComponent, type ProjectArgs } from './component';
 
 /**
  * Every Google API the stack's own calls and the worker need. Enabling them is idempotent; they are
@@ -29,9 +29,7 @@ export const REQUIRED_APIS = [
 const IMAGE_MAX_AGE_SECONDS = 30 * 24 * 60 * 60;
 
 /** Arguments of {@link Foundation}. */
-export interface FoundationArgs {
-  /** Project the APIs are enabled in. */
-  project: pulumi.Input<string>;
+export interface FoundationArgs extends ProjectArgs {
   /** Region of the Artifact Registry repository (the worker's region, so pulls stay local). */
   region: pulumi.Input<string>;
   /** Images the cleanup policy keeps whatever their age (the most recent versions). */

@@ -2,7 +2,7 @@ import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
 import * as time from '@pulumiverse/time';
 import { LOG_METRIC_SETTLE_DURATION } from './alerts';
-import { DoclineComponent } from './component';
+import { DoclineComponent, type ProjectArgs } from './component';
 
 /** The reconcile entry point inside the worker image (worker/src/reconcile/main.ts, compiled). */
 export const RECONCILE_ENTRY_POINT = 'worker/dist/reconcile/main.js';
@@ -20,8 +20,7 @@ export function reconcileArgs(): string[] {
 const JOB_TIMEOUT_SECONDS = 3600;
 
 /** Arguments of {@link Reconcile}. */
-export interface ReconcileArgs {
-  project: pulumi.Input<string>;
+export interface ReconcileArgs extends ProjectArgs {
   region: pulumi.Input<string>;
   /** The worker image (the job runs its reconcile entry point). */
   image: pulumi.Input<string>;

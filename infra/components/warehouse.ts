@@ -2,16 +2,13 @@ import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
 import { bigQuerySchema, CLUSTER_COLUMNS, PARTITION_COLUMN } from '../../worker/src/contract/row';
 import { VIEW_DESCRIPTIONS, VIEW_NAMES, type ViewName, viewSql } from '../../worker/src/contract/views';
-import { DoclineComponent } from './component';
+import { type DataArgs, DoclineComponent } from './component';
 
 /** The table's id inside the dataset; the worker writes here, readers use the views. */
 export const TABLE_ID = 'deliveries';
 
 /** Arguments of {@link Warehouse}. */
-export interface WarehouseArgs {
-  project: pulumi.Input<string>;
-  /** BigQuery location (EU, US or a region); the worker's BIGQUERY_LOCATION. */
-  location: pulumi.Input<string>;
+export interface WarehouseArgs extends DataArgs {
   /** Dataset id: letters, digits and underscores. */
   datasetId: pulumi.Input<string>;
   /** Refuse to delete the table (and the dataset's contents) on `pulumi destroy`. Default true. */
