@@ -1,14 +1,7 @@
 import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
 import { DoclineComponent } from './component';
-
-/** The one event type docline turns into work. */
-
-/**
- * The label that tells the stack's buckets apart; the policy pack lets only the `documents` bucket
- * carry a notification (only it may feed the pipeline).
- */
-export const BUCKET_ROLE_LABEL = 'docline-role';
+import { type PrivateBucketArgs, privateBucket } from './private-bucket';
 
 /**
  * Soft delete, stated rather than left to the project default: a deleted or overwritten invoice can
@@ -17,13 +10,7 @@ export const BUCKET_ROLE_LABEL = 'docline-role';
 export const DOCUMENTS_SOFT_DELETE_SECONDS = 7 * 24 * 60 * 60;
 
 /** Arguments of {@link DocumentBucket}. */
-export interface DocumentBucketArgs {
-  project: pulumi.Input<string>;
-  /** Bucket location: a multi-region such as EU, or a region. */
-  location: pulumi.Input<string>;
-  /** Let `pulumi destroy` delete the bucket with its objects (development stacks only). Default false. */
-  forceDestroy?: pulumi.Input<boolean>;
-}
+export type DocumentBucketArgs = PrivateBucketArgs;
 
 /**
  * The upload bucket and the topic it announces new objects on. The one notification that links them
@@ -39,17 +26,10 @@ export class DocumentBucket extends DoclineComponent {
 
   constructor(name: string, args: DocumentBucketArgs, opts?: pulumi.ComponentResourceOptions) {
     super('docline:index:DocumentBucket', name, opts);
-    this.bucket = new gcp.storage.Bucket(
+    this.bucket = privateBucket(
       `${name}-bucket`,
-      {
-        project: args.project,
-        location: args.location,
-        uniformBucketLevelAccess: true,
-        publicAccessPrevention: 'enforced',
-        forceDestroy: args.forceDestroy ?? false,
-        softDeletePolicy: { retentionDurationSeconds: DOCUMENTS_SOFT_DELETE_SECONDS },
-        labels: { [BUCKET_ROLE_LABEL]: 'documents' },
-      },
+      args,
+      { role: 'documents', softDeleteSeconds: DOCUMENTS_SOFT_DELETE_SECONDS },
       this.child,
     );
     this.topic = new gcp.pubsub.Topic(`${name}-uploads`, { project: args.project }, this.child);
