@@ -1,7 +1,7 @@
 import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
 import * as time from '@pulumiverse/time';
-import { DoclineComponent } from './component';
+import { DoclineComponent, type ProjectArgs } from './component';
 
 /**
  * How long alert policies wait after the log-based metrics they read are created. Cloud Monitoring
@@ -15,15 +15,18 @@ export const LOG_METRIC_SETTLE_DURATION = '180s';
 /** Window over which the duplicate share is computed; long enough to hold a few hundred answers. */
 const DUPLICATE_WINDOW_SECONDS = 600;
 
-/** Arguments of {@link Alerts}. */
-export interface AlertsArgs {
-  project: pulumi.Input<string>;
+/** The parts of the pipeline that {@link Alerts} watches and the dashboard charts. */
+export interface ObservedPipelineArgs extends ProjectArgs {
   /** The push subscription (its short name): the age of its oldest unacked message is watched. */
   pushSubscriptionName: pulumi.Input<string>;
   /** The dead-letter pull subscription (its short name): messages piling up there are watched. */
   deadLetterSubscriptionName: pulumi.Input<string>;
   /** The worker's Cloud Run service name; its log lines feed the outcome metrics. */
   serviceName: pulumi.Input<string>;
+}
+
+/** Arguments of {@link Alerts}. */
+export interface AlertsArgs extends ObservedPipelineArgs {
   /** Alert when the dead-letter subscription holds more messages than this. Default 0. */
   deadLetterMessagesThreshold?: pulumi.Input<number>;
   /** Alert when the oldest unacked push message is older than this. */

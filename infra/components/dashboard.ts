@@ -1,5 +1,6 @@
 import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
+import type { ObservedPipelineArgs } from './alerts';
 import { DoclineComponent } from './component';
 
 /**
@@ -15,12 +16,7 @@ export const BUILT_IN_METRICS = [
 ] as const;
 
 /** Arguments of {@link Dashboard}. */
-export interface DashboardArgs {
-  project: pulumi.Input<string>;
-  /** The worker's Cloud Run service name. */
-  serviceName: pulumi.Input<string>;
-  pushSubscriptionName: pulumi.Input<string>;
-  deadLetterSubscriptionName: pulumi.Input<string>;
+export interface DashboardArgs extends ObservedPipelineArgs {
   /** Log-based metrics of the Alerts component (their `name` outputs). */
   allAnswersMetric: pulumi.Input<string>;
   duplicateAnswersMetric: pulumi.Input<string>;
