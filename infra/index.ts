@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import * as pulumi from '@pulumi/pulumi';
-import { Alerts } from './components/alerts';
+import { Alerts, type ObservedPipelineArgs } from './components/alerts';
 import { Dashboard } from './components/dashboard';
 import { Delivery } from './components/delivery';
 import { DocumentBucket } from './components/document-bucket';
@@ -100,13 +100,17 @@ async function docline() {
     },
     after,
   );
+  // The alerts watch and the dashboard charts the same subscriptions and service.
+  const observed: ObservedPipelineArgs = {
+    project,
+    serviceName: worker.service.name,
+    pushSubscriptionName: delivery.subscription.name,
+    deadLetterSubscriptionName: delivery.deadLetterSubscription.name,
+  };
   const alerts = new Alerts(
     `${prefix}-alerts`,
     {
-      project,
-      pushSubscriptionName: delivery.subscription.name,
-      deadLetterSubscriptionName: delivery.deadLetterSubscription.name,
-      serviceName: worker.service.name,
+      ...observed,
       deadLetterMessagesThreshold: config.alerts.deadLetterMessagesThreshold,
       oldestUnackedAgeSeconds: config.alerts.oldestUnackedAgeSeconds,
       duplicateRateThreshold: config.alerts.duplicateRatePerMille / 1000,
@@ -124,10 +128,7 @@ async function docline() {
   const dashboard = new Dashboard(
     `${prefix}-dashboard`,
     {
-      project,
-      serviceName: worker.service.name,
-      pushSubscriptionName: delivery.subscription.name,
-      deadLetterSubscriptionName: delivery.deadLetterSubscription.name,
+      ...observed,
       allAnswersMetric: alerts.allAnswers.name,
       duplicateAnswersMetric: alerts.duplicateAnswers.name,
     },

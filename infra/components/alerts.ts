@@ -1,7 +1,7 @@
 import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
 import * as time from '@pulumiverse/time';
-import { childOf } from './options';
+import { DoclineComponent, type ProjectArgs } from './component';
 
 /**
  * How long alert policies wait after the log-based metrics they read are created. Cloud Monitoring
@@ -15,15 +15,18 @@ export const LOG_METRIC_SETTLE_DURATION = '180s';
 /** Window over which the duplicate share is computed; long enough to hold a few hundred answers. */
 const DUPLICATE_WINDOW_SECONDS = 600;
 
-/** Arguments of {@link Alerts}. */
-export interface AlertsArgs {
-  project: pulumi.Input<string>;
+/** The parts of the pipeline that {@link Alerts} watches and the dashboard charts. */
+export interface ObservedPipelineArgs extends ProjectArgs {
   /** The push subscription (its short name): the age of its oldest unacked message is watched. */
   pushSubscriptionName: pulumi.Input<string>;
   /** The dead-letter pull subscription (its short name): messages piling up there are watched. */
   deadLetterSubscriptionName: pulumi.Input<string>;
   /** The worker's Cloud Run service name; its log lines feed the outcome metrics. */
   serviceName: pulumi.Input<string>;
+}
+
+/** Arguments of {@link Alerts}. */
+export interface AlertsArgs extends ObservedPipelineArgs {
   /** Alert when the dead-letter subscription holds more messages than this. Default 0. */
   deadLetterMessagesThreshold?: pulumi.Input<number>;
   /** Alert when the oldest unacked push message is older than this. */
@@ -75,7 +78,7 @@ export function duplicateObjectsCheckSql(table: string, windowDays: number): str
  * are Pub/Sub's at-least-once delivery; a few percent mean the ack deadline is too short for the
  * worker or a second notification exists.
  */
-export class Alerts extends pulumi.ComponentResource {
+export class Alerts extends DoclineComponent {
   readonly deadLetters: gcp.monitoring.AlertPolicy;
   readonly backlogAge: gcp.monitoring.AlertPolicy;
   readonly duplicateRate: gcp.monitoring.AlertPolicy;
@@ -90,8 +93,7 @@ export class Alerts extends pulumi.ComponentResource {
   readonly duplicateObjects: gcp.monitoring.AlertPolicy;
 
   constructor(name: string, args: AlertsArgs, opts?: pulumi.ComponentResourceOptions) {
-    super('docline:index:Alerts', name, {}, opts);
-    const child = childOf(this, opts);
+    super('docline:index:Alerts', name, opts);
     const notificationChannels = args.notificationChannels ?? [];
     const subscriptionMetric = (metric: string, subscription: pulumi.Input<string>) =>
       pulumi.interpolate`resource.type = "pubsub_subscription" AND resource.labels.subscription_id = "${subscription}" AND metric.type = "pubsub.googleapis.com/subscription/${metric}"`;
@@ -122,7 +124,7 @@ export class Alerts extends pulumi.ComponentResource {
         },
         notificationChannels,
       },
-      child,
+      this.child,
     );
 
     this.backlogAge = new gcp.monitoring.AlertPolicy(
@@ -151,7 +153,7 @@ export class Alerts extends pulumi.ComponentResource {
         },
         notificationChannels,
       },
-      child,
+      this.child,
     );
 
     const workerLogs = pulumi.interpolate`resource.type = "cloud_run_revision" AND resource.labels.service_name = "${args.serviceName}"`;
@@ -164,7 +166,7 @@ export class Alerts extends pulumi.ComponentResource {
         filter: pulumi.interpolate`${workerLogs} AND jsonPayload.status = "duplicate"`,
         metricDescriptor: counter,
       },
-      child,
+      this.child,
     );
     this.allAnswers = new gcp.logging.Metric(
       `${name}-all-answers`,
@@ -176,7 +178,7 @@ export class Alerts extends pulumi.ComponentResource {
         metricDescriptor: { ...counter, labels: [{ key: 'status', valueType: 'STRING' }] },
         labelExtractors: { status: 'EXTRACT(jsonPayload.status)' },
       },
-      child,
+      this.child,
     );
     this.metricsSettled = new time.Sleep(
       `${name}-metrics-settle`,
@@ -185,7 +187,7 @@ export class Alerts extends pulumi.ComponentResource {
         // A replaced metric is new to Cloud Monitoring again: wait again.
         triggers: { duplicateAnswers: this.duplicateAnswers.id, allAnswers: this.allAnswers.id },
       },
-      childOf(this, opts, this.duplicateAnswers, this.allAnswers),
+      this.childAfter(this.duplicateAnswers, this.allAnswers),
     );
     const userMetric = (metric: gcp.logging.Metric) =>
       pulumi.interpolate`resource.type = "cloud_run_revision" AND metric.type = "logging.googleapis.com/user/${metric.name}"`;
@@ -227,7 +229,7 @@ export class Alerts extends pulumi.ComponentResource {
         },
         notificationChannels,
       },
-      childOf(this, opts, this.metricsSettled),
+      this.childAfter(this.metricsSettled),
     );
 
     // duplicate_objects non-empty: an hourly scheduled query that fails when it finds new rows, run by
@@ -239,12 +241,12 @@ export class Alerts extends pulumi.ComponentResource {
         accountId: `${args.accountIdPrefix}-dupcheck`,
         displayName: 'docline duplicate-objects check (scheduled query)',
       },
-      child,
+      this.child,
     );
     const checkerJobUser = new gcp.projects.IAMMember(
       `${name}-dupcheck-job-user`,
       { project: args.project, role: 'roles/bigquery.jobUser', member: checker.member },
-      child,
+      this.child,
     );
     const checkerDataViewer = new gcp.bigquery.DatasetIamMember(
       `${name}-dupcheck-data-viewer`,
@@ -254,7 +256,7 @@ export class Alerts extends pulumi.ComponentResource {
         role: 'roles/bigquery.dataViewer',
         member: checker.member,
       },
-      child,
+      this.child,
     );
     this.duplicateObjectsCheck = new gcp.bigquery.DataTransferConfig(
       `${name}-duplicate-objects-check`,
@@ -273,7 +275,7 @@ export class Alerts extends pulumi.ComponentResource {
       },
       // A first run without its grants or its table fails, and the failure raises a false alert
       // that stays open for a day.
-      childOf(this, opts, checkerJobUser, checkerDataViewer, args.table, args.duplicateObjectsView),
+      this.childAfter(checkerJobUser, checkerDataViewer, args.table, args.duplicateObjectsView),
     );
     const configId = this.duplicateObjectsCheck.name.apply((n) => n.split('/').pop() ?? n);
     this.duplicateObjects = new gcp.monitoring.AlertPolicy(
@@ -300,7 +302,7 @@ export class Alerts extends pulumi.ComponentResource {
         },
         notificationChannels,
       },
-      child,
+      this.child,
     );
 
     this.registerOutputs({

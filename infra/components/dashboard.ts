@@ -1,6 +1,7 @@
 import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
-import { childOf } from './options';
+import type { ObservedPipelineArgs } from './alerts';
+import { DoclineComponent } from './component';
 
 /**
  * Built-in metrics the dashboard charts, each documented by Google Cloud
@@ -15,12 +16,7 @@ export const BUILT_IN_METRICS = [
 ] as const;
 
 /** Arguments of {@link Dashboard}. */
-export interface DashboardArgs {
-  project: pulumi.Input<string>;
-  /** The worker's Cloud Run service name. */
-  serviceName: pulumi.Input<string>;
-  pushSubscriptionName: pulumi.Input<string>;
-  deadLetterSubscriptionName: pulumi.Input<string>;
+export interface DashboardArgs extends ObservedPipelineArgs {
   /** Log-based metrics of the Alerts component (their `name` outputs). */
   allAnswersMetric: pulumi.Input<string>;
   duplicateAnswersMetric: pulumi.Input<string>;
@@ -154,7 +150,7 @@ export function dashboardJson(m: ChartInput): string {
  * the tokens of each outcome line, and the billed bytes of each finished BigQuery job labelled
  * `app=docline` (BigQuery's audit log, always on).
  */
-export class Dashboard extends pulumi.ComponentResource {
+export class Dashboard extends DoclineComponent {
   readonly dashboard: gcp.monitoring.Dashboard;
   readonly tokensMetric: gcp.logging.Metric;
   readonly bytesBilledMetric: gcp.logging.Metric;
@@ -162,8 +158,7 @@ export class Dashboard extends pulumi.ComponentResource {
   readonly url: pulumi.Output<string>;
 
   constructor(name: string, args: DashboardArgs, opts?: pulumi.ComponentResourceOptions) {
-    super('docline:index:Dashboard', name, {}, opts);
-    const child = childOf(this, opts);
+    super('docline:index:Dashboard', name, opts);
     const distribution = (unit: string) => ({
       metricDescriptor: { metricKind: 'DELTA', valueType: 'DISTRIBUTION', unit },
       bucketOptions: { exponentialBuckets: { numFiniteBuckets: 32, growthFactor: 2, scale: 1 } },
@@ -177,7 +172,7 @@ export class Dashboard extends pulumi.ComponentResource {
         valueExtractor: 'EXTRACT(jsonPayload.tokens)',
         ...distribution('1'),
       },
-      child,
+      this.child,
     );
     this.bytesBilledMetric = new gcp.logging.Metric(
       `${name}-bytes-billed`,
@@ -191,7 +186,7 @@ export class Dashboard extends pulumi.ComponentResource {
         valueExtractor: 'EXTRACT(protoPayload.metadata.jobChange.job.jobStats.queryStats.totalBilledBytes)',
         ...distribution('By'),
       },
-      child,
+      this.child,
     );
     this.dashboard = new gcp.monitoring.Dashboard(
       `${name}-dashboard`,
@@ -211,7 +206,7 @@ export class Dashboard extends pulumi.ComponentResource {
             dashboardJson({ service, push, deadLetters, answers, duplicates, tokens, bytesBilled }),
           ),
       },
-      child,
+      this.child,
     );
     this.url = pulumi.interpolate`https://console.cloud.google.com/monitoring/dashboards/builder/${this.dashboard.id.apply((id) => id.split('/').pop() ?? id)}?project=${args.project}`;
     this.registerOutputs({ url: this.url });

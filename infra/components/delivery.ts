@@ -10,11 +10,10 @@ import {
   NOTIFIED_EVENT_TYPE,
   PUSH_FILTER,
 } from '../../worker/src/contract/storage';
-import { childOf } from './options';
+import { DoclineComponent, type ProjectArgs } from './component';
 
 /** Arguments of {@link Delivery}. */
-export interface DeliveryArgs {
-  project: pulumi.Input<string>;
+export interface DeliveryArgs extends ProjectArgs {
   /** The topic the bucket announces uploads on. */
   topic: pulumi.Input<string>;
   /** The documents bucket's name output (keeps the notification tied to the bucket resource). */
@@ -57,7 +56,7 @@ export interface DeliveryArgs {
  * subscription → notification. Early pushes would otherwise get 401/403, and uploads made before
  * the subscription exists would be dropped by the topic.
  */
-export class Delivery extends pulumi.ComponentResource {
+export class Delivery extends DoclineComponent {
   readonly subscription: gcp.pubsub.Subscription;
   readonly notification: gcp.storage.Notification;
   /** The Pub/Sub agent's token-creator grant on the push account. */
@@ -68,11 +67,10 @@ export class Delivery extends pulumi.ComponentResource {
   readonly pubsubAgentEmail: pulumi.Output<string>;
 
   constructor(name: string, args: DeliveryArgs, opts?: pulumi.ComponentResourceOptions) {
-    super('docline:index:Delivery', name, {}, opts);
-    const child = childOf(this, opts);
+    super('docline:index:Delivery', name, opts);
     const settings = pulumi.output(args.settings);
     // Cloud Resource Manager answers this lookup: it waits for the APIs like the resources do.
-    const projectNumber = gcp.organizations.getProjectOutput({ projectId: args.project }, child).number;
+    const projectNumber = gcp.organizations.getProjectOutput({ projectId: args.project }, this.child).number;
     this.pubsubAgentEmail = pulumi.interpolate`service-${projectNumber}@gcp-sa-pubsub.iam.gserviceaccount.com`;
     const pubsubAgent = pulumi.interpolate`serviceAccount:${this.pubsubAgentEmail}`;
 
@@ -82,7 +80,7 @@ export class Delivery extends pulumi.ComponentResource {
     this.deadLetterTopic = new gcp.pubsub.Topic(
       `${name}-dead-letters`,
       { project: args.project, messageRetentionDuration: deadLetters.messageRetentionDuration },
-      child,
+      this.child,
     );
     // A dead-letter topic without a subscription drops what it receives; this one keeps it.
     this.deadLetterSubscription = new gcp.pubsub.Subscription(
@@ -95,7 +93,7 @@ export class Delivery extends pulumi.ComponentResource {
         retainAckedMessages: deadLetters.retainAckedMessages,
         expirationPolicy: { ttl: '' },
       },
-      child,
+      this.child,
     );
 
     // The Pub/Sub service agent signs the push tokens; it may do so for the push account only,
@@ -107,7 +105,7 @@ export class Delivery extends pulumi.ComponentResource {
         role: 'roles/iam.serviceAccountTokenCreator',
         member: pubsubAgent,
       },
-      child,
+      this.child,
     );
 
     this.subscription = new gcp.pubsub.Subscription(
@@ -134,7 +132,7 @@ export class Delivery extends pulumi.ComponentResource {
         expirationPolicy: { ttl: '' },
       },
       // Pushes start as soon as it exists: the token must be signable and the service invokable by then.
-      childOf(this, opts, this.tokenCreatorGrant, ...args.pushNeeds),
+      this.childAfter(this.tokenCreatorGrant, ...args.pushNeeds),
     );
 
     // Without these two grants dead-lettering silently does nothing.
@@ -146,7 +144,7 @@ export class Delivery extends pulumi.ComponentResource {
         role: 'roles/pubsub.publisher',
         member: pubsubAgent,
       },
-      child,
+      this.child,
     );
     new gcp.pubsub.SubscriptionIAMMember(
       `${name}-push-subscriber`,
@@ -156,7 +154,7 @@ export class Delivery extends pulumi.ComponentResource {
         role: 'roles/pubsub.subscriber',
         member: pubsubAgent,
       },
-      child,
+      this.child,
     );
     this.notification = new gcp.storage.Notification(
       `${name}-notification`,
@@ -169,7 +167,7 @@ export class Delivery extends pulumi.ComponentResource {
         eventTypes: [NOTIFIED_EVENT_TYPE],
       },
       // Announcing starts only once a subscription receives: a topic without one drops messages.
-      childOf(this, opts, this.subscription, ...args.notificationNeeds),
+      this.childAfter(this.subscription, ...args.notificationNeeds),
     );
 
     this.registerOutputs({

@@ -1,14 +1,7 @@
 import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
-import { childOf } from './options';
-
-/** The one event type docline turns into work. */
-
-/**
- * The label that tells the stack's buckets apart; the policy pack lets only the `documents` bucket
- * carry a notification (only it may feed the pipeline).
- */
-export const BUCKET_ROLE_LABEL = 'docline-role';
+import { DoclineComponent } from './component';
+import { type PrivateBucketArgs, privateBucket } from './private-bucket';
 
 /**
  * Soft delete, stated rather than left to the project default: a deleted or overwritten invoice can
@@ -17,13 +10,7 @@ export const BUCKET_ROLE_LABEL = 'docline-role';
 export const DOCUMENTS_SOFT_DELETE_SECONDS = 7 * 24 * 60 * 60;
 
 /** Arguments of {@link DocumentBucket}. */
-export interface DocumentBucketArgs {
-  project: pulumi.Input<string>;
-  /** Bucket location: a multi-region such as EU, or a region. */
-  location: pulumi.Input<string>;
-  /** Let `pulumi destroy` delete the bucket with its objects (development stacks only). Default false. */
-  forceDestroy?: pulumi.Input<boolean>;
-}
+export type DocumentBucketArgs = PrivateBucketArgs;
 
 /**
  * The upload bucket and the topic it announces new objects on. The one notification that links them
@@ -31,34 +18,26 @@ export interface DocumentBucketArgs {
  * a topic with no subscription drops what it receives, so uploads made during the first deploy
  * would be lost.
  */
-export class DocumentBucket extends pulumi.ComponentResource {
+export class DocumentBucket extends DoclineComponent {
   readonly bucket: gcp.storage.Bucket;
   readonly topic: gcp.pubsub.Topic;
   /** Publisher grant of the Cloud Storage service agent on the topic; the notification needs it. */
   readonly publisherGrant: gcp.pubsub.TopicIAMMember;
 
   constructor(name: string, args: DocumentBucketArgs, opts?: pulumi.ComponentResourceOptions) {
-    super('docline:index:DocumentBucket', name, {}, opts);
-    const child = childOf(this, opts);
-    this.bucket = new gcp.storage.Bucket(
+    super('docline:index:DocumentBucket', name, opts);
+    this.bucket = privateBucket(
       `${name}-bucket`,
-      {
-        project: args.project,
-        location: args.location,
-        uniformBucketLevelAccess: true,
-        publicAccessPrevention: 'enforced',
-        forceDestroy: args.forceDestroy ?? false,
-        softDeletePolicy: { retentionDurationSeconds: DOCUMENTS_SOFT_DELETE_SECONDS },
-        labels: { [BUCKET_ROLE_LABEL]: 'documents' },
-      },
-      child,
+      args,
+      { role: 'documents', softDeleteSeconds: DOCUMENTS_SOFT_DELETE_SECONDS },
+      this.child,
     );
-    this.topic = new gcp.pubsub.Topic(`${name}-uploads`, { project: args.project }, child);
+    this.topic = new gcp.pubsub.Topic(`${name}-uploads`, { project: args.project }, this.child);
 
     // The Cloud Storage service agent publishes the notifications; without this grant the
     // notification cannot be created.
     // A data lookup waits for the APIs like a resource does (the storage API answers it).
-    const storageAgent = gcp.storage.getProjectServiceAccountOutput({ project: args.project }, child);
+    const storageAgent = gcp.storage.getProjectServiceAccountOutput({ project: args.project }, this.child);
     this.publisherGrant = new gcp.pubsub.TopicIAMMember(
       `${name}-storage-publisher`,
       {
@@ -67,7 +46,7 @@ export class DocumentBucket extends pulumi.ComponentResource {
         role: 'roles/pubsub.publisher',
         member: pulumi.interpolate`serviceAccount:${storageAgent.emailAddress}`,
       },
-      child,
+      this.child,
     );
     this.registerOutputs({
       bucketName: this.bucket.name,

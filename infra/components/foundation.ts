@@ -1,5 +1,6 @@
 import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
+import { DoclineComponent, type ProjectArgs } from './component';
 
 /**
  * Every Google API the stack's own calls and the worker need. Enabling them is idempotent; they are
@@ -28,9 +29,7 @@ export const REQUIRED_APIS = [
 const IMAGE_MAX_AGE_SECONDS = 30 * 24 * 60 * 60;
 
 /** Arguments of {@link Foundation}. */
-export interface FoundationArgs {
-  /** Project the APIs are enabled in. */
-  project: pulumi.Input<string>;
+export interface FoundationArgs extends ProjectArgs {
   /** Region of the Artifact Registry repository (the worker's region, so pulls stay local). */
   region: pulumi.Input<string>;
   /** Images the cleanup policy keeps whatever their age (the most recent versions). */
@@ -41,7 +40,7 @@ export interface FoundationArgs {
  * What must exist before the first worker image can be pushed: the enabled APIs and the Artifact
  * Registry repository the image goes to. Every other component depends on it.
  */
-export class Foundation extends pulumi.ComponentResource {
+export class Foundation extends DoclineComponent {
   /** The enabled APIs, for `dependsOn` (resources and data lookups alike). */
   readonly apis: gcp.projects.Service[];
   readonly repository: gcp.artifactregistry.Repository;
@@ -49,14 +48,14 @@ export class Foundation extends pulumi.ComponentResource {
   readonly repositoryUrl: pulumi.Output<string>;
 
   constructor(name: string, args: FoundationArgs, opts?: pulumi.ComponentResourceOptions) {
-    super('docline:index:Foundation', name, {}, opts);
+    super('docline:index:Foundation', name, opts);
     this.apis = REQUIRED_APIS.map(
       (service) =>
         new gcp.projects.Service(
           `${name}-${service.split('.')[0]}`,
           // Disabling an API on destroy would break everything else in the project that uses it.
           { project: args.project, service, disableOnDestroy: false, disableDependentServices: false },
-          { parent: this },
+          this.child,
         ),
     );
     this.repository = new gcp.artifactregistry.Repository(
@@ -83,7 +82,7 @@ export class Foundation extends pulumi.ComponentResource {
           },
         ],
       },
-      { parent: this, dependsOn: this.apis },
+      this.childAfter(...this.apis),
     );
     this.repositoryUrl = pulumi.interpolate`${this.repository.location}-docker.pkg.dev/${this.repository.project}/${this.repository.repositoryId}`;
     this.registerOutputs({ repositoryUrl: this.repositoryUrl });

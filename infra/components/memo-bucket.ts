@@ -1,22 +1,17 @@
-import * as gcp from '@pulumi/gcp';
-import * as pulumi from '@pulumi/pulumi';
-import { BUCKET_ROLE_LABEL } from './document-bucket';
-import { childOf } from './options';
+import type * as gcp from '@pulumi/gcp';
+import type * as pulumi from '@pulumi/pulumi';
+import { DoclineComponent } from './component';
+import { type PrivateBucketArgs, privateBucket } from './private-bucket';
 
 /** Arguments of {@link MemoBucket}. */
-export interface MemoBucketArgs {
-  project: pulumi.Input<string>;
+export interface MemoBucketArgs extends PrivateBucketArgs {
   /**
    * The bucket's name. Given rather than generated so that it is known at preview: the worker's
    * environment (MEMO_BUCKET) is then known too, and the policy pack can check it.
    */
   name: pulumi.Input<string>;
-  /** The data's location: a memo entry holds an invoice's analysis, so it stays where the invoice is. */
-  location: pulumi.Input<string>;
   /** Entries are deleted this many days after they were written (the dedup window: past it, a delivery is new work anyway). */
   expiryDays: pulumi.Input<number>;
-  /** Let `pulumi destroy` delete the bucket with its entries. Default false. */
-  forceDestroy?: pulumi.Input<boolean>;
 }
 
 /**
@@ -25,25 +20,21 @@ export interface MemoBucketArgs {
  * never a claim, so it has no notification (only the documents bucket feeds the pipeline; the
  * policy pack enforces it) and no soft delete (an expired entry is worth nothing).
  */
-export class MemoBucket extends pulumi.ComponentResource {
+export class MemoBucket extends DoclineComponent {
   readonly bucket: gcp.storage.Bucket;
 
   constructor(name: string, args: MemoBucketArgs, opts?: pulumi.ComponentResourceOptions) {
-    super('docline:index:MemoBucket', name, {}, opts);
-    this.bucket = new gcp.storage.Bucket(
+    super('docline:index:MemoBucket', name, opts);
+    this.bucket = privateBucket(
       `${name}-bucket`,
+      args,
       {
-        project: args.project,
+        role: 'memo',
         name: args.name,
-        location: args.location,
-        uniformBucketLevelAccess: true,
-        publicAccessPrevention: 'enforced',
-        forceDestroy: args.forceDestroy ?? false,
-        softDeletePolicy: { retentionDurationSeconds: 0 },
+        softDeleteSeconds: 0,
         lifecycleRules: [{ action: { type: 'Delete' }, condition: { age: args.expiryDays } }],
-        labels: { [BUCKET_ROLE_LABEL]: 'memo' },
       },
-      childOf(this, opts),
+      this.child,
     );
     this.registerOutputs({ bucketName: this.bucket.name });
   }

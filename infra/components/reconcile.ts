@@ -2,7 +2,7 @@ import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
 import * as time from '@pulumiverse/time';
 import { LOG_METRIC_SETTLE_DURATION } from './alerts';
-import { childOf } from './options';
+import { DoclineComponent, type ProjectArgs } from './component';
 
 /** The reconcile entry point inside the worker image (worker/src/reconcile/main.ts, compiled). */
 export const RECONCILE_ENTRY_POINT = 'worker/dist/reconcile/main.js';
@@ -20,8 +20,7 @@ export function reconcileArgs(): string[] {
 const JOB_TIMEOUT_SECONDS = 3600;
 
 /** Arguments of {@link Reconcile}. */
-export interface ReconcileArgs {
-  project: pulumi.Input<string>;
+export interface ReconcileArgs extends ProjectArgs {
   region: pulumi.Input<string>;
   /** The worker image (the job runs its reconcile entry point). */
   image: pulumi.Input<string>;
@@ -53,7 +52,7 @@ export interface ReconcileArgs {
  * queries; it may publish to the uploads topic only in apply mode. The scheduler's account may run this job and nothing else. Two alerts: a run
  * found missing documents (a log metric on the job's summary line), or a run failed (built-in).
  */
-export class Reconcile extends pulumi.ComponentResource {
+export class Reconcile extends DoclineComponent {
   readonly job: gcp.cloudrunv2.Job;
   readonly scheduler: gcp.cloudscheduler.Job;
   readonly serviceAccount: gcp.serviceaccount.Account;
@@ -64,8 +63,7 @@ export class Reconcile extends pulumi.ComponentResource {
   readonly failedAlert: gcp.monitoring.AlertPolicy;
 
   constructor(name: string, args: ReconcileArgs, opts?: pulumi.ComponentResourceOptions) {
-    super('docline:index:Reconcile', name, {}, opts);
-    const child = childOf(this, opts);
+    super('docline:index:Reconcile', name, opts);
     this.serviceAccount = new gcp.serviceaccount.Account(
       `${name}-runtime`,
       {
@@ -73,7 +71,7 @@ export class Reconcile extends pulumi.ComponentResource {
         accountId: `${args.accountIdPrefix}-reconcile`,
         displayName: 'docline reconcile (Cloud Run job)',
       },
-      child,
+      this.child,
     );
     this.schedulerAccount = new gcp.serviceaccount.Account(
       `${name}-scheduler`,
@@ -82,25 +80,25 @@ export class Reconcile extends pulumi.ComponentResource {
         accountId: `${args.accountIdPrefix}-scheduler`,
         displayName: 'docline reconcile scheduler (may only run the reconcile job)',
       },
-      child,
+      this.child,
     );
     const member = this.serviceAccount.member;
     const grants: pulumi.Resource[] = [
       new gcp.storage.BucketIAMMember(
         `${name}-object-viewer`,
         { bucket: args.bucketName, role: 'roles/storage.objectViewer', member },
-        child,
+        this.child,
       ),
       new gcp.bigquery.DatasetIamMember(
         `${name}-data-viewer`,
         { project: args.project, datasetId: args.datasetId, role: 'roles/bigquery.dataViewer', member },
-        child,
+        this.child,
       ),
       // Running a query is a project-level permission in BigQuery.
       new gcp.projects.IAMMember(
         `${name}-job-user`,
         { project: args.project, role: 'roles/bigquery.jobUser', member },
-        child,
+        this.child,
       ),
     ];
     if (args.mode === 'apply') {
@@ -108,7 +106,7 @@ export class Reconcile extends pulumi.ComponentResource {
         new gcp.pubsub.TopicIAMMember(
           `${name}-publisher`,
           { project: args.project, topic: args.topicName, role: 'roles/pubsub.publisher', member },
-          child,
+          this.child,
         ),
       );
     }
@@ -151,7 +149,7 @@ export class Reconcile extends pulumi.ComponentResource {
         },
       },
       // Its first run must not fail for want of a grant.
-      childOf(this, opts, ...grants),
+      this.childAfter(...grants),
     );
 
     // The scheduler's account may run this job only: run.invoker on the job resource
@@ -165,7 +163,7 @@ export class Reconcile extends pulumi.ComponentResource {
         role: 'roles/run.invoker',
         member: this.schedulerAccount.member,
       },
-      child,
+      this.child,
     );
     this.scheduler = new gcp.cloudscheduler.Job(
       `${name}-schedule`,
@@ -185,7 +183,7 @@ export class Reconcile extends pulumi.ComponentResource {
           },
         },
       },
-      childOf(this, opts, runner),
+      this.childAfter(runner),
     );
 
     const notificationChannels = args.notificationChannels ?? [];
@@ -198,13 +196,13 @@ export class Reconcile extends pulumi.ComponentResource {
         filter: pulumi.interpolate`${jobLogs} AND jsonPayload.component = "reconcile" AND jsonPayload.missing > 0`,
         metricDescriptor: { metricKind: 'DELTA', valueType: 'INT64', unit: '1' },
       },
-      child,
+      this.child,
     );
     // See LOG_METRIC_SETTLE_DURATION: hashicorp/terraform-provider-google#11102.
     const settled = new time.Sleep(
       `${name}-metric-settle`,
       { createDuration: LOG_METRIC_SETTLE_DURATION, triggers: { missing: this.missingMetric.id } },
-      childOf(this, opts, this.missingMetric),
+      this.childAfter(this.missingMetric),
     );
     // Both alerts fire on any count within ten minutes. An incident stays open a day at most: the
     // next daily run says whether it still holds.
@@ -254,7 +252,7 @@ export class Reconcile extends pulumi.ComponentResource {
           'The daily reconcile found documents in the bucket without a row in the table (the job log lists them). ' +
           'Bring them in with `npm run reconcile -- --target cloud --apply`, or set docline:reconcileMode apply.',
       },
-      childOf(this, opts, settled),
+      this.childAfter(settled),
     );
     this.failedAlert = dailyRunAlert(
       'failed',
@@ -266,7 +264,7 @@ export class Reconcile extends pulumi.ComponentResource {
           'A reconcile execution failed: exit 1 means documents are missing (report mode), exit 2 an error ' +
           '(a permission, the byte cap). Read the execution log: `gcloud run jobs executions list --job JOB`.',
       },
-      child,
+      this.child,
     );
 
     this.registerOutputs({ jobName: this.job.name, schedulerName: this.scheduler.name });

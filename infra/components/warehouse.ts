@@ -2,16 +2,13 @@ import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
 import { bigQuerySchema, CLUSTER_COLUMNS, PARTITION_COLUMN } from '../../worker/src/contract/row';
 import { VIEW_DESCRIPTIONS, VIEW_NAMES, type ViewName, viewSql } from '../../worker/src/contract/views';
-import { childOf } from './options';
+import { type DataArgs, DoclineComponent } from './component';
 
 /** The table's id inside the dataset; the worker writes here, readers use the views. */
 export const TABLE_ID = 'deliveries';
 
 /** Arguments of {@link Warehouse}. */
-export interface WarehouseArgs {
-  project: pulumi.Input<string>;
-  /** BigQuery location (EU, US or a region); the worker's BIGQUERY_LOCATION. */
-  location: pulumi.Input<string>;
+export interface WarehouseArgs extends DataArgs {
   /** Dataset id: letters, digits and underscores. */
   datasetId: pulumi.Input<string>;
   /** Refuse to delete the table (and the dataset's contents) on `pulumi destroy`. Default true. */
@@ -22,7 +19,7 @@ export interface WarehouseArgs {
  * The dataset, the table (schema, partitioning and clustering from the worker's row contract) and
  * the three views, whose SQL is the same the worker's tests run against SQLite.
  */
-export class Warehouse extends pulumi.ComponentResource {
+export class Warehouse extends DoclineComponent {
   readonly dataset: gcp.bigquery.Dataset;
   readonly table: gcp.bigquery.Table;
   readonly views: Readonly<Record<ViewName, gcp.bigquery.Table>>;
@@ -32,8 +29,7 @@ export class Warehouse extends pulumi.ComponentResource {
   readonly viewRefs: Readonly<Record<ViewName, pulumi.Output<string>>>;
 
   constructor(name: string, args: WarehouseArgs, opts?: pulumi.ComponentResourceOptions) {
-    super('docline:index:Warehouse', name, {}, opts);
-    const child = childOf(this, opts);
+    super('docline:index:Warehouse', name, opts);
     const deletionProtection = args.deletionProtection ?? true;
     this.dataset = new gcp.bigquery.Dataset(
       `${name}-dataset`,
@@ -44,7 +40,7 @@ export class Warehouse extends pulumi.ComponentResource {
         description: 'docline: one row per document delivery that won, and the views to read them.',
         deleteContentsOnDestroy: pulumi.output(deletionProtection).apply((p) => !p),
       },
-      child,
+      this.child,
     );
     this.table = new gcp.bigquery.Table(
       `${name}-table`,
@@ -59,7 +55,7 @@ export class Warehouse extends pulumi.ComponentResource {
         clusterings: [...CLUSTER_COLUMNS],
         deletionProtection,
       },
-      child,
+      this.child,
     );
     // Built from the inputs, not the table's outputs, so that the view SQL is known at preview.
     this.tableRef = pulumi.interpolate`${args.project}.${args.datasetId}.${TABLE_ID}`;

@@ -4,6 +4,7 @@ import { join, relative } from 'node:path';
 import * as dockerBuild from '@pulumi/docker-build';
 import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
+import { DoclineComponent } from './component';
 
 /**
  * What worker/Dockerfile copies into the image (keep in step with its COPY lines). The tag is a hash
@@ -56,7 +57,7 @@ export interface WorkerImageArgs {
  * repository inside `pulumi up` (used when `docline:image` is unset). The registry login uses the
  * deploying identity's own access token, so nothing else has to be configured.
  */
-export class WorkerImage extends pulumi.ComponentResource {
+export class WorkerImage extends DoclineComponent {
   readonly image: dockerBuild.Image;
   /** `REPOSITORY/worker:TAG@sha256:DIGEST`: the exact image pushed, what Cloud Run runs. */
   readonly ref: pulumi.Output<string>;
@@ -64,10 +65,9 @@ export class WorkerImage extends pulumi.ComponentResource {
   readonly tag: string;
 
   constructor(name: string, args: WorkerImageArgs, opts?: pulumi.ComponentResourceOptions) {
-    super('docline:index:WorkerImage', name, {}, opts);
-    const dependsOn = opts?.dependsOn;
+    super('docline:index:WorkerImage', name, opts);
     this.tag = contentTag(args.root);
-    const token = gcp.organizations.getClientConfigOutput({ parent: this, dependsOn }).accessToken;
+    const token = gcp.organizations.getClientConfigOutput(this.child).accessToken;
     this.image = new dockerBuild.Image(
       `${name}-worker`,
       {
@@ -86,7 +86,7 @@ export class WorkerImage extends pulumi.ComponentResource {
           },
         ],
       },
-      { parent: this, dependsOn },
+      this.child,
     );
     this.ref = this.image.ref;
     this.registerOutputs({ ref: this.ref });

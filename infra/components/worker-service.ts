@@ -2,7 +2,7 @@ import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
 import type { DeliverySettings } from '../../worker/src/contract/settings';
 import type { StackConfig } from '../config';
-import { childOf } from './options';
+import { DoclineComponent } from './component';
 
 /** The container port; Cloud Run passes it to the worker as PORT. */
 const CONTAINER_PORT = 8080;
@@ -95,7 +95,7 @@ export function workerEnvironment(input: {
  * waits for every grant of its account: its startup probe reads the store, and a first revision
  * without the grants fails the probe and the whole create.
  */
-export class WorkerService extends pulumi.ComponentResource {
+export class WorkerService extends DoclineComponent {
   readonly service: gcp.cloudrunv2.Service;
   /** Identity the worker runs as. */
   readonly serviceAccount: gcp.serviceaccount.Account;
@@ -111,10 +111,9 @@ export class WorkerService extends pulumi.ComponentResource {
   readonly pushEndpoint: pulumi.Output<string>;
 
   constructor(name: string, args: WorkerServiceArgs, opts?: pulumi.ComponentResourceOptions) {
-    super('docline:index:WorkerService', name, {}, opts);
+    super('docline:index:WorkerService', name, opts);
     const { config } = args;
     const { project, region } = config;
-    const child = childOf(this, opts);
     this.serviceAccount = new gcp.serviceaccount.Account(
       `${name}-runtime`,
       {
@@ -122,7 +121,7 @@ export class WorkerService extends pulumi.ComponentResource {
         accountId: `${config.prefix}-worker`,
         displayName: 'docline worker (Cloud Run runtime)',
       },
-      child,
+      this.child,
     );
     this.pushServiceAccount = new gcp.serviceaccount.Account(
       `${name}-push`,
@@ -131,7 +130,7 @@ export class WorkerService extends pulumi.ComponentResource {
         accountId: `${config.prefix}-push`,
         displayName: 'docline push subscription (OIDC token identity)',
       },
-      child,
+      this.child,
     );
     const worker = this.serviceAccount.member;
 
@@ -139,35 +138,35 @@ export class WorkerService extends pulumi.ComponentResource {
     const objectViewer = new gcp.storage.BucketIAMMember(
       `${name}-object-viewer`,
       { bucket: args.bucketName, role: 'roles/storage.objectViewer', member: worker },
-      child,
+      this.child,
     );
     // The memo is create-only: objectCreator can create but not overwrite or delete (an overwrite
     // needs storage.objects.delete), objectViewer reads. The lifecycle rule does the deleting.
     const memoCreator = new gcp.storage.BucketIAMMember(
       `${name}-memo-creator`,
       { bucket: args.memoBucketName, role: 'roles/storage.objectCreator', member: worker },
-      child,
+      this.child,
     );
     const memoViewer = new gcp.storage.BucketIAMMember(
       `${name}-memo-viewer`,
       { bucket: args.memoBucketName, role: 'roles/storage.objectViewer', member: worker },
-      child,
+      this.child,
     );
     const dataEditor = new gcp.bigquery.DatasetIamMember(
       `${name}-data-editor`,
       { project, datasetId: args.datasetId, role: 'roles/bigquery.dataEditor', member: worker },
-      child,
+      this.child,
     );
     // Running a query (the seen() lookup, the MERGE) is a project-level permission in BigQuery.
     const jobUser = new gcp.projects.IAMMember(
       `${name}-job-user`,
       { project, role: 'roles/bigquery.jobUser', member: worker },
-      child,
+      this.child,
     );
     const vertexUser = new gcp.projects.IAMMember(
       `${name}-vertex-user`,
       { project, role: 'roles/aiplatform.user', member: worker },
-      child,
+      this.child,
     );
     this.grants = [objectViewer, memoCreator, memoViewer, dataEditor, jobUser, vertexUser];
 
@@ -235,7 +234,7 @@ export class WorkerService extends pulumi.ComponentResource {
           ],
         },
       },
-      childOf(this, opts, ...this.grants),
+      this.childAfter(...this.grants),
     );
     this.url = this.service.uri;
     this.pushEndpoint = pulumi.interpolate`${this.service.uri}/push`;
@@ -250,7 +249,7 @@ export class WorkerService extends pulumi.ComponentResource {
         role: 'roles/run.invoker',
         member: this.pushServiceAccount.member,
       },
-      child,
+      this.child,
     );
 
     this.registerOutputs({
