@@ -348,6 +348,15 @@ export async function startBigQuerySim(options: BigQuerySimOptions): Promise<Big
       );
     }
     let run: () => Promise<Outcome>;
+    /** A lookup: it takes a SELECT's latency and bills like any statement, then answers. */
+    const lookup =
+      (answer: () => Outcome): (() => Promise<Outcome>) =>
+      async () => {
+        await time.sleep(selectLatencyMs());
+        stats.selectStatements++;
+        stats.billedBytes += bytes;
+        return answer();
+      };
     if (/^MERGE\b/i.test(sql)) {
       const since = windowStart(params);
       const source = sourceRows(params);
@@ -403,38 +412,29 @@ export async function startBigQuerySim(options: BigQuerySimOptions): Promise<Big
     } else if (/^SELECT 1 AS found\b/i.test(sql)) {
       const key = scalar(params.get('dedup_key'), 'dedup_key', 'STRING');
       const since = windowStart(params);
-      run = async () => {
-        await time.sleep(selectLatencyMs());
-        stats.selectStatements++;
-        stats.billedBytes += bytes;
+      run = lookup(() => {
         const found = keysInWindow(t, new Set([key]), since).length > 0;
         return selectOutcome(['found'], found ? [['1']] : []);
-      };
+      });
     } else if (/^SELECT dedup_key, message_id\b/i.test(sql)) {
       const wanted = new Set(keys(params));
       const since = windowStart(params);
-      run = async () => {
-        await time.sleep(selectLatencyMs());
-        stats.selectStatements++;
-        stats.billedBytes += bytes;
-        return selectOutcome(
+      run = lookup(() =>
+        selectOutcome(
           ['dedup_key', 'message_id'],
           keysInWindow(t, wanted, since).map((r) => [r.dedup_key!, r.message_id!]),
-        );
-      };
+        ),
+      );
     } else if (/^SELECT dedup_key FROM\b/i.test(sql)) {
       const wanted = new Set(keys(params));
       const since = windowStart(params);
-      run = async () => {
-        await time.sleep(selectLatencyMs());
-        stats.selectStatements++;
-        stats.billedBytes += bytes;
+      run = lookup(() => {
         const found = [...new Set(keysInWindow(t, wanted, since).map((r) => r.dedup_key!))];
         return selectOutcome(
           ['dedup_key'],
           found.map((k) => [k]),
         );
-      };
+      });
     } else {
       throw invalid(`the burst simulator does not know this statement: ${sql.slice(0, 80)}`);
     }

@@ -152,8 +152,6 @@ export function dashboardJson(m: ChartInput): string {
  */
 export class Dashboard extends DoclineComponent {
   readonly dashboard: gcp.monitoring.Dashboard;
-  readonly tokensMetric: gcp.logging.Metric;
-  readonly bytesBilledMetric: gcp.logging.Metric;
   /** The console URL of the dashboard. */
   readonly url: pulumi.Output<string>;
 
@@ -163,7 +161,8 @@ export class Dashboard extends DoclineComponent {
       metricDescriptor: { metricKind: 'DELTA', valueType: 'DISTRIBUTION', unit },
       bucketOptions: { exponentialBuckets: { numFiniteBuckets: 32, growthFactor: 2, scale: 1 } },
     });
-    this.tokensMetric = new gcp.logging.Metric(
+    // Its own two metrics serve only its charts.
+    const tokensMetric = new gcp.logging.Metric(
       `${name}-tokens`,
       {
         project: args.project,
@@ -174,7 +173,7 @@ export class Dashboard extends DoclineComponent {
       },
       this.child,
     );
-    this.bytesBilledMetric = new gcp.logging.Metric(
+    const bytesBilledMetric = new gcp.logging.Metric(
       `${name}-bytes-billed`,
       {
         project: args.project,
@@ -199,8 +198,8 @@ export class Dashboard extends DoclineComponent {
             args.deadLetterSubscriptionName,
             args.allAnswersMetric,
             args.duplicateAnswersMetric,
-            this.tokensMetric.name,
-            this.bytesBilledMetric.name,
+            tokensMetric.name,
+            bytesBilledMetric.name,
           ])
           .apply(([service, push, deadLetters, answers, duplicates, tokens, bytesBilled]) =>
             dashboardJson({ service, push, deadLetters, answers, duplicates, tokens, bytesBilled }),
