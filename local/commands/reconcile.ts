@@ -30,6 +30,19 @@ import { parseCommandArgs } from '../lib/args';
 import { PubSubClient } from '../lib/pubsub';
 import { readState } from '../lib/state';
 
+/** The command's options; docs/operations.md lists each one (checked by a test). */
+export const RECONCILE_OPTIONS = {
+  target: { type: 'string' },
+  prefix: { type: 'string' },
+  'older-than': { type: 'string' },
+  json: { type: 'boolean' },
+  apply: { type: 'boolean' },
+  yes: { type: 'boolean' },
+  'maximum-bytes-billed': { type: 'string' },
+  'data-dir': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
 export const USAGE =
   'usage: npm run reconcile -- [--target local|cloud] [--prefix P] [--older-than 1h] [--json] [--apply [--yes]] ' +
   '[--maximum-bytes-billed N] [--data-dir DIR]';
@@ -88,21 +101,7 @@ export async function main(argv: string[], deps: MainDeps): Promise<RunResult> {
     return { code: RECONCILE_EXIT.error };
   };
   try {
-    ({ values } = parseCommandArgs(
-      argv,
-      {
-        target: { type: 'string' },
-        prefix: { type: 'string' },
-        'older-than': { type: 'string' },
-        json: { type: 'boolean' },
-        apply: { type: 'boolean' },
-        yes: { type: 'boolean' },
-        'maximum-bytes-billed': { type: 'string' },
-        'data-dir': { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
-      USAGE,
-    ));
+    ({ values } = parseCommandArgs(argv, RECONCILE_OPTIONS, USAGE));
   } catch (error) {
     deps.print(`ERROR: ${oneLine(error)}`);
     return { code: RECONCILE_EXIT.error };
