@@ -160,7 +160,8 @@ describe('docline under faults (worker process, SQLite, Pub/Sub emulator)', () =
     recordCase({
       suite: SUITE,
       case: 'SQLite store busy (write lock held)',
-      expected: '≥1 × 503 then ok (memo); 1 row; 1 analysis',
+      // (hit): the retry found the analysis in the memo.
+      expected: '≥1 × 503 then ok (hit); 1 row; 1 analysis',
       observed: `${retried.length} × 503 then ${answer.status}${answer.memo ? ` (${answer.memo})` : ''}; ${rowsOf(uri).length} row; ${analyses} analysis`,
       rows: rowsOf(uri).length,
       analyses,
@@ -197,7 +198,8 @@ describe('docline under faults (worker process, SQLite, Pub/Sub emulator)', () =
     recordCase({
       suite: SUITE,
       case: 'BigQuery MERGE concurrent update ×2',
-      expected: '2 × 503 then ok (memo); 1 row; 1 analysis',
+      // (hit): the retries found the analysis in the memo.
+      expected: '2 × 503 then ok (hit); 1 row; 1 analysis',
       observed: `${retried.length} × 503 then ${answer.status}${answer.memo ? ` (${answer.memo})` : ''}; ${stored.length} row; ${analyses} analysis`,
       rows: stored.length,
       analyses,
