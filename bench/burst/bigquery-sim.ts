@@ -3,6 +3,13 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { COLUMN_NAMES, COLUMNS } from '../../worker/src/contract/row';
 import { BIGQUERY_DML_LIMITS, MIN_MAXIMUM_BYTES_BILLED } from '../../worker/src/contract/settings';
+import {
+  answerFailure,
+  bigQueryError,
+  errorBody,
+  HttpFailure,
+  sendJson,
+} from '../../worker/test/support/bigquery-rest';
 import { type SimTime, type SimTimer, SlidingWindowLimit } from './sim-time';
 
 /**
@@ -95,21 +102,7 @@ export interface BigQuerySim {
   stop(): Promise<void>;
 }
 
-class HttpFailure extends Error {
-  constructor(
-    readonly status: number,
-    readonly body: unknown,
-  ) {
-    super(`HTTP ${status}`);
-  }
-}
-
-function errorBody(code: number, status: string, reason: string, message: string, domain = 'global') {
-  return { error: { code, message, errors: [{ message, domain, reason }], status } };
-}
-
-const invalid = (message: string) =>
-  new HttpFailure(400, errorBody(400, 'INVALID_ARGUMENT', 'invalidQuery', message));
+const invalid = (message: string) => bigQueryError.invalidQuery(message);
 
 interface Param {
   type: {
@@ -337,15 +330,7 @@ export async function startBigQuerySim(options: BigQuerySimOptions): Promise<Big
         : Number(request.maximumBytesBilled);
     const bytes = billed(t);
     if (cap < bytes) {
-      throw new HttpFailure(
-        400,
-        errorBody(
-          400,
-          'INVALID_ARGUMENT',
-          'bytesBilledLimitExceeded',
-          `Query exceeded limit for bytes billed: ${cap}. ${bytes} or higher required.`,
-        ),
-      );
+      throw bigQueryError.bytesBilledExceeded(cap, bytes);
     }
     let run: () => Promise<Outcome>;
     /** A lookup: it takes a SELECT's latency and bills like any statement, then answers. */
@@ -444,10 +429,7 @@ export async function startBigQuerySim(options: BigQuerySimOptions): Promise<Big
       bytes,
       done: run().then(
         (o) => o,
-        (e: unknown) =>
-          e instanceof HttpFailure
-            ? e
-            : new HttpFailure(500, errorBody(500, 'INTERNAL', 'internalError', String(e))),
+        (e: unknown) => (e instanceof HttpFailure ? e : bigQueryError.internal(String(e))),
       ),
     };
     void job.done.then((o) => {
@@ -472,11 +454,6 @@ export async function startBigQuerySim(options: BigQuerySimOptions): Promise<Big
     }
   }
 
-  function send(res: ServerResponse, status: number, body: unknown): void {
-    res.writeHead(status, { 'content-type': 'application/json; charset=UTF-8' });
-    res.end(JSON.stringify(body));
-  }
-
   function answer(
     res: ServerResponse,
     job: Job,
@@ -484,12 +461,12 @@ export async function startBigQuerySim(options: BigQuerySimOptions): Promise<Big
     kind: string,
     dmlStats: boolean,
   ) {
-    if (outcome instanceof HttpFailure) return send(res, outcome.status, outcome.body);
-    if (!outcome) return send(res, 200, { kind, jobReference: job.reference, jobComplete: false });
+    if (outcome instanceof HttpFailure) return sendJson(res, outcome.status, outcome.body);
+    if (!outcome) return sendJson(res, 200, { kind, jobReference: job.reference, jobComplete: false });
     const body = dmlStats
       ? outcome
       : Object.fromEntries(Object.entries(outcome).filter(([k]) => k !== 'dmlStats'));
-    return send(res, 200, {
+    return sendJson(res, 200, {
       kind,
       jobReference: job.reference,
       jobComplete: true,
@@ -522,15 +499,15 @@ export async function startBigQuerySim(options: BigQuerySimOptions): Promise<Big
       if (req.method === 'GET' && results) {
         stats.getQueryResultsCalls++;
         const job = jobs.get(decodeURIComponent(results[1]!));
-        if (!job) throw new HttpFailure(404, errorBody(404, 'NOT_FOUND', 'notFound', 'Not found: Job'));
+        if (!job) throw bigQueryError.notFound('Job');
         return answer(res, job, await waitFor(job), 'bigquery#getQueryResultsResponse', false);
       }
       const jobGet = path === null ? null : /^\/jobs\/([^/]+)$/.exec(path);
       if (req.method === 'GET' && jobGet) {
         const job = jobs.get(decodeURIComponent(jobGet[1]!));
-        if (!job) throw new HttpFailure(404, errorBody(404, 'NOT_FOUND', 'notFound', 'Not found: Job'));
+        if (!job) throw bigQueryError.notFound('Job');
         const o = job.outcome;
-        return send(res, 200, {
+        return sendJson(res, 200, {
           kind: 'bigquery#job',
           jobReference: job.reference,
           status:
@@ -551,28 +528,24 @@ export async function startBigQuerySim(options: BigQuerySimOptions): Promise<Big
       }
       const tableGet = path === null ? null : /^\/datasets\/([^/]+)\/tables\/([^/]+)$/.exec(path);
       if (req.method === 'GET' && tableGet) {
-        return send(res, 200, {
+        return sendJson(res, 200, {
           kind: 'bigquery#table',
           tableReference: { projectId, datasetId: tableGet[1], tableId: tableGet[2] },
           timePartitioning: { type: 'DAY', field: 'processed_at' },
         });
       }
-      return send(
-        res,
-        404,
-        errorBody(404, 'NOT_FOUND', 'notFound', `Not found: ${req.method} ${url.pathname}`),
-      );
+      throw bigQueryError.notFound(`${req.method} ${url.pathname}`);
     } catch (error) {
-      if (error instanceof HttpFailure) return send(res, error.status, error.body);
+      // A request body that is not JSON: BigQuery's 400 `invalid`.
       if (error instanceof SyntaxError)
-        return send(res, 400, errorBody(400, 'INVALID_ARGUMENT', 'invalid', error.message));
-      throw error;
+        return sendJson(res, 400, errorBody(400, 'INVALID_ARGUMENT', 'invalid', error.message));
+      answerFailure(res, error);
     }
   }
 
   const server: Server = createServer({ keepAliveTimeout: 60_000 }, (req, res) => {
     route(req, res).catch((error: unknown) => {
-      send(res, 500, errorBody(500, 'INTERNAL', 'internalError', `bigquery-sim: ${String(error)}`));
+      sendJson(res, 500, errorBody(500, 'INTERNAL', 'internalError', `bigquery-sim: ${String(error)}`));
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { COLUMN_NAMES, COLUMNS, type ColumnName } from '../../src/contract/row';
+import { answerFailure, bigQueryError, errorBody, HttpFailure, sendJson } from './bigquery-rest';
 
 /**
  * A local stand-in for the BigQuery REST API (v2), enough for @google-cloud/bigquery to run
@@ -101,19 +102,6 @@ interface Outcome {
   dmlStats?: { insertedRowCount: string; updatedRowCount: string; deletedRowCount: string };
 }
 
-class HttpFailure extends Error {
-  constructor(
-    readonly status: number,
-    readonly body: unknown,
-  ) {
-    super('http failure');
-  }
-}
-
-function errorBody(code: number, status: string, reason: string, message: string, domain = 'global') {
-  return { error: { code, message, errors: [{ message, domain, reason }], status } };
-}
-
 /** The REST error each failure answers with (messages as BigQuery words them). */
 export function failureResponse(
   failure: BigQueryFailure,
@@ -172,16 +160,13 @@ export function failureResponse(
           'Error encountered during execution. Retrying may solve the problem.',
         ),
       };
-    case 'bytesBilledLimit':
-      return {
-        status: 400,
-        body: errorBody(
-          400,
-          'INVALID_ARGUMENT',
-          'bytesBilledLimitExceeded',
-          `Query exceeded limit for bytes billed: ${maximumBytesBilled}. ${Number(maximumBytesBilled) * 2} or higher required.`,
-        ),
-      };
+    case 'bytesBilledLimit': {
+      const { status, body } = bigQueryError.bytesBilledExceeded(
+        Number(maximumBytesBilled),
+        Number(maximumBytesBilled) * 2,
+      );
+      return { status, body };
+    }
     case 'accessDenied':
       return {
         status: 403,
@@ -256,7 +241,7 @@ export async function startFakeBigQuery(options: { projectId?: string } = {}): P
   }
 
   function invalid(message: string): HttpFailure {
-    return new HttpFailure(400, errorBody(400, 'INVALID_ARGUMENT', 'invalidQuery', message));
+    return bigQueryError.invalidQuery(message);
   }
 
   function checkValue(column: string, type: string, value: string | null): void {
@@ -307,15 +292,7 @@ export async function startFakeBigQuery(options: { projectId?: string } = {}): P
     const cap = config.maximumBytesBilled === undefined ? undefined : Number(config.maximumBytesBilled);
     if (cap !== undefined && cap < estimatedBytes) {
       const required = Math.max(estimatedBytes, MIN_BILLED_BYTES);
-      throw new HttpFailure(
-        400,
-        errorBody(
-          400,
-          'INVALID_ARGUMENT',
-          'bytesBilledLimitExceeded',
-          `Query exceeded limit for bytes billed: ${cap}. ${required} or higher required.`,
-        ),
-      );
+      throw bigQueryError.bytesBilledExceeded(cap, required);
     }
     const params = parameters(config.queryParameters);
     const names = [...params.keys()].sort();
@@ -429,12 +406,6 @@ export async function startFakeBigQuery(options: { projectId?: string } = {}): P
     return { projectId, jobId, location: typeof location === 'string' ? location : 'US' };
   }
 
-  function send(res: ServerResponse, status: number, body: unknown): void {
-    const text = JSON.stringify(body);
-    res.writeHead(status, { 'content-type': 'application/json; charset=UTF-8' });
-    res.end(text);
-  }
-
   async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://fake');
     const chunks: Buffer[] = [];
@@ -451,7 +422,7 @@ export async function startFakeBigQuery(options: { projectId?: string } = {}): P
     const prefix = `/bigquery/v2/projects/${projectId}`;
     const path = url.pathname.startsWith(prefix) ? url.pathname.slice(prefix.length) : null;
     if (path === null)
-      return send(res, 404, errorBody(404, 'NOT_FOUND', 'notFound', `Not found: ${url.pathname}`));
+      return sendJson(res, 404, errorBody(404, 'NOT_FOUND', 'notFound', `Not found: ${url.pathname}`));
 
     try {
       if (req.method === 'POST' && path === '/queries') {
@@ -465,9 +436,9 @@ export async function startFakeBigQuery(options: { projectId?: string } = {}): P
         });
         if (deferred > 0) {
           deferred -= 1;
-          return send(res, 200, { kind: 'bigquery#queryResponse', jobReference, jobComplete: false });
+          return sendJson(res, 200, { kind: 'bigquery#queryResponse', jobReference, jobComplete: false });
         }
-        return send(res, 200, {
+        return sendJson(res, 200, {
           kind: 'bigquery#queryResponse',
           jobReference,
           jobComplete: true,
@@ -487,7 +458,7 @@ export async function startFakeBigQuery(options: { projectId?: string } = {}): P
           if (!(error instanceof HttpFailure)) throw error;
           // A job that fails while running is created, DONE, with its error in the status.
           const failed = (error.body as { error: { errors: unknown[] } }).error.errors[0];
-          return send(res, 200, {
+          return sendJson(res, 200, {
             kind: 'bigquery#job',
             jobReference,
             configuration,
@@ -495,7 +466,7 @@ export async function startFakeBigQuery(options: { projectId?: string } = {}): P
           });
         }
         results.set(jobReference.jobId, { reference: jobReference, outcome, configuration });
-        return send(res, 200, {
+        return sendJson(res, 200, {
           kind: 'bigquery#job',
           id: `${projectId}:${jobReference.location}.${jobReference.jobId}`,
           jobReference,
@@ -507,8 +478,8 @@ export async function startFakeBigQuery(options: { projectId?: string } = {}): P
       const results_ = /^\/queries\/([^/]+)$/.exec(path);
       if (req.method === 'GET' && results_) {
         const stored = results.get(decodeURIComponent(results_[1]!));
-        if (!stored) throw new HttpFailure(404, errorBody(404, 'NOT_FOUND', 'notFound', 'Not found: Job'));
-        return send(res, 200, {
+        if (!stored) throw bigQueryError.notFound('Job');
+        return sendJson(res, 200, {
           kind: 'bigquery#getQueryResultsResponse',
           jobReference: stored.reference,
           jobComplete: true,
@@ -521,8 +492,8 @@ export async function startFakeBigQuery(options: { projectId?: string } = {}): P
       const jobGet = /^\/jobs\/([^/]+)$/.exec(path);
       if (req.method === 'GET' && jobGet) {
         const stored = results.get(decodeURIComponent(jobGet[1]!));
-        if (!stored) throw new HttpFailure(404, errorBody(404, 'NOT_FOUND', 'notFound', 'Not found: Job'));
-        return send(res, 200, {
+        if (!stored) throw bigQueryError.notFound('Job');
+        return sendJson(res, 200, {
           kind: 'bigquery#job',
           jobReference: stored.reference,
           configuration: stored.configuration,
@@ -538,7 +509,7 @@ export async function startFakeBigQuery(options: { projectId?: string } = {}): P
           throw new HttpFailure(f.status, f.body);
         }
         const [, dataset, tableId] = tableGet as unknown as [string, string, string];
-        return send(res, 200, {
+        return sendJson(res, 200, {
           kind: 'bigquery#table',
           id: `${projectId}:${dataset}.${tableId}`,
           tableReference: { projectId, datasetId: dataset, tableId },
@@ -546,20 +517,15 @@ export async function startFakeBigQuery(options: { projectId?: string } = {}): P
           numRows: String(table.length),
         });
       }
-      return send(
-        res,
-        404,
-        errorBody(404, 'NOT_FOUND', 'notFound', `Not found: ${req.method} ${url.pathname}`),
-      );
+      throw bigQueryError.notFound(`${req.method} ${url.pathname}`);
     } catch (error) {
-      if (error instanceof HttpFailure) return send(res, error.status, error.body);
-      throw error;
+      answerFailure(res, error);
     }
   }
 
   const server = createServer((req, res) => {
     route(req, res).catch((error: unknown) => {
-      send(res, 500, errorBody(500, 'INTERNAL', 'internalError', `fake-bigquery: ${String(error)}`));
+      sendJson(res, 500, errorBody(500, 'INTERNAL', 'internalError', `fake-bigquery: ${String(error)}`));
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
