@@ -26,6 +26,7 @@ import {
   type StoredRow,
   startFakeBigQuery,
   staticTokenAuth,
+  storedRow,
 } from './support/fake-bigquery';
 import { MemoryLogger } from './support/fakes';
 import { describeBatchStoreContract, describeStoreContract } from './support/store-contract';
@@ -250,7 +251,7 @@ describe('BigQueryStore', () => {
   describe('the dedup window', () => {
     it('neither sees nor blocks a key whose only row is older than the window', async () => {
       const old = testRow({ processed_at: '2026-11-01T00:00:00.000Z' });
-      fake.addRow(Object.fromEntries(COLUMNS.map((c) => [c.name, stringify(old[c.name])])) as StoredRow);
+      fake.addRow(storedRow(old));
       expect(await store.seen(old.dedup_key)).toBe(false);
       expect(await store.record({ ...old, message_id: '77', processed_at: NOW.toISOString() })).toBe(true);
       expect(fake.rows().filter((r) => r.dedup_key === old.dedup_key)).toHaveLength(2);
@@ -405,12 +406,6 @@ describe('BigQueryStore', () => {
     });
   });
 });
-
-function stringify(value: unknown): string | null {
-  if (value === null || value === undefined) return null;
-  if (typeof value === 'object') return JSON.stringify(value);
-  return String(value);
-}
 
 /*
  * BigQueryAppendStore: the Storage Write API is gRPC, which no local server here speaks. The row

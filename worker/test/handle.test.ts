@@ -1,28 +1,15 @@
 import { QuotaGate, RATE_LIMITED } from '../src/adapters/quota-gate';
-import { SqliteStore } from '../src/adapters/sqlite-store';
-import { DEFAULT_CONTENT_TYPES } from '../src/contract/settings';
 import { RejectionError, TransientError } from '../src/core/errors';
 import { parsePush } from '../src/core/event';
 import { type HandlerDeps, handle } from '../src/core/handle';
 import { type ObjectSpec, pushBody } from './support/builders';
-import { fixedClock, MemoryReader, ScriptedAnalyzer, transient } from './support/fakes';
+import { transient } from './support/fakes';
+import { handlerDeps } from './support/handler';
 
 const INVOICE = 'FACTURE N° F-2026-0042\nTotal TTC : 1 234,56 €\n';
 
 function setup(overrides: Partial<HandlerDeps> = {}) {
-  const store = new SqliteStore({ path: ':memory:' });
-  const reader = new MemoryReader();
-  const analyzer = new ScriptedAnalyzer();
-  const deps: HandlerDeps = {
-    store,
-    reader,
-    analyzer,
-    clock: fixedClock(),
-    dedupKeyMode: 'object',
-    limits: { maxObjectBytes: 1024, allowedContentTypes: DEFAULT_CONTENT_TYPES },
-    workerVersion: 'test',
-    ...overrides,
-  };
+  const { store, reader, analyzer, deps } = handlerDeps(overrides);
   /** Uploads an object to the fake bucket and returns the push body announcing it. */
   const upload = (messageId: string, spec: ObjectSpec & { bytes?: string | Buffer } = {}) => {
     const bytes = spec.bytes ?? INVOICE;

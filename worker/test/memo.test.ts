@@ -3,16 +3,15 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { FileMemoStore } from '../src/adapters/file-memo-store';
 import { MemoryMemoStore } from '../src/adapters/memory-memo-store';
-import { SqliteStore } from '../src/adapters/sqlite-store';
 import type { AnalysisResult } from '../src/contract/analysis';
-import { DEFAULT_CONTENT_TYPES } from '../src/contract/settings';
 import { TransientError } from '../src/core/errors';
 import { parsePush } from '../src/core/event';
-import { type HandlerDeps, handle } from '../src/core/handle';
+import { handle } from '../src/core/handle';
 import { AnalysisMemo } from '../src/core/memo';
 import type { Clock, MemoEntry, MemoStore } from '../src/core/ports';
 import { pushBody } from './support/builders';
-import { MemoryLogger, MemoryReader, ScriptedAnalyzer, sampleAnalysis } from './support/fakes';
+import { MemoryLogger, sampleAnalysis } from './support/fakes';
+import { handlerDeps } from './support/handler';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 const KEY = 'gs://acme-invoices-dev/2026/11/facture-0042.txt#1764460800123456';
@@ -277,19 +276,10 @@ describe('handle with the memo', () => {
   const INVOICE = 'FACTURE N° F-2026-0042\nTotal TTC : 1 234,56 €\n';
 
   function setup(memoStore: MemoStore = new MemoryMemoStore()) {
-    const store = new SqliteStore({ path: ':memory:' });
-    const reader = new MemoryReader();
-    const analyzer = new ScriptedAnalyzer();
-    const deps: HandlerDeps = {
-      store,
-      reader,
-      analyzer,
+    const { store, reader, analyzer, deps } = handlerDeps({
       clock: new ManualClock(),
-      dedupKeyMode: 'object',
-      limits: { maxObjectBytes: 1024, allowedContentTypes: DEFAULT_CONTENT_TYPES },
-      workerVersion: 'test',
       memo: new AnalysisMemo(memoStore, { ttlMs: 8 * DAY_MS, clock: new ManualClock() }),
-    };
+    });
     const body = pushBody('1', { size: Buffer.byteLength(INVOICE) });
     const attrs = (body.message as { attributes: Record<string, string> }).attributes;
     reader.put(attrs.bucketId!, attrs.objectId!, attrs.objectGeneration!, INVOICE);

@@ -1,15 +1,9 @@
 import { BigQuery } from '@google-cloud/bigquery';
-import { COLUMN_NAMES, type Row } from '../src/contract/row';
 import { BigQueryLineIndex, reconcileSql } from '../src/reconcile/cloud-sources';
 import { RECONCILE_EXIT } from '../src/reconcile/reconcile';
 import { runReconcile } from '../src/reconcile/run';
 import { testRow } from './support/builders';
-import {
-  type FakeBigQuery,
-  type StoredRow,
-  startFakeBigQuery,
-  staticTokenAuth,
-} from './support/fake-bigquery';
+import { type FakeBigQuery, startFakeBigQuery, staticTokenAuth, storedRow } from './support/fake-bigquery';
 import { MemoryLister, object } from './support/reconcile-fakes';
 
 /*
@@ -21,15 +15,6 @@ import { MemoryLister, object } from './support/reconcile-fakes';
 const TABLE = 'acme-dev.docline.rows';
 const SINCE = new Date('2026-11-30T10:00:00.000Z');
 
-function stored(row: Row): StoredRow {
-  const out = {} as StoredRow;
-  for (const name of COLUMN_NAMES) {
-    const value = row[name] as unknown;
-    out[name] = value === null ? null : typeof value === 'object' ? JSON.stringify(value) : String(value);
-  }
-  return out;
-}
-
 const rowOf = (
   bucket: string,
   name: string,
@@ -37,7 +22,7 @@ const rowOf = (
   processedAt: string,
   status: 'ok' | 'rejected' = 'ok',
 ) =>
-  stored(
+  storedRow(
     testRow({
       bucket,
       object_name: name,

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { COLUMN_NAMES, COLUMNS, type ColumnName } from '../../src/contract/row';
+import { COLUMN_NAMES, COLUMNS, type ColumnName, type Row } from '../../src/contract/row';
 import { answerFailure, bigQueryError, errorBody, HttpFailure, sendJson } from './bigquery-rest';
 
 /**
@@ -32,6 +32,21 @@ export interface RecordedRequest {
 
 /** A stored row: each column as BigQuery's REST API represents it (strings, or null). */
 export type StoredRow = Record<ColumnName, string | null>;
+
+/** A row as the fake stores it: every value in its REST form, a string (JSON for the analysis) or null. */
+export function storedRow(row: Row): StoredRow {
+  const out = {} as StoredRow;
+  for (const name of COLUMN_NAMES) {
+    const value = row[name] as unknown;
+    out[name] =
+      value === null || value === undefined
+        ? null
+        : typeof value === 'object'
+          ? JSON.stringify(value)
+          : String(value);
+  }
+  return out;
+}
 
 /** Documented failures the fake can answer with. */
 export type BigQueryFailure =

@@ -1,0 +1,25 @@
+import { SqliteStore } from '../../src/adapters/sqlite-store';
+import { DEFAULT_CONTENT_TYPES } from '../../src/contract/settings';
+import type { HandlerDeps } from '../../src/core/handle';
+import { fixedClock, MemoryReader, ScriptedAnalyzer } from './fakes';
+
+/**
+ * The handler's dependencies as the core tests use them: SQLite in memory, a bucket in memory, a
+ * scripted analyzer, object keys, a 1 KiB object limit. `overrides` replaces any of them.
+ */
+export function handlerDeps(overrides: Partial<HandlerDeps> = {}) {
+  const store = new SqliteStore({ path: ':memory:' });
+  const reader = new MemoryReader();
+  const analyzer = new ScriptedAnalyzer();
+  const deps: HandlerDeps = {
+    store,
+    reader,
+    analyzer,
+    clock: fixedClock(),
+    dedupKeyMode: 'object',
+    limits: { maxObjectBytes: 1024, allowedContentTypes: DEFAULT_CONTENT_TYPES },
+    workerVersion: 'test',
+    ...overrides,
+  };
+  return { store, reader, analyzer, deps };
+}
