@@ -2,8 +2,10 @@
  * The order a first `pulumi up` on an empty project needs, read from what the engine sees: the
  * dependencies and property dependencies of every register request, followed transitively and
  * through components (a dependency on a component is a dependency on everything inside it).
- * No real deploy can run here, so this is how the issue-15 orders are proven, on both stack files.
+ * No real deploy can run here, so this is how the orders of docs/deploy.md are proven, on both stack files.
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { REQUIRED_APIS } from '../components/foundation';
 import { type CapturedResource, ofType, one, type ProgramRun, runProgram, stackConfig } from './harness';
 
@@ -27,7 +29,54 @@ const T = {
   alert: 'gcp:monitoring/alertPolicy:AlertPolicy',
   sleep: 'time:index/sleep:Sleep',
   image: 'docker-build:index:Image',
+  repository: 'gcp:artifactregistry/repository:Repository',
 };
+
+/** The cases below, by name: each row of the order table in docs/deploy.md names those that prove it. */
+const CASE = {
+  apisFirst: 'enables Cloud Resource Manager with every other API, before every other resource',
+  lookupsAfterApis: 'makes every data lookup wait for the APIs',
+  image:
+    'builds the image after its repository and runs the image the stack pushed, or the configured one, never a mutable tag',
+  service: 'starts the worker service after every grant of its account (its startup probe reads the store)',
+  subscription: 'creates the push subscription after run.invoker on the service and the token-creator grant',
+  notification:
+    'creates the bucket notification after the push subscription and the storage agent\u2019s publisher grant',
+  duplicateCheck:
+    'starts the scheduled duplicate check after its grants, the table and the duplicate_objects view',
+  alerts:
+    'creates every alert on a log-based metric after a Sleep that follows that metric (provider issue 11102)',
+  reconcile: 'runs the reconcile job after its grants, and schedules it after the scheduler may run it',
+} as const;
+
+/** The "after" cell of each row of docs/deploy.md's order table, and the cases that prove the row. */
+const DOCUMENTED_ORDERS: Record<string, ReadonlyArray<(typeof CASE)[keyof typeof CASE]>> = {
+  'every other resource, and the `getProject` / `getProjectServiceAccount` / `getClientConfig` lookups': [
+    CASE.apisFirst,
+    CASE.lookupsAfterApis,
+  ],
+  'the image build and push': [CASE.image],
+  'the Cloud Run service': [CASE.service],
+  'the push subscription': [CASE.subscription],
+  'the bucket notification': [CASE.notification],
+  'the hourly scheduled check': [CASE.duplicateCheck],
+  'the alert policies that read them': [CASE.alerts],
+  'the reconcile job; its Cloud Scheduler trigger': [CASE.reconcile],
+};
+
+describe('the order table of docs/deploy.md', () => {
+  it('has one row for each order proven below, and no other', () => {
+    const doc = readFileSync(join(__dirname, '..', '..', 'docs', 'deploy.md'), 'utf8');
+    const section = doc.split('<!-- deploy-order:start -->')[1]?.split('<!-- deploy-order:end -->')[0] ?? '';
+    const afterCells = section
+      .split('\n')
+      .filter((line) => line.startsWith('|') && !line.startsWith('|---'))
+      .slice(1)
+      .map((line) => (line.split('|')[2] ?? '').trim());
+    expect(afterCells).toEqual(Object.keys(DOCUMENTED_ORDERS));
+    expect(new Set(Object.values(DOCUMENTED_ORDERS).flat())).toEqual(new Set(Object.values(CASE)));
+  });
+});
 
 /** Everything `resource` waits for, transitively, with components expanded to their descendants. */
 function waitsFor(run: ProgramRun, resource: CapturedResource): Set<string> {
@@ -89,7 +138,7 @@ describe.each([
     run = await runProgram(stackConfig(stack, overrides), { stack });
   });
 
-  it('enables Cloud Resource Manager with every other API, before every other resource', () => {
+  it(CASE.apisFirst, () => {
     const apis = ofType(run, T.api);
     expect(apis.map((a) => a.inputs.service)).toEqual(
       expect.arrayContaining(['cloudresourcemanager.googleapis.com']),
@@ -101,7 +150,7 @@ describe.each([
     }
   });
 
-  it('makes every data lookup wait for the APIs', () => {
+  it(CASE.lookupsAfterApis, () => {
     const apis = ofType(run, T.api).map((a) => a.urn);
 
     expect(run.invokes.map((i) => i.token)).toEqual(
@@ -121,7 +170,7 @@ describe.each([
     }
   });
 
-  it('starts the worker service after every grant of its account (its startup probe reads the store)', () => {
+  it(CASE.service, () => {
     const workerGrants = [
       ...ofType(run, T.bucketIam),
       ...ofType(run, T.datasetIam),
@@ -139,21 +188,21 @@ describe.each([
     expectOrder(run, one(run, T.run), workerGrants);
   });
 
-  it('creates the push subscription after run.invoker on the service and the token-creator grant', () => {
+  it(CASE.subscription, () => {
     expectOrder(run, one(run, T.subscription, '-push'), [
       one(run, T.runIam),
       one(run, T.accountIam, '-push-token-creator'),
     ]);
   });
 
-  it('creates the bucket notification after the push subscription and the storage agent\u2019s publisher grant', () => {
+  it(CASE.notification, () => {
     expectOrder(run, one(run, T.notification), [
       one(run, T.subscription, '-push'),
       one(run, T.topicIam, '-storage-publisher'),
     ]);
   });
 
-  it('starts the scheduled duplicate check after its grants, the table and the duplicate_objects view', () => {
+  it(CASE.duplicateCheck, () => {
     const views = ofType(run, T.table);
     expectOrder(run, one(run, T.transfer), [
       one(run, T.projectIam, '-dupcheck-job-user'),
@@ -163,7 +212,7 @@ describe.each([
     ]);
   });
 
-  it('creates every alert on a log-based metric after a Sleep that follows that metric (provider issue 11102)', () => {
+  it(CASE.alerts, () => {
     const policies = policiesOnLogMetrics(run);
     expect(policies.map((p) => p.policy.name).sort()).toEqual(
       [`docline-${stack}-alerts-duplicate-rate`, `docline-${stack}-reconcile-missing`].sort(),
@@ -178,7 +227,7 @@ describe.each([
     }
   });
 
-  it('runs the reconcile job after its grants, and schedules it after the scheduler may run it', () => {
+  it(CASE.reconcile, () => {
     const reconcilerGrants = run.resources
       .filter((r) => r.type.includes('IAMMember') || r.type.includes('IamMember'))
       .filter((g) => String(g.inputs.member).includes('-reconcile@'));
@@ -190,11 +239,12 @@ describe.each([
     expectOrder(run, one(run, T.scheduler), [one(run, T.jobIam), one(run, T.job)]);
   });
 
-  it('runs the image the stack pushed, or the configured one, never a mutable tag', () => {
+  it(CASE.image, () => {
     const image = (one(run, T.run).inputs.template as { containers: Array<{ image: string }> }).containers[0]!
       .image;
 
     if (ofType(run, T.image).length === 1) {
+      expectOrder(run, one(run, T.image), [one(run, T.repository)]);
       expectOrder(run, one(run, T.run), [one(run, T.image)]);
       expect(image).toBe(one(run, T.image).outputs.ref);
     }
