@@ -47,7 +47,6 @@ export type AnalyzerConfig =
       location: string;
       model: string;
       timeoutMs: number;
-      /** How long a delivery waits for quota after a 429, retries included. */
       baseUrl: string | undefined;
     };
 

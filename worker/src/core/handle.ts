@@ -5,7 +5,7 @@ import { type CheckLimits, checkContent, checkDeclared } from './document-checks
 import { isRejection, type RejectionReason } from './errors';
 import { dedupKey, type PushEvent } from './event';
 import type { AnalysisMemo } from './memo';
-import type { Admission, Analyzer, Clock, Reader, Store } from './ports';
+import { type Admission, type Analyzer, admitAtOnce, type Clock, type Reader, type Store } from './ports';
 
 /** Everything `handle` needs; built once by the composition root. */
 export interface HandlerDeps {
@@ -21,8 +21,6 @@ export interface HandlerDeps {
   /** Admission to the paid work (read + analyse); without it every delivery goes straight in. */
   admission?: Admission;
 }
-
-const admitAll: Admission = { run: (work) => work(0) };
 
 export type OutcomeStatus = 'ok' | 'rejected' | 'duplicate';
 
@@ -79,7 +77,7 @@ export async function handle(event: PushEvent, deps: HandlerDeps): Promise<Outco
         analysed = true;
         return deps.analyzer.analyze({ bytes, contentType: mime, name });
       };
-      const admission = deps.admission ?? admitAll;
+      const admission = deps.admission ?? admitAtOnce;
       const paid = deps.memo
         ? await deps.memo.analyse(key, deps.analyzer.version, work, admission)
         : { result: await admission.run(work), source: 'analyzer' as const };

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { AnalysisResult } from '../contract/analysis';
-import { type Admission, type Clock, type Logger, type MemoStore, systemClock } from './ports';
+import { type Admission, admitAtOnce, type Clock, type Logger, type MemoStore, systemClock } from './ports';
 
 /**
  * The memo of paid analyses: after an analysis and before the write, its result is kept under the
@@ -76,7 +76,7 @@ export class AnalysisMemo {
     dedupKey: string,
     version: string,
     work: () => Promise<AnalysisResult>,
-    admission: Admission = { run: (admitted) => admitted(0) },
+    admission: Admission = admitAtOnce,
   ): Promise<{ result: AnalysisResult; source: AnalysisSource }> {
     const key = AnalysisMemo.key(dedupKey, version);
     const running = this.inFlight.get(key);

@@ -97,6 +97,9 @@ export interface Admission {
   run<T>(work: (waitedMs: number) => Promise<T>): Promise<T>;
 }
 
+/** No admission: every work goes in at once. */
+export const admitAtOnce: Admission = { run: (work) => work(0) };
+
 export interface Clock {
   now(): Date;
 }
