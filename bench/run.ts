@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --quick]`: what exactly-once costs, measured in one run and given as ratios.
+ * `npm run bench [-- --quick] [-- --floor R]`: what exactly-once costs, measured in one run and given as ratios.
  * Progress goes to stderr, the markdown table to stdout, every figure to bench/results.json; a full
  * run also regenerates the "Latest results" block of bench/README.md from what it wrote there.
  * Bounded: every loop has a count and a time cap, so the whole run stays under 5 minutes.
@@ -11,6 +11,7 @@
  * 5. The worker's peak RSS under the HTTP load.
  * 6. The BigQuery/Gemini cost model (computed, not run).
  */
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -21,9 +22,13 @@ import { storeInvoices } from './documents';
 import { type EmulatorStageResult, runEmulatorStage } from './emulator-stage';
 import { httpStageDocuments, runHttpStage } from './http-stage';
 import { runInProcess } from './in-process';
-import { type BenchResults, goals, renderReport, replaceBenchFigures } from './report';
+import { type BenchResults, floorFailures, goals, renderReport, replaceBenchFigures } from './report';
 
 const quick = process.argv.includes('--quick');
+const floorIndex = process.argv.indexOf('--floor');
+/** `--floor R`: exit 1 when a docline/naive ratio of this run is under R (CI's regression guard). */
+const floor = floorIndex >= 0 ? Number(process.argv[floorIndex + 1]) : undefined;
+if (floor !== undefined && !(floor > 0)) throw new Error('--floor needs a ratio above 0, e.g. --floor 0.5');
 const stageIndex = process.argv.indexOf('--stage');
 /** `--stage burst` runs only the burst stage; without `--stage` the stages 1–6 run. */
 const stage = stageIndex >= 0 ? process.argv[stageIndex + 1] : undefined;
@@ -47,6 +52,18 @@ const SETTINGS = {
   publishBatch: 100,
   e2eMaxMeasureMs: 25_000,
 };
+
+/** The code being measured, so that a figure can be told from one about other code. */
+function measuredCommit(): string | undefined {
+  try {
+    return execFileSync('git', ['describe', '--always', '--dirty'], {
+      cwd: __dirname,
+      encoding: 'utf8',
+    }).trim();
+  } catch {
+    return undefined;
+  }
+}
 
 const startedAt = performance.now();
 const progress = (text: string) =>
@@ -132,6 +149,7 @@ async function main(): Promise<void> {
     const results: BenchResults = {
       machine: {
         date: new Date().toISOString(),
+        commit: measuredCommit(),
         node: process.version,
         platform: `${os.platform()} ${os.release()} ${os.arch()}`,
         cpus: cpus.length,
@@ -165,6 +183,12 @@ async function main(): Promise<void> {
       `done in ${(results.durationMs / 1000).toFixed(0)} s; every figure is in ${path.relative(process.cwd(), file)}`,
     );
     process.stdout.write(renderReport(results));
+    if (floor !== undefined) {
+      const failures = floorFailures(results, floor);
+      for (const line of failures) progress(`floor: ${line}`);
+      if (failures.length > 0) process.exitCode = 1;
+      else progress(`floor: every docline/naive ratio is at least ${floor}`);
+    }
   } finally {
     rmSync(tmpRoot, { recursive: true, force: true });
   }

@@ -8,15 +8,23 @@ import {
 import {
   DEFAULT_CONTENT_TYPES,
   DEFAULT_DATA_LOCATION,
+  DEFAULT_MAX_INSTANCES,
   DELIVERY_DEFAULTS,
   type DedupKeyMode,
   type DeliverySettings,
   defaultGeminiLocation,
   dmlBudgetProblems,
   LOG_LEVELS,
+  mergeMinIntervalMsFor,
   settingsProblems,
   type WriteMode,
 } from '../worker/src/contract/settings';
+
+/** BigQuery's pace for a valid instance count; an invalid one is reported on its own, not twice. */
+const derivedMergeMinIntervalMs = (maxInstances: number): number =>
+  Number.isInteger(maxInstances) && maxInstances >= 1
+    ? mergeMinIntervalMsFor(maxInstances)
+    : DELIVERY_DEFAULTS.mergeMinIntervalMs;
 
 /**
  * The stack's configuration: the only module that reads `pulumi.Config`. Every `docline:*` key is
@@ -104,7 +112,7 @@ export const STACK_DEFAULTS = Object.freeze({
   deletionProtection: true,
   imageKeepCount: 10,
   minInstances: 0,
-  maxInstances: 10,
+  maxInstances: DEFAULT_MAX_INSTANCES,
   concurrency: 400,
   cpu: '1',
   memory: '4Gi',
@@ -285,7 +293,11 @@ export function parseStackConfig(project: string | undefined, stack: string, raw
     geminiModel: text('geminiModel', DELIVERY_DEFAULTS.geminiModel),
     batchMaxRows: number('batchMaxRows', DELIVERY_DEFAULTS.batchMaxRows),
     batchMaxWaitMs: number('batchMaxWaitMs', DELIVERY_DEFAULTS.batchMaxWaitMs),
-    mergeMinIntervalMs: number('mergeMinIntervalMs', DELIVERY_DEFAULTS.mergeMinIntervalMs),
+    // 0 (the default) derives the pace from the stack's own maxInstances, so a bigger deployment
+    // slows each instance down instead of overrunning the table's DML budget.
+    mergeMinIntervalMs:
+      number('mergeMinIntervalMs', 0) ||
+      derivedMergeMinIntervalMs(number('maxInstances', STACK_DEFAULTS.maxInstances)),
   };
   problems.push(...settingsProblems(delivery));
   if (delivery.workerTimeoutSeconds > 3600 || delivery.workerTimeoutSeconds < 1) {

@@ -6,6 +6,7 @@ import {
   type BenchResults,
   BURST_FIGURES_END,
   BURST_FIGURES_START,
+  floorFailures,
   renderReport,
   replaceBenchFigures,
 } from '../report';
@@ -20,6 +21,11 @@ describe('the "Latest results" figures of bench/README.md', () => {
 
   it('come from a full run, not a quick one', () => {
     expect(results.settings.quick).toBe('no');
+  });
+
+  it('say which commit they were measured on, and it is clean', () => {
+    expect(results.machine.commit).toMatch(/^[0-9a-f]{7,40}$/);
+    expect(readme).toContain(`commit ${results.machine.commit}`);
   });
 
   it('sit under the "Latest results" heading, before the burst stage', () => {
@@ -44,5 +50,33 @@ describe('replaceBenchFigures', () => {
 
   it('refuses a README without its markers rather than appending the figures somewhere', () => {
     expect(() => replaceBenchFigures('# Title\n', results)).toThrow(/markers are missing/);
+  });
+});
+
+describe('floorFailures (the quick benchmark floor CI runs)', () => {
+  const run = (http: number, cpu: number, endToEnd: number | undefined) =>
+    ({
+      http: { ...results.http, doclineOverNaive: http, doclineOverNaiveByCpu: cpu },
+      emulator:
+        endToEnd === undefined
+          ? { error: 'no emulator' }
+          : { ...(results.emulator as object), ratio: 1, doclineOverNaive: endToEnd },
+    }) as Pick<BenchResults, 'http' | 'emulator'>;
+
+  it('passes when every docline/naive ratio is at the floor or above', () => {
+    expect(floorFailures(run(0.5, 0.9, 1.2), 0.5)).toEqual([]);
+  });
+
+  it('names each ratio under the floor: over HTTP, in CPU and end to end', () => {
+    expect(floorFailures(run(0.03, 0.79, 0.4), 0.5)).toEqual([
+      'docline/naive (http) is 0.03, under the floor of 0.5',
+      'docline/naive (endToEnd) is 0.40, under the floor of 0.5',
+    ]);
+  });
+
+  it('counts a ratio that could not be measured as under the floor', () => {
+    expect(floorFailures(run(1, 1, undefined), 0.5)).toEqual([
+      'docline/naive (endToEnd) is n/a, under the floor of 0.5',
+    ]);
   });
 });

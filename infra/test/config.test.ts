@@ -219,14 +219,24 @@ describe('parseStackConfig: delivery relations', () => {
     ]);
   });
 
-  it('refuses instances × MERGE pace over the per-table DML budget in merge mode, naming the knob', () => {
-    expect(problemsOf({ maxInstances: '20' })).toEqual([
+  it('derives the MERGE pace from maxInstances, at 80 % of the per-table DML budget', () => {
+    expect(parseStackConfig('p', 'dev', {}).delivery.mergeMinIntervalMs).toBe(5_000);
+    // As in Pulumi.prod.yaml: the longer pace needs the longer request timeout.
+    const twenty = { maxInstances: '20', ackDeadlineSeconds: '600', workerTimeoutSeconds: '560' };
+    expect(parseStackConfig('p', 'dev', twenty).delivery.mergeMinIntervalMs).toBe(10_000);
+    expect(parseStackConfig('p', 'dev', { maxInstances: '3' }).delivery.mergeMinIntervalMs).toBe(1_500);
+    // 20 instances, one MERGE each per 10 s: 20 of the 25 statements per 10 s.
+    expect(problemsOf(twenty)).toEqual([]);
+  });
+
+  it('refuses an explicit pace over the per-table DML budget in merge mode, naming the knob', () => {
+    expect(problemsOf({ maxInstances: '20', mergeMinIntervalMs: '5000' })).toEqual([
       expect.stringMatching(
         /^maxInstances \(20\) × one MERGE every mergeMinIntervalMs \(5000 ms\) can reach 40\.0 DML statements.*raise mergeMinIntervalMs to at least 8000/,
       ),
     ]);
     expect(problemsOf({ maxInstances: '20', mergeMinIntervalMs: '8000' })).toEqual([]);
-    expect(problemsOf({ maxInstances: '20', writeMode: 'append' })).toEqual([]);
+    expect(problemsOf({ maxInstances: '20', mergeMinIntervalMs: '5000', writeMode: 'append' })).toEqual([]);
   });
 
   it('refuses a worker timeout that does not cover the analysis, the batch wait and the merge interval', () => {

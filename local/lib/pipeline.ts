@@ -5,6 +5,7 @@ import {
   type DeliverySettings,
   deadLetterSubscriptionSettings,
   durationString,
+  storePace,
 } from '../../worker/src/contract/settings';
 import { PUSH_FILTER } from '../../worker/src/contract/storage';
 import { Announcer, contentTypeFor } from './announcer';
@@ -136,18 +137,11 @@ export interface Pipeline {
   stop(): Promise<void>;
 }
 
-/**
- * Group commit's pace on the local pipeline. The MERGE interval is BigQuery's per-table DML budget;
- * SQLite has none, so locally a batch goes as soon as the previous one is back and holds whatever
- * arrived meanwhile (no gathering wait). Same decorator, same shape, no borrowed cloud latency: the
- * emulator's push window is small, so every millisecond a delivery is held divides throughput.
- */
-export const LOCAL_GROUP_COMMIT_PACE = Object.freeze({ batchMaxWaitMs: 0, mergeMinIntervalMs: 0 });
-
 export async function startPipeline(options: PipelineOptions): Promise<Pipeline> {
   const settings: DeliverySettings = {
     ...DELIVERY_DEFAULTS,
-    ...LOCAL_GROUP_COMMIT_PACE,
+    // The local worker runs on SQLite: its pace, not BigQuery's (see storePace).
+    ...storePace('sqlite'),
     ...options.settings,
   };
   const layout = dataDirLayout(options.dataDir);

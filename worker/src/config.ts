@@ -11,6 +11,7 @@ import {
   LOG_LEVELS,
   MIN_MAXIMUM_BYTES_BILLED,
   minDedupWindowDays,
+  storePace,
   WRITE_MODES,
   type WriteMode,
 } from './contract/settings';
@@ -190,12 +191,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Worke
     maxWaitMs: integer('ANALYZER_QUOTA_WAIT_MS', DELIVERY_DEFAULTS.analyzerQuotaWaitMs, 0, 3_600_000),
   };
 
+  // The pace belongs to the store: BigQuery's per-table DML budget sets a gathering wait and an
+  // interval between MERGEs; SQLite has no such budget, so its batches form only while a commit runs.
+  const pace = storePace(store.kind);
   const groupCommit =
     oneOf('GROUP_COMMIT', ['on', 'off'] as const, 'on') === 'on'
       ? {
           maxRows: integer('BATCH_MAX_ROWS', DELIVERY_DEFAULTS.batchMaxRows, 1, 2_000),
-          maxWaitMs: integer('BATCH_MAX_WAIT_MS', DELIVERY_DEFAULTS.batchMaxWaitMs, 0, 10_000),
-          minIntervalMs: integer('MERGE_MIN_INTERVAL_MS', DELIVERY_DEFAULTS.mergeMinIntervalMs, 0, 600_000),
+          maxWaitMs: integer('BATCH_MAX_WAIT_MS', pace.batchMaxWaitMs, 0, 10_000),
+          minIntervalMs: integer('MERGE_MIN_INTERVAL_MS', pace.mergeMinIntervalMs, 0, 600_000),
         }
       : null;
 

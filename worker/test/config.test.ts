@@ -111,17 +111,33 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ WRITE_MODE: 'append' })).toThrow('WRITE_MODE=append needs BIGQUERY_TABLE');
   });
 
-  it('turns group commit and the memo on by default, with the contract defaults and a local memo folder', () => {
+  it('turns group commit and the memo on by default, with a local memo folder and no DML pacing on SQLite', () => {
     const config = loadConfig({ DOCLINE_DATA_DIR: '/tmp/docline-config' });
+    // SQLite has no per-table DML budget: a batch goes as soon as the previous commit is back.
     expect(config.groupCommit).toEqual({
       maxRows: DELIVERY_DEFAULTS.batchMaxRows,
-      maxWaitMs: DELIVERY_DEFAULTS.batchMaxWaitMs,
-      minIntervalMs: DELIVERY_DEFAULTS.mergeMinIntervalMs,
+      maxWaitMs: 0,
+      minIntervalMs: 0,
     });
     expect(config.memo).toEqual({
       kind: 'file',
       root: '/tmp/docline-config/memo',
       ttlMs: DELIVERY_DEFAULTS.dedupWindowDays * 86_400_000,
+    });
+  });
+
+  it("paces group commit by BigQuery's DML budget when the store is BigQuery, unless told otherwise", () => {
+    const bigquery = { BIGQUERY_TABLE: 'acme-dev.docline.rows' };
+    expect(loadConfig(bigquery).groupCommit).toEqual({
+      maxRows: DELIVERY_DEFAULTS.batchMaxRows,
+      maxWaitMs: DELIVERY_DEFAULTS.batchMaxWaitMs,
+      minIntervalMs: DELIVERY_DEFAULTS.mergeMinIntervalMs,
+    });
+    expect(DELIVERY_DEFAULTS.mergeMinIntervalMs).toBe(5_000);
+    expect(loadConfig({ ...bigquery, MERGE_MIN_INTERVAL_MS: '8000' }).groupCommit?.minIntervalMs).toBe(8_000);
+    expect(loadConfig({ MERGE_MIN_INTERVAL_MS: '250', BATCH_MAX_WAIT_MS: '20' }).groupCommit).toMatchObject({
+      maxWaitMs: 20,
+      minIntervalMs: 250,
     });
   });
 

@@ -70,6 +70,27 @@ export interface DeliverySettings {
 
 const DAY_SECONDS = 24 * 60 * 60;
 
+/**
+ * BigQuery's published per-table limits on mutating DML (an insert-only MERGE included): 2 running
+ * and 20 queued statements, and 25 statements per 10 seconds. The whole deployment shares them.
+ */
+export const BIGQUERY_DML_LIMITS = Object.freeze({
+  running: 2,
+  queued: 20,
+  statementsPerWindow: 25,
+  windowSeconds: 10,
+});
+
+/**
+ * The share of BigQuery's per-table DML budget the workers' steady MERGEs may use. The rest is left
+ * for the statements that come on top of the pace: isolating a refused row (one MERGE per half) and
+ * an operator's own DML. Using all 25 statements per 10 s leaves no room for either.
+ */
+export const STEADY_DML_SHARE = 0.8;
+
+/** Cloud Run instances of the worker unless the stack says otherwise. */
+export const DEFAULT_MAX_INSTANCES = 10;
+
 export const DELIVERY_DEFAULTS: Readonly<DeliverySettings> = Object.freeze({
   ackDeadlineSeconds: 510,
   minRetryBackoffSeconds: 10,
@@ -93,19 +114,33 @@ export const DELIVERY_DEFAULTS: Readonly<DeliverySettings> = Object.freeze({
   geminiModel: 'gemini-2.5-flash',
   batchMaxRows: 500,
   batchMaxWaitMs: 1_000,
-  mergeMinIntervalMs: 5_000,
+  mergeMinIntervalMs: mergeMinIntervalMsFor(DEFAULT_MAX_INSTANCES),
 });
 
 /**
- * BigQuery's published per-table limits on mutating DML (an insert-only MERGE included): 2 running
- * and 20 queued statements, and 25 statements per 10 seconds. The whole deployment shares them.
+ * The least time between two MERGEs of one instance so that `maxInstances` instances together stay
+ * within {@link STEADY_DML_SHARE} of the table's budget: derived, never a constant fitted to one
+ * deployment. 10 instances → 5 s; 20 → 10 s.
  */
-export const BIGQUERY_DML_LIMITS = Object.freeze({
-  running: 2,
-  queued: 20,
-  statementsPerWindow: 25,
-  windowSeconds: 10,
-});
+export function mergeMinIntervalMsFor(maxInstances: number): number {
+  const { statementsPerWindow, windowSeconds } = BIGQUERY_DML_LIMITS;
+  return Math.ceil(
+    (maxInstances * windowSeconds * 1000) / Math.floor(statementsPerWindow * STEADY_DML_SHARE),
+  );
+}
+
+/** The group-commit pace each store takes by default (the stack passes BigQuery's derived one). */
+export function storePace(store: 'sqlite' | 'bigquery'): {
+  batchMaxWaitMs: number;
+  mergeMinIntervalMs: number;
+} {
+  return store === 'bigquery'
+    ? {
+        batchMaxWaitMs: DELIVERY_DEFAULTS.batchMaxWaitMs,
+        mergeMinIntervalMs: DELIVERY_DEFAULTS.mergeMinIntervalMs,
+      }
+    : { batchMaxWaitMs: 0, mergeMinIntervalMs: 0 };
+}
 
 /**
  * Checks that `maxInstances` workers, each with at most one MERGE in flight and at least
