@@ -168,11 +168,12 @@ async function main(): Promise<void> {
     };
     // A quick run only tries the harness: its figures must not replace the last real ones.
     const file = path.join(__dirname, quick ? 'results.quick.json' : 'results.json');
-    // The burst section is written by its own stage: keep the last one.
+    // Sections written by other commands (the burst stage, the fault soak, the e-invoice eval)
+    // keep their last figures: this run replaces only its own.
     const previous = existsSync(file)
       ? (JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>)
       : {};
-    const merged = previous.burst === undefined ? results : { ...results, burst: previous.burst };
+    const merged = { ...previous, ...results };
     writeFileSync(file, `${JSON.stringify(merged, null, 2)}\n`);
     if (!quick) {
       // The README's figures are generated from the file just written, never pasted by hand.
