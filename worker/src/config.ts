@@ -207,9 +207,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Worke
     (store.kind === 'bigquery' ? store.dedupWindowDays : DELIVERY_DEFAULTS.dedupWindowDays) * 86_400_000;
   const memoBucket = text('MEMO_BUCKET');
   let memo: MemoConfig | null = null;
-  if (oneOf('MEMO', ['on', 'off'] as const, 'on') === 'on') {
-    if (memoBucket && !BUCKET_NAME.test(memoBucket))
-      problems.push(`MEMO_BUCKET must be a Cloud Storage bucket name (got "${memoBucket}").`);
+  // The memo keeps *paid* analyses. The offline analyzer is free: keeping its answers costs more
+  // file I/O than working them out again (measured: it more than doubled the worker's CPU per
+  // message), so it is on by default only in front of a paid analyzer.
+  if (memoBucket && !BUCKET_NAME.test(memoBucket))
+    problems.push(`MEMO_BUCKET must be a Cloud Storage bucket name (got "${memoBucket}").`);
+  if (oneOf('MEMO', ['on', 'off'] as const, analyzer.kind === 'offline' ? 'off' : 'on') === 'on') {
     memo = memoBucket ? { kind: 'gcs', bucket: memoBucket, ttlMs } : { kind: 'file', root: data.memo, ttlMs };
   }
 

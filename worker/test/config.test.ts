@@ -111,7 +111,7 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ WRITE_MODE: 'append' })).toThrow('WRITE_MODE=append needs BIGQUERY_TABLE');
   });
 
-  it('turns group commit and the memo on by default, with a local memo folder and no DML pacing on SQLite', () => {
+  it('turns group commit on by default, with no DML pacing on SQLite', () => {
     const config = loadConfig({ DOCLINE_DATA_DIR: '/tmp/docline-config' });
     // SQLite has no per-table DML budget: a batch goes as soon as the previous commit is back.
     expect(config.groupCommit).toEqual({
@@ -119,6 +119,13 @@ describe('loadConfig', () => {
       maxWaitMs: 0,
       minIntervalMs: 0,
     });
+  });
+
+  it('keeps a memo by default only in front of a paid analyzer, in a local folder without a bucket', () => {
+    // The offline analyzer is free: nothing to keep.
+    expect(loadConfig({}).memo).toBeNull();
+    expect(loadConfig({ MEMO: 'on' }).memo).toMatchObject({ kind: 'file' });
+    const config = loadConfig({ DOCLINE_DATA_DIR: '/tmp/docline-config', GEMINI_API_KEY: 'k' });
     expect(config.memo).toEqual({
       kind: 'file',
       root: '/tmp/docline-config/memo',
@@ -143,6 +150,7 @@ describe('loadConfig', () => {
 
   it('keeps the memo in a bucket when MEMO_BUCKET is set, for as long as the dedup window', () => {
     const config = loadConfig({
+      GEMINI_API_KEY: 'k',
       BIGQUERY_TABLE: 'acme-dev.docline.rows',
       DEDUP_WINDOW_DAYS: '20',
       MEMO_BUCKET: 'acme-dev-docline-memo',

@@ -25,10 +25,20 @@ describe('buildAdapters (the composition root)', () => {
     const adapters = await buildAdapters(loadConfig({ DOCLINE_DATA_DIR: dir }), new MemoryLogger());
     expect(adapters.store).toBeInstanceOf(GroupCommitStore);
     expect(inner(adapters.store)).toBeInstanceOf(SqliteStore);
-    expect(adapters.memo).toBeInstanceOf(FileMemoStore);
+    // The offline analyzer is free: no memo in front of it unless asked for.
+    expect(adapters.memo).toBeUndefined();
     expect(adapters.reader).toBeInstanceOf(LocalBucketReader);
     expect(adapters.analyzer).toBeInstanceOf(OfflineAnalyzer);
     expect(adapters.authenticate).toBeUndefined();
+    await adapters.store.close?.();
+  });
+
+  it('keeps the memo in the data folder when asked for, without a bucket', async () => {
+    const adapters = await buildAdapters(
+      loadConfig({ DOCLINE_DATA_DIR: dir, MEMO: 'on' }),
+      new MemoryLogger(),
+    );
+    expect(adapters.memo).toBeInstanceOf(FileMemoStore);
     await adapters.store.close?.();
   });
 

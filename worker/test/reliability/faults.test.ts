@@ -55,7 +55,14 @@ describe('docline under faults (worker process, SQLite, Pub/Sub emulator)', () =
     gemini = await startFakeGemini();
     bigquery = await startFakeBigQuery({ projectId: 'acme-dev' });
     conflicting = await startConflictingBigQuery(bigquery.url, 'acme-dev:docline.rows');
-    pipeline = await startPipeline({ dataDir: data.dir, settings: SETTINGS, workerEntry: FAULTY_WORKER });
+    pipeline = await startPipeline({
+      dataDir: data.dir,
+      settings: SETTINGS,
+      workerEntry: FAULTY_WORKER,
+      // The memo is on by default only in front of a paid analyzer; here the offline analyzer
+      // stands in for one, so the memo's cases can count analyses without a Gemini server.
+      workerEnv: { MEMO: 'on' },
+    });
     audit.watch(pipeline.worker);
     rows = openRows(data.dir);
   });
@@ -319,7 +326,14 @@ describe('docline under faults (worker process, SQLite, Pub/Sub emulator)', () =
       await pipeline.stop();
       data.cleanup();
       data = tempDataDir('faults-crash');
-      pipeline = await startPipeline({ dataDir: data.dir, settings: SETTINGS, workerEntry: FAULTY_WORKER });
+      pipeline = await startPipeline({
+        dataDir: data.dir,
+        settings: SETTINGS,
+        workerEntry: FAULTY_WORKER,
+        // The memo is on by default only in front of a paid analyzer; here the offline analyzer
+        // stands in for one, so the memo's cases can count analyses without a Gemini server.
+        workerEnv: { MEMO: 'on' },
+      });
       audit.watch(pipeline.worker);
       rows = openRows(data.dir);
     });
