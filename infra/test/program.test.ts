@@ -272,7 +272,8 @@ describe('the docline program with the dev stack file', () => {
         BATCH_MAX_ROWS: '500',
         BATCH_MAX_WAIT_MS: '1000',
         MERGE_MIN_INTERVAL_MS: '5000',
-        ALLOWED_CONTENT_TYPES: 'application/pdf,image/png,image/jpeg,image/webp,text/plain',
+        ALLOWED_CONTENT_TYPES:
+          'application/pdf,image/png,image/jpeg,image/webp,text/plain,application/xml,text/xml',
         LOG_LEVEL: 'DEBUG',
         PUSH_AUTH_AUDIENCE: 'https://docline-dev.docline.invalid/push',
         PUSH_AUTH_SERVICE_ACCOUNT: `docline-dev-push@${project}.iam.gserviceaccount.com`,
