@@ -55,7 +55,13 @@ export async function embeddedInvoiceXml(
   } catch {
     return undefined;
   }
-  const found = invoiceFileSpec(document.catalog);
+  let found: { filename: string; spec: PDFDict } | undefined;
+  try {
+    found = invoiceFileSpec(document.catalog);
+  } catch {
+    // A catalog too damaged to walk shows no attachment; the analyzer reads what it can.
+    return undefined;
+  }
   if (!found) return undefined;
   if (document.isEncrypted) throw new UnreadableAttachment(`${found.filename}: the PDF is encrypted`);
   const stream = found.spec.lookupMaybe(PDFName.of('EF'), PDFDict)?.lookup(PDFName.of('F'));

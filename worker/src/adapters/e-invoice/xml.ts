@@ -48,6 +48,9 @@ export function parseXml(bytes: Uint8Array, limits: XmlLimits = XML_LIMITS): Xml
   if (bytes.length > limits.maxBytes) {
     throw new XmlRefusal(`the XML has ${bytes.length} bytes, over the cap of ${limits.maxBytes}`);
   }
+  // UTF-16 without a byte order mark decodes as "UTF-8" full of NULs, which XML never contains.
+  if (bytes.includes(0))
+    throw new XmlRefusal('the XML is not UTF-8 (it has NUL bytes; EN 16931 requires UTF-8)');
   let text: string;
   try {
     text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false }).decode(bytes);
