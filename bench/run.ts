@@ -150,11 +150,16 @@ async function main(): Promise<void> {
     };
     // A quick run only tries the harness: its figures must not replace the last real ones.
     const file = path.join(__dirname, quick ? 'results.quick.json' : 'results.json');
-    // The burst section is written by its own stage: keep the last one.
+    // The burst and eval sections are written by their own commands: keep the last ones.
     const previous = existsSync(file)
       ? (JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>)
       : {};
-    const merged = previous.burst === undefined ? results : { ...results, burst: previous.burst };
+    const kept = Object.fromEntries(
+      (['burst', 'eval'] as const)
+        .filter((key) => previous[key] !== undefined)
+        .map((key) => [key, previous[key]]),
+    );
+    const merged = { ...results, ...kept };
     writeFileSync(file, `${JSON.stringify(merged, null, 2)}\n`);
     if (!quick) {
       // The README's figures are generated from the file just written, never pasted by hand.
