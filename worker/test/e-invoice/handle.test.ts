@@ -108,6 +108,22 @@ describe('handle, with e-invoices', () => {
     expect(analyzer.calls).toHaveLength(0);
   });
 
+  it('answers a hostile XML upload with a rejected row, never an error for Pub/Sub to retry', async () => {
+    const { deliver, analyzer } = setup();
+    const laughs = ublInvoice({
+      prolog: '<!DOCTYPE Invoice [<!ENTITY a "ha"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;">]>',
+      id: '&b;',
+    });
+    const { outcome, row } = await deliver('1', laughs, {
+      name: 'laughs.xml',
+      contentType: 'application/xml',
+    });
+    expect(outcome).toMatchObject({ status: 'rejected', reason: 'not_an_e_invoice' });
+    expect(outcome.detail).toMatch(/declares a DTD/);
+    expect(row).toMatchObject({ status: 'rejected', reason: 'not_an_e_invoice' });
+    expect(analyzer.calls).toHaveLength(0);
+  });
+
   it('rejects bytes declared as XML that are not markup as content_mismatch', async () => {
     const { deliver } = setup();
     const { row } = await deliver('1', '%PDF-1.7 not xml', { name: 'x.xml', contentType: 'application/xml' });
