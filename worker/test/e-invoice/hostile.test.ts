@@ -95,6 +95,13 @@ describe('hostile XML', () => {
     expect(requests).toEqual([]);
   });
 
+  it('refuses a DTD whatever the case it is written in', async () => {
+    expect(await refusal(ublInvoice({ prolog: `<!doctype Invoice SYSTEM "${url}/x.dtd">` }))).toMatch(
+      /declares a DTD/,
+    );
+    expect(requests).toEqual([]);
+  });
+
   it('refuses an entity that no DTD declares, rather than keep it as text', async () => {
     expect(await refusal(ublInvoice({ id: '&xxe;' }))).toMatch(/undeclared entity "&xxe;"/);
   });

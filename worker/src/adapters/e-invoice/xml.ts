@@ -57,9 +57,8 @@ export function parseXml(bytes: Uint8Array, limits: XmlLimits = XML_LIMITS): Xml
   } catch (error) {
     throw new XmlRefusal('the XML is not UTF-8 (EN 16931 requires it)', { cause: error });
   }
-  // A DTD has no place in an EN 16931 document; refusing it is what keeps entities out. The check
-  // is deliberately blunt: the text `<!DOCTYPE` or `<!ENTITY` anywhere (even in a comment) refuses.
-  if (text.includes('<!DOCTYPE') || text.includes('<!ENTITY')) {
+  // A DTD has no place in an EN 16931 document; refusing it is what keeps entities out.
+  if (declaresDtd(text)) {
     throw new XmlRefusal('the XML declares a DTD (DOCTYPE or ENTITY), which e-invoices never do');
   }
   // The parser is lenient about structure; its validator is not (mismatched or unclosed tags).
@@ -95,6 +94,18 @@ export function parseXml(bytes: Uint8Array, limits: XmlLimits = XML_LIMITS): Xml
   return toElement(roots[0]!, new Map([['xml', XMLNS]]), 1, limits.maxDepth);
 }
 
+/**
+ * Whether `<!DOCTYPE` or `<!ENTITY` appears anywhere, in any case. Deliberately blunt: even inside a
+ * comment or CDATA it refuses, since no e-invoice needs either word there.
+ */
+function declaresDtd(text: string): boolean {
+  for (let at = text.indexOf('<!'); at >= 0; at = text.indexOf('<!', at + 2)) {
+    const word = text.slice(at + 2, at + 9).toUpperCase();
+    if (word === 'DOCTYPE' || word.startsWith('ENTITY')) return true;
+  }
+  return false;
+}
+
 type RawNode = Record<string, unknown>;
 
 /** The element nodes among fast-xml-parser's ordered nodes (text, CDATA and attributes aside). */
@@ -115,7 +126,8 @@ function toElement(node: RawNode, scope: Map<string, string>, depth: number, max
   if (depth > maxDepth) throw new XmlRefusal(`the XML nests deeper than ${maxDepth} elements`);
   const qname = elementName(node)!;
   const rawAttributes = (node[ATTRIBUTES] ?? {}) as Record<string, unknown>;
-  const attributes: Record<string, string> = {};
+  // No prototype: an attribute named `__proto__` or `constructor` is only a name here.
+  const attributes: Record<string, string> = Object.create(null);
   let inScope = scope;
   for (const [name, value] of Object.entries(rawAttributes)) {
     const decoded = decodeText(String(value));
