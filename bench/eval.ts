@@ -76,12 +76,23 @@ export async function runEval(run: EvalRun): Promise<EvalSection> {
   return section;
 }
 
-async function geminiFromEnvironment(): Promise<Analyzer | undefined> {
-  const apiKey = process.env.GEMINI_API_KEY;
+/**
+ * Gemini as the worker would call it, when GEMINI_API_KEY is set; undefined otherwise. `fetch` is
+ * the SDK's documented `httpOptions.fetch` (tests under jest hand it Node's own).
+ */
+export async function geminiFromEnvironment(
+  env: NodeJS.ProcessEnv = process.env,
+  fetch?: typeof globalThis.fetch,
+): Promise<Analyzer | undefined> {
+  const apiKey = env.GEMINI_API_KEY;
   if (!apiKey) return undefined;
   const { GeminiAnalyzer, createGeminiClient } = await import('../worker/src/adapters/gemini-analyzer.js');
-  const client = createGeminiClient({ apiKey, baseUrl: process.env.GEMINI_BASE_URL });
-  return new GeminiAnalyzer({ client, model: process.env.GEMINI_MODEL ?? DELIVERY_DEFAULTS.geminiModel });
+  const client = createGeminiClient({
+    apiKey,
+    baseUrl: env.GEMINI_BASE_URL,
+    ...(fetch ? { httpOptions: { fetch } } : {}),
+  });
+  return new GeminiAnalyzer({ client, model: env.GEMINI_MODEL ?? DELIVERY_DEFAULTS.geminiModel });
 }
 
 async function main(): Promise<void> {

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { emptyAnalysis } from '../../worker/src/adapters/offline/invoice';
 import type { Analysis } from '../../worker/src/contract/analysis';
 import type { Analyzer } from '../../worker/src/core/ports';
+import { startFakeGemini } from '../../worker/test/support/fake-gemini';
 import {
   comparableName,
   EVAL_GOAL,
@@ -13,7 +14,7 @@ import {
   pdfsIn,
   renderEvalFigures,
 } from '../e-invoice-eval';
-import { DEFAULT_EVAL_FOLDER, runEval } from '../eval';
+import { DEFAULT_EVAL_FOLDER, geminiFromEnvironment, runEval } from '../eval';
 
 const REPO_ROOT = path.join(__dirname, '..', '..');
 
@@ -119,6 +120,28 @@ describe('runEval', () => {
     expect(figures).toBe(renderEvalFigures(section, 1.45));
     expect(figures).toContain('| field | offline | gemini (fixed) |');
     expect(figures).toContain('$1.45 per 1,000 invoices');
+  });
+});
+
+describe('Gemini in the eval', () => {
+  it('is measured only when GEMINI_API_KEY is set, on the PDFs themselves', async () => {
+    expect(await geminiFromEnvironment({})).toBeUndefined();
+    const fake = await startFakeGemini();
+    try {
+      // Node's fetch: jest's vm lacks the dispatcher the SDK's own would use (see gemini-analyzer.test.ts).
+      const gemini = await geminiFromEnvironment(
+        { GEMINI_API_KEY: 'test-key', GEMINI_BASE_URL: fake.url },
+        (...args) => fetch(...args),
+      );
+      const pdfs = pdfsIn(DEFAULT_EVAL_FOLDER).slice(0, 2);
+      const scores = await evaluate(gemini!, pdfs, 'gemini');
+      expect(scores).toMatchObject({ analyzer: 'gemini', documents: 2 });
+      expect(fake.requests).toHaveLength(2);
+      const part = fake.requests[0]!.body.contents?.[0]?.parts?.find((p) => 'inlineData' in p);
+      expect(part).toMatchObject({ inlineData: { mimeType: 'application/pdf' } });
+    } finally {
+      await fake.stop();
+    }
   });
 });
 
