@@ -1,14 +1,16 @@
 import { once } from 'node:events';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { En16931Reader } from '../../src/adapters/e-invoice/en16931-reader';
+import { mayCarryAttachment } from '../../src/adapters/e-invoice/factur-x';
 import { XML_LIMITS } from '../../src/adapters/e-invoice/xml';
 import { RejectionError } from '../../src/core/errors';
 import type { EInvoiceReading } from '../../src/core/ports';
 import { deflated, pdfWith, ublInvoice } from '../support/e-invoice-builders';
+import { fixtures } from '../support/e-invoices';
 
 /**
  * Hostile XML, as a bare upload and inside a Factur-X PDF. Every attack gets a defined answer: a
@@ -208,6 +210,21 @@ describe('PDFs without a usable e-invoice attachment', () => {
       const reading = await reader.read({ bytes: pdf, contentType: 'application/pdf', name: filename });
       expect(reading).toMatchObject({ kind: 'read', result: { model: 'e-invoice:factur-x' } });
     }
+  });
+
+  it('skips parsing a PDF whose bytes name no embedded file, and parses every Factur-X fixture', async () => {
+    expect(mayCarryAttachment(await pdfWith('FACTURE F-2026-0042'))).toBe(false);
+    for (const f of [...fixtures('factur-x-fr'), ...fixtures('factur-x-fr-invalid')]) {
+      expect(mayCarryAttachment(readFileSync(f.path))).toBe(true);
+    }
+    // Without any `EmbeddedFile` marker, the file name stored as it is still shows.
+    const pdf = await pdfWith('FACTURE', deflated(ublInvoice()));
+    const unmarked = Buffer.from(
+      pdf.toString('latin1').replaceAll('EmbeddedFile', 'AttachedThing'),
+      'latin1',
+    );
+    expect(unmarked.includes('EmbeddedFile')).toBe(false);
+    expect(mayCarryAttachment(untyped)).toBe(true);
   });
 
   it('leaves bytes that pdf-lib cannot parse to the analyzer', async () => {

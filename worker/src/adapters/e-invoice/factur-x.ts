@@ -45,6 +45,7 @@ export async function embeddedInvoiceXml(
   pdf: Uint8Array,
   maxXmlBytes: number,
 ): Promise<{ filename: string; bytes: Buffer } | undefined> {
+  if (!mayCarryAttachment(pdf)) return undefined;
   let document: PDFDocument;
   try {
     document = await PDFDocument.load(pdf, {
@@ -69,6 +70,22 @@ export async function embeddedInvoiceXml(
     throw new UnreadableAttachment(`${found.filename}: the file specification has no embedded stream`);
   }
   return { filename: found.filename, bytes: decodeStream(stream, found.filename, maxXmlBytes) };
+}
+
+const MARKERS = ['EmbeddedFile', ...E_INVOICE_ATTACHMENTS, 'ZUGFeRD-invoice.xml', 'Factur-X.xml'].map((m) =>
+  Buffer.from(m, 'latin1'),
+);
+
+/**
+ * Whether a PDF may carry an attachment, from its raw bytes: parsing a long PDF's objects takes
+ * seconds of CPU (1,500 pages: about 1.4 s), and most PDFs carry nothing. An embedded file's stream
+ * dictionary is never compressed (streams cannot sit in object streams) and producers type it
+ * `/EmbeddedFile`; its file name, when stored uncompressed, is the other marker. A PDF with neither
+ * is an ordinary PDF.
+ */
+export function mayCarryAttachment(pdf: Uint8Array): boolean {
+  const bytes = Buffer.from(pdf.buffer, pdf.byteOffset, pdf.byteLength);
+  return MARKERS.some((marker) => bytes.includes(marker));
 }
 
 /** The file specification of the invoice XML: from the EmbeddedFiles name tree, else the /AF array. */
