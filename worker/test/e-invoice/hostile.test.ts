@@ -224,7 +224,7 @@ describe('PDFs without a usable e-invoice attachment', () => {
       'latin1',
     );
     expect(unmarked.includes('EmbeddedFile')).toBe(false);
-    expect(mayCarryAttachment(untyped)).toBe(true);
+    expect(mayCarryAttachment(unmarked)).toBe(true);
   });
 
   it('leaves bytes that pdf-lib cannot parse to the analyzer', async () => {
