@@ -273,7 +273,8 @@ describe('the docline program with the dev stack file', () => {
         BATCH_MAX_WAIT_MS: '1000',
         // Derived from Pulumi.dev.yaml's 3 instances: 3 × 10 s / 20 statements.
         MERGE_MIN_INTERVAL_MS: '1500',
-        ALLOWED_CONTENT_TYPES: 'application/pdf,image/png,image/jpeg,image/webp,text/plain',
+        ALLOWED_CONTENT_TYPES:
+          'application/pdf,image/png,image/jpeg,image/webp,text/plain,application/xml,text/xml',
         LOG_LEVEL: 'DEBUG',
         PUSH_AUTH_AUDIENCE: 'https://docline-dev.docline.invalid/push',
         PUSH_AUTH_SERVICE_ACCOUNT: `docline-dev-push@${project}.iam.gserviceaccount.com`,

@@ -3,7 +3,7 @@
  * (temporary folders, free ports), bounded in time, exit 0 or 1. Prints one `OK   …` line per
  * check, or `FAIL …` with what was observed.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseCommandArgs, runCommand, UsageError } from '../lib/args';
 import { CloudTarget, LocalTarget, type Target } from '../lib/e2e-targets';
@@ -197,7 +197,45 @@ async function run(target: Target): Promise<void> {
   });
   if (!group.includes(secondCopy)) throw new CheckFailed(`duplicate group: ${group.join(', ')}`);
   ok('duplicate invoice flagged');
+
+  // 8. A Factur-X PDF and a UBL invoice are read from their XML: exact rows, no analysis paid.
+  const eInvoices = E_INVOICES.map((f) => path.join(E_INVOICE_FIXTURES, f.file));
+  if (!eInvoices.every((file) => existsSync(file))) {
+    console.log(`SKIP e-invoice check: the shared fixtures are not at ${E_INVOICE_FIXTURES}`);
+    return;
+  }
+  const structured: string[] = [];
+  for (const file of eInvoices)
+    structured.push(await target.upload(`e2e-${run}/e-invoices/${path.basename(file)}`, readFileSync(file)));
+  const structuredRows = await waitFor('the e-invoices’ rows', async () => {
+    const found = await Promise.all(structured.map((u) => target.rawRowsFor(u)));
+    return found.every((r) => r.length > 0) ? found : undefined;
+  });
+  structuredRows.forEach((found, i) => {
+    const row = found[0]!;
+    const { model, number } = E_INVOICES[i]!;
+    const analysis = row.analysis as { invoice_number?: string } | null;
+    if (found.length !== 1 || row.status !== 'ok' || row.model !== model || row.total_tokens !== 0)
+      throw new CheckFailed(
+        `${E_INVOICES[i]!.file}: ${found.length} rows, ${row.status}, ${row.model}, ${row.total_tokens} tokens`,
+      );
+    if (analysis?.invoice_number !== number)
+      throw new CheckFailed(
+        `${E_INVOICES[i]!.file}: invoice number ${analysis?.invoice_number}, the XML says ${number}`,
+      );
+    const analyses = target.analysesOf(structured[i]!);
+    if (analyses !== undefined && analyses !== 0)
+      throw new CheckFailed(`${E_INVOICES[i]!.file} was analysed ${analyses} times`);
+  });
+  ok('e-invoices read from their structure, no analysis paid');
 }
+
+/** The shared EN 16931 fixtures beside the repository (../shared), read in place. */
+const E_INVOICE_FIXTURES = path.resolve(REPO_ROOT, '..', 'shared', 'fixtures', 'e-invoices');
+const E_INVOICES = [
+  { file: 'factur-x-fr/Facture_FR_BASICWL.pdf', model: 'e-invoice:factur-x', number: 'FA-2017-0010' },
+  { file: 'ubl/EN16931_Einfach.ubl.xml', model: 'e-invoice:ubl', number: '471102' },
+];
 
 const USAGE = 'usage: npm run e2e -- [--target local|cloud]';
 

@@ -51,6 +51,7 @@ export function contentTypeFor(file: string): string {
     webp: 'image/webp',
     txt: 'text/plain',
     text: 'text/plain',
+    xml: 'application/xml',
   };
   return types[ext] ?? 'application/octet-stream';
 }

@@ -19,6 +19,7 @@ const NOT_LOCAL_COMMANDS: Record<string, string> = {
   'test:reliability': 'the test suites, described in docs/testing.md',
   build: 'compiles the worker for its container image; nobody runs it by hand',
   bench: 'the benchmark, described in bench/README.md',
+  eval: 'a measurement of the analyzers against e-invoice XML, described in docs/e-invoices.md',
   'check:notifications': "checks a deployed bucket's notifications in the cloud, described in docs/deploy.md",
 };
 

@@ -63,6 +63,7 @@ export function createApp(deps: AppDeps): express.Express {
         dedupKey: outcome.dedupKey,
         status: outcome.status,
         reason: outcome.reason,
+        fallback: outcome.fallback,
         detail: outcome.detail,
         duplicateAt: outcome.duplicateAt,
         analysed: outcome.analysed,

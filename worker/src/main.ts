@@ -7,6 +7,7 @@ import { AnalysisMemo } from './core/memo';
 import {
   type Analyzer,
   type BatchStore,
+  type EInvoiceReader,
   type Logger,
   type MemoStore,
   type Reader,
@@ -28,6 +29,8 @@ export interface Adapters {
   analyzer: Analyzer;
   /** Where paid analyses are kept; absent when the memo is off. */
   memo?: MemoStore;
+  /** Reads e-invoices (Factur-X, CII, UBL) from their structure; absent, every document is analysed. */
+  eInvoices?: EInvoiceReader;
   authenticate?: (authorization: string | undefined) => Promise<void>;
 }
 
@@ -139,6 +142,11 @@ async function buildMemo(config: WorkerConfig, logger: Logger): Promise<MemoStor
   return store;
 }
 
+async function buildEInvoiceReader(): Promise<EInvoiceReader> {
+  const { En16931Reader } = await import('./adapters/e-invoice/en16931-reader.js');
+  return new En16931Reader();
+}
+
 async function buildAuthenticator(config: WorkerConfig): Promise<Adapters['authenticate']> {
   if (!config.pushAuth) return undefined;
   const { createPushVerifier } = await import('./adapters/push-auth.js');
@@ -152,6 +160,7 @@ export async function buildAdapters(config: WorkerConfig, logger: Logger): Promi
     reader: await buildReader(config),
     analyzer: await buildAnalyzer(config, logger),
     memo: await buildMemo(config, logger),
+    eInvoices: await buildEInvoiceReader(),
     authenticate: await buildAuthenticator(config),
   };
 }
@@ -180,6 +189,7 @@ export async function serve(
     // A spent quota is waited out in line, inside the request (bounded), rather than nacked into
     // Pub/Sub's backoff; the line also bounds the documents held in memory at once.
     admission: new QuotaGate(config.admission),
+    ...(adapters.eInvoices ? { eInvoices: adapters.eInvoices } : {}),
     ...(adapters.memo && config.memo
       ? { memo: new AnalysisMemo(adapters.memo, { ttlMs: config.memo.ttlMs, logger }) }
       : {}),

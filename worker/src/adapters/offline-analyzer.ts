@@ -18,7 +18,7 @@ export const OFFLINE_MODEL = 'offline';
  */
 export class OfflineAnalyzer implements Analyzer {
   /** Bump the parsers' revision when they would read the same invoice differently. */
-  readonly version = analysisVersion(OFFLINE_MODEL, 'parsers-1');
+  readonly version = analysisVersion(OFFLINE_MODEL, 'parsers-2');
 
   async analyze(input: AnalyzerInput): Promise<AnalysisResult> {
     const analysis = extractInvoice(await this.lines(input));

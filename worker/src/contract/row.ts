@@ -76,7 +76,8 @@ export const COLUMNS = [
     name: 'reason',
     type: 'STRING',
     mode: 'NULLABLE',
-    description: 'Why the document was rejected (a stable reason code).',
+    description:
+      'Why the document was rejected (a stable reason code); on an ok row, why its e-invoice XML was not used (e_invoice_unreadable, e_invoice_incomplete).',
   },
   {
     name: 'analysis',
@@ -88,7 +89,8 @@ export const COLUMNS = [
     name: 'model',
     type: 'STRING',
     mode: 'NULLABLE',
-    description: 'Model that produced the analysis (offline for the local analyzer).',
+    description:
+      'Model that produced the analysis (offline for the local analyzer; e-invoice:factur-x, e-invoice:cii or e-invoice:ubl when read from the document’s own XML).',
   },
   {
     name: 'prompt_tokens',

@@ -178,6 +178,9 @@ export const DEFAULT_CONTENT_TYPES: readonly string[] = [
   'image/jpeg',
   'image/webp',
   'text/plain',
+  // EN 16931 e-invoices (CII, UBL): read from their structure, never analysed.
+  'application/xml',
+  'text/xml',
 ];
 
 /** The smallest dedup window that still sees the row of a dead letter replayed on its last day. */

@@ -50,9 +50,19 @@ export function contentMatches(mime: string, bytes: Buffer): boolean {
       return startsWith(bytes, [0x52, 0x49, 0x46, 0x46]) && startsWith(bytes, [0x57, 0x45, 0x42, 0x50], 8);
     case 'text/plain':
       return !bytes.includes(0) && isUtf8(bytes);
+    case 'application/xml':
+    case 'text/xml':
+      // Markup, after a possible byte order mark and white space; the parser judges the rest.
+      return startsWithMarkup(bytes);
     default:
       return true;
   }
+}
+
+function startsWithMarkup(bytes: Buffer): boolean {
+  let i = startsWith(bytes, [0xef, 0xbb, 0xbf]) ? 3 : 0;
+  while (i < bytes.length && [0x20, 0x09, 0x0a, 0x0d].includes(bytes[i]!)) i++;
+  return bytes[i] === 0x3c;
 }
 
 function isUtf8(bytes: Buffer): boolean {

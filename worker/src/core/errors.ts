@@ -19,8 +19,16 @@ export const REJECTION_REASONS = [
   'invalid_name',
   'analysis_failed',
   'safety_blocked',
+  'not_an_e_invoice',
 ] as const;
 export type RejectionReason = (typeof REJECTION_REASONS)[number];
+
+/**
+ * Reason codes of `ok` rows whose PDF carries an e-invoice XML that could not be used: the PDF's
+ * picture was analysed instead, as it would be without the XML, and the row says why.
+ */
+export const FALLBACK_REASONS = ['e_invoice_unreadable', 'e_invoice_incomplete'] as const;
+export type FallbackReason = (typeof FALLBACK_REASONS)[number];
 
 /** How a failed delivery is answered: the `error` code of the JSON body and the HTTP status. */
 export interface ErrorAnswer {

@@ -2,10 +2,18 @@ import type { Analysis, Usage } from '../contract/analysis';
 import type { Row } from '../contract/row';
 import type { DedupKeyMode } from '../contract/settings';
 import { type CheckLimits, checkContent, checkDeclared } from './document-checks';
-import { isRejection, type RejectionReason } from './errors';
+import { type FallbackReason, isRejection, type RejectionReason } from './errors';
 import { dedupKey, type PushEvent } from './event';
 import type { AnalysisMemo } from './memo';
-import { type Admission, type Analyzer, admitAtOnce, type Clock, type Reader, type Store } from './ports';
+import {
+  type Admission,
+  type Analyzer,
+  admitAtOnce,
+  type Clock,
+  type EInvoiceReader,
+  type Reader,
+  type Store,
+} from './ports';
 
 /** Everything `handle` needs; built once by the composition root. */
 export interface HandlerDeps {
@@ -20,6 +28,8 @@ export interface HandlerDeps {
   memo?: AnalysisMemo;
   /** Admission to the paid work (read + analyse); without it every delivery goes straight in. */
   admission?: Admission;
+  /** Reads e-invoices from their structure, before and outside the paid work; without it, none is. */
+  eInvoices?: EInvoiceReader;
 }
 
 export type OutcomeStatus = 'ok' | 'rejected' | 'duplicate';
@@ -30,7 +40,9 @@ export interface Outcome {
   messageId: string;
   dedupKey: string;
   reason?: RejectionReason;
-  /** Human-readable detail of a rejection. */
+  /** On `ok`: why the document's e-invoice XML was not used, so its picture was analysed. */
+  fallback?: FallbackReason;
+  /** Human-readable detail of a rejection or a fallback. */
   detail?: string;
   /** Where the duplicate was detected: before any work (`seen`) or at the conditional write (`record`). */
   duplicateAt?: 'seen' | 'record';
@@ -45,6 +57,8 @@ export interface Outcome {
 interface RowVerdict {
   status: 'ok' | 'rejected';
   reason?: RejectionReason;
+  /** On an `ok` row: why the document's e-invoice XML was not used (its picture was analysed). */
+  fallback?: FallbackReason;
   detail?: string;
   analysis?: Analysis;
   model?: string;
@@ -71,20 +85,42 @@ export async function handle(event: PushEvent, deps: HandlerDeps): Promise<Outco
     try {
       const mime = checkDeclared(event.object, deps.limits);
       const { bucket, name, generation } = event.object;
-      const work = async () => {
+      const read = async () => {
         const bytes = await deps.reader.read({ bucket, name, generation }, deps.limits.maxObjectBytes);
         checkContent(mime, bytes, deps.limits);
-        analysed = true;
-        return deps.analyzer.analyze({ bytes, contentType: mime, name });
+        return bytes;
       };
-      const admission = deps.admission ?? admitAtOnce;
-      const paid = deps.memo
-        ? await deps.memo.analyse(key, deps.analyzer.version, work, admission)
-        : { result: await admission.run(work), source: 'analyzer' as const };
-      if (paid.source === 'memo') memo = 'hit';
-      else if (paid.source === 'shared') memo = 'shared';
-      const analysis = paid.result;
-      verdict = { status: 'ok', analysis: analysis.analysis, model: analysis.model, usage: analysis.usage };
+      // An e-invoice states its own data: read it for free, never in the paid work's line or memo.
+      const structured = deps.eInvoices?.accepts(mime)
+        ? await deps.eInvoices.read({ bytes: await read(), contentType: mime, name })
+        : undefined;
+      if (structured?.kind === 'read') {
+        const { analysis, model, usage } = structured.result;
+        verdict = { status: 'ok', analysis, model, usage };
+      } else {
+        const work = async () => {
+          // Read again inside the line: a delivery waiting its turn holds no document in memory.
+          const bytes = await read();
+          analysed = true;
+          return deps.analyzer.analyze({ bytes, contentType: mime, name });
+        };
+        const admission = deps.admission ?? admitAtOnce;
+        const paid = deps.memo
+          ? await deps.memo.analyse(key, deps.analyzer.version, work, admission)
+          : { result: await admission.run(work), source: 'analyzer' as const };
+        if (paid.source === 'memo') memo = 'hit';
+        else if (paid.source === 'shared') memo = 'shared';
+        const analysis = paid.result;
+        const fallback =
+          structured?.kind === 'fallback' ? { fallback: structured.reason, detail: structured.detail } : {};
+        verdict = {
+          status: 'ok',
+          analysis: analysis.analysis,
+          model: analysis.model,
+          usage: analysis.usage,
+          ...fallback,
+        };
+      }
     } catch (error) {
       if (!isRejection(error)) throw error;
       verdict = { status: 'rejected', reason: error.code, detail: error.message, usage: error.usage };
@@ -101,6 +137,7 @@ export async function handle(event: PushEvent, deps: HandlerDeps): Promise<Outco
     analysed,
     ...from,
     ...(verdict.reason ? { reason: verdict.reason, detail: verdict.detail } : {}),
+    ...(verdict.fallback ? { fallback: verdict.fallback, detail: verdict.detail } : {}),
     ...(verdict.usage ? { usage: verdict.usage } : {}),
   };
 }
@@ -126,7 +163,8 @@ export function buildRow(
     publish_time: event.publishTime,
     delivery_attempt: event.deliveryAttempt,
     status: verdict.status,
-    reason: verdict.reason ?? null,
+    // The one reason column: a rejection's, or on an `ok` row the e-invoice fallback's.
+    reason: verdict.reason ?? verdict.fallback ?? null,
     analysis: verdict.analysis ?? null,
     model: verdict.model ?? null,
     prompt_tokens: verdict.usage?.promptTokens ?? null,

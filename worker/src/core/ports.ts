@@ -1,5 +1,6 @@
 import type { Analysis, AnalysisResult, Usage } from '../contract/analysis';
 import type { Row } from '../contract/row';
+import type { FallbackReason } from './errors';
 
 /**
  * The ports the core owns. Adapters implement them; the core never imports an adapter.
@@ -87,6 +88,26 @@ export interface Analyzer {
    */
   readonly version: string;
   analyze(input: AnalyzerInput): Promise<AnalysisResult>;
+}
+
+/** What an {@link EInvoiceReader} found in a document. */
+export type EInvoiceReading =
+  /** The invoice, read from its structure: the model names the syntax, usage is zero. */
+  | { kind: 'read'; result: AnalysisResult }
+  /** A structure that cannot be used: the document is analysed as without one; the row records why. */
+  | { kind: 'fallback'; reason: FallbackReason; detail: string }
+  /** No structure: an ordinary document. */
+  | { kind: 'none' };
+
+/**
+ * Reads the invoice a structured document states itself (a Factur-X/ZUGFeRD PDF, a CII or UBL
+ * XML): exact, and free, so it comes before (and never through) the paid analysis.
+ */
+export interface EInvoiceReader {
+  /** Whether a document of this MIME type (lower case, no parameters) may carry a structured invoice. */
+  accepts(mime: string): boolean;
+  /** Throws RejectionError (`not_an_e_invoice`) for an XML document that is no EN 16931 invoice. */
+  read(input: AnalyzerInput): Promise<EInvoiceReading>;
 }
 
 /**

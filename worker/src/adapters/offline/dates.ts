@@ -1,7 +1,7 @@
 /**
  * Dates on French and English invoices, returned as ISO `YYYY-MM-DD`. Numeric dates are read day
  * first (`30/11/2026`, `30-11-2026`, `30.11.2026`), as in France and the rest of Europe, in both
- * languages; ISO dates (`2026-11-30`) and spelled-out months (`30 novembre 2026`, `1er mars 2026`,
+ * languages, unless the document itself shows it writes month first ({@link numericDateOrder}); ISO dates (`2026-11-30`) and spelled-out months (`30 novembre 2026`, `1er mars 2026`,
  * `30 November 2026`, `November 30, 2026`, `Nov 30, 2026`) are read too.
  */
 
@@ -55,13 +55,38 @@ const MONTH_NAME = String.raw`(?<month>[\p{L}]{3,9})\.?`;
 const DAY = String.raw`(?<day>\d{1,2})(?:er|st|nd|rd|th)?`;
 const YEAR = String.raw`(?<year>\d{4})`;
 
+/** A numeric date `dd/mm/yyyy` (Europe, the default) or `mm/dd/yyyy` (the United States). */
+export type DateOrder = 'day-first' | 'month-first';
+
+// `11/03/2017`: day and month in the order of the document.
+const NUMERIC = new RegExp(
+  String.raw`(?<![\d/.-])(?<day>\d{1,2})[/.-](?<monthNumber>\d{1,2})[/.-]${YEAR}(?!\d)`,
+  'u',
+);
+
 // Tried in this order on the whole text; the earliest match in the text wins.
 const PATTERNS: readonly RegExp[] = [
   new RegExp(String.raw`(?<!\d)${YEAR}-(?<monthNumber>\d{1,2})-(?<day>\d{1,2})(?!\d)`, 'u'),
-  new RegExp(String.raw`(?<![\d/.-])(?<day>\d{1,2})[/.-](?<monthNumber>\d{1,2})[/.-]${YEAR}(?!\d)`, 'u'),
+  NUMERIC,
   new RegExp(String.raw`(?<!\d)${DAY}\s+${MONTH_NAME},?\s+${YEAR}(?!\d)`, 'iu'),
   new RegExp(String.raw`(?<![\p{L}])${MONTH_NAME}\s+${DAY},?\s+${YEAR}(?!\d)`, 'iu'),
 ];
+
+/**
+ * The order of a document's numeric dates: month first only when one of them can be read no other
+ * way (`11/17/2017`) and none can only be read day first (`17/11/2017`); day first otherwise.
+ */
+export function numericDateOrder(text: string): DateOrder {
+  let dayFirst = false;
+  let monthFirst = false;
+  for (const match of text.matchAll(new RegExp(NUMERIC.source, 'gu'))) {
+    const first = Number(match.groups?.day);
+    const second = Number(match.groups?.monthNumber);
+    if (first > 12 && second <= 12) dayFirst = true;
+    if (second > 12 && first <= 12) monthFirst = true;
+  }
+  return monthFirst && !dayFirst ? 'month-first' : 'day-first';
+}
 
 /** `YYYY-MM-DD` when the parts make a real calendar day, else null (31/02/2026 is not one). */
 export function isoDate(year: number, month: number, day: number): string | null {
@@ -73,22 +98,23 @@ export function isoDate(year: number, month: number, day: number): string | null
   return `${year}-${pad(month)}-${pad(day)}`;
 }
 
-function fromGroups(groups: Record<string, string | undefined>): string | null {
+function fromGroups(groups: Record<string, string | undefined>, swap: boolean): string | null {
   const month = groups.monthNumber
-    ? Number(groups.monthNumber)
+    ? Number(swap ? groups.day : groups.monthNumber)
     : MONTHS[(groups.month ?? '').toLowerCase().normalize('NFC')];
   if (month === undefined) return null;
-  return isoDate(Number(groups.year), month, Number(groups.day));
+  return isoDate(Number(groups.year), month, Number(swap ? groups.monthNumber : groups.day));
 }
 
-/** The first date written in the text, as `YYYY-MM-DD`, or null. */
-export function findDate(text: string): string | null {
+/** The first date written in the text, as `YYYY-MM-DD`, or null; numeric dates in `order`. */
+export function findDate(text: string, order: DateOrder = 'day-first'): string | null {
   let best: { index: number; iso: string } | null = null;
   for (const pattern of PATTERNS) {
     const global = new RegExp(pattern.source, `${pattern.flags}g`);
+    const swap = pattern === NUMERIC && order === 'month-first';
     for (const match of text.matchAll(global)) {
       if (best && match.index >= best.index) break;
-      const iso = fromGroups(match.groups ?? {});
+      const iso = fromGroups(match.groups ?? {}, swap);
       if (iso) {
         best = { index: match.index, iso };
         break;

@@ -1,6 +1,6 @@
 import type { Analysis } from '../../contract/analysis';
 import { type DecimalHint, detectCurrency, type FoundAmount, findAmounts, roundCents } from './amounts';
-import { findDate } from './dates';
+import { type DateOrder, findDate, numericDateOrder } from './dates';
 import { findSiren, findSiret, findVatId, sirenFrom } from './ids';
 import {
   BARE_TOTAL,
@@ -150,12 +150,22 @@ function customerBlock(lines: readonly string[]): { name: string | null; lineInd
 
 function supplierName(lines: readonly string[]): string | null {
   const labelled = findLabel(lines, [SUPPLIER_LABEL]);
-  if (labelled?.value) return labelled.value;
+  if (labelled?.value) return nameBeforeAddress(labelled.value);
   for (const line of lines) {
     const first = splitCells(line)[0];
-    if (first && !TITLE.test(first)) return first;
+    if (first && !TITLE.test(first)) return nameBeforeAddress(first);
   }
   return null;
+}
+
+/**
+ * A letterhead often runs the name into the address on one line ("Au bon moulin SARL - 1242 chemin
+ * de l'olive - 84340 Malaucène"): the name is the part before the first separator, when a later
+ * part holds a number (a street or postal code).
+ */
+function nameBeforeAddress(cell: string): string {
+  const parts = cell.split(/\s+[-–—|•·]\s+/u);
+  return parts.length > 1 && parts.slice(1).some((part) => /\d/u.test(part)) ? parts[0]!.trim() : cell;
 }
 
 /** A reference such as `F-2026-0142`, `INV/2026/118` or `2026-118`: it must contain a digit. */
@@ -172,25 +182,25 @@ function documentNumber(lines: readonly string[], type: Analysis['document_type'
   return referenceIn(findLabel(lines, labels, (value) => referenceIn(value) !== null)?.value ?? null);
 }
 
-function issueDate(lines: readonly string[]): string | null {
-  const labelled = findLabel(lines, ISSUE_DATE_LABELS, (value) => findDate(value) !== null);
-  if (labelled?.value) return findDate(labelled.value);
+function issueDate(lines: readonly string[], order: DateOrder): string | null {
+  const labelled = findLabel(lines, ISSUE_DATE_LABELS, (value) => findDate(value, order) !== null);
+  if (labelled?.value) return findDate(labelled.value, order);
   // "Paris, le 30 novembre 2026", or a date beside the number: the first date that is not a due date.
   for (const line of lines) {
-    const date = findDate(line);
+    const date = findDate(line, order);
     if (date && !OTHER_DATE_CONTEXT.test(line)) return date;
   }
   return null;
 }
 
-function dueDate(lines: readonly string[]): string | null {
+function dueDate(lines: readonly string[], order: DateOrder): string | null {
   for (const [index, line] of lines.entries()) {
     const match = DUE_DATE_LABEL.exec(line);
     if (!match) continue;
     const rest = line.slice(match.index + match[0].length);
-    const date = findDate(rest);
+    const date = findDate(rest, order);
     if (date) return date;
-    if (rest.trim() === '') return findDate(lines[nextNonBlank(lines, index + 1)] ?? '');
+    if (rest.trim() === '') return findDate(lines[nextNonBlank(lines, index + 1)] ?? '', order);
   }
   return null;
 }
@@ -262,6 +272,7 @@ export function extractInvoice(rawLines: readonly string[]): Analysis {
   if (text.trim() === '') return emptyAnalysis();
 
   const language = detectLanguage(text);
+  const dateOrder = numericDateOrder(text);
   const hint = decimalHintFor(language);
   const documentType = detectDocumentType(lines);
   const customer = customerBlock(lines);
@@ -287,8 +298,8 @@ export function extractInvoice(rawLines: readonly string[]): Analysis {
     supplier_siret: siret,
     customer_name: customer.name,
     invoice_number: documentNumber(lines, documentType),
-    issue_date: issueDate(lines),
-    due_date: dueDate(lines),
+    issue_date: issueDate(lines, dateOrder),
+    due_date: dueDate(lines, dateOrder),
     currency:
       found.total?.currency ?? found.net?.currency ?? found.tax?.currency ?? detectCurrency(text) ?? null,
     net_amount: amounts.net,

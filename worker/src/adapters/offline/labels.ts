@@ -22,10 +22,11 @@ export const TOTAL_LABELS: ReadonlyArray<readonly [TotalKind, RegExp]> = [
 
 /** A tax label that names a VAT id or an exemption, not an amount of tax. */
 export const NOT_A_TAX_AMOUNT =
-  /intra|\bn[°º]|\bno\b\.?|number|num[ée]ro|\breg|\bid\b|identif|non\s+applicable|not\s+applicable|exon|autoliquidation|reverse\s+charge|\bart\.?\s/iu;
+  /intra|\bn[°º]|\bno\b\.?|number|num[ée]ro|\breg|\bid\b|identif|non\s+applicable|not\s+applicable|exon|exempt|autoliquidation|reverse\s+charge|\bart\.?\s|\barticles?\b/iu;
 
 /** The label of a sum of several tax lines ("Total TVA"), preferred over adding them up. */
-export const TAX_TOTAL = /\btotal\s+(?:de\s+la\s+)?(?:TVA|VAT|tax)\b/iu;
+export const TAX_TOTAL =
+  /\btotal\s+(?:de\s+la\s+|des\s+)?(?:TVA|VAT|tax(?:es)?)\b|\b(?:TVA|VAT|tax)\s+total\b/iu;
 
 /** A bare "Total" label: the total when nothing says more. */
 export const BARE_TOTAL = /^\s*total\s*:?\s*$/iu;
@@ -36,10 +37,11 @@ export const SUPPLIER_LABEL =
 
 /** Labels at the start of a cell, then the customer's name. */
 export const CUSTOMER_LABEL =
-  /^(?:client|factur[ée]\s+[àa]|adress[ée]\s+[àa]|destinataire|acheteur|bill\s+to|billed\s+to|invoice\s+to|customer|sold\s+to|buyer)\s*:?\s*/iu;
+  /^(?:client|factur[ée]\s+[àa](?!\s+(?:r[ée]gler|payer|rembourser))|adress[ée]\s+[àa]|destinataire|acheteur|bill\s+to|billed\s+to|invoice\s+to(?!\s+(?:pay|be\s+paid))|customer|sold\s+to|buyer)\s*:?\s*/iu;
 
-/** What may follow "Client" without being a name ("Client n° C-12", "Customer ID"). */
-export const NOT_A_NAME = /^(?:n[°º]|no\b|number|num[ée]ro|#|r[ée]f|code|id\b|account)/iu;
+/** What may follow "Client" without being a name ("Client n° C-12", "Customer ID", "Customer VAT Number"). */
+export const NOT_A_NAME =
+  /^(?:n[°º]|no\b|number|num[ée]ro|#|r[ée]f|code|id\b|account|(?:VAT|TVA|tax|SIRE[NT])\b)/iu;
 
 /** Lines that mention the customer, whose identifiers are not the supplier's. */
 export const MENTIONS_CUSTOMER =
@@ -54,6 +56,8 @@ export const CREDIT_NOTE_NUMBER_LABELS: readonly RegExp[] = [
     'iu',
   ),
   new RegExp(String.raw`^${NUMBER_MARK}\s*(?:de\s+l'|d')?(?:avoir)\s*:?\s*`, 'iu'),
+  // A title followed by the reference itself ("Avoir AV-2017-0005"), tried last.
+  /^(?:facture\s+d'avoir|avoir|credit\s+note|credit\s+memo)\s+(?=[^\s]*\d)/iu,
 ];
 
 /** Labels at the start of a cell, then an invoice's number. */
@@ -61,6 +65,8 @@ export const INVOICE_NUMBER_LABELS: readonly RegExp[] = [
   new RegExp(String.raw`^(?:facture|invoice|tax\s+invoice)\s*${NUMBER_MARK}\s*:?\s*`, 'iu'),
   new RegExp(String.raw`^${NUMBER_MARK}\s*(?:de\s+(?:la\s+)?)?facture\s*:?\s*`, 'iu'),
   /^(?:invoice|facture)\s*:\s*/iu,
+  // A title followed by the reference itself ("Facture FA-2017-0010"), tried last.
+  /^(?:facture|invoice|tax\s+invoice)\s+(?=[^\s]*\d)/iu,
 ];
 
 /** Labels at the start of a cell, then the issue date. */

@@ -1,0 +1,255 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { En16931Reader } from '../worker/src/adapters/e-invoice/en16931-reader';
+import type { Analysis } from '../worker/src/contract/analysis';
+import type { Analyzer } from '../worker/src/core/ports';
+
+/**
+ * Ground truth for the visual analysis. A Factur-X PDF states its data twice: in its picture and
+ * in its XML. An analyzer reads the picture (the PDF as it is; the XML is never shown to it) and
+ * each field it returns is scored against what the XML states, read by the e-invoice reader.
+ */
+
+/** The fields scored: every field of the analysis that an EN 16931 XML states. */
+export const SCORED_FIELDS = [
+  'document_type',
+  'invoice_number',
+  'issue_date',
+  'due_date',
+  'currency',
+  'supplier_name',
+  'supplier_vat_id',
+  'supplier_siren',
+  'supplier_siret',
+  'customer_name',
+  'net_amount',
+  'tax_amount',
+  'total_amount',
+] as const satisfies ReadonlyArray<keyof Analysis>;
+
+export type ScoredField = (typeof SCORED_FIELDS)[number];
+
+/** The share of fields an analyzer must read right on the French Factur-X visuals (the offline one). */
+export const EVAL_GOAL = 0.9;
+
+/** Legal forms a name may carry in its picture but not in its XML ("Au bon moulin SARL" / "Au bon moulin"). */
+const LEGAL_FORMS = [
+  'sarl',
+  'sas',
+  'sasu',
+  'sa',
+  'eurl',
+  'sci',
+  'snc',
+  'scop',
+  'gmbh & co. kg',
+  'gmbh & co kg',
+  'gmbh',
+  'ag',
+  'kg',
+  'ltd',
+  'limited',
+  'llc',
+  'inc',
+  'plc',
+  'bv',
+  'nv',
+  'srl',
+  'spa',
+  'sl',
+];
+
+/** A name as compared: case, spacing, punctuation at the ends and a trailing legal form set aside. */
+export function comparableName(name: string): string {
+  let s = name.normalize('NFC').toLowerCase().replace(/\s+/gu, ' ').trim();
+  s = s.replace(/[\s.,;:]+$/u, '');
+  for (const form of LEGAL_FORMS) {
+    if (s.endsWith(` ${form}`) || s.endsWith(`, ${form}`)) {
+      s = s.slice(0, -form.length).replace(/[\s,]+$/u, '');
+      break;
+    }
+  }
+  return s;
+}
+
+/**
+ * Whether the analyzer's value is the XML's. Amounts within half a cent; a credit note's amounts
+ * without their sign (the row keeps a minus sign its picture prints, the XML states them
+ * positive); names as {@link comparableName}; identifiers without spaces; the rest exactly.
+ */
+export function fieldMatches(field: ScoredField, stated: Analysis, read: Analysis): boolean {
+  const want = stated[field];
+  const got = read[field];
+  if (got === null || got === undefined) return false;
+  if (typeof want === 'number') {
+    if (typeof got !== 'number') return false;
+    const credit = stated.document_type === 'credit_note';
+    return Math.abs((credit ? Math.abs(want) : want) - (credit ? Math.abs(got) : got)) < 0.005;
+  }
+  if (field === 'supplier_name' || field === 'customer_name') {
+    return comparableName(String(want)) === comparableName(String(got));
+  }
+  if (field === 'supplier_vat_id' || field === 'supplier_siren' || field === 'supplier_siret') {
+    return String(want).replace(/\s/gu, '').toUpperCase() === String(got).replace(/\s/gu, '').toUpperCase();
+  }
+  return want === got;
+}
+
+export interface FieldScore {
+  fields: number;
+  correct: number;
+  accuracy: number;
+}
+
+export interface Miss {
+  document: string;
+  field: ScoredField;
+  stated: unknown;
+  read: unknown;
+}
+
+/** One analyzer's scores over a folder. */
+export interface EvalScores {
+  analyzer: string;
+  model: string;
+  documents: number;
+  fields: number;
+  correct: number;
+  accuracy: number;
+  byField: Record<string, FieldScore>;
+  /** PDFs given whose XML could not be read (not scored), with why. */
+  skipped: Array<{ document: string; why: string }>;
+  misses: Miss[];
+}
+
+const ratio = (correct: number, fields: number) =>
+  fields === 0 ? 0 : Math.round((correct / fields) * 10_000) / 10_000;
+
+/** The PDFs of a folder, sorted. */
+export function pdfsIn(folder: string): string[] {
+  return readdirSync(folder)
+    .filter((file) => file.toLowerCase().endsWith('.pdf'))
+    .sort()
+    .map((file) => path.join(folder, file));
+}
+
+/** Scores `analyzer` on the visual layer of each Factur-X PDF against its own XML. */
+export async function evaluate(
+  analyzer: Analyzer,
+  pdfs: readonly string[],
+  label: string,
+): Promise<EvalScores> {
+  const reader = new En16931Reader();
+  const byField: Record<string, FieldScore> = {};
+  const misses: Miss[] = [];
+  const skipped: EvalScores['skipped'] = [];
+  let documents = 0;
+  let model = '';
+  for (const file of pdfs) {
+    const bytes = readFileSync(file);
+    const document = path.basename(file);
+    const truth = await reader.read({ bytes, contentType: 'application/pdf', name: document });
+    if (truth.kind !== 'read') {
+      skipped.push({ document, why: truth.kind === 'fallback' ? truth.detail : 'no e-invoice XML attached' });
+      continue;
+    }
+    const stated = truth.result.analysis;
+    const result = await analyzer.analyze({ bytes, contentType: 'application/pdf', name: document });
+    model = result.model;
+    documents += 1;
+    for (const field of SCORED_FIELDS) {
+      if (stated[field] === null) continue;
+      byField[field] ??= { fields: 0, correct: 0, accuracy: 0 };
+      const score = byField[field];
+      score.fields += 1;
+      if (fieldMatches(field, stated, result.analysis)) score.correct += 1;
+      else misses.push({ document, field, stated: stated[field], read: result.analysis[field] });
+    }
+  }
+  let fields = 0;
+  let correct = 0;
+  for (const field of SCORED_FIELDS) {
+    const score = byField[field];
+    if (!score) continue;
+    score.accuracy = ratio(score.correct, score.fields);
+    fields += score.fields;
+    correct += score.correct;
+  }
+  const ordered = Object.fromEntries(SCORED_FIELDS.filter((f) => byField[f]).map((f) => [f, byField[f]!]));
+  return {
+    analyzer: label,
+    model,
+    documents,
+    fields,
+    correct,
+    accuracy: ratio(correct, fields),
+    byField: ordered,
+    skipped,
+    misses,
+  };
+}
+
+/** The `eval` section of bench/results.json: the offline analyzer's scores on top, Gemini's beside. */
+export interface EvalSection extends EvalScores {
+  date: string;
+  /** The folder scored, relative to the repository. */
+  folder: string;
+  goal: number;
+  met: boolean;
+  gemini?: EvalScores;
+}
+
+const percent = (n: number) => `${(n * 100).toFixed(1)} %`;
+
+/** The markdown that docs/e-invoices.md shows between its eval-figures markers. */
+export function renderEvalFigures(section: EvalSection, geminiUsdPer1000: number | undefined): string {
+  const analyzers = [section as EvalScores, ...(section.gemini ? [section.gemini] : [])];
+  const name = (a: EvalScores) =>
+    a.model && a.model !== a.analyzer ? `${a.analyzer} (${a.model})` : a.analyzer;
+  const header = `| field | ${analyzers.map(name).join(' | ')} |`;
+  const rows = SCORED_FIELDS.filter((f) => section.byField[f]).map((field) => {
+    const cells = analyzers.map((a) => {
+      const s = a.byField[field];
+      return s ? `${s.correct}/${s.fields}` : 'n/a';
+    });
+    return `| \`${field}\` | ${cells.join(' | ')} |`;
+  });
+  const total = `| **all fields** | ${analyzers.map((a) => `**${a.correct}/${a.fields} (${percent(a.accuracy)})**`).join(' | ')} |`;
+  const lines = [
+    `Measured ${section.date.slice(0, 10)} on ${section.documents} Factur-X PDFs of \`${section.folder}\`: ` +
+      `the offline analyzer reads ${percent(section.accuracy)} of the fields their XML states ` +
+      `(goal ${percent(section.goal)}: ${section.met ? 'met' : '**missed**'}).` +
+      (section.gemini ? '' : ' Gemini was not measured (no `GEMINI_API_KEY`).'),
+    '',
+    header,
+    `|---|${analyzers.map(() => '---').join('|')}|`,
+    ...rows,
+    total,
+  ];
+  if (geminiUsdPer1000 !== undefined) {
+    lines.push(
+      '',
+      `Cost saved: every e-invoice read from its structure is an analysis not paid, ` +
+        `$${geminiUsdPer1000.toFixed(2)} per 1,000 invoices at the cost model's Gemini prices and tokens.`,
+    );
+  }
+  return lines.join('\n');
+}
+
+const START = '<!-- eval-figures:start (generated by npm run eval from bench/results.json) -->';
+const END = '<!-- eval-figures:end -->';
+
+/** `doc` with its generated eval figures replaced. */
+export function replaceEvalFigures(doc: string, figures: string): string {
+  const start = doc.indexOf(START);
+  const end = doc.indexOf(END);
+  if (start < 0 || end < start) throw new Error('docs/e-invoices.md has no eval-figures markers');
+  return `${doc.slice(0, start + START.length)}\n${figures}\n${doc.slice(end)}`;
+}
+
+/** The generated figures currently in `doc` (for the test that keeps them in step). */
+export function evalFiguresIn(doc: string): string | undefined {
+  const start = doc.indexOf(START);
+  const end = doc.indexOf(END);
+  return start < 0 || end < start ? undefined : doc.slice(start + START.length, end).trim();
+}

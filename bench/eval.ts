@@ -1,0 +1,125 @@
+/**
+ * `npm run eval [-- --folder DIR]`: scores analyzers on the visual layer of Factur-X PDFs against
+ * the XML each one carries (bench/e-invoice-eval.ts). The offline analyzer always; Gemini too when
+ * GEMINI_API_KEY is set (GEMINI_MODEL, GEMINI_BASE_URL as for the worker), so the production prompt
+ * can be measured on one's own invoices. Default folder: the French FNFE-MPE examples,
+ * ../shared/fixtures/e-invoices/factur-x-fr.
+ *
+ * Writes the `eval` section of bench/results.json (read, that one key replaced, written back: the
+ * benchmark's sections stay as they are) and the figures of docs/e-invoices.md generated from it.
+ * It lives in bench/ because it is a measurement whose figures land in bench/results.json, like the
+ * benchmark's, not a command of the running local pipeline.
+ */
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { parseCommandArgs, runCommand } from '../local/lib/args';
+import { OfflineAnalyzer } from '../worker/src/adapters/offline-analyzer';
+import { DELIVERY_DEFAULTS } from '../worker/src/contract/settings';
+import type { Analyzer } from '../worker/src/core/ports';
+import {
+  EVAL_GOAL,
+  type EvalScores,
+  type EvalSection,
+  evaluate,
+  pdfsIn,
+  renderEvalFigures,
+  replaceEvalFigures,
+} from './e-invoice-eval';
+
+const REPO_ROOT = path.join(__dirname, '..');
+export const DEFAULT_EVAL_FOLDER = path.resolve(
+  REPO_ROOT,
+  '..',
+  'shared',
+  'fixtures',
+  'e-invoices',
+  'factur-x-fr',
+);
+const USAGE = 'usage: npm run eval -- [--folder DIR]';
+
+export interface EvalRun {
+  folder: string;
+  /** bench/results.json, or another file (tests). */
+  resultsFile: string;
+  /** docs/e-invoices.md, or another file (tests); undefined: not written. */
+  docFile?: string;
+  /** Gemini, when configured; measured beside the offline analyzer. */
+  gemini?: Analyzer;
+  now?: Date;
+}
+
+/** Runs the evaluation and writes its section and figures; returns the section. */
+export async function runEval(run: EvalRun): Promise<EvalSection> {
+  const pdfs = pdfsIn(run.folder);
+  if (pdfs.length === 0) throw new Error(`no PDF in ${run.folder}`);
+  const offline = await evaluate(new OfflineAnalyzer(), pdfs, 'offline');
+  const gemini: EvalScores | undefined = run.gemini ? await evaluate(run.gemini, pdfs, 'gemini') : undefined;
+  const section: EvalSection = {
+    date: (run.now ?? new Date()).toISOString(),
+    folder: path.relative(REPO_ROOT, run.folder) || '.',
+    goal: EVAL_GOAL,
+    met: offline.accuracy >= EVAL_GOAL,
+    ...offline,
+    ...(gemini ? { gemini } : {}),
+  };
+  const previous = existsSync(run.resultsFile)
+    ? (JSON.parse(readFileSync(run.resultsFile, 'utf8')) as Record<string, unknown>)
+    : {};
+  writeFileSync(run.resultsFile, `${JSON.stringify({ ...previous, eval: section }, null, 2)}\n`);
+  if (run.docFile) {
+    const usd = (previous.costModel as { gemini?: { usd?: number } } | undefined)?.gemini?.usd;
+    writeFileSync(
+      run.docFile,
+      replaceEvalFigures(readFileSync(run.docFile, 'utf8'), renderEvalFigures(section, usd)),
+    );
+  }
+  return section;
+}
+
+/**
+ * Gemini as the worker would call it, when GEMINI_API_KEY is set; undefined otherwise. `fetch` is
+ * the SDK's documented `httpOptions.fetch` (tests under jest hand it Node's own).
+ */
+export async function geminiFromEnvironment(
+  env: NodeJS.ProcessEnv = process.env,
+  fetch?: typeof globalThis.fetch,
+): Promise<Analyzer | undefined> {
+  const apiKey = env.GEMINI_API_KEY;
+  if (!apiKey) return undefined;
+  const { GeminiAnalyzer, createGeminiClient } = await import('../worker/src/adapters/gemini-analyzer.js');
+  const client = createGeminiClient({
+    apiKey,
+    baseUrl: env.GEMINI_BASE_URL,
+    ...(fetch ? { httpOptions: { fetch } } : {}),
+  });
+  return new GeminiAnalyzer({ client, model: env.GEMINI_MODEL ?? DELIVERY_DEFAULTS.geminiModel });
+}
+
+async function main(): Promise<void> {
+  const { values } = parseCommandArgs(process.argv.slice(2), { folder: { type: 'string' } }, USAGE);
+  const folder = path.resolve(values.folder ?? DEFAULT_EVAL_FOLDER);
+  const section = await runEval({
+    folder,
+    resultsFile: path.join(__dirname, 'results.json'),
+    docFile: path.join(REPO_ROOT, 'docs', 'e-invoices.md'),
+    gemini: await geminiFromEnvironment(),
+  });
+  for (const scores of [section as EvalScores, ...(section.gemini ? [section.gemini] : [])]) {
+    console.log(
+      `${scores.analyzer.padEnd(8)} ${scores.correct}/${scores.fields} fields of ${scores.documents} documents ` +
+        `(${(scores.accuracy * 100).toFixed(1)} %)`,
+    );
+    for (const miss of scores.misses) {
+      console.log(
+        `  miss  ${miss.document}  ${miss.field}: XML ${JSON.stringify(miss.stated)}, read ${JSON.stringify(miss.read)}`,
+      );
+    }
+    for (const skip of scores.skipped) console.log(`  skip  ${skip.document}: ${skip.why}`);
+  }
+  if (!section.gemini) console.log('gemini   not measured (set GEMINI_API_KEY to measure it)');
+  console.log(
+    `goal ${(section.goal * 100).toFixed(0)} % for the offline analyzer: ${section.met ? 'met' : 'MISSED'}`,
+  );
+}
+
+if (require.main === module) runCommand('eval', main);

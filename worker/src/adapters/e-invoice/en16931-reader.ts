@@ -1,0 +1,97 @@
+import { type AnalysisResult, parseAnalysis } from '../../contract/analysis';
+import { type FallbackReason, RejectionError } from '../../core/errors';
+import type { AnalyzerInput, EInvoiceReader, EInvoiceReading } from '../../core/ports';
+import { embeddedInvoiceXml, UnreadableAttachment } from './factur-x';
+import { IncompleteInvoice, readInvoice, syntaxOf } from './invoice';
+import type { Syntax } from './mapping';
+import { parseXml, XML_LIMITS, type XmlLimits, XmlRefusal } from './xml';
+
+/** The `model` of rows read from a structure: where the data came from. */
+export const E_INVOICE_MODELS = Object.freeze({
+  facturX: 'e-invoice:factur-x',
+  cii: 'e-invoice:cii',
+  ubl: 'e-invoice:ubl',
+} as const);
+
+/** The XML content types an e-invoice is uploaded with. */
+export const XML_CONTENT_TYPES: readonly string[] = ['application/xml', 'text/xml'];
+
+const NO_TOKENS = Object.freeze({ promptTokens: 0, outputTokens: 0, totalTokens: 0 });
+
+/** What went wrong with a structure, and the row reason when the document falls back. */
+class Unusable extends Error {
+  constructor(
+    readonly reason: FallbackReason,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * The EN 16931 reader: Factur-X/ZUGFeRD/XRechnung PDFs (their embedded CII or UBL XML), and CII or
+ * UBL XML uploads. A PDF whose XML cannot be used falls back to the analyzer (its picture is still
+ * an invoice); an XML upload that is no EN 16931 invoice has nothing else to read and is rejected.
+ */
+export class En16931Reader implements EInvoiceReader {
+  constructor(private readonly limits: XmlLimits = XML_LIMITS) {}
+
+  accepts(mime: string): boolean {
+    return mime === 'application/pdf' || XML_CONTENT_TYPES.includes(mime);
+  }
+
+  async read({ bytes, contentType, name }: AnalyzerInput): Promise<EInvoiceReading> {
+    if (contentType === 'application/pdf') return this.readPdf(bytes, name);
+    try {
+      return { kind: 'read', result: this.readXml(bytes) };
+    } catch (error) {
+      if (!(error instanceof Unusable)) throw error;
+      throw new RejectionError('not_an_e_invoice', `${name}: ${error.message}`);
+    }
+  }
+
+  private async readPdf(bytes: Buffer, name: string): Promise<EInvoiceReading> {
+    try {
+      const attachment = await embeddedInvoiceXml(bytes, this.limits.maxBytes);
+      if (!attachment) return { kind: 'none' };
+      const result = this.readXml(attachment.bytes, E_INVOICE_MODELS.facturX);
+      return { kind: 'read', result };
+    } catch (error) {
+      if (error instanceof UnreadableAttachment) {
+        return { kind: 'fallback', reason: 'e_invoice_unreadable', detail: `${name}: ${error.message}` };
+      }
+      if (error instanceof Unusable) {
+        return { kind: 'fallback', reason: error.reason, detail: `${name}: ${error.message}` };
+      }
+      throw error;
+    }
+  }
+
+  /** The analysis an invoice XML states; throws {@link Unusable}. */
+  private readXml(bytes: Uint8Array, model?: string): AnalysisResult {
+    let syntax: Syntax | undefined;
+    let analysis: unknown;
+    try {
+      const root = parseXml(bytes, this.limits);
+      syntax = syntaxOf(root);
+      if (!syntax) {
+        throw new Unusable(
+          'e_invoice_unreadable',
+          `the XML's root is {${root.uri}}${root.local}, not a CII CrossIndustryInvoice or a UBL Invoice/CreditNote`,
+        );
+      }
+      analysis = readInvoice(root, syntax);
+    } catch (error) {
+      if (error instanceof XmlRefusal) throw new Unusable('e_invoice_unreadable', error.message);
+      if (error instanceof IncompleteInvoice) throw new Unusable('e_invoice_incomplete', error.message);
+      throw error;
+    }
+    const checked = parseAnalysis(analysis);
+    if (!checked.ok)
+      throw new Unusable(
+        'e_invoice_incomplete',
+        `the invoice does not fit the analysis: ${checked.problems}`,
+      );
+    return { analysis: checked.analysis, model: model ?? E_INVOICE_MODELS[syntax], usage: { ...NO_TOKENS } };
+  }
+}
