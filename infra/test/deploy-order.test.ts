@@ -51,7 +51,7 @@ const CASE = {
 
 /** The "after" cell of each row of docs/deploy.md's order table, and the cases that prove the row. */
 const DOCUMENTED_ORDERS: Record<string, ReadonlyArray<(typeof CASE)[keyof typeof CASE]>> = {
-  'every other resource, and the `getProject` / `getProjectServiceAccount` / `getClientConfig` lookups': [
+  'every other resource, and the `getProjectServiceAccount` / `getClientConfig` lookups': [
     CASE.apisFirst,
     CASE.lookupsAfterApis,
   ],
@@ -154,10 +154,7 @@ describe.each([
     const apis = ofType(run, T.api).map((a) => a.urn);
 
     expect(run.invokes.map((i) => i.token)).toEqual(
-      expect.arrayContaining([
-        'gcp:organizations/getProject:getProject',
-        'gcp:storage/getProjectServiceAccount:getProjectServiceAccount',
-      ]),
+      expect.arrayContaining(['gcp:storage/getProjectServiceAccount:getProjectServiceAccount']),
     );
     for (const invoke of run.invokes) {
       expect({
