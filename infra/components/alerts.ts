@@ -246,7 +246,7 @@ export class Alerts extends DoclineComponent {
       {
         project: args.project,
         accountId: `${args.prefix}-dupcheck`,
-        displayName: 'docline duplicate-objects check (scheduled query)',
+        displayName: `${args.prefix}: duplicate-objects check (scheduled query)`,
       },
       this.child,
     );

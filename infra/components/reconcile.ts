@@ -85,7 +85,7 @@ export class Reconcile extends DoclineComponent {
       {
         project: args.project,
         accountId: `${args.accountIdPrefix}-reconcile`,
-        displayName: 'docline reconcile (Cloud Run job)',
+        displayName: `${args.accountIdPrefix}: reconcile (Cloud Run job)`,
       },
       this.child,
     );
@@ -94,7 +94,7 @@ export class Reconcile extends DoclineComponent {
       {
         project: args.project,
         accountId: `${args.accountIdPrefix}-scheduler`,
-        displayName: 'docline reconcile scheduler (may only run the reconcile job)',
+        displayName: `${args.accountIdPrefix}: reconcile scheduler (may only run the reconcile job)`,
       },
       this.child,
     );

@@ -126,7 +126,7 @@ export class WorkerService extends DoclineComponent {
       {
         project,
         accountId: `${config.prefix}-worker`,
-        displayName: 'docline worker (Cloud Run runtime)',
+        displayName: `${config.prefix}: worker (Cloud Run runtime)`,
       },
       this.child,
     );
@@ -135,7 +135,7 @@ export class WorkerService extends DoclineComponent {
       {
         project,
         accountId: `${config.prefix}-push`,
-        displayName: 'docline push subscription (OIDC token identity)',
+        displayName: `${config.prefix}: push subscription (OIDC token identity)`,
       },
       this.child,
     );

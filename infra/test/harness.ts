@@ -381,3 +381,25 @@ export function one(run: ProgramRun, type: string, suffix = ''): CapturedResourc
   }
   return found[0]!;
 }
+
+/** Everything `resource` waits for, transitively, with components expanded to their descendants. */
+export function waitsFor(run: ProgramRun, resource: CapturedResource): Set<string> {
+  const byUrn = new Map(run.resources.map((r) => [r.urn, r]));
+  const childrenOf = (urn: string) => run.resources.filter((r) => r.parent === urn).map((r) => r.urn);
+  const seen = new Set<string>();
+  const direct = (r: CapturedResource) => [
+    ...r.dependencies,
+    ...Object.values(r.propertyDependencies).flat(),
+  ];
+  const queue = [...direct(resource)];
+  while (queue.length > 0) {
+    const urn = queue.pop()!;
+    if (seen.has(urn)) continue;
+    seen.add(urn);
+    const dep = byUrn.get(urn);
+    if (dep === undefined) continue;
+    queue.push(...direct(dep));
+    if (!dep.custom) queue.push(...childrenOf(urn));
+  }
+  return seen;
+}
