@@ -12,7 +12,7 @@ import {
 } from '../../worker/src/contract/storage';
 import { DoclineComponent, type ProjectArgs } from './component';
 import { regionalStorage } from './document-bucket';
-import { guarded } from './lifecycle';
+import { grantsSettled, guarded } from './lifecycle';
 
 /** Arguments of {@link Delivery}. */
 export interface DeliveryArgs extends ProjectArgs {
@@ -27,8 +27,12 @@ export interface DeliveryArgs extends ProjectArgs {
   topic: pulumi.Input<string>;
   /** The documents bucket's name output (keeps the notification tied to the bucket resource). */
   bucketName: pulumi.Input<string>;
-  /** What the notification needs besides the push subscription: the storage agent's publisher grant. */
-  notificationNeeds: pulumi.Resource[];
+  /**
+   * Grants the notification needs besides the push subscription: the storage agent's publisher
+   * grant. Cloud Storage checks it when the notification is created, so the notification also waits
+   * for it to propagate.
+   */
+  notificationNeeds: pulumi.CustomResource[];
   /** What the push subscription needs besides its own grants: the push account's run.invoker grant. */
   pushNeeds: pulumi.Resource[];
   /** The worker's push endpoint (`https://…/push`). */
@@ -181,6 +185,11 @@ export class Delivery extends DoclineComponent {
       },
       this.child,
     );
+    const publisherPropagated = grantsSettled(
+      `${name}-publisher-grant-settle`,
+      args.notificationNeeds,
+      this.child,
+    );
     this.notification = new gcp.storage.Notification(
       `${name}-notification`,
       {
@@ -193,7 +202,10 @@ export class Delivery extends DoclineComponent {
       },
       // Announcing starts only once a subscription receives: a topic without one drops messages.
       // Replaced delete-first: never two notifications on the bucket, not even during an update.
-      { ...this.childAfter(this.subscription, ...args.notificationNeeds), deleteBeforeReplace: true },
+      {
+        ...this.childAfter(this.subscription, ...args.notificationNeeds, publisherPropagated),
+        deleteBeforeReplace: true,
+      },
     );
 
     this.registerOutputs({

@@ -14,9 +14,10 @@ export const LOG_METRIC_SETTLE_DURATION = '600s';
 /**
  * How long a first use of a new IAM grant waits. Google documents that a grant usually takes effect
  * within two minutes and sometimes seven or more; the provider does not retry a permission error.
- * Two first uses cannot afford it: the worker's first revision (its startup probe reads the table;
- * a failed probe fails the create) and the scheduled duplicate check (a failed first run opens an
- * incident that stays a day).
+ * Three first uses cannot afford it: the worker's first revision (its startup probe reads the table;
+ * a failed probe fails the create), the scheduled duplicate check (a failed first run opens an
+ * incident that stays a day) and the bucket notification (Cloud Storage refuses to create it unless
+ * its agent may publish to the topic). Early pushes need no wait: Pub/Sub retries a refused push.
  */
 export const IAM_PROPAGATION_DURATION = '420s';
 

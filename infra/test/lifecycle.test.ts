@@ -52,7 +52,7 @@ const T = {
 const CASE = {
   identities: 'grants to a Google service agent take the agent from a ServiceIdentity that creates it',
   waits:
-    'declares every wait on propagation: 600 s after the log metrics, 420 s after the grants of the worker and of the duplicate check',
+    'declares every wait on propagation: 600 s after the log metrics, 420 s after the grants of the worker, the duplicate check and the notification',
   serviceAfterTable: 'starts the worker service after the table, with a preset image too',
   residency:
     'keeps what names documents in the stack\u2019s region: topics by storage policy, log lines by a regional log bucket',
@@ -294,10 +294,20 @@ describe.each(['dev', 'prod'] as const)('the lifecycle of the %s stack', (stack)
     for (const sleep of metricWaits) expect(sleep.inputs.createDuration).toBe(LOG_METRIC_SETTLE_DURATION);
     const serviceWait = one(run, T.sleep, '-worker-grants-settle');
     const checkWait = one(run, T.sleep, '-dupcheck-grants-settle');
-    expect(serviceWait.inputs.createDuration).toBe(IAM_PROPAGATION_DURATION);
-    expect(checkWait.inputs.createDuration).toBe(IAM_PROPAGATION_DURATION);
+    const publisherWait = one(run, T.sleep, '-publisher-grant-settle');
+    for (const wait of [serviceWait, checkWait, publisherWait]) {
+      expect(wait.inputs.createDuration).toBe(IAM_PROPAGATION_DURATION);
+    }
     expect(waitsFor(run, service).has(serviceWait.urn)).toBe(true);
     expect(waitsFor(run, check).has(checkWait.urn)).toBe(true);
+    expect(waitsFor(run, one(run, T.notification)).has(publisherWait.urn)).toBe(true);
+    expect(
+      waitsFor(run, publisherWait).has(
+        one(run, 'gcp:pubsub/topicIAMMember:TopicIAMMember', '-storage-publisher').urn,
+      ),
+    ).toBe(true);
+    // Nothing else sleeps: every wait is one of these.
+    expect(sleeps).toHaveLength(5);
     // Each wait follows the grants it waits for, and is re-run only when one of them is replaced.
     expect(Object.keys(serviceWait.inputs.triggers as object)).toHaveLength(6);
     expect(Object.keys(checkWait.inputs.triggers as object)).toHaveLength(3);
