@@ -141,18 +141,41 @@ const MIB = 1024 * 1024;
 const WHOLE_CPUS = [1, 2, 4, 6, 8];
 
 /**
- * Cloud Run's memory range for a CPU limit, in MiB (https://cloud.google.com/run/docs/configuring/services/memory-limits):
- * below 0.5 vCPU up to 512 MiB, below 1 up to 1 GiB, 1 up to 4 GiB, 2 up to 8 GiB, 4 from 2 to 16 GiB,
- * 6 from 4 to 24 GiB, 8 from 4 to 32 GiB.
+ * The least memory Cloud Run accepts: 512 MiB. (The first generation execution environment once
+ * allowed 128 MiB; the current limits say 512 MiB, and 128 MiB is refused.)
+ */
+export const CLOUD_RUN_MIN_MEMORY_MIB = 512;
+
+/**
+ * Cloud Run's memory range for a CPU limit, in MiB (cloud.google.com/run/docs/configuring/services/cpu
+ * and …/memory-limits): at least {@link CLOUD_RUN_MIN_MEMORY_MIB}; below 0.5 vCPU up to 512 MiB,
+ * below 1 up to 1 GiB, 1 up to 4 GiB, 2 up to 8 GiB, 4 from 2 to 16 GiB, 6 from 4 to 24 GiB,
+ * 8 from 4 to 32 GiB.
  */
 export function memoryRangeMib(cpu: number): { min: number; max: number } {
-  if (cpu < 0.5) return { min: 128, max: 512 };
-  if (cpu < 1) return { min: 128, max: 1024 };
-  if (cpu === 1) return { min: 128, max: 4 * 1024 };
-  if (cpu === 2) return { min: 128, max: 8 * 1024 };
+  const min = CLOUD_RUN_MIN_MEMORY_MIB;
+  if (cpu < 0.5) return { min, max: 512 };
+  if (cpu < 1) return { min, max: 1024 };
+  if (cpu === 1) return { min, max: 4 * 1024 };
+  if (cpu === 2) return { min, max: 8 * 1024 };
   if (cpu === 4) return { min: 2 * 1024, max: 16 * 1024 };
   if (cpu === 6) return { min: 4 * 1024, max: 24 * 1024 };
   return { min: 4 * 1024, max: 32 * 1024 };
+}
+
+/**
+ * The least CPU Cloud Run requires for a memory limit (…/memory-limits, "Required minimum CPUs"):
+ * up to 512 MiB 0.333 vCPU, up to 1 GiB 0.583, up to 4 GiB 1, then 2, 4, 6 and 8 above 4, 8, 16 and
+ * 24 GiB. So 0.5 vCPU cannot have 1 GiB, though 1 GiB is within "below 1 vCPU: up to 1 GiB".
+ */
+export function minCpuForMemory(memoryMib: number): number {
+  if (memoryMib <= 512) return 0.333;
+  if (memoryMib <= 1024) return 0.583;
+  if (memoryMib <= 4 * 1024) return 1;
+  if (memoryMib <= 8 * 1024) return 2;
+  if (memoryMib <= 16 * 1024) return 4;
+  if (memoryMib <= 24 * 1024) return 6;
+  return 8;
 }
 
 /** vCPUs of a Cloud Run CPU limit ("1", "0.5", "500m"); undefined when it is not one. */
@@ -187,10 +210,13 @@ export function resourceProblems(s: {
   const problems: string[] = [];
   const cpu = parseCpu(s.cpu);
   const memoryMib = parseMemoryMib(s.memory);
-  const cpuValid = cpu !== undefined && cpu >= 0.08 && (cpu < 1 || WHOLE_CPUS.includes(cpu));
+  // Below 1, Cloud Run takes steps of 0.001 vCPU.
+  const fractionValid =
+    cpu !== undefined && cpu >= 0.08 && cpu < 1 && Number.isInteger(Math.round(cpu * 1e6) / 1e3);
+  const cpuValid = cpu !== undefined && (fractionValid || WHOLE_CPUS.includes(cpu));
   if (!cpuValid) {
     problems.push(
-      `cpu must be from 0.08 to below 1 (e.g. "0.5" or "500m") or one of ${WHOLE_CPUS.join(', ')} (got "${s.cpu}"): Cloud Run accepts no other value.`,
+      `cpu must be from 0.08 to below 1 in steps of 0.001 (e.g. "0.5" or "500m") or one of ${WHOLE_CPUS.join(', ')} (got "${s.cpu}"): Cloud Run accepts no other value.`,
     );
   }
   if (memoryMib === undefined) {
@@ -203,9 +229,14 @@ export function resourceProblems(s: {
   }
   if (cpuValid && memoryMib !== undefined) {
     const { min, max } = memoryRangeMib(cpu);
+    const leastCpu = minCpuForMemory(memoryMib);
     if (memoryMib < min || memoryMib > max) {
       problems.push(
         `memory (${s.memory}) is outside what Cloud Run allows with cpu ${s.cpu}: from ${min} MiB to ${max} MiB. Change memory or cpu.`,
+      );
+    } else if (cpu < leastCpu) {
+      problems.push(
+        `memory (${s.memory}) needs at least ${leastCpu} vCPU on Cloud Run (got cpu ${s.cpu}). Raise cpu or lower memory.`,
       );
     }
   }

@@ -7,12 +7,13 @@ import { DocumentBucket } from './components/document-bucket';
 import { Foundation } from './components/foundation';
 import { MemoBucket } from './components/memo-bucket';
 import { Reconcile } from './components/reconcile';
+import { RegionalLogs } from './components/regional-logs';
 import { Warehouse } from './components/warehouse';
 import { WorkerImage } from './components/worker-image';
 import { WorkerService } from './components/worker-service';
 import { readStackConfig } from './config';
 
-/** The repository root: the worker image's build context. */
+/** The repository root on this machine: read for the image's content tag, never an input. */
 const REPO_ROOT = join(__dirname, '..');
 
 /**
@@ -24,29 +25,41 @@ const REPO_ROOT = join(__dirname, '..');
  * before everything, data lookups included; the worker's grants before the service; the push
  * account's grants before the push subscription; the push subscription before the notification;
  * grants and table before the scheduled check; a settling wait before alerts on new log metrics.
+ * docs/deploy.md's lifecycle table says what each later `up`, replacement and `destroy` does.
  */
 async function docline() {
   const config = readStackConfig();
   const { project, prefix } = config;
 
+  // deletionProtection: destroy keeps the data (documents, rows, logs), and the delivery path is
+  // protected from replacement.
+  const keepData = config.deletionProtection;
   const foundation = new Foundation(prefix, {
     project,
     region: config.region,
     imageKeepCount: config.worker.imageKeepCount,
+    buildsImage: config.worker.image === undefined,
   });
   const after = { dependsOn: foundation.apis };
-  // docline:image set: that image as it is (CI built it). Unset: built here, tagged by content.
+  // docline:image set: that image as it is (CI built it and pushed it to a repository outside the
+  // stack). Unset: built here, tagged by content, pushed to the stack's own repository.
   const image =
     config.worker.image ??
     new WorkerImage(
       `${prefix}-image`,
-      { repositoryUrl: foundation.repositoryUrl, region: config.region, root: REPO_ROOT },
-      { dependsOn: [...foundation.apis, foundation.repository] },
+      { repositoryUrl: foundation.repositoryUrl!, region: config.region, root: REPO_ROOT },
+      { dependsOn: [...foundation.apis, foundation.repository!] },
     ).ref;
 
   const documents = new DocumentBucket(
     `${prefix}-documents`,
-    { project, location: config.dataLocation, forceDestroy: !config.deletionProtection },
+    {
+      project,
+      location: config.dataLocation,
+      region: config.region,
+      forceDestroy: !config.deletionProtection,
+      keepData,
+    },
     after,
   );
   const memo = new MemoBucket(
@@ -56,7 +69,8 @@ async function docline() {
       name: `${prefix}-memo-${project}`,
       location: config.dataLocation,
       expiryDays: config.delivery.dedupWindowDays,
-      forceDestroy: !config.deletionProtection,
+      // A cache of paid analyses, never a document: destroy empties it rather than failing on it.
+      forceDestroy: true,
     },
     after,
   );
@@ -80,6 +94,7 @@ async function docline() {
       memoBucketName: memo.bucket.name,
       datasetId: warehouse.dataset.datasetId,
       tableRef: warehouse.tableRef,
+      table: warehouse.table,
       pushAudience,
     },
     after,
@@ -88,6 +103,8 @@ async function docline() {
     `${prefix}-delivery`,
     {
       project,
+      region: config.region,
+      keepData,
       topic: documents.topic.id,
       bucketName: documents.bucket.name,
       notificationNeeds: [documents.publisherGrant],
@@ -103,6 +120,7 @@ async function docline() {
   // The alerts watch and the dashboard charts the same subscriptions and service.
   const observed: ObservedPipelineArgs = {
     project,
+    prefix,
     serviceName: worker.service.name,
     pushSubscriptionName: delivery.subscription.name,
     deadLetterSubscriptionName: delivery.deadLetterSubscription.name,
@@ -121,7 +139,6 @@ async function docline() {
       dedupWindowDays: config.delivery.dedupWindowDays,
       datasetId: warehouse.dataset.datasetId,
       dataLocation: config.dataLocation,
-      accountIdPrefix: prefix,
     },
     after,
   );
@@ -131,6 +148,7 @@ async function docline() {
       ...observed,
       allAnswersMetric: alerts.allAnswers.name,
       duplicateAnswersMetric: alerts.duplicateAnswers.name,
+      workerServiceAccountEmail: worker.serviceAccount.email,
     },
     after,
   );
@@ -159,8 +177,27 @@ async function docline() {
           after,
         );
 
+  new RegionalLogs(
+    `${prefix}-logs`,
+    {
+      project,
+      prefix,
+      region: config.region,
+      keepData,
+      sources: [
+        pulumi.interpolate`resource.type = "cloud_run_revision" AND resource.labels.service_name = "${worker.service.name}"`,
+        ...(reconcile === undefined
+          ? []
+          : [
+              pulumi.interpolate`resource.type = "cloud_run_job" AND resource.labels.job_name = "${reconcile.job.name}"`,
+            ]),
+      ],
+    },
+    after,
+  );
+
   return {
-    imageRepository: foundation.repositoryUrl,
+    ...(foundation.repositoryUrl === undefined ? {} : { imageRepository: foundation.repositoryUrl }),
     image: pulumi.output(image),
     bucketName: documents.bucket.name,
     memoBucketName: memo.bucket.name,

@@ -2,21 +2,24 @@ import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
 import * as time from '@pulumiverse/time';
 import { DoclineComponent, type ProjectArgs } from './component';
+import { grantsSettled, LOG_METRIC_SETTLE_DURATION } from './lifecycle';
 
-/**
- * How long alert policies wait after the log-based metrics they read are created. Cloud Monitoring
- * learns a new `logging.googleapis.com/user/…` metric minutes after Cloud Logging created it, and an
- * alert policy on it fails until then: hashicorp/terraform-provider-google#11102 (open), in the
- * provider pulumi-gcp wraps. A Sleep is a resource the engine tracks, so the wait happens once, on
- * create, and again only when a metric is replaced.
- */
-export const LOG_METRIC_SETTLE_DURATION = '180s';
+export { LOG_METRIC_SETTLE_DURATION };
+
+/** The user label every alert policy carries: the stack's prefix, to tell two stacks in one project apart. */
+export const STACK_LABEL = 'docline-stack';
 
 /** Window over which the duplicate share is computed; long enough to hold a few hundred answers. */
 const DUPLICATE_WINDOW_SECONDS = 600;
 
 /** The parts of the pipeline that {@link Alerts} watches and the dashboard charts. */
 export interface ObservedPipelineArgs extends ProjectArgs {
+  /**
+   * The stack's prefix (`docline-<stack>`): it starts every display name and is the value of the
+   * {@link STACK_LABEL} label, so that two stacks in one project never share an alert's or a
+   * dashboard's name.
+   */
+  prefix: string;
   /** The push subscription (its short name): the age of its oldest unacked message is watched. */
   pushSubscriptionName: pulumi.Input<string>;
   /** The dead-letter pull subscription (its short name): messages piling up there are watched. */
@@ -45,8 +48,6 @@ export interface AlertsArgs extends ObservedPipelineArgs {
   /** The dataset of that view (the check's account may read it) and its location. */
   datasetId: pulumi.Input<string>;
   dataLocation: pulumi.Input<string>;
-  /** Prefix of service account ids (`<prefix>-dupcheck`). */
-  accountIdPrefix: string;
 }
 
 /** How often the scheduled query looks for objects with more than one ok row, and how far back. */
@@ -91,10 +92,13 @@ export class Alerts extends DoclineComponent {
   /** The hourly scheduled query over recent partitions, and the alert on its failures. */
   readonly duplicateObjectsCheck: gcp.bigquery.DataTransferConfig;
   readonly duplicateObjects: gcp.monitoring.AlertPolicy;
+  /** The BigQuery Data Transfer service agent, made to exist before it is granted anything. */
+  readonly transferAgent: gcp.projects.ServiceIdentity;
 
   constructor(name: string, args: AlertsArgs, opts?: pulumi.ComponentResourceOptions) {
     super('docline:index:Alerts', name, opts);
     const notificationChannels = args.notificationChannels ?? [];
+    const userLabels = { [STACK_LABEL]: args.prefix };
     const subscriptionMetric = (metric: string, subscription: pulumi.Input<string>) =>
       pulumi.interpolate`resource.type = "pubsub_subscription" AND resource.labels.subscription_id = "${subscription}" AND metric.type = "pubsub.googleapis.com/subscription/${metric}"`;
 
@@ -102,7 +106,7 @@ export class Alerts extends DoclineComponent {
       `${name}-dead-letters`,
       {
         project: args.project,
-        displayName: pulumi.interpolate`docline: dead letters in ${args.deadLetterSubscriptionName}`,
+        displayName: pulumi.interpolate`${args.prefix}: dead letters in ${args.deadLetterSubscriptionName}`,
         combiner: 'OR',
         conditions: [
           {
@@ -123,6 +127,7 @@ export class Alerts extends DoclineComponent {
             '`gcloud pubsub subscriptions pull SUBSCRIPTION --limit 10`, fix the cause, then replay them.',
         },
         notificationChannels,
+        userLabels,
       },
       this.child,
     );
@@ -131,7 +136,7 @@ export class Alerts extends DoclineComponent {
       `${name}-backlog-age`,
       {
         project: args.project,
-        displayName: pulumi.interpolate`docline: old unacked messages in ${args.pushSubscriptionName}`,
+        displayName: pulumi.interpolate`${args.prefix}: old unacked messages in ${args.pushSubscriptionName}`,
         combiner: 'OR',
         conditions: [
           {
@@ -152,6 +157,7 @@ export class Alerts extends DoclineComponent {
             'or not reachable. Check the worker logs and the push subscription metrics.',
         },
         notificationChannels,
+        userLabels,
       },
       this.child,
     );
@@ -184,7 +190,7 @@ export class Alerts extends DoclineComponent {
       `${name}-metrics-settle`,
       {
         createDuration: LOG_METRIC_SETTLE_DURATION,
-        // A replaced metric is new to Cloud Monitoring again: wait again.
+        // A replaced metric is new to Cloud Monitoring again: wait again. Nothing else re-runs it.
         triggers: { duplicateAnswers: this.duplicateAnswers.id, allAnswers: this.allAnswers.id },
       },
       this.childAfter(this.duplicateAnswers, this.allAnswers),
@@ -202,7 +208,7 @@ export class Alerts extends DoclineComponent {
       `${name}-duplicate-rate`,
       {
         project: args.project,
-        displayName: pulumi.interpolate`docline: duplicate answers above ${args.duplicateRateThreshold} of all answers`,
+        displayName: pulumi.interpolate`${args.prefix}: duplicate answers above ${args.duplicateRateThreshold} of all answers`,
         combiner: 'OR',
         conditions: [
           {
@@ -228,6 +234,7 @@ export class Alerts extends DoclineComponent {
             'bucket has a second notification (`gcloud storage buckets notifications list gs://BUCKET`).',
         },
         notificationChannels,
+        userLabels,
       },
       this.childAfter(this.metricsSettled),
     );
@@ -238,8 +245,8 @@ export class Alerts extends DoclineComponent {
       `${name}-dupcheck`,
       {
         project: args.project,
-        accountId: `${args.accountIdPrefix}-dupcheck`,
-        displayName: 'docline duplicate-objects check (scheduled query)',
+        accountId: `${args.prefix}-dupcheck`,
+        displayName: `${args.prefix}: duplicate-objects check (scheduled query)`,
       },
       this.child,
     );
@@ -258,12 +265,31 @@ export class Alerts extends DoclineComponent {
       },
       this.child,
     );
+    // Scheduled queries run as the checker through the BigQuery Data Transfer service agent, which
+    // mints the checker's token. The agent exists only after the API's first use, so it is created
+    // here, and it may act as the checker only (not as every account of the project).
+    this.transferAgent = new gcp.projects.ServiceIdentity(
+      `${name}-transfer-agent`,
+      { project: args.project, service: 'bigquerydatatransfer.googleapis.com' },
+      this.child,
+    );
+    const agentTokenCreator = new gcp.serviceaccount.IAMMember(
+      `${name}-dupcheck-token-creator`,
+      {
+        serviceAccountId: checker.name,
+        role: 'roles/iam.serviceAccountTokenCreator',
+        member: this.transferAgent.member,
+      },
+      this.child,
+    );
+    const checkGrants = [checkerJobUser, checkerDataViewer, agentTokenCreator];
+    const grantsPropagated = grantsSettled(`${name}-dupcheck-grants-settle`, checkGrants, this.child);
     this.duplicateObjectsCheck = new gcp.bigquery.DataTransferConfig(
       `${name}-duplicate-objects-check`,
       {
         project: args.project,
         location: args.dataLocation,
-        displayName: 'docline: duplicate objects check',
+        displayName: `${args.prefix}: duplicate objects check`,
         dataSourceId: 'scheduled_query',
         schedule: `every ${DUPLICATE_OBJECTS_CHECK_HOURS} hours`,
         serviceAccountName: checker.email,
@@ -273,16 +299,16 @@ export class Alerts extends DoclineComponent {
             .apply(([table, days]) => duplicateObjectsCheckSql(table, days)),
         },
       },
-      // A first run without its grants or its table fails, and the failure raises a false alert
-      // that stays open for a day.
-      this.childAfter(checkerJobUser, checkerDataViewer, args.table, args.duplicateObjectsView),
+      // A first run without its grants (propagated: the first run starts at creation) or its table
+      // fails, and the failure raises a false alert that stays open for a day.
+      this.childAfter(...checkGrants, grantsPropagated, args.table, args.duplicateObjectsView),
     );
     const configId = this.duplicateObjectsCheck.name.apply((n) => n.split('/').pop() ?? n);
     this.duplicateObjects = new gcp.monitoring.AlertPolicy(
       `${name}-duplicate-objects`,
       {
         project: args.project,
-        displayName: 'docline: objects with more than one ok row',
+        displayName: `${args.prefix}: objects with more than one ok row`,
         combiner: 'OR',
         conditions: [
           {
@@ -301,6 +327,7 @@ export class Alerts extends DoclineComponent {
             'the extra notification (`npm run check:notifications -- --bucket BUCKET`), keep DEDUP_KEY=object.',
         },
         notificationChannels,
+        userLabels,
       },
       this.child,
     );

@@ -20,9 +20,13 @@ export interface DashboardArgs extends ObservedPipelineArgs {
   /** Log-based metrics of the Alerts component (their `name` outputs). */
   allAnswersMetric: pulumi.Input<string>;
   duplicateAnswersMetric: pulumi.Input<string>;
+  /** The worker's service account: the BigQuery jobs it runs are this stack's, not another's in the project. */
+  workerServiceAccountEmail: pulumi.Input<string>;
 }
 
 interface ChartInput {
+  /** The stack's prefix: the dashboard's display name. */
+  prefix: string;
   service: string;
   push: string;
   deadLetters: string;
@@ -37,7 +41,29 @@ const STATUS_LEGEND = ['$', '{metric.label.status}'].join('');
 
 const user = (metric: string) => `logging.googleapis.com/user/${metric}`;
 
-/** The dashboard's JSON (Cloud Monitoring `Dashboard` resource), from the names it charts. */
+/**
+ * A Cloud Monitoring metric's name in PromQL: the first `/` becomes `:`, every other character
+ * PromQL does not allow in a name becomes `_` (cloud.google.com/monitoring/promql/promql-mapping).
+ */
+export function promqlMetricName(metric: string): string {
+  const slash = metric.indexOf('/');
+  const [domain, path] = slash < 0 ? [metric, ''] : [metric.slice(0, slash), metric.slice(slash + 1)];
+  const clean = (part: string) => part.replace(/[^A-Za-z0-9_]/g, '_');
+  return slash < 0 ? clean(domain) : `${clean(domain)}:${clean(path)}`;
+}
+
+/** A tile's position: Cloud Monitoring drops a 0 coordinate, so it is left out rather than sent as 0. */
+function position(x: number, y: number): { xPos?: number; yPos?: number } {
+  return { ...(x === 0 ? {} : { xPos: x }), ...(y === 0 ? {} : { yPos: y }) };
+}
+
+/**
+ * The dashboard's JSON (Cloud Monitoring `Dashboard` resource), from the names it charts, in the
+ * form the API returns it: the provider compares its input with what the API answers, and the API
+ * drops zero numbers and empty lists (hashicorp/terraform-provider-google#16173), so any of them
+ * here would show as a diff on every `up`. Distribution sums are PromQL (`prometheusQuery`): MQL is
+ * no longer supported for new work.
+ */
 export function dashboardJson(m: ChartInput): string {
   const revision = `resource.type = "cloud_run_revision" AND resource.labels.service_name = "${m.service}"`;
   const subscription = (id: string) =>
@@ -48,17 +74,17 @@ export function dashboardJson(m: ChartInput): string {
     alignmentPeriod: '60s',
     perSeriesAligner: 'ALIGN_DELTA',
     crossSeriesReducer: 'REDUCE_SUM',
-    groupByFields: groupBy,
+    ...(groupBy.length > 0 ? { groupByFields: groupBy } : {}),
   });
   const line = (filter: string, aggregation: object, legend?: string) => ({
     timeSeriesQuery: { timeSeriesFilter: { filter, aggregation } },
     plotType: 'LINE',
     ...(legend ? { legendTemplate: legend } : {}),
   });
-  // Distribution metrics (values extracted from log lines) are summed with MQL's sum_from.
-  const hourlySum = (metric: string, resourceType: string) => ({
+  // Distribution metrics (values extracted from log lines) are summed through their `_sum` series.
+  const hourlySum = (metric: string, selector: string) => ({
     timeSeriesQuery: {
-      timeSeriesQueryLanguage: `fetch ${resourceType} | metric '${metric}' | align delta(1h) | every 1h | group_by [], [total: sum(sum_from(val()))]`,
+      prometheusQuery: `sum(increase(${promqlMetricName(metric)}_sum{${selector}}[1h]))`,
     },
     plotType: 'STACKED_BAR',
   });
@@ -123,18 +149,19 @@ export function dashboardJson(m: ChartInput): string {
         'p99',
       ),
     ]),
-    chart('Gemini tokens per hour', [hourlySum(user(m.tokens), 'cloud_run_revision')]),
+    chart('Gemini tokens per hour', [
+      hourlySum(user(m.tokens), `monitored_resource="cloud_run_revision",service_name="${m.service}"`),
+    ]),
     chart('BigQuery bytes billed by the worker (app=docline) per hour', [
-      hourlySum(user(m.bytesBilled), 'bigquery_project'),
+      hourlySum(user(m.bytesBilled), 'monitored_resource="bigquery_project"'),
     ]),
   ];
   return JSON.stringify({
-    displayName: `docline: ${m.service}`,
+    displayName: `${m.prefix}: ${m.service}`,
     mosaicLayout: {
       columns: 12,
       tiles: widgets.map((widget, i) => ({
-        xPos: (i % 2) * 6,
-        yPos: Math.floor(i / 2) * 4,
+        ...position((i % 2) * 6, Math.floor(i / 2) * 4),
         width: 6,
         height: 4,
         widget,
@@ -148,7 +175,8 @@ export function dashboardJson(m: ChartInput): string {
  * dead letters waiting, the oldest unacked message, worker latency p50/p99, Gemini tokens per hour,
  * and BigQuery bytes billed by the worker's jobs. Two log-based metrics of its own extract values:
  * the tokens of each outcome line, and the billed bytes of each finished BigQuery job labelled
- * `app=docline` (BigQuery's audit log, always on).
+ * `app=docline` that this stack's worker account ran (BigQuery's audit log, always on): every
+ * docline stack labels its jobs alike, and two stacks may share a project.
  */
 export class Dashboard extends DoclineComponent {
   readonly dashboard: gcp.monitoring.Dashboard;
@@ -178,10 +206,8 @@ export class Dashboard extends DoclineComponent {
       {
         project: args.project,
         description:
-          'Bytes billed by each finished BigQuery job labelled app=docline (seen, record, views excluded).',
-        filter:
-          'resource.type = "bigquery_project" AND protoPayload.metadata.jobChange.after = "DONE" AND ' +
-          'protoPayload.metadata.jobChange.job.jobConfig.labels.app = "docline"',
+          "Bytes billed by each finished BigQuery job labelled app=docline that this stack's worker ran (seen, record).",
+        filter: pulumi.interpolate`resource.type = "bigquery_project" AND protoPayload.metadata.jobChange.after = "DONE" AND protoPayload.metadata.jobChange.job.jobConfig.labels.app = "docline" AND protoPayload.authenticationInfo.principalEmail = "${args.workerServiceAccountEmail}"`,
         valueExtractor: 'EXTRACT(protoPayload.metadata.jobChange.job.jobStats.queryStats.totalBilledBytes)',
         ...distribution('By'),
       },
@@ -202,7 +228,16 @@ export class Dashboard extends DoclineComponent {
             bytesBilledMetric.name,
           ])
           .apply(([service, push, deadLetters, answers, duplicates, tokens, bytesBilled]) =>
-            dashboardJson({ service, push, deadLetters, answers, duplicates, tokens, bytesBilled }),
+            dashboardJson({
+              prefix: args.prefix,
+              service,
+              push,
+              deadLetters,
+              answers,
+              duplicates,
+              tokens,
+              bytesBilled,
+            }),
           ),
       },
       this.child,

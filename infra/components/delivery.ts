@@ -11,15 +11,28 @@ import {
   PUSH_FILTER,
 } from '../../worker/src/contract/storage';
 import { DoclineComponent, type ProjectArgs } from './component';
+import { regionalStorage } from './document-bucket';
+import { grantsSettled, guarded } from './lifecycle';
 
 /** Arguments of {@link Delivery}. */
 export interface DeliveryArgs extends ProjectArgs {
+  /** The stack's region: where the dead-letter topic may store messages. */
+  region: string;
+  /**
+   * The stack's deletionProtection: the engine refuses to replace or delete the subscriptions and the
+   * dead-letter topic, whose messages are documents not yet recorded.
+   */
+  keepData: boolean;
   /** The topic the bucket announces uploads on. */
   topic: pulumi.Input<string>;
   /** The documents bucket's name output (keeps the notification tied to the bucket resource). */
   bucketName: pulumi.Input<string>;
-  /** What the notification needs besides the push subscription: the storage agent's publisher grant. */
-  notificationNeeds: pulumi.Resource[];
+  /**
+   * Grants the notification needs besides the push subscription: the storage agent's publisher
+   * grant. Cloud Storage checks it when the notification is created, so the notification also waits
+   * for it to propagate.
+   */
+  notificationNeeds: pulumi.CustomResource[];
   /** What the push subscription needs besides its own grants: the push account's run.invoker grant. */
   pushNeeds: pulumi.Resource[];
   /** The worker's push endpoint (`https://…/push`). */
@@ -52,9 +65,16 @@ export interface DeliveryArgs extends ProjectArgs {
  * publish every upload twice, each copy with its own messageId, so this is the only place that
  * creates one.
  *
- * Order, as dependencies the engine sees: token-creator grant and run.invoker grant → push
- * subscription → notification. Early pushes would otherwise get 401/403, and uploads made before
- * the subscription exists would be dropped by the topic.
+ * Order, as dependencies the engine sees: the Pub/Sub service agent (created by a ServiceIdentity,
+ * since it may not exist before the API is first used and IAM refuses grants to it) → its grants;
+ * token-creator grant and run.invoker grant → push subscription → notification. Early pushes would
+ * otherwise get 401/403, and uploads made before the subscription exists would be dropped by the topic.
+ *
+ * Replacement: the notification is deleted before its replacement is created (every field of it
+ * forces a replacement, and two notifications at once would publish every upload twice); the
+ * uploads made in the seconds between have no message, and reconcile finds them. The subscriptions
+ * and the dead-letter topic are protected in a stack that keeps its data: a change that would
+ * replace them stops the `up` (docs/deploy.md, "Lifecycle").
  */
 export class Delivery extends DoclineComponent {
   readonly subscription: gcp.pubsub.Subscription;
@@ -63,24 +83,33 @@ export class Delivery extends DoclineComponent {
   readonly tokenCreatorGrant: gcp.serviceaccount.IAMMember;
   readonly deadLetterTopic: gcp.pubsub.Topic;
   readonly deadLetterSubscription: gcp.pubsub.Subscription;
-  /** `service-NUMBER@gcp-sa-pubsub.iam.gserviceaccount.com`. */
-  readonly pubsubAgentEmail: pulumi.Output<string>;
+  /** The Pub/Sub service agent (`service-NUMBER@gcp-sa-pubsub.iam.gserviceaccount.com`), made to exist. */
+  readonly pubsubAgent: gcp.projects.ServiceIdentity;
 
   constructor(name: string, args: DeliveryArgs, opts?: pulumi.ComponentResourceOptions) {
     super('docline:index:Delivery', name, opts);
     const settings = pulumi.output(args.settings);
-    // Cloud Resource Manager answers this lookup: it waits for the APIs like the resources do.
-    const projectNumber = gcp.organizations.getProjectOutput({ projectId: args.project }, this.child).number;
-    this.pubsubAgentEmail = pulumi.interpolate`service-${projectNumber}@gcp-sa-pubsub.iam.gserviceaccount.com`;
-    const pubsubAgent = pulumi.interpolate`serviceAccount:${this.pubsubAgentEmail}`;
+    // The agent is created on first use of the API; a grant to it before then fails with "service
+    // account does not exist", which the provider does not retry. Its grants take `member` from it.
+    this.pubsubAgent = new gcp.projects.ServiceIdentity(
+      `${name}-pubsub-agent`,
+      { project: args.project, service: 'pubsub.googleapis.com' },
+      this.child,
+    );
+    const pubsubAgent = this.pubsubAgent.member;
+    const keep = guarded(args.keepData);
 
     // Dead letters stay replayable (subscription and topic seek) only as long as the dedup window
     // still sees their rows: settingsProblems binds deadLetterRetentionSeconds to dedupWindowDays.
     const deadLetters = settings.apply(deadLetterSubscriptionSettings);
     this.deadLetterTopic = new gcp.pubsub.Topic(
       `${name}-dead-letters`,
-      { project: args.project, messageRetentionDuration: deadLetters.messageRetentionDuration },
-      this.child,
+      {
+        project: args.project,
+        messageRetentionDuration: deadLetters.messageRetentionDuration,
+        messageStoragePolicy: regionalStorage(args.region),
+      },
+      { ...this.child, ...keep },
     );
     // A dead-letter topic without a subscription drops what it receives; this one keeps it.
     this.deadLetterSubscription = new gcp.pubsub.Subscription(
@@ -93,7 +122,7 @@ export class Delivery extends DoclineComponent {
         retainAckedMessages: deadLetters.retainAckedMessages,
         expirationPolicy: { ttl: '' },
       },
-      this.child,
+      { ...this.child, ...keep },
     );
 
     // The Pub/Sub service agent signs the push tokens; it may do so for the push account only,
@@ -132,7 +161,7 @@ export class Delivery extends DoclineComponent {
         expirationPolicy: { ttl: '' },
       },
       // Pushes start as soon as it exists: the token must be signable and the service invokable by then.
-      this.childAfter(this.tokenCreatorGrant, ...args.pushNeeds),
+      { ...this.childAfter(this.tokenCreatorGrant, ...args.pushNeeds), ...keep },
     );
 
     // Without these two grants dead-lettering silently does nothing.
@@ -156,6 +185,11 @@ export class Delivery extends DoclineComponent {
       },
       this.child,
     );
+    const publisherPropagated = grantsSettled(
+      `${name}-publisher-grant-settle`,
+      args.notificationNeeds,
+      this.child,
+    );
     this.notification = new gcp.storage.Notification(
       `${name}-notification`,
       {
@@ -167,7 +201,11 @@ export class Delivery extends DoclineComponent {
         eventTypes: [NOTIFIED_EVENT_TYPE],
       },
       // Announcing starts only once a subscription receives: a topic without one drops messages.
-      this.childAfter(this.subscription, ...args.notificationNeeds),
+      // Replaced delete-first: never two notifications on the bucket, not even during an update.
+      {
+        ...this.childAfter(this.subscription, ...args.notificationNeeds, publisherPropagated),
+        deleteBeforeReplace: true,
+      },
     );
 
     this.registerOutputs({

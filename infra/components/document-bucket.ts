@@ -1,6 +1,7 @@
 import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
 import { DoclineComponent } from './component';
+import { guarded, keptOnDelete } from './lifecycle';
 import { type PrivateBucketArgs, privateBucket } from './private-bucket';
 
 /**
@@ -10,7 +11,20 @@ import { type PrivateBucketArgs, privateBucket } from './private-bucket';
 export const DOCUMENTS_SOFT_DELETE_SECONDS = 7 * 24 * 60 * 60;
 
 /** Arguments of {@link DocumentBucket}. */
-export type DocumentBucketArgs = PrivateBucketArgs;
+export interface DocumentBucketArgs extends PrivateBucketArgs {
+  /** The stack's region: the only region Pub/Sub may store the topic's messages in (they name documents). */
+  region: string;
+  /**
+   * The stack's deletionProtection: `destroy` leaves the bucket and its documents in the project,
+   * and the engine refuses to replace or delete the topic (its subscriptions would lose their feed).
+   */
+  keepData: boolean;
+}
+
+/** The message storage policy of a docline topic: its messages stay in the stack's region. */
+export function regionalStorage(region: string): { allowedPersistenceRegions: string[] } {
+  return { allowedPersistenceRegions: [region] };
+}
 
 /**
  * The upload bucket and the topic it announces new objects on. The one notification that links them
@@ -30,9 +44,13 @@ export class DocumentBucket extends DoclineComponent {
       `${name}-bucket`,
       args,
       { role: 'documents', softDeleteSeconds: DOCUMENTS_SOFT_DELETE_SECONDS },
-      this.child,
+      { ...this.child, ...keptOnDelete(args.keepData) },
     );
-    this.topic = new gcp.pubsub.Topic(`${name}-uploads`, { project: args.project }, this.child);
+    this.topic = new gcp.pubsub.Topic(
+      `${name}-uploads`,
+      { project: args.project, messageStoragePolicy: regionalStorage(args.region) },
+      { ...this.child, ...guarded(args.keepData) },
+    );
 
     // The Cloud Storage service agent publishes the notifications; without this grant the
     // notification cannot be created.

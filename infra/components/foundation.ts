@@ -34,18 +34,25 @@ export interface FoundationArgs extends ProjectArgs {
   region: pulumi.Input<string>;
   /** Images the cleanup policy keeps whatever their age (the most recent versions). */
   imageKeepCount: pulumi.Input<number>;
+  /**
+   * Whether the stack builds the worker image itself (`docline:image` unset). Only then does it
+   * create a repository: an image built elsewhere lives in a repository outside the stack, which
+   * CI can push to before the first `up` and which `destroy` does not delete.
+   */
+  buildsImage: boolean;
 }
 
 /**
- * What must exist before the first worker image can be pushed: the enabled APIs and the Artifact
- * Registry repository the image goes to. Every other component depends on it.
+ * What must exist before anything else: the enabled APIs and, when the stack builds the worker
+ * image, the Artifact Registry repository the image goes to. Every other component depends on it.
  */
 export class Foundation extends DoclineComponent {
   /** The enabled APIs, for `dependsOn` (resources and data lookups alike). */
   readonly apis: gcp.projects.Service[];
-  readonly repository: gcp.artifactregistry.Repository;
-  /** Docker path of the repository: `REGION-docker.pkg.dev/PROJECT/REPOSITORY`. */
-  readonly repositoryUrl: pulumi.Output<string>;
+  /** The stack's own image repository; undefined when the image is built elsewhere. */
+  readonly repository: gcp.artifactregistry.Repository | undefined;
+  /** Docker path of that repository: `REGION-docker.pkg.dev/PROJECT/REPOSITORY`. */
+  readonly repositoryUrl: pulumi.Output<string> | undefined;
 
   constructor(name: string, args: FoundationArgs, opts?: pulumi.ComponentResourceOptions) {
     super('docline:index:Foundation', name, opts);
@@ -58,6 +65,12 @@ export class Foundation extends DoclineComponent {
           this.child,
         ),
     );
+    if (!args.buildsImage) {
+      this.repository = undefined;
+      this.repositoryUrl = undefined;
+      this.registerOutputs({});
+      return;
+    }
     this.repository = new gcp.artifactregistry.Repository(
       `${name}-images`,
       {
@@ -67,7 +80,8 @@ export class Foundation extends DoclineComponent {
         format: 'DOCKER',
         description: 'docline worker images',
         // Every code change pushes a new image; without a cleanup policy the repository only grows.
-        // KEEP wins over DELETE: the newest N stay, older ones go once they are a month old.
+        // KEEP wins over DELETE: the newest N stay, older ones go once they are a month old. Only
+        // this stack pushes here and the service runs the newest push, so the image it runs is kept.
         cleanupPolicyDryRun: false,
         cleanupPolicies: [
           {

@@ -1,8 +1,10 @@
 import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
 import * as time from '@pulumiverse/time';
-import { LOG_METRIC_SETTLE_DURATION } from './alerts';
+import { RECONCILE_EXIT } from '../../worker/src/reconcile/reconcile';
+import { STACK_LABEL } from './alerts';
 import { DoclineComponent, type ProjectArgs } from './component';
+import { LOG_METRIC_SETTLE_DURATION } from './lifecycle';
 
 /** The reconcile entry point inside the worker image (worker/src/reconcile/main.ts, compiled). */
 export const RECONCILE_ENTRY_POINT = 'worker/dist/reconcile/main.js';
@@ -15,6 +17,17 @@ export const RECONCILE_ENTRY_POINT = 'worker/dist/reconcile/main.js';
 export function reconcileArgs(): string[] {
   return [RECONCILE_ENTRY_POINT];
 }
+
+/**
+ * What a failed execution of the job means, for the alert's documentation. As a job the entry point
+ * (worker/src/reconcile/main.ts) exits 0 when it found missing documents (its WARNING summary line
+ * feeds the other alert) and exits with the command's error code only when reconcile itself failed.
+ */
+export const FAILED_EXECUTION_DOCUMENTATION =
+  `A reconcile execution failed (exit ${RECONCILE_EXIT.error}): reconcile itself could not run (a permission, ` +
+  'the byte cap, a missing setting; its ERROR line names it). Missing documents do not fail an execution: ' +
+  'they are reported by the WARNING summary line and the "documents without a row" alert. ' +
+  'Read the execution log: `gcloud run jobs executions list --job JOB`.';
 
 /** How long one run may take: listing a large bucket and one windowed query. */
 const JOB_TIMEOUT_SECONDS = 3600;
@@ -41,7 +54,10 @@ export interface ReconcileArgs extends ProjectArgs {
   /** DEDUP_KEY: reconcile compares object URIs; it refuses `--apply` in message mode. */
   dedupKeyMode: pulumi.Input<string>;
   notificationChannels?: pulumi.Input<pulumi.Input<string>[]>;
-  /** Prefix of the service account ids (`<prefix>-reconcile`, `<prefix>-scheduler`). */
+  /**
+   * The stack's prefix: it starts the service account ids (`<prefix>-reconcile`,
+   * `<prefix>-scheduler`) and the alerts' display names, and labels the alerts.
+   */
   accountIdPrefix: string;
 }
 
@@ -69,7 +85,7 @@ export class Reconcile extends DoclineComponent {
       {
         project: args.project,
         accountId: `${args.accountIdPrefix}-reconcile`,
-        displayName: 'docline reconcile (Cloud Run job)',
+        displayName: `${args.accountIdPrefix}: reconcile (Cloud Run job)`,
       },
       this.child,
     );
@@ -78,7 +94,7 @@ export class Reconcile extends DoclineComponent {
       {
         project: args.project,
         accountId: `${args.accountIdPrefix}-scheduler`,
-        displayName: 'docline reconcile scheduler (may only run the reconcile job)',
+        displayName: `${args.accountIdPrefix}: reconcile scheduler (may only run the reconcile job)`,
       },
       this.child,
     );
@@ -134,7 +150,7 @@ export class Reconcile extends DoclineComponent {
             serviceAccount: this.serviceAccount.email,
             timeout: `${JOB_TIMEOUT_SECONDS}s`,
             // A run that found missing documents exits 0 (its WARNING line feeds the alert); one that
-            // failed exits 2, and a retry would most likely meet the same fault.
+            // failed exits RECONCILE_EXIT.error, and a retry would most likely meet the same fault.
             maxRetries: 0,
             containers: [
               {
@@ -170,7 +186,7 @@ export class Reconcile extends DoclineComponent {
       {
         project: args.project,
         region: args.region,
-        description: `docline: daily reconcile (${args.mode})`,
+        description: `${args.accountIdPrefix}: daily reconcile (${args.mode})`,
         schedule: args.schedule,
         timeZone: 'Etc/UTC',
         retryConfig: { retryCount: 0 },
@@ -198,7 +214,7 @@ export class Reconcile extends DoclineComponent {
       },
       this.child,
     );
-    // See LOG_METRIC_SETTLE_DURATION: hashicorp/terraform-provider-google#11102.
+    // See LOG_METRIC_SETTLE_DURATION: up to 10 minutes before an alert may read a new log metric.
     const settled = new time.Sleep(
       `${name}-metric-settle`,
       { createDuration: LOG_METRIC_SETTLE_DURATION, triggers: { missing: this.missingMetric.id } },
@@ -239,13 +255,14 @@ export class Reconcile extends DoclineComponent {
           alertStrategy: { autoClose: '86400s' },
           documentation: { mimeType: 'text/markdown', content: alert.content },
           notificationChannels,
+          userLabels: { [STACK_LABEL]: args.accountIdPrefix },
         },
         childOptions,
       );
     this.missingAlert = dailyRunAlert(
       'missing',
       {
-        displayName: 'docline: documents without a row (reconcile)',
+        displayName: `${args.accountIdPrefix}: documents without a row (reconcile)`,
         condition: 'A reconcile run found missing documents',
         filter: pulumi.interpolate`resource.type = "cloud_run_job" AND metric.type = "logging.googleapis.com/user/${this.missingMetric.name}"`,
         content:
@@ -257,12 +274,10 @@ export class Reconcile extends DoclineComponent {
     this.failedAlert = dailyRunAlert(
       'failed',
       {
-        displayName: 'docline: reconcile job failed',
+        displayName: `${args.accountIdPrefix}: reconcile job failed`,
         condition: 'A reconcile execution failed',
         filter: pulumi.interpolate`${jobLogs} AND metric.type = "run.googleapis.com/job/completed_execution_count" AND metric.labels.result = "failed"`,
-        content:
-          'A reconcile execution failed: exit 1 means documents are missing (report mode), exit 2 an error ' +
-          '(a permission, the byte cap). Read the execution log: `gcloud run jobs executions list --job JOB`.',
+        content: FAILED_EXECUTION_DOCUMENTATION,
       },
       this.child,
     );

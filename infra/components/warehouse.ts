@@ -3,6 +3,7 @@ import * as pulumi from '@pulumi/pulumi';
 import { bigQuerySchema, CLUSTER_COLUMNS, PARTITION_COLUMN } from '../../worker/src/contract/row';
 import { VIEW_DESCRIPTIONS, VIEW_NAMES, type ViewName, viewSql } from '../../worker/src/contract/views';
 import { type DataArgs, DoclineComponent } from './component';
+import { keptOnDelete } from './lifecycle';
 
 /** The table's id inside the dataset; the worker writes here, readers use the views. */
 export const TABLE_ID = 'deliveries';
@@ -11,8 +12,11 @@ export const TABLE_ID = 'deliveries';
 export interface WarehouseArgs extends DataArgs {
   /** Dataset id: letters, digits and underscores. */
   datasetId: pulumi.Input<string>;
-  /** Refuse to delete the table (and the dataset's contents) on `pulumi destroy`. Default true. */
-  deletionProtection?: pulumi.Input<boolean>;
+  /**
+   * Keep the dataset and the table, rows included, on `pulumi destroy` (retainOnDelete), and have
+   * BigQuery refuse to delete the table on any other path (a replacement, a hand-run delete). Default true.
+   */
+  deletionProtection?: boolean;
 }
 
 /**
@@ -38,9 +42,9 @@ export class Warehouse extends DoclineComponent {
         datasetId: args.datasetId,
         location: args.location,
         description: 'docline: one row per document delivery that won, and the views to read them.',
-        deleteContentsOnDestroy: pulumi.output(deletionProtection).apply((p) => !p),
+        deleteContentsOnDestroy: !deletionProtection,
       },
-      this.child,
+      { ...this.child, ...keptOnDelete(deletionProtection) },
     );
     this.table = new gcp.bigquery.Table(
       `${name}-table`,
@@ -55,7 +59,7 @@ export class Warehouse extends DoclineComponent {
         clusterings: [...CLUSTER_COLUMNS],
         deletionProtection,
       },
-      this.child,
+      { ...this.child, ...keptOnDelete(deletionProtection) },
     );
     // Built from the inputs, not the table's outputs, so that the view SQL is known at preview.
     this.tableRef = pulumi.interpolate`${args.project}.${args.datasetId}.${TABLE_ID}`;

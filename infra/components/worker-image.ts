@@ -42,13 +42,22 @@ export function contentTag(root: string, sources: readonly string[] = IMAGE_SOUR
   return hash.digest('hex').slice(0, 16);
 }
 
+/**
+ * The build context and Dockerfile as the image's inputs: relative to the directory Pulumi runs the
+ * program in, the project directory (Pulumi.yaml sits at the repository root). An absolute path
+ * would differ between a laptop and CI and make every `up` from the other machine a rebuild and a
+ * new revision with no code change.
+ */
+export const BUILD_CONTEXT = '.';
+export const DOCKERFILE = 'worker/Dockerfile';
+
 /** Arguments of {@link WorkerImage}. */
 export interface WorkerImageArgs {
   /** `REGION-docker.pkg.dev/PROJECT/REPOSITORY`, from the stack's repository. */
   repositoryUrl: pulumi.Input<string>;
   /** The repository's region (`REGION-docker.pkg.dev` is the registry host). */
   region: pulumi.Input<string>;
-  /** The repository root: the build context. */
+  /** The repository root on this machine: read to compute the content tag, never passed as an input. */
   root: string;
 }
 
@@ -56,6 +65,11 @@ export interface WorkerImageArgs {
  * The worker image, built from worker/Dockerfile and pushed to the stack's own Artifact Registry
  * repository inside `pulumi up` (used when `docline:image` is unset). The registry login uses the
  * deploying identity's own access token, so nothing else has to be configured.
+ *
+ * `retainOnDelete`: docker-build deletes an image with the registry credentials saved at its last
+ * build, an access token that expires within the hour, so a later `destroy` would fail on it and
+ * leave the repository behind. The image lives in the stack's own repository, whose deletion
+ * removes it anyway.
  */
 export class WorkerImage extends DoclineComponent {
   readonly image: dockerBuild.Image;
@@ -71,8 +85,8 @@ export class WorkerImage extends DoclineComponent {
     this.image = new dockerBuild.Image(
       `${name}-worker`,
       {
-        context: { location: args.root },
-        dockerfile: { location: join(args.root, 'worker', 'Dockerfile') },
+        context: { location: BUILD_CONTEXT },
+        dockerfile: { location: DOCKERFILE },
         platforms: [dockerBuild.Platform.Linux_amd64],
         tags: [pulumi.interpolate`${args.repositoryUrl}/worker:${this.tag}`],
         push: true,
@@ -86,7 +100,7 @@ export class WorkerImage extends DoclineComponent {
           },
         ],
       },
-      this.child,
+      { ...this.child, retainOnDelete: true },
     );
     this.ref = this.image.ref;
     this.registerOutputs({ ref: this.ref });

@@ -3,6 +3,7 @@ import * as pulumi from '@pulumi/pulumi';
 import type { DeliverySettings } from '../../worker/src/contract/settings';
 import type { StackConfig } from '../config';
 import { DoclineComponent } from './component';
+import { grantsSettled } from './lifecycle';
 
 /** The container port; Cloud Run passes it to the worker as PORT. */
 const CONTAINER_PORT = 8080;
@@ -36,6 +37,11 @@ export interface WorkerServiceArgs {
   datasetId: pulumi.Input<string>;
   /** `project.dataset.table` (BIGQUERY_TABLE). */
   tableRef: pulumi.Input<string>;
+  /**
+   * The table resource: the startup probe reads it, so the service waits for it. The tableRef
+   * string alone carries no dependency when the image is preset and nothing else orders the two.
+   */
+  table: pulumi.Resource;
   /** The audience push tokens carry; added to the service's custom audiences. */
   pushAudience: pulumi.Input<string>;
 }
@@ -92,8 +98,9 @@ export function workerEnvironment(input: {
 /**
  * The worker on Cloud Run: its own service account with the grants it needs and nothing broader, a
  * push service account that is the only invoker, and a service that is not public. The service
- * waits for every grant of its account: its startup probe reads the store, and a first revision
- * without the grants fails the probe and the whole create.
+ * waits for every grant of its account, for their propagation (a declared Sleep) and for the table:
+ * its startup probe reads the store, and a first revision that cannot fails the probe and the
+ * whole create. It holds no data, so nothing protects it from `destroy`.
  */
 export class WorkerService extends DoclineComponent {
   readonly service: gcp.cloudrunv2.Service;
@@ -102,7 +109,7 @@ export class WorkerService extends DoclineComponent {
   /** Identity Pub/Sub signs push tokens for; the only invoker of the service. */
   readonly pushServiceAccount: gcp.serviceaccount.Account;
   /** The worker account's grants, which the service waits for. */
-  readonly grants: pulumi.Resource[];
+  readonly grants: pulumi.CustomResource[];
   /** run.invoker of the push account on the service; the push subscription waits for it. */
   readonly invokerGrant: gcp.cloudrunv2.ServiceIamMember;
   /** The service URL. */
@@ -119,7 +126,7 @@ export class WorkerService extends DoclineComponent {
       {
         project,
         accountId: `${config.prefix}-worker`,
-        displayName: 'docline worker (Cloud Run runtime)',
+        displayName: `${config.prefix}: worker (Cloud Run runtime)`,
       },
       this.child,
     );
@@ -128,7 +135,7 @@ export class WorkerService extends DoclineComponent {
       {
         project,
         accountId: `${config.prefix}-push`,
-        displayName: 'docline push subscription (OIDC token identity)',
+        displayName: `${config.prefix}: push subscription (OIDC token identity)`,
       },
       this.child,
     );
@@ -169,6 +176,7 @@ export class WorkerService extends DoclineComponent {
       this.child,
     );
     this.grants = [objectViewer, memoCreator, memoViewer, dataEditor, jobUser, vertexUser];
+    const grantsPropagated = grantsSettled(`${name}-grants-settle`, this.grants, this.child);
 
     // Derived from the account id rather than read from the account, so that the environment is
     // known at preview (an account's email is Google's fixed function of its id and project).
@@ -210,7 +218,8 @@ export class WorkerService extends DoclineComponent {
         ingress: 'INGRESS_TRAFFIC_ALL',
         invokerIamDisabled: false,
         customAudiences: [args.pushAudience],
-        deletionProtection: config.deletionProtection,
+        // Stateless: protecting it would only make `destroy` fail; the data it writes is kept elsewhere.
+        deletionProtection: false,
         template: {
           serviceAccount: this.serviceAccount.email,
           // Below the ack deadline (config checks the margin), so a slow request ends before Pub/Sub redelivers it.
@@ -234,7 +243,7 @@ export class WorkerService extends DoclineComponent {
           ],
         },
       },
-      this.childAfter(...this.grants),
+      this.childAfter(...this.grants, grantsPropagated, args.table),
     );
     this.url = this.service.uri;
     this.pushEndpoint = pulumi.interpolate`${this.service.uri}/push`;

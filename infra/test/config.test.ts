@@ -4,6 +4,7 @@ import { DEFAULT_CONTENT_TYPES, DELIVERY_DEFAULTS } from '../../worker/src/contr
 import {
   CONFIG_KEYS,
   MEMORY_PER_OBJECT_FACTOR,
+  minCpuForMemory,
   parseCpu,
   parseMemoryMib,
   parseStackConfig,
@@ -135,19 +136,49 @@ describe('parseStackConfig: cpu, memory and concurrency together', () => {
 
   it('refuses a cpu below 1 with concurrency above 1, naming both keys and the fix', () => {
     expect(
-      problemsOf({ cpu: '0.5', concurrency: '2', memory: '1Gi', maxObjectBytes: String(1024 * 1024) }),
+      problemsOf({ cpu: '0.5', concurrency: '2', memory: '512Mi', maxObjectBytes: String(1024 * 1024) }),
     ).toEqual([
       'cpu (0.5) below 1 needs concurrency 1 (got 2): Cloud Run refuses fractional CPU with concurrent requests. Set cpu to 1 or concurrency to 1.',
     ]);
   });
 
   it('accepts a fractional cpu with concurrency 1 and memory in its range', () => {
-    expect(problemsOf({ cpu: '0.5', concurrency: '1', memory: '1Gi' })).toEqual([]);
+    expect(problemsOf({ cpu: '0.5', concurrency: '1', memory: '512Mi' })).toEqual([]);
+    expect(problemsOf({ cpu: '0.583', concurrency: '1', memory: '1Gi' })).toEqual([]);
+  });
+
+  it('refuses what Cloud Run refuses though it looks in range: 0.5 vCPU with 1 GiB (needs 0.583), 128 MiB (below 512 MiB)', () => {
+    expect(problemsOf({ cpu: '0.5', concurrency: '1', memory: '1Gi' })).toEqual([
+      'memory (1Gi) needs at least 0.583 vCPU on Cloud Run (got cpu 0.5). Raise cpu or lower memory.',
+    ]);
+    // (128 MiB is also below the worker's own baseline; Cloud Run's refusal is reported first.)
+    expect(problemsOf({ cpu: '0.5', concurrency: '1', memory: '128Mi' })[0]).toBe(
+      'memory (128Mi) is outside what Cloud Run allows with cpu 0.5: from 512 MiB to 1024 MiB. Change memory or cpu.',
+    );
+    expect(problemsOf({ cpu: '1', memory: '128Mi', concurrency: '1' })[0]).toBe(
+      'memory (128Mi) is outside what Cloud Run allows with cpu 1: from 512 MiB to 4096 MiB. Change memory or cpu.',
+    );
+    expect(problemsOf({ cpu: '0.0805', concurrency: '1', memory: '512Mi' })).toEqual([
+      expect.stringMatching(/^cpu must be from 0.08 to below 1 in steps of 0.001/),
+    ]);
+  });
+
+  it.each([
+    [512, 0.333],
+    [1024, 0.583],
+    [2048, 1],
+    [4096, 1],
+    [4097, 2],
+    [8 * 1024 + 1, 4],
+    [16 * 1024 + 1, 6],
+    [24 * 1024 + 1, 8],
+  ])('requires, as Cloud Run does, for %d MiB at least %d vCPU', (mib, cpu) => {
+    expect(minCpuForMemory(mib)).toBe(cpu);
   });
 
   it('refuses memory outside what Cloud Run allows for the cpu, and cpu values Cloud Run does not take', () => {
     expect(problemsOf({ cpu: '1', memory: '8Gi' })).toEqual([
-      'memory (8Gi) is outside what Cloud Run allows with cpu 1: from 128 MiB to 4096 MiB. Change memory or cpu.',
+      'memory (8Gi) is outside what Cloud Run allows with cpu 1: from 512 MiB to 4096 MiB. Change memory or cpu.',
     ]);
     expect(problemsOf({ cpu: '3' })).toEqual([
       expect.stringMatching(/^cpu must be from 0.08 to below 1 .* \(got "3"\)/),
@@ -170,7 +201,7 @@ describe('parseStackConfig: cpu, memory and concurrency together', () => {
     expect(problems).toHaveLength(3);
     expect(problems[0]).toMatch(/^cpu \(0.25\) below 1 needs concurrency 1 \(got 16\)/);
     expect(problems[1]).toMatch(
-      /^memory \(1Gi\) is outside what Cloud Run allows with cpu 0.25: from 128 MiB to 512 MiB/,
+      /^memory \(1Gi\) is outside what Cloud Run allows with cpu 0.25: from 512 MiB to 512 MiB/,
     );
     expect(problems[2]).toContain(
       `= ${need} MiB. Raise memory, or lower analyzerMaxInFlight, maxObjectBytes or concurrency.`,

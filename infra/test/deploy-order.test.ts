@@ -7,7 +7,15 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { REQUIRED_APIS } from '../components/foundation';
-import { type CapturedResource, ofType, one, type ProgramRun, runProgram, stackConfig } from './harness';
+import {
+  type CapturedResource,
+  ofType,
+  one,
+  type ProgramRun,
+  runProgram,
+  stackConfig,
+  waitsFor,
+} from './harness';
 
 const T = {
   api: 'gcp:projects/service:Service',
@@ -51,7 +59,7 @@ const CASE = {
 
 /** The "after" cell of each row of docs/deploy.md's order table, and the cases that prove the row. */
 const DOCUMENTED_ORDERS: Record<string, ReadonlyArray<(typeof CASE)[keyof typeof CASE]>> = {
-  'every other resource, and the `getProject` / `getProjectServiceAccount` / `getClientConfig` lookups': [
+  'every other resource, and the `getProjectServiceAccount` / `getClientConfig` lookups': [
     CASE.apisFirst,
     CASE.lookupsAfterApis,
   ],
@@ -77,28 +85,6 @@ describe('the order table of docs/deploy.md', () => {
     expect(new Set(Object.values(DOCUMENTED_ORDERS).flat())).toEqual(new Set(Object.values(CASE)));
   });
 });
-
-/** Everything `resource` waits for, transitively, with components expanded to their descendants. */
-function waitsFor(run: ProgramRun, resource: CapturedResource): Set<string> {
-  const byUrn = new Map(run.resources.map((r) => [r.urn, r]));
-  const childrenOf = (urn: string) => run.resources.filter((r) => r.parent === urn).map((r) => r.urn);
-  const seen = new Set<string>();
-  const direct = (r: CapturedResource) => [
-    ...r.dependencies,
-    ...Object.values(r.propertyDependencies).flat(),
-  ];
-  const queue = [...direct(resource)];
-  while (queue.length > 0) {
-    const urn = queue.pop()!;
-    if (seen.has(urn)) continue;
-    seen.add(urn);
-    const dep = byUrn.get(urn);
-    if (dep === undefined) continue;
-    queue.push(...direct(dep));
-    if (!dep.custom) queue.push(...childrenOf(urn));
-  }
-  return seen;
-}
 
 function expectOrder(run: ProgramRun, later: CapturedResource, earlier: CapturedResource[]): void {
   expect(earlier.length).toBeGreaterThan(0);
@@ -154,10 +140,7 @@ describe.each([
     const apis = ofType(run, T.api).map((a) => a.urn);
 
     expect(run.invokes.map((i) => i.token)).toEqual(
-      expect.arrayContaining([
-        'gcp:organizations/getProject:getProject',
-        'gcp:storage/getProjectServiceAccount:getProjectServiceAccount',
-      ]),
+      expect.arrayContaining(['gcp:storage/getProjectServiceAccount:getProjectServiceAccount']),
     );
     for (const invoke of run.invokes) {
       expect({

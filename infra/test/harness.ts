@@ -30,6 +30,15 @@ export const UNKNOWN = pulumi.runtime.unknownValue;
 
 const REPO_ROOT = join(__dirname, '..', '..');
 
+/** The resource options the engine acts on in a replacement or a destroy, as registered. */
+export interface CapturedOptions {
+  readonly protect: boolean;
+  readonly deleteBeforeReplace: boolean;
+  readonly retainOnDelete: boolean;
+  readonly ignoreChanges: readonly string[];
+  readonly replaceOnChanges: readonly string[];
+}
+
 /** One resource the program registered. */
 export interface CapturedResource {
   /** Type token, e.g. `gcp:storage/bucket:Bucket` or `docline:index:DocumentBucket`. */
@@ -51,6 +60,8 @@ export interface CapturedResource {
   readonly dependencies: readonly string[];
   /** URNs each input property depends on. */
   readonly propertyDependencies: Readonly<Record<string, readonly string[]>>;
+  /** Its resource options (protect, deleteBeforeReplace, retainOnDelete, …). */
+  readonly options: CapturedOptions;
 }
 
 /** One provider function call (invoke) the program made. */
@@ -100,6 +111,11 @@ interface RegisterRequest {
   getCustom(): boolean;
   getObject(): { toJavaScript(): Record<string, unknown> } | undefined;
   getDependenciesList(): string[];
+  getProtect(): boolean | undefined;
+  getDeletebeforereplace(): boolean;
+  getRetainondelete(): boolean | undefined;
+  getIgnorechangesList(): string[];
+  getReplaceonchangesList(): string[];
   getPropertydependenciesMap(): {
     forEach(fn: (value: { getUrnsList(): string[] }, key: string) => void): void;
   };
@@ -173,6 +189,13 @@ function computedOutputs(
       const tag = (inputs.tags as string[] | undefined)?.[0] ?? `${name}:latest`;
       return { digest, ref: `${tag}@${digest}` };
     }
+    case 'gcp:projects/serviceIdentity:ServiceIdentity': {
+      // Google's fixed naming of service agents: service-NUMBER@gcp-sa-SERVICE.iam.gserviceaccount.com.
+      const agent = `service-${MOCK_PROJECT_NUMBER}@gcp-sa-${String(str('service')).split('.')[0]}.iam.gserviceaccount.com`;
+      return { email: agent, member: `serviceAccount:${agent}` };
+    }
+    case 'gcp:logging/projectBucketConfig:ProjectBucketConfig':
+      return { name: `projects/${proj}/locations/${str('location')}/buckets/${str('bucketId')}` };
     case 'gcp:cloudrunv2/job:Job':
       return { name: str('name') ?? `${name}-0123abc` };
     case 'gcp:cloudscheduler/job:Job':
@@ -271,6 +294,13 @@ export async function runProgram(
           outputs: withoutUnknowns(rawOutputs) as Record<string, unknown>,
           dependencies: request.getDependenciesList(),
           propertyDependencies,
+          options: {
+            protect: request.getProtect() ?? false,
+            deleteBeforeReplace: request.getDeletebeforereplace(),
+            retainOnDelete: request.getRetainondelete() ?? false,
+            ignoreChanges: request.getIgnorechangesList(),
+            replaceOnChanges: request.getReplaceonchangesList(),
+          },
         });
       }
       callback(err, response);
@@ -350,4 +380,26 @@ export function one(run: ProgramRun, type: string, suffix = ''): CapturedResourc
     );
   }
   return found[0]!;
+}
+
+/** Everything `resource` waits for, transitively, with components expanded to their descendants. */
+export function waitsFor(run: ProgramRun, resource: CapturedResource): Set<string> {
+  const byUrn = new Map(run.resources.map((r) => [r.urn, r]));
+  const childrenOf = (urn: string) => run.resources.filter((r) => r.parent === urn).map((r) => r.urn);
+  const seen = new Set<string>();
+  const direct = (r: CapturedResource) => [
+    ...r.dependencies,
+    ...Object.values(r.propertyDependencies).flat(),
+  ];
+  const queue = [...direct(resource)];
+  while (queue.length > 0) {
+    const urn = queue.pop()!;
+    if (seen.has(urn)) continue;
+    seen.add(urn);
+    const dep = byUrn.get(urn);
+    if (dep === undefined) continue;
+    queue.push(...direct(dep));
+    if (!dep.custom) queue.push(...childrenOf(urn));
+  }
+  return seen;
 }

@@ -44,6 +44,7 @@ const T = {
 };
 
 const PUBSUB_AGENT = `serviceAccount:service-${MOCK_PROJECT_NUMBER}@gcp-sa-pubsub.iam.gserviceaccount.com`;
+const TRANSFER_AGENT = `serviceAccount:service-${MOCK_PROJECT_NUMBER}@gcp-sa-bigquerydatatransfer.iam.gserviceaccount.com`;
 
 /** Every IAM grant of the run as `role → member @ resource type`, for whole-set assertions. */
 function grants(run: ProgramRun): string[] {
@@ -310,6 +311,8 @@ describe('the docline program with the dev stack file', () => {
           `roles/bigquery.jobUser → ${checker} @ projects/iAMMember:IAMMember`,
           `roles/bigquery.jobUser → ${worker} @ projects/iAMMember:IAMMember`,
           `roles/iam.serviceAccountTokenCreator → ${PUBSUB_AGENT} @ serviceaccount/iAMMember:IAMMember`,
+          // The BigQuery Data Transfer agent mints the duplicate check's token: on that account only.
+          `roles/iam.serviceAccountTokenCreator → ${TRANSFER_AGENT} @ serviceaccount/iAMMember:IAMMember`,
           `roles/pubsub.publisher → ${PUBSUB_AGENT} @ pubsub/topicIAMMember:TopicIAMMember`,
           `roles/pubsub.publisher → serviceAccount:${MOCK_STORAGE_AGENT} @ pubsub/topicIAMMember:TopicIAMMember`,
           `roles/pubsub.subscriber → ${PUBSUB_AGENT} @ pubsub/subscriptionIAMMember:SubscriptionIAMMember`,
@@ -345,7 +348,12 @@ describe('the docline program with the dev stack file', () => {
       expect(one(run, T.subscriptionIam).inputs.subscription).toBe(
         one(run, T.subscription, '-push').outputs.name,
       );
-      expect(one(run, T.accountIam).inputs.serviceAccountId).toBe(one(run, T.account, '-push').outputs.name);
+      expect(one(run, T.accountIam, '-push-token-creator').inputs.serviceAccountId).toBe(
+        one(run, T.account, '-push').outputs.name,
+      );
+      expect(one(run, T.accountIam, '-dupcheck-token-creator').inputs.serviceAccountId).toBe(
+        one(run, T.account, '-dupcheck').outputs.name,
+      );
     });
   });
 
@@ -446,6 +454,7 @@ describe('the docline program with the dev stack file', () => {
         'docline:index:Foundation',
         'docline:index:MemoBucket',
         'docline:index:Reconcile',
+        'docline:index:RegionalLogs',
         'docline:index:Warehouse',
         'docline:index:WorkerImage',
         'docline:index:WorkerService',
@@ -491,9 +500,9 @@ describe('the docline program with the prod stack file', () => {
     run = await runProgram(stackConfig('prod'), { stack: 'prod' });
   });
 
-  it('protects the table and the service and keeps the bucket contents', () => {
+  it('protects the table and keeps the bucket contents, but lets destroy remove the stateless service', () => {
     expect(ofType(run, T.table).find((t) => !isView(t))!.inputs.deletionProtection).toBe(true);
-    expect(one(run, T.run).inputs.deletionProtection).toBe(true);
+    expect(one(run, T.run).inputs.deletionProtection).toBe(false);
     expect(one(run, T.bucket, '-documents-bucket').inputs.forceDestroy).toBe(false);
     expect(one(run, T.dataset).inputs.deleteContentsOnDestroy).toBe(false);
   });

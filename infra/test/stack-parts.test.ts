@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DELIVERY_DEFAULTS } from '../../worker/src/contract/settings';
 import { CLOUD_VARIABLES } from '../../worker/src/reconcile/config';
-import { BUILT_IN_METRICS } from '../components/dashboard';
+import { BUILT_IN_METRICS, promqlMetricName } from '../components/dashboard';
 import { reconcileArgs } from '../components/reconcile';
 import { contentTag, IMAGE_SOURCES } from '../components/worker-image';
 import { type CapturedResource, ofType, one, type ProgramRun, runProgram, stackConfig } from './harness';
@@ -200,7 +200,8 @@ describe('the stack parts of the dev stack', () => {
     const metricsIn = (json: string): string[] => {
       const found = new Set<string>();
       for (const match of json.matchAll(/metric\.type = \\"([^\\"]+)\\"/g)) found.add(match[1]!);
-      for (const match of json.matchAll(/\| metric '([^']+)'/g)) found.add(match[1]!);
+      // PromQL names the metric in its own spelling; map it back to the Cloud Monitoring name.
+      for (const match of json.matchAll(/(logging_googleapis_com:user_\w+?)_sum\{/g)) found.add(match[1]!);
       return [...found];
     };
 
@@ -223,7 +224,8 @@ describe('the stack parts of the dev stack', () => {
     it('charts only metrics the stack creates or documented built-ins, and every one of them', () => {
       const json = String(one(run, T.dashboard).inputs.dashboardJson);
       const stackMetrics = ofType(run, T.metric).map((m) => `logging.googleapis.com/user/${m.outputs.name}`);
-      const charted = metricsIn(JSON.stringify(JSON.parse(json)));
+      const fromPromql = new Map(stackMetrics.map((m) => [promqlMetricName(m), m]));
+      const charted = metricsIn(JSON.stringify(JSON.parse(json))).map((m) => fromPromql.get(m) ?? m);
 
       for (const metric of charted) {
         expect({

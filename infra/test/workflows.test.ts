@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 /** The GitHub workflows, parsed: what runs before a deploy, and what a preview checks. */
-type Step = { run?: string; uses?: string; with?: Record<string, unknown> };
+type Step = { id?: string; run?: string; uses?: string; with?: Record<string, unknown> };
 type Workflow = { jobs: Record<string, { needs?: string | string[]; steps: Step[] }> };
 
 const { load } = require('js-yaml') as { load(text: string): unknown };
@@ -37,6 +37,36 @@ describe('deploy.yml', () => {
     ]) {
       expect(text).toContain(role);
     }
+  });
+});
+
+describe('deploy.yml, prod image', () => {
+  const deploy = workflow('deploy.yml');
+  const steps = deploy.jobs.prod!.steps;
+
+  it('pushes the image to the long-lived repository outside the stack, then runs that digest', () => {
+    const build = steps.findIndex((s) => s.uses?.startsWith('docker/build-push-action'));
+    const up = steps.findIndex((s) => s.uses?.startsWith('pulumi/actions'));
+    const image = steps[build]!;
+
+    expect(build).toBeGreaterThan(-1);
+    expect(build).toBeLessThan(up);
+    expect(image.with).toMatchObject({
+      context: '.',
+      file: 'worker/Dockerfile',
+      push: true,
+      tags: expect.stringMatching(/^\$\{\{ vars\.IMAGE_REPOSITORY \}\}\/worker:/),
+    });
+    const configMap = load(String(steps[up]!.with?.['config-map'])) as Record<string, { value: string }>;
+    expect(configMap['docline:image']?.value).toBe(
+      `\${{ vars.IMAGE_REPOSITORY }}/worker@\${{ steps.${image.id}.outputs.digest }}`,
+    );
+  });
+
+  it('leaves the dev stack to build its own image', () => {
+    const dev = deploy.jobs.dev!.steps;
+    expect(dev.some((s) => s.uses?.startsWith('docker/build-push-action'))).toBe(false);
+    expect(upSteps(dev)[0]?.with?.['config-map']).toBeUndefined();
   });
 });
 

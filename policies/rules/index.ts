@@ -9,6 +9,7 @@ import {
   pushSubscriptionDelivery,
 } from './delivery';
 import { noPrimitiveRoles, noProjectWideTokenCreator } from './iam';
+import { notificationDeleteBeforeReplace } from './lifecycle';
 import { liveBucketNotifications } from './live';
 import { notificationFormat, oneNotificationPerBucket, onlyDocumentsBucketNotifies } from './notifications';
 import { workerNotPublic } from './service';
@@ -19,6 +20,7 @@ export const policies: Policies = [
   oneNotificationPerBucket,
   notificationFormat,
   onlyDocumentsBucketNotifies,
+  notificationDeleteBeforeReplace,
   pushSubscriptionDelivery,
   ackDeadlineCoversWorkerTimeout,
   deadLetterTopicSubscribed,

@@ -70,6 +70,7 @@ export function validStack(mode: Mode): StackResource[] {
       },
       dependencies: [bucket, topic],
       propertyDependencies: { bucket: [bucket], topic: [topic] },
+      options: { deleteBeforeReplace: true },
     },
     {
       type: T.account,

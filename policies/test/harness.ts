@@ -24,6 +24,14 @@ export interface StackResource {
   parent?: string;
   dependencies?: string[];
   propertyDependencies?: Record<string, string[]>;
+  /** Resource options the engine sends along (unset: the engine's defaults). */
+  options?: ResourceOptions;
+}
+
+/** The resource options a policy can read through `args.opts`. */
+export interface ResourceOptions {
+  protect?: boolean;
+  deleteBeforeReplace?: boolean;
 }
 
 /** A diagnostic the pack returned. */
@@ -90,9 +98,14 @@ function withConfig(policies: Policies, config: PackConfig): Policies {
   }) as Policies;
 }
 
-function options(parent: string | undefined): analyzer.AnalyzerResourceOptions {
+function options(parent: string | undefined, given: ResourceOptions = {}): analyzer.AnalyzerResourceOptions {
   const opts = new analyzer.AnalyzerResourceOptions();
-  opts.setProtect(false);
+  opts.setProtect(given.protect ?? false);
+  // The engine marks whether deleteBeforeReplace was set at all; the policy sees it only then.
+  if (given.deleteBeforeReplace !== undefined) {
+    opts.setDeletebeforereplace(given.deleteBeforeReplace);
+    opts.setDeletebeforereplacedefined(true);
+  }
   if (parent) opts.setParent(parent);
   return opts;
 }
@@ -132,7 +145,7 @@ export function resourceRequest(resource: StackResource): analyzer.AnalyzeReques
   request.setName(resource.name);
   request.setUrn(urnOf(resource));
   request.setProperties(struct(resource.props));
-  request.setOptions(options(resource.parent));
+  request.setOptions(options(resource.parent, resource.options));
   return request;
 }
 
@@ -146,7 +159,7 @@ export function stackRequest(resources: readonly StackResource[]): analyzer.Anal
       resource.setName(r.name);
       resource.setUrn(urnOf(r));
       resource.setProperties(struct(r.props));
-      resource.setOptions(options(r.parent));
+      resource.setOptions(options(r.parent, r.options));
       if (r.parent) resource.setParent(r.parent);
       resource.setDependenciesList(r.dependencies ?? []);
       const map = resource.getPropertydependenciesMap();

@@ -27,6 +27,7 @@ function asPolicyResources(run: ProgramRun): StackResource[] {
     propertyDependencies: Object.fromEntries(
       Object.entries(r.propertyDependencies).map(([k, v]) => [k, [...v]]),
     ),
+    options: { protect: r.options.protect, deleteBeforeReplace: r.options.deleteBeforeReplace },
   }));
 }
 

@@ -20,6 +20,8 @@ function secondNotification(mode: Mode, overrides: Record<string, unknown> = {})
     },
     dependencies: [bucketUrn, topicUrn],
     propertyDependencies: { bucket: [bucketUrn], topic: [topicUrn] },
+    // Replaced delete-first like the shipped one, so that only the rule under test speaks.
+    options: { deleteBeforeReplace: true },
   };
 }
 

@@ -13,7 +13,7 @@ import type * as analyzer from '@pulumi/pulumi/proto/analyzer_pb';
 import { Empty } from 'google-protobuf/google/protobuf/empty_pb';
 import { policies } from '../../rules';
 import { add, FIXTURE_TYPES as T, validStack } from '../fixtures';
-import { decode, stackRequest, UNKNOWN, urnOf } from '../harness';
+import { decode, resourceRequest, stackRequest, UNKNOWN, urnOf } from '../harness';
 
 const ROOT = path.resolve(__dirname, '../../..');
 
@@ -88,5 +88,24 @@ describe('the policy pack process', () => {
       // The live rule finds no credentials in this process and says so.
       ['live-bucket-notifications', 'advisory'],
     ]);
+  });
+
+  it('blocks a notification that would be replaced create-before-delete, and passes one replaced delete-first', async () => {
+    const notification = validStack('preview').find((r) => r.type === T.notification)!;
+    const analyze = (options: { deleteBeforeReplace?: boolean }) =>
+      new Promise<analyzer.AnalyzeResponse>((resolve, reject) =>
+        client.analyze(resourceRequest({ ...notification, options }), (error, r) =>
+          error ? reject(error) : resolve(r),
+        ),
+      );
+    const policyDiagnostics = (response: analyzer.AnalyzeResponse) =>
+      decode(response, policies)
+        .filter((d) => d.policyName !== 'live-bucket-notifications')
+        .map((d) => [d.policyName, d.enforcementLevel]);
+
+    expect(policyDiagnostics(await analyze({}))).toEqual([
+      ['notification-delete-before-replace', 'mandatory'],
+    ]);
+    expect(policyDiagnostics(await analyze({ deleteBeforeReplace: true }))).toEqual([]);
   });
 });
