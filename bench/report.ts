@@ -3,6 +3,7 @@ import type { CostModel } from './cost-model';
 import type { EmulatorStageResult } from './emulator-stage';
 import type { HttpStageResult } from './http-stage';
 import type { InProcessRun } from './in-process';
+import type { InboxStageResult } from './inbox-stage';
 
 /**
  * Renders the benchmark's results as the markdown tables the README shows. Measured figures come
@@ -29,6 +30,8 @@ export interface BenchResults {
   };
   http: HttpStageResult;
   emulator: EmulatorStageResult | { error: string };
+  /** The inbox stage; absent in results written before it existed. */
+  inbox?: InboxStageResult | { error: string };
   costModel: CostModel;
   goals: Record<string, { value: number; goal: string; met: boolean }>;
 }
@@ -38,6 +41,10 @@ export const GOALS = {
   doclineOverBare: 0.5,
   endToEndRatio: 0.8,
   peakRssBytes: 256 * 1024 * 1024,
+  /** Files dropped into `npm start`'s inbox against the publish path (stage 3), documents/s. */
+  inboxOverPublishPath: 0.5,
+  /** One invoice copied N times (one duplicate group) against N distinct invoices, documents/s. */
+  inboxCopiesOverDistinct: 0.9,
 } as const;
 
 const int = (n: number) => (Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : 'n/a');
@@ -59,6 +66,7 @@ const verdict = (met: boolean) => (met ? 'met' : '**missed**');
 export function goals(
   http: HttpStageResult,
   emulator: EmulatorStageResult | { error: string },
+  inbox?: InboxStageResult | { error: string },
 ): BenchResults['goals'] {
   const peak = http.memory.docline?.peakRssBytes ?? Number.NaN;
   const result: BenchResults['goals'] = {
@@ -81,7 +89,46 @@ export function goals(
       met: emulator.ratio >= GOALS.endToEndRatio,
     };
   }
-  return result;
+  return { ...result, ...inboxGoals(inbox) };
+}
+
+/** The inbox stage's goals (none when it did not run). */
+export function inboxGoals(inbox: InboxStageResult | { error: string } | undefined): BenchResults['goals'] {
+  if (!inbox || !('overPublishPath' in inbox)) return {};
+  return {
+    inboxOverPublishPath: {
+      value: inbox.overPublishPath,
+      goal: `>= ${GOALS.inboxOverPublishPath}`,
+      met: inbox.complete && inbox.overPublishPath >= GOALS.inboxOverPublishPath,
+    },
+    inboxCopiesOverDistinct: {
+      value: inbox.copies.overDistinct,
+      goal: `>= ${GOALS.inboxCopiesOverDistinct}`,
+      met: inbox.copies.complete && inbox.copies.overDistinct >= GOALS.inboxCopiesOverDistinct,
+    },
+  };
+}
+
+/** The inbox stage's rows of the results table. */
+function inboxRows(results: BenchResults): string[] {
+  const inbox = results.inbox;
+  if (inbox === undefined)
+    return [
+      '| 3i | Inbox: files dropped into a running `npm start` | not run yet | >= 0.5 × the publish path |',
+    ];
+  if (!('overPublishPath' in inbox))
+    return [
+      `| 3i | Inbox: files dropped into a running \`npm start\` | not run: ${inbox.error.split('\n')[0]} | — |`,
+    ];
+  const g = results.goals;
+  const drop = (d: { documents: number; seconds: number; perSecond: number; complete: boolean }) =>
+    `${int(d.perSecond)}/s (${int(d.documents)} files in ${d.seconds.toFixed(1)} s${d.complete ? '' : ', **stopped at the bound**'})`;
+  return [
+    `| 3i | Inbox: ${int(inbox.documents)} distinct invoices written into the inbox of a running \`npm start\` (${inbox.concurrency} files at once), until every row exists | ${drop(inbox)} | — |`,
+    `| 3i | Inbox / end-to-end publish path (docline, ${int(inbox.publishPathPerSecond)}/s in this run) | **${two(inbox.overPublishPath)}** | >= ${GOALS.inboxOverPublishPath}: ${verdict(g.inboxOverPublishPath?.met ?? false)} |`,
+    `| 3i | Inbox: one invoice copied ${int(inbox.copies.documents)} times (one duplicate group, ${int(inbox.copies.warnings)} warnings printed) | ${drop(inbox.copies)} | — |`,
+    `| 3i | Inbox, copies / distinct | **${two(inbox.copies.overDistinct)}** | >= ${GOALS.inboxCopiesOverDistinct}: ${verdict(g.inboxCopiesOverDistinct?.met ?? false)} |`,
+  ];
 }
 
 export function renderReport(results: BenchResults): string {
@@ -126,6 +173,7 @@ export function renderReport(results: BenchResults): string {
       `| 3 | End to end through the emulator | not run: ${emulator.error.split('\n')[0]} | >= ${GOALS.endToEndRatio} |`,
     );
   }
+  lines.push(...inboxRows(results));
   const red = http.redelivery;
   lines.push(
     `| 4 | Analyses per unique document, 50% redeliveries, sequential (in process) | **${two(ip.sequentialRedeliveries.analysesPerDocument)}** | 1.00 |`,

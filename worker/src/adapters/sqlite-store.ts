@@ -40,6 +40,32 @@ export function insertSql(table: string): string {
 }
 
 /**
+ * How the SQLite store finds the `duplicate_invoices` group of one row without reading the view:
+ * an index on the view's group keys (the view's own expressions, over its ok rows), the keys of
+ * one row (`?`: its dedup key), and a page of the other objects with those keys, in object order
+ * (`:supplier_key`, `:invoice_number_key`, `:total_amount`, `:object_uri` to leave out, `:limit`).
+ */
+export function duplicateInvoiceLookupSql(table: string): {
+  index: string;
+  keysOf: string;
+  groupPage: string;
+} {
+  const keys = duplicateInvoiceKeySql('sqlite');
+  return {
+    index:
+      `CREATE INDEX IF NOT EXISTS ${table}_duplicate_invoices ON ${table} ` +
+      `(${keys.supplier_key}, ${keys.invoice_number_key}, ${keys.total_amount}, object_uri) WHERE ${DUPLICATE_INVOICE_ROWS}`,
+    keysOf:
+      `SELECT ${keys.supplier_key} AS supplier_key, ${keys.invoice_number_key} AS invoice_number_key, ` +
+      `${keys.total_amount} AS total_amount, object_uri FROM ${table} WHERE dedup_key = ? AND ${DUPLICATE_INVOICE_ROWS}`,
+    groupPage:
+      `SELECT DISTINCT object_uri FROM ${table} WHERE ${DUPLICATE_INVOICE_ROWS} ` +
+      `AND ${keys.supplier_key} = :supplier_key AND ${keys.invoice_number_key} = :invoice_number_key ` +
+      `AND ${keys.total_amount} = :total_amount AND object_uri <> :object_uri ORDER BY object_uri LIMIT :limit`,
+  };
+}
+
+/**
  * The embedded store: SQLite through node:sqlite, in WAL mode so that several worker processes can
  * share one file. The unique dedup key makes `record()` one conditional statement.
  */
@@ -64,20 +90,10 @@ export class SqliteStore implements BatchStore {
     }
     // duplicate_invoices' group keys, indexed for the ok rows it reads: `npm start` finds the group a
     // new row joins with one index search, however many objects the group already has.
-    const keys = duplicateInvoiceKeySql('sqlite');
-    this.db.exec(
-      `CREATE INDEX IF NOT EXISTS ${SQLITE_TABLE}_duplicate_invoices ON ${SQLITE_TABLE} ` +
-        `(${keys.supplier_key}, ${keys.invoice_number_key}, ${keys.total_amount}, object_uri) WHERE ${DUPLICATE_INVOICE_ROWS}`,
-    );
-    this.invoiceKeysOf = this.db.prepare(
-      `SELECT ${keys.supplier_key} AS supplier_key, ${keys.invoice_number_key} AS invoice_number_key, ` +
-        `${keys.total_amount} AS total_amount, object_uri FROM ${SQLITE_TABLE} WHERE dedup_key = ? AND ${DUPLICATE_INVOICE_ROWS}`,
-    );
-    this.invoiceGroupPage = this.db.prepare(
-      `SELECT DISTINCT object_uri FROM ${SQLITE_TABLE} WHERE ${DUPLICATE_INVOICE_ROWS} ` +
-        `AND ${keys.supplier_key} = :supplier_key AND ${keys.invoice_number_key} = :invoice_number_key ` +
-        `AND ${keys.total_amount} = :total_amount AND object_uri <> :object_uri ORDER BY object_uri LIMIT :limit`,
-    );
+    const duplicates = duplicateInvoiceLookupSql(SQLITE_TABLE);
+    this.db.exec(duplicates.index);
+    this.invoiceKeysOf = this.db.prepare(duplicates.keysOf);
+    this.invoiceGroupPage = this.db.prepare(duplicates.groupPage);
     this.insert = this.db.prepare(`${insertSql(SQLITE_TABLE)} ON CONFLICT (dedup_key) DO NOTHING`);
     this.lookup = this.db.prepare(`SELECT 1 AS hit FROM ${SQLITE_TABLE} WHERE dedup_key = ? LIMIT 1`);
     // The keys travel as one JSON array parameter, the way BigQuery's batch gets `UNNEST(@keys)`.
@@ -165,7 +181,12 @@ export class SqliteStore implements BatchStore {
    */
   duplicateInvoiceOthers(dedupKey: string, limit: number): string[] {
     const keys = this.invoiceKeysOf.get(dedupKey) as
-      | { supplier_key: string | null; invoice_number_key: string | null; total_amount: number | null; object_uri: string }
+      | {
+          supplier_key: string | null;
+          invoice_number_key: string | null;
+          total_amount: number | null;
+          object_uri: string;
+        }
       | undefined;
     if (!keys || keys.supplier_key === null || keys.invoice_number_key === null || keys.total_amount === null)
       return [];
