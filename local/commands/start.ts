@@ -25,6 +25,13 @@ const USAGE =
 /** Outcomes after which a delivery's row exists (a retry is not one). */
 const RECORDED_STATUSES = new Set(['ok', 'rejected', 'duplicate']);
 
+/** How long a stop waits for what needs the emulator, which Ctrl-C has already ended. */
+const STOP_WAIT_MS = 2_000;
+
+/** Resolves with `promise`, or after `ms` when it takes longer (what it was doing is given up). */
+const withinMs = (promise: Promise<unknown>, ms: number) =>
+  Promise.race([promise, new Promise<void>((resolve) => setTimeout(resolve, ms).unref())]);
+
 /** Resolves once the worker's stdout has ended: every outcome line it wrote has been handled. */
 const outputEnded = (worker: WorkerProcess) =>
   new Promise<void>((resolve) => {
@@ -182,17 +189,21 @@ async function main(): Promise<void> {
     stopping = true;
     progress.clear();
     console.log('docline: stopping…');
-    await inbox.pause();
+    // Uploads cut short by the emulator's end would retry for minutes: their files stay anyway.
+    await withinMs(inbox.pause(), STOP_WAIT_MS);
     const worker = pipeline.worker;
-    await pipeline.stop();
+    await worker.stop();
     // The worker finished its last deliveries: their outcome lines move their files first.
     await outputEnded(worker);
     for (const resolve of awaitingRow.values()) resolve(false);
     awaitingRow.clear();
     await inbox.stop();
     progress.clear();
-    const left = inbox.counts();
-    console.log(`docline: stopped; ${left.done} files of this run have their row and left the inbox.`);
+    console.log(
+      `docline: stopped; ${inbox.counts().done} files of this run have their row and left the inbox.`,
+    );
+    // The publisher's flush to an emulator that is gone would retry for minutes too.
+    await withinMs(pipeline.stop(), STOP_WAIT_MS);
     await store.close();
   });
   void pipeline.worker.exited.then(({ code, signal }) => {

@@ -55,7 +55,10 @@ export interface InboxWatcher {
    * Files announced meanwhile still leave the inbox when their row comes.
    */
   pause(): Promise<void>;
-  /** {@link pause}, then waits until every announced file has left the inbox or been told to stay. */
+  /**
+   * Takes no more files and resolves once every announced file has left the inbox or been told to
+   * stay. Uploads still in flight are not waited for: their files have no row and stay.
+   */
   stop(): Promise<void>;
 }
 
@@ -84,7 +87,7 @@ export async function watchInbox(options: InboxOptions): Promise<InboxWatcher> {
   const lastSeen = new Map<string, string>();
   /** Names taken and not yet settled: never taken twice at once (two generations keep their order). */
   const busy = new Set<string>();
-  /** Every taken file until it has settled (moved, or left in place). */
+  /** Every announced file until it has settled (moved, or left in place). */
   const settling = new Set<Promise<void>>();
   let awaitingRow = 0;
   let done = 0;
@@ -111,25 +114,30 @@ export async function watchInbox(options: InboxOptions): Promise<InboxWatcher> {
     return true;
   };
 
+  /** After the upload: waits for the row, then moves the file (unless it changed meanwhile). */
+  const settle = async (name: string, signature: string, recorded: Promise<boolean>) => {
+    awaitingRow++;
+    changed();
+    try {
+      if ((await recorded) && (await moveIfUnchanged(name, signature))) done++;
+    } finally {
+      awaitingRow--;
+    }
+  };
+
   const take = (name: string, signature: string) => {
     busy.add(name);
     const file = path.join(options.dir, name);
-    const settled = limiter
+    void limiter
       .run(async () => {
         changed();
         return options.onFile(name, await readFile(file));
       })
       .then(
-        async ({ recorded }) => {
-          awaitingRow++;
-          changed();
-          try {
-            if (await recorded) {
-              if (await moveIfUnchanged(name, signature)) done++;
-            }
-          } finally {
-            awaitingRow--;
-          }
+        ({ recorded }) => {
+          const settled = settle(name, signature, recorded);
+          settling.add(settled);
+          return settled.finally(() => settling.delete(settled));
         },
         (error: unknown) => {
           // Not started before the pause: the file just stays.
@@ -141,10 +149,8 @@ export async function watchInbox(options: InboxOptions): Promise<InboxWatcher> {
       .catch((error: unknown) => options.onError?.(name, error))
       .finally(() => {
         busy.delete(name);
-        settling.delete(settled);
         changed();
       });
-    settling.add(settled);
   };
 
   const scanOnce = async () => {
@@ -176,18 +182,23 @@ export async function watchInbox(options: InboxOptions): Promise<InboxWatcher> {
   const timer = setInterval(() => {
     if (!paused) void scan();
   }, options.intervalMs ?? 500);
-  const pause = async () => {
+  /** Stops the scans and the queue; `closed` resolves once the uploads in flight ended. */
+  const stopTaking = async () => {
     paused = true;
     clearInterval(timer);
     await scanning;
-    await limiter.close();
+    return { closed: limiter.close() };
+  };
+  const pause = async () => {
+    await (await stopTaking()).closed;
   };
   return {
     scan,
     counts,
     pause,
     async stop() {
-      await pause();
+      // Uploads still in flight are not waited for: their files have no row and stay in the inbox.
+      await stopTaking();
       while (settling.size > 0) await Promise.all([...settling]);
     },
   };

@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { type InboxWatcher, watchInbox } from '../lib/inbox';
+import { eventually } from './support/eventually';
 
 /** A promise and the functions that settle it, for a test that decides when each upload ends. */
 function deferred<T>() {
@@ -12,15 +13,6 @@ function deferred<T>() {
     reject = rej;
   });
   return { promise, resolve, reject };
-}
-
-/** Waits until `check` holds, polling every 5 ms, and fails after `timeoutMs`. */
-async function eventually(check: () => boolean, what: string, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
 }
 
 /** One call of onFile: what it got, and how the test ends its upload and its row. */
