@@ -23,7 +23,14 @@ import { type EmulatorStageResult, runEmulatorStage } from './emulator-stage';
 import { httpStageDocuments, runHttpStage } from './http-stage';
 import { runInProcess } from './in-process';
 import { type InboxStageResult, runInboxStage } from './inbox-stage';
-import { type BenchResults, goals, inboxGoals, renderReport, replaceBenchFigures } from './report';
+import {
+  type BenchResults,
+  goals,
+  inboxGoals,
+  renderReport,
+  replaceBenchFigures,
+  replaceInboxFigures,
+} from './report';
 
 const quick = process.argv.includes('--quick');
 const stageIndex = process.argv.indexOf('--stage');
@@ -150,11 +157,8 @@ async function main(): Promise<void> {
       : {};
     const merged = previous.burst === undefined ? results : { ...results, burst: previous.burst };
     writeFileSync(file, `${JSON.stringify(merged, null, 2)}\n`);
-    if (!quick) {
-      // The README's figures are generated from the file just written, never pasted by hand.
-      const readme = path.join(__dirname, 'README.md');
-      writeFileSync(readme, replaceBenchFigures(readFileSync(readme, 'utf8'), results));
-    }
+    // The docs' figures are generated from the file just written, never pasted by hand.
+    if (!quick) writeFigures(results);
     progress(
       `done in ${(results.durationMs / 1000).toFixed(0)} s; every figure is in ${path.relative(process.cwd(), file)}`,
     );
@@ -162,6 +166,14 @@ async function main(): Promise<void> {
   } finally {
     rmSync(tmpRoot, { recursive: true, force: true });
   }
+}
+
+/** Regenerates the figures of bench/README.md and docs/operations.md from `results`. */
+function writeFigures(results: BenchResults): void {
+  const rewrite = (file: string, replace: (text: string) => string) =>
+    writeFileSync(file, replace(readFileSync(file, 'utf8')));
+  rewrite(path.join(__dirname, 'README.md'), (text) => replaceBenchFigures(text, results));
+  rewrite(path.join(__dirname, '../docs/operations.md'), (text) => replaceInboxFigures(text, results));
 }
 
 /** Stage 3; an error (no emulator on this machine) is kept as the stage's result. */
@@ -232,10 +244,7 @@ async function inboxOnly(): Promise<void> {
       goals: { ...previous.goals, ...inboxGoals(inbox) },
     } as BenchResults;
     writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
-    if (!quick) {
-      const readme = path.join(__dirname, 'README.md');
-      writeFileSync(readme, replaceBenchFigures(readFileSync(readme, 'utf8'), results));
-    }
+    if (!quick) writeFigures(results);
     progress(`inbox stage done; figures in ${path.relative(process.cwd(), file)}`);
     process.stdout.write(renderReport(results));
   } finally {

@@ -116,9 +116,8 @@ describe('npm start', () => {
     try {
       await first.waitFor((l) => l.startsWith('docline: ready.'));
       mkdirSync(path.join(inbox, 'drop'));
-      files.forEach((name, i) =>
-        writeFileSync(path.join(inbox, name), template.replaceAll('CRH-10293', `CRH-10293-${i}`)),
-      );
+      for (const [i, name] of files.entries())
+        writeFileSync(path.join(inbox, name), template.replaceAll('CRH-10293', `CRH-10293-${i}`));
       // Halfway: the first rows exist, most of the drop is still queued or on its way.
       await eventually(
         () => first.lines.filter((l) => l.startsWith('ok ') && l.includes('drop/')).length >= 10,
