@@ -59,7 +59,7 @@ const SETTINGS = {
   publishBatch: 100,
   e2eMaxMeasureMs: 25_000,
   inboxDocuments: quick ? 300 : 2000,
-  inboxWarmupDocuments: quick ? 100 : 1000,
+  inboxWarmupDocuments: quick ? 100 : 2000,
   inboxMaxDropMs: 60_000,
 };
 

@@ -136,11 +136,13 @@ async function main(): Promise<void> {
   };
   pipeline.worker.events.on('line', print);
 
-  // Rows per second over the last few seconds, for the progress line.
+  // Rows per second over the last few seconds, for the progress line: one sample a quarter second.
   const samples: Array<{ atMs: number; done: number }> = [];
   const showProgress = (counts: InboxCounts) => {
+    if (!progress.shown) return;
     const now = performance.now();
-    samples.push({ atMs: now, done: counts.done });
+    if (samples.length === 0 || now - samples.at(-1)!.atMs >= 250)
+      samples.push({ atMs: now, done: counts.done });
     while (samples.length > 2 && now - samples[0]!.atMs > 5_000) samples.shift();
     const first = samples[0]!;
     const rate = now > first.atMs ? ((counts.done - first.done) * 1000) / (now - first.atMs) : 0;

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, rename, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { createLimiter, DEFAULT_UPLOAD_CONCURRENCY, LimiterClosedError } from './bounded';
@@ -104,13 +105,26 @@ export async function watchInbox(options: InboxOptions): Promise<InboxWatcher> {
   });
   const changed = () => options.onProgress?.(counts());
 
+  /** Folders of `.uploaded/` made by this watcher: a drop of thousands makes each once. */
+  const madeDirs = new Set<string>();
   /** Moves the file to `.uploaded/` unless it changed since it was read (then it is a new generation). */
   const moveIfUnchanged = async (name: string, signature: string) => {
     const file = path.join(options.dir, name);
     if ((await signatureOf(file)) !== signature) return false;
     const target = path.join(options.dir, DONE, name);
-    await mkdir(path.dirname(target), { recursive: true });
-    await rename(file, target);
+    const folder = path.dirname(target);
+    if (!madeDirs.has(folder)) {
+      await mkdir(folder, { recursive: true });
+      madeDirs.add(folder);
+    }
+    try {
+      await rename(file, target);
+    } catch (error) {
+      // The folder went away meanwhile (someone emptied .uploaded/): make it again, once.
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT' || !existsSync(file)) throw error;
+      await mkdir(folder, { recursive: true });
+      await rename(file, target);
+    }
     return true;
   };
 

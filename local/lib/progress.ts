@@ -16,7 +16,7 @@ const CLEAR_LINE = '\r\x1b[2K';
 
 export class ProgressLine {
   private status = '';
-  private shown = false;
+  private onScreen = false;
   private lastDrawMs = Number.NEGATIVE_INFINITY;
   private pending: NodeJS.Timeout | undefined;
   private readonly tty: boolean;
@@ -28,22 +28,27 @@ export class ProgressLine {
     this.tty = out.isTTY === true;
   }
 
+  /** Whether the progress text is shown at all (on a terminal): callers skip computing it otherwise. */
+  get shown(): boolean {
+    return this.tty;
+  }
+
   /** Prints one line above the progress line (or just the line, off a terminal). */
   line(text: string): void {
     if (!this.tty) {
       this.out.write(`${text}\n`);
       return;
     }
-    this.out.write(`${this.shown ? CLEAR_LINE : ''}${text}\n${this.fitted()}`);
-    this.shown = this.status !== '';
+    this.out.write(`${this.onScreen ? CLEAR_LINE : ''}${text}\n${this.fitted()}`);
+    this.onScreen = this.status !== '';
     this.lastDrawMs = this.now();
   }
 
   /** Prints a line to another stream (stderr), keeping the progress line intact on the terminal. */
   lineTo(stream: { write(text: string): unknown }, text: string): void {
-    if (this.tty && this.shown) this.out.write(CLEAR_LINE);
+    if (this.tty && this.onScreen) this.out.write(CLEAR_LINE);
     stream.write(`${text}\n`);
-    if (this.tty && this.shown) this.out.write(this.fitted());
+    if (this.tty && this.onScreen) this.out.write(this.fitted());
   }
 
   /** Sets the progress text; drawn on a terminal only, at most every `redrawMs` (the last one always). */
@@ -59,17 +64,17 @@ export class ProgressLine {
   clear(): void {
     clearTimeout(this.pending);
     this.pending = undefined;
-    if (this.tty && this.shown) this.out.write(CLEAR_LINE);
-    this.shown = false;
+    if (this.tty && this.onScreen) this.out.write(CLEAR_LINE);
+    this.onScreen = false;
     this.status = '';
   }
 
   private draw(): void {
     clearTimeout(this.pending);
     this.pending = undefined;
-    if (this.status === '' && !this.shown) return;
+    if (this.status === '' && !this.onScreen) return;
     this.out.write(`${CLEAR_LINE}${this.fitted()}`);
-    this.shown = this.status !== '';
+    this.onScreen = this.status !== '';
     this.lastDrawMs = this.now();
   }
 
