@@ -30,6 +30,8 @@ export interface InboxStageOptions {
   publishPathPerSecond: number;
   /** Bound of one drop, ms. */
   maxDropMs: number;
+  /** `--concurrency` for trying other settings; undefined (the benchmark): `npm start`'s default. */
+  concurrency?: number;
   progress: (text: string) => void;
 }
 
@@ -93,7 +95,7 @@ function userEnvironment(): NodeJS.ProcessEnv {
 }
 
 /** `npm start` as a user runs it, with its stdout read line by line (as a terminal would take it). */
-function startCommand(dataDir: string, inbox: string) {
+function startCommand(dataDir: string, inbox: string, setting: number | undefined) {
   const child: ChildProcess = spawn(
     process.execPath,
     [
@@ -105,6 +107,7 @@ function startCommand(dataDir: string, inbox: string) {
       dataDir,
       '--inbox',
       inbox,
+      ...(setting === undefined ? [] : ['--concurrency', String(setting)]),
     ],
     {
       cwd: REPO_ROOT,
@@ -186,7 +189,7 @@ export async function runInboxStage(options: InboxStageOptions): Promise<InboxSt
   const template = readFileSync(path.join(REPO_ROOT, SAMPLE), 'utf8');
   const copy = Buffer.from(template);
   progress('stage inbox: starting npm start (its own emulator and worker)');
-  const start = startCommand(dataDir, inbox);
+  const start = startCommand(dataDir, inbox, options.concurrency);
   let db: DatabaseSync | undefined;
   try {
     await start.ready;

@@ -86,8 +86,9 @@ export class LocalBucket {
     const problem = objectNameProblem(name);
     if (problem) throw new Error(`cannot store "${name}": ${problem}`);
     const dir = this.objectDir(bucket, name);
-    await mkdir(dir, { recursive: true });
-    const previous = await this.liveGeneration(bucket, name);
+    // A folder made just now holds no generation: a new object (most uploads) skips the listing.
+    const created = await mkdir(dir, { recursive: true });
+    const previous = created === undefined ? await this.liveGeneration(bucket, name) : null;
     let generation = this.nextGeneration(now);
     if (previous && BigInt(previous) >= BigInt(generation)) {
       this.lastGeneration = BigInt(previous) + 1n;

@@ -75,33 +75,24 @@ describe("npm start's duplicate-invoice lookup (SqliteStore.duplicateInvoiceOthe
     );
   });
 
-  it('searches the index on the view’s group keys, for both of its statements', async () => {
+  it('finds the row by its key, then searches the index on the view’s group keys, with no sort', async () => {
     await store.recordMany(copies(50, 'small'));
     const db = new DatabaseSync(path.join(dir, 'docline.sqlite'), { readOnly: true });
     try {
-      const plan = (sql: string, ...params: Array<string | number | null>) =>
-        (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as Array<{ detail: string }>).map(
-          (step) => step.detail,
-        );
-      const lookup = duplicateInvoiceLookupSql(SQLITE_TABLE);
-      expect(plan(lookup.keysOf, 'k')).toEqual([
-        expect.stringMatching(/^SEARCH rows USING INDEX .*\(dedup_key=\?\)$/),
-      ]);
-      const page = plan(
-        lookup.groupPage.replace(/:(\w+)/g, '?'),
-        'vat:FR12345678901',
-        'SMALL1',
-        99.5,
-        'gs://b/x#1',
-        4,
-      );
-      expect(page).toEqual([
+      const { groupPage } = duplicateInvoiceLookupSql(SQLITE_TABLE);
+      const plan = (
+        db.prepare(`EXPLAIN QUERY PLAN ${groupPage}`).all({ dedup_key: 'k', limit: 4 }) as Array<{
+          detail: string;
+        }>
+      ).map((step) => step.detail);
+      expect(plan).toEqual([
+        expect.stringMatching(/^SEARCH rows USING INDEX sqlite_autoindex_rows_1 \(dedup_key=\?\)$/),
         expect.stringMatching(
           /^SEARCH rows USING INDEX rows_duplicate_invoices \(<expr>=\? AND <expr>=\? AND <expr>=\?/,
         ),
       ]);
       // No sort of the group: the index gives its objects in order, so LIMIT stops the search early.
-      expect(page.join('\n')).not.toMatch(/TEMP B-TREE|SCAN/);
+      expect(plan.join('\n')).not.toMatch(/TEMP B-TREE|SCAN/);
     } finally {
       db.close();
     }
