@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { DatabaseSync } from 'node:sqlite';
@@ -58,6 +59,9 @@ export interface InboxStageResult extends InboxDrop {
   publishPathPerSecond: number;
   /** Files `npm start` takes at once (its default). */
   concurrency: number;
+  /** When the stage ran, and the machine's load average then (1, 5, 15 minutes): it shares the cores. */
+  date: string;
+  loadAverageStart: number[];
   copies: InboxDrop & {
     /** copies documents/s over distinct documents/s. */
     overDistinct: number;
@@ -182,6 +186,8 @@ function filesUnder(dir: string): number {
 
 export async function runInboxStage(options: InboxStageOptions): Promise<InboxStageResult> {
   const { progress, documents } = options;
+  const date = new Date().toISOString();
+  const loadAverageStart = os.loadavg();
   const root = path.join(options.tmpRoot, 'inbox-stage');
   const dataDir = path.join(root, 'data');
   const inbox = path.join(root, 'inbox');
@@ -246,6 +252,8 @@ export async function runInboxStage(options: InboxStageOptions): Promise<InboxSt
     const copies = await drop('copies', documents, () => copy);
     return {
       ...distinct,
+      date,
+      loadAverageStart,
       overPublishPath: ratio(distinct.perSecond, options.publishPathPerSecond),
       publishPathPerSecond: options.publishPathPerSecond,
       concurrency: start.concurrency(),

@@ -31,6 +31,8 @@ function inbox(overrides: Partial<InboxStageResult> = {}, copies: Partial<InboxS
     overPublishPath: 0.5,
     publishPathPerSecond: 400,
     concurrency: 32,
+    date: '2026-11-30T23:00:00.000Z',
+    loadAverageStart: [1, 1, 1],
     ...overrides,
     copies: { ...drop, overDistinct: 0.9, warnings: 1999, ...copies },
   } satisfies InboxStageResult;
