@@ -11,7 +11,7 @@ import { dataDirLayout } from '../../worker/src/contract/data-dir';
 import { DEDUP_KEY_MODES, type DedupKeyMode } from '../../worker/src/contract/settings';
 import { objectUri } from '../../worker/src/core/event';
 import { option, parseCommandArgs, runCommand, UsageError } from '../lib/args';
-import { uploadConcurrency } from '../lib/bounded';
+import { concurrencySetting } from '../lib/bounded';
 import { DUPLICATE_WARNING_NAMES, duplicateWarning, outcomeLine } from '../lib/format';
 import { type InboxCounts, watchInbox } from '../lib/inbox';
 import { stopGracefullyOnSignals } from '../lib/lifecycle';
@@ -75,16 +75,7 @@ async function main(): Promise<void> {
     throw values['dedup-key'] === undefined ? new Error(problem) : new UsageError(`${problem}. ${USAGE}`);
   }
   const doubled = values['double-notifications'] === true || env.DOCLINE_DOUBLE_NOTIFICATIONS === '1';
-  const concurrency =
-    values.concurrency === undefined
-      ? uploadConcurrency(env.DOCLINE_UPLOAD_CONCURRENCY, 'DOCLINE_UPLOAD_CONCURRENCY')
-      : (() => {
-          try {
-            return uploadConcurrency(values.concurrency);
-          } catch (error) {
-            throw new UsageError(`${(error as Error).message}. ${USAGE}`);
-          }
-        })();
+  const concurrency = concurrencySetting(values.concurrency, env.DOCLINE_UPLOAD_CONCURRENCY, USAGE);
 
   console.log('docline: starting the Pub/Sub emulator and the worker…');
   const pipeline = await startPipeline({

@@ -8,8 +8,8 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { dataDirLayout } from '../../worker/src/contract/data-dir';
 import { Announcer, contentTypeFor } from '../lib/announcer';
-import { parseCommandArgs, runCommand, UsageError } from '../lib/args';
-import { forEachBounded, uploadConcurrency } from '../lib/bounded';
+import { parseCommandArgs, runCommand } from '../lib/args';
+import { concurrencySetting, forEachBounded } from '../lib/bounded';
 import { LocalBucket } from '../lib/local-bucket';
 import { ProgressLine } from '../lib/progress';
 import { PubSubClient } from '../lib/pubsub';
@@ -35,16 +35,7 @@ async function main(): Promise<number> {
   const copies = Number(values.copies ?? 1);
   if (!Number.isInteger(copies) || copies < 1 || copies > 10)
     throw new Error('--copies must be a whole number from 1 to 10');
-  let concurrency: number;
-  try {
-    concurrency =
-      values.concurrency === undefined
-        ? uploadConcurrency(process.env.DOCLINE_UPLOAD_CONCURRENCY, 'DOCLINE_UPLOAD_CONCURRENCY')
-        : uploadConcurrency(values.concurrency);
-  } catch (error) {
-    if (values.concurrency === undefined) throw error;
-    throw new UsageError(`${(error as Error).message}. ${USAGE}`);
-  }
+  const concurrency = concurrencySetting(values.concurrency, process.env.DOCLINE_UPLOAD_CONCURRENCY, USAGE);
   const prefix = values.prefix ?? '';
   const state = await readState(values['data-dir']);
   const bucket = new LocalBucket(dataDirLayout(state.dataDir).bucket);

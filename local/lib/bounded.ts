@@ -1,3 +1,5 @@
+import { UsageError } from './args';
+
 /**
  * Bounded concurrency for the local tools that take files (the inbox watcher, `npm run upload`):
  * many files in flight so that Pub/Sub publishes ride together and the worker is never idle, but
@@ -19,6 +21,24 @@ export function uploadConcurrency(value: string | undefined, name = '--concurren
   if (!Number.isInteger(n) || n < 1 || n > MAX_UPLOAD_CONCURRENCY)
     throw new Error(`${name} must be a whole number from 1 to ${MAX_UPLOAD_CONCURRENCY} (got "${value}")`);
   return n;
+}
+
+/**
+ * The concurrency of a command: its `--concurrency` flag, else DOCLINE_UPLOAD_CONCURRENCY, else the
+ * default. A wrong flag is a refused command line ({@link UsageError} with the usage); a wrong
+ * variable is an error that names it.
+ */
+export function concurrencySetting(
+  flag: string | undefined,
+  envValue: string | undefined,
+  usage: string,
+): number {
+  if (flag === undefined) return uploadConcurrency(envValue, 'DOCLINE_UPLOAD_CONCURRENCY');
+  try {
+    return uploadConcurrency(flag);
+  } catch (error) {
+    throw new UsageError(`${(error as Error).message}. ${usage}`);
+  }
 }
 
 /** Thrown to tasks that were still waiting for a slot when the limiter closed. */

@@ -1,4 +1,6 @@
+import { UsageError } from '../lib/args';
 import {
+  concurrencySetting,
   createLimiter,
   DEFAULT_UPLOAD_CONCURRENCY,
   forEachBounded,
@@ -97,4 +99,23 @@ describe('uploadConcurrency', () => {
       );
     },
   );
+});
+
+describe('concurrencySetting', () => {
+  const usage = 'usage: npm start -- [--concurrency N]';
+
+  it('takes the flag over DOCLINE_UPLOAD_CONCURRENCY, and the variable over the default', () => {
+    expect(concurrencySetting('8', '64', usage)).toBe(8);
+    expect(concurrencySetting(undefined, '64', usage)).toBe(64);
+    expect(concurrencySetting(undefined, undefined, usage)).toBe(DEFAULT_UPLOAD_CONCURRENCY);
+  });
+
+  it('refuses a wrong flag as a command line (exit code 2) and names a wrong variable', () => {
+    expect(() => concurrencySetting('0', undefined, usage)).toThrow(UsageError);
+    expect(() => concurrencySetting('0', undefined, usage)).toThrow(
+      /--concurrency must be .*\. usage: npm start/,
+    );
+    expect(() => concurrencySetting(undefined, 'lots', usage)).toThrow(/^DOCLINE_UPLOAD_CONCURRENCY must be/);
+    expect(() => concurrencySetting(undefined, 'lots', usage)).not.toThrow(UsageError);
+  });
 });
