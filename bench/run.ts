@@ -60,7 +60,7 @@ const SETTINGS = {
   e2eMaxMeasureMs: 25_000,
   inboxDocuments: quick ? 300 : 2000,
   inboxWarmupDocuments: quick ? 100 : 2000,
-  inboxMaxDropMs: 60_000,
+  inboxMaxDropMs: 30_000,
 };
 
 const startedAt = performance.now();
