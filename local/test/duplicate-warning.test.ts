@@ -79,20 +79,28 @@ describe("npm start's duplicate-invoice lookup (SqliteStore.duplicateInvoiceOthe
     await store.recordMany(copies(50, 'small'));
     const db = new DatabaseSync(path.join(dir, 'docline.sqlite'), { readOnly: true });
     try {
-      const { groupPage } = duplicateInvoiceLookupSql(SQLITE_TABLE);
-      const plan = (
-        db.prepare(`EXPLAIN QUERY PLAN ${groupPage}`).all({ dedup_key: 'k', limit: 4 }) as Array<{
-          detail: string;
-        }>
-      ).map((step) => step.detail);
-      expect(plan).toEqual([
+      const plan = (sql: string, params: Record<string, string | number>) =>
+        (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(params) as Array<{ detail: string }>).map(
+          (s) => s.detail,
+        );
+      const lookup = duplicateInvoiceLookupSql(SQLITE_TABLE);
+      expect(plan(lookup.keysOf.replace('?', ':key'), { key: 'k' })).toEqual([
         expect.stringMatching(/^SEARCH rows USING INDEX sqlite_autoindex_rows_1 \(dedup_key=\?\)$/),
+      ]);
+      const page = plan(lookup.groupPage, {
+        supplier_key: 'vat:FR12345678901',
+        invoice_number_key: 'SMALL1',
+        total_amount: 99.5,
+        object_uri: 'gs://b/x#1',
+        limit: 4,
+      });
+      expect(page).toEqual([
         expect.stringMatching(
           /^SEARCH rows USING INDEX rows_duplicate_invoices \(<expr>=\? AND <expr>=\? AND <expr>=\?/,
         ),
       ]);
       // No sort of the group: the index gives its objects in order, so LIMIT stops the search early.
-      expect(plan.join('\n')).not.toMatch(/TEMP B-TREE|SCAN/);
+      expect(page.join('\n')).not.toMatch(/TEMP B-TREE|SCAN/);
     } finally {
       db.close();
     }
