@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import type { InboxStageResult } from '../inbox-stage';
+import { combine, type InboxStageResult } from '../inbox-stage';
 import {
   type BenchResults,
   GOALS,
@@ -21,6 +21,7 @@ function inbox(overrides: Partial<InboxStageResult> = {}, copies: Partial<InboxS
     documents: 2000,
     seconds: 10,
     perSecond: 200,
+    dropSeconds: [9, 11],
     complete: true,
     commandCpuMsPerDocument: 1,
     workerCpuMsPerDocument: 1,
@@ -90,5 +91,19 @@ describe('"How fast a drop goes" in docs/operations.md', () => {
     const text = (body: string) => `# Ops\n\n${INBOX_FIGURES_START}\n${body}${INBOX_FIGURES_END}\n\nrest\n`;
     expect(replaceInboxFigures(text('typed by hand\n'), results)).toBe(text(renderInboxSummary(results)));
     expect(() => replaceInboxFigures('# Ops\n', results)).toThrow(/markers are missing/);
+  });
+});
+
+describe('combine: two drops of one variant as one figure', () => {
+  it('divides the rows of both drops by their seconds, and keeps each drop’s time', () => {
+    const base = inbox();
+    const fast = { ...base, seconds: 5, perSecond: 400, dropSeconds: [5] };
+    const slow = { ...base, seconds: 20, perSecond: 100, dropSeconds: [20], complete: false };
+    const both = combine(fast, slow);
+    expect(both.perSecond).toBeCloseTo(4000 / 25, 10);
+    expect(both.seconds).toBe(12.5);
+    expect(both.dropSeconds).toEqual([5, 20]);
+    expect(both.complete).toBe(false);
+    expect(both.documents).toBe(2000);
   });
 });
