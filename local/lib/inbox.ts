@@ -120,8 +120,10 @@ export async function watchInbox(options: InboxOptions): Promise<InboxWatcher> {
     try {
       await rename(file, target);
     } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      // Deleted by someone meanwhile: nothing is left to move (its row exists all the same).
+      if (!existsSync(file)) return false;
       // The folder went away meanwhile (someone emptied .uploaded/): make it again, once.
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT' || !existsSync(file)) throw error;
       await mkdir(folder, { recursive: true });
       await rename(file, target);
     }
