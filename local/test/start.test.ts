@@ -68,6 +68,10 @@ describe('npm start', () => {
       const rows = store.rowsWhere('object_name', sample);
       await store.close();
       expect(rows.map((r) => [r.status, r.model])).toEqual([['ok', 'offline']]);
+      // The file leaves the inbox once its row exists: right after the outcome line.
+      await eventually(() => !existsSync(path.join(inbox, sample)), 'the file has left the inbox', {
+        timeoutMs: 10_000,
+      });
       expect(readdirSync(path.join(inbox, '.uploaded'))).toEqual([sample]);
 
       // The same invoice again under another name: its row joins a duplicate_invoices group.
