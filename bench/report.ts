@@ -3,6 +3,7 @@ import type { CostModel } from './cost-model';
 import type { EmulatorStageResult } from './emulator-stage';
 import type { HttpStageResult } from './http-stage';
 import type { InProcessRun } from './in-process';
+import type { InboxStageResult } from './inbox-stage';
 
 /**
  * Renders the benchmark's results as the markdown tables the README shows. Measured figures come
@@ -31,6 +32,8 @@ export interface BenchResults {
   };
   http: HttpStageResult;
   emulator: EmulatorStageResult | { error: string };
+  /** The inbox stage; absent in results written before it existed. */
+  inbox?: InboxStageResult | { error: string };
   costModel: CostModel;
   goals: Record<string, { value: number; goal: string; met: boolean }>;
 }
@@ -42,6 +45,10 @@ export const GOALS = {
   endToEndOverNaive: 0.95,
   endToEndRatio: 0.8,
   peakRssBytes: 256 * 1024 * 1024,
+  /** Files dropped into `npm start`'s inbox against the publish path (stage 3), documents/s. */
+  inboxOverPublishPath: 0.5,
+  /** One invoice copied N times (one duplicate group) against N distinct invoices, documents/s. */
+  inboxCopiesOverDistinct: 0.9,
 } as const;
 
 /** The three docline/naive ratios: over HTTP, in CPU per message, and end to end. */
@@ -84,6 +91,7 @@ const verdict = (met: boolean) => (met ? 'met' : '**missed**');
 export function goals(
   http: HttpStageResult,
   emulator: EmulatorStageResult | { error: string },
+  inbox?: InboxStageResult | { error: string },
 ): BenchResults['goals'] {
   const peak = http.memory.docline?.peakRssBytes ?? Number.NaN;
   const result: BenchResults['goals'] = {
@@ -116,7 +124,46 @@ export function goals(
       met: emulator.ratio >= GOALS.endToEndRatio,
     };
   }
-  return result;
+  return { ...result, ...inboxGoals(inbox) };
+}
+
+/** The inbox stage's goals (none when it did not run). */
+export function inboxGoals(inbox: InboxStageResult | { error: string } | undefined): BenchResults['goals'] {
+  if (!inbox || !('overPublishPath' in inbox)) return {};
+  return {
+    inboxOverPublishPath: {
+      value: inbox.overPublishPath,
+      goal: `>= ${GOALS.inboxOverPublishPath}`,
+      met: inbox.complete && inbox.overPublishPath >= GOALS.inboxOverPublishPath,
+    },
+    inboxCopiesOverDistinct: {
+      value: inbox.copies.overDistinct,
+      goal: `>= ${GOALS.inboxCopiesOverDistinct}`,
+      met: inbox.copies.complete && inbox.copies.overDistinct >= GOALS.inboxCopiesOverDistinct,
+    },
+  };
+}
+
+/** The inbox stage's rows of the results table. */
+function inboxRows(results: BenchResults): string[] {
+  const inbox = results.inbox;
+  if (inbox === undefined)
+    return [
+      '| 3i | Inbox: files dropped into a running `npm start` | not run yet | >= 0.5 × the publish path |',
+    ];
+  if (!('overPublishPath' in inbox))
+    return [
+      `| 3i | Inbox: files dropped into a running \`npm start\` | not run: ${inbox.error.split('\n')[0]} | — |`,
+    ];
+  const g = results.goals;
+  const drop = (d: { documents: number; dropSeconds: number[]; perSecond: number; complete: boolean }) =>
+    `${int(d.perSecond)}/s (${d.dropSeconds.length} drops of ${int(d.documents)} files: ${d.dropSeconds.map((x) => `${x.toFixed(1)} s`).join(', ')}${d.complete ? '' : '; **stopped at the bound**'})`;
+  return [
+    `| 3i | Inbox: ${int(inbox.documents)} distinct invoices a drop written into the inbox of a running \`npm start\` (${inbox.concurrency} files at once), until every row exists | ${drop(inbox)} | — |`,
+    `| 3i | Inbox / end-to-end publish path (docline, ${int(inbox.publishPathPerSecond)}/s in this run) | **${two(inbox.overPublishPath)}** | >= ${GOALS.inboxOverPublishPath}: ${verdict(g.inboxOverPublishPath?.met ?? false)} |`,
+    `| 3i | Inbox: one invoice copied ${int(inbox.copies.documents)} times a drop (one duplicate group, ${int(inbox.copies.warnings)} warnings printed) | ${drop(inbox.copies)} | — |`,
+    `| 3i | Inbox, copies / distinct | **${two(inbox.copies.overDistinct)}** | >= ${GOALS.inboxCopiesOverDistinct}: ${verdict(g.inboxCopiesOverDistinct?.met ?? false)} |`,
+  ];
 }
 
 export function renderReport(results: BenchResults): string {
@@ -161,6 +208,7 @@ export function renderReport(results: BenchResults): string {
       `| 3 | End to end through the emulator | not run: ${emulator.error.split('\n')[0]} | >= ${GOALS.endToEndRatio} |`,
     );
   }
+  lines.push(...inboxRows(results));
   const red = http.redelivery;
   lines.push(
     `| 4 | Analyses per unique document, 50% redeliveries, sequential (in process) | **${two(ip.sequentialRedeliveries.analysesPerDocument)}** | 1.00 |`,
@@ -320,6 +368,32 @@ export function renderBurstReport(b: BurstReportInput): string {
   return `${lines.join('\n')}\n`;
 }
 
+/**
+ * How fast a drop goes, for docs/operations.md: the inbox stage's figures in a sentence or two,
+ * generated from results.json like the README's tables.
+ */
+export function renderInboxSummary(results: BenchResults): string {
+  const inbox = results.inbox;
+  if (inbox === undefined || !('overPublishPath' in inbox))
+    return 'No inbox figures yet: `npm run bench -- --stage inbox` measures them.\n';
+  const { machine } = results;
+  const drop = (d: { documents: number; seconds: number; perSecond: number }) =>
+    `${int(d.documents)} files became rows in ${d.seconds.toFixed(1)} s on average (${int(d.perSecond)} a second)`;
+  return (
+    `Measured by the benchmark's inbox stage (${inbox.date.slice(0, 10)}, ${machine.cpus} × ${machine.cpuModel} shared with ` +
+    `other work, load average ${inbox.loadAverageStart[0]!.toFixed(1)} at the start), \`npm start\` on its defaults ` +
+    `(${inbox.concurrency} files at once), two drops of each kind: ${drop(inbox)} when they were distinct invoices, ` +
+    `${two(inbox.overPublishPath)} × the ${int(inbox.publishPathPerSecond)} documents a second of the publish path in the same ` +
+    `run (messages published in batches straight to the topic, objects stored beforehand); ${drop(inbox.copies)} when they ` +
+    `were one invoice copied ${int(inbox.copies.documents)} times (one duplicate group, a warning per row), ` +
+    `${two(inbox.copies.overDistinct)} × the distinct drop. Figures on an idle machine are higher; the ratios move less.\n`
+  );
+}
+
+export const INBOX_FIGURES_START =
+  '<!-- inbox-figures:start (generated by npm run bench from bench/results.json) -->';
+export const INBOX_FIGURES_END = '<!-- inbox-figures:end -->';
+
 export const BENCH_FIGURES_START =
   '<!-- bench-figures:start (generated by npm run bench from bench/results.json) -->';
 export const BENCH_FIGURES_END = '<!-- bench-figures:end -->';
@@ -331,14 +405,24 @@ export const BURST_FIGURES_END = '<!-- burst-figures:end -->';
 function replaceBlock(readme: string, start: string, end: string, body: string, what: string): string {
   const from = readme.indexOf(start);
   const to = readme.indexOf(end);
-  if (from < 0 || to < from)
-    throw new Error(`bench/README.md has no ${what} block (its markers are missing)`);
+  if (from < 0 || to < from) throw new Error(`the document has no ${what} block (its markers are missing)`);
   return `${readme.slice(0, from + start.length)}\n${body}${readme.slice(to)}`;
 }
 
 /** The README with its "Latest results" block replaced by the tables generated from `results`. */
 export function replaceBenchFigures(readme: string, results: BenchResults): string {
   return replaceBlock(readme, BENCH_FIGURES_START, BENCH_FIGURES_END, renderReport(results), 'bench figures');
+}
+
+/** docs/operations.md with its "how fast a drop goes" block replaced by the sentence generated from `results`. */
+export function replaceInboxFigures(doc: string, results: BenchResults): string {
+  return replaceBlock(
+    doc,
+    INBOX_FIGURES_START,
+    INBOX_FIGURES_END,
+    renderInboxSummary(results),
+    'inbox figures',
+  );
 }
 
 /** The README with its burst block replaced by the table generated from `burst`. */

@@ -7,6 +7,7 @@
  * 1. In process: parsePush + handle() with SQLite, the local bucket and the offline analyzer.
  * 2. Over HTTP, same load generator: (a) bare Express 204, (b) naive consumer, (c) docline worker.
  * 3. End to end through the Pub/Sub emulator, against the emulator's own push rate to a no-op.
+ *    Then "inbox": files dropped into a running `npm start`, against stage 3's publish path.
  * 4. Analyses per unique document under 50% redeliveries.
  * 5. The worker's peak RSS under the HTTP load.
  * 6. The BigQuery/Gemini cost model (computed, not run).
@@ -22,7 +23,16 @@ import { storeInvoices } from './documents';
 import { type EmulatorStageResult, runEmulatorStage } from './emulator-stage';
 import { httpStageDocuments, runHttpStage } from './http-stage';
 import { runInProcess } from './in-process';
-import { type BenchResults, floorFailures, goals, renderReport, replaceBenchFigures } from './report';
+import { type InboxStageResult, runInboxStage } from './inbox-stage';
+import {
+  type BenchResults,
+  floorFailures,
+  goals,
+  inboxGoals,
+  renderReport,
+  replaceBenchFigures,
+  replaceInboxFigures,
+} from './report';
 
 const quick = process.argv.includes('--quick');
 const floorIndex = process.argv.indexOf('--floor');
@@ -30,9 +40,12 @@ const floorIndex = process.argv.indexOf('--floor');
 const floor = floorIndex >= 0 ? Number(process.argv[floorIndex + 1]) : undefined;
 if (floor !== undefined && !(floor > 0)) throw new Error('--floor needs a ratio above 0, e.g. --floor 0.5');
 const stageIndex = process.argv.indexOf('--stage');
-/** `--stage burst` runs only the burst stage; without `--stage` the stages 1–6 run. */
+/**
+ * `--stage burst` runs only the burst stage; `--stage inbox` only stage 3 and the inbox stage (its
+ * ratio needs the publish path of the same run); without `--stage` the stages 1–6 and inbox run.
+ */
 const stage = stageIndex >= 0 ? process.argv[stageIndex + 1] : undefined;
-const STAGES = ['burst'];
+const STAGES = ['burst', 'inbox'];
 
 /** Counts and bounds of the run; `--quick` is for trying the harness, not for figures. */
 const SETTINGS = {
@@ -51,6 +64,9 @@ const SETTINGS = {
   e2eWarmupMessages: quick ? 100 : 1500,
   publishBatch: 100,
   e2eMaxMeasureMs: 25_000,
+  inboxDocuments: quick ? 300 : 2000,
+  inboxWarmupDocuments: quick ? 100 : 2000,
+  inboxMaxDropMs: 30_000,
 };
 
 /** The code being measured, so that a figure can be told from one about other code. */
@@ -128,23 +144,8 @@ async function main(): Promise<void> {
       progress,
     });
 
-    let emulator: EmulatorStageResult | { error: string };
-    try {
-      emulator = await runEmulatorStage({
-        tmpRoot,
-        messagesPerRound: SETTINGS.e2eMessagesPerRound,
-        rounds: SETTINGS.e2eRounds,
-        warmupMessages: SETTINGS.e2eWarmupMessages,
-        publishBatch: SETTINGS.publishBatch,
-        maxMeasureMs: SETTINGS.e2eMaxMeasureMs,
-        progress,
-      });
-    } catch (error) {
-      // No emulator on this machine must not cost the other figures: say so in the table.
-      emulator = { error: error instanceof Error ? error.message : String(error) };
-      progress(`stage 3 failed: ${emulator.error}`);
-    }
-
+    const emulator = await endToEndStage(tmpRoot);
+    const inbox = await inboxStage(tmpRoot, emulator);
     const cpus = os.cpus();
     const results: BenchResults = {
       machine: {
@@ -163,8 +164,9 @@ async function main(): Promise<void> {
       inProcess,
       http,
       emulator,
+      inbox,
       costModel: costModel(),
-      goals: goals(http, emulator),
+      goals: goals(http, emulator, inbox),
     };
     // A quick run only tries the harness: its figures must not replace the last real ones.
     const file = path.join(__dirname, quick ? 'results.quick.json' : 'results.json');
@@ -175,11 +177,8 @@ async function main(): Promise<void> {
       : {};
     const merged = { ...previous, ...results };
     writeFileSync(file, `${JSON.stringify(merged, null, 2)}\n`);
-    if (!quick) {
-      // The README's figures are generated from the file just written, never pasted by hand.
-      const readme = path.join(__dirname, 'README.md');
-      writeFileSync(readme, replaceBenchFigures(readFileSync(readme, 'utf8'), results));
-    }
+    // The docs' figures are generated from the file just written, never pasted by hand.
+    if (!quick) writeFigures(results);
     progress(
       `done in ${(results.durationMs / 1000).toFixed(0)} s; every figure is in ${path.relative(process.cwd(), file)}`,
     );
@@ -195,14 +194,100 @@ async function main(): Promise<void> {
   }
 }
 
+/** Regenerates the figures of bench/README.md and docs/operations.md from `results`. */
+function writeFigures(results: BenchResults): void {
+  const rewrite = (file: string, replace: (text: string) => string) =>
+    writeFileSync(file, replace(readFileSync(file, 'utf8')));
+  rewrite(path.join(__dirname, 'README.md'), (text) => replaceBenchFigures(text, results));
+  rewrite(path.join(__dirname, '../docs/operations.md'), (text) => replaceInboxFigures(text, results));
+}
+
+/** Stage 3; an error (no emulator on this machine) is kept as the stage's result. */
+async function endToEndStage(tmpRoot: string): Promise<EmulatorStageResult | { error: string }> {
+  try {
+    return await runEmulatorStage({
+      tmpRoot,
+      messagesPerRound: SETTINGS.e2eMessagesPerRound,
+      rounds: SETTINGS.e2eRounds,
+      warmupMessages: SETTINGS.e2eWarmupMessages,
+      publishBatch: SETTINGS.publishBatch,
+      maxMeasureMs: SETTINGS.e2eMaxMeasureMs,
+      progress,
+    });
+  } catch (error) {
+    // No emulator on this machine must not cost the other figures: say so in the table.
+    const failed = { error: error instanceof Error ? error.message : String(error) };
+    progress(`stage 3 failed: ${failed.error}`);
+    return failed;
+  }
+}
+
+/** The inbox stage, set against stage 3's publish path; an error is kept as its result. */
+async function inboxStage(
+  tmpRoot: string,
+  emulator: EmulatorStageResult | { error: string },
+): Promise<InboxStageResult | { error: string }> {
+  if (!('ratio' in emulator)) return { error: `stage 3 did not run: ${emulator.error}` };
+  try {
+    return await runInboxStage({
+      tmpRoot,
+      documents: SETTINGS.inboxDocuments,
+      warmupDocuments: SETTINGS.inboxWarmupDocuments,
+      publishPathPerSecond: emulator.median.docline.perSecond,
+      maxDropMs: SETTINGS.inboxMaxDropMs,
+      progress,
+    });
+  } catch (error) {
+    const failed = { error: error instanceof Error ? error.message : String(error) };
+    progress(`stage inbox failed: ${failed.error}`);
+    return failed;
+  }
+}
+
+/**
+ * `npm run bench -- --stage inbox`: stage 3 (for this run's publish path) and the inbox stage. Merges
+ * the `inbox` section and its goals into results.json (the other sections stay, as the burst stage
+ * does), regenerates the README's figures block from that file and prints it.
+ */
+async function inboxOnly(): Promise<void> {
+  const tmpRoot = mkdtempSync(path.join(os.tmpdir(), 'docline-bench-'));
+  try {
+    const emulator = await endToEndStage(tmpRoot);
+    const inbox = await inboxStage(tmpRoot, emulator);
+    const file = path.join(__dirname, quick ? 'results.quick.json' : 'results.json');
+    const previous = existsSync(file)
+      ? (JSON.parse(readFileSync(file, 'utf8')) as Partial<BenchResults>)
+      : undefined;
+    if (!previous?.http) {
+      // No whole run to merge into (a first --quick try): the inbox section alone.
+      writeFileSync(file, `${JSON.stringify({ inbox, goals: inboxGoals(inbox) }, null, 2)}\n`);
+      process.stdout.write(`${JSON.stringify(inbox, null, 2)}\n`);
+      return;
+    }
+    const results = {
+      ...previous,
+      inbox,
+      goals: { ...previous.goals, ...inboxGoals(inbox) },
+    } as BenchResults;
+    writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
+    if (!quick) writeFigures(results);
+    progress(`inbox stage done; figures in ${path.relative(process.cwd(), file)}`);
+    process.stdout.write(renderReport(results));
+  } finally {
+    rmSync(tmpRoot, { recursive: true, force: true });
+  }
+}
+
 const run =
   stage === undefined
     ? main
-    : STAGES.includes(stage)
+    : stage === 'burst'
       ? () => runBurst({ quick, progress })
-      : async () => {
-          throw new Error(`unknown stage "${stage}": the stages that run alone are ${STAGES.join(', ')}`);
-        };
+      : stage === 'inbox'
+        ? inboxOnly
+        : async () => {
+            throw new Error(`unknown stage "${stage}": the stages that run alone are ${STAGES.join(', ')}`);
+          };
 
 run().catch((error: unknown) => {
   progress(`benchmark failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);

@@ -104,13 +104,25 @@ export function duplicateGroupOf(rows: DuplicateInvoice[], objectUri: string): D
   );
 }
 
-/** The warning `npm start` prints when a new row joins a duplicate_invoices group. */
-export function duplicateWarning(objectUri: string, group: DuplicateInvoice[]): string | undefined {
-  const others = group.filter((r) => r.object_uri !== objectUri);
-  if (others.length === 0) return undefined;
+/**
+ * How many other objects the duplicate-invoice warning names. A group of 5,000 copies would otherwise
+ * print 5,000 names per new row; `npm run rows -- --duplicates` lists them all.
+ */
+export const DUPLICATE_WARNING_NAMES = 3;
+
+/**
+ * The warning `npm start` prints when a new row joins a duplicate_invoices group, given the other
+ * objects of that group (object URIs): the first {@link DUPLICATE_WARNING_NAMES} are named, "and
+ * others" says there are more. Pass {@link DUPLICATE_WARNING_NAMES} + 1 of them when there are.
+ */
+export function duplicateWarning(objectUri: string, others: readonly string[]): string | undefined {
+  const rest = others.filter((uri) => uri !== objectUri);
+  if (rest.length === 0) return undefined;
   const label = (uri: string) => uri.replace(/^gs:\/\/[^/]+\//, '');
+  const named = rest.slice(0, DUPLICATE_WARNING_NAMES).map(label).join(', ');
+  const more = rest.length > DUPLICATE_WARNING_NAMES ? ' and others' : '';
   return (
     `warning    duplicate invoice: ${label(objectUri)} has the supplier, number and total of ` +
-    `${others.map((r) => label(r.object_uri)).join(', ')} (npm run rows -- --duplicates)`
+    `${named}${more} (npm run rows -- --duplicates)`
   );
 }

@@ -123,11 +123,14 @@ export interface Pipeline {
   readonly state: PipelineState;
   /** The current worker process (replaced by {@link restartWorker}). */
   readonly worker: WorkerProcess;
-  /** Stores bytes as a new generation and announces it. */
+  /**
+   * Stores bytes as a new generation and announces it. `stored` runs between the two, before any
+   * delivery of the announcement can exist (to wait for its row without missing a fast one).
+   */
   upload(
     name: string,
     bytes: Buffer,
-    options?: { contentType?: string; copies?: number },
+    options?: { contentType?: string; copies?: number; stored?: (resource: ObjectResource) => void },
   ): Promise<UploadResult>;
   /** Stops (SIGTERM) or kills (SIGKILL) the worker and starts it again on the same port. */
   restartWorker(options?: {
@@ -208,6 +211,7 @@ export async function startPipeline(options: PipelineOptions): Promise<Pipeline>
       const contentType = uploadOptions.contentType ?? contentTypeFor(name);
       const { resource, overwroteGeneration } = await bucket.put(LOCAL_BUCKET, name, bytes, contentType);
       const copies = uploadOptions.copies ?? options.notificationCopies ?? 1;
+      uploadOptions.stored?.(resource);
       const messageIds = await announcer.announce(resource, overwroteGeneration, copies);
       return { resource, overwroteGeneration, messageIds };
     },

@@ -1,6 +1,7 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { localGenerationPath } from '../../worker/src/adapters/local-bucket';
 import { SqliteStore } from '../../worker/src/adapters/sqlite-store';
 import { LOCAL_NAMES, type Pipeline, startPipeline } from '../lib/pipeline';
 import { runLocalCommand } from './support/command';
@@ -47,6 +48,43 @@ describe('the companions of a running pipeline: upload, rows, dlq', () => {
     expect(rowsFor('facture-777.txt').map((r) => r.status)).toEqual(['ok']);
     const table = await command('rows.ts', [], path.join(dir, 'data'));
     expect(table.stdout).toMatch(/ok\s+facture-777\.txt#\d+\s+Société Test SARL\s+1234\.56 EUR/);
+  });
+
+  it('upload takes several files at once; two files of one object name become two generations in the order given', async () => {
+    const files: string[] = [];
+    for (const folder of ['first', 'second']) {
+      mkdirSync(path.join(dir, folder));
+      const file = path.join(dir, folder, 'same-name.txt');
+      writeFileSync(file, `FACTURE\nSociété ${folder} SARL\nFacture n° F-${folder}\nTotal TTC : 10,00 €\n`);
+      files.push(file);
+    }
+    for (let i = 0; i < 6; i++) {
+      const file = path.join(dir, `batch-${i}.txt`);
+      writeFileSync(file, `FACTURE\nSociété Lot SARL\nFacture n° L-${i}\nTotal TTC : ${i + 1},00 €\n`);
+      files.push(file);
+    }
+    const uploaded = await command('upload.ts', ['--concurrency', '3', ...files], path.join(dir, 'data'));
+    expect(uploaded.code).toBe(0);
+    const lines = uploaded.stdout.split('\n').filter((l) => l.startsWith('uploaded '));
+    expect(lines).toHaveLength(8);
+    const generations = lines.filter((l) => l.includes(' same-name.txt#')).map((l) => /#(\d+)/.exec(l)![1]!);
+    expect(generations).toHaveLength(2);
+    expect(BigInt(generations[1]!)).toBeGreaterThan(BigInt(generations[0]!));
+    // The live generation is the file given last: the later one was stored after the earlier one.
+    const live = await pipeline.bucket.liveGeneration(pipeline.bucketName, 'same-name.txt');
+    expect(live).toBe(generations[1]);
+    const stored = localGenerationPath(pipeline.bucket.root, {
+      bucket: pipeline.bucketName,
+      name: 'same-name.txt',
+      generation: live!,
+    });
+    expect(readFileSync(stored, 'utf8')).toBe(readFileSync(files[1]!, 'utf8'));
+  });
+
+  it('upload refuses a concurrency that is not a whole number in range', async () => {
+    const result = await command('upload.ts', ['--concurrency', '0', 'x.txt'], path.join(dir, 'data'));
+    expect(result.code).toBe(2);
+    expect(result.stdout).toMatch(/--concurrency must be a whole number from 1 to \d+/);
   });
 
   it('dlq lists a dead letter without removing it, and replay re-publishes it to the topic', async () => {

@@ -34,26 +34,48 @@ const stripped = (dialect: Dialect, expr: string, chars: readonly string[]) =>
 const ID_SEPARATORS = [' ', '.', '-', '/', '_'] as const;
 const NAME_SEPARATORS = [' ', '.', ',', '-', "'"] as const;
 
+/** The columns `duplicate_invoices` groups by, as SQL expressions over the table's columns. */
+export interface DuplicateInvoiceKeys {
+  supplier_key: string;
+  invoice_number_key: string;
+  total_amount: string;
+}
+
 /**
- * The SELECT of `duplicate_invoices`. Both dialects share the text except how a field is read from
- * the analysis JSON and the total's type (grouped as NUMERIC in GoogleSQL, REAL in SQLite). Limits: names
- * are lower-cased with each engine's LOWER (SQLite folds ASCII only), and legal suffixes (SAS, Ltd)
- * are kept, so a name-only match needs the same words.
+ * How `duplicate_invoices` keys a row: the supplier (VAT id, else SIRET, else SIREN, else normalised
+ * name), the normalised invoice number and the total. Both dialects share the text except how a
+ * field is read from the analysis JSON and the total's type (grouped as NUMERIC in GoogleSQL, REAL in
+ * SQLite). Limits: names are lower-cased with each engine's LOWER (SQLite folds ASCII only), and
+ * legal suffixes (SAS, Ltd) are kept, so a name-only match needs the same words. The same text feeds
+ * the view and the SQLite index that finds one row's group without reading the others.
  */
-function duplicateInvoicesSql(dialect: Dialect, from: string): string {
+export function duplicateInvoiceKeySql(dialect: Dialect): DuplicateInvoiceKeys {
   /** An identifier compared without separators or case; empty means absent. */
   const normalisedId = (expr: string) => `NULLIF(UPPER(${stripped(dialect, expr, ID_SEPARATORS)}), '')`;
   const field = (name: string) =>
     dialect === 'googlesql' ? `JSON_VALUE(analysis, '$.${name}')` : `json_extract(analysis, '$.${name}')`;
-  const total =
-    dialect === 'googlesql'
-      ? `SAFE_CAST(${field('total_amount')} AS NUMERIC)`
-      : `CAST(${field('total_amount')} AS REAL)`;
-  const supplierKey =
-    `COALESCE('vat:' || ${normalisedId(field('supplier_vat_id'))}, ` +
-    `'siret:' || ${normalisedId(field('supplier_siret'))}, ` +
-    `'siren:' || ${normalisedId(field('supplier_siren'))}, ` +
-    `'name:' || NULLIF(LOWER(${stripped(dialect, field('supplier_name'), NAME_SEPARATORS)}), ''))`;
+  return {
+    supplier_key:
+      `COALESCE('vat:' || ${normalisedId(field('supplier_vat_id'))}, ` +
+      `'siret:' || ${normalisedId(field('supplier_siret'))}, ` +
+      `'siren:' || ${normalisedId(field('supplier_siren'))}, ` +
+      `'name:' || NULLIF(LOWER(${stripped(dialect, field('supplier_name'), NAME_SEPARATORS)}), ''))`,
+    invoice_number_key: normalisedId(field('invoice_number')),
+    total_amount:
+      dialect === 'googlesql'
+        ? `SAFE_CAST(${field('total_amount')} AS NUMERIC)`
+        : `CAST(${field('total_amount')} AS REAL)`,
+  };
+}
+
+/** Which rows `duplicate_invoices` looks at: ok rows of an object. */
+export const DUPLICATE_INVOICE_ROWS = "status = 'ok' AND object_uri IS NOT NULL";
+
+/** The SELECT of `duplicate_invoices`, over the keys of {@link duplicateInvoiceKeySql}. */
+function duplicateInvoicesSql(dialect: Dialect, from: string): string {
+  const field = (name: string) =>
+    dialect === 'googlesql' ? `JSON_VALUE(analysis, '$.${name}')` : `json_extract(analysis, '$.${name}')`;
+  const keys = duplicateInvoiceKeySql(dialect);
   const group = 'supplier_key, invoice_number_key, total_amount';
   // Grouped as an exact NUMERIC, shown as FLOAT64 (JSON numbers, like SQLite's REAL).
   const shownTotal =
@@ -61,8 +83,8 @@ function duplicateInvoicesSql(dialect: Dialect, from: string): string {
   return (
     'WITH keyed AS (SELECT object_uri, object_name, event_time, processed_at, ' +
     `${field('supplier_name')} AS supplier_name, ${field('invoice_number')} AS invoice_number, ` +
-    `${supplierKey} AS supplier_key, ${normalisedId(field('invoice_number'))} AS invoice_number_key, ` +
-    `${total} AS total_amount FROM ${from} WHERE status = 'ok' AND object_uri IS NOT NULL), ` +
+    `${keys.supplier_key} AS supplier_key, ${keys.invoice_number_key} AS invoice_number_key, ` +
+    `${keys.total_amount} AS total_amount FROM ${from} WHERE ${DUPLICATE_INVOICE_ROWS}), ` +
     // One row per object: a key written twice by a race is still one object.
     `objects AS (SELECT ${group}, object_uri, MIN(object_name) AS object_name, ` +
     'MIN(supplier_name) AS supplier_name, MIN(invoice_number) AS invoice_number, ' +
