@@ -49,7 +49,10 @@ export class SqliteStore implements BatchStore {
     // busy_timeout first: the journal-mode switch itself may meet another process's lock.
     this.db.exec(`PRAGMA busy_timeout = ${Math.trunc(options.busyTimeoutMs ?? 5_000)}`);
     this.db.exec('PRAGMA journal_mode = WAL');
-    this.db.exec('PRAGMA synchronous = NORMAL');
+    // FULL, not NORMAL: in WAL mode NORMAL skips the fsync at each commit, so after a power loss a
+    // row that was acknowledged (200, Pub/Sub acks) could be gone. FULL syncs the WAL at every
+    // commit: a 200 is only given for a durable row.
+    this.db.exec('PRAGMA synchronous = FULL');
     this.db.exec(sqliteTableDdl(SQLITE_TABLE));
     for (const view of VIEW_NAMES) {
       this.db.exec(`CREATE VIEW IF NOT EXISTS ${view} AS ${viewSql('sqlite', view, SQLITE_TABLE)}`);
@@ -104,6 +107,14 @@ export class SqliteStore implements BatchStore {
 
   async close(): Promise<void> {
     if (this.db.isOpen) this.db.close();
+  }
+
+  /** The durability settings this connection runs with, read back from SQLite (for tests and checks). */
+  durability(): { journalMode: string; synchronous: 'OFF' | 'NORMAL' | 'FULL' | 'EXTRA' } {
+    const journal = this.db.prepare('PRAGMA journal_mode').get() as { journal_mode: string };
+    const sync = this.db.prepare('PRAGMA synchronous').get() as { synchronous: number };
+    const names = ['OFF', 'NORMAL', 'FULL', 'EXTRA'] as const;
+    return { journalMode: journal.journal_mode, synchronous: names[sync.synchronous]! };
   }
 
   /** Every row stored under a key (one at most: the key is unique). */
