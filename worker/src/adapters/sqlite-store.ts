@@ -4,7 +4,7 @@ import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
 import { COLUMN_NAMES, COLUMNS, type Row, sqliteTableDdl } from '../contract/row';
 import { VIEW_NAMES, type ViewName, viewSql } from '../contract/views';
 import { TransientError } from '../core/errors';
-import type { BatchStore } from '../core/ports';
+import { type BatchStore, type Clock, systemClock } from '../core/ports';
 
 export const SQLITE_TABLE = 'rows';
 
@@ -13,6 +13,8 @@ export interface SqliteStoreOptions {
   path: string;
   /** How long a write waits for another process's lock before it is a transient failure. */
   busyTimeoutMs?: number;
+  /** Stamps `processed_at` at commit. */
+  clock?: Clock;
 }
 
 const JSON_COLUMNS = new Set<string>(COLUMNS.filter((c) => c.type === 'JSON').map((c) => c.name));
@@ -42,8 +44,10 @@ export class SqliteStore implements BatchStore {
   private readonly insert;
   private readonly lookup;
   private readonly lookupMany;
+  private readonly clock: Clock;
 
   constructor(options: SqliteStoreOptions) {
+    this.clock = options.clock ?? systemClock;
     if (options.path !== ':memory:') mkdirSync(path.dirname(options.path), { recursive: true });
     this.db = new DatabaseSync(options.path);
     // busy_timeout first: the journal-mode switch itself may meet another process's lock.
@@ -70,7 +74,7 @@ export class SqliteStore implements BatchStore {
   }
 
   async record(row: Row): Promise<boolean> {
-    return this.guard(() => this.insert.run(sqliteValues(row)).changes === 1);
+    return this.guard(() => this.insert.run(sqliteValues(this.committed(row))).changes === 1);
   }
 
   async seenMany(keys: readonly string[]): Promise<Set<string>> {
@@ -89,7 +93,9 @@ export class SqliteStore implements BatchStore {
       // IMMEDIATE takes the write lock up front, so a busy file fails here, before any insert.
       this.db.exec('BEGIN IMMEDIATE');
       try {
-        for (const row of rows) {
+        // Stamped under the write lock: the order of the stamps is the order of the commits.
+        const committed = rows.map((row) => this.committed(row));
+        for (const row of committed) {
           if (this.insert.run(sqliteValues(row)).changes === 1) inserted.add(row.dedup_key);
         }
         this.db.exec('COMMIT');
@@ -99,6 +105,11 @@ export class SqliteStore implements BatchStore {
       }
       return inserted;
     });
+  }
+
+  /** The row as it is committed: `processed_at` is the time of the commit, not of the row's arrival. */
+  private committed(row: Row): Row {
+    return { ...row, processed_at: this.clock.now().toISOString() };
   }
 
   async ping(): Promise<void> {
