@@ -1,7 +1,8 @@
 import { adapt, managedwriter } from '@google-cloud/bigquery-storage';
 import { bigQuerySchema, COLUMNS, type Row } from '../contract/row';
+import type { Deadline } from '../core/deadline';
 import { ConfigurationError, TransientError } from '../core/errors';
-import type { Store } from '../core/ports';
+import { type Clock, type Store, systemClock } from '../core/ports';
 import { BigQueryStore, type BigQueryStoreOptions, quotedTable } from './bigquery-store';
 
 /**
@@ -98,12 +99,14 @@ export interface BigQueryAppendStoreOptions extends BigQueryStoreOptions {
 export class BigQueryAppendStore implements Store {
   private readonly lookup: BigQueryStore;
   private readonly appender: RowAppender;
+  private readonly clock: Clock;
 
   constructor(options: BigQueryAppendStoreOptions) {
     const { appender, ...rest } = options;
     // seen() and ping() are the MERGE store's: the same windowed, typed, capped SELECT.
     this.lookup = new BigQueryStore(rest);
     this.appender = appender;
+    this.clock = rest.clock ?? systemClock;
   }
 
   /** Builds the store with a managedwriter JSONWriter on the table's default stream. */
@@ -115,15 +118,18 @@ export class BigQueryAppendStore implements Store {
     });
   }
 
-  seen(dedupKey: string): Promise<boolean> {
-    return this.lookup.seen(dedupKey);
+  seen(dedupKey: string, deadline?: Deadline): Promise<boolean> {
+    return this.lookup.seen(dedupKey, deadline);
   }
 
   /** Appends the row; true, because the default stream cannot say whether the key was there. */
   async record(row: Row): Promise<boolean> {
     let result: AppendResult;
     try {
-      result = await this.appender.append([toStorageWriteRow(row)]);
+      // Stamped when it is appended (the default stream commits on append), not when it arrived.
+      result = await this.appender.append([
+        toStorageWriteRow({ ...row, processed_at: this.clock.now().toISOString() }),
+      ]);
     } catch (error) {
       throw storageWriteError(error);
     }

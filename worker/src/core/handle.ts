@@ -1,13 +1,21 @@
-import type { Analysis, Usage } from '../contract/analysis';
+import { type Analysis, type AnalysisResult, addUsage, type Usage } from '../contract/analysis';
 import type { Row } from '../contract/row';
 import type { DedupKeyMode } from '../contract/settings';
+import { Deadline } from './deadline';
 import { type CheckLimits, checkContent, checkDeclared } from './document-checks';
-import { type FallbackReason, isRejection, type RejectionReason } from './errors';
+import {
+  type FallbackReason,
+  isRejection,
+  RejectionError,
+  type RejectionReason,
+  TransientError,
+} from './errors';
 import { dedupKey, type PushEvent } from './event';
 import type { AnalysisMemo } from './memo';
 import {
   type Admission,
   type Analyzer,
+  type AnalyzerInput,
   admitAtOnce,
   type Clock,
   type EInvoiceReader,
@@ -68,12 +76,17 @@ interface RowVerdict {
 /**
  * The idempotent handler: seen → check → read the exact generation → analyse → one conditional
  * write. Nothing is written before the end, so a crash anywhere leaves no trace but the message,
- * which Pub/Sub delivers again. Transient errors propagate (the caller answers 503).
+ * which Pub/Sub delivers again. Transient errors propagate (the caller answers 503). Every call is
+ * bounded by the delivery's `deadline` (core/deadline.ts): past it, a DeadlineError (503).
  */
-export async function handle(event: PushEvent, deps: HandlerDeps): Promise<Outcome> {
+export async function handle(
+  event: PushEvent,
+  deps: HandlerDeps,
+  deadline: Deadline = Deadline.none(),
+): Promise<Outcome> {
   const key = dedupKey(event, deps.dedupKeyMode);
   const base = { messageId: event.messageId, dedupKey: key };
-  if (await deps.store.seen(key))
+  if (await deadline.race('lookup', deps.store.seen(key, deadline)))
     return { ...base, status: 'duplicate', duplicateAt: 'seen', analysed: false };
 
   let analysed = false;
@@ -86,7 +99,10 @@ export async function handle(event: PushEvent, deps: HandlerDeps): Promise<Outco
       const mime = checkDeclared(event.object, deps.limits);
       const { bucket, name, generation } = event.object;
       const read = async () => {
-        const bytes = await deps.reader.read({ bucket, name, generation }, deps.limits.maxObjectBytes);
+        const bytes = await deadline.race(
+          'read',
+          deps.reader.read({ bucket, name, generation }, deps.limits.maxObjectBytes),
+        );
         checkContent(mime, bytes, deps.limits);
         return bytes;
       };
@@ -98,16 +114,17 @@ export async function handle(event: PushEvent, deps: HandlerDeps): Promise<Outco
         const { analysis, model, usage } = structured.result;
         verdict = { status: 'ok', analysis, model, usage };
       } else {
+        const analyze = keepingSpentTokens(deps.analyzer);
         const work = async () => {
           // Read again inside the line: a delivery waiting its turn holds no document in memory.
           const bytes = await read();
           analysed = true;
-          return deps.analyzer.analyze({ bytes, contentType: mime, name });
+          return deadline.race('analysis', analyze({ bytes, contentType: mime, name, deadline }));
         };
         const admission = deps.admission ?? admitAtOnce;
         const paid = deps.memo
-          ? await deps.memo.analyse(key, deps.analyzer.version, work, admission)
-          : { result: await admission.run(work), source: 'analyzer' as const };
+          ? await deps.memo.analyse(key, deps.analyzer.version, work, admission, deadline)
+          : { result: await admission.run(work, deadline), source: 'analyzer' as const };
         if (paid.source === 'memo') memo = 'hit';
         else if (paid.source === 'shared') memo = 'shared';
         const analysis = paid.result;
@@ -123,11 +140,15 @@ export async function handle(event: PushEvent, deps: HandlerDeps): Promise<Outco
       }
     } catch (error) {
       if (!isRejection(error)) throw error;
+      memo = error.memo;
       verdict = { status: 'rejected', reason: error.code, detail: error.message, usage: error.usage };
     }
   }
 
-  const inserted = await deps.store.record(buildRow(event, key, verdict, deps));
+  const inserted = await deadline.race(
+    'write',
+    deps.store.record(buildRow(event, key, verdict, deps), deadline),
+  );
   const from = memo ? { memo } : {};
   if (!inserted)
     return { ...base, status: 'duplicate', duplicateAt: 'record', analysed, ...from, usage: verdict.usage };
@@ -139,6 +160,28 @@ export async function handle(event: PushEvent, deps: HandlerDeps): Promise<Outco
     ...(verdict.reason ? { reason: verdict.reason, detail: verdict.detail } : {}),
     ...(verdict.fallback ? { fallback: verdict.fallback, detail: verdict.detail } : {}),
     ...(verdict.usage ? { usage: verdict.usage } : {}),
+  };
+}
+
+/**
+ * The analyzer's calls for one delivery. A run that paid and then failed transiently (a first call
+ * answered, the second got a 429) is run again by the admission; its tokens are added to the next
+ * run's outcome, so that the row (and the memo) records every token this delivery paid.
+ */
+function keepingSpentTokens(analyzer: Analyzer): (input: AnalyzerInput) => Promise<AnalysisResult> {
+  let spent: Usage | undefined;
+  return async (input) => {
+    try {
+      const result = await analyzer.analyze(input);
+      return spent ? { ...result, usage: addUsage(result.usage, spent)! } : result;
+    } catch (error) {
+      if (error instanceof TransientError && error.usage) spent = addUsage(spent, error.usage);
+      if (!(error instanceof RejectionError && spent)) throw error;
+      throw new RejectionError(error.code, error.message, {
+        cause: error,
+        usage: addUsage(error.usage, spent),
+      });
+    }
   };
 }
 

@@ -1,6 +1,7 @@
 import type { Analysis, AnalysisResult, Usage } from '../contract/analysis';
 import type { Row } from '../contract/row';
-import type { FallbackReason } from './errors';
+import type { Deadline } from './deadline';
+import type { FallbackReason, RejectionReason } from './errors';
 
 /**
  * The ports the core owns. Adapters implement them; the core never imports an adapter.
@@ -8,12 +9,20 @@ import type { FallbackReason } from './errors';
 
 /** Where rows live. `record` is the single conditional write: it inserts unless the key is there. */
 export interface Store {
-  /** Whether a row with this dedup key exists (a cheap lookup, may miss under a race). */
-  seen(dedupKey: string): Promise<boolean>;
-  /** Inserts the row unless its dedup key exists; true when this call inserted it. */
-  record(row: Row): Promise<boolean>;
+  /**
+   * Whether a row with this dedup key exists (a cheap lookup, may miss under a race). A store that
+   * waits or calls out bounds that by the delivery's `deadline`, and starts nothing it cannot finish.
+   */
+  seen(dedupKey: string, deadline?: Deadline): Promise<boolean>;
+  /**
+   * Inserts the row unless its dedup key exists; true when this call inserted it. The store stamps
+   * `processed_at` with the time of its commit: the row committed first sorts first in the views.
+   */
+  record(row: Row, deadline?: Deadline): Promise<boolean>;
   /** Throws when the store cannot be reached (for /healthz). */
   ping(): Promise<void>;
+  /** Scale-in: sends what waits to be written now (a batching store), without waiting for more. */
+  drain?(): void;
   close?(): Promise<void>;
 }
 
@@ -22,23 +31,30 @@ export interface Store {
  * concurrent `seen()`/`record()` calls into one call of each here.
  */
 export interface BatchStore extends Store {
-  /** The keys among `keys` that have a row within the dedup window (one lookup). */
-  seenMany(keys: readonly string[]): Promise<Set<string>>;
+  /** The keys among `keys` that have a row within the dedup window (one lookup), before `deadline`. */
+  seenMany(keys: readonly string[], deadline?: Deadline): Promise<Set<string>>;
   /**
-   * Inserts each row unless its key exists. The rows have distinct keys. Resolves with the dedup
-   * keys whose row from this call went in.
+   * Inserts each row unless its key exists, in one statement that ends by `deadline` (the earliest
+   * of the batch's deliveries). The rows have distinct keys. Resolves with the dedup keys whose row
+   * from this call went in.
    */
-  recordMany(rows: readonly Row[]): Promise<Set<string>>;
+  recordMany(rows: readonly Row[], deadline?: Deadline): Promise<Set<string>>;
 }
 
-/** A paid analysis kept so that a retry does not pay again. */
-export interface MemoEntry {
-  analysis: Analysis;
-  model: string;
-  usage: Usage;
+/**
+ * A paid analysis kept so that a retry does not pay again: its result, or the permanent refusal it
+ * ended in (`analysis_failed`, `safety_blocked`), with the tokens it cost either way.
+ */
+export type MemoEntry = MemoOutcome & {
   /** ISO timestamp; entries older than the dedup window are ignored and pruned. */
   createdAt: string;
-}
+};
+
+/** What a memo entry keeps of a paid analysis: its result or its refusal, and its tokens. */
+export type MemoOutcome = (
+  | { analysis: Analysis; model: string }
+  | { rejection: { reason: RejectionReason; detail: string } }
+) & { usage: Usage };
 
 /**
  * Where paid analyses are kept: a cache, never a claim. Losing an entry costs one more analysis,
@@ -51,10 +67,17 @@ export interface MemoStore {
   create(key: string, entry: MemoEntry): Promise<void>;
   /**
    * Takes a short lease on `key` until `expiresAt` (create-only, so one delivery gets it). Resolves
-   * undefined when this call took it, else the expiry of the lease that exists. A lease only makes
-   * a concurrent delivery wait for the holder's analysis, never longer than its expiry.
+   * undefined when this call took it, else the expiry of the lease that exists, renewals included.
+   * A lease only makes a concurrent delivery wait for the holder's analysis, never longer than its
+   * expiry.
    */
   lease(key: string, expiresAt: Date): Promise<Date | undefined>;
+  /**
+   * The holder's heartbeat: moves the expiry of its lease on `key` to `expiresAt`, so that a lease
+   * outlives the work it guards however long that work takes, and still expires soon after a
+   * holder that died stops renewing it.
+   */
+  renew(key: string, expiresAt: Date): Promise<void>;
 }
 
 /** One generation of one object. */
@@ -78,6 +101,8 @@ export interface AnalyzerInput {
   contentType: string;
   /** Object name, for logs and hints; never sent anywhere but the analyzer. */
   name: string;
+  /** The delivery's deadline: a paid call that could outlive it is not started. */
+  deadline?: Deadline;
 }
 
 /** Extracts the invoice fields. Throws RejectionError for permanent refusals, TransientError otherwise. */
@@ -115,7 +140,8 @@ export interface EInvoiceReader {
  * quota. `work` learns how long it waited to be admitted.
  */
 export interface Admission {
-  run<T>(work: (waitedMs: number) => Promise<T>): Promise<T>;
+  /** Waits for a turn, never past `deadline` (503), and not at all once the instance drains. */
+  run<T>(work: (waitedMs: number) => Promise<T>, deadline?: Deadline): Promise<T>;
 }
 
 /** No admission: every work goes in at once. */
@@ -126,6 +152,20 @@ export interface Clock {
 }
 
 export const systemClock: Clock = { now: () => new Date() };
+
+/** A cancellable timer, injectable like the clock (simulations run on simulated time). */
+export interface Timers {
+  after(ms: number, callback: () => void): { cancel(): void };
+}
+
+/** Real timers that never keep the process alive on their own. */
+export const realTimers: Timers = {
+  after(ms, callback) {
+    const timer = setTimeout(callback, ms);
+    timer.unref();
+    return { cancel: () => clearTimeout(timer) };
+  },
+};
 
 export type LogFields = Record<string, unknown>;
 
