@@ -78,7 +78,11 @@ describe('SqliteStore across processes', () => {
   });
 
   it('serves the three views', async () => {
-    const store = new SqliteStore({ path: ':memory:' });
+    // Rows are stamped at their commit, by the store's clock.
+    const store = new SqliteStore({
+      path: ':memory:',
+      clock: { now: () => new Date('2026-11-30T01:00:00.000Z') },
+    });
     const a = testRow({ processed_at: '2026-11-30T01:00:00.000Z' });
     await store.record(a);
     await store.record(
