@@ -8,10 +8,11 @@ import type { HandlerDeps } from '../../worker/src/core/handle';
 import type { Clock, Logger, ObjectRef, Reader, Store } from '../../worker/src/core/ports';
 import { staticTokenAuth } from '../../worker/test/support/fake-bigquery';
 import { textInvoices } from '../documents';
-import { type BigQuerySim, seededRandom, startBigQuerySim } from './bigquery-sim';
-import { GeminiSim } from './gemini-sim';
-import { PushSubscription } from './pubsub-sim';
-import { SimTime } from './sim-time';
+import { type BigQuerySim, startBigQuerySim } from '../../sim/bigquery-rest';
+import { seededRandom } from '../../sim/random';
+import { GeminiSim } from '../../sim/gemini-quota';
+import { PushSubscription } from '../../sim/pubsub';
+import { SimTime } from '../../sim/time';
 import { bigQueryStoreFor } from './wiring';
 
 /**

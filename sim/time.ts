@@ -1,4 +1,4 @@
-import type { Clock } from '../../worker/src/core/ports';
+import type { Clock } from '../worker/src/core/ports';
 
 /** A scheduled simulated callback; `cancel()` is a no-op once it ran. */
 export interface SimTimer {

@@ -1,5 +1,5 @@
-import type { DeliverySettings } from '../../worker/src/contract/settings';
-import type { SimTime, SimTimer } from './sim-time';
+import type { DeliverySettings } from '../worker/src/contract/settings';
+import type { SimTime, SimTimer } from './time';
 
 /**
  * A Pub/Sub push subscription, in process and in simulated time (the emulator neither scales time
