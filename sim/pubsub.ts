@@ -141,7 +141,7 @@ export class PushSubscription {
    */
   redeliver(id: string): boolean {
     const message = this.messages.get(id);
-    if (!message || message.state !== 'inflight' || this.closed) return false;
+    if (message?.state !== 'inflight' || this.closed) return false;
     this.stats.pushes++;
     this.options.endpoint(this.body(message)).then(
       (status) => this.copyAnswered(message, status),

@@ -185,7 +185,6 @@ export class SimTime implements SimClock {
     }
     if (!this.heap.peek()) this.ticker.unref();
   }
-
 }
 
 /**

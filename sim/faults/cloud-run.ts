@@ -202,7 +202,9 @@ export class CloudRunModel {
 
   /** Holds the d-th delivery's first call at its stall point past the request timeout (once). */
   async stallIfScheduled(request: RequestRecord, point: StallPoint): Promise<void> {
-    const i = this.options.schedule.stalls.findIndex((s) => s.delivery === request.delivery && s.call === point);
+    const i = this.options.schedule.stalls.findIndex(
+      (s) => s.delivery === request.delivery && s.call === point,
+    );
     if (i < 0 || this.stallsUsed.has(i)) return;
     this.stallsUsed.add(i);
     this.options.faults.injected(
@@ -238,7 +240,11 @@ export class CloudRunModel {
       this.kill(instance);
       return;
     }
-    this.options.faults.injected('cloudRun.sigterm', keys, `instance ${index}: SIGTERM, ${this.options.graceMs} ms grace`);
+    this.options.faults.injected(
+      'cloudRun.sigterm',
+      keys,
+      `instance ${index}: SIGTERM, ${this.options.graceMs} ms grace`,
+    );
     const now = this.time.nowMs();
     for (const r of instance.open) r.sigtermAtMs = now;
     // What the worker does on SIGTERM (main.ts): its own stop(); Cloud Run kills it after the grace.

@@ -52,7 +52,9 @@ export class GeminiModel {
 
   /** The client one worker instance builds its `GeminiAnalyzer` on (all share this model). */
   client(): GoogleGenAI {
-    return { models: { generateContent: (params: unknown) => this.generate(params) } } as unknown as GoogleGenAI;
+    return {
+      models: { generateContent: (params: unknown) => this.generate(params) },
+    } as unknown as GoogleGenAI;
   }
 
   private async generate(params: unknown): Promise<unknown> {
@@ -62,7 +64,11 @@ export class GeminiModel {
     };
     const data = p.contents[0]?.parts.find((part) => part.inlineData)?.inlineData?.data ?? '';
     const text = Buffer.from(data, 'base64').toString('utf8');
-    const name = text.split('\n').find((l) => l.startsWith(DOCUMENT_MARKER))?.slice(DOCUMENT_MARKER.length) ?? '';
+    const name =
+      text
+        .split('\n')
+        .find((l) => l.startsWith(DOCUMENT_MARKER))
+        ?.slice(DOCUMENT_MARKER.length) ?? '';
     const kind = this.kinds.get(name) ?? 'invoice';
     const plan = this.schedule.calls[this.next++] ?? { latencyMs: 6_000, draw: 1 };
     this.record.calls++;
@@ -96,7 +102,8 @@ export class GeminiModel {
     }
     const usageMetadata = { promptTokenCount: 1_500, candidatesTokenCount: 400, totalTokenCount: 1_900 };
     const modelVersion = DELIVERY_DEFAULTS.geminiModel;
-    if (kind === 'safetyBlocked') return { candidates: [{ finishReason: 'SAFETY' }], usageMetadata, modelVersion };
+    if (kind === 'safetyBlocked')
+      return { candidates: [{ finishReason: 'SAFETY' }], usageMetadata, modelVersion };
     if (kind === 'unreadable') {
       this.record.refusedByDocument.add(name);
       return {
@@ -106,7 +113,9 @@ export class GeminiModel {
       };
     }
     return {
-      candidates: [{ content: { parts: [{ text: JSON.stringify(sampleAnalysis()) }] }, finishReason: 'STOP' }],
+      candidates: [
+        { content: { parts: [{ text: JSON.stringify(sampleAnalysis()) }] }, finishReason: 'STOP' },
+      ],
       usageMetadata,
       modelVersion,
     };

@@ -74,7 +74,9 @@ export function checkInvariants(record: RunRecord, faults: Pick<FaultLog, 'entri
     const final = record.viewAtEnd[key];
     const changed = seen.filter((m) => m !== final);
     if (changed.length > 0)
-      violations.I4.push(`the view returned ${changed.join(', ')} for ${key}, and returns ${final} at the end`);
+      violations.I4.push(
+        `the view returned ${changed.join(', ')} for ${key}, and returns ${final} at the end`,
+      );
   }
 
   // I5: paid analyses per document ≤ 1 + the share of documents whose analysis a fault refused.
@@ -100,7 +102,9 @@ export function checkInvariants(record: RunRecord, faults: Pick<FaultLog, 'entri
         `request ${r.id} (message ${r.messageId}) started ${late.map((c) => `${c.port} at +${c.startMs - r.startMs} ms`).join(', ')} after its deadline (+${r.deadlineMs - r.startMs} ms)`,
       );
     if (r.endMs === undefined && r.killedAtMs === undefined)
-      violations.I6.push(`request ${r.id} (message ${r.messageId}) never answered: its handler is still running past its deadline`);
+      violations.I6.push(
+        `request ${r.id} (message ${r.messageId}) never answered: its handler is still running past its deadline`,
+      );
     else if (r.endMs !== undefined && r.endMs > r.deadlineMs)
       violations.I6.push(
         `request ${r.id} (message ${r.messageId}) answered at +${r.endMs - r.startMs} ms, after its deadline (+${r.deadlineMs - r.startMs} ms)`,

@@ -38,7 +38,8 @@ export class MemoBucket {
       this.faults.injected('memo.hang', keys, `${operation} never answers`);
       return new Promise<T>(() => {});
     }
-    if (plan.fault === 'slow') this.faults.injected('memo.slow', keys, `${operation} takes ${plan.latencyMs} ms`);
+    if (plan.fault === 'slow')
+      this.faults.injected('memo.slow', keys, `${operation} takes ${plan.latencyMs} ms`);
     await this.time.sleep(plan.latencyMs);
     if (plan.fault === 'error') {
       this.faults.injected('memo.error', keys, `${operation}: 503`);

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { textInvoices } from '../../bench/documents';
 import { GeminiAnalyzer } from '../../worker/src/adapters/gemini-analyzer';
 import { loadConfig } from '../../worker/src/config';
 import { DELIVERY_DEFAULTS } from '../../worker/src/contract/settings';
@@ -8,13 +9,12 @@ import { AnalysisMemo } from '../../worker/src/core/memo';
 import type { Analyzer, Logger, MemoStore, ObjectRef, Reader, Store } from '../../worker/src/core/ports';
 import { serve, withGroupCommit } from '../../worker/src/main';
 import { finalizeAttributes } from '../../worker/src/reconcile/notification';
-import { textInvoices } from '../../bench/documents';
 import { PushSubscription } from '../pubsub';
 import { seededRandom } from '../random';
 import { CloudRunModel, type RequestRecord } from './cloud-run';
 import { DOCUMENT_MARKER, GeminiModel } from './gemini';
 import { MemoBucket } from './memo';
-import { type DocumentKind, FAULT_KINDS, FaultLog, type FaultKind, type FaultSchedule } from './schedule';
+import { type DocumentKind, FAULT_KINDS, type FaultKind, FaultLog, type FaultSchedule } from './schedule';
 import { VirtualTime } from './virtual-time';
 import { type StatementRecord, Warehouse } from './warehouse';
 
@@ -51,7 +51,14 @@ export interface RunRecord {
   /** What became of each message. */
   messageStates: Record<string, string>;
   /** The raw table at the end: one entry per row. */
-  rawRows: Array<{ key: string; messageId: string; status: string; processedAt: string; committedAtMs: number; statement: number }>;
+  rawRows: Array<{
+    key: string;
+    messageId: string;
+    status: string;
+    processedAt: string;
+    committedAtMs: number;
+    statement: number;
+  }>;
   /** Each distinct row (its message_id) the `documents` view returned per key, in order of first sight. */
   viewReads: Record<string, string[]>;
   /** The view's row per key at the end (message_id). */
@@ -98,7 +105,7 @@ export async function runSchedule(schedule: FaultSchedule): Promise<RunResult> {
   const time = new VirtualTime();
   const faults = new FaultLog(() => time.nowMs());
   const settings = DELIVERY_DEFAULTS;
-  const config = loadConfig({ ...SIM_ENV });
+  const config = loadConfig({ ...SIM_ENV, ...schedule.env });
 
   // The documents: sample invoices, each marked with its name so Gemini's model knows which it reads.
   const samples = textInvoices();
@@ -137,7 +144,10 @@ export async function runSchedule(schedule: FaultSchedule): Promise<RunResult> {
   const keyOfMessage = new Map<string, string>();
 
   const gemini = new GeminiModel(time, schedule.gemini, kinds, faults, (name) => keyOfName.get(name) ?? name);
-  const analyzerVersion = new GeminiAnalyzer({ client: gemini.client(), model: config.analyzer.kind === 'gemini' ? config.analyzer.model : undefined }).version;
+  const analyzerVersion = new GeminiAnalyzer({
+    client: gemini.client(),
+    model: config.analyzer.kind === 'gemini' ? config.analyzer.model : undefined,
+  }).version;
   const memoKeys = new Map(documents.map((d) => [AnalysisMemo.key(d.key, analyzerVersion), d.key]));
   const bucket = new MemoBucket(time, schedule.memo, faults, (memoKey) => memoKeys.get(memoKey));
   const poison = new Set(documents.filter((d) => d.kind === 'poison').map((d) => d.key));
@@ -178,7 +188,8 @@ export async function runSchedule(schedule: FaultSchedule): Promise<RunResult> {
         const grouped = await withGroupCommit(warehouse.store(index, alive), config, silentLogger);
         const store: Store = {
           seen: (...args: Parameters<Store['seen']>) => ports.track('store', () => grouped.seen(...args)),
-          record: (...args: Parameters<Store['record']>) => ports.track('store', () => grouped.record(...args)),
+          record: (...args: Parameters<Store['record']>) =>
+            ports.track('store', () => grouped.record(...args)),
           ping: () => grouped.ping(),
           close: () => grouped.close?.() ?? Promise.resolve(),
         };
@@ -194,14 +205,22 @@ export async function runSchedule(schedule: FaultSchedule): Promise<RunResult> {
         });
         const analyzer: Analyzer = {
           version: adapter.version,
-          analyze: (...args: Parameters<Analyzer['analyze']>) => ports.track('analyze', () => adapter.analyze(...args)),
+          analyze: (...args: Parameters<Analyzer['analyze']>) =>
+            ports.track('analyze', () =>
+              adapter.analyze(...args).finally(() => {
+                // An answer that reaches a killed process is paid and lost.
+                if (!alive()) gemini.record.refusedByDocument.add(args[0].name);
+              }),
+            ),
         };
         copyExtras(adapter, analyzer);
         const memoStore = bucket.store();
         const memo: MemoStore = {
           get: (...args: Parameters<MemoStore['get']>) => ports.track('memo', () => memoStore.get(...args)),
-          create: (...args: Parameters<MemoStore['create']>) => ports.track('memo', () => memoStore.create(...args)),
-          lease: (...args: Parameters<MemoStore['lease']>) => ports.track('lease', () => memoStore.lease(...args)),
+          create: (...args: Parameters<MemoStore['create']>) =>
+            ports.track('memo', () => memoStore.create(...args)),
+          lease: (...args: Parameters<MemoStore['lease']>) =>
+            ports.track('lease', () => memoStore.lease(...args)),
         };
         return serve(config, { store, reader, analyzer, memo }, silentLogger);
       },
@@ -215,7 +234,7 @@ export async function runSchedule(schedule: FaultSchedule): Promise<RunResult> {
       settings,
       subscription: 'projects/docline-sim/subscriptions/docline-push',
       onAnswer: (id, status) => {
-        (answers[id] ??= []).push(status);
+        answers[id] = [...(answers[id] ?? []), status];
       },
       endpoint: (body) => {
         const id = (JSON.parse(body) as { message: { messageId: string } }).message.messageId;
@@ -223,7 +242,11 @@ export async function runSchedule(schedule: FaultSchedule): Promise<RunResult> {
         for (const r of schedule.pubsub.redeliveries.filter((x) => x.push === push)) {
           time.after(r.afterMs, () => {
             if (sub.redeliver(id))
-              faults.injected('pubsub.redeliveryWhileRunning', [keyOfMessage.get(id) ?? id], `push ${push} pushed again while running`);
+              faults.injected(
+                'pubsub.redeliveryWhileRunning',
+                [keyOfMessage.get(id) ?? id],
+                `push ${push} pushed again while running`,
+              );
           });
         }
         return cloudRun.push(body, id);
@@ -233,9 +256,15 @@ export async function runSchedule(schedule: FaultSchedule): Promise<RunResult> {
     let published = 0;
     for (const { plan, doc, resource } of resources) {
       time.after(plan.publishAtMs, () => {
-        if (plan.notifications === 2) faults.injected('pubsub.doubledNotification', [doc.key], 'two notification configs');
+        if (plan.notifications === 2)
+          faults.injected('pubsub.doubledNotification', [doc.key], 'two notification configs');
         for (let c = 1; c <= plan.notifications; c++) {
-          const id = sub.publish(JSON.stringify(resource), finalizeAttributes(resource, { notificationConfig: `projects/_/buckets/${SIM_BUCKET}/notificationConfigs/${c}` }));
+          const id = sub.publish(
+            JSON.stringify(resource),
+            finalizeAttributes(resource, {
+              notificationConfig: `projects/_/buckets/${SIM_BUCKET}/notificationConfigs/${c}`,
+            }),
+          );
           keyOfMessage.set(id, doc.key);
           doc.messageIds.push(id);
         }
@@ -245,7 +274,10 @@ export async function runSchedule(schedule: FaultSchedule): Promise<RunResult> {
     const ended = await time.run(() => published === resources.length && sub.idle, RUN_BOUND_MS);
     // Late work (handlers past their request, slow statements) may still change the table: let it end.
     const settled = await time.run(() => false, time.nowMs() + 2 * settings.workerTimeoutSeconds * 1000);
-    const end = ended === 'done' ? `drained (${settled === 'stalled' ? 'then quiet' : 'late work still pending'})` : ended;
+    const end =
+      ended === 'done'
+        ? `drained (${settled === 'stalled' ? 'then quiet' : 'late work still pending'})`
+        : ended;
 
     const record: RunRecord = {
       seed: schedule.seed,
@@ -265,14 +297,19 @@ export async function runSchedule(schedule: FaultSchedule): Promise<RunResult> {
       paidByDocument: Object.fromEntries(
         documents.map((d) => [d.name, gemini.record.paidByDocument.get(d.name) ?? 0]),
       ),
-      refusedAnalyses: documents.filter((d) => gemini.record.refusedByDocument.has(d.name)).map((d) => d.name),
+      refusedAnalyses: documents
+        .filter((d) => gemini.record.refusedByDocument.has(d.name))
+        .map((d) => d.name),
       requests: cloudRun.requests,
       statements: warehouse.statements,
       end,
       simulatedMs: time.nowMs(),
     };
     const result = { record, faults: { counts: faults.counts, entries: faults.entries } };
-    return { ...result, traceHash: createHash('sha256').update(JSON.stringify(result)).digest('hex').slice(0, 16) };
+    return {
+      ...result,
+      traceHash: createHash('sha256').update(JSON.stringify(result)).digest('hex').slice(0, 16),
+    };
   } finally {
     subscription?.close();
     time.uninstall();

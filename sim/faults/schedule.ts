@@ -56,6 +56,8 @@ export interface CallPlan<F extends string> {
 
 export interface FaultSchedule {
   seed: number;
+  /** Worker settings that differ from the defaults (environment variables), for named scenarios. */
+  env?: Record<string, string>;
   /** Worker instances serving at the start (spares replace the ones stopped by a signal). */
   instances: number;
   documents: DocumentPlan[];
@@ -144,9 +146,12 @@ export function generateSchedule(seed: number): FaultSchedule {
     const draw = random();
     // Latency: around 6 s, with a slow tail that can pass the analyzer's own timeout.
     const latencyMs = Math.round(3_000 + 6_000 * random());
-    if (u < r.geminiSlowTail) gemini.calls.push({ latencyMs: Math.round(between(30_000, 150_000)), fault: 'slowTail', draw });
-    else if (u < r.geminiSlowTail + r.geminiServerError) gemini.calls.push({ latencyMs: 400, fault: 'serverError', draw });
-    else if (u < r.geminiSlowTail + r.geminiServerError + r.geminiHang) gemini.calls.push({ latencyMs, fault: 'hang', draw });
+    if (u < r.geminiSlowTail)
+      gemini.calls.push({ latencyMs: Math.round(between(30_000, 150_000)), fault: 'slowTail', draw });
+    else if (u < r.geminiSlowTail + r.geminiServerError)
+      gemini.calls.push({ latencyMs: 400, fault: 'serverError', draw });
+    else if (u < r.geminiSlowTail + r.geminiServerError + r.geminiHang)
+      gemini.calls.push({ latencyMs, fault: 'hang', draw });
     else gemini.calls.push({ latencyMs, draw });
   }
   const bursts = whole(0, r.geminiBusyBursts);
@@ -172,12 +177,12 @@ export function generateSchedule(seed: number): FaultSchedule {
   for (let k = 0; k < r.statements; k++) {
     const u = random();
     const latencyMs = Math.round(between(500, 3_000));
-    let fault: CallPlan<'concurrentUpdate' | 'dmlQueueFull' | 'slow' | 'hung'>['fault'];
-    let edge = r.concurrentUpdate;
-    if (u < edge) fault = 'concurrentUpdate';
-    else if (u < (edge += r.dmlQueueFull)) fault = 'dmlQueueFull';
-    else if (u < (edge += r.slowStatement)) fault = 'slow';
-    else if (u < (edge += r.hungStatement)) fault = 'hung';
+    const fault = choose(u, [
+      [r.concurrentUpdate, 'concurrentUpdate' as const],
+      [r.dmlQueueFull, 'dmlQueueFull' as const],
+      [r.slowStatement, 'slow' as const],
+      [r.hungStatement, 'hung' as const],
+    ]);
     bigquery.statements.push(
       fault === 'slow'
         ? { latencyMs: Math.round(between(30_000, 400_000)), fault }
@@ -191,16 +196,35 @@ export function generateSchedule(seed: number): FaultSchedule {
   const points: StallPoint[] = ['read', 'analyze', 'memo', 'store'];
   if (chance(r.stall)) cloudRun.stalls.push({ delivery: whole(0, 7), call: points[whole(0, 3)]! });
   if (chance(r.sigterm))
-    cloudRun.signals.push({ atMs: Math.round(between(2_000, 60_000)), instance: whole(0, r.instances - 1), signal: 'SIGTERM' });
+    cloudRun.signals.push({
+      atMs: Math.round(between(2_000, 60_000)),
+      instance: whole(0, r.instances - 1),
+      signal: 'SIGTERM',
+    });
   if (chance(r.sigkill))
-    cloudRun.signals.push({ atMs: Math.round(between(2_000, 60_000)), instance: whole(0, r.instances - 1), signal: 'SIGKILL' });
+    cloudRun.signals.push({
+      atMs: Math.round(between(2_000, 60_000)),
+      instance: whole(0, r.instances - 1),
+      signal: 'SIGKILL',
+    });
 
   const pubsub: FaultSchedule['pubsub'] = { redeliveries: [] };
   for (let p = 0; p < r.pushes; p++) {
-    if (chance(r.redelivery)) pubsub.redeliveries.push({ push: p, afterMs: Math.round(between(500, 20_000)) });
+    if (chance(r.redelivery))
+      pubsub.redeliveries.push({ push: p, afterMs: Math.round(between(500, 20_000)) });
   }
 
   return { seed, instances: r.instances, documents, gemini, memo, bigquery, cloudRun, pubsub };
+}
+
+/** The option whose share of [0, 1) holds `u` (shares in order; past them all, undefined). */
+function choose<T>(u: number, options: Array<[number, T]>): T | undefined {
+  let edge = 0;
+  for (const [share, value] of options) {
+    edge += share;
+    if (u < edge) return value;
+  }
+  return undefined;
 }
 
 /** Faults injected so far, by kind, with what each touched (for the trace and for tracing extra rows). */

@@ -201,4 +201,3 @@ export class VirtualTime implements SimClock {
     this.heap.push(item);
   }
 }
-

@@ -104,7 +104,13 @@ export class Warehouse {
     // A killed instance sends nothing.
     if (!alive()) return new Promise(() => {});
     const plan = this.schedule.statements[this.next++] ?? { latencyMs: 1_000 };
-    const record: StatementRecord = { index: this.statements.length, kind, instance, keys, startedAtMs: this.time.nowMs() };
+    const record: StatementRecord = {
+      index: this.statements.length,
+      kind,
+      instance,
+      keys,
+      startedAtMs: this.time.nowMs(),
+    };
     this.statements.push(record);
     const end = (outcome: string) => {
       record.endedAtMs = this.time.nowMs();
@@ -117,16 +123,29 @@ export class Warehouse {
         throw queueFull();
       });
     }
-    if (kind === 'merge' && this.running >= BIGQUERY_DML_LIMITS.running && this.queue.length >= BIGQUERY_DML_LIMITS.queued) {
+    if (
+      kind === 'merge' &&
+      this.running >= BIGQUERY_DML_LIMITS.running &&
+      this.queue.length >= BIGQUERY_DML_LIMITS.queued
+    ) {
       end('dml queue full (limit)');
       return Promise.reject(queueFull());
     }
     if (plan.fault === 'hung') {
-      this.faults.injected('bigquery.hungStatement', keys, `statement ${record.index} (${kind}) never answers`);
+      this.faults.injected(
+        'bigquery.hungStatement',
+        keys,
+        `statement ${record.index} (${kind}) never answers`,
+      );
       end('hung');
       return new Promise(() => {});
     }
-    if (plan.fault === 'slow') this.faults.injected('bigquery.slowStatement', keys, `statement ${record.index} (${kind}) takes ${plan.latencyMs} ms`);
+    if (plan.fault === 'slow')
+      this.faults.injected(
+        'bigquery.slowStatement',
+        keys,
+        `statement ${record.index} (${kind}) takes ${plan.latencyMs} ms`,
+      );
     const run = async (): Promise<Set<string>> => {
       if (kind === 'lookup') {
         await this.time.sleep(plan.latencyMs / 2);
@@ -134,7 +153,8 @@ export class Warehouse {
         end('ok');
         return new Set(keys.filter((k) => present.has(k)));
       }
-      if (this.running >= BIGQUERY_DML_LIMITS.running) await new Promise<void>((resolve) => this.queue.push(resolve));
+      if (this.running >= BIGQUERY_DML_LIMITS.running)
+        await new Promise<void>((resolve) => this.queue.push(resolve));
       else this.running++;
       try {
         const present = new Set(this.raw.map((r) => r.row.dedup_key));
