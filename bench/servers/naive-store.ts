@@ -25,7 +25,7 @@ export class NaiveSqliteStore implements Store {
     this.db = new DatabaseSync(options.path);
     this.db.exec('PRAGMA busy_timeout = 5000');
     this.db.exec('PRAGMA journal_mode = WAL');
-    this.db.exec('PRAGMA synchronous = NORMAL');
+    this.db.exec('PRAGMA synchronous = FULL');
     this.db.exec(naiveTableDdl(SQLITE_TABLE));
     this.insert = this.db.prepare(insertSql(SQLITE_TABLE));
   }

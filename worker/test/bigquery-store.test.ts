@@ -212,6 +212,18 @@ describe('BigQueryStore', () => {
       expect(fake.requests[0]!.headers.authorization).toBe('Bearer fake-token');
     });
 
+    it('interleaving 7: stamps processed_at in the MERGE itself, with the statement time', async () => {
+      for (const sql of [mergeSql(TABLE), batchMergeSql(TABLE)]) {
+        const [columns, values] = sql.split('WHEN NOT MATCHED THEN INSERT')[1]!.split(' VALUES ');
+        const names = columns!.trim().slice(1, -1).split(', ');
+        const inserted = values!.trim().slice(1, -1).split(', ');
+        expect(inserted[names.indexOf('processed_at')]).toBe('CURRENT_TIMESTAMP()');
+        expect(inserted.filter((v) => v !== 'CURRENT_TIMESTAMP()')).toEqual(
+          names.filter((n) => n !== 'processed_at').map((n) => `S.${n}`),
+        );
+      }
+    });
+
     it('filters both statements on the processed_at partitions of the dedup window', async () => {
       for (const sql of [lookupSql(TABLE), mergeSql(TABLE)]) {
         expect(sql).toContain('processed_at >= @window_start');
@@ -463,6 +475,7 @@ describe('BigQueryAppendStore', () => {
         bigquery: await client(fake),
         table: TABLE,
         appender: jsonWriterAppender(connection),
+        clock: { now: () => new Date('2026-11-30T04:00:07.250Z') },
       });
       const row = testRow({
         generation: '9223372036854775807',
@@ -489,7 +502,8 @@ describe('BigQueryAppendStore', () => {
         prompt_tokens: '0',
         output_tokens: '0',
         total_tokens: '0',
-        processed_at: String(Date.parse(row.processed_at) * 1000),
+        // Stamped when appended (the default stream commits on append), not when the row was built.
+        processed_at: String(Date.parse('2026-11-30T04:00:07.250Z') * 1000),
         worker_version: row.worker_version,
       });
       expect(sent).not.toHaveProperty('reason'); // null is absent: BigQuery stores NULL

@@ -15,7 +15,8 @@ class RecordingBatchStore implements BatchStore {
   private held: Array<() => void> = [];
   holding = false;
   failNext: Error | undefined;
-  refuseKey: string | undefined;
+  /** Keys the store refuses: a batch holding any of them is refused as a whole. */
+  readonly refuseKeys = new Set<string>();
   refuseAll = false;
 
   async seen(key: string) {
@@ -39,7 +40,7 @@ class RecordingBatchStore implements BatchStore {
     this.failNext = undefined;
     if (failure) throw failure;
     if (this.refuseAll) throw new ConfigurationError('bigquery_rejected_query', 'Syntax error at [1:1]');
-    if (this.refuseKey && rows.some((r) => r.dedup_key === this.refuseKey)) {
+    if (rows.some((r) => this.refuseKeys.has(r.dedup_key))) {
       throw new ConfigurationError('bigquery_rejected_query', 'Invalid INT64 value: twelve');
     }
     const inserted = new Set<string>();
@@ -208,7 +209,7 @@ describe('GroupCommitStore', () => {
 
   it('isolates one row the store refuses: the others go in, only that delivery fails', async () => {
     const rows = Array.from({ length: 8 }, () => testRow());
-    inner.refuseKey = rows[5]!.dedup_key;
+    inner.refuseKeys.add(rows[5]!.dedup_key);
     const s = store({ maxRows: 8, minIntervalMs: 100 });
     const results = settle(rows.map((r) => s.record(r)));
     await jest.advanceTimersByTimeAsync(10_000);
@@ -221,15 +222,102 @@ describe('GroupCommitStore', () => {
     expect(s.statements).toBe(7);
   });
 
-  it('fails the whole batch when both halves are refused: the fault is not one row', async () => {
-    const rows = [testRow(), testRow(), testRow(), testRow()];
+  it('stops searching at maxIsolationStatements: the rows not yet placed fail transiently', async () => {
+    const rows = Array.from({ length: 8 }, () => testRow());
+    // A statement the store refuses whatever it holds (not one row's fault): the search is bounded.
     inner.refuseAll = true;
-    const s = store({ maxRows: 4 });
+    const s = store({ maxRows: 8, maxIsolationStatements: 4 });
     const results = settle(rows.map((r) => s.record(r)));
     await jest.advanceTimersByTimeAsync(1_000);
-    expect((await results).every((r) => r.status === 'rejected')).toBe(true);
-    // The batch, then each half once: no search down to single rows for a statement that cannot run.
-    expect(inner.writes.map((w) => w.length)).toEqual([4, 2, 2]);
+    const settled = await results;
+    expect(settled.every((r) => r.status === 'rejected')).toBe(true);
+    // The batch, then 4 statements of the search: 8 → 4 + 4 → 2 + 2; the rest is left undecided.
+    expect(inner.writes.map((w) => w.length)).toEqual([8, 4, 4, 2, 2]);
+    const codes = settled.map((r) => (r as PromiseRejectedResult).reason.code);
+    expect(codes.filter((c) => c === 'store_isolation_unfinished').length).toBeGreaterThan(0);
+    expect(
+      settled
+        .filter((_, i) => codes[i] === 'store_isolation_unfinished')
+        .every((r) => (r as PromiseRejectedResult).reason instanceof TransientError),
+    ).toBe(true);
+  });
+
+  describe('interleaving 1: an ack with no row', () => {
+    it("fails both deliveries of one key in one batch when the store refuses that key's row", async () => {
+      // Two deliveries of one key (single flight: same analysis, same messageId) land in one batch.
+      const row = testRow();
+      const other = testRow();
+      inner.refuseKeys.add(row.dedup_key);
+      const s = store({ maxRows: 3 });
+      const results = settle([s.record(row), s.record({ ...row }), s.record(other)]);
+      await jest.advanceTimersByTimeAsync(1_000);
+      const settled = await results;
+      // Neither is answered "already recorded": no row went in, so neither may be acknowledged.
+      expect(settled.map((r) => r.status)).toEqual(['rejected', 'rejected', 'fulfilled']);
+      expect(inner.rows.has(row.dedup_key)).toBe(false);
+      expect(inner.rows.has(other.dedup_key)).toBe(true);
+    });
+
+    it('fails the in-batch duplicate with the transient error of a failed batch', async () => {
+      const row = testRow();
+      inner.failNext = new TransientError('bigquery_concurrent_update', 'Could not serialize access');
+      const s = store({ maxRows: 2 });
+      const settled = await settle([s.record(row), s.record({ ...row, message_id: 'again' })]);
+      expect(settled.map((r) => r.status)).toEqual(['rejected', 'rejected']);
+    });
+
+    it('still answers the in-batch duplicate "not inserted" when the row of its key went in', async () => {
+      const row = testRow();
+      const s = store({ maxRows: 2 });
+      const answers = Promise.all([s.record(row), s.record({ ...row, message_id: 'again' })]);
+      await jest.advanceTimersByTimeAsync(0);
+      expect(await answers).toEqual([true, false]);
+      expect(inner.rows.get(row.dedup_key)?.message_id).toBe(row.message_id);
+    });
+  });
+
+  describe('interleaving 2: good rows dead-lettered', () => {
+    it('commits every good row when two refused rows sit in different halves', async () => {
+      const rows = Array.from({ length: 8 }, () => testRow());
+      inner.refuseKeys.add(rows[1]!.dedup_key);
+      inner.refuseKeys.add(rows[6]!.dedup_key);
+      const s = store({ maxRows: 8, minIntervalMs: 100 });
+      const results = settle(rows.map((r) => s.record(r)));
+      await jest.advanceTimersByTimeAsync(10_000);
+      const settled = await results;
+      expect(settled.map((r) => r.status)).toEqual(
+        rows.map((_, i) => (i === 1 || i === 6 ? 'rejected' : 'fulfilled')),
+      );
+      expect((settled[1] as PromiseRejectedResult).reason).toBeInstanceOf(ConfigurationError);
+      expect([...inner.rows.keys()].sort()).toEqual(
+        rows
+          .filter((_, i) => i !== 1 && i !== 6)
+          .map((r) => r.dedup_key)
+          .sort(),
+      );
+      // 8 → 4 + 4 (both refused); the first 4 → 2 + 2 → 1 + 1, then the second 4 the same way.
+      expect(inner.writes.map((w) => w.length)).toEqual([8, 4, 4, 2, 2, 1, 1, 2, 2, 1, 1]);
+    });
+
+    it('paces the search like any write: minIntervalMs before each statement', async () => {
+      const rows = Array.from({ length: 4 }, () => testRow());
+      inner.refuseKeys.add(rows[0]!.dedup_key);
+      const s = store({ maxRows: 4, minIntervalMs: 1_000 });
+      const results = settle(rows.map((r) => s.record(r)));
+      await jest.advanceTimersByTimeAsync(0);
+      expect(inner.writes).toHaveLength(1);
+      await jest.advanceTimersByTimeAsync(999);
+      expect(inner.writes).toHaveLength(1);
+      await jest.advanceTimersByTimeAsync(1);
+      expect(inner.writes).toHaveLength(2);
+      await jest.advanceTimersByTimeAsync(10_000);
+      expect((await results).map((r) => r.status)).toEqual([
+        'rejected',
+        'fulfilled',
+        'fulfilled',
+        'fulfilled',
+      ]);
+    });
   });
 
   it('lets queued writes finish before it closes', async () => {

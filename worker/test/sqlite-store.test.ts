@@ -57,6 +57,15 @@ describe('SqliteStore across processes', () => {
     await store.close();
   });
 
+  describe('interleaving 6: a 200 before the commit is durable', () => {
+    it('acknowledges only durable commits: WAL with synchronous = FULL, read back from SQLite', async () => {
+      const store = new SqliteStore({ path: path.join(dir, 'durable.sqlite') });
+      // NORMAL in WAL mode skips the fsync at commit: a power loss could take an acknowledged row.
+      expect(store.durability()).toEqual({ journalMode: 'wal', synchronous: 'FULL' });
+      await store.close();
+    });
+  });
+
   it('keeps its rows across a restart (same file)', async () => {
     const dbPath = path.join(dir, 'restart.sqlite');
     const row = testRow();

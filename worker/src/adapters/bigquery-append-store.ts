@@ -1,7 +1,7 @@
 import { adapt, managedwriter } from '@google-cloud/bigquery-storage';
 import { bigQuerySchema, COLUMNS, type Row } from '../contract/row';
 import { ConfigurationError, TransientError } from '../core/errors';
-import type { Store } from '../core/ports';
+import { type Clock, type Store, systemClock } from '../core/ports';
 import { BigQueryStore, type BigQueryStoreOptions, quotedTable } from './bigquery-store';
 
 /**
@@ -98,12 +98,14 @@ export interface BigQueryAppendStoreOptions extends BigQueryStoreOptions {
 export class BigQueryAppendStore implements Store {
   private readonly lookup: BigQueryStore;
   private readonly appender: RowAppender;
+  private readonly clock: Clock;
 
   constructor(options: BigQueryAppendStoreOptions) {
     const { appender, ...rest } = options;
     // seen() and ping() are the MERGE store's: the same windowed, typed, capped SELECT.
     this.lookup = new BigQueryStore(rest);
     this.appender = appender;
+    this.clock = rest.clock ?? systemClock;
   }
 
   /** Builds the store with a managedwriter JSONWriter on the table's default stream. */
@@ -123,7 +125,10 @@ export class BigQueryAppendStore implements Store {
   async record(row: Row): Promise<boolean> {
     let result: AppendResult;
     try {
-      result = await this.appender.append([toStorageWriteRow(row)]);
+      // Stamped when it is appended (the default stream commits on append), not when it arrived.
+      result = await this.appender.append([
+        toStorageWriteRow({ ...row, processed_at: this.clock.now().toISOString() }),
+      ]);
     } catch (error) {
       throw storageWriteError(error);
     }

@@ -71,9 +71,21 @@ export function mergeSql(table: string): string {
     `MERGE ${quotedTable(table)} AS T USING (SELECT ${source}) AS S ` +
     // The window filter on the target prunes its partitions (the documented way for MERGE).
     `ON T.dedup_key = S.dedup_key AND T.${PARTITION_COLUMN} >= @${WINDOW_PARAMETER} ` +
-    `WHEN NOT MATCHED THEN INSERT (${COLUMN_NAMES.join(', ')}) VALUES (${COLUMN_NAMES.map((c) => `S.${c}`).join(', ')})`
+    `WHEN NOT MATCHED THEN INSERT (${COLUMN_NAMES.join(', ')}) VALUES (${insertValues()})`
   );
 }
+
+/**
+ * The MERGE's VALUES: every column from the source, except `processed_at`, which BigQuery stamps
+ * itself (`CURRENT_TIMESTAMP()`, the statement's time): a row queued in a batch is not dated by its
+ * arrival, so a row written later cannot sort before one a reader has already seen.
+ */
+function insertValues(): string {
+  return COLUMN_NAMES.map((c) => (c === COMMIT_TIME_COLUMN ? 'CURRENT_TIMESTAMP()' : `S.${c}`)).join(', ');
+}
+
+/** The column the store stamps with its commit time. */
+export const COMMIT_TIME_COLUMN: ColumnName = 'processed_at';
 
 /** The batched lookup of group commit. Parameters: `@keys` (ARRAY<STRING>), `@window_start`. */
 export function batchLookupSql(table: string): string {
@@ -92,7 +104,7 @@ export function batchMergeSql(table: string): string {
   return (
     `MERGE ${quotedTable(table)} AS T USING (SELECT * FROM UNNEST(@rows)) AS S ` +
     `ON T.dedup_key = S.dedup_key AND T.${PARTITION_COLUMN} >= @${WINDOW_PARAMETER} ` +
-    `WHEN NOT MATCHED THEN INSERT (${COLUMN_NAMES.join(', ')}) VALUES (${COLUMN_NAMES.map((c) => `S.${c}`).join(', ')})`
+    `WHEN NOT MATCHED THEN INSERT (${COLUMN_NAMES.join(', ')}) VALUES (${insertValues()})`
   );
 }
 

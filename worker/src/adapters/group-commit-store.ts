@@ -1,4 +1,5 @@
 import type { Row } from '../contract/row';
+import { Deadline, DeadlineError } from '../core/deadline';
 import { TransientError } from '../core/errors';
 import type { BatchStore, Logger, Store } from '../core/ports';
 
@@ -15,12 +16,18 @@ import type { BatchStore, Logger, Store } from '../core/ports';
  *   that arrive meanwhile form the next lookup.
  * - Writes: at most one MERGE in flight, at least `minIntervalMs` between two (the instance's share
  *   of the table's DML budget). A batch closes at `maxRows` rows, or `maxWaitMs` after its first row.
- * - Duplicates inside a batch: the first row of a key goes to the store, the later ones answer
- *   "not inserted" (the delivery reports `duplicate`).
+ * - Duplicates inside a batch: the first row of a key goes to the store and the later ones share
+ *   its fate: "not inserted" (the delivery reports `duplicate`) when it went in or was there
+ *   already, its error when it failed. A duplicate is never acknowledged for a row that is not there.
  * - A failed batch fails each of its deliveries with the store's error (a transient one: 503, and
  *   Pub/Sub retries; the analyses wait in the memo). When the store refuses a batch outright (not a
- *   transient error), halving finds the row it refuses: that delivery fails alone, the others go
- *   in; when both halves are refused the fault is not one row and every delivery gets the error.
+ *   transient error), halving finds the rows it refuses, recursively in every refused half: those
+ *   deliveries fail, every other row goes in. The search is bounded in statements
+ *   (`maxIsolationStatements`), paced like any write, and bounded by the deliveries' deadlines.
+ * - Deadlines: every call carries its delivery's deadline. A delivery with less than
+ *   `minStatementMs` left is not put in a statement (it is answered 503 at once); a statement runs
+ *   with the earliest deadline of its rows.
+ * - Scale-in: {@link GroupCommitStore.drain} sends what waits at once (still paced).
  */
 
 export interface GroupCommitOptions {
@@ -30,8 +37,20 @@ export interface GroupCommitOptions {
   maxWaitMs: number;
   /** The least time between the starts of two writes. */
   minIntervalMs: number;
+  /** A delivery with less time than this left is not put in a statement (default 2 s). */
+  minStatementMs?: number;
+  /** Statements one refused batch may spend finding the rows the store refuses (default 32). */
+  maxIsolationStatements?: number;
   logger?: Logger;
 }
+
+/** An item of a batch with the deadline of the delivery that waits for it. */
+interface Pending<T> {
+  value: T;
+  deadline: Deadline;
+}
+
+const NO_DEADLINE = Deadline.none();
 
 interface Waiter<Item, Answer> {
   item: Item;
@@ -50,6 +69,7 @@ export class Batcher<Item, Answer> {
   private firstArrivalMs = 0;
   private lastStartMs = Number.NEGATIVE_INFINITY;
   private idleWaiters: Array<() => void> = [];
+  private draining = false;
 
   constructor(
     private readonly commit: (items: Item[]) => Promise<Array<PromiseSettledResult<Answer>>>,
@@ -65,6 +85,12 @@ export class Batcher<Item, Answer> {
     });
   }
 
+  /** Scale-in: what waits is sent at once, without waiting for its batch to fill (still paced). */
+  drain(): void {
+    this.draining = true;
+    this.schedule();
+  }
+
   /** Resolves when nothing is queued or in flight (for shutdown). */
   idle(): Promise<void> {
     if (!this.busy && this.queue.length === 0) return Promise.resolve();
@@ -74,7 +100,7 @@ export class Batcher<Item, Answer> {
   /** Time until the earliest moment the next batch may start. */
   private delayMs(): number {
     const now = this.nowMs();
-    const full = this.queue.length >= this.options.maxItems;
+    const full = this.draining || this.queue.length >= this.options.maxItems;
     const closesAt = full ? now : this.firstArrivalMs + this.options.maxWaitMs;
     const allowedAt = this.lastStartMs + this.options.minIntervalMs;
     return Math.max(0, closesAt - now, allowedAt - now);
@@ -125,8 +151,10 @@ export class Batcher<Item, Answer> {
 
 /** The `Store` that `handle()` sees, batching into a {@link BatchStore}. */
 export class GroupCommitStore implements Store {
-  private readonly lookups: Batcher<string, boolean>;
-  private readonly writes: Batcher<Row, boolean>;
+  private readonly lookups: Batcher<Pending<string>, boolean>;
+  private readonly writes: Batcher<Pending<Row>, boolean>;
+  private readonly minStatementMs: number;
+  private readonly maxIsolationStatements: number;
   /** MERGE statements sent (batches and split halves), for logs and the benchmark. */
   statements = 0;
 
@@ -135,117 +163,213 @@ export class GroupCommitStore implements Store {
     private readonly options: GroupCommitOptions,
     nowMs?: () => number,
   ) {
-    this.lookups = new Batcher(
-      async (keys) => {
-        const found = await inner.seenMany([...new Set(keys)]);
-        return keys.map((k) => ({ status: 'fulfilled', value: found.has(k) }) as const);
-      },
-      // A lookup is not DML, but it bills BigQuery's 10 MiB minimum like any statement: it gathers
-      // for as long as a write does, so a burst pays for a few large lookups, not one per delivery.
-      { maxItems: options.maxRows, maxWaitMs: options.maxWaitMs, minIntervalMs: options.minIntervalMs },
-      nowMs,
-    );
-    this.writes = new Batcher(
-      (rows) => this.commit(rows),
-      {
-        maxItems: options.maxRows,
-        maxWaitMs: options.maxWaitMs,
-        minIntervalMs: options.minIntervalMs,
-      },
-      nowMs,
-    );
+    this.minStatementMs = options.minStatementMs ?? 2_000;
+    this.maxIsolationStatements = options.maxIsolationStatements ?? 32;
+    const batching = {
+      maxItems: options.maxRows,
+      maxWaitMs: options.maxWaitMs,
+      minIntervalMs: options.minIntervalMs,
+    };
+    // A lookup is not DML, but it bills BigQuery's 10 MiB minimum like any statement: it gathers
+    // for as long as a write does, so a burst pays for a few large lookups, not one per delivery.
+    this.lookups = new Batcher((keys) => this.lookup(keys), batching, nowMs);
+    this.writes = new Batcher((rows) => this.commit(rows), batching, nowMs);
   }
 
-  seen(dedupKey: string): Promise<boolean> {
-    return this.lookups.add(dedupKey);
+  seen(dedupKey: string, deadline: Deadline = NO_DEADLINE): Promise<boolean> {
+    return this.lookups.add({ value: dedupKey, deadline });
   }
 
-  record(row: Row): Promise<boolean> {
-    return this.writes.add(row);
+  record(row: Row, deadline: Deadline = NO_DEADLINE): Promise<boolean> {
+    return this.writes.add({ value: row, deadline });
   }
 
   ping(): Promise<void> {
     return this.inner.ping();
   }
 
+  /** Scale-in: sends the lookups and rows that wait now, without waiting for their batches to fill. */
+  drain(): void {
+    this.lookups.drain();
+    this.writes.drain();
+  }
+
   /** Lets queued writes finish, then closes the inner store. */
   async close(): Promise<void> {
+    this.drain();
     await Promise.all([this.lookups.idle(), this.writes.idle()]);
     await this.inner.close?.();
   }
 
-  /** One batch: in-batch duplicates answered first, the rest in one write (split on refusal). */
-  private async commit(rows: Row[]): Promise<Array<PromiseSettledResult<boolean>>> {
-    const firstOfKey = new Map<string, number>();
-    rows.forEach((row, i) => {
-      if (!firstOfKey.has(row.dedup_key)) firstOfKey.set(row.dedup_key, i);
-    });
-    const unique = [...firstOfKey.values()].map((i) => rows[i]!);
-    const { inserted, failed } = await this.write(unique);
+  /** One lookup for the keys whose deliveries can still wait for it. */
+  private async lookup(items: Array<Pending<string>>): Promise<Array<PromiseSettledResult<boolean>>> {
+    const { ready, late } = this.splitByTime(items, 'lookup');
+    if (ready.length === 0) return late as Array<PromiseSettledResult<boolean>>;
+    let found: Set<string>;
+    try {
+      found = await this.inner.seenMany([...new Set(ready.map((i) => i.value))], earliest(ready));
+    } catch (error) {
+      return items.map((_, i) => late[i] ?? { status: 'rejected', reason: error });
+    }
+    return items.map((item, i) => late[i] ?? { status: 'fulfilled', value: found.has(item.value) });
+  }
+
+  /**
+   * One batch: the first row of each key goes to the store (split on refusal); a later row of the
+   * same key shares the fate of that first row.
+   */
+  private async commit(items: Array<Pending<Row>>): Promise<Array<PromiseSettledResult<boolean>>> {
+    const { ready, late } = this.splitByTime(items, 'write');
+    const firstOfKey = new Map<string, Pending<Row>>();
+    for (const item of ready)
+      if (!firstOfKey.has(item.value.dedup_key)) firstOfKey.set(item.value.dedup_key, item);
+    const unique = [...firstOfKey.values()];
+    let outcome: { inserted: Set<string>; failed: Map<string, unknown> };
+    try {
+      outcome = unique.length > 0 ? await this.write(unique) : { inserted: new Set(), failed: new Map() };
+    } catch (error) {
+      return items.map((_, i) => late[i] ?? { status: 'rejected', reason: error });
+    }
+    const { inserted, failed } = outcome;
     this.options.logger?.debug('group commit', {
-      rows: rows.length,
+      rows: items.length,
       distinctKeys: unique.length,
       inserted: inserted.size,
       failed: failed.size,
+      late: items.length - ready.length,
     });
-    return rows.map((row, i) => {
-      const first = firstOfKey.get(row.dedup_key) === i;
-      if (first && failed.has(row.dedup_key))
-        return { status: 'rejected', reason: failed.get(row.dedup_key) };
-      return { status: 'fulfilled', value: first && inserted.has(row.dedup_key) };
+    return items.map((item, i) => {
+      if (late[i]) return late[i];
+      const key = item.value.dedup_key;
+      // The row of its key failed: this delivery fails with it, whichever of them it was.
+      if (failed.has(key)) return { status: 'rejected', reason: failed.get(key) };
+      return { status: 'fulfilled', value: firstOfKey.get(key) === item && inserted.has(key) };
     });
+  }
+
+  /** Deliveries that can still wait for a statement, and the answers of those that cannot. */
+  private splitByTime<T>(
+    items: Array<Pending<T>>,
+    what: string,
+  ): { ready: Array<Pending<T>>; late: Array<PromiseSettledResult<boolean> | undefined> } {
+    const ready: Array<Pending<T>> = [];
+    const late = items.map((item) => {
+      if (item.deadline.remainingMs() >= this.minStatementMs) {
+        ready.push(item);
+        return undefined;
+      }
+      return { status: 'rejected', reason: notStarted(what, item.deadline) } as const;
+    });
+    return { ready, late };
   }
 
   /**
    * Writes rows in one statement. A transient failure fails them all at once (Pub/Sub retries).
    * A refusal of several rows goes to {@link isolate}.
    */
-  private async write(rows: Row[]): Promise<{ inserted: Set<string>; failed: Map<string, unknown> }> {
+  private async write(
+    rows: Array<Pending<Row>>,
+  ): Promise<{ inserted: Set<string>; failed: Map<string, unknown> }> {
     try {
       return { inserted: await this.attempt(rows), failed: new Map() };
     } catch (error) {
       if (rows.length < 2 || error instanceof TransientError) throw error;
-      this.options.logger?.warn('the store refused a batch: looking for the row it refuses', {
+      this.options.logger?.warn('the store refused a batch: looking for the rows it refuses', {
         rows: rows.length,
         error: error instanceof Error ? error.message : String(error),
       });
       const failed = new Map<string, unknown>();
-      const inserted = await this.isolate(rows, error, failed);
+      const inserted = await this.isolate(rows, error, failed, { left: this.maxIsolationStatements });
       return { inserted, failed };
     }
   }
 
   /**
-   * Finds the row a store refuses by halving: each half is tried once; when both are refused the
-   * fault is not one row and every row gets the error; otherwise only the refused half is halved
-   * again. So one bad row costs about 2·log2(batch) statements, and holds each good row back once.
+   * Finds the rows a store refuses by halving: each half of a refused group is tried on its own,
+   * and every half that is refused again is halved in turn, down to single rows. So k bad rows cost
+   * about 2·k·log2(batch) statements and every good row goes in. Each statement waits the DML pace
+   * first, is not started for deliveries whose deadline it could outlive, and the search stops at
+   * `budget` statements: the rows still undecided then fail transiently (503, Pub/Sub retries them
+   * in another batch).
    */
-  private async isolate(rows: Row[], error: unknown, failed: Map<string, unknown>): Promise<Set<string>> {
+  private async isolate(
+    rows: Array<Pending<Row>>,
+    error: unknown,
+    failed: Map<string, unknown>,
+    budget: { left: number },
+  ): Promise<Set<string>> {
     const middle = Math.ceil(rows.length / 2);
-    const halves = [rows.slice(0, middle), rows.slice(middle)];
     const inserted = new Set<string>();
-    const refused: Array<{ half: Row[]; error: unknown }> = [];
-    for (const half of halves) {
-      await pause(this.options.minIntervalMs);
-      try {
-        for (const key of await this.attempt(half)) inserted.add(key);
-      } catch (halfError) {
-        if (halfError instanceof TransientError) throw halfError;
-        refused.push({ half, error: halfError });
-      }
+    const refused: Array<{ half: Array<Pending<Row>>; error: unknown }> = [];
+    for (const half of [rows.slice(0, middle), rows.slice(middle)]) {
+      const tried = await this.tryHalf(half, error, failed, budget);
+      if ('refused' in tried) refused.push({ half: tried.rows, error: tried.refused });
+      else for (const key of tried.inserted) inserted.add(key);
     }
-    if (refused.length === halves.length) throw error;
+    // Every refused half holds at least one refused row: search each of them, down to single rows.
     for (const { half, error: halfError } of refused) {
-      if (half.length === 1) failed.set(half[0]!.dedup_key, halfError);
-      else for (const key of await this.isolate(half, halfError, failed)) inserted.add(key);
+      if (half.length === 1) failed.set(half[0]!.value.dedup_key, halfError);
+      else for (const key of await this.isolate(half, halfError, failed, budget)) inserted.add(key);
     }
     return inserted;
   }
 
-  private attempt(rows: Row[]): Promise<Set<string>> {
-    this.statements += 1;
-    return this.inner.recordMany(rows);
+  /** One statement for a half: its inserted keys, or its refusal; rows it cannot try are failed. */
+  private async tryHalf(
+    half: Array<Pending<Row>>,
+    error: unknown,
+    failed: Map<string, unknown>,
+    budget: { left: number },
+  ): Promise<{ inserted: Set<string> } | { refused: unknown; rows: Array<Pending<Row>> }> {
+    const none = { inserted: new Set<string>() };
+    if (budget.left <= 0) {
+      const unfinished = new TransientError(
+        'store_isolation_unfinished',
+        `the store refused a batch and ${this.maxIsolationStatements} statements did not find every row it refuses: ` +
+          'this row may be good, Pub/Sub retries it in another batch',
+        { cause: error },
+      );
+      for (const row of half) failed.set(row.value.dedup_key, unfinished);
+      return none;
+    }
+    await pause(this.options.minIntervalMs);
+    const ready: Array<Pending<Row>> = [];
+    for (const row of half) {
+      if (row.deadline.remainingMs() >= this.minStatementMs) ready.push(row);
+      else failed.set(row.value.dedup_key, notStarted('isolating a refused row', row.deadline));
+    }
+    if (ready.length === 0) return none;
+    budget.left -= 1;
+    try {
+      return { inserted: await this.attempt(ready) };
+    } catch (halfError) {
+      if (halfError instanceof TransientError) {
+        for (const row of ready) failed.set(row.value.dedup_key, halfError);
+        return none;
+      }
+      return { refused: halfError, rows: ready };
+    }
   }
+
+  private attempt(rows: Array<Pending<Row>>): Promise<Set<string>> {
+    this.statements += 1;
+    return this.inner.recordMany(
+      rows.map((r) => r.value),
+      earliest(rows),
+    );
+  }
+}
+
+/** The deadline a statement for these deliveries must end by: the earliest of theirs. */
+function earliest<T>(items: Array<Pending<T>>): Deadline {
+  return items.reduce((a, b) => (b.deadline.atMs < a.deadline.atMs ? b : a)).deadline;
+}
+
+function notStarted(what: string, deadline: Deadline): DeadlineError {
+  return new DeadlineError(
+    what,
+    `not started: the delivery has ${Math.max(0, Math.floor(deadline.remainingMs()))} ms left, too little for a statement`,
+  );
 }
 
 function pause(ms: number): Promise<void> {

@@ -1,6 +1,6 @@
 import { TransientError } from '../core/errors';
-import type { Admission, Clock } from '../core/ports';
-import { systemClock } from '../core/ports';
+import type { Admission, Clock, Timers } from '../core/ports';
+import { realTimers, systemClock } from '../core/ports';
 
 /** The error code adapters give a spent quota (Gemini's 429). */
 export const RATE_LIMITED = 'analyzer_rate_limited';
@@ -10,17 +10,7 @@ export function isRateLimited(error: unknown): boolean {
 }
 
 /** A cancellable timer (injectable, so the burst simulation runs the gate on simulated time). */
-export interface GateTimers {
-  after(ms: number, callback: () => void): { cancel(): void };
-}
-
-const realTimers: GateTimers = {
-  after(ms, callback) {
-    const timer = setTimeout(callback, ms);
-    timer.unref();
-    return { cancel: () => clearTimeout(timer) };
-  },
-};
+export type GateTimers = Timers;
 
 export interface QuotaGateOptions {
   /**

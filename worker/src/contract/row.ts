@@ -112,7 +112,8 @@ export const COLUMNS = [
     name: 'processed_at',
     type: 'TIMESTAMP',
     mode: 'REQUIRED',
-    description: 'When the worker recorded the row (partitioning column).',
+    description:
+      'When the row was committed, stamped by the store in its own statement (partitioning column): the row committed first sorts first.',
   },
   {
     name: 'worker_version',

@@ -1,5 +1,6 @@
 import type { Analysis, AnalysisResult, Usage } from '../contract/analysis';
 import type { Row } from '../contract/row';
+import type { Deadline } from './deadline';
 
 /**
  * The ports the core owns. Adapters implement them; the core never imports an adapter.
@@ -7,10 +8,16 @@ import type { Row } from '../contract/row';
 
 /** Where rows live. `record` is the single conditional write: it inserts unless the key is there. */
 export interface Store {
-  /** Whether a row with this dedup key exists (a cheap lookup, may miss under a race). */
-  seen(dedupKey: string): Promise<boolean>;
-  /** Inserts the row unless its dedup key exists; true when this call inserted it. */
-  record(row: Row): Promise<boolean>;
+  /**
+   * Whether a row with this dedup key exists (a cheap lookup, may miss under a race). A store that
+   * waits or calls out bounds that by the delivery's `deadline`, and starts nothing it cannot finish.
+   */
+  seen(dedupKey: string, deadline?: Deadline): Promise<boolean>;
+  /**
+   * Inserts the row unless its dedup key exists; true when this call inserted it. The store stamps
+   * `processed_at` with the time of its commit: the row committed first sorts first in the views.
+   */
+  record(row: Row, deadline?: Deadline): Promise<boolean>;
   /** Throws when the store cannot be reached (for /healthz). */
   ping(): Promise<void>;
   close?(): Promise<void>;
@@ -21,13 +28,14 @@ export interface Store {
  * concurrent `seen()`/`record()` calls into one call of each here.
  */
 export interface BatchStore extends Store {
-  /** The keys among `keys` that have a row within the dedup window (one lookup). */
-  seenMany(keys: readonly string[]): Promise<Set<string>>;
+  /** The keys among `keys` that have a row within the dedup window (one lookup), before `deadline`. */
+  seenMany(keys: readonly string[], deadline?: Deadline): Promise<Set<string>>;
   /**
-   * Inserts each row unless its key exists. The rows have distinct keys. Resolves with the dedup
-   * keys whose row from this call went in.
+   * Inserts each row unless its key exists, in one statement that ends by `deadline` (the earliest
+   * of the batch's deliveries). The rows have distinct keys. Resolves with the dedup keys whose row
+   * from this call went in.
    */
-  recordMany(rows: readonly Row[]): Promise<Set<string>>;
+  recordMany(rows: readonly Row[], deadline?: Deadline): Promise<Set<string>>;
 }
 
 /** A paid analysis kept so that a retry does not pay again. */
@@ -105,6 +113,20 @@ export interface Clock {
 }
 
 export const systemClock: Clock = { now: () => new Date() };
+
+/** A cancellable timer, injectable like the clock (simulations run on simulated time). */
+export interface Timers {
+  after(ms: number, callback: () => void): { cancel(): void };
+}
+
+/** Real timers that never keep the process alive on their own. */
+export const realTimers: Timers = {
+  after(ms, callback) {
+    const timer = setTimeout(callback, ms);
+    timer.unref();
+    return { cancel: () => clearTimeout(timer) };
+  },
+};
 
 export type LogFields = Record<string, unknown>;
 

@@ -201,8 +201,15 @@ export function failureResponse(
 }
 
 /** Starts the fake on 127.0.0.1 on a free port. */
-export async function startFakeBigQuery(options: { projectId?: string } = {}): Promise<FakeBigQuery> {
+export async function startFakeBigQuery(
+  options: { projectId?: string; now?: () => Date } = {},
+): Promise<FakeBigQuery> {
   const projectId = options.projectId ?? 'acme-dev';
+  const now = options.now ?? (() => new Date());
+  /** A MERGE that inserts `CURRENT_TIMESTAMP()` stamps its rows with the statement's time, as BigQuery does. */
+  const stamp = (row: StoredRow, query: string) => {
+    if (/CURRENT_TIMESTAMP\(\)/.test(query)) row.processed_at = now().toISOString();
+  };
   const requests: RecordedRequest[] = [];
   const table: StoredRow[] = [];
   const failures: BigQueryFailure[] = [];
@@ -333,6 +340,7 @@ export async function startFakeBigQuery(options: { projectId?: string } = {}): P
         row[column] = p.value;
       }
       const inserted = table.some((r) => inWindow(r, row.dedup_key!, since)) ? 0 : 1;
+      stamp(row, String(config.query ?? ''));
       if (inserted) table.push(row);
       return {
         numDmlAffectedRows: String(inserted),
@@ -380,6 +388,7 @@ export async function startFakeBigQuery(options: { projectId?: string } = {}): P
       // Like BigQuery, the statement is atomic: it fails whole before inserting anything.
       for (const row of batch) {
         if (table.some((r) => inWindow(r, row.dedup_key!, since))) continue;
+        stamp(row, String(config.query ?? ''));
         table.push(row);
         inserted += 1;
       }

@@ -8,7 +8,7 @@ import { fixedClock, MemoryReader, ScriptedAnalyzer } from './fakes';
  * scripted analyzer, object keys, a 1 KiB object limit. `overrides` replaces any of them.
  */
 export function handlerDeps(overrides: Partial<HandlerDeps> = {}) {
-  const store = new SqliteStore({ path: ':memory:' });
+  const store = new SqliteStore({ path: ':memory:', clock: overrides.clock ?? fixedClock() });
   const reader = new MemoryReader();
   const analyzer = new ScriptedAnalyzer();
   const deps: HandlerDeps = {

@@ -2,6 +2,13 @@ import type { Row } from '../../src/contract/row';
 import type { BatchStore, Store } from '../../src/core/ports';
 import { testRow } from './builders';
 
+/** A row without `processed_at`, which the store stamps with its commit time. */
+export function exceptCommitTime(row: Row | undefined): Omit<Row, 'processed_at'> | undefined {
+  if (!row) return row;
+  const { processed_at: _, ...rest } = row;
+  return rest;
+}
+
 /** What an adapter's test gives the contract suite. */
 export interface StoreHarness {
   store: Store;
@@ -118,7 +125,21 @@ export function describeStoreContract(
           });
           expect(await h.store.record(row)).toBe(true);
           const [stored] = await h.rowsFor(row.dedup_key);
-          expect(stored).toEqual(row);
+          expect(exceptCommitTime(stored)).toEqual(exceptCommitTime(row));
+        },
+      ],
+      [
+        'interleaving 7: stamps processed_at with the time of its commit, not the time the row was built',
+        async () => {
+          // A row built long before its commit (it waited for a batch, a lease, a turn).
+          const row = testRow({ processed_at: '2026-11-29T00:00:00.000Z' });
+          const before = Date.now();
+          expect(await h.store.record(row)).toBe(true);
+          const after = Date.now();
+          const [stored] = await h.rowsFor(row.dedup_key);
+          const committedAt = Date.parse(stored!.processed_at);
+          expect(committedAt).toBeGreaterThanOrEqual(before);
+          expect(committedAt).toBeLessThanOrEqual(after);
         },
       ],
       [
@@ -212,7 +233,9 @@ export function describeBatchStoreContract(
         }),
       ];
       await h.store.recordMany(rows);
-      for (const row of rows) expect(await h.rowsFor(row.dedup_key)).toEqual([row]);
+      for (const row of rows) {
+        expect((await h.rowsFor(row.dedup_key)).map(exceptCommitTime)).toEqual([exceptCommitTime(row)]);
+      }
     });
 
     it('answers an empty batch without a statement', async () => {
