@@ -1,6 +1,11 @@
 import { Agent, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { BigQuery } from '@google-cloud/bigquery';
+import { type BigQuerySim, startBigQuerySim } from '../../sim/bigquery-rest';
+import { GeminiSim } from '../../sim/gemini-quota';
+import { PushSubscription } from '../../sim/pubsub';
+import { seededRandom } from '../../sim/random';
+import { SimTime } from '../../sim/time';
 import { createApp } from '../../worker/src/app';
 import { DEFAULT_CONTENT_TYPES, type DeliverySettings } from '../../worker/src/contract/settings';
 import { objectUri } from '../../worker/src/core/event';
@@ -8,11 +13,6 @@ import type { HandlerDeps } from '../../worker/src/core/handle';
 import type { Clock, Logger, ObjectRef, Reader, Store } from '../../worker/src/core/ports';
 import { staticTokenAuth } from '../../worker/test/support/fake-bigquery';
 import { textInvoices } from '../documents';
-import { type BigQuerySim, startBigQuerySim } from '../../sim/bigquery-rest';
-import { seededRandom } from '../../sim/random';
-import { GeminiSim } from '../../sim/gemini-quota';
-import { PushSubscription } from '../../sim/pubsub';
-import { SimTime } from '../../sim/time';
 import { bigQueryStoreFor } from './wiring';
 
 /**

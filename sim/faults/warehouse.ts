@@ -1,4 +1,4 @@
-import { bigQueryError } from '../../worker/src/adapters/bigquery-store';
+import { batchMergeSql, bigQueryError } from '../../worker/src/adapters/bigquery-store';
 import type { Row } from '../../worker/src/contract/row';
 import { BIGQUERY_DML_LIMITS } from '../../worker/src/contract/settings';
 import type { BatchStore } from '../../worker/src/core/ports';
@@ -39,6 +39,13 @@ export interface StatementRecord {
 }
 
 const TABLE = 'docline-sim:docline.documents';
+
+/**
+ * Whether the store's MERGE stamps `processed_at` itself with `CURRENT_TIMESTAMP()`. GoogleSQL
+ * records that time at the start of the statement (not when it commits), so the model stamps the
+ * time the statement started running; otherwise the row keeps the time the worker gave it.
+ */
+const MERGE_STAMPS_PROCESSED_AT = /CURRENT_TIMESTAMP\(\)/.test(batchMergeSql('docline-sim.docline.documents'));
 
 export class Warehouse {
   readonly raw: RawRow[] = [];
@@ -158,6 +165,7 @@ export class Warehouse {
       else this.running++;
       try {
         const present = new Set(this.raw.map((r) => r.row.dedup_key));
+        const startedAt = this.time.clock.now().toISOString();
         await this.time.sleep(plan.latencyMs);
         if (plan.fault === 'concurrentUpdate') {
           this.faults.injected('bigquery.concurrentUpdate', keys, `statement ${record.index}`);
@@ -189,7 +197,8 @@ export class Warehouse {
         const inserted = new Set<string>();
         for (const row of rows ?? []) {
           if (present.has(row.dedup_key)) continue;
-          this.raw.push({ row, committedAtMs: this.time.nowMs(), statement: record.index, instance });
+          const stored = MERGE_STAMPS_PROCESSED_AT ? { ...row, processed_at: startedAt } : row;
+          this.raw.push({ row: stored, committedAtMs: this.time.nowMs(), statement: record.index, instance });
           inserted.add(row.dedup_key);
         }
         end(`inserted ${inserted.size}`);
