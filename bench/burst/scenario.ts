@@ -11,6 +11,7 @@ import { DEFAULT_CONTENT_TYPES, type DeliverySettings } from '../../worker/src/c
 import { objectUri } from '../../worker/src/core/event';
 import type { HandlerDeps } from '../../worker/src/core/handle';
 import type { Clock, Logger, ObjectRef, Reader, Store } from '../../worker/src/core/ports';
+import { finalizeAttributes } from '../../worker/src/reconcile/notification';
 import { staticTokenAuth } from '../../worker/test/support/fake-bigquery';
 import { textInvoices } from '../documents';
 import { bigQueryStoreFor } from './wiring';
@@ -287,15 +288,9 @@ export function burstAnnouncements(
       announcements.push({
         at,
         data: JSON.stringify(resource),
-        attributes: {
+        attributes: finalizeAttributes(resource, {
           notificationConfig: `projects/_/buckets/${BUCKET}/notificationConfigs/${c}`,
-          eventType: 'OBJECT_FINALIZE',
-          payloadFormat: 'JSON_API_V1',
-          bucketId: BUCKET,
-          objectId: name,
-          objectGeneration: generation,
-          eventTime: created,
-        },
+        }),
       });
     }
   }

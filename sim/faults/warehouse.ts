@@ -45,7 +45,9 @@ const TABLE = 'docline-sim:docline.documents';
  * records that time at the start of the statement (not when it commits), so the model stamps the
  * time the statement started running; otherwise the row keeps the time the worker gave it.
  */
-const MERGE_STAMPS_PROCESSED_AT = /CURRENT_TIMESTAMP\(\)/.test(batchMergeSql('docline-sim.docline.documents'));
+const MERGE_STAMPS_PROCESSED_AT = /CURRENT_TIMESTAMP\(\)/.test(
+  batchMergeSql('docline-sim.docline.documents'),
+);
 
 export class Warehouse {
   readonly raw: RawRow[] = [];
