@@ -45,7 +45,7 @@ export class GeminiModel {
   constructor(
     private readonly time: SimClock,
     private readonly schedule: FaultSchedule['gemini'],
-    private readonly kinds: Map<string, DocumentKind>,
+    private readonly documents: Map<string, { kind: DocumentKind; analysisMs: number }>,
     private readonly faults: FaultLog,
     private readonly keyOf: (name: string) => string,
   ) {}
@@ -69,8 +69,10 @@ export class GeminiModel {
         .split('\n')
         .find((l) => l.startsWith(DOCUMENT_MARKER))
         ?.slice(DOCUMENT_MARKER.length) ?? '';
-    const kind = this.kinds.get(name) ?? 'invoice';
-    const plan = this.schedule.calls[this.next++] ?? { latencyMs: 6_000, draw: 1 };
+    const doc = this.documents.get(name) ?? { kind: 'invoice', analysisMs: 6_000 };
+    const kind = doc.kind;
+    const scheduled = this.schedule.calls[this.next++] ?? { draw: 1 };
+    const plan = { ...scheduled, latencyMs: scheduled.latencyMs ?? doc.analysisMs };
     this.record.calls++;
     const key = this.keyOf(name);
 

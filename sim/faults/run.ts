@@ -113,7 +113,7 @@ export async function runSchedule(schedule: FaultSchedule): Promise<RunResult> {
   const objects = new Map<string, Buffer>();
   const documents: SimDocument[] = [];
   const keyOfName = new Map<string, string>();
-  const kinds = new Map<string, DocumentKind>();
+  const kinds = new Map<string, { kind: DocumentKind; analysisMs: number }>();
   const resources = schedule.documents.map((plan) => {
     const sample = samples[plan.index % samples.length]!;
     const bytes = Buffer.concat([sample.bytes, Buffer.from(`\n${DOCUMENT_MARKER}${plan.name}\n`)]);
@@ -122,7 +122,7 @@ export async function runSchedule(schedule: FaultSchedule): Promise<RunResult> {
     const key = objectUri(SIM_BUCKET, plan.name, generation);
     objects.set(key, bytes);
     keyOfName.set(plan.name, key);
-    kinds.set(plan.name, plan.kind);
+    kinds.set(plan.name, { kind: plan.kind, analysisMs: plan.analysisMs });
     const doc: SimDocument = { name: plan.name, key, kind: plan.kind, messageIds: [] };
     documents.push(doc);
     return {

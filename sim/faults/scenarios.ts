@@ -41,6 +41,7 @@ function plain(
       kind: 'invoice',
       notifications: 1,
       publishAtMs: 0,
+      analysisMs: 6_000,
       ...d,
     })),
     gemini: { calls: [], busy: [] },

@@ -46,6 +46,8 @@ export interface DocumentPlan {
   /** 2: a second notification config publishes the same upload again, at the same moment. */
   notifications: 1 | 2;
   publishAtMs: number;
+  /** How long Gemini takes over it when no fault says otherwise (3–9 s). */
+  analysisMs: number;
 }
 
 /** One call to a service: its latency, and the fault it meets (if any). */
@@ -62,7 +64,12 @@ export interface FaultSchedule {
   instances: number;
   documents: DocumentPlan[];
   gemini: {
-    calls: Array<CallPlan<'slowTail' | 'serverError' | 'hang'> & { draw: number }>;
+    /** Per call: a fault and its latency, or only `draw` (the call takes its document's `analysisMs`). */
+    calls: Array<
+      (CallPlan<'slowTail' | 'serverError' | 'hang'> | { latencyMs?: number; fault?: undefined }) & {
+        draw: number;
+      }
+    >;
     /** Bursts of the shared capacity: calls accepted in one are refused (429) with this share. */
     busy: Array<{ atMs: number; forMs: number; refuseShare: number }>;
   };
@@ -84,8 +91,10 @@ export type StallPoint = 'read' | 'analyze' | 'memo' | 'store';
 /** How often each fault is drawn; the soak's figures show how many were injected. */
 export const FAULT_RATES = Object.freeze({
   documents: { min: 3, max: 6 },
-  instances: 3,
-  poison: 0.09,
+  instances: { min: 1, max: 3 },
+  poison: 0.1,
+  /** After a poison document, the next one is poison too and uploaded with it: two refused rows in one batch. */
+  poisonPair: 0.8,
   safetyBlocked: 0.08,
   unreadable: 0.05,
   doubled: 0.2,
@@ -105,7 +114,7 @@ export const FAULT_RATES = Object.freeze({
   hungStatement: 0.012,
   stall: 0.35,
   sigterm: 0.2,
-  sigkill: 0.15,
+  sigkill: 0.2,
   redelivery: 0.06,
   pushes: 40,
 });
@@ -119,8 +128,21 @@ export function generateSchedule(seed: number): FaultSchedule {
   const chance = (p: number) => random() < p;
 
   const count = whole(r.documents.min, r.documents.max);
+  let instances = whole(r.instances.min, r.instances.max);
   const documents: DocumentPlan[] = [];
   for (let i = 0; i < count; i++) {
+    const previous = documents[i - 1];
+    if (previous?.kind === 'poison' && chance(r.poisonPair)) {
+      documents.push({
+        ...previous,
+        index: i,
+        name: `sim/${seed}/${String(i).padStart(2, '0')}-invoice.txt`,
+        notifications: 1,
+      });
+      // One instance, so that the pair's rows meet in one batch.
+      instances = 1;
+      continue;
+    }
     const u = random();
     const kind: DocumentKind =
       u < r.poison
@@ -136,6 +158,7 @@ export function generateSchedule(seed: number): FaultSchedule {
       kind,
       notifications: chance(r.doubled) ? 2 : 1,
       publishAtMs: Math.round(between(0, 20_000)),
+      analysisMs: Math.round(between(3_000, 9_000)),
     });
   }
   documents.sort((a, b) => a.publishAtMs - b.publishAtMs || a.index - b.index);
@@ -152,7 +175,7 @@ export function generateSchedule(seed: number): FaultSchedule {
       gemini.calls.push({ latencyMs: 400, fault: 'serverError', draw });
     else if (u < r.geminiSlowTail + r.geminiServerError + r.geminiHang)
       gemini.calls.push({ latencyMs, fault: 'hang', draw });
-    else gemini.calls.push({ latencyMs, draw });
+    else gemini.calls.push({ draw });
   }
   const bursts = whole(0, r.geminiBusyBursts);
   for (let b = 0; b < bursts; b++) {
@@ -198,13 +221,13 @@ export function generateSchedule(seed: number): FaultSchedule {
   if (chance(r.sigterm))
     cloudRun.signals.push({
       atMs: Math.round(between(2_000, 60_000)),
-      instance: whole(0, r.instances - 1),
+      instance: whole(0, instances - 1),
       signal: 'SIGTERM',
     });
   if (chance(r.sigkill))
     cloudRun.signals.push({
       atMs: Math.round(between(2_000, 60_000)),
-      instance: whole(0, r.instances - 1),
+      instance: whole(0, instances - 1),
       signal: 'SIGKILL',
     });
 
@@ -214,7 +237,7 @@ export function generateSchedule(seed: number): FaultSchedule {
       pubsub.redeliveries.push({ push: p, afterMs: Math.round(between(500, 20_000)) });
   }
 
-  return { seed, instances: r.instances, documents, gemini, memo, bigquery, cloudRun, pubsub };
+  return { seed, instances, documents, gemini, memo, bigquery, cloudRun, pubsub };
 }
 
 /** The option whose share of [0, 1) holds `u` (shares in order; past them all, undefined). */
