@@ -4,7 +4,7 @@ import { checkInvariants, INVARIANTS, type InvariantId } from '../faults/invaria
 import { runSchedule } from '../faults/run';
 import { SCENARIOS, scenarioProblems } from '../faults/scenarios';
 import { FAULT_KINDS, generateSchedule } from '../faults/schedule';
-import { broken, type FaultsSection, runSoak } from '../faults/soak';
+import { broken, coveringSeeds, type FaultsSection, runSoak } from '../faults/soak';
 
 /**
  * `npm run sim`: the fault simulator's commands.
@@ -14,6 +14,8 @@ import { broken, type FaultsSection, runSoak } from '../faults/soak';
  *   npm run sim -- --seeds 1000 [--from S]  the soak: seeds S … S+999, figures into
  *                                           bench/results.json → faults
  *   npm run sim -- --scenario NAME|all      one of the eight named scenarios (or all)
+ *   npm run sim -- --cover N                seeds among 1…N that hold I1–I6 and together
+ *                                           inject every fault kind (test:sim's fixed set)
  *
  * Exit status 1 when an invariant broke (the seed is printed with it).
  */
@@ -125,6 +127,13 @@ async function main(): Promise<number> {
     return replay(wholeNumber('seed', seed), Math.max(1, wholeNumber('replays', arg('replays') ?? '1')));
   if (seeds !== undefined) return soak(wholeNumber('seeds', seeds), wholeNumber('from', arg('from') ?? '1'));
   if (scenario !== undefined) return scenarios(scenario);
+  const cover = arg('cover');
+  if (cover !== undefined) {
+    const { seeds: chosen, uncovered } = await coveringSeeds(wholeNumber('cover', cover));
+    console.log(`seeds that hold I1–I6 and cover every fault kind: ${chosen.join(', ')}`);
+    if (uncovered.length > 0) console.log(`no passing seed injects: ${uncovered.join(', ')}`);
+    return uncovered.length > 0 ? 1 : 0;
+  }
   console.error(
     'usage: npm run sim -- --seed N [--replays K] | --seeds COUNT [--from S] | --scenario NAME|all',
   );
