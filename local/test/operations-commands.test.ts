@@ -17,6 +17,8 @@ const NOT_LOCAL_COMMANDS: Record<string, string> = {
   'test:policy-pack': 'the test suites, described in docs/testing.md',
   'test:emulators': 'the test suites, described in docs/testing.md',
   'test:reliability': 'the test suites, described in docs/testing.md',
+  'test:sim': 'the test suites, described in docs/testing.md',
+  sim: 'the fault simulator (replay a seed, the soak, the named scenarios), described in docs/testing.md',
   build: 'compiles the worker for its container image; nobody runs it by hand',
   bench: 'the benchmark, described in bench/README.md',
   'check:notifications': "checks a deployed bucket's notifications in the cloud, described in docs/deploy.md",

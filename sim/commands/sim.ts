@@ -1,6 +1,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { checkInvariants, INVARIANTS, type InvariantId } from '../faults/invariants';
+import { replaceFaultFigures } from '../faults/report';
 import { runSchedule } from '../faults/run';
 import { SCENARIOS, scenarioProblems } from '../faults/scenarios';
 import { FAULT_KINDS, generateSchedule } from '../faults/schedule';
@@ -23,6 +24,7 @@ import { broken, coveringSeeds, type FaultsSection, runSoak } from '../faults/so
 const ROOT = path.join(__dirname, '..', '..');
 export const TRACE_DIR = path.join(ROOT, '.sim');
 const RESULTS = path.join(ROOT, 'bench', 'results.json');
+const TESTING_DOC = path.join(ROOT, 'docs', 'testing.md');
 
 function arg(name: string): string | undefined {
   const i = process.argv.indexOf(`--${name}`);
@@ -87,6 +89,7 @@ async function soak(count: number, first: number): Promise<number> {
   const seconds = (performance.now() - started) / 1000;
   const previous = JSON.parse(readFileSync(RESULTS, 'utf8')) as Record<string, unknown>;
   writeFileSync(RESULTS, `${JSON.stringify({ ...previous, faults: section }, null, 2)}\n`);
+  writeFileSync(TESTING_DOC, replaceFaultFigures(readFileSync(TESTING_DOC, 'utf8'), section));
   console.log(`seeds run: ${section.seeds} (${first}–${first + count - 1}) in ${seconds.toFixed(0)} s`);
   console.log('faults injected by kind:');
   for (const k of FAULT_KINDS) console.log(`  ${k.padEnd(32)} ${section.faultsByKind[k]}`);
@@ -97,7 +100,9 @@ async function soak(count: number, first: number): Promise<number> {
     `extra raw rows: ${section.extraRawRows}; paid analyses per document: ${section.analysesPerDocument.toFixed(3)}`,
   );
   for (const line of brokenSeeds) console.log(line);
-  console.log(`figures written to ${path.relative(process.cwd(), RESULTS)} → faults`);
+  console.log(
+    `figures written to ${path.relative(process.cwd(), RESULTS)} → faults, and ${path.relative(process.cwd(), TESTING_DOC)}`,
+  );
   return brokenSeeds.length > 0 ? 1 : 0;
 }
 
