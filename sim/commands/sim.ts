@@ -13,7 +13,8 @@ import { broken, coveringSeeds, type FaultsSection, runSoak } from '../faults/so
  *   npm run sim -- --seed N [--replays K]   replays seed N, writes its schedule and trace to
  *                                           .sim/seed-N.json; K > 1 runs it K times and compares
  *   npm run sim -- --seeds 1000 [--from S]  the soak: seeds S … S+999, figures into
- *                                           bench/results.json → faults
+ *                [--replays K]              bench/results.json → faults; K > 1 runs each seed K
+ *                                           times and counts identical replays
  *   npm run sim -- --scenario NAME|all      one of the eight named scenarios (or all)
  *   npm run sim -- --cover N                seeds among 1…N that hold I1–I6 and together
  *                                           inject every fault kind (test:sim's fixed set)
@@ -73,12 +74,23 @@ async function replay(seed: number, replays: number): Promise<number> {
   return bad.length > 0 ? 1 : 0;
 }
 
-async function soak(count: number, first: number): Promise<number> {
+async function soak(count: number, first: number, replays: number): Promise<number> {
   const started = performance.now();
   const brokenSeeds: string[] = [];
+  const replay = { seeds: 0, identical: 0, brokenSeeds: 0, brokenIdentical: 0 };
   const section: FaultsSection = await runSoak(count, {
     first,
-    onSeed: (seed, verdict) => {
+    onSeed: async (seed, verdict, result) => {
+      for (let i = 1; i < replays; i++) {
+        const again = await runSchedule(generateSchedule(seed));
+        const same = again.traceHash === result.traceHash;
+        replay.seeds++;
+        if (same) replay.identical++;
+        if (broken(verdict).length > 0) {
+          replay.brokenSeeds++;
+          if (same) replay.brokenIdentical++;
+        }
+      }
       for (const [id, list] of broken(verdict)) brokenSeeds.push(`seed ${seed} breaks ${id}: ${list[0]}`);
       if ((seed - first + 1) % 100 === 0)
         process.stderr.write(
@@ -100,6 +112,10 @@ async function soak(count: number, first: number): Promise<number> {
     `extra raw rows: ${section.extraRawRows}; paid analyses per document: ${section.analysesPerDocument.toFixed(3)}`,
   );
   for (const line of brokenSeeds) console.log(line);
+  if (replays > 1)
+    console.log(
+      `replays: ${replay.identical} of ${replay.seeds} identical to their seed's first run; of the broken seeds, ${replay.brokenIdentical} of ${replay.brokenSeeds} broke again identically`,
+    );
   console.log(
     `figures written to ${path.relative(process.cwd(), RESULTS)} → faults, and ${path.relative(process.cwd(), TESTING_DOC)}`,
   );
@@ -130,7 +146,12 @@ async function main(): Promise<number> {
   const scenario = arg('scenario');
   if (seed !== undefined)
     return replay(wholeNumber('seed', seed), Math.max(1, wholeNumber('replays', arg('replays') ?? '1')));
-  if (seeds !== undefined) return soak(wholeNumber('seeds', seeds), wholeNumber('from', arg('from') ?? '1'));
+  if (seeds !== undefined)
+    return soak(
+      wholeNumber('seeds', seeds),
+      wholeNumber('from', arg('from') ?? '1'),
+      Math.max(1, wholeNumber('replays', arg('replays') ?? '1')),
+    );
   if (scenario !== undefined) return scenarios(scenario);
   const cover = arg('cover');
   if (cover !== undefined) {

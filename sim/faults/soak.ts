@@ -31,7 +31,10 @@ export function broken(verdict: Verdict): Array<[InvariantId, string[]]> {
  */
 export async function runSoak(
   count: number,
-  options: { first?: number; onSeed?: (seed: number, verdict: Verdict, result: RunResult) => void } = {},
+  options: {
+    first?: number;
+    onSeed?: (seed: number, verdict: Verdict, result: RunResult) => void | Promise<void>;
+  } = {},
 ): Promise<FaultsSection> {
   const first = options.first ?? 1;
   const faultsByKind = Object.fromEntries(FAULT_KINDS.map((k) => [k, 0])) as Record<FaultKind, number>;
@@ -46,7 +49,7 @@ export async function runSoak(
     extraRawRows += verdict.extraRawRows.length;
     paid += Object.values(result.record.paidByDocument).reduce((a, b) => a + b, 0);
     documents += result.record.documents.length;
-    options.onSeed?.(seed, verdict, result);
+    await options.onSeed?.(seed, verdict, result);
   }
   return {
     seeds: count,
