@@ -189,6 +189,11 @@ export class CloudRunModel {
       res.write = (() => true) as typeof res.write;
       res.end = (() => {
         end(res.statusCode);
+        // What the HTTP server emits once an answer is sent and the exchange is over.
+        queueMicrotask(() => {
+          res.emit('finish');
+          res.emit('close');
+        });
         return res;
       }) as typeof res.end;
       this.killers.set(record, () => answer(503));
