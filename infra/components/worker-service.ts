@@ -73,6 +73,7 @@ export function workerEnvironment(input: {
     ANALYZER_QUOTA_WAIT_MS: String(s.analyzerQuotaWaitMs),
     ANALYZER_MAX_IN_FLIGHT: String(s.analyzerMaxInFlight),
     READ_TIMEOUT_MS: String(s.readTimeoutMs),
+    REQUEST_TIMEOUT_SECONDS: String(s.workerTimeoutSeconds),
     MAX_OBJECT_BYTES: String(s.maxObjectBytes),
     PUSH_BODY_LIMIT_BYTES: String(s.pushBodyLimitBytes),
     BATCH_MAX_ROWS: String(s.batchMaxRows),

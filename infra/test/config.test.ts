@@ -50,14 +50,14 @@ describe('parseStackConfig', () => {
 
   it('refuses an ack deadline that is not above the worker timeout plus the margin, naming both keys and the fix', () => {
     const problems = problemsOf({
-      ackDeadlineSeconds: '95',
-      workerTimeoutSeconds: '90',
+      ackDeadlineSeconds: '205',
+      workerTimeoutSeconds: '200',
       analyzerQuotaWaitMs: '15000',
     });
 
     expect(problems).toEqual([
       expect.stringMatching(
-        /^ackDeadlineSeconds \(95\) must be at least workerTimeoutSeconds \(90\) \+ 10s margin: raise/,
+        /^ackDeadlineSeconds \(205\) must be at least workerTimeoutSeconds \(200\) \+ 10s margin: raise/,
       ),
     ]);
   });
@@ -229,12 +229,18 @@ describe('parseStackConfig: delivery relations', () => {
     expect(problemsOf({ maxInstances: '20', writeMode: 'append' })).toEqual([]);
   });
 
-  it('refuses a worker timeout that does not cover the analysis, the batch wait and the merge interval', () => {
+  it("refuses a worker timeout that does not cover a delivery's longest path: both batches, the memo, the line, a read and both analyzer calls", () => {
+    // 2 × (10 + 25 + 2) + 4 × 5 + 300 + 20 + 2 × 60 = 534 s, over 500 s less the 2 s to answer.
     expect(problemsOf({ batchMaxWaitMs: '10000', mergeMinIntervalMs: '25000' })).toEqual([
       expect.stringMatching(
-        /^analyzerTimeoutMs \(60000\) \+ analyzerQuotaWaitMs \(420000\) \+ 2 × \(batchMaxWaitMs \(10000\) \+ mergeMinIntervalMs \(25000\)\) must stay below workerTimeoutSeconds \(500s\)/,
+        /^A delivery's longest path takes 534000 ms: .*analyzerQuotaWaitMs 300000.*2 analyzer calls \(analyzerTimeoutMs 60000\).*workerTimeoutSeconds \(500s\) less 2000 ms to answer \(498000 ms\)/,
       ),
     ]);
+    // The defaults fit, and so does the prod example's 8 s MERGE interval.
+    expect(problemsOf({})).toEqual([]);
+    expect(problemsOf({ mergeMinIntervalMs: '8000' })).toEqual([]);
+    // The analyzer's second call counts: a 120 s timeout no longer fits.
+    expect(problemsOf({ analyzerTimeoutMs: '120000' })).toHaveLength(1);
   });
 
   it('chooses the Gemini location from the data location unless one is set', () => {

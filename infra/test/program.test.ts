@@ -267,6 +267,7 @@ describe('the docline program with the dev stack file', () => {
         ANALYZER_QUOTA_WAIT_MS: String(DELIVERY_DEFAULTS.analyzerQuotaWaitMs),
         ANALYZER_MAX_IN_FLIGHT: String(DELIVERY_DEFAULTS.analyzerMaxInFlight),
         READ_TIMEOUT_MS: '20000',
+        REQUEST_TIMEOUT_SECONDS: String(DELIVERY_DEFAULTS.workerTimeoutSeconds),
         MAX_OBJECT_BYTES: String(20 * 1024 * 1024),
         PUSH_BODY_LIMIT_BYTES: String(256 * 1024),
         BATCH_MAX_ROWS: '500',

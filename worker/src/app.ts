@@ -1,6 +1,8 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { type Answer, answerForError, answerForOutcome, errorCode } from './answers';
-import { bodyParserError } from './core/errors';
+import { DELIVERY_DEFAULTS, deliveryBudgetMs } from './contract/settings';
+import { type Deadline, Deadlines, ShuttingDownError } from './core/deadline';
+import { bodyParserError, TransientError } from './core/errors';
 import { parsePush } from './core/event';
 import { type HandlerDeps, handle } from './core/handle';
 import type { Logger } from './core/ports';
@@ -15,6 +17,11 @@ export interface AppDeps extends HandlerDeps {
   authenticate?: (authorization: string | undefined) => Promise<void>;
   /** Monotonic time in ms for latencies; injectable for tests. */
   monotonicMs?: () => number;
+  /**
+   * The deadlines of the deliveries in flight: one per request, from the request timeout (by
+   * default the default worker timeout). The composition root drains them at scale-in.
+   */
+  deadlines?: Deadlines;
 }
 
 /**
@@ -25,6 +32,7 @@ export function createApp(deps: AppDeps): express.Express {
   const app = express();
   app.disable('x-powered-by');
   const monotonicMs = deps.monotonicMs ?? (() => performance.now());
+  const deadlines = deps.deadlines ?? new Deadlines(deliveryBudgetMs(DELIVERY_DEFAULTS), deps.clock);
 
   app.get('/healthz', async (_req, res) => {
     try {
@@ -49,14 +57,27 @@ export function createApp(deps: AppDeps): express.Express {
   // Pub/Sub sends application/json; any other type is still parsed so that it gets a clear 400.
   const parseJson = express.json({ limit: deps.pushBodyLimitBytes, type: () => true, strict: false });
 
-  app.post('/push', authenticate, parseJson, async (req, res) => {
+  // The delivery's deadline starts when its request arrives, before the token and the body are read.
+  const startDeadline = (_req: Request, res: Response, next: NextFunction) => {
+    if (deadlines.isDraining) {
+      const answer = answerForError(new ShuttingDownError('a new push'));
+      res.status(answer.http).json(answer.body);
+      return;
+    }
+    const deadline = deadlines.start();
+    res.locals.deadline = deadline;
+    res.on('close', () => deadlines.end(deadline));
+    next();
+  };
+
+  app.post('/push', startDeadline, authenticate, parseJson, async (req, res) => {
     const started = monotonicMs();
     let logger = deps.logger.child(traceFields(req.headers, deps.projectId));
     let answer: Answer;
     try {
       const event = parsePush(req.body);
       logger = logger.child({ messageId: event.messageId });
-      const outcome = await handle(event, deps);
+      const outcome = await handle(event, deps, res.locals.deadline as Deadline);
       answer = answerForOutcome(outcome);
       // The outcome line is written at any LOG_LEVEL: the stack's metrics and alerts count it.
       const fields = outcomeFields({
@@ -98,12 +119,17 @@ export function createApp(deps: AppDeps): express.Express {
 
 function logFailure(logger: Logger, error: unknown, answer: Answer, latencyMs: number): void {
   const code = errorCode(error);
+  // Tokens paid before a transient failure (a first analyzer call, then a 429) are counted too.
+  const usage = error instanceof TransientError ? error.usage : undefined;
   const fields = outcomeFields({
     status: 'error',
     error: code,
     httpStatus: answer.http,
     latencyMs,
     cause: error,
+    ...(usage
+      ? { tokens: usage.totalTokens, promptTokens: usage.promptTokens, outputTokens: usage.outputTokens }
+      : {}),
   });
   if (code === 'transient')
     logger.warn(`transient failure, Pub/Sub will retry: ${(error as Error).message}`, fields);

@@ -65,6 +65,8 @@ export interface WorkerConfig {
   maxObjectBytes: number;
   allowedContentTypes: readonly string[];
   pushBodyLimitBytes: number;
+  /** Cloud Run's request timeout of the worker: every delivery's deadline is derived from it. */
+  requestTimeoutSeconds: number;
   store: StoreConfig;
   reader: ReaderConfig;
   analyzer: AnalyzerConfig;
@@ -120,6 +122,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Worke
     if (!/^[a-z0-9.+-]+\/[a-z0-9.+-]+$/.test(t))
       problems.push(`ALLOWED_CONTENT_TYPES has an invalid MIME type "${t}".`);
   }
+  const requestTimeoutSeconds = integer(
+    'REQUEST_TIMEOUT_SECONDS',
+    DELIVERY_DEFAULTS.workerTimeoutSeconds,
+    3,
+    3600,
+  );
   const logLevel = oneOf('LOG_LEVEL', LOG_LEVELS, 'INFO');
   const projectId = text('GOOGLE_CLOUD_PROJECT');
 
@@ -228,6 +236,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Worke
     maxObjectBytes,
     allowedContentTypes: Object.freeze(allowedContentTypes),
     pushBodyLimitBytes,
+    requestTimeoutSeconds,
     store,
     reader,
     analyzer,

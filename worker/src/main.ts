@@ -2,6 +2,8 @@ import type { Server } from 'node:http';
 import { QuotaGate } from './adapters/quota-gate';
 import { createApp } from './app';
 import { loadConfig, type WorkerConfig } from './config';
+import { ANSWER_MARGIN_MS, deliveryBudgetMs, SHUTDOWN_GRACE_MS } from './contract/settings';
+import { Deadlines } from './core/deadline';
 import type { HandlerDeps } from './core/handle';
 import { AnalysisMemo } from './core/memo';
 import {
@@ -159,8 +161,15 @@ export async function buildAdapters(config: WorkerConfig, logger: Logger): Promi
 export interface RunningWorker {
   server: Server;
   port: number;
-  /** Stops accepting requests, lets in-flight ones finish, closes the store. */
-  stop(): Promise<void>;
+  /** The line of deliveries waiting for a turn at the analyzer (for logs and tests). */
+  admission: QuotaGate;
+  /**
+   * Scale-in, within `graceMs` (Cloud Run's 10 s by default): new pushes are answered 503, the
+   * deliveries waiting for a turn or for a concurrent delivery's lease are answered 503 at once,
+   * the rows waiting in a batch are written now, the work under way keeps until the end of the
+   * grace period (less a margin to answer), then the store closes.
+   */
+  stop(graceMs?: number): Promise<void>;
 }
 
 /** Serves the worker with the given adapters; the test composition wraps adapters and calls this. */
@@ -169,6 +178,11 @@ export async function serve(
   adapters: Adapters,
   logger: Logger,
 ): Promise<RunningWorker> {
+  const admission = new QuotaGate(config.admission);
+  const deadlines = new Deadlines(
+    deliveryBudgetMs({ workerTimeoutSeconds: config.requestTimeoutSeconds }),
+    systemClock,
+  );
   const deps: HandlerDeps = {
     store: adapters.store,
     reader: adapters.reader,
@@ -179,7 +193,7 @@ export async function serve(
     workerVersion: config.workerVersion,
     // A spent quota is waited out in line, inside the request (bounded), rather than nacked into
     // Pub/Sub's backoff; the line also bounds the documents held in memory at once.
-    admission: new QuotaGate(config.admission),
+    admission,
     ...(adapters.memo && config.memo
       ? { memo: new AnalysisMemo(adapters.memo, { ttlMs: config.memo.ttlMs, logger }) }
       : {}),
@@ -190,6 +204,7 @@ export async function serve(
     pushBodyLimitBytes: config.pushBodyLimitBytes,
     projectId: config.projectId,
     authenticate: adapters.authenticate,
+    deadlines,
   });
   const server = await new Promise<Server>((resolve, reject) => {
     const s = app.listen(config.port, (error?: Error) => (error ? reject(error) : resolve(s)));
@@ -207,14 +222,33 @@ export async function serve(
     memo: config.memo?.kind ?? 'off',
   });
   let stopping: Promise<void> | undefined;
-  const stop = () => {
+  const stop = (graceMs = SHUTDOWN_GRACE_MS) => {
     stopping ??= (async () => {
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      const workMs = Math.max(0, graceMs - ANSWER_MARGIN_MS);
+      logger.info('shutting down: answering waiting deliveries, writing batched rows', {
+        inFlight: deadlines.inFlight,
+        graceMs,
+      });
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      deadlines.drain(workMs);
+      adapters.store.drain?.();
+      server.closeIdleConnections();
+      // Every delivery in flight is answered by its drained deadline; the timer is a backstop.
+      let backstop: NodeJS.Timeout | undefined;
+      await Promise.race([
+        deadlines.idle(),
+        new Promise<void>((resolve) => {
+          backstop = setTimeout(resolve, workMs + ANSWER_MARGIN_MS / 2);
+        }),
+      ]);
+      clearTimeout(backstop);
+      server.closeAllConnections();
+      await closed;
       await adapters.store.close?.();
     })();
     return stopping;
   };
-  return { server, port, stop };
+  return { server, port, admission, stop };
 }
 
 /** Starts the worker from the environment and stops it cleanly on SIGTERM/SIGINT. */

@@ -2,6 +2,7 @@ import { OAuth2Client } from 'google-auth-library';
 import { createGeminiClient, GeminiAnalyzer } from '../src/adapters/gemini-analyzer';
 import { INVOICE_PROMPT } from '../src/adapters/gemini-prompt';
 import { analysisJsonSchema } from '../src/contract/analysis';
+import { Deadline } from '../src/core/deadline';
 import { ConfigurationError, RejectionError, TransientError } from '../src/core/errors';
 import type { AnalyzerInput } from '../src/core/ports';
 import {
@@ -162,6 +163,34 @@ describe('GeminiAnalyzer', () => {
         totalTokens: 32,
       });
       expect(fake.requests).toHaveLength(2);
+    });
+
+    it('interleaving 5: carries the tokens of a paid first call when the second gets a 429', async () => {
+      fake.respondWith(() => {
+        // The 429 answers the second request: the first is answered (and billed) before it.
+        fake.failNext(429, 1);
+        return geminiResponse('not json at all', { usage: { prompt: 10, candidates: 5, thoughts: 1 } });
+      });
+      const error = await analyzer.analyze(input).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(TransientError);
+      expect(error).toMatchObject({ code: 'analyzer_rate_limited' });
+      expect((error as TransientError).usage).toEqual({ promptTokens: 10, outputTokens: 6, totalTokens: 16 });
+    });
+
+    it("interleaving 3: does not start a second call that could outlive the delivery's deadline", async () => {
+      let nowMs = Date.parse('2026-11-30T09:00:00.000Z');
+      const clock = { now: () => new Date(nowMs) };
+      // 3 s left: enough for one 2 s call, and the first call takes 1.5 s of it.
+      const deadline = new Deadline(nowMs + 3_000, clock);
+      fake.respondWith(() => {
+        nowMs += 1_500;
+        return geminiResponse('not json at all', { usage: { prompt: 10, candidates: 5, thoughts: 0 } });
+      });
+      const error = await analyzer.analyze({ ...input, deadline }).catch((e: unknown) => e);
+      expect(fake.requests).toHaveLength(1);
+      expect(error).toBeInstanceOf(TransientError);
+      expect(error).toMatchObject({ code: 'deadline_exceeded' });
+      expect((error as TransientError).usage?.totalTokens).toBe(15);
     });
 
     it('treats an answer cut off at MAX_TOKENS as invalid', async () => {

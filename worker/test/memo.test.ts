@@ -3,8 +3,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { FileMemoStore } from '../src/adapters/file-memo-store';
 import { MemoryMemoStore } from '../src/adapters/memory-memo-store';
+import { QuotaGate, RATE_LIMITED } from '../src/adapters/quota-gate';
 import type { AnalysisResult } from '../src/contract/analysis';
-import { TransientError } from '../src/core/errors';
+import { Deadline, DeadlineError } from '../src/core/deadline';
+import { RejectionError, TransientError } from '../src/core/errors';
 import { parsePush } from '../src/core/event';
 import { handle } from '../src/core/handle';
 import { AnalysisMemo } from '../src/core/memo';
@@ -12,6 +14,7 @@ import type { Clock, MemoEntry, MemoStore } from '../src/core/ports';
 import { pushBody } from './support/builders';
 import { MemoryLogger, sampleAnalysis } from './support/fakes';
 import { handlerDeps } from './support/handler';
+import { ManualTime, settle } from './support/manual-time';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 const KEY = 'gs://acme-invoices-dev/2026/11/facture-0042.txt#1764460800123456';
@@ -322,5 +325,133 @@ describe('handle with the memo', () => {
     expect(outcome).toMatchObject({ status: 'ok', analysed: true });
     expect(analyzer.calls).toHaveLength(1);
     expect(store.rowsFor(outcome.dedupKey)).toHaveLength(1);
+  });
+});
+
+describe('interleaving 4: a lease shorter than the work', () => {
+  /** Two instances over one memo store, on a clock and timers the test moves. */
+  function twoInstances(time: ManualTime) {
+    const store = new MemoryMemoStore();
+    // Default lease settings: only the deadline sizes the lease.
+    const make = () => new AnalysisMemo(store, { ttlMs: 8 * DAY_MS, clock: time.clock, sleep: time.sleep });
+    return { store, a: make(), b: make() };
+  }
+  const deadline = (time: ManualTime, ms: number) => Deadline.after(ms, time.clock, time);
+
+  it("keeps the lease for the holder's whole analysis: a 100 s analysis on one instance is not paid again on another", async () => {
+    const time = new ManualTime();
+    const { a, b } = twoInstances(time);
+    let finish: (r: AnalysisResult) => void = () => {};
+    const workA = jest.fn(() => new Promise<AnalysisResult>((resolve) => (finish = resolve)));
+    const workB = jest.fn(async () => paid(9999));
+    // A doubled notification: the same upload reaches two instances together.
+    const first = a.analyse(KEY, 'v1', workA, undefined, deadline(time, 498_000));
+    await settle();
+    const second = b.analyse(KEY, 'v1', workB, undefined, deadline(time, 498_000));
+    await time.advance(100_000);
+    finish(paid());
+    await time.advance(1_000);
+    expect(await first).toMatchObject({ source: 'analyzer' });
+    expect(await second).toEqual({ result: paid(), source: 'shared' });
+    expect(workB).not.toHaveBeenCalled();
+  });
+
+  it("takes the lease until the holder's deadline, past which none of its calls may run", async () => {
+    const time = new ManualTime();
+    const { store, a } = twoInstances(time);
+    const held = deadline(time, 498_000);
+    await a.analyse(KEY, 'v1', async () => paid(), undefined, held);
+    expect(store.leases.get(AnalysisMemo.key(KEY, 'v1'))?.getTime()).toBe(held.atMs);
+  });
+
+  it('still expires on its own when the holder dies: the waiting delivery then does the work', async () => {
+    const time = new ManualTime();
+    const { store, b } = twoInstances(time);
+    // The holder took its lease until its deadline, then its instance was killed.
+    await store.lease(AnalysisMemo.key(KEY, 'v1'), new Date(time.ms + 60_000));
+    const work = jest.fn(async () => paid());
+    const started = time.ms;
+    const outcome = b.analyse(KEY, 'v1', work, undefined, deadline(time, 498_000));
+    await time.advance(61_000);
+    expect(await outcome).toMatchObject({ source: 'analyzer' });
+    expect(work).toHaveBeenCalledTimes(1);
+    expect(started + 60_000).toBeLessThanOrEqual(time.ms);
+  });
+
+  it("answers 503 without paying when its own deadline comes before the holder's analysis", async () => {
+    const time = new ManualTime();
+    const { store, b } = twoInstances(time);
+    await store.lease(AnalysisMemo.key(KEY, 'v1'), new Date(time.ms + 400_000));
+    const work = jest.fn(async () => paid());
+    const outcome = b.analyse(KEY, 'v1', work, undefined, deadline(time, 30_000)).catch((e: unknown) => e);
+    await time.advance(31_000);
+    expect(await outcome).toBeInstanceOf(DeadlineError);
+    expect(work).not.toHaveBeenCalled();
+  });
+});
+
+describe('interleaving 5: paid work paid again', () => {
+  const INVOICE = 'FACTURE N° F-2026-0042\nTotal TTC : 1 234,56 €\n';
+  const usage = { promptTokens: 2400, outputTokens: 600, totalTokens: 3000 };
+
+  function setup(admission?: QuotaGate) {
+    const memoStore = new MemoryMemoStore();
+    const { store, reader, analyzer, deps } = handlerDeps({
+      clock: new ManualClock(),
+      memo: new AnalysisMemo(memoStore, { ttlMs: 8 * DAY_MS, clock: new ManualClock(), leaseMs: 0 }),
+      ...(admission ? { admission } : {}),
+    });
+    const body = pushBody('1', { size: Buffer.byteLength(INVOICE) });
+    const attrs = (body.message as { attributes: Record<string, string> }).attributes;
+    reader.put(attrs.bucketId!, attrs.objectId!, attrs.objectGeneration!, INVOICE);
+    // The first write fails (a full DML queue): Pub/Sub delivers again.
+    const record = store.record.bind(store);
+    let failures = 1;
+    store.record = async (row) => {
+      if (failures-- > 0)
+        throw new TransientError('bigquery_dml_queue_full', 'Too many DML statements outstanding');
+      return record(row);
+    };
+    return { store, analyzer, deps, body, memoStore };
+  }
+
+  it.each([
+    ['analysis_failed', "Gemini's answer did not match the analysis schema after 2 attempts"],
+    ['safety_blocked', 'Gemini blocked the document: PROHIBITED_CONTENT'],
+  ] as const)(
+    'replays a paid %s from the memo after a failed write, without paying again',
+    async (reason, detail) => {
+      const { store, analyzer, deps, body } = setup();
+      analyzer.failNext(new RejectionError(reason, detail, { usage }));
+      await expect(handle(parsePush(body), deps)).rejects.toMatchObject({ code: 'bigquery_dml_queue_full' });
+      const retry = await handle(parsePush(body), deps);
+      expect(retry).toMatchObject({ status: 'rejected', reason, analysed: false, memo: 'hit' });
+      expect(analyzer.calls).toHaveLength(1);
+      expect(store.rowsFor(retry.dedupKey)[0]).toMatchObject({
+        status: 'rejected',
+        reason,
+        total_tokens: 3000,
+      });
+    },
+  );
+
+  it('does not keep a refusal that cost nothing (the object is gone): the memo holds paid outcomes only', async () => {
+    const { deps, body, memoStore } = setup();
+    deps.reader = { read: async () => Promise.reject(new RejectionError('object_gone', 'generation gone')) };
+    await expect(handle(parsePush(body), deps)).rejects.toMatchObject({ code: 'bigquery_dml_queue_full' });
+    expect(memoStore.entries.size).toBe(0);
+  });
+
+  it('records the tokens of a paid first call when the second got a 429 and the gate ran the analysis again', async () => {
+    const gate = new QuotaGate({ maxInFlight: 2, maxWaitMs: 60_000, initialPauseMs: 0, maxPauseMs: 0 });
+    const { store, analyzer, deps, body } = setup(gate);
+    // First run: one call answered (paid) outside the schema, the second refused with a 429.
+    analyzer.failNext(new TransientError(RATE_LIMITED, 'Gemini: 429 RESOURCE_EXHAUSTED', { usage }));
+    await expect(handle(parsePush(body), deps)).rejects.toMatchObject({ code: 'bigquery_dml_queue_full' });
+    const retry = await handle(parsePush(body), deps);
+    expect(analyzer.calls).toHaveLength(2);
+    // 3000 tokens of the refused run + 1500 of the run that answered, kept in the memo with the result.
+    expect(store.rowsFor(retry.dedupKey)[0]).toMatchObject({ status: 'ok', total_tokens: 4500 });
+    expect(retry).toMatchObject({ memo: 'hit' });
   });
 });

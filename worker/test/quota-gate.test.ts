@@ -1,41 +1,8 @@
 import { isRateLimited, QuotaGate, RATE_LIMITED } from '../src/adapters/quota-gate';
 import { RejectionError, TransientError } from '../src/core/errors';
+import { ManualTime, settle } from './support/manual-time';
 
 const quotaSpent = () => new TransientError(RATE_LIMITED, 'Gemini: 429 RESOURCE_EXHAUSTED');
-
-/** A clock and timers the test moves by hand. */
-class ManualTime {
-  ms = Date.parse('2026-11-30T09:00:00.000Z');
-  private timers: Array<{ dueMs: number; callback: () => void; cancelled: boolean }> = [];
-  readonly clock = { now: () => new Date(this.ms) };
-  after(ms: number, callback: () => void) {
-    const timer = { dueMs: this.ms + ms, callback, cancelled: false };
-    this.timers.push(timer);
-    return {
-      cancel: () => {
-        timer.cancelled = true;
-      },
-    };
-  }
-  /** Moves the clock, firing each timer that falls due, in order. */
-  async advance(ms: number): Promise<void> {
-    const end = this.ms + ms;
-    for (;;) {
-      const due = this.timers
-        .filter((t) => !t.cancelled && t.dueMs <= end)
-        .sort((a, b) => a.dueMs - b.dueMs)[0];
-      if (!due) break;
-      due.cancelled = true;
-      this.ms = Math.max(this.ms, due.dueMs);
-      due.callback();
-      await settle();
-    }
-    this.ms = end;
-    await settle();
-  }
-}
-
-const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** A work the test finishes by hand: records when it started and how long its delivery waited. */
 class Works {

@@ -11,7 +11,7 @@ import {
   parseAnalysis,
   type Usage,
 } from '../contract/analysis';
-import { DELIVERY_DEFAULTS } from '../contract/settings';
+import { ANALYZER_CALLS_PER_ANALYSIS, DELIVERY_DEFAULTS } from '../contract/settings';
 import { ConfigurationError, RejectionError, TransientError } from '../core/errors';
 import type { Analyzer, AnalyzerInput, Logger } from '../core/ports';
 import { INVOICE_PROMPT } from './gemini-prompt';
@@ -49,7 +49,7 @@ export const SAFETY_FINISH_REASONS: readonly string[] = [
   'IMAGE_PROHIBITED_CONTENT',
 ];
 
-const MAX_ATTEMPTS = 2;
+const MAX_ATTEMPTS = ANALYZER_CALLS_PER_ANALYSIS;
 
 interface ApiErrorLike {
   name?: string;
@@ -129,7 +129,14 @@ export class GeminiAnalyzer implements Analyzer {
     const usage: Usage = { promptTokens: 0, outputTokens: 0, totalTokens: 0 };
     let problems = '';
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt += 1) {
-      const response = await this.generate(input);
+      let response: GenerateContentResponse;
+      try {
+        // A paid call that could outlive the delivery's deadline is not started (503 instead).
+        input.deadline?.check(`Gemini call ${attempt}`, this.timeoutMs);
+        response = await this.generate(input);
+      } catch (error) {
+        throw paidSoFar(error, usage);
+      }
       addUsage(usage, response);
       refuseIfBlocked(response, usage);
       const outcome = readAnswer(response);
@@ -176,6 +183,15 @@ export class GeminiAnalyzer implements Analyzer {
       throw geminiError(error);
     }
   }
+}
+
+/**
+ * A transient failure after a paid call (the first answered outside the schema, the second got a
+ * 429): it carries the tokens billed so far, so that they are recorded, never lost.
+ */
+function paidSoFar(error: unknown, usage: Usage): unknown {
+  if (!(error instanceof TransientError) || usage.totalTokens === 0 || error.usage) return error;
+  return new TransientError(error.code, error.message, { cause: error, usage: { ...usage } });
 }
 
 /** Refuses a blocked answer; the tokens billed so far go with the refusal into the row. */

@@ -1,4 +1,5 @@
 import type { Row } from '../contract/row';
+import { MIN_STATEMENT_MS } from '../contract/settings';
 import { Deadline, DeadlineError } from '../core/deadline';
 import { TransientError } from '../core/errors';
 import type { BatchStore, Logger, Store } from '../core/ports';
@@ -163,7 +164,7 @@ export class GroupCommitStore implements Store {
     private readonly options: GroupCommitOptions,
     nowMs?: () => number,
   ) {
-    this.minStatementMs = options.minStatementMs ?? 2_000;
+    this.minStatementMs = options.minStatementMs ?? MIN_STATEMENT_MS;
     this.maxIsolationStatements = options.maxIsolationStatements ?? 32;
     const batching = {
       maxItems: options.maxRows,

@@ -1,3 +1,4 @@
+import { Deadline, DeadlineError, ShuttingDownError } from '../core/deadline';
 import { TransientError } from '../core/errors';
 import type { Admission, Clock, Timers } from '../core/ports';
 import { realTimers, systemClock } from '../core/ports';
@@ -83,12 +84,16 @@ export class QuotaGate implements Admission {
     return this.waiting.length;
   }
 
-  async run<T>(work: (waitedMs: number) => Promise<T>): Promise<T> {
+  /**
+   * Runs `work` once admitted. The wait ends at `maxWaitMs` (a spent quota: 503), at the delivery's
+   * deadline (503), or at once when the instance drains (503).
+   */
+  async run<T>(work: (waitedMs: number) => Promise<T>, deadline: Deadline = Deadline.none()): Promise<T> {
     const startMs = this.nowMs();
     const deadlineMs = startMs + this.options.maxWaitMs;
     let retry = false;
     for (;;) {
-      await this.acquire(deadlineMs, retry);
+      await this.acquire(deadlineMs, retry, deadline);
       const admission = ++this.admissions;
       try {
         const result = await work(this.nowMs() - startMs);
@@ -114,30 +119,44 @@ export class QuotaGate implements Admission {
     return this.running < Math.floor(this.limit) && this.nowMs() >= this.pausedUntilMs;
   }
 
-  private acquire(deadlineMs: number, front: boolean): Promise<void> {
+  private acquire(waitUntilMs: number, front: boolean, deadline: Deadline): Promise<void> {
+    const what = 'waiting for a turn at the analyzer';
+    if (deadline.isDraining) return Promise.reject(new ShuttingDownError(what));
+    deadline.check(what);
     if ((front || this.waiting.length === 0) && this.hasRoom()) {
       this.running++;
       return Promise.resolve();
     }
     return new Promise((resolve, reject) => {
+      // The wait ends at maxWaitMs or at the delivery's deadline, whichever comes first.
+      const byDeadline = deadline.atMs < waitUntilMs;
+      const leave = (error: Error) => {
+        const at = this.waiting.indexOf(waiter);
+        if (at < 0) return;
+        this.waiting.splice(at, 1);
+        waiter.timer.cancel();
+        offDrain();
+        reject(error);
+      };
+      const offDrain = deadline.onDrain(() => leave(new ShuttingDownError(what)));
       const waiter: Waiter = {
         admit: () => {
           waiter.timer.cancel();
+          offDrain();
           this.running++;
           resolve();
         },
-        timer: this.timers.after(Math.max(0, deadlineMs - this.nowMs()), () => {
-          const at = this.waiting.indexOf(waiter);
-          if (at < 0) return;
-          this.waiting.splice(at, 1);
-          reject(
-            new TransientError(
-              RATE_LIMITED,
-              `the analyzer's quota stayed spent: not admitted within ${this.options.maxWaitMs} ms ` +
-                `(${this.running} analyses running here, ${this.waiting.length} deliveries still waiting)`,
-            ),
-          );
-        }),
+        timer: this.timers.after(Math.max(0, Math.min(waitUntilMs, deadline.atMs) - this.nowMs()), () =>
+          leave(
+            byDeadline
+              ? new DeadlineError(what, 'the delivery reached its deadline before its turn')
+              : new TransientError(
+                  RATE_LIMITED,
+                  `the analyzer's quota stayed spent: not admitted within ${this.options.maxWaitMs} ms ` +
+                    `(${this.running} analyses running here, ${this.waiting.length - 1} deliveries still waiting)`,
+                ),
+          ),
+        ),
       };
       if (front) this.waiting.unshift(waiter);
       else this.waiting.push(waiter);

@@ -63,6 +63,16 @@ export interface Usage {
   totalTokens: number;
 }
 
+/** The sum of two usages (either may be absent): the tokens of every paid call of a delivery. */
+export function addUsage(a: Usage | undefined, b: Usage | undefined): Usage | undefined {
+  if (!a || !b) return a ?? b;
+  return {
+    promptTokens: a.promptTokens + b.promptTokens,
+    outputTokens: a.outputTokens + b.outputTokens,
+    totalTokens: a.totalTokens + b.totalTokens,
+  };
+}
+
 /** What every analyzer returns. */
 export interface AnalysisResult {
   analysis: Analysis;

@@ -80,7 +80,7 @@ export const DELIVERY_DEFAULTS: Readonly<DeliverySettings> = Object.freeze({
   workerTimeoutSeconds: 500,
   ackDeadlineMarginSeconds: 10,
   analyzerTimeoutMs: 60_000,
-  analyzerQuotaWaitMs: 420_000,
+  analyzerQuotaWaitMs: 300_000,
   analyzerMaxInFlight: 40,
   readTimeoutMs: 20_000,
   // 7 days of message retention + 7 days of dead-letter retention + 1 day of margin.
@@ -131,6 +131,55 @@ export function dmlBudgetProblems(s: { maxInstances: number; mergeMinIntervalMs:
     );
   }
   return problems;
+}
+
+/** Cloud Run's grace period between SIGTERM and SIGKILL at scale-in. */
+export const SHUTDOWN_GRACE_MS = 10_000;
+
+/** Time kept at the end of a request, and of the grace period, to answer and close. */
+export const ANSWER_MARGIN_MS = 2_000;
+
+/** The least time a store statement is started with: a delivery with less left is answered 503. */
+export const MIN_STATEMENT_MS = 2_000;
+
+/** The longest one call to the memo of paid analyses (read, lease, keep) may take. */
+export const MEMO_CALL_TIMEOUT_MS = 5_000;
+
+/** Memo calls on one delivery's path: a read, a read again after a wait in line, a lease, a keep. */
+export const MEMO_CALLS_PER_DELIVERY = 4;
+
+/** Analyzer calls one analysis may make: a second when the first answer misses the schema. */
+export const ANALYZER_CALLS_PER_ANALYSIS = 2;
+
+/**
+ * The time one delivery may take: the request timeout less the margin to answer in. Every call of
+ * the delivery is bounded by a deadline this far from its arrival (core/deadline.ts).
+ */
+export function deliveryBudgetMs(s: Pick<DeliverySettings, 'workerTimeoutSeconds'>): number {
+  return s.workerTimeoutSeconds * 1000 - ANSWER_MARGIN_MS;
+}
+
+/**
+ * The longest path of a delivery that ends in a row, part by part: each part is bounded by its own
+ * timeout or wait. Waits that end with a 503 by design are not in it: a delivery waiting for a
+ * concurrent delivery's lease stops at its deadline (the holder's analysis is then in the memo for
+ * the retry), and the search for a refused row stops at the deadlines of the rows it holds.
+ */
+export function deliveryPathMs(
+  s: Pick<
+    DeliverySettings,
+    'batchMaxWaitMs' | 'mergeMinIntervalMs' | 'analyzerQuotaWaitMs' | 'readTimeoutMs' | 'analyzerTimeoutMs'
+  >,
+): Record<'lookup' | 'memo' | 'quotaWait' | 'read' | 'analysis' | 'write', number> {
+  const batchMs = s.batchMaxWaitMs + s.mergeMinIntervalMs + MIN_STATEMENT_MS;
+  return {
+    lookup: batchMs,
+    memo: MEMO_CALLS_PER_DELIVERY * MEMO_CALL_TIMEOUT_MS,
+    quotaWait: s.analyzerQuotaWaitMs,
+    read: s.readTimeoutMs,
+    analysis: ANALYZER_CALLS_PER_ANALYSIS * s.analyzerTimeoutMs,
+    write: batchMs,
+  };
 }
 
 /** The smallest `maximumBytesBilled` BigQuery accepts: any query bills at least 10 MiB. */
@@ -283,12 +332,17 @@ export function settingsProblems(s: DeliverySettings): string[] {
       `analyzerQuotaWaitMs must be a whole number of milliseconds ≥ 0 (got ${s.analyzerQuotaWaitMs}).`,
     );
   }
-  const batchWaitMs = s.batchMaxWaitMs + s.mergeMinIntervalMs;
-  if (s.analyzerTimeoutMs + s.analyzerQuotaWaitMs + 2 * batchWaitMs >= s.workerTimeoutSeconds * 1000) {
+  const path = deliveryPathMs(s);
+  const pathMs = Object.values(path).reduce((a, b) => a + b, 0);
+  if (pathMs > deliveryBudgetMs(s)) {
     problems.push(
-      `analyzerTimeoutMs (${s.analyzerTimeoutMs}) + analyzerQuotaWaitMs (${s.analyzerQuotaWaitMs}) + 2 × (batchMaxWaitMs (${s.batchMaxWaitMs}) + mergeMinIntervalMs (${s.mergeMinIntervalMs})) ` +
-        `must stay below workerTimeoutSeconds (${s.workerTimeoutSeconds}s): a delivery may wait for its lookup batch, the quota and its write batch. ` +
-        'Raise workerTimeoutSeconds (and ackDeadlineSeconds with it) or lower one of the others.',
+      `A delivery's longest path takes ${pathMs} ms: its lookup batch (batchMaxWaitMs ${s.batchMaxWaitMs} + mergeMinIntervalMs ` +
+        `${s.mergeMinIntervalMs} + a ${MIN_STATEMENT_MS} ms statement), ${MEMO_CALLS_PER_DELIVERY} memo calls of ${MEMO_CALL_TIMEOUT_MS} ms, ` +
+        `its wait in line (analyzerQuotaWaitMs ${s.analyzerQuotaWaitMs}), a read (readTimeoutMs ${s.readTimeoutMs}), ` +
+        `${ANALYZER_CALLS_PER_ANALYSIS} analyzer calls (analyzerTimeoutMs ${s.analyzerTimeoutMs}) and its write batch; it must fit in ` +
+        `workerTimeoutSeconds (${s.workerTimeoutSeconds}s) less ${ANSWER_MARGIN_MS} ms to answer (${deliveryBudgetMs(s)} ms), ` +
+        'or deliveries run out of time and are answered 503. Lower analyzerQuotaWaitMs first, or raise workerTimeoutSeconds ' +
+        '(and ackDeadlineSeconds with it).',
     );
   }
   if (s.analyzerTimeoutMs >= s.workerTimeoutSeconds * 1000) {

@@ -36,6 +36,7 @@ export class Deadline {
   private atMsValue: number;
   private draining = false;
   private readonly races = new Set<Race>();
+  private readonly drainListeners = new Set<() => void>();
 
   constructor(
     atMs: number,
@@ -144,6 +145,17 @@ export class Deadline {
     this.draining = true;
     this.atMsValue = Math.min(this.atMsValue, atMs);
     for (const race of [...this.races]) race.drained();
+    for (const listener of [...this.drainListeners]) listener();
+    this.drainListeners.clear();
+  }
+
+  /**
+   * Calls `listener` when the instance drains (for a wait that keeps its own queue, like the quota
+   * gate's line); returns the function that unsubscribes it.
+   */
+  onDrain(listener: () => void): () => void {
+    this.drainListeners.add(listener);
+    return () => this.drainListeners.delete(listener);
   }
 }
 
@@ -154,6 +166,7 @@ export class Deadline {
 export class Deadlines {
   private readonly live = new Set<Deadline>();
   private drainAtMs: number | undefined;
+  private idleWaiters: Array<() => void> = [];
 
   constructor(
     /** The time one delivery may take: the request timeout less a margin to answer in. */
@@ -172,11 +185,23 @@ export class Deadlines {
 
   end(deadline: Deadline): void {
     this.live.delete(deadline);
+    if (this.live.size === 0) for (const resolve of this.idleWaiters.splice(0)) resolve();
   }
 
   /** Deliveries in flight. */
   get inFlight(): number {
     return this.live.size;
+  }
+
+  /** Whether the instance is shutting down: a delivery that arrives now is answered 503 at once. */
+  get isDraining(): boolean {
+    return this.drainAtMs !== undefined;
+  }
+
+  /** Resolves when no delivery is in flight. */
+  idle(): Promise<void> {
+    if (this.live.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
   /** Every delivery in flight (and any that still starts) must be answered within `graceMs`. */

@@ -78,15 +78,28 @@ export class RejectionError extends CodedError<RejectionReason> {
   readonly answer = ERROR_ANSWERS.internal;
   /** Tokens billed before the refusal (a paid analysis that failed): the row records them too. */
   readonly usage: Usage | undefined;
-  constructor(reason: RejectionReason, message: string, options?: { cause?: unknown; usage?: Usage }) {
+  /** Set when the refusal was not paid by this delivery: replayed from the memo, or shared. */
+  readonly memo: 'hit' | 'shared' | undefined;
+  constructor(
+    reason: RejectionReason,
+    message: string,
+    options?: { cause?: unknown; usage?: Usage; memo?: 'hit' | 'shared' },
+  ) {
     super(reason, message, options);
     this.usage = options?.usage;
+    this.memo = options?.memo;
   }
 }
 
 /** A failure that a later delivery may not meet (store busy, analyzer rate-limited): Pub/Sub retries. */
 export class TransientError extends CodedError<string> {
   readonly answer = ERROR_ANSWERS.transient;
+  /** Tokens this delivery paid before the failure (a first attempt, then a 429): logged, never lost. */
+  readonly usage: Usage | undefined;
+  constructor(code: string, message: string, options?: { cause?: unknown; usage?: Usage }) {
+    super(code, message, options);
+    this.usage = options?.usage;
+  }
 }
 
 /**

@@ -1,11 +1,20 @@
-import type { Analysis, Usage } from '../contract/analysis';
+import { type Analysis, type AnalysisResult, addUsage, type Usage } from '../contract/analysis';
 import type { Row } from '../contract/row';
 import type { DedupKeyMode } from '../contract/settings';
+import { Deadline } from './deadline';
 import { type CheckLimits, checkContent, checkDeclared } from './document-checks';
-import { isRejection, type RejectionReason } from './errors';
+import { isRejection, RejectionError, type RejectionReason, TransientError } from './errors';
 import { dedupKey, type PushEvent } from './event';
 import type { AnalysisMemo } from './memo';
-import { type Admission, type Analyzer, admitAtOnce, type Clock, type Reader, type Store } from './ports';
+import {
+  type Admission,
+  type Analyzer,
+  type AnalyzerInput,
+  admitAtOnce,
+  type Clock,
+  type Reader,
+  type Store,
+} from './ports';
 
 /** Everything `handle` needs; built once by the composition root. */
 export interface HandlerDeps {
@@ -54,12 +63,17 @@ interface RowVerdict {
 /**
  * The idempotent handler: seen → check → read the exact generation → analyse → one conditional
  * write. Nothing is written before the end, so a crash anywhere leaves no trace but the message,
- * which Pub/Sub delivers again. Transient errors propagate (the caller answers 503).
+ * which Pub/Sub delivers again. Transient errors propagate (the caller answers 503). Every call is
+ * bounded by the delivery's `deadline` (core/deadline.ts): past it, a DeadlineError (503).
  */
-export async function handle(event: PushEvent, deps: HandlerDeps): Promise<Outcome> {
+export async function handle(
+  event: PushEvent,
+  deps: HandlerDeps,
+  deadline: Deadline = Deadline.none(),
+): Promise<Outcome> {
   const key = dedupKey(event, deps.dedupKeyMode);
   const base = { messageId: event.messageId, dedupKey: key };
-  if (await deps.store.seen(key))
+  if (await deadline.race('lookup', deps.store.seen(key, deadline)))
     return { ...base, status: 'duplicate', duplicateAt: 'seen', analysed: false };
 
   let analysed = false;
@@ -71,27 +85,33 @@ export async function handle(event: PushEvent, deps: HandlerDeps): Promise<Outco
     try {
       const mime = checkDeclared(event.object, deps.limits);
       const { bucket, name, generation } = event.object;
+      const analyze = keepingSpentTokens(deps.analyzer);
       const work = async () => {
-        const bytes = await deps.reader.read({ bucket, name, generation }, deps.limits.maxObjectBytes);
+        const read = deps.reader.read({ bucket, name, generation }, deps.limits.maxObjectBytes);
+        const bytes = await deadline.race('read', read);
         checkContent(mime, bytes, deps.limits);
         analysed = true;
-        return deps.analyzer.analyze({ bytes, contentType: mime, name });
+        return deadline.race('analysis', analyze({ bytes, contentType: mime, name, deadline }));
       };
       const admission = deps.admission ?? admitAtOnce;
       const paid = deps.memo
-        ? await deps.memo.analyse(key, deps.analyzer.version, work, admission)
-        : { result: await admission.run(work), source: 'analyzer' as const };
+        ? await deps.memo.analyse(key, deps.analyzer.version, work, admission, deadline)
+        : { result: await admission.run(work, deadline), source: 'analyzer' as const };
       if (paid.source === 'memo') memo = 'hit';
       else if (paid.source === 'shared') memo = 'shared';
       const analysis = paid.result;
       verdict = { status: 'ok', analysis: analysis.analysis, model: analysis.model, usage: analysis.usage };
     } catch (error) {
       if (!isRejection(error)) throw error;
+      memo = error.memo;
       verdict = { status: 'rejected', reason: error.code, detail: error.message, usage: error.usage };
     }
   }
 
-  const inserted = await deps.store.record(buildRow(event, key, verdict, deps));
+  const inserted = await deadline.race(
+    'write',
+    deps.store.record(buildRow(event, key, verdict, deps), deadline),
+  );
   const from = memo ? { memo } : {};
   if (!inserted)
     return { ...base, status: 'duplicate', duplicateAt: 'record', analysed, ...from, usage: verdict.usage };
@@ -102,6 +122,28 @@ export async function handle(event: PushEvent, deps: HandlerDeps): Promise<Outco
     ...from,
     ...(verdict.reason ? { reason: verdict.reason, detail: verdict.detail } : {}),
     ...(verdict.usage ? { usage: verdict.usage } : {}),
+  };
+}
+
+/**
+ * The analyzer's calls for one delivery. A run that paid and then failed transiently (a first call
+ * answered, the second got a 429) is run again by the admission; its tokens are added to the next
+ * run's outcome, so that the row (and the memo) records every token this delivery paid.
+ */
+function keepingSpentTokens(analyzer: Analyzer): (input: AnalyzerInput) => Promise<AnalysisResult> {
+  let spent: Usage | undefined;
+  return async (input) => {
+    try {
+      const result = await analyzer.analyze(input);
+      return spent ? { ...result, usage: addUsage(result.usage, spent)! } : result;
+    } catch (error) {
+      if (error instanceof TransientError && error.usage) spent = addUsage(spent, error.usage);
+      if (!(error instanceof RejectionError && spent)) throw error;
+      throw new RejectionError(error.code, error.message, {
+        cause: error,
+        usage: addUsage(error.usage, spent),
+      });
+    }
   };
 }
 

@@ -1,49 +1,79 @@
 import { createHash } from 'node:crypto';
 import type { AnalysisResult } from '../contract/analysis';
-import { type Admission, admitAtOnce, type Clock, type Logger, type MemoStore, systemClock } from './ports';
+import { MEMO_CALL_TIMEOUT_MS } from '../contract/settings';
+import { Deadline } from './deadline';
+import { isRejection, RejectionError } from './errors';
+import {
+  type Admission,
+  admitAtOnce,
+  type Clock,
+  type Logger,
+  type MemoEntry,
+  type MemoOutcome,
+  type MemoStore,
+  systemClock,
+} from './ports';
 
 /**
- * The memo of paid analyses: after an analysis and before the write, its result is kept under the
+ * The memo of paid analyses: after an analysis and before the write, its outcome is kept under the
  * dedup key and the analyzer's version, so that a delivery retried after a failed write (a busy
- * store, a full DML queue) does not pay for the same analysis again.
+ * store, a full DML queue) does not pay for the same analysis again. The outcome is the result, or
+ * the permanent refusal a paid analysis ended in (`analysis_failed` after two paid calls,
+ * `safety_blocked`), with its tokens: a retry replays the refusal instead of paying for it again.
  *
  * It is a cache, never a claim: a miss, an unreadable entry or a memo that is down means the
  * delivery does the work itself; nothing is written before the analysis is paid, so a crash still
  * leaves only the message. Entries older than the dedup window are ignored (and pruned by the
  * store). Within one instance, concurrent deliveries of one key share one analysis (single flight);
- * across instances a short lease makes a concurrent delivery wait for the holder's analysis, at
- * most until the lease expires on its own; then it does the work. Neither wait can block a document.
+ * across instances a lease makes a concurrent delivery wait for the holder's analysis, at most until
+ * the lease expires on its own; then it does the work. Neither wait can block a document.
+ *
+ * The lease guards the holder's work, so it must outlive it: it lasts until the holder's deadline,
+ * past which none of the holder's calls may run (core/deadline.ts). A holder that dies leaves a
+ * lease that still expires on its own, at that deadline. Every memo call is bounded by a short
+ * timeout and by the delivery's deadline, and every wait ends at the deadline (503) or at once when
+ * the instance shuts down.
  */
 
 export interface AnalysisMemoOptions {
   /** Entries older than this are ignored: the dedup window. */
   ttlMs: number;
   /**
-   * How long a lease makes a concurrent delivery of the same key (in another instance) wait for the
-   * holder's analysis before doing the work itself; 0 turns leases off. A few typical analyses: a
-   * holder that failed cannot release its lease (the worker may not delete memo objects), so a retry
-   * waits out the rest of it.
+   * The lease of a delivery that has no deadline (tools, tests); a delivery with one leases until
+   * its deadline. 0 turns leases off.
    */
   leaseMs?: number;
   /** How often a waiting delivery looks for the holder's analysis. */
   pollMs?: number;
+  /** The longest one memo call (read, keep, lease) may take; past it the memo is passed by. */
+  callTimeoutMs?: number;
   clock?: Clock;
   /** Waits this long (injectable for simulations). */
   sleep?: (ms: number) => Promise<void>;
   logger?: Logger;
 }
 
-/** The defaults of the lease: long enough for one analysis, short enough to fit a push request. */
-export const MEMO_LEASE_DEFAULTS = Object.freeze({ leaseMs: 15_000, pollMs: 1_000 });
+/** The defaults of the lease and of memo calls. */
+export const MEMO_LEASE_DEFAULTS = Object.freeze({
+  leaseMs: 15_000,
+  pollMs: 1_000,
+  callTimeoutMs: MEMO_CALL_TIMEOUT_MS,
+});
 
 /** Where a delivery's analysis came from. */
 export type AnalysisSource = 'analyzer' | 'memo' | 'shared';
 
+/** What the memo holds for a key: a paid result, or the paid refusal it ended in. */
+type Kept = { result: AnalysisResult } | { refused: RejectionError };
+
+type Analysed = { result: AnalysisResult; source: AnalysisSource };
+
 export class AnalysisMemo {
-  private readonly inFlight = new Map<string, Promise<{ result: AnalysisResult; source: AnalysisSource }>>();
+  private readonly inFlight = new Map<string, Promise<Analysed>>();
   private readonly clock: Clock;
   private readonly leaseMs: number;
   private readonly pollMs: number;
+  private readonly callTimeoutMs: number;
   private readonly sleep: (ms: number) => Promise<void>;
   /** Keys whose lease this instance took for a work that then failed: its retries here do not wait. */
   private readonly failedHere = new Set<string>();
@@ -55,6 +85,7 @@ export class AnalysisMemo {
     this.clock = options.clock ?? systemClock;
     this.leaseMs = options.leaseMs ?? MEMO_LEASE_DEFAULTS.leaseMs;
     this.pollMs = options.pollMs ?? MEMO_LEASE_DEFAULTS.pollMs;
+    this.callTimeoutMs = options.callTimeoutMs ?? MEMO_LEASE_DEFAULTS.callTimeoutMs;
     this.sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
   }
 
@@ -66,33 +97,35 @@ export class AnalysisMemo {
   /**
    * The analysis of `dedupKey` by analyzer `version`: from the memo when it holds one, from the
    * same analysis when one is already running in this instance, else from `work()` (which reads and
-   * pays), kept in the memo afterwards. Errors of `work()` propagate; the memo's own never do.
+   * pays), kept in the memo afterwards. Errors of `work()` propagate; the memo's own never do. A
+   * paid refusal kept in the memo is thrown again, marked with where it came from.
    *
    * `admission` admits the work; the lease is taken only once admitted, so a delivery waiting its
    * turn holds no lease that could expire under it, and one that waited looks in the memo again
-   * (a concurrent delivery elsewhere may have paid meanwhile).
+   * (a concurrent delivery elsewhere may have paid meanwhile). `deadline` bounds every call and wait.
    */
   async analyse(
     dedupKey: string,
     version: string,
     work: () => Promise<AnalysisResult>,
     admission: Admission = admitAtOnce,
-  ): Promise<{ result: AnalysisResult; source: AnalysisSource }> {
+    deadline: Deadline = Deadline.none(),
+  ): Promise<Analysed> {
     const key = AnalysisMemo.key(dedupKey, version);
     const running = this.inFlight.get(key);
-    if (running) return { result: (await running).result, source: 'shared' };
+    if (running) return this.share(running, deadline);
 
-    const kept = await this.lookup(key, dedupKey);
-    if (kept) return { result: kept, source: 'memo' };
+    const kept = await this.lookup(key, dedupKey, deadline);
+    if (kept) return replay(kept, 'memo');
 
     // A lookup ran meanwhile: another delivery may have started the work in between.
     const started = this.inFlight.get(key);
-    if (started) return { result: (await started).result, source: 'shared' };
+    if (started) return this.share(started, deadline);
     const promise = admission.run(async (waitedMs) => {
-      const keptMeanwhile = waitedMs > 0 ? await this.lookup(key, dedupKey) : undefined;
-      if (keptMeanwhile) return { result: keptMeanwhile, source: 'shared' as const };
-      return this.leaseThenWork(key, dedupKey, work);
-    });
+      const keptMeanwhile = waitedMs > 0 ? await this.lookup(key, dedupKey, deadline) : undefined;
+      if (keptMeanwhile) return replay(keptMeanwhile, 'shared');
+      return this.leaseThenWork(key, dedupKey, work, deadline);
+    }, deadline);
     this.inFlight.set(key, promise);
     try {
       return await promise;
@@ -101,44 +134,76 @@ export class AnalysisMemo {
     }
   }
 
+  /** A concurrent delivery of this instance shares the running analysis, within its own deadline. */
+  private async share(running: Promise<Analysed>, deadline: Deadline): Promise<Analysed> {
+    return {
+      result: (await deadline.race('sharing an analysis', running, { wait: true })).result,
+      source: 'shared',
+    };
+  }
+
   /**
-   * Across instances: the first delivery takes a short lease and works; a concurrent one (two
-   * notifications of one upload reaching two instances) waits for the holder's analysis to appear
-   * in the memo, at most until the lease expires, then works itself. A lease that cannot be taken
-   * or read never stops the work.
+   * Across instances: the first delivery takes a lease until its deadline and works; a concurrent
+   * one (two notifications of one upload reaching two instances) waits for the holder's analysis to
+   * appear in the memo, at most until the lease expires, then works itself; when its own deadline
+   * comes first it is answered 503 and finds the analysis in the memo on its retry. A lease that
+   * cannot be taken or read never stops the work.
    */
   private async leaseThenWork(
     key: string,
     dedupKey: string,
     work: () => Promise<AnalysisResult>,
-  ): Promise<{ result: AnalysisResult; source: AnalysisSource }> {
-    const holderUntil = await this.takeLease(key, dedupKey);
+    deadline: Deadline,
+  ): Promise<Analysed> {
+    const holderUntil = await this.takeLease(key, dedupKey, deadline);
     if (holderUntil) {
+      const what = 'waiting for the analysis of a concurrent delivery (its lease)';
       while (this.clock.now() < holderUntil) {
-        await this.sleep(Math.min(this.pollMs, holderUntil.getTime() - this.clock.now().getTime()));
-        const kept = await this.lookup(key, dedupKey);
-        if (kept) return { result: kept, source: 'shared' };
+        deadline.check(what);
+        const napMs = Math.min(
+          this.pollMs,
+          holderUntil.getTime() - this.clock.now().getTime(),
+          deadline.remainingMs(),
+        );
+        await deadline.race(what, this.sleep(napMs), { wait: true });
+        const kept = await this.lookup(key, dedupKey, deadline);
+        if (kept) return replay(kept, 'shared');
       }
     }
     let result: AnalysisResult;
     try {
       result = await work();
     } catch (error) {
-      // The lease cannot be released (the worker may not delete memo objects); this instance
-      // remembers instead, so a retry landing here does not wait out its own failed lease.
-      this.failedHere.add(key);
+      // A paid refusal is an outcome: kept, so that a retry after a failed write does not pay again.
+      if (isRejection(error) && error.usage) {
+        await this.keep(
+          key,
+          dedupKey,
+          {
+            rejection: { reason: error.code, detail: error.message },
+            usage: error.usage,
+          },
+          deadline,
+        );
+      } else {
+        // The lease cannot be released (the worker may not delete memo objects); this instance
+        // remembers instead, so a retry landing here does not wait out its own failed lease.
+        this.failedHere.add(key);
+      }
       throw error;
     }
     this.failedHere.delete(key);
-    await this.keep(key, dedupKey, result);
+    await this.keep(key, dedupKey, result, deadline);
     return { result, source: 'analyzer' };
   }
 
   /** The expiry of a lease another delivery holds, or undefined when this one may work now. */
-  private async takeLease(key: string, dedupKey: string): Promise<Date | undefined> {
+  private async takeLease(key: string, dedupKey: string, deadline: Deadline): Promise<Date | undefined> {
     if (this.leaseMs <= 0 || this.failedHere.has(key)) return undefined;
+    // The lease outlives the work it guards: none of this delivery's calls may run past its deadline.
+    const until = Number.isFinite(deadline.atMs) ? deadline.atMs : this.clock.now().getTime() + this.leaseMs;
     try {
-      const held = await this.store.lease(key, new Date(this.clock.now().getTime() + this.leaseMs));
+      const held = await this.call('lease', this.store.lease(key, new Date(until)), deadline);
       return held && held > this.clock.now() ? held : undefined;
     } catch (error) {
       this.options.logger?.warn('the memo could not take a lease: analysing without one', {
@@ -149,13 +214,17 @@ export class AnalysisMemo {
     }
   }
 
-  private async lookup(key: string, dedupKey: string): Promise<AnalysisResult | undefined> {
+  private async lookup(key: string, dedupKey: string, deadline: Deadline): Promise<Kept | undefined> {
     try {
-      const entry = await this.store.get(key);
+      const entry = await this.call('read', this.store.get(key), deadline);
       if (!entry) return undefined;
       const ageMs = this.clock.now().getTime() - Date.parse(entry.createdAt);
       if (!(ageMs <= this.options.ttlMs)) return undefined;
-      return { analysis: entry.analysis, model: entry.model, usage: entry.usage };
+      if ('rejection' in entry) {
+        const { reason, detail } = entry.rejection;
+        return { refused: new RejectionError(reason, detail, { usage: entry.usage }) };
+      }
+      return { result: { analysis: entry.analysis, model: entry.model, usage: entry.usage } };
     } catch (error) {
       this.options.logger?.warn('the memo of paid analyses could not be read: analysing again', {
         dedupKey,
@@ -165,9 +234,10 @@ export class AnalysisMemo {
     }
   }
 
-  private async keep(key: string, dedupKey: string, result: AnalysisResult): Promise<void> {
+  private async keep(key: string, dedupKey: string, outcome: MemoOutcome, deadline: Deadline): Promise<void> {
     try {
-      await this.store.create(key, { ...result, createdAt: this.clock.now().toISOString() });
+      const entry: MemoEntry = { ...outcome, createdAt: this.clock.now().toISOString() };
+      await this.call('keep', this.store.create(key, entry), deadline);
     } catch (error) {
       this.options.logger?.warn(
         'the memo of paid analyses could not keep an analysis: a retry would pay again',
@@ -178,4 +248,16 @@ export class AnalysisMemo {
       );
     }
   }
+
+  /** One memo call, bounded by its own timeout and by the delivery's deadline. */
+  private call<T>(what: string, call: Promise<T>, deadline: Deadline): Promise<T> {
+    return deadline.race(`memo ${what}`, call, { capMs: this.callTimeoutMs });
+  }
+}
+
+/** What the memo held, as this delivery's analysis: the result, or the refusal thrown again. */
+function replay(kept: Kept, source: 'memo' | 'shared'): Analysed {
+  if ('result' in kept) return { result: kept.result, source };
+  const { code, message, usage } = kept.refused;
+  throw new RejectionError(code, message, { usage, memo: source === 'memo' ? 'hit' : 'shared' });
 }

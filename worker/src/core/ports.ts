@@ -1,6 +1,7 @@
 import type { Analysis, AnalysisResult, Usage } from '../contract/analysis';
 import type { Row } from '../contract/row';
 import type { Deadline } from './deadline';
+import type { RejectionReason } from './errors';
 
 /**
  * The ports the core owns. Adapters implement them; the core never imports an adapter.
@@ -20,6 +21,8 @@ export interface Store {
   record(row: Row, deadline?: Deadline): Promise<boolean>;
   /** Throws when the store cannot be reached (for /healthz). */
   ping(): Promise<void>;
+  /** Scale-in: sends what waits to be written now (a batching store), without waiting for more. */
+  drain?(): void;
   close?(): Promise<void>;
 }
 
@@ -38,14 +41,20 @@ export interface BatchStore extends Store {
   recordMany(rows: readonly Row[], deadline?: Deadline): Promise<Set<string>>;
 }
 
-/** A paid analysis kept so that a retry does not pay again. */
-export interface MemoEntry {
-  analysis: Analysis;
-  model: string;
-  usage: Usage;
+/**
+ * A paid analysis kept so that a retry does not pay again: its result, or the permanent refusal it
+ * ended in (`analysis_failed`, `safety_blocked`), with the tokens it cost either way.
+ */
+export type MemoEntry = MemoOutcome & {
   /** ISO timestamp; entries older than the dedup window are ignored and pruned. */
   createdAt: string;
-}
+};
+
+/** What a memo entry keeps of a paid analysis: its result or its refusal, and its tokens. */
+export type MemoOutcome = (
+  | { analysis: Analysis; model: string }
+  | { rejection: { reason: RejectionReason; detail: string } }
+) & { usage: Usage };
 
 /**
  * Where paid analyses are kept: a cache, never a claim. Losing an entry costs one more analysis,
@@ -85,6 +94,8 @@ export interface AnalyzerInput {
   contentType: string;
   /** Object name, for logs and hints; never sent anywhere but the analyzer. */
   name: string;
+  /** The delivery's deadline: a paid call that could outlive it is not started. */
+  deadline?: Deadline;
 }
 
 /** Extracts the invoice fields. Throws RejectionError for permanent refusals, TransientError otherwise. */
@@ -102,7 +113,8 @@ export interface Analyzer {
  * quota. `work` learns how long it waited to be admitted.
  */
 export interface Admission {
-  run<T>(work: (waitedMs: number) => Promise<T>): Promise<T>;
+  /** Waits for a turn, never past `deadline` (503), and not at all once the instance drains. */
+  run<T>(work: (waitedMs: number) => Promise<T>, deadline?: Deadline): Promise<T>;
 }
 
 /** No admission: every work goes in at once. */
