@@ -63,7 +63,11 @@ export interface RunRecord {
   viewReads: Record<string, string[]>;
   /** The view's row per key at the end (message_id). */
   viewAtEnd: Record<string, string>;
-  /** Paid Gemini calls per document, and the documents with a paid call whose answer was lost or unusable. */
+  /**
+   * Paid Gemini calls per document, and the documents whose paid analysis a fault refused: its answer
+   * was lost (a hang, a timeout, a killed instance) or unusable (outside the schema), or the memo
+   * could not keep it (its write failed or hung, or the instance was killed before it).
+   */
   paidByDocument: Record<string, number>;
   refusedAnalyses: string[];
   requests: RequestRecord[];
@@ -153,7 +157,8 @@ export async function runSchedule(schedule: FaultSchedule): Promise<RunResult> {
   const poison = new Set(documents.filter((d) => d.kind === 'poison').map((d) => d.key));
   const warehouse = new Warehouse(time, schedule.bigquery, poison, faults);
   const cloudRun = new CloudRunModel(time, {
-    requestTimeoutMs: settings.workerTimeoutSeconds * 1000,
+    // Cloud Run's request timeout is the one the worker is configured with (the stack sets both from one value).
+    requestTimeoutMs: config.requestTimeoutSeconds * 1000,
     graceMs: SIGTERM_GRACE_MS,
     coldStartMs: COLD_START_MS,
     schedule: schedule.cloudRun,
@@ -217,8 +222,11 @@ export async function runSchedule(schedule: FaultSchedule): Promise<RunResult> {
         const memoStore = bucket.store();
         const memo: MemoStore = {
           get: (...args: Parameters<MemoStore['get']>) => ports.track('memo', () => memoStore.get(...args)),
-          create: (...args: Parameters<MemoStore['create']>) =>
-            ports.track('memo', () => memoStore.create(...args)),
+          create: (...args: Parameters<MemoStore['create']>) => {
+            // A killed process keeps nothing: the analysis it paid for is lost.
+            if (!alive()) bucket.unkept.add(memoKeys.get(args[0]) ?? args[0]);
+            return ports.track('memo', () => memoStore.create(...args));
+          },
           lease: (...args: Parameters<MemoStore['lease']>) =>
             ports.track('lease', () => memoStore.lease(...args)),
         };
@@ -273,7 +281,7 @@ export async function runSchedule(schedule: FaultSchedule): Promise<RunResult> {
     }
     const ended = await time.run(() => published === resources.length && sub.idle, RUN_BOUND_MS);
     // Late work (handlers past their request, slow statements) may still change the table: let it end.
-    const settled = await time.run(() => false, time.nowMs() + 2 * settings.workerTimeoutSeconds * 1000);
+    const settled = await time.run(() => false, time.nowMs() + 2 * config.requestTimeoutSeconds * 1000);
     const end =
       ended === 'done'
         ? `drained (${settled === 'stalled' ? 'then quiet' : 'late work still pending'})`
@@ -298,7 +306,7 @@ export async function runSchedule(schedule: FaultSchedule): Promise<RunResult> {
         documents.map((d) => [d.name, gemini.record.paidByDocument.get(d.name) ?? 0]),
       ),
       refusedAnalyses: documents
-        .filter((d) => gemini.record.refusedByDocument.has(d.name))
+        .filter((d) => gemini.record.refusedByDocument.has(d.name) || bucket.unkept.has(d.key))
         .map((d) => d.name),
       requests: cloudRun.requests,
       statements: warehouse.statements,
