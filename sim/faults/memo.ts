@@ -11,8 +11,11 @@ import type { FaultLog, FaultSchedule } from './schedule';
  * latency ends, not when it is sent.
  */
 export class MemoBucket {
-  /** Dedup keys whose paid analysis a write could not keep (the write failed or hung). */
-  readonly unkept = new Set<string>();
+  /**
+   * Dedup keys whose paid analysis the bucket failed to keep or to give back: a call about them
+   * failed, hung or was slow (a cache that fails costs a new analysis, by design).
+   */
+  readonly failedFor = new Set<string>();
   private readonly inner = new MemoryMemoStore();
   private next = 0;
 
@@ -36,8 +39,7 @@ export class MemoBucket {
   private async call<T>(operation: string, key: string, act: () => Promise<T>): Promise<T> {
     const plan = this.schedule.calls[this.next++] ?? { latencyMs: 50 };
     const keys = [this.dedupKeyOf(key) ?? key];
-    if (operation === 'create' && (plan.fault === 'hang' || plan.fault === 'error'))
-      this.unkept.add(keys[0]!);
+    if (plan.fault) this.failedFor.add(keys[0]!);
     if (plan.fault === 'hang') {
       this.faults.injected('memo.hang', keys, `${operation} never answers`);
       return new Promise<T>(() => {});

@@ -66,7 +66,8 @@ export interface RunRecord {
   /**
    * Paid Gemini calls per document, and the documents whose paid analysis a fault refused: its answer
    * was lost (a hang, a timeout, a killed instance) or unusable (outside the schema), or the memo
-   * could not keep it (its write failed or hung, or the instance was killed before it).
+   * failed to keep it or give it back (a call about it failed, hung or was slow, or the instance was
+   * killed before keeping it).
    */
   paidByDocument: Record<string, number>;
   refusedAnalyses: string[];
@@ -224,7 +225,7 @@ export async function runSchedule(schedule: FaultSchedule): Promise<RunResult> {
           get: (...args: Parameters<MemoStore['get']>) => ports.track('memo', () => memoStore.get(...args)),
           create: (...args: Parameters<MemoStore['create']>) => {
             // A killed process keeps nothing: the analysis it paid for is lost.
-            if (!alive()) bucket.unkept.add(memoKeys.get(args[0]) ?? args[0]);
+            if (!alive()) bucket.failedFor.add(memoKeys.get(args[0]) ?? args[0]);
             return ports.track('memo', () => memoStore.create(...args));
           },
           lease: (...args: Parameters<MemoStore['lease']>) =>
@@ -306,7 +307,7 @@ export async function runSchedule(schedule: FaultSchedule): Promise<RunResult> {
         documents.map((d) => [d.name, gemini.record.paidByDocument.get(d.name) ?? 0]),
       ),
       refusedAnalyses: documents
-        .filter((d) => gemini.record.refusedByDocument.has(d.name) || bucket.unkept.has(d.key))
+        .filter((d) => gemini.record.refusedByDocument.has(d.name) || bucket.failedFor.has(d.key))
         .map((d) => d.name),
       requests: cloudRun.requests,
       statements: warehouse.statements,
