@@ -17,6 +17,7 @@ import {
 } from '../src/adapters/bigquery-store';
 import { bigQuerySchema, COLUMN_NAMES, COLUMNS, type Row } from '../src/contract/row';
 import { DELIVERY_DEFAULTS } from '../src/contract/settings';
+import { Deadline, DeadlineError } from '../src/core/deadline';
 import { ConfigurationError, RejectionError, TransientError } from '../src/core/errors';
 import type { Clock } from '../src/core/ports';
 import { testRow } from './support/builders';
@@ -222,6 +223,16 @@ describe('BigQueryStore', () => {
           names.filter((n) => n !== 'processed_at').map((n) => `S.${n}`),
         );
       }
+    });
+
+    it('interleaving 3: starts no statement for a delivery with too little time left', async () => {
+      await store.recordMany([testRow()], new Deadline(NOW.getTime() + 45_000, clock));
+      expect(queryBodies()).toHaveLength(1);
+      const late = new Deadline(NOW.getTime() + 1_500, clock);
+      await expect(store.seen('gs://b/o#1', late)).rejects.toBeInstanceOf(DeadlineError);
+      await expect(store.record(testRow(), late)).rejects.toMatchObject({ code: 'deadline_exceeded' });
+      await expect(store.recordMany([testRow()], late)).rejects.toBeInstanceOf(DeadlineError);
+      expect(queryBodies()).toHaveLength(1);
     });
 
     it('filters both statements on the processed_at partitions of the dedup window', async () => {

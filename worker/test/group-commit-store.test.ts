@@ -1,5 +1,6 @@
 import { GroupCommitStore } from '../src/adapters/group-commit-store';
 import type { Row } from '../src/contract/row';
+import { Deadline, DeadlineError } from '../src/core/deadline';
 import { ConfigurationError, TransientError } from '../src/core/errors';
 import type { BatchStore } from '../src/core/ports';
 import { testRow } from './support/builders';
@@ -297,6 +298,23 @@ describe('GroupCommitStore', () => {
       );
       // 8 → 4 + 4 (both refused); the first 4 → 2 + 2 → 1 + 1, then the second 4 the same way.
       expect(inner.writes.map((w) => w.length)).toEqual([8, 4, 4, 2, 2, 1, 1, 2, 2, 1, 1]);
+    });
+
+    it('starts no statement of the search for deliveries whose deadline it could outlive', async () => {
+      const rows = Array.from({ length: 4 }, () => testRow());
+      inner.refuseKeys.add(rows[0]!.dedup_key);
+      const s = store({ maxRows: 4, minIntervalMs: 1_000, minStatementMs: 2_000 });
+      const long = Deadline.after(60_000);
+      const short = Deadline.after(2_500);
+      const results = settle(rows.map((r, i) => s.record(r, i < 2 ? long : short)));
+      await jest.advanceTimersByTimeAsync(10_000);
+      const settled = await results;
+      expect(settled.map((r) => r.status)).toEqual(['rejected', 'fulfilled', 'rejected', 'rejected']);
+      expect((settled[0] as PromiseRejectedResult).reason).toBeInstanceOf(ConfigurationError);
+      // Their half would start 2 s in, with 0.5 s left: 503 instead of a statement past their deadline.
+      expect((settled[2] as PromiseRejectedResult).reason).toBeInstanceOf(DeadlineError);
+      expect((settled[3] as PromiseRejectedResult).reason).toBeInstanceOf(DeadlineError);
+      expect(inner.writes.map((w) => w.length)).toEqual([4, 2, 1, 1]);
     });
 
     it('paces the search like any write: minIntervalMs before each statement', async () => {

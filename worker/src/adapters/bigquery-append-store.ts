@@ -1,5 +1,6 @@
 import { adapt, managedwriter } from '@google-cloud/bigquery-storage';
 import { bigQuerySchema, COLUMNS, type Row } from '../contract/row';
+import type { Deadline } from '../core/deadline';
 import { ConfigurationError, TransientError } from '../core/errors';
 import { type Clock, type Store, systemClock } from '../core/ports';
 import { BigQueryStore, type BigQueryStoreOptions, quotedTable } from './bigquery-store';
@@ -117,8 +118,8 @@ export class BigQueryAppendStore implements Store {
     });
   }
 
-  seen(dedupKey: string): Promise<boolean> {
-    return this.lookup.seen(dedupKey);
+  seen(dedupKey: string, deadline?: Deadline): Promise<boolean> {
+    return this.lookup.seen(dedupKey, deadline);
   }
 
   /** Appends the row; true, because the default stream cannot say whether the key was there. */

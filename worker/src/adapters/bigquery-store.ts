@@ -1,6 +1,7 @@
 import { BigQuery, type BigQueryOptions, type Query } from '@google-cloud/bigquery';
 import { COLUMN_NAMES, COLUMNS, type ColumnName, PARTITION_COLUMN, type Row } from '../contract/row';
-import { DELIVERY_DEFAULTS, MIN_MAXIMUM_BYTES_BILLED } from '../contract/settings';
+import { DELIVERY_DEFAULTS, MIN_MAXIMUM_BYTES_BILLED, MIN_STATEMENT_MS } from '../contract/settings';
+import { type Deadline, DeadlineError } from '../core/deadline';
 import { ConfigurationError, TransientError } from '../core/errors';
 import { type BatchStore, type Clock, type Logger, systemClock } from '../core/ports';
 
@@ -302,8 +303,8 @@ export class BigQueryStore implements BatchStore {
   }
 
   /** Whether a row with this key was recorded within the dedup window. */
-  async seen(dedupKey: string): Promise<boolean> {
-    const [rows] = await this.run('seen', {
+  async seen(dedupKey: string, deadline?: Deadline): Promise<boolean> {
+    const [rows] = await this.run('seen', deadline, {
       query: this.lookup,
       params: { dedup_key: dedupKey, [WINDOW_PARAMETER]: this.windowStart() },
       types: { dedup_key: 'STRING', [WINDOW_PARAMETER]: 'TIMESTAMP' },
@@ -312,9 +313,9 @@ export class BigQueryStore implements BatchStore {
   }
 
   /** Inserts the row unless its key is in the window; true when this MERGE inserted it. */
-  async record(row: Row): Promise<boolean> {
+  async record(row: Row, deadline?: Deadline): Promise<boolean> {
     const { params, types } = rowParameters(this.bigquery, row);
-    const [, , response] = await this.run('record', {
+    const [, , response] = await this.run('record', deadline, {
       query: this.merge,
       params: { ...params, [WINDOW_PARAMETER]: this.windowStart() },
       types: { ...types, [WINDOW_PARAMETER]: 'TIMESTAMP' },
@@ -323,9 +324,9 @@ export class BigQueryStore implements BatchStore {
   }
 
   /** The keys among `keys` recorded within the dedup window: one query for a whole batch. */
-  async seenMany(keys: readonly string[]): Promise<Set<string>> {
+  async seenMany(keys: readonly string[], deadline?: Deadline): Promise<Set<string>> {
     if (keys.length === 0) return new Set();
-    const [rows] = await this.run('seen', {
+    const [rows] = await this.run('seen', deadline, {
       query: this.batchLookup,
       params: { keys: [...keys], [WINDOW_PARAMETER]: this.windowStart() },
       types: { keys: ['STRING'], [WINDOW_PARAMETER]: 'TIMESTAMP' },
@@ -338,17 +339,17 @@ export class BigQueryStore implements BatchStore {
    * the batch holds, every row went in; only when it reports fewer does one follow-up query read
    * which `message_id` holds each key.
    */
-  async recordMany(rows: readonly Row[]): Promise<Set<string>> {
+  async recordMany(rows: readonly Row[], deadline?: Deadline): Promise<Set<string>> {
     if (rows.length === 0) return new Set();
     const params = rows.map((row) => rowParameters(this.bigquery, row).params);
-    const [, , response] = await this.run('record', {
+    const [, , response] = await this.run('record', deadline, {
       query: this.batchMerge,
       params: { rows: params, [WINDOW_PARAMETER]: this.windowStart() },
       types: { rows: [{ ...PARAMETER_TYPES }], [WINDOW_PARAMETER]: 'TIMESTAMP' },
     });
     const keys = rows.map((r) => r.dedup_key);
     if (insertedCount(response) === rows.length) return new Set(keys);
-    const [winners] = await this.run('record', {
+    const [winners] = await this.run('record', deadline, {
       query: this.winners,
       params: { keys, [WINDOW_PARAMETER]: this.windowStart() },
       types: { keys: ['STRING'], [WINDOW_PARAMETER]: 'TIMESTAMP' },
@@ -375,10 +376,25 @@ export class BigQueryStore implements BatchStore {
     return this.bigquery.timestamp(new Date(this.clock.now().getTime() - this.dedupWindowDays * DAY_MS));
   }
 
+  /**
+   * Runs one statement. With a delivery's deadline, a statement is not started with less than
+   * {@link MIN_STATEMENT_MS} left. A statement already running at the deadline is not cancelled
+   * (`jobTimeoutMs` would move every statement from jobs.query to jobs.insert + polling): the
+   * delivery is answered 503 at its deadline all the same, and a row that lands later makes the
+   * retry a duplicate.
+   */
   private async run(
     operation: 'seen' | 'record',
+    deadline: Deadline | undefined,
     statement: Pick<Query, 'query' | 'params' | 'types'>,
   ): Promise<QueryResult> {
+    const leftMs = deadline?.remainingMs() ?? Number.POSITIVE_INFINITY;
+    if (leftMs < MIN_STATEMENT_MS) {
+      throw new DeadlineError(
+        `BigQuery ${operation}`,
+        `not started: the delivery has ${Math.max(0, Math.floor(leftMs))} ms left, too little for a statement`,
+      );
+    }
     const query: Query = {
       ...statement,
       useLegacySql: false,

@@ -39,7 +39,7 @@ export const ERROR_ANSWERS = Object.freeze({
   transient: answer(
     'transient',
     503,
-    'transient (store busy, concurrent DML, analyzer 408/429/5xx or timeout, storage 403/5xx)',
+    "transient (store busy, concurrent DML, analyzer 408/429/5xx or timeout, storage 403/5xx, the delivery's deadline, the instance shutting down)",
   ),
   configuration: answer(
     'configuration',
