@@ -50,9 +50,12 @@ export const SCENARIO_TABLE_END = '<!-- sim-scenarios:end -->';
 
 /** The named scenarios as docs/testing.md lists them (a test compares the block with this). */
 export function renderScenarioTable(scenarios: readonly Scenario[]): string {
+  const state = (s: Scenario) => (s.open ? `**open**: ${s.open}` : 'passes (regression case)');
   return `${[
-    '| # | scenario | what it drives the worker into | breaks, when the worker lets it happen |',
-    '|---|---|---|---|',
-    ...scenarios.map((s) => `| ${s.interleaving} | \`${s.name}\` | ${s.title} | ${s.breaks.join(', ')} |`),
+    '| # | scenario | what it drives the worker into | breaks, when the worker lets it happen | state |',
+    '|---|---|---|---|---|',
+    ...scenarios.map(
+      (s) => `| ${s.interleaving} | \`${s.name}\` | ${s.title} | ${s.breaks.join(', ')} | ${state(s)} |`,
+    ),
   ].join('\n')}\n`;
 }

@@ -164,7 +164,7 @@ export class VirtualTime implements SimClock {
   async settle(): Promise<void> {
     for (let turns = 0; turns < 1_000; turns++) {
       await new Promise<void>((resolve) => realSetImmediate(resolve));
-      if (turns >= 1 && !process.getActiveResourcesInfo().includes('Immediate')) return;
+      if (!process.getActiveResourcesInfo().includes('Immediate')) return;
     }
   }
 
