@@ -3,10 +3,13 @@ import { broken, runSeed } from '../faults/soak';
 
 /**
  * A fixed set of small seeds that together inject every kind of fault, each run through the real
- * worker and checked against I1–I6. Picked by `npm run sim -- --cover 300` (seeds that hold the
- * invariants and cover the fault kinds greedily); when the schedule generator changes, pick again.
+ * worker and checked against I1–I6: the seeds 1–20 that hold them, and 28 and 134, which
+ * `npm run sim -- --cover 200` adds so that every kind is injected (it picks, greedily, seeds that
+ * hold the invariants and cover the fault kinds). When the schedule generator changes, pick again.
  */
-export const SUITE_SEEDS: readonly number[] = [];
+const SUITE_SEEDS: readonly number[] = [
+  1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 14, 15, 16, 17, 18, 19, 20, 28, 134,
+];
 
 describe('a fixed set of seeds', () => {
   const injected = new Map<FaultKind, number>(FAULT_KINDS.map((k) => [k, 0]));
