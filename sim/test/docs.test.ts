@@ -1,8 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import {
-  FAULT_FIGURES_END,
-  FAULT_FIGURES_START,
   renderFaultFigures,
   renderScenarioTable,
   replaceFaultFigures,
