@@ -40,6 +40,10 @@ class HangingMemoStore implements MemoStore {
     this.calls.push('lease');
     return new Promise(() => {});
   }
+  renew(): Promise<void> {
+    this.calls.push('renew');
+    return new Promise(() => {});
+  }
 }
 
 /**

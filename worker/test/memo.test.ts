@@ -44,6 +44,9 @@ class DownMemoStore implements MemoStore {
   async lease(): Promise<Date | undefined> {
     throw new Error('503 Service Unavailable');
   }
+  async renew(): Promise<void> {
+    throw new Error('503 Service Unavailable');
+  }
 }
 
 describe('AnalysisMemo', () => {
@@ -270,6 +273,16 @@ describe('FileMemoStore', () => {
     expect(answers.filter((a) => a?.getTime() === until.getTime())).toHaveLength(2);
   });
 
+  it('renews a lease by replacing its file whole, and tells the others the renewed expiry', async () => {
+    const store = new FileMemoStore(dir);
+    await store.lease(key(2), new Date('2026-11-30T04:00:15.000Z'));
+    await store.renew(key(2), new Date('2026-11-30T04:00:35.000Z'));
+    expect(await store.lease(key(2), new Date('2026-11-30T04:00:36.000Z'))).toEqual(
+      new Date('2026-11-30T04:00:35.000Z'),
+    );
+    expect(readdirSync(path.dirname(path.join(dir, key(2)))).filter((f) => f.endsWith('.tmp'))).toEqual([]);
+  });
+
   it('refuses a key that is not version/sha256, so no name can escape its folder', async () => {
     await expect(new FileMemoStore(dir).get('../../etc/passwd')).rejects.toThrow('not a memo key');
   });
@@ -332,8 +345,9 @@ describe('interleaving 4: a lease shorter than the work', () => {
   /** Two instances over one memo store, on a clock and timers the test moves. */
   function twoInstances(time: ManualTime) {
     const store = new MemoryMemoStore();
-    // Default lease settings: only the deadline sizes the lease.
-    const make = () => new AnalysisMemo(store, { ttlMs: 8 * DAY_MS, clock: time.clock, sleep: time.sleep });
+    // The default lease (15 s), renewed every 5 s by its holder while it works.
+    const make = () =>
+      new AnalysisMemo(store, { ttlMs: 8 * DAY_MS, clock: time.clock, sleep: time.sleep, timers: time });
     return { store, a: make(), b: make() };
   }
   const deadline = (time: ManualTime, ms: number) => Deadline.after(ms, time.clock, time);
@@ -356,26 +370,44 @@ describe('interleaving 4: a lease shorter than the work', () => {
     expect(workB).not.toHaveBeenCalled();
   });
 
-  it("takes the lease until the holder's deadline, past which none of its calls may run", async () => {
+  it('renews the lease while the holder works, and stops renewing when its work ends', async () => {
     const time = new ManualTime();
     const { store, a } = twoInstances(time);
-    const held = deadline(time, 498_000);
-    await a.analyse(KEY, 'v1', async () => paid(), undefined, held);
-    expect(store.leases.get(AnalysisMemo.key(KEY, 'v1'))?.getTime()).toBe(held.atMs);
+    let finish: (r: AnalysisResult) => void = () => {};
+    const outcome = a.analyse(
+      KEY,
+      'v1',
+      () => new Promise<AnalysisResult>((resolve) => (finish = resolve)),
+      undefined,
+      deadline(time, 498_000),
+    );
+    const leaseOf = () => store.leases.get(AnalysisMemo.key(KEY, 'v1'))!.getTime();
+    await settle();
+    const taken = leaseOf();
+    expect(taken).toBe(time.ms + 15_000);
+    await time.advance(100_000);
+    // Renewed every 5 s: it still lasts one lease time past now, 100 s into the work.
+    expect(leaseOf()).toBeGreaterThan(time.ms + 10_000);
+    finish(paid());
+    await outcome;
+    const last = leaseOf();
+    await time.advance(60_000);
+    expect(leaseOf()).toBe(last);
+    expect(last).toBeLessThan(time.ms);
   });
 
   it('still expires on its own when the holder dies: the waiting delivery then does the work', async () => {
     const time = new ManualTime();
     const { store, b } = twoInstances(time);
-    // The holder took its lease until its deadline, then its instance was killed.
-    await store.lease(AnalysisMemo.key(KEY, 'v1'), new Date(time.ms + 60_000));
+    // The holder took its 15 s lease, then its instance was killed: nobody renews it.
+    await store.lease(AnalysisMemo.key(KEY, 'v1'), new Date(time.ms + 15_000));
     const work = jest.fn(async () => paid());
-    const started = time.ms;
     const outcome = b.analyse(KEY, 'v1', work, undefined, deadline(time, 498_000));
-    await time.advance(61_000);
+    await time.advance(14_000);
+    expect(work).not.toHaveBeenCalled();
+    await time.advance(2_000);
     expect(await outcome).toMatchObject({ source: 'analyzer' });
     expect(work).toHaveBeenCalledTimes(1);
-    expect(started + 60_000).toBeLessThanOrEqual(time.ms);
   });
 
   it("answers 503 without paying when its own deadline comes before the holder's analysis", async () => {

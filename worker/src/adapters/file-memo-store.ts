@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { link, mkdir, readdir, readFile, rm, stat, unlink, writeFile } from 'node:fs/promises';
+import { link, mkdir, readdir, readFile, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { MemoEntry, MemoStore } from '../core/ports';
 
@@ -40,7 +40,7 @@ export class FileMemoStore implements MemoStore {
 
   /** A lease is a file beside the entry's, created with 'wx' (exclusive), holding its expiry. */
   async lease(key: string, expiresAt: Date): Promise<Date | undefined> {
-    const file = this.file(key).replace(/\.json$/, '.lease');
+    const file = this.leaseFile(key);
     await mkdir(path.dirname(file), { recursive: true });
     try {
       await writeFile(file, expiresAt.toISOString(), { flag: 'wx' });
@@ -51,6 +51,18 @@ export class FileMemoStore implements MemoStore {
       // A lease being written right now reads empty: treat it as held for the full time asked.
       return Number.isNaN(held.getTime()) ? expiresAt : held;
     }
+  }
+
+  /** Renews by replacing the lease file whole (a private file renamed over it): never half written. */
+  async renew(key: string, expiresAt: Date): Promise<void> {
+    const file = this.leaseFile(key);
+    const temporary = `${file}.${randomUUID()}.tmp`;
+    await writeFile(temporary, expiresAt.toISOString(), { flag: 'wx' });
+    await rename(temporary, file);
+  }
+
+  private leaseFile(key: string): string {
+    return this.file(key).replace(/\.json$/, '.lease');
   }
 
   /** Deletes entries (and leases) last written before `cutoff` (the dedup window); returns how many. */

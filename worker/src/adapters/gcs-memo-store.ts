@@ -15,6 +15,9 @@ export interface GcsMemoStoreOptions {
   prefix?: string;
 }
 
+/** Renewal objects are named after the 5 s slot of their expiry (see {@link GcsMemoStore.renew}). */
+export const RENEWAL_SLOT_MS = 5_000;
+
 export class GcsMemoStore implements MemoStore {
   private readonly prefix: string;
 
@@ -46,20 +49,62 @@ export class GcsMemoStore implements MemoStore {
     }
   }
 
-  /** A lease is an object of its own, created with `ifGenerationMatch: 0`, holding its expiry. */
+  /**
+   * A lease is an object of its own, created with `ifGenerationMatch: 0`, holding its expiry. When
+   * it exists, its expiry is the latest of the object's and of the renewals (below) around the
+   * expiry asked for.
+   */
   async lease(key: string, expiresAt: Date): Promise<Date | undefined> {
-    const file = this.options.storage.bucket(this.options.bucket).file(`leases/${key}.json`);
+    if (await this.createOnly(`leases/${key}.json`, expiresAt)) return undefined;
+    let latest = await this.readExpiry(`leases/${key}.json`);
+    // A live holder renews to (its now + the lease time), the time this caller asks for: its last
+    // renewal sits in the slot of `expiresAt` or in one of the two before.
+    const slot = Math.floor(expiresAt.getTime() / RENEWAL_SLOT_MS);
+    for (const s of [slot, slot - 1, slot - 2]) {
+      const renewed = await this.readExpiry(`leases/${key}/${s}.json`);
+      if (renewed && (!latest || renewed > latest)) latest = renewed;
+    }
+    return latest ?? expiresAt;
+  }
+
+  /**
+   * A renewal is one more create-only object, named after the slot of its expiry, so the worker
+   * needs no right to overwrite: a few small objects per long analysis, deleted by the bucket's
+   * lifecycle rule with the rest.
+   */
+  async renew(key: string, expiresAt: Date): Promise<void> {
+    await this.createOnly(
+      `leases/${key}/${Math.floor(expiresAt.getTime() / RENEWAL_SLOT_MS)}.json`,
+      expiresAt,
+    );
+  }
+
+  /** Creates the object holding `expiresAt`; false when it exists already. */
+  private async createOnly(name: string, expiresAt: Date): Promise<boolean> {
     try {
-      await file.save(JSON.stringify({ expiresAt: expiresAt.toISOString() }), {
-        resumable: false,
-        contentType: 'application/json',
-        preconditionOpts: { ifGenerationMatch: 0 },
-      });
-      return undefined;
+      await this.options.storage
+        .bucket(this.options.bucket)
+        .file(name)
+        .save(JSON.stringify({ expiresAt: expiresAt.toISOString() }), {
+          resumable: false,
+          contentType: 'application/json',
+          preconditionOpts: { ifGenerationMatch: 0 },
+        });
+      return true;
     } catch (error) {
-      if ((error as { code?: unknown }).code !== 412) throw error;
-      const [bytes] = await file.download();
-      return new Date((JSON.parse(bytes.toString('utf8')) as { expiresAt: string }).expiresAt);
+      if ((error as { code?: unknown }).code === 412) return false;
+      throw error;
+    }
+  }
+
+  private async readExpiry(name: string): Promise<Date | undefined> {
+    try {
+      const [bytes] = await this.options.storage.bucket(this.options.bucket).file(name).download();
+      const expiry = new Date((JSON.parse(bytes.toString('utf8')) as { expiresAt: string }).expiresAt);
+      return Number.isNaN(expiry.getTime()) ? undefined : expiry;
+    } catch (error) {
+      if ((error as { code?: unknown }).code === 404) return undefined;
+      throw error;
     }
   }
 

@@ -19,4 +19,8 @@ export class MemoryMemoStore implements MemoStore {
     this.leases.set(key, expiresAt);
     return undefined;
   }
+
+  async renew(key: string, expiresAt: Date): Promise<void> {
+    this.leases.set(key, expiresAt);
+  }
 }

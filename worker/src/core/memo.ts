@@ -11,7 +11,9 @@ import {
   type MemoEntry,
   type MemoOutcome,
   type MemoStore,
+  realTimers,
   systemClock,
+  type Timers,
 } from './ports';
 
 /**
@@ -28,19 +30,20 @@ import {
  * across instances a lease makes a concurrent delivery wait for the holder's analysis, at most until
  * the lease expires on its own; then it does the work. Neither wait can block a document.
  *
- * The lease guards the holder's work, so it must outlive it: it lasts until the holder's deadline,
- * past which none of the holder's calls may run (core/deadline.ts). A holder that dies leaves a
- * lease that still expires on its own, at that deadline. Every memo call is bounded by a short
- * timeout and by the delivery's deadline, and every wait ends at the deadline (503) or at once when
- * the instance shuts down.
+ * The lease guards the holder's work, so it must outlive it: the holder renews it (a heartbeat
+ * every third of the lease) for as long as its read and analysis run, however long that is. A
+ * holder that dies stops renewing, and its lease expires on its own within one lease time. Every
+ * memo call is bounded by a short timeout and by the delivery's deadline, and every wait ends at
+ * the deadline (503) or at once when the instance shuts down.
  */
 
 export interface AnalysisMemoOptions {
   /** Entries older than this are ignored: the dedup window. */
   ttlMs: number;
   /**
-   * The lease of a delivery that has no deadline (tools, tests); a delivery with one leases until
-   * its deadline. 0 turns leases off.
+   * How long a lease lasts without a renewal: the holder renews it every third of this while it
+   * works, so this is how long a dead holder can keep a concurrent delivery waiting. 0 turns leases
+   * off.
    */
   leaseMs?: number;
   /** How often a waiting delivery looks for the holder's analysis. */
@@ -50,6 +53,8 @@ export interface AnalysisMemoOptions {
   clock?: Clock;
   /** Waits this long (injectable for simulations). */
   sleep?: (ms: number) => Promise<void>;
+  /** The heartbeat's timer (injectable for simulations). */
+  timers?: Timers;
   logger?: Logger;
 }
 
@@ -75,6 +80,7 @@ export class AnalysisMemo {
   private readonly pollMs: number;
   private readonly callTimeoutMs: number;
   private readonly sleep: (ms: number) => Promise<void>;
+  private readonly timers: Timers;
   /** Keys whose lease this instance took for a work that then failed: its retries here do not wait. */
   private readonly failedHere = new Set<string>();
 
@@ -87,6 +93,7 @@ export class AnalysisMemo {
     this.pollMs = options.pollMs ?? MEMO_LEASE_DEFAULTS.pollMs;
     this.callTimeoutMs = options.callTimeoutMs ?? MEMO_LEASE_DEFAULTS.callTimeoutMs;
     this.sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
+    this.timers = options.timers ?? realTimers;
   }
 
   /** The storage key: the analysis version, then a hash of the dedup key (safe in any object name). */
@@ -143,11 +150,11 @@ export class AnalysisMemo {
   }
 
   /**
-   * Across instances: the first delivery takes a lease until its deadline and works; a concurrent
+   * Across instances: the first delivery takes a lease and renews it while it works; a concurrent
    * one (two notifications of one upload reaching two instances) waits for the holder's analysis to
-   * appear in the memo, at most until the lease expires, then works itself; when its own deadline
-   * comes first it is answered 503 and finds the analysis in the memo on its retry. A lease that
-   * cannot be taken or read never stops the work.
+   * appear in the memo for as long as the lease lives (renewals included), then works itself; when
+   * its own deadline comes first it is answered 503 and finds the analysis in the memo on its
+   * retry. A lease that cannot be taken, read or renewed never stops the work.
    */
   private async leaseThenWork(
     key: string,
@@ -155,9 +162,9 @@ export class AnalysisMemo {
     work: () => Promise<AnalysisResult>,
     deadline: Deadline,
   ): Promise<Analysed> {
-    const holderUntil = await this.takeLease(key, dedupKey, deadline);
-    if (holderUntil) {
-      const what = 'waiting for the analysis of a concurrent delivery (its lease)';
+    let holderUntil = await this.takeLease(key, dedupKey, deadline);
+    const what = 'waiting for the analysis of a concurrent delivery (its lease)';
+    while (holderUntil) {
       while (this.clock.now() < holderUntil) {
         deadline.check(what);
         const napMs = Math.min(
@@ -169,22 +176,19 @@ export class AnalysisMemo {
         const kept = await this.lookup(key, dedupKey, deadline);
         if (kept) return replay(kept, 'shared');
       }
+      // The lease ran out as last read: a live holder has renewed it meanwhile.
+      holderUntil = await this.takeLease(key, dedupKey, deadline);
     }
+    const heartbeat = this.leaseMs > 0 ? this.renewWhileWorking(key, dedupKey, deadline) : undefined;
     let result: AnalysisResult;
     try {
       result = await work();
     } catch (error) {
+      heartbeat?.stop();
       // A paid refusal is an outcome: kept, so that a retry after a failed write does not pay again.
       if (isRejection(error) && error.usage) {
-        await this.keep(
-          key,
-          dedupKey,
-          {
-            rejection: { reason: error.code, detail: error.message },
-            usage: error.usage,
-          },
-          deadline,
-        );
+        const rejection = { reason: error.code, detail: error.message };
+        await this.keep(key, dedupKey, { rejection, usage: error.usage }, deadline);
       } else {
         // The lease cannot be released (the worker may not delete memo objects); this instance
         // remembers instead, so a retry landing here does not wait out its own failed lease.
@@ -192,18 +196,50 @@ export class AnalysisMemo {
       }
       throw error;
     }
+    heartbeat?.stop();
     this.failedHere.delete(key);
     await this.keep(key, dedupKey, result, deadline);
     return { result, source: 'analyzer' };
   }
 
+  /** The holder's heartbeat: renews its lease every third of the lease time until stopped. */
+  private renewWhileWorking(key: string, dedupKey: string, deadline: Deadline): { stop(): void } {
+    let timer: { cancel(): void } | undefined;
+    let stopped = false;
+    const beat = () => {
+      timer = this.timers.after(this.leaseMs / 3, () => {
+        if (stopped) return;
+        const until = new Date(this.clock.now().getTime() + this.leaseMs);
+        this.call('renew', this.store.renew(key, until), deadline)
+          .catch((error: unknown) => {
+            this.options.logger?.warn(
+              'the memo could not renew a lease: a concurrent delivery may analyse too',
+              {
+                dedupKey,
+                error: error instanceof Error ? error.message : String(error),
+              },
+            );
+          })
+          .finally(() => {
+            if (!stopped) beat();
+          });
+      });
+    };
+    beat();
+    return {
+      stop: () => {
+        stopped = true;
+        timer?.cancel();
+      },
+    };
+  }
+
   /** The expiry of a lease another delivery holds, or undefined when this one may work now. */
   private async takeLease(key: string, dedupKey: string, deadline: Deadline): Promise<Date | undefined> {
     if (this.leaseMs <= 0 || this.failedHere.has(key)) return undefined;
-    // The lease outlives the work it guards: none of this delivery's calls may run past its deadline.
-    const until = Number.isFinite(deadline.atMs) ? deadline.atMs : this.clock.now().getTime() + this.leaseMs;
     try {
-      const held = await this.call('lease', this.store.lease(key, new Date(until)), deadline);
+      const until = new Date(this.clock.now().getTime() + this.leaseMs);
+      const held = await this.call('lease', this.store.lease(key, until), deadline);
       return held && held > this.clock.now() ? held : undefined;
     } catch (error) {
       this.options.logger?.warn('the memo could not take a lease: analysing without one', {

@@ -67,10 +67,17 @@ export interface MemoStore {
   create(key: string, entry: MemoEntry): Promise<void>;
   /**
    * Takes a short lease on `key` until `expiresAt` (create-only, so one delivery gets it). Resolves
-   * undefined when this call took it, else the expiry of the lease that exists. A lease only makes
-   * a concurrent delivery wait for the holder's analysis, never longer than its expiry.
+   * undefined when this call took it, else the expiry of the lease that exists, renewals included.
+   * A lease only makes a concurrent delivery wait for the holder's analysis, never longer than its
+   * expiry.
    */
   lease(key: string, expiresAt: Date): Promise<Date | undefined>;
+  /**
+   * The holder's heartbeat: moves the expiry of its lease on `key` to `expiresAt`, so that a lease
+   * outlives the work it guards however long that work takes, and still expires soon after a
+   * holder that died stops renewing it.
+   */
+  renew(key: string, expiresAt: Date): Promise<void>;
 }
 
 /** One generation of one object. */

@@ -67,4 +67,15 @@ describe(`GcsMemoStore on fake-gcs-server ${toolVersion('fake-gcs-server')}`, ()
     const [files] = await storage.bucket(BUCKET).getFiles({ prefix: 'analyses/v1/' });
     expect(files.filter((f) => f.name.endsWith(`${key.split('/')[1]}.json`))).toHaveLength(1);
   });
+
+  it('interleaving 4: renews a lease with create-only objects, and a concurrent delivery reads the renewal', async () => {
+    const key = AnalysisMemo.key('gs://b/lease#1', 'v1');
+    const t0 = Date.parse('2026-11-30T09:00:00.000Z');
+    expect(await store.lease(key, new Date(t0 + 15_000))).toBeUndefined();
+    // 20 s later the holder is still working and renews; a concurrent delivery asks now.
+    await store.renew(key, new Date(t0 + 35_000));
+    expect((await store.lease(key, new Date(t0 + 36_000)))?.getTime()).toBe(t0 + 35_000);
+    // Without renewals the lease reads as what it was: it expires on its own.
+    expect((await store.lease(key, new Date(t0 + 90_000)))?.getTime()).toBe(t0 + 15_000);
+  });
 });
