@@ -33,6 +33,7 @@ export class MemoBucket {
       get: (key) => this.call('get', key, () => this.inner.get(key)),
       create: (key, entry: MemoEntry) => this.call('create', key, () => this.inner.create(key, entry)),
       lease: (key, expiresAt) => this.call('lease', key, () => this.inner.lease(key, expiresAt)),
+      renew: (key, expiresAt) => this.call('renew', key, () => this.inner.renew(key, expiresAt)),
     };
   }
 

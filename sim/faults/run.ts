@@ -230,6 +230,8 @@ export async function runSchedule(schedule: FaultSchedule): Promise<RunResult> {
           },
           lease: (...args: Parameters<MemoStore['lease']>) =>
             ports.track('lease', () => memoStore.lease(...args)),
+          renew: (...args: Parameters<MemoStore['renew']>) =>
+            ports.track('lease', () => memoStore.renew(...args)),
         };
         return serve(config, { store, reader, analyzer, memo }, silentLogger);
       },
