@@ -14,7 +14,7 @@ import { seededRandom } from '../random';
 import { CloudRunModel, type RequestRecord } from './cloud-run';
 import { DOCUMENT_MARKER, GeminiModel } from './gemini';
 import { MemoBucket } from './memo';
-import { type DocumentKind, FAULT_KINDS, type FaultKind, FaultLog, type FaultSchedule } from './schedule';
+import { type DocumentKind, type FaultKind, FaultLog, type FaultSchedule } from './schedule';
 import { VirtualTime } from './virtual-time';
 import { type StatementRecord, Warehouse } from './warehouse';
 
@@ -346,4 +346,3 @@ function copyExtras(from: object, to: object): void {
   }
 }
 
-export { FAULT_KINDS };

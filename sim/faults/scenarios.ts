@@ -215,14 +215,12 @@ export function sqliteDurabilityProblems(): string[] {
   const dir = mkdtempSync(path.join(tmpdir(), 'docline-durability-'));
   const store = new SqliteStore({ path: path.join(dir, 'documents.sqlite') });
   try {
-    // Read from the store's own connection: the setting is per connection.
-    const db = (store as unknown as { db: { prepare(sql: string): { get(): Record<string, unknown> } } }).db;
-    const synchronous = Number(db.prepare('PRAGMA synchronous').get().synchronous);
-    const names = ['OFF', 'NORMAL', 'FULL', 'EXTRA'];
-    return synchronous >= 2
+    // What the store's own connection runs with: the setting is per connection.
+    const { journalMode, synchronous } = store.durability();
+    return journalMode === 'wal' && (synchronous === 'FULL' || synchronous === 'EXTRA')
       ? []
       : [
-          `SqliteStore runs synchronous = ${names[synchronous] ?? synchronous}: in WAL mode a commit acknowledged with 200 may not survive a power loss`,
+          `SqliteStore runs journal_mode = ${journalMode}, synchronous = ${synchronous}: a commit acknowledged with 200 may not survive a power loss`,
         ];
   } finally {
     void store.close?.().finally(() => rmSync(dir, { recursive: true, force: true }));
