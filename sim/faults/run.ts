@@ -345,4 +345,3 @@ function copyExtras(from: object, to: object): void {
     proto = Object.getPrototypeOf(proto) as object | null;
   }
 }
-
