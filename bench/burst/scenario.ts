@@ -11,7 +11,7 @@ import { createApp } from '../../worker/src/app';
 import { DEFAULT_CONTENT_TYPES, type DeliverySettings } from '../../worker/src/contract/settings';
 import { objectUri } from '../../worker/src/core/event';
 import type { HandlerDeps } from '../../worker/src/core/handle';
-import type { Clock, Logger, ObjectRef, Reader, Store } from '../../worker/src/core/ports';
+import type { Clock, ObjectRef, Reader, Store } from '../../worker/src/core/ports';
 import { finalizeAttributes } from '../../worker/src/reconcile/notification';
 import { staticTokenAuth } from '../../worker/test/support/fake-bigquery';
 import { textInvoices } from '../documents';

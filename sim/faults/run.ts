@@ -6,7 +6,7 @@ import { DELIVERY_DEFAULTS } from '../../worker/src/contract/settings';
 import { RejectionError } from '../../worker/src/core/errors';
 import { objectUri } from '../../worker/src/core/event';
 import { AnalysisMemo } from '../../worker/src/core/memo';
-import type { Analyzer, Logger, MemoStore, ObjectRef, Reader, Store } from '../../worker/src/core/ports';
+import type { Analyzer, MemoStore, ObjectRef, Reader, Store } from '../../worker/src/core/ports';
 import { serve, withGroupCommit } from '../../worker/src/main';
 import { finalizeAttributes } from '../../worker/src/reconcile/notification';
 import { silentLogger } from '../logger';
