@@ -1,12 +1,12 @@
 import { BigQuery } from '@google-cloud/bigquery';
+import { type BigQuerySim, startBigQuerySim } from '../../sim/bigquery-rest';
+import { GeminiSim } from '../../sim/gemini-quota';
+import { PushSubscription } from '../../sim/pubsub';
+import { SimTime, type SimTimer } from '../../sim/time';
 import { BigQueryStore } from '../../worker/src/adapters/bigquery-store';
 import { TransientError } from '../../worker/src/core/errors';
 import { testRow } from '../../worker/test/support/builders';
 import { staticTokenAuth } from '../../worker/test/support/fake-bigquery';
-import { type BigQuerySim, startBigQuerySim } from '../burst/bigquery-sim';
-import { GeminiSim } from '../burst/gemini-sim';
-import { PushSubscription } from '../burst/pubsub-sim';
-import { SimTime, type SimTimer } from '../burst/sim-time';
 
 const TABLE = 'docline-bench.docline.documents';
 

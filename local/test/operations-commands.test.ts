@@ -17,6 +17,8 @@ const NOT_LOCAL_COMMANDS: Record<string, string> = {
   'test:policy-pack': 'the test suites, described in docs/testing.md',
   'test:emulators': 'the test suites, described in docs/testing.md',
   'test:reliability': 'the test suites, described in docs/testing.md',
+  'test:sim': 'the test suites, described in docs/testing.md',
+  sim: 'the fault simulator (replay a seed, the soak, the named scenarios), described in docs/testing.md',
   build: 'compiles the worker for its container image; nobody runs it by hand',
   bench: 'the benchmark, described in bench/README.md',
   eval: 'a measurement of the analyzers against e-invoice XML, described in docs/e-invoices.md',

@@ -1,15 +1,90 @@
-import type { Clock } from '../../worker/src/core/ports';
+import type { Clock } from '../worker/src/core/ports';
 
 /** A scheduled simulated callback; `cancel()` is a no-op once it ran. */
 export interface SimTimer {
   cancel(): void;
 }
 
-interface Scheduled {
+interface Scheduled extends QueuedTimer {
+  callback: () => void;
+}
+
+/** What a timer queue orders: a due time, then the order of scheduling. */
+export interface QueuedTimer {
   dueMs: number;
   seq: number;
-  callback: () => void;
   cancelled: boolean;
+}
+
+/** A binary heap of timers, earliest first (ties in scheduling order); shared by both simulated times. */
+export class TimerQueue<T extends QueuedTimer> {
+  private readonly h: T[] = [];
+
+  get size(): number {
+    return this.h.length;
+  }
+
+  /** The earliest timer not cancelled (cancelled ones on top are dropped). */
+  peek(): T | undefined {
+    while (this.h.length > 0 && this.h[0]!.cancelled) this.pop();
+    return this.h[0];
+  }
+
+  clear(): void {
+    this.h.length = 0;
+  }
+
+  private before(a: T, b: T): boolean {
+    return a.dueMs < b.dueMs || (a.dueMs === b.dueMs && a.seq < b.seq);
+  }
+
+  push(item: T): void {
+    const h = this.h;
+    h.push(item);
+    let i = h.length - 1;
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if (!this.before(h[i]!, h[parent]!)) break;
+      [h[i], h[parent]] = [h[parent]!, h[i]!];
+      i = parent;
+    }
+  }
+
+  pop(): T {
+    const h = this.h;
+    const top = h[0]!;
+    const last = h.pop()!;
+    if (h.length > 0) {
+      h[0] = last;
+      let i = 0;
+      for (;;) {
+        const l = 2 * i + 1;
+        const r = l + 1;
+        let m = i;
+        if (l < h.length && this.before(h[l]!, h[m]!)) m = l;
+        if (r < h.length && this.before(h[r]!, h[m]!)) m = r;
+        if (m === i) break;
+        [h[i], h[m]] = [h[m]!, h[i]!];
+        i = m;
+      }
+    }
+    return top;
+  }
+}
+
+/**
+ * Simulated time as the platform models use it: the burst's scaled real time ({@link SimTime}) and
+ * the fault simulator's virtual time both provide it.
+ */
+export interface SimClock {
+  /** Simulated milliseconds since the time started. */
+  nowMs(): number;
+  /** Runs `callback` once `simulatedMs` of simulated time have passed. */
+  after(simulatedMs: number, callback: () => void): SimTimer;
+  /** Resolves after `simulatedMs` of simulated time. */
+  sleep(simulatedMs: number): Promise<void>;
+  /** Simulated wall-clock time, as the worker sees it. */
+  readonly clock: Clock;
 }
 
 /**
@@ -25,7 +100,7 @@ interface Scheduled {
  * is not counted: it is summed in `frozenRealMs`, and the run simply takes longer in real time.
  * Timers fire on the simulated clock, never early in simulated time.
  */
-export class SimTime {
+export class SimTime implements SimClock {
   readonly scale: number;
   /** Real milliseconds not counted as simulated time (ticks later than `maxStepRealMs`). */
   frozenRealMs = 0;
@@ -36,7 +111,7 @@ export class SimTime {
   private readonly epochMs: number;
   private lastRealMs: number;
   private simulatedMs = 0;
-  private readonly heap: Scheduled[] = [];
+  private readonly heap = new TimerQueue<Scheduled>();
   private seq = 0;
   private readonly ticker: NodeJS.Timeout;
 
@@ -85,7 +160,7 @@ export class SimTime {
       callback,
       cancelled: false,
     };
-    this.push(item);
+    this.heap.push(item);
     this.ticker.ref();
     return {
       cancel: () => {
@@ -104,49 +179,11 @@ export class SimTime {
     }
     this.simulatedMs += step * this.scale;
     const now = this.simulatedMs;
-    while (this.heap.length > 0 && this.heap[0]!.dueMs <= now) {
-      const item = this.pop();
-      if (!item.cancelled) item.callback();
+    for (let item = this.heap.peek(); item && item.dueMs <= now; item = this.heap.peek()) {
+      this.heap.pop();
+      item.callback();
     }
-    while (this.heap.length > 0 && this.heap[0]!.cancelled) this.pop();
-    if (this.heap.length === 0) this.ticker.unref();
-  }
-
-  private before(a: Scheduled, b: Scheduled): boolean {
-    return a.dueMs < b.dueMs || (a.dueMs === b.dueMs && a.seq < b.seq);
-  }
-
-  private push(item: Scheduled): void {
-    const h = this.heap;
-    h.push(item);
-    let i = h.length - 1;
-    while (i > 0) {
-      const parent = (i - 1) >> 1;
-      if (!this.before(h[i]!, h[parent]!)) break;
-      [h[i], h[parent]] = [h[parent]!, h[i]!];
-      i = parent;
-    }
-  }
-
-  private pop(): Scheduled {
-    const h = this.heap;
-    const top = h[0]!;
-    const last = h.pop()!;
-    if (h.length > 0) {
-      h[0] = last;
-      let i = 0;
-      for (;;) {
-        const l = 2 * i + 1;
-        const r = l + 1;
-        let m = i;
-        if (l < h.length && this.before(h[l]!, h[m]!)) m = l;
-        if (r < h.length && this.before(h[r]!, h[m]!)) m = r;
-        if (m === i) break;
-        [h[i], h[m]] = [h[m]!, h[i]!];
-        i = m;
-      }
-    }
-    return top;
+    if (!this.heap.peek()) this.ticker.unref();
   }
 }
 

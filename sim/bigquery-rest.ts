@@ -1,16 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { COLUMN_NAMES, COLUMNS } from '../../worker/src/contract/row';
-import { BIGQUERY_DML_LIMITS, MIN_MAXIMUM_BYTES_BILLED } from '../../worker/src/contract/settings';
+import { COLUMN_NAMES, COLUMNS } from '../worker/src/contract/row';
+import { BIGQUERY_DML_LIMITS, MIN_MAXIMUM_BYTES_BILLED } from '../worker/src/contract/settings';
 import {
   answerFailure,
   bigQueryError,
   errorBody,
   HttpFailure,
   sendJson,
-} from '../../worker/test/support/bigquery-rest';
-import { type SimTime, type SimTimer, SlidingWindowLimit } from './sim-time';
+} from '../worker/test/support/bigquery-rest';
+import { seededRandom } from './random';
+import { type SimTime, type SimTimer, SlidingWindowLimit } from './time';
 
 /**
  * A BigQuery REST server (v2) that the real @google-cloud/bigquery client talks to, holding to the
@@ -146,18 +147,6 @@ const COLUMN_TYPE = new Map<string, { type: string; required: boolean }>(
 );
 
 const uniform = (random: () => number, low: number, high: number) => () => low + (high - low) * random();
-
-/** A small seeded generator, so that two runs draw the same latencies. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 export async function startBigQuerySim(options: BigQuerySimOptions): Promise<BigQuerySim> {
   const { time } = options;

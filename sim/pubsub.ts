@@ -1,5 +1,5 @@
-import type { DeliverySettings } from '../../worker/src/contract/settings';
-import type { SimTime, SimTimer } from './sim-time';
+import type { DeliverySettings } from '../worker/src/contract/settings';
+import type { SimClock, SimTimer } from './time';
 
 /**
  * A Pub/Sub push subscription, in process and in simulated time (the emulator neither scales time
@@ -17,7 +17,7 @@ import type { SimTime, SimTimer } from './sim-time';
  */
 
 export interface PushSubscriptionOptions {
-  time: SimTime;
+  time: SimClock;
   settings: Pick<
     DeliverySettings,
     'ackDeadlineSeconds' | 'minRetryBackoffSeconds' | 'maxRetryBackoffSeconds' | 'maxDeliveryAttempts'
@@ -31,6 +31,8 @@ export interface PushSubscriptionOptions {
   linearAbove?: number;
   minPushBackoffMs?: number;
   maxPushBackoffMs?: number;
+  /** Sees every answer (of first deliveries and of redelivered copies), for the fault simulator's record. */
+  onAnswer?: (messageId: string, status: number) => void;
 }
 
 export interface PushStats {
@@ -71,7 +73,8 @@ export class PushSubscription {
     maxOutstanding: 0,
     pushBackoffsMs: [],
   };
-  private readonly options: Required<PushSubscriptionOptions>;
+  private readonly options: Required<Omit<PushSubscriptionOptions, 'onAnswer'>> &
+    Pick<PushSubscriptionOptions, 'onAnswer'>;
   private readonly messages = new Map<string, Message>();
   private readonly ready: Message[] = [];
   private readyHead = 0;
@@ -131,6 +134,36 @@ export class PushSubscription {
     return id;
   }
 
+  /**
+   * Pushes one more copy of a message whose delivery is still running, as Pub/Sub does when the
+   * ack deadline passes or (the emulator) while the first request is still open. An ack from either
+   * copy acks the message; the retries stay with the first copy. False when it is not in flight.
+   */
+  redeliver(id: string): boolean {
+    const message = this.messages.get(id);
+    if (message?.state !== 'inflight' || this.closed) return false;
+    this.stats.pushes++;
+    this.options.endpoint(this.body(message)).then(
+      (status) => this.copyAnswered(message, status),
+      () => this.copyAnswered(message, 0),
+    );
+    return true;
+  }
+
+  private copyAnswered(message: Message, status: number): void {
+    this.options.onAnswer?.(message.id, status);
+    this.stats.statuses[status] = (this.stats.statuses[status] ?? 0) + 1;
+    if (!ACK_STATUSES.has(status) || message.state === 'acked' || message.state === 'dead') return;
+    this.stats.acks++;
+    if (message.state === 'ready') {
+      // Queued for a retry: it leaves the queue acked.
+      const at = this.ready.indexOf(message, this.readyHead);
+      if (at >= 0) this.ready.splice(at, 1);
+    }
+    message.state = 'acked';
+    this.settle();
+  }
+
   /** Resolves true once every message is acked or dead-lettered, false when `boundMs` (simulated) passes first. */
   waitIdle(boundMs: number): Promise<boolean> {
     if (this.idle) return Promise.resolve(true);
@@ -179,18 +212,7 @@ export class PushSubscription {
     this.outstanding++;
     this.stats.pushes++;
     this.stats.maxOutstanding = Math.max(this.stats.maxOutstanding, this.outstanding);
-    const body = JSON.stringify({
-      message: {
-        attributes: message.attributes,
-        data: Buffer.from(message.data).toString('base64'),
-        messageId: message.id,
-        message_id: message.id,
-        publishTime: message.publishTime,
-        publish_time: message.publishTime,
-      },
-      subscription: this.options.subscription,
-      deliveryAttempt: message.attempts,
-    });
+    const body = this.body(message);
     let done = false;
     const finish = (status: number) => {
       if (done) return;
@@ -209,7 +231,23 @@ export class PushSubscription {
     this.options.endpoint(body).then(finish, () => finish(0));
   }
 
+  private body(message: Message): string {
+    return JSON.stringify({
+      message: {
+        attributes: message.attributes,
+        data: Buffer.from(message.data).toString('base64'),
+        messageId: message.id,
+        message_id: message.id,
+        publishTime: message.publishTime,
+        publish_time: message.publishTime,
+      },
+      subscription: this.options.subscription,
+      deliveryAttempt: message.attempts,
+    });
+  }
+
   private answered(message: Message, status: number): void {
+    this.options.onAnswer?.(message.id, status);
     this.stats.statuses[status] = (this.stats.statuses[status] ?? 0) + 1;
     if (ACK_STATUSES.has(status)) {
       this.stats.acks++;
@@ -252,6 +290,7 @@ export class PushSubscription {
       Math.min(s.maxRetryBackoffSeconds, s.minRetryBackoffSeconds * 2 ** (message.attempts - 1)) * 1000;
     const timer = this.options.time.after(backoffMs, () => {
       this.timers.delete(timer);
+      if (message.state !== 'backoff') return; // acked meanwhile by a redelivered copy
       message.state = 'ready';
       this.ready.push(message);
       this.pump();

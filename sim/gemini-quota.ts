@@ -1,9 +1,9 @@
-import { geminiError } from '../../worker/src/adapters/gemini-analyzer';
-import type { AnalysisResult } from '../../worker/src/contract/analysis';
-import { DELIVERY_DEFAULTS } from '../../worker/src/contract/settings';
-import type { Analyzer, AnalyzerInput } from '../../worker/src/core/ports';
-import { sampleAnalysis } from '../../worker/test/support/fakes';
-import { type SimTime, SlidingWindowLimit } from './sim-time';
+import { geminiError } from '../worker/src/adapters/gemini-analyzer';
+import type { AnalysisResult } from '../worker/src/contract/analysis';
+import { DELIVERY_DEFAULTS } from '../worker/src/contract/settings';
+import type { Analyzer, AnalyzerInput } from '../worker/src/core/ports';
+import { sampleAnalysis } from '../worker/test/support/fakes';
+import { type SimTime, SlidingWindowLimit } from './time';
 
 /**
  * Gemini as the burst sees it, in process, implementing the worker's Analyzer port: every call

@@ -1,0 +1,13 @@
+/**
+ * `npm run test:sim`: the fault simulator's suite (sim/test/): the eight named scenarios of issue 20,
+ * a fixed set of small seeds that covers every fault kind, replay determinism, and the invariant
+ * checks themselves. Each run takes the process's timers and clock (virtual time), so one suite at
+ * a time.
+ * @type {import('jest').Config}
+ */
+module.exports = {
+  ...require('./jest.base'),
+  testMatch: ['<rootDir>/sim/test/**/*.test.ts'],
+  maxWorkers: 1,
+  testTimeout: 120_000,
+};

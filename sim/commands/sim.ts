@@ -1,0 +1,182 @@
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { checkInvariants, INVARIANTS, type InvariantId } from '../faults/invariants';
+import { replaceFaultFigures } from '../faults/report';
+import { runSchedule } from '../faults/run';
+import { SCENARIOS, scenarioProblems } from '../faults/scenarios';
+import { FAULT_KINDS, generateSchedule } from '../faults/schedule';
+import { broken, coveringSeeds, type FaultsSection, runSoak } from '../faults/soak';
+
+/**
+ * `npm run sim`: the fault simulator's commands.
+ *
+ *   npm run sim -- --seed N [--replays K]   replays seed N, writes its schedule and trace to
+ *                                           .sim/seed-N.json; K > 1 runs it K times and compares
+ *   npm run sim -- --seeds 1000 [--from S]  the soak: seeds S … S+999, figures into
+ *                [--replays K]              bench/results.json → faults; K > 1 runs each seed K
+ *                                           times and counts identical replays
+ *   npm run sim -- --scenario NAME|all      one of the eight named scenarios (or all)
+ *   npm run sim -- --cover N                seeds among 1…N that hold I1–I6 and together
+ *                                           inject every fault kind (test:sim's fixed set)
+ *
+ * Exit status 1 when an invariant broke (the seed is printed with it).
+ */
+
+const ROOT = path.join(__dirname, '..', '..');
+export const TRACE_DIR = path.join(ROOT, '.sim');
+const RESULTS = path.join(ROOT, 'bench', 'results.json');
+const TESTING_DOC = path.join(ROOT, 'docs', 'testing.md');
+
+function arg(name: string): string | undefined {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+}
+
+function wholeNumber(name: string, value: string | undefined): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0)
+    throw new Error(`--${name} takes a whole number (got ${value ?? 'nothing'})`);
+  return n;
+}
+
+async function replay(seed: number, replays: number): Promise<number> {
+  const schedule = generateSchedule(seed);
+  const hashes: string[] = [];
+  let last: Awaited<ReturnType<typeof runSchedule>> | undefined;
+  for (let i = 0; i < replays; i++) {
+    last = await runSchedule(schedule);
+    hashes.push(last.traceHash);
+  }
+  const result = last!;
+  const verdict = checkInvariants(result.record, result.faults);
+  mkdirSync(TRACE_DIR, { recursive: true });
+  const file = path.join(TRACE_DIR, `seed-${seed}.json`);
+  writeFileSync(
+    file,
+    `${JSON.stringify({ seed, traceHash: result.traceHash, schedule, faults: result.faults, verdict, trace: result.record }, null, 2)}\n`,
+  );
+  const counts = Object.entries(result.faults.counts).filter(([, n]) => n > 0);
+  console.log(
+    `seed ${seed}: ${result.record.end} after ${(result.record.simulatedMs / 1000).toFixed(0)} simulated s`,
+  );
+  console.log(`faults injected: ${counts.map(([k, n]) => `${k} ${n}`).join(', ') || 'none'}`);
+  const bad = broken(verdict);
+  for (const [id, list] of bad)
+    for (const v of list) console.log(`seed ${seed} breaks ${id} (${INVARIANTS[id]}): ${v}`);
+  for (const x of verdict.extraRawRows)
+    console.log(`extra raw row: ${x.key} (${x.messageId}), causes: ${x.causes.join('; ') || 'none'}`);
+  if (bad.length === 0) console.log(`seed ${seed}: I1–I6 hold`);
+  if (replays > 1) {
+    const same = hashes.filter((h) => h === hashes[0]).length;
+    console.log(`replays: ${same} of ${replays} identical to the first (trace ${hashes[0]})`);
+  }
+  console.log(`schedule and trace: ${path.relative(process.cwd(), file)}`);
+  return bad.length > 0 ? 1 : 0;
+}
+
+async function soak(count: number, first: number, replays: number): Promise<number> {
+  const started = performance.now();
+  const brokenSeeds: string[] = [];
+  const replay = { seeds: 0, identical: 0, brokenSeeds: 0, brokenIdentical: 0 };
+  const section: FaultsSection = await runSoak(count, {
+    first,
+    onSeed: async (seed, verdict, result) => {
+      for (let i = 1; i < replays; i++) {
+        const again = await runSchedule(generateSchedule(seed));
+        const same = again.traceHash === result.traceHash;
+        replay.seeds++;
+        if (same) replay.identical++;
+        if (broken(verdict).length > 0) {
+          replay.brokenSeeds++;
+          if (same) replay.brokenIdentical++;
+        }
+      }
+      for (const [id, list] of broken(verdict)) brokenSeeds.push(`seed ${seed} breaks ${id}: ${list[0]}`);
+      if ((seed - first + 1) % 100 === 0)
+        process.stderr.write(
+          `sim: ${seed - first + 1}/${count} seeds, ${((performance.now() - started) / 1000).toFixed(0)} s\n`,
+        );
+    },
+  });
+  const seconds = (performance.now() - started) / 1000;
+  const previous = JSON.parse(readFileSync(RESULTS, 'utf8')) as Record<string, unknown>;
+  writeFileSync(RESULTS, `${JSON.stringify({ ...previous, faults: section }, null, 2)}\n`);
+  writeFileSync(TESTING_DOC, replaceFaultFigures(readFileSync(TESTING_DOC, 'utf8'), section));
+  console.log(`seeds run: ${section.seeds} (${first}–${first + count - 1}) in ${seconds.toFixed(0)} s`);
+  console.log('faults injected by kind:');
+  for (const k of FAULT_KINDS) console.log(`  ${k.padEnd(32)} ${section.faultsByKind[k]}`);
+  console.log('violations by invariant (seeds):');
+  for (const id of Object.keys(section.violations) as InvariantId[])
+    console.log(`  ${id} ${String(section.violations[id]).padStart(5)}  ${INVARIANTS[id]}`);
+  console.log(
+    `extra raw rows: ${section.extraRawRows}; paid analyses per document: ${section.analysesPerDocument.toFixed(3)}`,
+  );
+  for (const line of brokenSeeds) console.log(line);
+  if (replays > 1)
+    console.log(
+      `replays: ${replay.identical} of ${replay.seeds} identical to their seed's first run; of the broken seeds, ${replay.brokenIdentical} of ${replay.brokenSeeds} broke again identically`,
+    );
+  console.log(
+    `figures written to ${path.relative(process.cwd(), RESULTS)} → faults, and ${path.relative(process.cwd(), TESTING_DOC)}`,
+  );
+  return brokenSeeds.length > 0 ? 1 : 0;
+}
+
+async function scenarios(name: string): Promise<number> {
+  const chosen = name === 'all' ? SCENARIOS : SCENARIOS.filter((s) => s.name === name);
+  if (chosen.length === 0)
+    throw new Error(`no scenario ${name}; there are: ${SCENARIOS.map((s) => s.name).join(', ')}`);
+  let failed = 0;
+  for (const scenario of chosen) {
+    const result = scenario.schedule ? await runSchedule(scenario.schedule) : undefined;
+    const verdict = result ? checkInvariants(result.record, result.faults) : undefined;
+    const problems = scenarioProblems(scenario, verdict, result?.record);
+    // An open scenario is expected to fail (the worker still lets it happen); passing means its mark can go.
+    const label = scenario.open
+      ? problems.length > 0
+        ? 'OPEN'
+        : 'PASS (marked open: remove the mark)'
+      : problems.length === 0
+        ? 'PASS'
+        : 'FAIL';
+    console.log(`${label} ${scenario.interleaving} ${scenario.name}: ${scenario.title}`);
+    if (scenario.open) console.log(`     open: ${scenario.open}`);
+    for (const p of problems) console.log(`     ${p}`);
+    if (label !== 'PASS' && label !== 'OPEN') failed++;
+  }
+  return failed > 0 ? 1 : 0;
+}
+
+async function main(): Promise<number> {
+  const seed = arg('seed');
+  const seeds = arg('seeds');
+  const scenario = arg('scenario');
+  if (seed !== undefined)
+    return replay(wholeNumber('seed', seed), Math.max(1, wholeNumber('replays', arg('replays') ?? '1')));
+  if (seeds !== undefined)
+    return soak(
+      wholeNumber('seeds', seeds),
+      wholeNumber('from', arg('from') ?? '1'),
+      Math.max(1, wholeNumber('replays', arg('replays') ?? '1')),
+    );
+  if (scenario !== undefined) return scenarios(scenario);
+  const cover = arg('cover');
+  if (cover !== undefined) {
+    const { seeds: chosen, uncovered } = await coveringSeeds(wholeNumber('cover', cover));
+    console.log(`seeds that hold I1–I6 and cover every fault kind: ${chosen.join(', ')}`);
+    if (uncovered.length > 0) console.log(`no passing seed injects: ${uncovered.join(', ')}`);
+    return uncovered.length > 0 ? 1 : 0;
+  }
+  console.error(
+    'usage: npm run sim -- --seed N [--replays K] | --seeds COUNT [--from S] | --scenario NAME|all',
+  );
+  return 2;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    console.error(error instanceof Error ? error.message : String(error));
+    process.exit(2);
+  },
+);

@@ -1,0 +1,340 @@
+import { createHash } from 'node:crypto';
+import { textInvoices } from '../../bench/documents';
+import { GeminiAnalyzer } from '../../worker/src/adapters/gemini-analyzer';
+import { loadConfig } from '../../worker/src/config';
+import { DELIVERY_DEFAULTS } from '../../worker/src/contract/settings';
+import { RejectionError } from '../../worker/src/core/errors';
+import { objectUri } from '../../worker/src/core/event';
+import { AnalysisMemo } from '../../worker/src/core/memo';
+import type { Analyzer, MemoStore, ObjectRef, Reader, Store } from '../../worker/src/core/ports';
+import { serve, withGroupCommit } from '../../worker/src/main';
+import { finalizeAttributes } from '../../worker/src/reconcile/notification';
+import { silentLogger } from '../logger';
+import { PushSubscription } from '../pubsub';
+import { seededRandom } from '../random';
+import { CloudRunModel, type RequestRecord } from './cloud-run';
+import { DOCUMENT_MARKER, GeminiModel } from './gemini';
+import { MemoBucket } from './memo';
+import { type DocumentKind, type FaultKind, FaultLog, type FaultSchedule } from './schedule';
+import { VirtualTime } from './virtual-time';
+import { type StatementRecord, Warehouse } from './warehouse';
+
+/**
+ * One run of the fault simulator: the seed's documents uploaded within 20 simulated seconds (some
+ * announced twice), pushed by the Pub/Sub model through the Cloud Run model to instances of the
+ * real worker (its composition root's `serve()`, group commit, memo, quota gate, the real
+ * GeminiAnalyzer), with the schedule's faults, until every message is acked or dead-lettered. It
+ * returns the observable record: answers given, the raw table, what the view returned, Gemini's
+ * bill, each request's handler activity, and the faults injected (kept apart for the trace).
+ */
+
+export const SIM_BUCKET = 'docline-sim-uploads';
+const SIM_TABLE = 'docline-sim.docline.documents';
+/** Cloud Run's grace period between SIGTERM and SIGKILL. */
+export const SIGTERM_GRACE_MS = 10_000;
+const COLD_START_MS = 2_000;
+/** A run stops here (simulated) if messages are still pending: ten attempts with backoff fit well within. */
+const RUN_BOUND_MS = 12 * 60 * 60 * 1000;
+
+export interface SimDocument {
+  name: string;
+  key: string;
+  kind: DocumentKind;
+  messageIds: string[];
+}
+
+/** Everything the invariants read: what could be observed from outside the worker. */
+export interface RunRecord {
+  seed: number;
+  documents: SimDocument[];
+  /** Every answer Pub/Sub got for each message (0: none within the ack deadline, or connection lost). */
+  answers: Record<string, number[]>;
+  /** What became of each message. */
+  messageStates: Record<string, string>;
+  /** The raw table at the end: one entry per row. */
+  rawRows: Array<{
+    key: string;
+    messageId: string;
+    status: string;
+    processedAt: string;
+    committedAtMs: number;
+    statement: number;
+  }>;
+  /** Each distinct row (its message_id) the `documents` view returned per key, in order of first sight. */
+  viewReads: Record<string, string[]>;
+  /** The view's row per key at the end (message_id). */
+  viewAtEnd: Record<string, string>;
+  /**
+   * Paid Gemini calls per document, and the documents whose paid analysis a fault refused: its answer
+   * was lost (a hang, a timeout, a killed instance) or unusable (outside the schema), or the memo
+   * failed to keep it or give it back (a call about it failed, hung or was slow, or the instance was
+   * killed before keeping it).
+   */
+  paidByDocument: Record<string, number>;
+  refusedAnalyses: string[];
+  requests: RequestRecord[];
+  statements: StatementRecord[];
+  /** How the run ended: drained, or stopped at the bound with messages pending. */
+  end: string;
+  simulatedMs: number;
+}
+
+export interface RunResult {
+  record: RunRecord;
+  faults: { counts: Record<FaultKind, number>; entries: FaultLog['entries'] };
+  /** A digest of the whole record and fault log: two runs of one seed that agree have the same one. */
+  traceHash: string;
+}
+
+/** The environment the simulated instances are configured from (the real config parser reads it). */
+export const SIM_ENV: Readonly<Record<string, string>> = Object.freeze({
+  PORT: '0',
+  BIGQUERY_TABLE: SIM_TABLE,
+  MEMO_BUCKET: 'docline-sim-memo',
+  DOCLINE_ANALYZER: 'gemini',
+  GEMINI_API_KEY: 'simulated',
+  DOCLINE_READER: 'gcs',
+  LOG_LEVEL: 'ERROR',
+  WORKER_VERSION: 'fault-sim',
+});
+
+/** Runs one schedule. Only one run at a time per process (it takes the global timers and clock). */
+export async function runSchedule(schedule: FaultSchedule): Promise<RunResult> {
+  const time = new VirtualTime();
+  const faults = new FaultLog(() => time.nowMs());
+  const settings = DELIVERY_DEFAULTS;
+  const config = loadConfig({ ...SIM_ENV, ...schedule.env });
+
+  // The documents: sample invoices, each marked with its name so Gemini's model knows which it reads.
+  const samples = textInvoices();
+  const epochMs = time.epochNowMs();
+  const objects = new Map<string, Buffer>();
+  const documents: SimDocument[] = [];
+  const keyOfName = new Map<string, string>();
+  const kinds = new Map<string, { kind: DocumentKind; analysisMs: number }>();
+  const resources = schedule.documents.map((plan) => {
+    const sample = samples[plan.index % samples.length]!;
+    const bytes = Buffer.concat([sample.bytes, Buffer.from(`\n${DOCUMENT_MARKER}${plan.name}\n`)]);
+    const generation = String(1764489600000000 + schedule.seed * 100 + plan.index);
+    const created = new Date(epochMs + plan.publishAtMs).toISOString();
+    const key = objectUri(SIM_BUCKET, plan.name, generation);
+    objects.set(key, bytes);
+    keyOfName.set(plan.name, key);
+    kinds.set(plan.name, { kind: plan.kind, analysisMs: plan.analysisMs });
+    const doc: SimDocument = { name: plan.name, key, kind: plan.kind, messageIds: [] };
+    documents.push(doc);
+    return {
+      plan,
+      doc,
+      resource: {
+        kind: 'storage#object',
+        name: plan.name,
+        bucket: SIM_BUCKET,
+        generation,
+        metageneration: '1',
+        contentType: 'text/plain',
+        size: String(bytes.length),
+        timeCreated: created,
+        updated: created,
+      },
+    };
+  });
+  const keyOfMessage = new Map<string, string>();
+
+  const gemini = new GeminiModel(time, schedule.gemini, kinds, faults, (name) => keyOfName.get(name) ?? name);
+  const analyzerVersion = new GeminiAnalyzer({
+    client: gemini.client(),
+    model: config.analyzer.kind === 'gemini' ? config.analyzer.model : undefined,
+  }).version;
+  const memoKeys = new Map(documents.map((d) => [AnalysisMemo.key(d.key, analyzerVersion), d.key]));
+  const bucket = new MemoBucket(time, schedule.memo, faults, (memoKey) => memoKeys.get(memoKey));
+  const poison = new Set(documents.filter((d) => d.kind === 'poison').map((d) => d.key));
+  const warehouse = new Warehouse(time, schedule.bigquery, poison, faults);
+  const cloudRun = new CloudRunModel(time, {
+    // Cloud Run's request timeout is the one the worker is configured with (the stack sets both from one value).
+    requestTimeoutMs: config.requestTimeoutSeconds * 1000,
+    graceMs: SIGTERM_GRACE_MS,
+    coldStartMs: COLD_START_MS,
+    schedule: schedule.cloudRun,
+    faults,
+    keyOf: (id) => keyOfMessage.get(id) ?? id,
+  });
+
+  const viewReads = new Map<string, string[]>();
+  warehouse.onCommit = () => {
+    for (const [key, row] of warehouse.view()) {
+      const seen = viewReads.get(key) ?? [];
+      if (seen[seen.length - 1] !== row.row.message_id) seen.push(row.row.message_id);
+      viewReads.set(key, seen);
+    }
+  };
+
+  const realRandom = Math.random;
+  Math.random = seededRandom(schedule.seed ^ 0x5eed);
+  time.install();
+  const answers: Record<string, number[]> = {};
+  let subscription: PushSubscription | undefined;
+  try {
+    const reading = async (ref: ObjectRef): Promise<Buffer> => {
+      await time.sleep(80);
+      const bytes = objects.get(objectUri(ref.bucket, ref.name, ref.generation));
+      if (!bytes) throw new RejectionError('object_gone', `no generation ${ref.generation} of ${ref.name}`);
+      return bytes;
+    };
+    await cloudRun.start(
+      async (index, ports) => {
+        const alive = () => index >= cloudRunSize(cloudRun) || cloudRun.instance(index).alive;
+        const grouped = await withGroupCommit(warehouse.store(index, alive), config, silentLogger);
+        const store: Store = {
+          seen: (...args: Parameters<Store['seen']>) => ports.track('store', () => grouped.seen(...args)),
+          record: (...args: Parameters<Store['record']>) =>
+            ports.track('store', () => grouped.record(...args)),
+          ping: () => grouped.ping(),
+          close: () => grouped.close?.() ?? Promise.resolve(),
+        };
+        copyExtras(grouped, store);
+        const reader: Reader = {
+          read: (...args: Parameters<Reader['read']>) => ports.track('read', () => reading(args[0])),
+        };
+        const adapter = new GeminiAnalyzer({
+          client: gemini.client(),
+          model: config.analyzer.kind === 'gemini' ? config.analyzer.model : undefined,
+          timeoutMs: config.analyzer.kind === 'gemini' ? config.analyzer.timeoutMs : undefined,
+          logger: silentLogger,
+        });
+        const analyzer: Analyzer = {
+          version: adapter.version,
+          analyze: (...args: Parameters<Analyzer['analyze']>) =>
+            ports.track('analyze', () =>
+              adapter.analyze(...args).finally(() => {
+                // An answer that reaches a killed process is paid and lost.
+                if (!alive()) gemini.record.refusedByDocument.add(args[0].name);
+              }),
+            ),
+        };
+        copyExtras(adapter, analyzer);
+        const memoStore = bucket.store();
+        const memo: MemoStore = {
+          get: (...args: Parameters<MemoStore['get']>) => ports.track('memo', () => memoStore.get(...args)),
+          create: (...args: Parameters<MemoStore['create']>) => {
+            // A killed process keeps nothing: the analysis it paid for is lost.
+            if (!alive()) bucket.failedFor.add(memoKeys.get(args[0]) ?? args[0]);
+            return ports.track('memo', () => memoStore.create(...args));
+          },
+          lease: (...args: Parameters<MemoStore['lease']>) =>
+            ports.track('lease', () => memoStore.lease(...args)),
+          renew: (...args: Parameters<MemoStore['renew']>) =>
+            ports.track('lease', () => memoStore.renew(...args)),
+        };
+        return serve(config, { store, reader, analyzer, memo }, silentLogger);
+      },
+      schedule.instances,
+      schedule.cloudRun.signals.length,
+    );
+
+    let pushes = 0;
+    const sub = new PushSubscription({
+      time,
+      settings,
+      subscription: 'projects/docline-sim/subscriptions/docline-push',
+      onAnswer: (id, status) => {
+        answers[id] = [...(answers[id] ?? []), status];
+      },
+      endpoint: (body) => {
+        const id = (JSON.parse(body) as { message: { messageId: string } }).message.messageId;
+        const push = pushes++;
+        for (const r of schedule.pubsub.redeliveries.filter((x) => x.push === push)) {
+          time.after(r.afterMs, () => {
+            if (sub.redeliver(id))
+              faults.injected(
+                'pubsub.redeliveryWhileRunning',
+                [keyOfMessage.get(id) ?? id],
+                `push ${push} pushed again while running`,
+              );
+          });
+        }
+        return cloudRun.push(body, id);
+      },
+    });
+    subscription = sub;
+    let published = 0;
+    for (const { plan, doc, resource } of resources) {
+      time.after(plan.publishAtMs, () => {
+        if (plan.notifications === 2)
+          faults.injected('pubsub.doubledNotification', [doc.key], 'two notification configs');
+        for (let c = 1; c <= plan.notifications; c++) {
+          const id = sub.publish(
+            JSON.stringify(resource),
+            finalizeAttributes(resource, {
+              notificationConfig: `projects/_/buckets/${SIM_BUCKET}/notificationConfigs/${c}`,
+            }),
+          );
+          keyOfMessage.set(id, doc.key);
+          doc.messageIds.push(id);
+        }
+        published++;
+      });
+    }
+    const ended = await time.run(() => published === resources.length && sub.idle, RUN_BOUND_MS);
+    // Late work (handlers past their request, slow statements) may still change the table: let it end.
+    const settled = await time.run(() => false, time.nowMs() + 2 * config.requestTimeoutSeconds * 1000);
+    const end =
+      ended === 'done'
+        ? `drained (${settled === 'stalled' ? 'then quiet' : 'late work still pending'})`
+        : ended;
+
+    const record: RunRecord = {
+      seed: schedule.seed,
+      documents,
+      answers,
+      messageStates: Object.fromEntries(sub.states()),
+      rawRows: warehouse.raw.map((r) => ({
+        key: r.row.dedup_key,
+        messageId: r.row.message_id,
+        status: r.row.status,
+        processedAt: r.row.processed_at,
+        committedAtMs: r.committedAtMs,
+        statement: r.statement,
+      })),
+      viewReads: Object.fromEntries(viewReads),
+      viewAtEnd: Object.fromEntries([...warehouse.view()].map(([k, r]) => [k, r.row.message_id])),
+      paidByDocument: Object.fromEntries(
+        documents.map((d) => [d.name, gemini.record.paidByDocument.get(d.name) ?? 0]),
+      ),
+      refusedAnalyses: documents
+        .filter((d) => gemini.record.refusedByDocument.has(d.name) || bucket.failedFor.has(d.key))
+        .map((d) => d.name),
+      requests: cloudRun.requests,
+      statements: warehouse.statements,
+      end,
+      simulatedMs: time.nowMs(),
+    };
+    const result = { record, faults: { counts: faults.counts, entries: faults.entries } };
+    return {
+      ...result,
+      traceHash: createHash('sha256').update(JSON.stringify(result)).digest('hex').slice(0, 16),
+    };
+  } finally {
+    subscription?.close();
+    time.uninstall();
+    Math.random = realRandom;
+    for (const s of cloudRun.states()) cloudRun.instance(s.index).worker.server.close();
+  }
+}
+
+function cloudRunSize(cloudRun: CloudRunModel): number {
+  return cloudRun.states().length;
+}
+
+/** Keeps any extra method a wrapped adapter has (e.g. a drain the composition root calls). */
+function copyExtras(from: object, to: object): void {
+  let proto = Object.getPrototypeOf(from) as object | null;
+  while (proto && proto !== Object.prototype) {
+    for (const name of Object.getOwnPropertyNames(proto)) {
+      if (name === 'constructor' || name in to) continue;
+      const value = (from as Record<string, unknown>)[name];
+      if (typeof value === 'function') (to as Record<string, unknown>)[name] = value.bind(from);
+    }
+    proto = Object.getPrototypeOf(proto) as object | null;
+  }
+}

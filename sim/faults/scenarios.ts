@@ -1,0 +1,240 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { SqliteStore } from '../../worker/src/adapters/sqlite-store';
+import type { InvariantId, Verdict } from './invariants';
+import type { RunRecord } from './run';
+import { SIGTERM_GRACE_MS } from './run';
+import type { DocumentPlan, FaultSchedule } from './schedule';
+
+/**
+ * The eight interleavings of issue 20, each as a named scenario: a hand-written fault schedule (the
+ * same data a seed generates) that drives the worker into the interleaving, and the invariants that
+ * break when the worker lets it happen. A scenario passes when every invariant holds (and, for
+ * scale-in and durability, its own check). They stay as regression cases.
+ */
+
+export interface Scenario {
+  name: string;
+  /** The interleaving of issue 20 it reproduces (1–8). */
+  interleaving: number;
+  title: string;
+  /** The invariants that break when the interleaving happens. */
+  breaks: Array<InvariantId | 'good-rows' | 'scale-in' | 'durability'>;
+  schedule?: FaultSchedule;
+  /** A check of its own, beyond I1–I6: problems found (empty: it holds). */
+  check?: (record: RunRecord | undefined) => string[];
+  /**
+   * Set while the worker still lets the interleaving happen: why. The suite then expects the
+   * scenario to fail, and turns red once it passes, so that the mark is removed with the fix.
+   */
+  open?: string;
+}
+
+/** A schedule with no fault but the ones given: every call takes its ordinary time. */
+function plain(
+  seed: number,
+  documents: Array<Partial<DocumentPlan>>,
+  more: Partial<FaultSchedule> = {},
+): FaultSchedule {
+  return {
+    seed,
+    instances: 1,
+    documents: documents.map((d, i) => ({
+      index: i,
+      name: `scenario/${seed}/${String(i).padStart(2, '0')}-invoice.txt`,
+      kind: 'invoice',
+      notifications: 1,
+      publishAtMs: 0,
+      analysisMs: 6_000,
+      ...d,
+    })),
+    gemini: { calls: [], busy: [] },
+    memo: { calls: [] },
+    bigquery: { statements: [] },
+    cloudRun: { stalls: [], signals: [] },
+    pubsub: { redeliveries: [] },
+    ...more,
+  };
+}
+
+const ok = (latencyMs: number) => ({ latencyMs, draw: 1 });
+
+export const SCENARIOS: readonly Scenario[] = [
+  {
+    name: 'ack-with-no-row',
+    interleaving: 1,
+    title:
+      'two deliveries of one message share one analysis and land in one batch; BigQuery refuses the row; the second must not be answered "already recorded"',
+    breaks: ['I1'],
+    // A good document shares the batch, so group commit isolates the refused row.
+    schedule: plain(9_001, [{ kind: 'poison' }, {}], {
+      gemini: { calls: [ok(6_000), ok(6_000)], busy: [] },
+      pubsub: { redeliveries: [{ push: 0, afterMs: 1_000 }] },
+    }),
+  },
+  {
+    name: 'good-rows-dead-lettered',
+    interleaving: 2,
+    title:
+      'two refused rows in different halves of one batch must not fail the good rows with them (which, batch after batch, dead-letters them)',
+    breaks: ['I2', 'good-rows'],
+    schedule: plain(9_002, [{ kind: 'poison' }, {}, { kind: 'poison' }, {}], {
+      gemini: { calls: [ok(6_000), ok(6_000), ok(6_000), ok(6_000)], busy: [] },
+    }),
+    check: (record) => goodRowsProblems(record),
+  },
+  {
+    name: 'handler-outlives-request',
+    interleaving: 3,
+    title:
+      'an analysis that outlasts the request timeout: the handler must answer by the deadline, not run on after the 504',
+    breaks: ['I6', 'I5'],
+    schedule: plain(9_003, [{}], { cloudRun: { stalls: [{ delivery: 0, call: 'analyze' }], signals: [] } }),
+  },
+  {
+    name: 'lease-shorter-than-work',
+    interleaving: 4,
+    title:
+      'one upload announced twice, on two instances, analysed for 40 s: the second must wait for the first, not pay again',
+    breaks: ['I5'],
+    schedule: plain(9_004, [{ notifications: 2 }], {
+      instances: 2,
+      gemini: { calls: [ok(40_000), ok(40_000)], busy: [] },
+    }),
+  },
+  {
+    name: 'paid-work-paid-again',
+    interleaving: 5,
+    title:
+      'a safety-blocked document (a paid refusal) whose write fails once with a concurrent update: the retry is not paid again',
+    breaks: ['I5'],
+    schedule: plain(9_005, [{ kind: 'safetyBlocked' }], {
+      // Statement 0: the lookup; statement 1: the MERGE, refused as a concurrent update.
+      bigquery: { statements: [{ latencyMs: 500 }, { latencyMs: 1_000, fault: 'concurrentUpdate' }] },
+    }),
+  },
+  {
+    name: 'paid-attempt-then-429',
+    interleaving: 5,
+    title:
+      'a document Gemini answers outside the schema, whose second attempt meets 429s: the paid first attempt is not paid again',
+    breaks: ['I5'],
+    schedule: plain(9_015, [{ kind: 'unreadable' }], {
+      gemini: {
+        // Every call answers in 5 s, but the capacity is busy from 6.6 s to 9.6 s: the second
+        // attempt (the first ends at about 6.7 s) meets 429s there.
+        calls: Array.from({ length: 12 }, () => ({ latencyMs: 5_000, draw: 0 })),
+        busy: [{ atMs: 6_600, forMs: 3_000, refuseShare: 1 }],
+      },
+    }),
+    open: 'the quota gate re-runs the whole work after the 429, so the first attempt, already paid, is paid again (its tokens are now recorded)',
+  },
+  {
+    name: 'ack-before-durable-commit',
+    interleaving: 6,
+    title: 'SQLite answers 200 only for a commit that survives a power loss: WAL with synchronous = FULL',
+    breaks: ['durability'],
+    check: () => sqliteDurabilityProblems(),
+  },
+  {
+    name: 'view-changes-its-answer',
+    interleaving: 7,
+    title:
+      'one upload announced twice; both instances insert; the row committed later must not take the view’s place of the one already read',
+    breaks: ['I4'],
+    schedule: plain(9_007, [{ notifications: 2 }], {
+      instances: 2,
+      gemini: { calls: [ok(6_000), ok(6_000)], busy: [] },
+      // Statements 0–1: the two lookups. Statement 2: the first MERGE, slow; statement 3: the second.
+      bigquery: {
+        statements: [
+          { latencyMs: 500 },
+          { latencyMs: 500 },
+          { latencyMs: 20_000, fault: 'slow' },
+          { latencyMs: 1_000 },
+        ],
+      },
+    }),
+    open: 'the MERGE stamps processed_at with CURRENT_TIMESTAMP(), which GoogleSQL records at the start of the statement: a MERGE that started first and commits last still sorts first',
+  },
+  {
+    name: 'scale-in',
+    interleaving: 8,
+    title:
+      'SIGTERM while one delivery analyses and another waits its turn: the waiting one is answered within the grace period, not cut by SIGKILL',
+    breaks: ['scale-in'],
+    schedule: plain(9_008, [{}, { publishAtMs: 500 }], {
+      env: { ANALYZER_MAX_IN_FLIGHT: '1' },
+      gemini: { calls: [ok(30_000), ok(6_000), ok(6_000)], busy: [] },
+      cloudRun: { stalls: [], signals: [{ atMs: 5_000, instance: 0, signal: 'SIGTERM' }] },
+    }),
+    check: (record) => scaleInProblems(record),
+  },
+];
+
+/**
+ * Good rows: with no fault but refused rows, every other document is acked on its first delivery
+ * (a refused row fails only its own delivery).
+ */
+export function goodRowsProblems(record: RunRecord | undefined): string[] {
+  if (!record) return ['no run'];
+  return record.documents
+    .filter((d) => d.kind !== 'poison')
+    .flatMap((d) => d.messageIds)
+    .filter((id) => ![200, 204].includes(record.answers[id]?.[0] ?? 0))
+    .map(
+      (id) =>
+        `message ${id} of a good document was answered ${record.answers[id]?.[0]} on its first delivery, in a batch with refused rows`,
+    );
+}
+
+/**
+ * Scale-in: every request open when its instance was told to stop is answered before the SIGKILL,
+ * unless it was inside an analysis then (paid work in flight cannot be answered early).
+ */
+export function scaleInProblems(record: RunRecord | undefined): string[] {
+  if (!record) return ['no run'];
+  const problems: string[] = [];
+  for (const r of record.requests) {
+    if (r.sigtermAtMs === undefined || r.killedAtMs === undefined) continue;
+    const kill = r.killedAtMs;
+    const analysing = r.calls.some(
+      (c) => c.port === 'analyze' && c.startMs <= kill && (c.endMs === undefined || c.endMs > kill),
+    );
+    if (!analysing)
+      problems.push(
+        `request ${r.id} (message ${r.messageId}) was open at SIGTERM and cut by SIGKILL ${SIGTERM_GRACE_MS} ms later without an answer, while it was only waiting`,
+      );
+  }
+  return problems;
+}
+
+/** Interleaving 6: the SQLite store must run WAL with synchronous FULL (or EXTRA), so a 200 is durable. */
+export function sqliteDurabilityProblems(): string[] {
+  const dir = mkdtempSync(path.join(tmpdir(), 'docline-durability-'));
+  const store = new SqliteStore({ path: path.join(dir, 'documents.sqlite') });
+  try {
+    // What the store's own connection runs with: the setting is per connection.
+    const { journalMode, synchronous } = store.durability();
+    return journalMode === 'wal' && (synchronous === 'FULL' || synchronous === 'EXTRA')
+      ? []
+      : [
+          `SqliteStore runs journal_mode = ${journalMode}, synchronous = ${synchronous}: a commit acknowledged with 200 may not survive a power loss`,
+        ];
+  } finally {
+    void store.close?.().finally(() => rmSync(dir, { recursive: true, force: true }));
+  }
+}
+
+/** Problems of a scenario run: its broken invariants, then its own check. */
+export function scenarioProblems(
+  scenario: Scenario,
+  verdict: Verdict | undefined,
+  record: RunRecord | undefined,
+): string[] {
+  const problems = verdict
+    ? Object.entries(verdict.violations).flatMap(([id, list]) => list.map((v) => `${id}: ${v}`))
+    : [];
+  return [...problems, ...(scenario.check?.(record) ?? [])];
+}

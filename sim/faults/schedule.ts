@@ -1,0 +1,267 @@
+import { seededRandom } from '../random';
+
+/**
+ * The fault schedule of one run: plain data, generated from the seed alone, written beside the
+ * trace by `npm run sim -- --seed N`. The models in this folder read it call by call (the k-th
+ * Gemini call, the k-th memo call, the k-th BigQuery statement, the d-th delivery) and time by
+ * time (capacity bursts, signals), so a seed replays the same faults in the same places.
+ */
+
+/** Every kind of fault the simulator injects, by platform. The soak counts each one. */
+export const FAULT_KINDS = [
+  'gemini.slowTail',
+  'gemini.rateLimited',
+  'gemini.serverError',
+  'gemini.hang',
+  'memo.slow',
+  'memo.error',
+  'memo.hang',
+  'bigquery.refusedOneRow',
+  'bigquery.refusedTwoRows',
+  'bigquery.concurrentUpdate',
+  'bigquery.dmlQueueFull',
+  'bigquery.slowStatement',
+  'bigquery.hungStatement',
+  'cloudRun.deadline',
+  'cloudRun.sigterm',
+  'cloudRun.sigkill',
+  'pubsub.redeliveryWhileRunning',
+  'pubsub.doubledNotification',
+] as const;
+
+export type FaultKind = (typeof FAULT_KINDS)[number];
+
+/**
+ * What Gemini does with a document, whatever the faults: analyse it, block it for safety (a
+ * rejected row, paid once), or answer outside the schema twice (`analysis_failed`, two paid calls).
+ * A `poison` document is analysed, but BigQuery refuses its row: the only kind that may be
+ * dead-lettered.
+ */
+export type DocumentKind = 'invoice' | 'safetyBlocked' | 'unreadable' | 'poison';
+
+export interface DocumentPlan {
+  index: number;
+  name: string;
+  kind: DocumentKind;
+  /** 2: a second notification config publishes the same upload again, at the same moment. */
+  notifications: 1 | 2;
+  publishAtMs: number;
+  /** How long Gemini takes over it when no fault says otherwise (3–9 s). */
+  analysisMs: number;
+}
+
+/** One call to a service: its latency, and the fault it meets (if any). */
+export interface CallPlan<F extends string> {
+  latencyMs: number;
+  fault?: F;
+}
+
+export interface FaultSchedule {
+  seed: number;
+  /** Worker settings that differ from the defaults (environment variables), for named scenarios. */
+  env?: Record<string, string>;
+  /** Worker instances serving at the start (spares replace the ones stopped by a signal). */
+  instances: number;
+  documents: DocumentPlan[];
+  gemini: {
+    /** Per call: a fault and its latency, or only `draw` (the call takes its document's `analysisMs`). */
+    calls: Array<
+      (CallPlan<'slowTail' | 'serverError' | 'hang'> | { latencyMs?: number; fault?: undefined }) & {
+        draw: number;
+      }
+    >;
+    /** Bursts of the shared capacity: calls accepted in one are refused (429) with this share. */
+    busy: Array<{ atMs: number; forMs: number; refuseShare: number }>;
+  };
+  memo: { calls: Array<CallPlan<'slow' | 'error' | 'hang'>> };
+  bigquery: { statements: Array<CallPlan<'concurrentUpdate' | 'dmlQueueFull' | 'slow' | 'hung'>> };
+  cloudRun: {
+    /** The d-th delivery's first call of `call` outlasts the request timeout. */
+    stalls: Array<{ delivery: number; call: StallPoint }>;
+    signals: Array<{ atMs: number; instance: number; signal: 'SIGTERM' | 'SIGKILL' }>;
+  };
+  pubsub: {
+    /** The p-th push is pushed again `afterMs` later, while the first one may still run. */
+    redeliveries: Array<{ push: number; afterMs: number }>;
+  };
+}
+
+export type StallPoint = 'read' | 'analyze' | 'memo' | 'store';
+
+/** How often each fault is drawn; the soak's figures show how many were injected. */
+export const FAULT_RATES = Object.freeze({
+  documents: { min: 3, max: 6 },
+  instances: { min: 1, max: 3 },
+  poison: 0.1,
+  /** After a poison document, the next one is poison too and uploaded with it: two refused rows in one batch. */
+  poisonPair: 0.8,
+  safetyBlocked: 0.08,
+  unreadable: 0.05,
+  doubled: 0.2,
+  geminiCalls: 40,
+  geminiSlowTail: 0.08,
+  geminiServerError: 0.05,
+  geminiHang: 0.03,
+  geminiBusyBursts: 2,
+  memoCalls: 80,
+  memoSlow: 0.04,
+  memoError: 0.04,
+  memoHang: 0.015,
+  statements: 80,
+  concurrentUpdate: 0.03,
+  dmlQueueFull: 0.03,
+  slowStatement: 0.025,
+  hungStatement: 0.012,
+  stall: 0.35,
+  sigterm: 0.2,
+  sigkill: 0.2,
+  redelivery: 0.06,
+  pushes: 40,
+});
+
+/** The schedule of `seed`: the same seed, the same documents and faults. */
+export function generateSchedule(seed: number): FaultSchedule {
+  const random = seededRandom(seed * 2_654_435_761);
+  const r = FAULT_RATES;
+  const between = (low: number, high: number) => low + (high - low) * random();
+  const whole = (low: number, high: number) => Math.floor(between(low, high + 1));
+  const chance = (p: number) => random() < p;
+
+  const count = whole(r.documents.min, r.documents.max);
+  let instances = whole(r.instances.min, r.instances.max);
+  const documents: DocumentPlan[] = [];
+  for (let i = 0; i < count; i++) {
+    const previous = documents[i - 1];
+    if (previous?.kind === 'poison' && chance(r.poisonPair)) {
+      documents.push({
+        ...previous,
+        index: i,
+        name: `sim/${seed}/${String(i).padStart(2, '0')}-invoice.txt`,
+        notifications: 1,
+      });
+      // One instance, so that the pair's rows meet in one batch.
+      instances = 1;
+      continue;
+    }
+    const u = random();
+    const kind: DocumentKind =
+      u < r.poison
+        ? 'poison'
+        : u < r.poison + r.safetyBlocked
+          ? 'safetyBlocked'
+          : u < r.poison + r.safetyBlocked + r.unreadable
+            ? 'unreadable'
+            : 'invoice';
+    documents.push({
+      index: i,
+      name: `sim/${seed}/${String(i).padStart(2, '0')}-invoice.txt`,
+      kind,
+      notifications: chance(r.doubled) ? 2 : 1,
+      publishAtMs: Math.round(between(0, 20_000)),
+      analysisMs: Math.round(between(3_000, 9_000)),
+    });
+  }
+  documents.sort((a, b) => a.publishAtMs - b.publishAtMs || a.index - b.index);
+
+  const gemini: FaultSchedule['gemini'] = { calls: [], busy: [] };
+  for (let k = 0; k < r.geminiCalls; k++) {
+    const u = random();
+    const draw = random();
+    // Latency: around 6 s, with a slow tail that can pass the analyzer's own timeout.
+    const latencyMs = Math.round(3_000 + 6_000 * random());
+    if (u < r.geminiSlowTail)
+      gemini.calls.push({ latencyMs: Math.round(between(30_000, 150_000)), fault: 'slowTail', draw });
+    else if (u < r.geminiSlowTail + r.geminiServerError)
+      gemini.calls.push({ latencyMs: 400, fault: 'serverError', draw });
+    else if (u < r.geminiSlowTail + r.geminiServerError + r.geminiHang)
+      gemini.calls.push({ latencyMs, fault: 'hang', draw });
+    else gemini.calls.push({ draw });
+  }
+  const bursts = whole(0, r.geminiBusyBursts);
+  for (let b = 0; b < bursts; b++) {
+    gemini.busy.push({
+      atMs: Math.round(between(0, 60_000)),
+      forMs: Math.round(between(5_000, 90_000)),
+      refuseShare: between(0.5, 1),
+    });
+  }
+
+  const memo: FaultSchedule['memo'] = { calls: [] };
+  for (let k = 0; k < r.memoCalls; k++) {
+    const u = random();
+    const latencyMs = Math.round(between(20, 120));
+    if (u < r.memoSlow) memo.calls.push({ latencyMs: Math.round(between(2_000, 30_000)), fault: 'slow' });
+    else if (u < r.memoSlow + r.memoError) memo.calls.push({ latencyMs, fault: 'error' });
+    else if (u < r.memoSlow + r.memoError + r.memoHang) memo.calls.push({ latencyMs, fault: 'hang' });
+    else memo.calls.push({ latencyMs });
+  }
+
+  const bigquery: FaultSchedule['bigquery'] = { statements: [] };
+  for (let k = 0; k < r.statements; k++) {
+    const u = random();
+    const latencyMs = Math.round(between(500, 3_000));
+    const fault = choose(u, [
+      [r.concurrentUpdate, 'concurrentUpdate' as const],
+      [r.dmlQueueFull, 'dmlQueueFull' as const],
+      [r.slowStatement, 'slow' as const],
+      [r.hungStatement, 'hung' as const],
+    ]);
+    bigquery.statements.push(
+      fault === 'slow'
+        ? { latencyMs: Math.round(between(30_000, 400_000)), fault }
+        : fault
+          ? { latencyMs, fault }
+          : { latencyMs },
+    );
+  }
+
+  const cloudRun: FaultSchedule['cloudRun'] = { stalls: [], signals: [] };
+  const points: StallPoint[] = ['read', 'analyze', 'memo', 'store'];
+  if (chance(r.stall)) cloudRun.stalls.push({ delivery: whole(0, 7), call: points[whole(0, 3)]! });
+  if (chance(r.sigterm))
+    cloudRun.signals.push({
+      atMs: Math.round(between(2_000, 60_000)),
+      instance: whole(0, instances - 1),
+      signal: 'SIGTERM',
+    });
+  if (chance(r.sigkill))
+    cloudRun.signals.push({
+      atMs: Math.round(between(2_000, 60_000)),
+      instance: whole(0, instances - 1),
+      signal: 'SIGKILL',
+    });
+
+  const pubsub: FaultSchedule['pubsub'] = { redeliveries: [] };
+  for (let p = 0; p < r.pushes; p++) {
+    if (chance(r.redelivery))
+      pubsub.redeliveries.push({ push: p, afterMs: Math.round(between(500, 20_000)) });
+  }
+
+  return { seed, instances, documents, gemini, memo, bigquery, cloudRun, pubsub };
+}
+
+/** The option whose share of [0, 1) holds `u` (shares in order; past them all, undefined). */
+function choose<T>(u: number, options: Array<[number, T]>): T | undefined {
+  let edge = 0;
+  for (const [share, value] of options) {
+    edge += share;
+    if (u < edge) return value;
+  }
+  return undefined;
+}
+
+/** Faults injected so far, by kind, with what each touched (for the trace and for tracing extra rows). */
+export class FaultLog {
+  readonly counts: Record<FaultKind, number> = Object.fromEntries(FAULT_KINDS.map((k) => [k, 0])) as Record<
+    FaultKind,
+    number
+  >;
+  readonly entries: Array<{ atMs: number; kind: FaultKind; keys: string[]; detail: string }> = [];
+
+  constructor(private readonly nowMs: () => number) {}
+
+  injected(kind: FaultKind, keys: string[], detail: string): void {
+    this.counts[kind]++;
+    this.entries.push({ atMs: this.nowMs(), kind, keys, detail });
+  }
+}

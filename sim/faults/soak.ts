@@ -1,0 +1,90 @@
+import { checkInvariants, INVARIANT_IDS, type InvariantId, type Verdict } from './invariants';
+import { type RunResult, runSchedule } from './run';
+import { FAULT_KINDS, type FaultKind, generateSchedule } from './schedule';
+
+/** bench/results.json → `faults`: what a soak of many seeds found. */
+export interface FaultsSection {
+  seeds: number;
+  faultsByKind: Record<FaultKind, number>;
+  violations: Record<InvariantId, number>;
+  extraRawRows: number;
+  analysesPerDocument: number;
+}
+
+/** One seed, run and checked. */
+export async function runSeed(seed: number): Promise<{ result: RunResult; verdict: Verdict }> {
+  const result = await runSchedule(generateSchedule(seed));
+  return { result, verdict: checkInvariants(result.record, result.faults) };
+}
+
+/** The invariants a verdict breaks, with what broke. */
+export function broken(verdict: Verdict): Array<[InvariantId, string[]]> {
+  return INVARIANT_IDS.filter((id) => verdict.violations[id].length > 0).map((id) => [
+    id,
+    verdict.violations[id],
+  ]);
+}
+
+/**
+ * The soak: seeds `first` … `first + count − 1`, one after the other. Violations count seeds (a
+ * seed that breaks I1 twice counts once under I1); every broken seed is reported with its seed.
+ */
+export async function runSoak(
+  count: number,
+  options: {
+    first?: number;
+    onSeed?: (seed: number, verdict: Verdict, result: RunResult) => void | Promise<void>;
+  } = {},
+): Promise<FaultsSection> {
+  const first = options.first ?? 1;
+  const faultsByKind = Object.fromEntries(FAULT_KINDS.map((k) => [k, 0])) as Record<FaultKind, number>;
+  const violations = Object.fromEntries(INVARIANT_IDS.map((id) => [id, 0])) as Record<InvariantId, number>;
+  let extraRawRows = 0;
+  let paid = 0;
+  let documents = 0;
+  for (let seed = first; seed < first + count; seed++) {
+    const { result, verdict } = await runSeed(seed);
+    for (const k of FAULT_KINDS) faultsByKind[k] += result.faults.counts[k];
+    for (const [id] of broken(verdict)) violations[id]++;
+    extraRawRows += verdict.extraRawRows.length;
+    paid += Object.values(result.record.paidByDocument).reduce((a, b) => a + b, 0);
+    documents += result.record.documents.length;
+    await options.onSeed?.(seed, verdict, result);
+  }
+  return {
+    seeds: count,
+    faultsByKind,
+    violations,
+    extraRawRows,
+    analysesPerDocument: paid / Math.max(1, documents),
+  };
+}
+
+/**
+ * A small set of seeds among `1 … candidates` that hold I1–I6 and together inject every fault kind
+ * (greedy: each pick adds the most kinds not yet covered). test:sim runs such a set.
+ */
+export async function coveringSeeds(
+  candidates: number,
+): Promise<{ seeds: number[]; uncovered: FaultKind[] }> {
+  const kindsOf = new Map<number, Set<FaultKind>>();
+  for (let seed = 1; seed <= candidates; seed++) {
+    const { result, verdict } = await runSeed(seed);
+    if (broken(verdict).length > 0) continue;
+    kindsOf.set(seed, new Set(FAULT_KINDS.filter((k) => result.faults.counts[k] > 0)));
+  }
+  const uncovered = new Set<FaultKind>(FAULT_KINDS);
+  const seeds: number[] = [];
+  while (uncovered.size > 0) {
+    let best: number | undefined;
+    let gain = 0;
+    for (const [seed, kinds] of kindsOf) {
+      const g = [...kinds].filter((k) => uncovered.has(k)).length;
+      if (g > gain) [best, gain] = [seed, g];
+    }
+    if (best === undefined) break;
+    seeds.push(best);
+    for (const k of kindsOf.get(best)!) uncovered.delete(k);
+  }
+  return { seeds: seeds.sort((a, b) => a - b), uncovered: [...uncovered] };
+}

@@ -1,0 +1,231 @@
+import { batchMergeSql, bigQueryError } from '../../worker/src/adapters/bigquery-store';
+import type { Row } from '../../worker/src/contract/row';
+import { BIGQUERY_DML_LIMITS } from '../../worker/src/contract/settings';
+import type { BatchStore } from '../../worker/src/core/ports';
+import type { SimClock } from '../time';
+import type { FaultLog, FaultSchedule } from './schedule';
+
+/**
+ * The BigQuery table, in process, at the port the worker's BigQueryStore implements (`BatchStore`):
+ * group commit runs on top of it unchanged, and every failure is the error BigQueryStore would
+ * throw, built by its own `bigQueryError` mapping from BigQuery's documented error texts.
+ *
+ * What it holds to: an insert-only MERGE matches against the table as it was when the statement
+ * started and inserts when it ends, so two MERGEs of one new key that overlap both insert; at most 2
+ * DML statements run and 20 wait per table, beyond that "Too many DML statements outstanding"; a
+ * statement holding a row BigQuery refuses (a poison document's row) fails whole, with a 400 that
+ * names no row. The schedule adds, per statement: concurrent-update errors, a full DML queue, slow
+ * statements (which commit late, whoever still waits for them) and hung ones (never answer, never
+ * commit). A statement sent by an instance that has been killed never arrives.
+ */
+
+/** A row of the raw table, with what the checks need to know about how it got there. */
+export interface RawRow {
+  row: Row;
+  /** When its MERGE committed (simulated ms). */
+  committedAtMs: number;
+  statement: number;
+  instance: number;
+}
+
+export interface StatementRecord {
+  index: number;
+  kind: 'lookup' | 'merge';
+  instance: number;
+  keys: string[];
+  startedAtMs: number;
+  endedAtMs?: number;
+  outcome?: string;
+}
+
+const TABLE = 'docline-sim:docline.documents';
+
+/**
+ * Whether the store's MERGE stamps `processed_at` itself with `CURRENT_TIMESTAMP()`. GoogleSQL
+ * records that time at the start of the statement (not when it commits), so the model stamps the
+ * time the statement started running; otherwise the row keeps the time the worker gave it.
+ */
+const MERGE_STAMPS_PROCESSED_AT = /CURRENT_TIMESTAMP\(\)/.test(
+  batchMergeSql('docline-sim.docline.documents'),
+);
+
+export class Warehouse {
+  readonly raw: RawRow[] = [];
+  readonly statements: StatementRecord[] = [];
+  private running = 0;
+  private readonly queue: Array<() => void> = [];
+  private next = 0;
+  /** Called after every commit (the view readers look then). */
+  onCommit: () => void = () => {};
+
+  constructor(
+    private readonly time: SimClock,
+    private readonly schedule: FaultSchedule['bigquery'],
+    private readonly poisonKeys: ReadonlySet<string>,
+    private readonly faults: FaultLog,
+  ) {}
+
+  /** The `BatchStore` of one instance; `alive()` false once the instance is killed. */
+  store(instance: number, alive: () => boolean): BatchStore {
+    const seenMany = (keys: readonly string[]) => this.submit(instance, alive, [...keys]);
+    const recordMany = (rows: readonly Row[]) =>
+      this.submit(
+        instance,
+        alive,
+        rows.map((r) => r.dedup_key),
+        rows,
+      );
+    return {
+      seenMany,
+      recordMany,
+      seen: async (key) => (await seenMany([key])).has(key),
+      record: async (row) => (await recordMany([row])).has(row.dedup_key),
+      ping: async () => {},
+    };
+  }
+
+  /**
+   * What the `documents` view returns: per dedup key the first row by `processed_at`, then
+   * `message_id` (the order of contract/views.ts).
+   */
+  view(): Map<string, RawRow> {
+    const first = new Map<string, RawRow>();
+    for (const r of this.raw) {
+      const seen = first.get(r.row.dedup_key);
+      if (
+        !seen ||
+        r.row.processed_at < seen.row.processed_at ||
+        (r.row.processed_at === seen.row.processed_at && r.row.message_id < seen.row.message_id)
+      )
+        first.set(r.row.dedup_key, r);
+    }
+    return first;
+  }
+
+  /** One statement: a lookup of `keys`, or a MERGE of `rows`. */
+  private submit(
+    instance: number,
+    alive: () => boolean,
+    keys: string[],
+    rows?: readonly Row[],
+  ): Promise<Set<string>> {
+    const kind: StatementRecord['kind'] = rows ? 'merge' : 'lookup';
+    // A killed instance sends nothing.
+    if (!alive()) return new Promise(() => {});
+    const plan = this.schedule.statements[this.next++] ?? { latencyMs: 1_000 };
+    const record: StatementRecord = {
+      index: this.statements.length,
+      kind,
+      instance,
+      keys,
+      startedAtMs: this.time.nowMs(),
+    };
+    this.statements.push(record);
+    const end = (outcome: string) => {
+      record.endedAtMs = this.time.nowMs();
+      record.outcome = outcome;
+    };
+    if (kind === 'merge' && plan.fault === 'dmlQueueFull') {
+      this.faults.injected('bigquery.dmlQueueFull', keys, `statement ${record.index}`);
+      end('dml queue full');
+      return this.time.sleep(200).then(() => {
+        throw queueFull();
+      });
+    }
+    if (
+      kind === 'merge' &&
+      this.running >= BIGQUERY_DML_LIMITS.running &&
+      this.queue.length >= BIGQUERY_DML_LIMITS.queued
+    ) {
+      end('dml queue full (limit)');
+      return Promise.reject(queueFull());
+    }
+    if (plan.fault === 'hung') {
+      this.faults.injected(
+        'bigquery.hungStatement',
+        keys,
+        `statement ${record.index} (${kind}) never answers`,
+      );
+      end('hung');
+      return new Promise(() => {});
+    }
+    if (plan.fault === 'slow')
+      this.faults.injected(
+        'bigquery.slowStatement',
+        keys,
+        `statement ${record.index} (${kind}) takes ${plan.latencyMs} ms`,
+      );
+    const run = async (): Promise<Set<string>> => {
+      if (kind === 'lookup') {
+        await this.time.sleep(plan.latencyMs / 2);
+        const present = new Set(this.raw.map((r) => r.row.dedup_key));
+        end('ok');
+        return new Set(keys.filter((k) => present.has(k)));
+      }
+      if (this.running >= BIGQUERY_DML_LIMITS.running)
+        await new Promise<void>((resolve) => this.queue.push(resolve));
+      else this.running++;
+      try {
+        const present = new Set(this.raw.map((r) => r.row.dedup_key));
+        const startedAt = this.time.clock.now().toISOString();
+        await this.time.sleep(plan.latencyMs);
+        if (plan.fault === 'concurrentUpdate') {
+          this.faults.injected('bigquery.concurrentUpdate', keys, `statement ${record.index}`);
+          throw bigQueryError(
+            {
+              code: 400,
+              errors: [{ reason: 'invalidQuery' }],
+              message: `Could not serialize access to table ${TABLE} due to concurrent update`,
+            },
+            'record',
+          );
+        }
+        const poison = (rows ?? []).filter((r) => this.poisonKeys.has(r.dedup_key));
+        if (poison.length > 0) {
+          this.faults.injected(
+            poison.length === 1 ? 'bigquery.refusedOneRow' : 'bigquery.refusedTwoRows',
+            poison.map((r) => r.dedup_key),
+            `statement ${record.index} refused (${keys.length} rows)`,
+          );
+          throw bigQueryError(
+            {
+              code: 400,
+              errors: [{ reason: 'invalidQuery', message: 'Invalid JSON payload in a parameter value.' }],
+              message: 'Query error: Invalid JSON payload in a parameter value.',
+            },
+            'record',
+          );
+        }
+        const inserted = new Set<string>();
+        for (const row of rows ?? []) {
+          if (present.has(row.dedup_key)) continue;
+          const stored = MERGE_STAMPS_PROCESSED_AT ? { ...row, processed_at: startedAt } : row;
+          this.raw.push({ row: stored, committedAtMs: this.time.nowMs(), statement: record.index, instance });
+          inserted.add(row.dedup_key);
+        }
+        end(`inserted ${inserted.size}`);
+        this.onCommit();
+        return inserted;
+      } catch (error) {
+        end(`failed: ${error instanceof Error ? error.message.slice(0, 80) : String(error)}`);
+        throw error;
+      } finally {
+        const next = this.queue.shift();
+        if (next) next();
+        else this.running--;
+      }
+    };
+    return run();
+  }
+}
+
+function queueFull(): Error {
+  return bigQueryError(
+    {
+      code: 400,
+      errors: [{ reason: 'resourcesExceeded' }],
+      message: `Resources exceeded during query execution: Too many DML statements outstanding against table ${TABLE}, limit is ${BIGQUERY_DML_LIMITS.queued}.`,
+    },
+    'record',
+  );
+}

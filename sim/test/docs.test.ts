@@ -1,0 +1,57 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import {
+  renderFaultFigures,
+  renderScenarioTable,
+  replaceFaultFigures,
+  SCENARIO_TABLE_END,
+  SCENARIO_TABLE_START,
+} from '../faults/report';
+import { SCENARIOS } from '../faults/scenarios';
+import { FAULT_KINDS } from '../faults/schedule';
+import type { FaultsSection } from '../faults/soak';
+
+const ROOT = path.join(__dirname, '..', '..');
+const doc = readFileSync(path.join(ROOT, 'docs/testing.md'), 'utf8');
+const block = (start: string, end: string) => doc.split(start)[1]?.split(end)[0] ?? '';
+
+describe('docs/testing.md', () => {
+  it('lists the named scenarios exactly as sim/faults/scenarios.ts defines them', () => {
+    expect(block(SCENARIO_TABLE_START, SCENARIO_TABLE_END)).toBe(`\n${renderScenarioTable(SCENARIOS)}`);
+  });
+
+  it('shows the soak figures of bench/results.json → faults, as generated', () => {
+    const results = JSON.parse(readFileSync(path.join(ROOT, 'bench/results.json'), 'utf8')) as {
+      faults?: FaultsSection;
+    };
+    expect(results.faults).toBeDefined();
+    expect(replaceFaultFigures(doc, results.faults!)).toBe(doc);
+  });
+});
+
+describe('the fault figures block', () => {
+  const section: FaultsSection = {
+    seeds: 1_000,
+    faultsByKind: Object.fromEntries(
+      FAULT_KINDS.map((k, i) => [k, 100 + i]),
+    ) as FaultsSection['faultsByKind'],
+    violations: { I1: 0, I2: 0, I3: 0, I4: 2, I5: 0, I6: 0 },
+    extraRawRows: 3,
+    analysesPerDocument: 1.0421,
+  };
+
+  it('names every invariant and every fault kind with its count', () => {
+    const text = renderFaultFigures(section);
+    expect(text).toContain('**1,000 seeds**, 2 invariant violations');
+    expect(text).toContain('| **I4** the view never changes its answer');
+    expect(text).toMatch(/\| `gemini\.slowTail` \| 100 \|/);
+    expect(text).toContain('1.042 paid analyses per document');
+    for (const k of FAULT_KINDS) expect(text).toContain(`\`${k}\``);
+  });
+
+  it('refuses a document without its markers', () => {
+    expect(() => replaceFaultFigures('# Testing\n', section)).toThrow(
+      'docs/testing.md has no fault figures block',
+    );
+  });
+});
