@@ -1,29 +1,13 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadConfig } from '../../worker/src/config';
+import { docsTableRows } from '../../worker/test/support/docs-table';
 import { RECONCILE_OPTIONS } from '../commands/reconcile';
 import { REPO_ROOT } from '../lib/worker-process';
 
-/** The rows of a docs table between `<!-- NAME:start -->` and `<!-- NAME:end -->`, as cells. */
-function tableRows(file: string, name: string): string[][] {
-  const doc = readFileSync(path.join(REPO_ROOT, file), 'utf8');
-  const section = doc.split(`<!-- ${name}:start -->`)[1]?.split(`<!-- ${name}:end -->`)[0] ?? '';
-  return section
-    .split('\n')
-    .filter((line) => line.startsWith('|') && !line.startsWith('|---'))
-    .slice(1)
-    .map((line) =>
-      line
-        .replaceAll('\\|', '\u0000')
-        .split('|')
-        .slice(1, -1)
-        .map((cell) => cell.trim().replaceAll('\u0000', '|')),
-    );
-}
-
 describe('the reconcile options table of docs/operations.md', () => {
   it('lists exactly the options the command parses (help aside)', () => {
-    const listed = tableRows('docs/operations.md', 'reconcile-options').map(
+    const listed = docsTableRows('docs/operations.md', 'reconcile-options').map(
       ([option]) => /^`--([\w-]+)/.exec(option ?? '')?.[1],
     );
     const parsed = Object.keys(RECONCILE_OPTIONS).filter((name) => name !== 'help');
@@ -37,7 +21,7 @@ describe('the emulator tools table of docs/testing.md', () => {
 
   it('gives the versions scripts/install-emulators.sh pins', () => {
     const versions = Object.fromEntries(
-      tableRows('docs/testing.md', 'emulator-tools').map(([tool, version]) => [
+      docsTableRows('docs/testing.md', 'emulator-tools').map(([tool, version]) => [
         (tool ?? '').split(/[ ,]/)[0],
         version,
       ]),
@@ -55,7 +39,7 @@ describe('the worker variables table of docs/configuration.md', () => {
   /** The default a row gives: the first number or word in backticks of its default cell. */
   const documentedDefaults = () =>
     Object.fromEntries(
-      tableRows('docs/configuration.md', 'worker-env').map(([variable, fallback]) => [
+      docsTableRows('docs/configuration.md', 'worker-env').map(([variable, fallback]) => [
         /`([A-Z0-9_]+)`/.exec(variable ?? '')?.[1],
         /`([^`]+)`/.exec(fallback ?? '')?.[1],
       ]),
