@@ -22,12 +22,13 @@ import { type EmulatorStageResult, runEmulatorStage } from './emulator-stage';
 import { httpStageDocuments, runHttpStage } from './http-stage';
 import { runInProcess } from './in-process';
 import { type BenchResults, goals, renderReport, replaceBenchFigures } from './report';
+import { runSweep } from './sweep/run-sweep';
 
 const quick = process.argv.includes('--quick');
 const stageIndex = process.argv.indexOf('--stage');
-/** `--stage burst` runs only the burst stage; without `--stage` the stages 1–6 run. */
+/** `--stage burst` / `--stage sweep` runs only that stage; without `--stage` the stages 1–6 run. */
 const stage = stageIndex >= 0 ? process.argv[stageIndex + 1] : undefined;
-const STAGES = ['burst'];
+const STAGES = ['burst', 'sweep'];
 
 /** Counts and bounds of the run; `--quick` is for trying the harness, not for figures. */
 const SETTINGS = {
@@ -173,11 +174,13 @@ async function main(): Promise<void> {
 const run =
   stage === undefined
     ? main
-    : STAGES.includes(stage)
-      ? () => runBurst({ quick, progress })
-      : async () => {
-          throw new Error(`unknown stage "${stage}": the stages that run alone are ${STAGES.join(', ')}`);
-        };
+    : stage === 'sweep'
+      ? () => runSweep({ quick, progress })
+      : STAGES.includes(stage)
+        ? () => runBurst({ quick, progress })
+        : async () => {
+            throw new Error(`unknown stage "${stage}": the stages that run alone are ${STAGES.join(', ')}`);
+          };
 
 run().catch((error: unknown) => {
   progress(`benchmark failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);

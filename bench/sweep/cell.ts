@@ -78,6 +78,8 @@ export interface ConsumerFigures {
   drainMs: number;
   drained: boolean;
   paidAnalyses: number;
+  /** Gemini's price of the paid analyses (their input tokens, 400 output tokens each). */
+  geminiUsd: number;
   refused429: number;
   deadLetters: number;
   lost: number;
@@ -445,6 +447,7 @@ export async function runConsumer(
       drainMs,
       drained: ended === 'done',
       paidAnalyses: gemini.paid,
+      geminiUsd: [...gemini.paidByObject].reduce((sum, [name, n]) => sum + n * analysisUsd(name), 0),
       refused429: gemini.refused,
       deadLetters: sub.stats.deadLetters,
       lost,
