@@ -3,15 +3,17 @@ import { type CellSpec, cellName } from './cell';
 
 /**
  * The sweep's grid. Not the full product of the axes: it is sized so the whole sweep runs in a
- * bounded time on 2 cores (virtual time, so the bound is CPU, roughly proportional to deliveries).
+ * bounded time on 2 cores (virtual time, so the bound is CPU: roughly the deliveries × the pushes
+ * outstanding at once, since every delivery waiting in a line renews its lease and polls).
  *
  * - 1,000 uploads: every analyzer model × quota (60, 1,000, 4,000 per minute) × latency × window model.
- * - 10,000 uploads: every analyzer model × quota 1,000 and 4,000 × both latencies × both window
- *   models. At 60 per minute 10,000 documents need 167 h, past Pub/Sub's 7-day retention for the
- *   slowest of them: no consumer can drain that, so the grid leaves it out.
- * - A 100,000-object backfill published by reconcile `--apply`: Developer API tiers at 4,000 per
- *   minute, fast latency, both window models (at 1,000 per minute it would take 100 simulated minutes
- *   per 100,000 and the same figures; at 60 per minute 69 days: past the retention).
+ * - 10,000 uploads: tiers × quota 1,000 and 4,000 × fast × both window models, and the shared
+ *   capacity at 1,000 and 4,000, fast, everyAck. At 60 per minute 10,000 documents need 167 h, past
+ *   Pub/Sub's 7-day retention for the slowest of them: no consumer drains that.
+ * - Backfills published by reconcile `--apply` (listing, one query, batches of 100): 10,000 objects
+ *   under everyAck, and 100,000 objects under fastAcksOnly (tiers, 4,000 per minute, fast). A
+ *   100,000-object backfill under everyAck keeps ~3,000 deliveries in flight for 25 simulated
+ *   minutes: about 10 minutes of CPU and 1 GB here, past the sweep's budget.
  *
  * The tuning point is the burst's: tiers, 1,000 per minute, the fast latency, everyAck, 10,000
  * uploads (the defaults were fitted to it). Every other cell is off the tuned point.
@@ -70,20 +72,54 @@ export function sweepGrid(quick: boolean): GridCell[] {
       for (const latency of latencies)
         for (const window of windows)
           cells.push(cell({ analyzer, quota, latency, window, documents: 1_000, backlog: 'upload' }, seed++));
-  for (const analyzer of analyzers)
-    for (const quota of [1_000, 4_000])
-      for (const latency of latencies)
-        for (const window of windows)
-          cells.push(
-            cell({ analyzer, quota, latency, window, documents: 10_000, backlog: 'upload' }, seed++),
-          );
-  for (const window of windows)
+  // 10,000 uploads: the tuning point and its neighbours (the fast latency only: CPU time).
+  for (const quota of [1_000, 4_000])
+    for (const window of windows)
+      cells.push(
+        cell(
+          { analyzer: 'tiers', quota, latency: 'fast', window, documents: 10_000, backlog: 'upload' },
+          seed++,
+        ),
+      );
+  for (const quota of [1_000, 4_000])
     cells.push(
       cell(
-        { analyzer: 'tiers', quota: 4_000, latency: 'fast', window, documents: 100_000, backlog: 'backfill' },
+        {
+          analyzer: 'shared',
+          quota,
+          latency: 'fast',
+          window: 'everyAck',
+          documents: 10_000,
+          backlog: 'upload',
+        },
         seed++,
       ),
     );
+  // Backfills published by reconcile --apply.
+  cells.push(
+    cell(
+      {
+        analyzer: 'tiers',
+        quota: 4_000,
+        latency: 'fast',
+        window: 'everyAck',
+        documents: 10_000,
+        backlog: 'backfill',
+      },
+      seed++,
+    ),
+    cell(
+      {
+        analyzer: 'tiers',
+        quota: 4_000,
+        latency: 'fast',
+        window: 'fastAcksOnly',
+        documents: 100_000,
+        backlog: 'backfill',
+      },
+      seed++,
+    ),
+  );
   return cells;
 }
 
