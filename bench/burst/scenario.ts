@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { BigQuery } from '@google-cloud/bigquery';
 import { type BigQuerySim, startBigQuerySim } from '../../sim/bigquery-rest';
 import { GeminiSim } from '../../sim/gemini-quota';
+import { silentLogger } from '../../sim/logger';
 import { PushSubscription } from '../../sim/pubsub';
 import { seededRandom } from '../../sim/random';
 import { SimTime } from '../../sim/time';
@@ -10,7 +11,7 @@ import { createApp } from '../../worker/src/app';
 import { DEFAULT_CONTENT_TYPES, type DeliverySettings } from '../../worker/src/contract/settings';
 import { objectUri } from '../../worker/src/core/event';
 import type { HandlerDeps } from '../../worker/src/core/handle';
-import type { Clock, Logger, ObjectRef, Reader, Store } from '../../worker/src/core/ports';
+import type { Clock, ObjectRef, Reader, Store } from '../../worker/src/core/ports';
 import { finalizeAttributes } from '../../worker/src/reconcile/notification';
 import { staticTokenAuth } from '../../worker/test/support/fake-bigquery';
 import { textInvoices } from '../documents';
@@ -111,14 +112,6 @@ export interface BurstDetails {
   /** Real seconds not counted as simulated time (the event loop busy or not scheduled; see SimTime). */
   frozenRealSeconds: number;
 }
-
-const silentLogger: Logger = {
-  debug() {},
-  info() {},
-  warn() {},
-  error() {},
-  child: () => silentLogger,
-};
 
 /** Cloud Storage as the worker reads it: the bytes of each generation, after a simulated latency. */
 class SimReader implements Reader {

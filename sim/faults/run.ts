@@ -6,9 +6,10 @@ import { DELIVERY_DEFAULTS } from '../../worker/src/contract/settings';
 import { RejectionError } from '../../worker/src/core/errors';
 import { objectUri } from '../../worker/src/core/event';
 import { AnalysisMemo } from '../../worker/src/core/memo';
-import type { Analyzer, Logger, MemoStore, ObjectRef, Reader, Store } from '../../worker/src/core/ports';
+import type { Analyzer, MemoStore, ObjectRef, Reader, Store } from '../../worker/src/core/ports';
 import { serve, withGroupCommit } from '../../worker/src/main';
 import { finalizeAttributes } from '../../worker/src/reconcile/notification';
+import { silentLogger } from '../logger';
 import { PushSubscription } from '../pubsub';
 import { seededRandom } from '../random';
 import { CloudRunModel, type RequestRecord } from './cloud-run';
@@ -84,14 +85,6 @@ export interface RunResult {
   /** A digest of the whole record and fault log: two runs of one seed that agree have the same one. */
   traceHash: string;
 }
-
-const silentLogger: Logger = {
-  debug() {},
-  info() {},
-  warn() {},
-  error() {},
-  child: () => silentLogger,
-};
 
 /** The environment the simulated instances are configured from (the real config parser reads it). */
 export const SIM_ENV: Readonly<Record<string, string>> = Object.freeze({
@@ -345,4 +338,3 @@ function copyExtras(from: object, to: object): void {
     proto = Object.getPrototypeOf(proto) as object | null;
   }
 }
-
