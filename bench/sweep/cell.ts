@@ -3,6 +3,7 @@ import { CloudRunModel } from '../../sim/faults/cloud-run';
 import { SIM_ENV } from '../../sim/faults/run';
 import { FaultLog } from '../../sim/faults/schedule';
 import { VirtualTime } from '../../sim/faults/virtual-time';
+import { silentLogger } from '../../sim/logger';
 import { SimBucketStore } from '../../sim/models/cloud-storage';
 import {
   GeminiSweepModel,
@@ -23,7 +24,7 @@ import { onDemandUsd, PRICES } from '../../worker/src/contract/cost-model';
 import { DELIVERY_DEFAULTS } from '../../worker/src/contract/settings';
 import { RejectionError } from '../../worker/src/core/errors';
 import { objectUri } from '../../worker/src/core/event';
-import type { Logger, ObjectRef } from '../../worker/src/core/ports';
+import type { ObjectRef } from '../../worker/src/core/ports';
 import { serve, withGroupCommit } from '../../worker/src/main';
 import { finalizeAttributes, type ObjectResource } from '../../worker/src/reconcile/notification';
 import {
@@ -117,14 +118,6 @@ const LIST_PAGE = 1_000;
 const SLOT_WAIT_MS = 10_000;
 /** A run stops here (simulated) if messages are still pending: Pub/Sub's default retention, 7 days. */
 export const CELL_BOUND_MS = 7 * 86_400_000;
-
-const silentLogger: Logger = {
-  debug() {},
-  info() {},
-  warn() {},
-  error() {},
-  child: () => silentLogger,
-};
 
 interface Document {
   key: string;
