@@ -33,6 +33,7 @@ import {
   replaceBenchFigures,
   replaceInboxFigures,
 } from './report';
+import { runSweep } from './sweep/run-sweep';
 
 const quick = process.argv.includes('--quick');
 const floorIndex = process.argv.indexOf('--floor');
@@ -41,11 +42,12 @@ const floor = floorIndex >= 0 ? Number(process.argv[floorIndex + 1]) : undefined
 if (floor !== undefined && !(floor > 0)) throw new Error('--floor needs a ratio above 0, e.g. --floor 0.5');
 const stageIndex = process.argv.indexOf('--stage');
 /**
- * `--stage burst` runs only the burst stage; `--stage inbox` only stage 3 and the inbox stage (its
- * ratio needs the publish path of the same run); without `--stage` the stages 1–6 and inbox run.
+ * `--stage burst` / `--stage sweep` runs only that stage; `--stage inbox` only stage 3 and the inbox
+ * stage (its ratio needs the publish path of the same run); without `--stage` the stages 1–6 and
+ * inbox run.
  */
 const stage = stageIndex >= 0 ? process.argv[stageIndex + 1] : undefined;
-const STAGES = ['burst', 'inbox'];
+const STAGES = ['burst', 'inbox', 'sweep'];
 
 /** Counts and bounds of the run; `--quick` is for trying the harness, not for figures. */
 const SETTINGS = {
@@ -285,9 +287,11 @@ const run =
       ? () => runBurst({ quick, progress })
       : stage === 'inbox'
         ? inboxOnly
-        : async () => {
-            throw new Error(`unknown stage "${stage}": the stages that run alone are ${STAGES.join(', ')}`);
-          };
+        : stage === 'sweep'
+          ? () => runSweep({ quick, progress })
+          : async () => {
+              throw new Error(`unknown stage "${stage}": the stages that run alone are ${STAGES.join(', ')}`);
+            };
 
 run().catch((error: unknown) => {
   progress(`benchmark failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);

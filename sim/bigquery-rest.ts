@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { MERGE_LATENCY_SECONDS } from '../worker/src/contract/cost-model';
 import { COLUMN_NAMES, COLUMNS } from '../worker/src/contract/row';
 import { BIGQUERY_DML_LIMITS, MIN_MAXIMUM_BYTES_BILLED } from '../worker/src/contract/settings';
 import {
@@ -54,7 +55,7 @@ function rateLimited(what: string): HttpFailure {
 export interface BigQuerySimOptions {
   time: SimTime;
   projectId?: string;
-  /** Simulated latency of one MERGE while running (default: uniform 1–3 s). */
+  /** Simulated latency of one MERGE while running (default: MERGE_LATENCY_SECONDS, uniform 1–3 s). */
   mergeLatencyMs?: () => number;
   /** Simulated latency of one SELECT (default: uniform 0.5–1.5 s). */
   selectLatencyMs?: () => number;
@@ -152,7 +153,10 @@ export async function startBigQuerySim(options: BigQuerySimOptions): Promise<Big
   const { time } = options;
   const projectId = options.projectId ?? 'docline-bench';
   const random = options.random ?? seededRandom(13);
-  const mergeLatencyMs = options.mergeLatencyMs ?? uniform(random, 1_000, 3_000);
+  // The one MERGE latency the cost model uses too (contract/cost-model.ts).
+  const mergeLatencyMs =
+    options.mergeLatencyMs ??
+    uniform(random, MERGE_LATENCY_SECONDS.low * 1_000, MERGE_LATENCY_SECONDS.high * 1_000);
   const selectLatencyMs = options.selectLatencyMs ?? uniform(random, 500, 1_500);
   const queryWaitMs = options.queryWaitMs ?? 10_000;
   const bytesReadPerRow = options.bytesReadPerRow ?? 75;

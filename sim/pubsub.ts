@@ -33,6 +33,20 @@ export interface PushSubscriptionOptions {
   maxPushBackoffMs?: number;
   /** Sees every answer (of first deliveries and of redelivered copies), for the fault simulator's record. */
   onAnswer?: (messageId: string, status: number) => void;
+  /**
+   * How the window of outstanding pushes moves (sim/models/push-window.ts); by default it grows on
+   * every ack whatever the latency (+1 below `linearAbove`, +1/window past it) and halves on a nack.
+   * Push backoff after nacks is the subscription's own, the same under every window model.
+   */
+  windowModel?: PushWindowModel;
+}
+
+/** A model of push flow control: the window after an ack (with its push's latency) and after a nack. */
+export interface PushWindowModel {
+  readonly name: string;
+  readonly initial: number;
+  afterAck(window: number, latencyMs: number): number;
+  afterNack(window: number): number;
 }
 
 export interface PushStats {
@@ -73,8 +87,8 @@ export class PushSubscription {
     maxOutstanding: 0,
     pushBackoffsMs: [],
   };
-  private readonly options: Required<Omit<PushSubscriptionOptions, 'onAnswer'>> &
-    Pick<PushSubscriptionOptions, 'onAnswer'>;
+  private readonly options: Required<Omit<PushSubscriptionOptions, 'onAnswer' | 'windowModel'>> &
+    Pick<PushSubscriptionOptions, 'onAnswer' | 'windowModel'>;
   private readonly messages = new Map<string, Message>();
   private readonly ready: Message[] = [];
   private readyHead = 0;
@@ -98,7 +112,7 @@ export class PushSubscription {
       maxPushBackoffMs: 60_000,
       ...options,
     };
-    this.windowSize = this.options.initialWindow;
+    this.windowSize = this.options.windowModel?.initial ?? this.options.initialWindow;
   }
 
   /** Outstanding pushes allowed now. */
@@ -213,6 +227,7 @@ export class PushSubscription {
     this.stats.pushes++;
     this.stats.maxOutstanding = Math.max(this.stats.maxOutstanding, this.outstanding);
     const body = this.body(message);
+    const sentMs = this.options.time.nowMs();
     let done = false;
     const finish = (status: number) => {
       if (done) return;
@@ -220,7 +235,7 @@ export class PushSubscription {
       deadline.cancel();
       this.timers.delete(deadline);
       this.outstanding--;
-      this.answered(message, status);
+      this.answered(message, status, this.options.time.nowMs() - sentMs);
     };
     // The ack deadline is also the push request's timeout; a late answer is ignored.
     const deadline = this.options.time.after(this.options.settings.ackDeadlineSeconds * 1000, () => {
@@ -246,12 +261,14 @@ export class PushSubscription {
     });
   }
 
-  private answered(message: Message, status: number): void {
+  private answered(message: Message, status: number, latencyMs: number): void {
+    const model = this.options.windowModel;
     this.options.onAnswer?.(message.id, status);
     this.stats.statuses[status] = (this.stats.statuses[status] ?? 0) + 1;
     if (ACK_STATUSES.has(status)) {
       this.stats.acks++;
-      this.windowSize += this.windowSize < this.options.linearAbove ? 1 : 1 / this.windowSize;
+      if (model) this.windowSize = model.afterAck(this.windowSize, latencyMs);
+      else this.windowSize += this.windowSize < this.options.linearAbove ? 1 : 1 / this.windowSize;
       this.backoffLevel = Math.max(0, this.backoffLevel - 1);
       if (message.state === 'inflight') {
         message.state = 'acked';
@@ -259,7 +276,7 @@ export class PushSubscription {
       }
     } else {
       this.stats.nacks++;
-      this.windowSize = Math.max(1, this.windowSize / 2);
+      this.windowSize = model ? model.afterNack(this.windowSize) : Math.max(1, this.windowSize / 2);
       this.pushBackoff();
       if (message.state === 'inflight') this.retryOrDeadLetter(message);
     }

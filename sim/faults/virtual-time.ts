@@ -20,6 +20,7 @@ interface Scheduled extends QueuedTimer {
 }
 
 const realSetImmediate = setImmediate;
+const noop = () => {};
 const RealDate = Date;
 
 /** How the run loop ended. */
@@ -186,6 +187,8 @@ export class VirtualTime implements SimClock {
     const item = this.byId.get(id);
     if (!item) return;
     item.cancelled = true;
+    // A cancelled timer stays in the heap until its due time: let go of what its callback holds.
+    item.callback = noop;
     this.byId.delete(id);
   }
 

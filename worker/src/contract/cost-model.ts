@@ -34,6 +34,13 @@ export const PRICES = Object.freeze({
   geminiOutputUsdPerMillionTokens: 2.5,
 });
 
+/**
+ * The wall time of one MERGE job, in seconds, uniform between `low` and `high`: the one figure the
+ * cost model and the simulators (sim/bigquery-rest.ts, the sweep's warehouse) share. Public reports
+ * give 2–4.5 s for single-row DML jobs; not documented, so an assumption.
+ */
+export const MERGE_LATENCY_SECONDS = Object.freeze({ low: 1, high: 3 });
+
 /** Documented limits. */
 export const LIMITS = Object.freeze({
   /** Every query bills at least this much per table referenced (BigQuery's "10 MB" is 10 MiB). */
@@ -83,8 +90,8 @@ export const COST_DEFAULTS: Readonly<CostParams> = Object.freeze({
   // schema is ~1,500 input tokens; the JSON answer plus some thinking ~400 output tokens.
   promptTokensPerDocument: 1500,
   outputTokensPerDocument: 400,
-  mergeSecondsLow: 1,
-  mergeSecondsHigh: 2,
+  mergeSecondsLow: MERGE_LATENCY_SECONDS.low,
+  mergeSecondsHigh: MERGE_LATENCY_SECONDS.high,
 });
 
 /** What one windowed or unwindowed, clustered or unclustered lookup-and-MERGE bills. */

@@ -1,0 +1,478 @@
+import { STACK_DEFAULTS } from '../../infra/config';
+import { CloudRunModel } from '../../sim/faults/cloud-run';
+import { SIM_ENV } from '../../sim/faults/run';
+import { FaultLog } from '../../sim/faults/schedule';
+import { VirtualTime } from '../../sim/faults/virtual-time';
+import { silentLogger } from '../../sim/logger';
+import { SimBucketStore } from '../../sim/models/cloud-storage';
+import {
+  GeminiSweepModel,
+  type QuotaModel,
+  SharedCapacity,
+  TierQuota,
+  tokensOf,
+} from '../../sim/models/gemini';
+import { GEMINI_LATENCIES, latencyFrom } from '../../sim/models/latency';
+import { PUSH_WINDOW_MODELS } from '../../sim/models/push-window';
+import { SweepWarehouse } from '../../sim/models/warehouse';
+import { PushSubscription } from '../../sim/pubsub';
+import { seededRandom } from '../../sim/random';
+import type { SimClock } from '../../sim/time';
+import { GcsMemoStore } from '../../worker/src/adapters/gcs-memo-store';
+import { loadConfig } from '../../worker/src/config';
+import { onDemandUsd, PRICES } from '../../worker/src/contract/cost-model';
+import { DELIVERY_DEFAULTS } from '../../worker/src/contract/settings';
+import { RejectionError } from '../../worker/src/core/errors';
+import { objectUri } from '../../worker/src/core/event';
+import type { ObjectRef } from '../../worker/src/core/ports';
+import { serve, withGroupCommit } from '../../worker/src/main';
+import { finalizeAttributes, type ObjectResource } from '../../worker/src/reconcile/notification';
+import {
+  announceMissing,
+  findMissing,
+  type LineIndex,
+  type ObjectLister,
+} from '../../worker/src/reconcile/reconcile';
+import { textInvoices } from '../documents';
+
+/**
+ * One cell of the sweep: a backlog of documents, published either as uploads (Cloud Storage
+ * notifications, 5 % announced twice) or by reconcile `--apply` (its real `findMissing` and
+ * `announceMissing` on a simulated bucket listing, table and topic), pushed by the Pub/Sub model
+ * under one window model, to one consumer:
+ *
+ * - `docline`: the real worker as its composition root serves it (`serve()`, group commit, the
+ *   quota gate, the memo through the real `GcsMemoStore`), `maxInstances` instances behind Cloud
+ *   Run's slots (`concurrency` each, a request waits at most 10 s for one, then 429), on the sweep's
+ *   warehouse (pre-filled table, DML limits, bytes billed) and Gemini model;
+ * - `oracle`: the ideal consumer in the same simulator, with the same schedule, window model and
+ *   Gemini model: it knows the quota exactly (it calls Gemini only when the call will be accepted),
+ *   analyses each document once, and never holds a push longer than the quota makes it wait nor
+ *   refuses one. Its drain time is the bound docline's is compared with.
+ *
+ * Everything runs in virtual time (sim/faults/virtual-time.ts): simulated time advances only when
+ * nothing can run, so a cell of many simulated hours takes seconds, and a seed replays exactly.
+ */
+
+export type AnalyzerModelName = 'tiers' | 'shared';
+export type LatencyName = keyof typeof GEMINI_LATENCIES;
+export type WindowName = keyof typeof PUSH_WINDOW_MODELS;
+export type BacklogKind = 'upload' | 'backfill';
+
+export interface CellSpec {
+  analyzer: AnalyzerModelName;
+  /** Requests per minute: the tier's RPM, or the shared capacity's average share. */
+  quota: number;
+  latency: LatencyName;
+  window: WindowName;
+  documents: number;
+  backlog: BacklogKind;
+  seed: number;
+}
+
+export function cellName(c: Omit<CellSpec, 'seed'>): string {
+  return `${c.analyzer}-${c.quota}rpm-${c.latency}-${c.window}-${c.documents}${c.backlog === 'backfill' ? '-backfill' : ''}`;
+}
+
+export interface ConsumerFigures {
+  /** Simulated ms from the first publish until every message is acked or dead-lettered (or the bound). */
+  drainMs: number;
+  drained: boolean;
+  paidAnalyses: number;
+  /** Gemini's price of the paid analyses (their input tokens, 400 output tokens each). */
+  geminiUsd: number;
+  refused429: number;
+  deadLetters: number;
+  lost: number;
+  viewRows: number;
+  extraRawRows: number;
+  billedBytes: number;
+  pushes: number;
+  nacks: number;
+  maxOutstanding: number;
+  memoClassA: number;
+  memoClassB: number;
+  memoRefusedObjectRate: number;
+  refusedBytesBilled: number;
+  maxEstimateBytes: number;
+  refusedDml: number;
+  cloudRunNoSlot429: number;
+  wallSeconds: number;
+}
+
+export interface ReconcileFigures {
+  listed: number;
+  missing: number;
+  listCalls: number;
+  listSeconds: number;
+  queryBytesBilled: number;
+  queryUsd: number;
+  publishCalls: number;
+  publishSeconds: number;
+}
+
+const BUCKET = 'acme-invoices-sweep';
+/** Objects per listing page (the JSON API's maximum). */
+const LIST_PAGE = 1_000;
+/** Cloud Run's wait for a free slot before "no available instance" (documented minimum 10 s). */
+const SLOT_WAIT_MS = 10_000;
+/** A run stops here (simulated) if messages are still pending: Pub/Sub's default retention, 7 days. */
+export const CELL_BOUND_MS = 7 * 86_400_000;
+
+interface Document {
+  key: string;
+  resource: ObjectResource & Record<string, unknown>;
+  bytes: Buffer;
+  copies: number;
+}
+
+function documentsOf(spec: CellSpec, epochMs: number): Document[] {
+  const samples = textInvoices();
+  const docs: Document[] = [];
+  for (let i = 0; i < spec.documents; i++) {
+    const sample = samples[i % samples.length]!;
+    const name = `sweep/${String(i).padStart(6, '0')}-${sample.name}`;
+    const generation = String(1764489600000000 + i);
+    // A backfill's objects are old (days): reconcile's --older-than leaves them to it.
+    const created = new Date(epochMs - (spec.backlog === 'backfill' ? 2 * 86_400_000 - i : 0)).toISOString();
+    docs.push({
+      key: objectUri(BUCKET, name, generation),
+      bytes: sample.bytes,
+      copies: spec.backlog === 'upload' && i % 20 === 0 ? 2 : 1,
+      resource: {
+        kind: 'storage#object',
+        name,
+        bucket: BUCKET,
+        generation,
+        metageneration: '1',
+        contentType: 'text/plain',
+        size: String(sample.bytes.length),
+        timeCreated: created,
+        updated: created,
+      },
+    });
+  }
+  return docs;
+}
+
+function quotaModel(spec: CellSpec, time: SimClock): QuotaModel {
+  return spec.analyzer === 'tiers'
+    ? // The tier's input-token limit sits just under RPM × the mean document: it binds now and then.
+      new TierQuota(time, { requestsPerMinute: spec.quota, tokensPerMinute: spec.quota * 1_700 })
+    : new SharedCapacity(time, {
+        requestsPerMinute: spec.quota,
+        seed: spec.seed * 7 + 3,
+        horizonMs: CELL_BOUND_MS,
+      });
+}
+
+/**
+ * Publishes the backlog: uploads evenly within 60 s, or a reconcile `--apply` run (listing, the
+ * table query, then batches of 100 published). Returns reconcile's figures for a backfill.
+ */
+async function publishBacklog(
+  spec: CellSpec,
+  time: VirtualTime,
+  docs: Document[],
+  subscription: PushSubscription,
+  warehouse: SweepWarehouse,
+  onPublished: () => void,
+): Promise<ReconcileFigures | undefined> {
+  if (spec.backlog === 'upload') {
+    let published = 0;
+    for (let i = 0; i < docs.length; i++) {
+      const d = docs[i]!;
+      time.after((i * 60_000) / docs.length, () => {
+        for (let c = 1; c <= d.copies; c++) {
+          subscription.publish(
+            JSON.stringify(d.resource),
+            finalizeAttributes(d.resource, {
+              notificationConfig: `projects/_/buckets/${BUCKET}/notificationConfigs/${c}`,
+            }),
+          );
+        }
+        if (++published === docs.length) onPublished();
+      });
+    }
+    return undefined;
+  }
+  const listLatency = latencyFrom(
+    { name: 'list', medianMs: 150, sigma: 0.3, tailShare: 0, tailFactor: 3 },
+    spec.seed + 11,
+  );
+  const publishLatency = latencyFrom(
+    { name: 'publish', medianMs: 40, sigma: 0.3, tailShare: 0, tailFactor: 3 },
+    spec.seed + 12,
+  );
+  const figures: ReconcileFigures = {
+    listed: 0,
+    missing: 0,
+    listCalls: 0,
+    listSeconds: 0,
+    queryBytesBilled: 0,
+    queryUsd: 0,
+    publishCalls: 0,
+    publishSeconds: 0,
+  };
+  const lister: ObjectLister = {
+    bucket: BUCKET,
+    async *pages() {
+      for (let i = 0; i < docs.length; i += LIST_PAGE) {
+        const started = time.nowMs();
+        await time.sleep(listLatency());
+        figures.listCalls++;
+        figures.listSeconds += (time.nowMs() - started) / 1000;
+        yield docs.slice(i, i + LIST_PAGE).map((d) => d.resource);
+      }
+    },
+  };
+  const index: LineIndex = {
+    async objectUris() {
+      // One windowed query over the table: billed like any windowed statement (the estimate).
+      const bytes = Math.max(10 * 1024 * 1024, warehouse.estimateBytes());
+      figures.queryBytesBilled += bytes;
+      figures.queryUsd += onDemandUsd(bytes);
+      await time.sleep(2_000);
+      return new Set(docs.filter((d) => warehouse.has(d.key)).map((d) => d.key));
+    },
+  };
+  const report = await findMissing(
+    { prefix: '', olderThanMs: 60 * 60 * 1000 },
+    { lister, index, clock: time.clock },
+  );
+  figures.listed = report.listed;
+  figures.missing = report.missing;
+  const started = time.nowMs();
+  await announceMissing(report, {
+    clock: time.clock,
+    publisher: {
+      async publish(messages) {
+        await time.sleep(publishLatency());
+        figures.publishCalls++;
+        return messages.map((m) => subscription.publish(m.data.toString('utf8'), m.attributes));
+      },
+    },
+  });
+  figures.publishSeconds = (time.nowMs() - started) / 1000;
+  onPublished();
+  return figures;
+}
+
+/** Cloud Run's slots in front of the instances: a request waits up to 10 s for one, then 429. */
+class Slots {
+  private busy = 0;
+  private readonly waiting: Array<() => void> = [];
+  refused = 0;
+
+  constructor(
+    private readonly time: SimClock,
+    private readonly capacity: number,
+  ) {}
+
+  async run(send: () => Promise<number>): Promise<number> {
+    if (this.busy >= this.capacity) {
+      const got = await new Promise<boolean>((resolve) => {
+        const wake = () => {
+          timer.cancel();
+          resolve(true);
+        };
+        const timer = this.time.after(SLOT_WAIT_MS, () => {
+          const i = this.waiting.indexOf(wake);
+          if (i >= 0) this.waiting.splice(i, 1);
+          resolve(false);
+        });
+        this.waiting.push(wake);
+      });
+      if (!got) {
+        this.refused++;
+        return 429;
+      }
+    } else this.busy++;
+    try {
+      return await send();
+    } finally {
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.busy--;
+    }
+  }
+}
+
+/** Runs one consumer on one cell. Only one run at a time per process (it takes the global timers). */
+export async function runConsumer(
+  spec: CellSpec,
+  consumer: 'docline' | 'oracle',
+): Promise<{ figures: ConsumerFigures; reconcile?: ReconcileFigures }> {
+  const wallStart = process.hrtime.bigint();
+  const time = new VirtualTime();
+  const epochMs = time.epochNowMs();
+  const docs = documentsOf(spec, epochMs);
+  const byKey = new Map(docs.map((d) => [d.key, d]));
+  const gemini = new GeminiSweepModel(
+    time,
+    quotaModel(spec, time),
+    GEMINI_LATENCIES[spec.latency],
+    spec.seed,
+  );
+  const settings = DELIVERY_DEFAULTS;
+  const warehouse = new SweepWarehouse(time, {
+    seed: spec.seed + 5,
+    dedupWindowDays: settings.dedupWindowDays,
+    maximumBytesBilled: settings.maximumBytesBilled,
+  });
+  const memoBucket = new SimBucketStore(time, spec.seed + 9);
+  const readLatency = latencyFrom(
+    { name: 'read', medianMs: 50, sigma: 0.3, tailShare: 0.01, tailFactor: 10 },
+    spec.seed + 13,
+  );
+  const realRandom = Math.random;
+  Math.random = seededRandom(spec.seed ^ 0x5eed);
+  time.install();
+  let subscription: PushSubscription | undefined;
+  const closers: Array<() => void> = [];
+  try {
+    let endpoint: (body: string, id: string) => Promise<number>;
+    const oracleDone = new Set<string>();
+    let slots: Slots | undefined;
+    if (consumer === 'docline') {
+      const config = loadConfig({ ...SIM_ENV, WORKER_VERSION: 'sweep' });
+      const cloudRun = new CloudRunModel(time, {
+        requestTimeoutMs: config.requestTimeoutSeconds * 1000,
+        graceMs: 10_000,
+        coldStartMs: 2_000,
+        schedule: { stalls: [], signals: [] },
+        faults: new FaultLog(() => time.nowMs()),
+        keyOf: (id) => id,
+      });
+      const memoStore = new GcsMemoStore({ storage: memoBucket.storage(), bucket: 'docline-sweep-memo' });
+      await cloudRun.start(
+        async () =>
+          serve(
+            config,
+            {
+              store: await withGroupCommit(warehouse.store(), config, silentLogger),
+              reader: {
+                read: async (ref: ObjectRef) => {
+                  await time.sleep(readLatency());
+                  const doc = byKey.get(objectUri(ref.bucket, ref.name, ref.generation));
+                  if (!doc)
+                    throw new RejectionError('object_gone', `no generation ${ref.generation} of ${ref.name}`);
+                  return doc.bytes;
+                },
+              },
+              analyzer: gemini.analyzer(),
+              memo: memoStore,
+            },
+            silentLogger,
+          ),
+        STACK_DEFAULTS.maxInstances,
+        0,
+      );
+      closers.push(() => {
+        for (const s of cloudRun.states()) cloudRun.instance(s.index).worker.server.close();
+      });
+      slots = new Slots(time, STACK_DEFAULTS.maxInstances * STACK_DEFAULTS.concurrency);
+      const s = slots;
+      endpoint = (body, id) => s.run(() => cloudRun.push(body, id));
+    } else {
+      // The ideal consumer: one analysis per document, called exactly when the quota accepts it.
+      const running = new Map<string, Promise<void>>();
+      endpoint = async (body) => {
+        const data = (JSON.parse(body) as { message: { data: string } }).message.data;
+        const resource = JSON.parse(Buffer.from(data, 'base64').toString('utf8')) as ObjectResource;
+        const key = objectUri(resource.bucket, resource.name, resource.generation);
+        if (oracleDone.has(key)) return 204;
+        const already = running.get(key);
+        if (already) {
+          await already;
+          return 204;
+        }
+        const work = (async () => {
+          await time.sleep(readLatency());
+          for (;;) {
+            const tokens = tokensOf(resource.name);
+            for (
+              let at = gemini.quota.nextAcceptMs(tokens);
+              at > time.nowMs();
+              at = gemini.quota.nextAcceptMs(tokens)
+            )
+              await time.sleep(at - time.nowMs());
+            if (await gemini.call(resource.name)) break;
+          }
+          oracleDone.add(key);
+        })();
+        running.set(key, work);
+        await work;
+        running.delete(key);
+        return 204;
+      };
+    }
+    const sub = new PushSubscription({
+      time,
+      settings,
+      windowModel: PUSH_WINDOW_MODELS[spec.window],
+      endpoint: (body) =>
+        endpoint(body, (JSON.parse(body) as { message: { messageId: string } }).message.messageId),
+    });
+    subscription = sub;
+    let allPublished = false;
+    let firstPublishMs = -1;
+    const publishing = publishBacklog(spec, time, docs, sub, warehouse, () => {
+      allPublished = true;
+    });
+    // The drain is timed from the first publish (a backfill lists and queries first).
+    const watch = () => {
+      if (firstPublishMs < 0 && sub.stats.published > 0) firstPublishMs = time.nowMs();
+    };
+    const ended = await time.run(() => {
+      watch();
+      return allPublished && sub.idle;
+    }, CELL_BOUND_MS);
+    const reconcile = allPublished ? await publishing : undefined;
+    const drainMs = time.nowMs() - Math.max(0, firstPublishMs);
+    // Late work (a batch still committing) may still add rows: let it end before counting.
+    if (consumer === 'docline')
+      await time.run(() => false, time.nowMs() + 2 * settings.workerTimeoutSeconds * 1000);
+    const isDone = (k: string) => (consumer === 'docline' ? warehouse.has(k) : oracleDone.has(k));
+    const lost = docs.filter((d) => !isDone(d.key)).length;
+    const viewRows = consumer === 'docline' ? warehouse.viewRows : oracleDone.size;
+    const figures: ConsumerFigures = {
+      drainMs,
+      drained: ended === 'done',
+      paidAnalyses: gemini.paid,
+      geminiUsd: [...gemini.paidByObject].reduce((sum, [name, n]) => sum + n * analysisUsd(name), 0),
+      refused429: gemini.refused,
+      deadLetters: sub.stats.deadLetters,
+      lost,
+      viewRows,
+      extraRawRows: consumer === 'docline' ? warehouse.raw.length - warehouse.viewRows : 0,
+      billedBytes: warehouse.stats.billedBytes,
+      pushes: sub.stats.pushes,
+      nacks: sub.stats.nacks,
+      maxOutstanding: sub.stats.maxOutstanding,
+      memoClassA: memoBucket.classA,
+      memoClassB: memoBucket.classB,
+      memoRefusedObjectRate: memoBucket.refusedObjectRate,
+      refusedBytesBilled: warehouse.stats.refusedBytesBilled,
+      maxEstimateBytes: warehouse.stats.maxEstimateBytes,
+      refusedDml: warehouse.stats.refusedQueueFull + warehouse.stats.refusedRate,
+      cloudRunNoSlot429: slots?.refused ?? 0,
+      wallSeconds: 0,
+    };
+    figures.wallSeconds = Number(process.hrtime.bigint() - wallStart) / 1e9;
+    return { figures, ...(reconcile ? { reconcile } : {}) };
+  } finally {
+    subscription?.close();
+    time.uninstall();
+    Math.random = realRandom;
+    for (const close of closers) close();
+  }
+}
+
+/** Gemini's price of one paid analysis of a document (its input tokens, 400 output tokens). */
+export function analysisUsd(name: string): number {
+  return (
+    (tokensOf(name) / 1e6) * PRICES.geminiInputUsdPerMillionTokens +
+    (400 / 1e6) * PRICES.geminiOutputUsdPerMillionTokens
+  );
+}

@@ -1,0 +1,32 @@
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { renderSweepReport, replaceSweepFigures } from './report';
+import { runSweepStage } from './stage';
+
+/**
+ * `npm run bench -- --stage sweep`: runs the sweep's grid, merges its `sweep` section into
+ * bench/results.json (read-modify-write of that key only), regenerates the sweep block of
+ * bench/README.md and docs/sweep.md from that file and prints it. `--quick` runs a handful of small
+ * cells into results.quick.json and leaves the docs alone.
+ */
+export async function runSweep(options: { quick: boolean; progress: (text: string) => void }): Promise<void> {
+  const sweep = await runSweepStage(options);
+  const benchDir = path.join(__dirname, '..');
+  const file = path.join(benchDir, options.quick ? 'results.quick.json' : 'results.json');
+  const previous = existsSync(file)
+    ? (JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>)
+    : {};
+  writeFileSync(file, `${JSON.stringify({ ...previous, sweep }, null, 2)}\n`);
+  if (!options.quick) {
+    for (const doc of [path.join(benchDir, 'README.md'), path.join(benchDir, '..', 'docs', 'sweep.md')]) {
+      writeFileSync(
+        doc,
+        replaceSweepFigures(readFileSync(doc, 'utf8'), sweep, path.relative(path.join(benchDir, '..'), doc)),
+      );
+    }
+  }
+  options.progress(
+    `sweep done in ${sweep.runtimeSeconds.toFixed(0)} s; figures in ${path.relative(process.cwd(), file)}`,
+  );
+  process.stdout.write(renderSweepReport(sweep));
+}

@@ -1,0 +1,207 @@
+import { VirtualTime } from '../../sim/faults/virtual-time';
+import { SimBucketStore } from '../../sim/models/cloud-storage';
+import { GeminiSweepModel, SharedCapacity, TierQuota } from '../../sim/models/gemini';
+import { GEMINI_LATENCIES, latencyFrom, mergeLatency } from '../../sim/models/latency';
+import { EVERY_ACK, FAST_ACKS_ONLY } from '../../sim/models/push-window';
+import { SweepWarehouse } from '../../sim/models/warehouse';
+import { GcsMemoStore } from '../../worker/src/adapters/gcs-memo-store';
+import { COST_DEFAULTS, MERGE_LATENCY_SECONDS } from '../../worker/src/contract/cost-model';
+import { ConfigurationError, TransientError } from '../../worker/src/core/errors';
+import { testRow as sampleRow } from '../../worker/test/support/builders';
+
+/** Moves a virtual time (not installed: only the models' own timers) to `ms`. */
+async function advanceTo(time: VirtualTime, ms: number): Promise<void> {
+  time.after(ms - time.nowMs(), () => {});
+  await time.run(() => false, ms);
+}
+
+describe('latency distributions', () => {
+  it('draw the same values for the same seed, around the median, with a slow tail', () => {
+    const a = latencyFrom(GEMINI_LATENCIES.fast, 7);
+    const b = latencyFrom(GEMINI_LATENCIES.fast, 7);
+    const draws = Array.from({ length: 4_000 }, () => a());
+    expect(Array.from({ length: 4_000 }, () => b())).toEqual(draws);
+    const sorted = [...draws].sort((x, y) => x - y);
+    const median = sorted[2_000]!;
+    expect(median).toBeGreaterThan(5_000);
+    expect(median).toBeLessThan(7_000);
+    // The tail: about 2 % of calls take 3× the median or more.
+    const slow = draws.filter((d) => d >= 3 * 6_000).length / draws.length;
+    expect(slow).toBeGreaterThan(0.01);
+    expect(slow).toBeLessThan(0.04);
+  });
+
+  it('MERGE latency stays within the one range the cost model uses', () => {
+    const draw = mergeLatency(3);
+    const draws = Array.from({ length: 1_000 }, () => draw());
+    expect(Math.min(...draws)).toBeGreaterThanOrEqual(MERGE_LATENCY_SECONDS.low * 1000);
+    expect(Math.max(...draws)).toBeLessThanOrEqual(MERGE_LATENCY_SECONDS.high * 1000);
+    expect(COST_DEFAULTS.mergeSecondsLow).toBe(MERGE_LATENCY_SECONDS.low);
+    expect(COST_DEFAULTS.mergeSecondsHigh).toBe(MERGE_LATENCY_SECONDS.high);
+  });
+});
+
+describe('Gemini tiers (RPM and TPM windows)', () => {
+  it('refuses past the requests per minute, and accepts again exactly when the window frees', async () => {
+    const time = new VirtualTime();
+    const quota = new TierQuota(time, { requestsPerMinute: 3, tokensPerMinute: 1_000_000 });
+    expect([1, 2, 3].map(() => quota.tryAccept(100))).toEqual([true, true, true]);
+    expect(quota.tryAccept(100)).toBe(false);
+    const at = quota.nextAcceptMs(100);
+    expect(at).toBeCloseTo(60_000, 0);
+    await advanceTo(time, at - 1);
+    expect(quota.tryAccept(100)).toBe(false);
+    await advanceTo(time, at);
+    expect(quota.tryAccept(100)).toBe(true);
+  });
+
+  it('refuses past the tokens per minute even under the request limit', () => {
+    const time = new VirtualTime();
+    const quota = new TierQuota(time, { requestsPerMinute: 100, tokensPerMinute: 5_000 });
+    expect(quota.tryAccept(3_000)).toBe(true);
+    expect(quota.tryAccept(2_500)).toBe(false);
+    expect(quota.tryAccept(2_000)).toBe(true);
+  });
+
+  it('a 429 takes time and is not paid', async () => {
+    const time = new VirtualTime();
+    const gemini = new GeminiSweepModel(
+      time,
+      new TierQuota(time, { requestsPerMinute: 1, tokensPerMinute: 1e9 }),
+      GEMINI_LATENCIES.fast,
+      1,
+    );
+    const first = gemini.call('a');
+    const second = gemini.call('b');
+    let refusedAt = -1;
+    void second.then(() => {
+      refusedAt = time.nowMs();
+    });
+    await time.run(() => refusedAt >= 0, 600_000);
+    expect(await second).toBe(false);
+    expect(refusedAt).toBeGreaterThan(0);
+    expect(gemini.refused).toBe(1);
+    let analysed = false;
+    void first.then((ok) => {
+      analysed = ok;
+    });
+    await time.run(() => analysed, 600_000);
+    expect(gemini.paid).toBe(1);
+    // The accepted call took its latency: far longer than the refusal.
+    expect(time.nowMs()).toBeGreaterThan(refusedAt);
+  });
+});
+
+describe('Gemini shared capacity (Dynamic Shared Quota)', () => {
+  it('has random bursts whose intensity varies, the same for the same seed', () => {
+    const time = new VirtualTime();
+    const a = new SharedCapacity(time, { requestsPerMinute: 1_000, seed: 4, horizonMs: 86_400_000 });
+    const b = new SharedCapacity(time, { requestsPerMinute: 1_000, seed: 4, horizonMs: 86_400_000 });
+    expect(a.bursts).toEqual(b.bursts);
+    expect(a.bursts.length).toBeGreaterThan(100);
+    const intensities = a.bursts.map((x) => x.intensity);
+    expect(Math.max(...intensities) - Math.min(...intensities)).toBeGreaterThan(0.4);
+    const burst = a.bursts[0]!;
+    expect(a.intensityAt(burst.atMs + 1)).toBe(burst.intensity);
+    expect(a.intensityAt(burst.atMs - 1)).toBe(0);
+  });
+
+  it('refuses some calls inside a burst whatever the own rate, and the oracle time is accepted', async () => {
+    const time = new VirtualTime();
+    const quota = new SharedCapacity(time, { requestsPerMinute: 100_000, seed: 9, horizonMs: 86_400_000 });
+    const burst = quota.bursts.find((b) => b.intensity > 0.5)!;
+    await advanceTo(time, burst.atMs);
+    const outcomes: boolean[] = [];
+    for (let i = 0; i < 40; i++) {
+      outcomes.push(quota.tryAccept(1));
+      await advanceTo(time, time.nowMs() + 250);
+    }
+    expect(outcomes.filter((x) => !x).length).toBeGreaterThan(5);
+    const at = quota.nextAcceptMs(1);
+    await advanceTo(time, at);
+    expect(quota.tryAccept(1)).toBe(true);
+  });
+});
+
+describe('push window models', () => {
+  it('everyAck grows on slow acks; fastAcksOnly grows only under 1 s and never falls under the initial window', () => {
+    expect(EVERY_ACK.afterAck(10, 6_000)).toBe(11);
+    expect(FAST_ACKS_ONLY.afterAck(10, 500)).toBe(11);
+    expect(FAST_ACKS_ONLY.afterAck(10, 6_000)).toBeLessThan(10);
+    expect(FAST_ACKS_ONLY.afterAck(FAST_ACKS_ONLY.initial, 6_000)).toBe(FAST_ACKS_ONLY.initial);
+    expect(EVERY_ACK.afterNack(10)).toBe(5);
+    expect(FAST_ACKS_ONLY.afterNack(1)).toBe(1);
+  });
+});
+
+describe('the memo bucket (Cloud Storage-like)', () => {
+  it('allows one write per second per object; the real GcsMemoStore runs on it', async () => {
+    const time = new VirtualTime();
+    const bucket = new SimBucketStore(time, 1);
+    const memo = new GcsMemoStore({ storage: bucket.storage(), bucket: 'm' });
+    const expires = new Date(Date.parse('2026-12-01T00:00:00Z'));
+    const first = memo.lease('k', expires);
+    await advanceTo(time, 300);
+    await expect(first).resolves.toBeUndefined();
+    // A second write to the same object within the second: 429.
+    await advanceTo(time, 400);
+    const second = memo.lease('k', expires).catch((e: { code?: number }) => e.code);
+    await time.run(() => false, 900);
+    await expect(second).resolves.toBe(429);
+    expect(bucket.refusedObjectRate).toBe(1);
+    // A second later the write reaches the precondition: the lease exists (412 → its expiry).
+    await advanceTo(time, 3_000);
+    const third = memo.lease('k', expires);
+    await time.run(() => false, 4_000);
+    await expect(third).resolves.toEqual(expires);
+    expect(bucket.classA).toBe(3);
+    expect(bucket.classB).toBeGreaterThan(0);
+  });
+});
+
+describe('the pre-filled warehouse', () => {
+  const options = { seed: 1, dedupWindowDays: 15, maximumBytesBilled: 100_000_000 };
+
+  it('starts with 15 days at the documented daily volume and bills at least 10 MiB a statement', async () => {
+    const time = new VirtualTime();
+    const w = new SweepWarehouse(time, options);
+    expect(w.prefilledRows).toBe(COST_DEFAULTS.documentsPerDay * 15);
+    expect(w.estimateBytes()).toBe(w.prefilledRows * COST_DEFAULTS.lookupBytesPerRow);
+    const done = w.store().record(sampleRow({ dedup_key: 'gs://b/x#1' }));
+    await time.run(() => false, 10_000);
+    await expect(done).resolves.toBe(true);
+    expect(w.stats.billedBytes).toBe(10 * 1024 * 1024);
+    expect(w.viewRows).toBe(1);
+  });
+
+  it('checks maximumBytesBilled against each statement estimate', async () => {
+    const time = new VirtualTime();
+    const w = new SweepWarehouse(time, { ...options, maximumBytesBilled: 500_000 });
+    await expect(w.store().seen('gs://b/x#1')).rejects.toBeInstanceOf(ConfigurationError);
+    expect(w.stats.refusedBytesBilled).toBe(1);
+  });
+
+  it('holds 2 running + 20 queued MERGEs, then refuses; and refuses past 25 statements in 10 s', async () => {
+    const time = new VirtualTime();
+    const w = new SweepWarehouse(time, options);
+    const submit = (i: number) =>
+      w
+        .store()
+        .record(sampleRow({ dedup_key: `gs://b/x#${i}` }))
+        .then(
+          () => 'ok',
+          (e: unknown) => e,
+        );
+    const first = Array.from({ length: 23 }, (_, i) => submit(i));
+    expect(w.stats.refusedQueueFull).toBe(1);
+    // By 9 s at least 6 have finished (3 s at most each, 2 at once): the queue has room again.
+    await advanceTo(time, 9_000);
+    // Some have finished: the queue has room, but 22 + 3 = 25 statements in 10 s is the limit.
+    const second = Array.from({ length: 4 }, (_, i) => submit(100 + i));
+    await time.run(() => false, 200_000);
+    const outcomes = await Promise.all([...first, ...second]);
+    expect(w.stats.refusedRate).toBe(1);
+    expect(outcomes.filter((o) => o !== 'ok').every((o) => o instanceof TransientError)).toBe(true);
+    expect(w.viewRows).toBe(25);
+  });
+});

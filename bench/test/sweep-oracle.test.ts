@@ -1,0 +1,64 @@
+import { type CellSpec, runConsumer } from '../sweep/cell';
+import { sweepGrid } from '../sweep/grid';
+
+const spec = (overrides: Partial<CellSpec> = {}): CellSpec => ({
+  analyzer: 'tiers',
+  quota: 600,
+  latency: 'fast',
+  window: 'everyAck',
+  documents: 60,
+  backlog: 'upload',
+  seed: 3,
+  ...overrides,
+});
+
+describe('the oracle consumer', () => {
+  it.each(['tiers', 'shared'] as const)(
+    'on the %s model: analyses each document once, is never refused, never nacks, and bounds docline',
+    async (analyzer) => {
+      const oracle = await runConsumer(spec({ analyzer }), 'oracle');
+      const docline = await runConsumer(spec({ analyzer }), 'docline');
+      expect(oracle.figures.drained).toBe(true);
+      expect(oracle.figures.paidAnalyses).toBe(60);
+      expect(oracle.figures.refused429).toBe(0);
+      expect(oracle.figures.nacks).toBe(0);
+      expect(oracle.figures.lost).toBe(0);
+      expect(docline.figures.viewRows).toBe(60);
+      expect(docline.figures.drainMs).toBeGreaterThanOrEqual(oracle.figures.drainMs);
+    },
+  );
+
+  it('is held back by the quota it knows: at 60 per minute, 60 documents need about a minute more than the upload', async () => {
+    const oracle = await runConsumer(spec({ quota: 60 }), 'oracle');
+    // 60 uploads spread over 60 s, 60 accepted per sliding minute, plus the last analysis' latency.
+    expect(oracle.figures.drainMs).toBeGreaterThan(60_000);
+    expect(oracle.figures.drainMs).toBeLessThan(60_000 + 60_000);
+  });
+
+  it('replays exactly for one seed', async () => {
+    const a = await runConsumer(spec({ analyzer: 'shared' }), 'docline');
+    const b = await runConsumer(spec({ analyzer: 'shared' }), 'docline');
+    expect({ ...a.figures, wallSeconds: 0 }).toEqual({ ...b.figures, wallSeconds: 0 });
+  });
+
+  it('a backfill goes through reconcile: everything listed is missing and announced once', async () => {
+    const run = await runConsumer(spec({ backlog: 'backfill', documents: 120, quota: 4_000 }), 'docline');
+    expect(run.reconcile).toMatchObject({ listed: 120, missing: 120, listCalls: 1, publishCalls: 2 });
+    expect(run.figures.pushes).toBeGreaterThanOrEqual(120);
+    expect(run.figures.viewRows).toBe(120);
+    expect(run.figures.deadLetters).toBe(0);
+  });
+});
+
+describe('the grid', () => {
+  it('marks exactly the burst point as tuning and spans the quotas, models and backlogs of the issue', () => {
+    const grid = sweepGrid(false);
+    expect(grid.filter((c) => c.tuning).map((c) => c.name)).toEqual(['tiers-1000rpm-fast-everyAck-10000']);
+    expect(new Set(grid.map((c) => c.quota))).toEqual(new Set([60, 1_000, 4_000]));
+    expect(new Set(grid.map((c) => c.analyzer))).toEqual(new Set(['tiers', 'shared']));
+    expect(new Set(grid.map((c) => c.window))).toEqual(new Set(['everyAck', 'fastAcksOnly']));
+    expect(new Set(grid.map((c) => c.documents))).toEqual(new Set([1_000, 10_000, 100_000]));
+    expect(grid.filter((c) => c.documents === 100_000).every((c) => c.backlog === 'backfill')).toBe(true);
+    expect(new Set(grid.map((c) => c.name)).size).toBe(grid.length);
+  });
+});

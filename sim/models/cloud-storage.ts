@@ -1,0 +1,85 @@
+import type { Storage } from '@google-cloud/storage';
+import type { SimClock } from '../time';
+import { type Latency, latencyFrom } from './latency';
+
+/**
+ * A Cloud Storage bucket as the worker's `GcsMemoStore` uses it (`bucket(b).file(n).save()` with
+ * `ifGenerationMatch: 0`, and `download()`), so the real memo adapter runs on it unchanged. What it
+ * holds to:
+ *
+ * - a read takes ~30 ms and a write ~60 ms (log-normal, with a tail): assumed, not documented;
+ * - create-only writes answer 412 when the object exists (documented precondition behaviour);
+ * - **one write per second per object name** (documented: "up to once per second" to the same
+ *   object); a write sooner than that answers 429, whether or not it would have succeeded;
+ * - a missing object answers 404;
+ * - every call is counted as the operation class it bills (writes class A, reads class B).
+ */
+export class SimBucketStore {
+  readonly objects = new Map<string, Buffer>();
+  classA = 0;
+  classB = 0;
+  /** Writes refused by the per-object limit (429). */
+  refusedObjectRate = 0;
+  private readonly lastWriteMs = new Map<string, number>();
+  private readonly readLatency: Latency;
+  private readonly writeLatency: Latency;
+
+  constructor(
+    private readonly time: SimClock,
+    seed: number,
+    /** Writes allowed per object per second (documented: 1). */
+    private readonly writesPerObjectPerSecond = 1,
+  ) {
+    this.readLatency = latencyFrom(
+      { name: 'gcs read', medianMs: 30, sigma: 0.4, tailShare: 0.01, tailFactor: 20 },
+      seed,
+    );
+    this.writeLatency = latencyFrom(
+      { name: 'gcs write', medianMs: 60, sigma: 0.4, tailShare: 0.01, tailFactor: 20 },
+      seed + 1,
+    );
+  }
+
+  /** A stand-in for `@google-cloud/storage`'s `Storage`, enough for `GcsMemoStore`. */
+  storage(): Storage {
+    const file = (bucket: string, name: string) => {
+      const path = `${bucket}/${name}`;
+      return {
+        save: (data: string | Buffer, options?: { preconditionOpts?: { ifGenerationMatch?: number } }) =>
+          this.write(path, Buffer.from(data), options?.preconditionOpts?.ifGenerationMatch === 0),
+        download: () => this.read(path),
+      };
+    };
+    return {
+      bucket: (bucket: string) => ({ file: (name: string) => file(bucket, name) }),
+    } as unknown as Storage;
+  }
+
+  private async write(path: string, data: Buffer, createOnly: boolean): Promise<void> {
+    this.classA++;
+    const now = this.time.nowMs();
+    const last = this.lastWriteMs.get(path);
+    this.lastWriteMs.set(path, now);
+    await this.time.sleep(this.writeLatency());
+    if (last !== undefined && now - last < 1_000 / this.writesPerObjectPerSecond) {
+      this.refusedObjectRate++;
+      throw Object.assign(new Error('The object exceeded the rate limits for object mutation operations.'), {
+        code: 429,
+      });
+    }
+    if (createOnly && this.objects.has(path)) {
+      throw Object.assign(new Error('At least one of the pre-conditions you specified did not hold.'), {
+        code: 412,
+      });
+    }
+    this.objects.set(path, data);
+  }
+
+  private async read(path: string): Promise<[Buffer]> {
+    this.classB++;
+    await this.time.sleep(this.readLatency());
+    const bytes = this.objects.get(path);
+    if (!bytes) throw Object.assign(new Error('No such object.'), { code: 404 });
+    return [bytes];
+  }
+}
