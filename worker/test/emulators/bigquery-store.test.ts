@@ -158,6 +158,7 @@ describeStoreContract(
         'stores hostile values verbatim and finds them by key',
         'round-trips every column: generations beyond 2^53 as strings, nulls, JSON analysis',
         'records a rejected row with its reason and no analysis',
+        'interleaving 7: stamps processed_at with the time of its commit, not the time the row was built',
       ].map((title) => [
         title,
         'record() needs typed parameters, a MERGE with a SELECT source and dmlStats, which bigquery-emulator v0.8.1 lacks (gaps 1–3 at the top of this file); covered on fake-bigquery',
