@@ -215,6 +215,50 @@ describe('AnalysisMemo across instances (the lease)', () => {
     expect(clock.ms).toBe(started);
   });
 
+  it('serialises a second round of concurrent retries after a failed first round: one paid analysis (soak I5, seed 13)', async () => {
+    const clock = new ManualClock();
+    const store = new MemoryMemoStore();
+    const [a, b] = twoInstances(store, clock);
+    const failing = async (): Promise<AnalysisResult> => {
+      throw new TransientError('analyzer_unavailable', 'the analyzer answered 503');
+    };
+    await expect(a.analyse(KEY, 'v1', failing)).rejects.toMatchObject({ code: 'analyzer_unavailable' });
+    // Pub/Sub's backoff outlasts the failed holder's lease: the first round has expired.
+    clock.ms += 61_000;
+    let finish: (r: AnalysisResult) => void = () => {};
+    const workA = jest.fn(() => new Promise<AnalysisResult>((resolve) => (finish = resolve)));
+    const workB = jest.fn(async () => paid(9999));
+    const retryA = a.analyse(KEY, 'v1', workA);
+    await new Promise((resolve) => setImmediate(resolve));
+    const retryB = b.analyse(KEY, 'v1', workB);
+    await new Promise((resolve) => setImmediate(resolve));
+    finish(paid());
+    expect(await retryA).toMatchObject({ source: 'analyzer' });
+    expect(await retryB).toEqual({ result: paid(), source: 'shared' });
+    expect(workA).toHaveBeenCalledTimes(1);
+    expect(workB).not.toHaveBeenCalled();
+  });
+
+  it('passes over expired rounds and makes a later delivery wait for the holder of the live one', async () => {
+    const clock = new ManualClock();
+    const store = new MemoryMemoStore();
+    const [a, b] = twoInstances(store, clock);
+    const key = AnalysisMemo.key(KEY, 'v1');
+    await store.lease(key, new Date(clock.ms - 1));
+    await store.lease(`${key}~1`, new Date(clock.ms - 1));
+    let finish: (r: AnalysisResult) => void = () => {};
+    const first = a.analyse(KEY, 'v1', () => new Promise<AnalysisResult>((resolve) => (finish = resolve)));
+    await new Promise((resolve) => setImmediate(resolve));
+    const workB = jest.fn(async () => paid(9999));
+    const second = b.analyse(KEY, 'v1', workB);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(store.leases.has(`${key}~2`)).toBe(true);
+    finish(paid());
+    expect(await first).toMatchObject({ source: 'analyzer' });
+    expect(await second).toEqual({ result: paid(), source: 'shared' });
+    expect(workB).not.toHaveBeenCalled();
+  });
+
   it('ignores an expired lease and works at once', async () => {
     const clock = new ManualClock();
     const store = new MemoryMemoStore();

@@ -32,7 +32,11 @@ import {
  *
  * The lease guards the holder's work, so it must outlive it: the holder renews it (a heartbeat
  * every third of the lease) for as long as its read and analysis run, however long that is. A
- * holder that dies stops renewing, and its lease expires on its own within one lease time. Every
+ * holder that dies stops renewing, and its lease expires on its own within one lease time. A lease
+ * is create-only (the first writer wins, nothing is overwritten or deleted), so a key's leases come
+ * in rounds: once round n has expired, the next delivery takes round n + 1, and the deliveries of a
+ * second round of retries wait for one holder just as the first round did. An instance whose work
+ * failed still holds its round while that round lives, and its own retry takes it up again. Every
  * memo call is bounded by a short timeout and by the delivery's deadline, and every wait ends at
  * the deadline (503) or at once when the instance shuts down.
  */
@@ -65,6 +69,13 @@ export const MEMO_LEASE_DEFAULTS = Object.freeze({
   callTimeoutMs: MEMO_CALL_TIMEOUT_MS,
 });
 
+/**
+ * Lease rounds one key may use. A round is used up only when its holder stopped renewing (its work
+ * failed, or its instance died), so this bounds the failed attempts on one document that still
+ * serialise its analysis; past it a delivery analyses without a lease (and logs it).
+ */
+export const MAX_LEASE_ROUNDS = 16;
+
 /** Where a delivery's analysis came from. */
 export type AnalysisSource = 'analyzer' | 'memo' | 'shared';
 
@@ -81,8 +92,11 @@ export class AnalysisMemo {
   private readonly callTimeoutMs: number;
   private readonly sleep: (ms: number) => Promise<void>;
   private readonly timers: Timers;
-  /** Keys whose lease this instance took for a work that then failed: its retries here do not wait. */
-  private readonly failedHere = new Set<string>();
+  /**
+   * The lease round this instance took for a key whose work then failed (a lease cannot be
+   * released): its retry here takes that round up again while it lives, instead of waiting it out.
+   */
+  private readonly heldHere = new Map<string, string>();
 
   constructor(
     private readonly store: MemoStore,
@@ -162,24 +176,26 @@ export class AnalysisMemo {
     work: () => Promise<AnalysisResult>,
     deadline: Deadline,
   ): Promise<Analysed> {
-    let holderUntil = await this.takeLease(key, dedupKey, deadline);
+    let lease = await this.takeLease(key, dedupKey, deadline);
     const what = 'waiting for the analysis of a concurrent delivery (its lease)';
-    while (holderUntil) {
-      while (this.clock.now() < holderUntil) {
+    while (lease.holderUntil) {
+      while (this.clock.now() < lease.holderUntil) {
         deadline.check(what);
         const napMs = Math.min(
           this.pollMs,
-          holderUntil.getTime() - this.clock.now().getTime(),
+          lease.holderUntil.getTime() - this.clock.now().getTime(),
           deadline.remainingMs(),
         );
         await deadline.race(what, this.sleep(napMs), { wait: true });
         const kept = await this.lookup(key, dedupKey, deadline);
         if (kept) return replay(kept, 'shared');
       }
-      // The lease ran out as last read: a live holder has renewed it meanwhile.
-      holderUntil = await this.takeLease(key, dedupKey, deadline);
+      // The lease ran out as last read: a live holder has renewed it meanwhile, else the next
+      // round is free.
+      lease = await this.takeLease(key, dedupKey, deadline);
     }
-    const heartbeat = this.leaseMs > 0 ? this.renewWhileWorking(key, dedupKey, deadline) : undefined;
+    const leaseKey = lease.leaseKey;
+    const heartbeat = leaseKey ? this.renewWhileWorking(leaseKey, dedupKey, deadline) : undefined;
     let result: AnalysisResult;
     try {
       result = await work();
@@ -189,15 +205,15 @@ export class AnalysisMemo {
       if (isRejection(error) && error.usage) {
         const rejection = { reason: error.code, detail: error.message };
         await this.keep(key, dedupKey, { rejection, usage: error.usage }, deadline);
-      } else {
+      } else if (leaseKey) {
         // The lease cannot be released (the worker may not delete memo objects); this instance
-        // remembers instead, so a retry landing here does not wait out its own failed lease.
-        this.failedHere.add(key);
+        // remembers its round instead, so a retry landing here takes it up again at once.
+        this.heldHere.set(key, leaseKey);
       }
       throw error;
     }
     heartbeat?.stop();
-    this.failedHere.delete(key);
+    this.heldHere.delete(key);
     await this.keep(key, dedupKey, result, deadline);
     return { result, source: 'analyzer' };
   }
@@ -234,19 +250,41 @@ export class AnalysisMemo {
     };
   }
 
-  /** The expiry of a lease another delivery holds, or undefined when this one may work now. */
-  private async takeLease(key: string, dedupKey: string, deadline: Deadline): Promise<Date | undefined> {
-    if (this.leaseMs <= 0 || this.failedHere.has(key)) return undefined;
+  /**
+   * The lease for this delivery's work: `leaseKey` when this delivery holds a round now (taken, or
+   * taken up again after this instance's own failed work), `holderUntil` when another delivery
+   * holds a live round, neither when leases are off or the memo cannot give one (the work goes on).
+   * Rounds that have expired are passed over: the first free round is taken.
+   */
+  private async takeLease(
+    key: string,
+    dedupKey: string,
+    deadline: Deadline,
+  ): Promise<{ leaseKey?: string; holderUntil?: Date }> {
+    if (this.leaseMs <= 0) return {};
     try {
-      const until = new Date(this.clock.now().getTime() + this.leaseMs);
-      const held = await this.call('lease', this.store.lease(key, until), deadline);
-      return held && held > this.clock.now() ? held : undefined;
+      for (let round = 0; round < MAX_LEASE_ROUNDS; round++) {
+        const leaseKey = round === 0 ? key : `${key}~${round}`;
+        const until = new Date(this.clock.now().getTime() + this.leaseMs);
+        const held = await this.call('lease', this.store.lease(leaseKey, until), deadline);
+        if (!held) return { leaseKey };
+        if (held <= this.clock.now()) continue;
+        if (this.heldHere.get(key) !== leaseKey) return { holderUntil: held };
+        // This instance's own round, still alive: renewed now, so that it outlives the work again.
+        await this.call('renew', this.store.renew(leaseKey, until), deadline);
+        return { leaseKey };
+      }
+      this.options.logger?.warn('the memo has no lease round left for this key: analysing without one', {
+        dedupKey,
+        rounds: MAX_LEASE_ROUNDS,
+      });
+      return {};
     } catch (error) {
       this.options.logger?.warn('the memo could not take a lease: analysing without one', {
         dedupKey,
         error: error instanceof Error ? error.message : String(error),
       });
-      return undefined;
+      return {};
     }
   }
 
