@@ -259,6 +259,27 @@ describe('AnalysisMemo across instances (the lease)', () => {
     expect(workB).not.toHaveBeenCalled();
   });
 
+  it('reads the memo once more before paying when its first read failed and an earlier delivery held a lease (soak I5, seed 17)', async () => {
+    const clock = new ManualClock();
+    const store = new MemoryMemoStore();
+    const [a] = twoInstances(store, clock);
+    // An earlier delivery analysed and kept its result; its lease has long expired.
+    await a.analyse(KEY, 'v1', async () => paid());
+    clock.ms += 120_000;
+    let reads = 0;
+    const flaky: MemoStore = {
+      get: (key) => (++reads === 1 ? Promise.reject(new Error('503 from the memo bucket')) : store.get(key)),
+      create: (key, entry) => store.create(key, entry),
+      lease: (key, until) => store.lease(key, until),
+      renew: (key, until) => store.renew(key, until),
+    };
+    const retry = new AnalysisMemo(flaky, { ttlMs: DAY, clock, leaseMs: 60_000, pollMs: 1_000 });
+    const work = jest.fn(async () => paid(9999));
+    expect(await retry.analyse(KEY, 'v1', work)).toEqual({ result: paid(), source: 'memo' });
+    expect(work).not.toHaveBeenCalled();
+    expect(reads).toBe(2);
+  });
+
   it('ignores an expired lease and works at once', async () => {
     const clock = new ManualClock();
     const store = new MemoryMemoStore();

@@ -76,6 +76,9 @@ export const MEMO_LEASE_DEFAULTS = Object.freeze({
  */
 export const MAX_LEASE_ROUNDS = 16;
 
+/** Keys whose expired lease rounds an instance remembers (then it forgets them all and asks again). */
+const MAX_REMEMBERED_KEYS = 10_000;
+
 /** Where a delivery's analysis came from. */
 export type AnalysisSource = 'analyzer' | 'memo' | 'shared';
 
@@ -97,6 +100,8 @@ export class AnalysisMemo {
    * released): its retry here takes that round up again while it lives, instead of waiting it out.
    */
   private readonly heldHere = new Map<string, string>();
+  /** Per key, the first lease round this instance has not seen expired. */
+  private readonly expiredRounds = new Map<string, number>();
 
   constructor(
     private readonly store: MemoStore,
@@ -136,16 +141,17 @@ export class AnalysisMemo {
     const running = this.inFlight.get(key);
     if (running) return this.share(running, deadline);
 
-    const kept = await this.lookup(key, dedupKey, deadline);
+    const reads = { failed: false };
+    const kept = await this.lookup(key, dedupKey, deadline, reads);
     if (kept) return replay(kept, 'memo');
 
     // A lookup ran meanwhile: another delivery may have started the work in between.
     const started = this.inFlight.get(key);
     if (started) return this.share(started, deadline);
     const promise = admission.run(async (waitedMs) => {
-      const keptMeanwhile = waitedMs > 0 ? await this.lookup(key, dedupKey, deadline) : undefined;
+      const keptMeanwhile = waitedMs > 0 ? await this.lookup(key, dedupKey, deadline, reads) : undefined;
       if (keptMeanwhile) return replay(keptMeanwhile, 'shared');
-      return this.leaseThenWork(key, dedupKey, work, deadline);
+      return this.leaseThenWork(key, dedupKey, work, deadline, reads);
     }, deadline);
     this.inFlight.set(key, promise);
     try {
@@ -175,6 +181,7 @@ export class AnalysisMemo {
     dedupKey: string,
     work: () => Promise<AnalysisResult>,
     deadline: Deadline,
+    reads: { failed: boolean },
   ): Promise<Analysed> {
     let lease = await this.takeLease(key, dedupKey, deadline);
     const what = 'waiting for the analysis of a concurrent delivery (its lease)';
@@ -195,6 +202,12 @@ export class AnalysisMemo {
       lease = await this.takeLease(key, dedupKey, deadline);
     }
     const leaseKey = lease.leaseKey;
+    // The memo could not be read, and an earlier delivery held a lease on this key: it may well
+    // have kept its analysis. One more read costs a memo call; paying again costs an analysis.
+    if (reads.failed && lease.earlier) {
+      const kept = await this.lookup(key, dedupKey, deadline);
+      if (kept) return replay(kept, 'memo');
+    }
     const heartbeat = leaseKey ? this.renewWhileWorking(leaseKey, dedupKey, deadline) : undefined;
     let result: AnalysisResult;
     try {
@@ -260,19 +273,24 @@ export class AnalysisMemo {
     key: string,
     dedupKey: string,
     deadline: Deadline,
-  ): Promise<{ leaseKey?: string; holderUntil?: Date }> {
+  ): Promise<{ leaseKey?: string; holderUntil?: Date; earlier?: boolean }> {
     if (this.leaseMs <= 0) return {};
     try {
-      for (let round = 0; round < MAX_LEASE_ROUNDS; round++) {
+      // Rounds this instance saw expired are not asked about again (one memo call each).
+      for (let round = this.expiredRounds.get(key) ?? 0; round < MAX_LEASE_ROUNDS; round++) {
         const leaseKey = round === 0 ? key : `${key}~${round}`;
         const until = new Date(this.clock.now().getTime() + this.leaseMs);
         const held = await this.call('lease', this.store.lease(leaseKey, until), deadline);
-        if (!held) return { leaseKey };
-        if (held <= this.clock.now()) continue;
+        if (!held) return { leaseKey, earlier: round > 0 };
+        if (held <= this.clock.now()) {
+          if (this.expiredRounds.size >= MAX_REMEMBERED_KEYS) this.expiredRounds.clear();
+          this.expiredRounds.set(key, round + 1);
+          continue;
+        }
         if (this.heldHere.get(key) !== leaseKey) return { holderUntil: held };
         // This instance's own round, still alive: renewed now, so that it outlives the work again.
         await this.call('renew', this.store.renew(leaseKey, until), deadline);
-        return { leaseKey };
+        return { leaseKey, earlier: true };
       }
       this.options.logger?.warn('the memo has no lease round left for this key: analysing without one', {
         dedupKey,
@@ -288,7 +306,13 @@ export class AnalysisMemo {
     }
   }
 
-  private async lookup(key: string, dedupKey: string, deadline: Deadline): Promise<Kept | undefined> {
+  /** What the memo holds for `key`; a read that fails is a miss, and is noted in `reads`. */
+  private async lookup(
+    key: string,
+    dedupKey: string,
+    deadline: Deadline,
+    reads?: { failed: boolean },
+  ): Promise<Kept | undefined> {
     try {
       const entry = await this.call('read', this.store.get(key), deadline);
       if (!entry) return undefined;
@@ -300,6 +324,7 @@ export class AnalysisMemo {
       }
       return { result: { analysis: entry.analysis, model: entry.model, usage: entry.usage } };
     } catch (error) {
+      if (reads) reads.failed = true;
       this.options.logger?.warn('the memo of paid analyses could not be read: analysing again', {
         dedupKey,
         error: error instanceof Error ? error.message : String(error),
