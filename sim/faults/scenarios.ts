@@ -128,7 +128,6 @@ export const SCENARIOS: readonly Scenario[] = [
         busy: [{ atMs: 6_600, forMs: 3_000, refuseShare: 1 }],
       },
     }),
-    open: 'the quota gate re-runs the whole work after the 429, so the first attempt, already paid, is paid again (its tokens are now recorded)',
   },
   {
     name: 'ack-before-durable-commit',
