@@ -155,7 +155,6 @@ export const SCENARIOS: readonly Scenario[] = [
         ],
       },
     }),
-    open: 'the MERGE stamps processed_at with CURRENT_TIMESTAMP(), which GoogleSQL records at the start of the statement: a MERGE that started first and commits last still sorts first',
   },
   {
     name: 'scale-in',

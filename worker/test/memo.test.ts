@@ -435,7 +435,34 @@ describe('interleaving 4: a lease shorter than the work', () => {
     expect(workB).not.toHaveBeenCalled();
   });
 
-  it('renews the lease while the holder works, and stops renewing when its work ends', async () => {
+  it('interleaving 7: a delivery on another instance writes only after the holder has written (no overlapping MERGEs)', async () => {
+    const time = new ManualTime();
+    const { a, b } = twoInstances(time);
+    // A doubled notification: A analyses and starts its write; B arrives just after.
+    const first = a.analyse(KEY, 'v1', async () => paid(), undefined, deadline(time, 498_000));
+    await settle();
+    const second = b.analyse(KEY, 'v1', async () => paid(9999), undefined, deadline(time, 498_000));
+    await first;
+    const turnA = await a.writeTurn(KEY, 'v1', deadline(time, 498_000));
+    await time.advance(1_000);
+    // B found A's analysis in the memo while A's write runs.
+    expect(await second).toEqual({ result: paid(), source: 'memo' });
+    let bWrites = false;
+    const turnB = b.writeTurn(KEY, 'v1', deadline(time, 498_000)).then((turn) => {
+      bWrites = true;
+      return turn;
+    });
+    // A's MERGE is slow (20 s): B does not write meanwhile, however long it takes.
+    await time.advance(20_000);
+    expect(bWrites).toBe(false);
+    turnA.done();
+    // Once A's lease runs out (at most one lease time after its write), B takes the next round.
+    await time.advance(15_000);
+    expect(bWrites).toBe(true);
+    (await turnB).done();
+  });
+
+  it('renews the lease while the holder works and writes, and stops renewing when its write is done', async () => {
     const time = new ManualTime();
     const { store, a } = twoInstances(time);
     let finish: (r: AnalysisResult) => void = () => {};
@@ -455,6 +482,11 @@ describe('interleaving 4: a lease shorter than the work', () => {
     expect(leaseOf()).toBeGreaterThan(time.ms + 10_000);
     finish(paid());
     await outcome;
+    // The lease now guards the write: still renewed while the delivery writes its row.
+    const turn = await a.writeTurn(KEY, 'v1', deadline(time, 300_000));
+    await time.advance(30_000);
+    expect(leaseOf()).toBeGreaterThan(time.ms + 10_000);
+    turn.done();
     const last = leaseOf();
     await time.advance(60_000);
     expect(leaseOf()).toBe(last);

@@ -151,10 +151,14 @@ export async function handle(
     }
   }
 
-  const inserted = await deadline.race(
-    'write',
-    deps.store.record(buildRow(event, key, verdict, deps), deadline),
-  );
+  // No other instance's MERGE of this key may overlap ours (the view's answer must not change).
+  const turn = await deps.memo?.writeTurn(key, deps.analyzer.version, deadline);
+  let inserted: boolean;
+  try {
+    inserted = await deadline.race('write', deps.store.record(buildRow(event, key, verdict, deps), deadline));
+  } finally {
+    turn?.done();
+  }
   const from = memo ? { memo } : {};
   if (!inserted)
     return { ...base, status: 'duplicate', duplicateAt: 'record', analysed, ...from, usage: verdict.usage };

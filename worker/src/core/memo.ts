@@ -79,6 +79,18 @@ export const MAX_LEASE_ROUNDS = 16;
 /** Keys whose expired lease rounds an instance remembers (then it forgets them all and asks again). */
 const MAX_REMEMBERED_KEYS = 10_000;
 
+/** A lease's heartbeat: renews it until stopped (or until its delivery's deadline). */
+interface Heartbeat {
+  readonly stopped: boolean;
+  stop(): void;
+}
+
+/** This instance's turn to write a key: the heartbeat of its lease and the deliveries using it. */
+interface WriteTurn {
+  heartbeat: Heartbeat;
+  users: number;
+}
+
 /** Where a delivery's analysis came from. */
 export type AnalysisSource = 'analyzer' | 'memo' | 'shared';
 
@@ -100,6 +112,10 @@ export class AnalysisMemo {
    * released): its retry here takes that round up again while it lives, instead of waiting it out.
    */
   private readonly heldHere = new Map<string, string>();
+  /** Keys whose analysis just ran without a lease because the memo failed to give one. */
+  private readonly noLease = new Set<string>();
+  /** Keys whose write turn this instance holds: the lease round, its heartbeat, its users. */
+  private readonly writing = new Map<string, WriteTurn>();
   /** Per key, the first lease round this instance has not seen expired. */
   private readonly expiredRounds = new Map<string, number>();
 
@@ -202,6 +218,11 @@ export class AnalysisMemo {
       lease = await this.takeLease(key, dedupKey, deadline);
     }
     const leaseKey = lease.leaseKey;
+    // The memo gave no lease (it is failing): the write will not ask again, at another call's cost.
+    if (lease.failed) {
+      if (this.noLease.size >= MAX_REMEMBERED_KEYS) this.noLease.clear();
+      this.noLease.add(key);
+    }
     // The memo could not be read, and an earlier delivery held a lease on this key: it may well
     // have kept its analysis. One more read costs a memo call; paying again costs an analysis.
     if (reads.failed && lease.earlier) {
@@ -213,30 +234,105 @@ export class AnalysisMemo {
     try {
       result = await work();
     } catch (error) {
-      heartbeat?.stop();
-      // A paid refusal is an outcome: kept, so that a retry after a failed write does not pay again.
+      // A paid refusal is an outcome: kept, so that a retry after a failed write does not pay again;
+      // its row is written next, under the same lease (as a result's is, below).
       if (isRejection(error) && error.usage) {
+        this.handOver(key, leaseKey, heartbeat);
         const rejection = { reason: error.code, detail: error.message };
         await this.keep(key, dedupKey, { rejection, usage: error.usage }, deadline);
-      } else if (leaseKey) {
+        throw error;
+      }
+      heartbeat?.stop();
+      if (leaseKey) {
         // The lease cannot be released (the worker may not delete memo objects); this instance
         // remembers its round instead, so a retry landing here takes it up again at once.
         this.heldHere.set(key, leaseKey);
       }
       throw error;
     }
-    heartbeat?.stop();
-    this.heldHere.delete(key);
+    this.handOver(key, leaseKey, heartbeat);
     await this.keep(key, dedupKey, result, deadline);
     return { result, source: 'analyzer' };
   }
 
+  /**
+   * The key's turn to write its row, across instances. BigQuery's insert-only MERGEs of one new key
+   * that overlap both insert, and the one that started first sorts first in the `documents` view
+   * whichever committed first, so a reader could see the view's answer change. The key's lease
+   * therefore guards the write as well as the analysis: a delivery holds a live round (the one its
+   * analysis took, else it takes one, waiting while another delivery holds one) and renews it until
+   * `done()`, after its write has answered. The next writer's MERGE then finds the row and inserts
+   * nothing. Deliveries of one instance share the turn (group commit sends one MERGE at a time). A
+   * lease that cannot be taken never stops the write; every wait ends at the deadline (503).
+   */
+  async writeTurn(
+    dedupKey: string,
+    version: string,
+    deadline: Deadline = Deadline.none(),
+  ): Promise<{ done(): void }> {
+    const none = { done: () => {} };
+    if (this.leaseMs <= 0) return none;
+    const key = AnalysisMemo.key(dedupKey, version);
+    if (this.noLease.delete(key)) return none;
+    const what = 'waiting for the write of a concurrent delivery (its lease)';
+    for (;;) {
+      const mine = this.writing.get(key);
+      if (mine && !mine.heartbeat.stopped) return this.join(key, mine);
+      if (mine) this.writing.delete(key);
+      const lease = await this.takeLease(key, dedupKey, deadline);
+      const claimed = this.writing.get(key);
+      if (claimed && !claimed.heartbeat.stopped) return this.join(key, claimed);
+      if (lease.leaseKey) {
+        this.heldHere.set(key, lease.leaseKey);
+        const turn = { heartbeat: this.renewWhileWorking(lease.leaseKey, dedupKey, deadline), users: 0 };
+        this.writing.set(key, turn);
+        return this.join(key, turn);
+      }
+      if (!lease.holderUntil) return none;
+      deadline.check(what);
+      // Until the holder's lease runs out as last read; the next take sees any renewal since.
+      const napMs = Math.min(
+        lease.holderUntil.getTime() - this.clock.now().getTime(),
+        deadline.remainingMs(),
+      );
+      await deadline.race(what, this.sleep(Math.max(0, napMs)), { wait: true });
+    }
+  }
+
+  /**
+   * The lease now guards the write: kept alive (the same heartbeat) until the delivery's
+   * {@link writeTurn} is done, so that no other instance's MERGE of this key overlaps ours.
+   */
+  private handOver(key: string, leaseKey: string | undefined, heartbeat: Heartbeat | undefined): void {
+    if (!leaseKey || !heartbeat) return;
+    this.heldHere.set(key, leaseKey);
+    this.writing.set(key, { heartbeat, users: 0 });
+  }
+
+  /** One more delivery writing under this instance's turn; the last one done stops its heartbeat. */
+  private join(key: string, turn: WriteTurn): { done(): void } {
+    turn.users += 1;
+    let done = false;
+    return {
+      done: () => {
+        if (done) return;
+        done = true;
+        turn.users -= 1;
+        if (turn.users > 0) return;
+        turn.heartbeat.stop();
+        if (this.writing.get(key) === turn) this.writing.delete(key);
+      },
+    };
+  }
+
   /** The holder's heartbeat: renews its lease every third of the lease time until stopped. */
-  private renewWhileWorking(key: string, dedupKey: string, deadline: Deadline): { stop(): void } {
+  private renewWhileWorking(key: string, dedupKey: string, deadline: Deadline): Heartbeat {
     let timer: { cancel(): void } | undefined;
     let stopped = false;
     const beat = () => {
       timer = this.timers.after(this.leaseMs / 3, () => {
+        // Past its delivery's deadline nothing it guards still runs: it stops on its own.
+        if (deadline.remainingMs() <= 0) stopped = true;
         if (stopped) return;
         const until = new Date(this.clock.now().getTime() + this.leaseMs);
         this.call('renew', this.store.renew(key, until), deadline)
@@ -256,6 +352,9 @@ export class AnalysisMemo {
     };
     beat();
     return {
+      get stopped() {
+        return stopped;
+      },
       stop: () => {
         stopped = true;
         timer?.cancel();
@@ -273,7 +372,7 @@ export class AnalysisMemo {
     key: string,
     dedupKey: string,
     deadline: Deadline,
-  ): Promise<{ leaseKey?: string; holderUntil?: Date; earlier?: boolean }> {
+  ): Promise<{ leaseKey?: string; holderUntil?: Date; earlier?: boolean; failed?: true }> {
     if (this.leaseMs <= 0) return {};
     try {
       // Rounds this instance saw expired are not asked about again (one memo call each).
@@ -302,7 +401,7 @@ export class AnalysisMemo {
         dedupKey,
         error: error instanceof Error ? error.message : String(error),
       });
-      return {};
+      return { failed: true };
     }
   }
 
