@@ -280,6 +280,26 @@ describe('AnalysisMemo across instances (the lease)', () => {
     expect(reads).toBe(2);
   });
 
+  it('reads the memo once more before paying when its first read failed, an earlier lease has expired and the next round could not be taken', async () => {
+    const clock = new ManualClock();
+    const store = new MemoryMemoStore();
+    const [a] = twoInstances(store, clock);
+    await a.analyse(KEY, 'v1', async () => paid());
+    clock.ms += 120_000;
+    let reads = 0;
+    const flaky: MemoStore = {
+      get: (key) => (++reads === 1 ? Promise.reject(new Error('503 from the memo bucket')) : store.get(key)),
+      create: (key, entry) => store.create(key, entry),
+      lease: (key, until) =>
+        key.endsWith('~1') ? Promise.reject(new Error('503 from the memo bucket')) : store.lease(key, until),
+      renew: (key, until) => store.renew(key, until),
+    };
+    const retry = new AnalysisMemo(flaky, { ttlMs: DAY, clock, leaseMs: 60_000, pollMs: 1_000 });
+    const work = jest.fn(async () => paid(9999));
+    expect(await retry.analyse(KEY, 'v1', work)).toEqual({ result: paid(), source: 'memo' });
+    expect(work).not.toHaveBeenCalled();
+  });
+
   it('ignores an expired lease and works at once', async () => {
     const clock = new ManualClock();
     const store = new MemoryMemoStore();

@@ -223,8 +223,9 @@ export class AnalysisMemo {
       if (this.noLease.size >= MAX_REMEMBERED_KEYS) this.noLease.clear();
       this.noLease.add(key);
     }
-    // The memo could not be read, and an earlier delivery held a lease on this key: it may well
-    // have kept its analysis. One more read costs a memo call; paying again costs an analysis.
+    // The memo could not be read, and an earlier delivery held a lease on this key (even if the
+    // next round could not be taken): it may well have kept its analysis. One more read costs a
+    // memo call; paying again costs an analysis.
     if (reads.failed && lease.earlier) {
       const kept = await this.lookup(key, dedupKey, deadline);
       if (kept) return replay(kept, 'memo');
@@ -374,9 +375,10 @@ export class AnalysisMemo {
     deadline: Deadline,
   ): Promise<{ leaseKey?: string; holderUntil?: Date; earlier?: boolean; failed?: true }> {
     if (this.leaseMs <= 0) return {};
+    let round = this.expiredRounds.get(key) ?? 0;
     try {
       // Rounds this instance saw expired are not asked about again (one memo call each).
-      for (let round = this.expiredRounds.get(key) ?? 0; round < MAX_LEASE_ROUNDS; round++) {
+      for (; round < MAX_LEASE_ROUNDS; round++) {
         const leaseKey = round === 0 ? key : `${key}~${round}`;
         const until = new Date(this.clock.now().getTime() + this.leaseMs);
         const held = await this.call('lease', this.store.lease(leaseKey, until), deadline);
@@ -401,7 +403,8 @@ export class AnalysisMemo {
         dedupKey,
         error: error instanceof Error ? error.message : String(error),
       });
-      return { failed: true };
+      // Past round 0, an earlier delivery held a lease on this key.
+      return { failed: true, earlier: round > 0 };
     }
   }
 
