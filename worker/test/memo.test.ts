@@ -482,6 +482,47 @@ describe('interleaving 4: a lease shorter than the work', () => {
     (await turnB).done();
   });
 
+  it('interleaving 7: a delivery whose lease failed and never wrote does not let a later one on its instance write unguarded (soak I4, seed 112)', async () => {
+    const time = new ManualTime();
+    const store = new MemoryMemoStore();
+    let failLease = true;
+    const flaky: MemoStore = {
+      get: (key) => store.get(key),
+      create: (key, entry) => store.create(key, entry),
+      lease: (key, until) => (failLease ? Promise.reject(new Error('503')) : store.lease(key, until)),
+      renew: (key, until) => store.renew(key, until),
+    };
+    const options = { ttlMs: 8 * DAY_MS, clock: time.clock, sleep: time.sleep, timers: time };
+    const a = new AnalysisMemo(flaky, options);
+    const b = new AnalysisMemo(store, options);
+    // On A, a delivery whose lease call failed analyses and is cut at its deadline before its write.
+    await expect(
+      a.analyse(KEY, 'v1', async () => {
+        throw new TransientError('analyzer_unavailable', 'the analyzer answered 503');
+      }),
+    ).rejects.toMatchObject({ code: 'analyzer_unavailable' });
+    failLease = false;
+    // Later, B analyses and writes slowly; A's next delivery finds the analysis in the memo.
+    await b.analyse(KEY, 'v1', async () => paid(), undefined, deadline(time, 498_000));
+    const turnB = await b.writeTurn(KEY, 'v1', deadline(time, 498_000));
+    expect(
+      await a.analyse(KEY, 'v1', async () => paid(9999), undefined, deadline(time, 498_000)),
+    ).toMatchObject({
+      source: 'memo',
+    });
+    let aWrites = false;
+    const turnA = a.writeTurn(KEY, 'v1', deadline(time, 498_000)).then((turn) => {
+      aWrites = true;
+      return turn;
+    });
+    await time.advance(20_000);
+    expect(aWrites).toBe(false);
+    turnB.done();
+    await time.advance(15_000);
+    expect(aWrites).toBe(true);
+    (await turnA).done();
+  });
+
   it('renews the lease while the holder works and writes, and stops renewing when its write is done', async () => {
     const time = new ManualTime();
     const { store, a } = twoInstances(time);

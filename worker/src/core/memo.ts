@@ -154,6 +154,8 @@ export class AnalysisMemo {
     deadline: Deadline = Deadline.none(),
   ): Promise<Analysed> {
     const key = AnalysisMemo.key(dedupKey, version);
+    // A note of an earlier delivery that never reached its write says nothing about this one.
+    this.noLease.delete(key);
     const running = this.inFlight.get(key);
     if (running) return this.share(running, deadline);
 
