@@ -523,6 +523,39 @@ describe('interleaving 4: a lease shorter than the work', () => {
     (await turnA).done();
   });
 
+  it('renews every third of the lease even while an earlier renewal hangs (soak I4, seed 240)', async () => {
+    const time = new ManualTime();
+    const store = new MemoryMemoStore();
+    let renewals = 0;
+    const slow: MemoStore = {
+      get: (key) => store.get(key),
+      create: (key, entry) => store.create(key, entry),
+      lease: (key, until) => store.lease(key, until),
+      renew: () => {
+        renewals += 1;
+        return new Promise(() => {});
+      },
+    };
+    const holder = new AnalysisMemo(slow, {
+      ttlMs: 8 * DAY_MS,
+      clock: time.clock,
+      sleep: time.sleep,
+      timers: time,
+    });
+    const outcome = holder.analyse(
+      KEY,
+      'v1',
+      () => new Promise<AnalysisResult>(() => {}),
+      undefined,
+      deadline(time, 60_000),
+    );
+    outcome.catch(() => {});
+    await settle();
+    await time.advance(15_500);
+    // At 5, 10 and 15 s, not 5 then 15 (a renewal that waited for the hung one, 5 s call timeout).
+    expect(renewals).toBe(3);
+  });
+
   it('renews the lease while the holder works and writes, and stops renewing when its write is done', async () => {
     const time = new ManualTime();
     const { store, a } = twoInstances(time);

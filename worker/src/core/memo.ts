@@ -278,6 +278,7 @@ export class AnalysisMemo {
     const key = AnalysisMemo.key(dedupKey, version);
     if (this.noLease.delete(key)) return none;
     const what = 'waiting for the write of a concurrent delivery (its lease)';
+    let holderSeen = false;
     for (;;) {
       const mine = this.writing.get(key);
       if (mine && !mine.heartbeat.stopped) return this.join(key, mine);
@@ -291,13 +292,16 @@ export class AnalysisMemo {
         this.writing.set(key, turn);
         return this.join(key, turn);
       }
-      if (!lease.holderUntil) return none;
+      // A holder seen writing is waited for even when the memo then fails to answer: writing
+      // alongside it could change the view's answer; waiting costs at most this delivery's deadline.
+      const until =
+        lease.holderUntil ??
+        (lease.failed && holderSeen ? new Date(this.clock.now().getTime() + this.pollMs) : undefined);
+      if (!until) return none;
+      holderSeen = true;
       deadline.check(what);
       // Until the holder's lease runs out as last read; the next take sees any renewal since.
-      const napMs = Math.min(
-        lease.holderUntil.getTime() - this.clock.now().getTime(),
-        deadline.remainingMs(),
-      );
+      const napMs = Math.min(until.getTime() - this.clock.now().getTime(), deadline.remainingMs());
       await deadline.race(what, this.sleep(Math.max(0, napMs)), { wait: true });
     }
   }
@@ -337,20 +341,15 @@ export class AnalysisMemo {
         // Past its delivery's deadline nothing it guards still runs: it stops on its own.
         if (deadline.remainingMs() <= 0) stopped = true;
         if (stopped) return;
+        // The next beat does not wait for this renewal: a slow one must not leave the lease to expire.
+        beat();
         const until = new Date(this.clock.now().getTime() + this.leaseMs);
-        this.call('renew', this.store.renew(key, until), deadline)
-          .catch((error: unknown) => {
-            this.options.logger?.warn(
-              'the memo could not renew a lease: a concurrent delivery may analyse too',
-              {
-                dedupKey,
-                error: error instanceof Error ? error.message : String(error),
-              },
-            );
-          })
-          .finally(() => {
-            if (!stopped) beat();
+        this.call('renew', this.store.renew(key, until), deadline).catch((error: unknown) => {
+          this.options.logger?.warn('the memo could not renew a lease: a concurrent delivery may work too', {
+            dedupKey,
+            error: error instanceof Error ? error.message : String(error),
           });
+        });
       });
     };
     beat();
