@@ -523,6 +523,37 @@ describe('interleaving 4: a lease shorter than the work', () => {
     (await turnA).done();
   });
 
+  it('keeps waiting for a holder seen writing when the memo then fails to give the lease (soak I4, seed 240)', async () => {
+    const time = new ManualTime();
+    const store = new MemoryMemoStore();
+    let leaseCalls = 0;
+    const flaky: MemoStore = {
+      get: (key) => store.get(key),
+      create: (key, entry) => store.create(key, entry),
+      // The waiter's second lease call fails (a 503 from the bucket).
+      lease: (key, until) =>
+        ++leaseCalls === 2 ? Promise.reject(new Error('503')) : store.lease(key, until),
+      renew: (key, until) => store.renew(key, until),
+    };
+    const options = { ttlMs: 8 * DAY_MS, clock: time.clock, sleep: time.sleep, timers: time };
+    const holder = new AnalysisMemo(store, options);
+    const waiter = new AnalysisMemo(flaky, options);
+    await holder.analyse(KEY, 'v1', async () => paid(), undefined, deadline(time, 498_000));
+    const turnHolder = await holder.writeTurn(KEY, 'v1', deadline(time, 498_000));
+    let writes = false;
+    const turnWaiter = waiter.writeTurn(KEY, 'v1', deadline(time, 498_000)).then((turn) => {
+      writes = true;
+      return turn;
+    });
+    await time.advance(40_000);
+    expect(leaseCalls).toBeGreaterThanOrEqual(3);
+    expect(writes).toBe(false);
+    turnHolder.done();
+    await time.advance(20_000);
+    expect(writes).toBe(true);
+    (await turnWaiter).done();
+  });
+
   it('renews every third of the lease even while an earlier renewal hangs (soak I4, seed 240)', async () => {
     const time = new ManualTime();
     const store = new MemoryMemoStore();
