@@ -147,7 +147,10 @@ export async function runSchedule(schedule: FaultSchedule): Promise<RunResult> {
     model: config.analyzer.kind === 'gemini' ? config.analyzer.model : undefined,
   }).version;
   const memoKeys = new Map(documents.map((d) => [AnalysisMemo.key(d.key, analyzerVersion), d.key]));
-  const bucket = new MemoBucket(time, schedule.memo, faults, (memoKey) => memoKeys.get(memoKey));
+  // A lease round after the first is named `<memo key>~<round>`: it is about the same document.
+  const bucket = new MemoBucket(time, schedule.memo, faults, (memoKey) =>
+    memoKeys.get(memoKey.replace(/~\d+$/, '')),
+  );
   const poison = new Set(documents.filter((d) => d.kind === 'poison').map((d) => d.key));
   const warehouse = new Warehouse(time, schedule.bigquery, poison, faults);
   const cloudRun = new CloudRunModel(time, {

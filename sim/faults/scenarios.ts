@@ -128,7 +128,6 @@ export const SCENARIOS: readonly Scenario[] = [
         busy: [{ atMs: 6_600, forMs: 3_000, refuseShare: 1 }],
       },
     }),
-    open: 'the quota gate re-runs the whole work after the 429, so the first attempt, already paid, is paid again (its tokens are now recorded)',
   },
   {
     name: 'ack-before-durable-commit',
@@ -156,7 +155,6 @@ export const SCENARIOS: readonly Scenario[] = [
         ],
       },
     }),
-    open: 'the MERGE stamps processed_at with CURRENT_TIMESTAMP(), which GoogleSQL records at the start of the statement: a MERGE that started first and commits last still sorts first',
   },
   {
     name: 'scale-in',

@@ -177,6 +177,38 @@ describe('GeminiAnalyzer', () => {
       expect((error as TransientError).usage).toEqual({ promptTokens: 10, outputTokens: 6, totalTokens: 16 });
     });
 
+    it('interleaving 5: after a paid first call and a 429, the next run goes on with the second call only', async () => {
+      fake.respondWith(() => {
+        fake.failNext(429, 1);
+        return geminiResponse('not json at all', { usage: { prompt: 10, candidates: 5, thoughts: 1 } });
+      });
+      const error = (await analyzer.analyze(input).catch((e: unknown) => e)) as TransientError;
+      expect(error.progress).toEqual({ attemptsDone: 1, problems: expect.any(String) });
+      // The paid call, then the one refused with a 429.
+      expect(fake.requests).toHaveLength(2);
+      fake.respondWith(
+        geminiResponse({ document_type: 'invoice' }, { usage: { prompt: 10, candidates: 5, thoughts: 0 } }),
+      );
+      const refused = await analyzer.analyze({ ...input, resume: error.progress }).catch((e: unknown) => e);
+      // One more paid call, not two: the first attempt is not paid again, and only this run's tokens.
+      expect(fake.requests).toHaveLength(3);
+      expect(refused).toBeInstanceOf(RejectionError);
+      expect(refused).toMatchObject({
+        code: 'analysis_failed',
+        usage: { promptTokens: 10, outputTokens: 5, totalTokens: 15 },
+      });
+    });
+
+    it('interleaving 5: a resumed run that meets a 429 again still carries how far the analysis got', async () => {
+      fake.failNext(429);
+      const error = (await analyzer
+        .analyze({ ...input, resume: { attemptsDone: 1, problems: 'issue_date' } })
+        .catch((e: unknown) => e)) as TransientError;
+      expect(error).toMatchObject({ code: 'analyzer_rate_limited' });
+      expect(error.progress).toEqual({ attemptsDone: 1, problems: 'issue_date' });
+      expect(error.usage).toBeUndefined();
+    });
+
     it("interleaving 3: does not start a second call that could outlive the delivery's deadline", async () => {
       let nowMs = Date.parse('2026-11-30T09:00:00.000Z');
       const clock = { now: () => new Date(nowMs) };

@@ -338,6 +338,40 @@ describe('GroupCommitStore', () => {
     });
   });
 
+  describe('a hung statement does not wedge group commit (soak I2)', () => {
+    it("gives up a hung MERGE at its rows' deadline, and the next batch is written", async () => {
+      const s = store({ maxRows: 1, minStatementMs: 1_000 });
+      inner.holding = true;
+      const first = s.record(testRow(), Deadline.after(5_000));
+      const firstSettled = settle([first]);
+      await jest.advanceTimersByTimeAsync(0);
+      inner.holding = false;
+      const later = testRow();
+      const second = settle([s.record(later, Deadline.after(30_000))]);
+      await jest.advanceTimersByTimeAsync(5_000);
+      const [hung] = await firstSettled;
+      expect(hung!.status).toBe('rejected');
+      expect((hung as PromiseRejectedResult).reason).toBeInstanceOf(DeadlineError);
+      await jest.advanceTimersByTimeAsync(1_000);
+      expect((await second).map((r) => r.status)).toEqual(['fulfilled']);
+      expect(inner.rows.has(later.dedup_key)).toBe(true);
+    });
+
+    it('gives up a hung lookup at its deadline, and the next lookup is sent', async () => {
+      const s = store({ maxRows: 1, minStatementMs: 1_000 });
+      inner.holding = true;
+      const first = settle([s.seen('k-hung', Deadline.after(5_000))]);
+      await jest.advanceTimersByTimeAsync(0);
+      inner.holding = false;
+      const second = settle([s.seen('k-next', Deadline.after(30_000))]);
+      await jest.advanceTimersByTimeAsync(5_000);
+      expect((await first).map((r) => r.status)).toEqual(['rejected']);
+      await jest.advanceTimersByTimeAsync(1_000);
+      expect(await second).toEqual([{ status: 'fulfilled', value: false }]);
+      expect(inner.lookups).toEqual([['k-hung'], ['k-next']]);
+    });
+  });
+
   it('lets queued writes finish before it closes', async () => {
     const s = store({ maxRows: 10, maxWaitMs: 1_000 });
     const answer = s.record(testRow());

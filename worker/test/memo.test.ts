@@ -215,6 +215,91 @@ describe('AnalysisMemo across instances (the lease)', () => {
     expect(clock.ms).toBe(started);
   });
 
+  it('serialises a second round of concurrent retries after a failed first round: one paid analysis (soak I5, seed 13)', async () => {
+    const clock = new ManualClock();
+    const store = new MemoryMemoStore();
+    const [a, b] = twoInstances(store, clock);
+    const failing = async (): Promise<AnalysisResult> => {
+      throw new TransientError('analyzer_unavailable', 'the analyzer answered 503');
+    };
+    await expect(a.analyse(KEY, 'v1', failing)).rejects.toMatchObject({ code: 'analyzer_unavailable' });
+    // Pub/Sub's backoff outlasts the failed holder's lease: the first round has expired.
+    clock.ms += 61_000;
+    let finish: (r: AnalysisResult) => void = () => {};
+    const workA = jest.fn(() => new Promise<AnalysisResult>((resolve) => (finish = resolve)));
+    const workB = jest.fn(async () => paid(9999));
+    const retryA = a.analyse(KEY, 'v1', workA);
+    await new Promise((resolve) => setImmediate(resolve));
+    const retryB = b.analyse(KEY, 'v1', workB);
+    await new Promise((resolve) => setImmediate(resolve));
+    finish(paid());
+    expect(await retryA).toMatchObject({ source: 'analyzer' });
+    expect(await retryB).toEqual({ result: paid(), source: 'shared' });
+    expect(workA).toHaveBeenCalledTimes(1);
+    expect(workB).not.toHaveBeenCalled();
+  });
+
+  it('passes over expired rounds and makes a later delivery wait for the holder of the live one', async () => {
+    const clock = new ManualClock();
+    const store = new MemoryMemoStore();
+    const [a, b] = twoInstances(store, clock);
+    const key = AnalysisMemo.key(KEY, 'v1');
+    await store.lease(key, new Date(clock.ms - 1));
+    await store.lease(`${key}~1`, new Date(clock.ms - 1));
+    let finish: (r: AnalysisResult) => void = () => {};
+    const first = a.analyse(KEY, 'v1', () => new Promise<AnalysisResult>((resolve) => (finish = resolve)));
+    await new Promise((resolve) => setImmediate(resolve));
+    const workB = jest.fn(async () => paid(9999));
+    const second = b.analyse(KEY, 'v1', workB);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(store.leases.has(`${key}~2`)).toBe(true);
+    finish(paid());
+    expect(await first).toMatchObject({ source: 'analyzer' });
+    expect(await second).toEqual({ result: paid(), source: 'shared' });
+    expect(workB).not.toHaveBeenCalled();
+  });
+
+  it('reads the memo once more before paying when its first read failed and an earlier delivery held a lease (soak I5, seed 17)', async () => {
+    const clock = new ManualClock();
+    const store = new MemoryMemoStore();
+    const [a] = twoInstances(store, clock);
+    // An earlier delivery analysed and kept its result; its lease has long expired.
+    await a.analyse(KEY, 'v1', async () => paid());
+    clock.ms += 120_000;
+    let reads = 0;
+    const flaky: MemoStore = {
+      get: (key) => (++reads === 1 ? Promise.reject(new Error('503 from the memo bucket')) : store.get(key)),
+      create: (key, entry) => store.create(key, entry),
+      lease: (key, until) => store.lease(key, until),
+      renew: (key, until) => store.renew(key, until),
+    };
+    const retry = new AnalysisMemo(flaky, { ttlMs: DAY, clock, leaseMs: 60_000, pollMs: 1_000 });
+    const work = jest.fn(async () => paid(9999));
+    expect(await retry.analyse(KEY, 'v1', work)).toEqual({ result: paid(), source: 'memo' });
+    expect(work).not.toHaveBeenCalled();
+    expect(reads).toBe(2);
+  });
+
+  it('reads the memo once more before paying when its first read failed, an earlier lease has expired and the next round could not be taken', async () => {
+    const clock = new ManualClock();
+    const store = new MemoryMemoStore();
+    const [a] = twoInstances(store, clock);
+    await a.analyse(KEY, 'v1', async () => paid());
+    clock.ms += 120_000;
+    let reads = 0;
+    const flaky: MemoStore = {
+      get: (key) => (++reads === 1 ? Promise.reject(new Error('503 from the memo bucket')) : store.get(key)),
+      create: (key, entry) => store.create(key, entry),
+      lease: (key, until) =>
+        key.endsWith('~1') ? Promise.reject(new Error('503 from the memo bucket')) : store.lease(key, until),
+      renew: (key, until) => store.renew(key, until),
+    };
+    const retry = new AnalysisMemo(flaky, { ttlMs: DAY, clock, leaseMs: 60_000, pollMs: 1_000 });
+    const work = jest.fn(async () => paid(9999));
+    expect(await retry.analyse(KEY, 'v1', work)).toEqual({ result: paid(), source: 'memo' });
+    expect(work).not.toHaveBeenCalled();
+  });
+
   it('ignores an expired lease and works at once', async () => {
     const clock = new ManualClock();
     const store = new MemoryMemoStore();
@@ -370,7 +455,139 @@ describe('interleaving 4: a lease shorter than the work', () => {
     expect(workB).not.toHaveBeenCalled();
   });
 
-  it('renews the lease while the holder works, and stops renewing when its work ends', async () => {
+  it('interleaving 7: a delivery on another instance writes only after the holder has written (no overlapping MERGEs)', async () => {
+    const time = new ManualTime();
+    const { a, b } = twoInstances(time);
+    // A doubled notification: A analyses and starts its write; B arrives just after.
+    const first = a.analyse(KEY, 'v1', async () => paid(), undefined, deadline(time, 498_000));
+    await settle();
+    const second = b.analyse(KEY, 'v1', async () => paid(9999), undefined, deadline(time, 498_000));
+    await first;
+    const turnA = await a.writeTurn(KEY, 'v1', deadline(time, 498_000));
+    await time.advance(1_000);
+    // B found A's analysis in the memo while A's write runs.
+    expect(await second).toEqual({ result: paid(), source: 'memo' });
+    let bWrites = false;
+    const turnB = b.writeTurn(KEY, 'v1', deadline(time, 498_000)).then((turn) => {
+      bWrites = true;
+      return turn;
+    });
+    // A's MERGE is slow (20 s): B does not write meanwhile, however long it takes.
+    await time.advance(20_000);
+    expect(bWrites).toBe(false);
+    turnA.done();
+    // Once A's lease runs out (at most one lease time after its write), B takes the next round.
+    await time.advance(15_000);
+    expect(bWrites).toBe(true);
+    (await turnB).done();
+  });
+
+  it('interleaving 7: a delivery whose lease failed and never wrote does not let a later one on its instance write unguarded (soak I4, seed 112)', async () => {
+    const time = new ManualTime();
+    const store = new MemoryMemoStore();
+    let failLease = true;
+    const flaky: MemoStore = {
+      get: (key) => store.get(key),
+      create: (key, entry) => store.create(key, entry),
+      lease: (key, until) => (failLease ? Promise.reject(new Error('503')) : store.lease(key, until)),
+      renew: (key, until) => store.renew(key, until),
+    };
+    const options = { ttlMs: 8 * DAY_MS, clock: time.clock, sleep: time.sleep, timers: time };
+    const a = new AnalysisMemo(flaky, options);
+    const b = new AnalysisMemo(store, options);
+    // On A, a delivery whose lease call failed analyses and is cut at its deadline before its write.
+    await expect(
+      a.analyse(KEY, 'v1', async () => {
+        throw new TransientError('analyzer_unavailable', 'the analyzer answered 503');
+      }),
+    ).rejects.toMatchObject({ code: 'analyzer_unavailable' });
+    failLease = false;
+    // Later, B analyses and writes slowly; A's next delivery finds the analysis in the memo.
+    await b.analyse(KEY, 'v1', async () => paid(), undefined, deadline(time, 498_000));
+    const turnB = await b.writeTurn(KEY, 'v1', deadline(time, 498_000));
+    expect(
+      await a.analyse(KEY, 'v1', async () => paid(9999), undefined, deadline(time, 498_000)),
+    ).toMatchObject({
+      source: 'memo',
+    });
+    let aWrites = false;
+    const turnA = a.writeTurn(KEY, 'v1', deadline(time, 498_000)).then((turn) => {
+      aWrites = true;
+      return turn;
+    });
+    await time.advance(20_000);
+    expect(aWrites).toBe(false);
+    turnB.done();
+    await time.advance(15_000);
+    expect(aWrites).toBe(true);
+    (await turnA).done();
+  });
+
+  it('keeps waiting for a holder seen writing when the memo then fails to give the lease (soak I4, seed 240)', async () => {
+    const time = new ManualTime();
+    const store = new MemoryMemoStore();
+    let leaseCalls = 0;
+    const flaky: MemoStore = {
+      get: (key) => store.get(key),
+      create: (key, entry) => store.create(key, entry),
+      // The waiter's second lease call fails (a 503 from the bucket).
+      lease: (key, until) =>
+        ++leaseCalls === 2 ? Promise.reject(new Error('503')) : store.lease(key, until),
+      renew: (key, until) => store.renew(key, until),
+    };
+    const options = { ttlMs: 8 * DAY_MS, clock: time.clock, sleep: time.sleep, timers: time };
+    const holder = new AnalysisMemo(store, options);
+    const waiter = new AnalysisMemo(flaky, options);
+    await holder.analyse(KEY, 'v1', async () => paid(), undefined, deadline(time, 498_000));
+    const turnHolder = await holder.writeTurn(KEY, 'v1', deadline(time, 498_000));
+    let writes = false;
+    const turnWaiter = waiter.writeTurn(KEY, 'v1', deadline(time, 498_000)).then((turn) => {
+      writes = true;
+      return turn;
+    });
+    await time.advance(40_000);
+    expect(leaseCalls).toBeGreaterThanOrEqual(3);
+    expect(writes).toBe(false);
+    turnHolder.done();
+    await time.advance(20_000);
+    expect(writes).toBe(true);
+    (await turnWaiter).done();
+  });
+
+  it('renews every third of the lease even while an earlier renewal hangs (soak I4, seed 240)', async () => {
+    const time = new ManualTime();
+    const store = new MemoryMemoStore();
+    let renewals = 0;
+    const slow: MemoStore = {
+      get: (key) => store.get(key),
+      create: (key, entry) => store.create(key, entry),
+      lease: (key, until) => store.lease(key, until),
+      renew: () => {
+        renewals += 1;
+        return new Promise(() => {});
+      },
+    };
+    const holder = new AnalysisMemo(slow, {
+      ttlMs: 8 * DAY_MS,
+      clock: time.clock,
+      sleep: time.sleep,
+      timers: time,
+    });
+    const outcome = holder.analyse(
+      KEY,
+      'v1',
+      () => new Promise<AnalysisResult>(() => {}),
+      undefined,
+      deadline(time, 60_000),
+    );
+    outcome.catch(() => {});
+    await settle();
+    await time.advance(15_500);
+    // At 5, 10 and 15 s, not 5 then 15 (a renewal that waited for the hung one, 5 s call timeout).
+    expect(renewals).toBe(3);
+  });
+
+  it('renews the lease while the holder works and writes, and stops renewing when its write is done', async () => {
     const time = new ManualTime();
     const { store, a } = twoInstances(time);
     let finish: (r: AnalysisResult) => void = () => {};
@@ -390,6 +607,11 @@ describe('interleaving 4: a lease shorter than the work', () => {
     expect(leaseOf()).toBeGreaterThan(time.ms + 10_000);
     finish(paid());
     await outcome;
+    // The lease now guards the write: still renewed while the delivery writes its row.
+    const turn = await a.writeTurn(KEY, 'v1', deadline(time, 300_000));
+    await time.advance(30_000);
+    expect(leaseOf()).toBeGreaterThan(time.ms + 10_000);
+    turn.done();
     const last = leaseOf();
     await time.advance(60_000);
     expect(leaseOf()).toBe(last);

@@ -5,6 +5,7 @@ import {
   type HttpOptions,
 } from '@google/genai';
 import {
+  type AnalysisProgress,
   type AnalysisResult,
   analysisJsonSchema,
   analysisVersion,
@@ -126,16 +127,19 @@ export class GeminiAnalyzer implements Analyzer {
   }
 
   async analyze(input: AnalyzerInput): Promise<AnalysisResult> {
+    // Tokens of this run only: those of a resumed run's earlier attempts are counted by the caller.
     const usage: Usage = { promptTokens: 0, outputTokens: 0, totalTokens: 0 };
-    let problems = '';
-    for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt += 1) {
+    let problems = input.resume?.problems ?? '';
+    // A run that resumes goes on after the attempts the delivery already paid for.
+    const first = Math.min(MAX_ATTEMPTS, (input.resume?.attemptsDone ?? 0) + 1);
+    for (let attempt = first; attempt <= MAX_ATTEMPTS; attempt += 1) {
       let response: GenerateContentResponse;
       try {
         // A paid call that could outlive the delivery's deadline is not started (503 instead).
         input.deadline?.check(`Gemini call ${attempt}`, this.timeoutMs);
         response = await this.generate(input);
       } catch (error) {
-        throw paidSoFar(error, usage);
+        throw paidSoFar(error, usage, { attemptsDone: attempt - 1, problems });
       }
       addUsage(usage, response);
       refuseIfBlocked(response, usage);
@@ -187,11 +191,17 @@ export class GeminiAnalyzer implements Analyzer {
 
 /**
  * A transient failure after a paid call (the first answered outside the schema, the second got a
- * 429): it carries the tokens billed so far, so that they are recorded, never lost.
+ * 429): it carries the tokens this run billed, so that they are recorded, never lost, and how far
+ * the analysis got, so that the next run of the delivery does not pay those attempts again.
  */
-function paidSoFar(error: unknown, usage: Usage): unknown {
-  if (!(error instanceof TransientError) || usage.totalTokens === 0 || error.usage) return error;
-  return new TransientError(error.code, error.message, { cause: error, usage: { ...usage } });
+function paidSoFar(error: unknown, usage: Usage, progress: AnalysisProgress): unknown {
+  if (!(error instanceof TransientError) || error.usage || error.progress) return error;
+  if (usage.totalTokens === 0 && progress.attemptsDone === 0) return error;
+  return new TransientError(error.code, error.message, {
+    cause: error,
+    ...(usage.totalTokens > 0 ? { usage: { ...usage } } : {}),
+    ...(progress.attemptsDone > 0 ? { progress } : {}),
+  });
 }
 
 /** Refuses a blocked answer; the tokens billed so far go with the refusal into the row. */

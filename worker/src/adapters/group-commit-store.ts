@@ -27,7 +27,10 @@ import type { BatchStore, Logger, Store } from '../core/ports';
  *   (`maxIsolationStatements`), paced like any write, and bounded by the deliveries' deadlines.
  * - Deadlines: every call carries its delivery's deadline. A delivery with less than
  *   `minStatementMs` left is not put in a statement (it is answered 503 at once); a statement runs
- *   with the earliest deadline of its rows.
+ *   with the earliest deadline of its rows, and is given up at that deadline (its deliveries get a
+ *   {@link DeadlineError}, 503) so that one hung statement never holds the batcher: the next batch
+ *   starts. A statement given up may still land in BigQuery later; its retry then answers
+ *   `duplicate`, which is what idempotence asks.
  * - Scale-in: {@link GroupCommitStore.drain} sends what waits at once (still paced).
  */
 
@@ -208,7 +211,11 @@ export class GroupCommitStore implements Store {
     if (ready.length === 0) return late as Array<PromiseSettledResult<boolean>>;
     let found: Set<string>;
     try {
-      found = await this.inner.seenMany([...new Set(ready.map((i) => i.value))], earliest(ready));
+      const deadline = earliest(ready);
+      found = await deadline.race(
+        'BigQuery lookup',
+        this.inner.seenMany([...new Set(ready.map((i) => i.value))], deadline),
+      );
     } catch (error) {
       return items.map((_, i) => late[i] ?? { status: 'rejected', reason: error });
     }
@@ -352,11 +359,21 @@ export class GroupCommitStore implements Store {
     }
   }
 
+  /**
+   * One MERGE, bounded by the earliest deadline of its rows: a statement that hangs fails its rows
+   * transiently at that deadline ({@link DeadlineError}, 503) and frees the batcher for the next
+   * batch, instead of holding every later delivery of the instance behind it. BigQuery does not
+   * cancel the statement: if it lands later, the retry finds the row and answers `duplicate`.
+   */
   private attempt(rows: Array<Pending<Row>>): Promise<Set<string>> {
     this.statements += 1;
-    return this.inner.recordMany(
-      rows.map((r) => r.value),
-      earliest(rows),
+    const deadline = earliest(rows);
+    return deadline.race(
+      'BigQuery write',
+      this.inner.recordMany(
+        rows.map((r) => r.value),
+        deadline,
+      ),
     );
   }
 }

@@ -57,6 +57,18 @@ export type Analysis = z.infer<typeof AnalysisSchema>;
 export type LineItem = z.infer<typeof LineItemSchema>;
 
 /** Token usage of one analysis; zero for the offline analyzer. */
+/**
+ * How far a paid analysis got before it failed transiently (a first answer outside the schema, then
+ * a 429 on the second call): the run of the same delivery that follows goes on from there, so the
+ * paid attempts are not paid again. Their tokens are counted once, by the delivery.
+ */
+export interface AnalysisProgress {
+  /** Paid calls made, each answered outside the schema. */
+  attemptsDone: number;
+  /** What the last of them got wrong. */
+  problems: string;
+}
+
 export interface Usage {
   promptTokens: number;
   outputTokens: number;

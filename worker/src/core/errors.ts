@@ -1,4 +1,4 @@
-import type { Usage } from '../contract/analysis';
+import type { AnalysisProgress, Usage } from '../contract/analysis';
 
 /**
  * docline's errors, in one module: one base class, and every error carries a stable code and the
@@ -104,9 +104,16 @@ export class TransientError extends CodedError<string> {
   readonly answer = ERROR_ANSWERS.transient;
   /** Tokens this delivery paid before the failure (a first attempt, then a 429): logged, never lost. */
   readonly usage: Usage | undefined;
-  constructor(code: string, message: string, options?: { cause?: unknown; usage?: Usage }) {
+  /** The paid attempts the failed run made: the next run of this delivery goes on after them. */
+  readonly progress: AnalysisProgress | undefined;
+  constructor(
+    code: string,
+    message: string,
+    options?: { cause?: unknown; usage?: Usage; progress?: AnalysisProgress },
+  ) {
     super(code, message, options);
     this.usage = options?.usage;
+    this.progress = options?.progress;
   }
 }
 

@@ -1,4 +1,10 @@
-import { type Analysis, type AnalysisResult, addUsage, type Usage } from '../contract/analysis';
+import {
+  type Analysis,
+  type AnalysisProgress,
+  type AnalysisResult,
+  addUsage,
+  type Usage,
+} from '../contract/analysis';
 import type { Row } from '../contract/row';
 import type { DedupKeyMode } from '../contract/settings';
 import { Deadline } from './deadline';
@@ -145,10 +151,14 @@ export async function handle(
     }
   }
 
-  const inserted = await deadline.race(
-    'write',
-    deps.store.record(buildRow(event, key, verdict, deps), deadline),
-  );
+  // No other instance's MERGE of this key may overlap ours (the view's answer must not change).
+  const turn = await deps.memo?.writeTurn(key, deps.analyzer.version, deadline);
+  let inserted: boolean;
+  try {
+    inserted = await deadline.race('write', deps.store.record(buildRow(event, key, verdict, deps), deadline));
+  } finally {
+    turn?.done();
+  }
   const from = memo ? { memo } : {};
   if (!inserted)
     return { ...base, status: 'duplicate', duplicateAt: 'record', analysed, ...from, usage: verdict.usage };
@@ -166,16 +176,19 @@ export async function handle(
 /**
  * The analyzer's calls for one delivery. A run that paid and then failed transiently (a first call
  * answered, the second got a 429) is run again by the admission; its tokens are added to the next
- * run's outcome, so that the row (and the memo) records every token this delivery paid.
+ * run's outcome, so that the row (and the memo) records every token this delivery paid, and the
+ * next run goes on after the attempts already paid (`resume`) instead of paying them again.
  */
 function keepingSpentTokens(analyzer: Analyzer): (input: AnalyzerInput) => Promise<AnalysisResult> {
   let spent: Usage | undefined;
+  let progress: AnalysisProgress | undefined;
   return async (input) => {
     try {
-      const result = await analyzer.analyze(input);
+      const result = await analyzer.analyze(progress ? { ...input, resume: progress } : input);
       return spent ? { ...result, usage: addUsage(result.usage, spent)! } : result;
     } catch (error) {
       if (error instanceof TransientError && error.usage) spent = addUsage(spent, error.usage);
+      if (error instanceof TransientError && error.progress) progress = error.progress;
       if (!(error instanceof RejectionError && spent)) throw error;
       throw new RejectionError(error.code, error.message, {
         cause: error,

@@ -32,7 +32,11 @@ import {
  *
  * The lease guards the holder's work, so it must outlive it: the holder renews it (a heartbeat
  * every third of the lease) for as long as its read and analysis run, however long that is. A
- * holder that dies stops renewing, and its lease expires on its own within one lease time. Every
+ * holder that dies stops renewing, and its lease expires on its own within one lease time. A lease
+ * is create-only (the first writer wins, nothing is overwritten or deleted), so a key's leases come
+ * in rounds: once round n has expired, the next delivery takes round n + 1, and the deliveries of a
+ * second round of retries wait for one holder just as the first round did. An instance whose work
+ * failed still holds its round while that round lives, and its own retry takes it up again. Every
  * memo call is bounded by a short timeout and by the delivery's deadline, and every wait ends at
  * the deadline (503) or at once when the instance shuts down.
  */
@@ -65,6 +69,28 @@ export const MEMO_LEASE_DEFAULTS = Object.freeze({
   callTimeoutMs: MEMO_CALL_TIMEOUT_MS,
 });
 
+/**
+ * Lease rounds one key may use. A round is used up only when its holder stopped renewing (its work
+ * failed, or its instance died), so this bounds the failed attempts on one document that still
+ * serialise its analysis; past it a delivery analyses without a lease (and logs it).
+ */
+export const MAX_LEASE_ROUNDS = 16;
+
+/** Keys whose expired lease rounds an instance remembers (then it forgets them all and asks again). */
+const MAX_REMEMBERED_KEYS = 10_000;
+
+/** A lease's heartbeat: renews it until stopped (or until its delivery's deadline). */
+interface Heartbeat {
+  readonly stopped: boolean;
+  stop(): void;
+}
+
+/** This instance's turn to write a key: the heartbeat of its lease and the deliveries using it. */
+interface WriteTurn {
+  heartbeat: Heartbeat;
+  users: number;
+}
+
 /** Where a delivery's analysis came from. */
 export type AnalysisSource = 'analyzer' | 'memo' | 'shared';
 
@@ -81,8 +107,17 @@ export class AnalysisMemo {
   private readonly callTimeoutMs: number;
   private readonly sleep: (ms: number) => Promise<void>;
   private readonly timers: Timers;
-  /** Keys whose lease this instance took for a work that then failed: its retries here do not wait. */
-  private readonly failedHere = new Set<string>();
+  /**
+   * The lease round this instance took for a key whose work then failed (a lease cannot be
+   * released): its retry here takes that round up again while it lives, instead of waiting it out.
+   */
+  private readonly heldHere = new Map<string, string>();
+  /** Keys whose analysis just ran without a lease because the memo failed to give one. */
+  private readonly noLease = new Set<string>();
+  /** Keys whose write turn this instance holds: the lease round, its heartbeat, its users. */
+  private readonly writing = new Map<string, WriteTurn>();
+  /** Per key, the first lease round this instance has not seen expired. */
+  private readonly expiredRounds = new Map<string, number>();
 
   constructor(
     private readonly store: MemoStore,
@@ -119,19 +154,22 @@ export class AnalysisMemo {
     deadline: Deadline = Deadline.none(),
   ): Promise<Analysed> {
     const key = AnalysisMemo.key(dedupKey, version);
+    // A note of an earlier delivery that never reached its write says nothing about this one.
+    this.noLease.delete(key);
     const running = this.inFlight.get(key);
     if (running) return this.share(running, deadline);
 
-    const kept = await this.lookup(key, dedupKey, deadline);
+    const reads = { failed: false };
+    const kept = await this.lookup(key, dedupKey, deadline, reads);
     if (kept) return replay(kept, 'memo');
 
     // A lookup ran meanwhile: another delivery may have started the work in between.
     const started = this.inFlight.get(key);
     if (started) return this.share(started, deadline);
     const promise = admission.run(async (waitedMs) => {
-      const keptMeanwhile = waitedMs > 0 ? await this.lookup(key, dedupKey, deadline) : undefined;
+      const keptMeanwhile = waitedMs > 0 ? await this.lookup(key, dedupKey, deadline, reads) : undefined;
       if (keptMeanwhile) return replay(keptMeanwhile, 'shared');
-      return this.leaseThenWork(key, dedupKey, work, deadline);
+      return this.leaseThenWork(key, dedupKey, work, deadline, reads);
     }, deadline);
     this.inFlight.set(key, promise);
     try {
@@ -161,72 +199,164 @@ export class AnalysisMemo {
     dedupKey: string,
     work: () => Promise<AnalysisResult>,
     deadline: Deadline,
+    reads: { failed: boolean },
   ): Promise<Analysed> {
-    let holderUntil = await this.takeLease(key, dedupKey, deadline);
+    let lease = await this.takeLease(key, dedupKey, deadline);
     const what = 'waiting for the analysis of a concurrent delivery (its lease)';
-    while (holderUntil) {
-      while (this.clock.now() < holderUntil) {
+    while (lease.holderUntil) {
+      while (this.clock.now() < lease.holderUntil) {
         deadline.check(what);
         const napMs = Math.min(
           this.pollMs,
-          holderUntil.getTime() - this.clock.now().getTime(),
+          lease.holderUntil.getTime() - this.clock.now().getTime(),
           deadline.remainingMs(),
         );
         await deadline.race(what, this.sleep(napMs), { wait: true });
         const kept = await this.lookup(key, dedupKey, deadline);
         if (kept) return replay(kept, 'shared');
       }
-      // The lease ran out as last read: a live holder has renewed it meanwhile.
-      holderUntil = await this.takeLease(key, dedupKey, deadline);
+      // The lease ran out as last read: a live holder has renewed it meanwhile, else the next
+      // round is free.
+      lease = await this.takeLease(key, dedupKey, deadline);
     }
-    const heartbeat = this.leaseMs > 0 ? this.renewWhileWorking(key, dedupKey, deadline) : undefined;
+    const leaseKey = lease.leaseKey;
+    // The memo gave no lease (it is failing): the write will not ask again, at another call's cost.
+    if (lease.failed) {
+      if (this.noLease.size >= MAX_REMEMBERED_KEYS) this.noLease.clear();
+      this.noLease.add(key);
+    }
+    // The memo could not be read, and an earlier delivery held a lease on this key (even if the
+    // next round could not be taken): it may well have kept its analysis. One more read costs a
+    // memo call; paying again costs an analysis.
+    if (reads.failed && lease.earlier) {
+      const kept = await this.lookup(key, dedupKey, deadline);
+      if (kept) return replay(kept, 'memo');
+    }
+    const heartbeat = leaseKey ? this.renewWhileWorking(leaseKey, dedupKey, deadline) : undefined;
     let result: AnalysisResult;
     try {
       result = await work();
     } catch (error) {
-      heartbeat?.stop();
-      // A paid refusal is an outcome: kept, so that a retry after a failed write does not pay again.
+      // A paid refusal is an outcome: kept, so that a retry after a failed write does not pay again;
+      // its row is written next, under the same lease (as a result's is, below).
       if (isRejection(error) && error.usage) {
+        this.handOver(key, leaseKey, heartbeat);
         const rejection = { reason: error.code, detail: error.message };
         await this.keep(key, dedupKey, { rejection, usage: error.usage }, deadline);
-      } else {
+        throw error;
+      }
+      heartbeat?.stop();
+      if (leaseKey) {
         // The lease cannot be released (the worker may not delete memo objects); this instance
-        // remembers instead, so a retry landing here does not wait out its own failed lease.
-        this.failedHere.add(key);
+        // remembers its round instead, so a retry landing here takes it up again at once.
+        this.heldHere.set(key, leaseKey);
       }
       throw error;
     }
-    heartbeat?.stop();
-    this.failedHere.delete(key);
+    this.handOver(key, leaseKey, heartbeat);
     await this.keep(key, dedupKey, result, deadline);
     return { result, source: 'analyzer' };
   }
 
+  /**
+   * The key's turn to write its row, across instances. BigQuery's insert-only MERGEs of one new key
+   * that overlap both insert, and the one that started first sorts first in the `documents` view
+   * whichever committed first, so a reader could see the view's answer change. The key's lease
+   * therefore guards the write as well as the analysis: a delivery holds a live round (the one its
+   * analysis took, else it takes one, waiting while another delivery holds one) and renews it until
+   * `done()`, after its write has answered. The next writer's MERGE then finds the row and inserts
+   * nothing. Deliveries of one instance share the turn (group commit sends one MERGE at a time). A
+   * lease that cannot be taken never stops the write; every wait ends at the deadline (503).
+   */
+  async writeTurn(
+    dedupKey: string,
+    version: string,
+    deadline: Deadline = Deadline.none(),
+  ): Promise<{ done(): void }> {
+    const none = { done: () => {} };
+    if (this.leaseMs <= 0) return none;
+    const key = AnalysisMemo.key(dedupKey, version);
+    if (this.noLease.delete(key)) return none;
+    const what = 'waiting for the write of a concurrent delivery (its lease)';
+    let holderSeen = false;
+    for (;;) {
+      const mine = this.writing.get(key);
+      if (mine && !mine.heartbeat.stopped) return this.join(key, mine);
+      if (mine) this.writing.delete(key);
+      const lease = await this.takeLease(key, dedupKey, deadline);
+      const claimed = this.writing.get(key);
+      if (claimed && !claimed.heartbeat.stopped) return this.join(key, claimed);
+      if (lease.leaseKey) {
+        this.heldHere.set(key, lease.leaseKey);
+        const turn = { heartbeat: this.renewWhileWorking(lease.leaseKey, dedupKey, deadline), users: 0 };
+        this.writing.set(key, turn);
+        return this.join(key, turn);
+      }
+      // A holder seen writing is waited for even when the memo then fails to answer: writing
+      // alongside it could change the view's answer; waiting costs at most this delivery's deadline.
+      const until =
+        lease.holderUntil ??
+        (lease.failed && holderSeen ? new Date(this.clock.now().getTime() + this.pollMs) : undefined);
+      if (!until) return none;
+      holderSeen = true;
+      deadline.check(what);
+      // Until the holder's lease runs out as last read; the next take sees any renewal since.
+      const napMs = Math.min(until.getTime() - this.clock.now().getTime(), deadline.remainingMs());
+      await deadline.race(what, this.sleep(Math.max(0, napMs)), { wait: true });
+    }
+  }
+
+  /**
+   * The lease now guards the write: kept alive (the same heartbeat) until the delivery's
+   * {@link writeTurn} is done, so that no other instance's MERGE of this key overlaps ours.
+   */
+  private handOver(key: string, leaseKey: string | undefined, heartbeat: Heartbeat | undefined): void {
+    if (!leaseKey || !heartbeat) return;
+    this.heldHere.set(key, leaseKey);
+    this.writing.set(key, { heartbeat, users: 0 });
+  }
+
+  /** One more delivery writing under this instance's turn; the last one done stops its heartbeat. */
+  private join(key: string, turn: WriteTurn): { done(): void } {
+    turn.users += 1;
+    let done = false;
+    return {
+      done: () => {
+        if (done) return;
+        done = true;
+        turn.users -= 1;
+        if (turn.users > 0) return;
+        turn.heartbeat.stop();
+        if (this.writing.get(key) === turn) this.writing.delete(key);
+      },
+    };
+  }
+
   /** The holder's heartbeat: renews its lease every third of the lease time until stopped. */
-  private renewWhileWorking(key: string, dedupKey: string, deadline: Deadline): { stop(): void } {
+  private renewWhileWorking(key: string, dedupKey: string, deadline: Deadline): Heartbeat {
     let timer: { cancel(): void } | undefined;
     let stopped = false;
     const beat = () => {
       timer = this.timers.after(this.leaseMs / 3, () => {
+        // Past its delivery's deadline nothing it guards still runs: it stops on its own.
+        if (deadline.remainingMs() <= 0) stopped = true;
         if (stopped) return;
+        // The next beat does not wait for this renewal: a slow one must not leave the lease to expire.
+        beat();
         const until = new Date(this.clock.now().getTime() + this.leaseMs);
-        this.call('renew', this.store.renew(key, until), deadline)
-          .catch((error: unknown) => {
-            this.options.logger?.warn(
-              'the memo could not renew a lease: a concurrent delivery may analyse too',
-              {
-                dedupKey,
-                error: error instanceof Error ? error.message : String(error),
-              },
-            );
-          })
-          .finally(() => {
-            if (!stopped) beat();
+        this.call('renew', this.store.renew(key, until), deadline).catch((error: unknown) => {
+          this.options.logger?.warn('the memo could not renew a lease: a concurrent delivery may work too', {
+            dedupKey,
+            error: error instanceof Error ? error.message : String(error),
           });
+        });
       });
     };
     beat();
     return {
+      get stopped() {
+        return stopped;
+      },
       stop: () => {
         stopped = true;
         timer?.cancel();
@@ -234,23 +364,58 @@ export class AnalysisMemo {
     };
   }
 
-  /** The expiry of a lease another delivery holds, or undefined when this one may work now. */
-  private async takeLease(key: string, dedupKey: string, deadline: Deadline): Promise<Date | undefined> {
-    if (this.leaseMs <= 0 || this.failedHere.has(key)) return undefined;
+  /**
+   * The lease for this delivery's work: `leaseKey` when this delivery holds a round now (taken, or
+   * taken up again after this instance's own failed work), `holderUntil` when another delivery
+   * holds a live round, neither when leases are off or the memo cannot give one (the work goes on).
+   * Rounds that have expired are passed over: the first free round is taken.
+   */
+  private async takeLease(
+    key: string,
+    dedupKey: string,
+    deadline: Deadline,
+  ): Promise<{ leaseKey?: string; holderUntil?: Date; earlier?: boolean; failed?: true }> {
+    if (this.leaseMs <= 0) return {};
+    let round = this.expiredRounds.get(key) ?? 0;
     try {
-      const until = new Date(this.clock.now().getTime() + this.leaseMs);
-      const held = await this.call('lease', this.store.lease(key, until), deadline);
-      return held && held > this.clock.now() ? held : undefined;
+      // Rounds this instance saw expired are not asked about again (one memo call each).
+      for (; round < MAX_LEASE_ROUNDS; round++) {
+        const leaseKey = round === 0 ? key : `${key}~${round}`;
+        const until = new Date(this.clock.now().getTime() + this.leaseMs);
+        const held = await this.call('lease', this.store.lease(leaseKey, until), deadline);
+        if (!held) return { leaseKey, earlier: round > 0 };
+        if (held <= this.clock.now()) {
+          if (this.expiredRounds.size >= MAX_REMEMBERED_KEYS) this.expiredRounds.clear();
+          this.expiredRounds.set(key, round + 1);
+          continue;
+        }
+        if (this.heldHere.get(key) !== leaseKey) return { holderUntil: held };
+        // This instance's own round, still alive: renewed now, so that it outlives the work again.
+        await this.call('renew', this.store.renew(leaseKey, until), deadline);
+        return { leaseKey, earlier: true };
+      }
+      this.options.logger?.warn('the memo has no lease round left for this key: analysing without one', {
+        dedupKey,
+        rounds: MAX_LEASE_ROUNDS,
+      });
+      return {};
     } catch (error) {
       this.options.logger?.warn('the memo could not take a lease: analysing without one', {
         dedupKey,
         error: error instanceof Error ? error.message : String(error),
       });
-      return undefined;
+      // Past round 0, an earlier delivery held a lease on this key.
+      return { failed: true, earlier: round > 0 };
     }
   }
 
-  private async lookup(key: string, dedupKey: string, deadline: Deadline): Promise<Kept | undefined> {
+  /** What the memo holds for `key`; a read that fails is a miss, and is noted in `reads`. */
+  private async lookup(
+    key: string,
+    dedupKey: string,
+    deadline: Deadline,
+    reads?: { failed: boolean },
+  ): Promise<Kept | undefined> {
     try {
       const entry = await this.call('read', this.store.get(key), deadline);
       if (!entry) return undefined;
@@ -262,6 +427,7 @@ export class AnalysisMemo {
       }
       return { result: { analysis: entry.analysis, model: entry.model, usage: entry.usage } };
     } catch (error) {
+      if (reads) reads.failed = true;
       this.options.logger?.warn('the memo of paid analyses could not be read: analysing again', {
         dedupKey,
         error: error instanceof Error ? error.message : String(error),

@@ -1,4 +1,4 @@
-import type { Analysis, AnalysisResult, Usage } from '../contract/analysis';
+import type { Analysis, AnalysisProgress, AnalysisResult, Usage } from '../contract/analysis';
 import type { Row } from '../contract/row';
 import type { Deadline } from './deadline';
 import type { FallbackReason, RejectionReason } from './errors';
@@ -103,6 +103,11 @@ export interface AnalyzerInput {
   name: string;
   /** The delivery's deadline: a paid call that could outlive it is not started. */
   deadline?: Deadline;
+  /**
+   * The paid attempts of this delivery's earlier run, which then failed transiently (a 429): the
+   * analyzer goes on after them instead of paying them again. Their tokens are not counted again.
+   */
+  resume?: AnalysisProgress;
 }
 
 /** Extracts the invoice fields. Throws RejectionError for permanent refusals, TransientError otherwise. */
