@@ -87,6 +87,19 @@ describe('GroupCommitStore', () => {
       expect(await answers).toEqual([true, true, true]);
     });
 
+    it('with no gathering wait (SQLite), takes every row of one turn of the event loop into one batch', async () => {
+      // A synchronous store blocks the loop while it commits: nothing could join a batch in flight,
+      // so without this every row would be a commit (and an fsync) of its own.
+      jest.useRealTimers();
+      const s = store({ maxRows: 10, maxWaitMs: 0 });
+      const answers = await Promise.all([testRow(), testRow(), testRow()].map((r) => s.record(r)));
+      expect(inner.writes.map((w) => w.length)).toEqual([3]);
+      expect(answers).toEqual([true, true, true]);
+      const later = await s.record(testRow());
+      expect(later).toBe(true);
+      expect(inner.writes.map((w) => w.length)).toEqual([3, 1]);
+    });
+
     it('closes a partial batch maxWaitMs after its first row, and not before', async () => {
       const s = store({ maxRows: 10, maxWaitMs: 1_000 });
       const answers = Promise.all([s.record(testRow()), s.record(testRow())]);

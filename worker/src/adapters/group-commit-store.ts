@@ -74,6 +74,7 @@ export class Batcher<Item, Answer> {
   private lastStartMs = Number.NEGATIVE_INFINITY;
   private idleWaiters: Array<() => void> = [];
   private draining = false;
+  private immediate: NodeJS.Immediate | undefined;
 
   constructor(
     private readonly commit: (items: Item[]) => Promise<Array<PromiseSettledResult<Answer>>>,
@@ -115,7 +116,19 @@ export class Batcher<Item, Answer> {
     const delay = this.delayMs();
     if (delay <= 0) {
       this.clearTimer();
-      void this.flush();
+      const full = this.draining || this.queue.length >= this.options.maxItems;
+      if (full || this.options.maxWaitMs > 0) {
+        void this.flush();
+        return;
+      }
+      // With no wait to gather (SQLite's pace), a batch still takes every row that arrives in
+      // this turn of the event loop: a synchronous store blocks the loop while it commits, so
+      // nothing could join a batch "in flight", and one commit per row would pay one fsync each.
+      if (!this.immediate)
+        this.immediate = setImmediate(() => {
+          this.immediate = undefined;
+          if (!this.busy && this.queue.length > 0) void this.flush();
+        });
       return;
     }
     // A full batch may start earlier than the timer set for a partial one: re-arm it.
