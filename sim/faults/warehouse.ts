@@ -2,6 +2,7 @@ import { batchMergeSql, bigQueryError } from '../../worker/src/adapters/bigquery
 import type { Row } from '../../worker/src/contract/row';
 import { BIGQUERY_DML_LIMITS } from '../../worker/src/contract/settings';
 import type { BatchStore } from '../../worker/src/core/ports';
+import { batchStoreOf } from '../batch-store';
 import type { SimClock } from '../time';
 import type { FaultLog, FaultSchedule } from './schedule';
 
@@ -75,13 +76,7 @@ export class Warehouse {
         rows.map((r) => r.dedup_key),
         rows,
       );
-    return {
-      seenMany,
-      recordMany,
-      seen: async (key) => (await seenMany([key])).has(key),
-      record: async (row) => (await recordMany([row])).has(row.dedup_key),
-      ping: async () => {},
-    };
+    return batchStoreOf(seenMany, recordMany);
   }
 
   /**

@@ -3,6 +3,7 @@ import { COST_DEFAULTS, LIMITS } from '../../worker/src/contract/cost-model';
 import type { Row } from '../../worker/src/contract/row';
 import { BIGQUERY_DML_LIMITS } from '../../worker/src/contract/settings';
 import type { BatchStore } from '../../worker/src/core/ports';
+import { batchStoreOf } from '../batch-store';
 import { type SimClock, SlidingWindowLimit } from '../time';
 import { type Latency, mergeLatency, uniformLatency } from './latency';
 
@@ -118,13 +119,7 @@ export class SweepWarehouse {
   store(): BatchStore {
     const seenMany = (keys: readonly string[]) => this.runLookup(keys);
     const recordMany = (rows: readonly Row[]) => this.runMerge(rows);
-    return {
-      seenMany,
-      recordMany,
-      seen: async (key) => (await seenMany([key])).has(key),
-      record: async (row) => (await recordMany([row])).has(row.dedup_key),
-      ping: async () => {},
-    };
+    return batchStoreOf(seenMany, recordMany);
   }
 
   /** Bills one statement, or refuses it for the cap (before it runs). */
