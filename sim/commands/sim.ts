@@ -109,7 +109,7 @@ async function soak(count: number, first: number, replays: number): Promise<numb
   for (const id of Object.keys(section.violations) as InvariantId[])
     console.log(`  ${id} ${String(section.violations[id]).padStart(5)}  ${INVARIANTS[id]}`);
   console.log(
-    `extra raw rows: ${section.extraRawRows}; paid analyses per document: ${section.analysesPerDocument.toFixed(3)}`,
+    `extra raw rows: ${section.extraRawRows}; paid analyses per document: ${section.analysesPerDocument.toFixed(3)} (paid calls: ${section.paidCallsPerDocument.toFixed(3)})`,
   );
   for (const line of brokenSeeds) console.log(line);
   if (replays > 1)

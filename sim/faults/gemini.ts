@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type { GoogleGenAI } from '@google/genai';
 import { DELIVERY_DEFAULTS } from '../../worker/src/contract/settings';
 import { sampleAnalysis } from '../../worker/test/support/fakes';
@@ -18,8 +19,11 @@ import type { DocumentKind, FaultLog, FaultSchedule } from './schedule';
  * - per document: an analysis, a safety block (paid, answered with finishReason SAFETY) or an
  *   answer outside the schema (paid, each time).
  *
- * It counts what the invariants need from Gemini's side: paid calls per document, and paid calls
- * whose answer never reached the worker or was unusable.
+ * It counts what the invariants need from Gemini's side: paid calls per document, and paid
+ * *analyses*: one run of the worker's analyzer that was billed at least once (one analysis may make
+ * two calls, the second when the first answer misses the schema; a run that resumes an analysis a
+ * previous delivery began is the same analysis). An analysis whose paid answer never reached the
+ * worker (a hang, a timeout, a killed instance) is *refused by a fault*: its retry may pay again.
  */
 
 /** The marker line that ties a document's bytes to its name (the request carries only bytes). */
@@ -28,9 +32,20 @@ export const DOCUMENT_MARKER = 'sim-document: ';
 export interface GeminiRecord {
   /** Calls Gemini accepted and billed, per object name. */
   paidByDocument: Map<string, number>;
-  /** Documents with a paid call whose answer was lost (hang, timeout) or unusable (outside the schema). */
-  refusedByDocument: Set<string>;
+  /** Paid analyses per object name (see above). */
+  analysesByDocument: Map<string, number>;
+  /** Per object name, the paid analyses whose answer a fault took away (lost, or reaching a dead process). */
+  refusedByDocument: Map<string, number>;
   calls: number;
+}
+
+/** One run of the analyzer, as the model bills it. */
+interface AnalysisRun {
+  name: string;
+  /** It resumes an analysis an earlier delivery began (and paid for). */
+  resumed: boolean;
+  paid: number;
+  refused: boolean;
 }
 
 interface CallConfig {
@@ -39,8 +54,15 @@ interface CallConfig {
 }
 
 export class GeminiModel {
-  readonly record: GeminiRecord = { paidByDocument: new Map(), refusedByDocument: new Set(), calls: 0 };
+  readonly record: GeminiRecord = {
+    paidByDocument: new Map(),
+    analysesByDocument: new Map(),
+    refusedByDocument: new Map(),
+    calls: 0,
+  };
   private next = 0;
+  /** The analyzer run a call belongs to (the worker's calls carry only bytes). */
+  private readonly runs = new AsyncLocalStorage<AnalysisRun>();
 
   constructor(
     private readonly time: SimClock,
@@ -55,6 +77,28 @@ export class GeminiModel {
     return {
       models: { generateContent: (params: unknown) => this.generate(params) },
     } as unknown as GoogleGenAI;
+  }
+
+  /**
+   * Runs one analysis of `name` (the worker's analyzer, `analyze`) and bills it: a paid analysis if
+   * any of its calls was paid, unless it resumes one already counted; refused when `lost()` says
+   * its answer reached no live process, or one of its paid calls got no answer.
+   */
+  async analysis<T>(
+    name: string,
+    resumed: boolean,
+    analyze: () => Promise<T>,
+    lost: () => boolean,
+  ): Promise<T> {
+    const run: AnalysisRun = { name, resumed, paid: 0, refused: false };
+    try {
+      return await this.runs.run(run, analyze);
+    } finally {
+      if (run.paid > 0 && lost()) run.refused = true;
+      const bump = (m: Map<string, number>) => m.set(name, (m.get(name) ?? 0) + 1);
+      if (run.paid > 0 && !resumed) bump(this.record.analysesByDocument);
+      if (run.refused) bump(this.record.refusedByDocument);
+    }
   }
 
   private async generate(params: unknown): Promise<unknown> {
@@ -90,16 +134,18 @@ export class GeminiModel {
     }
     // Accepted: from here the call is billed, whether or not its answer arrives.
     this.record.paidByDocument.set(name, (this.record.paidByDocument.get(name) ?? 0) + 1);
-    if (plan.fault === 'hang') {
-      this.faults.injected('gemini.hang', [key], 'accepted, never answers');
-      this.record.refusedByDocument.add(name);
-      await this.wait(Number.POSITIVE_INFINITY, p.config);
-    }
-    if (plan.fault === 'slowTail') this.faults.injected('gemini.slowTail', [key], `${plan.latencyMs} ms`);
+    const run = this.runs.getStore();
+    if (run) run.paid += 1;
     try {
+      if (plan.fault === 'hang') {
+        this.faults.injected('gemini.hang', [key], 'accepted, never answers');
+        await this.wait(Number.POSITIVE_INFINITY, p.config);
+      }
+      if (plan.fault === 'slowTail') this.faults.injected('gemini.slowTail', [key], `${plan.latencyMs} ms`);
       await this.wait(plan.latencyMs, p.config);
     } catch (error) {
-      this.record.refusedByDocument.add(name);
+      // Paid, and the answer never reached the worker.
+      if (run) run.refused = true;
       throw error;
     }
     const usageMetadata = { promptTokenCount: 1_500, candidatesTokenCount: 400, totalTokenCount: 1_900 };
@@ -107,7 +153,6 @@ export class GeminiModel {
     if (kind === 'safetyBlocked')
       return { candidates: [{ finishReason: 'SAFETY' }], usageMetadata, modelVersion };
     if (kind === 'unreadable') {
-      this.record.refusedByDocument.add(name);
       return {
         candidates: [{ content: { parts: [{ text: 'I cannot read this.' }] }, finishReason: 'STOP' }],
         usageMetadata,

@@ -81,15 +81,17 @@ export function checkInvariants(record: RunRecord, faults: Pick<FaultLog, 'entri
       );
   }
 
-  // I5: paid analyses per document ≤ 1 + the share of documents whose analysis a fault refused.
+  // I5: paid analyses per document ≤ 1 + the share of documents whose analysis a fault refused
+  // (counted per refused analysis: a document whose answer a fault took away twice may pay thrice).
   const documents = Math.max(1, record.documents.length);
-  const paid = Object.values(record.paidByDocument).reduce((a, b) => a + b, 0);
+  const paid = Object.values(record.paidAnalysesByDocument).reduce((a, b) => a + b, 0);
   const analysesPerDocument = paid / documents;
   const allowed = 1 + record.refusedAnalyses.length / documents;
   if (analysesPerDocument > allowed + 1e-9) {
-    const over = Object.entries(record.paidByDocument)
-      .filter(([name, n]) => n > (record.refusedAnalyses.includes(name) ? 2 : 1))
-      .map(([name, n]) => `${name} paid ${n}×`);
+    const refusals = (name: string) => record.refusedAnalyses.filter((n) => n === name).length;
+    const over = Object.entries(record.paidAnalysesByDocument)
+      .filter(([name, n]) => n > 1 + refusals(name))
+      .map(([name, n]) => `${name} paid ${n}× (${refusals(name)} refused by a fault)`);
     violations.I5.push(
       `${paid} paid analyses for ${record.documents.length} documents (${analysesPerDocument.toFixed(2)} per document, allowed ${allowed.toFixed(2)}): ${over.join(', ')}`,
     );

@@ -20,7 +20,7 @@ export function renderFaultFigures(f: FaultsSection): string {
   const lines = [
     `Last soak: **${int(f.seeds)} seeds**, ${violated === 0 ? 'no invariant broken' : `${int(violated)} invariant violations`}; ` +
       `${int(f.extraRawRows)} extra raw rows (each traced to an injected fault); ` +
-      `${f.analysesPerDocument.toFixed(3)} paid analyses per document.`,
+      `${f.analysesPerDocument.toFixed(3)} paid analyses per document (${(f.paidCallsPerDocument ?? Number.NaN).toFixed(3)} paid Gemini calls).`,
     '',
     '| invariant | seeds that broke it |',
     '|---|---:|',

@@ -65,12 +65,18 @@ export interface RunRecord {
   /** The view's row per key at the end (message_id). */
   viewAtEnd: Record<string, string>;
   /**
-   * Paid Gemini calls per document, and the documents whose paid analysis a fault refused: its answer
-   * was lost (a hang, a timeout, a killed instance) or unusable (outside the schema), or the memo
-   * failed to keep it or give it back (a call about it failed, hung or was slow, or the instance was
-   * killed before keeping it).
+   * Paid analyses per document (runs of the worker's analyzer that Gemini billed at least once; see
+   * sim/faults/gemini.ts), and the paid calls behind them (an analysis makes two when the first
+   * answer misses the schema).
    */
-  paidByDocument: Record<string, number>;
+  paidAnalysesByDocument: Record<string, number>;
+  paidCallsByDocument: Record<string, number>;
+  /**
+   * One entry (the document's name) per paid analysis a fault refused: its answer was lost (a hang,
+   * a timeout, a killed instance), and one per document whose memo failed to keep its analysis or
+   * give it back (a call about it failed, hung or was slow, or the instance was killed before
+   * keeping it).
+   */
   refusedAnalyses: string[];
   requests: RequestRecord[];
   statements: StatementRecord[];
@@ -203,16 +209,20 @@ export async function runSchedule(schedule: FaultSchedule): Promise<RunResult> {
           client: gemini.client(),
           model: config.analyzer.kind === 'gemini' ? config.analyzer.model : undefined,
           timeoutMs: config.analyzer.kind === 'gemini' ? config.analyzer.timeoutMs : undefined,
+          afterAnswerMs: config.analyzer.kind === 'gemini' ? config.analyzer.afterAnswerMs : undefined,
           logger: silentLogger,
         });
         const analyzer: Analyzer = {
           version: adapter.version,
           analyze: (...args: Parameters<Analyzer['analyze']>) =>
             ports.track('analyze', () =>
-              adapter.analyze(...args).finally(() => {
+              gemini.analysis(
+                args[0].name,
+                (args[0].resume?.attemptsDone ?? 0) > 0,
+                () => adapter.analyze(...args),
                 // An answer that reaches a killed process is paid and lost.
-                if (!alive()) gemini.record.refusedByDocument.add(args[0].name);
-              }),
+                () => !alive(),
+              ),
             ),
         };
         copyExtras(adapter, analyzer);
@@ -301,12 +311,16 @@ export async function runSchedule(schedule: FaultSchedule): Promise<RunResult> {
       })),
       viewReads: Object.fromEntries(viewReads),
       viewAtEnd: Object.fromEntries([...warehouse.view()].map(([k, r]) => [k, r.row.message_id])),
-      paidByDocument: Object.fromEntries(
+      paidAnalysesByDocument: Object.fromEntries(
+        documents.map((d) => [d.name, gemini.record.analysesByDocument.get(d.name) ?? 0]),
+      ),
+      paidCallsByDocument: Object.fromEntries(
         documents.map((d) => [d.name, gemini.record.paidByDocument.get(d.name) ?? 0]),
       ),
-      refusedAnalyses: documents
-        .filter((d) => gemini.record.refusedByDocument.has(d.name) || bucket.failedFor.has(d.key))
-        .map((d) => d.name),
+      refusedAnalyses: documents.flatMap((d) => [
+        ...Array.from({ length: gemini.record.refusedByDocument.get(d.name) ?? 0 }, () => d.name),
+        ...(bucket.failedFor.has(d.key) ? [d.name] : []),
+      ]),
       requests: cloudRun.requests,
       statements: warehouse.statements,
       end,

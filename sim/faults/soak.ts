@@ -8,7 +8,10 @@ export interface FaultsSection {
   faultsByKind: Record<FaultKind, number>;
   violations: Record<InvariantId, number>;
   extraRawRows: number;
+  /** Paid analyses per document (an analysis: one billed run of the analyzer, see sim/faults/gemini.ts). */
   analysesPerDocument: number;
+  /** Paid Gemini calls per document (an analysis makes two when the first answer misses the schema). */
+  paidCallsPerDocument: number;
 }
 
 /** One seed, run and checked. */
@@ -41,13 +44,15 @@ export async function runSoak(
   const violations = Object.fromEntries(INVARIANT_IDS.map((id) => [id, 0])) as Record<InvariantId, number>;
   let extraRawRows = 0;
   let paid = 0;
+  let paidCalls = 0;
   let documents = 0;
   for (let seed = first; seed < first + count; seed++) {
     const { result, verdict } = await runSeed(seed);
     for (const k of FAULT_KINDS) faultsByKind[k] += result.faults.counts[k];
     for (const [id] of broken(verdict)) violations[id]++;
     extraRawRows += verdict.extraRawRows.length;
-    paid += Object.values(result.record.paidByDocument).reduce((a, b) => a + b, 0);
+    paid += Object.values(result.record.paidAnalysesByDocument).reduce((a, b) => a + b, 0);
+    paidCalls += Object.values(result.record.paidCallsByDocument).reduce((a, b) => a + b, 0);
     documents += result.record.documents.length;
     await options.onSeed?.(seed, verdict, result);
   }
@@ -57,6 +62,7 @@ export async function runSoak(
     violations,
     extraRawRows,
     analysesPerDocument: paid / Math.max(1, documents),
+    paidCallsPerDocument: paidCalls / Math.max(1, documents),
   };
 }
 

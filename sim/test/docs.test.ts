@@ -38,6 +38,7 @@ describe('the fault figures block', () => {
     violations: { I1: 0, I2: 0, I3: 0, I4: 2, I5: 0, I6: 0 },
     extraRawRows: 3,
     analysesPerDocument: 1.0421,
+    paidCallsPerDocument: 1.1,
   };
 
   it('names every invariant and every fault kind with its count', () => {

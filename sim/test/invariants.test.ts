@@ -20,7 +20,8 @@ function kept(): RunRecord {
     ],
     viewReads: { 'gs://b/a.txt#1': ['1'] },
     viewAtEnd: { 'gs://b/a.txt#1': '1' },
-    paidByDocument: { 'a.txt': 1 },
+    paidAnalysesByDocument: { 'a.txt': 1 },
+    paidCallsByDocument: { 'a.txt': 1 },
     refusedAnalyses: [],
     requests: [
       {
@@ -96,9 +97,24 @@ describe('the invariants', () => {
 
   it('I5: a document paid twice with no refused analysis breaks it; a refused one is allowed one more', () => {
     const r = kept();
-    r.paidByDocument = { 'a.txt': 2 };
+    r.paidAnalysesByDocument = { 'a.txt': 2 };
     expect(broken(r)).toEqual(['I5']);
     r.refusedAnalyses = ['a.txt'];
+    expect(broken(r)).toEqual([]);
+  });
+
+  it('I5 counts analyses, not calls: an analysis whose first answer missed the schema paid two calls, once', () => {
+    const r = kept();
+    r.paidCallsByDocument = { 'a.txt': 2 };
+    expect(broken(r)).toEqual([]);
+  });
+
+  it('I5: each analysis a fault refused allows one more, and no more than that', () => {
+    const r = kept();
+    r.paidAnalysesByDocument = { 'a.txt': 3 };
+    r.refusedAnalyses = ['a.txt'];
+    expect(broken(r)).toEqual(['I5']);
+    r.refusedAnalyses = ['a.txt', 'a.txt'];
     expect(broken(r)).toEqual([]);
   });
 

@@ -1,6 +1,7 @@
 import { ConfigValues, oneOf as oneOfSchema, wholeNumber } from './contract/config-values';
 import { dataDirLayout } from './contract/data-dir';
 import {
+  afterAnswerMs,
   DEDUP_KEY_MODES,
   DEFAULT_CONTENT_TYPES,
   DEFAULT_DATA_LOCATION,
@@ -48,6 +49,8 @@ export type AnalyzerConfig =
       location: string;
       model: string;
       timeoutMs: number;
+      /** What a delivery needs after the answer (memo, write): a call is awaited until its deadline less this. */
+      afterAnswerMs: number;
       baseUrl: string | undefined;
     };
 
@@ -190,6 +193,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Worke
         defaultGeminiLocation(text('BIGQUERY_LOCATION') ?? DEFAULT_DATA_LOCATION),
       model: text('GEMINI_MODEL') ?? DELIVERY_DEFAULTS.geminiModel,
       timeoutMs: integer('ANALYZER_TIMEOUT_MS', DELIVERY_DEFAULTS.analyzerTimeoutMs, 100),
+      afterAnswerMs: 0,
       baseUrl: text('GEMINI_BASE_URL'),
     };
   }
@@ -210,6 +214,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Worke
           minIntervalMs: integer('MERGE_MIN_INTERVAL_MS', pace.mergeMinIntervalMs, 0, 600_000),
         }
       : null;
+  if (analyzer.kind === 'gemini')
+    analyzer.afterAnswerMs = afterAnswerMs({
+      batchMaxWaitMs: groupCommit?.maxWaitMs ?? 0,
+      mergeMinIntervalMs: groupCommit?.minIntervalMs ?? 0,
+    });
 
   const ttlMs =
     (store.kind === 'bigquery' ? store.dedupWindowDays : DELIVERY_DEFAULTS.dedupWindowDays) * 86_400_000;

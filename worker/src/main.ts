@@ -117,7 +117,13 @@ async function buildAnalyzer(config: WorkerConfig, logger: Logger): Promise<Anal
     location: analyzer.location,
     baseUrl: analyzer.baseUrl,
   });
-  return new GeminiAnalyzer({ client, model: analyzer.model, timeoutMs: analyzer.timeoutMs, logger });
+  return new GeminiAnalyzer({
+    client,
+    model: analyzer.model,
+    timeoutMs: analyzer.timeoutMs,
+    afterAnswerMs: analyzer.afterAnswerMs,
+    logger,
+  });
 }
 
 const MEMO_PRUNE_INTERVAL_MS = 60 * 60 * 1000;

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadConfig } from '../src/config';
-import { DELIVERY_DEFAULTS } from '../src/contract/settings';
+import { DELIVERY_DEFAULTS, MEMO_CALL_TIMEOUT_MS, MIN_STATEMENT_MS } from '../src/contract/settings';
 import { ConfigError } from '../src/core/errors';
 
 describe('loadConfig', () => {
@@ -130,6 +130,19 @@ describe('loadConfig', () => {
       kind: 'file',
       root: '/tmp/docline-config/memo',
       ttlMs: DELIVERY_DEFAULTS.dedupWindowDays * 86_400_000,
+    });
+  });
+
+  it('awaits a Gemini call until the deadline less the memo keep and the write that follow the answer', () => {
+    const bigquery = loadConfig({ BIGQUERY_TABLE: 'acme-dev.docline.rows', GEMINI_API_KEY: 'k' });
+    const paced = bigquery.groupCommit!;
+    expect(bigquery.analyzer).toMatchObject({
+      kind: 'gemini',
+      afterAnswerMs: MEMO_CALL_TIMEOUT_MS + paced.maxWaitMs + paced.minIntervalMs + MIN_STATEMENT_MS,
+    });
+    // SQLite takes no pace: only the memo keep and one statement follow the answer.
+    expect(loadConfig({ GEMINI_API_KEY: 'k' }).analyzer).toMatchObject({
+      afterAnswerMs: MEMO_CALL_TIMEOUT_MS + MIN_STATEMENT_MS,
     });
   });
 

@@ -298,6 +298,43 @@ describe('GeminiAnalyzer', () => {
       expect((error as TransientError).code).toBe('analyzer_timeout');
     });
 
+    describe('how long a paid call is awaited', () => {
+      // The timeout the adapter hands the SDK for each call, read from a client that records it.
+      const timeouts: number[] = [];
+      const recording = new GeminiAnalyzer({
+        client: {
+          models: {
+            generateContent: async (params: { config?: { httpOptions?: { timeout?: number } } }) => {
+              timeouts.push(params.config?.httpOptions?.timeout ?? -1);
+              return {
+                candidates: [{ content: { parts: [{ text: JSON.stringify(sampleGeminiAnalysis()) }] } }],
+              };
+            },
+          },
+        } as unknown as ConstructorParameters<typeof GeminiAnalyzer>[0]['client'],
+        timeoutMs: 2_000,
+        afterAnswerMs: 15_000,
+      });
+      const nowMs = Date.parse('2026-11-30T09:00:00.000Z');
+      const clock = { now: () => new Date(nowMs) };
+      beforeEach(() => timeouts.splice(0));
+
+      it('until the delivery deadline less what the delivery needs after the answer', async () => {
+        await recording.analyze({ ...input, deadline: new Deadline(nowMs + 60_000, clock) });
+        expect(timeouts).toEqual([45_000]);
+      });
+
+      it('never for less than its own timeout, which a call needs to be started at all', async () => {
+        await recording.analyze({ ...input, deadline: new Deadline(nowMs + 10_000, clock) });
+        expect(timeouts).toEqual([2_000]);
+      });
+
+      it('for its own timeout when there is no delivery deadline', async () => {
+        await recording.analyze(input);
+        expect(timeouts).toEqual([2_000]);
+      });
+    });
+
     it('treats an unreachable Gemini as transient', async () => {
       await fake.stop();
       await expect(analyzer.analyze(input)).rejects.toBeInstanceOf(TransientError);

@@ -13,6 +13,7 @@ import {
   type Usage,
 } from '../contract/analysis';
 import { ANALYZER_CALLS_PER_ANALYSIS, DELIVERY_DEFAULTS } from '../contract/settings';
+import type { Deadline } from '../core/deadline';
 import { ConfigurationError, RejectionError, TransientError } from '../core/errors';
 import type { Analyzer, AnalyzerInput, Logger } from '../core/ports';
 import { INVOICE_PROMPT } from './gemini-prompt';
@@ -35,8 +36,18 @@ export interface GeminiAnalyzerOptions {
   client: GoogleGenAI;
   /** Model id, e.g. `gemini-2.5-flash`. */
   model?: string;
-  /** Deadline of one call, well below the push ack deadline. */
+  /**
+   * The least time one call is started with (a delivery with less left is answered 503 instead),
+   * and the call's timeout when there is no delivery deadline.
+   */
   timeoutMs?: number;
+  /**
+   * What a delivery still needs once the answer is in: keeping it in the memo and writing its row.
+   * A call is waited for until the delivery's deadline less this (never less than `timeoutMs`):
+   * once accepted, a call is paid whether or not its answer is awaited, so giving up on a slow
+   * answer the delivery could still use would only pay for the same analysis again on the retry.
+   */
+  afterAnswerMs?: number;
   logger?: Logger;
 }
 
@@ -115,6 +126,7 @@ export class GeminiAnalyzer implements Analyzer {
   private readonly client: GoogleGenAI;
   private readonly model: string;
   private readonly timeoutMs: number;
+  private readonly afterAnswerMs: number;
   private readonly logger: Logger | undefined;
   readonly version: string;
 
@@ -123,6 +135,7 @@ export class GeminiAnalyzer implements Analyzer {
     this.model = options.model ?? DELIVERY_DEFAULTS.geminiModel;
     this.version = analysisVersion('gemini', this.model, INVOICE_PROMPT);
     this.timeoutMs = options.timeoutMs ?? DELIVERY_DEFAULTS.analyzerTimeoutMs;
+    this.afterAnswerMs = options.afterAnswerMs ?? 0;
     this.logger = options.logger;
   }
 
@@ -137,7 +150,7 @@ export class GeminiAnalyzer implements Analyzer {
       try {
         // A paid call that could outlive the delivery's deadline is not started (503 instead).
         input.deadline?.check(`Gemini call ${attempt}`, this.timeoutMs);
-        response = await this.generate(input);
+        response = await this.generate(input, this.callTimeoutMs(input.deadline));
       } catch (error) {
         throw paidSoFar(error, usage, { attemptsDone: attempt - 1, problems });
       }
@@ -162,7 +175,13 @@ export class GeminiAnalyzer implements Analyzer {
     );
   }
 
-  private async generate(input: AnalyzerInput): Promise<GenerateContentResponse> {
+  /** How long this call's answer is awaited: as long as the delivery can still use it. */
+  callTimeoutMs(deadline: Deadline | undefined): number {
+    const usable = (deadline?.remainingMs() ?? Number.NaN) - this.afterAnswerMs;
+    return Number.isFinite(usable) ? Math.max(this.timeoutMs, Math.floor(usable)) : this.timeoutMs;
+  }
+
+  private async generate(input: AnalyzerInput, timeoutMs: number): Promise<GenerateContentResponse> {
     try {
       return await this.client.models.generateContent({
         model: this.model,
@@ -180,7 +199,7 @@ export class GeminiAnalyzer implements Analyzer {
           responseJsonSchema: analysisJsonSchema(),
           temperature: 0,
           // One deadline per call; the SDK does not retry (no retryOptions): Pub/Sub does.
-          httpOptions: { timeout: this.timeoutMs },
+          httpOptions: { timeout: timeoutMs },
         },
       });
     } catch (error) {

@@ -217,6 +217,15 @@ export function deliveryPathMs(
   };
 }
 
+/**
+ * What a delivery still needs once its analysis has answered: keeping it in the memo, then its
+ * write (the gathering wait, the interval between MERGEs, and one statement). A paid analyzer call
+ * is awaited until the delivery's deadline less this.
+ */
+export function afterAnswerMs(s: Pick<DeliverySettings, 'batchMaxWaitMs' | 'mergeMinIntervalMs'>): number {
+  return MEMO_CALL_TIMEOUT_MS + s.batchMaxWaitMs + s.mergeMinIntervalMs + MIN_STATEMENT_MS;
+}
+
 /** The smallest `maximumBytesBilled` BigQuery accepts: any query bills at least 10 MiB. */
 export const MIN_MAXIMUM_BYTES_BILLED = 10 * 1024 * 1024;
 
