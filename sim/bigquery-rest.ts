@@ -36,6 +36,11 @@ import { type SimTime, type SimTimer, SlidingWindowLimit } from './time';
  * matches against the table as it was when the statement *started* and inserts when it ends, so
  * two MERGEs of one new key that run together both insert, as BigQuery allows (insert-only MERGEs
  * do not conflict). Every value must arrive as a typed parameter.
+ *
+ * A statement with a `jobTimeoutMs` (the worker bounds each one by its delivery's deadline) comes
+ * through jobs.insert + getQueryResults instead of jobs.query; the burst's statements end within
+ * seconds, far inside any deadline, so the bound is accepted but not enforced here (the fault
+ * simulator's warehouse, sim/faults/warehouse.ts, models it).
  */
 
 /** BigQuery's documented 403 for a rate limit (per table DML, or per user per method). */
@@ -308,14 +313,14 @@ export async function startBigQuerySim(options: BigQuerySimOptions): Promise<Big
   });
 
   /** Starts a job for one statement; throws HttpFailure for refusals that happen before it runs. */
-  function submit(request: Record<string, unknown>, location: string): Job {
+  function submit(request: Record<string, unknown>, location: string, jobId?: string): Job {
     if (request.useLegacySql !== false)
       throw invalid('docline queries must use GoogleSQL (useLegacySql: false)');
     const sql = typeof request.query === 'string' ? request.query.trim() : '';
     const params = parameters(request.queryParameters);
     const tableName = tableOf(sql);
     const t = tableState(tableName);
-    const id = `job_${randomUUID().replaceAll('-', '')}`;
+    const id = jobId ?? `job_${randomUUID().replaceAll('-', '')}`;
     const reference = { projectId, jobId: id, location };
     const cap =
       request.maximumBytesBilled === undefined
@@ -487,6 +492,24 @@ export async function startBigQuerySim(options: BigQuerySimOptions): Promise<Big
         const request = JSON.parse(text) as Record<string, unknown>;
         const job = submit(request, typeof request.location === 'string' ? request.location : 'US');
         return answer(res, job, await waitFor(job), 'bigquery#queryResponse', true);
+      }
+      if (req.method === 'POST' && path === '/jobs') {
+        // jobs.insert: the job is created at once; the client then polls getQueryResults.
+        const body = JSON.parse(text) as {
+          jobReference?: { jobId?: string; location?: string };
+          configuration?: { query?: Record<string, unknown> };
+        };
+        const job = submit(
+          body.configuration?.query ?? {},
+          body.jobReference?.location ?? 'US',
+          body.jobReference?.jobId,
+        );
+        return sendJson(res, 200, {
+          kind: 'bigquery#job',
+          jobReference: job.reference,
+          configuration: body.configuration,
+          status: { state: 'RUNNING' },
+        });
       }
       const results = path === null ? null : /^\/queries\/([^/]+)$/.exec(path);
       if (req.method === 'GET' && results) {

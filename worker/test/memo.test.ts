@@ -554,6 +554,110 @@ describe('interleaving 4: a lease shorter than the work', () => {
     (await turnWaiter).done();
   });
 
+  it('takes the lease for the write when the memo refused both analyses theirs: the two writes do not overlap (soak I4, seeds 70, 272)', async () => {
+    const time = new ManualTime();
+    const store = new MemoryMemoStore();
+    // A doubled notification: on each instance the first lease call (the analysis's) answers 503.
+    const refusingFirstLease = (): MemoStore => {
+      let leaseCalls = 0;
+      return {
+        get: (key) => store.get(key),
+        create: (key, entry) => store.create(key, entry),
+        lease: (key, until) =>
+          ++leaseCalls === 1 ? Promise.reject(new Error('503')) : store.lease(key, until),
+        renew: (key, until) => store.renew(key, until),
+      };
+    };
+    const options = { ttlMs: 8 * DAY_MS, clock: time.clock, sleep: time.sleep, timers: time };
+    const a = new AnalysisMemo(refusingFirstLease(), options);
+    const b = new AnalysisMemo(refusingFirstLease(), options);
+    const workA = jest.fn(async () => paid());
+    const workB = jest.fn(async () => paid(9999));
+    // Both analyse without a lease (the memo failing never stops the work)...
+    await Promise.all([
+      a.analyse(KEY, 'v1', workA, undefined, deadline(time, 498_000)),
+      b.analyse(KEY, 'v1', workB, undefined, deadline(time, 498_000)),
+    ]);
+    expect([workA.mock.calls.length, workB.mock.calls.length]).toEqual([1, 1]);
+    // ...but only one writes at a time: B waits while A's MERGE runs.
+    const turnA = await a.writeTurn(KEY, 'v1', deadline(time, 498_000));
+    let bWrites = false;
+    const turnB = b.writeTurn(KEY, 'v1', deadline(time, 498_000)).then((turn) => {
+      bWrites = true;
+      return turn;
+    });
+    await time.advance(30_000);
+    expect(bWrites).toBe(false);
+    // A's write answered: its lease ends at once, and B goes within one poll (not a lease time).
+    turnA.done(true);
+    await time.advance(1_000);
+    expect(bWrites).toBe(true);
+    (await turnB).done(true);
+  });
+
+  it('waits out a lease its own timed-out call created, then takes the next round, within its deadline', async () => {
+    const time = new ManualTime();
+    const store = new MemoryMemoStore();
+    let leaseCalls = 0;
+    // The analysis's lease call takes 7 s: past the 5 s call timeout, yet the bucket creates it.
+    const slowFirst: MemoStore = {
+      get: (key) => store.get(key),
+      create: (key, entry) => store.create(key, entry),
+      lease: (key, until) =>
+        ++leaseCalls === 1 ? time.sleep(7_000).then(() => store.lease(key, until)) : store.lease(key, until),
+      renew: (key, until) => store.renew(key, until),
+    };
+    const memo = new AnalysisMemo(slowFirst, {
+      ttlMs: 8 * DAY_MS,
+      clock: time.clock,
+      sleep: time.sleep,
+      timers: time,
+    });
+    const analysed = memo.analyse(KEY, 'v1', async () => paid(), undefined, deadline(time, 498_000));
+    await settle();
+    await time.advance(5_000);
+    expect(await analysed).toMatchObject({ source: 'analyzer' });
+    await time.advance(3_000);
+    // The orphan lease (nobody renews it) runs until 15 s; the write waits for it, then goes.
+    const round0 = store.leases.get(AnalysisMemo.key(KEY, 'v1'))!.getTime();
+    expect(round0).toBe(time.ms - 8_000 + 15_000);
+    let writes = false;
+    const turn = memo.writeTurn(KEY, 'v1', deadline(time, 498_000)).then((t) => {
+      writes = true;
+      return t;
+    });
+    while (time.ms < round0 - 1_000 && !writes) await time.advance(500);
+    expect(writes).toBe(false);
+    await time.advance(2_000);
+    expect(writes).toBe(true);
+    expect(store.leases.has(`${AnalysisMemo.key(KEY, 'v1')}~1`)).toBe(true);
+    (await turn).done(true);
+  });
+
+  it('moves the lease past the bound of the write it guards: a holder killed mid-statement still keeps the next writer out (soak I4, seeds 339, 773)', async () => {
+    const time = new ManualTime();
+    const { store, a, b } = twoInstances(time);
+    await a.analyse(KEY, 'v1', async () => paid(), undefined, deadline(time, 300_000));
+    const holderDeadline = time.ms + 298_000;
+    const turnA = await a.writeTurn(KEY, 'v1', deadline(time, 298_000));
+    // On taking the turn the lease already runs past the deadline (the bound of the MERGE's
+    // jobTimeoutMs) by one lease time: no renewal is needed after that, so a killed holder is covered.
+    expect(store.leases.get(AnalysisMemo.key(KEY, 'v1'))!.getTime()).toBe(holderDeadline + 15_000);
+    // The holder's write is cut at shutdown (its statement may still run): the lease stays.
+    turnA.done(false);
+    let bWrites = false;
+    const turnB = b.writeTurn(KEY, 'v1', deadline(time, 498_000)).then((turn) => {
+      bWrites = true;
+      return turn;
+    });
+    // Second by second (B looks at the lease every poll), up to 1 s before the lease's end.
+    while (time.ms < holderDeadline + 14_000 && !bWrites) await time.advance(1_000);
+    expect(bWrites).toBe(false);
+    await time.advance(2_000);
+    expect(bWrites).toBe(true);
+    (await turnB).done(true);
+  });
+
   it('renews every third of the lease even while an earlier renewal hangs (soak I4, seed 240)', async () => {
     const time = new ManualTime();
     const store = new MemoryMemoStore();
