@@ -78,7 +78,10 @@ describe(`GcsMemoStore on fake-gcs-server ${toolVersion('fake-gcs-server')}`, ()
     // Renewals stop (the holder died): the lease reads as its last renewal left it, and expires.
     expect((await store.lease(key, new Date(t0 + 90_000)))?.getTime()).toBe(t0 + 35_000);
     const [objects] = await storage.bucket(BUCKET).getFiles({ prefix: `leases/${key}` });
-    expect(objects.map((o) => o.name).sort()).toEqual([`leases/${key}.json`, `leases/${key}/${t0 + 35_000}.json`]);
+    expect(objects.map((o) => o.name).sort()).toEqual([
+      `leases/${key}.json`,
+      `leases/${key}/${t0 + 35_000}.json`,
+    ]);
   });
 
   it('soak I4: the last renewal counts, whether it moves the lease far ahead (a write’s bound) or back to now (its write answered)', async () => {
