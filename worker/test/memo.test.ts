@@ -658,6 +658,43 @@ describe('interleaving 4: a lease shorter than the work', () => {
     (await turnB).done(true);
   });
 
+  it('keeps waiting for the analysis of a holder it saw when the memo then fails a lease call (sim seed 22)', async () => {
+    const time = new ManualTime();
+    const store = new MemoryMemoStore();
+    let leaseCalls = 0;
+    const flaky: MemoStore = {
+      get: (key) => store.get(key),
+      create: (key, entry) => store.create(key, entry),
+      // The waiter's second lease call (when the lease it saw runs out) answers 503.
+      lease: (key, until) =>
+        ++leaseCalls === 2 ? Promise.reject(new Error('503')) : store.lease(key, until),
+      renew: (key, until) => store.renew(key, until),
+    };
+    const options = { ttlMs: 8 * DAY_MS, clock: time.clock, sleep: time.sleep, timers: time };
+    const holder = new AnalysisMemo(store, options);
+    const waiter = new AnalysisMemo(flaky, options);
+    let finish: (r: AnalysisResult) => void = () => {};
+    const first = holder.analyse(
+      KEY,
+      'v1',
+      () => new Promise<AnalysisResult>((resolve) => (finish = resolve)),
+      undefined,
+      deadline(time, 498_000),
+    );
+    await settle();
+    const work = jest.fn(async () => paid(9999));
+    const second = waiter.analyse(KEY, 'v1', work, undefined, deadline(time, 498_000));
+    // The holder's analysis takes 40 s; the lease call at 15 s fails, and the waiter still waits.
+    for (let t = 0; t < 40; t++) await time.advance(1_000);
+    expect(leaseCalls).toBeGreaterThanOrEqual(3);
+    expect(work).not.toHaveBeenCalled();
+    finish(paid());
+    await first;
+    await time.advance(1_000);
+    expect(await second).toEqual({ result: paid(), source: 'shared' });
+    expect(work).not.toHaveBeenCalled();
+  });
+
   it('renews every third of the lease even while an earlier renewal hangs (soak I4, seed 240)', async () => {
     const time = new ManualTime();
     const store = new MemoryMemoStore();

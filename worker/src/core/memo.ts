@@ -205,7 +205,8 @@ export class AnalysisMemo {
    * one (two notifications of one upload reaching two instances) waits for the holder's analysis to
    * appear in the memo for as long as the lease lives (renewals included), then works itself; when
    * its own deadline comes first it is answered 503 and finds the analysis in the memo on its
-   * retry. A lease that cannot be taken, read or renewed never stops the work.
+   * retry. A lease that cannot be taken, read or renewed never stops the work, except that a
+   * holder already seen is waited for through a memo call that fails (at most until the deadline).
    */
   private async leaseThenWork(
     key: string,
@@ -216,12 +217,18 @@ export class AnalysisMemo {
   ): Promise<Analysed> {
     let lease = await this.takeLease(key, dedupKey, deadline);
     const what = 'waiting for the analysis of a concurrent delivery (its lease)';
-    while (lease.holderUntil) {
-      while (this.clock.now() < lease.holderUntil) {
+    let holderSeen = false;
+    // A holder seen working is waited for even when the memo then fails to answer a lease call:
+    // paying alongside it costs an analysis; waiting costs at most this delivery's deadline (its
+    // retry, seeing no holder, works).
+    while (lease.holderUntil || (lease.failed && holderSeen)) {
+      holderSeen = true;
+      const until = lease.holderUntil ?? new Date(this.clock.now().getTime() + this.pollMs);
+      while (this.clock.now() < until) {
         deadline.check(what);
         const napMs = Math.min(
           this.pollMs,
-          lease.holderUntil.getTime() - this.clock.now().getTime(),
+          until.getTime() - this.clock.now().getTime(),
           deadline.remainingMs(),
         );
         await deadline.race(what, this.sleep(napMs), { wait: true });
