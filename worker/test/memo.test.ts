@@ -7,7 +7,7 @@ import { QuotaGate, RATE_LIMITED } from '../src/adapters/quota-gate';
 import type { AnalysisResult } from '../src/contract/analysis';
 import { Deadline, DeadlineError } from '../src/core/deadline';
 import { RejectionError, TransientError } from '../src/core/errors';
-import { parsePush } from '../src/core/event';
+import { dedupKey, parsePush } from '../src/core/event';
 import { handle } from '../src/core/handle';
 import { AnalysisMemo } from '../src/core/memo';
 import type { Clock, MemoEntry, MemoStore } from '../src/core/ports';
@@ -415,6 +415,42 @@ describe('handle with the memo', () => {
     expect(outcomes.find((o) => o.memo === 'shared')).toBeDefined();
     expect(analyzer.calls).toHaveLength(1);
     expect(store.rowsFor(outcomes[0]!.dedupKey)).toHaveLength(1);
+  });
+
+  it('ends the key’s lease once its write answered, and leaves it to its bound when the write was cut at the deadline (soak I4)', async () => {
+    const time = new ManualTime();
+    const memoStore = new MemoryMemoStore();
+    const memo = new AnalysisMemo(memoStore, {
+      ttlMs: 8 * DAY_MS,
+      clock: time.clock,
+      sleep: time.sleep,
+      timers: time,
+    });
+    const { store, reader, deps } = handlerDeps({ clock: time.clock, memo });
+    const deadline = (ms: number) => Deadline.after(ms, time.clock, time);
+    const delivery = (id: string, name: string) => {
+      const body = pushBody(id, { size: Buffer.byteLength(INVOICE), name });
+      const attrs = (body.message as { attributes: Record<string, string> }).attributes;
+      reader.put(attrs.bucketId!, attrs.objectId!, attrs.objectGeneration!, INVOICE);
+      return parsePush(body);
+    };
+    const leaseOf = (dedupKey: string) =>
+      memoStore.leases.get(AnalysisMemo.key(dedupKey, deps.analyzer.version))!.getTime();
+
+    const answered = await handle(delivery('1', 'a.txt'), deps, deadline(498_000));
+    expect(answered.status).toBe('ok');
+    // The write answered: nobody need wait for this key any longer.
+    expect(leaseOf(answered.dedupKey)).toBeLessThanOrEqual(time.ms);
+
+    // A MERGE that does not answer before the delivery's deadline (it may still commit).
+    store.record = () => new Promise<boolean>(() => {});
+    const cut = handle(delivery('2', 'b.txt'), deps, deadline(30_000)).catch((e: unknown) => e);
+    for (let t = 0; t < 31; t++) await time.advance(1_000);
+    const error = await cut;
+    expect(error).toBeInstanceOf(DeadlineError);
+    const key = dedupKey(delivery('2', 'b.txt'), 'object');
+    // Still held one lease time past the deadline, the bound of the statement (its jobTimeoutMs).
+    expect(leaseOf(key)).toBe(time.ms - 31_000 + 30_000 + 15_000);
   });
 
   it('still processes the document when the memo store is down', async () => {
