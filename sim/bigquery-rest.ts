@@ -79,6 +79,8 @@ export type SimRow = Record<string, string | null>;
 export interface BigQuerySimStats {
   /** Every jobs.query call received, refused ones included. */
   queryCalls: number;
+  /** Every jobs.insert call received (statements bounded by a jobTimeoutMs), refused ones included. */
+  jobInsertCalls: number;
   getQueryResultsCalls: number;
   /** MERGE statements that ran (refused ones not included). */
   mergeStatements: number;
@@ -166,10 +168,13 @@ export async function startBigQuerySim(options: BigQuerySimOptions): Promise<Big
   const queryWaitMs = options.queryWaitMs ?? 10_000;
   const bytesReadPerRow = options.bytesReadPerRow ?? 75;
   const apiRate = new SlidingWindowLimit(options.queryCallsPerSecond ?? 100, 1_000, () => time.nowMs());
+  // The same per-user limit, per method: jobs.insert has its own.
+  const insertRate = new SlidingWindowLimit(options.queryCallsPerSecond ?? 100, 1_000, () => time.nowMs());
   const tables = new Map<string, TableState>();
   const jobs = new Map<string, Job>();
   const stats: BigQuerySimStats = {
     queryCalls: 0,
+    jobInsertCalls: 0,
     getQueryResultsCalls: 0,
     mergeStatements: 0,
     selectStatements: 0,
@@ -495,6 +500,11 @@ export async function startBigQuerySim(options: BigQuerySimOptions): Promise<Big
       }
       if (req.method === 'POST' && path === '/jobs') {
         // jobs.insert: the job is created at once; the client then polls getQueryResults.
+        stats.jobInsertCalls++;
+        if (!insertRate.tryTake()) {
+          stats.refusedApiRate++;
+          throw rateLimited('too many api requests per user per method for this user_method');
+        }
         const body = JSON.parse(text) as {
           jobReference?: { jobId?: string; location?: string };
           configuration?: { query?: Record<string, unknown> };

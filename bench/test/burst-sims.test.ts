@@ -93,6 +93,8 @@ describe('the BigQuery simulator', () => {
     expect(sim.stats.mergeStatements).toBe(2);
     // None of them went through jobs.query.
     expect(sim.stats.queryCalls).toBe(0);
+    // Two MERGEs, the winners query after the one that inserted nothing, the lookup.
+    expect(sim.stats.jobInsertCalls).toBe(4);
   });
 
   it('refuses the 26th DML statement within 10 seconds, and bills each one that ran 10 MiB', async () => {
