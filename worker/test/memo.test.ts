@@ -425,6 +425,7 @@ describe('handle with the memo', () => {
       clock: time.clock,
       sleep: time.sleep,
       timers: time,
+      writesOutliveInstance: true,
     });
     const { store, reader, deps } = handlerDeps({ clock: time.clock, memo });
     const deadline = (ms: number) => Deadline.after(ms, time.clock, time);
@@ -672,7 +673,17 @@ describe('interleaving 4: a lease shorter than the work', () => {
 
   it('moves the lease past the bound of the write it guards: a holder killed mid-statement still keeps the next writer out (soak I4, seeds 339, 773)', async () => {
     const time = new ManualTime();
-    const { store, a, b } = twoInstances(time);
+    const store = new MemoryMemoStore();
+    // On BigQuery, whose jobs run on without their client.
+    const make = () =>
+      new AnalysisMemo(store, {
+        ttlMs: 8 * DAY_MS,
+        clock: time.clock,
+        sleep: time.sleep,
+        timers: time,
+        writesOutliveInstance: true,
+      });
+    const [a, b] = [make(), make()];
     await a.analyse(KEY, 'v1', async () => paid(), undefined, deadline(time, 300_000));
     const holderDeadline = time.ms + 298_000;
     const turnA = await a.writeTurn(KEY, 'v1', deadline(time, 298_000));
@@ -729,6 +740,15 @@ describe('interleaving 4: a lease shorter than the work', () => {
     await time.advance(1_000);
     expect(await second).toEqual({ result: paid(), source: 'shared' });
     expect(work).not.toHaveBeenCalled();
+  });
+
+  it('keeps the write’s lease to its heartbeat on a store whose writes die with their process (SQLite): a killed holder holds up the next writer one lease time at most', async () => {
+    const time = new ManualTime();
+    const { store, a } = twoInstances(time);
+    await a.analyse(KEY, 'v1', async () => paid(), undefined, deadline(time, 300_000));
+    const turn = await a.writeTurn(KEY, 'v1', deadline(time, 298_000));
+    expect(store.leases.get(AnalysisMemo.key(KEY, 'v1'))!.getTime()).toBeLessThanOrEqual(time.ms + 15_000);
+    turn.done(true);
   });
 
   it('renews every third of the lease even while an earlier renewal hangs (soak I4, seed 240)', async () => {

@@ -52,6 +52,14 @@ export interface AnalysisMemoOptions {
   leaseMs?: number;
   /** How often a waiting delivery looks for the holder's analysis. */
   pollMs?: number;
+  /**
+   * Whether a write's statement can still commit after its delivery was answered or its instance
+   * died: true on BigQuery (a job runs on without its client, up to its `jobTimeoutMs`, which
+   * BigQueryStore sets to the delivery's deadline). The write turn's lease is then moved past that
+   * bound (the deadline plus one lease time) as the turn is taken. False (SQLite: a write dies with
+   * its process): the heartbeat alone keeps it.
+   */
+  writesOutliveInstance?: boolean;
   /** The longest one memo call (read, keep, lease) may take; past it the memo is passed by. */
   callTimeoutMs?: number;
   clock?: Clock;
@@ -285,9 +293,10 @@ export class AnalysisMemo {
    * Deliveries of one instance share the turn (group commit sends one MERGE at a time).
    *
    * The lease must outlive the statement it guards, even when this instance is killed mid-statement
-   * (a BigQuery job runs on without its client): on taking the turn it is moved to the delivery's
-   * deadline plus one lease time, past the bound of any statement the write starts (BigQueryStore
-   * gives each statement a `jobTimeoutMs` that ends at the earliest deadline of its rows).
+   * (a BigQuery job runs on without its client): with `writesOutliveInstance`, on taking the turn it
+   * is moved to the delivery's deadline plus one lease time, past the bound of any statement the
+   * write starts (BigQueryStore gives each statement a `jobTimeoutMs` that ends at the earliest
+   * deadline of its rows).
    * `done(true)` ends it at once, so a concurrent delivery need not wait that long after a write that
    * answered; `done(false)` (the write was cut at the deadline or by shutdown, its statement may run
    * on) leaves it to that bound.
@@ -371,7 +380,8 @@ export class AnalysisMemo {
         if (this.writing.get(key) === turn) this.writing.delete(key);
       },
     };
-    if (Number.isFinite(deadline.atMs)) await turn.heartbeat.holdUntil(deadline.atMs + this.leaseMs);
+    if (this.options.writesOutliveInstance && Number.isFinite(deadline.atMs))
+      await turn.heartbeat.holdUntil(deadline.atMs + this.leaseMs);
     return handle;
   }
 
