@@ -370,6 +370,17 @@ describe('FileMemoStore', () => {
 
   it('refuses a key that is not version/sha256, so no name can escape its folder', async () => {
     await expect(new FileMemoStore(dir).get('../../etc/passwd')).rejects.toThrow('not a memo key');
+    await expect(new FileMemoStore(dir).lease(`${key(1)}~../x`, new Date())).rejects.toThrow(
+      'not a memo key',
+    );
+  });
+
+  it('gives the lease rounds after the first their own lease (`version/sha256~N`)', async () => {
+    const store = new FileMemoStore(dir);
+    const until = new Date('2026-11-30T04:00:15.000Z');
+    expect(await store.lease(key(1), until)).toBeUndefined();
+    expect(await store.lease(`${key(1)}~1`, until)).toBeUndefined();
+    expect(await store.lease(`${key(1)}~1`, new Date(until.getTime() + 1))).toEqual(until);
   });
 });
 
@@ -749,6 +760,36 @@ describe('interleaving 4: a lease shorter than the work', () => {
     const turn = await a.writeTurn(KEY, 'v1', deadline(time, 298_000));
     expect(store.leases.get(AnalysisMemo.key(KEY, 'v1'))!.getTime()).toBeLessThanOrEqual(time.ms + 15_000);
     turn.done(true);
+  });
+
+  it('gives a holder it saw one more lease time, once, when the memo keeps failing: then it works', async () => {
+    const time = new ManualTime();
+    const store = new MemoryMemoStore();
+    let leaseCalls = 0;
+    const failing: MemoStore = {
+      get: (key) => store.get(key),
+      create: (key, entry) => store.create(key, entry),
+      // Every lease call after the first answers 503.
+      lease: (key, until) =>
+        ++leaseCalls === 1 ? store.lease(key, until) : Promise.reject(new Error('503')),
+      renew: (key, until) => store.renew(key, until),
+    };
+    // A holder took the lease until 15 s and died.
+    await store.lease(AnalysisMemo.key(KEY, 'v1'), new Date(time.ms + 15_000));
+    const waiter = new AnalysisMemo(failing, {
+      ttlMs: 8 * DAY_MS,
+      clock: time.clock,
+      sleep: time.sleep,
+      timers: time,
+    });
+    const work = jest.fn(async () => paid());
+    // It sees the holder until 15 s; then no lease call answers: it waits until 30 s, not longer.
+    const outcome = waiter.analyse(KEY, 'v1', work, undefined, deadline(time, 498_000));
+    for (let t = 0; t < 29; t++) await time.advance(1_000);
+    expect(work).not.toHaveBeenCalled();
+    for (let t = 0; t < 3; t++) await time.advance(1_000);
+    expect(await outcome).toMatchObject({ source: 'analyzer' });
+    expect(work).toHaveBeenCalledTimes(1);
   });
 
   it('renews every third of the lease even while an earlier renewal hangs (soak I4, seed 240)', async () => {

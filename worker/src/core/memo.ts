@@ -213,8 +213,8 @@ export class AnalysisMemo {
    * one (two notifications of one upload reaching two instances) waits for the holder's analysis to
    * appear in the memo for as long as the lease lives (renewals included), then works itself; when
    * its own deadline comes first it is answered 503 and finds the analysis in the memo on its
-   * retry. A lease that cannot be taken, read or renewed never stops the work, except that a
-   * holder already seen is waited for through a memo call that fails (at most until the deadline).
+   * retry. A lease that cannot be taken, read or renewed never stops the work; a holder already
+   * seen is waited for one more lease time when the next lease call fails, once.
    */
   private async leaseThenWork(
     key: string,
@@ -225,13 +225,15 @@ export class AnalysisMemo {
   ): Promise<Analysed> {
     let lease = await this.takeLease(key, dedupKey, deadline);
     const what = 'waiting for the analysis of a concurrent delivery (its lease)';
+    // A holder seen working is given one more lease time when the memo then fails a lease call
+    // (as if it had renewed): paying alongside it costs an analysis. Only once, so that a memo that
+    // keeps failing holds the work up no longer than a lease would.
     let holderSeen = false;
-    // A holder seen working is waited for even when the memo then fails to answer a lease call:
-    // paying alongside it costs an analysis; waiting costs at most this delivery's deadline (its
-    // retry, seeing no holder, works).
-    while (lease.holderUntil || (lease.failed && holderSeen)) {
+    let graceTaken = false;
+    while (lease.holderUntil || (lease.failed && holderSeen && !graceTaken)) {
+      if (!lease.holderUntil) graceTaken = true;
       holderSeen = true;
-      const until = lease.holderUntil ?? new Date(this.clock.now().getTime() + this.pollMs);
+      const until = lease.holderUntil ?? new Date(this.clock.now().getTime() + this.leaseMs);
       while (this.clock.now() < until) {
         deadline.check(what);
         const napMs = Math.min(
