@@ -1,4 +1,5 @@
 import type { Row } from '../worker/src/contract/row';
+import type { Deadline } from '../worker/src/core/deadline';
 import type { BatchStore } from '../worker/src/core/ports';
 
 /**
@@ -6,14 +7,14 @@ import type { BatchStore } from '../worker/src/core/ports';
  * batched ones with one key, as group commit would send them.
  */
 export function batchStoreOf(
-  seenMany: (keys: readonly string[]) => Promise<Set<string>>,
-  recordMany: (rows: readonly Row[]) => Promise<Set<string>>,
+  seenMany: (keys: readonly string[], deadline?: Deadline) => Promise<Set<string>>,
+  recordMany: (rows: readonly Row[], deadline?: Deadline) => Promise<Set<string>>,
 ): BatchStore {
   return {
     seenMany,
     recordMany,
-    seen: async (key) => (await seenMany([key])).has(key),
-    record: async (row) => (await recordMany([row])).has(row.dedup_key),
+    seen: async (key, deadline) => (await seenMany([key], deadline)).has(key),
+    record: async (row, deadline) => (await recordMany([row], deadline)).has(row.dedup_key),
     ping: async () => {},
   };
 }

@@ -36,6 +36,11 @@ import { type SimTime, type SimTimer, SlidingWindowLimit } from './time';
  * matches against the table as it was when the statement *started* and inserts when it ends, so
  * two MERGEs of one new key that run together both insert, as BigQuery allows (insert-only MERGEs
  * do not conflict). Every value must arrive as a typed parameter.
+ *
+ * A statement with a `jobTimeoutMs` (the worker bounds each one by its delivery's deadline) comes
+ * through jobs.insert + getQueryResults instead of jobs.query; the burst's statements end within
+ * seconds, far inside any deadline, so the bound is accepted but not enforced here (the fault
+ * simulator's warehouse, sim/faults/warehouse.ts, models it).
  */
 
 /** BigQuery's documented 403 for a rate limit (per table DML, or per user per method). */
@@ -74,6 +79,8 @@ export type SimRow = Record<string, string | null>;
 export interface BigQuerySimStats {
   /** Every jobs.query call received, refused ones included. */
   queryCalls: number;
+  /** Every jobs.insert call received (statements bounded by a jobTimeoutMs), refused ones included. */
+  jobInsertCalls: number;
   getQueryResultsCalls: number;
   /** MERGE statements that ran (refused ones not included). */
   mergeStatements: number;
@@ -161,10 +168,13 @@ export async function startBigQuerySim(options: BigQuerySimOptions): Promise<Big
   const queryWaitMs = options.queryWaitMs ?? 10_000;
   const bytesReadPerRow = options.bytesReadPerRow ?? 75;
   const apiRate = new SlidingWindowLimit(options.queryCallsPerSecond ?? 100, 1_000, () => time.nowMs());
+  // The same per-user limit, per method: jobs.insert has its own.
+  const insertRate = new SlidingWindowLimit(options.queryCallsPerSecond ?? 100, 1_000, () => time.nowMs());
   const tables = new Map<string, TableState>();
   const jobs = new Map<string, Job>();
   const stats: BigQuerySimStats = {
     queryCalls: 0,
+    jobInsertCalls: 0,
     getQueryResultsCalls: 0,
     mergeStatements: 0,
     selectStatements: 0,
@@ -308,14 +318,14 @@ export async function startBigQuerySim(options: BigQuerySimOptions): Promise<Big
   });
 
   /** Starts a job for one statement; throws HttpFailure for refusals that happen before it runs. */
-  function submit(request: Record<string, unknown>, location: string): Job {
+  function submit(request: Record<string, unknown>, location: string, jobId?: string): Job {
     if (request.useLegacySql !== false)
       throw invalid('docline queries must use GoogleSQL (useLegacySql: false)');
     const sql = typeof request.query === 'string' ? request.query.trim() : '';
     const params = parameters(request.queryParameters);
     const tableName = tableOf(sql);
     const t = tableState(tableName);
-    const id = `job_${randomUUID().replaceAll('-', '')}`;
+    const id = jobId ?? `job_${randomUUID().replaceAll('-', '')}`;
     const reference = { projectId, jobId: id, location };
     const cap =
       request.maximumBytesBilled === undefined
@@ -487,6 +497,29 @@ export async function startBigQuerySim(options: BigQuerySimOptions): Promise<Big
         const request = JSON.parse(text) as Record<string, unknown>;
         const job = submit(request, typeof request.location === 'string' ? request.location : 'US');
         return answer(res, job, await waitFor(job), 'bigquery#queryResponse', true);
+      }
+      if (req.method === 'POST' && path === '/jobs') {
+        // jobs.insert: the job is created at once; the client then polls getQueryResults.
+        stats.jobInsertCalls++;
+        if (!insertRate.tryTake()) {
+          stats.refusedApiRate++;
+          throw rateLimited('too many api requests per user per method for this user_method');
+        }
+        const body = JSON.parse(text) as {
+          jobReference?: { jobId?: string; location?: string };
+          configuration?: { query?: Record<string, unknown> };
+        };
+        const job = submit(
+          body.configuration?.query ?? {},
+          body.jobReference?.location ?? 'US',
+          body.jobReference?.jobId,
+        );
+        return sendJson(res, 200, {
+          kind: 'bigquery#job',
+          jobReference: job.reference,
+          configuration: body.configuration,
+          status: { state: 'RUNNING' },
+        });
       }
       const results = path === null ? null : /^\/queries\/([^/]+)$/.exec(path);
       if (req.method === 'GET' && results) {

@@ -50,6 +50,8 @@ export const groupCommitWiring = (): Wiring => {
         clock: time.clock,
         // The lease's wait runs on the simulated clock, like every other delay here.
         sleep: (ms) => time.sleep(ms),
+        // BigQuery, as the composition root has it.
+        writesOutliveInstance: true,
       }),
       // Deliveries wait their turn at the analyzer inside the request, as the composition root has them.
       admission: new QuotaGate({

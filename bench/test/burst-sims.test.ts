@@ -4,6 +4,7 @@ import { GeminiSim } from '../../sim/gemini-quota';
 import { PushSubscription } from '../../sim/pubsub';
 import { SimTime, type SimTimer } from '../../sim/time';
 import { BigQueryStore } from '../../worker/src/adapters/bigquery-store';
+import { Deadline } from '../../worker/src/core/deadline';
 import { TransientError } from '../../worker/src/core/errors';
 import { testRow } from '../../worker/test/support/builders';
 import { staticTokenAuth } from '../../worker/test/support/fake-bigquery';
@@ -78,6 +79,22 @@ describe('the BigQuery simulator', () => {
     );
     expect(sim.stats.refusedDmlQueue).toBe(1);
     void records;
+  });
+
+  it('runs a statement bounded by a delivery deadline (jobTimeoutMs: jobs.insert + getQueryResults) like any other', async () => {
+    const time = new InstantTime(0.1);
+    sim = await startBigQuerySim({ time });
+    const store = await storeOn(sim, time);
+    const deadline = new Deadline(time.clock.now().getTime() + 300_000, time.clock);
+    const row = testRow();
+    expect(await store.recordMany([row], deadline)).toEqual(new Set([row.dedup_key]));
+    expect(await store.recordMany([{ ...row, message_id: 'again' }], deadline)).toEqual(new Set());
+    expect(await store.seen(row.dedup_key, deadline)).toBe(true);
+    expect(sim.stats.mergeStatements).toBe(2);
+    // None of them went through jobs.query.
+    expect(sim.stats.queryCalls).toBe(0);
+    // Two MERGEs, the winners query after the one that inserted nothing, the lookup.
+    expect(sim.stats.jobInsertCalls).toBe(4);
   });
 
   it('refuses the 26th DML statement within 10 seconds, and bills each one that ran 10 MiB', async () => {

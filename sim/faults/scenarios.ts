@@ -157,6 +157,48 @@ export const SCENARIOS: readonly Scenario[] = [
     }),
   },
   {
+    name: 'view-changes-both-leases-failed',
+    interleaving: 7,
+    title:
+      'one upload announced twice; the memo refuses both analysis leases (503), so both instances analyse; their MERGEs must still not overlap (soak I4, seeds 70, 272)',
+    breaks: ['I4'],
+    schedule: plain(9_017, [{ notifications: 2 }], {
+      instances: 2,
+      gemini: { calls: [ok(6_000), ok(6_000)], busy: [] },
+      // The lookups answer 0.25 s and 1 s in, so A's memo calls come first: A's read, A's lease
+      // (503), B's read, B's lease (503); every later memo call answers.
+      memo: {
+        calls: [
+          { latencyMs: 50 },
+          { latencyMs: 50, fault: 'error' },
+          { latencyMs: 50 },
+          { latencyMs: 50, fault: 'error' },
+        ],
+      },
+      // A's MERGE (statement 2) starts first and is slow; B's (statement 3) commits first.
+      bigquery: {
+        statements: [{ latencyMs: 500 }, { latencyMs: 2_000 }, { latencyMs: 5_000 }, { latencyMs: 1_000 }],
+      },
+    }),
+  },
+  {
+    name: 'view-changes-statement-outlives-delivery',
+    interleaving: 7,
+    title:
+      'a slow MERGE outlives its delivery (SIGTERM, then SIGKILL): the redelivery on another instance must not write until that statement can no longer commit (soak I4, seeds 339, 773)',
+    breaks: ['I4'],
+    // One upload announced twice: A analyses and writes, B shares A's analysis and waits its turn.
+    schedule: plain(9_027, [{ notifications: 2 }], {
+      instances: 2,
+      gemini: { calls: [ok(6_000), ok(6_000)], busy: [] },
+      // Statement 2: A's MERGE, 60 s long; A's instance is told to stop 10 s in.
+      bigquery: {
+        statements: [{ latencyMs: 500 }, { latencyMs: 500 }, { latencyMs: 60_000, fault: 'slow' }],
+      },
+      cloudRun: { stalls: [], signals: [{ atMs: 10_000, instance: 0, signal: 'SIGTERM' }] },
+    }),
+  },
+  {
     name: 'scale-in',
     interleaving: 8,
     title:

@@ -1,6 +1,7 @@
-import { batchMergeSql, bigQueryError } from '../../worker/src/adapters/bigquery-store';
+import { batchMergeSql, bigQueryError, statementTimeoutMs } from '../../worker/src/adapters/bigquery-store';
 import type { Row } from '../../worker/src/contract/row';
 import { BIGQUERY_DML_LIMITS } from '../../worker/src/contract/settings';
+import type { Deadline } from '../../worker/src/core/deadline';
 import type { BatchStore } from '../../worker/src/core/ports';
 import { batchStoreOf } from '../batch-store';
 import type { SimClock } from '../time';
@@ -18,6 +19,12 @@ import type { FaultLog, FaultSchedule } from './schedule';
  * names no row. The schedule adds, per statement: concurrent-update errors, a full DML queue, slow
  * statements (which commit late, whoever still waits for them) and hung ones (never answer, never
  * commit). A statement sent by an instance that has been killed never arrives.
+ *
+ * Every statement carries the `jobTimeoutMs` BigQueryStore gives it (`statementTimeoutMs` of its
+ * deadline): one still running then (queued, or slow) ends with BigQuery's timeout error and does
+ * not commit. Assumption: the stop always succeeds. BigQuery documents that it "may not always
+ * succeed in canceling it before the job completes"; the worker's other guard, the key's lease
+ * held past that bound, is what covers a stop that fails (docs/testing.md).
  */
 
 /** A row of the raw table, with what the checks need to know about how it got there. */
@@ -68,13 +75,15 @@ export class Warehouse {
 
   /** The `BatchStore` of one instance; `alive()` false once the instance is killed. */
   store(instance: number, alive: () => boolean): BatchStore {
-    const seenMany = (keys: readonly string[]) => this.submit(instance, alive, [...keys]);
-    const recordMany = (rows: readonly Row[]) =>
+    const seenMany = (keys: readonly string[], deadline?: Deadline) =>
+      this.submit(instance, alive, [...keys], undefined, deadline);
+    const recordMany = (rows: readonly Row[], deadline?: Deadline) =>
       this.submit(
         instance,
         alive,
         rows.map((r) => r.dedup_key),
         rows,
+        deadline,
       );
     return batchStoreOf(seenMany, recordMany);
   }
@@ -103,10 +112,13 @@ export class Warehouse {
     alive: () => boolean,
     keys: string[],
     rows?: readonly Row[],
+    deadline?: Deadline,
   ): Promise<Set<string>> {
     const kind: StatementRecord['kind'] = rows ? 'merge' : 'lookup';
     // A killed instance sends nothing.
     if (!alive()) return new Promise(() => {});
+    const timeoutMs = statementTimeoutMs(deadline);
+    const stopAtMs = timeoutMs === undefined ? Number.POSITIVE_INFINITY : this.time.nowMs() + timeoutMs;
     const plan = this.schedule.statements[this.next++] ?? { latencyMs: 1_000 };
     const record: StatementRecord = {
       index: this.statements.length,
@@ -163,6 +175,11 @@ export class Warehouse {
       try {
         const present = new Set(this.raw.map((r) => r.row.dedup_key));
         const startedAt = this.time.clock.now().toISOString();
+        // Stopped at its jobTimeoutMs: still running then (queued included), it never commits.
+        if (this.time.nowMs() + plan.latencyMs > stopAtMs) {
+          await this.time.sleep(Math.max(0, stopAtMs - this.time.nowMs()));
+          throw timedOut(timeoutMs ?? 0);
+        }
         await this.time.sleep(plan.latencyMs);
         if (plan.fault === 'concurrentUpdate') {
           this.faults.injected('bigquery.concurrentUpdate', keys, `statement ${record.index}`);
@@ -212,6 +229,18 @@ export class Warehouse {
     };
     return run();
   }
+}
+
+/** BigQuery's answer to a job stopped at its `jobTimeoutMs`. */
+function timedOut(timeoutMs: number): Error {
+  return bigQueryError(
+    {
+      code: 400,
+      errors: [{ reason: 'timeout', message: `Job timed out after ${Math.ceil(timeoutMs / 1000)} sec` }],
+      message: `Job timed out after ${Math.ceil(timeoutMs / 1000)} sec`,
+    },
+    'record',
+  );
 }
 
 function queueFull(): Error {

@@ -211,7 +211,14 @@ export async function serve(
     admission,
     ...(adapters.eInvoices ? { eInvoices: adapters.eInvoices } : {}),
     ...(adapters.memo && config.memo
-      ? { memo: new AnalysisMemo(adapters.memo, { ttlMs: config.memo.ttlMs, logger }) }
+      ? {
+          memo: new AnalysisMemo(adapters.memo, {
+            ttlMs: config.memo.ttlMs,
+            logger,
+            // A BigQuery job commits even after its instance died: the write's lease must outlive it.
+            writesOutliveInstance: config.store.kind === 'bigquery',
+          }),
+        }
       : {}),
   };
   const app = createApp({

@@ -11,6 +11,7 @@ import {
   BigQueryStore,
   batchLookupSql,
   batchMergeSql,
+  bigQueryError,
   lookupSql,
   mergeSql,
   winnersSql,
@@ -127,6 +128,11 @@ describe('BigQueryStore', () => {
     fake.requests
       .filter((r) => r.method === 'POST' && r.path.endsWith('/queries'))
       .map((r) => r.body as Record<string, unknown>);
+  /** The jobs.insert bodies: statements bounded by a deadline (jobTimeoutMs) go that way. */
+  const jobBodies = () =>
+    fake.requests
+      .filter((r) => r.method === 'POST' && r.path.endsWith('/jobs'))
+      .map((r) => r.body as { configuration: { jobTimeoutMs?: string; query: { query: string } } });
 
   describe('the requests it sends', () => {
     const hostile = 'gs://b/\'; DROP TABLE x; --"`\\#1';
@@ -227,12 +233,28 @@ describe('BigQueryStore', () => {
 
     it('interleaving 3: starts no statement for a delivery with too little time left', async () => {
       await store.recordMany([testRow()], new Deadline(NOW.getTime() + 45_000, clock));
-      expect(queryBodies()).toHaveLength(1);
+      expect(jobBodies()).toHaveLength(1);
       const late = new Deadline(NOW.getTime() + 1_500, clock);
       await expect(store.seen('gs://b/o#1', late)).rejects.toBeInstanceOf(DeadlineError);
       await expect(store.record(testRow(), late)).rejects.toMatchObject({ code: 'deadline_exceeded' });
       await expect(store.recordMany([testRow()], late)).rejects.toBeInstanceOf(DeadlineError);
+      expect(jobBodies()).toHaveLength(1);
+      expect(queryBodies()).toHaveLength(0);
+    });
+
+    it('soak I4: bounds every statement of a delivery by its deadline (jobTimeoutMs), so none commits after its 503', async () => {
+      const deadline = new Deadline(NOW.getTime() + 45_000, clock);
+      const row = testRow();
+      expect(await store.recordMany([row], deadline)).toEqual(new Set([row.dedup_key]));
+      expect(await store.seen(row.dedup_key, deadline)).toBe(true);
+      expect(jobBodies().map((b) => [b.configuration.query.query, b.configuration.jobTimeoutMs])).toEqual([
+        [batchMergeSql(TABLE), '45000'],
+        [lookupSql(TABLE), '45000'],
+      ]);
+      // Without a deadline (tools, tests) a statement is not bounded and keeps jobs.query.
+      await store.seen(row.dedup_key);
       expect(queryBodies()).toHaveLength(1);
+      expect(jobBodies()).toHaveLength(2);
     });
 
     it('filters both statements on the processed_at partitions of the dedup window', async () => {
@@ -302,6 +324,19 @@ describe('BigQueryStore', () => {
       ['accessDenied', ConfigurationError, 'bigquery_access_denied'],
       ['notFound', ConfigurationError, 'bigquery_not_found'],
     ];
+
+    it('maps a job stopped at its jobTimeoutMs (nothing committed) to a transient error, not a dead letter', () => {
+      const stopped = bigQueryError(
+        {
+          code: 400,
+          errors: [{ reason: 'timeout', message: 'Job timed out after 45 sec' }],
+          message: 'Job timed out after 45 sec',
+        },
+        'record',
+      );
+      expect(stopped).toBeInstanceOf(TransientError);
+      expect((stopped as TransientError).code).toBe('bigquery_timeout');
+    });
 
     it.each(cases)('maps %s on record() to %p (%s)', async (failure, kind, code) => {
       fake.failNext(1, failure);

@@ -7,7 +7,7 @@ import { QuotaGate, RATE_LIMITED } from '../src/adapters/quota-gate';
 import type { AnalysisResult } from '../src/contract/analysis';
 import { Deadline, DeadlineError } from '../src/core/deadline';
 import { RejectionError, TransientError } from '../src/core/errors';
-import { parsePush } from '../src/core/event';
+import { dedupKey, parsePush } from '../src/core/event';
 import { handle } from '../src/core/handle';
 import { AnalysisMemo } from '../src/core/memo';
 import type { Clock, MemoEntry, MemoStore } from '../src/core/ports';
@@ -370,6 +370,17 @@ describe('FileMemoStore', () => {
 
   it('refuses a key that is not version/sha256, so no name can escape its folder', async () => {
     await expect(new FileMemoStore(dir).get('../../etc/passwd')).rejects.toThrow('not a memo key');
+    await expect(new FileMemoStore(dir).lease(`${key(1)}~../x`, new Date())).rejects.toThrow(
+      'not a memo key',
+    );
+  });
+
+  it('gives the lease rounds after the first their own lease (`version/sha256~N`)', async () => {
+    const store = new FileMemoStore(dir);
+    const until = new Date('2026-11-30T04:00:15.000Z');
+    expect(await store.lease(key(1), until)).toBeUndefined();
+    expect(await store.lease(`${key(1)}~1`, until)).toBeUndefined();
+    expect(await store.lease(`${key(1)}~1`, new Date(until.getTime() + 1))).toEqual(until);
   });
 });
 
@@ -415,6 +426,43 @@ describe('handle with the memo', () => {
     expect(outcomes.find((o) => o.memo === 'shared')).toBeDefined();
     expect(analyzer.calls).toHaveLength(1);
     expect(store.rowsFor(outcomes[0]!.dedupKey)).toHaveLength(1);
+  });
+
+  it('ends the key’s lease once its write answered, and leaves it to its bound when the write was cut at the deadline (soak I4)', async () => {
+    const time = new ManualTime();
+    const memoStore = new MemoryMemoStore();
+    const memo = new AnalysisMemo(memoStore, {
+      ttlMs: 8 * DAY_MS,
+      clock: time.clock,
+      sleep: time.sleep,
+      timers: time,
+      writesOutliveInstance: true,
+    });
+    const { store, reader, deps } = handlerDeps({ clock: time.clock, memo });
+    const deadline = (ms: number) => Deadline.after(ms, time.clock, time);
+    const delivery = (id: string, name: string) => {
+      const body = pushBody(id, { size: Buffer.byteLength(INVOICE), name });
+      const attrs = (body.message as { attributes: Record<string, string> }).attributes;
+      reader.put(attrs.bucketId!, attrs.objectId!, attrs.objectGeneration!, INVOICE);
+      return parsePush(body);
+    };
+    const leaseOf = (dedupKey: string) =>
+      memoStore.leases.get(AnalysisMemo.key(dedupKey, deps.analyzer.version))!.getTime();
+
+    const answered = await handle(delivery('1', 'a.txt'), deps, deadline(498_000));
+    expect(answered.status).toBe('ok');
+    // The write answered: nobody need wait for this key any longer.
+    expect(leaseOf(answered.dedupKey)).toBeLessThanOrEqual(time.ms);
+
+    // A MERGE that does not answer before the delivery's deadline (it may still commit).
+    store.record = () => new Promise<boolean>(() => {});
+    const cut = handle(delivery('2', 'b.txt'), deps, deadline(30_000)).catch((e: unknown) => e);
+    for (let t = 0; t < 31; t++) await time.advance(1_000);
+    const error = await cut;
+    expect(error).toBeInstanceOf(DeadlineError);
+    const key = dedupKey(delivery('2', 'b.txt'), 'object');
+    // Still held one lease time past the deadline, the bound of the statement (its jobTimeoutMs).
+    expect(leaseOf(key)).toBe(time.ms - 31_000 + 30_000 + 15_000);
   });
 
   it('still processes the document when the memo store is down', async () => {
@@ -552,6 +600,196 @@ describe('interleaving 4: a lease shorter than the work', () => {
     await time.advance(20_000);
     expect(writes).toBe(true);
     (await turnWaiter).done();
+  });
+
+  it('takes the lease for the write when the memo refused both analyses theirs: the two writes do not overlap (soak I4, seeds 70, 272)', async () => {
+    const time = new ManualTime();
+    const store = new MemoryMemoStore();
+    // A doubled notification: on each instance the first lease call (the analysis's) answers 503.
+    const refusingFirstLease = (): MemoStore => {
+      let leaseCalls = 0;
+      return {
+        get: (key) => store.get(key),
+        create: (key, entry) => store.create(key, entry),
+        lease: (key, until) =>
+          ++leaseCalls === 1 ? Promise.reject(new Error('503')) : store.lease(key, until),
+        renew: (key, until) => store.renew(key, until),
+      };
+    };
+    const options = { ttlMs: 8 * DAY_MS, clock: time.clock, sleep: time.sleep, timers: time };
+    const a = new AnalysisMemo(refusingFirstLease(), options);
+    const b = new AnalysisMemo(refusingFirstLease(), options);
+    const workA = jest.fn(async () => paid());
+    const workB = jest.fn(async () => paid(9999));
+    // Both analyse without a lease (the memo failing never stops the work)...
+    await Promise.all([
+      a.analyse(KEY, 'v1', workA, undefined, deadline(time, 498_000)),
+      b.analyse(KEY, 'v1', workB, undefined, deadline(time, 498_000)),
+    ]);
+    expect([workA.mock.calls.length, workB.mock.calls.length]).toEqual([1, 1]);
+    // ...but only one writes at a time: B waits while A's MERGE runs.
+    const turnA = await a.writeTurn(KEY, 'v1', deadline(time, 498_000));
+    let bWrites = false;
+    const turnB = b.writeTurn(KEY, 'v1', deadline(time, 498_000)).then((turn) => {
+      bWrites = true;
+      return turn;
+    });
+    await time.advance(30_000);
+    expect(bWrites).toBe(false);
+    // A's write answered: its lease ends at once, and B goes within one poll (not a lease time).
+    turnA.done(true);
+    await time.advance(1_000);
+    expect(bWrites).toBe(true);
+    (await turnB).done(true);
+  });
+
+  it('waits out a lease its own timed-out call created, then takes the next round, within its deadline', async () => {
+    const time = new ManualTime();
+    const store = new MemoryMemoStore();
+    let leaseCalls = 0;
+    // The analysis's lease call takes 7 s: past the 5 s call timeout, yet the bucket creates it.
+    const slowFirst: MemoStore = {
+      get: (key) => store.get(key),
+      create: (key, entry) => store.create(key, entry),
+      lease: (key, until) =>
+        ++leaseCalls === 1 ? time.sleep(7_000).then(() => store.lease(key, until)) : store.lease(key, until),
+      renew: (key, until) => store.renew(key, until),
+    };
+    const memo = new AnalysisMemo(slowFirst, {
+      ttlMs: 8 * DAY_MS,
+      clock: time.clock,
+      sleep: time.sleep,
+      timers: time,
+    });
+    const analysed = memo.analyse(KEY, 'v1', async () => paid(), undefined, deadline(time, 498_000));
+    await settle();
+    await time.advance(5_000);
+    expect(await analysed).toMatchObject({ source: 'analyzer' });
+    await time.advance(3_000);
+    // The orphan lease (nobody renews it) runs until 15 s; the write waits for it, then goes.
+    const round0 = store.leases.get(AnalysisMemo.key(KEY, 'v1'))!.getTime();
+    expect(round0).toBe(time.ms - 8_000 + 15_000);
+    let writes = false;
+    const turn = memo.writeTurn(KEY, 'v1', deadline(time, 498_000)).then((t) => {
+      writes = true;
+      return t;
+    });
+    while (time.ms < round0 - 1_000 && !writes) await time.advance(500);
+    expect(writes).toBe(false);
+    await time.advance(2_000);
+    expect(writes).toBe(true);
+    expect(store.leases.has(`${AnalysisMemo.key(KEY, 'v1')}~1`)).toBe(true);
+    (await turn).done(true);
+  });
+
+  it('moves the lease past the bound of the write it guards: a holder killed mid-statement still keeps the next writer out (soak I4, seeds 339, 773)', async () => {
+    const time = new ManualTime();
+    const store = new MemoryMemoStore();
+    // On BigQuery, whose jobs run on without their client.
+    const make = () =>
+      new AnalysisMemo(store, {
+        ttlMs: 8 * DAY_MS,
+        clock: time.clock,
+        sleep: time.sleep,
+        timers: time,
+        writesOutliveInstance: true,
+      });
+    const [a, b] = [make(), make()];
+    await a.analyse(KEY, 'v1', async () => paid(), undefined, deadline(time, 300_000));
+    const holderDeadline = time.ms + 298_000;
+    const turnA = await a.writeTurn(KEY, 'v1', deadline(time, 298_000));
+    // On taking the turn the lease already runs past the deadline (the bound of the MERGE's
+    // jobTimeoutMs) by one lease time: no renewal is needed after that, so a killed holder is covered.
+    expect(store.leases.get(AnalysisMemo.key(KEY, 'v1'))!.getTime()).toBe(holderDeadline + 15_000);
+    // The holder's write is cut at shutdown (its statement may still run): the lease stays.
+    turnA.done(false);
+    let bWrites = false;
+    const turnB = b.writeTurn(KEY, 'v1', deadline(time, 498_000)).then((turn) => {
+      bWrites = true;
+      return turn;
+    });
+    // Second by second (B looks at the lease every poll), up to 1 s before the lease's end.
+    while (time.ms < holderDeadline + 14_000 && !bWrites) await time.advance(1_000);
+    expect(bWrites).toBe(false);
+    await time.advance(2_000);
+    expect(bWrites).toBe(true);
+    (await turnB).done(true);
+  });
+
+  it('keeps waiting for the analysis of a holder it saw when the memo then fails a lease call (sim seed 22)', async () => {
+    const time = new ManualTime();
+    const store = new MemoryMemoStore();
+    let leaseCalls = 0;
+    const flaky: MemoStore = {
+      get: (key) => store.get(key),
+      create: (key, entry) => store.create(key, entry),
+      // The waiter's second lease call (when the lease it saw runs out) answers 503.
+      lease: (key, until) =>
+        ++leaseCalls === 2 ? Promise.reject(new Error('503')) : store.lease(key, until),
+      renew: (key, until) => store.renew(key, until),
+    };
+    const options = { ttlMs: 8 * DAY_MS, clock: time.clock, sleep: time.sleep, timers: time };
+    const holder = new AnalysisMemo(store, options);
+    const waiter = new AnalysisMemo(flaky, options);
+    let finish: (r: AnalysisResult) => void = () => {};
+    const first = holder.analyse(
+      KEY,
+      'v1',
+      () => new Promise<AnalysisResult>((resolve) => (finish = resolve)),
+      undefined,
+      deadline(time, 498_000),
+    );
+    await settle();
+    const work = jest.fn(async () => paid(9999));
+    const second = waiter.analyse(KEY, 'v1', work, undefined, deadline(time, 498_000));
+    // The holder's analysis takes 40 s; the lease call at 15 s fails, and the waiter still waits.
+    for (let t = 0; t < 40; t++) await time.advance(1_000);
+    expect(leaseCalls).toBeGreaterThanOrEqual(3);
+    expect(work).not.toHaveBeenCalled();
+    finish(paid());
+    await first;
+    await time.advance(1_000);
+    expect(await second).toEqual({ result: paid(), source: 'shared' });
+    expect(work).not.toHaveBeenCalled();
+  });
+
+  it('keeps the write’s lease to its heartbeat on a store whose writes die with their process (SQLite): a killed holder holds up the next writer one lease time at most', async () => {
+    const time = new ManualTime();
+    const { store, a } = twoInstances(time);
+    await a.analyse(KEY, 'v1', async () => paid(), undefined, deadline(time, 300_000));
+    const turn = await a.writeTurn(KEY, 'v1', deadline(time, 298_000));
+    expect(store.leases.get(AnalysisMemo.key(KEY, 'v1'))!.getTime()).toBeLessThanOrEqual(time.ms + 15_000);
+    turn.done(true);
+  });
+
+  it('gives a holder it saw one more lease time, once, when the memo keeps failing: then it works', async () => {
+    const time = new ManualTime();
+    const store = new MemoryMemoStore();
+    let leaseCalls = 0;
+    const failing: MemoStore = {
+      get: (key) => store.get(key),
+      create: (key, entry) => store.create(key, entry),
+      // Every lease call after the first answers 503.
+      lease: (key, until) =>
+        ++leaseCalls === 1 ? store.lease(key, until) : Promise.reject(new Error('503')),
+      renew: (key, until) => store.renew(key, until),
+    };
+    // A holder took the lease until 15 s and died.
+    await store.lease(AnalysisMemo.key(KEY, 'v1'), new Date(time.ms + 15_000));
+    const waiter = new AnalysisMemo(failing, {
+      ttlMs: 8 * DAY_MS,
+      clock: time.clock,
+      sleep: time.sleep,
+      timers: time,
+    });
+    const work = jest.fn(async () => paid());
+    // It sees the holder until 15 s; then no lease call answers: it waits until 30 s, not longer.
+    const outcome = waiter.analyse(KEY, 'v1', work, undefined, deadline(time, 498_000));
+    for (let t = 0; t < 29; t++) await time.advance(1_000);
+    expect(work).not.toHaveBeenCalled();
+    for (let t = 0; t < 3; t++) await time.advance(1_000);
+    expect(await outcome).toMatchObject({ source: 'analyzer' });
+    expect(work).toHaveBeenCalledTimes(1);
   });
 
   it('renews every third of the lease even while an earlier renewal hangs (soak I4, seed 240)', async () => {

@@ -189,6 +189,10 @@ export function bigQueryError(error: unknown, operation: string): Error {
       options,
     );
   }
+  if (reasons.includes('timeout') || /job timed out|timed out after/i.test(text)) {
+    // Stopped at its jobTimeoutMs (the delivery's deadline): nothing committed, a retry may write.
+    return new TransientError('bigquery_timeout', `BigQuery ${operation}: ${firstLine(text)}`, options);
+  }
   if (/too many dml statements outstanding/i.test(text)) {
     return new TransientError(
       'bigquery_dml_queue_full',
@@ -378,10 +382,11 @@ export class BigQueryStore implements BatchStore {
 
   /**
    * Runs one statement. With a delivery's deadline, a statement is not started with less than
-   * {@link MIN_STATEMENT_MS} left. A statement already running at the deadline is not cancelled
-   * (`jobTimeoutMs` would move every statement from jobs.query to jobs.insert + polling): the
-   * delivery is answered 503 at its deadline all the same, and a row that lands later makes the
-   * retry a duplicate.
+   * {@link MIN_STATEMENT_MS} left, and it is bounded by that deadline ({@link statementTimeoutMs}):
+   * a MERGE that could still commit after its delivery was answered 503 could insert a second row
+   * beside the retry's, sorting first in the `documents` view (its `processed_at` is its start).
+   * The library then sends it through jobs.insert + getQueryResults instead of jobs.query (one
+   * more round trip); statements without a deadline (tools, tests) keep jobs.query.
    */
   private async run(
     operation: 'seen' | 'record',
@@ -395,8 +400,10 @@ export class BigQueryStore implements BatchStore {
         `not started: the delivery has ${Math.max(0, Math.floor(leftMs))} ms left, too little for a statement`,
       );
     }
+    const timeoutMs = statementTimeoutMs(deadline);
     const query: Query = {
       ...statement,
+      ...(timeoutMs === undefined ? {} : { jobTimeoutMs: timeoutMs }),
       useLegacySql: false,
       maximumBytesBilled: String(this.maximumBytesBilled),
       labels: { ...this.labels, op: operation },
@@ -413,6 +420,19 @@ export class BigQueryStore implements BatchStore {
       throw mapped;
     }
   }
+}
+
+/**
+ * The `jobTimeoutMs` of a statement started now for a delivery with this deadline: the time left
+ * to it, so that the job ends by the deadline (undefined: no deadline, no bound). BigQuery stops a
+ * job at its timeout with a `timeout` error and without committing, but documents that it "may not
+ * always succeed in canceling it before the job completes": the bound is best effort, which is why
+ * the key's lease also outlives it (core/memo.ts, writeTurn). The fault simulator's warehouse
+ * bounds its statements with this same function.
+ */
+export function statementTimeoutMs(deadline: Deadline | undefined): number | undefined {
+  const leftMs = deadline?.remainingMs() ?? Number.POSITIVE_INFINITY;
+  return Number.isFinite(leftMs) ? Math.max(1, Math.floor(leftMs)) : undefined;
 }
 
 /**

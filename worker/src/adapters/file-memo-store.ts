@@ -89,8 +89,9 @@ export class FileMemoStore implements MemoStore {
   }
 
   private file(key: string): string {
-    // Keys are `version/sha256`: two safe path segments. Anything else is a programming error.
-    if (!/^[a-z0-9-]+\/[a-f0-9]{64}$/.test(key)) throw new Error(`not a memo key: ${key}`);
+    // Keys are `version/sha256`, a lease round after the first `version/sha256~N`: two safe path
+    // segments. Anything else is a programming error.
+    if (!/^[a-z0-9-]+\/[a-f0-9]{64}(~\d{1,3})?$/.test(key)) throw new Error(`not a memo key: ${key}`);
     return path.join(this.root, `${key}.json`);
   }
 }

@@ -15,9 +15,6 @@ export interface GcsMemoStoreOptions {
   prefix?: string;
 }
 
-/** Renewal objects are named after the 5 s slot of their expiry (see {@link GcsMemoStore.renew}). */
-export const RENEWAL_SLOT_MS = 5_000;
-
 export class GcsMemoStore implements MemoStore {
   private readonly prefix: string;
 
@@ -51,32 +48,40 @@ export class GcsMemoStore implements MemoStore {
 
   /**
    * A lease is an object of its own, created with `ifGenerationMatch: 0`, holding its expiry. When
-   * it exists, its expiry is the latest of the object's and of the renewals (below) around the
-   * expiry asked for.
+   * it exists, its expiry is the one its last renewal (below) moved it to, else its own.
    */
   async lease(key: string, expiresAt: Date): Promise<Date | undefined> {
     if (await this.createOnly(`leases/${key}.json`, expiresAt)) return undefined;
-    let latest = await this.readExpiry(`leases/${key}.json`);
-    // A live holder renews to (its now + the lease time), the time this caller asks for: its last
-    // renewal sits in the slot of `expiresAt` or in one of the two before.
-    const slot = Math.floor(expiresAt.getTime() / RENEWAL_SLOT_MS);
-    for (const s of [slot, slot - 1, slot - 2]) {
-      const renewed = await this.readExpiry(`leases/${key}/${s}.json`);
-      if (renewed && (!latest || renewed > latest)) latest = renewed;
-    }
-    return latest ?? expiresAt;
+    return (await this.lastRenewal(key)) ?? (await this.readExpiry(`leases/${key}.json`)) ?? expiresAt;
   }
 
   /**
-   * A renewal is one more create-only object, named after the slot of its expiry, so the worker
-   * needs no right to overwrite: a few small objects per long analysis, deleted by the bucket's
-   * lifecycle rule with the rest.
+   * A renewal is one more create-only object under the lease's folder, named after the expiry it
+   * moves the lease to (so the worker needs no right to overwrite, and a reader needs no download):
+   * a few small objects per long analysis, deleted by the bucket's lifecycle rule with the rest. The
+   * last one written counts, so a renewal may move the lease far ahead (a write's bound) or back to
+   * now (its work is over).
    */
   async renew(key: string, expiresAt: Date): Promise<void> {
-    await this.createOnly(
-      `leases/${key}/${Math.floor(expiresAt.getTime() / RENEWAL_SLOT_MS)}.json`,
-      expiresAt,
-    );
+    await this.createOnly(`leases/${key}/${expiresAt.getTime()}.json`, expiresAt);
+  }
+
+  /**
+   * The expiry the last renewal of `key` set: one listing of its folder (listings are strongly
+   * consistent), the object with the highest generation (generations grow with creation time).
+   */
+  private async lastRenewal(key: string): Promise<Date | undefined> {
+    const [files] = await this.options.storage
+      .bucket(this.options.bucket)
+      .getFiles({ prefix: `leases/${key}/` });
+    let last: { generation: bigint; expiresAtMs: number } | undefined;
+    for (const file of files) {
+      const expiresAtMs = Number(/\/(\d+)\.json$/.exec(file.name)?.[1]);
+      const generation = BigInt(file.metadata.generation ?? 0);
+      if (Number.isFinite(expiresAtMs) && (!last || generation > last.generation))
+        last = { generation, expiresAtMs };
+    }
+    return last ? new Date(last.expiresAtMs) : undefined;
   }
 
   /** Creates the object holding `expiresAt`; false when it exists already. */

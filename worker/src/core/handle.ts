@@ -7,7 +7,7 @@ import {
 } from '../contract/analysis';
 import type { Row } from '../contract/row';
 import type { DedupKeyMode } from '../contract/settings';
-import { Deadline } from './deadline';
+import { Deadline, DeadlineError, ShuttingDownError } from './deadline';
 import { type CheckLimits, checkContent, checkDeclared } from './document-checks';
 import {
   type FallbackReason,
@@ -154,10 +154,16 @@ export async function handle(
   // No other instance's MERGE of this key may overlap ours (the view's answer must not change).
   const turn = await deps.memo?.writeTurn(key, deps.analyzer.version, deadline);
   let inserted: boolean;
+  let ended = false;
   try {
     inserted = await deadline.race('write', deps.store.record(buildRow(event, key, verdict, deps), deadline));
+    ended = true;
+  } catch (error) {
+    // Cut at the deadline or by shutdown, the statement may still run: its lease lives to its bound.
+    ended = !(error instanceof DeadlineError || error instanceof ShuttingDownError);
+    throw error;
   } finally {
-    turn?.done();
+    turn?.done(ended);
   }
   const from = memo ? { memo } : {};
   if (!inserted)

@@ -52,6 +52,14 @@ export interface AnalysisMemoOptions {
   leaseMs?: number;
   /** How often a waiting delivery looks for the holder's analysis. */
   pollMs?: number;
+  /**
+   * Whether a write's statement can still commit after its delivery was answered or its instance
+   * died: true on BigQuery (a job runs on without its client, up to its `jobTimeoutMs`, which
+   * BigQueryStore sets to the delivery's deadline). The write turn's lease is then moved past that
+   * bound (the deadline plus one lease time) as the turn is taken. False (SQLite: a write dies with
+   * its process): the heartbeat alone keeps it.
+   */
+  writesOutliveInstance?: boolean;
   /** The longest one memo call (read, keep, lease) may take; past it the memo is passed by. */
   callTimeoutMs?: number;
   clock?: Clock;
@@ -82,13 +90,30 @@ const MAX_REMEMBERED_KEYS = 10_000;
 /** A lease's heartbeat: renews it until stopped (or until its delivery's deadline). */
 interface Heartbeat {
   readonly stopped: boolean;
-  stop(): void;
+  /**
+   * Moves the lease to at least `atMs` now, and every renewal after to no earlier (a write's bound);
+   * resolves once that renewal has answered (or failed: the next beats ask again).
+   */
+  holdUntil(atMs: number): Promise<void>;
+  /** Stops renewing; with `release`, ends the lease now (its work is over: nobody need wait). */
+  stop(release?: boolean): void;
 }
 
 /** This instance's turn to write a key: the heartbeat of its lease and the deliveries using it. */
 interface WriteTurn {
   heartbeat: Heartbeat;
   users: number;
+  /** Whether every write under it answered: only then may the lease end before its bound. */
+  ended: boolean;
+}
+
+/**
+ * A write's turn, for the delivery writing under it: `done(ended)` once its write is over, `ended`
+ * false when the write did not answer (cut at the deadline or by shutdown): its statement may still
+ * run, so the lease lives on to the statement's bound instead of ending now.
+ */
+export interface WriteTurnHandle {
+  done(ended?: boolean): void;
 }
 
 /** Where a delivery's analysis came from. */
@@ -112,8 +137,6 @@ export class AnalysisMemo {
    * released): its retry here takes that round up again while it lives, instead of waiting it out.
    */
   private readonly heldHere = new Map<string, string>();
-  /** Keys whose analysis just ran without a lease because the memo failed to give one. */
-  private readonly noLease = new Set<string>();
   /** Keys whose write turn this instance holds: the lease round, its heartbeat, its users. */
   private readonly writing = new Map<string, WriteTurn>();
   /** Per key, the first lease round this instance has not seen expired. */
@@ -154,8 +177,6 @@ export class AnalysisMemo {
     deadline: Deadline = Deadline.none(),
   ): Promise<Analysed> {
     const key = AnalysisMemo.key(dedupKey, version);
-    // A note of an earlier delivery that never reached its write says nothing about this one.
-    this.noLease.delete(key);
     const running = this.inFlight.get(key);
     if (running) return this.share(running, deadline);
 
@@ -192,7 +213,8 @@ export class AnalysisMemo {
    * one (two notifications of one upload reaching two instances) waits for the holder's analysis to
    * appear in the memo for as long as the lease lives (renewals included), then works itself; when
    * its own deadline comes first it is answered 503 and finds the analysis in the memo on its
-   * retry. A lease that cannot be taken, read or renewed never stops the work.
+   * retry. A lease that cannot be taken, read or renewed never stops the work; a holder already
+   * seen is waited for one more lease time when the next lease call fails, once.
    */
   private async leaseThenWork(
     key: string,
@@ -203,12 +225,20 @@ export class AnalysisMemo {
   ): Promise<Analysed> {
     let lease = await this.takeLease(key, dedupKey, deadline);
     const what = 'waiting for the analysis of a concurrent delivery (its lease)';
-    while (lease.holderUntil) {
-      while (this.clock.now() < lease.holderUntil) {
+    // A holder seen working is given one more lease time when the memo then fails a lease call
+    // (as if it had renewed): paying alongside it costs an analysis. Only once, so that a memo that
+    // keeps failing holds the work up no longer than a lease would.
+    let holderSeen = false;
+    let graceTaken = false;
+    while (lease.holderUntil || (lease.failed && holderSeen && !graceTaken)) {
+      if (!lease.holderUntil) graceTaken = true;
+      holderSeen = true;
+      const until = lease.holderUntil ?? new Date(this.clock.now().getTime() + this.leaseMs);
+      while (this.clock.now() < until) {
         deadline.check(what);
         const napMs = Math.min(
           this.pollMs,
-          lease.holderUntil.getTime() - this.clock.now().getTime(),
+          until.getTime() - this.clock.now().getTime(),
           deadline.remainingMs(),
         );
         await deadline.race(what, this.sleep(napMs), { wait: true });
@@ -219,12 +249,8 @@ export class AnalysisMemo {
       // round is free.
       lease = await this.takeLease(key, dedupKey, deadline);
     }
+    // The memo gave no lease (it is failing): the work goes on; the write asks again (writeTurn).
     const leaseKey = lease.leaseKey;
-    // The memo gave no lease (it is failing): the write will not ask again, at another call's cost.
-    if (lease.failed) {
-      if (this.noLease.size >= MAX_REMEMBERED_KEYS) this.noLease.clear();
-      this.noLease.add(key);
-    }
     // The memo could not be read, and an earlier delivery held a lease on this key (even if the
     // next round could not be taken): it may well have kept its analysis. One more read costs a
     // memo call; paying again costs an analysis.
@@ -263,34 +289,50 @@ export class AnalysisMemo {
    * that overlap both insert, and the one that started first sorts first in the `documents` view
    * whichever committed first, so a reader could see the view's answer change. The key's lease
    * therefore guards the write as well as the analysis: a delivery holds a live round (the one its
-   * analysis took, else it takes one, waiting while another delivery holds one) and renews it until
-   * `done()`, after its write has answered. The next writer's MERGE then finds the row and inserts
-   * nothing. Deliveries of one instance share the turn (group commit sends one MERGE at a time). A
-   * lease that cannot be taken never stops the write; every wait ends at the deadline (503).
+   * analysis took, else it takes one, waiting while another delivery holds one: also when its
+   * analysis ran without a lease because the memo failed then) and keeps it until `done()`, after
+   * its write has answered. The next writer's MERGE then finds the row and inserts nothing.
+   * Deliveries of one instance share the turn (group commit sends one MERGE at a time).
+   *
+   * The lease must outlive the statement it guards, even when this instance is killed mid-statement
+   * (a BigQuery job runs on without its client): with `writesOutliveInstance`, on taking the turn it
+   * is moved to the delivery's deadline plus one lease time, past the bound of any statement the
+   * write starts (BigQueryStore gives each statement a `jobTimeoutMs` that ends at the earliest
+   * deadline of its rows).
+   * `done(true)` ends it at once, so a concurrent delivery need not wait that long after a write that
+   * answered; `done(false)` (the write was cut at the deadline or by shutdown, its statement may run
+   * on) leaves it to that bound.
+   *
+   * A lease that cannot be taken never stops the write; every wait ends at the deadline (503). A
+   * lease call that timed out may still have created the lease: the retry then sees it held (by
+   * this delivery, unknowingly) and waits it out, at most one lease time, like any other holder's.
    */
   async writeTurn(
     dedupKey: string,
     version: string,
     deadline: Deadline = Deadline.none(),
-  ): Promise<{ done(): void }> {
+  ): Promise<WriteTurnHandle> {
     const none = { done: () => {} };
     if (this.leaseMs <= 0) return none;
     const key = AnalysisMemo.key(dedupKey, version);
-    if (this.noLease.delete(key)) return none;
     const what = 'waiting for the write of a concurrent delivery (its lease)';
     let holderSeen = false;
     for (;;) {
       const mine = this.writing.get(key);
-      if (mine && !mine.heartbeat.stopped) return this.join(key, mine);
+      if (mine && !mine.heartbeat.stopped) return this.join(key, mine, deadline);
       if (mine) this.writing.delete(key);
       const lease = await this.takeLease(key, dedupKey, deadline);
       const claimed = this.writing.get(key);
-      if (claimed && !claimed.heartbeat.stopped) return this.join(key, claimed);
+      if (claimed && !claimed.heartbeat.stopped) return this.join(key, claimed, deadline);
       if (lease.leaseKey) {
         this.heldHere.set(key, lease.leaseKey);
-        const turn = { heartbeat: this.renewWhileWorking(lease.leaseKey, dedupKey, deadline), users: 0 };
+        const turn = {
+          heartbeat: this.renewWhileWorking(lease.leaseKey, dedupKey, deadline),
+          users: 0,
+          ended: true,
+        };
         this.writing.set(key, turn);
-        return this.join(key, turn);
+        return this.join(key, turn, deadline);
       }
       // A holder seen writing is waited for even when the memo then fails to answer: writing
       // alongside it could change the view's answer; waiting costs at most this delivery's deadline.
@@ -300,8 +342,13 @@ export class AnalysisMemo {
       if (!until) return none;
       holderSeen = true;
       deadline.check(what);
-      // Until the holder's lease runs out as last read; the next take sees any renewal since.
-      const napMs = Math.min(until.getTime() - this.clock.now().getTime(), deadline.remainingMs());
+      // Until the holder's lease runs out as last read, looking again every poll: a holder whose
+      // write answered ends its lease at once, long before the bound it was moved to.
+      const napMs = Math.min(
+        until.getTime() - this.clock.now().getTime(),
+        this.pollMs,
+        deadline.remainingMs(),
+      );
       await deadline.race(what, this.sleep(Math.max(0, napMs)), { wait: true });
     }
   }
@@ -313,43 +360,58 @@ export class AnalysisMemo {
   private handOver(key: string, leaseKey: string | undefined, heartbeat: Heartbeat | undefined): void {
     if (!leaseKey || !heartbeat) return;
     this.heldHere.set(key, leaseKey);
-    this.writing.set(key, { heartbeat, users: 0 });
+    this.writing.set(key, { heartbeat, users: 0, ended: true });
   }
 
-  /** One more delivery writing under this instance's turn; the last one done stops its heartbeat. */
-  private join(key: string, turn: WriteTurn): { done(): void } {
+  /**
+   * One more delivery writing under this instance's turn: the lease is moved past the bound of its
+   * statements first (its deadline plus one lease time); the last one done stops the heartbeat, and
+   * ends the lease when every write under the turn answered.
+   */
+  private async join(key: string, turn: WriteTurn, deadline: Deadline): Promise<WriteTurnHandle> {
     turn.users += 1;
     let done = false;
-    return {
-      done: () => {
+    const handle = {
+      done: (ended = true) => {
         if (done) return;
         done = true;
         turn.users -= 1;
+        if (!ended) turn.ended = false;
         if (turn.users > 0) return;
-        turn.heartbeat.stop();
+        turn.heartbeat.stop(turn.ended);
         if (this.writing.get(key) === turn) this.writing.delete(key);
       },
     };
+    if (this.options.writesOutliveInstance && Number.isFinite(deadline.atMs))
+      await turn.heartbeat.holdUntil(deadline.atMs + this.leaseMs);
+    return handle;
   }
 
-  /** The holder's heartbeat: renews its lease every third of the lease time until stopped. */
+  /**
+   * The holder's heartbeat: renews its lease every third of the lease time until stopped, to one
+   * lease time from now, or to the bound a write asked for ({@link Heartbeat.holdUntil}) when later.
+   */
   private renewWhileWorking(key: string, dedupKey: string, deadline: Deadline): Heartbeat {
     let timer: { cancel(): void } | undefined;
     let stopped = false;
+    let floorMs = Number.NEGATIVE_INFINITY;
+    const renew = (untilMs: number, on: Deadline) =>
+      this.call('renew', this.store.renew(key, new Date(untilMs)), on).catch((error: unknown) => {
+        this.options.logger?.warn('the memo could not renew a lease: a concurrent delivery may work too', {
+          dedupKey,
+          error: error instanceof Error ? error.message : String(error),
+        });
+      });
+    const target = () => Math.max(this.clock.now().getTime() + this.leaseMs, floorMs);
     const beat = () => {
       timer = this.timers.after(this.leaseMs / 3, () => {
-        // Past its delivery's deadline nothing it guards still runs: it stops on its own.
+        // Past its delivery's deadline nothing it guards still runs (a write's statement is bounded
+        // by then, and its lease moved past that bound): it stops on its own.
         if (deadline.remainingMs() <= 0) stopped = true;
         if (stopped) return;
         // The next beat does not wait for this renewal: a slow one must not leave the lease to expire.
         beat();
-        const until = new Date(this.clock.now().getTime() + this.leaseMs);
-        this.call('renew', this.store.renew(key, until), deadline).catch((error: unknown) => {
-          this.options.logger?.warn('the memo could not renew a lease: a concurrent delivery may work too', {
-            dedupKey,
-            error: error instanceof Error ? error.message : String(error),
-          });
-        });
+        void renew(target(), deadline);
       });
     };
     beat();
@@ -357,9 +419,24 @@ export class AnalysisMemo {
       get stopped() {
         return stopped;
       },
-      stop: () => {
+      holdUntil: async (atMs) => {
+        if (atMs <= floorMs) return;
+        floorMs = atMs;
+        await renew(target(), deadline);
+      },
+      stop: (release = false) => {
+        if (stopped) return;
         stopped = true;
         timer?.cancel();
+        // The work is over: the lease ends now instead of at its last renewal (or bound).
+        // Nobody waits for its answer; one that fails leaves the lease to expire on its own.
+        if (release)
+          this.store.renew(key, this.clock.now()).catch((error: unknown) => {
+            this.options.logger?.warn('the memo could not end a lease: a concurrent delivery waits it out', {
+              dedupKey,
+              error: error instanceof Error ? error.message : String(error),
+            });
+          });
       },
     };
   }

@@ -75,7 +75,8 @@ export interface MemoStore {
   /**
    * The holder's heartbeat: moves the expiry of its lease on `key` to `expiresAt`, so that a lease
    * outlives the work it guards however long that work takes, and still expires soon after a
-   * holder that died stops renewing it.
+   * holder that died stops renewing it. The last renewal counts, whether it moves the expiry ahead
+   * (past the bound of a write's statement) or back (to now: the work is over).
    */
   renew(key: string, expiresAt: Date): Promise<void>;
 }

@@ -75,7 +75,26 @@ describe(`GcsMemoStore on fake-gcs-server ${toolVersion('fake-gcs-server')}`, ()
     // 20 s later the holder is still working and renews; a concurrent delivery asks now.
     await store.renew(key, new Date(t0 + 35_000));
     expect((await store.lease(key, new Date(t0 + 36_000)))?.getTime()).toBe(t0 + 35_000);
-    // Without renewals the lease reads as what it was: it expires on its own.
-    expect((await store.lease(key, new Date(t0 + 90_000)))?.getTime()).toBe(t0 + 15_000);
+    // Renewals stop (the holder died): the lease reads as its last renewal left it, and expires.
+    expect((await store.lease(key, new Date(t0 + 90_000)))?.getTime()).toBe(t0 + 35_000);
+    const [objects] = await storage.bucket(BUCKET).getFiles({ prefix: `leases/${key}` });
+    expect(objects.map((o) => o.name).sort()).toEqual([
+      `leases/${key}.json`,
+      `leases/${key}/${t0 + 35_000}.json`,
+    ]);
+  });
+
+  it('soak I4: the last renewal counts, whether it moves the lease far ahead (a write’s bound) or back to now (its write answered)', async () => {
+    const key = AnalysisMemo.key('gs://b/lease#2', 'v1');
+    const t0 = Date.parse('2026-11-30T09:00:00.000Z');
+    expect(await store.lease(key, new Date(t0 + 15_000))).toBeUndefined();
+    await store.renew(key, new Date(t0 + 20_000));
+    // The write turn moves it past its statement's bound: far beyond any caller's own expiry.
+    await store.renew(key, new Date(t0 + 513_000));
+    expect((await store.lease(key, new Date(t0 + 25_000)))?.getTime()).toBe(t0 + 513_000);
+    // A heartbeat after that renews to the same bound (never shorter); then the write answers.
+    await store.renew(key, new Date(t0 + 513_000));
+    await store.renew(key, new Date(t0 + 40_000));
+    expect((await store.lease(key, new Date(t0 + 55_000)))?.getTime()).toBe(t0 + 40_000);
   });
 });
