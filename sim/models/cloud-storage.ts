@@ -12,10 +12,16 @@ import { type Latency, latencyFrom } from './latency';
  * - **one write per second per object name** (documented: "up to once per second" to the same
  *   object); a write sooner than that answers 429, whether or not it would have succeeded;
  * - a missing object answers 404;
- * - every call is counted as the operation class it bills (writes class A, reads class B).
+ * - a listing (`getFiles({ prefix })`, strongly consistent) gives each object's name and generation,
+ *   and takes a read's latency (assumed);
+ * - every call is counted as the operation class it bills (writes and listings class A, reads
+ *   class B).
  */
 export class SimBucketStore {
   readonly objects = new Map<string, Buffer>();
+  /** Each object's generation: it grows with every write, as Cloud Storage's do. */
+  private readonly generations = new Map<string, number>();
+  private nextGeneration = 1;
   classA = 0;
   classB = 0;
   /** Writes refused by the per-object limit (429). */
@@ -51,8 +57,27 @@ export class SimBucketStore {
       };
     };
     return {
-      bucket: (bucket: string) => ({ file: (name: string) => file(bucket, name) }),
+      bucket: (bucket: string) => ({
+        file: (name: string) => file(bucket, name),
+        getFiles: (query?: { prefix?: string }) => this.list(bucket, query?.prefix ?? ''),
+      }),
     } as unknown as Storage;
+  }
+
+  private async list(
+    bucket: string,
+    prefix: string,
+  ): Promise<[Array<{ name: string; metadata: { generation: string } }>]> {
+    this.classA++;
+    await this.time.sleep(this.readLatency());
+    const within = `${bucket}/${prefix}`;
+    const files = [...this.generations]
+      .filter(([path]) => path.startsWith(within))
+      .map(([path, generation]) => ({
+        name: path.slice(bucket.length + 1),
+        metadata: { generation: String(generation) },
+      }));
+    return [files];
   }
 
   private async write(path: string, data: Buffer, createOnly: boolean): Promise<void> {
@@ -73,6 +98,7 @@ export class SimBucketStore {
       });
     }
     this.objects.set(path, data);
+    this.generations.set(path, this.nextGeneration++);
   }
 
   private async read(path: string): Promise<[Buffer]> {
