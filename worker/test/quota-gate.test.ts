@@ -1,4 +1,4 @@
-import { AdaptiveLimit, isRateLimited, QuotaGate, RATE_LIMITED } from '../src/adapters/quota-gate';
+import { AdaptiveLimit, floorFor, isRateLimited, QuotaGate, RATE_LIMITED } from '../src/adapters/quota-gate';
 import { RejectionError, TransientError } from '../src/core/errors';
 import { ManualTime, settle } from './support/manual-time';
 
@@ -37,7 +37,7 @@ describe('AdaptiveLimit: the works admitted at once, learnt from what the analyz
   };
 
   it('grows by one per success while it is in use, up to its ceiling and no further', () => {
-    const limit = new AdaptiveLimit(40, 4);
+    const limit = new AdaptiveLimit(40, 4, 2, 1);
     succeed(limit, 4, 6_000);
     // A full round of successes doubles it, as a slow start does.
     expect(limit.current).toBe(8);
@@ -53,16 +53,25 @@ describe('AdaptiveLimit: the works admitted at once, learnt from what the analyz
     expect(limit.current).toBe(11);
   });
 
-  it('halves on a 429, never under 1, and recovers on the successes that follow', () => {
+  it('halves on a 429, never under its floor (an eighth of the ceiling), and recovers on the successes that follow', () => {
     const limit = new AdaptiveLimit(40, 40);
     limit.rateLimited();
     expect(limit.current).toBe(20);
     for (let i = 0; i < 10; i++) limit.rateLimited();
-    expect(limit.current).toBe(1);
+    expect(limit.current).toBe(5);
     succeed(limit, 1, 6_000);
-    expect(limit.current).toBe(2);
-    succeed(limit, 38, 6_000);
+    expect(limit.current).toBe(6);
+    succeed(limit, 34, 6_000);
     expect(limit.current).toBe(40);
+  });
+
+  it('floors at an eighth of the ceiling, at least 1', () => {
+    expect(floorFor(40)).toBe(5);
+    expect(floorFor(4)).toBe(1);
+    expect(floorFor(1)).toBe(1);
+    const one = new AdaptiveLimit(4, 4);
+    for (let i = 0; i < 5; i++) one.rateLimited();
+    expect(one.current).toBe(1);
   });
 
   it('shrinks when the latency inflates past twice its long-run level, and grows again once it is the norm', () => {
@@ -90,12 +99,11 @@ describe('AdaptiveLimit: the works admitted at once, learnt from what the analyz
     expect(limit.gradient).toBe(1);
   });
 
-  it('never shrinks under 1 however long the latency keeps inflating', () => {
-    const limit = new AdaptiveLimit(10, 10);
+  it('never shrinks under its floor however long the latency keeps inflating', () => {
+    const limit = new AdaptiveLimit(40, 40);
     succeed(limit, 100, 10);
     for (let ms = 20; ms < 1e9; ms *= 2) succeed(limit, 20, ms);
-    expect(limit.current).toBeGreaterThanOrEqual(1);
-    expect(limit.current).toBeLessThan(10);
+    expect(limit.current).toBe(5);
   });
 });
 

@@ -48,6 +48,18 @@ export interface QuotaGateOptions {
 export const LATENCY_TOLERANCE = 2;
 
 /**
+ * The least a limit falls to: an eighth of its ceiling (5 for the default 40), at least 1. A 429 is
+ * free and takes half a second, so a floor costs at most a few refused calls per pause; a limit
+ * that falls to 1 during one of Vertex AI's random busy bursts instead takes minutes of analysis
+ * latencies to grow back, while its line waits out `analyzerQuotaWaitMs` and is answered 503 (the
+ * sweep's tuning cells: nack storms on the shared capacity, and an instance whose limit fell
+ * starving while the others took the quota).
+ */
+export function floorFor(ceiling: number): number {
+  return Math.max(1, Math.ceil(ceiling / 8));
+}
+
+/**
  * The number of paid works admitted at once, learnt from what the analyzer answers, never a
  * constant fitted to one quota or one latency (Little's law: the works one instance needs at once
  * are its share of the quota × the analysis latency, and both change):
@@ -63,7 +75,7 @@ export const LATENCY_TOLERANCE = 2;
  *   by gradient^(1/limit), gradient = tolerance × long / short (at least ½): a full round of
  *   successes multiplies it by the gradient, as Netflix's Gradient2 limiter does. A long-run average
  *   that catches up (a slower model, not a queue) lets it grow again.
- * - Always between 1 and the ceiling.
+ * - Always between its floor ({@link floorFor}) and the ceiling.
  *
  * Pure and deterministic (no clock of its own): the gate feeds it latencies.
  */
@@ -77,8 +89,9 @@ export class AdaptiveLimit {
     private readonly ceiling: number,
     initial: number,
     private readonly tolerance = LATENCY_TOLERANCE,
+    private readonly floor = floorFor(ceiling),
   ) {
-    this.value = Math.max(1, Math.min(ceiling, initial));
+    this.value = Math.max(floor, Math.min(ceiling, initial));
   }
 
   /** Works admitted at once now. */
@@ -103,13 +116,13 @@ export class AdaptiveLimit {
     this.shortLog += (log - this.shortLog) / Math.min(this.samples, 10);
     this.longLog += (log - this.longLog) / Math.min(this.samples, 100);
     const gradient = this.gradient;
-    if (gradient < 1) this.value = Math.max(1, this.value * gradient ** (1 / this.value));
+    if (gradient < 1) this.value = Math.max(this.floor, this.value * gradient ** (1 / this.value));
     else if (demand >= this.value / 2) this.value = Math.min(this.ceiling, this.value + 1);
   }
 
   /** The analyzer refused a work (429): halve. The gate calls it once per round. */
   rateLimited(): void {
-    this.value = Math.max(1, this.value / 2);
+    this.value = Math.max(this.floor, this.value / 2);
   }
 }
 
