@@ -135,6 +135,31 @@ export function mergeMinIntervalMsFor(maxInstances: number): number {
   );
 }
 
+/**
+ * How far a write's pace stretches past `mergeMinIntervalMs` when its MERGEs take long: at most this
+ * many times (see {@link mergeIntervalForLatencyMs}).
+ */
+export const MERGE_PACE_STRETCH = 2;
+
+/**
+ * The interval between two MERGEs of one instance that keeps the deployment's MERGEs within the
+ * table's running DML slots at the MERGE latency observed (`mergeMs`). BigQuery runs 2 mutating DML
+ * statements of a table at once and queues the rest: `maxInstances` instances, one MERGE every
+ * interval each, keep 2 running when interval = mergeMs × maxInstances / 2. Any faster, and each
+ * instance's next MERGE waits in BigQuery's queue behind the others, so a row waits for the MERGE
+ * in flight and then for its own, queued; at this pace it waits for its own only. `maxInstances` is
+ * the one `minIntervalMs` was derived from ({@link mergeMinIntervalMsFor}). Never under
+ * `minIntervalMs` (the statements per 10 s), never over {@link MERGE_PACE_STRETCH} times it.
+ */
+export function mergeIntervalForLatencyMs(minIntervalMs: number, mergeMs: number): number {
+  if (!(minIntervalMs > 0) || !(mergeMs > 0)) return Math.max(0, minIntervalMs);
+  const { running, statementsPerWindow, windowSeconds } = BIGQUERY_DML_LIMITS;
+  const instances =
+    (minIntervalMs * Math.floor(statementsPerWindow * STEADY_DML_SHARE)) / (windowSeconds * 1000);
+  const forSlots = (mergeMs * instances) / running;
+  return Math.min(MERGE_PACE_STRETCH * minIntervalMs, Math.max(minIntervalMs, forSlots));
+}
+
 /** The group-commit pace each store takes by default (the stack passes BigQuery's derived one). */
 export function storePace(store: 'sqlite' | 'bigquery'): {
   batchMaxWaitMs: number;
@@ -219,7 +244,8 @@ export function deliveryPathMs(
     quotaWait: s.analyzerQuotaWaitMs,
     read: s.readTimeoutMs,
     analysis: ANALYZER_CALLS_PER_ANALYSIS * s.analyzerTimeoutMs,
-    write: batchMs,
+    // A write's pace stretches with slow MERGEs (mergeIntervalForLatencyMs).
+    write: s.batchMaxWaitMs + MERGE_PACE_STRETCH * s.mergeMinIntervalMs + MIN_STATEMENT_MS,
   };
 }
 
