@@ -409,7 +409,7 @@ export function settingsProblems(s: DeliverySettings): string[] {
       `A delivery's longest path takes ${pathMs} ms: its lookup batch (batchMaxWaitMs ${s.batchMaxWaitMs} + mergeMinIntervalMs ` +
         `${s.mergeMinIntervalMs} + a ${MIN_STATEMENT_MS} ms statement), ${MEMO_CALLS_PER_DELIVERY} memo calls of ${MEMO_CALL_TIMEOUT_MS} ms, ` +
         `its wait in line (analyzerQuotaWaitMs ${s.analyzerQuotaWaitMs}), a read (readTimeoutMs ${s.readTimeoutMs}), ` +
-        `${ANALYZER_CALLS_PER_ANALYSIS} analyzer calls (analyzerTimeoutMs ${s.analyzerTimeoutMs}) and its write batch; it must fit in ` +
+        `${ANALYZER_CALLS_PER_ANALYSIS} analyzer calls (analyzerTimeoutMs ${s.analyzerTimeoutMs}) and its write batch (its interval up to ${MERGE_PACE_STRETCH}× with slow MERGEs); it must fit in ` +
         `workerTimeoutSeconds (${s.workerTimeoutSeconds}s) less ${ANSWER_MARGIN_MS} ms to answer (${deliveryBudgetMs(s)} ms), ` +
         'or deliveries run out of time and are answered 503. Lower analyzerQuotaWaitMs first, or raise workerTimeoutSeconds ' +
         '(and ackDeadlineSeconds with it).',
