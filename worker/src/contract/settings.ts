@@ -37,7 +37,8 @@ export interface DeliverySettings {
    */
   analyzerQuotaWaitMs: number;
   /**
-   * Reads + analyses one instance runs at once. Each holds its document in memory, so this bounds
+   * The ceiling of reads + analyses one instance runs at once (the quota gate learns the number under
+   * it). Each holds its document in memory, so this bounds
    * memory; deliveries past it wait in line holding only their push body.
    */
   analyzerMaxInFlight: number;
