@@ -302,6 +302,8 @@ class Slots {
 export async function runConsumer(
   spec: CellSpec,
   consumer: 'docline' | 'oracle',
+  /** Worker settings to try on top of the defaults (tuning only; the sweep runs the defaults). */
+  env: Readonly<Record<string, string>> = {},
 ): Promise<{ figures: ConsumerFigures; reconcile?: ReconcileFigures }> {
   const wallStart = process.hrtime.bigint();
   const time = new VirtualTime();
@@ -335,7 +337,7 @@ export async function runConsumer(
     const oracleDone = new Set<string>();
     let slots: Slots | undefined;
     if (consumer === 'docline') {
-      const config = loadConfig({ ...SIM_ENV, WORKER_VERSION: 'sweep' });
+      const config = loadConfig({ ...SIM_ENV, WORKER_VERSION: 'sweep', ...env });
       const cloudRun = new CloudRunModel(time, {
         requestTimeoutMs: config.requestTimeoutSeconds * 1000,
         graceMs: 10_000,

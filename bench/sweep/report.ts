@@ -15,7 +15,7 @@ export function renderSweepReport(sweep: SweepSection): string {
   const lines: string[] = [];
   const g = sweep.goals;
   lines.push(
-    `${sweep.cells.length} cells (${sweep.cellsOffTuning} off the tuned point); ${sweep.cellsMeetingGoals} of ${sweep.cellsOffTuning} meet every goal ` +
+    `${sweep.cells.length} cells (${sweep.cells.length - sweep.cellsOffTuning} in the tuning set, ${sweep.cellsOffTuning} the defaults never saw); ${sweep.cellsMeetingGoals} of ${sweep.cellsOffTuning} meet every goal ` +
       `(ratio to the oracle ≤ ${g.ratioToOracle}, analyses per document ≤ ${g.analysesPerDocument}, 0 dead letters, 0 lost, ` +
       `view rows = documents, bytes billed ≤ ${g.bytesBilledOverBest}× the cell's best). Runtime ${int(sweep.runtimeSeconds)} s; ${sweep.timeModel}.`,
   );
@@ -39,7 +39,7 @@ export function renderSweepReport(sweep: SweepSection): string {
   lines.push('');
   const w = sweep.worst;
   lines.push(
-    `Worst off the tuned point: ratio ${two(w.ratioToOracle?.value ?? Number.NaN)} (${w.ratioToOracle?.cell ?? '–'}), ` +
+    `Worst off the tuning set: ratio ${two(w.ratioToOracle?.value ?? Number.NaN)} (${w.ratioToOracle?.cell ?? '–'}), ` +
       `analyses per document ${(w.analysesPerDocument?.value ?? Number.NaN).toFixed(3)} (${w.analysesPerDocument?.cell ?? '–'}), ` +
       `dead letters ${int(w.deadLetters?.value ?? 0)}, lost ${int(w.lost?.value ?? 0)}, ` +
       `MiB billed per document ${two((w.bytesBilledPerDocument?.value ?? Number.NaN) / MIB)} (${w.bytesBilledPerDocument?.cell ?? '–'}).`,

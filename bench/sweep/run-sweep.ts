@@ -6,8 +6,9 @@ import { runSweepStage } from './stage';
 /**
  * `npm run bench -- --stage sweep`: runs the sweep's grid, merges its `sweep` section into
  * bench/results.json (read-modify-write of that key only), regenerates the sweep block of
- * bench/README.md and docs/sweep.md from that file and prints it. `--quick` runs a handful of small
- * cells into results.quick.json and leaves the docs alone.
+ * bench/README.md and docs/sweep.md from that file and prints it. `--quick` runs the tuning set only
+ * (bench/sweep/grid.ts) into results.quick.json and leaves the docs alone: the run defaults are
+ * chosen on.
  */
 export async function runSweep(options: { quick: boolean; progress: (text: string) => void }): Promise<void> {
   const sweep = await runSweepStage(options);

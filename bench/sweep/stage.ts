@@ -69,8 +69,11 @@ function median(values: number[]): number {
 }
 
 /** Runs one grid cell: docline, then the oracle, on the same schedule and models. */
-export async function runCell(c: GridCell): Promise<{ cell: SweepCell; details: SweepCellDetails }> {
-  const docline = await runConsumer(c, 'docline');
+export async function runCell(
+  c: GridCell,
+  env: Readonly<Record<string, string>> = {},
+): Promise<{ cell: SweepCell; details: SweepCellDetails }> {
+  const docline = await runConsumer(c, 'docline', env);
   const oracle = await runConsumer(c, 'oracle');
   const d = docline.figures;
   const landed = Math.max(1, d.viewRows);

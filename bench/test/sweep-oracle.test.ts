@@ -51,9 +51,16 @@ describe('the oracle consumer', () => {
 });
 
 describe('the grid', () => {
-  it('marks exactly the burst point as tuning and spans the quotas, models and backlogs of the issue', () => {
+  it('marks exactly the tuning set as tuning and spans the quotas, models and backlogs of the issue', () => {
     const grid = sweepGrid(false);
-    expect(grid.filter((c) => c.tuning).map((c) => c.name)).toEqual(['tiers-1000rpm-fast-everyAck-10000']);
+    // The burst's point and one cell per other regime; every other cell is reported, never tuned on.
+    expect(grid.filter((c) => c.tuning).map((c) => c.name)).toEqual([
+      'tiers-60rpm-fast-everyAck-1000',
+      'tiers-1000rpm-fast-fastAcksOnly-1000',
+      'shared-1000rpm-slow-everyAck-1000',
+      'tiers-1000rpm-fast-everyAck-10000',
+    ]);
+    expect(grid.filter((c) => !c.tuning)).toHaveLength(28);
     expect(new Set(grid.map((c) => c.quota))).toEqual(new Set([60, 1_000, 4_000]));
     expect(new Set(grid.map((c) => c.analyzer))).toEqual(new Set(['tiers', 'shared']));
     expect(new Set(grid.map((c) => c.window))).toEqual(new Set(['everyAck', 'fastAcksOnly']));

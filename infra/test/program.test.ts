@@ -272,7 +272,7 @@ describe('the docline program with the dev stack file', () => {
         MAX_OBJECT_BYTES: String(20 * 1024 * 1024),
         PUSH_BODY_LIMIT_BYTES: String(256 * 1024),
         BATCH_MAX_ROWS: '500',
-        BATCH_MAX_WAIT_MS: '1000',
+        BATCH_MAX_WAIT_MS: '0',
         // Derived from Pulumi.dev.yaml's 3 instances: 3 × 10 s / 20 statements.
         MERGE_MIN_INTERVAL_MS: '1500',
         ALLOWED_CONTENT_TYPES:

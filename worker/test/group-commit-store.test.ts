@@ -1,5 +1,6 @@
 import { GroupCommitStore } from '../src/adapters/group-commit-store';
 import type { Row } from '../src/contract/row';
+import { mergeIntervalForLatencyMs } from '../src/contract/settings';
 import { Deadline, DeadlineError } from '../src/core/deadline';
 import { ConfigurationError, TransientError } from '../src/core/errors';
 import type { BatchStore } from '../src/core/ports';
@@ -138,12 +139,51 @@ describe('GroupCommitStore', () => {
       expect(inner.writes).toHaveLength(2);
       await second;
 
+      // The first MERGE took 10 s: the pace stretches to twice minIntervalMs (see the next test).
       const third = s.record(testRow());
-      await jest.advanceTimersByTimeAsync(4_999);
+      await jest.advanceTimersByTimeAsync(9_999);
       expect(inner.writes).toHaveLength(2);
       await jest.advanceTimersByTimeAsync(1);
       expect(inner.writes).toHaveLength(3);
       await third;
+    });
+
+    it("stretches the writes' pace when MERGEs take long, so the deployment's MERGEs fit BigQuery's 2 running slots", async () => {
+      // 5 s is the pace of 10 instances; MERGEs of 2 s each: 10 × 2 s / 2 slots = one every 10 s.
+      const s = store({ maxRows: 1, maxWaitMs: 0, minIntervalMs: 5_000 });
+      expect(s.writeIntervalMs).toBe(5_000);
+      inner.holding = true;
+      const first = s.record(testRow());
+      await jest.advanceTimersByTimeAsync(2_000);
+      inner.release();
+      await first;
+      expect(s.writeIntervalMs).toBe(10_000);
+      const second = s.record(testRow());
+      await jest.advanceTimersByTimeAsync(7_999);
+      expect(inner.writes).toHaveLength(1);
+      await jest.advanceTimersByTimeAsync(1);
+      expect(inner.writes).toHaveLength(2);
+      await second;
+      // Lookups are not DML: they keep the plain pace.
+      await s.seen('gs://b/a#1');
+      const lookup = s.seen('gs://b/b#1');
+      await jest.advanceTimersByTimeAsync(5_000);
+      await lookup;
+      expect(inner.lookups).toHaveLength(2);
+    });
+
+    it('paces by the interval for the latency: within [minIntervalMs, 2 × minIntervalMs], none without a pace', () => {
+      // 10 instances (5 s each): MERGEs of 0.5 s fit the slots at the plain pace.
+      expect(mergeIntervalForLatencyMs(5_000, 500)).toBe(5_000);
+      expect(mergeIntervalForLatencyMs(5_000, 1_500)).toBe(7_500);
+      expect(mergeIntervalForLatencyMs(5_000, 2_000)).toBe(10_000);
+      // Never past twice the pace: a slow MERGE must not take a delivery's time.
+      expect(mergeIntervalForLatencyMs(5_000, 60_000)).toBe(10_000);
+      // 20 instances (10 s each): 2 s MERGEs ask for 20 s.
+      expect(mergeIntervalForLatencyMs(10_000, 2_000)).toBe(20_000);
+      // SQLite: no pace at all, whatever its commits take.
+      expect(mergeIntervalForLatencyMs(0, 2_000)).toBe(0);
+      expect(mergeIntervalForLatencyMs(5_000, 0)).toBe(5_000);
     });
 
     it('gathers the lookups of maxWaitMs into one, and those arriving while it runs into the next', async () => {

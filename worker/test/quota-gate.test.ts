@@ -1,4 +1,4 @@
-import { isRateLimited, QuotaGate, RATE_LIMITED } from '../src/adapters/quota-gate';
+import { AdaptiveLimit, floorFor, isRateLimited, QuotaGate, RATE_LIMITED } from '../src/adapters/quota-gate';
 import { RejectionError, TransientError } from '../src/core/errors';
 import { ManualTime, settle } from './support/manual-time';
 
@@ -30,11 +30,89 @@ class Works {
   }
 }
 
+describe('AdaptiveLimit: the works admitted at once, learnt from what the analyzer answers', () => {
+  /** `n` successes of `latencyMs` each, with `demand` deliveries running or waiting. */
+  const succeed = (limit: AdaptiveLimit, n: number, latencyMs: number, demand = 1_000) => {
+    for (let i = 0; i < n; i++) limit.succeeded(latencyMs, demand);
+  };
+
+  it('grows by one per success while it is in use, up to its ceiling and no further', () => {
+    const limit = new AdaptiveLimit(40, 4, 2, 1);
+    succeed(limit, 4, 6_000);
+    // A full round of successes doubles it, as a slow start does.
+    expect(limit.current).toBe(8);
+    succeed(limit, 100, 6_000);
+    expect(limit.current).toBe(40);
+  });
+
+  it('does not grow while fewer than half of it are running or waiting: an idle instance learns nothing', () => {
+    const limit = new AdaptiveLimit(40, 10);
+    succeed(limit, 50, 6_000, 4);
+    expect(limit.current).toBe(10);
+    succeed(limit, 1, 6_000, 5);
+    expect(limit.current).toBe(11);
+  });
+
+  it('halves on a 429, never under its floor (an eighth of the ceiling), and recovers on the successes that follow', () => {
+    const limit = new AdaptiveLimit(40, 40);
+    limit.rateLimited();
+    expect(limit.current).toBe(20);
+    for (let i = 0; i < 10; i++) limit.rateLimited();
+    expect(limit.current).toBe(5);
+    succeed(limit, 1, 6_000);
+    expect(limit.current).toBe(6);
+    succeed(limit, 34, 6_000);
+    expect(limit.current).toBe(40);
+  });
+
+  it('floors at an eighth of the ceiling, at least 1', () => {
+    expect(floorFor(40)).toBe(5);
+    expect(floorFor(4)).toBe(1);
+    expect(floorFor(1)).toBe(1);
+    const one = new AdaptiveLimit(4, 4);
+    for (let i = 0; i < 5; i++) one.rateLimited();
+    expect(one.current).toBe(1);
+  });
+
+  it('shrinks when the latency inflates past twice its long-run level, and grows again once it is the norm', () => {
+    const limit = new AdaptiveLimit(100, 50);
+    succeed(limit, 100, 1_000);
+    expect(limit.current).toBe(100);
+    expect(limit.gradient).toBe(1);
+    // Every call now takes 5 s: the analyzer is queueing them, more at once buy no throughput.
+    succeed(limit, 30, 5_000);
+    expect(limit.gradient).toBeLessThan(1);
+    const shrunk = limit.current;
+    expect(shrunk).toBeLessThan(100);
+    expect(shrunk).toBeGreaterThanOrEqual(50);
+    // The long-run level catches up with a latency that lasts (a slower model, not a queue).
+    succeed(limit, 400, 5_000);
+    expect(limit.gradient).toBe(1);
+    expect(limit.current).toBe(100);
+  });
+
+  it("does not take the latency's own tail for a queue", () => {
+    const limit = new AdaptiveLimit(40, 40);
+    // One call in 20 takes 8× the median, as the sweep's slow latency model does.
+    for (let i = 0; i < 400; i++) limit.succeeded(i % 20 === 0 ? 160_000 : 20_000, 1_000);
+    expect(limit.current).toBe(40);
+    expect(limit.gradient).toBe(1);
+  });
+
+  it('never shrinks under its floor however long the latency keeps inflating', () => {
+    const limit = new AdaptiveLimit(40, 40);
+    succeed(limit, 100, 10);
+    for (let ms = 20; ms < 1e9; ms *= 2) succeed(limit, 20, ms);
+    expect(limit.current).toBe(5);
+  });
+});
+
 describe('QuotaGate', () => {
-  function setup(maxInFlight: number, maxWaitMs = 60_000) {
+  function setup(maxInFlight: number, maxWaitMs = 60_000, initialInFlight?: number) {
     const time = new ManualTime();
     const gate = new QuotaGate({
       maxInFlight,
+      ...(initialInFlight ? { initialInFlight } : {}),
       maxWaitMs,
       initialPauseMs: 100,
       maxPauseMs: 1_000,
@@ -157,6 +235,27 @@ describe('QuotaGate', () => {
     expect(works.started).toEqual(['a', 'b', 'c']);
     await works.finish('c');
     await expect(next).resolves.toBe('c');
+  });
+
+  it('starts from initialInFlight and learns its way up to maxInFlight, never past it', async () => {
+    const { time, gate, works } = setup(4, 60_000, 2);
+    const results = ['a', 'b', 'c', 'd', 'e', 'f'].map((name) => gate.run(works.work(name)));
+    await settle();
+    expect(works.running).toEqual(['a', 'b']);
+    await time.advance(6_000);
+    await works.finish('a');
+    // One success with deliveries waiting: one more admitted at once.
+    expect(gate.admitting).toBe(3);
+    expect(works.running).toEqual(['b', 'c', 'd']);
+    await works.finish('b');
+    await works.finish('c');
+    expect(gate.admitting).toBe(4);
+    expect(works.running).toEqual(['d', 'e', 'f']);
+    await works.finish('d');
+    await works.finish('e');
+    await works.finish('f');
+    expect(gate.admitting).toBe(4);
+    await expect(Promise.all(results)).resolves.toEqual(['a', 'b', 'c', 'd', 'e', 'f']);
   });
 
   it('refuses a maxInFlight below 1', () => {

@@ -13,13 +13,38 @@ export interface GcsMemoStoreOptions {
   bucket: string;
   /** Object name prefix. */
   prefix?: string;
+  /**
+   * Pauses before a create-only write refused by Cloud Storage's rate limit on one object (429) is
+   * tried again (default {@link OBJECT_RATE_RETRY_MS}); each pause is jittered over its upper half.
+   */
+  rateLimitRetryMs?: readonly number[];
+  /** Waits `ms` (injectable for tests). */
+  sleep?: (ms: number) => Promise<void>;
+  random?: () => number;
 }
+
+/**
+ * Cloud Storage takes about one write per second to one object name and answers 429 past it, even
+ * to a create-only write that would have failed its precondition. Two notifications of one upload
+ * reach two instances at the same moment and both create the key's lease: the second is refused by
+ * the rate, not by the precondition. Its retry a second later gets the documented answer (412: the
+ * other delivery holds the lease), instead of the memo "failing" and the document being paid twice.
+ * Two retries fit well inside one memo call's bound (`MEMO_CALL_TIMEOUT_MS`, 5 s).
+ */
+export const OBJECT_RATE_RETRY_MS: readonly number[] = Object.freeze([1_000, 2_000]);
 
 export class GcsMemoStore implements MemoStore {
   private readonly prefix: string;
 
+  private readonly retryMs: readonly number[];
+  private readonly sleep: (ms: number) => Promise<void>;
+  private readonly random: () => number;
+
   constructor(private readonly options: GcsMemoStoreOptions) {
     this.prefix = options.prefix ?? 'analyses/';
+    this.retryMs = options.rateLimitRetryMs ?? OBJECT_RATE_RETRY_MS;
+    this.sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
+    this.random = options.random ?? Math.random;
   }
 
   async get(key: string): Promise<MemoEntry | undefined> {
@@ -34,11 +59,13 @@ export class GcsMemoStore implements MemoStore {
 
   async create(key: string, entry: MemoEntry): Promise<void> {
     try {
-      await this.file(key).save(JSON.stringify(entry), {
-        resumable: false,
-        contentType: 'application/json',
-        preconditionOpts: { ifGenerationMatch: 0 },
-      });
+      await this.retryingObjectRate(() =>
+        this.file(key).save(JSON.stringify(entry), {
+          resumable: false,
+          contentType: 'application/json',
+          preconditionOpts: { ifGenerationMatch: 0 },
+        }),
+      );
     } catch (error) {
       // 412: the key exists already; the first entry stays, as create-only means.
       if ((error as { code?: unknown }).code === 412) return;
@@ -87,18 +114,34 @@ export class GcsMemoStore implements MemoStore {
   /** Creates the object holding `expiresAt`; false when it exists already. */
   private async createOnly(name: string, expiresAt: Date): Promise<boolean> {
     try {
-      await this.options.storage
-        .bucket(this.options.bucket)
-        .file(name)
-        .save(JSON.stringify({ expiresAt: expiresAt.toISOString() }), {
-          resumable: false,
-          contentType: 'application/json',
-          preconditionOpts: { ifGenerationMatch: 0 },
-        });
+      await this.retryingObjectRate(() =>
+        this.options.storage
+          .bucket(this.options.bucket)
+          .file(name)
+          .save(JSON.stringify({ expiresAt: expiresAt.toISOString() }), {
+            resumable: false,
+            contentType: 'application/json',
+            preconditionOpts: { ifGenerationMatch: 0 },
+          }),
+      );
       return true;
     } catch (error) {
       if ((error as { code?: unknown }).code === 412) return false;
       throw error;
+    }
+  }
+
+  /** A create-only write, tried again after the per-object rate limit's 429 (see {@link OBJECT_RATE_RETRY_MS}). */
+  private async retryingObjectRate(write: () => Promise<unknown>): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await write();
+        return;
+      } catch (error) {
+        const pauseMs = this.retryMs[attempt];
+        if ((error as { code?: unknown }).code !== 429 || pauseMs === undefined) throw error;
+        await this.sleep(Math.round(pauseMs * (0.5 + this.random() / 2)));
+      }
     }
   }
 

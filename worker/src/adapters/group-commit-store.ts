@@ -1,5 +1,5 @@
 import type { Row } from '../contract/row';
-import { MIN_STATEMENT_MS } from '../contract/settings';
+import { MIN_STATEMENT_MS, mergeIntervalForLatencyMs } from '../contract/settings';
 import { Deadline, DeadlineError } from '../core/deadline';
 import { TransientError } from '../core/errors';
 import type { BatchStore, Logger, Store } from '../core/ports';
@@ -16,7 +16,10 @@ import type { BatchStore, Logger, Store } from '../core/ports';
  * - Lookups: at most one in flight, paced like the writes (a lookup bills 10 MiB too); the calls
  *   that arrive meanwhile form the next lookup.
  * - Writes: at most one MERGE in flight, at least `minIntervalMs` between two (the instance's share
- *   of the table's DML budget). A batch closes at `maxRows` rows, or `maxWaitMs` after its first row.
+ *   of the table's DML budget), stretched when MERGEs take long so that the deployment's MERGEs fit
+ *   the table's 2 running DML slots instead of queueing in BigQuery behind each other
+ *   (`mergeIntervalForLatencyMs`, on the average latency of this instance's MERGEs). A batch closes
+ *   at `maxRows` rows, or `maxWaitMs` after its first row.
  * - Duplicates inside a batch: the first row of a key goes to the store and the later ones share
  *   its fate: "not inserted" (the delivery reports `duplicate`) when it went in or was there
  *   already, its error when it failed. A duplicate is never acknowledged for a row that is not there.
@@ -78,7 +81,13 @@ export class Batcher<Item, Answer> {
 
   constructor(
     private readonly commit: (items: Item[]) => Promise<Array<PromiseSettledResult<Answer>>>,
-    private readonly options: { maxItems: number; maxWaitMs: number; minIntervalMs: number },
+    private readonly options: {
+      maxItems: number;
+      maxWaitMs: number;
+      minIntervalMs: number;
+      /** The interval now, when it moves (default `minIntervalMs`). */
+      intervalMs?: () => number;
+    },
     private readonly nowMs: () => number = () => performance.now(),
   ) {}
 
@@ -107,7 +116,7 @@ export class Batcher<Item, Answer> {
     const now = this.nowMs();
     const full = this.draining || this.queue.length >= this.options.maxItems;
     const closesAt = full ? now : this.firstArrivalMs + this.options.maxWaitMs;
-    const allowedAt = this.lastStartMs + this.options.minIntervalMs;
+    const allowedAt = this.lastStartMs + (this.options.intervalMs?.() ?? this.options.minIntervalMs);
     return Math.max(0, closesAt - now, allowedAt - now);
   }
 
@@ -174,12 +183,16 @@ export class GroupCommitStore implements Store {
   private readonly maxIsolationStatements: number;
   /** MERGE statements sent (batches and split halves), for logs and the benchmark. */
   statements = 0;
+  /** The average latency of this instance's MERGEs that answered (EWMA, 1/8); 0 until one has. */
+  private mergeMs = 0;
+  private readonly nowMs: () => number;
 
   constructor(
     private readonly inner: BatchStore,
     private readonly options: GroupCommitOptions,
-    nowMs?: () => number,
+    nowMs: () => number = () => performance.now(),
   ) {
+    this.nowMs = nowMs;
     this.minStatementMs = options.minStatementMs ?? MIN_STATEMENT_MS;
     this.maxIsolationStatements = options.maxIsolationStatements ?? 32;
     const batching = {
@@ -190,7 +203,16 @@ export class GroupCommitStore implements Store {
     // A lookup is not DML, but it bills BigQuery's 10 MiB minimum like any statement: it gathers
     // for as long as a write does, so a burst pays for a few large lookups, not one per delivery.
     this.lookups = new Batcher((keys) => this.lookup(keys), batching, nowMs);
-    this.writes = new Batcher((rows) => this.commit(rows), batching, nowMs);
+    this.writes = new Batcher(
+      (rows) => this.commit(rows),
+      { ...batching, intervalMs: () => this.writeIntervalMs },
+      nowMs,
+    );
+  }
+
+  /** The least time between the starts of two writes now: the pace, stretched by slow MERGEs. */
+  get writeIntervalMs(): number {
+    return mergeIntervalForLatencyMs(this.options.minIntervalMs, this.mergeMs);
   }
 
   seen(dedupKey: string, deadline: Deadline = NO_DEADLINE): Promise<boolean> {
@@ -378,16 +400,21 @@ export class GroupCommitStore implements Store {
    * batch, instead of holding every later delivery of the instance behind it. BigQuery does not
    * cancel the statement: if it lands later, the retry finds the row and answers `duplicate`.
    */
-  private attempt(rows: Array<Pending<Row>>): Promise<Set<string>> {
+  private async attempt(rows: Array<Pending<Row>>): Promise<Set<string>> {
     this.statements += 1;
     const deadline = earliest(rows);
-    return deadline.race(
+    const startedMs = this.nowMs();
+    const inserted = await deadline.race(
       'BigQuery write',
       this.inner.recordMany(
         rows.map((r) => r.value),
         deadline,
       ),
     );
+    // Only MERGEs that answered: a hung one given up at its deadline says nothing about the pace.
+    const tookMs = this.nowMs() - startedMs;
+    this.mergeMs = this.mergeMs === 0 ? tookMs : this.mergeMs + (tookMs - this.mergeMs) / 8;
+    return inserted;
   }
 }
 

@@ -15,19 +15,115 @@ export type GateTimers = Timers;
 
 export interface QuotaGateOptions {
   /**
-   * Paid works (read + analyse) one instance runs at once. Each holds its document in memory, so
-   * this, not Cloud Run's concurrency, bounds the bytes in memory; deliveries past it wait here,
-   * holding only their push body.
+   * The hard ceiling of paid works (read + analyse) one instance runs at once, whatever the limit
+   * learns. Each holds its document in memory, so this, not Cloud Run's concurrency, bounds the
+   * bytes in memory (infra/config.ts checks it against the instance's memory); deliveries past the
+   * limit wait here, holding only their push body.
    */
   maxInFlight: number;
   /** The longest a delivery waits to be admitted, all its waits together; past it, 503. */
   maxWaitMs: number;
+  /**
+   * The limit a fresh instance starts from (default: `maxInFlight`); it moves from there by what the
+   * analyzer answers (see {@link AdaptiveLimit}). Starting at the ceiling was measured on the sweep's
+   * tuning cells (docs/sweep.md): a 429 is free and halves the limit within one round, while a
+   * start from a handful costs a slow start of several analysis latencies, which Vertex AI's random
+   * 429 bursts then cut short again (one cell: 1.72 → 2.46 × the oracle's drain).
+   */
+  initialInFlight?: number;
   /** The pause after a first 429; it doubles on each next one, up to `maxPauseMs`, and ends on a success. */
   initialPauseMs?: number;
   maxPauseMs?: number;
   clock?: Clock;
   timers?: GateTimers;
   random?: () => number;
+}
+
+/**
+ * How much the recent latency of a paid work may exceed its long-run average before the limit
+ * shrinks: Netflix's gradient limiters use 2. Below it, more works at once still buy throughput
+ * (Little's law: throughput = works at once / latency); past it, the analyzer is queueing them
+ * (throughput no longer rises with the limit) and more at once only hold more documents in memory.
+ */
+export const LATENCY_TOLERANCE = 2;
+
+/**
+ * The least a limit falls to: an eighth of its ceiling (5 for the default 40), at least 1. A 429 is
+ * free and takes half a second, so a floor costs at most a few refused calls per pause; a limit
+ * that falls to 1 during one of Vertex AI's random busy bursts instead takes minutes of analysis
+ * latencies to grow back, while its line waits out `analyzerQuotaWaitMs` and is answered 503 (the
+ * sweep's tuning cells: nack storms on the shared capacity, and an instance whose limit fell
+ * starving while the others took the quota).
+ */
+export function floorFor(ceiling: number): number {
+  return Math.max(1, Math.ceil(ceiling / 8));
+}
+
+/**
+ * The number of paid works admitted at once, learnt from what the analyzer answers, never a
+ * constant fitted to one quota or one latency (Little's law: the works one instance needs at once
+ * are its share of the quota × the analysis latency, and both change):
+ *
+ * - **Grows while calls succeed and the limit is in use**: +1 per success (a full round of successes
+ *   doubles it, as TCP's slow start), but only while the deliveries running or waiting fill at
+ *   least half of it; an idle instance does not learn a limit it never tried.
+ * - **Backs off on 429s**: halved, once per round (works admitted before the cut do not cut it
+ *   again). The gate also pauses admissions (see {@link QuotaGate}).
+ * - **Backs off when latency inflates**: with the short-run geometric mean of the latency (EWMA of
+ *   its logarithm, 1/10) over {@link LATENCY_TOLERANCE} × the long-run one (1/100), so that the
+ *   latency's own tail does not count as a queue, each success multiplies the limit
+ *   by gradient^(1/limit), gradient = tolerance × long / short (at least ½): a full round of
+ *   successes multiplies it by the gradient, as Netflix's Gradient2 limiter does. A long-run average
+ *   that catches up (a slower model, not a queue) lets it grow again.
+ * - Always between its floor ({@link floorFor}) and the ceiling.
+ *
+ * Pure and deterministic (no clock of its own): the gate feeds it latencies.
+ */
+export class AdaptiveLimit {
+  private value: number;
+  private shortLog = 0;
+  private longLog = 0;
+  private samples = 0;
+
+  constructor(
+    private readonly ceiling: number,
+    initial: number,
+    private readonly tolerance = LATENCY_TOLERANCE,
+    private readonly floor = floorFor(ceiling),
+  ) {
+    this.value = Math.max(floor, Math.min(ceiling, initial));
+  }
+
+  /** Works admitted at once now. */
+  get current(): number {
+    return Math.floor(this.value);
+  }
+
+  /** The latency gradient: 1 while the recent latency stays within the tolerance, down to ½. */
+  get gradient(): number {
+    if (this.samples === 0) return 1;
+    return Math.max(0.5, Math.min(1, this.tolerance * Math.exp(this.longLog - this.shortLog)));
+  }
+
+  /** A work succeeded after `latencyMs`; `demand` is the works running or waiting when it ended. */
+  succeeded(latencyMs: number, demand: number): void {
+    // Averages of the logarithm (geometric means): one call from the latency's tail moves them a
+    // little, a queue that doubles every call's latency moves them all the way. The long-run one is
+    // a plain mean of its first 100 samples (and the short-run one of its first 10), so that the
+    // first calls do not stand for the baseline.
+    const log = Math.log(Math.max(1, latencyMs));
+    this.samples += 1;
+    this.shortLog += (log - this.shortLog) / Math.min(this.samples, 10);
+    this.longLog += (log - this.longLog) / Math.min(this.samples, 100);
+    const gradient = this.gradient;
+    if (gradient < 1) this.value = Math.max(this.floor, this.value * gradient ** (1 / this.value));
+    else if (demand >= this.value / 2) this.value = Math.min(this.ceiling, this.value + 1);
+  }
+
+  /** The analyzer refused a work (429): halve. The gate calls it once per round. */
+  rateLimited(): void {
+    this.value = Math.max(this.floor, this.value / 2);
+  }
 }
 
 interface Waiter {
@@ -44,14 +140,15 @@ interface Waiter {
  * and holds every document in memory. So the deliveries wait here, in arrival order, holding a
  * Cloud Run slot and their push body only, and at most `maxInFlight` read and analyse at once.
  *
- * The number admitted at once adapts to the quota, as TCP's congestion window does: a 429 halves it
- * (once per round: works admitted before the cut do not cut again) and pauses admissions for a
- * jittered, doubling moment; each success adds 1/limit, so a full round of successes adds one. The
- * rate-limited delivery goes back to the front of the line. A delivery still not admitted after
- * `maxWaitMs` gets the 429 as a transient failure (503: Pub/Sub retries it later).
+ * The number admitted at once is learnt ({@link AdaptiveLimit}): it grows while analyses succeed
+ * and are needed, halves on a 429 (once per round: works admitted before the
+ * cut do not cut again) and shrinks when the analyses' latency inflates, never past `maxInFlight`
+ * (memory). A 429 also pauses admissions for a jittered, doubling moment. The rate-limited delivery
+ * goes back to the front of the line. A delivery still not admitted after `maxWaitMs` gets the 429
+ * as a transient failure (503: Pub/Sub retries it later).
  */
 export class QuotaGate implements Admission {
-  private limit: number;
+  private readonly limit: AdaptiveLimit;
   private running = 0;
   private readonly waiting: Waiter[] = [];
   private pausedUntilMs = 0;
@@ -68,7 +165,7 @@ export class QuotaGate implements Admission {
     if (!(Number.isInteger(options.maxInFlight) && options.maxInFlight >= 1)) {
       throw new Error(`maxInFlight must be a whole number ≥ 1 (got ${options.maxInFlight})`);
     }
-    this.limit = options.maxInFlight;
+    this.limit = new AdaptiveLimit(options.maxInFlight, options.initialInFlight ?? options.maxInFlight);
     this.clock = options.clock ?? systemClock;
     this.timers = options.timers ?? realTimers;
     this.random = options.random ?? Math.random;
@@ -76,7 +173,7 @@ export class QuotaGate implements Admission {
 
   /** Works admitted at once right now (for logs and tests). */
   get admitting(): number {
-    return Math.floor(this.limit);
+    return this.limit.current;
   }
 
   /** Deliveries waiting to be admitted. */
@@ -95,9 +192,10 @@ export class QuotaGate implements Admission {
     for (;;) {
       await this.acquire(deadlineMs, retry, deadline);
       const admission = ++this.admissions;
+      const admittedMs = this.nowMs();
       try {
-        const result = await work(this.nowMs() - startMs);
-        this.succeeded();
+        const result = await work(admittedMs - startMs);
+        this.succeeded(this.nowMs() - admittedMs);
         return result;
       } catch (error) {
         if (!isRateLimited(error)) throw error;
@@ -116,7 +214,7 @@ export class QuotaGate implements Admission {
   }
 
   private hasRoom(): boolean {
-    return this.running < Math.floor(this.limit) && this.nowMs() >= this.pausedUntilMs;
+    return this.running < this.limit.current && this.nowMs() >= this.pausedUntilMs;
   }
 
   private acquire(waitUntilMs: number, front: boolean, deadline: Deadline): Promise<void> {
@@ -176,14 +274,15 @@ export class QuotaGate implements Admission {
     });
   }
 
-  private succeeded(): void {
+  private succeeded(latencyMs: number): void {
     this.pauseMs = 0;
-    this.limit = Math.min(this.options.maxInFlight, this.limit + 1);
+    // Demand: the works running (this one included) and the deliveries waiting for a turn.
+    this.limit.succeeded(latencyMs, this.running + this.waiting.length);
   }
 
   private rateLimited(admission: number): void {
     if (admission > this.admissionsAtLastCut) {
-      this.limit = Math.max(1, this.limit / 2);
+      this.limit.rateLimited();
       this.admissionsAtLastCut = this.admissions;
     }
     const initial = this.options.initialPauseMs ?? 100;
