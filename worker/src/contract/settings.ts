@@ -212,8 +212,12 @@ export const MIN_STATEMENT_MS = 2_000;
 /** The longest one call to the memo of paid analyses (read, lease, keep) may take. */
 export const MEMO_CALL_TIMEOUT_MS = 5_000;
 
-/** Memo calls on one delivery's path: a read, a read again after a wait in line, a lease, a keep. */
-export const MEMO_CALLS_PER_DELIVERY = 4;
+/**
+ * Memo calls on one delivery's path: a read, a read again after a wait in line, a lease, a keep, the
+ * write's lease when the analysis ran without one, and the renewal that moves it past a BigQuery
+ * statement's bound.
+ */
+export const MEMO_CALLS_PER_DELIVERY = 6;
 
 /** Analyzer calls one analysis may make: a second when the first answer misses the schema. */
 export const ANALYZER_CALLS_PER_ANALYSIS = 2;
