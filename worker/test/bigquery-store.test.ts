@@ -257,6 +257,17 @@ describe('BigQueryStore', () => {
       expect(jobBodies()).toHaveLength(2);
     });
 
+    it("asks for a bounded statement's results again while the job is still queued, instead of answering 503", async () => {
+      // A MERGE can wait longer in the table's DML queue than one getQueryResults call waits.
+      fake.deferResultsNext(2);
+      const row = testRow();
+      const deadline = new Deadline(NOW.getTime() + 45_000, clock);
+      expect(await store.recordMany([row], deadline)).toEqual(new Set([row.dedup_key]));
+      const polls = fake.requests.filter((r) => r.method === 'GET' && /\/queries\/[^/]+$/.test(r.path));
+      expect(polls).toHaveLength(3);
+      expect(jobBodies()).toHaveLength(1);
+    });
+
     it('filters both statements on the processed_at partitions of the dedup window', async () => {
       for (const sql of [lookupSql(TABLE), mergeSql(TABLE)]) {
         expect(sql).toContain('processed_at >= @window_start');

@@ -245,6 +245,8 @@ function firstLine(text: string): string {
 /** What `bigquery.query` resolves to with `autoPaginate: false`: rows, next page, the API response. */
 type QueryResult = [unknown[], unknown, QueryApiResponse | undefined];
 interface QueryApiResponse {
+  /** False when the job was still running when the call's wait ended. */
+  jobComplete?: boolean;
   dmlStats?: { insertedRowCount?: string };
   numDmlAffectedRows?: string;
 }
@@ -411,13 +413,32 @@ export class BigQueryStore implements BatchStore {
     };
     try {
       // autoPaginate false: the promise then carries the API response, where the DML statistics are.
-      return (await this.bigquery.query(query, { autoPaginate: false })) as unknown as QueryResult;
+      if (timeoutMs === undefined)
+        return (await this.bigquery.query(query, { autoPaginate: false })) as unknown as QueryResult;
+      return await this.untilComplete(query, operation, deadline!);
     } catch (error) {
       const mapped = bigQueryError(error, operation);
       if (mapped instanceof ConfigurationError) {
         this.logger?.error(mapped.message, { code: mapped.code, table: this.table, operation });
       }
       throw mapped;
+    }
+  }
+
+  /**
+   * A bounded statement: jobs.insert, then getQueryResults until the job is complete. Each call
+   * waits at most ~10 s on BigQuery's side and answers `jobComplete: false` past it (a MERGE may
+   * wait longer than that in the table's DML queue); asking again, as long as the deadline allows,
+   * reads the outcome instead of answering 503 for a statement that is about to commit. Past the
+   * deadline the job is left to its `jobTimeoutMs`.
+   */
+  private async untilComplete(query: Query, operation: string, deadline: Deadline): Promise<QueryResult> {
+    const [job] = await this.bigquery.createQueryJob(query);
+    for (;;) {
+      const result = (await job.getQueryResults({ autoPaginate: false })) as unknown as QueryResult;
+      if (result[2]?.jobComplete !== false) return result;
+      if (deadline.remainingMs() <= 0)
+        throw new DeadlineError(`BigQuery ${operation}`, 'the statement was still running at the deadline');
     }
   }
 }

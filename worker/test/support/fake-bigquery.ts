@@ -70,6 +70,8 @@ export interface FakeBigQuery {
   failNext(count: number, failure: BigQueryFailure): void;
   /** The next `count` jobs.query answers say `jobComplete: false`; results come from getQueryResults. */
   deferNext(count: number): void;
+  /** The next `count` getQueryResults answers say `jobComplete: false` (a job still queued or running). */
+  deferResultsNext(count: number): void;
   /** The bytes the pre-run estimate of each query reports (default 10 MiB, BigQuery's minimum). */
   setEstimatedBytes(bytes: number): void;
   rows(): StoredRow[];
@@ -215,6 +217,7 @@ export async function startFakeBigQuery(
   const failures: BigQueryFailure[] = [];
   const results = new Map<string, { reference: unknown; outcome: Outcome; configuration: unknown }>();
   let deferred = 0;
+  let deferredResults = 0;
   let estimatedBytes = MIN_BILLED_BYTES;
 
   function scalar(name: string, raw: unknown): string | null {
@@ -503,6 +506,14 @@ export async function startFakeBigQuery(
       if (req.method === 'GET' && results_) {
         const stored = results.get(decodeURIComponent(results_[1]!));
         if (!stored) throw bigQueryError.notFound('Job');
+        if (deferredResults > 0) {
+          deferredResults -= 1;
+          return sendJson(res, 200, {
+            kind: 'bigquery#getQueryResultsResponse',
+            jobReference: stored.reference,
+            jobComplete: false,
+          });
+        }
         return sendJson(res, 200, {
           kind: 'bigquery#getQueryResultsResponse',
           jobReference: stored.reference,
@@ -573,6 +584,9 @@ export async function startFakeBigQuery(
     },
     deferNext(count) {
       deferred += count;
+    },
+    deferResultsNext(count) {
+      deferredResults += count;
     },
     setEstimatedBytes(bytes) {
       estimatedBytes = bytes;
