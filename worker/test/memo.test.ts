@@ -49,16 +49,30 @@ class DownMemoStore implements MemoStore {
   }
 }
 
-/** `store`, except that its second lease call answers 503 (a bucket's hiccup); counts lease calls. */
-function secondLeaseFails(store: MemoStore): { flaky: MemoStore; leaseCalls: () => number } {
+/**
+ * `store`, with its lease calls answered by `answer` (`call` counts them from 1), as a bucket that
+ * fails or slows down some of them would; `leaseCalls()` says how many were made.
+ */
+function leasing(
+  store: MemoStore,
+  answer: (call: number, key: string, until: Date) => Promise<Date | undefined>,
+): MemoStore & { leaseCalls(): number } {
   let calls = 0;
-  const flaky: MemoStore = {
+  return {
     get: (key) => store.get(key),
     create: (key, entry) => store.create(key, entry),
-    lease: (key, until) => (++calls === 2 ? Promise.reject(new Error('503')) : store.lease(key, until)),
+    lease: (key, until) => answer(++calls, key, until),
     renew: (key, until) => store.renew(key, until),
+    leaseCalls: () => calls,
   };
-  return { flaky, leaseCalls: () => calls };
+}
+
+/** `store`, except that its second lease call answers 503 (a bucket's hiccup). */
+function secondLeaseFails(store: MemoStore): { flaky: MemoStore; leaseCalls: () => number } {
+  const flaky = leasing(store, (call, key, until) =>
+    call === 2 ? Promise.reject(new Error('503')) : store.lease(key, until),
+  );
+  return { flaky, leaseCalls: () => flaky.leaseCalls() };
 }
 
 describe('AnalysisMemo', () => {
@@ -611,16 +625,10 @@ describe('interleaving 4: a lease shorter than the work', () => {
     const time = new ManualTime();
     const store = new MemoryMemoStore();
     // A doubled notification: on each instance the first lease call (the analysis's) answers 503.
-    const refusingFirstLease = (): MemoStore => {
-      let leaseCalls = 0;
-      return {
-        get: (key) => store.get(key),
-        create: (key, entry) => store.create(key, entry),
-        lease: (key, until) =>
-          ++leaseCalls === 1 ? Promise.reject(new Error('503')) : store.lease(key, until),
-        renew: (key, until) => store.renew(key, until),
-      };
-    };
+    const refusingFirstLease = (): MemoStore =>
+      leasing(store, (call, key, until) =>
+        call === 1 ? Promise.reject(new Error('503')) : store.lease(key, until),
+      );
     const options = { ttlMs: 8 * DAY_MS, clock: time.clock, sleep: time.sleep, timers: time };
     const a = new AnalysisMemo(refusingFirstLease(), options);
     const b = new AnalysisMemo(refusingFirstLease(), options);
@@ -651,15 +659,10 @@ describe('interleaving 4: a lease shorter than the work', () => {
   it('waits out a lease its own timed-out call created, then takes the next round, within its deadline', async () => {
     const time = new ManualTime();
     const store = new MemoryMemoStore();
-    let leaseCalls = 0;
     // The analysis's lease call takes 7 s: past the 5 s call timeout, yet the bucket creates it.
-    const slowFirst: MemoStore = {
-      get: (key) => store.get(key),
-      create: (key, entry) => store.create(key, entry),
-      lease: (key, until) =>
-        ++leaseCalls === 1 ? time.sleep(7_000).then(() => store.lease(key, until)) : store.lease(key, until),
-      renew: (key, until) => store.renew(key, until),
-    };
+    const slowFirst = leasing(store, (call, key, until) =>
+      call === 1 ? time.sleep(7_000).then(() => store.lease(key, until)) : store.lease(key, until),
+    );
     const memo = new AnalysisMemo(slowFirst, {
       ttlMs: 8 * DAY_MS,
       clock: time.clock,
@@ -763,15 +766,10 @@ describe('interleaving 4: a lease shorter than the work', () => {
   it('gives a holder it saw one more lease time, once, when the memo keeps failing: then it works', async () => {
     const time = new ManualTime();
     const store = new MemoryMemoStore();
-    let leaseCalls = 0;
-    const failing: MemoStore = {
-      get: (key) => store.get(key),
-      create: (key, entry) => store.create(key, entry),
-      // Every lease call after the first answers 503.
-      lease: (key, until) =>
-        ++leaseCalls === 1 ? store.lease(key, until) : Promise.reject(new Error('503')),
-      renew: (key, until) => store.renew(key, until),
-    };
+    // Every lease call after the first answers 503.
+    const failing = leasing(store, (call, key, until) =>
+      call === 1 ? store.lease(key, until) : Promise.reject(new Error('503')),
+    );
     // A holder took the lease until 15 s and died.
     await store.lease(AnalysisMemo.key(KEY, 'v1'), new Date(time.ms + 15_000));
     const waiter = new AnalysisMemo(failing, {
