@@ -48,29 +48,12 @@ export class GcsMemoStore implements MemoStore {
   }
 
   async get(key: string): Promise<MemoEntry | undefined> {
-    try {
-      const [bytes] = await this.file(key).download();
-      return JSON.parse(bytes.toString('utf8')) as MemoEntry;
-    } catch (error) {
-      if ((error as { code?: unknown }).code === 404) return undefined;
-      throw error;
-    }
+    return this.readJson<MemoEntry>(this.objectName(key));
   }
 
   async create(key: string, entry: MemoEntry): Promise<void> {
-    try {
-      await this.retryingObjectRate(() =>
-        this.file(key).save(JSON.stringify(entry), {
-          resumable: false,
-          contentType: 'application/json',
-          preconditionOpts: { ifGenerationMatch: 0 },
-        }),
-      );
-    } catch (error) {
-      // 412: the key exists already; the first entry stays, as create-only means.
-      if ((error as { code?: unknown }).code === 412) return;
-      throw error;
-    }
+    // false: the key exists already; the first entry stays, as create-only means.
+    await this.createOnly(this.objectName(key), JSON.stringify(entry));
   }
 
   /**
@@ -78,7 +61,7 @@ export class GcsMemoStore implements MemoStore {
    * it exists, its expiry is the one its last renewal (below) moved it to, else its own.
    */
   async lease(key: string, expiresAt: Date): Promise<Date | undefined> {
-    if (await this.createOnly(`leases/${key}.json`, expiresAt)) return undefined;
+    if (await this.createOnly(`leases/${key}.json`, expiryBody(expiresAt))) return undefined;
     return (await this.lastRenewal(key)) ?? (await this.readExpiry(`leases/${key}.json`)) ?? expiresAt;
   }
 
@@ -90,7 +73,7 @@ export class GcsMemoStore implements MemoStore {
    * now (its work is over).
    */
   async renew(key: string, expiresAt: Date): Promise<void> {
-    await this.createOnly(`leases/${key}/${expiresAt.getTime()}.json`, expiresAt);
+    await this.createOnly(`leases/${key}/${expiresAt.getTime()}.json`, expiryBody(expiresAt));
   }
 
   /**
@@ -111,14 +94,14 @@ export class GcsMemoStore implements MemoStore {
     return last ? new Date(last.expiresAtMs) : undefined;
   }
 
-  /** Creates the object holding `expiresAt`; false when it exists already. */
-  private async createOnly(name: string, expiresAt: Date): Promise<boolean> {
+  /** Creates the object `name` holding `body`; false when it exists already (412). */
+  private async createOnly(name: string, body: string): Promise<boolean> {
     try {
       await this.retryingObjectRate(() =>
         this.options.storage
           .bucket(this.options.bucket)
           .file(name)
-          .save(JSON.stringify({ expiresAt: expiresAt.toISOString() }), {
+          .save(body, {
             resumable: false,
             contentType: 'application/json',
             preconditionOpts: { ifGenerationMatch: 0 },
@@ -146,17 +129,28 @@ export class GcsMemoStore implements MemoStore {
   }
 
   private async readExpiry(name: string): Promise<Date | undefined> {
+    const held = await this.readJson<{ expiresAt: string }>(name);
+    const expiry = held ? new Date(held.expiresAt) : undefined;
+    return expiry && !Number.isNaN(expiry.getTime()) ? expiry : undefined;
+  }
+
+  /** The JSON object `name` holds; undefined when there is none (404). */
+  private async readJson<T>(name: string): Promise<T | undefined> {
     try {
       const [bytes] = await this.options.storage.bucket(this.options.bucket).file(name).download();
-      const expiry = new Date((JSON.parse(bytes.toString('utf8')) as { expiresAt: string }).expiresAt);
-      return Number.isNaN(expiry.getTime()) ? undefined : expiry;
+      return JSON.parse(bytes.toString('utf8')) as T;
     } catch (error) {
       if ((error as { code?: unknown }).code === 404) return undefined;
       throw error;
     }
   }
 
-  private file(key: string) {
-    return this.options.storage.bucket(this.options.bucket).file(`${this.prefix}${key}.json`);
+  private objectName(key: string): string {
+    return `${this.prefix}${key}.json`;
   }
+}
+
+/** What a lease or renewal object holds. */
+function expiryBody(expiresAt: Date): string {
+  return JSON.stringify({ expiresAt: expiresAt.toISOString() });
 }
