@@ -387,8 +387,9 @@ export class BigQueryStore implements BatchStore {
    * {@link MIN_STATEMENT_MS} left, and it is bounded by that deadline ({@link statementTimeoutMs}):
    * a MERGE that could still commit after its delivery was answered 503 could insert a second row
    * beside the retry's, sorting first in the `documents` view (its `processed_at` is its start).
-   * The library then sends it through jobs.insert + getQueryResults instead of jobs.query (one
-   * more round trip); statements without a deadline (tools, tests) keep jobs.query.
+   * A bounded statement goes through jobs.insert + getQueryResults ({@link untilComplete}: the
+   * library does the same for any query with a `jobTimeoutMs`); statements without a deadline
+   * (tools, tests) keep jobs.query.
    */
   private async run(
     operation: 'seen' | 'record',

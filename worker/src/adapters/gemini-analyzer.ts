@@ -176,7 +176,7 @@ export class GeminiAnalyzer implements Analyzer {
   }
 
   /** How long this call's answer is awaited: as long as the delivery can still use it. */
-  callTimeoutMs(deadline: Deadline | undefined): number {
+  private callTimeoutMs(deadline: Deadline | undefined): number {
     const usable = (deadline?.remainingMs() ?? Number.NaN) - this.afterAnswerMs;
     return Number.isFinite(usable) ? Math.max(this.timeoutMs, Math.floor(usable)) : this.timeoutMs;
   }
