@@ -27,6 +27,20 @@ describe('docs/testing.md', () => {
     expect(results.faults).toBeDefined();
     expect(replaceFaultFigures(doc, results.faults!)).toBe(doc);
   });
+
+  it("records a soak that meets the issue's bar: 1,000 seeds or more, no invariant broken, every fault kind injected 100 times or more", () => {
+    const { faults } = JSON.parse(readFileSync(path.join(ROOT, 'bench/results.json'), 'utf8')) as {
+      faults: FaultsSection;
+    };
+    expect(faults.seeds).toBeGreaterThanOrEqual(1_000);
+    expect(faults.violations).toEqual({ I1: 0, I2: 0, I3: 0, I4: 0, I5: 0, I6: 0 });
+    for (const kind of FAULT_KINDS)
+      expect([kind, faults.faultsByKind[kind]]).toEqual([kind, expect.any(Number)]);
+    expect(Math.min(...FAULT_KINDS.map((k) => faults.faultsByKind[k]))).toBeGreaterThanOrEqual(100);
+    expect(faults).toEqual(
+      expect.objectContaining({ extraRawRows: expect.any(Number), analysesPerDocument: expect.any(Number) }),
+    );
+  });
 });
 
 describe('the fault figures block', () => {
