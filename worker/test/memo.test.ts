@@ -491,6 +491,74 @@ describe('handle with the memo', () => {
     expect(leaseOf(key)).toBe(time.ms - 31_000 + 30_000 + 15_000);
   });
 
+  /** Counts the store's lookups and the memo's reads. */
+  function counting(memoStore: MemoStore = new MemoryMemoStore()) {
+    const s = setup(memoStore);
+    const counts = { seen: 0, memoReads: 0 };
+    const seen = s.store.seen.bind(s.store);
+    s.store.seen = (key, deadline) => {
+      counts.seen++;
+      return seen(key, deadline);
+    };
+    const get = memoStore.get.bind(memoStore);
+    memoStore.get = (key) => {
+      counts.memoReads++;
+      return get(key);
+    };
+    return { ...s, counts };
+  }
+
+  it("skips the store's lookup for a key the memo knows nothing of, and reads the memo once", async () => {
+    const { store, analyzer, deps, body, counts } = counting();
+    const outcome = await handle(parsePush(body), deps);
+    expect(outcome).toMatchObject({ status: 'ok', analysed: true });
+    expect(counts).toEqual({ seen: 0, memoReads: 1 });
+    expect(analyzer.calls).toHaveLength(1);
+    expect(store.rowsFor(outcome.dedupKey)).toHaveLength(1);
+  });
+
+  it('asks the store when the memo holds the analysis: a redelivery after the write pays nothing and writes nothing', async () => {
+    const { store, analyzer, reader, deps, body, counts } = counting();
+    await handle(parsePush(body), deps);
+    const again = await handle(parsePush(body), deps);
+    expect(again).toMatchObject({ status: 'duplicate', duplicateAt: 'seen', analysed: false });
+    expect(counts).toEqual({ seen: 1, memoReads: 2 });
+    expect(analyzer.calls).toHaveLength(1);
+    expect(reader.reads).toHaveLength(1);
+    expect(store.rowsFor(again.dedupKey)).toHaveLength(1);
+  });
+
+  it('asks the store when the memo cannot be read: a redelivery of a written document pays nothing', async () => {
+    const { store, analyzer, deps, body } = setup(new DownMemoStore());
+    await handle(parsePush(body), deps);
+    const again = await handle(parsePush(body), deps);
+    expect(again).toMatchObject({ status: 'duplicate', duplicateAt: 'seen', analysed: false });
+    expect(analyzer.calls).toHaveLength(1);
+    expect(store.rowsFor(again.dedupKey)).toHaveLength(1);
+  });
+
+  it('costs one analysis, never a second row, when the memo lost the entry of a written document', async () => {
+    const { store, analyzer, deps, body } = setup();
+    await handle(parsePush(body), deps);
+    // The same store and row, but a memo that has lost everything (a new analyzer version would too).
+    const forgetful = { ...deps, memo: new AnalysisMemo(new MemoryMemoStore(), { ttlMs: 8 * DAY_MS }) };
+    const again = await handle(parsePush(body), forgetful);
+    expect(again).toMatchObject({ status: 'duplicate', duplicateAt: 'record', analysed: true });
+    expect(analyzer.calls).toHaveLength(2);
+    expect(store.rowsFor(again.dedupKey)).toHaveLength(1);
+  });
+
+  it('asks the store first for a message that is not work (no memo read)', async () => {
+    const { store, deps, counts } = counting();
+    const notWork = pushBody('9', { eventType: 'OBJECT_DELETE' });
+    const first = await handle(parsePush(notWork), deps);
+    const again = await handle(parsePush(notWork), deps);
+    expect(first.status).toBe('rejected');
+    expect(again).toMatchObject({ status: 'duplicate', duplicateAt: 'seen' });
+    expect(counts).toEqual({ seen: 2, memoReads: 0 });
+    expect(store.rowsFor(first.dedupKey)).toHaveLength(1);
+  });
+
   it('still processes the document when the memo store is down', async () => {
     const { store, analyzer, deps, body } = setup(new DownMemoStore());
     const outcome = await handle(parsePush(body), deps);

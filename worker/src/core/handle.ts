@@ -92,7 +92,14 @@ export async function handle(
 ): Promise<Outcome> {
   const key = dedupKey(event, deps.dedupKeyMode);
   const base = { messageId: event.messageId, dedupKey: key };
-  if (await deadline.race('lookup', deps.store.seen(key, deadline)))
+  // With a memo of paid analyses, it is read first: no analysis kept for the key means no delivery
+  // of it has paid yet, and the store's lookup is skipped (the write is conditional: a redelivery
+  // of a document written without a kept analysis, an e-invoice or a rejection, finds its row there).
+  const peeked =
+    deps.memo && event.kind !== 'not_work'
+      ? await deps.memo.peek(key, deps.analyzer.version, deadline)
+      : undefined;
+  if (peeked?.state !== 'none' && (await deadline.race('lookup', deps.store.seen(key, deadline))))
     return { ...base, status: 'duplicate', duplicateAt: 'seen', analysed: false };
 
   let analysed = false;
@@ -129,7 +136,7 @@ export async function handle(
         };
         const admission = deps.admission ?? admitAtOnce;
         const paid = deps.memo
-          ? await deps.memo.analyse(key, deps.analyzer.version, work, admission, deadline)
+          ? await deps.memo.analyse(key, deps.analyzer.version, work, admission, deadline, peeked)
           : { result: await admission.run(work, deadline), source: 'analyzer' as const };
         if (paid.source === 'memo') memo = 'hit';
         else if (paid.source === 'shared') memo = 'shared';

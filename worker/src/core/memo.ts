@@ -122,6 +122,17 @@ export type AnalysisSource = 'analyzer' | 'memo' | 'shared';
 /** What the memo holds for a key: a paid result, or the paid refusal it ended in. */
 type Kept = { result: AnalysisResult } | { refused: RejectionError };
 
+/**
+ * What one read of the memo found for a key, before any other work ({@link AnalysisMemo.peek}):
+ * `none`, no analysis of it kept by this version (so no delivery of it has paid and kept one);
+ * `kept`, one is; `unknown`, the memo could not be read. Handed to `analyse()`, it stands for the
+ * memo's first read, so the memo is not read twice.
+ */
+export interface MemoPeek {
+  readonly state: 'none' | 'kept' | 'unknown';
+  readonly kept?: Kept;
+}
+
 type Analysed = { result: AnalysisResult; source: AnalysisSource };
 
 export class AnalysisMemo {
@@ -175,13 +186,15 @@ export class AnalysisMemo {
     work: () => Promise<AnalysisResult>,
     admission: Admission = admitAtOnce,
     deadline: Deadline = Deadline.none(),
+    /** The delivery's earlier read of the memo ({@link peek}), standing for the first lookup. */
+    peeked?: MemoPeek,
   ): Promise<Analysed> {
     const key = AnalysisMemo.key(dedupKey, version);
     const running = this.inFlight.get(key);
     if (running) return this.share(running, deadline);
 
-    const reads = { failed: false };
-    const kept = await this.lookup(key, dedupKey, deadline, reads);
+    const reads = { failed: peeked?.state === 'unknown' };
+    const kept = peeked ? peeked.kept : await this.lookup(key, dedupKey, deadline, reads);
     if (kept) return replay(kept, 'memo');
 
     // A lookup ran meanwhile: another delivery may have started the work in between.
@@ -198,6 +211,21 @@ export class AnalysisMemo {
     } finally {
       this.inFlight.delete(key);
     }
+  }
+
+  /**
+   * One read of the memo for `dedupKey`, before the delivery does anything else. A memo that holds
+   * no analysis of the key tells the delivery that no delivery of it has paid and kept one yet: the
+   * store's lookup (on BigQuery a billed statement of a second or so) can be skipped, since the
+   * write is conditional and refuses a second row anyway. The price of a memo that lost an entry
+   * whose row was written is one more paid analysis, never a second row: a cache that fails costs
+   * money, never a document. Errors never propagate (`unknown`).
+   */
+  async peek(dedupKey: string, version: string, deadline: Deadline = Deadline.none()): Promise<MemoPeek> {
+    const reads = { failed: false };
+    const kept = await this.lookup(AnalysisMemo.key(dedupKey, version), dedupKey, deadline, reads);
+    if (kept) return { state: 'kept', kept };
+    return { state: reads.failed ? 'unknown' : 'none' };
   }
 
   /** A concurrent delivery of this instance shares the running analysis, within its own deadline. */
