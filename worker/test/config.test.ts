@@ -1,7 +1,15 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadConfig } from '../src/config';
-import { DELIVERY_DEFAULTS, MEMO_CALL_TIMEOUT_MS, MIN_STATEMENT_MS } from '../src/contract/settings';
+import {
+  afterAnswerMs,
+  DELIVERY_DEFAULTS,
+  deliveryPathMs,
+  MEMO_CALL_TIMEOUT_MS,
+  MEMO_CALLS_AFTER_ANSWER,
+  MERGE_PACE_STRETCH,
+  MIN_STATEMENT_MS,
+} from '../src/contract/settings';
 import { ConfigError } from '../src/core/errors';
 
 describe('loadConfig', () => {
@@ -133,16 +141,25 @@ describe('loadConfig', () => {
     });
   });
 
-  it('awaits a Gemini call until the deadline less the memo keep and the write that follow the answer', () => {
+  it('awaits a Gemini call until the deadline less the memo calls and the write that follow the answer', () => {
     const bigquery = loadConfig({ BIGQUERY_TABLE: 'acme-dev.docline.rows', GEMINI_API_KEY: 'k' });
     const paced = bigquery.groupCommit!;
+    // The keep, the write's lease and its renewal; then the write at its most stretched pace.
     expect(bigquery.analyzer).toMatchObject({
       kind: 'gemini',
-      afterAnswerMs: MEMO_CALL_TIMEOUT_MS + paced.maxWaitMs + paced.minIntervalMs + MIN_STATEMENT_MS,
+      afterAnswerMs:
+        3 * MEMO_CALL_TIMEOUT_MS +
+        paced.maxWaitMs +
+        MERGE_PACE_STRETCH * paced.minIntervalMs +
+        MIN_STATEMENT_MS,
     });
-    // SQLite takes no pace: only the memo keep and one statement follow the answer.
+    // The same write part as the longest delivery path counts, so the two cannot drift apart.
+    const settings = { batchMaxWaitMs: paced.maxWaitMs, mergeMinIntervalMs: paced.minIntervalMs };
+    const path = deliveryPathMs({ ...DELIVERY_DEFAULTS, ...settings });
+    expect(afterAnswerMs(settings)).toBe(MEMO_CALLS_AFTER_ANSWER * MEMO_CALL_TIMEOUT_MS + path.write);
+    // SQLite takes no pace: the memo calls and one statement follow the answer.
     expect(loadConfig({ GEMINI_API_KEY: 'k' }).analyzer).toMatchObject({
-      afterAnswerMs: MEMO_CALL_TIMEOUT_MS + MIN_STATEMENT_MS,
+      afterAnswerMs: 3 * MEMO_CALL_TIMEOUT_MS + MIN_STATEMENT_MS,
     });
   });
 

@@ -496,9 +496,9 @@ describe('handle with the memo', () => {
     const s = setup(memoStore);
     const counts = { seen: 0, memoReads: 0 };
     const seen = s.store.seen.bind(s.store);
-    s.store.seen = (key, deadline) => {
+    s.store.seen = (key) => {
       counts.seen++;
-      return seen(key, deadline);
+      return seen(key);
     };
     const get = memoStore.get.bind(memoStore);
     memoStore.get = (key) => {

@@ -219,6 +219,12 @@ export const MEMO_CALL_TIMEOUT_MS = 5_000;
  */
 export const MEMO_CALLS_PER_DELIVERY = 6;
 
+/**
+ * Of those, the calls after the analysis has answered: the keep, the write's lease, and the renewal
+ * that moves it past a BigQuery statement's bound.
+ */
+export const MEMO_CALLS_AFTER_ANSWER = 3;
+
 /** Analyzer calls one analysis may make: a second when the first answer misses the schema. */
 export const ANALYZER_CALLS_PER_ANALYSIS = 2;
 
@@ -249,18 +255,26 @@ export function deliveryPathMs(
     quotaWait: s.analyzerQuotaWaitMs,
     read: s.readTimeoutMs,
     analysis: ANALYZER_CALLS_PER_ANALYSIS * s.analyzerTimeoutMs,
-    // A write's pace stretches with slow MERGEs (mergeIntervalForLatencyMs).
-    write: s.batchMaxWaitMs + MERGE_PACE_STRETCH * s.mergeMinIntervalMs + MIN_STATEMENT_MS,
+    write: writePartMs(s),
   };
 }
 
 /**
- * What a delivery still needs once its analysis has answered: keeping it in the memo, then its
- * write (the gathering wait, the interval between MERGEs, and one statement). A paid analyzer call
- * is awaited until the delivery's deadline less this.
+ * The write's part of a delivery: the gathering wait, the interval between MERGEs at its longest (a
+ * write's pace stretches with slow MERGEs: mergeIntervalForLatencyMs), and one statement.
+ */
+function writePartMs(s: Pick<DeliverySettings, 'batchMaxWaitMs' | 'mergeMinIntervalMs'>): number {
+  return s.batchMaxWaitMs + MERGE_PACE_STRETCH * s.mergeMinIntervalMs + MIN_STATEMENT_MS;
+}
+
+/**
+ * What a delivery still needs once its analysis has answered: the memo calls that follow the answer
+ * ({@link MEMO_CALLS_AFTER_ANSWER}) and the write, counted as {@link deliveryPathMs} counts them so
+ * that the two cannot drift apart. A paid analyzer call is awaited until the delivery's deadline
+ * less this.
  */
 export function afterAnswerMs(s: Pick<DeliverySettings, 'batchMaxWaitMs' | 'mergeMinIntervalMs'>): number {
-  return MEMO_CALL_TIMEOUT_MS + s.batchMaxWaitMs + s.mergeMinIntervalMs + MIN_STATEMENT_MS;
+  return MEMO_CALLS_AFTER_ANSWER * MEMO_CALL_TIMEOUT_MS + writePartMs(s);
 }
 
 /** The smallest `maximumBytesBilled` BigQuery accepts: any query bills at least 10 MiB. */
