@@ -548,6 +548,18 @@ describe('handle with the memo', () => {
     expect(store.rowsFor(again.dedupKey)).toHaveLength(1);
   });
 
+  it('asks the store first, memo or not, when its write inserts anyway (append mode)', async () => {
+    const { store, analyzer, deps, body, counts } = counting();
+    Object.assign(store, { conditionalRecord: false });
+    const first = await handle(parsePush(body), deps);
+    const again = await handle(parsePush(body), deps);
+    expect(first.status).toBe('ok');
+    expect(again).toMatchObject({ status: 'duplicate', duplicateAt: 'seen', analysed: false });
+    // Two lookups; the memo is read by the analysis only (no read ahead of the lookup).
+    expect(counts).toEqual({ seen: 2, memoReads: 1 });
+    expect(analyzer.calls).toHaveLength(1);
+  });
+
   it('asks the store first for a message that is not work (no memo read)', async () => {
     const { store, deps, counts } = counting();
     const notWork = pushBody('9', { eventType: 'OBJECT_DELETE' });

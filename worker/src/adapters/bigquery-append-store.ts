@@ -97,6 +97,8 @@ export interface BigQueryAppendStoreOptions extends BigQueryStoreOptions {
 
 /** {@link Store} on BigQuery through the Storage Write API's default stream. */
 export class BigQueryAppendStore implements Store {
+  /** The default stream inserts whatever it is given: deliveries ask `seen()` first, memo or not. */
+  readonly conditionalRecord = false;
   private readonly lookup: BigQueryStore;
   private readonly appender: RowAppender;
   private readonly clock: Clock;
