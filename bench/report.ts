@@ -236,7 +236,7 @@ export function renderReport(results: BenchResults): string {
         : `${bytes(s.billedBytesLow)} – ${bytes(s.billedBytesHigh)}`;
     const dollars = s.usdLow === s.usdHigh ? usd(s.usdHigh) : `${usd(s.usdLow)} – ${usd(s.usdHigh)}`;
     lines.push(
-      `| seen() + MERGE, ${s.name} | ${billed} | ${dollars} | ${bytes(s.estimateBytesPerQuery)} | ${s.refusedByCap ? '**yes**' : 'no'} |`,
+      `| MERGE, ${s.name} | ${billed} | ${dollars} | ${bytes(s.estimateBytesPerQuery)} | ${s.refusedByCap ? '**yes**' : 'no'} |`,
     );
   }
   lines.push(

@@ -12,9 +12,10 @@ describe('costModel', () => {
       COST_DEFAULTS.dedupWindowDays * 600 * COST_DEFAULTS.lookupBytesPerRow,
     );
     expect(windowed.estimateBytesPerQuery).toBeLessThan(10 * MIB);
-    expect(windowed.billedBytesHigh).toBe(2 * 1000 * 10 * MIB);
-    // 20,000 MiB = 19.53 GiB = 0.019073 TiB at $6.25.
-    expect(windowed.usdHigh).toBeCloseTo((20_000 / (1024 * 1024)) * 6.25, 10);
+    // One MERGE per document: a new document's lookup is skipped (the memo holds nothing for it).
+    expect(windowed.billedBytesHigh).toBe(1000 * 10 * MIB);
+    // 10,000 MiB = 9.77 GiB = 0.0095367 TiB at $6.25.
+    expect(windowed.usdHigh).toBeCloseTo((10_000 / (1024 * 1024)) * 6.25, 10);
   });
 
   it('bills the referenced columns of the whole table without the window, and the cap refuses it', () => {
@@ -23,7 +24,7 @@ describe('costModel', () => {
     // 3 million rows × 50 bytes = 150 MB per statement, over the 100 MB cap.
     expect(unwindowed.estimateBytesPerQuery).toBe(150_000_000);
     expect(unwindowed.refusedByCap).toBe(true);
-    expect(unwindowed.usdHigh).toBeCloseTo(((2 * 1000 * 150_000_000) / TIB) * 6.25, 10);
+    expect(unwindowed.usdHigh).toBeCloseTo(((1000 * 150_000_000) / TIB) * 6.25, 10);
   });
 
   it('gives a clustered table a range from the minimum to the estimate', () => {
