@@ -234,7 +234,10 @@ export class CloudRunModel {
 
   /** Instances that ever served, with their state (for the record). */
   states(): Array<{ index: number; alive: boolean; serving: boolean }> {
-    return this.instances.map((i) => ({ index: i.index, alive: i.alive, serving: i.serving }));
+    // Autoscaled, an index is taken when an instance starts and filled once it serves: skip holes.
+    return this.instances
+      .filter((i) => i !== undefined)
+      .map((i) => ({ index: i.index, alive: i.alive, serving: i.serving }));
   }
 
   /** A Pub/Sub push: resolves with the HTTP status Pub/Sub gets. */
