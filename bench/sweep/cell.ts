@@ -42,9 +42,13 @@ import { textInvoices } from '../documents';
  * under one window model, to one consumer:
  *
  * - `docline`: the real worker as its composition root serves it (`serve()`, group commit, the
- *   quota gate, the memo through the real `GcsMemoStore`), `maxInstances` instances behind Cloud
- *   Run's slots (`concurrency` each, a request waits at most 10 s for one, then 429), on the sweep's
- *   warehouse (pre-filled table, DML limits, bytes billed) and Gemini model;
+ *   quota gate, the memo through the real `GcsMemoStore`), on instances that Cloud Run's autoscaler
+ *   adds and removes (`CloudRunModel` with `autoscale`: from `minInstances` up to `maxInstances`,
+ *   an instance per 60 % of `concurrency` open requests, a 2 s cold start, idle instances shut down
+ *   after 15 minutes, requests routed to fill instances; a request waits at most 10 s for a slot,
+ *   then 429), on the sweep's warehouse (pre-filled table, DML limits, bytes billed) and Gemini
+ *   model. `{ autoscale: false }` runs the fleet of before: all `maxInstances` up from t=0, each
+ *   request to the least busy;
  * - `oracle`: the ideal consumer in the same simulator, with the same schedule, window model and
  *   Gemini model: it knows the quota exactly (it calls Gemini only when the call will be accepted),
  *   analyses each document once, and never holds a push longer than the quota makes it wait nor
@@ -97,7 +101,18 @@ export interface ConsumerFigures {
   maxEstimateBytes: number;
   refusedDml: number;
   cloudRunNoSlot429: number;
+  /** Instances that ever served (cold starts included), and the most serving at once. */
+  instancesStarted: number;
+  maxInstancesServing: number;
   wallSeconds: number;
+}
+
+/** How Cloud Run runs docline's instances in a cell. */
+export interface CloudRunChoice {
+  /** Follow Cloud Run's autoscaler (the default); false: all `maxInstances` up from t=0. */
+  autoscale?: boolean;
+  /** The autoscaler's routing across instances (undocumented): `fill` (the default) or `spread`. */
+  routing?: 'fill' | 'spread';
 }
 
 export interface ReconcileFigures {
@@ -116,6 +131,12 @@ const BUCKET = 'acme-invoices-sweep';
 const LIST_PAGE = 1_000;
 /** Cloud Run's wait for a free slot before "no available instance" (documented minimum 10 s). */
 const SLOT_WAIT_MS = 10_000;
+/** A docline instance's cold start in the sweep (simulated). */
+const COLD_START_MS = 2_000;
+/** Cloud Run keeps an idle instance at most this long (its documented 15 minutes). */
+const IDLE_MS = 15 * 60_000;
+/** Cloud Run's default utilization target for concurrency (and CPU). */
+const TARGET_UTILIZATION = 0.6;
 /** A run stops here (simulated) if messages are still pending: Pub/Sub's default retention, 7 days. */
 export const CELL_BOUND_MS = 7 * 86_400_000;
 
@@ -258,7 +279,10 @@ async function publishBacklog(
   return figures;
 }
 
-/** Cloud Run's slots in front of the instances: a request waits up to 10 s for one, then 429. */
+/**
+ * Cloud Run's slots in front of a fixed fleet (`autoscale: false`): a request waits up to 10 s for
+ * one, then 429. The autoscaled model keeps its own slots, per serving instance.
+ */
 class Slots {
   private busy = 0;
   private readonly waiting: Array<() => void> = [];
@@ -304,7 +328,9 @@ export async function runConsumer(
   consumer: 'docline' | 'oracle',
   /** Worker settings to try on top of the defaults (tuning only; the sweep runs the defaults). */
   env: Readonly<Record<string, string>> = {},
+  cloudRunChoice: CloudRunChoice = {},
 ): Promise<{ figures: ConsumerFigures; reconcile?: ReconcileFigures }> {
+  const autoscale = cloudRunChoice.autoscale ?? true;
   const wallStart = process.hrtime.bigint();
   const time = new VirtualTime();
   const epochMs = time.epochNowMs();
@@ -336,46 +362,62 @@ export async function runConsumer(
     let endpoint: (body: string, id: string) => Promise<number>;
     const oracleDone = new Set<string>();
     let slots: Slots | undefined;
+    let cloudRunModel: CloudRunModel | undefined;
     if (consumer === 'docline') {
       const config = loadConfig({ ...SIM_ENV, WORKER_VERSION: 'sweep', ...env });
       const cloudRun = new CloudRunModel(time, {
         requestTimeoutMs: config.requestTimeoutSeconds * 1000,
         graceMs: 10_000,
-        coldStartMs: 2_000,
+        coldStartMs: COLD_START_MS,
         schedule: { stalls: [], signals: [] },
         faults: new FaultLog(() => time.nowMs()),
         keyOf: (id) => id,
-      });
-      const memoStore = new GcsMemoStore({ storage: memoBucket.storage(), bucket: 'docline-sweep-memo' });
-      await cloudRun.start(
-        async () =>
-          serve(
-            config,
-            {
-              store: await withGroupCommit(warehouse.store(), config, silentLogger),
-              reader: {
-                read: async (ref: ObjectRef) => {
-                  await time.sleep(readLatency());
-                  const doc = byKey.get(objectUri(ref.bucket, ref.name, ref.generation));
-                  if (!doc)
-                    throw new RejectionError('object_gone', `no generation ${ref.generation} of ${ref.name}`);
-                  return doc.bytes;
-                },
+        ...(autoscale
+          ? {
+              autoscale: {
+                minInstances: STACK_DEFAULTS.minInstances,
+                maxInstances: STACK_DEFAULTS.maxInstances,
+                concurrency: STACK_DEFAULTS.concurrency,
+                targetUtilization: TARGET_UTILIZATION,
+                idleMs: IDLE_MS,
+                routing: cloudRunChoice.routing ?? 'fill',
               },
-              analyzer: gemini.analyzer(),
-              memo: memoStore,
+            }
+          : {}),
+      });
+      cloudRunModel = cloudRun;
+      const memoStore = new GcsMemoStore({ storage: memoBucket.storage(), bucket: 'docline-sweep-memo' });
+      const factory = async () =>
+        serve(
+          config,
+          {
+            store: await withGroupCommit(warehouse.store(), config, silentLogger),
+            reader: {
+              read: async (ref: ObjectRef) => {
+                await time.sleep(readLatency());
+                const doc = byKey.get(objectUri(ref.bucket, ref.name, ref.generation));
+                if (!doc)
+                  throw new RejectionError('object_gone', `no generation ${ref.generation} of ${ref.name}`);
+                return doc.bytes;
+              },
             },
-            silentLogger,
-          ),
-        STACK_DEFAULTS.maxInstances,
-        0,
-      );
+            analyzer: gemini.analyzer(),
+            memo: memoStore,
+          },
+          silentLogger,
+        );
       closers.push(() => {
         for (const s of cloudRun.states()) cloudRun.instance(s.index).worker.server.close();
       });
-      slots = new Slots(time, STACK_DEFAULTS.maxInstances * STACK_DEFAULTS.concurrency);
-      const s = slots;
-      endpoint = (body, id) => s.run(() => cloudRun.push(body, id));
+      if (autoscale) {
+        await cloudRun.startAutoscaled(factory);
+        endpoint = (body, id) => cloudRun.push(body, id);
+      } else {
+        await cloudRun.start(factory, STACK_DEFAULTS.maxInstances, 0);
+        slots = new Slots(time, STACK_DEFAULTS.maxInstances * STACK_DEFAULTS.concurrency);
+        const s = slots;
+        endpoint = (body, id) => s.run(() => cloudRun.push(body, id));
+      }
     } else {
       // The ideal consumer: one analysis per document, called exactly when the quota accepts it.
       const running = new Map<string, Promise<void>>();
@@ -458,7 +500,13 @@ export async function runConsumer(
       refusedBytesBilled: warehouse.stats.refusedBytesBilled,
       maxEstimateBytes: warehouse.stats.maxEstimateBytes,
       refusedDml: warehouse.stats.refusedQueueFull + warehouse.stats.refusedRate,
-      cloudRunNoSlot429: slots?.refused ?? 0,
+      cloudRunNoSlot429: slots?.refused ?? cloudRunModel?.noInstance429 ?? 0,
+      instancesStarted: autoscale
+        ? (cloudRunModel?.instancesStarted ?? 0)
+        : (cloudRunModel?.states().length ?? 0),
+      maxInstancesServing: autoscale
+        ? (cloudRunModel?.maxServing ?? 0)
+        : (cloudRunModel?.states().length ?? 0),
       wallSeconds: 0,
     };
     figures.wallSeconds = Number(process.hrtime.bigint() - wallStart) / 1e9;

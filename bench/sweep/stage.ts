@@ -1,5 +1,5 @@
 import { LIMITS, onDemandUsd } from '../../worker/src/contract/cost-model';
-import { type ConsumerFigures, type ReconcileFigures, runConsumer } from './cell';
+import { type CloudRunChoice, type ConsumerFigures, type ReconcileFigures, runConsumer } from './cell';
 import { bestBytesPerDocument, type GridCell, SWEEP_GOALS, sweepGrid } from './grid';
 
 /** One cell of bench/results.json → sweep.cells (these keys exactly). */
@@ -72,8 +72,10 @@ function median(values: number[]): number {
 export async function runCell(
   c: GridCell,
   env: Readonly<Record<string, string>> = {},
+  /** How Cloud Run runs docline's instances (the sweep: autoscaled, routed to fill instances). */
+  cloudRun: CloudRunChoice = {},
 ): Promise<{ cell: SweepCell; details: SweepCellDetails }> {
-  const docline = await runConsumer(c, 'docline', env);
+  const docline = await runConsumer(c, 'docline', env, cloudRun);
   const oracle = await runConsumer(c, 'oracle');
   const d = docline.figures;
   const landed = Math.max(1, d.viewRows);

@@ -17,6 +17,11 @@ import type { FaultLog, FaultSchedule, StallPoint } from './schedule';
  *   gone at once; requests still open get no answer (a nack for Pub/Sub), and nothing the process
  *   had not yet sent ever arrives anywhere. A spare instance takes its place after a cold start.
  *
+ * That is the default: every instance given to `start()` serves from t=0 and Cloud Run's slots are
+ * the caller's business (the fault soak and its replays depend on it exactly). With `autoscale`
+ * ({@link AutoscaleOptions}, started by `startAutoscaled()`) the model follows Cloud Run's
+ * autoscaler instead; see there for what is documented and what is assumed.
+ *
  * Every call a handler makes through a port is recorded against its request (which call, when it
  * started and ended), so the checks can see handler activity against the request's deadline.
  */
@@ -54,6 +59,51 @@ export interface SimInstance {
 
 /** Builds instance `index` (its ports already wrapped by `ports`). */
 export type InstanceFactory = (index: number, ports: PortTracker) => Promise<RunningWorker>;
+
+/**
+ * Cloud Run's instance autoscaling, as the model follows it when asked to.
+ *
+ * Documented (cloud.google.com/run/docs/about-instance-autoscaling, /configuring/scaling-controls,
+ * /configuring/min-instances, /about-concurrency):
+ * - the autoscaler keeps instances at a target utilization of 60 % of the maximum concurrency (and
+ *   60 % CPU), never past the maximum nor under the minimum instances;
+ * - scaling from zero is triggered by a request only; a new instance serves after its start-up;
+ * - a request that no instance can take waits (pending) up to 3.5 × the average start-up time or
+ *   10 s, whichever is greater, for an instance that finishes a request or starts; then 429;
+ * - `concurrency` is a maximum per instance; instances that serve no request are idle, and Cloud
+ *   Run removes idle instances above the minimum (instances over the maximum are destroyed after
+ *   15 minutes idle).
+ *
+ * Assumed (the documentation gives no figure or rule):
+ * - the decision is taken on every arrival and every change of the serving set, on the requests
+ *   open at that moment (slots taken + pending), not on a one-minute average: instances are added
+ *   as soon as open requests / instances (serving + starting) exceed the target, i.e. as fast as
+ *   the documented target allows (more instances, sooner, than a one-minute average would give);
+ * - the CPU target is not modelled (the sweep's CPU is not simulated time);
+ * - an instance idle for `idleMs` (15 minutes, the longest the documentation names) is shut down
+ *   (SIGTERM, then SIGKILL after the grace) while more than `minInstances` serve;
+ * - routing across instances is not documented: `fill` sends a request to the most loaded
+ *   instance still under the target (else the least loaded with a free slot), so load gathers on
+ *   as few instances as the target allows; `spread` sends it to the least loaded one with a free
+ *   slot (what the default model does with every instance up).
+ */
+export interface AutoscaleOptions {
+  minInstances: number;
+  maxInstances: number;
+  /** Maximum concurrent requests per instance. */
+  concurrency: number;
+  /** The share of `concurrency` the autoscaler keeps each instance at (documented default 0.6). */
+  targetUtilization: number;
+  /** An instance idle this long (simulated ms) is shut down while more than `minInstances` serve. */
+  idleMs: number;
+  /** How a request is sent to one of the serving instances (undocumented; see above). */
+  routing: 'fill' | 'spread';
+}
+
+/** Cloud Run's documented wait for an instance: 3.5 × the average start-up time, at least 10 s. */
+export function pendingWaitMs(coldStartMs: number): number {
+  return Math.max(10_000, 3.5 * coldStartMs);
+}
 
 /**
  * Wraps an instance's ports: records each call against the request it serves, applies the
@@ -98,6 +148,19 @@ export class CloudRunModel {
   private readonly stallsUsed = new Set<number>();
   /** How long a stalled call holds the request: past the request timeout. */
   private readonly stallMs: number;
+  /** Autoscaled mode only: how instances are built, and the requests waiting for a slot. */
+  private readonly auto: AutoscaleOptions | undefined;
+  private factory: InstanceFactory | undefined;
+  private nextIndex = 0;
+  private starting = 0;
+  private readonly slotsTaken = new Map<number, number>();
+  private readonly idleTimers = new Map<number, SimTimer>();
+  private readonly pending: Array<{ claim: (index: number) => void }> = [];
+  /** Autoscaled mode: requests answered 429 after waiting for a slot ("no available instance"). */
+  noInstance429 = 0;
+  /** Autoscaled mode: instances started (cold starts), and the most serving at once. */
+  instancesStarted = 0;
+  maxServing = 0;
 
   constructor(
     readonly time: SimClock,
@@ -108,19 +171,50 @@ export class CloudRunModel {
       schedule: FaultSchedule['cloudRun'];
       faults: FaultLog;
       keyOf: (messageId: string) => string;
+      /** Follow Cloud Run's autoscaler (start with `startAutoscaled`); off: today's fixed fleet. */
+      autoscale?: AutoscaleOptions;
     },
   ) {
     this.stallMs = options.requestTimeoutMs + 60_000;
+    this.auto = options.autoscale;
   }
 
   /** Builds `serving` instances and `spares` (each in its own slot); setup runs before the clock moves. */
   async start(factory: InstanceFactory, serving: number, spares: number): Promise<void> {
+    if (this.auto) throw new Error('an autoscaled Cloud Run model starts with startAutoscaled()');
     for (let i = 0; i < serving + spares; i++) {
       const worker = await factory(i, new PortTracker(this, i));
       this.instances.push({ index: i, worker, alive: true, serving: i < serving, open: new Set() });
       if (i < serving) this.serving.push(i);
       else this.spares.push(i);
     }
+    this.scheduleSignals();
+  }
+
+  /**
+   * Autoscaled mode: builds the `minInstances` kept warm (serving from t=0, setup before the clock
+   * moves); every further instance is built by `factory` when the autoscaler adds it, and serves
+   * after `coldStartMs`. With no minimum, the first request starts the first instance.
+   */
+  async startAutoscaled(factory: InstanceFactory): Promise<void> {
+    const auto = this.auto;
+    if (!auto) throw new Error('startAutoscaled() needs the autoscale option');
+    if (!(auto.maxInstances >= 1 && auto.minInstances >= 0 && auto.minInstances <= auto.maxInstances))
+      throw new Error(`autoscale: bad instance limits ${auto.minInstances}..${auto.maxInstances}`);
+    this.factory = factory;
+    for (let i = 0; i < auto.minInstances; i++) {
+      const index = this.nextIndex++;
+      const worker = await factory(index, new PortTracker(this, index));
+      this.instances[index] = { index, worker, alive: true, serving: true, open: new Set() };
+      this.serving.push(index);
+      this.instancesStarted++;
+    }
+    this.maxServing = this.serving.length;
+    for (const index of this.serving) this.armIdle(index);
+    this.scheduleSignals();
+  }
+
+  private scheduleSignals(): void {
     for (const s of this.options.schedule.signals) {
       this.time.after(s.atMs, () => {
         const slots = this.serving.filter((i) => i >= 0);
@@ -140,16 +234,25 @@ export class CloudRunModel {
 
   /** Instances that ever served, with their state (for the record). */
   states(): Array<{ index: number; alive: boolean; serving: boolean }> {
-    return this.instances.map((i) => ({ index: i.index, alive: i.alive, serving: i.serving }));
+    // Autoscaled, an index is taken when an instance starts and filled once it serves: skip holes.
+    return this.instances
+      .filter((i) => i !== undefined)
+      .map((i) => ({ index: i.index, alive: i.alive, serving: i.serving }));
   }
 
   /** A Pub/Sub push: resolves with the HTTP status Pub/Sub gets. */
   push(body: string, messageId: string): Promise<number> {
+    if (this.auto) return this.pushAutoscaled(body, messageId);
     const target = this.pick();
     if (target === undefined) {
       // No instance serving (all replaced at once): Cloud Run's "no available instance".
       return this.time.sleep(10_000).then(() => 429);
     }
+    return this.send(target, body, messageId);
+  }
+
+  /** The request on instance `target` (a slot already taken there in autoscaled mode). */
+  private send(target: number, body: string, messageId: string): Promise<number> {
     const instance = this.instances[target]!;
     const now = this.time.nowMs();
     const record: RequestRecord = {
@@ -171,6 +274,8 @@ export class CloudRunModel {
         record.answer = status;
         deadline.cancel();
         resolve(status);
+        // Cloud Run lets go of the slot once it answered (the handler may still run).
+        if (this.auto) this.release(target);
       };
       const deadline: SimTimer = this.time.after(this.options.requestTimeoutMs, () => answer(504));
       const req = new IncomingMessage(new Socket());
@@ -181,6 +286,7 @@ export class CloudRunModel {
       const end = (status: number) => {
         instance.open.delete(record);
         this.killers.delete(record);
+        if (this.auto) this.armIdle(target);
         if (record.endMs !== undefined || record.killedAtMs !== undefined) return;
         record.endMs = this.time.nowMs();
         record.status = status;
@@ -262,6 +368,13 @@ export class CloudRunModel {
     instance.serving = false;
     const slot = this.serving.indexOf(instance.index);
     if (slot < 0) return;
+    if (this.auto) {
+      // No spares: the autoscaler starts an instance if the open requests call for one.
+      this.serving.splice(slot, 1);
+      this.idleTimers.get(instance.index)?.cancel();
+      this.scaleOut();
+      return;
+    }
     const spare = this.spares.shift();
     if (spare === undefined) {
       this.serving.splice(slot, 1);
@@ -272,6 +385,140 @@ export class CloudRunModel {
       this.serving[slot] = spare;
       this.instances[spare]!.serving = true;
     });
+  }
+
+  private async pushAutoscaled(body: string, messageId: string): Promise<number> {
+    let target = this.claim();
+    if (target === undefined) {
+      // No serving instance has a free slot: the request is pending until one has, or 429.
+      target = await new Promise<number | undefined>((resolve) => {
+        const waiter = {
+          claim: (index: number) => {
+            timer.cancel();
+            resolve(index);
+          },
+        };
+        const timer = this.time.after(pendingWaitMs(this.options.coldStartMs), () => {
+          const i = this.pending.indexOf(waiter);
+          if (i >= 0) this.pending.splice(i, 1);
+          resolve(undefined);
+        });
+        this.pending.push(waiter);
+        this.scaleOut();
+      });
+      if (target === undefined) {
+        this.noInstance429++;
+        return 429;
+      }
+    } else this.scaleOut();
+    return this.send(target, body, messageId);
+  }
+
+  private taken(index: number): number {
+    return this.slotsTaken.get(index) ?? 0;
+  }
+
+  /** Takes a slot on the serving instance the routing picks (undefined: none has a free slot). */
+  private claim(): number | undefined {
+    const auto = this.auto!;
+    const target = auto.concurrency * auto.targetUtilization;
+    let best: number | undefined;
+    for (const index of this.serving) {
+      const used = this.taken(index);
+      if (!this.instances[index]!.serving || used >= auto.concurrency) continue;
+      if (best === undefined) {
+        best = index;
+        continue;
+      }
+      const b = this.taken(best);
+      const better =
+        auto.routing === 'spread'
+          ? used < b
+          : // fill: under the target, the most loaded first; past it, the least loaded.
+            used < target
+            ? b >= target || used > b
+            : b >= target && used < b;
+      if (better) best = index;
+    }
+    if (best === undefined) return undefined;
+    this.slotsTaken.set(best, this.taken(best) + 1);
+    this.idleTimers.get(best)?.cancel();
+    this.idleTimers.delete(best);
+    return best;
+  }
+
+  /** A slot of instance `index` is free again: a pending request takes it, or the instance may idle. */
+  private release(index: number): void {
+    this.slotsTaken.set(index, Math.max(0, this.taken(index) - 1));
+    this.dispatchPending();
+    this.armIdle(index);
+  }
+
+  private dispatchPending(): void {
+    while (this.pending.length > 0) {
+      const index = this.claim();
+      if (index === undefined) return;
+      this.pending.shift()!.claim(index);
+    }
+  }
+
+  /** Adds instances while the open requests per instance (serving + starting) exceed the target. */
+  private scaleOut(): void {
+    const auto = this.auto!;
+    let open = this.pending.length;
+    for (const index of this.serving) open += this.taken(index);
+    const wanted = Math.min(
+      auto.maxInstances,
+      Math.max(auto.minInstances, Math.ceil(open / (auto.concurrency * auto.targetUtilization))),
+    );
+    while (this.serving.length + this.starting < wanted) this.launch();
+  }
+
+  /** A new instance: built now, serving after the cold start. */
+  private launch(): void {
+    const index = this.nextIndex++;
+    this.starting++;
+    this.instancesStarted++;
+    const built = this.factory!(index, new PortTracker(this, index));
+    void Promise.all([built, this.time.sleep(this.options.coldStartMs)]).then(([worker]) => {
+      this.starting--;
+      this.instances[index] = { index, worker, alive: true, serving: true, open: new Set() };
+      this.serving.push(index);
+      this.maxServing = Math.max(this.maxServing, this.serving.length);
+      this.dispatchPending();
+      this.armIdle(index);
+    });
+  }
+
+  /** An instance with no slot taken and no handler running is idle; past `idleMs` it is shut down. */
+  private armIdle(index: number): void {
+    const auto = this.auto!;
+    const instance = this.instances[index];
+    if (!instance?.serving || this.taken(index) > 0 || instance.open.size > 0) return;
+    this.idleTimers.get(index)?.cancel();
+    this.idleTimers.set(
+      index,
+      this.time.after(auto.idleMs, () => {
+        this.idleTimers.delete(index);
+        if (!instance.serving || this.taken(index) > 0 || instance.open.size > 0) return;
+        if (this.serving.length <= auto.minInstances) return;
+        this.serving.splice(this.serving.indexOf(index), 1);
+        instance.serving = false;
+        // Scale-in: SIGTERM (the worker's own stop()), SIGKILL after the grace; no request is open.
+        void instance.worker.stop().catch(() => undefined);
+        this.time.after(this.options.graceMs, () => this.kill(instance));
+      }),
+    );
+  }
+
+  /** Autoscaled mode: the instances serving now, and those still starting. */
+  fleet(): { serving: number; starting: number; pending: number } {
+    return { serving: this.serving.length, starting: this.starting, pending: this.pending.length };
+  }
+
+  /** Autoscaled mode: the slots taken on instance `index` (requests not yet answered). */
+  slotsOf(index: number): number {
+    return this.taken(index);
   }
 
   private kill(instance: SimInstance): void {

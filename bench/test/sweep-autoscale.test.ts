@@ -1,0 +1,215 @@
+import { EventEmitter } from 'node:events';
+import type { ServerResponse } from 'node:http';
+import { type AutoscaleOptions, CloudRunModel, pendingWaitMs } from '../../sim/faults/cloud-run';
+import { FaultLog } from '../../sim/faults/schedule';
+import { VirtualTime } from '../../sim/faults/virtual-time';
+import type { RunningWorker } from '../../worker/src/main';
+
+/**
+ * The Cloud Run model's autoscaler (sim/faults/cloud-run.ts, used by the sweep) on fake instances
+ * that hold every request until the test answers it. Virtual time, not installed: only the model's
+ * own timers run, so nothing here sleeps.
+ */
+
+const COLD_START_MS = 2_000;
+const GRACE_MS = 10_000;
+
+/** Moves a virtual time (not installed) to `ms`, running what falls due on the way. */
+async function advanceTo(time: VirtualTime, ms: number): Promise<void> {
+  time.after(ms - time.nowMs(), () => {});
+  await time.run(() => false, ms);
+}
+
+interface Held {
+  messageId: string;
+  instance: number;
+  res: ServerResponse;
+}
+
+function setup(autoscale?: Partial<AutoscaleOptions>) {
+  const time = new VirtualTime();
+  const held: Held[] = [];
+  const built: number[] = [];
+  const stopped: number[] = [];
+  const cloudRun = new CloudRunModel(time, {
+    requestTimeoutMs: 600_000,
+    graceMs: GRACE_MS,
+    coldStartMs: COLD_START_MS,
+    schedule: { stalls: [], signals: [] },
+    faults: new FaultLog(() => time.nowMs()),
+    keyOf: (id) => id,
+    ...(autoscale
+      ? {
+          autoscale: {
+            minInstances: 0,
+            maxInstances: 3,
+            concurrency: 10,
+            targetUtilization: 0.6,
+            idleMs: 15 * 60_000,
+            routing: 'fill' as const,
+            ...autoscale,
+          },
+        }
+      : {}),
+  });
+  const factory = async (index: number): Promise<RunningWorker> => {
+    built.push(index);
+    const server = new EventEmitter() as EventEmitter & { close(): void };
+    server.close = () => {};
+    server.on('request', (_req: unknown, res: ServerResponse) => {
+      const record = cloudRun.current()!;
+      held.push({ messageId: record.messageId, instance: index, res });
+    });
+    return {
+      server,
+      port: 0,
+      admission: undefined,
+      stop: async () => {
+        stopped.push(index);
+      },
+    } as unknown as RunningWorker;
+  };
+  const answers = new Map<string, number>();
+  let n = 0;
+  const push = (count: number) => {
+    for (let i = 0; i < count; i++) {
+      const id = `m${n++}`;
+      void cloudRun.push('{}', id).then((status) => answers.set(id, status));
+    }
+  };
+  /** Answers every held request (204). */
+  const answerAll = () => {
+    for (const h of held.splice(0)) {
+      h.res.statusCode = 204;
+      h.res.end();
+    }
+  };
+  const onInstance = (i: number) => held.filter((h) => h.instance === i).length;
+  return { time, cloudRun, factory, held, built, stopped, answers, push, answerAll, onInstance };
+}
+
+describe('Cloud Run autoscaling (the sweep model)', () => {
+  it('starts the first instance on the first request; it serves only after the cold start', async () => {
+    const t = setup({});
+    await t.cloudRun.startAutoscaled(t.factory);
+    expect(t.cloudRun.fleet()).toEqual({ serving: 0, starting: 0, pending: 0 });
+    t.push(1);
+    await advanceTo(t.time, 0);
+    expect(t.cloudRun.fleet()).toEqual({ serving: 0, starting: 1, pending: 1 });
+    await advanceTo(t.time, COLD_START_MS - 1);
+    expect(t.held).toHaveLength(0);
+    await advanceTo(t.time, COLD_START_MS);
+    expect(t.held).toHaveLength(1);
+    expect(t.cloudRun.requests[0]!.startMs).toBe(COLD_START_MS);
+    expect(t.cloudRun.fleet()).toEqual({ serving: 1, starting: 0, pending: 0 });
+  });
+
+  it('adds an instance only once the open requests per instance exceed 60 % of the concurrency', async () => {
+    const t = setup({ minInstances: 1 });
+    await t.cloudRun.startAutoscaled(t.factory);
+    // Target: 0.6 × 10 = 6 open requests per instance.
+    t.push(6);
+    await advanceTo(t.time, 0);
+    expect(t.cloudRun.fleet()).toEqual({ serving: 1, starting: 0, pending: 0 });
+    t.push(1);
+    await advanceTo(t.time, 0);
+    expect(t.cloudRun.fleet()).toEqual({ serving: 1, starting: 1, pending: 0 });
+    // The 7th request had a free slot (10 per instance): it did not wait for the new instance.
+    expect(t.onInstance(0)).toBe(7);
+    await advanceTo(t.time, COLD_START_MS);
+    expect(t.cloudRun.fleet()).toEqual({ serving: 2, starting: 0, pending: 0 });
+    expect(t.built).toEqual([0, 1]);
+  });
+
+  it('never runs more than maxInstances; past their slots a request waits, then 429', async () => {
+    const t = setup({});
+    await t.cloudRun.startAutoscaled(t.factory);
+    t.push(100);
+    await advanceTo(t.time, 0);
+    expect(t.cloudRun.fleet()).toEqual({ serving: 0, starting: 3, pending: 100 });
+    await advanceTo(t.time, COLD_START_MS);
+    // 3 instances × 10 slots taken; the rest wait for a slot.
+    expect(t.held).toHaveLength(30);
+    expect(t.cloudRun.fleet()).toEqual({ serving: 3, starting: 0, pending: 70 });
+    // A slot freed within the wait is taken by the oldest pending request.
+    t.held.shift()!.res.end();
+    await advanceTo(t.time, COLD_START_MS + 1);
+    expect(t.held).toHaveLength(30);
+    expect(t.cloudRun.fleet().pending).toBe(69);
+    await advanceTo(t.time, pendingWaitMs(COLD_START_MS));
+    expect(t.cloudRun.noInstance429).toBe(69);
+    expect([...t.answers.values()].filter((s) => s === 429)).toHaveLength(69);
+    expect(t.cloudRun.instancesStarted).toBe(3);
+    expect(t.cloudRun.maxServing).toBe(3);
+  });
+
+  it('routes to fill instances (the most loaded under the target), or spreads when asked', async () => {
+    const fill = setup({ minInstances: 2 });
+    await fill.cloudRun.startAutoscaled(fill.factory);
+    fill.push(6);
+    await advanceTo(fill.time, 0);
+    expect([fill.onInstance(0), fill.onInstance(1)]).toEqual([6, 0]);
+    fill.push(1);
+    await advanceTo(fill.time, 0);
+    expect([fill.onInstance(0), fill.onInstance(1)]).toEqual([6, 1]);
+    fill.push(6);
+    await advanceTo(fill.time, 0);
+    // Both at the target: the least loaded takes the next ones, up to its 10 slots.
+    expect([fill.onInstance(0), fill.onInstance(1)]).toEqual([7, 6]);
+
+    const spread = setup({ minInstances: 2, routing: 'spread' });
+    await spread.cloudRun.startAutoscaled(spread.factory);
+    spread.push(6);
+    await advanceTo(spread.time, 0);
+    expect([spread.onInstance(0), spread.onInstance(1)]).toEqual([3, 3]);
+  });
+
+  it('shuts an instance down after 15 idle minutes, down to minInstances', async () => {
+    const t = setup({ minInstances: 1 });
+    await t.cloudRun.startAutoscaled(t.factory);
+    t.push(13); // ceil(13 / 6) = 3 instances
+    await advanceTo(t.time, COLD_START_MS);
+    expect(t.cloudRun.fleet().serving).toBe(3);
+    t.answerAll();
+    await advanceTo(t.time, COLD_START_MS + 1);
+    const idleFrom = t.time.nowMs();
+    await advanceTo(t.time, idleFrom + 15 * 60_000 - 2);
+    expect(t.cloudRun.fleet().serving).toBe(3);
+    await advanceTo(t.time, idleFrom + 15 * 60_000);
+    // Two shut down (SIGTERM: the worker's stop()), the minimum stays.
+    expect(t.cloudRun.fleet().serving).toBe(1);
+    expect(t.stopped).toHaveLength(2);
+    await advanceTo(t.time, idleFrom + 15 * 60_000 + GRACE_MS);
+    expect(t.cloudRun.states().filter((s) => s.alive)).toHaveLength(1);
+    // Demand again: the autoscaler starts new instances (new indices, cold starts).
+    t.push(7);
+    await advanceTo(t.time, t.time.nowMs());
+    expect(t.cloudRun.fleet()).toEqual({ serving: 1, starting: 1, pending: 0 });
+  });
+
+  it('an instance busy within the idle time is kept', async () => {
+    const t = setup({});
+    await t.cloudRun.startAutoscaled(t.factory);
+    t.push(1);
+    await advanceTo(t.time, COLD_START_MS);
+    t.answerAll();
+    await advanceTo(t.time, 10 * 60_000);
+    t.push(1);
+    await advanceTo(t.time, 10 * 60_000);
+    t.answerAll();
+    await advanceTo(t.time, 20 * 60_000);
+    expect(t.cloudRun.fleet().serving).toBe(1);
+    await advanceTo(t.time, 25 * 60_000 + 1);
+    expect(t.cloudRun.fleet().serving).toBe(0);
+  });
+
+  it('off (the default): every instance serves from t=0 and requests go to the least busy, in turn', async () => {
+    const t = setup();
+    await t.cloudRun.start(t.factory, 3, 0);
+    expect(t.built).toEqual([0, 1, 2]);
+    t.push(7);
+    await advanceTo(t.time, 0);
+    expect(t.cloudRun.requests.map((r) => r.instance)).toEqual([0, 1, 2, 0, 1, 2, 0]);
+    await expect(t.cloudRun.startAutoscaled(t.factory)).rejects.toThrow(/autoscale/);
+  });
+});
