@@ -701,6 +701,51 @@ describe('interleaving 4: a lease shorter than the work', () => {
     (await turnWaiter).done();
   });
 
+  it('waits for the holder whose analysis it shared when its own write lease call then fails: the two writes do not overlap (soak I4, seeds 243, 486, 942)', async () => {
+    const time = new ManualTime();
+    const store = new MemoryMemoStore();
+    const options = { ttlMs: 8 * DAY_MS, clock: time.clock, sleep: time.sleep, timers: time };
+    const holder = new AnalysisMemo(store, options);
+    let leasesFail = false;
+    const flaky = leasing(store, (_call, key, until) =>
+      leasesFail ? Promise.reject(new Error('503')) : store.lease(key, until),
+    );
+    const waiter = new AnalysisMemo(flaky, options);
+    let answer: () => void = () => {};
+    const holding = holder.analyse(
+      KEY,
+      'v1',
+      () => new Promise<AnalysisResult>((resolve) => (answer = () => resolve(paid()))),
+      undefined,
+      deadline(time, 498_000),
+    );
+    const waiting = waiter.analyse(KEY, 'v1', async () => paid(9_999), undefined, deadline(time, 498_000));
+    await time.advance(3_000);
+    answer();
+    await holding;
+    // The holder writes (a long MERGE): its turn is the lease its analysis took.
+    const turnHolder = await holder.writeTurn(KEY, 'v1', deadline(time, 498_000));
+    await time.advance(2_000);
+    const shared = await waiting;
+    expect(shared).toMatchObject({ source: 'shared', holderSeen: true });
+    // The waiter's write: the bucket now fails its lease calls.
+    leasesFail = true;
+    let writes = false;
+    const turnWaiter = waiter
+      .writeTurn(KEY, 'v1', deadline(time, 498_000), { holderSeen: shared.holderSeen })
+      .then((turn) => {
+        writes = true;
+        return turn;
+      });
+    await time.advance(30_000);
+    expect(writes).toBe(false);
+    leasesFail = false;
+    turnHolder.done();
+    await time.advance(5_000);
+    expect(writes).toBe(true);
+    (await turnWaiter).done();
+  });
+
   it('takes the lease for the write when the memo refused both analyses theirs: the two writes do not overlap (soak I4, seeds 70, 272)', async () => {
     const time = new ManualTime();
     const store = new MemoryMemoStore();

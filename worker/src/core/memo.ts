@@ -133,7 +133,15 @@ export interface MemoPeek {
   readonly kept?: Kept;
 }
 
-type Analysed = { result: AnalysisResult; source: AnalysisSource };
+type Analysed = {
+  result: AnalysisResult;
+  source: AnalysisSource;
+  /**
+   * The analysis came from another instance's delivery seen holding the key's lease: that delivery
+   * is about to write, so this one's write must not overlap it (handed to {@link AnalysisMemo.writeTurn}).
+   */
+  holderSeen?: boolean;
+};
 
 export class AnalysisMemo {
   private readonly inFlight = new Map<string, Promise<Analysed>>();
@@ -271,7 +279,7 @@ export class AnalysisMemo {
         );
         await deadline.race(what, this.sleep(napMs), { wait: true });
         const kept = await this.lookup(key, dedupKey, deadline);
-        if (kept) return replay(kept, 'shared');
+        if (kept) return { ...replay(kept, 'shared'), holderSeen: true };
       }
       // The lease ran out as last read: a live holder has renewed it meanwhile, else the next
       // round is free.
@@ -339,12 +347,17 @@ export class AnalysisMemo {
     dedupKey: string,
     version: string,
     deadline: Deadline = Deadline.none(),
+    /**
+     * The delivery's analysis came from a holder it saw ({@link Analysed.holderSeen}): that holder
+     * is writing or about to, so a lease call that fails is waited out like a holder seen here.
+     */
+    options: { holderSeen?: boolean } = {},
   ): Promise<WriteTurnHandle> {
     const none = { done: () => {} };
     if (this.leaseMs <= 0) return none;
     const key = AnalysisMemo.key(dedupKey, version);
     const what = 'waiting for the write of a concurrent delivery (its lease)';
-    let holderSeen = false;
+    let holderSeen = options.holderSeen ?? false;
     for (;;) {
       const mine = this.writing.get(key);
       if (mine && !mine.heartbeat.stopped) return this.join(key, mine, deadline);
