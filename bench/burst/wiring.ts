@@ -56,6 +56,7 @@ export const groupCommitWiring = (): Wiring => {
       // Deliveries wait their turn at the analyzer inside the request, as the composition root has them.
       admission: new QuotaGate({
         maxInFlight: settings.analyzerMaxInFlight,
+        maxBytesInFlight: settings.analyzerMaxInFlight * settings.maxObjectBytes,
         maxWaitMs: settings.analyzerQuotaWaitMs,
         clock: time.clock,
         timers: time,

@@ -75,7 +75,11 @@ export interface WorkerConfig {
   reader: ReaderConfig;
   analyzer: AnalyzerConfig;
   /** Admission to the paid work: analyses running at once here, and the longest wait for a turn. */
-  admission: { maxInFlight: number; maxWaitMs: number };
+  /**
+   * The quota gate: `maxInFlight` documents of the largest size bound memory (`maxBytesInFlight` =
+   * maxInFlight × maxObjectBytes), and where the learnt limit starts; smaller documents let it grow.
+   */
+  admission: { maxInFlight: number; maxBytesInFlight: number; maxWaitMs: number };
   /** Group commit of lookups and writes; null when off (one statement per delivery). */
   groupCommit: { maxRows: number; maxWaitMs: number; minIntervalMs: number } | null;
   /** The memo of paid analyses; null when off. */
@@ -198,8 +202,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Worke
     };
   }
 
+  const maxInFlight = integer('ANALYZER_MAX_IN_FLIGHT', DELIVERY_DEFAULTS.analyzerMaxInFlight, 1, 1_000);
   const admission = {
-    maxInFlight: integer('ANALYZER_MAX_IN_FLIGHT', DELIVERY_DEFAULTS.analyzerMaxInFlight, 1, 1_000),
+    maxInFlight,
+    maxBytesInFlight: maxInFlight * maxObjectBytes,
     maxWaitMs: integer('ANALYZER_QUOTA_WAIT_MS', DELIVERY_DEFAULTS.analyzerQuotaWaitMs, 0, 3_600_000),
   };
 

@@ -196,7 +196,7 @@ describe('AnalysisMemo across instances (the lease)', () => {
     await new Promise((resolve) => setImmediate(resolve));
     finish(paid());
     expect(await first).toMatchObject({ source: 'analyzer' });
-    expect(await second).toEqual({ result: paid(), source: 'shared' });
+    expect(await second).toEqual({ result: paid(), source: 'shared', holderSeen: true });
     expect(workB).not.toHaveBeenCalled();
   });
 
@@ -260,7 +260,7 @@ describe('AnalysisMemo across instances (the lease)', () => {
     await new Promise((resolve) => setImmediate(resolve));
     finish(paid());
     expect(await retryA).toMatchObject({ source: 'analyzer' });
-    expect(await retryB).toEqual({ result: paid(), source: 'shared' });
+    expect(await retryB).toEqual({ result: paid(), source: 'shared', holderSeen: true });
     expect(workA).toHaveBeenCalledTimes(1);
     expect(workB).not.toHaveBeenCalled();
   });
@@ -281,7 +281,7 @@ describe('AnalysisMemo across instances (the lease)', () => {
     expect(store.leases.has(`${key}~2`)).toBe(true);
     finish(paid());
     expect(await first).toMatchObject({ source: 'analyzer' });
-    expect(await second).toEqual({ result: paid(), source: 'shared' });
+    expect(await second).toEqual({ result: paid(), source: 'shared', holderSeen: true });
     expect(workB).not.toHaveBeenCalled();
   });
 
@@ -605,7 +605,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
     finish(paid());
     await time.advance(1_000);
     expect(await first).toMatchObject({ source: 'analyzer' });
-    expect(await second).toEqual({ result: paid(), source: 'shared' });
+    expect(await second).toEqual({ result: paid(), source: 'shared', holderSeen: true });
     expect(workB).not.toHaveBeenCalled();
   });
 
@@ -875,7 +875,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
     finish(paid());
     await first;
     await time.advance(1_000);
-    expect(await second).toEqual({ result: paid(), source: 'shared' });
+    expect(await second).toEqual({ result: paid(), source: 'shared', holderSeen: true });
     expect(work).not.toHaveBeenCalled();
   });
 

@@ -65,6 +65,20 @@ describe('AdaptiveLimit: the works admitted at once, learnt from what the analyz
     expect(limit.current).toBe(40);
   });
 
+  it('tells an instance over its own quota (most recent answers 429s) from a 429 among accepted calls', () => {
+    const limit = new AdaptiveLimit(40, 8);
+    succeed(limit, 20, 6_000, 0);
+    // A shared capacity's burst refusing one call in three: never most of the answers.
+    for (let i = 0; i < 60; i++) {
+      if (i % 3 === 0) expect(limit.refused()).toBe(false);
+      else limit.succeeded(6_000, 0);
+    }
+    // A tier's window, once over it, refuses every call: most of the last answers within a round.
+    const verdicts = Array.from({ length: 8 }, () => limit.refused());
+    expect(verdicts[0]).toBe(false);
+    expect(verdicts.at(-1)).toBe(true);
+  });
+
   it('floors at an eighth of the ceiling, at least 1', () => {
     expect(floorFor(40)).toBe(5);
     expect(floorFor(4)).toBe(1);
@@ -140,45 +154,142 @@ describe('QuotaGate', () => {
     expect(works.waited.get('a')).toBe(0);
   });
 
-  it('halves the admitted works on a 429, pauses, retries the refused delivery first, and grows back on successes', async () => {
+  describe('with memory bounded by bytes (maxBytesInFlight)', () => {
+    const bytesGate = (initialInFlight: number) => {
+      const time = new ManualTime();
+      const gate = new QuotaGate({
+        maxInFlight: 2,
+        maxBytesInFlight: 2 * 100,
+        initialInFlight,
+        maxWaitMs: 60_000,
+        clock: time.clock,
+        timers: time,
+        random: () => 1,
+      });
+      return { gate, works: new Works() };
+    };
+
+    it('admits small documents past maxInFlight while their declared bytes fit, and holds a large one until they do', async () => {
+      const { gate, works } = bytesGate(10);
+      const small = ['s1', 's2', 's3', 's4', 's5'].map((name) => gate.run(works.work(name), undefined, 10));
+      const large = ['L1', 'L2'].map((name) => gate.run(works.work(name), undefined, 100));
+      await settle();
+      // 5 × 10 + 100 = 150 bytes fit in 200; the second large one (250) waits, and so does anyone behind it.
+      expect(works.running).toEqual(['s1', 's2', 's3', 's4', 's5', 'L1']);
+      expect(gate.queued).toBe(1);
+      for (const name of ['s1', 's2', 's3', 's4']) await works.finish(name);
+      expect(works.running).toEqual(['s5', 'L1']);
+      await works.finish('s5');
+      expect(works.running).toEqual(['L1', 'L2']);
+      await works.finish('L1');
+      await works.finish('L2');
+      await expect(Promise.all([...small, ...large])).resolves.toHaveLength(7);
+    });
+
+    it('admits a document larger than the whole budget when nothing else runs', async () => {
+      const { gate, works } = bytesGate(10);
+      const huge = gate.run(works.work('huge'), undefined, 1_000);
+      const next = gate.run(works.work('next'), undefined, 1);
+      await settle();
+      expect(works.running).toEqual(['huge']);
+      await works.finish('huge');
+      expect(works.running).toEqual(['next']);
+      await works.finish('next');
+      await expect(Promise.all([huge, next])).resolves.toEqual(['huge', 'next']);
+    });
+
+    it('lets the learnt limit grow past maxInFlight (small documents), where the count alone would stop it', async () => {
+      const { gate, works } = bytesGate(2);
+      const names = Array.from({ length: 12 }, (_, i) => `w${i}`);
+      const results = names.map((name) => gate.run(works.work(name), undefined, 1));
+      await settle();
+      expect(works.running).toHaveLength(2);
+      // Each success adds one while the line is used: 2 → 3 → 4 …
+      await works.finish('w0');
+      await works.finish('w1');
+      expect(gate.admitting).toBe(4);
+      expect(works.running).toHaveLength(4);
+      for (const name of [...works.running]) await works.finish(name);
+      expect(gate.admitting).toBeGreaterThan(2 * 2);
+      for (;;) {
+        const running = [...works.running];
+        if (running.length === 0) break;
+        for (const name of running) await works.finish(name);
+      }
+      await expect(Promise.all(results)).resolves.toHaveLength(12);
+    });
+  });
+
+  it('halves the admitted works once most recent answers are 429s (over its own quota), pauses, and grows back on successes', async () => {
     const { time, gate, works } = setup(4);
     const results = ['a', 'b', 'c', 'd', 'e'].map((name) => gate.run(works.work(name)));
     await settle();
     expect(works.running).toEqual(['a', 'b', 'c', 'd']);
 
     await works.finish('a', quotaSpent());
-    expect(gate.admitting).toBe(2);
-    // 3 still run, over the new limit of 2: nobody is admitted, not even after the pause.
-    await time.advance(100);
-    expect(works.running).toEqual(['b', 'c', 'd']);
-
-    await works.finish('b');
-    // A success adds one: room for one again, and the refused delivery goes first, ahead of e.
-    expect(gate.admitting).toBe(3);
-    expect(works.started.slice(4)).toEqual(['a']);
-    await works.finish('c');
+    await works.finish('b', quotaSpent());
+    // Two 429s of the last answers: not yet most of them, only a pause.
     expect(gate.admitting).toBe(4);
-    expect(works.started.slice(5)).toEqual(['e']);
+    await works.finish('c', quotaSpent());
+    expect(gate.admitting).toBe(2);
+    // d still runs; after the pause one refused delivery goes again, ahead of e.
+    await time.advance(1_000);
+    expect(works.running).toHaveLength(2);
+    expect(works.running).not.toContain('e');
     await works.finish('d');
+    // A success adds one: room for two at once again.
+    expect(gate.admitting).toBe(3);
+    for (;;) {
+      const running = [...works.running];
+      if (running.length === 0) break;
+      for (const name of running) await works.finish(name);
+    }
+    await expect(Promise.all(results)).resolves.toEqual(['a', 'b', 'c', 'd', 'e']);
+  });
+
+  it("does not cut for a 429 among mostly accepted calls (a shared capacity's burst): it only pauses", async () => {
+    const { time, gate, works } = setup(4);
+    const results = ['a', 'b', 'c', 'd', 'e'].map((name) => gate.run(works.work(name)));
+    await settle();
     await works.finish('a');
-    await works.finish('e');
+    await works.finish('b');
+    const before = gate.admitting;
+    await works.finish('c', quotaSpent());
+    expect(gate.admitting).toBe(before);
+    // The pause: nobody is admitted until it ends, then the refused delivery goes first.
+    const started = works.started.length;
+    await time.advance(50);
+    expect(works.started.length).toBe(started);
+    await time.advance(1_000);
+    expect(works.started.slice(started)).toEqual(['c']);
+    for (;;) {
+      const running = [...works.running];
+      if (running.length === 0) break;
+      for (const name of running) await works.finish(name);
+    }
     await expect(Promise.all(results)).resolves.toEqual(['a', 'b', 'c', 'd', 'e']);
   });
 
   it('cuts once per round: 429s of works admitted before the cut do not cut again', async () => {
     const { time, gate, works } = setup(8);
-    const results = ['a', 'b', 'c'].map((name) => gate.run(works.work(name)).catch((e: unknown) => e));
+    const names = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'];
+    const results = names.map((name) => gate.run(works.work(name)).catch((e: unknown) => e));
     await settle();
-    await works.finish('a', quotaSpent());
-    await works.finish('b', quotaSpent());
+    // Six 429s in a row make most of the last answers: cut to 4, once.
+    for (const name of names.slice(0, 6)) await works.finish(name, quotaSpent());
     expect(gate.admitting).toBe(4);
-    await works.finish('c');
-    expect(gate.admitting).toBe(5);
-    await time.advance(1_000);
-    expect(works.running.sort()).toEqual(['a', 'b']);
-    await works.finish('a');
-    await works.finish('b');
-    await expect(Promise.all(results)).resolves.toEqual(['a', 'b', 'c']);
+    // Two more 429s of works admitted before that cut: no further cut.
+    await works.finish('g', quotaSpent());
+    await works.finish('h', quotaSpent());
+    expect(gate.admitting).toBe(4);
+    await time.advance(10_000);
+    for (;;) {
+      const running = [...works.running];
+      if (running.length === 0) break;
+      for (const name of running) await works.finish(name);
+      await time.advance(10_000);
+    }
+    await expect(Promise.all(results)).resolves.toEqual(names);
   });
 
   it('waits out a pause before admitting anyone after a 429 with room to spare', async () => {

@@ -67,7 +67,9 @@ describe('interleaving 8: scale-in', () => {
     const config = loadConfig({
       DOCLINE_DATA_DIR: dir,
       PORT: '0',
+      // Two analyses at once: two documents of the largest size fill the memory budget.
       ANALYZER_MAX_IN_FLIGHT: '2',
+      MAX_OBJECT_BYTES: String(Buffer.byteLength(INVOICE)),
       // The offline analyzer stands in for a paid one: keep the memo (and its leases) in front of it.
       MEMO: 'on',
       // Rows wait 10 s for their batch: longer than the grace period.

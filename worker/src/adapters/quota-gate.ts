@@ -15,12 +15,23 @@ export type GateTimers = Timers;
 
 export interface QuotaGateOptions {
   /**
-   * The hard ceiling of paid works (read + analyse) one instance runs at once, whatever the limit
-   * learns. Each holds its document in memory, so this, not Cloud Run's concurrency, bounds the
-   * bytes in memory (infra/config.ts checks it against the instance's memory); deliveries past the
-   * limit wait here, holding only their push body.
+   * Paid works (read + analyse) one instance runs at once. Without `maxBytesInFlight`, the hard
+   * ceiling of the limit, whatever it learns: each work holds its document in memory, so this, not
+   * Cloud Run's concurrency, bounds the bytes in memory (infra/config.ts checks it against the
+   * instance's memory). With it, where the limit starts and an eighth of it its floor, and memory
+   * is bounded by bytes instead. Deliveries past the limit wait here, holding only their push body.
    */
   maxInFlight: number;
+  /**
+   * The bytes of documents one instance holds in paid works at once (the composition root: the
+   * memory `maxInFlight` documents of the largest size would take). Works are admitted while their
+   * documents' declared sizes fit (one alone always does), so small documents are not held to a
+   * count fitted to the largest: the limit then grows up to `maxWorksInFlight`, where Little's law
+   * (the instance's share of the quota × the analysis latency) and the analyzer's answers put it.
+   */
+  maxBytesInFlight?: number;
+  /** The ceiling of the limit when `maxBytesInFlight` bounds memory (default 1,000). */
+  maxWorksInFlight?: number;
   /** The longest a delivery waits to be admitted, all its waits together; past it, 503. */
   maxWaitMs: number;
   /**
@@ -46,6 +57,18 @@ export interface QuotaGateOptions {
  * (throughput no longer rises with the limit) and more at once only hold more documents in memory.
  */
 export const LATENCY_TOLERANCE = 2;
+
+/**
+ * The share of recent answers that must be 429s before a 429 halves the limit. A tier's RPM or TPM
+ * window, once this instance is over it, refuses every call until it slides: the share climbs to 1.
+ * Vertex AI's Dynamic Shared Quota refuses a share of calls in busy bursts whatever this project's
+ * own rate: fewer works at once would not be refused less, they would only drain slower, so a 429
+ * among mostly accepted calls only pauses the gate.
+ */
+export const OVER_QUOTA_SHARE = 0.5;
+
+/** The ceiling of the learnt limit when memory is bounded by bytes (QuotaGateOptions.maxBytesInFlight). */
+export const DEFAULT_MAX_WORKS_IN_FLIGHT = 1_000;
 
 /**
  * The least a limit falls to: an eighth of its ceiling (5 for the default 40), at least 1. A 429 is
@@ -81,6 +104,8 @@ export function floorFor(ceiling: number): number {
  */
 export class AdaptiveLimit {
   private value: number;
+  /** The share of recent answers that were 429s (an average over about one limit's worth of answers). */
+  private refusedShare = 0;
   private shortLog = 0;
   private longLog = 0;
   private samples = 0;
@@ -111,6 +136,7 @@ export class AdaptiveLimit {
     // little, a queue that doubles every call's latency moves them all the way. The long-run one is
     // a plain mean of its first 100 samples (and the short-run one of its first 10), so that the
     // first calls do not stand for the baseline.
+    this.answered(false);
     const log = Math.log(Math.max(1, latencyMs));
     this.samples += 1;
     this.shortLog += (log - this.shortLog) / Math.min(this.samples, 10);
@@ -120,13 +146,29 @@ export class AdaptiveLimit {
     else if (demand >= this.value / 2) this.value = Math.min(this.ceiling, this.value + 1);
   }
 
-  /** The analyzer refused a work (429): halve. The gate calls it once per round. */
+  /**
+   * The analyzer refused a work (429): counted in the refused share. True when most recent answers
+   * were 429s ({@link OVER_QUOTA_SHARE}): the instance is over its own quota, and the gate halves
+   * the limit ({@link rateLimited}).
+   */
+  refused(): boolean {
+    this.answered(true);
+    return this.refusedShare > OVER_QUOTA_SHARE;
+  }
+
+  /** Halve. The gate calls it once per round, when {@link refused} says the instance is over its quota. */
   rateLimited(): void {
     this.value = Math.max(this.floor, this.value / 2);
+  }
+
+  private answered(wasRefused: boolean): void {
+    this.refusedShare += ((wasRefused ? 1 : 0) - this.refusedShare) / Math.max(4, this.value);
   }
 }
 
 interface Waiter {
+  /** The declared bytes of the document the work will hold. */
+  bytes: number;
   admit(): void;
   timer: { cancel(): void };
 }
@@ -150,6 +192,8 @@ interface Waiter {
 export class QuotaGate implements Admission {
   private readonly limit: AdaptiveLimit;
   private running = 0;
+  /** Declared bytes of the documents the running works hold. */
+  private bytesRunning = 0;
   private readonly waiting: Waiter[] = [];
   private pausedUntilMs = 0;
   private pauseMs = 0;
@@ -165,7 +209,16 @@ export class QuotaGate implements Admission {
     if (!(Number.isInteger(options.maxInFlight) && options.maxInFlight >= 1)) {
       throw new Error(`maxInFlight must be a whole number ≥ 1 (got ${options.maxInFlight})`);
     }
-    this.limit = new AdaptiveLimit(options.maxInFlight, options.initialInFlight ?? options.maxInFlight);
+    const ceiling =
+      options.maxBytesInFlight === undefined
+        ? options.maxInFlight
+        : Math.max(options.maxInFlight, options.maxWorksInFlight ?? DEFAULT_MAX_WORKS_IN_FLIGHT);
+    this.limit = new AdaptiveLimit(
+      ceiling,
+      options.initialInFlight ?? options.maxInFlight,
+      LATENCY_TOLERANCE,
+      floorFor(options.maxInFlight),
+    );
     this.clock = options.clock ?? systemClock;
     this.timers = options.timers ?? realTimers;
     this.random = options.random ?? Math.random;
@@ -185,12 +238,16 @@ export class QuotaGate implements Admission {
    * Runs `work` once admitted. The wait ends at `maxWaitMs` (a spent quota: 503), at the delivery's
    * deadline (503), or at once when the instance drains (503).
    */
-  async run<T>(work: (waitedMs: number) => Promise<T>, deadline: Deadline = Deadline.none()): Promise<T> {
+  async run<T>(
+    work: (waitedMs: number) => Promise<T>,
+    deadline: Deadline = Deadline.none(),
+    bytes = 0,
+  ): Promise<T> {
     const startMs = this.nowMs();
     const deadlineMs = startMs + this.options.maxWaitMs;
     let retry = false;
     for (;;) {
-      await this.acquire(deadlineMs, retry, deadline);
+      await this.acquire(deadlineMs, retry, deadline, bytes);
       const admission = ++this.admissions;
       const admittedMs = this.nowMs();
       try {
@@ -204,6 +261,7 @@ export class QuotaGate implements Admission {
         retry = true;
       } finally {
         this.running--;
+        this.bytesRunning -= bytes;
         this.pump();
       }
     }
@@ -213,16 +271,23 @@ export class QuotaGate implements Admission {
     return this.clock.now().getTime();
   }
 
-  private hasRoom(): boolean {
-    return this.running < this.limit.current && this.nowMs() >= this.pausedUntilMs;
+  /** Whether a work holding `bytes` may start now: the limit, the memory budget (one alone always fits), no pause. */
+  private hasRoom(bytes: number): boolean {
+    const budget = this.options.maxBytesInFlight;
+    return (
+      this.running < this.limit.current &&
+      (budget === undefined || this.running === 0 || this.bytesRunning + bytes <= budget) &&
+      this.nowMs() >= this.pausedUntilMs
+    );
   }
 
-  private acquire(waitUntilMs: number, front: boolean, deadline: Deadline): Promise<void> {
+  private acquire(waitUntilMs: number, front: boolean, deadline: Deadline, bytes: number): Promise<void> {
     const what = 'waiting for a turn at the analyzer';
     if (deadline.isDraining) return Promise.reject(new ShuttingDownError(what));
     deadline.check(what);
-    if ((front || this.waiting.length === 0) && this.hasRoom()) {
+    if ((front || this.waiting.length === 0) && this.hasRoom(bytes)) {
       this.running++;
+      this.bytesRunning += bytes;
       return Promise.resolve();
     }
     return new Promise((resolve, reject) => {
@@ -238,10 +303,12 @@ export class QuotaGate implements Admission {
       };
       const offDrain = deadline.onDrain(() => leave(new ShuttingDownError(what)));
       const waiter: Waiter = {
+        bytes,
         admit: () => {
           waiter.timer.cancel();
           offDrain();
           this.running++;
+          this.bytesRunning += bytes;
           resolve();
         },
         timer: this.timers.after(Math.max(0, Math.min(waitUntilMs, deadline.atMs) - this.nowMs()), () =>
@@ -264,7 +331,7 @@ export class QuotaGate implements Admission {
 
   /** Admits waiting deliveries while there is room; wakes itself when a pause ends. */
   private pump(): void {
-    while (this.waiting.length > 0 && this.hasRoom()) this.waiting.shift()!.admit();
+    while (this.waiting.length > 0 && this.hasRoom(this.waiting[0]!.bytes)) this.waiting.shift()!.admit();
     if (this.waiting.length === 0 || this.wakeup) return;
     const pauseLeftMs = this.pausedUntilMs - this.nowMs();
     if (pauseLeftMs <= 0) return; // room comes back when a running work ends
@@ -281,7 +348,8 @@ export class QuotaGate implements Admission {
   }
 
   private rateLimited(admission: number): void {
-    if (admission > this.admissionsAtLastCut) {
+    const overQuota = this.limit.refused();
+    if (overQuota && admission > this.admissionsAtLastCut) {
       this.limit.rateLimited();
       this.admissionsAtLastCut = this.admissions;
     }

@@ -105,6 +105,8 @@ export async function handle(
 
   let analysed = false;
   let memo: Outcome['memo'];
+  /** The analysis came from a concurrent delivery seen holding the key's lease (it writes too). */
+  let holderSeen = false;
   let verdict: RowVerdict;
   if (event.kind === 'not_work') {
     verdict = { status: 'rejected', reason: event.reason, detail: event.detail };
@@ -135,10 +137,14 @@ export async function handle(
           analysed = true;
           return deadline.race('analysis', analyze({ bytes, contentType: mime, name, deadline }));
         };
-        const admission = deps.admission ?? admitAtOnce;
+        // The gate weighs a work by its document's declared size (the largest allowed when unknown).
+        const gate = deps.admission ?? admitAtOnce;
+        const bytes = event.object.sizeBytes ?? deps.limits.maxObjectBytes;
+        const admission: Admission = { run: (w, d) => gate.run(w, d, bytes) };
         const paid = deps.memo
           ? await deps.memo.analyse(key, deps.analyzer.version, work, admission, deadline, peeked)
           : { result: await admission.run(work, deadline), source: 'analyzer' as const };
+        holderSeen = 'holderSeen' in paid && paid.holderSeen === true;
         if (paid.source === 'memo') memo = 'hit';
         else if (paid.source === 'shared') memo = 'shared';
         const analysis = paid.result;
@@ -160,7 +166,7 @@ export async function handle(
   }
 
   // No other instance's MERGE of this key may overlap ours (the view's answer must not change).
-  const turn = await deps.memo?.writeTurn(key, deps.analyzer.version, deadline);
+  const turn = await deps.memo?.writeTurn(key, deps.analyzer.version, deadline, { holderSeen });
   let inserted: boolean;
   let ended = false;
   try {

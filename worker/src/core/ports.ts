@@ -151,8 +151,11 @@ export interface EInvoiceReader {
  * quota. `work` learns how long it waited to be admitted.
  */
 export interface Admission {
-  /** Waits for a turn, never past `deadline` (503), and not at all once the instance drains. */
-  run<T>(work: (waitedMs: number) => Promise<T>, deadline?: Deadline): Promise<T>;
+  /**
+   * Waits for a turn, never past `deadline` (503), and not at all once the instance drains. `bytes`:
+   * what the work's document declares it weighs (an admission may bound the bytes held at once).
+   */
+  run<T>(work: (waitedMs: number) => Promise<T>, deadline?: Deadline, bytes?: number): Promise<T>;
 }
 
 /** No admission: every work goes in at once. */
