@@ -148,18 +148,19 @@ describe('GroupCommitStore', () => {
       await third;
     });
 
-    it("stretches the writes' pace when MERGEs take long, so the deployment's MERGEs fit BigQuery's 2 running slots", async () => {
-      // 5 s is the pace of 10 instances; MERGEs of 2 s each: 10 × 2 s / 2 slots = one every 10 s.
+    it("paces the writes by the MERGE latency it observes, BigQuery's queue included, so the deployment's MERGEs fit its 2 running slots", async () => {
+      // 5 s is the pace derived for 10 instances; MERGEs that take 6.67 s (queued behind other
+      // writers): one every 10 s, the most the pace stretches to.
       const s = store({ maxRows: 1, maxWaitMs: 0, minIntervalMs: 5_000 });
       expect(s.writeIntervalMs).toBe(5_000);
       inner.holding = true;
       const first = s.record(testRow());
-      await jest.advanceTimersByTimeAsync(2_000);
+      await jest.advanceTimersByTimeAsync(6_667);
       inner.release();
       await first;
       expect(s.writeIntervalMs).toBe(10_000);
       const second = s.record(testRow());
-      await jest.advanceTimersByTimeAsync(7_999);
+      await jest.advanceTimersByTimeAsync(3_332);
       expect(inner.writes).toHaveLength(1);
       await jest.advanceTimersByTimeAsync(1);
       expect(inner.writes).toHaveLength(2);
@@ -172,16 +173,19 @@ describe('GroupCommitStore', () => {
       expect(inner.lookups).toHaveLength(2);
     });
 
-    it('paces by the interval for the latency: within [minIntervalMs, 2 × minIntervalMs], none without a pace', () => {
-      // 10 instances (5 s each): MERGEs of 0.5 s fit the slots at the plain pace.
-      expect(mergeIntervalForLatencyMs(5_000, 500)).toBe(5_000);
-      expect(mergeIntervalForLatencyMs(5_000, 1_500)).toBe(7_500);
-      expect(mergeIntervalForLatencyMs(5_000, 2_000)).toBe(10_000);
+    it('paces by 1.5 MERGE latencies: never under one writer’s share nor over 2 × minIntervalMs, none without a pace', () => {
+      // Derived for 10 instances (5 s each): one writer's share of the budget is 0.5 s.
+      expect(mergeIntervalForLatencyMs(5_000, 200)).toBe(500);
+      // A few instances writing: 2 s MERGEs, a MERGE every 3 s (not the 10 s ten writers would need).
+      expect(mergeIntervalForLatencyMs(5_000, 2_000)).toBe(3_000);
+      // More writers than BigQuery's 2 running slots take: MERGEs wait in its queue, and the pace follows.
+      expect(mergeIntervalForLatencyMs(5_000, 5_000)).toBe(7_500);
       // Never past twice the pace: a slow MERGE must not take a delivery's time.
       expect(mergeIntervalForLatencyMs(5_000, 60_000)).toBe(10_000);
-      // 20 instances (10 s each): 2 s MERGEs ask for 20 s.
-      expect(mergeIntervalForLatencyMs(10_000, 2_000)).toBe(20_000);
-      // SQLite: no pace at all, whatever its commits take.
+      // 20 instances (10 s each): 2 s MERGEs ask for 3 s, up to 20 s.
+      expect(mergeIntervalForLatencyMs(10_000, 2_000)).toBe(3_000);
+      expect(mergeIntervalForLatencyMs(10_000, 20_000)).toBe(20_000);
+      // SQLite: no pace at all, whatever its commits take; before any MERGE: the plain pace.
       expect(mergeIntervalForLatencyMs(0, 2_000)).toBe(0);
       expect(mergeIntervalForLatencyMs(5_000, 0)).toBe(5_000);
     });

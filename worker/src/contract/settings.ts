@@ -143,22 +143,35 @@ export function mergeMinIntervalMsFor(maxInstances: number): number {
 export const MERGE_PACE_STRETCH = 2;
 
 /**
- * The interval between two MERGEs of one instance that keeps the deployment's MERGEs within the
- * table's running DML slots at the MERGE latency observed (`mergeMs`). BigQuery runs 2 mutating DML
- * statements of a table at once and queues the rest: `maxInstances` instances, one MERGE every
- * interval each, keep 2 running when interval = mergeMs × maxInstances / 2. Any faster, and each
- * instance's next MERGE waits in BigQuery's queue behind the others, so a row waits for the MERGE
- * in flight and then for its own, queued; at this pace it waits for its own only. `maxInstances` is
- * the one `minIntervalMs` was derived from ({@link mergeMinIntervalMsFor}). Never under
- * `minIntervalMs` (the statements per 10 s), never over {@link MERGE_PACE_STRETCH} times it.
+ * The interval between two MERGEs of one instance, in MERGE latencies it observes: its MERGEs then
+ * take at most 1/1.5 of its time. Chosen on the sweep's tuning cells (docs/sweep.md): 1 gave the
+ * best drain times there but billed over twice the best bytes in one; 2 cost drain time in all.
+ */
+export const MERGE_PACE_PER_LATENCY = 1.5;
+
+/**
+ * The interval between two MERGEs of one instance, from the MERGE latency it observes (`mergeMs`,
+ * BigQuery's queue included): {@link MERGE_PACE_PER_LATENCY} × mergeMs. So the pace follows the
+ * writers actually running, not the most that could (`maxInstances`, which Cloud Run's autoscaler
+ * rarely starts): a few instances write every few seconds; when more write than BigQuery's 2
+ * running slots per table can take at once, each MERGE waits in its queue, `mergeMs` grows, and
+ * every instance slows down with it. One MERGE per instance is in flight at a time, so the
+ * deployment never has more than `maxInstances` statements outstanding (under the 2 running + 20
+ * queued), and it completes at most 2 per MERGE duration (under the 25 per 10 s while a MERGE takes
+ * 0.8 s or more: the cost model assumes 1–3 s). Never under the share of one writer
+ * (`minIntervalMs` / the instances it was derived for: {@link mergeMinIntervalMsFor}), never over
+ * {@link MERGE_PACE_STRETCH} × `minIntervalMs`; `minIntervalMs` until a MERGE has answered.
  */
 export function mergeIntervalForLatencyMs(minIntervalMs: number, mergeMs: number): number {
   if (!(minIntervalMs > 0) || !(mergeMs > 0)) return Math.max(0, minIntervalMs);
-  const { running, statementsPerWindow, windowSeconds } = BIGQUERY_DML_LIMITS;
+  const { statementsPerWindow, windowSeconds } = BIGQUERY_DML_LIMITS;
   const instances =
     (minIntervalMs * Math.floor(statementsPerWindow * STEADY_DML_SHARE)) / (windowSeconds * 1000);
-  const forSlots = (mergeMs * instances) / running;
-  return Math.min(MERGE_PACE_STRETCH * minIntervalMs, Math.max(minIntervalMs, forSlots));
+  const oneWriterMs = minIntervalMs / Math.max(1, instances);
+  return Math.min(
+    MERGE_PACE_STRETCH * minIntervalMs,
+    Math.max(oneWriterMs, MERGE_PACE_PER_LATENCY * mergeMs),
+  );
 }
 
 /** The group-commit pace each store takes by default (the stack passes BigQuery's derived one). */
