@@ -217,8 +217,8 @@ describe('estimateCost', () => {
     expect(thousand.totalUsd).toBeCloseTo(one.totalUsd * 1000, 10);
     // 1,500 input tokens at $0.30/M + 400 output at $2.50/M per invoice.
     expect(one.analysisUsd).toBeCloseTo((1500 * 0.3 + 400 * 2.5) / 1e6, 12);
-    // seen() + MERGE, each at least 10 MiB at $6.25/TiB.
-    expect(one.bigQueryUsd).toBeCloseTo(((2 * 10 * 1024 * 1024) / 1024 ** 4) * 6.25, 12);
+    // One MERGE (a new document's seen() is skipped), at least 10 MiB at $6.25/TiB.
+    expect(one.bigQueryUsd).toBeCloseTo(((10 * 1024 * 1024) / 1024 ** 4) * 6.25, 12);
   });
 });
 

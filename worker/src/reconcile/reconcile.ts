@@ -146,7 +146,8 @@ export interface CostEstimate {
 
 export function estimateCost(documents: number): CostEstimate {
   const model = costModel({ documents });
-  // The worker's statements for each document: the windowed, clustered seen() + MERGE, upper bound.
+  // The worker's statement for each document: the windowed, clustered MERGE (a new document's
+  // seen() is skipped: the memo holds nothing for it), upper bound.
   const windowed = model.merge.find((s) => s.windowed && s.clustered)!;
   const analysisUsd = model.gemini.usd;
   const bigQueryUsd = windowed.usdHigh;
