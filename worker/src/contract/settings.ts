@@ -69,7 +69,11 @@ export interface DeliverySettings {
    * and an idle instance sends a row at once instead of holding it for rows that rarely come.
    */
   batchMaxWaitMs: number;
-  /** Group commit: the least time between two MERGEs of one instance (the per-table DML budget). */
+  /**
+   * Group commit: an instance's share of the per-table DML budget when all `maxInstances` write. The
+   * pace until a MERGE answered; then the latency-led pace stays between one writer's share and
+   * twice this ({@link mergeIntervalForLatencyMs}).
+   */
   mergeMinIntervalMs: number;
 }
 
