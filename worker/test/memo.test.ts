@@ -548,6 +548,27 @@ describe('handle with the memo', () => {
     expect(store.rowsFor(again.dedupKey)).toHaveLength(1);
   });
 
+  it('reads the memo again before paying when its first read failed: a concurrent delivery may have kept its analysis during the lookup (soak I5, seed 334)', async () => {
+    const memoStore = new MemoryMemoStore();
+    let reads = 0;
+    const get = memoStore.get.bind(memoStore);
+    memoStore.get = (key) => (++reads === 1 ? Promise.reject(new Error('503')) : get(key));
+    const { store, analyzer, deps, body } = setup(memoStore);
+    const seen = store.seen.bind(store);
+    store.seen = async (key) => {
+      // While this delivery's lookup runs, another instance's delivery pays and keeps the analysis.
+      const elsewhere = new AnalysisMemo(memoStore, { ttlMs: 8 * DAY_MS, clock: new ManualClock() });
+      await elsewhere.analyse(key, deps.analyzer.version, async () => paid());
+      // Its write is refused (no row yet), and its turn ends.
+      (await elsewhere.writeTurn(key, deps.analyzer.version)).done();
+      return seen(key);
+    };
+    const outcome = await handle(parsePush(body), deps);
+    expect(outcome).toMatchObject({ status: 'ok', analysed: false, memo: 'hit' });
+    expect(analyzer.calls).toHaveLength(0);
+    expect(store.rowsFor(outcome.dedupKey)).toHaveLength(1);
+  });
+
   it('asks the store first, memo or not, when its write inserts anyway (append mode)', async () => {
     const { store, analyzer, deps, body, counts } = counting();
     Object.assign(store, { conditionalRecord: false });
