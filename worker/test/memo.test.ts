@@ -564,7 +564,8 @@ describe('handle with the memo', () => {
       return seen(key);
     };
     const outcome = await handle(parsePush(body), deps);
-    expect(outcome).toMatchObject({ status: 'ok', analysed: false, memo: 'hit' });
+    // Read again once admitted, right before paying: the analysis kept meanwhile is shared.
+    expect(outcome).toMatchObject({ status: 'ok', analysed: false, memo: 'shared' });
     expect(analyzer.calls).toHaveLength(0);
     expect(store.rowsFor(outcome.dedupKey)).toHaveLength(1);
   });

@@ -102,9 +102,6 @@ export async function handle(
       : undefined;
   if (peeked?.state !== 'none' && (await deadline.race('lookup', deps.store.seen(key, deadline))))
     return { ...base, status: 'duplicate', duplicateAt: 'seen', analysed: false };
-  // A memo that could not be read is read again by the analysis: the lookup may have taken long,
-  // and a concurrent delivery may have kept its analysis meanwhile.
-  const fresh = peeked?.state === 'unknown' ? undefined : peeked;
 
   let analysed = false;
   let memo: Outcome['memo'];
@@ -145,7 +142,7 @@ export async function handle(
         const bytes = event.object.sizeBytes ?? deps.limits.maxObjectBytes;
         const admission: Admission = { run: (w, d) => gate.run(w, d, bytes) };
         const paid = deps.memo
-          ? await deps.memo.analyse(key, deps.analyzer.version, work, admission, deadline, fresh)
+          ? await deps.memo.analyse(key, deps.analyzer.version, work, admission, deadline, peeked)
           : { result: await admission.run(work, deadline), source: 'analyzer' as const };
         holderSeen = 'holderSeen' in paid && paid.holderSeen === true;
         if (paid.source === 'memo') memo = 'hit';

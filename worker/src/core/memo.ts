@@ -202,6 +202,9 @@ export class AnalysisMemo {
     if (running) return this.share(running, deadline);
 
     const reads = { failed: peeked?.state === 'unknown' };
+    // A peek that could not read the memo is read again once admitted, right before paying: the
+    // lookup may have taken long meanwhile, and a concurrent delivery may have kept its analysis.
+    const readAgain = peeked?.state === 'unknown';
     const kept = peeked ? peeked.kept : await this.lookup(key, dedupKey, deadline, reads);
     if (kept) return replay(kept, 'memo');
 
@@ -209,7 +212,8 @@ export class AnalysisMemo {
     const started = this.inFlight.get(key);
     if (started) return this.share(started, deadline);
     const promise = admission.run(async (waitedMs) => {
-      const keptMeanwhile = waitedMs > 0 ? await this.lookup(key, dedupKey, deadline, reads) : undefined;
+      const keptMeanwhile =
+        waitedMs > 0 || readAgain ? await this.lookup(key, dedupKey, deadline, reads) : undefined;
       if (keptMeanwhile) return replay(keptMeanwhile, 'shared');
       return this.leaseThenWork(key, dedupKey, work, deadline, reads);
     }, deadline);
