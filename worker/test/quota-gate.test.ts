@@ -28,6 +28,13 @@ class Works {
   get running(): string[] {
     return [...this.finishers.keys()];
   }
+  /** Finishes every running work, and those admitted as they end, until none runs; `between` runs after each round. */
+  async finishAll(between: () => Promise<void> = async () => {}): Promise<void> {
+    for (let running = this.running; running.length > 0; running = this.running) {
+      for (const name of running) await this.finish(name);
+      await between();
+    }
+  }
 }
 
 describe('AdaptiveLimit: the works admitted at once, learnt from what the analyzer answers', () => {
@@ -211,11 +218,7 @@ describe('QuotaGate', () => {
       expect(works.running).toHaveLength(4);
       for (const name of [...works.running]) await works.finish(name);
       expect(gate.admitting).toBeGreaterThan(2 * 2);
-      for (;;) {
-        const running = [...works.running];
-        if (running.length === 0) break;
-        for (const name of running) await works.finish(name);
-      }
+      await works.finishAll();
       await expect(Promise.all(results)).resolves.toHaveLength(12);
     });
   });
@@ -239,11 +242,7 @@ describe('QuotaGate', () => {
     await works.finish('d');
     // A success adds one: room for two at once again.
     expect(gate.admitting).toBe(3);
-    for (;;) {
-      const running = [...works.running];
-      if (running.length === 0) break;
-      for (const name of running) await works.finish(name);
-    }
+    await works.finishAll();
     await expect(Promise.all(results)).resolves.toEqual(['a', 'b', 'c', 'd', 'e']);
   });
 
@@ -262,11 +261,7 @@ describe('QuotaGate', () => {
     expect(works.started.length).toBe(started);
     await time.advance(1_000);
     expect(works.started.slice(started)).toEqual(['c']);
-    for (;;) {
-      const running = [...works.running];
-      if (running.length === 0) break;
-      for (const name of running) await works.finish(name);
-    }
+    await works.finishAll();
     await expect(Promise.all(results)).resolves.toEqual(['a', 'b', 'c', 'd', 'e']);
   });
 
@@ -283,12 +278,7 @@ describe('QuotaGate', () => {
     await works.finish('h', quotaSpent());
     expect(gate.admitting).toBe(4);
     await time.advance(10_000);
-    for (;;) {
-      const running = [...works.running];
-      if (running.length === 0) break;
-      for (const name of running) await works.finish(name);
-      await time.advance(10_000);
-    }
+    await works.finishAll(() => time.advance(10_000));
     await expect(Promise.all(results)).resolves.toEqual(names);
   });
 
