@@ -139,10 +139,26 @@ async function main(): Promise<void> {
     authenticate = createPushVerifier({ ...config.pushAuth, certificates: async () => certificates });
   }
 
+  // A delivery reads the memo first (and skips the lookup when it holds nothing): the second
+  // read of one memo key is the overlapping redelivery too.
+  const memoReads = new Map<string, number>();
+  const memo = adapters.memo && {
+    ...adapters.memo,
+    get: (key: string) => {
+      const count = (memoReads.get(key) ?? 0) + 1;
+      memoReads.set(key, count);
+      if (holdName && count >= 2 && started.get(holdName) === 1) waiting.get(holdName)?.();
+      return adapters.memo!.get(key);
+    },
+    create: adapters.memo.create.bind(adapters.memo),
+    lease: adapters.memo.lease.bind(adapters.memo),
+    renew: adapters.memo.renew.bind(adapters.memo),
+  };
   const worker = await serve(
     config,
     {
       ...adapters,
+      ...(memo ? { memo } : {}),
       store: await withGroupCommit(recordingStore, config, logger),
       reader,
       analyzer,
