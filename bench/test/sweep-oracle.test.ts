@@ -1,4 +1,6 @@
 import { type CellSpec, runConsumer } from '../sweep/cell';
+import { GeminiSweepModel } from '../../sim/models/gemini';
+import { MERGE_LATENCY_SECONDS } from '../../worker/src/contract/cost-model';
 import { sweepGrid } from '../sweep/grid';
 
 const spec = (overrides: Partial<CellSpec> = {}): CellSpec => ({
@@ -33,6 +35,27 @@ describe('the oracle consumer', () => {
     // 60 uploads spread over 60 s, 60 accepted per sliding minute, plus the last analysis' latency.
     expect(oracle.figures.drainMs).toBeGreaterThan(60_000);
     expect(oracle.figures.drainMs).toBeLessThan(60_000 + 60_000);
+  });
+
+  it('acks only once its line is written: each push outlasts its analysis by at least one MERGE', async () => {
+    const analysedMs: number[] = [];
+    const call = GeminiSweepModel.prototype.call;
+    const spy = jest.spyOn(GeminiSweepModel.prototype, 'call').mockImplementation(async function (
+      this: GeminiSweepModel,
+      name: string,
+    ) {
+      const startedMs = Date.now(); // virtual time: the cell installs it
+      const paid = await call.call(this, name);
+      analysedMs.push(Date.now() - startedMs);
+      return paid;
+    });
+    try {
+      const oracle = await runConsumer(spec({ documents: 1 }), 'oracle');
+      expect(analysedMs).toHaveLength(1);
+      expect(oracle.figures.drainMs).toBeGreaterThanOrEqual(analysedMs[0]! + MERGE_LATENCY_SECONDS.low * 1000);
+    } finally {
+      spy.mockRestore();
+    }
   });
 
   it('replays exactly for one seed', async () => {
