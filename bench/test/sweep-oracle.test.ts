@@ -1,6 +1,6 @@
-import { type CellSpec, runConsumer } from '../sweep/cell';
 import { GeminiSweepModel } from '../../sim/models/gemini';
 import { MERGE_LATENCY_SECONDS } from '../../worker/src/contract/cost-model';
+import { type CellSpec, runConsumer } from '../sweep/cell';
 import { sweepGrid } from '../sweep/grid';
 
 const spec = (overrides: Partial<CellSpec> = {}): CellSpec => ({
@@ -52,7 +52,9 @@ describe('the oracle consumer', () => {
     try {
       const oracle = await runConsumer(spec({ documents: 1 }), 'oracle');
       expect(analysedMs).toHaveLength(1);
-      expect(oracle.figures.drainMs).toBeGreaterThanOrEqual(analysedMs[0]! + MERGE_LATENCY_SECONDS.low * 1000);
+      expect(oracle.figures.drainMs).toBeGreaterThanOrEqual(
+        analysedMs[0]! + MERGE_LATENCY_SECONDS.low * 1000,
+      );
     } finally {
       spy.mockRestore();
     }
