@@ -282,6 +282,78 @@ describe('QuotaGate', () => {
     await expect(Promise.all(results)).resolves.toEqual(names);
   });
 
+  it("counts only a work's first call: the 429s of its retries (a busy burst) never make most answers refusals", async () => {
+    const { time, gate, works } = setup(4);
+    const results = ['a', 'b', 'c', 'd'].map((name) => gate.run(works.work(name)));
+    await settle();
+    await works.finish('a');
+    await works.finish('b');
+    // c is refused again and again: one first refusal among two successes, never a cut.
+    for (let i = 0; i < 10; i++) {
+      await works.finish('c', quotaSpent());
+      await time.advance(1_000);
+    }
+    expect(gate.admitting).toBeGreaterThanOrEqual(4);
+    await works.finishAll();
+    await expect(Promise.all(results)).resolves.toEqual(['a', 'b', 'c', 'd']);
+  });
+
+  it('cuts at most once per round trip (the long-run latency of a success), and once before it knows one', async () => {
+    const { time, gate, works } = setup(8, 600_000);
+    const names = Array.from({ length: 40 }, (_, i) => `w${i}`);
+    const results = names.map((name) => gate.run(works.work(name)).catch((e: unknown) => e));
+    await settle();
+    const gone = () => new RejectionError('object_gone', 'the test ends this work');
+    /** Ends the running works whose call was a retry (they are not fresh evidence), until fresh ones run. */
+    const onlyFresh = async (retried: Set<string>) => {
+      for (
+        let r = works.running.filter((n) => retried.has(n));
+        r.length > 0;
+        r = works.running.filter((n) => retried.has(n))
+      )
+        for (const name of r) await works.finish(name, gone());
+    };
+    const refused = new Set<string>();
+    const refuseAll = async () => {
+      for (const name of works.running) {
+        refused.add(name);
+        await works.finish(name, quotaSpent());
+      }
+    };
+    // No success yet: six first calls refused cut to 4, once.
+    await refuseAll();
+    expect(gate.admitting).toBe(4);
+    // Fresh works, admitted after that cut, all refused: still no round trip known, no second cut.
+    await time.advance(1_000);
+    await onlyFresh(refused);
+    expect(works.running.some((n) => refused.has(n))).toBe(false);
+    await refuseAll();
+    expect(gate.admitting).toBe(4);
+    // One success of 6 s: the round trip is now 6 s (and the success adds one).
+    await time.advance(1_000);
+    const timed = works.running[0]!;
+    await time.advance(6_000);
+    await works.finish(timed);
+    expect(gate.admitting).toBe(5);
+    // Fresh refusals more than 6 s after the first cut: one cut ...
+    await onlyFresh(refused);
+    await refuseAll();
+    expect(gate.admitting).toBe(2);
+    // ... and fresh refusals within 6 s of it: none.
+    await time.advance(1_000);
+    await onlyFresh(refused);
+    await refuseAll();
+    expect(gate.admitting).toBe(2);
+    expect(refused.size).toBeGreaterThan(14);
+    let ended = 0;
+    for (const result of results) void result.then(() => ended++);
+    while (ended < names.length) {
+      await time.advance(10_000);
+      await works.finishAll();
+    }
+    expect(await Promise.all(results)).toHaveLength(names.length);
+  });
+
   it('waits out a pause before admitting anyone after a 429 with room to spare', async () => {
     const { time, gate, works } = setup(8);
     const result = gate.run(works.work('a'));
