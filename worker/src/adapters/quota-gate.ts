@@ -66,10 +66,6 @@ export const LATENCY_TOLERANCE = 2;
  * among mostly accepted calls only pauses the gate.
  */
 export const OVER_QUOTA_SHARE = 0.5;
-// Only a work's first call counts in that share (QuotaGate.rateLimited): a refused work retries
-// within a second while an accepted one takes an analysis' latency, so counting retries made a busy
-// burst of a shared capacity look like an instance over its own quota (the sweep's tuning cell
-// shared-1000rpm-slow-everyAck-1000: 1.41 → 1.31 × the oracle; the tier cells unchanged).
 
 /** The ceiling of the learnt limit when memory is bounded by bytes (QuotaGateOptions.maxBytesInFlight). */
 export const DEFAULT_MAX_WORKS_IN_FLIGHT = 1_000;
@@ -95,9 +91,7 @@ export function floorFor(ceiling: number): number {
  *   doubles it, as TCP's slow start), but only while the deliveries running or waiting fill at
  *   least half of it; an idle instance does not learn a limit it never tried.
  * - **Backs off on 429s**: halved, once per round (works admitted before the cut do not cut it
- *   again), at most once per round trip ({@link roundTripMs}: as TCP, one cut per RTT, since a
- *   refusal answers in half a second and an admission round can be that short), and only once
- *   before a first success tells the round trip. The gate also pauses admissions (see {@link QuotaGate}).
+ *   again). The gate also pauses admissions (see {@link QuotaGate}).
  * - **Backs off when latency inflates**: with the short-run geometric mean of the latency (EWMA of
  *   its logarithm, 1/10) over {@link LATENCY_TOLERANCE} × the long-run one (1/100), so that the
  *   latency's own tail does not count as a queue, each success multiplies the limit
@@ -123,14 +117,6 @@ export class AdaptiveLimit {
     private readonly floor = floorFor(ceiling),
   ) {
     this.value = Math.max(floor, Math.min(ceiling, initial));
-  }
-
-  /**
-   * The long-run geometric mean of a successful work's latency: one round trip. Unknown (infinite)
-   * before the first success: an instance that has seen none cuts once, then waits to learn it.
-   */
-  get roundTripMs(): number {
-    return this.samples === 0 ? Number.POSITIVE_INFINITY : Math.exp(this.longLog);
   }
 
   /** Works admitted at once now. */
@@ -214,7 +200,6 @@ export class QuotaGate implements Admission {
   /** Admissions so far; each work's number tells whether it was admitted after the last cut. */
   private admissions = 0;
   private admissionsAtLastCut = 0;
-  private lastCutMs = Number.NEGATIVE_INFINITY;
   private wakeup: { cancel(): void } | undefined;
   private readonly clock: Clock;
   private readonly timers: GateTimers;
@@ -271,7 +256,7 @@ export class QuotaGate implements Admission {
         return result;
       } catch (error) {
         if (!isRateLimited(error)) throw error;
-        this.rateLimited(admission, retry);
+        this.rateLimited(admission);
         if (this.nowMs() >= deadlineMs) throw error;
         retry = true;
       } finally {
@@ -362,13 +347,11 @@ export class QuotaGate implements Admission {
     this.limit.succeeded(latencyMs, this.running + this.waiting.length);
   }
 
-  private rateLimited(admission: number, retried: boolean): void {
-    const overQuota = retried ? false : this.limit.refused();
-    const now = this.nowMs();
-    if (overQuota && admission > this.admissionsAtLastCut && now - this.lastCutMs >= this.limit.roundTripMs) {
+  private rateLimited(admission: number): void {
+    const overQuota = this.limit.refused();
+    if (overQuota && admission > this.admissionsAtLastCut) {
       this.limit.rateLimited();
       this.admissionsAtLastCut = this.admissions;
-      this.lastCutMs = now;
     }
     const initial = this.options.initialPauseMs ?? 100;
     this.pauseMs =
