@@ -86,6 +86,18 @@ describe('AdaptiveLimit: the works admitted at once, learnt from what the analyz
     expect(verdicts.at(-1)).toBe(true);
   });
 
+  it('halves on a 429 down to what the accepted rate needs (sustained), never under it, and never grows by it', () => {
+    const limit = new AdaptiveLimit(40, 40);
+    limit.rateLimited(28);
+    expect(limit.current).toBe(28);
+    limit.rateLimited(28);
+    expect(limit.current).toBe(28);
+    limit.rateLimited(10);
+    expect(limit.current).toBe(14);
+    limit.rateLimited(100);
+    expect(limit.current).toBe(14);
+  });
+
   it('floors at an eighth of the ceiling, at least 1', () => {
     expect(floorFor(40)).toBe(5);
     expect(floorFor(4)).toBe(1);
@@ -263,6 +275,36 @@ describe('QuotaGate', () => {
     expect(works.started.slice(started)).toEqual(['c']);
     await works.finishAll();
     await expect(Promise.all(results)).resolves.toEqual(['a', 'b', 'c', 'd', 'e']);
+  });
+
+  it("never cuts under the works the last minute's accepted rate needs (Little's law), and cuts past it once that rate is gone", async () => {
+    const { time, gate, works } = setup(40);
+    let n = 0;
+    const results: Promise<unknown>[] = [];
+    const more = (count: number) => {
+      for (let i = 0; i < count; i++) results.push(gate.run(works.work(`w${n++}`)).catch((e: unknown) => e));
+    };
+    more(80);
+    await settle();
+    // Seven rounds of 40 analyses of 6 s: 280 accepted in the last minute, 28 at once by Little's law.
+    for (let round = 0; round < 7; round++) {
+      await time.advance(6_000);
+      for (const name of works.running) await works.finish(name);
+      more(40);
+      await settle();
+    }
+    expect(gate.admitting).toBe(40);
+    // Then the analyzer refuses everything: most recent answers are 429s, and the cut stops at 28, not 20.
+    for (const name of works.running.slice(0, 30)) await works.finish(name, quotaSpent());
+    expect(gate.admitting).toBe(28);
+    // A minute with no success: that rate is gone, and the next cut halves.
+    await time.advance(61_000);
+    for (const name of works.running.slice(0, 20)) await works.finish(name, quotaSpent());
+    expect(gate.admitting).toBe(14);
+    await works.finishAll(() => time.advance(10_000));
+    await time.advance(10_000);
+    await works.finishAll(() => time.advance(10_000));
+    expect(await Promise.all(results)).toHaveLength(n);
   });
 
   it('cuts once per round: 429s of works admitted before the cut do not cut again', async () => {

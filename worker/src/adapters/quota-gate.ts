@@ -3,6 +3,9 @@ import { TransientError } from '../core/errors';
 import type { Admission, Clock, Timers } from '../core/ports';
 import { realTimers, systemClock } from '../core/ports';
 
+/** The span over which the gate measures the rate the analyzer accepts (quotas are per minute). */
+export const THROUGHPUT_WINDOW_MS = 60_000;
+
 /** The error code adapters give a spent quota (Gemini's 429). */
 export const RATE_LIMITED = 'analyzer_rate_limited';
 
@@ -91,7 +94,10 @@ export function floorFor(ceiling: number): number {
  *   doubles it, as TCP's slow start), but only while the deliveries running or waiting fill at
  *   least half of it; an idle instance does not learn a limit it never tried.
  * - **Backs off on 429s**: halved, once per round (works admitted before the cut do not cut it
- *   again). The gate also pauses admissions (see {@link QuotaGate}).
+ *   again), but never under the works at once the rate the analyzer accepted over the last minute
+ *   needs (Little's law: that rate × the long-run latency; a tier's window accepts exactly its
+ *   quota, so fewer would leave quota unused, and a shared capacity's busy burst refuses calls
+ *   whatever the rate). The gate also pauses admissions (see {@link QuotaGate}).
  * - **Backs off when latency inflates**: with the short-run geometric mean of the latency (EWMA of
  *   its logarithm, 1/10) over {@link LATENCY_TOLERANCE} × the long-run one (1/100), so that the
  *   latency's own tail does not count as a queue, each success multiplies the limit
@@ -156,9 +162,17 @@ export class AdaptiveLimit {
     return this.refusedShare > OVER_QUOTA_SHARE;
   }
 
-  /** Halve. The gate calls it once per round, when {@link refused} says the instance is over its quota. */
-  rateLimited(): void {
-    this.value = Math.max(this.floor, this.value / 2);
+  /** The long-run (geometric mean) latency of a successful work, ms; undefined before the first. */
+  get typicalLatencyMs(): number | undefined {
+    return this.samples === 0 ? undefined : Math.exp(this.longLog);
+  }
+
+  /**
+   * Halve, but never under `sustained` (the works at once the accepted rate needs). The gate calls
+   * it once per round, when {@link refused} says the instance is over its quota.
+   */
+  rateLimited(sustained = 0): void {
+    this.value = Math.max(this.floor, Math.min(this.value, Math.max(this.value / 2, sustained)));
   }
 
   private answered(wasRefused: boolean): void {
@@ -183,10 +197,10 @@ interface Waiter {
  * Cloud Run slot and their push body only, and at most `maxInFlight` read and analyse at once.
  *
  * The number admitted at once is learnt ({@link AdaptiveLimit}): it grows while analyses succeed
- * and are needed, halves on a 429 (once per round: works admitted before the
- * cut do not cut again) and shrinks when the analyses' latency inflates, never past `maxInFlight`
- * (memory). A 429 also pauses admissions for a jittered, doubling moment. The rate-limited delivery
- * goes back to the front of the line. A delivery still not admitted after `maxWaitMs` gets the 429
+ * and are needed, halves on a 429 (once per round: works admitted before the cut do not cut again;
+ * never under what the last minute's accepted rate needs at once) and shrinks when the analyses'
+ * latency inflates, never past `maxInFlight` (memory). A 429 also pauses admissions for a jittered,
+ * doubling moment. The rate-limited delivery goes back to the front of the line. A delivery still not admitted after `maxWaitMs` gets the 429
  * as a transient failure (503: Pub/Sub retries it later).
  */
 export class QuotaGate implements Admission {
@@ -201,6 +215,9 @@ export class QuotaGate implements Admission {
   private admissions = 0;
   private admissionsAtLastCut = 0;
   private wakeup: { cancel(): void } | undefined;
+  /** When recent works succeeded (the last {@link THROUGHPUT_WINDOW_MS}), oldest first. */
+  private readonly successesMs: number[] = [];
+  private successesHead = 0;
   private readonly clock: Clock;
   private readonly timers: GateTimers;
   private readonly random: () => number;
@@ -341,8 +358,23 @@ export class QuotaGate implements Admission {
     });
   }
 
+  /** Successes in the last {@link THROUGHPUT_WINDOW_MS}; older ones are let go (memory: one minute's worth). */
+  private recentSuccesses(nowMs: number): number {
+    const times = this.successesMs;
+    while (this.successesHead < times.length && times[this.successesHead]! <= nowMs - THROUGHPUT_WINDOW_MS)
+      this.successesHead++;
+    if (this.successesHead > 1_024 && this.successesHead * 2 > times.length) {
+      times.splice(0, this.successesHead);
+      this.successesHead = 0;
+    }
+    return times.length - this.successesHead;
+  }
+
   private succeeded(latencyMs: number): void {
     this.pauseMs = 0;
+    const nowMs = this.nowMs();
+    this.successesMs.push(nowMs);
+    this.recentSuccesses(nowMs);
     // Demand: the works running (this one included) and the deliveries waiting for a turn.
     this.limit.succeeded(latencyMs, this.running + this.waiting.length);
   }
@@ -350,7 +382,13 @@ export class QuotaGate implements Admission {
   private rateLimited(admission: number): void {
     const overQuota = this.limit.refused();
     if (overQuota && admission > this.admissionsAtLastCut) {
-      this.limit.rateLimited();
+      // Little's law: the works at once the rate the analyzer accepted over the last minute needs.
+      const latencyMs = this.limit.typicalLatencyMs;
+      const sustained =
+        latencyMs === undefined
+          ? 0
+          : Math.round((this.recentSuccesses(this.nowMs()) * latencyMs) / THROUGHPUT_WINDOW_MS);
+      this.limit.rateLimited(sustained);
       this.admissionsAtLastCut = this.admissions;
     }
     const initial = this.options.initialPauseMs ?? 100;
