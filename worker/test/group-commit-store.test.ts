@@ -139,9 +139,9 @@ describe('GroupCommitStore', () => {
       expect(inner.writes).toHaveLength(2);
       await second;
 
-      // The first MERGE took 10 s: the pace stretches to twice minIntervalMs (see the next test).
+      // The MERGEs took 10 s and no time: the pace is their running average, 8.75 s (see the next test).
       const third = s.record(testRow());
-      await jest.advanceTimersByTimeAsync(9_999);
+      await jest.advanceTimersByTimeAsync(8_749);
       expect(inner.writes).toHaveLength(2);
       await jest.advanceTimersByTimeAsync(1);
       expect(inner.writes).toHaveLength(3);
@@ -149,22 +149,27 @@ describe('GroupCommitStore', () => {
     });
 
     it("paces the writes by the MERGE latency it observes, BigQuery's queue included, so the deployment's MERGEs fit its 2 running slots", async () => {
-      // 5 s is the pace derived for 10 instances; MERGEs that take 6.67 s (queued behind other
-      // writers): one every 10 s, the most the pace stretches to.
+      // 5 s is the pace derived for 10 instances. A MERGE that takes 8 s (queued behind other
+      // writers) sets the pace to 8 s; the next, answered at once, brings its average to 7 s, and the
+      // third waits until 7 s after the second started, though nothing is in flight.
       const s = store({ maxRows: 1, maxWaitMs: 0, minIntervalMs: 5_000 });
       expect(s.writeIntervalMs).toBe(5_000);
       inner.holding = true;
       const first = s.record(testRow());
-      await jest.advanceTimersByTimeAsync(6_667);
+      await jest.advanceTimersByTimeAsync(8_000);
       inner.release();
       await first;
-      expect(s.writeIntervalMs).toBe(10_000);
-      const second = s.record(testRow());
-      await jest.advanceTimersByTimeAsync(3_332);
-      expect(inner.writes).toHaveLength(1);
-      await jest.advanceTimersByTimeAsync(1);
+      expect(s.writeIntervalMs).toBe(8_000);
+      inner.holding = false;
+      await s.record(testRow());
       expect(inner.writes).toHaveLength(2);
-      await second;
+      expect(s.writeIntervalMs).toBe(7_000);
+      const third = s.record(testRow());
+      await jest.advanceTimersByTimeAsync(6_999);
+      expect(inner.writes).toHaveLength(2);
+      await jest.advanceTimersByTimeAsync(1);
+      expect(inner.writes).toHaveLength(3);
+      await third;
       // Lookups are not DML: they keep the plain pace.
       await s.seen('gs://b/a#1');
       const lookup = s.seen('gs://b/b#1');
@@ -173,17 +178,17 @@ describe('GroupCommitStore', () => {
       expect(inner.lookups).toHaveLength(2);
     });
 
-    it('paces by 1.5 MERGE latencies: never under one writer’s share nor over 2 × minIntervalMs, none without a pace', () => {
+    it('paces by the MERGE latency: never under one writer’s share nor over 2 × minIntervalMs, none without a pace', () => {
       // Derived for 10 instances (5 s each): one writer's share of the budget is 0.5 s.
       expect(mergeIntervalForLatencyMs(5_000, 200)).toBe(500);
-      // A few instances writing: 2 s MERGEs, a MERGE every 3 s (not the 10 s ten writers would need).
-      expect(mergeIntervalForLatencyMs(5_000, 2_000)).toBe(3_000);
+      // A few instances writing: 2 s MERGEs, a MERGE every 2 s (not the 10 s ten writers would need).
+      expect(mergeIntervalForLatencyMs(5_000, 2_000)).toBe(2_000);
       // More writers than BigQuery's 2 running slots take: MERGEs wait in its queue, and the pace follows.
-      expect(mergeIntervalForLatencyMs(5_000, 5_000)).toBe(7_500);
+      expect(mergeIntervalForLatencyMs(5_000, 7_500)).toBe(7_500);
       // Never past twice the pace: a slow MERGE must not take a delivery's time.
       expect(mergeIntervalForLatencyMs(5_000, 60_000)).toBe(10_000);
-      // 20 instances (10 s each): 2 s MERGEs ask for 3 s, up to 20 s.
-      expect(mergeIntervalForLatencyMs(10_000, 2_000)).toBe(3_000);
+      // 20 instances (10 s each): 2 s MERGEs ask for 2 s, up to 20 s.
+      expect(mergeIntervalForLatencyMs(10_000, 2_000)).toBe(2_000);
       expect(mergeIntervalForLatencyMs(10_000, 20_000)).toBe(20_000);
       // SQLite: no pace at all, whatever its commits take; before any MERGE: the plain pace.
       expect(mergeIntervalForLatencyMs(0, 2_000)).toBe(0);

@@ -147,11 +147,16 @@ export function mergeMinIntervalMsFor(maxInstances: number): number {
 export const MERGE_PACE_STRETCH = 2;
 
 /**
- * The interval between two MERGEs of one instance, in MERGE latencies it observes: its MERGEs then
- * take at most 1/1.5 of its time. Chosen on the sweep's tuning cells (docs/sweep.md): 1 gave the
- * best drain times there but billed over twice the best bytes in one; 2 cost drain time in all.
+ * The interval between two MERGEs of one instance, in MERGE latencies it observes: 1, so an
+ * instance's next MERGE starts when its previous one has answered (or, after a slow one, once the
+ * average latency has passed), and the rows that arrived meanwhile are its batch. Chosen on the
+ * sweep's tuning cells (docs/sweep.md), session 8: 1.5 held every row of a window-bound deployment
+ * half a MERGE longer (`tiers-1000rpm-fast-fastAcksOnly-1000`: 1.16 × the oracle, 1.12 at 1) and
+ * bought bytes no goal needed (at 1, `shared-1000rpm-slow-everyAck-1000` bills 1.78 × its best,
+ * within the 2×); where the whole fleet writes, BigQuery's 2 running slots set the statements per
+ * second whatever the factor (`tiers-1000rpm-fast-everyAck-10000`: 2.4 × the best at 1 and at 1.5).
  */
-export const MERGE_PACE_PER_LATENCY = 1.5;
+export const MERGE_PACE_PER_LATENCY = 1;
 
 /**
  * The interval between two MERGEs of one instance, from the MERGE latency it observes (`mergeMs`,
