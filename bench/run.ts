@@ -48,6 +48,14 @@ const stageIndex = process.argv.indexOf('--stage');
  */
 const stage = stageIndex >= 0 ? process.argv[stageIndex + 1] : undefined;
 const STAGES = ['burst', 'inbox', 'sweep'];
+const jobsIndex = process.argv.indexOf('--jobs');
+/**
+ * `--jobs N` (the sweep): cells run at once, each in its own process. Default: the cores this
+ * machine has (a cell's figures depend only on its spec, so they are the same with any N); 1 runs
+ * the cells one after another in this process.
+ */
+const jobs = jobsIndex >= 0 ? Number(process.argv[jobsIndex + 1]) : os.availableParallelism();
+if (!(Number.isInteger(jobs) && jobs >= 1)) throw new Error('--jobs needs a whole number ≥ 1, e.g. --jobs 2');
 
 /** Counts and bounds of the run; `--quick` is for trying the harness, not for figures. */
 const SETTINGS = {
@@ -288,7 +296,7 @@ const run =
       : stage === 'inbox'
         ? inboxOnly
         : stage === 'sweep'
-          ? () => runSweep({ quick, progress })
+          ? () => runSweep({ quick, progress, jobs })
           : async () => {
               throw new Error(`unknown stage "${stage}": the stages that run alone are ${STAGES.join(', ')}`);
             };

@@ -10,7 +10,11 @@ import { runSweepStage } from './stage';
  * (bench/sweep/grid.ts) into results.quick.json and leaves the docs alone: the run defaults are
  * chosen on.
  */
-export async function runSweep(options: { quick: boolean; progress: (text: string) => void }): Promise<void> {
+export async function runSweep(options: {
+  quick: boolean;
+  progress: (text: string) => void;
+  jobs?: number;
+}): Promise<void> {
   const sweep = await runSweepStage(options);
   const benchDir = path.join(__dirname, '..');
   const file = path.join(benchDir, options.quick ? 'results.quick.json' : 'results.json');

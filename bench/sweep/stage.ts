@@ -1,6 +1,7 @@
 import { LIMITS, onDemandUsd } from '../../worker/src/contract/cost-model';
 import { type CloudRunChoice, type ConsumerFigures, type ReconcileFigures, runConsumer } from './cell';
 import { bestBytesPerDocument, type GridCell, SWEEP_GOALS, sweepGrid } from './grid';
+import { inOrderPool, runCellInChild } from './pool';
 
 /** One cell of bench/results.json → sweep.cells (these keys exactly). */
 export interface SweepCell {
@@ -122,21 +123,29 @@ export async function runCell(
 export async function runSweepStage(options: {
   quick: boolean;
   progress: (text: string) => void;
+  /** Cells run at once, each in its own process; 1 runs them one after another in this one. */
+  jobs?: number;
 }): Promise<SweepSection> {
   const started = process.hrtime.bigint();
   const grid = sweepGrid(options.quick);
-  const cells: SweepCell[] = [];
+  const jobs = options.jobs ?? 1;
+  let finished = 0;
+  const runs = await inOrderPool(
+    grid,
+    jobs,
+    (c) => (jobs === 1 ? runCell(c) : runCellInChild(c.name)),
+    (run, c) => {
+      finished += 1;
+      options.progress(
+        `sweep ${finished}/${grid.length} ${c.name}: ratio ${run.cell.ratioToOracle.toFixed(2)}, ` +
+          `${run.details.doclineSeconds.toFixed(0)} s simulated, misses: ${run.details.misses.join(', ') || 'none'} ` +
+          `(${(run.details.docline.wallSeconds + run.details.oracle.wallSeconds).toFixed(1)} s real)`,
+      );
+    },
+  );
+  const cells: SweepCell[] = runs.map((r) => r.cell);
   const details: Record<string, SweepCellDetails> = {};
-  for (const [i, c] of grid.entries()) {
-    const run = await runCell(c);
-    cells.push(run.cell);
-    details[c.name] = run.details;
-    options.progress(
-      `sweep ${i + 1}/${grid.length} ${c.name}: ratio ${run.cell.ratioToOracle.toFixed(2)}, ` +
-        `${run.details.doclineSeconds.toFixed(0)} s simulated, misses: ${run.details.misses.join(', ') || 'none'} ` +
-        `(${(run.details.docline.wallSeconds + run.details.oracle.wallSeconds).toFixed(1)} s real)`,
-    );
-  }
+  for (const [i, c] of grid.entries()) details[c.name] = runs[i]!.details;
   return buildSweepSection(cells, details, Number(process.hrtime.bigint() - started) / 1e9);
 }
 
