@@ -91,6 +91,9 @@ export interface ConsumerFigures {
   viewRows: number;
   extraRawRows: number;
   billedBytes: number;
+  /** Lookups and MERGEs that ran (refused statements not counted). */
+  lookups: number;
+  merges: number;
   pushes: number;
   nacks: number;
   maxOutstanding: number;
@@ -533,6 +536,8 @@ export async function runConsumer(
       viewRows,
       extraRawRows: consumer === 'docline' ? warehouse.raw.length - warehouse.viewRows : 0,
       billedBytes: warehouse.stats.billedBytes,
+      lookups: warehouse.stats.lookups,
+      merges: warehouse.stats.merges,
       pushes: sub.stats.pushes,
       nacks: sub.stats.nacks,
       maxOutstanding: sub.stats.maxOutstanding,
