@@ -1,6 +1,6 @@
 import { VirtualTime } from '../../sim/faults/virtual-time';
 import { SimBucketStore } from '../../sim/models/cloud-storage';
-import { GeminiSweepModel, SharedCapacity, TierQuota } from '../../sim/models/gemini';
+import { GeminiSweepModel, SharedCapacity, slotDraw, TierQuota } from '../../sim/models/gemini';
 import { GEMINI_LATENCIES, latencyFrom, mergeLatency } from '../../sim/models/latency';
 import { EVERY_ACK, FAST_ACKS_ONLY } from '../../sim/models/push-window';
 import { SweepWarehouse } from '../../sim/models/warehouse';
@@ -104,6 +104,28 @@ describe('Gemini shared capacity (Dynamic Shared Quota)', () => {
     const burst = a.bursts[0]!;
     expect(a.intensityAt(burst.atMs + 1)).toBe(burst.intensity);
     expect(a.intensityAt(burst.atMs - 1)).toBe(0);
+  });
+
+  it('refuses the share of slots its intensity says, in every burst (an unsigned draw)', () => {
+    const draws = Array.from({ length: 20_000 }, (_, slot) => slotDraw(slot, 4));
+    expect(Math.min(...draws)).toBeGreaterThanOrEqual(0);
+    expect(Math.max(...draws)).toBeLessThan(1);
+    expect(draws.filter((d) => d < 0.5).length / draws.length).toBeCloseTo(0.5, 1);
+    const time = new VirtualTime();
+    const quota = new SharedCapacity(time, { requestsPerMinute: 1_000, seed: 4, horizonMs: 86_400_000 });
+    let slots = 0;
+    let refused = 0;
+    let expected = 0;
+    for (const burst of quota.bursts) {
+      for (let ms = Math.ceil(burst.atMs / 250) * 250; ms < burst.atMs + burst.forMs; ms += 250) {
+        slots += 1;
+        expected += burst.intensity;
+        if (quota.refusedBySharedLoad(ms)) refused += 1;
+      }
+    }
+    // Over a day of bursts (tens of thousands of slots), the refused share is the mean intensity.
+    expect(slots).toBeGreaterThan(10_000);
+    expect(Math.abs(refused - expected) / slots).toBeLessThan(0.02);
   });
 
   it('refuses some calls inside a burst whatever the own rate, and the oracle time is accepted', async () => {

@@ -142,6 +142,18 @@ export interface Burst {
 }
 
 /**
+ * A uniform draw in [0, 1) for a 250 ms slot, a hash of the slot and the seed. The last step keeps
+ * the value unsigned (`>>> 0`): JavaScript's `^` answers a signed 32-bit integer, and a signed draw
+ * (sessions 5–8) refused half of every burst's slots on top of its intensity (a burst of 0.34
+ * refused 84 % of its slots, one of 0.5 or more all of them).
+ */
+export function slotDraw(slot: number, seed: number): number {
+  let h = Math.imul(slot ^ seed, 2654435761) >>> 0;
+  h = Math.imul(h ^ (h >>> 16), 2246822507) >>> 0;
+  return ((h ^ (h >>> 13)) >>> 0) / 4294967296;
+}
+
+/**
  * Dynamic Shared Quota: an average share plus random busy bursts whose intensity varies over time.
  * Inside a burst, a call is refused when a deterministic draw for its 250 ms slot falls under the
  * intensity (so the oracle can know it; a real client cannot).
@@ -185,13 +197,11 @@ export class SharedCapacity implements QuotaModel {
     return 0;
   }
 
-  private refusedBySharedLoad(ms: number): boolean {
+  /** Whether the shared load refuses a call at `ms` (exported to the tests through the class). */
+  refusedBySharedLoad(ms: number): boolean {
     const intensity = this.intensityAt(ms);
     if (intensity === 0) return false;
-    const slot = Math.floor(ms / 250);
-    let h = Math.imul(slot ^ this.slotSeed, 2654435761) >>> 0;
-    h = Math.imul(h ^ (h >>> 16), 2246822507) >>> 0;
-    return (h ^ (h >>> 13)) / 4294967296 < intensity;
+    return slotDraw(Math.floor(ms / 250), this.slotSeed) < intensity;
   }
 
   tryAccept(_tokens: number): boolean {
