@@ -85,6 +85,11 @@ export interface SimClock {
   sleep(simulatedMs: number): Promise<void>;
   /** Simulated wall-clock time, as the worker sees it. */
   readonly clock: Clock;
+  /**
+   * Real work the clock must wait for before it moves (an instance being built: a module loaded
+   * from disk, a socket listening). Virtual time only; real-time clocks (SimTime) move anyway.
+   */
+  hold?(work: Promise<unknown>): void;
 }
 
 /**

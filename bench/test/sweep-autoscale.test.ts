@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import { readFile } from 'node:fs/promises';
 import type { ServerResponse } from 'node:http';
 import { type AutoscaleOptions, CloudRunModel, pendingWaitMs } from '../../sim/faults/cloud-run';
 import { FaultLog } from '../../sim/faults/schedule';
@@ -26,7 +27,7 @@ interface Held {
   res: ServerResponse;
 }
 
-function setup(autoscale?: Partial<AutoscaleOptions>) {
+function setup(autoscale?: Partial<AutoscaleOptions>, building?: () => Promise<unknown>) {
   const time = new VirtualTime();
   const held: Held[] = [];
   const built: number[] = [];
@@ -54,6 +55,7 @@ function setup(autoscale?: Partial<AutoscaleOptions>) {
   });
   const factory = async (index: number): Promise<RunningWorker> => {
     built.push(index);
+    await building?.();
     const server = new EventEmitter() as EventEmitter & { close(): void };
     server.close = () => {};
     server.on('request', (_req: unknown, res: ServerResponse) => {
@@ -102,6 +104,22 @@ describe('Cloud Run autoscaling (the sweep model)', () => {
     expect(t.held).toHaveLength(1);
     expect(t.cloudRun.requests[0]!.startMs).toBe(COLD_START_MS);
     expect(t.cloudRun.fleet()).toEqual({ serving: 1, starting: 0, pending: 0 });
+  });
+
+  it('serves after exactly the cold start even when building the instance takes real I/O', async () => {
+    // A real worker loads modules and listens on a socket while it is built: real time the virtual
+    // clock must wait for, or the instance came up at a different simulated time in each run.
+    const reads = () =>
+      Array.from({ length: 20 }).reduce<Promise<unknown>>(
+        (p) => p.then(() => readFile(__filename)),
+        Promise.resolve(),
+      );
+    const t = setup({}, reads);
+    await t.cloudRun.startAutoscaled(t.factory);
+    t.push(1);
+    t.time.after(COLD_START_MS / 2, () => t.push(1));
+    await t.time.run(() => t.held.length === 2, 60_000);
+    expect(t.cloudRun.requests.map((r) => r.startMs)).toEqual([COLD_START_MS, COLD_START_MS]);
   });
 
   it('adds an instance only once the open requests per instance exceed 60 % of the concurrency', async () => {

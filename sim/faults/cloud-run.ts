@@ -480,6 +480,9 @@ export class CloudRunModel {
     this.starting++;
     this.instancesStarted++;
     const built = this.factory!(index, new PortTracker(this, index));
+    // Building is real work (modules, a listening socket): the clock waits for it, so the instance
+    // serves after exactly the cold start, whatever the disk does.
+    this.time.hold?.(built);
     void Promise.all([built, this.time.sleep(this.options.coldStartMs)]).then(([worker]) => {
       this.starting--;
       this.instances[index] = { index, worker, alive: true, serving: true, open: new Set() };

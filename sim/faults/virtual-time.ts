@@ -32,6 +32,7 @@ export class VirtualTime implements SimClock {
   private simulatedMs = 0;
   private readonly epochMs: number;
   private readonly heap = new TimerQueue<Scheduled>();
+  private readonly held = new Set<Promise<void>>();
   private readonly byId = new Map<number, Scheduled>();
   private seq = 0;
   private nextId = 1;
@@ -58,6 +59,16 @@ export class VirtualTime implements SimClock {
     return {
       cancel: () => this.cancel(item.id),
     };
+  }
+
+  /**
+   * Real work the clock waits for: {@link run} does not move simulated time while it is pending.
+   * Without it, an instance built with real I/O (a module import, `listen()`) came up whenever the
+   * disk answered, at a different simulated time from one run of a seed to the next.
+   */
+  hold(work: Promise<unknown>): void {
+    const held: Promise<void> = work.then(noop, noop).finally(() => this.held.delete(held));
+    this.held.add(held);
   }
 
   sleep(simulatedMs: number): Promise<void> {
@@ -140,6 +151,10 @@ export class VirtualTime implements SimClock {
   async run(done: () => boolean, boundMs: number): Promise<RunEnd> {
     for (;;) {
       await this.settle();
+      while (this.held.size > 0) {
+        await Promise.all([...this.held]);
+        await this.settle();
+      }
       if (done()) return 'done';
       const next = this.peek();
       if (!next) return 'stalled';
