@@ -200,6 +200,30 @@ describe('the pre-filled warehouse', () => {
     expect(w.viewRows).toBe(1);
   });
 
+  it('counts, for each instance, the instances whose MERGE started in the last minute (jobs.list), itself included, for free', async () => {
+    const time = new VirtualTime();
+    const w = new SweepWarehouse(time, options);
+    const [a, b, idle] = [w.store(), w.store(), w.store()];
+    const count = async (s: typeof a) => {
+      const n = s.writers!();
+      await advanceTo(time, time.nowMs() + 1_000);
+      return n;
+    };
+    expect(await count(a)).toBe(1);
+    void a.record(sampleRow({ dedup_key: 'gs://b/a#1' }));
+    void b.record(sampleRow({ dedup_key: 'gs://b/b#1' }));
+    await advanceTo(time, 5_000);
+    expect(await count(idle)).toBe(3);
+    expect(await count(a)).toBe(2);
+    // A minute on, only a writes again.
+    await advanceTo(time, 66_000);
+    void a.record(sampleRow({ dedup_key: 'gs://b/a#2' }));
+    await advanceTo(time, 70_000);
+    expect(await count(b)).toBe(2);
+    expect(await count(idle)).toBe(2);
+    expect(w.stats.billedBytes).toBe(3 * 10 * 1024 * 1024);
+  });
+
   it('checks maximumBytesBilled against each statement estimate', async () => {
     const time = new VirtualTime();
     const w = new SweepWarehouse(time, { ...options, maximumBytesBilled: 500_000 });

@@ -24,7 +24,8 @@ import { type Latency, mergeLatency, uniformLatency } from './latency';
  * statement's estimate is every row in the window × the bytes of `dedup_key` + `processed_at`
  * (the cost model's `lookupBytesPerRow`; clustering prunes only at run time, so the estimate is the
  * whole window), and it bills that estimate (the upper bound); a MERGE takes the one MERGE latency
- * (contract/cost-model.ts), a lookup 0.5–1.5 s; refused statements bill nothing.
+ * (contract/cost-model.ts), a lookup 0.5–1.5 s, a `jobs.list` (the count of writers) 0.1–0.3 s and
+ * nothing billed; refused statements bill nothing.
  */
 export interface WarehouseStats {
   lookups: number;
@@ -59,6 +60,10 @@ export class SweepWarehouse {
   private readonly rate: SlidingWindowLimit;
   private readonly merge: Latency;
   private readonly lookup: Latency;
+  private readonly listLatency: Latency;
+  /** When each instance's store last started a MERGE (the job's creation time). */
+  private readonly lastMergeMs = new Map<number, number>();
+  private nextInstance = 0;
 
   constructor(
     private readonly time: SimClock,
@@ -75,6 +80,8 @@ export class SweepWarehouse {
     this.rate = new SlidingWindowLimit(BIGQUERY_DML_LIMITS.statementsPerWindow, 10_000, () => time.nowMs());
     this.merge = mergeLatency(options.seed);
     this.lookup = uniformLatency(500, 1_500, options.seed + 1);
+    // A jobs.list call: a metadata read, assumed 100–300 ms (not documented).
+    this.listLatency = uniformLatency(100, 300, options.seed + 2);
   }
 
   /** Rows the pre-filled table starts with. */
@@ -115,11 +122,27 @@ export class SweepWarehouse {
     return this.rowsPerKey.has(key);
   }
 
-  /** The worker's store of one instance. */
+  /**
+   * The worker's store of one instance. Its `writers()` is what BigQuery's `jobs.list` tells the real
+   * store: the instances whose MERGE jobs were created in the last minute (this one counted), free.
+   */
   store(): BatchStore {
+    const instance = this.nextInstance++;
     const seenMany = (keys: readonly string[]) => this.runLookup(keys);
-    const recordMany = (rows: readonly Row[]) => this.runMerge(rows);
-    return batchStoreOf(seenMany, recordMany);
+    const recordMany = (rows: readonly Row[]) => {
+      this.lastMergeMs.set(instance, this.time.nowMs());
+      return this.runMerge(rows);
+    };
+    return {
+      ...batchStoreOf(seenMany, recordMany),
+      writers: async () => {
+        await this.time.sleep(this.listLatency());
+        const since = this.time.nowMs() - 60_000;
+        let count = 0;
+        for (const [other, atMs] of this.lastMergeMs) if (other !== instance && atMs > since) count++;
+        return count + 1;
+      },
+    };
   }
 
   /** Bills one statement, or refuses it for the cap (before it runs). */

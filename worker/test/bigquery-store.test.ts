@@ -465,6 +465,40 @@ describe('BigQueryStore', () => {
       expect(fake.statements().slice(2)).toEqual([batchMergeSql(TABLE), winnersSql(TABLE)]);
     });
 
+    it('names its MERGE jobs by writer, and counts the instances that wrote in the last minute with jobs.list', async () => {
+      let nowMs = NOW.getTime();
+      const own = await startFakeBigQuery({ projectId: 'acme-dev', now: () => new Date(nowMs) });
+      try {
+        const at = { now: () => new Date(nowMs) };
+        const [a, b, idle] = await Promise.all([0, 1, 2].map(() => storeOn(own, { clock: at })));
+        const deadline = () => new Deadline(nowMs + 45_000, at);
+        await a!.recordMany([testRow()], deadline());
+        await a!.recordMany([testRow()], deadline());
+        await b!.recordMany([testRow()], deadline());
+        const ids = own.requests
+          .filter((r) => r.method === 'POST' && r.path.endsWith('/jobs'))
+          .map((r) => (r.body as { jobReference: { jobId: string } }).jobReference.jobId);
+        expect(ids).toHaveLength(3);
+        for (const id of ids) expect(id).toMatch(/^docline_w_[0-9a-f]+_/);
+        expect(new Set(ids.map((id) => id.split('_')[2])).size).toBe(2);
+        // a and b wrote; the idle store counts itself too.
+        expect(await a!.writers(deadline())).toBe(2);
+        expect(await idle!.writers(deadline())).toBe(3);
+        const list = own.requests.filter((r) => r.method === 'GET' && r.path.endsWith('/jobs')).at(-1)!;
+        expect(list.query).toMatchObject({ projection: 'minimal', minCreationTime: String(nowMs - 60_000) });
+        // A minute later, only b writes again: a counts b and itself.
+        nowMs += 61_000;
+        await b!.recordMany([testRow()], deadline());
+        expect(await a!.writers(deadline())).toBe(2);
+        expect(await idle!.writers(deadline())).toBe(2);
+        // A lookup is not a write: it names no job.
+        await idle!.seenMany(['gs://b/x#1'], deadline());
+        expect(await a!.writers(deadline())).toBe(2);
+      } finally {
+        await own.stop();
+      }
+    });
+
     it('maps a refused batch to the same errors as a single MERGE', async () => {
       fake.failNext(1, 'tooManyDml');
       await expect(store.recordMany([testRow()])).rejects.toMatchObject({ code: 'bigquery_dml_queue_full' });

@@ -178,21 +178,77 @@ describe('GroupCommitStore', () => {
       expect(inner.lookups).toHaveLength(2);
     });
 
-    it('paces by the MERGE latency: never under one writer’s share nor over 2 × minIntervalMs, none without a pace', () => {
+    it('paces by the MERGE latency: never under one writer’s share nor over 3 × minIntervalMs, none without a pace', () => {
       // Derived for 10 instances (5 s each): one writer's share of the budget is 0.5 s.
       expect(mergeIntervalForLatencyMs(5_000, 200)).toBe(500);
       // A few instances writing: 2 s MERGEs, a MERGE every 2 s (not the 10 s ten writers would need).
       expect(mergeIntervalForLatencyMs(5_000, 2_000)).toBe(2_000);
       // More writers than BigQuery's 2 running slots take: MERGEs wait in its queue, and the pace follows.
       expect(mergeIntervalForLatencyMs(5_000, 7_500)).toBe(7_500);
-      // Never past twice the pace: a slow MERGE must not take a delivery's time.
-      expect(mergeIntervalForLatencyMs(5_000, 60_000)).toBe(10_000);
-      // 20 instances (10 s each): 2 s MERGEs ask for 2 s, up to 20 s.
+      // Never past three times the pace: a slow MERGE must not take a delivery's time.
+      expect(mergeIntervalForLatencyMs(5_000, 60_000)).toBe(15_000);
+      // 20 instances (10 s each): 2 s MERGEs ask for 2 s, up to 30 s.
       expect(mergeIntervalForLatencyMs(10_000, 2_000)).toBe(2_000);
       expect(mergeIntervalForLatencyMs(10_000, 20_000)).toBe(20_000);
+      expect(mergeIntervalForLatencyMs(10_000, 60_000)).toBe(30_000);
       // SQLite: no pace at all, whatever its commits take; before any MERGE: the plain pace.
       expect(mergeIntervalForLatencyMs(0, 2_000)).toBe(0);
       expect(mergeIntervalForLatencyMs(5_000, 0)).toBe(5_000);
+    });
+
+    it('spaces the writes by the instances writing: at least writers × 1.5 s, within the cap; one writer paces by latency alone', () => {
+      // One writer (or a store that cannot count): the latency decides, as above.
+      expect(mergeIntervalForLatencyMs(5_000, 2_000, 1)).toBe(2_000);
+      // Ten instances writing, each seeing 2 s MERGEs: 15 s each, so the fleet sends one every 1.5 s
+      // instead of filling BigQuery's queue (a latency-only pace sees a lone writer's latency there).
+      expect(mergeIntervalForLatencyMs(5_000, 2_000, 10)).toBe(15_000);
+      // Three: 4.5 s. A slower latency still wins.
+      expect(mergeIntervalForLatencyMs(5_000, 2_000, 3)).toBe(4_500);
+      expect(mergeIntervalForLatencyMs(5_000, 6_000, 3)).toBe(6_000);
+      // Never past the cap, whatever the count.
+      expect(mergeIntervalForLatencyMs(5_000, 2_000, 40)).toBe(15_000);
+    });
+
+    it('asks the store how many instances write, at most every 10 s, and paces by the answer; a failed count paces as one', async () => {
+      let writers = 10;
+      let fail = false;
+      let calls = 0;
+      const counting = Object.assign(inner, {
+        writers: async () => {
+          calls += 1;
+          if (fail) throw new TransientError('bigquery_unavailable', 'jobs.list: 503');
+          return writers;
+        },
+      });
+      const s = new GroupCommitStore(counting, { maxRows: 1, maxWaitMs: 0, minIntervalMs: 5_000 });
+      inner.holding = true;
+      const first = s.record(testRow());
+      await jest.advanceTimersByTimeAsync(200);
+      inner.release();
+      await first;
+      inner.holding = false;
+      await jest.advanceTimersByTimeAsync(0);
+      expect(calls).toBe(1);
+      // A 200 ms MERGE alone would ask for 0.5 s (one writer's share); ten writers ask for 15 s.
+      expect(s.writeIntervalMs).toBe(15_000);
+      const second = s.record(testRow());
+      writers = 2;
+      await jest.advanceTimersByTimeAsync(14_799);
+      expect(inner.writes).toHaveLength(1);
+      await jest.advanceTimersByTimeAsync(1);
+      await second;
+      expect(inner.writes).toHaveLength(2);
+      // Counted again after the second MERGE (over 10 s later): two writers, 3 s; then a failed
+      // count: one writer.
+      await jest.advanceTimersByTimeAsync(0);
+      expect(calls).toBe(2);
+      expect(s.writeIntervalMs).toBe(3_000);
+      fail = true;
+      await jest.advanceTimersByTimeAsync(15_000);
+      await s.record(testRow());
+      await jest.advanceTimersByTimeAsync(0);
+      expect(calls).toBe(3);
+      expect(s.writeIntervalMs).toBe(500);
     });
 
     it('gathers the lookups of maxWaitMs into one, and those arriving while it runs into the next', async () => {

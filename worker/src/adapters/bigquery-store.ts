@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { BigQuery, type BigQueryOptions, type Query } from '@google-cloud/bigquery';
 import { COLUMN_NAMES, COLUMNS, type ColumnName, PARTITION_COLUMN, type Row } from '../contract/row';
 import { DELIVERY_DEFAULTS, MIN_MAXIMUM_BYTES_BILLED, MIN_STATEMENT_MS } from '../contract/settings';
@@ -279,6 +280,8 @@ export class BigQueryStore implements BatchStore {
   private readonly batchLookup: string;
   private readonly batchMerge: string;
   private readonly winners: string;
+  /** This store's MERGE jobs are named `docline_w_<writerId>_…`, so that `writers()` can count instances. */
+  private readonly writerId = randomBytes(6).toString('hex');
 
   constructor(options: BigQueryStoreOptions) {
     this.bigquery = options.bigquery;
@@ -348,11 +351,16 @@ export class BigQueryStore implements BatchStore {
   async recordMany(rows: readonly Row[], deadline?: Deadline): Promise<Set<string>> {
     if (rows.length === 0) return new Set();
     const params = rows.map((row) => rowParameters(this.bigquery, row).params);
-    const [, , response] = await this.run('record', deadline, {
-      query: this.batchMerge,
-      params: { rows: params, [WINDOW_PARAMETER]: this.windowStart() },
-      types: { rows: [{ ...PARAMETER_TYPES }], [WINDOW_PARAMETER]: 'TIMESTAMP' },
-    });
+    const [, , response] = await this.run(
+      'record',
+      deadline,
+      {
+        query: this.batchMerge,
+        params: { rows: params, [WINDOW_PARAMETER]: this.windowStart() },
+        types: { rows: [{ ...PARAMETER_TYPES }], [WINDOW_PARAMETER]: 'TIMESTAMP' },
+      },
+      `${WRITER_JOB_PREFIX}${this.writerId}_`,
+    );
     const keys = rows.map((r) => r.dedup_key);
     if (insertedCount(response) === rows.length) return new Set(keys);
     const [winners] = await this.run('record', deadline, {
@@ -366,6 +374,32 @@ export class BigQueryStore implements BatchStore {
       if (ours.get(w.dedup_key) === w.message_id) inserted.add(w.dedup_key);
     }
     return inserted;
+  }
+
+  /**
+   * The instances that created a MERGE job in the last {@link WRITERS_WINDOW_MS}, this one included:
+   * one `jobs.list` of the caller's jobs (every instance runs as the same service account), free of
+   * bytes, counting the distinct writer ids in the job ids (`recordMany` names its jobs).
+   */
+  async writers(deadline?: Deadline): Promise<number> {
+    const listing = this.bigquery.getJobs({
+      minCreationTime: String(this.clock.now().getTime() - WRITERS_WINDOW_MS),
+      projection: 'minimal',
+      maxResults: 1_000,
+      autoPaginate: false,
+    });
+    let jobs: Awaited<typeof listing>[0];
+    try {
+      [jobs] = await (deadline ? deadline.race('BigQuery jobs.list', listing) : listing);
+    } catch (error) {
+      throw bigQueryError(error, 'ping');
+    }
+    const ids = new Set([this.writerId]);
+    for (const job of jobs) {
+      const match = WRITER_JOB.exec(job.id ?? '');
+      if (match) ids.add(match[1]!);
+    }
+    return ids.size;
   }
 
   /** Reads the table's metadata: cheap, free, and proves the table and the permission. */
@@ -395,6 +429,7 @@ export class BigQueryStore implements BatchStore {
     operation: 'seen' | 'record',
     deadline: Deadline | undefined,
     statement: Pick<Query, 'query' | 'params' | 'types'>,
+    jobPrefix?: string,
   ): Promise<QueryResult> {
     const leftMs = deadline?.remainingMs() ?? Number.POSITIVE_INFINITY;
     if (leftMs < MIN_STATEMENT_MS) {
@@ -416,7 +451,7 @@ export class BigQueryStore implements BatchStore {
       // autoPaginate false: the promise then carries the API response, where the DML statistics are.
       if (timeoutMs === undefined)
         return (await this.bigquery.query(query, { autoPaginate: false })) as unknown as QueryResult;
-      return await this.untilComplete(query, operation, deadline!);
+      return await this.untilComplete(jobPrefix ? { ...query, jobPrefix } : query, operation, deadline!);
     } catch (error) {
       const mapped = bigQueryError(error, operation);
       if (mapped instanceof ConfigurationError) {
@@ -443,6 +478,12 @@ export class BigQueryStore implements BatchStore {
     }
   }
 }
+
+/** The prefix of a MERGE job's id, then the writer's id and `_` (BigQuery adds a unique suffix). */
+const WRITER_JOB_PREFIX = 'docline_w_';
+const WRITER_JOB = /^docline_w_([0-9a-f]+)_/;
+/** The span over which `writers()` counts the instances that wrote. */
+export const WRITERS_WINDOW_MS = 60_000;
 
 /**
  * The `jobTimeoutMs` of a statement started now for a delivery with this deadline: the time left

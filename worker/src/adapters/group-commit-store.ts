@@ -37,6 +37,9 @@ import type { BatchStore, Logger, Store } from '../core/ports';
  * - Scale-in: {@link GroupCommitStore.drain} sends what waits at once (still paced).
  */
 
+/** How often group commit asks the store how many instances write (a free metadata call). */
+export const WRITERS_REFRESH_MS = 10_000;
+
 export interface GroupCommitOptions {
   /** A batch closes at this many rows. */
   maxRows: number;
@@ -185,6 +188,10 @@ export class GroupCommitStore implements Store {
   statements = 0;
   /** The average latency of this instance's MERGEs that answered (EWMA, 1/8); 0 until one has. */
   private mergeMs = 0;
+  /** The instances writing, as the store last counted them (1 until it has). */
+  private writers = 1;
+  private writersAtMs = Number.NEGATIVE_INFINITY;
+  private countingWriters = false;
   private readonly nowMs: () => number;
 
   constructor(
@@ -210,9 +217,37 @@ export class GroupCommitStore implements Store {
     );
   }
 
-  /** The least time between the starts of two writes now: the pace, stretched by slow MERGEs. */
+  /** The least time between the starts of two writes now: the pace, stretched by slow MERGEs and by the writers. */
   get writeIntervalMs(): number {
-    return mergeIntervalForLatencyMs(this.options.minIntervalMs, this.mergeMs);
+    return mergeIntervalForLatencyMs(this.options.minIntervalMs, this.mergeMs, this.writers);
+  }
+
+  /**
+   * Asks the store how many instances write (`BatchStore.writers`), at most once per
+   * {@link WRITERS_REFRESH_MS} and never in a write's way: the pace uses the last answer. A failed
+   * count falls back to 1 (the pace of one writer), so a store that cannot tell costs bytes, never time.
+   */
+  private refreshWriters(): void {
+    const count = this.inner.writers?.bind(this.inner);
+    const now = this.nowMs();
+    if (!count || this.countingWriters || now - this.writersAtMs < WRITERS_REFRESH_MS) return;
+    this.countingWriters = true;
+    this.writersAtMs = now;
+    count(Deadline.after(WRITERS_REFRESH_MS))
+      .then(
+        (n) => {
+          this.writers = Number.isFinite(n) && n >= 1 ? Math.floor(n) : 1;
+        },
+        (error: unknown) => {
+          this.writers = 1;
+          this.options.logger?.debug('could not count the writers: pacing as one', {
+            error: error instanceof Error ? error.message : String(error),
+          });
+        },
+      )
+      .finally(() => {
+        this.countingWriters = false;
+      });
   }
 
   seen(dedupKey: string, deadline: Deadline = NO_DEADLINE): Promise<boolean> {
@@ -414,6 +449,7 @@ export class GroupCommitStore implements Store {
     // Only MERGEs that answered: a hung one given up at its deadline says nothing about the pace.
     const tookMs = this.nowMs() - startedMs;
     this.mergeMs = this.mergeMs === 0 ? tookMs : this.mergeMs + (tookMs - this.mergeMs) / 8;
+    this.refreshWriters();
     return inserted;
   }
 }

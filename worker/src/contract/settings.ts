@@ -141,10 +141,24 @@ export function mergeMinIntervalMsFor(maxInstances: number): number {
 }
 
 /**
- * How far a write's pace stretches past `mergeMinIntervalMs` when its MERGEs take long: at most this
- * many times (see {@link mergeIntervalForLatencyMs}).
+ * How far a write's pace stretches past `mergeMinIntervalMs` when its MERGEs take long or many
+ * instances write: at most this many times (see {@link mergeIntervalForLatencyMs}); 3, so that the
+ * default ten writers spaced by {@link FLEET_MERGE_SPACING_MS} (15 s) fit under it (15 s). The
+ * delivery budget counts a write at this stretch ({@link afterAnswerMs}): 4 would not fit the
+ * default path in `workerTimeoutSeconds`.
  */
-export const MERGE_PACE_STRETCH = 2;
+export const MERGE_PACE_STRETCH = 3;
+
+/**
+ * The spacing the deployment keeps between its MERGEs once several instances write: each instance
+ * waits at least (instances writing) × this between two of its own. A pace that follows only the
+ * latency one instance observes keeps BigQuery's DML queue full once more than a few instances write
+ * (below capacity the queue is empty and each paces like a lone writer), so ten of them sent ~0.8–0.95
+ * MERGEs a second and billed 2.2–2.6 × the best bytes; spaced by the count of writers, the fleet
+ * sends about one MERGE per this, whatever its size. Chosen on the sweep's tuning cells, session 9:
+ * 2 s left `shared-1000rpm-slow-everyAck-1000` at 1.23 × the oracle (1.09 without), 1.5 s at 1.11.
+ */
+export const FLEET_MERGE_SPACING_MS = 1_500;
 
 /**
  * The interval between two MERGEs of one instance, in MERGE latencies it observes: 1, so an
@@ -169,17 +183,20 @@ export const MERGE_PACE_PER_LATENCY = 1;
  * queued), and it completes at most 2 per MERGE duration (under the 25 per 10 s while a MERGE takes
  * 0.8 s or more: the cost model assumes 1–3 s). Never under the share of one writer
  * (`minIntervalMs` / the instances it was derived for: {@link mergeMinIntervalMsFor}), never over
- * {@link MERGE_PACE_STRETCH} × `minIntervalMs`; `minIntervalMs` until a MERGE has answered.
+ * {@link MERGE_PACE_STRETCH} × `minIntervalMs`; `minIntervalMs` until a MERGE has answered. With
+ * `writers` instances writing (the store's count over the last minute, `BatchStore.writers`),
+ * never under `writers` × {@link FLEET_MERGE_SPACING_MS}.
  */
-export function mergeIntervalForLatencyMs(minIntervalMs: number, mergeMs: number): number {
+export function mergeIntervalForLatencyMs(minIntervalMs: number, mergeMs: number, writers = 1): number {
   if (!(minIntervalMs > 0) || !(mergeMs > 0)) return Math.max(0, minIntervalMs);
   const { statementsPerWindow, windowSeconds } = BIGQUERY_DML_LIMITS;
   const instances =
     (minIntervalMs * Math.floor(statementsPerWindow * STEADY_DML_SHARE)) / (windowSeconds * 1000);
   const oneWriterMs = minIntervalMs / Math.max(1, instances);
+  const fleetMs = writers > 1 ? writers * FLEET_MERGE_SPACING_MS : 0;
   return Math.min(
     MERGE_PACE_STRETCH * minIntervalMs,
-    Math.max(oneWriterMs, MERGE_PACE_PER_LATENCY * mergeMs),
+    Math.max(oneWriterMs, MERGE_PACE_PER_LATENCY * mergeMs, fleetMs),
   );
 }
 
@@ -459,7 +476,7 @@ export function settingsProblems(s: DeliverySettings): string[] {
       `A delivery's longest path takes ${pathMs} ms: its lookup batch (batchMaxWaitMs ${s.batchMaxWaitMs} + mergeMinIntervalMs ` +
         `${s.mergeMinIntervalMs} + a ${MIN_STATEMENT_MS} ms statement), ${MEMO_CALLS_PER_DELIVERY} memo calls of ${MEMO_CALL_TIMEOUT_MS} ms, ` +
         `its wait in line (analyzerQuotaWaitMs ${s.analyzerQuotaWaitMs}), a read (readTimeoutMs ${s.readTimeoutMs}), ` +
-        `${ANALYZER_CALLS_PER_ANALYSIS} analyzer calls (analyzerTimeoutMs ${s.analyzerTimeoutMs}) and its write batch (its interval up to ${MERGE_PACE_STRETCH}× with slow MERGEs); it must fit in ` +
+        `${ANALYZER_CALLS_PER_ANALYSIS} analyzer calls (analyzerTimeoutMs ${s.analyzerTimeoutMs}) and its write batch (its interval up to ${MERGE_PACE_STRETCH}× with slow MERGEs or many writers); it must fit in ` +
         `workerTimeoutSeconds (${s.workerTimeoutSeconds}s) less ${ANSWER_MARGIN_MS} ms to answer (${deliveryBudgetMs(s)} ms), ` +
         'or deliveries run out of time and are answered 503. Lower analyzerQuotaWaitMs first, or raise workerTimeoutSeconds ' +
         '(and ackDeadlineSeconds with it).',

@@ -44,6 +44,11 @@ export interface BatchStore extends Store {
    * from this call went in.
    */
   recordMany(rows: readonly Row[], deadline?: Deadline): Promise<Set<string>>;
+  /**
+   * The instances of the deployment that started a write in the last minute, this one included
+   * (at least 1), where the store can tell: group commit spaces its writes by it. Free of bytes.
+   */
+  writers?(deadline?: Deadline): Promise<number>;
 }
 
 /**

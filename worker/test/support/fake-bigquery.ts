@@ -216,6 +216,9 @@ export async function startFakeBigQuery(
   const table: StoredRow[] = [];
   const failures: BigQueryFailure[] = [];
   const results = new Map<string, { reference: unknown; outcome: Outcome; configuration: unknown }>();
+  /** Jobs created by jobs.insert, in order, for jobs.list. */
+  const created: Array<{ reference: { jobId: string; location: string }; creationMs: number }> = [];
+  const clockMs = () => now().getTime();
   let deferred = 0;
   let deferredResults = 0;
   let estimatedBytes = MIN_BILLED_BYTES;
@@ -493,6 +496,7 @@ export async function startFakeBigQuery(
           });
         }
         results.set(jobReference.jobId, { reference: jobReference, outcome, configuration });
+        created.push({ reference: jobReference, creationMs: clockMs() });
         return sendJson(res, 200, {
           kind: 'bigquery#job',
           id: `${projectId}:${jobReference.location}.${jobReference.jobId}`,
@@ -523,6 +527,22 @@ export async function startFakeBigQuery(
           // getQueryResults has no dmlStats: only numDmlAffectedRows (REST reference).
           ...Object.fromEntries(Object.entries(stored.outcome).filter(([k]) => k !== 'dmlStats')),
         });
+      }
+      // jobs.list: the caller's jobs, newest first, those created at or after minCreationTime (ms);
+      // projection=minimal leaves out the configuration (REST reference).
+      if (req.method === 'GET' && path === '/jobs') {
+        const since = Number(url.searchParams.get('minCreationTime') ?? 0);
+        const jobs = created
+          .filter((j) => j.creationMs >= since)
+          .reverse()
+          .map((j) => ({
+            kind: 'bigquery#job',
+            id: `${projectId}:${j.reference.location}.${j.reference.jobId}`,
+            jobReference: j.reference,
+            state: 'DONE',
+            statistics: { creationTime: String(j.creationMs) },
+          }));
+        return sendJson(res, 200, { kind: 'bigquery#jobList', jobs });
       }
       const jobGet = /^\/jobs\/([^/]+)$/.exec(path);
       if (req.method === 'GET' && jobGet) {
