@@ -81,6 +81,8 @@ export interface BigQuerySimStats {
   queryCalls: number;
   /** Every jobs.insert call received (statements bounded by a jobTimeoutMs), refused ones included. */
   jobInsertCalls: number;
+  /** jobs.list calls (group commit counting the instances that write). */
+  jobsListCalls: number;
   getQueryResultsCalls: number;
   /** MERGE statements that ran (refused ones not included). */
   mergeStatements: number;
@@ -172,9 +174,12 @@ export async function startBigQuerySim(options: BigQuerySimOptions): Promise<Big
   const insertRate = new SlidingWindowLimit(options.queryCallsPerSecond ?? 100, 1_000, () => time.nowMs());
   const tables = new Map<string, TableState>();
   const jobs = new Map<string, Job>();
+  /** Jobs created by jobs.insert, in order, with their creation time (the worker's clock), for jobs.list. */
+  const created: Array<{ reference: Job['reference']; creationMs: number }> = [];
   const stats: BigQuerySimStats = {
     queryCalls: 0,
     jobInsertCalls: 0,
+    jobsListCalls: 0,
     getQueryResultsCalls: 0,
     mergeStatements: 0,
     selectStatements: 0,
@@ -514,6 +519,7 @@ export async function startBigQuerySim(options: BigQuerySimOptions): Promise<Big
           body.jobReference?.location ?? 'US',
           body.jobReference?.jobId,
         );
+        created.push({ reference: job.reference, creationMs: time.clock.now().getTime() });
         return sendJson(res, 200, {
           kind: 'bigquery#job',
           jobReference: job.reference,
@@ -527,6 +533,20 @@ export async function startBigQuerySim(options: BigQuerySimOptions): Promise<Big
         const job = jobs.get(decodeURIComponent(results[1]!));
         if (!job) throw bigQueryError.notFound('Job');
         return answer(res, job, await waitFor(job), 'bigquery#getQueryResultsResponse', false);
+      }
+      // jobs.list (free, no bytes): the caller's jobs created at or after minCreationTime (ms).
+      if (req.method === 'GET' && path === '/jobs') {
+        stats.jobsListCalls++;
+        const since = Number(url.searchParams.get('minCreationTime') ?? 0);
+        const listed = created
+          .filter((j) => j.creationMs >= since)
+          .reverse()
+          .map((j) => ({
+            kind: 'bigquery#job',
+            jobReference: j.reference,
+            statistics: { creationTime: String(j.creationMs) },
+          }));
+        return sendJson(res, 200, { kind: 'bigquery#jobList', jobs: listed });
       }
       const jobGet = path === null ? null : /^\/jobs\/([^/]+)$/.exec(path);
       if (req.method === 'GET' && jobGet) {

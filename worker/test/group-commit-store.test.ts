@@ -207,9 +207,14 @@ describe('GroupCommitStore', () => {
       expect(mergeIntervalForLatencyMs(5_000, 6_000, 3)).toBe(6_000);
       // Never past the cap, whatever the count.
       expect(mergeIntervalForLatencyMs(5_000, 2_000, 40)).toBe(15_000);
+      // In shares of one writer's budget, so a pace given in other units scales with it (the burst
+      // runs its knobs ÷ 100): a 50 ms pace derived for 10 instances spaces ten writers 150 ms apart.
+      expect(mergeIntervalForLatencyMs(50, 20, 10)).toBe(150);
+      // The prod stack: 20 instances at 10 s, 1.5 s a writer, twenty fit the cap (30 s).
+      expect(mergeIntervalForLatencyMs(10_000, 2_000, 20)).toBe(30_000);
     });
 
-    it('asks the store how many instances write, at most every 10 s, and paces by the answer; a failed count paces as one', async () => {
+    it('asks the store how many instances write, at most every two paces (10 s), and paces by the answer; a failed count paces as one', async () => {
       let writers = 10;
       let fail = false;
       let calls = 0;

@@ -37,8 +37,13 @@ import type { BatchStore, Logger, Store } from '../core/ports';
  * - Scale-in: {@link GroupCommitStore.drain} sends what waits at once (still paced).
  */
 
-/** How often group commit asks the store how many instances write (a free metadata call). */
-export const WRITERS_REFRESH_MS = 10_000;
+/**
+ * How often group commit asks the store how many instances write (a free metadata call), in paces:
+ * every 2 × `minIntervalMs` (10 s with the defaults).
+ */
+export const WRITERS_REFRESH_PACES = 2;
+/** The longest a count of the writers may take (a metadata call). */
+const WRITERS_COUNT_TIMEOUT_MS = 10_000;
 
 export interface GroupCommitOptions {
   /** A batch closes at this many rows. */
@@ -224,16 +229,18 @@ export class GroupCommitStore implements Store {
 
   /**
    * Asks the store how many instances write (`BatchStore.writers`), at most once per
-   * {@link WRITERS_REFRESH_MS} and never in a write's way: the pace uses the last answer. A failed
-   * count falls back to 1 (the pace of one writer), so a store that cannot tell costs bytes, never time.
+   * {@link WRITERS_REFRESH_PACES} paces and never in a write's way: the pace uses the last answer. A
+   * failed count falls back to 1 (the pace of one writer), so a store that cannot tell costs bytes,
+   * never time.
    */
   private refreshWriters(): void {
     const count = this.inner.writers?.bind(this.inner);
     const now = this.nowMs();
-    if (!count || this.countingWriters || now - this.writersAtMs < WRITERS_REFRESH_MS) return;
+    const everyMs = WRITERS_REFRESH_PACES * this.options.minIntervalMs;
+    if (!count || !(everyMs > 0) || this.countingWriters || now - this.writersAtMs < everyMs) return;
     this.countingWriters = true;
     this.writersAtMs = now;
-    count(Deadline.after(WRITERS_REFRESH_MS))
+    count(Deadline.after(WRITERS_COUNT_TIMEOUT_MS))
       .then(
         (n) => {
           this.writers = Number.isFinite(n) && n >= 1 ? Math.floor(n) : 1;

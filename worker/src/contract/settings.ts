@@ -143,22 +143,25 @@ export function mergeMinIntervalMsFor(maxInstances: number): number {
 /**
  * How far a write's pace stretches past `mergeMinIntervalMs` when its MERGEs take long or many
  * instances write: at most this many times (see {@link mergeIntervalForLatencyMs}); 3, so that the
- * default ten writers spaced by {@link FLEET_MERGE_SPACING_MS} (15 s) fit under it (15 s). The
+ * default ten writers spaced by {@link FLEET_SPACING_SHARES} shares (15 s) fit under it (15 s),
+ * as do the prod stack's twenty at a 10 s pace (30 s). The
  * delivery budget counts a write at this stretch ({@link afterAnswerMs}): 4 would not fit the
  * default path in `workerTimeoutSeconds`.
  */
 export const MERGE_PACE_STRETCH = 3;
 
 /**
- * The spacing the deployment keeps between its MERGEs once several instances write: each instance
- * waits at least (instances writing) × this between two of its own. A pace that follows only the
- * latency one instance observes keeps BigQuery's DML queue full once more than a few instances write
- * (below capacity the queue is empty and each paces like a lone writer), so ten of them sent ~0.8–0.95
- * MERGEs a second and billed 2.2–2.6 × the best bytes; spaced by the count of writers, the fleet
- * sends about one MERGE per this, whatever its size. Chosen on the sweep's tuning cells, session 9:
- * 2 s left `shared-1000rpm-slow-everyAck-1000` at 1.23 × the oracle (1.09 without), 1.5 s at 1.11.
+ * The spacing the deployment keeps between its MERGEs once several instances write, in one writer's
+ * shares of the DML budget (`mergeMinIntervalMs` / the instances it was derived for: 500 ms): each
+ * instance waits at least (instances writing) × this × that share between two of its own, so the
+ * fleet uses about a third of its steady DML budget (1.5 s between MERGEs with the defaults)
+ * whatever its size. A pace that follows only the latency one instance observes keeps BigQuery's DML
+ * queue full once more than a few instances write (below capacity the queue is empty and each paces
+ * like a lone writer), so ten of them sent ~0.8–0.95 MERGEs a second and billed 2.2–2.6 × the best
+ * bytes. Chosen on the sweep's tuning cells, session 9: 4 shares (2 s) left
+ * `shared-1000rpm-slow-everyAck-1000` at 1.23 × the oracle (1.09 without), 3 (1.5 s) at 1.11.
  */
-export const FLEET_MERGE_SPACING_MS = 1_500;
+export const FLEET_SPACING_SHARES = 3;
 
 /**
  * The interval between two MERGEs of one instance, in MERGE latencies it observes: 1, so an
@@ -185,7 +188,7 @@ export const MERGE_PACE_PER_LATENCY = 1;
  * (`minIntervalMs` / the instances it was derived for: {@link mergeMinIntervalMsFor}), never over
  * {@link MERGE_PACE_STRETCH} × `minIntervalMs`; `minIntervalMs` until a MERGE has answered. With
  * `writers` instances writing (the store's count over the last minute, `BatchStore.writers`),
- * never under `writers` × {@link FLEET_MERGE_SPACING_MS}.
+ * never under `writers` × {@link FLEET_SPACING_SHARES} × one writer's share.
  */
 export function mergeIntervalForLatencyMs(minIntervalMs: number, mergeMs: number, writers = 1): number {
   if (!(minIntervalMs > 0) || !(mergeMs > 0)) return Math.max(0, minIntervalMs);
@@ -193,7 +196,7 @@ export function mergeIntervalForLatencyMs(minIntervalMs: number, mergeMs: number
   const instances =
     (minIntervalMs * Math.floor(statementsPerWindow * STEADY_DML_SHARE)) / (windowSeconds * 1000);
   const oneWriterMs = minIntervalMs / Math.max(1, instances);
-  const fleetMs = writers > 1 ? writers * FLEET_MERGE_SPACING_MS : 0;
+  const fleetMs = writers > 1 ? writers * FLEET_SPACING_SHARES * oneWriterMs : 0;
   return Math.min(
     MERGE_PACE_STRETCH * minIntervalMs,
     Math.max(oneWriterMs, MERGE_PACE_PER_LATENCY * mergeMs, fleetMs),
