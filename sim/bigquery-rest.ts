@@ -7,8 +7,10 @@ import { BIGQUERY_DML_LIMITS, MIN_MAXIMUM_BYTES_BILLED } from '../worker/src/con
 import {
   answerFailure,
   bigQueryError,
+  type CreatedJob,
   errorBody,
   HttpFailure,
+  jobListBody,
   sendJson,
 } from '../worker/test/support/bigquery-rest';
 import { seededRandom } from './random';
@@ -175,7 +177,7 @@ export async function startBigQuerySim(options: BigQuerySimOptions): Promise<Big
   const tables = new Map<string, TableState>();
   const jobs = new Map<string, Job>();
   /** Jobs created by jobs.insert, in order, with their creation time (the worker's clock), for jobs.list. */
-  const created: Array<{ reference: Job['reference']; creationMs: number }> = [];
+  const created: CreatedJob[] = [];
   const stats: BigQuerySimStats = {
     queryCalls: 0,
     jobInsertCalls: 0,
@@ -537,16 +539,7 @@ export async function startBigQuerySim(options: BigQuerySimOptions): Promise<Big
       // jobs.list (free, no bytes): the caller's jobs created at or after minCreationTime (ms).
       if (req.method === 'GET' && path === '/jobs') {
         stats.jobsListCalls++;
-        const since = Number(url.searchParams.get('minCreationTime') ?? 0);
-        const listed = created
-          .filter((j) => j.creationMs >= since)
-          .reverse()
-          .map((j) => ({
-            kind: 'bigquery#job',
-            jobReference: j.reference,
-            statistics: { creationTime: String(j.creationMs) },
-          }));
-        return sendJson(res, 200, { kind: 'bigquery#jobList', jobs: listed });
+        return sendJson(res, 200, jobListBody(created, url.searchParams.get('minCreationTime')));
       }
       const jobGet = path === null ? null : /^\/jobs\/([^/]+)$/.exec(path);
       if (req.method === 'GET' && jobGet) {

@@ -54,3 +54,28 @@ export function answerFailure(res: ServerResponse, error: unknown): void {
   if (!(error instanceof HttpFailure)) throw error;
   sendJson(res, error.status, error.body);
 }
+
+/** A job as jobs.list remembers it: its reference and when jobs.insert created it (ms since the epoch). */
+export interface CreatedJob {
+  reference: { projectId: string; jobId: string; location: string };
+  creationMs: number;
+}
+
+/**
+ * jobs.list's answer (`projection=minimal`, no configuration): the jobs created at or after
+ * `minCreationTime` (ms, as the query parameter carries it), newest first, as the REST reference
+ * orders them.
+ */
+export function jobListBody(created: readonly CreatedJob[], minCreationTime: string | null) {
+  const since = Number(minCreationTime ?? 0);
+  const jobs = created
+    .filter((j) => j.creationMs >= since)
+    .reverse()
+    .map(({ reference, creationMs }) => ({
+      kind: 'bigquery#job',
+      id: `${reference.projectId}:${reference.location}.${reference.jobId}`,
+      jobReference: reference,
+      statistics: { creationTime: String(creationMs) },
+    }));
+  return { kind: 'bigquery#jobList', jobs };
+}

@@ -2,7 +2,15 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { COLUMN_NAMES, COLUMNS, type ColumnName, type Row } from '../../src/contract/row';
-import { answerFailure, bigQueryError, errorBody, HttpFailure, sendJson } from './bigquery-rest';
+import {
+  answerFailure,
+  bigQueryError,
+  type CreatedJob,
+  errorBody,
+  HttpFailure,
+  jobListBody,
+  sendJson,
+} from './bigquery-rest';
 
 /**
  * A local stand-in for the BigQuery REST API (v2), enough for @google-cloud/bigquery to run
@@ -217,7 +225,7 @@ export async function startFakeBigQuery(
   const failures: BigQueryFailure[] = [];
   const results = new Map<string, { reference: unknown; outcome: Outcome; configuration: unknown }>();
   /** Jobs created by jobs.insert, in order, for jobs.list. */
-  const created: Array<{ reference: { jobId: string; location: string }; creationMs: number }> = [];
+  const created: CreatedJob[] = [];
   const clockMs = () => now().getTime();
   let deferred = 0;
   let deferredResults = 0;
@@ -528,22 +536,9 @@ export async function startFakeBigQuery(
           ...Object.fromEntries(Object.entries(stored.outcome).filter(([k]) => k !== 'dmlStats')),
         });
       }
-      // jobs.list: the caller's jobs, newest first, those created at or after minCreationTime (ms);
-      // projection=minimal leaves out the configuration (REST reference).
-      if (req.method === 'GET' && path === '/jobs') {
-        const since = Number(url.searchParams.get('minCreationTime') ?? 0);
-        const jobs = created
-          .filter((j) => j.creationMs >= since)
-          .reverse()
-          .map((j) => ({
-            kind: 'bigquery#job',
-            id: `${projectId}:${j.reference.location}.${j.reference.jobId}`,
-            jobReference: j.reference,
-            state: 'DONE',
-            statistics: { creationTime: String(j.creationMs) },
-          }));
-        return sendJson(res, 200, { kind: 'bigquery#jobList', jobs });
-      }
+      // jobs.list: the caller's jobs created at or after minCreationTime, newest first.
+      if (req.method === 'GET' && path === '/jobs')
+        return sendJson(res, 200, jobListBody(created, url.searchParams.get('minCreationTime')));
       const jobGet = /^\/jobs\/([^/]+)$/.exec(path);
       if (req.method === 'GET' && jobGet) {
         const stored = results.get(decodeURIComponent(jobGet[1]!));
