@@ -481,7 +481,7 @@ export class BigQueryStore implements BatchStore {
 
 /** The prefix of a MERGE job's id, then the writer's id and `_` (BigQuery adds a unique suffix). */
 const WRITER_JOB_PREFIX = 'docline_w_';
-const WRITER_JOB = /^docline_w_([0-9a-f]+)_/;
+const WRITER_JOB = new RegExp(`^${WRITER_JOB_PREFIX}([0-9a-f]+)_`);
 /** The span over which `writers()` counts the instances that wrote. */
 export const WRITERS_WINDOW_MS = 60_000;
 
