@@ -392,7 +392,7 @@ export class BigQueryStore implements BatchStore {
     try {
       [jobs] = await (deadline ? deadline.race('BigQuery jobs.list', listing) : listing);
     } catch (error) {
-      throw bigQueryError(error, 'ping');
+      throw bigQueryError(error, 'jobs.list');
     }
     const ids = new Set([this.writerId]);
     for (const job of jobs) {
