@@ -19,6 +19,7 @@ import {
   settingsProblems,
   type WriteMode,
 } from '../worker/src/contract/settings';
+import { regionProblems } from './stack-guards';
 
 /** BigQuery's pace for a valid instance count; an invalid one is reported on its own, not twice. */
 const derivedMergeMinIntervalMs = (maxInstances: number): number =>
@@ -73,6 +74,61 @@ export interface ReconcileSettings {
   readonly schedule: string;
 }
 
+// --- Delivery and data-keeping settings: what a routine change may not do to the data. ---
+/** How the stack keeps its data across changes, and how it is delivered. */
+export interface KeepingSettings {
+  /** Schema version of the table (`deliveries`, `deliveries_v2`, …): the migration path. */
+  readonly tableVersion: number;
+  /** Run only the image CI built and promoted: docline:image, else the image deployed now; never build. */
+  readonly promotedImage: boolean;
+  /** The one knob fixed at deploy whose change a drained stack accepts (docline:allowKnobChange). */
+  readonly allowKnobChange: string | undefined;
+  /** Years a document cannot be deleted or overwritten (a bucket retention policy); 0: none. */
+  readonly documentRetentionYears: number;
+}
+
+/** A monthly budget on the project, notifying the alert channels. */
+export interface BudgetSettings {
+  /** Billing account id (`XXXXXX-XXXXXX-XXXXXX`) the project is billed to. */
+  readonly billingAccount: string;
+  /** Monthly amount, in the billing account's currency. */
+  readonly monthlyAmount: number;
+}
+
+/** The longest retention docline states: Cloud Storage takes under 3,155,760,000 s (100 years). */
+export const MAX_DOCUMENT_RETENTION_YEARS = 99;
+
+function keepingProblems(
+  k: KeepingSettings,
+  budget: { billingAccount: string; monthlyAmount: number },
+): string[] {
+  const problems: string[] = [];
+  if (!Number.isInteger(k.tableVersion) || k.tableVersion < 1) {
+    problems.push(`tableVersion must be a whole number from 1 (got ${k.tableVersion}).`);
+  }
+  if (
+    !Number.isInteger(k.documentRetentionYears) ||
+    k.documentRetentionYears < 0 ||
+    k.documentRetentionYears > MAX_DOCUMENT_RETENTION_YEARS
+  ) {
+    problems.push(
+      `documentRetentionYears must be a whole number from 0 (no retention policy) to ${MAX_DOCUMENT_RETENTION_YEARS} (got ${k.documentRetentionYears}).`,
+    );
+  }
+  if (budget.billingAccount !== '' && !/^[0-9A-F]{6}-[0-9A-F]{6}-[0-9A-F]{6}$/.test(budget.billingAccount)) {
+    problems.push(
+      `budgetBillingAccount must be a billing account id such as 012345-6789AB-CDEF01 (got "${budget.billingAccount}").`,
+    );
+  }
+  if (budget.billingAccount !== '' && !(budget.monthlyAmount > 0)) {
+    problems.push(
+      `budgetMonthlyAmount must be above 0 when budgetBillingAccount is set (got ${budget.monthlyAmount}).`,
+    );
+  }
+  return problems;
+}
+// --- end of delivery and data-keeping settings ---
+
 /** The validated configuration of one stack. */
 export interface StackConfig {
   readonly project: string;
@@ -91,6 +147,9 @@ export interface StackConfig {
   readonly worker: WorkerSettings;
   readonly alerts: AlertSettings;
   readonly reconcile: ReconcileSettings;
+  readonly keeping: KeepingSettings;
+  /** Undefined: no budget (docline:budgetBillingAccount unset). */
+  readonly budget: BudgetSettings | undefined;
 }
 
 /** Raised at preview when the configuration is invalid; the message lists every problem. */
@@ -458,6 +517,25 @@ export function parseStackConfig(project: string | undefined, stack: string, raw
     );
   }
 
+  // Delivery and data-keeping settings (a block of its own).
+  const keeping: KeepingSettings = {
+    tableVersion: number('tableVersion', 1),
+    promotedImage: boolean('promotedImage', false),
+    allowKnobChange: given('allowKnobChange'),
+    documentRetentionYears: number('documentRetentionYears', 0),
+  };
+  const budgetRaw = {
+    billingAccount: text('budgetBillingAccount', ''),
+    monthlyAmount: number('budgetMonthlyAmount', 0),
+  };
+  problems.push(...keepingProblems(keeping, budgetRaw));
+  problems.push(
+    ...regionProblems(
+      text('region', STACK_DEFAULTS.region),
+      text('dataLocation', STACK_DEFAULTS.dataLocation),
+    ),
+  );
+
   if (problems.length > 0) throw new StackConfigError(problems);
   const dataLocation = text('dataLocation', STACK_DEFAULTS.dataLocation);
   return Object.freeze({
@@ -473,6 +551,8 @@ export function parseStackConfig(project: string | undefined, stack: string, raw
     worker: Object.freeze(worker),
     alerts: Object.freeze(alerts),
     reconcile: Object.freeze(reconcile),
+    keeping: Object.freeze(keeping),
+    budget: budgetRaw.billingAccount === '' ? undefined : Object.freeze(budgetRaw),
   });
 }
 
@@ -519,6 +599,13 @@ export const CONFIG_KEYS = [
   'notificationChannels',
   'reconcileMode',
   'reconcileSchedule',
+  // Delivery and data-keeping settings.
+  'tableVersion',
+  'promotedImage',
+  'allowKnobChange',
+  'documentRetentionYears',
+  'budgetBillingAccount',
+  'budgetMonthlyAmount',
 ] as const;
 
 /** Reads the stack's configuration from Pulumi and validates it (throws {@link StackConfigError}). */

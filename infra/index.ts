@@ -11,7 +11,8 @@ import { RegionalLogs } from './components/regional-logs';
 import { Warehouse } from './components/warehouse';
 import { WorkerImage } from './components/worker-image';
 import { WorkerService } from './components/worker-service';
-import { readStackConfig } from './config';
+import { readStackConfig, StackConfigError } from './config';
+import { type FixedSettings, knobChangeProblems, promotedImageProblems, readDeployed } from './stack-guards';
 
 /** The repository root on this machine: read for the image's content tag, never an input. */
 const REPO_ROOT = join(__dirname, '..');
@@ -31,6 +32,22 @@ async function docline() {
   const config = readStackConfig();
   const { project, prefix } = config;
 
+  // What the last `up` deployed, read before anything is declared: a knob fixed at deploy that
+  // changed, or a promoted-image stack with no image, stops the run before the engine acts.
+  const deployed = await readDeployed();
+  const fixed: FixedSettings = {
+    dedupKeyMode: config.delivery.dedupKeyMode,
+    region: config.region,
+    dataLocation: config.dataLocation,
+  };
+  const guardProblems = [
+    ...knobChangeProblems(deployed.settings, fixed, config.keeping.allowKnobChange),
+    ...(config.keeping.promotedImage ? promotedImageProblems(config.worker.image, deployed.image) : []),
+  ];
+  if (guardProblems.length > 0) throw new StackConfigError(guardProblems);
+  // A promoted-image stack never builds: the image CI promoted, else the one it runs now.
+  const givenImage = config.worker.image ?? (config.keeping.promotedImage ? deployed.image : undefined);
+
   // deletionProtection: destroy keeps the data (documents, rows, logs), and the delivery path is
   // protected from replacement.
   const keepData = config.deletionProtection;
@@ -38,13 +55,13 @@ async function docline() {
     project,
     region: config.region,
     imageKeepCount: config.worker.imageKeepCount,
-    buildsImage: config.worker.image === undefined,
+    buildsImage: givenImage === undefined,
   });
   const after = { dependsOn: foundation.apis };
   // docline:image set: that image as it is (CI built it and pushed it to a repository outside the
   // stack). Unset: built here, tagged by content, pushed to the stack's own repository.
   const image =
-    config.worker.image ??
+    givenImage ??
     new WorkerImage(
       `${prefix}-image`,
       { repositoryUrl: foundation.repositoryUrl!, region: config.region, root: REPO_ROOT },
@@ -59,6 +76,7 @@ async function docline() {
       region: config.region,
       forceDestroy: !config.deletionProtection,
       keepData,
+      retentionYears: config.keeping.documentRetentionYears,
     },
     after,
   );
@@ -81,6 +99,7 @@ async function docline() {
       location: config.dataLocation,
       datasetId: prefix.replaceAll('-', '_'),
       deletionProtection: config.deletionProtection,
+      tableVersion: config.keeping.tableVersion,
     },
     after,
   );
@@ -111,6 +130,8 @@ async function docline() {
       pushNeeds: [worker.invokerGrant],
       pushEndpoint: worker.pushEndpoint,
       audience: pushAudience,
+      // The notification keeps the URN it has under this name if the component is ever renamed.
+      stableName: `${prefix}-delivery`,
       pushServiceAccountEmail: worker.pushServiceAccount.email,
       pushServiceAccountName: worker.pushServiceAccount.name,
       settings: config.delivery,
@@ -212,6 +233,8 @@ async function docline() {
     pushServiceAccount: worker.pushServiceAccount.email,
     dashboardUrl: dashboard.url,
     ...(reconcile === undefined ? {} : { reconcileJobName: reconcile.job.name }),
+    // Read back by the next run (stack-guards.ts): the knobs that may not change in place.
+    deployedSettings: fixed,
   };
 }
 

@@ -44,6 +44,12 @@ export interface DeliveryArgs extends ProjectArgs {
   /** The push service account's resource name (`projects/P/serviceAccounts/EMAIL`). */
   pushServiceAccountName: pulumi.Input<string>;
   /** Ack deadline, retry, dead-letter and retention settings. */
+  /**
+   * The name this component had when its notification was first created (`docline-<stack>-delivery`).
+   * The notification keeps the URN it had under that name whatever the component is called now
+   * ({@link notificationAliases}). Default: the component's own name.
+   */
+  stableName?: string;
   settings: pulumi.Input<
     Pick<
       DeliverySettings,
@@ -55,6 +61,22 @@ export interface DeliveryArgs extends ProjectArgs {
       | 'deadLetterRetentionSeconds'
     >
   >;
+}
+
+/** The type token of {@link Delivery}; part of the notification's URN, so never changed. */
+export const DELIVERY_TYPE = 'docline:index:Delivery';
+
+/**
+ * The aliases that keep the notification's URN when its component is renamed (a refactor, a new
+ * prefix). A new URN is a new resource to the engine: it would create the renamed notification
+ * before deleting the old one, and for the length of the update the bucket would have two
+ * notifications publishing every upload twice — `deleteBeforeReplace` does not apply, as it is not a
+ * replacement. The alias names the URN the notification had under `stableName`; none is needed
+ * while the component still has that name.
+ */
+export function notificationAliases(name: string, stableName: string): pulumi.Alias[] {
+  if (name === stableName) return [];
+  return [{ name: `${stableName}-notification`, parent: pulumi.createUrn(stableName, DELIVERY_TYPE) }];
 }
 
 /**
@@ -87,7 +109,7 @@ export class Delivery extends DoclineComponent {
   readonly pubsubAgent: gcp.projects.ServiceIdentity;
 
   constructor(name: string, args: DeliveryArgs, opts?: pulumi.ComponentResourceOptions) {
-    super('docline:index:Delivery', name, opts);
+    super(DELIVERY_TYPE, name, opts);
     const settings = pulumi.output(args.settings);
     // The agent is created on first use of the API; a grant to it before then fails with "service
     // account does not exist", which the provider does not retry. Its grants take `member` from it.
@@ -205,6 +227,7 @@ export class Delivery extends DoclineComponent {
       {
         ...this.childAfter(this.subscription, ...args.notificationNeeds, publisherPropagated),
         deleteBeforeReplace: true,
+        aliases: notificationAliases(name, args.stableName ?? name),
       },
     );
 

@@ -1,7 +1,7 @@
 import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
 import { DoclineComponent } from './component';
-import { guarded, keptOnDelete } from './lifecycle';
+import { guarded, keptData } from './lifecycle';
 import { type PrivateBucketArgs, privateBucket } from './private-bucket';
 
 /**
@@ -19,11 +19,33 @@ export interface DocumentBucketArgs extends PrivateBucketArgs {
    * and the engine refuses to replace or delete the topic (its subscriptions would lose their feed).
    */
   keepData: boolean;
+  /**
+   * Years no document can be deleted or overwritten (a bucket retention policy, unlocked); 0 or
+   * unset: none. docs/deploy.md, "Keeping documents for years", says which rules ask for it.
+   */
+  retentionYears?: number;
 }
 
-/** The message storage policy of a docline topic: its messages stay in the stack's region. */
-export function regionalStorage(region: string): { allowedPersistenceRegions: string[] } {
-  return { allowedPersistenceRegions: [region] };
+/**
+ * The retention policy of `years` calendar years (leap days counted up), or none for 0. Never
+ * locked by the stack: locking is permanent (the period can then only grow, and the bucket cannot
+ * be deleted before its last object's retention ends), so it is an operator's deliberate act.
+ */
+export function documentRetention(years: number): { retentionPeriod: string } | undefined {
+  if (years <= 0) return undefined;
+  return { retentionPeriod: String(Math.ceil(years * 365.25) * 24 * 60 * 60) };
+}
+
+/**
+ * The message storage policy of a docline topic: its messages stay in the stack's region, and
+ * `enforceInTransit` makes Pub/Sub refuse a publish or a delivery that would route a message
+ * through another region (without it the policy binds only where messages are stored at rest).
+ */
+export function regionalStorage(region: string): {
+  allowedPersistenceRegions: string[];
+  enforceInTransit: boolean;
+} {
+  return { allowedPersistenceRegions: [region], enforceInTransit: true };
 }
 
 /**
@@ -43,8 +65,12 @@ export class DocumentBucket extends DoclineComponent {
     this.bucket = privateBucket(
       `${name}-bucket`,
       args,
-      { role: 'documents', softDeleteSeconds: DOCUMENTS_SOFT_DELETE_SECONDS },
-      { ...this.child, ...keptOnDelete(args.keepData) },
+      {
+        role: 'documents',
+        softDeleteSeconds: DOCUMENTS_SOFT_DELETE_SECONDS,
+        retentionPolicy: documentRetention(args.retentionYears ?? 0),
+      },
+      { ...this.child, ...keptData(args.keepData) },
     );
     this.topic = new gcp.pubsub.Topic(
       `${name}-uploads`,

@@ -56,3 +56,17 @@ export function keptOnDelete(keep: boolean): Pick<pulumi.CustomResourceOptions, 
 export function guarded(protect: boolean): Pick<pulumi.CustomResourceOptions, 'protect'> {
   return { protect };
 }
+
+/**
+ * Options of a resource that holds documents or what was derived from them (the documents bucket,
+ * the dataset, the table, the regional log bucket), in a stack that keeps its data: `destroy`
+ * leaves it in the project ({@link keptOnDelete}), and the engine refuses to replace or delete it
+ * (`protect`). Without `protect`, a change that forces a replacement of a retained resource drops
+ * it from the state and creates a new one: an empty bucket that the pipeline then watches while
+ * uploaders keep writing to the old one, or a table whose creation fails on "already exists" on
+ * every later `up` (pulumi-gcp replaces BigQuery tables delete-first). docs/deploy.md, "Lifecycle",
+ * says what to do when the `up` stops on it.
+ */
+export function keptData(keep: boolean): Pick<pulumi.CustomResourceOptions, 'retainOnDelete' | 'protect'> {
+  return { ...keptOnDelete(keep), ...guarded(keep) };
+}

@@ -23,6 +23,8 @@ export interface PrivateBucketSettings {
   /** How long a deleted or overwritten object can be restored (0: not at all). */
   softDeleteSeconds: number;
   lifecycleRules?: pulumi.Input<pulumi.Input<gcp.types.input.storage.BucketLifecycleRule>[]>;
+  /** A retention policy (never locked here: a lock cannot be undone). Unset: none. */
+  retentionPolicy?: gcp.types.input.storage.BucketRetentionPolicy;
 }
 
 /**
@@ -47,6 +49,7 @@ export function privateBucket(
       forceDestroy: args.forceDestroy ?? false,
       softDeletePolicy: { retentionDurationSeconds: bucket.softDeleteSeconds },
       lifecycleRules: bucket.lifecycleRules,
+      retentionPolicy: bucket.retentionPolicy,
       labels: { [BUCKET_ROLE_LABEL]: bucket.role },
     },
     opts,

@@ -1,7 +1,7 @@
 import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
 import { DoclineComponent, type ProjectArgs } from './component';
-import { keptOnDelete } from './lifecycle';
+import { keptData } from './lifecycle';
 
 /** Days the regional log bucket keeps entries: Cloud Logging's default retention, stated. */
 export const LOG_RETENTION_DAYS = 30;
@@ -52,7 +52,7 @@ export class RegionalLogs extends DoclineComponent {
         retentionDays: LOG_RETENTION_DAYS,
         description: `${args.prefix}: log lines that name documents, kept in ${args.region}`,
       },
-      { ...this.child, ...keptOnDelete(args.keepData) },
+      { ...this.child, ...keptData(args.keepData) },
     );
     const filter = pulumi.all(args.sources).apply(anyOf);
     this.sink = new gcp.logging.ProjectSink(

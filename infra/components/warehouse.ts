@@ -3,10 +3,31 @@ import * as pulumi from '@pulumi/pulumi';
 import { bigQuerySchema, CLUSTER_COLUMNS, PARTITION_COLUMN } from '../../worker/src/contract/row';
 import { VIEW_DESCRIPTIONS, VIEW_NAMES, type ViewName, viewSql } from '../../worker/src/contract/views';
 import { type DataArgs, DoclineComponent } from './component';
-import { keptOnDelete } from './lifecycle';
+import { keptData } from './lifecycle';
 
 /** The table's id inside the dataset; the worker writes here, readers use the views. */
 export const TABLE_ID = 'deliveries';
+
+// --- Table versions: the migration path for a schema change BigQuery cannot apply in place. ---
+/**
+ * The table of a schema version: version 1 is `deliveries` under the logical name `<name>-table`
+ * (what every stack has had so far), version N is `deliveries_vN` under `<name>-table-vN`. A new
+ * version is a new resource beside the old one, never a replacement of it: pulumi-gcp replaces a
+ * table delete-first, and a retained table that must be replaced leaves the state and then fails
+ * every later `up` with 409. The old version leaves the program, so the engine would delete it;
+ * in a stack that keeps its data it is protected and retained, so the `up` stops until an operator
+ * unprotects it on purpose, and then it stays in BigQuery with its rows (docs/deploy.md, "A schema
+ * change BigQuery cannot apply in place").
+ */
+export function tableVersionNames(name: string, version: number): { logicalName: string; tableId: string } {
+  if (!Number.isInteger(version) || version < 1) {
+    throw new Error(`a table version is a whole number from 1 (got ${version})`);
+  }
+  return version === 1
+    ? { logicalName: `${name}-table`, tableId: TABLE_ID }
+    : { logicalName: `${name}-table-v${version}`, tableId: `${TABLE_ID}_v${version}` };
+}
+// --- end of table versions ---
 
 /** Arguments of {@link Warehouse}. */
 export interface WarehouseArgs extends DataArgs {
@@ -17,6 +38,8 @@ export interface WarehouseArgs extends DataArgs {
    * BigQuery refuse to delete the table on any other path (a replacement, a hand-run delete). Default true.
    */
   deletionProtection?: boolean;
+  /** The table's schema version ({@link tableVersionNames}). Default 1. */
+  tableVersion?: number;
 }
 
 /**
@@ -35,6 +58,7 @@ export class Warehouse extends DoclineComponent {
   constructor(name: string, args: WarehouseArgs, opts?: pulumi.ComponentResourceOptions) {
     super('docline:index:Warehouse', name, opts);
     const deletionProtection = args.deletionProtection ?? true;
+    const table = tableVersionNames(name, args.tableVersion ?? 1);
     this.dataset = new gcp.bigquery.Dataset(
       `${name}-dataset`,
       {
@@ -44,14 +68,14 @@ export class Warehouse extends DoclineComponent {
         description: 'docline: one row per document delivery that won, and the views to read them.',
         deleteContentsOnDestroy: !deletionProtection,
       },
-      { ...this.child, ...keptOnDelete(deletionProtection) },
+      { ...this.child, ...keptData(deletionProtection) },
     );
     this.table = new gcp.bigquery.Table(
-      `${name}-table`,
+      table.logicalName,
       {
         project: args.project,
         datasetId: this.dataset.datasetId,
-        tableId: TABLE_ID,
+        tableId: table.tableId,
         description:
           'Rows written by the worker. Read through the documents view: BigQuery enforces no uniqueness.',
         schema: JSON.stringify(bigQuerySchema()),
@@ -59,10 +83,10 @@ export class Warehouse extends DoclineComponent {
         clusterings: [...CLUSTER_COLUMNS],
         deletionProtection,
       },
-      { ...this.child, ...keptOnDelete(deletionProtection) },
+      { ...this.child, ...keptData(deletionProtection) },
     );
     // Built from the inputs, not the table's outputs, so that the view SQL is known at preview.
-    this.tableRef = pulumi.interpolate`${args.project}.${args.datasetId}.${TABLE_ID}`;
+    this.tableRef = pulumi.interpolate`${args.project}.${args.datasetId}.${table.tableId}`;
 
     const views = {} as Record<ViewName, gcp.bigquery.Table>;
     const viewRefs = {} as Record<ViewName, pulumi.Output<string>>;

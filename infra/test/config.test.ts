@@ -291,10 +291,12 @@ describe('parseStackConfig: delivery relations', () => {
 
   it('chooses the Gemini location from the data location unless one is set', () => {
     expect(parseStackConfig('p', 'dev', {}).geminiLocation).toBe('europe-west1');
-    expect(parseStackConfig('p', 'dev', { dataLocation: 'US' }).geminiLocation).toBe('us-central1');
-    expect(parseStackConfig('p', 'dev', { dataLocation: 'europe-west4' }).geminiLocation).toBe(
-      'europe-west4',
+    expect(parseStackConfig('p', 'dev', { dataLocation: 'US', region: 'us-central1' }).geminiLocation).toBe(
+      'us-central1',
     );
+    expect(
+      parseStackConfig('p', 'dev', { dataLocation: 'europe-west4', region: 'europe-west4' }).geminiLocation,
+    ).toBe('europe-west4');
     expect(parseStackConfig('p', 'dev', { geminiLocation: 'global' }).geminiLocation).toBe('global');
   });
 

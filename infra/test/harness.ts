@@ -37,6 +37,8 @@ export interface CapturedOptions {
   readonly retainOnDelete: boolean;
   readonly ignoreChanges: readonly string[];
   readonly replaceOnChanges: readonly string[];
+  /** The URNs its aliases name, resolved the way the engine resolves an alias spec. */
+  readonly aliases: readonly string[];
 }
 
 /** One resource the program registered. */
@@ -91,7 +93,20 @@ export interface RunOptions {
   preview?: boolean;
   /** Stack name. Default `dev`. */
   stack?: string;
+  /**
+   * The outputs of the stack's last `up`, as its reference to itself reads them. Default: a stack
+   * deployed before `deployedSettings` existed, running {@link MOCK_DEPLOYED_IMAGE}; `{}`: never deployed.
+   */
+  deployed?: Record<string, unknown>;
+  /** Another program to run instead of docline (a component alone); default the docline program. */
+  program?: () => Promise<Record<string, unknown>>;
 }
+
+/** The resources a failed run had registered before its error: attached to the error it throws. */
+export const REGISTERED_BEFORE_FAILURE = Symbol('registeredBeforeFailure');
+
+/** The image the mocked last `up` deployed (what a promoted-image stack keeps running). */
+export const MOCK_DEPLOYED_IMAGE = `europe-west1-docker.pkg.dev/p/docline-images/worker@sha256:${'cd'.repeat(32)}`;
 
 /** Project number the mocked `gcp.organizations.getProject` answers. */
 export const MOCK_PROJECT_NUMBER = '123456789012';
@@ -116,10 +131,41 @@ interface RegisterRequest {
   getRetainondelete(): boolean | undefined;
   getIgnorechangesList(): string[];
   getReplaceonchangesList(): string[];
+  getAliasesList(): AliasProto[];
   getPropertydependenciesMap(): {
     forEach(fn: (value: { getUrnsList(): string[] }, key: string) => void): void;
   };
 }
+interface AliasProto {
+  getUrn(): string;
+  getSpec():
+    | {
+        getName(): string;
+        getType(): string;
+        getStack(): string;
+        getProject(): string;
+        getParenturn(): string;
+        getNoparent(): boolean;
+      }
+    | undefined;
+}
+
+/**
+ * The URN an alias names, resolved as the engine does: what the spec leaves empty is the
+ * resource's own (name, type, stack, project, parent); a parent that is the stack adds no type.
+ */
+function aliasUrn(alias: AliasProto, own: { name: string; type: string; parent: string }): string {
+  const spec = alias.getSpec();
+  if (spec === undefined) return alias.getUrn();
+  const [, stackPart, projectPart] = /^urn:pulumi:([^:]*)::([^:]*)::/.exec(own.parent) ?? [];
+  const stack = spec.getStack() || stackPart || '';
+  const project = spec.getProject() || projectPart || '';
+  const parent = spec.getNoparent() ? '' : spec.getParenturn() || own.parent;
+  const parentType = parent === '' ? '' : (parent.split('::')[2] ?? '');
+  const chain = parentType === '' || parentType === 'pulumi:pulumi:Stack' ? '' : `${parentType}$`;
+  return `urn:pulumi:${stack}::${project}::${chain}${spec.getType() || own.type}::${spec.getName() || own.name}`;
+}
+
 interface RegisterResponse {
   getUrn(): string;
   getObject(): { toJavaScript(): Record<string, unknown> } | undefined;
@@ -249,6 +295,17 @@ export async function runProgram(
   await pulumi.runtime.setMocks(
     {
       newResource(args) {
+        // The stack's reference to itself (infra/stack-guards.ts) reads its last outputs.
+        if (args.type === 'pulumi:pulumi:StackReference') {
+          return {
+            id: String(args.inputs.name),
+            state: {
+              name: args.inputs.name,
+              outputs: options.deployed ?? { image: MOCK_DEPLOYED_IMAGE },
+              secretOutputNames: [],
+            },
+          };
+        }
         const computed = preview ? {} : computedOutputs(args.type, args.name, args.inputs, project);
         const state = { ...args.inputs, ...computed };
         // A provider id where the type has a meaningful one (a topic's id is its full path).
@@ -264,6 +321,8 @@ export async function runProgram(
     PROJECT_NAME,
     stack,
     preview,
+    // The CLI's organization for a self-managed backend (Pulumi Cloud passes the real one).
+    'organization',
   );
   const monitor = pulumi.runtime.getMonitor() as unknown as MonitorLike | undefined;
   if (monitor === undefined || typeof monitor.registerResource !== 'function') {
@@ -300,6 +359,13 @@ export async function runProgram(
             retainOnDelete: request.getRetainondelete() ?? false,
             ignoreChanges: request.getIgnorechangesList(),
             replaceOnChanges: request.getReplaceonchangesList(),
+            aliases: request.getAliasesList().map((alias) =>
+              aliasUrn(alias, {
+                name: request.getName(),
+                type: request.getType(),
+                parent: request.getParent(),
+              }),
+            ),
           },
         });
       }
@@ -313,7 +379,7 @@ export async function runProgram(
   const outputs = (await pulumi.runtime.runInPulumiStack(async () => {
     try {
       // The program is a function that reads its config when called, so one loaded module serves every run.
-      return await docline();
+      return await (options.program ?? docline)();
     } catch (error) {
       failure = { error };
       return {};
@@ -321,7 +387,14 @@ export async function runProgram(
   })) as Record<string, unknown> | undefined;
   // Registrations still in flight finish before the run counts as done.
   await pulumi.runtime.disconnect();
-  if (failure !== undefined) throw failure.error;
+  if (failure !== undefined) {
+    if (failure.error !== null && typeof failure.error === 'object') {
+      Object.defineProperty(failure.error, REGISTERED_BEFORE_FAILURE, {
+        value: resources.filter((r) => r.type !== 'pulumi:pulumi:Stack'),
+      });
+    }
+    throw failure.error;
+  }
   return {
     resources: resources.filter((r) => r.type !== 'pulumi:pulumi:Stack'),
     invokes,

@@ -183,22 +183,22 @@ const AT_RISK: readonly AtRisk[] = [
     what: 'the documents bucket',
     type: T.bucket,
     suffix: '-documents-bucket',
-    risk: 'the documents deleted',
-    expected: (keep) => ({ ...none, retainOnDelete: keep }),
+    risk: 'the documents deleted, or a new empty bucket watched while uploads go to the old one',
+    expected: (keep) => ({ ...none, retainOnDelete: keep, protect: keep }),
   },
   {
     what: 'the dataset',
     type: T.dataset,
     suffix: '-warehouse-dataset',
     risk: 'the rows deleted',
-    expected: (keep) => ({ ...none, retainOnDelete: keep }),
+    expected: (keep) => ({ ...none, retainOnDelete: keep, protect: keep }),
   },
   {
     what: 'the table',
     type: T.table,
     suffix: '-warehouse-table',
-    risk: 'the rows deleted',
-    expected: (keep) => ({ ...none, retainOnDelete: keep }),
+    risk: 'the rows deleted, or dropped from the state then refused with 409 on every later up',
+    expected: (keep) => ({ ...none, retainOnDelete: keep, protect: keep }),
   },
 ];
 
@@ -330,7 +330,7 @@ describe.each(['dev', 'prod'] as const)('the lifecycle of the %s stack', (stack)
     for (const topic of ofType(run, T.topic)) {
       expect({ topic: topic.name, policy: topic.inputs.messageStoragePolicy }).toEqual({
         topic: topic.name,
-        policy: { allowedPersistenceRegions: [region] },
+        policy: { allowedPersistenceRegions: [region], enforceInTransit: true },
       });
     }
     const bucket = one(run, T.logBucket);
@@ -419,7 +419,7 @@ describe.each(['dev', 'prod'] as const)('the lifecycle of the %s stack', (stack)
   });
 
   it(CASE.image, () => {
-    if (config['docline:image'] === undefined) {
+    if (config['docline:image'] === undefined && config['docline:promotedImage'] !== 'true') {
       expect(guard(one(run, T.image))).toEqual({ ...none, retainOnDelete: true });
       expect(ofType(run, T.repository)).toHaveLength(1);
       expect(run.outputs.imageRepository).toBeDefined();
@@ -428,7 +428,7 @@ describe.each(['dev', 'prod'] as const)('the lifecycle of the %s stack', (stack)
       expect(ofType(run, T.image)).toEqual([]);
       expect(ofType(run, T.repository)).toEqual([]);
       expect(run.outputs.imageRepository).toBeUndefined();
-      expect(config['docline:image']).not.toContain(`/docline-${stack}/`);
+      expect(String(run.outputs.image)).not.toContain(`/docline-${stack}/`);
     }
   });
 
@@ -447,9 +447,13 @@ describe.each(['dev', 'prod'] as const)('the lifecycle of the %s stack', (stack)
     expect(one(run, T.bucket, '-memo-bucket').inputs.forceDestroy).toBe(true);
     expect(one(run, T.dataset).inputs.deleteContentsOnDestroy).toBe(!keep);
     for (const api of ofType(run, T.api)) expect(api.inputs.disableOnDestroy).toBe(false);
-    // Only the delivery path is protected, and only where the stack keeps its data.
+    // Only the delivery path and the data are protected, and only where the stack keeps its data.
     const protectedNames = run.resources.filter((r) => r.options.protect).map((r) => r.type);
-    expect(protectedNames.sort()).toEqual(keep ? [T.subscription, T.subscription, T.topic, T.topic] : []);
+    expect(protectedNames.sort()).toEqual(
+      keep
+        ? [T.dataset, T.table, T.logBucket, T.subscription, T.subscription, T.topic, T.topic, T.bucket].sort()
+        : [],
+    );
   });
 
   it(CASE.reconcileExit, () => {

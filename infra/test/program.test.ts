@@ -489,6 +489,7 @@ describe('the docline program with the dev stack file', () => {
         pushServiceAccount: `docline-dev-push@${project}.iam.gserviceaccount.com`,
         dashboardUrl: `https://console.cloud.google.com/monitoring/dashboards/builder/docline-dev-dashboard-dashboard-0123abc?project=${project}`,
         reconcileJobName: one(run, T.job).outputs.name,
+        deployedSettings: { dedupKeyMode: 'object', region: 'europe-west1', dataLocation: 'EU' },
       });
     });
   });
@@ -555,7 +556,7 @@ describe('the docline program with other settings', () => {
   });
 
   it('runs a configured image as it is, and builds nothing', async () => {
-    const image = 'europe-west1-docker.pkg.dev/elsewhere/ci/worker@sha256:' + '1'.repeat(64);
+    const image = `europe-west1-docker.pkg.dev/elsewhere/ci/worker@sha256:${'1'.repeat(64)}`;
     const run = await runProgram(stackConfig('dev', { 'docline:image': image }));
     const template = one(run, T.run).inputs.template as { containers: Array<{ image: string }> };
     const job = one(run, T.job).inputs.template as { template: { containers: Array<{ image: string }> } };

@@ -1,0 +1,183 @@
+import * as pulumi from '@pulumi/pulumi';
+
+/**
+ * Checks that depend on more than one key, or on what the stack deployed before: where the worker
+ * runs against where the data lives, and the knobs that a running stack must never change in place.
+ * Pure functions, so the rules are testable without Pulumi; {@link readDeployed} is the one reader.
+ */
+
+/**
+ * The Cloud regions inside each multi-region a docline stack can keep its data in. EU: the regions
+ * in member states of the European Union (Google's EU multi-region stores data only there), so
+ * London (europe-west2) and Zurich (europe-west6) are outside. US: the regions in the United
+ * States (the northamerica-* regions are in Canada and Mexico).
+ */
+export const MULTI_REGION_MEMBERS: Readonly<Record<string, readonly string[]>> = Object.freeze({
+  EU: [
+    'europe-central2',
+    'europe-north1',
+    'europe-north2',
+    'europe-southwest1',
+    'europe-west1',
+    'europe-west3',
+    'europe-west4',
+    'europe-west8',
+    'europe-west9',
+    'europe-west10',
+    'europe-west12',
+  ],
+  US: [
+    'us-central1',
+    'us-east1',
+    'us-east4',
+    'us-east5',
+    'us-south1',
+    'us-west1',
+    'us-west2',
+    'us-west3',
+    'us-west4',
+  ],
+});
+
+/**
+ * Problems of a `region` that does not lie inside `dataLocation`: the worker, the topics' messages
+ * (they name documents) and the image would then live outside where the documents are kept.
+ */
+export function regionProblems(region: string, dataLocation: string): string[] {
+  const location = dataLocation.trim();
+  const members = MULTI_REGION_MEMBERS[location.toUpperCase()];
+  if (members !== undefined) {
+    return members.includes(region)
+      ? []
+      : [
+          `region (${region}) is not inside dataLocation (${location}): the worker and the messages that name documents would run outside where the documents are kept. ` +
+            `Set docline:region to one of ${members.join(', ')}.`,
+        ];
+  }
+  if (/^[a-z]+-[a-z]+\d+$/.test(location.toLowerCase())) {
+    return location.toLowerCase() === region
+      ? []
+      : [
+          `region (${region}) is not inside dataLocation (${location}): with a regional dataLocation the worker runs in that region. Set docline:region to ${location.toLowerCase()}.`,
+        ];
+  }
+  return [
+    `dataLocation (${location}) must be ${Object.keys(MULTI_REGION_MEMBERS).join(' or ')} or a region such as europe-west1: a dual-region or another multi-region cannot hold the BigQuery dataset docline writes.`,
+  ];
+}
+
+/**
+ * The knobs a deployed stack must not change in place, and why. The stack exports their deployed
+ * values (`deployedSettings`) and compares them with its configuration on every later run.
+ */
+export const FIXED_AT_DEPLOY = Object.freeze({
+  dedupKeyMode:
+    'the old and the new revisions would look rows up by different keys while both run, and a redelivery of a message recorded under the old key would get a second row',
+  region:
+    'the topics keep their messages in this region, and the worker, its repository and its jobs would be created anew elsewhere while the old subscription still holds undelivered uploads',
+  dataLocation:
+    'the bucket and the dataset cannot move: their replacements would be new, empty resources (or a dataset id that collides with the kept one), and uploads made to the old bucket would never be seen',
+} as const);
+
+/** A knob of {@link FIXED_AT_DEPLOY}. */
+export type FixedKnob = keyof typeof FIXED_AT_DEPLOY;
+
+/** The values of the {@link FIXED_AT_DEPLOY} knobs, as the stack exports them. */
+export type FixedSettings = Readonly<Record<FixedKnob, string>>;
+
+/** The knobs whose change a drained stack may accept once (docline:allowKnobChange). */
+export const DRAINABLE_KNOBS: readonly FixedKnob[] = ['dedupKeyMode'];
+
+/**
+ * Problems of a configuration that changes a knob fixed at deploy. `deployed` is what the stack's
+ * last `up` exported (undefined before the first one); `allow` is docline:allowKnobChange, the one
+ * knob an operator declares drained. An allowance for a knob that does not change is a problem too:
+ * left in place, it would let a later change through without a drain.
+ */
+export function knobChangeProblems(
+  deployed: Partial<FixedSettings> | undefined,
+  current: FixedSettings,
+  allow: string | undefined,
+): string[] {
+  const problems: string[] = [];
+  if (allow !== undefined && !(DRAINABLE_KNOBS as readonly string[]).includes(allow)) {
+    problems.push(
+      `allowKnobChange (${allow}) can only name ${DRAINABLE_KNOBS.join(', ')}: the other knobs fixed at deploy need a new stack (docs/deploy.md, "Knobs fixed at deploy").`,
+    );
+  }
+  if (deployed === undefined) return problems;
+  for (const knob of Object.keys(FIXED_AT_DEPLOY) as FixedKnob[]) {
+    const before = deployed[knob];
+    if (before === undefined || before === current[knob]) {
+      if (allow === knob) {
+        problems.push(
+          `allowKnobChange names ${knob}, which does not change (${current[knob]}): remove it (\`pulumi config rm docline:allowKnobChange\`), so that no later change of ${knob} skips the drain.`,
+        );
+      }
+      continue;
+    }
+    if (allow === knob) continue;
+    const drain =
+      knob === 'dedupKeyMode'
+        ? 'To change it, drain first (docs/deploy.md, "Knobs fixed at deploy": no backlog, no dead letters, reconcile run), then `pulumi config set docline:allowKnobChange dedupKeyMode` for that one `up`.'
+        : 'It cannot change in place: create a new stack with the new value and move the uploads to it (docs/deploy.md, "Knobs fixed at deploy").';
+    problems.push(
+      `${knob} is deployed as ${before} and now set to ${current[knob]}: ${FIXED_AT_DEPLOY[knob]}. ` +
+        `Set it back with \`pulumi config set docline:${knob} ${before}\`. ${drain}`,
+    );
+  }
+  return problems;
+}
+
+/** What the stack's own last `up` exported, as the guards need it. */
+export interface DeployedStack {
+  /** `deployedSettings`, undefined before the first `up` (or a stack deployed before it existed). */
+  readonly settings: Partial<FixedSettings> | undefined;
+  /** The image the stack runs now (`image`), undefined before the first `up`. */
+  readonly image: string | undefined;
+}
+
+/** The logical name of the reference the stack reads its own last outputs through. */
+export const SELF_REFERENCE_NAME = 'docline-deployed';
+
+/**
+ * Reads the stack's own last outputs through a `StackReference` to itself: the engine reads the
+ * outputs of the last completed update from the backend (in a preview too), before this run changes
+ * anything. The program awaits it before declaring any resource, so a refused change stops the run
+ * before the engine has anything to do.
+ */
+export async function readDeployed(): Promise<DeployedStack> {
+  const self = `${pulumi.getOrganization()}/${pulumi.getProject()}/${pulumi.getStack()}`;
+  const reference = new pulumi.StackReference(SELF_REFERENCE_NAME, { name: self });
+  const [settings, image] = await Promise.all([
+    reference.getOutputDetails('deployedSettings'),
+    reference.getOutputDetails('image'),
+  ]);
+  const value = (details: pulumi.StackReferenceOutputDetails): unknown =>
+    details.value ?? details.secretValue;
+  const settingsValue = value(settings);
+  const imageValue = value(image);
+  return {
+    settings:
+      settingsValue !== null && typeof settingsValue === 'object'
+        ? (settingsValue as Partial<FixedSettings>)
+        : undefined,
+    image: typeof imageValue === 'string' && imageValue !== '' ? imageValue : undefined,
+  };
+}
+
+/**
+ * The image of a stack that runs only promoted images (docline:promotedImage): the one the
+ * configuration names, else the one it runs now; never a build. A problem when there is neither:
+ * the first `up` of such a stack needs the digest CI promoted.
+ */
+export function promotedImageProblems(
+  image: string | undefined,
+  deployedImage: string | undefined,
+): string[] {
+  if (image !== undefined || deployedImage !== undefined) return [];
+  return [
+    'promotedImage is true but no image is set and none is deployed yet: this stack runs only the digest CI built and promoted. ' +
+      'Run the deploy workflow, or set `pulumi config set docline:image REGION-docker.pkg.dev/PROJECT/REPO/worker@sha256:DIGEST`.',
+  ];
+}

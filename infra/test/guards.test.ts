@@ -1,0 +1,345 @@
+/**
+ * No routine change loses or doubles a document: what the stack refuses, protects and keeps, read
+ * from what the engine receives under Pulumi's mocks, on the stack files. A `StackReference` to the
+ * stack itself is a read the mocks answer, so "the last `up` exported X" is a test input.
+ */
+import { Delivery } from '../components/delivery';
+import { documentRetention } from '../components/document-bucket';
+import { parseStackConfig, StackConfigError } from '../config';
+import { knobChangeProblems, regionProblems } from '../stack-guards';
+import {
+  type CapturedResource,
+  MOCK_DEPLOYED_IMAGE,
+  ofType,
+  one,
+  type ProgramRun,
+  REGISTERED_BEFORE_FAILURE,
+  runProgram,
+  stackConfig,
+} from './harness';
+
+const T = {
+  bucket: 'gcp:storage/bucket:Bucket',
+  notification: 'gcp:storage/notification:Notification',
+  topic: 'gcp:pubsub/topic:Topic',
+  subscription: 'gcp:pubsub/subscription:Subscription',
+  dataset: 'gcp:bigquery/dataset:Dataset',
+  table: 'gcp:bigquery/table:Table',
+  logBucket: 'gcp:logging/projectBucketConfig:ProjectBucketConfig',
+  run: 'gcp:cloudrunv2/service:Service',
+  image: 'docker-build:index:Image',
+  repository: 'gcp:artifactregistry/repository:Repository',
+};
+
+const DEPLOYED = { dedupKeyMode: 'object', region: 'europe-west1', dataLocation: 'EU' };
+const deployedStack = (settings: Record<string, string> = DEPLOYED) => ({
+  deployedSettings: settings,
+  image: MOCK_DEPLOYED_IMAGE,
+});
+
+/** The resources that hold documents, rows or log lines naming them, and the delivery path's queues. */
+function dataBearing(run: ProgramRun): CapturedResource[] {
+  return run.resources.filter(
+    (r) =>
+      (r.type === T.bucket && r.name.endsWith('-documents-bucket')) ||
+      r.type === T.dataset ||
+      (r.type === T.table && r.inputs.view === undefined) ||
+      r.type === T.logBucket ||
+      r.type === T.topic ||
+      r.type === T.subscription,
+  );
+}
+
+async function failure(
+  attempt: Promise<unknown>,
+): Promise<Error & { [REGISTERED_BEFORE_FAILURE]?: unknown[] }> {
+  try {
+    await attempt;
+  } catch (error) {
+    return error as Error;
+  }
+  throw new Error('the run was expected to fail');
+}
+
+describe('data-bearing resources', () => {
+  it('are protected and retained in a stack that keeps its data (prod), neither in dev', async () => {
+    const prod = await runProgram(stackConfig('prod'), { stack: 'prod' });
+    const dev = await runProgram(stackConfig('dev'));
+
+    const kept = dataBearing(prod).map((r) => [r.name, r.options.protect]);
+    expect(kept).toHaveLength(8);
+    expect(kept.filter(([, protect]) => !protect)).toEqual([]);
+    for (const r of dataBearing(prod).filter((r) => r.type !== T.topic && r.type !== T.subscription)) {
+      expect([r.name, r.options.retainOnDelete]).toEqual([r.name, true]);
+    }
+    expect(dataBearing(dev).filter((r) => r.options.protect || r.options.retainOnDelete)).toEqual([]);
+  });
+
+  it('keep their messages in the region, in transit too', async () => {
+    const run = await runProgram(stackConfig('dev'));
+    for (const topic of ofType(run, T.topic)) {
+      expect(topic.inputs.messageStoragePolicy).toEqual({
+        allowedPersistenceRegions: ['europe-west1'],
+        enforceInTransit: true,
+      });
+    }
+  });
+});
+
+describe('the notification across a rename of its component', () => {
+  const project = 'docline-dev-example';
+  /** The Delivery component alone, under another name, as a refactor would leave it. */
+  const renamed = (stableName: string | undefined) => async () => {
+    new Delivery('docline-dev-pipeline', {
+      project,
+      region: 'europe-west1',
+      keepData: false,
+      topic: `projects/${project}/topics/uploads`,
+      bucketName: 'bucket',
+      notificationNeeds: [],
+      pushNeeds: [],
+      pushEndpoint: 'https://worker/push',
+      audience: 'https://docline-dev.docline.invalid/push',
+      pushServiceAccountEmail: `push@${project}.iam.gserviceaccount.com`,
+      pushServiceAccountName: `projects/${project}/serviceAccounts/push@${project}.iam.gserviceaccount.com`,
+      ...(stableName === undefined ? {} : { stableName }),
+      settings: {
+        ackDeadlineSeconds: 510,
+        minRetryBackoffSeconds: 10,
+        maxRetryBackoffSeconds: 600,
+        maxDeliveryAttempts: 10,
+        messageRetentionSeconds: 604800,
+        deadLetterRetentionSeconds: 604800,
+      },
+    });
+    return {};
+  };
+
+  it('keeps its URN: the renamed notification aliases the one the stack deployed', async () => {
+    const deployed = one(await runProgram(stackConfig('dev')), T.notification);
+    const after = one(
+      await runProgram(stackConfig('dev'), { program: renamed('docline-dev-delivery') }),
+      T.notification,
+    );
+
+    expect(after.urn).not.toBe(deployed.urn);
+    expect(after.options.aliases).toEqual([deployed.urn]);
+    // Still replaced delete-first if a field changes.
+    expect(after.options.deleteBeforeReplace).toBe(true);
+  });
+
+  it('would be a new resource without the alias (what the alias prevents)', async () => {
+    const deployed = one(await runProgram(stackConfig('dev')), T.notification);
+    const after = one(await runProgram(stackConfig('dev'), { program: renamed(undefined) }), T.notification);
+
+    expect(after.options.aliases).toEqual([]);
+    expect(after.urn).not.toBe(deployed.urn);
+  });
+
+  it('needs no alias while the component keeps its name', async () => {
+    expect(one(await runProgram(stackConfig('dev')), T.notification).options.aliases).toEqual([]);
+  });
+});
+
+describe('knobs fixed at deploy', () => {
+  it.each([
+    [
+      'dedupKeyMode',
+      { 'docline:dedupKeyMode': 'message' },
+      /dedupKeyMode is deployed as object and now set to message/,
+    ],
+    [
+      'region',
+      { 'docline:region': 'europe-west4' },
+      /region is deployed as europe-west1 and now set to europe-west4: .*cannot change in place: create a new stack/,
+    ],
+    [
+      'dataLocation',
+      { 'docline:dataLocation': 'europe-west1' },
+      /dataLocation is deployed as EU and now set to europe-west1: the bucket and the dataset cannot move/,
+    ],
+  ])(
+    'refuses an in-place change of %s, before declaring anything, naming the knob and the way out',
+    async (_knob, change, message) => {
+      const error = await failure(
+        runProgram(stackConfig('prod', change), { stack: 'prod', deployed: deployedStack() }),
+      );
+
+      expect(error).toBeInstanceOf(StackConfigError);
+      expect(error.message).toMatch(message);
+      expect(error.message).toMatch(/Set it back with `pulumi config set docline:/);
+      expect(error[REGISTERED_BEFORE_FAILURE]).toEqual([]);
+    },
+  );
+
+  it('names the drain for dedupKeyMode, and accepts the change once allowKnobChange declares it drained', async () => {
+    const change = { 'docline:dedupKeyMode': 'message' };
+    const refused = await failure(
+      runProgram(stackConfig('prod', change), { stack: 'prod', deployed: deployedStack() }),
+    );
+    expect(refused.message).toMatch(/drain first .*no backlog, no dead letters, reconcile run/);
+    expect(refused.message).toMatch(/docline:allowKnobChange dedupKeyMode/);
+
+    const run = await runProgram(
+      stackConfig('prod', { ...change, 'docline:allowKnobChange': 'dedupKeyMode' }),
+      {
+        stack: 'prod',
+        deployed: deployedStack(),
+      },
+    );
+    expect(run.outputs.deployedSettings).toEqual({ ...DEPLOYED, dedupKeyMode: 'message' });
+  });
+
+  it('refuses an allowance left in place after the change, so no later change skips the drain', async () => {
+    const error = await failure(
+      runProgram(stackConfig('prod', { 'docline:allowKnobChange': 'dedupKeyMode' }), {
+        stack: 'prod',
+        deployed: deployedStack(),
+      }),
+    );
+    expect(error.message).toMatch(
+      /allowKnobChange names dedupKeyMode, which does not change \(object\): remove it/,
+    );
+    expect(knobChangeProblems(DEPLOYED, { ...DEPLOYED, region: 'europe-west4' }, 'region')[0]).toMatch(
+      /allowKnobChange \(region\) can only name dedupKeyMode/,
+    );
+  });
+
+  it('accepts the same values, a first deploy, and a stack deployed before the settings were exported', async () => {
+    const same = await runProgram(stackConfig('prod'), { stack: 'prod', deployed: deployedStack() });
+    expect(same.outputs.deployedSettings).toEqual(DEPLOYED);
+    const first = await runProgram(stackConfig('dev', { 'docline:dedupKeyMode': 'message' }), {
+      deployed: {},
+    });
+    expect(first.outputs.deployedSettings).toEqual({ ...DEPLOYED, dedupKeyMode: 'message' });
+    expect(knobChangeProblems(undefined, { ...DEPLOYED, region: 'us-east1' }, undefined)).toEqual([]);
+  });
+});
+
+describe('region inside dataLocation', () => {
+  it.each([
+    ['europe-west2', 'EU'],
+    ['europe-west6', 'EU'],
+    ['us-central1', 'EU'],
+    ['northamerica-northeast1', 'US'],
+    ['europe-west1', 'europe-west4'],
+  ])('refuses region %s with dataLocation %s, saying which regions fit', (region, dataLocation) => {
+    expect(() => parseStackConfig('p', 'dev', { region, dataLocation })).toThrow(
+      new RegExp(
+        `region \\(${region}\\) is not inside dataLocation \\(${dataLocation}\\).*Set docline:region to`,
+      ),
+    );
+  });
+
+  it.each([
+    ['europe-west9', 'EU'],
+    ['us-east4', 'US'],
+    ['europe-west4', 'europe-west4'],
+    ['europe-west4', 'EUROPE-WEST4'],
+  ])('accepts region %s with dataLocation %s', (region, dataLocation) => {
+    expect(regionProblems(region, dataLocation)).toEqual([]);
+  });
+
+  it('refuses a location the dataset cannot have', () => {
+    expect(regionProblems('europe-west1', 'EUR4')[0]).toMatch(
+      /dataLocation \(EUR4\) must be EU or US or a region/,
+    );
+  });
+
+  it('stops the program on the prod stack file with the region outside the location', async () => {
+    const error = await failure(
+      runProgram(stackConfig('prod', { 'docline:region': 'europe-west2' }), { stack: 'prod' }),
+    );
+    expect(error.message).toMatch(/region \(europe-west2\) is not inside dataLocation \(EU\)/);
+  });
+});
+
+describe('a schema change BigQuery cannot apply in place (tableVersion)', () => {
+  it('creates the next version beside the old one: a new URN and table id, never a replacement', async () => {
+    const v1 = await runProgram(stackConfig('prod'), { stack: 'prod', deployed: deployedStack() });
+    const v2 = await runProgram(stackConfig('prod', { 'docline:tableVersion': '2' }), {
+      stack: 'prod',
+      deployed: deployedStack(),
+    });
+    const tableOf = (run: ProgramRun) => ofType(run, T.table).filter((t) => t.inputs.view === undefined);
+    const [old] = tableOf(v1);
+    const [next] = tableOf(v2);
+
+    expect(tableOf(v2)).toHaveLength(1);
+    expect(old!.inputs.tableId).toBe('deliveries');
+    expect(next!.inputs.tableId).toBe('deliveries_v2');
+    expect(next!.urn).not.toBe(old!.urn);
+    // The old table leaves the program: the engine would delete it, and protect stops that in prod.
+    expect(v2.resources.map((r) => r.urn)).not.toContain(old!.urn);
+    expect(old!.options).toMatchObject({ protect: true, retainOnDelete: true });
+    expect(next!.options).toMatchObject({ protect: true, retainOnDelete: true });
+    // Everything that reads or writes the table follows it: the worker, the views, the output.
+    const env = (
+      one(v2, T.run).inputs.template as { containers: { envs: { name: string; value?: string }[] }[] }
+    ).containers[0]!.envs;
+    expect(env.find((e) => e.name === 'BIGQUERY_TABLE')?.value).toBe(
+      'docline-prod-example.docline_prod.deliveries_v2',
+    );
+    for (const view of ofType(v2, T.table).filter((t) => t.inputs.view !== undefined)) {
+      expect((view.inputs.view as { query: string }).query).toContain('.deliveries_v2');
+      expect((view.inputs.view as { query: string }).query).not.toMatch(/\.deliveries[^_]/);
+    }
+    expect(v2.outputs.tableId).toBe('docline-prod-example.docline_prod.deliveries_v2');
+  });
+
+  it('refuses a version below 1', () => {
+    expect(() => parseStackConfig('p', 'dev', { tableVersion: '0' })).toThrow(
+      /tableVersion must be a whole number from 1/,
+    );
+  });
+});
+
+describe('the image of a promoted-image stack (prod)', () => {
+  it('keeps the image it runs when no digest is given: no build, no repository, no placeholder', async () => {
+    const run = await runProgram(stackConfig('prod'), { stack: 'prod', deployed: deployedStack() });
+    expect(ofType(run, T.image)).toEqual([]);
+    expect(ofType(run, T.repository)).toEqual([]);
+    expect(run.outputs.image).toBe(MOCK_DEPLOYED_IMAGE);
+  });
+
+  it('runs the digest CI promoted when it is given', async () => {
+    const promoted = `europe-west1-docker.pkg.dev/ci/docline-images/worker@sha256:${'e'.repeat(64)}`;
+    const run = await runProgram(stackConfig('prod', { 'docline:image': promoted }), {
+      stack: 'prod',
+      deployed: deployedStack(),
+    });
+    expect(run.outputs.image).toBe(promoted);
+  });
+
+  it('refuses a first deploy without a promoted digest, saying how to get one', async () => {
+    const error = await failure(runProgram(stackConfig('prod'), { stack: 'prod', deployed: {} }));
+    expect(error.message).toMatch(
+      /promotedImage is true but no image is set and none is deployed yet.*deploy workflow/,
+    );
+  });
+});
+
+describe('document retention (documentRetentionYears)', () => {
+  it('is off by default', async () => {
+    const run = await runProgram(stackConfig('prod'), { stack: 'prod' });
+    expect(one(run, T.bucket, '-documents-bucket').inputs.retentionPolicy).toBeUndefined();
+  });
+
+  it('holds every document for whole calendar years, never locked by the stack', async () => {
+    const run = await runProgram(stackConfig('prod', { 'docline:documentRetentionYears': '10' }), {
+      stack: 'prod',
+    });
+    // 10 years with their leap days: 3,653 days.
+    expect(one(run, T.bucket, '-documents-bucket').inputs.retentionPolicy).toEqual({
+      retentionPeriod: String(3653 * 86400),
+    });
+    expect(one(run, T.bucket, '-memo-bucket').inputs.retentionPolicy).toBeUndefined();
+    expect(documentRetention(0)).toBeUndefined();
+  });
+
+  it('refuses a period Cloud Storage does not take', () => {
+    expect(() => parseStackConfig('p', 'dev', { documentRetentionYears: '100' })).toThrow(
+      /documentRetentionYears must be a whole number from 0/,
+    );
+  });
+});
