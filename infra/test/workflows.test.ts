@@ -1,82 +1,248 @@
+/**
+ * The GitHub workflows, read as a security review reads them: the rules of workflow-rules.ts hold on
+ * the real files, and each rule catches the one thing it is for when a copy has it broken.
+ */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import {
+  codeownersProblems,
+  concurrencyProblems,
+  isPreviewJob,
+  type Job,
+  packSourceProblems,
+  pinningProblems,
+  previewCredentialProblems,
+  promotionProblems,
+  pullRequestCheckProblems,
+  settingsProblems,
+  toolVersionProblems,
+  type Workflow,
+  type WorkflowFile,
+} from './workflow-rules';
 
-/** The GitHub workflows, parsed: what runs before a deploy, and what a preview checks. */
-type Step = { id?: string; run?: string; uses?: string; with?: Record<string, unknown> };
-type Workflow = { jobs: Record<string, { needs?: string | string[]; steps: Step[] }> };
-
+const ROOT = join(__dirname, '..', '..');
 const { load } = require('js-yaml') as { load(text: string): unknown };
-const workflow = (name: string) =>
-  load(readFileSync(join(__dirname, '..', '..', '.github', 'workflows', name), 'utf8')) as Workflow;
-const upSteps = (steps: Step[]) => steps.filter((s) => s.uses?.startsWith('pulumi/actions'));
-const needsOf = (job: { needs?: string | string[] }) => (Array.isArray(job.needs) ? job.needs : [job.needs]);
 
-describe('deploy.yml', () => {
-  const deploy = workflow('deploy.yml');
+function read(file: string): WorkflowFile {
+  const text = readFileSync(join(ROOT, '.github', 'workflows', file), 'utf8');
+  return { file, workflow: load(text) as Workflow, text };
+}
 
-  it('runs npm ci && npm test in a job every pulumi up waits for', () => {
-    const testJob = Object.entries(deploy.jobs).find(([, j]) =>
-      j.steps.some((s) => s.run === 'npm ci && npm test'),
-    );
-    expect(testJob).toBeDefined();
-    const [testName] = testJob!;
+/** A deep copy of a workflow file with one change made to its parsed form (and, optionally, its text). */
+function broken(wf: WorkflowFile, change: (w: Workflow) => void, text = wf.text): WorkflowFile {
+  const workflow = structuredClone(wf.workflow);
+  change(workflow);
+  return { file: wf.file, workflow, text };
+}
 
-    expect(needsOf(deploy.jobs.dev!)).toContain(testName);
-    expect(needsOf(deploy.jobs.prod!)).toContain('dev');
-    for (const job of Object.values(deploy.jobs).filter((j) => upSteps(j.steps).length > 0)) {
-      expect(upSteps(job.steps).every((s) => s.with?.policyPacks === 'policies')).toBe(true);
-    }
+const deploy = read('deploy.yml');
+const preview = read('preview.yml');
+const all = [deploy, preview];
+const stepOf = (job: Job, prefix: string) => job.steps.find((s) => s.uses?.startsWith(prefix))!;
+
+describe('the workflows as they are', () => {
+  it.each([
+    ['pinning', () => pinningProblems(all)],
+    ['tool versions', () => toolVersionProblems(all)],
+    ['preview credentials', () => previewCredentialProblems(all)],
+    ['concurrency', () => concurrencyProblems(all)],
+    ['pack source', () => packSourceProblems(all)],
+    ['pull request checks', () => pullRequestCheckProblems(all)],
+    ['promotion', () => promotionProblems(deploy)],
+    ['settings', () => settingsProblems(all)],
+    ['CODEOWNERS', () => codeownersProblems(readFileSync(join(ROOT, '.github', 'CODEOWNERS'), 'utf8'))],
+  ])('pass the %s rule', (_rule, problems) => {
+    expect(problems()).toEqual([]);
   });
 
-  it('documents the deploy identity\u2019s roles', () => {
-    const text = readFileSync(join(__dirname, '..', '..', '.github', 'workflows', 'deploy.yml'), 'utf8');
+  it('preview with a short-lived token in pull requests and before the prod approval', () => {
+    const previews = [
+      ...Object.values(preview.workflow.jobs).filter(isPreviewJob),
+      ...Object.values(deploy.workflow.jobs).filter(isPreviewJob),
+    ];
+    expect(previews).toHaveLength(2);
+  });
+
+  it('document the deploy identity\u2019s roles, the push account in its actAs set', () => {
     for (const role of [
       'roles/run.admin',
       'roles/iam.serviceAccountUser',
       'roles/serviceusage.serviceUsageAdmin',
     ]) {
-      expect(text).toContain(role);
+      expect(deploy.text).toContain(role);
     }
+    expect(deploy.text).toMatch(/actAs: the worker, push, duplicate-check, reconcile and scheduler accounts/);
   });
 });
 
-describe('deploy.yml, prod image', () => {
-  const deploy = workflow('deploy.yml');
-  const steps = deploy.jobs.prod!.steps;
-
-  it('pushes the image to the long-lived repository outside the stack, then runs that digest', () => {
-    const build = steps.findIndex((s) => s.uses?.startsWith('docker/build-push-action'));
-    const up = steps.findIndex((s) => s.uses?.startsWith('pulumi/actions'));
-    const image = steps[build]!;
-
-    expect(build).toBeGreaterThan(-1);
-    expect(build).toBeLessThan(up);
-    expect(image.with).toMatchObject({
-      context: '.',
-      file: 'worker/Dockerfile',
-      push: true,
-      tags: expect.stringMatching(/^\$\{\{ vars\.IMAGE_REPOSITORY \}\}\/worker:/),
+describe('each rule catches what it is for', () => {
+  it('an action pinned by tag, or a SHA without the tag it stands for', () => {
+    const byTag = broken(preview, (w) => {
+      stepOf(w.jobs.test!, 'actions/checkout@').uses = 'actions/checkout@v7';
     });
-    const configMap = load(String(steps[up]!.with?.['config-map'])) as Record<string, { value: string }>;
-    expect(configMap['docline:image']?.value).toBe(
-      `\${{ vars.IMAGE_REPOSITORY }}/worker@\${{ steps.${image.id}.outputs.digest }}`,
+    expect(pinningProblems([byTag])).toEqual([
+      'preview.yml test: actions/checkout@v7 is not pinned to a commit SHA',
+    ]);
+    const noComment = { ...preview, text: preview.text.replaceAll(' # v7.0.1', '') };
+    expect(pinningProblems([noComment])[0]).toMatch(/actions\/checkout@3d3c42e5.* has no "# vX.Y.Z" comment/);
+  });
+
+  it('an unpinned Pulumi CLI or Node', () => {
+    const cli = broken(deploy, (w) => {
+      delete stepOf(w.jobs.prod!, 'pulumi/actions@').with!['pulumi-version'];
+    });
+    const node = broken(preview, (w) => {
+      stepOf(w.jobs.test!, 'actions/setup-node@').with!['node-version'] = 22;
+    });
+    expect(toolVersionProblems([cli])).toEqual([
+      'deploy.yml prod: the Pulumi CLI is not pinned (pulumi-version X.Y.Z)',
+    ]);
+    expect(toolVersionProblems([node])).toEqual([
+      'preview.yml test: Node is not pinned (node-version X.Y.Z)',
+    ]);
+  });
+
+  it('a preview job that can read the deploy token, runs in a deploy environment, or uses a deploy identity', () => {
+    const token = broken(preview, (w) => {
+      w.jobs.preview!.env = { PULUMI_ACCESS_TOKEN: '${{ secrets.PULUMI_ACCESS_TOKEN }}' };
+    });
+    expect(previewCredentialProblems([token])).toEqual([
+      'preview.yml preview: a preview job reads secrets.PULUMI_ACCESS_TOKEN',
+      'preview.yml preview: a preview job sets PULUMI_ACCESS_TOKEN',
+    ]);
+    const environment = broken(preview, (w) => {
+      w.jobs.preview!.environment = 'dev';
+    });
+    expect(previewCredentialProblems([environment])).toEqual([
+      'preview.yml preview: a preview job runs in the deploy environment dev',
+    ]);
+    const team = broken(deploy, (w) => {
+      stepOf(w.jobs['prod-preview']!, 'pulumi/auth-actions@').with!.scope =
+        'team:${{ vars.PROD_PULUMI_DEPLOY_TEAM }}';
+    });
+    expect(previewCredentialProblems([team])).toEqual([
+      'deploy.yml prod-preview: a preview job exchanges its token for a team that is not a preview team',
+    ]);
+    const identity = broken(preview, (w) => {
+      stepOf(w.jobs.preview!, 'google-github-actions/auth@').with!.service_account =
+        '${{ vars.DEV_GCP_DEPLOY_SERVICE_ACCOUNT }}';
+    });
+    expect(previewCredentialProblems([identity])).toEqual([
+      'preview.yml preview: a preview job acts as an identity that is not a preview identity',
+    ]);
+    const target = broken(preview, (w) => {
+      w.on = { pull_request_target: {} };
+    });
+    expect(previewCredentialProblems([target])[0]).toMatch(
+      /pull_request_target runs with the base repository's secrets/,
     );
   });
 
-  it('leaves the dev stack to build its own image', () => {
-    const dev = deploy.jobs.dev!.steps;
-    expect(dev.some((s) => s.uses?.startsWith('docker/build-push-action'))).toBe(false);
-    expect(upSteps(dev)[0]?.with?.['config-map']).toBeUndefined();
+  it('concurrency for the whole workflow, a job without a group, a shared group, a deploy that may be cancelled', () => {
+    const workflowWide = broken(deploy, (w) => {
+      w.concurrency = { group: 'deploy-${{ github.ref }}' };
+    });
+    expect(concurrencyProblems([workflowWide])).toEqual([
+      'deploy.yml: concurrency is set for the whole workflow, not per job',
+    ]);
+    const shared = broken(deploy, (w) => {
+      w.jobs.prod!.concurrency = { group: 'deploy-dev', 'cancel-in-progress': false };
+    });
+    expect(concurrencyProblems([shared])).toEqual([
+      'deploy.yml prod: shares concurrency group deploy-dev with dev',
+    ]);
+    const cancelled = broken(deploy, (w) => {
+      w.jobs.dev!.concurrency = { group: 'deploy-dev', 'cancel-in-progress': true };
+    });
+    expect(concurrencyProblems([cancelled])).toEqual([
+      'deploy.yml dev: a deploy may be cancelled halfway (cancel-in-progress must be false)',
+    ]);
+    const none = broken(preview, (w) => {
+      delete w.jobs.image!.concurrency;
+    });
+    expect(concurrencyProblems([none])).toEqual(['preview.yml image: no concurrency group']);
   });
-});
 
-describe('preview.yml', () => {
-  it('previews with the policy pack and documents the preview identity\u2019s roles', () => {
-    const preview = workflow('preview.yml');
-    const steps = Object.values(preview.jobs).flatMap((j) => upSteps(j.steps));
-    const text = readFileSync(join(__dirname, '..', '..', '.github', 'workflows', 'preview.yml'), 'utf8');
+  it("a pack loaded from the pull request's tree, or with the pull request's packages", () => {
+    const prTree = broken(preview, (w) => {
+      stepOf(w.jobs.preview!, 'pulumi/actions@').with!.policyPacks = 'policies';
+    });
+    expect(packSourceProblems([prTree])).toEqual([
+      "preview.yml preview: the policy pack (policies) is loaded from the pull request's tree",
+    ]);
+    const prPackages = broken(preview, (w) => {
+      w.jobs.preview!.steps = w.jobs.preview!.steps.filter((s) => !s.run?.includes('--prefix'));
+    });
+    expect(packSourceProblems([prPackages])).toEqual([
+      "preview.yml preview: the base branch's pack loads the pull request's packages",
+    ]);
+  });
 
-    expect(steps.map((s) => [s.with?.command, s.with?.policyPacks])).toEqual([['preview', 'policies']]);
-    expect(text).toContain('roles/viewer');
+  it('pull requests that skip the tests, the pack suite, actionlint or the image build', () => {
+    const skipped = broken(preview, (w) => {
+      delete w.jobs.test;
+      delete w.jobs.image;
+      delete w.jobs.workflows;
+    });
+    expect(pullRequestCheckProblems([deploy, skipped])).toEqual([
+      'pull requests skip npm test',
+      'pull requests skip the policy-pack suite',
+      'pull requests skip actionlint',
+      'pull requests build no image',
+    ]);
+  });
+
+  it('a deploy that builds again, deploys another digest, skips the prod preview, or runs on a branch', () => {
+    const rebuild = broken(deploy, (w) => {
+      w.jobs.prod!.steps.splice(1, 0, { uses: 'docker/build-push-action@x', with: { push: true } });
+    });
+    expect(promotionProblems(rebuild)).toContain('not exactly one image build that pushes');
+    const other = broken(deploy, (w) => {
+      stepOf(w.jobs.prod!, 'pulumi/actions@').with!['config-map'] =
+        "{docline:image: {value: 'x', secret: false}}";
+    });
+    expect(promotionProblems(other)).toEqual(['prod does not deploy the promoted digest']);
+    const noPreview = broken(deploy, (w) => {
+      w.jobs.prod!.needs = ['image', 'dev'];
+    });
+    expect(promotionProblems(noPreview)).toEqual(['prod does not wait for prod-preview']);
+    const anyBranch = broken(deploy, (w) => {
+      delete w.jobs.prod!.if;
+    });
+    expect(promotionProblems(anyBranch)).toEqual(['prod may run on a branch other than main']);
+    const noRollback = broken(deploy, (w) => {
+      w.on.workflow_dispatch = null;
+    });
+    expect(promotionProblems(noRollback)).toEqual(['no rollback input (workflow_dispatch image)']);
+  });
+
+  it("a setting not checked for being set, another environment's setting, a silent default", () => {
+    const unchecked = broken(deploy, (w) => {
+      w.jobs.dev!.steps = w.jobs.dev!.steps.filter((s) => !s.run?.includes('require-settings'));
+    });
+    expect(settingsProblems([unchecked])).toEqual([
+      'deploy.yml dev: reads vars without first failing when one is unset',
+    ]);
+    const foreign = broken(deploy, (w) => {
+      const auth = stepOf(w.jobs.dev!, 'google-github-actions/auth@');
+      auth.with!.service_account = '${{ vars.PROD_GCP_DEPLOY_SERVICE_ACCOUNT }}';
+    });
+    expect(settingsProblems([foreign])).toEqual([
+      'deploy.yml dev: vars.PROD_GCP_DEPLOY_SERVICE_ACCOUNT is not checked for being set',
+      "deploy.yml dev: reads vars.PROD_GCP_DEPLOY_SERVICE_ACCOUNT, another environment's setting",
+    ]);
+    const fallback = broken(preview, (w) => {
+      stepOf(w.jobs.preview!, 'pulumi/actions@').with!['stack-name'] =
+        "${{ vars.PULUMI_ORGANIZATION || 'org' }}/docline/dev";
+    });
+    expect(settingsProblems([fallback])).toEqual([
+      'preview.yml preview: a variable falls back to a default when unset',
+    ]);
+  });
+
+  it('CODEOWNERS without an owner for infra/', () => {
+    expect(codeownersProblems('/.github/ @a\n/policies/ @a\n/infra/\n')).toEqual([
+      'CODEOWNERS has no owner for /infra/',
+    ]);
   });
 });
