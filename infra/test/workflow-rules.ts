@@ -47,6 +47,9 @@ export interface WorkflowFile {
 /** The environments whose identities may change a stack. */
 export const DEPLOY_ENVIRONMENTS = ['dev', 'prod', 'image'] as const;
 
+/** A GitHub expression, `${{ inner }}`, written without a template-like string literal. */
+export const gh = (inner: string): string => `\${{ ${inner} }}`;
+
 const FULL_SHA = /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_./-]+@[0-9a-f]{40}$/;
 const EXACT_VERSION = /^\d+\.\d+\.\d+$/;
 
@@ -183,8 +186,7 @@ export function packSourceProblems(files: readonly WorkflowFile[]): string[] {
     for (const [name, job] of Object.entries(wf.workflow.jobs)) {
       const base = job.steps.find(
         (s) =>
-          s.uses?.startsWith('actions/checkout@') &&
-          s.with?.ref === '${{ github.event.pull_request.base.sha }}',
+          s.uses?.startsWith('actions/checkout@') && s.with?.ref === gh('github.event.pull_request.base.sha'),
       );
       const basePath = base === undefined ? undefined : String(base.with?.path ?? '');
       for (const step of job.steps.filter(isPulumi)) {

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import {
   codeownersProblems,
   concurrencyProblems,
+  gh,
   isPreviewJob,
   type Job,
   packSourceProblems,
@@ -104,7 +105,7 @@ describe('each rule catches what it is for', () => {
 
   it('a preview job that can read the deploy token, runs in a deploy environment, or uses a deploy identity', () => {
     const token = broken(preview, (w) => {
-      w.jobs.preview!.env = { PULUMI_ACCESS_TOKEN: '${{ secrets.PULUMI_ACCESS_TOKEN }}' };
+      w.jobs.preview!.env = { PULUMI_ACCESS_TOKEN: gh('secrets.PULUMI_ACCESS_TOKEN') };
     });
     expect(previewCredentialProblems([token])).toEqual([
       'preview.yml preview: a preview job reads secrets.PULUMI_ACCESS_TOKEN',
@@ -118,14 +119,15 @@ describe('each rule catches what it is for', () => {
     ]);
     const team = broken(deploy, (w) => {
       stepOf(w.jobs['prod-preview']!, 'pulumi/auth-actions@').with!.scope =
-        'team:${{ vars.PROD_PULUMI_DEPLOY_TEAM }}';
+        `team:${gh('vars.PROD_PULUMI_DEPLOY_TEAM')}`;
     });
     expect(previewCredentialProblems([team])).toEqual([
       'deploy.yml prod-preview: a preview job exchanges its token for a team that is not a preview team',
     ]);
     const identity = broken(preview, (w) => {
-      stepOf(w.jobs.preview!, 'google-github-actions/auth@').with!.service_account =
-        '${{ vars.DEV_GCP_DEPLOY_SERVICE_ACCOUNT }}';
+      stepOf(w.jobs.preview!, 'google-github-actions/auth@').with!.service_account = gh(
+        'vars.DEV_GCP_DEPLOY_SERVICE_ACCOUNT',
+      );
     });
     expect(previewCredentialProblems([identity])).toEqual([
       'preview.yml preview: a preview job acts as an identity that is not a preview identity',
@@ -140,7 +142,7 @@ describe('each rule catches what it is for', () => {
 
   it('concurrency for the whole workflow, a job without a group, a shared group, a deploy that may be cancelled', () => {
     const workflowWide = broken(deploy, (w) => {
-      w.concurrency = { group: 'deploy-${{ github.ref }}' };
+      w.concurrency = { group: `deploy-${gh('github.ref')}` };
     });
     expect(concurrencyProblems([workflowWide])).toEqual([
       'deploy.yml: concurrency is set for the whole workflow, not per job',
@@ -225,7 +227,7 @@ describe('each rule catches what it is for', () => {
     ]);
     const foreign = broken(deploy, (w) => {
       const auth = stepOf(w.jobs.dev!, 'google-github-actions/auth@');
-      auth.with!.service_account = '${{ vars.PROD_GCP_DEPLOY_SERVICE_ACCOUNT }}';
+      auth.with!.service_account = gh('vars.PROD_GCP_DEPLOY_SERVICE_ACCOUNT');
     });
     expect(settingsProblems([foreign])).toEqual([
       'deploy.yml dev: vars.PROD_GCP_DEPLOY_SERVICE_ACCOUNT is not checked for being set',
@@ -233,7 +235,7 @@ describe('each rule catches what it is for', () => {
     ]);
     const fallback = broken(preview, (w) => {
       stepOf(w.jobs.preview!, 'pulumi/actions@').with!['stack-name'] =
-        "${{ vars.PULUMI_ORGANIZATION || 'org' }}/docline/dev";
+        `${gh("vars.PULUMI_ORGANIZATION || 'org'")}/docline/dev`;
     });
     expect(settingsProblems([fallback])).toEqual([
       'preview.yml preview: a variable falls back to a default when unset',
