@@ -10,7 +10,7 @@ import {
 } from './delivery';
 import { noPrimitiveRoles, noProjectWideTokenCreator } from './iam';
 import { notificationDeleteBeforeReplace } from './lifecycle';
-import { liveBucketNotifications } from './live';
+import { liveBucketNotifications, liveBucketNotificationsUnchecked } from './live';
 import { notificationFormat, oneNotificationPerBucket, onlyDocumentsBucketNotifies } from './notifications';
 import { workerNotPublic } from './service';
 import { dedupTableLayout } from './warehouse';
@@ -29,4 +29,5 @@ export const policies: Policies = [
   noPrimitiveRoles,
   noProjectWideTokenCreator,
   liveBucketNotifications,
+  liveBucketNotificationsUnchecked,
 ];

@@ -1,16 +1,24 @@
 /**
- * Advisory, live: the bucket's *actual* notification configs, listed through the Cloud
- * Storage API, against the ones the stack manages. A hand-made duplicate is the one failure no stack
- * policy can see; this rule reports it whenever credentials are present, and says why it was skipped
- * when they are not.
+ * Live: the bucket's *actual* notification configs, listed through the Cloud Storage API, against the
+ * ones the stack manages. A hand-made duplicate (or a second stack's notification on the same bucket)
+ * is the one failure no stack policy can see. Two policies share one listing:
+ *  - `live-bucket-notifications` (mandatory) fails the preview when it *finds* a configuration the
+ *    stack does not manage that publishes the pipeline's uploads to the pipeline's topic: every
+ *    upload would be processed and billed twice;
+ *  - `live-bucket-notifications-unchecked` (advisory) says when it could not look (no credentials,
+ *    a bucket that does not exist yet, a listing refused) and reports unmanaged configurations that
+ *    publish elsewhere, which double nothing in the pipeline.
+ * Not being able to look never blocks: a first preview has no bucket to list.
  */
 import type * as gcp from '@pulumi/gcp';
 import type { PolicyResource, StackValidationPolicy } from '@pulumi/policy';
 import { type CredentialStatus, detectCredentials } from '../live/credentials';
 import { GcsNotificationLister } from '../live/gcs-notification-lister';
 import {
+  type BucketNotification,
   deleteCommand,
   describeNotification,
+  feedsPipeline,
   type ManagedNotification,
   type NotificationLister,
   unmanagedNotifications,
@@ -76,59 +84,130 @@ function bucketNameOf(notification: PolicyResource): string | undefined {
   return source ? knownString(() => propsOf<gcp.storage.BucketState>(source).name) : undefined;
 }
 
-/** Builds the live notification check around its dependencies; {@link liveBucketNotifications} is the real one. */
-export function liveBucketNotificationsPolicy(deps: LiveCheckDeps): StackValidationPolicy {
-  return {
-    name: 'live-bucket-notifications',
+/** One unmanaged configuration found on a bucket. */
+interface Stray {
+  readonly bucket: string;
+  readonly notification: BucketNotification;
+  /** Whether it publishes what the pipeline processes to the pipeline's topic. */
+  readonly feeds: boolean;
+  readonly urn: string | undefined;
+}
+
+/** What one look at the stack's buckets found: strays, and the reasons it could not look. */
+interface LiveFindings {
+  readonly strays: readonly Stray[];
+  readonly unchecked: readonly { message: string; urn?: string }[];
+}
+
+/** The policy names: the mandatory finding and the advisory "could not look". */
+export const LIVE_POLICY = 'live-bucket-notifications';
+export const LIVE_UNCHECKED_POLICY = 'live-bucket-notifications-unchecked';
+
+/** Lists the buckets of the stack's notifications once and sorts what it sees. */
+async function look(
+  resources: readonly PolicyResource[],
+  config: LiveConfig,
+  deps: LiveCheckDeps,
+): Promise<LiveFindings> {
+  const notifications = ofTypes(resources, [TYPES.notification]);
+  if (!config.enabled || notifications.length === 0) return { strays: [], unchecked: [] };
+  const apiEndpoint = config.apiEndpoint || undefined;
+  const credentials = deps.credentials(apiEndpoint);
+  if (!credentials.available) {
+    return {
+      strays: [],
+      unchecked: [
+        {
+          message: `Live notification check skipped: ${credentials.why}. Run \`npm run check:notifications -- --bucket <bucket>\` with credentials after the deploy.`,
+        },
+      ],
+    };
+  }
+  const unchecked: { message: string; urn?: string }[] = [];
+  const byBucket = new Map<string, PolicyResource[]>();
+  for (const notification of notifications) {
+    const bucket = bucketNameOf(notification);
+    if (bucket === undefined) {
+      unchecked.push({
+        message: `Live notification check skipped for '${notification.name}': its bucket's name is unknown until the update runs (the bucket is new). Run \`npm run check:notifications -- --bucket <bucket>\` after the deploy.`,
+        urn: notification.urn,
+      });
+      continue;
+    }
+    byBucket.set(bucket, [...(byBucket.get(bucket) ?? []), notification]);
+  }
+  const strays: Stray[] = [];
+  const lister = deps.lister({ apiEndpoint, timeoutMs: config.timeoutMs });
+  for (const [bucket, managed] of byBucket) {
+    let actual: BucketNotification[];
+    try {
+      actual = await lister.list(bucket);
+    } catch (error) {
+      unchecked.push({
+        message: `Live notification check could not list the notifications of bucket ${bucket} using ${credentials.how}: ${error instanceof Error ? error.message : String(error)}. The caller needs storage.buckets.get on the bucket.`,
+      });
+      continue;
+    }
+    const managedNotifications = managed.map(managedOf);
+    const topics = managedNotifications.map((m) => m.topic);
+    for (const stray of unmanagedNotifications(actual, managedNotifications)) {
+      // A managed topic still unknown cannot be told apart from the stray's: count it as the pipeline's.
+      const feeds = topics.some((topic) => feedsPipeline(stray, topic));
+      strays.push({ bucket, notification: stray, feeds, urn: managed[0]?.urn });
+    }
+  }
+  return { strays, unchecked };
+}
+
+/**
+ * Builds the two live notification policies around their dependencies (tests pass their own);
+ * {@link liveBucketNotifications} and {@link liveBucketNotificationsUnchecked} are the real ones.
+ * Each has its own configuration (same keys); set both to switch the check off.
+ */
+export function liveBucketNotificationsPolicies(
+  deps: LiveCheckDeps,
+): readonly [StackValidationPolicy, StackValidationPolicy] {
+  // Each policy lists the buckets itself: the engine gives each its own arguments, and a listing is one
+  // request per bucket.
+  const configFor = (args: { getConfig<C extends object>(): C }) => configOf<LiveConfig>(liveSchema, args);
+  const found: StackValidationPolicy = {
+    name: LIVE_POLICY,
     description:
-      'Advisory: the bucket has no notification that the stack does not manage (listed live through the Cloud Storage API).',
-    enforcementLevel: 'advisory',
+      'Mandatory: the bucket has no notification that the stack does not manage publishing uploads to the pipeline\u2019s topic (listed live through the Cloud Storage API).',
+    enforcementLevel: 'mandatory',
     configSchema: liveSchema,
     validateStack: async (args, reportViolation) => {
-      const config = configOf<LiveConfig>(liveSchema, args);
-      const notifications = ofTypes(args.resources, [TYPES.notification]);
-      if (!config.enabled || notifications.length === 0) return;
-      const apiEndpoint = config.apiEndpoint || undefined;
-      const credentials = deps.credentials(apiEndpoint);
-      if (!credentials.available) {
+      const { strays } = await look(args.resources, configFor(args), deps);
+      for (const stray of strays.filter((s) => s.feeds)) {
         reportViolation(
-          `Live notification check skipped: ${credentials.why}. Run \`npm run check:notifications -- --bucket <bucket>\` with credentials after the deploy.`,
+          `Bucket ${stray.bucket} has ${describeNotification(stray.notification)}, which this stack does not manage and which publishes the pipeline's uploads to its topic: every upload would be processed and billed twice. Delete it (\`${deleteCommand(stray.bucket, stray.notification.id)}\`), or import it into the stack in place of the stack's own.`,
+          stray.urn,
         );
-        return;
-      }
-      const byBucket = new Map<string, PolicyResource[]>();
-      for (const notification of notifications) {
-        const bucket = bucketNameOf(notification);
-        if (bucket === undefined) {
-          reportViolation(
-            `Live notification check skipped for '${notification.name}': its bucket's name is unknown until the update runs (the bucket is new). Run \`npm run check:notifications -- --bucket <bucket>\` after the deploy.`,
-            notification.urn,
-          );
-          continue;
-        }
-        byBucket.set(bucket, [...(byBucket.get(bucket) ?? []), notification]);
-      }
-      const lister = deps.lister({ apiEndpoint, timeoutMs: config.timeoutMs });
-      for (const [bucket, managed] of byBucket) {
-        let actual: Awaited<ReturnType<NotificationLister['list']>>;
-        try {
-          actual = await lister.list(bucket);
-        } catch (error) {
-          reportViolation(
-            `Live notification check could not list the notifications of bucket ${bucket} using ${credentials.how}: ${error instanceof Error ? error.message : String(error)}. The caller needs storage.buckets.get on the bucket.`,
-          );
-          continue;
-        }
-        for (const stray of unmanagedNotifications(actual, managed.map(managedOf))) {
-          reportViolation(
-            `Bucket ${bucket} has ${describeNotification(stray)}, which this stack does not manage. If it feeds the pipeline's topic every upload is processed and billed twice. Delete it (\`${deleteCommand(bucket, stray.id)}\`) or import it into the stack.`,
-            managed[0]?.urn,
-          );
-        }
       }
     },
   };
+  const unchecked: StackValidationPolicy = {
+    name: LIVE_UNCHECKED_POLICY,
+    description:
+      'Advisory: says when the live notification check could not look, and reports unmanaged notifications that publish elsewhere.',
+    enforcementLevel: 'advisory',
+    configSchema: liveSchema,
+    validateStack: async (args, reportViolation) => {
+      const { strays, unchecked: reasons } = await look(args.resources, configFor(args), deps);
+      for (const reason of reasons) reportViolation(reason.message, reason.urn);
+      for (const stray of strays.filter((s) => !s.feeds)) {
+        reportViolation(
+          `Bucket ${stray.bucket} has ${describeNotification(stray.notification)}, which this stack does not manage. It does not publish to the pipeline's topic, so it doubles nothing here; delete it if nobody uses it (\`${deleteCommand(stray.bucket, stray.notification.id)}\`).`,
+          stray.urn,
+        );
+      }
+    },
+  };
+  return [found, unchecked];
 }
 
-/** The live notification check with the real Cloud Storage client and credential detection. */
-export const liveBucketNotifications: StackValidationPolicy = liveBucketNotificationsPolicy(realDeps);
+const [realFound, realUnchecked] = liveBucketNotificationsPolicies(realDeps);
+/** Mandatory: a stray configuration found publishing to the pipeline's topic. */
+export const liveBucketNotifications: StackValidationPolicy = realFound;
+/** Advisory: the live check could not look, or found a stray publishing elsewhere. */
+export const liveBucketNotificationsUnchecked: StackValidationPolicy = realUnchecked;

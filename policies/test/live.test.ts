@@ -4,7 +4,7 @@ import { promisify } from 'node:util';
 import { detectCredentials } from '../live/credentials';
 import { GcsNotificationLister } from '../live/gcs-notification-lister';
 import { feedsPipeline, sameTopic, unmanagedNotifications } from '../live/notifications';
-import { liveBucketNotificationsPolicy } from '../rules/live';
+import { LIVE_POLICY, LIVE_UNCHECKED_POLICY, liveBucketNotificationsPolicies } from '../rules/live';
 import { validStack } from './fixtures';
 import { analyzeStack, type Diagnostic, type StackResource } from './harness';
 import { FakeNotificationLister, feeding } from './support/fake-lister';
@@ -17,46 +17,83 @@ import {
 const BUCKET = 'documents-4f2a1c';
 const ROOT = path.resolve(__dirname, '../..');
 
-/** Rule 7 around a fake lister, with or without credentials. */
+/** The two live policies around a fake lister, with or without credentials. */
 function runLive(
   stack: StackResource[],
   lister: FakeNotificationLister,
   credentials: 'present' | 'absent',
   config = {},
 ) {
-  const policy = liveBucketNotificationsPolicy({
+  const policies = liveBucketNotificationsPolicies({
     lister: () => lister,
     credentials: () =>
       credentials === 'present'
         ? { available: true, how: 'test credentials' }
         : detectCredentials({ HOME: '/nowhere' }, undefined, () => false),
   });
-  return analyzeStack(stack, { policies: [policy], config: { 'live-bucket-notifications': config } });
+  return analyzeStack(stack, {
+    policies: [...policies],
+    config: { [LIVE_POLICY]: config, [LIVE_UNCHECKED_POLICY]: config },
+  });
 }
 
 describe('the live notification rule', () => {
-  it('reports a hand-made notification on the bucket that the stack does not manage', async () => {
+  it('blocks (mandatory) on a hand-made notification publishing uploads to the pipeline\u2019s topic', async () => {
     const lister = new FakeNotificationLister({ [BUCKET]: [feeding('7'), feeding('8')] });
     const diagnostics = await runLive(validStack('update'), lister, 'present');
     expect(diagnostics).toHaveLength(1);
-    expect(diagnostics[0]?.enforcementLevel).toBe('advisory');
+    expect([diagnostics[0]?.policyName, diagnostics[0]?.enforcementLevel]).toEqual([
+      LIVE_POLICY,
+      'mandatory',
+    ]);
     expect(diagnostics[0]?.message).toMatch(
-      /Bucket documents-4f2a1c has notification 8: topic \/\/pubsub.googleapis.com\/projects\/docline-dev\/topics\/documents-events-91b2, OBJECT_FINALIZE, JSON_API_V1, which this stack does not manage/,
+      /Bucket documents-4f2a1c has notification 8: topic \/\/pubsub.googleapis.com\/projects\/docline-dev\/topics\/documents-events-91b2, OBJECT_FINALIZE, JSON_API_V1, which this stack does not manage and which publishes the pipeline's uploads to its topic/,
     );
     expect(diagnostics[0]?.message).toMatch(
       /gcloud storage buckets notifications delete projects\/_\/buckets\/documents-4f2a1c\/notificationConfigs\/8/,
     );
   });
 
+  it('blocks a second stack\u2019s or a hand-made notification for all event types on the topic too', async () => {
+    const all = { ...feeding('9'), eventTypes: [] };
+    const diagnostics = await runLive(
+      validStack('update'),
+      new FakeNotificationLister({ [BUCKET]: [feeding('7'), all] }),
+      'present',
+    );
+    expect(diagnostics.map((d) => [d.policyName, d.enforcementLevel])).toEqual([[LIVE_POLICY, 'mandatory']]);
+  });
+
+  it('only warns (advisory) about an unmanaged notification that publishes elsewhere or other events', async () => {
+    const elsewhere = feeding('8', 'audit-events');
+    const deletes = { ...feeding('9'), eventTypes: ['OBJECT_DELETE'] };
+    const diagnostics = await runLive(
+      validStack('update'),
+      new FakeNotificationLister({ [BUCKET]: [feeding('7'), elsewhere, deletes] }),
+      'present',
+    );
+    expect(diagnostics.map((d) => [d.policyName, d.enforcementLevel])).toEqual([
+      [LIVE_UNCHECKED_POLICY, 'advisory'],
+      [LIVE_UNCHECKED_POLICY, 'advisory'],
+    ]);
+    expect(diagnostics[0]?.message).toMatch(
+      /notification 8: .*audit-events.* does not publish to the pipeline's topic/,
+    );
+  });
+
   it('is silent when the bucket holds exactly the notification the stack manages', async () => {
     const lister = new FakeNotificationLister({ [BUCKET]: [feeding('7')] });
     expect(await runLive(validStack('update'), lister, 'present')).toEqual([]);
-    expect(lister.asked).toEqual([BUCKET]);
+    // Each of the two policies lists the bucket once.
+    expect(lister.asked).toEqual([BUCKET, BUCKET]);
   });
 
   it('says it was skipped, and why, when no credentials are present', async () => {
     const lister = new FakeNotificationLister({ [BUCKET]: [feeding('7'), feeding('8')] });
     const diagnostics = await runLive(validStack('update'), lister, 'absent');
+    expect(diagnostics.map((d) => [d.policyName, d.enforcementLevel])).toEqual([
+      [LIVE_UNCHECKED_POLICY, 'advisory'],
+    ]);
     expect(diagnostics.map((d) => d.message)).toEqual([
       expect.stringMatching(
         /^Live notification check skipped: no Google Cloud credentials: GOOGLE_APPLICATION_CREDENTIALS is unset/,
@@ -68,6 +105,7 @@ describe('the live notification rule', () => {
   it('says it was skipped when the bucket does not exist yet (first preview)', async () => {
     const lister = new FakeNotificationLister({});
     const diagnostics = await runLive(validStack('preview'), lister, 'present');
+    expect(diagnostics.map((d) => d.enforcementLevel)).toEqual(['advisory']);
     expect(diagnostics.map((d) => d.message)).toEqual([
       expect.stringMatching(/skipped for 'documents': its bucket's name is unknown until the update runs/),
     ]);
@@ -76,6 +114,7 @@ describe('the live notification rule', () => {
 
   it('reports a bucket it cannot list instead of passing', async () => {
     const diagnostics = await runLive(validStack('update'), new FakeNotificationLister({}), 'present');
+    expect(diagnostics.map((d) => d.enforcementLevel)).toEqual(['advisory']);
     expect(diagnostics.map((d) => d.message)).toEqual([
       expect.stringMatching(
         /could not list the notifications of bucket documents-4f2a1c using test credentials: 404/,
@@ -119,7 +158,10 @@ describe('the live notification rule against a local Cloud Storage server', () =
   it('lists the bucket through the notifications API and reports the stray config', async () => {
     server = await startFakeStorage({ [BUCKET]: [pipelineNotification('7'), pipelineNotification('8')] });
     const diagnostics = await realRule('update', server.url);
-    expect(server.requests).toEqual([`GET /storage/v1/b/${BUCKET}/notificationConfigs`]);
+    expect(server.requests).toEqual([
+      `GET /storage/v1/b/${BUCKET}/notificationConfigs`,
+      `GET /storage/v1/b/${BUCKET}/notificationConfigs`,
+    ]);
     expect(diagnostics.map((d) => d.message)).toEqual([
       expect.stringMatching(/has notification 8: .*does not manage/),
     ]);

@@ -2,7 +2,10 @@ import { policies } from '../rules';
 import { analyzeAll, type Diagnostic, type PackConfig, type StackResource } from './harness';
 
 /** Live listing is rule 7's own suite; everywhere else it is switched off through its config. */
-const OFFLINE: PackConfig = { 'live-bucket-notifications': { enabled: false } };
+const OFFLINE: PackConfig = {
+  'live-bucket-notifications': { enabled: false },
+  'live-bucket-notifications-unchecked': { enabled: false },
+};
 
 /** Every diagnostic the whole pack gives for a stack, as the engine would collect them. */
 export function check(resources: readonly StackResource[], config: PackConfig = {}): Promise<Diagnostic[]> {

@@ -6,7 +6,12 @@
  *
  * Usage: node --import tsx policies/test/support/run-live-rule.ts MODE [API_ENDPOINT]
  */
-import { liveBucketNotifications } from '../../rules/live';
+import {
+  LIVE_POLICY,
+  LIVE_UNCHECKED_POLICY,
+  liveBucketNotifications,
+  liveBucketNotificationsUnchecked,
+} from '../../rules/live';
 import { type Mode, validStack } from '../fixtures';
 import { analyzeStack } from '../harness';
 
@@ -14,8 +19,11 @@ async function run(): Promise<void> {
   const mode = (process.argv[2] ?? 'update') as Mode;
   const apiEndpoint = process.argv[3] ?? '';
   const diagnostics = await analyzeStack(validStack(mode), {
-    policies: [liveBucketNotifications],
-    config: { 'live-bucket-notifications': { apiEndpoint, timeoutMs: 5_000 } },
+    policies: [liveBucketNotifications, liveBucketNotificationsUnchecked],
+    config: {
+      [LIVE_POLICY]: { apiEndpoint, timeoutMs: 5_000 },
+      [LIVE_UNCHECKED_POLICY]: { apiEndpoint, timeoutMs: 5_000 },
+    },
   });
   process.stdout.write(JSON.stringify(diagnostics));
 }
