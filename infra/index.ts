@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
 import { Alerts, type ObservedPipelineArgs } from './components/alerts';
 import { Dashboard } from './components/dashboard';
@@ -6,6 +7,7 @@ import { Delivery } from './components/delivery';
 import { DocumentBucket } from './components/document-bucket';
 import { Foundation } from './components/foundation';
 import { MemoBucket } from './components/memo-bucket';
+import { OperationsAlerts } from './components/operations-alerts';
 import { Reconcile } from './components/reconcile';
 import { RegionalLogs } from './components/regional-logs';
 import { Warehouse } from './components/warehouse';
@@ -197,6 +199,30 @@ async function docline() {
           },
           after,
         );
+
+  // The golden signals the per-message alerts cannot see, and the monthly budget.
+  new OperationsAlerts(
+    `${prefix}-operations`,
+    {
+      project,
+      prefix,
+      serviceName: worker.service.name,
+      uploadsTopicName: documents.topic.name,
+      allAnswersMetric: alerts.allAnswers.name,
+      duplicateCheckConfigName: alerts.duplicateObjectsCheck.name,
+      ...(reconcile === undefined ? {} : { reconcileJobName: reconcile.job.name }),
+      notificationChannels: [...config.alerts.notificationChannels],
+      ...(config.budget === undefined
+        ? {}
+        : {
+            budget: {
+              ...config.budget,
+              projectNumber: gcp.organizations.getProjectOutput({ projectId: project }, after).number,
+            },
+          }),
+    },
+    after,
+  );
 
   new RegionalLogs(
     `${prefix}-logs`,

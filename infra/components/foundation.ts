@@ -12,6 +12,8 @@ export const REQUIRED_APIS = [
   'artifactregistry.googleapis.com',
   'aiplatform.googleapis.com',
   'bigquery.googleapis.com',
+  // The optional monthly budget (docline:budgetBillingAccount); enabled either way, it costs nothing.
+  'billingbudgets.googleapis.com',
   'bigquerydatatransfer.googleapis.com',
   'bigquerystorage.googleapis.com',
   'cloudresourcemanager.googleapis.com',

@@ -290,7 +290,8 @@ describe.each(['dev', 'prod'] as const)('the lifecycle of the %s stack', (stack)
     expect(LOG_METRIC_SETTLE_DURATION).toBe('600s');
     expect(IAM_PROPAGATION_DURATION).toBe('420s');
     const metricWaits = sleeps.filter((s) => /-metrics?-settle$/.test(s.name));
-    expect(metricWaits).toHaveLength(2);
+    // The per-message alerts', the reconcile alert's and the operations alerts' metrics.
+    expect(metricWaits).toHaveLength(3);
     for (const sleep of metricWaits) expect(sleep.inputs.createDuration).toBe(LOG_METRIC_SETTLE_DURATION);
     const serviceWait = one(run, T.sleep, '-worker-grants-settle');
     const checkWait = one(run, T.sleep, '-dupcheck-grants-settle');
@@ -307,7 +308,7 @@ describe.each(['dev', 'prod'] as const)('the lifecycle of the %s stack', (stack)
       ),
     ).toBe(true);
     // Nothing else sleeps: every wait is one of these.
-    expect(sleeps).toHaveLength(5);
+    expect(sleeps).toHaveLength(6);
     // Each wait follows the grants it waits for, and is re-run only when one of them is replaced.
     expect(Object.keys(serviceWait.inputs.triggers as object)).toHaveLength(6);
     expect(Object.keys(checkWait.inputs.triggers as object)).toHaveLength(3);

@@ -454,6 +454,7 @@ describe('the docline program with the dev stack file', () => {
         'docline:index:DocumentBucket',
         'docline:index:Foundation',
         'docline:index:MemoBucket',
+        'docline:index:OperationsAlerts',
         'docline:index:Reconcile',
         'docline:index:RegionalLogs',
         'docline:index:Warehouse',

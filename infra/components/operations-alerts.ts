@@ -1,0 +1,293 @@
+import * as gcp from '@pulumi/gcp';
+import * as pulumi from '@pulumi/pulumi';
+import * as time from '@pulumiverse/time';
+import { STACK_LABEL } from './alerts';
+import { DoclineComponent, type ProjectArgs } from './component';
+import { promqlMetricName } from './dashboard';
+import { LOG_METRIC_SETTLE_DURATION } from './lifecycle';
+
+/**
+ * The error code a delivery's failure line carries (`jsonPayload.cause.code`) when Gemini still
+ * answered 429 after the delivery waited its turn (analyzerQuotaWaitMs): the worker's
+ * `RATE_LIMITED`, which infra/test keeps equal to this.
+ */
+export const GEMINI_RATE_LIMITED_CODE = 'analyzer_rate_limited';
+
+/** Window over which uploads and answers are compared: longer than a burst's quiet moments. */
+export const NO_THROUGHPUT_WINDOW = '30m';
+/** Share of the worker's answers that may be 5xx before someone looks (transient failures retry). */
+export const SERVER_ERROR_SHARE = 0.05;
+/** Deliveries that gave up on Gemini's 429s within 15 minutes before someone looks. */
+export const GEMINI_GAVE_UP_PER_15_MINUTES = 5;
+/** A daily job counts as not run after this long without a run (a day and two hours of slack). */
+export const DAILY_RUN_WINDOW = '26h';
+/** The hourly duplicate check counts as not run after this long without a run. */
+export const HOURLY_RUN_WINDOW = '3h';
+/** How far back "it ran before" looks: the not-run alerts stay quiet on a stack that never ran yet. */
+export const RAN_BEFORE_WINDOW = '7d';
+/** Shares of the monthly budget at which the budget notifies. */
+export const BUDGET_THRESHOLDS = [0.5, 0.9, 1] as const;
+
+/** Arguments of {@link OperationsAlerts}. */
+export interface OperationsAlertsArgs extends ProjectArgs {
+  /** The stack's prefix (`docline-<stack>`): display names and the {@link STACK_LABEL} label. */
+  prefix: string;
+  /** The worker's Cloud Run service name. */
+  serviceName: pulumi.Input<string>;
+  /** The uploads topic's short name: what the bucket publishes. */
+  uploadsTopicName: pulumi.Input<string>;
+  /** The log metric of every answer (ok, rejected, duplicate): what "processed" means. */
+  allAnswersMetric: pulumi.Input<string>;
+  /** The scheduled duplicate check's transfer config name (`projects/…/transferConfigs/ID`). */
+  duplicateCheckConfigName: pulumi.Input<string>;
+  /** The reconcile job's name; undefined when reconcile is off. */
+  reconcileJobName?: pulumi.Input<string>;
+  /** Notification channels every policy notifies. */
+  notificationChannels: pulumi.Input<pulumi.Input<string>[]>;
+  /** A monthly budget on the project; undefined: none. */
+  budget?: { billingAccount: string; monthlyAmount: number; projectNumber: pulumi.Input<string> };
+}
+
+/** The PromQL of "uploads were published to the topic, and the worker answered none of them". */
+export function noThroughputQuery(topic: string, allAnswersMetric: string): string {
+  const uploads = `sum(increase(${promqlMetricName('pubsub.googleapis.com/topic/send_request_count')}{monitored_resource="pubsub_topic",topic_id="${topic}"}[${NO_THROUGHPUT_WINDOW}])) > 0`;
+  const answers = `sum(increase(${promqlMetricName(`logging.googleapis.com/user/${allAnswersMetric}`)}{monitored_resource="cloud_run_revision"}[${NO_THROUGHPUT_WINDOW}])) > 0`;
+  // `unless` keeps the left side when the right has no sample at all: no answer line in the window.
+  return `${uploads} unless ${answers}`;
+}
+
+/** The PromQL of the worker's 5xx share of all its answers. */
+export function serverErrorQuery(service: string): string {
+  const requests = (extra: string) =>
+    `sum(rate(${promqlMetricName('run.googleapis.com/request_count')}{monitored_resource="cloud_run_revision",service_name="${service}"${extra}}[10m]))`;
+  return `${requests(',response_code_class="5xx"')} / ${requests('')} > ${SERVER_ERROR_SHARE}`;
+}
+
+/**
+ * The PromQL of "a job that ran in the last {@link RAN_BEFORE_WINDOW} has not run in `window`". The
+ * second half keeps a stack that never ran yet (a first deploy) from alerting.
+ */
+export function notRunQuery(series: string, window: string): string {
+  return `absent_over_time(${series}[${window}]) and on() (count(count_over_time(${series}[${RAN_BEFORE_WINDOW}])) > 0)`;
+}
+
+/**
+ * Alerts on the golden signals the per-message alerts cannot see: the pipeline stopped while uploads
+ * still arrive (a deleted notification or subscription, a worker that answers nothing), the worker's
+ * 5xx share, deliveries that gave up on Gemini's 429s, a reconcile or duplicate check that stopped
+ * running, and a monthly budget. docs/operations.md says what each means and what to do.
+ */
+export class OperationsAlerts extends DoclineComponent {
+  readonly noThroughput: gcp.monitoring.AlertPolicy;
+  readonly serverErrors: gcp.monitoring.AlertPolicy;
+  readonly geminiRateLimited: gcp.monitoring.AlertPolicy;
+  readonly duplicateCheckNotRun: gcp.monitoring.AlertPolicy;
+  readonly reconcileNotRun: gcp.monitoring.AlertPolicy | undefined;
+  readonly budget: gcp.billing.Budget | undefined;
+  /** Counts deliveries that gave up on Gemini's 429s. */
+  readonly geminiGaveUp: gcp.logging.Metric;
+  /** Counts the scheduled duplicate check's log lines: one run writes several. */
+  readonly duplicateCheckRuns: gcp.logging.Metric;
+
+  constructor(name: string, args: OperationsAlertsArgs, opts?: pulumi.ComponentResourceOptions) {
+    super('docline:index:OperationsAlerts', name, opts);
+    const userLabels = { [STACK_LABEL]: args.prefix };
+    const common = {
+      project: args.project,
+      combiner: 'OR',
+      notificationChannels: args.notificationChannels,
+      userLabels,
+    };
+    const promql = (query: pulumi.Input<string>, duration: string) => ({
+      conditionPrometheusQueryLanguage: { query, duration, evaluationInterval: '60s' },
+    });
+    const documentation = (content: string) => ({ mimeType: 'text/markdown', content });
+
+    const workerLogs = pulumi.interpolate`resource.type = "cloud_run_revision" AND resource.labels.service_name = "${args.serviceName}"`;
+    const counter = { metricKind: 'DELTA', valueType: 'INT64', unit: '1' };
+    this.geminiGaveUp = new gcp.logging.Metric(
+      `${name}-gemini-gave-up`,
+      {
+        project: args.project,
+        description:
+          'docline deliveries answered 503 because Gemini still answered 429 after their wait in line.',
+        filter: pulumi.interpolate`${workerLogs} AND jsonPayload.status = "error" AND jsonPayload.cause.code = "${GEMINI_RATE_LIMITED_CODE}"`,
+        metricDescriptor: counter,
+      },
+      this.child,
+    );
+    const configId = pulumi.output(args.duplicateCheckConfigName).apply((n) => n.split('/').pop() ?? n);
+    this.duplicateCheckRuns = new gcp.logging.Metric(
+      `${name}-duplicate-check-runs`,
+      {
+        project: args.project,
+        description:
+          'Log lines of the hourly duplicate-objects check (every run writes some, passed or failed).',
+        filter: pulumi.interpolate`resource.type = "bigquery_dts_config" AND resource.labels.config_id = "${configId}"`,
+        metricDescriptor: counter,
+      },
+      this.child,
+    );
+    // Alert policies on a new log metric are refused until Cloud Monitoring knows it.
+    const settled = new time.Sleep(
+      `${name}-metrics-settle`,
+      {
+        createDuration: LOG_METRIC_SETTLE_DURATION,
+        triggers: { geminiGaveUp: this.geminiGaveUp.id, duplicateCheckRuns: this.duplicateCheckRuns.id },
+      },
+      this.childAfter(this.geminiGaveUp, this.duplicateCheckRuns),
+    );
+
+    this.noThroughput = new gcp.monitoring.AlertPolicy(
+      `${name}-no-throughput`,
+      {
+        ...common,
+        displayName: `${args.prefix}: uploads arrive, nothing is processed`,
+        conditions: [
+          {
+            displayName: `Uploads published, no worker answer in ${NO_THROUGHPUT_WINDOW}`,
+            ...promql(
+              pulumi
+                .all([args.uploadsTopicName, args.allAnswersMetric])
+                .apply(([topic, metric]) => noThroughputQuery(topic, metric)),
+              '300s',
+            ),
+          },
+        ],
+        documentation: documentation(
+          'Uploads are published to the topic but the worker answered none of them: the push subscription is ' +
+            'gone or detached, pushes are refused before the worker logs (401/403: its invoker grant), or the ' +
+            'worker does not start. See docs/operations.md, "What each alert means".',
+        ),
+      },
+      this.child,
+    );
+    this.serverErrors = new gcp.monitoring.AlertPolicy(
+      `${name}-server-errors`,
+      {
+        ...common,
+        displayName: `${args.prefix}: worker 5xx above ${SERVER_ERROR_SHARE * 100} % of requests`,
+        conditions: [
+          {
+            displayName: '5xx share of the worker\u2019s requests',
+            ...promql(pulumi.output(args.serviceName).apply(serverErrorQuery), '600s'),
+          },
+        ],
+        documentation: documentation(
+          'The worker answers 503 for transient failures (BigQuery, Gemini, the bucket, the memo), which Pub/Sub ' +
+            'retries with backoff and counts towards the dead letter. A sustained share means a dependency is down ' +
+            'or refusing. Read the worker\u2019s error lines (`jsonPayload.error`, `jsonPayload.cause`).',
+        ),
+      },
+      this.child,
+    );
+    this.geminiRateLimited = new gcp.monitoring.AlertPolicy(
+      `${name}-gemini-rate-limited`,
+      {
+        ...common,
+        displayName: `${args.prefix}: deliveries give up on Gemini 429s`,
+        conditions: [
+          {
+            displayName: `More than ${GEMINI_GAVE_UP_PER_15_MINUTES} deliveries gave up on 429s in 15 min`,
+            ...promql(
+              this.geminiGaveUp.name.apply(
+                (metric) =>
+                  `sum(increase(${promqlMetricName(`logging.googleapis.com/user/${metric}`)}{monitored_resource="cloud_run_revision"}[15m])) > ${GEMINI_GAVE_UP_PER_15_MINUTES}`,
+              ),
+              '0s',
+            ),
+          },
+        ],
+        documentation: documentation(
+          'Gemini kept answering 429 after deliveries waited their turn (analyzerQuotaWaitMs): the quota is spent ' +
+            '(a tier\u2019s per-minute or per-day limit) or shared capacity is short. Pub/Sub retries them. Raise the ' +
+            'quota or buy Provisioned Throughput; lower maxInstances or analyzerMaxInFlight to spread the load.',
+        ),
+      },
+      this.childAfter(settled),
+    );
+    const checkSeries = this.duplicateCheckRuns.name.apply(
+      (metric) =>
+        `${promqlMetricName(`logging.googleapis.com/user/${metric}`)}{monitored_resource="bigquery_dts_config"}`,
+    );
+    this.duplicateCheckNotRun = new gcp.monitoring.AlertPolicy(
+      `${name}-duplicate-check-not-run`,
+      {
+        ...common,
+        displayName: `${args.prefix}: the duplicate-objects check stopped running`,
+        conditions: [
+          {
+            displayName: `No run of the hourly check in ${HOURLY_RUN_WINDOW}`,
+            ...promql(
+              checkSeries.apply((series) => notRunQuery(series, HOURLY_RUN_WINDOW)),
+              '0s',
+            ),
+          },
+        ],
+        documentation: documentation(
+          'The scheduled query that looks for objects with two ok rows has not run: it was paused, deleted, or ' +
+            'its account lost its grants. Until it runs, a doubled notification in message mode goes unseen.',
+        ),
+      },
+      this.childAfter(settled),
+    );
+    this.reconcileNotRun =
+      args.reconcileJobName === undefined
+        ? undefined
+        : new gcp.monitoring.AlertPolicy(
+            `${name}-reconcile-not-run`,
+            {
+              ...common,
+              displayName: `${args.prefix}: the daily reconcile stopped running`,
+              conditions: [
+                {
+                  displayName: `No reconcile execution in ${DAILY_RUN_WINDOW}`,
+                  ...promql(
+                    pulumi
+                      .output(args.reconcileJobName)
+                      .apply((job) =>
+                        notRunQuery(
+                          `${promqlMetricName('run.googleapis.com/job/completed_execution_count')}{monitored_resource="cloud_run_job",job_name="${job}"}`,
+                          DAILY_RUN_WINDOW,
+                        ),
+                      ),
+                    '0s',
+                  ),
+                },
+              ],
+              documentation: documentation(
+                'No execution of the reconcile job completed for more than a day: its Cloud Scheduler trigger is ' +
+                  'paused or failing (its account lost run.invoker), or the job cannot start. Documents without a ' +
+                  'row go unseen until it runs again.',
+              ),
+            },
+            this.child,
+          );
+    this.budget =
+      args.budget === undefined
+        ? undefined
+        : new gcp.billing.Budget(
+            `${name}-budget`,
+            {
+              billingAccount: args.budget.billingAccount,
+              displayName: `${args.prefix} monthly`,
+              budgetFilter: {
+                projects: [pulumi.interpolate`projects/${args.budget.projectNumber}`],
+                calendarPeriod: 'MONTH',
+              },
+              // The billing account's own currency: a budget in another one is refused.
+              amount: { specifiedAmount: { units: String(args.budget.monthlyAmount) } },
+              thresholdRules: BUDGET_THRESHOLDS.map((share) => ({ thresholdPercent: share })),
+              allUpdatesRule: { monitoringNotificationChannels: args.notificationChannels },
+            },
+            this.child,
+          );
+
+    this.registerOutputs({
+      noThroughputPolicy: this.noThroughput.name,
+      serverErrorsPolicy: this.serverErrors.name,
+      geminiRateLimitedPolicy: this.geminiRateLimited.name,
+      duplicateCheckNotRunPolicy: this.duplicateCheckNotRun.name,
+    });
+  }
+}

@@ -1,0 +1,169 @@
+/**
+ * The alerts on the golden signals and the budget, as the stack declares them, and docs/operations.md's
+ * table of what every alert means and what to do, kept to the alerts the stack creates.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { RATE_LIMITED } from '../../worker/src/adapters/quota-gate';
+import { STACK_LABEL } from '../components/alerts';
+import {
+  BUDGET_THRESHOLDS,
+  GEMINI_RATE_LIMITED_CODE,
+  noThroughputQuery,
+  notRunQuery,
+  SERVER_ERROR_SHARE,
+  serverErrorQuery,
+} from '../components/operations-alerts';
+import { parseStackConfig } from '../config';
+import {
+  type CapturedResource,
+  MOCK_PROJECT_NUMBER,
+  ofType,
+  one,
+  type ProgramRun,
+  runProgram,
+  stackConfig,
+} from './harness';
+
+const T = {
+  alert: 'gcp:monitoring/alertPolicy:AlertPolicy',
+  metric: 'gcp:logging/metric:Metric',
+  budget: 'gcp:billing/budget:Budget',
+  sleep: 'time:index/sleep:Sleep',
+  topic: 'gcp:pubsub/topic:Topic',
+  run: 'gcp:cloudrunv2/service:Service',
+  job: 'gcp:cloudrunv2/job:Job',
+  transfer: 'gcp:bigquery/dataTransferConfig:DataTransferConfig',
+};
+const BUDGET = {
+  'docline:budgetBillingAccount': '012345-6789AB-CDEF01',
+  'docline:budgetMonthlyAmount': '300',
+};
+
+const queryOf = (alert: CapturedResource) =>
+  (alert.inputs.conditions as { conditionPrometheusQueryLanguage: { query: string } }[])[0]!
+    .conditionPrometheusQueryLanguage.query;
+
+describe('the operations alerts of the prod stack', () => {
+  let run: ProgramRun;
+  beforeAll(async () => {
+    run = await runProgram(stackConfig('prod', BUDGET), { stack: 'prod' });
+  });
+
+  it('alert when uploads are published to the stack\u2019s topic and the worker answered none', () => {
+    const alert = one(run, T.alert, '-operations-no-throughput');
+    const topic = one(run, T.topic, '-documents-uploads').outputs.name as string;
+    const answers = one(run, T.metric, '-alerts-all-answers').outputs.name as string;
+
+    expect(queryOf(alert)).toBe(noThroughputQuery(topic, answers));
+    expect(queryOf(alert)).toMatch(
+      new RegExp(
+        `topic_send_request_count\\{monitored_resource="pubsub_topic",topic_id="${topic}"\\}\\[30m\\]\\)\\) > 0 unless `,
+      ),
+    );
+    expect(queryOf(alert)).toContain(`logging_googleapis_com:user_${answers.replaceAll('-', '_')}`);
+  });
+
+  it('alert on the worker\u2019s 5xx share of its own requests', () => {
+    const alert = one(run, T.alert, '-operations-server-errors');
+    const service = one(run, T.run).outputs.name as string;
+    expect(queryOf(alert)).toBe(serverErrorQuery(service));
+    expect(queryOf(alert)).toContain(`service_name="${service}",response_code_class="5xx"`);
+    expect(queryOf(alert)).toMatch(new RegExp(` > ${SERVER_ERROR_SHARE}$`));
+  });
+
+  it('count the deliveries that gave up on Gemini\u2019s 429s by the code the worker logs, and alert after the metric settles', () => {
+    expect(GEMINI_RATE_LIMITED_CODE).toBe(RATE_LIMITED);
+    const metric = one(run, T.metric, '-operations-gemini-gave-up');
+    expect(metric.inputs.filter).toMatch(
+      /resource.labels.service_name = "docline-prod-worker.*jsonPayload.status = "error" AND jsonPayload.cause.code = "analyzer_rate_limited"/,
+    );
+    const alert = one(run, T.alert, '-operations-gemini-rate-limited');
+    const settle = one(run, T.sleep, '-operations-metrics-settle');
+    expect(alert.dependencies).toContain(settle.urn);
+    expect(settle.dependencies).toContain(metric.urn);
+  });
+
+  it('alert when the hourly duplicate check or the daily reconcile stopped running, not before they ever ran', () => {
+    const check = one(run, T.alert, '-operations-duplicate-check-not-run');
+    const configId = String(one(run, T.transfer).outputs.name).split('/').pop();
+    const runs = one(run, T.metric, '-operations-duplicate-check-runs');
+    expect(runs.inputs.filter).toBe(
+      `resource.type = "bigquery_dts_config" AND resource.labels.config_id = "${configId}"`,
+    );
+    expect(queryOf(check)).toMatch(
+      /^absent_over_time\(.*\[3h\]\) and on\(\) \(count\(count_over_time\(.*\[7d\]\)\) > 0\)$/,
+    );
+
+    const reconcile = one(run, T.alert, '-operations-reconcile-not-run');
+    const job = one(run, T.job).outputs.name as string;
+    expect(queryOf(reconcile)).toBe(
+      notRunQuery(
+        `run_googleapis_com:job_completed_execution_count{monitored_resource="cloud_run_job",job_name="${job}"}`,
+        '26h',
+      ),
+    );
+  });
+
+  it('label every alert with the stack and notify its channels', () => {
+    for (const alert of ofType(run, T.alert).filter((a) => a.name.includes('-operations-'))) {
+      expect(alert.inputs.userLabels).toEqual({ [STACK_LABEL]: 'docline-prod' });
+      expect(alert.inputs.notificationChannels).toEqual([
+        'projects/docline-prod-example/notificationChannels/1234567890',
+      ]);
+      expect(String(alert.inputs.displayName)).toMatch(/^docline-prod: /);
+    }
+  });
+
+  it('budget the project monthly on the billing account, notifying the same channels', () => {
+    const budget = one(run, T.budget);
+    expect(budget.inputs).toMatchObject({
+      billingAccount: '012345-6789AB-CDEF01',
+      budgetFilter: { projects: [`projects/${MOCK_PROJECT_NUMBER}`], calendarPeriod: 'MONTH' },
+      amount: { specifiedAmount: { units: '300' } },
+      thresholdRules: BUDGET_THRESHOLDS.map((thresholdPercent) => ({ thresholdPercent })),
+      allUpdatesRule: {
+        monitoringNotificationChannels: ['projects/docline-prod-example/notificationChannels/1234567890'],
+      },
+    });
+  });
+});
+
+describe('the operations alerts elsewhere', () => {
+  it('declare no budget and no reconcile alert when neither is configured', async () => {
+    const run = await runProgram(stackConfig('dev', { 'docline:reconcileMode': 'off' }));
+    expect(ofType(run, T.budget)).toEqual([]);
+    expect(ofType(run, T.alert).filter((a) => a.name.endsWith('-reconcile-not-run'))).toEqual([]);
+    expect(ofType(run, T.alert).filter((a) => a.name.includes('-operations-'))).toHaveLength(4);
+  });
+
+  it('refuse a budget without an amount, or a billing account id that is not one', () => {
+    expect(() => parseStackConfig('p', 'dev', { budgetBillingAccount: '012345-6789AB-CDEF01' })).toThrow(
+      /budgetMonthlyAmount must be above 0 when budgetBillingAccount is set/,
+    );
+    expect(() =>
+      parseStackConfig('p', 'dev', { budgetBillingAccount: 'billingAccounts/1', budgetMonthlyAmount: '5' }),
+    ).toThrow(/budgetBillingAccount must be a billing account id/);
+  });
+});
+
+describe('docs/operations.md, what each alert means', () => {
+  it('has one row per alert policy the stack can create, and no other', async () => {
+    const run = await runProgram(stackConfig('prod', BUDGET), { stack: 'prod' });
+    const doc = readFileSync(join(__dirname, '..', '..', 'docs', 'operations.md'), 'utf8');
+    const section = doc.split('<!-- alerts:start -->')[1]?.split('<!-- alerts:end -->')[0] ?? '';
+    const rows = section
+      .split('\n')
+      .filter((l) => l.startsWith('| `'))
+      .map((l) => l.split('|')[1]!.trim().replaceAll('`', ''));
+    const declared = [
+      ...ofType(run, T.alert).map((a) => a.name.replace('docline-prod-', '')),
+      ...ofType(run, T.budget).map((b) => b.name.replace('docline-prod-', '')),
+    ];
+    expect([...rows].sort()).toEqual([...declared].sort());
+    for (const line of section.split('\n').filter((l) => l.startsWith('| `'))) {
+      const [, , means, todo] = line.split('|').map((c) => c.trim());
+      expect([line, means!.length > 20, todo!.length > 20]).toEqual([line, true, true]);
+    }
+  });
+});
