@@ -295,6 +295,13 @@ describe('a schema change BigQuery cannot apply in place (tableVersion)', () => 
 });
 
 describe('the image of a promoted-image stack (prod)', () => {
+  it('is what Pulumi.prod.yaml asks for, with no image of its own (no placeholder digest)', () => {
+    const prod = stackConfig('prod');
+    expect(prod['docline:promotedImage']).toBe('true');
+    expect(prod['docline:image']).toBeUndefined();
+    expect(JSON.stringify(prod)).not.toMatch(/sha256:/);
+  });
+
   it('keeps the image it runs when no digest is given: no build, no repository, no placeholder', async () => {
     const run = await runProgram(stackConfig('prod'), { stack: 'prod', deployed: deployedStack() });
     expect(ofType(run, T.image)).toEqual([]);
