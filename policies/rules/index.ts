@@ -9,7 +9,7 @@ import {
   pushSubscriptionDelivery,
 } from './delivery';
 import { noPrimitiveRoles, noProjectWideTokenCreator } from './iam';
-import { notificationDeleteBeforeReplace } from './lifecycle';
+import { keptDataProtected, notificationDeleteBeforeReplace } from './lifecycle';
 import { liveBucketNotifications, liveBucketNotificationsUnchecked } from './live';
 import { notificationFormat, oneNotificationPerBucket, onlyDocumentsBucketNotifies } from './notifications';
 import { workerNotPublic } from './service';
@@ -21,6 +21,7 @@ export const policies: Policies = [
   notificationFormat,
   onlyDocumentsBucketNotifies,
   notificationDeleteBeforeReplace,
+  keptDataProtected,
   pushSubscriptionDelivery,
   ackDeadlineCoversWorkerTimeout,
   deadLetterTopicSubscribed,

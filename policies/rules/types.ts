@@ -8,6 +8,7 @@ export const TYPES = {
   topic: 'gcp:pubsub/topic:Topic',
   subscription: 'gcp:pubsub/subscription:Subscription',
   table: 'gcp:bigquery/table:Table',
+  dataset: 'gcp:bigquery/dataset:Dataset',
   runService: 'gcp:cloudrunv2/service:Service',
   runServiceIamMember: 'gcp:cloudrunv2/serviceIamMember:ServiceIamMember',
   runServiceIamBinding: 'gcp:cloudrunv2/serviceIamBinding:ServiceIamBinding',

@@ -66,6 +66,7 @@ describe('the pack type tokens', () => {
       topic: token(gcp.pubsub.Topic),
       subscription: token(gcp.pubsub.Subscription),
       table: token(gcp.bigquery.Table),
+      dataset: token(gcp.bigquery.Dataset),
       runService: token(gcp.cloudrunv2.Service),
       runServiceIamMember: token(gcp.cloudrunv2.ServiceIamMember),
       runServiceIamBinding: token(gcp.cloudrunv2.ServiceIamBinding),

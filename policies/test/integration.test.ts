@@ -141,3 +141,17 @@ describe('the captured first preview', () => {
     expect(notification.propertyDependencies?.bucket).toEqual([urnOf(bucket!)]);
   });
 });
+
+describe('the prod stack file, which keeps its data', () => {
+  it('passes with its data protected, and is refused when the program stops protecting it', async () => {
+    const prod = asPolicyResources(await runProgram(stackConfig('prod'), { stack: 'prod' }));
+    expect(summary(await check(prod))).toEqual([]);
+
+    const unprotected = prod.map((r) => ({ ...r, options: { ...r.options, protect: false } }));
+    expect(summary(await check(unprotected)).sort()).toEqual([
+      'kept-data-protected @ docline-prod-documents-bucket',
+      'kept-data-protected @ docline-prod-warehouse-dataset',
+      'kept-data-protected @ docline-prod-warehouse-table',
+    ]);
+  });
+});

@@ -36,3 +36,62 @@ describe.each(MODES)('notification-delete-before-replace (%s)', (mode) => {
     expect(await check(stack)).toEqual([]);
   });
 });
+
+describe.each(MODES)('kept-data-protected (%s)', (mode) => {
+  /** The shipped fixture as a stack that keeps its data: explicit keep settings, and protected. */
+  const kept = (protect: boolean) => {
+    let stack = validStack(mode);
+    stack = mutate(stack, 'documents', T.bucket, (b) => ({
+      ...b,
+      props: { ...b.props, forceDestroy: false },
+      options: { protect },
+    }));
+    stack = mutate(stack, 'docline', T.dataset, (d) => ({
+      ...d,
+      props: { ...d.props, deleteContentsOnDestroy: false },
+      options: { protect },
+    }));
+    return mutate(stack, 'deliveries', T.table, (t) => ({
+      ...t,
+      props: { ...t.props, deletionProtection: true },
+      options: { protect },
+    }));
+  };
+
+  it('passes kept data that is protected, and data that is not kept (a throwaway stack)', async () => {
+    expect(await check(kept(true))).toEqual([]);
+    const throwaway = mutate(validStack(mode), 'documents', T.bucket, (b) => ({
+      ...b,
+      props: { ...b.props, forceDestroy: true },
+    }));
+    expect(await check(throwaway)).toEqual([]);
+  });
+
+  it('blocks the documents bucket, the dataset and the table when they keep their data unprotected', async () => {
+    const diagnostics = await check(kept(false));
+
+    expect(summary(diagnostics)).toEqual([
+      'kept-data-protected @ documents',
+      'kept-data-protected @ docline',
+      'kept-data-protected @ deliveries',
+    ]);
+    expect(diagnostics.every((d) => d.enforcementLevel === 'mandatory')).toBe(true);
+    expect(diagnostics[0]?.message).toMatch(
+      /keeps the documents \(forceDestroy: false\) but is not protected/,
+    );
+    expect(diagnostics[2]?.message).toMatch(/protect: true \(docline: deletionProtection\)/);
+  });
+
+  it('looks at the documents bucket only, and at tables, not views', async () => {
+    let stack = mutate(kept(true), 'documents-view', T.table, (v) => ({
+      ...v,
+      props: { ...v.props, deletionProtection: true },
+    }));
+    stack = mutate(stack, 'documents', T.bucket, (b) => ({
+      ...b,
+      props: { ...b.props, labels: { 'docline-role': 'memo' } },
+      options: {},
+    }));
+    expect(summary(await check(stack)).filter((d) => d.startsWith('kept-data'))).toEqual([]);
+  });
+});
