@@ -2,6 +2,7 @@
  * The GitHub workflows, read as a security review reads them: the rules of workflow-rules.ts hold on
  * the real files, and each rule catches the one thing it is for when a copy has it broken.
  */
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
@@ -246,5 +247,26 @@ describe('each rule catches what it is for', () => {
     expect(codeownersProblems('/.github/ @a\n/policies/ @a\n/infra/\n')).toEqual([
       'CODEOWNERS has no owner for /infra/',
     ]);
+  });
+});
+
+describe('.github/scripts/require-settings.sh', () => {
+  const run = (env: Record<string, string>) =>
+    spawnSync('bash', [join(ROOT, '.github', 'scripts', 'require-settings.sh'), 'DEV_A', 'DEV_B'], {
+      env: { PATH: process.env.PATH ?? '', ...env },
+      encoding: 'utf8',
+    });
+
+  it('fails, naming every setting that is unset or empty', () => {
+    const result = run({ DEV_A: '' });
+    expect(result.status).toBe(1);
+    expect(result.stdout.trim().split('\n')).toEqual([
+      expect.stringMatching(/^::error title=setting not set::vars\.DEV_A is not set/),
+      expect.stringMatching(/^::error title=setting not set::vars\.DEV_B is not set/),
+    ]);
+  });
+
+  it('passes when every one is set', () => {
+    expect(run({ DEV_A: 'a', DEV_B: 'b' }).status).toBe(0);
   });
 });
