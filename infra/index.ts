@@ -14,7 +14,13 @@ import { Warehouse } from './components/warehouse';
 import { WorkerImage } from './components/worker-image';
 import { WorkerService } from './components/worker-service';
 import { readStackConfig, StackConfigError } from './config';
-import { type FixedSettings, knobChangeProblems, promotedImageProblems, readDeployed } from './stack-guards';
+import {
+  type FixedSettings,
+  knobChangeProblems,
+  promotedImageProblems,
+  readDeployed,
+  tableVersionProblems,
+} from './stack-guards';
 
 /** The repository root on this machine: read for the image's content tag, never an input. */
 const REPO_ROOT = join(__dirname, '..');
@@ -44,6 +50,7 @@ async function docline() {
   };
   const guardProblems = [
     ...knobChangeProblems(deployed.settings, fixed, config.keeping.allowKnobChange),
+    ...tableVersionProblems(deployed.tableVersion, config.keeping.tableVersion),
     ...(config.keeping.promotedImage ? promotedImageProblems(config.worker.image, deployed.image) : []),
   ];
   if (guardProblems.length > 0) throw new StackConfigError(guardProblems);
@@ -261,6 +268,7 @@ async function docline() {
     ...(reconcile === undefined ? {} : { reconcileJobName: reconcile.job.name }),
     // Read back by the next run (stack-guards.ts): the knobs that may not change in place.
     deployedSettings: fixed,
+    tableVersion: config.keeping.tableVersion,
   };
 }
 

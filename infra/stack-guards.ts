@@ -135,6 +135,8 @@ export interface DeployedStack {
   readonly settings: Partial<FixedSettings> | undefined;
   /** The image the stack runs now (`image`), undefined before the first `up`. */
   readonly image: string | undefined;
+  /** The table version it writes to (`tableVersion`), undefined before it was exported. */
+  readonly tableVersion: number | undefined;
 }
 
 /** The logical name of the reference the stack reads its own last outputs through. */
@@ -149,9 +151,10 @@ export const SELF_REFERENCE_NAME = 'docline-deployed';
 export async function readDeployed(): Promise<DeployedStack> {
   const self = `${pulumi.getOrganization()}/${pulumi.getProject()}/${pulumi.getStack()}`;
   const reference = new pulumi.StackReference(SELF_REFERENCE_NAME, { name: self });
-  const [settings, image] = await Promise.all([
+  const [settings, image, tableVersion] = await Promise.all([
     reference.getOutputDetails('deployedSettings'),
     reference.getOutputDetails('image'),
+    reference.getOutputDetails('tableVersion'),
   ]);
   const value = (details: pulumi.StackReferenceOutputDetails): unknown =>
     details.value ?? details.secretValue;
@@ -163,7 +166,21 @@ export async function readDeployed(): Promise<DeployedStack> {
         ? (settingsValue as Partial<FixedSettings>)
         : undefined,
     image: typeof imageValue === 'string' && imageValue !== '' ? imageValue : undefined,
+    tableVersion: typeof value(tableVersion) === 'number' ? (value(tableVersion) as number) : undefined,
   };
+}
+
+/**
+ * Problems of a table version below the deployed one. The older version's table was left in
+ * BigQuery when the stack moved on: going back would try to create it again (409 "already exists")
+ * and would leave behind the rows written since.
+ */
+export function tableVersionProblems(deployed: number | undefined, current: number): string[] {
+  if (deployed === undefined || current >= deployed) return [];
+  return [
+    `tableVersion is deployed as ${deployed} and now set to ${current}: version ${current}'s table was left in BigQuery when the stack moved on, and the rows written since are in version ${deployed}'s. ` +
+      `Set it back with \`pulumi config set docline:tableVersion ${deployed}\`; to change the schema again, go forward to ${deployed + 1} (docs/deploy.md, "A schema change BigQuery cannot apply in place").`,
+  ];
 }
 
 /**

@@ -287,6 +287,23 @@ describe('a schema change BigQuery cannot apply in place (tableVersion)', () => 
     expect(v2.outputs.tableId).toBe('docline-prod-example.docline_prod.deliveries_v2');
   });
 
+  it('refuses going back to a version the stack moved on from, and accepts staying or going forward', async () => {
+    const deployed = { ...deployedStack(), tableVersion: 2 };
+    const back = await failure(runProgram(stackConfig('prod'), { stack: 'prod', deployed }));
+    expect(back.message).toMatch(/tableVersion is deployed as 2 and now set to 1: .*go forward to 3/);
+    expect(back[REGISTERED_BEFORE_FAILURE]).toEqual([]);
+    const same = await runProgram(stackConfig('prod', { 'docline:tableVersion': '2' }), {
+      stack: 'prod',
+      deployed,
+    });
+    expect(same.outputs.tableVersion).toBe(2);
+    const forward = await runProgram(stackConfig('prod', { 'docline:tableVersion': '3' }), {
+      stack: 'prod',
+      deployed,
+    });
+    expect(forward.outputs.tableVersion).toBe(3);
+  });
+
   it('refuses a version below 1', () => {
     expect(() => parseStackConfig('p', 'dev', { tableVersion: '0' })).toThrow(
       /tableVersion must be a whole number from 1/,

@@ -491,6 +491,7 @@ describe('the docline program with the dev stack file', () => {
         dashboardUrl: `https://console.cloud.google.com/monitoring/dashboards/builder/docline-dev-dashboard-dashboard-0123abc?project=${project}`,
         reconcileJobName: one(run, T.job).outputs.name,
         deployedSettings: { dedupKeyMode: 'object', region: 'europe-west1', dataLocation: 'EU' },
+        tableVersion: 1,
       });
     });
   });
