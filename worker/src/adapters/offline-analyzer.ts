@@ -1,5 +1,5 @@
 import { type AnalysisResult, analysisVersion, parseAnalysis } from '../contract/analysis';
-import { baseMimeType } from '../core/document-checks';
+import { baseMimeType, decodeText } from '../core/document-checks';
 import { RejectionError } from '../core/errors';
 import type { Analyzer, AnalyzerInput } from '../core/ports';
 import { extractInvoice } from './offline/invoice';
@@ -36,7 +36,8 @@ export class OfflineAnalyzer implements Analyzer {
 
   private async lines({ bytes, contentType, name }: AnalyzerInput): Promise<string[]> {
     const mime = baseMimeType(contentType);
-    if (mime === 'text/plain') return textLines(bytes.toString('utf8'));
+    // UTF-8, or the legacy charset it declares or that is detected (accounting exports in Windows-1252).
+    if (mime === 'text/plain') return textLines(decodeText(bytes, contentType)?.text ?? '');
     if (mime === 'application/pdf') return pdfLines(bytes, name);
     // Images: no OCR offline. Reading nothing gives the empty analysis, not a refusal.
     return [];
