@@ -3,10 +3,11 @@
  * written against:
  * - tuning: invoice2data's `tests/compare` invoices (MIT; real invoices of Amazon Web Services,
  *   Coolblue, Flipkart, Free, OYO, Netpresse, QualityHosting, Saeco...), scored against the
- *   values that project's own test expects (bench/corpus/invoice2data/*.json);
- * - held-out: ZUGFeRD/corpus PDFs of six producers (Apache-2.0; German, French and English
- *   layouts), scored against the XML each one carries (read by the e-invoice reader, never shown
- *   to the analyzer). Nothing in the parsers was tuned on them;
+ *   values that project's own test expects (bench/corpus/invoice2data/*.json), and fifteen
+ *   ZUGFeRD/corpus PDFs of four producers (bench/corpus/zugferd-tuning), scored against their XML;
+ * - held-out: fourteen other ZUGFeRD/corpus PDFs (XML-Rechnung/FX, Apache-2.0, German), scored
+ *   against the XML each one carries (read by the e-invoice reader, never shown to the analyzer).
+ *   They were first read once the parsers were done;
  * - samples: the repository's own plain-text invoices (samples/invoices/*.txt, samples/expected.json).
  * Scans and photos are made from the text PDFs by bench/scans.ts, so every source reads the same
  * invoices and only the way they reached the analyzer differs.
@@ -33,14 +34,15 @@ export const SOURCE_GOALS = Object.freeze({ textPdf: 0.75, scansAndPhotos: 0.6 }
 /** Where each corpus comes from, for the docs and the results. */
 export const CORPUS_INFO: Record<Corpus, { name: string; licence: string; origin: string }> = {
   tuning: {
-    name: 'invoice2data tests/compare',
-    licence: 'MIT',
-    origin: 'github.com/invoice-x/invoice2data @ bd2fcce, tests/compare/*.pdf and their expected *.json',
+    name: 'invoice2data tests/compare + ZUGFeRD corpus (part)',
+    licence: 'MIT; Apache-2.0',
+    origin:
+      'invoice-x/invoice2data @ bd2fcce tests/compare (11 PDFs, expected *.json); ZUGFeRD/corpus @ 47b61be ZUGFeRDv2/correct (15 PDFs)',
   },
   heldOut: {
-    name: 'ZUGFeRD corpus',
+    name: 'ZUGFeRD corpus XML-Rechnung/FX',
     licence: 'Apache-2.0',
-    origin: 'github.com/ZUGFeRD/corpus @ 47b61be, ZUGFeRDv1/v2 correct/ (16 PDFs, six producers)',
+    origin: 'ZUGFeRD/corpus @ 47b61be XML-Rechnung/FX (14 PDFs)',
   },
   samples: { name: 'docline samples', licence: 'Apache-2.0', origin: 'samples/invoices/*.txt (synthetic)' },
 };
@@ -106,8 +108,8 @@ export function tuningCorpus(root = path.join(CORPUS_ROOT, 'invoice2data')): Tru
     });
 }
 
-/** The held-out corpus: each PDF with what its XML states (PDFs whose XML cannot be read are left out). */
-export async function heldOutCorpus(root = path.join(CORPUS_ROOT, 'zugferd')): Promise<Truth[]> {
+/** A ZUGFeRD folder: each PDF with what its XML states (PDFs whose XML cannot be read are left out). */
+export async function zugferdCorpus(root: string): Promise<Truth[]> {
   const reader = new En16931Reader();
   const truths: Truth[] = [];
   for (const file of readdirSync(root)
@@ -199,8 +201,8 @@ export async function evaluateBySource(
 ): Promise<BySource> {
   const sources = options.sources ?? SOURCES;
   const corpora: Record<Corpus, Truth[]> = {
-    tuning: tuningCorpus(),
-    heldOut: await heldOutCorpus(),
+    tuning: [...tuningCorpus(), ...(await zugferdCorpus(path.join(CORPUS_ROOT, 'zugferd-tuning')))],
+    heldOut: await zugferdCorpus(path.join(CORPUS_ROOT, 'zugferd-held-out')),
     samples: sampleTexts(),
   };
   const result: BySource = { corpora: CORPUS_INFO, goals: SOURCE_GOALS };
@@ -216,4 +218,93 @@ export async function evaluateBySource(
     }
   }
   return result;
+}
+
+const percent = (n: number) => `${(n * 100).toFixed(1)} %`;
+const SOURCE_NAMES: Record<Source, string> = {
+  'text-pdf': 'text PDF',
+  scan: 'scan (image-only PDF)',
+  photo: 'phone photo (JPEG)',
+  'text-file': 'text file',
+};
+const CORPUS_NAMES: Record<Corpus, string> = { tuning: 'tuning', heldOut: 'held-out', samples: 'samples' };
+
+/** The markdown docs/analysis.md shows between its analysis-figures markers. */
+export function renderSourceFigures(bySource: BySource, date: string): string {
+  const rows: string[] = [];
+  for (const source of SOURCES) {
+    for (const corpus of CORPORA) {
+      const scores = bySource[source]?.[corpus];
+      if (!scores) continue;
+      rows.push(
+        `| ${SOURCE_NAMES[source]} | ${CORPUS_NAMES[corpus]} | ${scores.documents} | ${scores.correct}/${scores.fields} | ${percent(scores.accuracy)} | ${scores.lowConfidence} |`,
+      );
+    }
+  }
+  const heldOutText = bySource['text-pdf']?.heldOut;
+  const pictures = (['scan', 'photo'] as const)
+    .map((s) => bySource[s]?.heldOut)
+    .filter((s) => s !== undefined);
+  const pictureCorrect = pictures.reduce((sum, s) => sum + s.correct, 0);
+  const pictureFields = pictures.reduce((sum, s) => sum + s.fields, 0);
+  const goal = (share: number | undefined, target: number) =>
+    share === undefined
+      ? 'not measured'
+      : `${percent(share)} against a goal of ${percent(target)}: ${share >= target ? 'met' : '**missed**'}`;
+  const fields = SCORED_FIELDS.filter((f) => SOURCES.some((s) => bySource[s]?.heldOut?.byField[f]));
+  const fieldRows = fields.map((field) => {
+    const cells = (['text-pdf', 'scan', 'photo'] as const).map((source) => {
+      const score = bySource[source]?.heldOut?.byField[field];
+      return score ? `${score.correct}/${score.fields}` : 'n/a';
+    });
+    return `| \`${field}\` | ${cells.join(' | ')} |`;
+  });
+  return [
+    `Measured ${date.slice(0, 10)}. Held-out text PDFs: ${goal(heldOutText?.accuracy, bySource.goals.textPdf)}. ` +
+      `Held-out scans and photos: ${goal(pictureFields === 0 ? undefined : pictureCorrect / pictureFields, bySource.goals.scansAndPhotos)}.`,
+    '',
+    '| source | corpus | documents | fields read right | share | low-confidence reads |',
+    '|---|---|---|---|---|---|',
+    ...rows,
+    '',
+    'Per field, held-out corpus:',
+    '',
+    '| field | text PDF | scan | photo |',
+    '|---|---|---|---|',
+    ...fieldRows,
+  ].join('\n');
+}
+
+const START = '<!-- analysis-figures:start (generated by npm run eval from bench/results.json) -->';
+const END = '<!-- analysis-figures:end -->';
+
+/** `doc` with its generated figures replaced. */
+export function replaceSourceFigures(doc: string, figures: string): string {
+  const start = doc.indexOf(START);
+  const end = doc.indexOf(END);
+  if (start < 0 || end < start) throw new Error('docs/analysis.md has no analysis-figures markers');
+  return `${doc.slice(0, start + START.length)}\n${figures}\n${doc.slice(end)}`;
+}
+
+/** The generated figures currently in `doc` (for the test that keeps them in step). */
+export function sourceFiguresIn(doc: string): string | undefined {
+  const start = doc.indexOf(START);
+  const end = doc.indexOf(END);
+  return start < 0 || end < start ? undefined : doc.slice(start + START.length, end).trim();
+}
+
+/** The scores as results.json keeps them: misses capped, so the file stays readable. */
+export function forResults(bySource: BySource, maxMisses = 15): BySource {
+  const copy: BySource = { ...bySource };
+  for (const source of SOURCES) {
+    const corpora = bySource[source];
+    if (!corpora) continue;
+    copy[source] = Object.fromEntries(
+      Object.entries(corpora).map(([corpus, scores]) => [
+        corpus,
+        { ...scores, misses: scores.misses.slice(0, maxMisses) },
+      ]),
+    );
+  }
+  return copy;
 }

@@ -112,12 +112,16 @@ export class TesseractOcr implements Ocr {
       const { createWorker, OEM } = await import('tesseract.js');
       const langPath = trainedDataFolder();
       try {
-        return await createWorker(LANGUAGES.join('+'), OEM.LSTM_ONLY, {
+        const worker = await createWorker(LANGUAGES.join('+'), OEM.LSTM_ONLY, {
           langPath,
           cacheMethod: 'none',
           gzip: true,
           errorHandler: () => undefined,
         });
+        // Tesseract's diagnostics ("Estimating resolution as 220") would land in the worker's
+        // stdout, among the JSON log lines.
+        await worker.setParameters({ debug_file: '/dev/null' });
+        return worker;
       } finally {
         // Read once at start: the worker keeps the models in its own memory.
         rmSync(langPath, { recursive: true, force: true });

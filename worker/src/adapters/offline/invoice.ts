@@ -93,7 +93,8 @@ export function detectDocumentType(lines: readonly string[]): Analysis['document
   ) {
     return 'credit_note';
   }
-  if (/(?<!\p{L})(?:facture|invoice|\p{L}*rechnung|factuur|factura|fattura)(?!\p{L})/iu.test(text))
+  // German and Dutch write the word in compounds: "Mietrechnung", "Rechnungsnr.", "Factuurnummer".
+  if (/(?<!\p{L})(?:facture|invoice|\p{L}*rechnung\p{L}*|factuur\p{L}*|factura|fattura)(?!\p{L})/iu.test(text))
     return 'invoice';
   if (/\b(?:re[çc]u|receipt|ticket\s+de\s+caisse)\b/iu.test(text)) return 'receipt';
   return 'other';
