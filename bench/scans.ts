@@ -1,10 +1,10 @@
 /**
  * Scans and phone photos of a PDF invoice, made here so that OCR is measured on the same invoices
- * as the text layer (their expected values are the PDF's): pdf.js renders the first page on a canvas
+ * as the text layer (their expected values are the PDF's): pdf.js renders the pages on a canvas
  * (@napi-rs/canvas, a development dependency), then
- * - a "scan": 200 dpi, grey, a little noise, a JPEG inside an image-only PDF (no text layer), as an
- *   office scanner makes it;
- * - a "photo": 150 dpi, turned by 1.5°, lit unevenly on an off-white sheet, noisier, a JPEG, as a
+ * - a "scan": every page (the first four) at 200 dpi, grey, a little noise, JPEGs inside an
+ *   image-only PDF (no text layer), as an office scanner makes it;
+ * - a "photo" of the first page only (one picture per document): 150 dpi, turned by 1.5°, lit unevenly on an off-white sheet, noisier, a JPEG, as a
  *   phone held over a desk makes it.
  * Deterministic: the noise comes from a seeded generator, so the same PDF gives the same bytes.
  */
@@ -26,8 +26,8 @@ function random(seed: number): () => number {
   };
 }
 
-async function renderFirstPage(pdf: Uint8Array, dpi: number): Promise<Canvas> {
-  const png = await renderPageAsImage(new Uint8Array(pdf), 1, {
+async function renderPage(pdf: Uint8Array, dpi: number, pageNumber = 1): Promise<Canvas> {
+  const png = await renderPageAsImage(new Uint8Array(pdf), pageNumber, {
     canvasImport: () => import('@napi-rs/canvas'),
     scale: dpi / POINTS_PER_INCH,
   });
@@ -61,22 +61,27 @@ function degrade(
   context.putImageData(pixels, 0, 0);
 }
 
-/** An image-only PDF holding a 200 dpi grey JPEG scan of the first page of `pdf`. */
+/** The pages a scan holds, at most: the analyzer reads as many (PDF_LIMITS.maxScanPages). */
+const MAX_SCANNED_PAGES = 4;
+
+/** An image-only PDF holding a 200 dpi grey JPEG scan of each page of `pdf` (the first four). */
 export async function scanOf(pdf: Uint8Array, seed = 1): Promise<Buffer> {
-  const canvas = await renderFirstPage(pdf, 200);
-  degrade(canvas, 18, seed);
-  const jpeg = canvas.toBuffer('image/jpeg', 80);
+  const source = await PDFDocument.load(pdf, { ignoreEncryption: true, updateMetadata: false });
   const doc = await PDFDocument.create();
-  const image = await doc.embedJpg(jpeg);
-  const width = (canvas.width / 200) * POINTS_PER_INCH;
-  const height = (canvas.height / 200) * POINTS_PER_INCH;
-  doc.addPage([width, height]).drawImage(image, { x: 0, y: 0, width, height });
+  for (let page = 1; page <= Math.min(source.getPageCount(), MAX_SCANNED_PAGES); page++) {
+    const canvas = await renderPage(pdf, 200, page);
+    degrade(canvas, 18, seed + page - 1);
+    const image = await doc.embedJpg(canvas.toBuffer('image/jpeg', 80));
+    const width = (canvas.width / 200) * POINTS_PER_INCH;
+    const height = (canvas.height / 200) * POINTS_PER_INCH;
+    doc.addPage([width, height]).drawImage(image, { x: 0, y: 0, width, height });
+  }
   return Buffer.from(await doc.save({ useObjectStreams: false }));
 }
 
 /** A JPEG "phone photo" of the first page of `pdf`: 150 dpi, turned, unevenly lit, noisy. */
 export async function photoOf(pdf: Uint8Array, seed = 1): Promise<Buffer> {
-  const page = await renderFirstPage(pdf, 150);
+  const page = await renderPage(pdf, 150);
   const margin = Math.round(page.width * 0.06);
   const canvas = createCanvas(page.width + 2 * margin, page.height + 2 * margin);
   const context = canvas.getContext('2d');
