@@ -165,3 +165,47 @@ describe('hostile images', () => {
     expect(OCR_LIMITS.pageTimeoutMs).toBeGreaterThan(3_000);
   });
 });
+
+describe('a scanned PDF whose image is a decompression bomb', () => {
+  /** An image-only PDF whose one image declares `side` x `side` grey pixels, deflated to kilobytes. */
+  async function pdfWithImage(side: number): Promise<Buffer> {
+    const {
+      PDFDocument,
+      PDFName,
+      pushGraphicsState,
+      popGraphicsState,
+      concatTransformationMatrix,
+      drawObject,
+    } = await import('pdf-lib');
+    const doc = await PDFDocument.create();
+    const page = doc.addPage([595, 842]);
+    const pixels = deflateSync(Buffer.alloc(side * side, 0xff), { level: 9 });
+    const image = doc.context.stream(pixels, {
+      Type: 'XObject',
+      Subtype: 'Image',
+      Width: side,
+      Height: side,
+      ColorSpace: 'DeviceGray',
+      BitsPerComponent: 8,
+      Filter: 'FlateDecode',
+    });
+    page.node.setXObject(PDFName.of('Im0'), doc.context.register(image));
+    page.pushOperators(
+      pushGraphicsState(),
+      concatTransformationMatrix(595, 0, 0, 842, 0, 0),
+      drawObject('Im0'),
+      popGraphicsState(),
+    );
+    return Buffer.from(await doc.save({ useObjectStreams: false }));
+  }
+
+  it('is never decoded: pdf.js skips an image over the pixel cap, and the page reads as nothing', async () => {
+    const bomb = await pdfWithImage(9_000);
+    expect(bomb.length).toBeLessThan(500_000);
+    const result = await analyzer.analyze({ bytes: bomb, contentType: 'application/pdf', name: 'bomb.pdf' });
+    expect(result).toMatchObject({
+      model: 'offline',
+      analysis: { document_type: 'other', invoice_number: null },
+    });
+  });
+});
