@@ -13,7 +13,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseCommandArgs, runCommand } from '../local/lib/args';
-import { TesseractOcr } from '../worker/src/adapters/ocr/tesseract-ocr';
+import { TesseractOcr } from '../worker/src/adapters/offline/ocr/tesseract-ocr';
 import { OfflineAnalyzer } from '../worker/src/adapters/offline-analyzer';
 import { DELIVERY_DEFAULTS } from '../worker/src/contract/settings';
 import type { Analyzer } from '../worker/src/core/ports';

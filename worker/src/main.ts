@@ -109,7 +109,7 @@ async function buildAnalyzer(config: WorkerConfig, logger: Logger, pdf?: PdfJsPa
   const analyzer = config.analyzer;
   if (analyzer.kind === 'offline') {
     const { OfflineAnalyzer } = await import('./adapters/offline-analyzer.js');
-    const { TesseractOcr } = await import('./adapters/ocr/tesseract-ocr.js');
+    const { TesseractOcr } = await import('./adapters/offline/ocr/tesseract-ocr.js');
     return new OfflineAnalyzer({ pdf, ocr: new TesseractOcr() });
   }
   const { GeminiAnalyzer, createGeminiClient } = await import('./adapters/gemini-analyzer.js');

@@ -2,10 +2,10 @@ import { type AnalysisResult, analysisVersion, parseAnalysis } from '../contract
 import { baseMimeType, decodeText } from '../core/document-checks';
 import { RejectionError } from '../core/errors';
 import type { Analyzer, AnalyzerInput } from '../core/ports';
-import type { Ocr } from './ocr/tesseract-ocr';
 import { extractInvoice } from './offline/invoice';
-import { placedTextToLines } from './offline/pdf-text';
+import type { Ocr } from './offline/ocr/tesseract-ocr';
 import { textLines } from './offline/text';
+import { placedTextToLines } from './pdf/pdf-text';
 import { PdfJsParser, UnreadablePdf } from './pdf/pdfjs-parser';
 
 /** The model name stored in rows analysed offline from a text (a text file, a PDF's text layer). */

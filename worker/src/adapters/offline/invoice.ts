@@ -94,7 +94,9 @@ export function detectDocumentType(lines: readonly string[]): Analysis['document
     return 'credit_note';
   }
   // German and Dutch write the word in compounds: "Mietrechnung", "Rechnungsnr.", "Factuurnummer".
-  if (/(?<!\p{L})(?:facture|invoice|\p{L}*rechnung\p{L}*|factuur\p{L}*|factura|fattura)(?!\p{L})/iu.test(text))
+  if (
+    /(?<!\p{L})(?:facture|invoice|\p{L}*rechnung\p{L}*|factuur\p{L}*|factura|fattura)(?!\p{L})/iu.test(text)
+  )
     return 'invoice';
   if (/\b(?:re[çc]u|receipt|ticket\s+de\s+caisse)\b/iu.test(text)) return 'receipt';
   return 'other';

@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto';
 import { extractTextItems, getDocumentProxy, getResolvedPDFJS } from 'unpdf';
 import { ConfigurationError } from '../../core/errors';
 import { checkEmbeddedStreams, E_INVOICE_ATTACHMENTS, mayCarryAttachment } from '../e-invoice/factur-x';
-import { type PlacedText, placedTextToLines } from '../offline/pdf-text';
 import type { GreyImage } from './grey-image';
+import { type PlacedText, placedTextToLines } from './pdf-text';
 
 /**
  * Every PDF docline reads goes through pdf.js (through unpdf), once per delivery: one load gives the
