@@ -74,6 +74,9 @@ const UNREADABLE_PDF = new Set([
   'MissingPDFException',
 ]);
 
+// What a handed-over parse may hold in scans (grey pixels), at most.
+const MAX_KEPT_SCAN_BYTES = 8 * 1024 * 1024;
+
 // A page with fewer text pieces than this is a scan (a stamp or a page number on an image).
 const MIN_TEXT_PIECES = 3;
 
@@ -147,6 +150,9 @@ export class PdfJsParser {
    */
   keep(bytes: Uint8Array, parsed: ParsedPdf): void {
     if (!this.readContent) return;
+    // A delivery waiting its turn holds no document in memory: a parse heavy with scans is not kept
+    // (the analyzer parses again: a rare hybrid PDF of scanned pages costs a second load).
+    if (parsed.scans.reduce((sum, scan) => sum + scan.grey.length, 0) > MAX_KEPT_SCAN_BYTES) return;
     const digest = digestOf(bytes);
     this.kept.delete(digest);
     this.kept.set(digest, parsed);
