@@ -174,7 +174,8 @@ export async function scoreSource(
     const stated = { ...result.analysis, ...truth.stated } as Analysis;
     for (const field of SCORED_FIELDS) {
       if (truth.stated[field] === undefined || truth.stated[field] === null) continue;
-      const score = (scores.byField[field] ??= { fields: 0, correct: 0 });
+      const score = scores.byField[field] ?? { fields: 0, correct: 0 };
+      scores.byField[field] = score;
       score.fields += 1;
       scores.fields += 1;
       if (fieldMatches(field, stated, result.analysis)) {
@@ -211,7 +212,7 @@ export async function evaluateBySource(
       const truths = corpora[corpus].filter((t) => (source === 'text-file' ? t.text : t.pdf));
       if (truths.length === 0) continue;
       const scores = await scoreSource(analyzer, truths, source);
-      (result[source] ??= {})[corpus] = scores;
+      result[source] = { ...result[source], [corpus]: scores };
       options.progress?.(
         `${source.padEnd(9)} ${corpus.padEnd(8)} ${scores.correct}/${scores.fields} fields of ${scores.documents} documents (${(scores.accuracy * 100).toFixed(1)} %)`,
       );

@@ -16,6 +16,7 @@ describe('European dates', () => {
     ['1. März 2026', '2026-03-01'],
     ['8-9-2022', '2022-09-08'],
     ['04.04.2018', '2018-04-04'],
+    ['August 3 , 2014', '2014-08-03'],
   ])('reads %s as %s', (text, iso) => {
     expect(findDate(text)).toBe(iso);
   });
@@ -155,5 +156,36 @@ describe('the seller', () => {
     expect(read('Facture n° F-1\nFacturé à : Fromagerie du Trièves\nTotal TTC\t12,00 €').customer_name).toBe(
       'Fromagerie du Trièves',
     );
+  });
+});
+
+describe('dates beside their number, and due dates in sentences', () => {
+  it('takes the date on the number’s line over an earlier date of the page', () => {
+    const analysis = read(
+      'Stylesheet-Version: 2.0 vom 18.10.2018\n\nHandelsrechnung Nr. 471113 vom 13.06.2018\nTotal\t1,00 €',
+    );
+    expect(analysis).toMatchObject({ invoice_number: '471113', issue_date: '2018-06-13' });
+    expect(
+      read('Facture n°562044387 du 02 Juillet 2015\nDate limite de paiement le 05 Juillet 2015'),
+    ).toMatchObject({
+      issue_date: '2015-07-02',
+      due_date: '2015-07-05',
+    });
+  });
+
+  it.each([
+    [
+      'Zahlbar innerhalb 30 Tagen netto bis 04.04.2018, 3% Skonto innerhalb 10 Tagen bis 15.03.2018.',
+      '2018-04-04',
+    ],
+    ['Please remit until 2019-07-01.', '2019-07-01'],
+  ])('reads the due date of "%s"', (sentence, iso) => {
+    expect(read(`Rechnung Nr. 1 vom 01.03.2018\n${sentence}`).due_date).toBe(iso);
+  });
+
+  it('takes a seller named like its label ("Lieferant GmbH" under "Verkäufer:"), not its street', () => {
+    const text =
+      'Verkäufer:\nNummer\t: 549910\nGlobale Nummer: 4000001123452 (GTIN)\nLieferant GmbH\nLieferantenstraße 20';
+    expect(read(text).supplier_name).toBe('Lieferant GmbH');
   });
 });

@@ -111,7 +111,8 @@ const PATTERNS: readonly RegExp[] = [
   NUMERIC,
   // `30 novembre 2026`, `7. Mai 2014`, `5 de marzo de 2026`.
   new RegExp(String.raw`(?<!\d)${DAY}\s+(?:de\s+)?${MONTH_NAME},?\s+(?:de\s+)?${YEAR}(?!\d)`, 'iu'),
-  new RegExp(String.raw`(?<![\p{L}])${MONTH_NAME}\s+${DAY},?\s+${YEAR}(?!\d)`, 'iu'),
+  // `November 30, 2026`, and `August 3 , 2014` as a PDF's text layer may space it.
+  new RegExp(String.raw`(?<![\p{L}])${MONTH_NAME}\s+${DAY}\s?,?\s+${YEAR}(?!\d)`, 'iu'),
 ];
 
 /**

@@ -178,8 +178,9 @@ function looksLikeName(cell: string): boolean {
     !/:\s*\S/u.test(cell) &&
     !/@|www\.|https?:/iu.test(cell) &&
     !TITLE.test(cell) &&
-    !CUSTOMER_LABEL.test(cell) &&
-    !SUPPLIER_LABEL.test(cell) &&
+    // A label alone ("Verkäufer:"), not a name that starts with the word ("Lieferant GmbH").
+    cell.replace(CUSTOMER_LABEL, '') !== '' &&
+    cell.replace(SUPPLIER_LABEL, '') !== '' &&
     totalKind(cell) === null
   );
 }
@@ -203,7 +204,8 @@ function nameAfterLabel(lines: readonly string[], hit: LabelHit): string | null 
     seen += 1;
     const below = splitCells(lines[index]!);
     const cell = below.length === cells.length ? below[hit.cellIndex] : below[0];
-    if (cell && looksLikeName(cell)) return cell;
+    // In the block, a line with digits is an address or an identifier, not the name.
+    if (cell && looksLikeName(cell) && !/\d/u.test(cell)) return cell;
   }
   return null;
 }
@@ -275,17 +277,24 @@ function referenceIn(value: string | null): string | null {
   return token && /\d/u.test(token) ? token : null;
 }
 
-function documentNumber(lines: readonly string[], type: Analysis['document_type']): string | null {
+function documentNumber(
+  lines: readonly string[],
+  type: Analysis['document_type'],
+): { number: string | null; lineIndex: number | null } {
   const labels =
     type === 'credit_note'
       ? [...CREDIT_NOTE_NUMBER_LABELS, ...INVOICE_NUMBER_LABELS]
       : [...INVOICE_NUMBER_LABELS, ...CREDIT_NOTE_NUMBER_LABELS];
-  return referenceIn(findLabel(lines, labels, (value) => referenceIn(value) !== null)?.value ?? null);
+  const hit = findLabel(lines, labels, (value) => referenceIn(value) !== null);
+  return { number: referenceIn(hit?.value ?? null), lineIndex: hit?.lineIndex ?? null };
 }
 
-function issueDate(lines: readonly string[], order: DateOrder): string | null {
+function issueDate(lines: readonly string[], order: DateOrder, numberLine: number | null): string | null {
   const labelled = findLabel(lines, ISSUE_DATE_LABELS, (value) => findDate(value, order) !== null);
   if (labelled?.value) return findDate(labelled.value, order);
+  // "Rechnung Nr. 471113 vom 13.06.2018", "Invoice # RE-507 issued at 2019-06-10": the number's date.
+  const besideNumber = numberLine === null ? null : findDate(lines[numberLine] ?? '', order);
+  if (besideNumber && !DUE_DATE_LABEL.test(lines[numberLine!]!)) return besideNumber;
   // "Paris, le 30 novembre 2026", or a date beside the number: the first date that is not a due date.
   for (const line of lines) {
     const date = findDate(line, order);
@@ -442,6 +451,7 @@ export function extractInvoice(rawLines: readonly string[]): Analysis {
   );
   const vatId = findVatId(supplierText);
   const siret = findSiret(supplierText);
+  const number = documentNumber(lines, documentType);
 
   return {
     document_type: documentType,
@@ -451,8 +461,8 @@ export function extractInvoice(rawLines: readonly string[]): Analysis {
     supplier_siren: findSiren(supplierText) ?? sirenFrom(siret, vatId),
     supplier_siret: siret,
     customer_name: customer.name,
-    invoice_number: documentNumber(lines, documentType),
-    issue_date: issueDate(lines, dateOrder),
+    invoice_number: number.number,
+    issue_date: issueDate(lines, dateOrder, number.lineIndex),
     due_date: dueDate(lines, dateOrder),
     currency:
       found.total?.currency ?? found.net?.currency ?? found.tax?.currency ?? detectCurrency(text) ?? null,

@@ -12,7 +12,7 @@ export type TotalKind = 'total' | 'net' | 'tax';
 export const TOTAL_LABELS: ReadonlyArray<readonly [TotalKind, RegExp]> = [
   [
     'total',
-    /\b(?:total\s+TTC|montant\s+TTC|TTC|gesamtbetrag(?!\s+der\s+(?:zu|ab)schl)|rechnungsbetrag|rechnungssumme(?!\s+(?:ohne|netto|exkl))|bruttosumme|bruttobetrag|zahlbetrag|endbetrag|gesamtsumme|summe\s+brutto|brutto(?:summe)?|zu\s+zahlen(?:der\s+betrag)?|totaal(?:\s+incl\.?(?:\s+BTW)?|\s+bedrag)?|te\s+betalen|factuur\s*totaal|totaalbedrag|importe\s+total|total\s+(?:factura|a\s+pagar)|totale(?:\s+(?:documento|fattura|da\s+pagare|complessivo))?|net\s+[àa]\s+payer|(?:reste|total|montant)\s+[àa]\s+(?:payer|rembourser|d[ée]duire)|total\s+(?:due|payable)|(?:amount|balance)\s+(?:due|payable)|grand\s+total|invoice\s+total|total\s+amount|total\s+(?:incl\.?|including|inc\.?)(?:\s+(?:VAT|tax))?|total\s+(?:credit(?:ed)?|refund(?:ed)?)|amount\s+to\s+be\s+(?:credited|refunded))\b/iu,
+    /\b(?:total\s+TTC|montant\s+TTC|TTC|gesamtbetrag(?!\s+der\s+(?:zu|ab)schl)|rechnungsbetrag|rechnungssumme(?!\s+(?:ohne|netto|exkl))|bruttosumme|bruttobetrag|zahlbetrag|endbetrag|gesamtsumme|summe\s+brutto|brutto(?:summe)?|zu\s+zahlen(?:der\s+betrag)?|totaal(?:\s+incl\.?(?:\s+BTW)?|\s+bedrag)?|te\s+betalen|factuur\s*totaal|totaalbedrag|importe\s+total|total\s+(?:factura|a\s+pagar|(?:de\s+(?:la\s+)?)?facture)|totale(?:\s+(?:documento|fattura|da\s+pagare|complessivo))?|net\s+[àa]\s+payer|(?:reste|total|montant)\s+[àa]\s+(?:payer|rembourser|d[ée]duire)|total\s+(?:due|payable)|(?:amount|balance)\s+(?:due|payable)|grand\s+total|invoice\s+total|total\s+amount|total\s+(?:incl\.?|including|inc\.?)(?:\s+(?:VAT|tax))?|total\s+(?:credit(?:ed)?|refund(?:ed)?)|amount\s+to\s+be\s+(?:credited|refunded))\b/iu,
   ],
   [
     'net',
@@ -91,7 +91,7 @@ export const ISSUE_DATE_LABELS: readonly RegExp[] = [
 
 /** A due-date label, anywhere in a line ("Conditions : 30 jours, échéance le 30/12/2026"). */
 export const DUE_DATE_LABEL =
-  /(?:f[äa]llig(?:keitsdatum|\s+(?:am|bis|zum))?|zahlbar\s+(?:bis|am)(?:\s+zum)?|zahlungsziel|vervaldatum|uiterste\s+betaaldatum|te\s+betalen\s+voor|fecha\s+de\s+vencimiento|vencimiento|data\s+(?:di\s+)?scadenza|scadenza|date\s+d'[ée]ch[ée]ance|[ée]ch[ée]ance|date\s+limite(?:\s+de\s+(?:paiement|r[èe]glement))?|[àa]\s+(?:r[ée]gler|payer)\s+(?:avant|au\s+plus\s+tard)(?:\s+le)?|payable\s+(?:avant|before|by|on)(?:\s+le)?|due\s+date|payment\s+due(?:\s+date|\s+by|\s+on)?|date\s+due|due\s+(?:by|on))\s*:?\s*/iu;
+  /(?:f[äa]llig(?:\p{L}*|\s+(?:am|bis|zum))|zahlbar\s+(?:bis|am)(?:\s+zum)?|zahlbar\s+innerhalb[^.\n]{0,40}?\bbis|(?:remit|pay)\s+(?:until|by|before)|zahlungsziel|vervaldatum|uiterste\s+betaaldatum|te\s+betalen\s+voor|fecha\s+de\s+vencimiento|vencimiento|data\s+(?:di\s+)?scadenza|scadenza|date\s+d'[ée]ch[ée]ance|[ée]ch[ée]ance|date\s+limite(?:\s+de\s+(?:paiement|r[èe]glement))?|[àa]\s+(?:r[ée]gler|payer)\s+(?:avant|au\s+plus\s+tard)(?:\s+le)?|payable\s+(?:avant|before|by|on)(?:\s+le)?|due\s+date|payment\s+due(?:\s+date|\s+by|\s+on)?|date\s+due|due\s+(?:by|on))\s*:?\s*/iu;
 
 /** Lines whose dates are not the issue date. */
 export const OTHER_DATE_CONTEXT =
