@@ -197,6 +197,8 @@ export interface EvalSection extends EvalScores {
   goal: number;
   met: boolean;
   gemini?: EvalScores;
+  /** The offline analyzer per source and corpus (bench/source-eval.ts), when measured. */
+  bySource?: import('./source-eval').BySource;
 }
 
 const percent = (n: number) => `${(n * 100).toFixed(1)} %`;

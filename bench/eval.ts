@@ -13,6 +13,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseCommandArgs, runCommand } from '../local/lib/args';
+import { TesseractOcr } from '../worker/src/adapters/offline/ocr/tesseract-ocr';
 import { OfflineAnalyzer } from '../worker/src/adapters/offline-analyzer';
 import { DELIVERY_DEFAULTS } from '../worker/src/contract/settings';
 import type { Analyzer } from '../worker/src/core/ports';
@@ -25,6 +26,14 @@ import {
   renderEvalFigures,
   replaceEvalFigures,
 } from './e-invoice-eval';
+import {
+  evaluateBySource,
+  forResults,
+  renderSourceFigures,
+  replaceSourceFigures,
+  SOURCES,
+  type Source,
+} from './source-eval';
 
 const REPO_ROOT = path.join(__dirname, '..');
 export const DEFAULT_EVAL_FOLDER = path.resolve(
@@ -35,7 +44,7 @@ export const DEFAULT_EVAL_FOLDER = path.resolve(
   'e-invoices',
   'factur-x-fr',
 );
-const USAGE = 'usage: npm run eval -- [--folder DIR]';
+const USAGE = `usage: npm run eval -- [--folder DIR] [--sources ${SOURCES.join(',')}]`;
 
 export interface EvalRun {
   folder: string;
@@ -46,6 +55,11 @@ export interface EvalRun {
   /** Gemini, when configured; measured beside the offline analyzer. */
   gemini?: Analyzer;
   now?: Date;
+  /** The sources scored per corpus (bench/source-eval.ts); none: that part is not run. */
+  sources?: readonly Source[];
+  /** docs/analysis.md, or another file (tests); undefined: not written. */
+  analysisDocFile?: string;
+  progress?: (line: string) => void;
 }
 
 /** Runs the evaluation and writes its section and figures; returns the section. */
@@ -54,6 +68,7 @@ export async function runEval(run: EvalRun): Promise<EvalSection> {
   if (pdfs.length === 0) throw new Error(`no PDF in ${run.folder}`);
   const offline = await evaluate(new OfflineAnalyzer(), pdfs, 'offline');
   const gemini: EvalScores | undefined = run.gemini ? await evaluate(run.gemini, pdfs, 'gemini') : undefined;
+  const bySource = run.sources?.length ? await scoreSources(run.sources, run.progress) : undefined;
   const section: EvalSection = {
     date: (run.now ?? new Date()).toISOString(),
     folder: path.relative(REPO_ROOT, run.folder) || '.',
@@ -61,6 +76,7 @@ export async function runEval(run: EvalRun): Promise<EvalSection> {
     met: offline.accuracy >= EVAL_GOAL,
     ...offline,
     ...(gemini ? { gemini } : {}),
+    ...(bySource ? { bySource: forResults(bySource) } : {}),
   };
   const previous = existsSync(run.resultsFile)
     ? (JSON.parse(readFileSync(run.resultsFile, 'utf8')) as Record<string, unknown>)
@@ -73,7 +89,26 @@ export async function runEval(run: EvalRun): Promise<EvalSection> {
       replaceEvalFigures(readFileSync(run.docFile, 'utf8'), renderEvalFigures(section, usd)),
     );
   }
+  if (bySource && run.analysisDocFile) {
+    writeFileSync(
+      run.analysisDocFile,
+      replaceSourceFigures(
+        readFileSync(run.analysisDocFile, 'utf8'),
+        renderSourceFigures(bySource, section.date),
+      ),
+    );
+  }
   return section;
+}
+
+/** The offline analyzer as `npm start` runs it (OCR included), on every source and corpus. */
+async function scoreSources(sources: readonly Source[], progress?: (line: string) => void) {
+  const analyzer = new OfflineAnalyzer({ ocr: new TesseractOcr() });
+  try {
+    return await evaluateBySource(analyzer, { sources, progress });
+  } finally {
+    await analyzer.close();
+  }
 }
 
 /**
@@ -96,13 +131,23 @@ export async function geminiFromEnvironment(
 }
 
 async function main(): Promise<void> {
-  const { values } = parseCommandArgs(process.argv.slice(2), { folder: { type: 'string' } }, USAGE);
+  const { values } = parseCommandArgs(
+    process.argv.slice(2),
+    { folder: { type: 'string' }, sources: { type: 'string' } },
+    USAGE,
+  );
   const folder = path.resolve(values.folder ?? DEFAULT_EVAL_FOLDER);
+  const sources = (values.sources?.split(',') ?? [...SOURCES]) as Source[];
+  const unknown = sources.filter((s) => !SOURCES.includes(s));
+  if (unknown.length > 0) throw new Error(`unknown source ${unknown.join(', ')}. ${USAGE}`);
   const section = await runEval({
     folder,
     resultsFile: path.join(__dirname, 'results.json'),
     docFile: path.join(REPO_ROOT, 'docs', 'e-invoices.md'),
+    analysisDocFile: path.join(REPO_ROOT, 'docs', 'analysis.md'),
     gemini: await geminiFromEnvironment(),
+    sources,
+    progress: (line) => console.log(line),
   });
   for (const scores of [section as EvalScores, ...(section.gemini ? [section.gemini] : [])]) {
     console.log(

@@ -11,6 +11,7 @@
  * 4. Analyses per unique document under 50% redeliveries.
  * 5. The worker's peak RSS under the HTTP load.
  * 6. The BigQuery/Gemini cost model (computed, not run).
+ * 7. OCR: CPU per page of the offline analyzer's OCR (bench/ocr-stage.ts); also alone, `--stage ocr`.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -24,6 +25,7 @@ import { type EmulatorStageResult, runEmulatorStage } from './emulator-stage';
 import { httpStageDocuments, runHttpStage } from './http-stage';
 import { runInProcess } from './in-process';
 import { type InboxStageResult, runInboxStage } from './inbox-stage';
+import { runOcrStage } from './ocr-stage';
 import {
   type BenchResults,
   floorFailures,
@@ -47,7 +49,7 @@ const stageIndex = process.argv.indexOf('--stage');
  * inbox run.
  */
 const stage = stageIndex >= 0 ? process.argv[stageIndex + 1] : undefined;
-const STAGES = ['burst', 'inbox', 'sweep'];
+const STAGES = ['burst', 'inbox', 'sweep', 'ocr'];
 const jobsIndex = process.argv.indexOf('--jobs');
 /**
  * `--jobs N` (the sweep): cells run at once, each in its own process. Default: the cores this
@@ -193,6 +195,8 @@ async function main(): Promise<void> {
       `done in ${(results.durationMs / 1000).toFixed(0)} s; every figure is in ${path.relative(process.cwd(), file)}`,
     );
     process.stdout.write(renderReport(results));
+    progress('stage 7: OCR CPU per page');
+    process.stdout.write(`${await runOcrStage({ file, quick })}\n`);
     if (floor !== undefined) {
       const failures = floorFailures(results, floor);
       for (const line of failures) progress(`floor: ${line}`);
@@ -297,9 +301,16 @@ const run =
         ? inboxOnly
         : stage === 'sweep'
           ? () => runSweep({ quick, progress, jobs })
-          : async () => {
-              throw new Error(`unknown stage "${stage}": the stages that run alone are ${STAGES.join(', ')}`);
-            };
+          : stage === 'ocr'
+            ? async () => {
+                const file = path.join(__dirname, quick ? 'results.quick.json' : 'results.json');
+                process.stdout.write(`${await runOcrStage({ file, quick })}\n`);
+              }
+            : async () => {
+                throw new Error(
+                  `unknown stage "${stage}": the stages that run alone are ${STAGES.join(', ')}`,
+                );
+              };
 
 run().catch((error: unknown) => {
   progress(`benchmark failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);

@@ -9,10 +9,11 @@
  * PDF drawn with pdf-lib) and its entry in `expected.json`, which the offline analyzer's test reads
  * back: the analyzer must find in the rendered file what the description says.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { crc32, deflateSync } from 'node:zlib';
 import { PDFDocument, type PDFFont, type PDFPage, rgb, StandardFonts } from 'pdf-lib';
+import { photoOf, scanOf } from '../bench/scans';
 
 type Language = 'fr' | 'en';
 type DateStyle = 'dmy-slash' | 'iso' | 'fr-long' | 'en-dmy-long' | 'en-mdy-long';
@@ -918,6 +919,21 @@ async function main(): Promise<void> {
     ),
     line_items: [],
   };
+  // A scan and a phone photo of two of the invoices above (bench/scans.ts says how they are made):
+  // OCR must find in them what the invoice's text layer holds.
+  const scanned = 'invoices/en-01-invoice-design.pdf';
+  const photographed = 'invoices/fr-01-facture-conseil.pdf';
+  writeFileSync(
+    join(root, 'other', 'scan-invoice-design.pdf'),
+    await scanOf(readFileSync(join(root, scanned))),
+  );
+  writeFileSync(
+    join(root, 'other', 'photo-facture-conseil.jpg'),
+    await photoOf(readFileSync(join(root, photographed))),
+  );
+  expectations['other/scan-invoice-design.pdf'] = expectations[scanned];
+  expectations['other/photo-facture-conseil.jpg'] = expectations[photographed];
+
   writeFileSync(join(root, 'other', 'receipt-photo.png'), photo);
   writeFileSync(join(root, 'other', 'scanned-invoice.pdf'), await scannedPdf(photo));
   expectations['other/receipt-photo.png'] = empty;
@@ -935,7 +951,9 @@ async function main(): Promise<void> {
   );
 
   writeFileSync(join(root, 'expected.json'), `${JSON.stringify(expectations, null, 2)}\n`);
-  console.log(`wrote ${SAMPLES.length} invoices, 2 unreadable documents and 4 bad files under ${root}`);
+  console.log(
+    `wrote ${SAMPLES.length} invoices, a scan, a photo, 2 unreadable documents and 4 bad files under ${root}`,
+  );
 }
 
 main().catch((error: unknown) => {

@@ -198,7 +198,36 @@ async function run(target: Target): Promise<void> {
   if (!group.includes(secondCopy)) throw new CheckFailed(`duplicate group: ${group.join(', ')}`);
   ok('duplicate invoice flagged');
 
-  // 8. A Factur-X PDF and a UBL invoice are read from their XML: exact rows, no analysis paid.
+  // 8. A scanned PDF and a phone photo: rows with their fields, read by OCR where the analyzer is offline.
+  const pictures = files('other').filter((f) => /\/(scan|photo)-/u.test(f.name));
+  const expectedFields = JSON.parse(readFileSync(path.join(SAMPLES, 'expected.json'), 'utf8')) as Record<
+    string,
+    { invoice_number: string; total_amount: number }
+  >;
+  const pictureUris: string[] = [];
+  for (const doc of pictures) pictureUris.push(await target.upload(`e2e-${run}/${doc.name}`, doc.bytes));
+  const pictureRows = await waitFor('the rows of the scan and the photo', async () => {
+    const found = await Promise.all(pictureUris.map((u) => target.rawRowsFor(u)));
+    return found.every((r) => r.length > 0) ? found : undefined;
+  });
+  pictureRows.forEach((found, i) => {
+    const row = found[0]!;
+    const { name } = pictures[i]!;
+    const want = expectedFields[name]!;
+    const analysis = row.analysis as { invoice_number?: string; total_amount?: number } | null;
+    if (found.length !== 1 || row.status !== 'ok')
+      throw new CheckFailed(`${name}: ${found.length} rows, ${row.status} ${row.reason ?? ''}`);
+    if (row.model?.startsWith('offline') && !row.model.includes('+ocr:'))
+      throw new CheckFailed(`${name}: read offline without OCR (model ${row.model})`);
+    if (analysis?.invoice_number !== want.invoice_number || analysis?.total_amount !== want.total_amount)
+      throw new CheckFailed(
+        `${name}: read ${analysis?.invoice_number} / ${analysis?.total_amount}, expected ${want.invoice_number} / ${want.total_amount}`,
+      );
+  });
+  if (pictures.length < 2) throw new CheckFailed('samples/other must hold a scan-* and a photo-* invoice');
+  ok('scans and photos read offline');
+
+  // 9. A Factur-X PDF and a UBL invoice are read from their XML: exact rows, no analysis paid.
   const eInvoices = E_INVOICES.map((f) => path.join(E_INVOICE_FIXTURES, f.file));
   if (!eInvoices.every((file) => existsSync(file))) {
     console.log(`SKIP e-invoice check: the shared fixtures are not at ${E_INVOICE_FIXTURES}`);

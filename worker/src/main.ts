@@ -1,4 +1,5 @@
 import type { Server } from 'node:http';
+import type { PdfJsParser } from './adapters/pdf/pdfjs-parser';
 import { QuotaGate } from './adapters/quota-gate';
 import { createApp } from './app';
 import { loadConfig, type WorkerConfig } from './config';
@@ -104,11 +105,12 @@ async function buildReader(config: WorkerConfig): Promise<Reader> {
   });
 }
 
-async function buildAnalyzer(config: WorkerConfig, logger: Logger): Promise<Analyzer> {
+async function buildAnalyzer(config: WorkerConfig, logger: Logger, pdf?: PdfJsParser): Promise<Analyzer> {
   const analyzer = config.analyzer;
   if (analyzer.kind === 'offline') {
     const { OfflineAnalyzer } = await import('./adapters/offline-analyzer.js');
-    return new OfflineAnalyzer();
+    const { TesseractOcr } = await import('./adapters/offline/ocr/tesseract-ocr.js');
+    return new OfflineAnalyzer({ pdf, ocr: new TesseractOcr() });
   }
   const { GeminiAnalyzer, createGeminiClient } = await import('./adapters/gemini-analyzer.js');
   const client = createGeminiClient({
@@ -150,9 +152,16 @@ async function buildMemo(config: WorkerConfig, logger: Logger): Promise<MemoStor
   return store;
 }
 
-async function buildEInvoiceReader(): Promise<EInvoiceReader> {
+async function buildEInvoiceReader(pdf?: PdfJsParser): Promise<EInvoiceReader> {
   const { En16931Reader } = await import('./adapters/e-invoice/en16931-reader.js');
-  return new En16931Reader();
+  return new En16931Reader(undefined, pdf);
+}
+
+/** Offline, the e-invoice reader and the analyzer share one PDF parser: a PDF is parsed once. */
+async function buildSharedPdfParser(config: WorkerConfig): Promise<PdfJsParser | undefined> {
+  if (config.analyzer.kind !== 'offline') return undefined;
+  const { PdfJsParser } = await import('./adapters/pdf/pdfjs-parser.js');
+  return new PdfJsParser();
 }
 
 async function buildAuthenticator(config: WorkerConfig): Promise<Adapters['authenticate']> {
@@ -163,12 +172,13 @@ async function buildAuthenticator(config: WorkerConfig): Promise<Adapters['authe
 
 /** Builds the adapters the configuration names. */
 export async function buildAdapters(config: WorkerConfig, logger: Logger): Promise<Adapters> {
+  const pdf = await buildSharedPdfParser(config);
   return {
     store: await buildStore(config, logger),
     reader: await buildReader(config),
-    analyzer: await buildAnalyzer(config, logger),
+    analyzer: await buildAnalyzer(config, logger, pdf),
     memo: await buildMemo(config, logger),
-    eInvoices: await buildEInvoiceReader(),
+    eInvoices: await buildEInvoiceReader(pdf),
     authenticate: await buildAuthenticator(config),
   };
 }
@@ -268,6 +278,8 @@ export async function serve(
       server.closeAllConnections();
       await closed;
       await adapters.store.close?.();
+      // The offline analyzer's OCR runs in a worker thread of its own.
+      await (adapters.analyzer as Partial<{ close(): Promise<void> }>).close?.();
     })();
     return stopping;
   };

@@ -62,8 +62,18 @@ describe('the worker image', () => {
     for (const file of files.filter((f) => !notInImage(f))) {
       for (const name of runtimePackages(file)) offlineOnly.delete(name);
     }
-    expect([...offlineOnly].sort()).toEqual(['unpdf']);
-    expect(Object.keys(pkg.dependencies)).not.toContain('unpdf');
-    expect(Object.keys(pkg.devDependencies)).toContain('unpdf');
+    // OCR is the offline analyzer's alone; pdf.js (unpdf) reads Factur-X attachments in the service too.
+    expect([...offlineOnly].sort()).toEqual(['tesseract.js']);
+    for (const name of ['tesseract.js', '@tesseract.js-data/eng', '@tesseract.js-data/fra']) {
+      expect(Object.keys(pkg.dependencies)).not.toContain(name);
+      expect(Object.keys(pkg.devDependencies)).toContain(name);
+    }
+    expect(Object.keys(pkg.dependencies)).toContain('unpdf');
+  });
+
+  it('has one PDF library: pdf.js, never pdf-lib, in what the service loads', () => {
+    expect(Object.keys(pkg.dependencies)).not.toContain('pdf-lib');
+    const loaders = files.filter((file) => runtimePackages(file).includes('pdf-lib'));
+    expect(loaders).toEqual([]);
   });
 });

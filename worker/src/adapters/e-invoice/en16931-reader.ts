@@ -1,7 +1,8 @@
 import { type AnalysisResult, parseAnalysis } from '../../contract/analysis';
 import { type FallbackReason, RejectionError } from '../../core/errors';
 import type { AnalyzerInput, EInvoiceReader, EInvoiceReading } from '../../core/ports';
-import { embeddedInvoiceXml, UnreadableAttachment } from './factur-x';
+import { type ParsedPdf, PdfJsParser, UnreadablePdf } from '../pdf/pdfjs-parser';
+import { mayCarryAttachment } from './factur-x';
 import { IncompleteInvoice, readInvoice, syntaxOf } from './invoice';
 import type { Syntax } from './mapping';
 import { parseXml, XML_LIMITS, type XmlLimits, XmlRefusal } from './xml';
@@ -34,7 +35,18 @@ class Unusable extends Error {
  * an invoice); an XML upload that is no EN 16931 invoice has nothing else to read and is rejected.
  */
 export class En16931Reader implements EInvoiceReader {
-  constructor(private readonly limits: XmlLimits = XML_LIMITS) {}
+  private readonly pdf: PdfJsParser;
+
+  /**
+   * `pdf`: the parser shared with the offline analyzer, so a PDF whose XML is unusable is not parsed
+   * again to be analysed; by default one of its own that reads attachments only.
+   */
+  constructor(
+    private readonly limits: XmlLimits = XML_LIMITS,
+    pdf?: PdfJsParser,
+  ) {
+    this.pdf = pdf ?? new PdfJsParser({ readContent: false, limits: { maxXmlBytes: limits.maxBytes } });
+  }
 
   accepts(mime: string): boolean {
     return mime === 'application/pdf' || XML_CONTENT_TYPES.includes(mime);
@@ -51,17 +63,35 @@ export class En16931Reader implements EInvoiceReader {
   }
 
   private async readPdf(bytes: Buffer, name: string): Promise<EInvoiceReading> {
+    // Most PDFs name no embedded file in their bytes: they are not parsed here at all.
+    if (!mayCarryAttachment(bytes)) return { kind: 'none' };
+    let parsed: ParsedPdf;
     try {
-      const attachment = await embeddedInvoiceXml(bytes, this.limits.maxBytes);
-      if (!attachment) return { kind: 'none' };
-      const result = this.readXml(attachment.bytes, E_INVOICE_MODELS.facturX);
-      return { kind: 'read', result };
+      parsed = await this.pdf.parse(bytes, { attachment: true });
     } catch (error) {
-      if (error instanceof UnreadableAttachment) {
-        return { kind: 'fallback', reason: 'e_invoice_unreadable', detail: `${name}: ${error.message}` };
-      }
+      // Bytes pdf.js cannot parse carry no attachment we could see: the analyzer says what it can.
+      if (error instanceof UnreadablePdf) return { kind: 'none' };
+      throw error;
+    }
+    const attachment = parsed.attachment;
+    // Whatever is not read here is analysed: the analyzer takes this parse rather than make its own.
+    const analysed = (reading: EInvoiceReading): EInvoiceReading => {
+      this.pdf.keep(bytes, parsed);
+      return reading;
+    };
+    if (!attachment) return analysed({ kind: 'none' });
+    if ('unreadable' in attachment) {
+      return analysed({
+        kind: 'fallback',
+        reason: 'e_invoice_unreadable',
+        detail: `${name}: ${attachment.filename}: ${attachment.unreadable}`,
+      });
+    }
+    try {
+      return { kind: 'read', result: this.readXml(attachment.bytes, E_INVOICE_MODELS.facturX) };
+    } catch (error) {
       if (error instanceof Unusable) {
-        return { kind: 'fallback', reason: error.reason, detail: `${name}: ${error.message}` };
+        return analysed({ kind: 'fallback', reason: error.reason, detail: `${name}: ${error.message}` });
       }
       throw error;
     }

@@ -14,6 +14,8 @@ export interface FoundAmount {
   currency: string | null;
   /** Where the match starts in the line, so callers can tell what the label before it says. */
   index: number;
+  /** Where it ends: the next amount's label starts there. */
+  end: number;
 }
 
 const CURRENCY_MARKERS: ReadonlyArray<readonly [RegExp, string]> = [
@@ -22,9 +24,11 @@ const CURRENCY_MARKERS: ReadonlyArray<readonly [RegExp, string]> = [
   // `US$` and `USD` are unambiguous; a lone `$` is read as US dollars too, the usual meaning on invoices.
   [/\$|\bUSD\b/giu, 'USD'],
   [/\bCHF\b/giu, 'CHF'],
+  [/₹|\bINR\b|\bRs\.?(?=\s?\d)/giu, 'INR'],
+  [/zł|\bPLN\b/giu, 'PLN'],
 ];
 
-const CURRENCY_TOKEN = String.raw`€|£|US\$|\$|EUR|GBP|USD|CHF`;
+const CURRENCY_TOKEN = String.raw`€|£|US\$|\$|EUR|GBP|USD|CHF|₹|INR|Rs\.?|zł|PLN`;
 // Thousands separators: space, NBSP (U+00A0), narrow NBSP (U+202F), thin space (U+2009), dot,
 // comma, and the Swiss apostrophes. A group is always exactly three digits.
 const GROUP_SEPARATOR = String.raw`[ \u00a0\u202f\u2009.,'’]`;
@@ -40,6 +44,8 @@ export function currencyCode(token: string): string | null {
   if (trimmed === '£' || trimmed === 'GBP') return 'GBP';
   if (trimmed === '$' || trimmed === 'US$' || trimmed === 'USD') return 'USD';
   if (trimmed === 'CHF') return 'CHF';
+  if (trimmed === '₹' || trimmed === 'INR' || trimmed === 'RS' || trimmed === 'RS.') return 'INR';
+  if (trimmed === 'ZŁ' || trimmed === 'PLN') return 'PLN';
   return null;
 }
 
@@ -82,6 +88,7 @@ export function findAmounts(line: string, decimalHint: DecimalHint = null): Foun
       value: negative ? -magnitude : magnitude,
       currency: token ? currencyCode(token) : null,
       index: match.index,
+      end: match.index + match[0].length,
     });
   }
   return found;

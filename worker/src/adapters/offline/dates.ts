@@ -1,5 +1,5 @@
 /**
- * Dates on French and English invoices, returned as ISO `YYYY-MM-DD`. Numeric dates are read day
+ * Dates on European invoices (French, English, German, Dutch, Spanish, Italian), returned as ISO `YYYY-MM-DD`. Numeric dates are read day
  * first (`30/11/2026`, `30-11-2026`, `30.11.2026`), as in France and the rest of Europe, in both
  * languages, unless the document itself shows it writes month first ({@link numericDateOrder}); ISO dates (`2026-11-30`) and spelled-out months (`30 novembre 2026`, `1er mars 2026`,
  * `30 November 2026`, `November 30, 2026`, `Nov 30, 2026`) are read too.
@@ -49,10 +49,51 @@ const MONTHS: Readonly<Record<string, number>> = {
   nov: 11,
   dec: 12,
   déc: 12,
+  // German, Dutch, Spanish and Italian: the names that differ from the above.
+  januar: 1,
+  jänner: 1,
+  februar: 2,
+  märz: 3,
+  maerz: 3,
+  juni: 6,
+  juli: 7,
+  oktober: 10,
+  dezember: 12,
+  januari: 1,
+  februari: 2,
+  maart: 3,
+  mei: 5,
+  augustus: 8,
+  okt: 10,
+  dez: 12,
+  mrt: 3,
+  enero: 1,
+  febrero: 2,
+  marzo: 3,
+  abril: 4,
+  mayo: 5,
+  junio: 6,
+  julio: 7,
+  agosto: 8,
+  septiembre: 9,
+  setiembre: 9,
+  octubre: 10,
+  noviembre: 11,
+  diciembre: 12,
+  gennaio: 1,
+  febbraio: 2,
+  aprile: 4,
+  maggio: 5,
+  giugno: 6,
+  luglio: 7,
+  settembre: 9,
+  ottobre: 10,
+  dicembre: 12,
 };
 
-const MONTH_NAME = String.raw`(?<month>[\p{L}]{3,9})\.?`;
-const DAY = String.raw`(?<day>\d{1,2})(?:er|st|nd|rd|th)?`;
+const MONTH_NAME = String.raw`(?<month>[\p{L}]{3,10})\.?`;
+// `1er`, `1st`, and the German `7.` (`7. Mai 2014`).
+const DAY = String.raw`(?<day>\d{1,2})(?:er|st|nd|rd|th|\.)?`;
 const YEAR = String.raw`(?<year>\d{4})`;
 
 /** A numeric date `dd/mm/yyyy` (Europe, the default) or `mm/dd/yyyy` (the United States). */
@@ -68,8 +109,10 @@ const NUMERIC = new RegExp(
 const PATTERNS: readonly RegExp[] = [
   new RegExp(String.raw`(?<!\d)${YEAR}-(?<monthNumber>\d{1,2})-(?<day>\d{1,2})(?!\d)`, 'u'),
   NUMERIC,
-  new RegExp(String.raw`(?<!\d)${DAY}\s+${MONTH_NAME},?\s+${YEAR}(?!\d)`, 'iu'),
-  new RegExp(String.raw`(?<![\p{L}])${MONTH_NAME}\s+${DAY},?\s+${YEAR}(?!\d)`, 'iu'),
+  // `30 novembre 2026`, `7. Mai 2014`, `5 de marzo de 2026`.
+  new RegExp(String.raw`(?<!\d)${DAY}\s+(?:de\s+)?${MONTH_NAME},?\s+(?:de\s+)?${YEAR}(?!\d)`, 'iu'),
+  // `November 30, 2026`, and `August 3 , 2014` as a PDF's text layer may space it.
+  new RegExp(String.raw`(?<![\p{L}])${MONTH_NAME}\s+${DAY}\s?,?\s+${YEAR}(?!\d)`, 'iu'),
 ];
 
 /**

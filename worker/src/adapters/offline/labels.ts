@@ -1,5 +1,6 @@
 /**
- * The words French and English invoices put before their values. Every label the offline analyzer
+ * The words invoices put before their values: French and English first, then German, Dutch,
+ * Spanish and Italian where the wording is cheap to add. Every label the offline analyzer
  * knows lives here, so adding a wording is a one-line change. (`\b` only knows ASCII letters: next to
  * an accented letter, `(?<!\p{L})` and `(?!\p{L})` mark the word's edge instead.)
  */
@@ -11,43 +12,48 @@ export type TotalKind = 'total' | 'net' | 'tax';
 export const TOTAL_LABELS: ReadonlyArray<readonly [TotalKind, RegExp]> = [
   [
     'total',
-    /\b(?:total\s+TTC|montant\s+TTC|TTC|net\s+[àa]\s+payer|(?:reste|total|montant)\s+[àa]\s+(?:payer|rembourser|d[ée]duire)|total\s+(?:due|payable)|(?:amount|balance)\s+(?:due|payable)|grand\s+total|invoice\s+total|total\s+amount|total\s+(?:incl\.?|including|inc\.?)(?:\s+(?:VAT|tax))?|total\s+(?:credit(?:ed)?|refund(?:ed)?)|amount\s+to\s+be\s+(?:credited|refunded))\b/iu,
+    /\b(?:total\s+TTC|montant\s+TTC|TTC|gesamtbetrag(?!\s+der\s+(?:zu|ab)schl)|rechnungsbetrag|rechnungssumme(?!\s+(?:ohne|netto|exkl))|bruttosumme|bruttobetrag|zahlbetrag|endbetrag|gesamtsumme|summe\s+brutto|brutto(?:summe)?|zu\s+zahlen(?:der\s+betrag)?|totaal(?:\s+incl\.?(?:\s+BTW)?|\s+bedrag)?|te\s+betalen|factuur\s*totaal|totaalbedrag|importe\s+total|total\s+(?:factura|a\s+pagar|(?:de\s+(?:la\s+)?)?facture)|totale(?:\s+(?:documento|fattura|da\s+pagare|complessivo))?|net\s+[àa]\s+payer|(?:reste|total|montant)\s+[àa]\s+(?:payer|rembourser|d[ée]duire)|total\s+(?:due|payable)|(?:amount|balance)\s+(?:due|payable)|grand\s+total|invoice\s+total|total\s+amount|total\s+(?:incl\.?|including|inc\.?)(?:\s+(?:VAT|tax))?|total\s+(?:credit(?:ed)?|refund(?:ed)?)|amount\s+to\s+be\s+(?:credited|refunded))\b/iu,
   ],
   [
     'net',
-    /(?:\b(?:total|montant)\s+HT\b|\btotal\s+hors\s+taxes?\b|\bHT\b|\bsous[-\s]total\b|\bsub[-\s]?total\b|\bnet\s+(?:amount|total)\b|\btotal\s+net\b|\btotal\s+\(?(?:excl\.?|excluding|before|ex\.?)(?:\s+(?:VAT|tax))?)/iu,
+    /(?:\b(?:\p{L}*summe\s+(?:ohne|exkl\.?|zzgl\.?)\s+(?:USt|MwSt)|nettobetrag|summe\s+netto|netto(?:summe|betrag)?|gesamt\s+netto|zwischensumme|warenwert|exclusief\s+BTW|excl\.?\s+BTW|subtotaal|totaal\s+excl\.?(?:\s+BTW)?|grondslag|base\s+imponible|imponibile|totale\s+imponibile)\b|\b(?:total|montant)\s+HT\b|\btotal\s+hors\s+taxes?\b|\bHT\b|\bsous[-\s]total\b|\bsub[-\s]?total\b|\bnet\s+(?:amount|total)\b|\btotal\s+net\b|\btotal\s+\(?(?:excl\.?|excluding|before|ex\.?)(?:\s+(?:VAT|tax))?)/iu,
   ],
-  ['tax', /\b(?:TVA|T\.V\.A\.?|VAT|tax|taxes|sales\s+tax|GST)\b/iu],
+  [
+    'tax',
+    /\b(?:TVA|T\.V\.A\.?|VAT|tax|taxes|sales\s+tax|GST|MwSt|USt|Umsatzsteuer|Mehrwertsteuer|Steuerbetrag|BTW|IVA)\b/iu,
+  ],
 ];
 
 /** A tax label that names a VAT id or an exemption, not an amount of tax. */
 export const NOT_A_TAX_AMOUNT =
-  /intra|\bn[°º]|\bno\b\.?|number|num[ée]ro|\breg|\bid\b|identif|non\s+applicable|not\s+applicable|exon|exempt|autoliquidation|reverse\s+charge|\bart\.?\s|\barticles?\b/iu;
+  /intra|-?id\b|-?idnr|nummer|\bnr\b|\bnum\b|\bnº|partita|\bn[°º]|\bno\b\.?|number|num[ée]ro|\breg|\bid\b|identif|non\s+applicable|not\s+applicable|exon|exempt|autoliquidation|reverse\s+charge|\bart\.?\s|\barticles?\b/iu;
 
 /** The label of a sum of several tax lines ("Total TVA"), preferred over adding them up. */
 export const TAX_TOTAL =
-  /\btotal\s+(?:de\s+la\s+|des\s+)?(?:TVA|VAT|tax(?:es)?)\b|\b(?:TVA|VAT|tax)\s+total\b/iu;
+  /\btotal\s+(?:de\s+la\s+|des\s+)?(?:TVA|VAT|tax(?:es)?|IVA)\b|\b(?:TVA|VAT|tax)\s+total\b|\b(?:BTW|MwSt|USt)[-\s]?(?:bedrag|betrag|summe)\b|\b(?:summe|gesamt)\s+(?:MwSt|USt)|\btotaal\s+BTW\b|\btotale\s+IVA\b/iu;
 
 /** A bare "Total" label: the total when nothing says more. */
-export const BARE_TOTAL = /^\s*total\s*:?\s*$/iu;
+export const BARE_TOTAL = /^\s*(?:total|totaal|totale|summe|gesamt)\s*:?\s*$/iu;
 
 /** Labels at the start of a cell, then the supplier's name (or nothing, and the name on the next line). */
 export const SUPPLIER_LABEL =
-  /^(?:fournisseur|[ée]metteur|vendeur|prestataire|from|seller|supplier|issued\s+by|vendor)\s*:?\s*/iu;
+  /^(?:fournisseur|[ée]metteur|vendeur|prestataire|from|seller|supplier|issued\s+by|vendor|verk[äa]ufer|lieferant|rechnungssteller|leverancier|verkoper|vendedor|proveedor|emisor|fornitore|venditore|cedente(?:\/prestatore)?)(?!\p{L})\s*:?\s*/iu;
 
 /** Labels at the start of a cell, then the customer's name. */
 export const CUSTOMER_LABEL =
-  /^(?:client|factur[ée]\s+[àa](?!\s+(?:r[ée]gler|payer|rembourser))|adress[ée]\s+[àa]|destinataire|acheteur|bill\s+to|billed\s+to|invoice\s+to(?!\s+(?:pay|be\s+paid))|customer|sold\s+to|buyer)\s*:?\s*/iu;
+  /^(?:client|factur[ée]\s+[àa](?!\s+(?:r[ée]gler|payer|rembourser))|adress[ée]\s+[àa]|destinataire|acheteur|bill\s+to|billed\s+to|invoice\s+to(?!\s+(?:pay|be\s+paid))|customer|sold\s+to|buyer|k[äa]ufer(?:\/leistungsempf[äa]nger)?|rechnungsempf[äa]nger|leistungsempf[äa]nger|factuuradres|afnemer|cliente|destinatario|comprador|cessionario(?:\/committente)?)(?!\p{L})\s*:?\s*/iu;
 
 /** What may follow "Client" without being a name ("Client n° C-12", "Customer ID", "Customer VAT Number"). */
 export const NOT_A_NAME =
-  /^(?:n[°º]|no\b|number|num[ée]ro|#|r[ée]f|code|id\b|account|(?:VAT|TVA|tax|SIRE[NT])\b)/iu;
+  /^(?:n[°º]|no\b|nr\.?\b|nummer|nummer\b|\d|number|num[ée]ro|#|r[ée]f|code|id\b|account|(?:VAT|TVA|tax|SIRE[NT])\b)/iu;
 
 /** Lines that mention the customer, whose identifiers are not the supplier's. */
 export const MENTIONS_CUSTOMER =
-  /(?<!\p{L})(?:client|customer|buyer|acheteur|bill(?:ed)?\s+to|factur[ée]\s+[àa])(?!\p{L})/iu;
+  /(?<!\p{L})(?:client|customer|buyer|acheteur|bill(?:ed)?\s+to|factur[ée]\s+[àa]|kunde|k[äa]ufer|klant|uw\s+BTW|cliente|comprador)(?!\p{L})/iu;
 
-const NUMBER_MARK = String.raw`(?:n[°º]|no\.?|num[ée]ro|number|#|ref\.?)`;
+const NUMBER_MARK = String.raw`(?:n[°º]\.?|no\.?|num[ée]ro|number|#|ref\.?|nr\.?|nummer|n\.|núm(?:ero)?\.?|numero)`;
+// The word for an invoice in the languages read: a German compound ends in it ("Mietrechnung").
+const INVOICE_WORD = String.raw`(?:facture|invoice|tax\s+invoice|\p{L}*rechnung|factuur|factura|fattura)`;
 
 /** Labels at the start of a cell, then a credit note's number. */
 export const CREDIT_NOTE_NUMBER_LABELS: readonly RegExp[] = [
@@ -62,31 +68,38 @@ export const CREDIT_NOTE_NUMBER_LABELS: readonly RegExp[] = [
 
 /** Labels at the start of a cell, then an invoice's number. */
 export const INVOICE_NUMBER_LABELS: readonly RegExp[] = [
-  new RegExp(String.raw`^(?:facture|invoice|tax\s+invoice)\s*${NUMBER_MARK}\s*:?\s*`, 'iu'),
-  new RegExp(String.raw`^${NUMBER_MARK}\s*(?:de\s+(?:la\s+)?)?facture\s*:?\s*`, 'iu'),
-  /^(?:invoice|facture)\s*:\s*/iu,
-  // A title followed by the reference itself ("Facture FA-2017-0010"), tried last.
-  /^(?:facture|invoice|tax\s+invoice)\s+(?=[^\s]*\d)/iu,
+  new RegExp(String.raw`^${INVOICE_WORD}\s*${NUMBER_MARK}\s*:?\s*`, 'iu'),
+  // One word: "Rechnungsnummer", "Rechnungsnr.", "Factuurnummer", "Factuurnr".
+  /^(?:rechnungs|factuur)(?:nummer|nr\.?)\s*:?\s*/iu,
+  new RegExp(
+    String.raw`^${NUMBER_MARK}\s*(?:de\s+(?:la\s+)?|der\s+|di\s+|della\s+)?${INVOICE_WORD}\s*:?\s*`,
+    'iu',
+  ),
+  /^(?:invoice|facture|rechnung|factuur|factura|fattura)\s*:\s*/iu,
+  // A title followed by the reference itself ("Facture FA-2017-0010").
+  new RegExp(String.raw`^${INVOICE_WORD}\s+(?=[^\s]*\d)`, 'iu'),
+  // Alone in its cell, last: a column header over its value ("Factuur" above "VF1005193039").
+  /^(?:invoice|facture|rechnung|factuur|factura|fattura)\s*$/iu,
 ];
 
 /** Labels at the start of a cell, then the issue date. */
 export const ISSUE_DATE_LABELS: readonly RegExp[] = [
-  /^(?:date\s+(?:de\s+(?:la\s+)?)?(?:facture|facturation|l'avoir|d'avoir)|date\s+d'[ée]mission|date\s+of\s+issue|issue\s+date|invoice\s+date|date\s+issued|credit\s+note\s+date|issued\s+on|[ée]mise?\s+le)\s*:?\s*/iu,
-  // A bare "Date" only with a colon or alone in its cell: "Date de livraison" is another date.
-  /^date\s*(?::\s*|$)/iu,
+  /^(?:date\s+(?:de\s+(?:la\s+)?)?(?:facture|facturation|l'avoir|d'avoir)|date\s+d'[ée]mission|date\s+of\s+issue|issue\s+date|invoice\s+date|date\s+issued|credit\s+note\s+date|issued\s+on|[ée]mise?\s+le|rechnungsdatum|belegdatum|ausstellungsdatum|factuur\s*datum|fecha(?:\s+de)?(?:\s+(?:factura|emisi[óo]n|expedici[óo]n))?|data(?:\s+(?:della\s+)?(?:fattura|emissione|documento))?)\s*:?\s*/iu,
+  // A bare "Date"/"Datum" only with a colon or alone in its cell: "Date de livraison" is another date.
+  /^(?:date|datum)\s*(?::\s*|$)/iu,
 ];
 
 /** A due-date label, anywhere in a line ("Conditions : 30 jours, échéance le 30/12/2026"). */
 export const DUE_DATE_LABEL =
-  /(?:date\s+d'[ée]ch[ée]ance|[ée]ch[ée]ance|date\s+limite(?:\s+de\s+(?:paiement|r[èe]glement))?|[àa]\s+(?:r[ée]gler|payer)\s+(?:avant|au\s+plus\s+tard)(?:\s+le)?|payable\s+(?:avant|before|by|on)(?:\s+le)?|due\s+date|payment\s+due(?:\s+date|\s+by|\s+on)?|date\s+due|due\s+(?:by|on))\s*:?\s*/iu;
+  /(?:f[äa]llig(?:\p{L}*|\s+(?:am|bis|zum))|zahlbar\s+(?:bis|am)(?:\s+zum)?|zahlbar\s+innerhalb[^.\n]{0,40}?\bbis|(?:remit|pay)\s+(?:until|by|before)|zahlungsziel|vervaldatum|uiterste\s+betaaldatum|te\s+betalen\s+voor|fecha\s+de\s+vencimiento|vencimiento|data\s+(?:di\s+)?scadenza|scadenza|date\s+d'[ée]ch[ée]ance|[ée]ch[ée]ance|date\s+limite(?:\s+de\s+(?:paiement|r[èe]glement))?|[àa]\s+(?:r[ée]gler|payer)\s+(?:avant|au\s+plus\s+tard)(?:\s+le)?|payable\s+(?:avant|before|by|on)(?:\s+le)?|due\s+date|payment\s+due(?:\s+date|\s+by|\s+on)?|date\s+due|due\s+(?:by|on))\s*:?\s*/iu;
 
 /** Lines whose dates are not the issue date. */
 export const OTHER_DATE_CONTEXT =
-  /[ée]ch[ée]ance|due|payable|limite|livraison|delivery|p[ée]riode|period|service\s+date|command|order|origin|d'origine|r[ée]f[ée]rence|du\s+\d|from\s+\d/iu;
+  /f[äa]llig|zahlbar|liefer|leistung|verval|lever|order|vencim|entrega|scadenza|consegna|[ée]ch[ée]ance|due|payable|limite|livraison|delivery|p[ée]riode|period|service\s+date|command|order|origin|d'origine|r[ée]f[ée]rence|du\s+\d|from\s+\d/iu;
 
 /** Title lines, never the supplier's name. */
 export const TITLE =
-  /^(?:facture|invoice|tax\s+invoice|avoir|facture\s+d'avoir|credit\s+note|credit\s+memo|re[çc]u|receipt|devis|quote)\b/iu;
+  /^(?:facture|invoice|tax\s+invoice|avoir|facture\s+d'avoir|credit\s+note|credit\s+memo|re[çc]u|receipt|devis|quote|\p{L}*rechnung|gutschrift|factuur|creditnota|kopie|copy|factura|fattura|original|seite|page|stylesheet)(?!\p{L})/iu;
 
 /** Column headers of a line-items table, in the order they are tried on each header cell. */
 export const COLUMN_HEADERS: ReadonlyArray<readonly [ColumnRole | null, RegExp]> = [

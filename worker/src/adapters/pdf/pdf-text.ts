@@ -1,6 +1,3 @@
-import { extractTextItems, getDocumentProxy, getResolvedPDFJS } from 'unpdf';
-import { ConfigurationError, RejectionError } from '../../core/errors';
-
 /**
  * The text layer of a PDF, as lines of text. Columns (a table's cells, a label and its right-aligned
  * amount) are joined with a tab, so `1 234,56` in one cell never merges with the quantity next to
@@ -58,50 +55,4 @@ function joinRow(row: readonly PlacedText[]): string {
     previousEnd = piece.x + piece.width;
   }
   return line.trimEnd();
-}
-
-// What pdf.js throws when the bytes themselves are at fault: the same bytes fail the same way on
-// every retry. (A damaged content stream surfaces as UnknownErrorException.)
-const UNREADABLE_PDF = new Set([
-  'InvalidPDFException',
-  'PasswordException',
-  'FormatError',
-  'UnknownErrorException',
-]);
-
-/** Loads pdf.js once; its absence is our fault, not the document's, so no document is refused for it. */
-async function loadPdfJs(): Promise<void> {
-  try {
-    await getResolvedPDFJS();
-  } catch (error) {
-    throw new ConfigurationError('pdf_reader_unavailable', 'pdf.js (through unpdf) cannot be loaded', {
-      cause: error,
-    });
-  }
-}
-
-/**
- * The lines of every page, pages separated by an empty line. A PDF without a text layer (a scan)
- * gives no lines. Throws RejectionError('analysis_failed') when pdf.js cannot read the bytes
- * (corrupt, truncated or password-protected), ConfigurationError when pdf.js itself cannot be loaded.
- */
-export async function pdfLines(bytes: Uint8Array, name: string): Promise<string[]> {
-  await loadPdfJs();
-  try {
-    // pdf.js takes ownership of (detaches) the buffer it is given: hand it a copy.
-    const pdf = await getDocumentProxy(new Uint8Array(bytes), { verbosity: 0 });
-    try {
-      const { items } = await extractTextItems(pdf);
-      return items.flatMap((page, index) => [...(index > 0 ? [''] : []), ...placedTextToLines(page)]);
-    } finally {
-      await pdf.loadingTask.destroy();
-    }
-  } catch (error) {
-    if (error instanceof Error && UNREADABLE_PDF.has(error.name)) {
-      throw new RejectionError('analysis_failed', `${name}: the PDF cannot be read (${error.message})`, {
-        cause: error,
-      });
-    }
-    throw error;
-  }
 }
