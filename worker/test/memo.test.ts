@@ -5,8 +5,9 @@ import { FileMemoStore } from '../src/adapters/file-memo-store';
 import { MemoryMemoStore } from '../src/adapters/memory-memo-store';
 import { QuotaGate, RATE_LIMITED } from '../src/adapters/quota-gate';
 import type { AnalysisResult } from '../src/contract/analysis';
+import type { Row } from '../src/contract/row';
 import { Deadline, DeadlineError } from '../src/core/deadline';
-import { RejectionError, TransientError } from '../src/core/errors';
+import { OutcomeUnknownError, RejectionError, TransientError } from '../src/core/errors';
 import { dedupKey, parsePush } from '../src/core/event';
 import { handle } from '../src/core/handle';
 import { AnalysisMemo } from '../src/core/memo';
@@ -489,6 +490,65 @@ describe('handle with the memo', () => {
     const key = dedupKey(delivery('2', 'b.txt'), 'object');
     // Still held one lease time past the deadline, the bound of the statement (its jobTimeoutMs).
     expect(leaseOf(key)).toBe(time.ms - 31_000 + 30_000 + 15_000);
+  });
+
+  it('keeps the key’s lease to its bound when the write’s outcome is unknown: neither another instance nor this instance’s own retry writes meanwhile', async () => {
+    const time = new ManualTime();
+    const memoStore = new MemoryMemoStore();
+    const options = {
+      ttlMs: 8 * DAY_MS,
+      clock: time.clock,
+      sleep: time.sleep,
+      timers: time,
+      writesOutliveInstance: true,
+    };
+    const memoA = new AnalysisMemo(memoStore, options);
+    const memoB = new AnalysisMemo(memoStore, options);
+    const a = handlerDeps({ clock: time.clock, memo: memoA });
+    const b = handlerDeps({ clock: time.clock, memo: memoB, store: a.store });
+    const body = pushBody('1', { size: Buffer.byteLength(INVOICE) });
+    const attrs = (body.message as { attributes: Record<string, string> }).attributes;
+    for (const { reader } of [a, b])
+      reader.put(attrs.bucketId!, attrs.objectId!, attrs.objectGeneration!, INVOICE);
+    const key = dedupKey(parsePush(body), 'object');
+    const leaseOf = () => memoStore.leases.get(AnalysisMemo.key(key, a.deps.analyzer.version))!.getTime();
+
+    // A's MERGE was sent and its answer lost; jobs.get could not tell whether it committed.
+    const record = a.store.record.bind(a.store);
+    let unknown = 1;
+    const writes: number[] = [];
+    a.store.record = async (row: Row) => {
+      writes.push(time.ms);
+      if (unknown-- > 0)
+        throw new OutcomeUnknownError('bigquery_outcome_unknown', 'the answer of the MERGE was lost');
+      return record(row);
+    };
+    const startMs = time.ms;
+    await expect(
+      handle(parsePush(body), a.deps, Deadline.after(30_000, time.clock, time)),
+    ).rejects.toBeInstanceOf(OutcomeUnknownError);
+    // Its lease lives on to the statement's bound (the deadline plus one lease time), not ended now.
+    expect(leaseOf()).toBe(startMs + 30_000 + 15_000);
+
+    // A duplicate on B and the retry on A (both find the analysis in the memo) wait for that bound.
+    let bDone = false;
+    let aDone = false;
+    const onB = handle(parsePush(body), b.deps, Deadline.after(498_000, time.clock, time)).then((o) => {
+      bDone = true;
+      return o;
+    });
+    const onA = handle(parsePush(body), a.deps, Deadline.after(498_000, time.clock, time)).then((o) => {
+      aDone = true;
+      return o;
+    });
+    await time.advance(40_000);
+    expect([aDone, bDone]).toEqual([false, false]);
+    expect(writes).toHaveLength(1);
+    await time.advance(10_000);
+    const outcomes = await Promise.all([onA, onB]);
+    expect(outcomes.map((o) => o.status).sort()).toEqual(['duplicate', 'ok']);
+    expect(writes.every((at) => at === startMs || at >= startMs + 45_000)).toBe(true);
+    expect(a.analyzer.calls.length + b.analyzer.calls.length).toBe(1);
   });
 
   /** Counts the store's lookups and the memo's reads. */

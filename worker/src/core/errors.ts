@@ -123,6 +123,14 @@ export class TransientError extends CodedError<string> {
 }
 
 /**
+ * A write whose outcome is unknown: its statement was sent, and neither its answer nor a read of
+ * its job by id said whether it committed (a 5xx or a reset while polling, an answer lost after the
+ * commit). It may still commit, up to its own bound: the delivery is answered 503, and the key's
+ * write lease is not ended, so that no other delivery writes the key until that bound has passed.
+ */
+export class OutcomeUnknownError extends TransientError {}
+
+/**
  * A dependency refused the worker's request for a reason that is not the document: the analyzer's
  * billing or region (`FAILED_PRECONDITION`), its credentials or model (401, 403, 404), the schema
  * the worker asks for, a conflict or a cancellation (409, 499). Every document would get the same

@@ -12,6 +12,7 @@ import { type CheckLimits, checkContent, checkDeclared } from './document-checks
 import {
   type FallbackReason,
   isRejection,
+  OutcomeUnknownError,
   RejectionError,
   type RejectionReason,
   TransientError,
@@ -173,8 +174,8 @@ export async function handle(
     inserted = await deadline.race('write', deps.store.record(buildRow(event, key, verdict, deps), deadline));
     ended = true;
   } catch (error) {
-    // Cut at the deadline or by shutdown, the statement may still run: its lease lives to its bound.
-    ended = !(error instanceof DeadlineError || error instanceof ShuttingDownError);
+    // A statement that may still run keeps the key's lease to its bound.
+    ended = !writeMayStillCommit(error);
     throw error;
   } finally {
     turn?.done(ended);
@@ -191,6 +192,19 @@ export async function handle(
     ...(verdict.fallback ? { fallback: verdict.fallback, detail: verdict.detail } : {}),
     ...(verdict.usage ? { usage: verdict.usage } : {}),
   };
+}
+
+/**
+ * Whether a failed write's statement may still commit: cut at the deadline or by shutdown, or its
+ * outcome unknown (the store could not learn it). Its key's write lease must then live to the
+ * statement's bound, so that no other delivery writes the key meanwhile.
+ */
+export function writeMayStillCommit(error: unknown): boolean {
+  return (
+    error instanceof DeadlineError ||
+    error instanceof ShuttingDownError ||
+    error instanceof OutcomeUnknownError
+  );
 }
 
 /**

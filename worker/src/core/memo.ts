@@ -102,6 +102,8 @@ interface Heartbeat {
 /** This instance's turn to write a key: the heartbeat of its lease and the deliveries using it. */
 interface WriteTurn {
   heartbeat: Heartbeat;
+  /** The lease round the turn holds. */
+  leaseKey: string;
   users: number;
   /** Whether every write under it answered: only then may the lease end before its bound. */
   ended: boolean;
@@ -109,8 +111,9 @@ interface WriteTurn {
 
 /**
  * A write's turn, for the delivery writing under it: `done(ended)` once its write is over, `ended`
- * false when the write did not answer (cut at the deadline or by shutdown): its statement may still
- * run, so the lease lives on to the statement's bound instead of ending now.
+ * false when its statement may still run (cut at the deadline or by shutdown, or its outcome
+ * unknown): the lease then lives on to the statement's bound instead of ending now, and this
+ * instance's own retry waits for it like any other delivery.
  */
 export interface WriteTurnHandle {
   done(ended?: boolean): void;
@@ -373,6 +376,7 @@ export class AnalysisMemo {
         this.heldHere.set(key, lease.leaseKey);
         const turn = {
           heartbeat: this.renewWhileWorking(lease.leaseKey, dedupKey, deadline),
+          leaseKey: lease.leaseKey,
           users: 0,
           ended: true,
         };
@@ -405,7 +409,7 @@ export class AnalysisMemo {
   private handOver(key: string, leaseKey: string | undefined, heartbeat: Heartbeat | undefined): void {
     if (!leaseKey || !heartbeat) return;
     this.heldHere.set(key, leaseKey);
-    this.writing.set(key, { heartbeat, users: 0, ended: true });
+    this.writing.set(key, { heartbeat, leaseKey, users: 0, ended: true });
   }
 
   /**
@@ -425,6 +429,9 @@ export class AnalysisMemo {
         if (turn.users > 0) return;
         turn.heartbeat.stop(turn.ended);
         if (this.writing.get(key) === turn) this.writing.delete(key);
+        // A statement that may still commit guards its round to its bound against this instance's
+        // own retry too: the retry waits for the round like any other delivery, never takes it up.
+        if (!turn.ended && this.heldHere.get(key) === turn.leaseKey) this.heldHere.delete(key);
       },
     };
     if (this.options.writesOutliveInstance && Number.isFinite(deadline.atMs))
