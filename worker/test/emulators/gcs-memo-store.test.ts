@@ -97,4 +97,49 @@ describe(`GcsMemoStore on fake-gcs-server ${toolVersion('fake-gcs-server')}`, ()
     await store.renew(key, new Date(t0 + 40_000));
     expect((await store.lease(key, new Date(t0 + 55_000)))?.getTime()).toBe(t0 + 40_000);
   });
+  it('counts the renewal issued last, not the one that landed last: a slow older renewal never shortens a write’s bound', async () => {
+    const key = AnalysisMemo.key('gs://b/lease#3', 'v1');
+    const t0 = Date.parse('2026-11-30T09:00:00.000Z');
+    let nowMs = t0;
+    // The same real client, except that the next renewal's upload waits until released.
+    const slow = createStorageClient({ apiEndpoint: server.url, projectId: 'docline-emu', timeoutMs: 5_000 });
+    let release = () => {};
+    let hold: Promise<void> | undefined = new Promise<void>((resolve) => (release = resolve));
+    const bucketOf = slow.bucket.bind(slow);
+    slow.bucket = ((name: string, options?: object) => {
+      const bucket = bucketOf(name, options);
+      const fileOf = bucket.file.bind(bucket);
+      bucket.file = ((objectName: string, fileOptions?: object) => {
+        const file = fileOf(objectName, fileOptions);
+        if (hold && objectName.startsWith(`leases/${key}/`)) {
+          const gate = hold;
+          hold = undefined;
+          const save = file.save.bind(file);
+          file.save = (async (...args: Parameters<typeof save>) => {
+            await gate;
+            return save(...args);
+          }) as typeof file.save;
+        }
+        return file;
+      }) as typeof bucket.file;
+      return bucket;
+    }) as typeof slow.bucket;
+    const holder = new GcsMemoStore({ storage: slow, bucket: BUCKET, clock: { now: () => new Date(nowMs) } });
+
+    expect(await holder.lease(key, new Date(t0 + 15_000))).toBeUndefined();
+    nowMs = t0 + 5_000;
+    const heartbeat = holder.renew(key, new Date(t0 + 20_000));
+    // The write turn moves the lease past its statement's bound; that renewal lands first.
+    nowMs = t0 + 6_000;
+    await holder.renew(key, new Date(t0 + 513_000));
+    release();
+    await heartbeat;
+    // The next heartbeat renews to the same bound.
+    nowMs = t0 + 10_000;
+    await holder.renew(key, new Date(t0 + 513_000));
+    // A concurrent delivery (another instance, the plain client) reads the bound.
+    expect((await store.lease(key, new Date(t0 + 30_000)))?.getTime()).toBe(t0 + 513_000);
+    const [renewals] = await storage.bucket(BUCKET).getFiles({ prefix: `leases/${key}/` });
+    expect(renewals).toHaveLength(3);
+  });
 });
