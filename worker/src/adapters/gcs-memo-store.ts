@@ -90,6 +90,15 @@ export class GcsMemoStore implements MemoStore {
     await this.createOnly(`leases/${key}/${issuedMs}-${expiresAt.getTime()}.json`, expiryBody(expiresAt));
   }
 
+  /** Whether the lease object of `key` exists: one metadata read. */
+  async hasLease(key: string): Promise<boolean> {
+    const [exists] = await this.options.storage
+      .bucket(this.options.bucket)
+      .file(`leases/${key}.json`)
+      .exists();
+    return exists;
+  }
+
   /**
    * The expiry the renewal of `key` issued last set: one listing of its folder (listings are
    * strongly consistent), the renewal with the latest issue stamp. A renewal named after its expiry

@@ -18,7 +18,7 @@ import {
   TransientError,
 } from './errors';
 import { dedupKey, type PushEvent } from './event';
-import type { AnalysisMemo } from './memo';
+import { type AnalysisMemo, type WorkContext, WrittenMeanwhile } from './memo';
 import {
   type Admission,
   type Analyzer,
@@ -132,7 +132,11 @@ export async function handle(
         verdict = { status: 'ok', analysis, model, usage };
       } else {
         const analyze = keepingSpentTokens(deps.analyzer);
-        const work = async () => {
+        const work = async (context?: WorkContext) => {
+          // After a holder of the key's lease that kept no analysis of this version (one of another
+          // analyzer version, during a deploy): its row may be there, and paying again would be waste.
+          if (context?.afterHolder && (await deadline.race('lookup', deps.store.seen(key, deadline))))
+            throw new WrittenMeanwhile();
           // Read again inside the line: a delivery waiting its turn holds no document in memory.
           const bytes = await read();
           analysed = true;
@@ -144,7 +148,7 @@ export async function handle(
         const admission: Admission = { run: (w, d) => gate.run(w, d, bytes) };
         const paid = deps.memo
           ? await deps.memo.analyse(key, deps.analyzer.version, work, admission, deadline, peeked)
-          : { result: await admission.run(work, deadline), source: 'analyzer' as const };
+          : { result: await admission.run(() => work(), deadline), source: 'analyzer' as const };
         holderSeen = 'holderSeen' in paid && paid.holderSeen === true;
         if (paid.source === 'memo') memo = 'hit';
         else if (paid.source === 'shared') memo = 'shared';
@@ -160,6 +164,8 @@ export async function handle(
         };
       }
     } catch (error) {
+      if (error instanceof WrittenMeanwhile)
+        return { ...base, status: 'duplicate', duplicateAt: 'seen', analysed: false };
       if (!isRejection(error)) throw error;
       memo = error.memo;
       verdict = { status: 'rejected', reason: error.code, detail: error.message, usage: error.usage };
