@@ -19,6 +19,7 @@ import {
 } from './errors';
 import { dedupKey, type PushEvent } from './event';
 import { type AnalysisMemo, type WorkContext, WrittenMeanwhile } from './memo';
+import type { OutageBreaker } from './outage';
 import {
   type Admission,
   type Analyzer,
@@ -45,6 +46,11 @@ export interface HandlerDeps {
   admission?: Admission;
   /** Reads e-invoices from their structure, before and outside the paid work; without it, none is. */
   eInvoices?: EInvoiceReader;
+  /**
+   * Answers 503 at once, before any cost, a delivery whose store or analyzer is out (core/outage.ts);
+   * the store and analyzer above report their calls to it. Without it every delivery tries.
+   */
+  outage?: OutageBreaker;
 }
 
 export type OutcomeStatus = 'ok' | 'rejected' | 'duplicate';
@@ -91,6 +97,8 @@ export async function handle(
   deps: HandlerDeps,
   deadline: Deadline = Deadline.none(),
 ): Promise<Outcome> {
+  // Every delivery ends in the store: while it is out, nothing else is worth paying for.
+  deps.outage?.admit('store');
   const key = dedupKey(event, deps.dedupKeyMode);
   const base = { messageId: event.messageId, dedupKey: key };
   // With a memo of paid analyses, it is read first: no analysis kept for the key means no delivery
@@ -137,6 +145,8 @@ export async function handle(
           // analyzer version, during a deploy): its row may be there, and paying again would be waste.
           if (context?.afterHolder && (await deadline.race('lookup', deps.store.seen(key, deadline))))
             throw new WrittenMeanwhile();
+          // An analyzer that is out is not paid for, nor the document read for it.
+          deps.outage?.admit('analyzer');
           // Read again inside the line: a delivery waiting its turn holds no document in memory.
           const bytes = await read();
           analysed = true;
