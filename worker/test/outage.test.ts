@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { MemoryMemoStore } from '../src/adapters/memory-memo-store';
 import type { AnalysisResult } from '../src/contract/analysis';
 import {
@@ -29,6 +31,22 @@ describe("Pub/Sub's retry horizon", () => {
   it('was 40 minutes with 10 attempts: every good document arriving in a longer outage was dead-lettered', () => {
     expect(retryHorizonSeconds({ ...DELIVERY_DEFAULTS, maxDeliveryAttempts: 10 })).toBe(2_430);
     expect(retryHorizonSeconds({ ...DELIVERY_DEFAULTS, maxDeliveryAttempts: 15 })).toBeLessThan(2 * HOUR_S);
+  });
+
+  it('is what docs/architecture.md says, row by row', () => {
+    const doc = readFileSync(path.join(__dirname, '../../docs/architecture.md'), 'utf8');
+    const section =
+      doc.split('<!-- retry-horizon:start -->')[1]?.split('<!-- retry-horizon:end -->')[0] ?? '';
+    const rows = section
+      .split('\n')
+      .filter((l) => /^\| \**\d/.test(l))
+      .map((l) => l.split('|').map((c) => c.replaceAll('*', '').trim()));
+    expect(rows.length).toBe(3);
+    for (const row of rows) {
+      const attempts = Number(/^\d+/.exec(row[1]!)?.[0]);
+      const seconds = Number(/^([\d,]+) s/.exec(row[3]!)?.[1]?.replaceAll(',', ''));
+      expect(seconds).toBe(retryHorizonSeconds({ ...DELIVERY_DEFAULTS, maxDeliveryAttempts: attempts }));
+    }
   });
 
   it('sums the backoffs between the attempts, capped at the maximum', () => {
