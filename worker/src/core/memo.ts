@@ -342,7 +342,6 @@ export class AnalysisMemo {
       what: 'waiting for the analysis of a concurrent delivery (its lease)',
       holderSeen: false,
       look: () => this.lookup(key, dedupKey, deadline),
-      askEveryPoll: true,
       // Paying alongside a holder seen working costs an analysis: it is given one more lease time
       // when the memo then fails a lease call (as if it had renewed), once, so that a memo that
       // keeps failing holds the work up no longer than a lease would.
@@ -393,12 +392,13 @@ export class AnalysisMemo {
   /**
    * The one wait for a key's holder, for the analysis and for the write: takes the key's lease, or,
    * while another delivery holds it, waits, looking every poll for what the caller needs (`look`:
-   * the holder's analysis) and, for a write, asking the lease again every poll (`askEveryPoll`: a
-   * holder whose write answered ends its lease at once, long before the bound it was moved to), else
-   * once the lease has run out as last read. `mine` ends the wait when this instance already holds
-   * what the caller needs (its own write turn). A holder seen is waited for `grace.ms` more when a
-   * lease call then fails (the memo is failing, the holder likely still works), at most
-   * `grace.times` times. Every wait ends at the deadline (503).
+   * the holder's analysis) and asking the lease again (a holder whose write answered ends its lease
+   * at once, long before the bound it was moved to; a holder of another analyzer version keeps no
+   * analysis this delivery could find). `mine` ends the wait when this instance already holds what
+   * the caller needs (its own write turn). A holder seen is waited for `grace.ms` past its lease as
+   * last read when a lease call then fails (the memo is failing, the holder likely still works), at
+   * most `grace.times` times; the last grace is waited out whole. Every wait ends at the deadline
+   * (503).
    *
    * Ends with what was found, or with the lease as last asked (`leaseKey` when taken; neither
    * `leaseKey` nor a holder when none is to be had: the caller goes on unguarded).
@@ -412,7 +412,6 @@ export class AnalysisMemo {
       holderSeen: boolean;
       mine?: () => T | undefined;
       look?: () => Promise<T | undefined>;
-      askEveryPoll: boolean;
       grace: { ms: number; times: number };
     },
   ): Promise<{ found: T } | { lease: Lease; holderSeen: boolean }> {
@@ -436,7 +435,7 @@ export class AnalysisMemo {
         lease.holderUntil?.getTime() ?? Math.max(lastUntilMs, this.clock.now().getTime()) + how.grace.ms;
       // A live holder's lease is asked again every poll (it ends as soon as the holder's write
       // answers); so is a grace while more are left. The last grace is waited out whole.
-      const askAgain = how.askEveryPoll && (lease.holderUntil !== undefined || graces > 0);
+      const askAgain = lease.holderUntil !== undefined || graces > 0;
       do {
         deadline.check(how.what);
         const napMs = Math.min(this.pollMs, untilMs - this.clock.now().getTime(), deadline.remainingMs());
@@ -495,7 +494,6 @@ export class AnalysisMemo {
       what: 'waiting for the write of a concurrent delivery (its lease)',
       holderSeen: options.holderSeen ?? false,
       mine: ours,
-      askEveryPoll: true,
       // A holder seen writing is waited for even when the memo then fails to answer: writing
       // alongside it could change the view's answer; waiting costs at most this delivery's deadline.
       grace: { ms: this.pollMs, times: Number.POSITIVE_INFINITY },
