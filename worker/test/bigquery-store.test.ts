@@ -16,10 +16,11 @@ import {
   mergeSql,
   winnersSql,
 } from '../src/adapters/bigquery-store';
+import { GroupCommitStore } from '../src/adapters/group-commit-store';
 import { bigQuerySchema, COLUMN_NAMES, COLUMNS, type Row } from '../src/contract/row';
 import { DELIVERY_DEFAULTS } from '../src/contract/settings';
 import { Deadline, DeadlineError } from '../src/core/deadline';
-import { ConfigurationError, RejectionError, TransientError } from '../src/core/errors';
+import { ConfigurationError, RejectionError, RowRefusalError, TransientError } from '../src/core/errors';
 import type { Clock } from '../src/core/ports';
 import { testRow } from './support/builders';
 import {
@@ -383,6 +384,45 @@ describe('BigQueryStore', () => {
       const entry = logger.entries.find((e) => e.severity === 'ERROR');
       expect(entry?.message).toContain('MAXIMUM_BYTES_BILLED');
       expect(entry).toMatchObject({ code: 'bigquery_bytes_billed_limit', operation: 'record' });
+    });
+
+    it('fails a batch refused for its byte estimate at once: one statement, no row refused as bad', async () => {
+      fake.setEstimatedBytes(200_000_000);
+      const batched = new GroupCommitStore(store, { maxRows: 6, maxWaitMs: 0, minIntervalMs: 0 });
+      const rows = Array.from({ length: 6 }, () => testRow());
+      const settled = await Promise.allSettled(rows.map((r) => batched.record(r)));
+      for (const r of settled) {
+        expect(r.status).toBe('rejected');
+        const reason = (r as PromiseRejectedResult).reason;
+        expect(reason).toBeInstanceOf(ConfigurationError);
+        expect(reason).not.toBeInstanceOf(RowRefusalError);
+        expect(reason.code).toBe('bigquery_bytes_billed_limit');
+      }
+      expect(batched.statements).toBe(1);
+      expect(queryBodies()).toHaveLength(1);
+      expect(fake.rows()).toHaveLength(0);
+    });
+
+    it('maps a value a column cannot take to a row refusal, and a refusal of the SQL to a statement refusal', () => {
+      const row = bigQueryError(
+        {
+          code: 400,
+          errors: [{ reason: 'invalidQuery', message: 'Bad int64 value: twelve' }],
+          message: 'Bad int64 value: twelve',
+        },
+        'record',
+      );
+      expect(row).toBeInstanceOf(RowRefusalError);
+      const statement = bigQueryError(
+        {
+          code: 400,
+          errors: [{ reason: 'invalidQuery', message: 'Unrecognized name: key_day at [1:80]' }],
+          message: 'Unrecognized name: key_day at [1:80]',
+        },
+        'record',
+      );
+      expect(statement).toBeInstanceOf(ConfigurationError);
+      expect(statement).not.toBeInstanceOf(RowRefusalError);
     });
 
     it('treats an unreachable BigQuery as transient', async () => {

@@ -3,7 +3,7 @@ import { BigQuery, type BigQueryOptions, type Query } from '@google-cloud/bigque
 import { COLUMN_NAMES, COLUMNS, type ColumnName, PARTITION_COLUMN, type Row } from '../contract/row';
 import { DELIVERY_DEFAULTS, MIN_MAXIMUM_BYTES_BILLED, MIN_STATEMENT_MS } from '../contract/settings';
 import { type Deadline, DeadlineError } from '../core/deadline';
-import { ConfigurationError, TransientError } from '../core/errors';
+import { ConfigurationError, RowRefusalError, TransientError } from '../core/errors';
 import { type BatchStore, type Clock, type Logger, systemClock } from '../core/ports';
 
 /**
@@ -231,6 +231,10 @@ export function bigQueryError(error: unknown, operation: string): Error {
       options,
     );
   }
+  if (ROW_VALUE_REFUSAL.test(text)) {
+    // A value of one row that the column cannot take: the only refusal worth isolating that row.
+    return new RowRefusalError('bigquery_rejected_row', `BigQuery ${operation}: ${firstLine(text)}`, options);
+  }
   // Any other refusal is about our statement, not the document: an operator must look at it.
   return new ConfigurationError(
     'bigquery_rejected_query',
@@ -238,6 +242,15 @@ export function bigQueryError(error: unknown, operation: string): Error {
     options,
   );
 }
+
+/**
+ * The words BigQuery uses when one value cannot be taken ("Bad int64 value: twelve", "Invalid
+ * timestamp: …", "Failed to parse input string", "Invalid JSON …"): a rejection that names a row's
+ * content. Anything else that refuses a statement (its byte estimate, its access, a missing table,
+ * the SQL itself) is the statement's fault, whichever rows it carries.
+ */
+const ROW_VALUE_REFUSAL =
+  /\b(bad|invalid) (int64|integer|double|float64|bool|boolean|timestamp|date|datetime|json|numeric|bignumeric|utf-?8)\b|\b(int64|timestamp|json|date|numeric) value\b|\bfailed to parse (input|json)\b|\bcannot (parse|coerce) .*\bvalue\b/i;
 
 function firstLine(text: string): string {
   return text.trim().split('\n')[0]!.slice(0, 500);
