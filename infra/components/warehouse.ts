@@ -5,8 +5,20 @@ import { VIEW_DESCRIPTIONS, VIEW_NAMES, type ViewName, viewSql } from '../../wor
 import { type DataArgs, DoclineComponent } from './component';
 import { keptOnDelete } from './lifecycle';
 
-/** The table's id inside the dataset; the worker writes here, readers use the views. */
-export const TABLE_ID = 'deliveries';
+/**
+ * The table's id inside the dataset; the worker writes here, readers use the views. Partitioned by
+ * the key's day (contract/row.ts): a new id, because BigQuery cannot change the partitioning of a
+ * table in place.
+ */
+export const TABLE_ID = 'deliveries_by_key_day';
+
+/**
+ * The id of the table of the earlier layout (partitioned by `processed_at`). A stack deployed
+ * before the key-day layout keeps it, rows included (retained on replacement), until its rows are
+ * moved by `migrationSql` (worker/src/adapters/bigquery-store.ts; docs/architecture.md, "Table
+ * layout").
+ */
+export const LEGACY_TABLE_ID = 'deliveries';
 
 /** Arguments of {@link Warehouse}. */
 export interface WarehouseArgs extends DataArgs {
@@ -53,12 +65,15 @@ export class Warehouse extends DoclineComponent {
         datasetId: this.dataset.datasetId,
         tableId: TABLE_ID,
         description:
-          'Rows written by the worker. Read through the documents view: BigQuery enforces no uniqueness.',
+          "Rows written by the worker, partitioned by each key's day. Read through the documents view: BigQuery enforces no uniqueness.",
         schema: JSON.stringify(bigQuerySchema()),
         timePartitioning: { type: 'DAY', field: PARTITION_COLUMN },
         clusterings: [...CLUSTER_COLUMNS],
         deletionProtection,
       },
+      // A replacement (the id and the partitioning changed: a stack of the earlier layout) creates
+      // this table and, being retained, leaves the old one in BigQuery with every row, for the
+      // migration statement to move.
       { ...this.child, ...keptOnDelete(deletionProtection) },
     );
     // Built from the inputs, not the table's outputs, so that the view SQL is known at preview.

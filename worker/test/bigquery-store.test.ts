@@ -31,7 +31,6 @@ import {
   type StoredRow,
   startFakeBigQuery,
   staticTokenAuth,
-  storedRow,
 } from './support/fake-bigquery';
 import { MemoryLogger } from './support/fakes';
 import { describeBatchStoreContract, describeStoreContract } from './support/store-contract';
