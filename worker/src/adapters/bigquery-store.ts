@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { BigQuery, type BigQueryOptions, type Query } from '@google-cloud/bigquery';
+import { KEY_DAY_LAYOUT } from '../contract/cost-model';
 import {
   COLUMN_NAMES,
   COLUMNS,
@@ -63,15 +64,15 @@ const DAY_MS = 24 * 60 * 60 * 1000;
  * today's partition, and yesterday's too during the first 6 hours of a UTC day: at most 1.25 days
  * of keys.
  */
-export const LOOKUP_HORIZON_MS = 6 * 60 * 60 * 1000;
+export const LOOKUP_HORIZON_MS = KEY_DAY_LAYOUT.lookupHorizonMs;
 
 /**
  * The most key days one MERGE reads: a batch holds keys of today (and of yesterday, around
  * midnight); the rare batch with more days (a replay of old dead letters, a backfill) is written in
  * several statements of at most this many days each, so that no statement's estimate is larger
- * than {@link maximumEstimateBytes} allows for.
+ * than `maximumEstimateBytes` (contract/cost-model.ts) allows for.
  */
-export const MAX_KEY_DAYS_PER_STATEMENT = 2;
+export const MAX_KEY_DAYS_PER_STATEMENT = KEY_DAY_LAYOUT.maxKeyDaysPerStatement;
 
 /** The named parameter that carries the first key day `seen()` looks at (a DATE). */
 export const LOOKUP_PARAMETER = 'lookup_since';
@@ -199,18 +200,6 @@ export function migrationSql(from: string, to: string): string {
     `WHERE NOT EXISTS (SELECT 1 FROM ${quotedTable(to)} AS T ` +
     `WHERE T.dedup_key = S.dedup_key AND T.${PARTITION_COLUMN} = S.${PARTITION_COLUMN})`
   );
-}
-
-/**
- * The largest pre-run estimate any of this store's statements can have at `documentsPerDay`, with
- * `bytesPerKeyRow` bytes of `dedup_key` + `key_day` per row (a winners query adds `message_id`):
- * a MERGE reads at most {@link MAX_KEY_DAYS_PER_STATEMENT} full days of keys, a lookup at most one
- * day plus the horizon. Independent of the table's age: what the stack checks `maximumBytesBilled`
- * against.
- */
-export function maximumEstimateBytes(documentsPerDay: number, bytesPerKeyRow: number): number {
-  const days = Math.max(MAX_KEY_DAYS_PER_STATEMENT, 1 + LOOKUP_HORIZON_MS / DAY_MS);
-  return Math.ceil(days * documentsPerDay * bytesPerKeyRow);
 }
 
 type ParameterValue = string | null | { value: string };
