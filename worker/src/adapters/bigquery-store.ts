@@ -54,7 +54,6 @@ export interface BigQueryStoreOptions {
 }
 
 const TABLE_ID = /^[a-z][a-z0-9-]{4,61}[a-z0-9]\.[A-Za-z0-9_]{1,1024}\.[A-Za-z0-9_-]{1,1024}$/;
-const DAY_MS = 24 * 60 * 60 * 1000;
 
 /**
  * How far back `seen()` looks for a key, by key day: redeliveries (Pub/Sub's retries, a second
