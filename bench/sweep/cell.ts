@@ -9,10 +9,11 @@ import {
   GeminiSweepModel,
   type QuotaModel,
   SharedCapacity,
+  type TierLimits,
   TierQuota,
   tokensOf,
 } from '../../sim/models/gemini';
-import { GEMINI_LATENCIES, latencyFrom, mergeLatency } from '../../sim/models/latency';
+import { GEMINI_LATENCIES, latencyFrom, mergeLatency, uniformLatency } from '../../sim/models/latency';
 import { PUSH_WINDOW_MODELS } from '../../sim/models/push-window';
 import { SweepWarehouse } from '../../sim/models/warehouse';
 import { PushSubscription } from '../../sim/pubsub';
@@ -72,6 +73,29 @@ export interface CellSpec {
   documents: number;
   backlog: BacklogKind;
   seed: number;
+  /** A steady flow instead of a backlog (the growth stage): uploads at a rate into an aged table. */
+  flow?: SteadyFlow;
+}
+
+/**
+ * A steady flow of uploads (the growth stage): `documentsPerDay` evenly spaced for `durationMs`,
+ * into a table pre-filled to `tableAgeDays` at the same rate, with the settings the stack derives
+ * for that volume and, optionally, a Gemini tier with a daily limit and a MERGE latency.
+ */
+export interface SteadyFlow {
+  documentsPerDay: number;
+  tableAgeDays: number;
+  durationMs: number;
+  /** What the stack derives for the volume (infra/config.ts: parseStackConfig with documentsPerDay). */
+  stack: {
+    maximumBytesBilled: number;
+    mergeMinIntervalMs: number;
+    maxInstances: number;
+    concurrency: number;
+  };
+  tier?: TierLimits;
+  /** A MERGE's latency, uniform (default: the cost model's). */
+  mergeSeconds?: { low: number; high: number };
 }
 
 export function cellName(c: Omit<CellSpec, 'seed'>): string {
@@ -108,6 +132,8 @@ export interface ConsumerFigures {
   instancesStarted: number;
   maxInstancesServing: number;
   wallSeconds: number;
+  /** Seconds from each document's first publish to its row (documents published by the run). */
+  secondsToRow: number[];
 }
 
 /** How Cloud Run runs docline's instances in a cell. */
@@ -158,7 +184,11 @@ function documentsOf(spec: CellSpec, epochMs: number): Document[] {
     const name = `sweep/${String(i).padStart(6, '0')}-${sample.name}`;
     const generation = String(1764489600000000 + i);
     // A backfill's objects are old (days): reconcile's --older-than leaves them to it.
-    const created = new Date(epochMs - (spec.backlog === 'backfill' ? 2 * 86_400_000 - i : 0)).toISOString();
+    // A steady flow's objects are created when they are uploaded (their event time, hence key day).
+    const createdMs = spec.flow
+      ? epochMs + i * flowGapMs(spec.flow)
+      : epochMs - (spec.backlog === 'backfill' ? 2 * 86_400_000 - i : 0);
+    const created = new Date(createdMs).toISOString();
     docs.push({
       key: objectUri(BUCKET, name, generation),
       bytes: sample.bytes,
@@ -179,7 +209,13 @@ function documentsOf(spec: CellSpec, epochMs: number): Document[] {
   return docs;
 }
 
+/** Simulated ms between two uploads of a steady flow. */
+export function flowGapMs(flow: SteadyFlow): number {
+  return 86_400_000 / flow.documentsPerDay;
+}
+
 function quotaModel(spec: CellSpec, time: SimClock): QuotaModel {
+  if (spec.flow?.tier) return new TierQuota(time, spec.flow.tier);
   return spec.analyzer === 'tiers'
     ? // The tier's input-token limit sits just under RPM × the mean document: it binds now and then.
       new TierQuota(time, { requestsPerMinute: spec.quota, tokensPerMinute: spec.quota * 1_700 })
@@ -201,12 +237,15 @@ async function publishBacklog(
   subscription: PushSubscription,
   warehouse: SweepWarehouse,
   onPublished: () => void,
+  publishedAtMs: Map<string, number> = new Map(),
 ): Promise<ReconcileFigures | undefined> {
   if (spec.backlog === 'upload') {
     let published = 0;
     for (let i = 0; i < docs.length; i++) {
       const d = docs[i]!;
-      time.after((i * 60_000) / docs.length, () => {
+      const atMs = spec.flow ? i * flowGapMs(spec.flow) : (i * 60_000) / docs.length;
+      time.after(atMs, () => {
+        publishedAtMs.set(d.key, time.nowMs());
         for (let c = 1; c <= d.copies; c++) {
           subscription.publish(
             JSON.stringify(d.resource),
@@ -390,11 +429,36 @@ export async function runConsumer(
     spec.seed,
   );
   const settings = DELIVERY_DEFAULTS;
+  const flow = spec.flow;
   const warehouse = new SweepWarehouse(time, {
     seed: spec.seed + 5,
     dedupWindowDays: settings.dedupWindowDays,
-    maximumBytesBilled: settings.maximumBytesBilled,
+    maximumBytesBilled: flow?.stack.maximumBytesBilled ?? settings.maximumBytesBilled,
+    ...(flow
+      ? {
+          documentsPerDay: flow.documentsPerDay,
+          prefilledDays: flow.tableAgeDays,
+          ...(flow.mergeSeconds
+            ? {
+                mergeLatency: uniformLatency(
+                  flow.mergeSeconds.low * 1000,
+                  flow.mergeSeconds.high * 1000,
+                  spec.seed + 5,
+                ),
+              }
+            : {}),
+        }
+      : {}),
   });
+  const instances = flow?.stack.maxInstances ?? STACK_DEFAULTS.maxInstances;
+  const concurrency = flow?.stack.concurrency ?? STACK_DEFAULTS.concurrency;
+  const flowEnv: Record<string, string> = flow
+    ? {
+        MAXIMUM_BYTES_BILLED: String(flow.stack.maximumBytesBilled),
+        MERGE_MIN_INTERVAL_MS: String(flow.stack.mergeMinIntervalMs),
+      }
+    : {};
+  const publishedAtMs = new Map<string, number>();
   const memoBucket = new SimBucketStore(time, spec.seed + 9);
   const readLatency = latencyFrom(
     { name: 'read', medianMs: 50, sigma: 0.3, tailShare: 0.01, tailFactor: 10 },
@@ -411,7 +475,7 @@ export async function runConsumer(
     let slots: Slots | undefined;
     let cloudRunModel: CloudRunModel | undefined;
     if (consumer === 'docline') {
-      const config = loadConfig({ ...SIM_ENV, WORKER_VERSION: 'sweep', ...env });
+      const config = loadConfig({ ...SIM_ENV, WORKER_VERSION: 'sweep', ...flowEnv, ...env });
       const cloudRun = new CloudRunModel(time, {
         requestTimeoutMs: config.requestTimeoutSeconds * 1000,
         graceMs: 10_000,
@@ -423,8 +487,8 @@ export async function runConsumer(
           ? {
               autoscale: {
                 minInstances: STACK_DEFAULTS.minInstances,
-                maxInstances: STACK_DEFAULTS.maxInstances,
-                concurrency: STACK_DEFAULTS.concurrency,
+                maxInstances: instances,
+                concurrency,
                 targetUtilization: TARGET_UTILIZATION,
                 idleMs: IDLE_MS,
                 routing: cloudRunChoice.routing ?? 'fill',
@@ -460,8 +524,8 @@ export async function runConsumer(
         await cloudRun.startAutoscaled(factory);
         endpoint = (body, id) => cloudRun.push(body, id);
       } else {
-        await cloudRun.start(factory, STACK_DEFAULTS.maxInstances, 0);
-        slots = new Slots(time, STACK_DEFAULTS.maxInstances * STACK_DEFAULTS.concurrency);
+        await cloudRun.start(factory, instances, 0);
+        slots = new Slots(time, instances * concurrency);
         const s = slots;
         endpoint = (body, id) => s.run(() => cloudRun.push(body, id));
       }
@@ -506,9 +570,17 @@ export async function runConsumer(
     subscription = sub;
     let allPublished = false;
     let firstPublishMs = -1;
-    const publishing = publishBacklog(spec, time, docs, sub, warehouse, () => {
-      allPublished = true;
-    });
+    const publishing = publishBacklog(
+      spec,
+      time,
+      docs,
+      sub,
+      warehouse,
+      () => {
+        allPublished = true;
+      },
+      publishedAtMs,
+    );
     // The drain is timed from the first publish (a backfill lists and queries first).
     const watch = () => {
       if (firstPublishMs < 0 && sub.stats.published > 0) firstPublishMs = time.nowMs();
@@ -555,6 +627,13 @@ export async function runConsumer(
         ? (cloudRunModel?.maxServing ?? 0)
         : (cloudRunModel?.states().length ?? 0),
       wallSeconds: 0,
+      secondsToRow: docs
+        .map((d) => {
+          const at = warehouse.firstRowAtMs.get(d.key);
+          const from = publishedAtMs.get(d.key);
+          return at === undefined || from === undefined ? Number.NaN : (at - from) / 1000;
+        })
+        .filter((x) => Number.isFinite(x)),
     };
     figures.wallSeconds = Number(process.hrtime.bigint() - wallStart) / 1e9;
     return { figures, ...(reconcile ? { reconcile } : {}) };

@@ -60,6 +60,8 @@ export class SweepWarehouse {
   };
   /** Rows inserted during the run, in order (raw: two rows of one key possible). */
   readonly raw: Row[] = [];
+  /** When (simulated ms) each key's first row was committed. */
+  readonly firstRowAtMs = new Map<string, number>();
   /** Rows of each key (the run's), and the key day of its first row. */
   private readonly rowsPerKey = new Map<string, number>();
   private readonly keyDayOf = new Map<string, string>();
@@ -233,7 +235,10 @@ export class SweepWarehouse {
         const day = dayOfRow(row);
         this.raw.push(row);
         this.rowsPerKey.set(row.dedup_key, (this.rowsPerKey.get(row.dedup_key) ?? 0) + 1);
-        if (!this.keyDayOf.has(row.dedup_key)) this.keyDayOf.set(row.dedup_key, day);
+        if (!this.keyDayOf.has(row.dedup_key)) {
+          this.keyDayOf.set(row.dedup_key, day);
+          this.firstRowAtMs.set(row.dedup_key, this.time.nowMs());
+        }
         this.partitionRows.set(day, (this.partitionRows.get(day) ?? 0) + 1);
         inserted.add(row.dedup_key);
       }
