@@ -53,6 +53,8 @@ function goodCell(documentsPerDay: number, tableAgeDays: number): GrowthCell {
     p99SecondsToRow: 40,
   };
 }
+const cellOf = (cells: GrowthCell[], rate: number, age: number) =>
+  cells.find((x) => x.documentsPerDay === rate && x.tableAgeDays === age)!;
 const goodGrid = () => GROWTH_RATES.flatMap((r) => GROWTH_AGES_DAYS.map((a) => goodCell(r, a)));
 
 describe('the growth stage', () => {
@@ -62,24 +64,46 @@ describe('the growth stage', () => {
     });
 
     it.each<[string, (cells: GrowthCell[]) => void, RegExp]>([
-      ['a refused statement', (c) => void (c[0]!.statementsRefused = 3), /3 statements refused/],
-      ['a dead letter', (c) => void (c[4]!.deadLetters = 1), /1 dead letters/],
-      ['a lost document', (c) => void (c[8]!.lost = 2), /2 documents lost/],
-      ['a view row short', (c) => void (c[2]!.viewRows = 99), /99 view rows for 100 documents/],
+      [
+        'a refused statement',
+        (c) => {
+          c[0]!.statementsRefused = 3;
+        },
+        /3 statements refused/,
+      ],
+      [
+        'a dead letter',
+        (c) => {
+          c[4]!.deadLetters = 1;
+        },
+        /1 dead letters/,
+      ],
+      [
+        'a lost document',
+        (c) => {
+          c[8]!.lost = 2;
+        },
+        /2 documents lost/,
+      ],
+      [
+        'a view row short',
+        (c) => {
+          c[2]!.viewRows = 99;
+        },
+        /99 view rows for 100 documents/,
+      ],
       [
         'bytes per document growing with the table',
-        (c) =>
-          void (c.find(
-            (x) => x.documentsPerDay === 100_000 && x.tableAgeDays === 365,
-          )!.bytesBilledPerDocument = 1_200_000),
+        (c) => {
+          cellOf(c, 100_000, 365).bytesBilledPerDocument = 1_200_000;
+        },
         /100000 a day: 1\.20 × the bytes per document of day 1 on day 365/,
       ],
       [
         'BigQuery over 5 % of Gemini at a million a day',
-        (c) =>
-          void (c.find(
-            (x) => x.documentsPerDay === 1_000_000 && x.tableAgeDays === 365,
-          )!.bigQueryDollarsPerDocument = 0.0001),
+        (c) => {
+          cellOf(c, 1_000_000, 365).bigQueryDollarsPerDocument = 0.0001;
+        },
         /growth-1000000perday-365d: BigQuery is 6\.5 % of Gemini/,
       ],
     ])('reports %s', (_, mutate, expected) => {
