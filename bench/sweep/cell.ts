@@ -75,6 +75,10 @@ export interface CellSpec {
   seed: number;
   /** A steady flow instead of a backlog (the growth stage): uploads at a rate into an aged table. */
   flow?: SteadyFlow;
+  /** A MERGE's wall time, uniform, for docline and the oracle alike (default: the cost model's). */
+  mergeSeconds?: { low: number; high: number };
+  /** The tier model counts refused calls against its windows (Google does not say a 429 is free). */
+  refusedCount?: boolean;
 }
 
 /**
@@ -99,12 +103,17 @@ export interface SteadyFlow {
 }
 
 export function cellName(c: Omit<CellSpec, 'seed'>): string {
-  return `${c.analyzer}-${c.quota}rpm-${c.latency}-${c.window}-${c.documents}${c.backlog === 'backfill' ? '-backfill' : ''}`;
+  return (
+    `${c.analyzer}-${c.quota}rpm-${c.latency}-${c.window}-${c.documents}${c.backlog === 'backfill' ? '-backfill' : ''}` +
+    `${c.mergeSeconds ? `-merge${c.mergeSeconds.low}to${c.mergeSeconds.high}s` : ''}${c.refusedCount ? '-refusedCount' : ''}`
+  );
 }
 
 export interface ConsumerFigures {
   /** Simulated ms from the first publish until every message is acked or dead-lettered (or the bound). */
   drainMs: number;
+  /** The same, from the last publish. */
+  drainFromLastMs: number;
   drained: boolean;
   paidAnalyses: number;
   /** Gemini's price of the paid analyses (their input tokens, 400 output tokens each). */
@@ -218,7 +227,11 @@ function quotaModel(spec: CellSpec, time: SimClock): QuotaModel {
   if (spec.flow?.tier) return new TierQuota(time, spec.flow.tier);
   return spec.analyzer === 'tiers'
     ? // The tier's input-token limit sits just under RPM × the mean document: it binds now and then.
-      new TierQuota(time, { requestsPerMinute: spec.quota, tokensPerMinute: spec.quota * 1_700 })
+      new TierQuota(time, {
+        requestsPerMinute: spec.quota,
+        tokensPerMinute: spec.quota * 1_700,
+        countsRefused: spec.refusedCount ?? false,
+      })
     : new SharedCapacity(time, {
         requestsPerMinute: spec.quota,
         seed: spec.seed * 7 + 3,
@@ -430,6 +443,7 @@ export async function runConsumer(
   );
   const settings = DELIVERY_DEFAULTS;
   const flow = spec.flow;
+  const mergeSeconds = spec.mergeSeconds ?? flow?.mergeSeconds;
   const warehouse = new SweepWarehouse(time, {
     seed: spec.seed + 5,
     dedupWindowDays: settings.dedupWindowDays,
@@ -438,16 +452,10 @@ export async function runConsumer(
       ? {
           documentsPerDay: flow.documentsPerDay,
           prefilledDays: flow.tableAgeDays,
-          ...(flow.mergeSeconds
-            ? {
-                mergeLatency: uniformLatency(
-                  flow.mergeSeconds.low * 1000,
-                  flow.mergeSeconds.high * 1000,
-                  spec.seed + 5,
-                ),
-              }
-            : {}),
         }
+      : {}),
+    ...(mergeSeconds
+      ? { mergeLatency: uniformLatency(mergeSeconds.low * 1000, mergeSeconds.high * 1000, spec.seed + 5) }
       : {}),
   });
   const instances = flow?.stack.maxInstances ?? STACK_DEFAULTS.maxInstances;
@@ -534,7 +542,9 @@ export async function runConsumer(
       // and its line written before the ack (the contract every consumer keeps).
       const running = new Map<string, Promise<void>>();
       const admitted = new QuotaQueue(time, gemini);
-      const writeLine = mergeLatency(spec.seed + ORACLE_WRITE_SEED);
+      const writeLine = mergeSeconds
+        ? uniformLatency(mergeSeconds.low * 1000, mergeSeconds.high * 1000, spec.seed + ORACLE_WRITE_SEED)
+        : mergeLatency(spec.seed + ORACLE_WRITE_SEED);
       endpoint = async (body) => {
         const data = (JSON.parse(body) as { message: { data: string } }).message.data;
         const resource = JSON.parse(Buffer.from(data, 'base64').toString('utf8')) as ObjectResource;
@@ -582,8 +592,14 @@ export async function runConsumer(
       publishedAtMs,
     );
     // The drain is timed from the first publish (a backfill lists and queries first).
+    let lastPublishMs = -1;
+    let publishedSeen = 0;
     const watch = () => {
       if (firstPublishMs < 0 && sub.stats.published > 0) firstPublishMs = time.nowMs();
+      if (sub.stats.published > publishedSeen) {
+        publishedSeen = sub.stats.published;
+        lastPublishMs = time.nowMs();
+      }
     };
     const ended = await time.run(() => {
       watch();
@@ -591,6 +607,8 @@ export async function runConsumer(
     }, CELL_BOUND_MS);
     const reconcile = allPublished ? await publishing : undefined;
     const drainMs = time.nowMs() - Math.max(0, firstPublishMs);
+    // From the last upload too: a backlog published over a minute flatters a drain timed from the first.
+    const drainFromLastMs = time.nowMs() - Math.max(0, lastPublishMs);
     // Late work (a batch still committing) may still add rows: let it end before counting.
     if (consumer === 'docline')
       await time.run(() => false, time.nowMs() + 2 * settings.workerTimeoutSeconds * 1000);
@@ -599,6 +617,7 @@ export async function runConsumer(
     const viewRows = consumer === 'docline' ? warehouse.viewRows : oracleDone.size;
     const figures: ConsumerFigures = {
       drainMs,
+      drainFromLastMs,
       drained: ended === 'done',
       paidAnalyses: gemini.paid,
       geminiUsd: [...gemini.paidByObject].reduce((sum, [name, n]) => sum + n * analysisUsd(name), 0),
