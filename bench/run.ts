@@ -22,6 +22,7 @@ import { runBurst } from './burst/run-burst';
 import { costModel } from './cost-model';
 import { storeInvoices } from './documents';
 import { type EmulatorStageResult, runEmulatorStage } from './emulator-stage';
+import { runGrowth } from './growth/run-growth';
 import { httpStageDocuments, runHttpStage } from './http-stage';
 import { runInProcess } from './in-process';
 import { type InboxStageResult, runInboxStage } from './inbox-stage';
@@ -44,12 +45,12 @@ const floor = floorIndex >= 0 ? Number(process.argv[floorIndex + 1]) : undefined
 if (floor !== undefined && !(floor > 0)) throw new Error('--floor needs a ratio above 0, e.g. --floor 0.5');
 const stageIndex = process.argv.indexOf('--stage');
 /**
- * `--stage burst` / `--stage sweep` runs only that stage; `--stage inbox` only stage 3 and the inbox
+ * `--stage burst` / `--stage sweep` / `--stage growth` runs only that stage; `--stage inbox` only stage 3 and the inbox
  * stage (its ratio needs the publish path of the same run); without `--stage` the stages 1–6 and
  * inbox run.
  */
 const stage = stageIndex >= 0 ? process.argv[stageIndex + 1] : undefined;
-const STAGES = ['burst', 'inbox', 'sweep', 'ocr'];
+const STAGES = ['burst', 'inbox', 'sweep', 'ocr', 'growth'];
 const jobsIndex = process.argv.indexOf('--jobs');
 /**
  * `--jobs N` (the sweep): cells run at once, each in its own process. Default: the cores this
@@ -306,11 +307,13 @@ const run =
                 const file = path.join(__dirname, quick ? 'results.quick.json' : 'results.json');
                 process.stdout.write(`${await runOcrStage({ file, quick })}\n`);
               }
-            : async () => {
-                throw new Error(
-                  `unknown stage "${stage}": the stages that run alone are ${STAGES.join(', ')}`,
-                );
-              };
+            : stage === 'growth'
+              ? () => runGrowth({ progress })
+              : async () => {
+                  throw new Error(
+                    `unknown stage "${stage}": the stages that run alone are ${STAGES.join(', ')}`,
+                  );
+                };
 
 run().catch((error: unknown) => {
   progress(`benchmark failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);

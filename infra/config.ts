@@ -5,6 +5,7 @@ import {
   finiteNumber,
   jsonStringList,
 } from '../worker/src/contract/config-values';
+import { derivedMaximumBytesBilled, requiredMaximumBytesBilled } from '../worker/src/contract/cost-model';
 import {
   DEFAULT_CONTENT_TYPES,
   DEFAULT_DATA_LOCATION,
@@ -15,11 +16,40 @@ import {
   defaultGeminiLocation,
   dmlBudgetProblems,
   LOG_LEVELS,
+  MIN_MAXIMUM_BYTES_BILLED,
   mergeMinIntervalMsFor,
   settingsProblems,
   type WriteMode,
 } from '../worker/src/contract/settings';
 import { regionProblems } from './stack-guards';
+
+/**
+ * The stack's volume: how many documents a day it is sized for (`docline:documentsPerDay`). The cap
+ * on every statement's bytes, the instances and, through them, the MERGE pace are derived from it
+ * when not set, and a configuration whose statements BigQuery would refuse at that volume is
+ * refused at preview with the knob to turn.
+ */
+export const VOLUME = Object.freeze({
+  /** A busy day's rate over the day's average (uploads come in bursts). Assumed. */
+  peakFactor: 3,
+  /**
+   * How long one delivery holds its request on average: the analysis (a Gemini call takes seconds),
+   * the wait for its batch's MERGE and the MERGE itself. Assumed.
+   */
+  secondsInFlight: 30,
+});
+
+/** Instances that carry `documentsPerDay` at the peak rate, `concurrency` requests each. */
+export function instancesForVolume(documentsPerDay: number, concurrency: number): number {
+  return Math.ceil(
+    ((documentsPerDay / 86_400) * VOLUME.peakFactor * VOLUME.secondsInFlight) / Math.max(1, concurrency),
+  );
+}
+
+/** The instance count a stack takes when maxInstances is not set: the default, or what the volume needs. */
+export function derivedMaxInstances(documentsPerDay: number, concurrency: number): number {
+  return Math.max(DEFAULT_MAX_INSTANCES, instancesForVolume(documentsPerDay, concurrency));
+}
 
 /** BigQuery's pace for a valid instance count; an invalid one is reported on its own, not twice. */
 const derivedMergeMinIntervalMs = (maxInstances: number): number =>
@@ -143,6 +173,8 @@ export interface StackConfig {
   readonly geminiLocation: string;
   /** Protects the table, the service and the bucket's contents from `pulumi destroy`. */
   readonly deletionProtection: boolean;
+  /** Documents a day the stack is sized for (the cap, the instances and the pace follow from it). */
+  readonly documentsPerDay: number;
   readonly delivery: Readonly<DeliverySettings>;
   readonly worker: WorkerSettings;
   readonly alerts: AlertSettings;
@@ -171,7 +203,10 @@ export const STACK_DEFAULTS = Object.freeze({
   deletionProtection: true,
   imageKeepCount: 10,
   minInstances: 0,
+  /** At the default documentsPerDay; `docline:maxInstances` 0 (its declared default) derives it from the volume. */
   maxInstances: DEFAULT_MAX_INSTANCES,
+  // A modest deployment: its derived cap and instances are the defaults (contract/cost-model.ts).
+  documentsPerDay: 10_000,
   concurrency: 400,
   cpu: '1',
   memory: '4Gi',
@@ -357,6 +392,21 @@ export function parseStackConfig(project: string | undefined, stack: string, raw
       (value) => `${key} must be a list of strings (got ${value}); in a stack file write it as a YAML list.`,
     );
 
+  const documentsPerDay = number('documentsPerDay', STACK_DEFAULTS.documentsPerDay);
+  const volumeValid = Number.isInteger(documentsPerDay) && documentsPerDay >= 1;
+  if (!volumeValid) {
+    problems.push(
+      `documentsPerDay must be a whole number of documents a day, at least 1 (got ${documentsPerDay}).`,
+    );
+  }
+  const volume = volumeValid ? documentsPerDay : STACK_DEFAULTS.documentsPerDay;
+  // Read without reporting: `concurrency` is read, and reported if wrong, with the worker's keys.
+  const givenConcurrency = Number(given('concurrency') ?? STACK_DEFAULTS.concurrency);
+  const maxInstancesDefault = derivedMaxInstances(
+    volume,
+    givenConcurrency >= 1 ? givenConcurrency : STACK_DEFAULTS.concurrency,
+  );
+
   const delivery: DeliverySettings = {
     ackDeadlineSeconds: number('ackDeadlineSeconds', DELIVERY_DEFAULTS.ackDeadlineSeconds),
     minRetryBackoffSeconds: number('minRetryBackoffSeconds', DELIVERY_DEFAULTS.minRetryBackoffSeconds),
@@ -375,7 +425,8 @@ export function parseStackConfig(project: string | undefined, stack: string, raw
     analyzerMaxInFlight: number('analyzerMaxInFlight', DELIVERY_DEFAULTS.analyzerMaxInFlight),
     readTimeoutMs: number('readTimeoutMs', DELIVERY_DEFAULTS.readTimeoutMs),
     dedupWindowDays: number('dedupWindowDays', DELIVERY_DEFAULTS.dedupWindowDays),
-    maximumBytesBilled: number('maximumBytesBilled', DELIVERY_DEFAULTS.maximumBytesBilled),
+    // 0 (the default) derives the cap from documentsPerDay (contract/cost-model.ts).
+    maximumBytesBilled: number('maximumBytesBilled', 0) || derivedMaximumBytesBilled(volume),
     maxObjectBytes: number('maxObjectBytes', DELIVERY_DEFAULTS.maxObjectBytes),
     pushBodyLimitBytes: number('pushBodyLimitBytes', DELIVERY_DEFAULTS.pushBodyLimitBytes),
     dedupKeyMode: text('dedupKeyMode', DELIVERY_DEFAULTS.dedupKeyMode) as DedupKeyMode,
@@ -387,9 +438,23 @@ export function parseStackConfig(project: string | undefined, stack: string, raw
     // slows each instance down instead of overrunning the table's DML budget.
     mergeMinIntervalMs:
       number('mergeMinIntervalMs', 0) ||
-      derivedMergeMinIntervalMs(number('maxInstances', STACK_DEFAULTS.maxInstances)),
+      derivedMergeMinIntervalMs(number('maxInstances', 0) || maxInstancesDefault),
   };
   problems.push(...settingsProblems(delivery));
+  const requiredCap = requiredMaximumBytesBilled(volume);
+  if (
+    volumeValid &&
+    delivery.writeMode === 'merge' &&
+    delivery.maximumBytesBilled >= MIN_MAXIMUM_BYTES_BILLED &&
+    delivery.maximumBytesBilled < requiredCap
+  ) {
+    problems.push(
+      `maximumBytesBilled (${delivery.maximumBytesBilled}) is below what the table's statements are estimated at for ` +
+        `documentsPerDay (${documentsPerDay}): BigQuery would refuse every statement over it, and every document ` +
+        `would end in the dead-letter topic. Raise maximumBytesBilled to at least ${requiredCap} (or unset it: it ` +
+        'is derived from documentsPerDay), or lower documentsPerDay.',
+    );
+  }
   if (delivery.workerTimeoutSeconds > 3600 || delivery.workerTimeoutSeconds < 1) {
     problems.push(
       `workerTimeoutSeconds must be from 1 to 3600, Cloud Run's limit (got ${delivery.workerTimeoutSeconds}).`,
@@ -405,7 +470,8 @@ export function parseStackConfig(project: string | undefined, stack: string, raw
     image: given('image'),
     imageKeepCount: number('imageKeepCount', STACK_DEFAULTS.imageKeepCount),
     minInstances: number('minInstances', STACK_DEFAULTS.minInstances),
-    maxInstances: number('maxInstances', STACK_DEFAULTS.maxInstances),
+    // 0 (the default) derives the instances from documentsPerDay and concurrency.
+    maxInstances: number('maxInstances', 0) || maxInstancesDefault,
     concurrency: number('concurrency', STACK_DEFAULTS.concurrency),
     cpu: text('cpu', STACK_DEFAULTS.cpu),
     memory: text('memory', STACK_DEFAULTS.memory),
@@ -449,6 +515,14 @@ export function parseStackConfig(project: string | undefined, stack: string, raw
       pushBodyLimitBytes: delivery.pushBodyLimitBytes,
     }),
   );
+  const neededInstances = instancesForVolume(volume, worker.concurrency > 0 ? worker.concurrency : 1);
+  if (volumeValid && Number.isInteger(worker.maxInstances) && worker.maxInstances < neededInstances) {
+    problems.push(
+      `maxInstances (${worker.maxInstances}) cannot carry documentsPerDay (${documentsPerDay}): at ${VOLUME.peakFactor} × the ` +
+        `average rate, ${VOLUME.secondsInFlight} s a delivery and concurrency ${worker.concurrency}, it needs ${neededInstances}. ` +
+        'Raise maxInstances (or unset it: it is derived from documentsPerDay) or concurrency, or lower documentsPerDay.',
+    );
+  }
   // Group commit's MERGEs share the table's DML budget; append mode writes through the Storage Write API.
   if (delivery.writeMode === 'merge') {
     problems.push(
@@ -541,6 +615,7 @@ export function parseStackConfig(project: string | undefined, stack: string, raw
   return Object.freeze({
     project: project ?? '',
     stack,
+    documentsPerDay,
     prefix: `docline-${stack}`,
     region: text('region', STACK_DEFAULTS.region),
     dataLocation,
@@ -563,6 +638,7 @@ export const CONFIG_KEYS = [
   'dataLocation',
   'geminiLocation',
   'deletionProtection',
+  'documentsPerDay',
   'ackDeadlineSeconds',
   'minRetryBackoffSeconds',
   'maxRetryBackoffSeconds',

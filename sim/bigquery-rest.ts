@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { MERGE_LATENCY_SECONDS } from '../worker/src/contract/cost-model';
-import { COLUMN_NAMES, COLUMNS } from '../worker/src/contract/row';
+import { COLUMN_NAMES, COLUMNS, KEY_DAY_COLUMN } from '../worker/src/contract/row';
 import { BIGQUERY_DML_LIMITS, MIN_MAXIMUM_BYTES_BILLED } from '../worker/src/contract/settings';
 import {
   answerFailure,
@@ -29,8 +29,9 @@ import { type SimTime, type SimTimer, SlidingWindowLimit } from './time';
  *   beyond that HTTP 403 `rateLimitExceeded` ("too many api requests per user per method");
  * - a MERGE runs for a configurable 1–3 s, a SELECT for 0.5–1.5 s; jobs.query waits at most 10 s
  *   for the job, then answers `jobComplete: false` and the client polls getQueryResults;
- * - every statement that runs bills at least 10 MiB (more when the window of `dedup_key` +
- *   `processed_at` it reads is larger); refused statements bill nothing.
+ * - every statement that runs bills at least 10 MiB (more when the table's `dedup_key` +
+ *   `key_day` bytes are larger: this burst server counts every row, an upper bound); refused
+ *   statements bill nothing.
  *
  * It executes, in memory, docline's statements, recognised by their text and checked parameter by
  * parameter: the per-delivery lookup and MERGE, the batched `IN UNNEST(@keys)` lookup, the MERGE
@@ -155,8 +156,10 @@ interface TableState {
 }
 
 const COLUMN_TYPE = new Map<string, { type: string; required: boolean }>(
-  COLUMNS.map((c) => [c.name, { type: c.type, required: c.mode === 'REQUIRED' }]),
+  [...COLUMNS, KEY_DAY_COLUMN].map((c) => [c.name, { type: c.type, required: c.mode === 'REQUIRED' }]),
 );
+/** What a MERGE row carries, in order: every column, then the layout's key day. */
+const MERGE_COLUMNS = [...COLUMN_NAMES, KEY_DAY_COLUMN.name];
 
 const uniform = (random: () => number, low: number, high: number) => () => low + (high - low) * random();
 
@@ -242,10 +245,23 @@ export async function startBigQuerySim(options: BigQuerySimOptions): Promise<Big
     return v;
   }
 
-  function windowStart(params: Map<string, Param>): number {
-    const w = Date.parse(scalar(params.get('window_start'), 'window_start', 'TIMESTAMP'));
-    if (Number.isNaN(w)) throw invalid('Invalid timestamp in @window_start');
-    return w;
+  function dateParam(params: Map<string, Param>, name: string): string {
+    const d = scalar(params.get(name), name, 'DATE');
+    if (!/^\d{4}-\d{2}-\d{2}$/.test(d)) throw invalid(`Invalid date in @${name}`);
+    return d;
+  }
+
+  /** What a statement reads: the key days since `@lookup_since`, or exactly `@key_day_0…` (or `@key_day`). */
+  function dayFilter(params: Map<string, Param>): (day: string) => boolean {
+    if (params.has('lookup_since')) {
+      const since = dateParam(params, 'lookup_since');
+      return (day) => day >= since;
+    }
+    const days = new Set<string>();
+    for (let i = 0; params.has(`key_day_${i}`); i++) days.add(dateParam(params, `key_day_${i}`));
+    if (days.size === 0 && params.has('key_day')) days.add(dateParam(params, 'key_day'));
+    if (days.size === 0) throw invalid('the statement names no key day');
+    return (day) => days.has(day);
   }
 
   function keys(params: Map<string, Param>): string[] {
@@ -282,7 +298,7 @@ export async function startBigQuerySim(options: BigQuerySimOptions): Promise<Big
       if (rows.type.type !== 'ARRAY' || struct?.type !== 'STRUCT')
         throw invalid('@rows must be an ARRAY<STRUCT<…>> parameter');
       const fields = (struct.structTypes ?? []).map((f) => ({ name: f.name ?? '', type: f.type?.type }));
-      if (fields.map((f) => f.name).join() !== COLUMN_NAMES.join())
+      if (fields.map((f) => f.name).join() !== MERGE_COLUMNS.join())
         throw invalid(
           `@rows must have the table's columns in order (got ${fields.map((f) => f.name).join(', ')})`,
         );
@@ -293,7 +309,7 @@ export async function startBigQuerySim(options: BigQuerySimOptions): Promise<Big
       });
     }
     const row: SimRow = {};
-    for (const column of COLUMN_NAMES) {
+    for (const column of MERGE_COLUMNS) {
       const p = params.get(column);
       if (!p) throw invalid(`Query parameter '${column}' not found`);
       row[column] = checkValue(column, p.type.type, p.value.value);
@@ -301,13 +317,16 @@ export async function startBigQuerySim(options: BigQuerySimOptions): Promise<Big
     return [row];
   }
 
-  const inWindow = (row: SimRow, since: number) => Date.parse(row.processed_at ?? '') >= since;
-
-  function keysInWindow(t: TableState, wanted: Set<string>, since: number, upTo = t.rows.length): SimRow[] {
+  function keysInDays(
+    t: TableState,
+    wanted: Set<string>,
+    inDays: (day: string) => boolean,
+    upTo = t.rows.length,
+  ): SimRow[] {
     const found: SimRow[] = [];
     for (let i = 0; i < upTo; i++) {
       const r = t.rows[i]!;
-      if (wanted.has(r.dedup_key!) && inWindow(r, since)) found.push(r);
+      if (wanted.has(r.dedup_key!) && inDays(r.key_day ?? '')) found.push(r);
     }
     return found;
   }
@@ -353,8 +372,11 @@ export async function startBigQuerySim(options: BigQuerySimOptions): Promise<Big
         return answer();
       };
     if (/^MERGE\b/i.test(sql)) {
-      const since = windowStart(params);
+      const inDays = dayFilter(params);
       const source = sourceRows(params);
+      for (const row of source)
+        if (!inDays(row.key_day ?? ''))
+          throw invalid(`key_day ${row.key_day} is not among the statement's key days`);
       if (!t.dmlRate.tryTake()) {
         stats.refusedDmlRate++;
         throw rateLimited('too many table dml insert operations for this table');
@@ -380,13 +402,14 @@ export async function startBigQuerySim(options: BigQuerySimOptions): Promise<Big
           const startedWith = t.rows.length;
           await time.sleep(mergeLatencyMs());
           const existing = new Set(
-            keysInWindow(t, new Set(source.map((r) => r.dedup_key!)), since, startedWith).map(
-              (r) => r.dedup_key!,
+            keysInDays(t, new Set(source.map((r) => r.dedup_key!)), inDays, startedWith).map(
+              (r) => `${r.dedup_key}\n${r.key_day}`,
             ),
           );
           let inserted = 0;
           for (const row of source) {
-            if (existing.has(row.dedup_key!)) continue;
+            // A row matches a target row of its key in its own key day (the ON clause).
+            if (existing.has(`${row.dedup_key}\n${row.key_day}`)) continue;
             // Within one statement, the source is matched once: two source rows of one key both insert.
             t.rows.push(row);
             inserted++;
@@ -406,25 +429,25 @@ export async function startBigQuerySim(options: BigQuerySimOptions): Promise<Big
       };
     } else if (/^SELECT 1 AS found\b/i.test(sql)) {
       const key = scalar(params.get('dedup_key'), 'dedup_key', 'STRING');
-      const since = windowStart(params);
+      const inDays = dayFilter(params);
       run = lookup(() => {
-        const found = keysInWindow(t, new Set([key]), since).length > 0;
+        const found = keysInDays(t, new Set([key]), inDays).length > 0;
         return selectOutcome(['found'], found ? [['1']] : []);
       });
     } else if (/^SELECT dedup_key, message_id\b/i.test(sql)) {
       const wanted = new Set(keys(params));
-      const since = windowStart(params);
+      const inDays = dayFilter(params);
       run = lookup(() =>
         selectOutcome(
           ['dedup_key', 'message_id'],
-          keysInWindow(t, wanted, since).map((r) => [r.dedup_key!, r.message_id!]),
+          keysInDays(t, wanted, inDays).map((r) => [r.dedup_key!, r.message_id!]),
         ),
       );
     } else if (/^SELECT dedup_key FROM\b/i.test(sql)) {
       const wanted = new Set(keys(params));
-      const since = windowStart(params);
+      const inDays = dayFilter(params);
       run = lookup(() => {
-        const found = [...new Set(keysInWindow(t, wanted, since).map((r) => r.dedup_key!))];
+        const found = [...new Set(keysInDays(t, wanted, inDays).map((r) => r.dedup_key!))];
         return selectOutcome(
           ['dedup_key'],
           found.map((k) => [k]),

@@ -9,10 +9,11 @@ import {
   GeminiSweepModel,
   type QuotaModel,
   SharedCapacity,
+  type TierLimits,
   TierQuota,
   tokensOf,
 } from '../../sim/models/gemini';
-import { GEMINI_LATENCIES, latencyFrom, mergeLatency } from '../../sim/models/latency';
+import { GEMINI_LATENCIES, latencyFrom, mergeLatency, uniformLatency } from '../../sim/models/latency';
 import { PUSH_WINDOW_MODELS } from '../../sim/models/push-window';
 import { SweepWarehouse } from '../../sim/models/warehouse';
 import { PushSubscription } from '../../sim/pubsub';
@@ -72,15 +73,47 @@ export interface CellSpec {
   documents: number;
   backlog: BacklogKind;
   seed: number;
+  /** A steady flow instead of a backlog (the growth stage): uploads at a rate into an aged table. */
+  flow?: SteadyFlow;
+  /** A MERGE's wall time, uniform, for docline and the oracle alike (default: the cost model's). */
+  mergeSeconds?: { low: number; high: number };
+  /** The tier model counts refused calls against its windows (Google does not say a 429 is free). */
+  refusedCount?: boolean;
+}
+
+/**
+ * A steady flow of uploads (the growth stage): `documentsPerDay` evenly spaced for `durationMs`,
+ * into a table pre-filled to `tableAgeDays` at the same rate, with the settings the stack derives
+ * for that volume and, optionally, a Gemini tier with a daily limit and a MERGE latency.
+ */
+export interface SteadyFlow {
+  documentsPerDay: number;
+  tableAgeDays: number;
+  durationMs: number;
+  /** What the stack derives for the volume (infra/config.ts: parseStackConfig with documentsPerDay). */
+  stack: {
+    maximumBytesBilled: number;
+    mergeMinIntervalMs: number;
+    maxInstances: number;
+    concurrency: number;
+  };
+  tier?: TierLimits;
+  /** A MERGE's latency, uniform (default: the cost model's). */
+  mergeSeconds?: { low: number; high: number };
 }
 
 export function cellName(c: Omit<CellSpec, 'seed'>): string {
-  return `${c.analyzer}-${c.quota}rpm-${c.latency}-${c.window}-${c.documents}${c.backlog === 'backfill' ? '-backfill' : ''}`;
+  return (
+    `${c.analyzer}-${c.quota}rpm-${c.latency}-${c.window}-${c.documents}${c.backlog === 'backfill' ? '-backfill' : ''}` +
+    `${c.mergeSeconds ? `-merge${c.mergeSeconds.low}to${c.mergeSeconds.high}s` : ''}${c.refusedCount ? '-refusedCount' : ''}`
+  );
 }
 
 export interface ConsumerFigures {
   /** Simulated ms from the first publish until every message is acked or dead-lettered (or the bound). */
   drainMs: number;
+  /** The same, from the last publish. */
+  drainFromLastMs: number;
   drained: boolean;
   paidAnalyses: number;
   /** Gemini's price of the paid analyses (their input tokens, 400 output tokens each). */
@@ -108,6 +141,8 @@ export interface ConsumerFigures {
   instancesStarted: number;
   maxInstancesServing: number;
   wallSeconds: number;
+  /** Seconds from each document's first publish to its row (documents published by the run). */
+  secondsToRow: number[];
 }
 
 /** How Cloud Run runs docline's instances in a cell. */
@@ -158,7 +193,11 @@ function documentsOf(spec: CellSpec, epochMs: number): Document[] {
     const name = `sweep/${String(i).padStart(6, '0')}-${sample.name}`;
     const generation = String(1764489600000000 + i);
     // A backfill's objects are old (days): reconcile's --older-than leaves them to it.
-    const created = new Date(epochMs - (spec.backlog === 'backfill' ? 2 * 86_400_000 - i : 0)).toISOString();
+    // A steady flow's objects are created when they are uploaded (their event time, hence key day).
+    const createdMs = spec.flow
+      ? epochMs + i * flowGapMs(spec.flow)
+      : epochMs - (spec.backlog === 'backfill' ? 2 * 86_400_000 - i : 0);
+    const created = new Date(createdMs).toISOString();
     docs.push({
       key: objectUri(BUCKET, name, generation),
       bytes: sample.bytes,
@@ -179,10 +218,20 @@ function documentsOf(spec: CellSpec, epochMs: number): Document[] {
   return docs;
 }
 
+/** Simulated ms between two uploads of a steady flow. */
+export function flowGapMs(flow: SteadyFlow): number {
+  return 86_400_000 / flow.documentsPerDay;
+}
+
 function quotaModel(spec: CellSpec, time: SimClock): QuotaModel {
+  if (spec.flow?.tier) return new TierQuota(time, spec.flow.tier);
   return spec.analyzer === 'tiers'
     ? // The tier's input-token limit sits just under RPM × the mean document: it binds now and then.
-      new TierQuota(time, { requestsPerMinute: spec.quota, tokensPerMinute: spec.quota * 1_700 })
+      new TierQuota(time, {
+        requestsPerMinute: spec.quota,
+        tokensPerMinute: spec.quota * 1_700,
+        countsRefused: spec.refusedCount ?? false,
+      })
     : new SharedCapacity(time, {
         requestsPerMinute: spec.quota,
         seed: spec.seed * 7 + 3,
@@ -201,12 +250,15 @@ async function publishBacklog(
   subscription: PushSubscription,
   warehouse: SweepWarehouse,
   onPublished: () => void,
+  publishedAtMs: Map<string, number> = new Map(),
 ): Promise<ReconcileFigures | undefined> {
   if (spec.backlog === 'upload') {
     let published = 0;
     for (let i = 0; i < docs.length; i++) {
       const d = docs[i]!;
-      time.after((i * 60_000) / docs.length, () => {
+      const atMs = spec.flow ? i * flowGapMs(spec.flow) : (i * 60_000) / docs.length;
+      time.after(atMs, () => {
+        publishedAtMs.set(d.key, time.nowMs());
         for (let c = 1; c <= d.copies; c++) {
           subscription.publish(
             JSON.stringify(d.resource),
@@ -390,11 +442,31 @@ export async function runConsumer(
     spec.seed,
   );
   const settings = DELIVERY_DEFAULTS;
+  const flow = spec.flow;
+  const mergeSeconds = spec.mergeSeconds ?? flow?.mergeSeconds;
   const warehouse = new SweepWarehouse(time, {
     seed: spec.seed + 5,
     dedupWindowDays: settings.dedupWindowDays,
-    maximumBytesBilled: settings.maximumBytesBilled,
+    maximumBytesBilled: flow?.stack.maximumBytesBilled ?? settings.maximumBytesBilled,
+    ...(flow
+      ? {
+          documentsPerDay: flow.documentsPerDay,
+          prefilledDays: flow.tableAgeDays,
+        }
+      : {}),
+    ...(mergeSeconds
+      ? { mergeLatency: uniformLatency(mergeSeconds.low * 1000, mergeSeconds.high * 1000, spec.seed + 5) }
+      : {}),
   });
+  const instances = flow?.stack.maxInstances ?? STACK_DEFAULTS.maxInstances;
+  const concurrency = flow?.stack.concurrency ?? STACK_DEFAULTS.concurrency;
+  const flowEnv: Record<string, string> = flow
+    ? {
+        MAXIMUM_BYTES_BILLED: String(flow.stack.maximumBytesBilled),
+        MERGE_MIN_INTERVAL_MS: String(flow.stack.mergeMinIntervalMs),
+      }
+    : {};
+  const publishedAtMs = new Map<string, number>();
   const memoBucket = new SimBucketStore(time, spec.seed + 9);
   const readLatency = latencyFrom(
     { name: 'read', medianMs: 50, sigma: 0.3, tailShare: 0.01, tailFactor: 10 },
@@ -411,7 +483,7 @@ export async function runConsumer(
     let slots: Slots | undefined;
     let cloudRunModel: CloudRunModel | undefined;
     if (consumer === 'docline') {
-      const config = loadConfig({ ...SIM_ENV, WORKER_VERSION: 'sweep', ...env });
+      const config = loadConfig({ ...SIM_ENV, WORKER_VERSION: 'sweep', ...flowEnv, ...env });
       const cloudRun = new CloudRunModel(time, {
         requestTimeoutMs: config.requestTimeoutSeconds * 1000,
         graceMs: 10_000,
@@ -423,8 +495,8 @@ export async function runConsumer(
           ? {
               autoscale: {
                 minInstances: STACK_DEFAULTS.minInstances,
-                maxInstances: STACK_DEFAULTS.maxInstances,
-                concurrency: STACK_DEFAULTS.concurrency,
+                maxInstances: instances,
+                concurrency,
                 targetUtilization: TARGET_UTILIZATION,
                 idleMs: IDLE_MS,
                 routing: cloudRunChoice.routing ?? 'fill',
@@ -460,8 +532,8 @@ export async function runConsumer(
         await cloudRun.startAutoscaled(factory);
         endpoint = (body, id) => cloudRun.push(body, id);
       } else {
-        await cloudRun.start(factory, STACK_DEFAULTS.maxInstances, 0);
-        slots = new Slots(time, STACK_DEFAULTS.maxInstances * STACK_DEFAULTS.concurrency);
+        await cloudRun.start(factory, instances, 0);
+        slots = new Slots(time, instances * concurrency);
         const s = slots;
         endpoint = (body, id) => s.run(() => cloudRun.push(body, id));
       }
@@ -470,7 +542,9 @@ export async function runConsumer(
       // and its line written before the ack (the contract every consumer keeps).
       const running = new Map<string, Promise<void>>();
       const admitted = new QuotaQueue(time, gemini);
-      const writeLine = mergeLatency(spec.seed + ORACLE_WRITE_SEED);
+      const writeLine = mergeSeconds
+        ? uniformLatency(mergeSeconds.low * 1000, mergeSeconds.high * 1000, spec.seed + ORACLE_WRITE_SEED)
+        : mergeLatency(spec.seed + ORACLE_WRITE_SEED);
       endpoint = async (body) => {
         const data = (JSON.parse(body) as { message: { data: string } }).message.data;
         const resource = JSON.parse(Buffer.from(data, 'base64').toString('utf8')) as ObjectResource;
@@ -506,12 +580,26 @@ export async function runConsumer(
     subscription = sub;
     let allPublished = false;
     let firstPublishMs = -1;
-    const publishing = publishBacklog(spec, time, docs, sub, warehouse, () => {
-      allPublished = true;
-    });
+    const publishing = publishBacklog(
+      spec,
+      time,
+      docs,
+      sub,
+      warehouse,
+      () => {
+        allPublished = true;
+      },
+      publishedAtMs,
+    );
     // The drain is timed from the first publish (a backfill lists and queries first).
+    let lastPublishMs = -1;
+    let publishedSeen = 0;
     const watch = () => {
       if (firstPublishMs < 0 && sub.stats.published > 0) firstPublishMs = time.nowMs();
+      if (sub.stats.published > publishedSeen) {
+        publishedSeen = sub.stats.published;
+        lastPublishMs = time.nowMs();
+      }
     };
     const ended = await time.run(() => {
       watch();
@@ -519,6 +607,8 @@ export async function runConsumer(
     }, CELL_BOUND_MS);
     const reconcile = allPublished ? await publishing : undefined;
     const drainMs = time.nowMs() - Math.max(0, firstPublishMs);
+    // From the last upload too: a backlog published over a minute flatters a drain timed from the first.
+    const drainFromLastMs = time.nowMs() - Math.max(0, lastPublishMs);
     // Late work (a batch still committing) may still add rows: let it end before counting.
     if (consumer === 'docline')
       await time.run(() => false, time.nowMs() + 2 * settings.workerTimeoutSeconds * 1000);
@@ -527,6 +617,7 @@ export async function runConsumer(
     const viewRows = consumer === 'docline' ? warehouse.viewRows : oracleDone.size;
     const figures: ConsumerFigures = {
       drainMs,
+      drainFromLastMs,
       drained: ended === 'done',
       paidAnalyses: gemini.paid,
       geminiUsd: [...gemini.paidByObject].reduce((sum, [name, n]) => sum + n * analysisUsd(name), 0),
@@ -555,6 +646,13 @@ export async function runConsumer(
         ? (cloudRunModel?.maxServing ?? 0)
         : (cloudRunModel?.states().length ?? 0),
       wallSeconds: 0,
+      secondsToRow: docs
+        .map((d) => {
+          const at = warehouse.firstRowAtMs.get(d.key);
+          const from = publishedAtMs.get(d.key);
+          return at === undefined || from === undefined ? Number.NaN : (at - from) / 1000;
+        })
+        .filter((x) => Number.isFinite(x)),
     };
     figures.wallSeconds = Number(process.hrtime.bigint() - wallStart) / 1e9;
     return { figures, ...(reconcile ? { reconcile } : {}) };

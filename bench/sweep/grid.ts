@@ -118,6 +118,69 @@ function fullGrid(): GridCell[] {
       seed++,
     ),
   );
+  // MERGE jobs as slow as the public reports say (2–4.5 s, the cost model's 1–3 s otherwise), on the
+  // 1,000-upload cells of every quota and analyzer, and at 10,000 uploads.
+  const slowMerges = { low: 2, high: 4.5 };
+  for (const analyzer of analyzers)
+    for (const quota of QUOTAS)
+      cells.push(
+        cell(
+          {
+            analyzer,
+            quota,
+            latency: 'fast',
+            window: 'everyAck',
+            documents: 1_000,
+            backlog: 'upload',
+            mergeSeconds: slowMerges,
+          },
+          seed++,
+        ),
+      );
+  cells.push(
+    cell(
+      {
+        analyzer: 'tiers',
+        quota: 4_000,
+        latency: 'fast',
+        window: 'everyAck',
+        documents: 10_000,
+        backlog: 'upload',
+        mergeSeconds: slowMerges,
+      },
+      seed++,
+    ),
+  );
+  // A tier that counts refused calls against its windows (Google does not say a 429 is free).
+  for (const quota of QUOTAS)
+    cells.push(
+      cell(
+        {
+          analyzer: 'tiers',
+          quota,
+          latency: 'fast',
+          window: 'everyAck',
+          documents: 1_000,
+          backlog: 'upload',
+          refusedCount: true,
+        },
+        seed++,
+      ),
+    );
+  cells.push(
+    cell(
+      {
+        analyzer: 'tiers',
+        quota: 1_000,
+        latency: 'fast',
+        window: 'everyAck',
+        documents: 10_000,
+        backlog: 'upload',
+        refusedCount: true,
+      },
+      seed++,
+    ),
+  );
   return cells;
 }
 

@@ -27,13 +27,13 @@ export function renderSweepReport(sweep: SweepSection): string {
   );
   lines.push('');
   lines.push(
-    '| Cell | Tuning | docline s | oracle s | Ratio to oracle | Analyses / doc | Dead letters | Lost | View rows | Extra raw rows | MiB billed / doc | $ / doc | Misses |',
+    '| Cell | Tuning | docline s | oracle s | Ratio to oracle | Ratio from last upload | Analyses / doc | Dead letters | Lost | View rows | Extra raw rows | MiB billed / doc | $ / doc | Misses |',
   );
-  lines.push('|---|---|---|---|---|---|---|---|---|---|---|---|---|');
+  lines.push('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
   for (const c of sweep.cells) {
     const d = sweep.details[c.name];
     lines.push(
-      `| ${c.name} | ${c.tuning ? 'yes' : ''} | ${d ? int(d.doclineSeconds) : '–'} | ${d ? int(d.oracleSeconds) : '–'} | ${two(c.ratioToOracle)} | ${c.analysesPerDocument.toFixed(3)} | ${int(c.deadLetters)} | ${int(c.lost)} | ${int(c.viewRows)} | ${int(c.extraRawRows)} | ${two(c.bytesBilledPerDocument / MIB)} | ${c.dollarsPerDocument.toFixed(5)} | ${c.tuning ? '(tuning)' : d?.misses.join(', ') || 'none'} |`,
+      `| ${c.name} | ${c.tuning ? 'yes' : ''} | ${d ? int(d.doclineSeconds) : '–'} | ${d ? int(d.oracleSeconds) : '–'} | ${two(c.ratioToOracle)} | ${two(d?.ratioFromLastUpload ?? Number.NaN)} | ${c.analysesPerDocument.toFixed(3)} | ${int(c.deadLetters)} | ${int(c.lost)} | ${int(c.viewRows)} | ${int(c.extraRawRows)} | ${two(c.bytesBilledPerDocument / MIB)} | ${c.dollarsPerDocument.toFixed(5)} | ${c.tuning ? '(tuning)' : d?.misses.join(', ') || 'none'} |`,
     );
   }
   lines.push('');

@@ -26,6 +26,8 @@ export interface SweepCellDetails {
   window: string;
   doclineSeconds: number;
   oracleSeconds: number;
+  /** docline's drain over the oracle's, both timed from the last upload instead of the first publish. */
+  ratioFromLastUpload: number;
   drained: boolean;
   bytesBilledBestPerDocument: number;
   /** The goals this cell misses (empty when it meets them all). */
@@ -109,6 +111,7 @@ export async function runCell(
       window: c.window,
       doclineSeconds: d.drainMs / 1000,
       oracleSeconds: oracle.figures.drainMs / 1000,
+      ratioFromLastUpload: d.drainFromLastMs / Math.max(1, oracle.figures.drainFromLastMs),
       drained: d.drained,
       bytesBilledBestPerDocument: best,
       misses: missedGoals(cell, c.documents, best),

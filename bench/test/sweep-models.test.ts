@@ -55,6 +55,47 @@ describe('Gemini tiers (RPM and TPM windows)', () => {
     expect(quota.tryAccept(100)).toBe(true);
   });
 
+  it('counts a refused call against the window when the tier is built to (a 429 is not said to be free)', async () => {
+    const lenient = new VirtualTime();
+    const strict = new VirtualTime();
+    const free = new TierQuota(lenient, { requestsPerMinute: 1, tokensPerMinute: 1e9 });
+    const counted = new TierQuota(strict, {
+      requestsPerMinute: 1,
+      tokensPerMinute: 1e9,
+      countsRefused: true,
+    });
+    for (const [time, quota] of [
+      [lenient, free],
+      [strict, counted],
+    ] as const) {
+      expect(quota.tryAccept(100)).toBe(true);
+      await advanceTo(time, 30_000);
+      expect(quota.tryAccept(100)).toBe(false);
+      await advanceTo(time, 61_000);
+    }
+    // A minute after the accepted call: free again, unless the refused call at 30 s still counts.
+    expect(free.tryAccept(100)).toBe(true);
+    expect(counted.tryAccept(100)).toBe(false);
+    // The refused call at 61 s counted too: free once it has left the window.
+    await advanceTo(strict, 121_001);
+    expect(counted.tryAccept(100)).toBe(true);
+  });
+
+  it('refuses past the requests per day, its window starting with the previous day of a steady flow', () => {
+    const time = new VirtualTime();
+    const quota = new TierQuota(time, {
+      requestsPerMinute: 100,
+      tokensPerMinute: 1e9,
+      requestsPerDay: 722,
+      // Half a request a minute over the past day (exact in binary: no rounding at the limit).
+      requestsInPastDay: 720,
+    });
+    expect([1, 2, 3].map(() => quota.tryAccept(100))).toEqual([true, true, false]);
+    expect(quota.refusedForTheDay).toBe(1);
+    // A whole request frees when the past day's two oldest minutes (half a request each) have left.
+    expect(quota.nextAcceptMs(100)).toBeCloseTo(120_000, -1);
+  });
+
   it('refuses past the tokens per minute even under the request limit', () => {
     const time = new VirtualTime();
     const quota = new TierQuota(time, { requestsPerMinute: 100, tokensPerMinute: 5_000 });
@@ -192,7 +233,14 @@ describe('the pre-filled warehouse', () => {
     const time = new VirtualTime();
     const w = new SweepWarehouse(time, options);
     expect(w.prefilledRows).toBe(COST_DEFAULTS.documentsPerDay * 15);
-    expect(w.estimateBytes()).toBe(w.prefilledRows * COST_DEFAULTS.lookupBytesPerRow);
+    // A lookup reads the key days of the last 6 hours: at most 1.25 days of keys, whatever the age.
+    expect(w.estimateBytes()).toBeGreaterThan(0);
+    expect(w.estimateBytes()).toBeLessThanOrEqual(
+      1.25 * COST_DEFAULTS.documentsPerDay * COST_DEFAULTS.lookupBytesPerRow + 1e-6,
+    );
+    const year = new SweepWarehouse(time, { ...options, prefilledDays: 365 });
+    expect(year.prefilledRows).toBe(COST_DEFAULTS.documentsPerDay * 365);
+    expect(year.estimateBytes()).toBe(w.estimateBytes());
     const done = w.store().record(sampleRow({ dedup_key: 'gs://b/x#1' }));
     await time.run(() => false, 10_000);
     await expect(done).resolves.toBe(true);
@@ -226,7 +274,7 @@ describe('the pre-filled warehouse', () => {
 
   it('checks maximumBytesBilled against each statement estimate', async () => {
     const time = new VirtualTime();
-    const w = new SweepWarehouse(time, { ...options, maximumBytesBilled: 500_000 });
+    const w = new SweepWarehouse(time, { ...options, maximumBytesBilled: 1_000 });
     await expect(w.store().seen('gs://b/x#1')).rejects.toBeInstanceOf(ConfigurationError);
     expect(w.stats.refusedBytesBilled).toBe(1);
   });

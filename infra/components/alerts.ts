@@ -1,6 +1,7 @@
 import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
 import * as time from '@pulumiverse/time';
+import { PARTITION_COLUMN } from '../../worker/src/contract/row';
 import { DoclineComponent, type ProjectArgs } from './component';
 import { grantsSettled, LOG_METRIC_SETTLE_DURATION } from './lifecycle';
 
@@ -67,7 +68,8 @@ export function duplicateObjectsCheckSql(table: string, windowDays: number): str
     `SELECT IF(COUNT(*) = 0, 'no duplicate objects', ERROR(FORMAT('docline: %d objects have more than one ok row, ` +
     `the last in the past ${DUPLICATE_OBJECTS_CHECK_HOURS} h; see the duplicate_objects view', COUNT(*)))) AS result ` +
     `FROM (SELECT object_uri FROM \`${table}\` ` +
-    `WHERE processed_at >= TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL ${windowDays} DAY) ` +
+    // The partitioning column (each key's day): a filter on it prunes, one on processed_at would not.
+    `WHERE ${PARTITION_COLUMN} >= DATE_SUB(CURRENT_DATE(), INTERVAL ${windowDays} DAY) ` +
     `AND status = 'ok' AND object_uri IS NOT NULL GROUP BY object_uri ` +
     `HAVING COUNT(*) > 1 AND MAX(processed_at) >= TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL ${DUPLICATE_OBJECTS_CHECK_HOURS} HOUR))`
   );

@@ -5,13 +5,25 @@ import { VIEW_DESCRIPTIONS, VIEW_NAMES, type ViewName, viewSql } from '../../wor
 import { type DataArgs, DoclineComponent } from './component';
 import { keptData } from './lifecycle';
 
-/** The table's id inside the dataset; the worker writes here, readers use the views. */
-export const TABLE_ID = 'deliveries';
+/**
+ * The table's id inside the dataset; the worker writes here, readers use the views. Partitioned by
+ * the key's day (contract/row.ts): a new id, because BigQuery cannot change the partitioning of a
+ * table in place.
+ */
+export const TABLE_ID = 'deliveries_by_key_day';
+
+/**
+ * The id of the table of the earlier layout (partitioned by `processed_at`). A stack deployed
+ * before the key-day layout keeps it, rows included (retained on replacement), until its rows are
+ * moved by `migrationSql` (worker/src/adapters/bigquery-store.ts; docs/architecture.md, "Table
+ * layout").
+ */
+export const LEGACY_TABLE_ID = 'deliveries';
 
 // --- Table versions: the migration path for a schema change BigQuery cannot apply in place. ---
 /**
- * The table of a schema version: version 1 is `deliveries` under the logical name `<name>-table`
- * (what every stack has had so far), version N is `deliveries_vN` under `<name>-table-vN`. A new
+ * The table of a schema version: version 1 is {@link TABLE_ID} under the logical name `<name>-table`
+ * (the logical name every stack has had so far), version N is `deliveries_vN` under `<name>-table-vN`. A new
  * version is a new resource beside the old one, never a replacement of it: pulumi-gcp replaces a
  * table delete-first, and a retained table that must be replaced leaves the state and then fails
  * every later `up` with 409. The old version leaves the program, so the engine would delete it;
@@ -77,12 +89,16 @@ export class Warehouse extends DoclineComponent {
         datasetId: this.dataset.datasetId,
         tableId: table.tableId,
         description:
-          'Rows written by the worker. Read through the documents view: BigQuery enforces no uniqueness.',
+          "Rows written by the worker, partitioned by each key's day. Read through the documents view: BigQuery enforces no uniqueness.",
         schema: JSON.stringify(bigQuerySchema()),
         timePartitioning: { type: 'DAY', field: PARTITION_COLUMN },
         clusterings: [...CLUSTER_COLUMNS],
         deletionProtection,
       },
+      // A stack of the earlier layout (table `deliveries`, partitioned by processed_at) sees a replacement
+      // here. Where data is kept the table is protected, so that `up` stops until an operator
+      // unprotects it on purpose; being retained, the old table then stays in BigQuery with every row
+      // for the migration statement to move (docs/architecture.md, "Migrating a table of the earlier layout").
       { ...this.child, ...keptData(deletionProtection) },
     );
     // Built from the inputs, not the table's outputs, so that the view SQL is known at preview.

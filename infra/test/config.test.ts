@@ -1,8 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { maximumEstimateBytes, requiredMaximumBytesBilled } from '../../worker/src/contract/cost-model';
 import { DEFAULT_CONTENT_TYPES, DELIVERY_DEFAULTS } from '../../worker/src/contract/settings';
 import {
   CONFIG_KEYS,
+  instancesForVolume,
   MEMORY_PER_OBJECT_FACTOR,
   minCpuForMemory,
   parseCpu,
@@ -369,5 +371,64 @@ describe('Pulumi.yaml', () => {
       Array.isArray(d.default) ? JSON.stringify(d.default) : d.default === '' ? '""' : String(d.default),
     ]);
     expect(listed).toEqual(declared);
+  });
+});
+
+describe('parseStackConfig: the volume (documentsPerDay)', () => {
+  const volumeProblems = (raw: Record<string, string>) =>
+    problemsOf(raw).filter((p) => /documentsPerDay/.test(p));
+
+  it('derives the byte cap from the volume, and keeps the default cap where the volume needs less', () => {
+    expect(parseStackConfig('p', 'dev', {}).delivery.maximumBytesBilled).toBe(
+      DELIVERY_DEFAULTS.maximumBytesBilled,
+    );
+    const million = parseStackConfig('p', 'dev', { documentsPerDay: '1000000' });
+    expect(million.documentsPerDay).toBe(1_000_000);
+    // Two days of keys (a MERGE across midnight) × 75 bytes × the margin.
+    expect(million.delivery.maximumBytesBilled).toBe(requiredMaximumBytesBilled(1_000_000));
+    expect(million.delivery.maximumBytesBilled).toBeGreaterThan(DELIVERY_DEFAULTS.maximumBytesBilled);
+    expect(million.delivery.maximumBytesBilled).toBeGreaterThanOrEqual(maximumEstimateBytes(1_000_000));
+  });
+
+  it('refuses at preview a cap its statements would be refused by at that volume, naming both knobs and the least cap', () => {
+    const problems = volumeProblems({ documentsPerDay: '1000000', maximumBytesBilled: '100000000' });
+    expect(problems).toEqual([
+      expect.stringMatching(
+        new RegExp(
+          `^maximumBytesBilled \\(100000000\\) is below what the table's statements are estimated at for documentsPerDay \\(1000000\\).*at least ${requiredMaximumBytesBilled(1_000_000)}`,
+        ),
+      ),
+    ]);
+    expect(() =>
+      parseStackConfig('p', 'dev', { documentsPerDay: '1000000', maximumBytesBilled: '100000000' }),
+    ).toThrow(StackConfigError);
+    // The same cap carries the volume it is enough for; append mode runs no MERGE.
+    expect(volumeProblems({ documentsPerDay: '100000', maximumBytesBilled: '100000000' })).toEqual([]);
+    expect(
+      volumeProblems({ documentsPerDay: '1000000', maximumBytesBilled: '100000000', writeMode: 'append' }),
+    ).toEqual([]);
+  });
+
+  it('derives the instances from the volume and refuses an explicit count that cannot carry it', () => {
+    expect(parseStackConfig('p', 'dev', {}).worker.maxInstances).toBe(STACK_DEFAULTS.maxInstances);
+    // A shorter wait in line keeps a delivery's longest path inside the timeout at 21 instances' pace.
+    const busyRaw = { documentsPerDay: '2000000', concurrency: '100', analyzerQuotaWaitMs: '200000' };
+    const busy = parseStackConfig('p', 'dev', busyRaw);
+    expect(busy.worker.maxInstances).toBe(instancesForVolume(2_000_000, 100));
+    expect(busy.worker.maxInstances).toBeGreaterThan(STACK_DEFAULTS.maxInstances);
+    // The pace follows the derived instances, so the DML budget still holds.
+    expect(busy.delivery.mergeMinIntervalMs).toBeGreaterThan(
+      parseStackConfig('p', 'dev', {}).delivery.mergeMinIntervalMs,
+    );
+    expect(volumeProblems({ ...busyRaw, maxInstances: '5' })).toEqual([
+      expect.stringMatching(/^maxInstances \(5\) cannot carry documentsPerDay \(2000000\).*needs 21/),
+    ]);
+  });
+
+  it('refuses a volume that is not a whole positive number', () => {
+    expect(volumeProblems({ documentsPerDay: '0' })).toEqual([
+      'documentsPerDay must be a whole number of documents a day, at least 1 (got 0).',
+    ]);
+    expect(volumeProblems({ documentsPerDay: '1.5' })).toHaveLength(1);
   });
 });

@@ -4,9 +4,11 @@
  * through components (a dependency on a component is a dependency on everything inside it).
  * No real deploy can run here, so this is how the orders of docs/deploy.md are proven, on both stack files.
  */
+
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { REQUIRED_APIS } from '../components/foundation';
+import { TABLE_ID } from '../components/warehouse';
 import {
   type CapturedResource,
   ofType,
@@ -190,7 +192,7 @@ describe.each([
     expectOrder(run, one(run, T.transfer), [
       one(run, T.projectIam, '-dupcheck-job-user'),
       one(run, T.datasetIam, '-dupcheck-data-viewer'),
-      views.find((t) => t.inputs.tableId === 'deliveries')!,
+      views.find((t) => t.inputs.tableId === TABLE_ID)!,
       views.find((t) => t.inputs.tableId === 'duplicate_objects')!,
     ]);
   });

@@ -5,6 +5,7 @@
  * can run here; docs/deploy.md's lifecycle table names, row by row, the cases below that prove it,
  * or says that it holds by construction, and the first test keeps the two in step.
  */
+
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { RECONCILE_EXIT } from '../../worker/src/reconcile/reconcile';
@@ -12,6 +13,7 @@ import { STACK_LABEL } from '../components/alerts';
 import { promqlMetricName } from '../components/dashboard';
 import { IAM_PROPAGATION_DURATION, LOG_METRIC_SETTLE_DURATION } from '../components/lifecycle';
 import { FAILED_EXECUTION_DOCUMENTATION } from '../components/reconcile';
+import { TABLE_ID } from '../components/warehouse';
 import { BUILD_CONTEXT, DOCKERFILE } from '../components/worker-image';
 import {
   type CapturedResource,
@@ -320,7 +322,7 @@ describe.each(['dev', 'prod'] as const)('the lifecycle of the %s stack', (stack)
   });
 
   it(CASE.serviceAfterTable, async () => {
-    const table = ofType(run, T.table).find((t) => t.inputs.tableId === 'deliveries')!;
+    const table = ofType(run, T.table).find((t) => t.inputs.tableId === TABLE_ID)!;
     expect(waitsFor(run, one(run, T.run)).has(table.urn)).toBe(true);
     // With a preset image nothing else orders the two: the dependency must be the service's own.
     expect(one(run, T.run).dependencies).toContain(table.urn);

@@ -2,6 +2,7 @@ import { bigQuerySchema, CLUSTER_COLUMNS, PARTITION_COLUMN } from '../../worker/
 import { DELIVERY_DEFAULTS } from '../../worker/src/contract/settings';
 import { VIEW_NAMES, viewSql } from '../../worker/src/contract/views';
 import { REQUIRED_APIS } from '../components/foundation';
+import { TABLE_ID } from '../components/warehouse';
 import { STACK_DEFAULTS } from '../config';
 import {
   type CapturedResource,
@@ -202,7 +203,7 @@ describe('the docline program with the dev stack file', () => {
       expect(table).toHaveLength(1);
       expect(JSON.parse(table[0]!.inputs.schema as string)).toEqual(bigQuerySchema());
       expect(table[0]!.inputs).toMatchObject({
-        tableId: 'deliveries',
+        tableId: TABLE_ID,
         datasetId: 'docline_dev',
         timePartitioning: { type: 'DAY', field: PARTITION_COLUMN },
         clusterings: [...CLUSTER_COLUMNS],
@@ -221,7 +222,7 @@ describe('the docline program with the dev stack file', () => {
           query: viewSql(
             'googlesql',
             view.inputs.tableId as (typeof VIEW_NAMES)[number],
-            `${project}.docline_dev.deliveries`,
+            `${project}.docline_dev.${TABLE_ID}`,
           ),
           useLegacySql: false,
         });
@@ -257,7 +258,7 @@ describe('the docline program with the dev stack file', () => {
         // Next to the data (EU), not `global`.
         GOOGLE_CLOUD_LOCATION: 'europe-west1',
         GEMINI_MODEL: 'gemini-2.5-flash',
-        BIGQUERY_TABLE: `${project}.docline_dev.deliveries`,
+        BIGQUERY_TABLE: `${project}.docline_dev.${TABLE_ID}`,
         BIGQUERY_LOCATION: 'EU',
         MEMO_BUCKET: `docline-dev-memo-${project}`,
         DEDUP_KEY: 'object',
@@ -403,9 +404,9 @@ describe('the docline program with the dev stack file', () => {
         schedule: 'every 1 hours',
         serviceAccountName: `docline-dev-dupcheck@${project}.iam.gserviceaccount.com`,
       });
-      expect(params.query).toContain(`FROM \`${project}.docline_dev.deliveries\``);
+      expect(params.query).toContain(`FROM \`${project}.docline_dev.${TABLE_ID}\``);
       expect(params.query).toContain(
-        `WHERE processed_at >= TIMESTAMP_SUB(CURRENT_TIMESTAMP(), INTERVAL ${DELIVERY_DEFAULTS.dedupWindowDays} DAY)`,
+        `WHERE key_day >= DATE_SUB(CURRENT_DATE(), INTERVAL ${DELIVERY_DEFAULTS.dedupWindowDays} DAY)`,
       );
       expect(params.query).toContain('ERROR(');
       const alert = one(run, T.alert, '-duplicate-objects');
@@ -489,7 +490,7 @@ describe('the docline program with the dev stack file', () => {
         subscriptionName: one(run, T.subscription, '-push').outputs.name,
         deadLetterTopicName: one(run, T.topic, '-dead-letters').outputs.name,
         deadLetterSubscriptionName: one(run, T.subscription, '-dead-letters').outputs.name,
-        tableId: `${project}.docline_dev.deliveries`,
+        tableId: `${project}.docline_dev.${TABLE_ID}`,
         viewIds: {
           documents: `${project}.docline_dev.documents`,
           duplicate_objects: `${project}.docline_dev.duplicate_objects`,
@@ -633,10 +634,10 @@ describe('the docline program in preview', () => {
       deadLetterPolicy: { maxDeliveryAttempts: 100 },
     });
     expect(template.timeout).toBe(`${DELIVERY_DEFAULTS.workerTimeoutSeconds}s`);
-    expect(env(one(run, T.run)).BIGQUERY_TABLE).toBe('docline-dev-example.docline_dev.deliveries');
+    expect(env(one(run, T.run)).BIGQUERY_TABLE).toBe(`docline-dev-example.docline_dev.${TABLE_ID}`);
     for (const view of ofType(run, T.table).filter(isView)) {
       expect((view.inputs.view as { query: string }).query).toContain(
-        '`docline-dev-example.docline_dev.deliveries`',
+        `\`docline-dev-example.docline_dev.${TABLE_ID}\``,
       );
     }
   });

@@ -3,6 +3,7 @@
  * repository's cleanup, the buckets' soft delete and the memo bucket, the reconcile job and its
  * IAM in each mode, and the dashboard.
  */
+
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,6 +11,7 @@ import { DELIVERY_DEFAULTS } from '../../worker/src/contract/settings';
 import { CLOUD_VARIABLES } from '../../worker/src/reconcile/config';
 import { BUILT_IN_METRICS, promqlMetricName } from '../components/dashboard';
 import { reconcileArgs } from '../components/reconcile';
+import { TABLE_ID } from '../components/warehouse';
 import { contentTag, IMAGE_SOURCES } from '../components/worker-image';
 import { type CapturedResource, ofType, one, type ProgramRun, runProgram, stackConfig } from './harness';
 
@@ -145,7 +147,7 @@ describe('the stack parts of the dev stack', () => {
         DOCLINE_PROJECT: project,
         DOCLINE_BUCKET: one(run, T.bucket, '-documents-bucket').outputs.name,
         DOCLINE_TOPIC: one(run, T.topic, '-uploads').outputs.name,
-        DOCLINE_TABLE: `${project}.docline_dev.deliveries`,
+        DOCLINE_TABLE: `${project}.docline_dev.${TABLE_ID}`,
         BIGQUERY_LOCATION: 'EU',
         DEDUP_KEY: 'object',
         RECONCILE_MODE: 'report',

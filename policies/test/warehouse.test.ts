@@ -13,7 +13,7 @@ describe.each(MODES)('the warehouse rule (%s)', (mode) => {
     const diagnostics = await check(table(mode, ({ timePartitioning: _, ...p }) => p));
     expect(summary(diagnostics)).toEqual(['dedup-table-layout @ deliveries']);
     expect(diagnostics[0]?.message).toMatch(
-      /not partitioned.*timePartitioning \{ type: 'DAY', field: 'processed_at' \}/,
+      /not partitioned.*timePartitioning \{ type: 'DAY', field: 'key_day' \}/,
     );
   });
 

@@ -22,7 +22,8 @@ import { type Latency, type LatencySpec, latencyFrom, REFUSAL_LATENCY } from './
  *   start at random (mean one every `meanGapMs`), last 10–120 s, and their intensity (the refused
  *   share) follows a slow daily-like swell times a random draw: it varies over time.
  *
- * Both assume: a refused call is free and does not count towards any window; a 429 takes time
+ * Both assume, unless a tier is built with `countsRefused` (the cautious reading: Google does not
+ * say a 429 is free): a refused call does not count towards any window; a 429 takes time
  * ({@link REFUSAL_LATENCY}); an accepted call is paid, takes a latency from the cell's distribution
  * (with a tail) and always answers. Token counts per document vary (1,000–2,600 input tokens).
  * Whether a call is accepted is a deterministic function of the time it arrives and the window's
@@ -98,34 +99,77 @@ class WeightedWindow {
   }
 }
 
-/** Developer API tiers: requests per minute and input tokens per minute. */
+/** The limits of a Developer API tier, as {@link TierQuota} holds to them. */
+export interface TierLimits {
+  requestsPerMinute: number;
+  tokensPerMinute: number;
+  /** Requests per day (a sliding 24 h window); unset: no daily limit. */
+  requestsPerDay?: number;
+  /**
+   * Whether a refused call still counts towards the request windows. Google does not say that a 429
+   * is free, so a model that counts it is the cautious reading: a client that retries into a full
+   * window keeps it full. Default false (the sweep's first model).
+   */
+  countsRefused?: boolean;
+  /**
+   * Requests already made in the day before the start, spread evenly (a steady flow that has run
+   * for a day fills the daily window before a short simulation begins). Default 0.
+   */
+  requestsInPastDay?: number;
+}
+
+/** Developer API tiers: requests per minute, input tokens per minute and, optionally, requests per day. */
 export class TierQuota implements QuotaModel {
   readonly kind = 'tiers';
   private readonly rpm: WeightedWindow;
   private readonly tpm: WeightedWindow;
+  private readonly rpd: WeightedWindow | undefined;
+  private readonly countsRefused: boolean;
+  /** Calls refused by the daily window. */
+  refusedForTheDay = 0;
 
   constructor(
     private readonly time: SimClock,
-    limits: { requestsPerMinute: number; tokensPerMinute: number },
+    limits: TierLimits,
   ) {
     this.rpm = new WeightedWindow(limits.requestsPerMinute, 60_000);
     this.tpm = new WeightedWindow(limits.tokensPerMinute, 60_000);
+    this.countsRefused = limits.countsRefused ?? false;
+    if (limits.requestsPerDay !== undefined) {
+      this.rpd = new WeightedWindow(limits.requestsPerDay, 86_400_000);
+      // The past day's requests, one entry a minute.
+      const past = limits.requestsInPastDay ?? 0;
+      if (past > 0) for (let m = 1439; m >= 0; m--) this.rpd.take(time.nowMs() - m * 60_000 - 1, past / 1440);
+    }
   }
 
   tryAccept(tokens: number): boolean {
     const now = this.time.nowMs();
-    if (!this.rpm.fits(now, 1) || !this.tpm.fits(now, tokens)) return false;
+    const daily = this.rpd ? this.rpd.fits(now, 1) : true;
+    if (!this.rpm.fits(now, 1) || !this.tpm.fits(now, tokens) || !daily) {
+      if (!daily) this.refusedForTheDay++;
+      if (this.countsRefused) {
+        this.rpm.take(now, 1);
+        this.rpd?.take(now, 1);
+      }
+      return false;
+    }
     this.rpm.take(now, 1);
     this.tpm.take(now, tokens);
+    this.rpd?.take(now, 1);
     return true;
   }
 
   nextAcceptMs(tokens: number): number {
     const now = this.time.nowMs();
     let t = now;
-    // Both windows only free up with time: iterate to the first time both fit.
-    for (let i = 0; i < 4; i++) {
-      const next = Math.max(this.rpm.nextFit(now, t, 1), this.tpm.nextFit(now, t, tokens));
+    // The windows only free up with time: iterate to the first time all fit.
+    for (let i = 0; i < 6; i++) {
+      const next = Math.max(
+        this.rpm.nextFit(now, t, 1),
+        this.tpm.nextFit(now, t, tokens),
+        this.rpd ? this.rpd.nextFit(now, t, 1) : t,
+      );
       if (next === t) return t;
       t = next;
     }

@@ -12,14 +12,17 @@ import {
   batchLookupSql,
   batchMergeSql,
   bigQueryError,
+  keyDayGroups,
+  lookupSinceDay,
   lookupSql,
   mergeSql,
   winnersSql,
 } from '../src/adapters/bigquery-store';
-import { bigQuerySchema, COLUMN_NAMES, COLUMNS, type Row } from '../src/contract/row';
+import { GroupCommitStore } from '../src/adapters/group-commit-store';
+import { bigQuerySchema, COLUMN_NAMES, COLUMNS, keyDay, type Row } from '../src/contract/row';
 import { DELIVERY_DEFAULTS } from '../src/contract/settings';
 import { Deadline, DeadlineError } from '../src/core/deadline';
-import { ConfigurationError, OutcomeUnknownError, RejectionError, TransientError } from '../src/core/errors';
+import { ConfigurationError, OutcomeUnknownError, RejectionError, RowRefusalError, TransientError } from '../src/core/errors';
 import { writeMayStillCommit } from '../src/core/handle';
 import type { Clock } from '../src/core/ports';
 import { testRow } from './support/builders';
@@ -29,7 +32,6 @@ import {
   type StoredRow,
   startFakeBigQuery,
   staticTokenAuth,
-  storedRow,
 } from './support/fake-bigquery';
 import { MemoryLogger } from './support/fakes';
 import { describeBatchStoreContract, describeStoreContract } from './support/store-contract';
@@ -44,11 +46,12 @@ import { describeBatchStoreContract, describeStoreContract } from './support/sto
  *   the wrong reason. It is listed as unsupported; the `documents` view absorbs the duplicate.
  * - Partition pruning and the real pre-run estimate: the fake reports whatever estimate a test sets.
  * - Real SQL execution: the fake recognises the two statements by their parameters; the SQL text is
- *   checked here by shape (window filter, no literals). The bigquery-emulator suite runs the SQL.
+ *   checked here by shape (key-day filters, no literals). The bigquery-emulator suite runs the SQL.
  */
 
 const TABLE = 'acme-dev.docline.rows';
-const NOW = new Date('2026-12-01T12:00:00.000Z');
+// Four hours after the test rows' events (2026-11-30 00:00): inside the lookup's horizon.
+const NOW = new Date('2026-11-30T04:00:00.000Z');
 const clock: Clock = { now: () => NOW };
 
 /** A Row back from the fake's REST representation (strings), typed as the worker built it. */
@@ -91,8 +94,9 @@ async function storeOn(
 /** A BigQueryStore on a fresh fake, with the contract suites' read-back and cleanup. */
 async function harnessOnFake() {
   const fake = await startFakeBigQuery({ projectId: 'acme-dev' });
-  // The contract's rows are dated 2026-11-30; the window is 8 days back from NOW.
-  const store = await storeOn(fake);
+  // The contract's rows are events of 2026-11-30 00:00: a clock four hours later puts them inside
+  // the lookup's horizon, as a delivery's own redelivery is.
+  const store = await storeOn(fake, { clock: { now: () => new Date('2026-11-30T04:00:00.000Z') } });
   return {
     store,
     rowsFor: async (key: string) =>
@@ -174,7 +178,7 @@ describe('BigQueryStore', () => {
         parameterValue: { value: unknown };
       }>;
       expect(merge!.parameterMode).toBe('named');
-      expect(parameters.map((p) => p.name).sort()).toEqual([...COLUMN_NAMES, 'window_start'].sort());
+      expect(parameters.map((p) => p.name).sort()).toEqual([...COLUMN_NAMES, 'key_day'].sort());
       for (const column of COLUMNS) {
         const p = parameters.find((x) => x.name === column.name)!;
         expect(p.parameterType.type).toBe(column.type);
@@ -269,49 +273,84 @@ describe('BigQueryStore', () => {
       expect(jobBodies()).toHaveLength(1);
     });
 
-    it('filters both statements on the processed_at partitions of the dedup window', async () => {
-      for (const sql of [lookupSql(TABLE), mergeSql(TABLE)]) {
-        expect(sql).toContain('processed_at >= @window_start');
-      }
-      expect(lookupSql(TABLE)).toMatch(
-        /WHERE dedup_key = @dedup_key AND processed_at >= @window_start LIMIT 1$/,
+    it('prunes every statement to key-day partitions with DATE parameters', async () => {
+      expect(lookupSql(TABLE)).toMatch(/WHERE dedup_key = @dedup_key AND key_day >= @lookup_since LIMIT 1$/);
+      expect(mergeSql(TABLE)).toContain('ON T.dedup_key = S.dedup_key AND T.key_day = @key_day');
+      expect(batchMergeSql(TABLE, 2)).toContain(
+        'ON T.dedup_key = S.dedup_key AND T.key_day = S.key_day AND T.key_day IN (@key_day_0, @key_day_1)',
       );
-      expect(mergeSql(TABLE)).toContain('ON T.dedup_key = S.dedup_key AND T.processed_at >= @window_start');
-      expect(mergeSql(TABLE)).toContain('WHEN NOT MATCHED THEN INSERT');
-      expect(mergeSql(TABLE)).not.toContain('WHEN MATCHED');
+      expect(winnersSql(TABLE, 1)).toMatch(/AND key_day IN \(@key_day_0\)$/);
+      for (const sql of [mergeSql(TABLE), batchMergeSql(TABLE)]) {
+        expect(sql).toContain('WHEN NOT MATCHED THEN INSERT');
+        expect(sql).not.toContain('WHEN MATCHED');
+        expect(sql).not.toContain('processed_at >=');
+      }
 
       await store.seen('gs://b/o#1');
-      const windowStart = (
+      const since = (
         queryBodies()[0]!.queryParameters as Array<{
           name: string;
           parameterType: unknown;
           parameterValue: { value: string };
         }>
-      ).find((p) => p.name === 'window_start')!;
-      expect(windowStart.parameterType).toEqual({ type: 'TIMESTAMP' });
-      const days = (NOW.getTime() - Date.parse(windowStart.parameterValue.value)) / 86_400_000;
-      expect(days).toBe(DELIVERY_DEFAULTS.dedupWindowDays);
+      ).find((p) => p.name === 'lookup_since')!;
+      expect(since.parameterType).toEqual({ type: 'DATE' });
+      // NOW is 04:00 UTC: six hours back is yesterday, so the lookup reads yesterday's partition too…
+      expect(since.parameterValue.value).toBe('2026-11-29');
+      // …and from 06:00 on, today's only.
+      expect(lookupSinceDay(new Date('2026-11-30T06:00:00Z'))).toBe('2026-11-30');
     });
 
-    it('uses a configured window and byte cap', async () => {
-      const custom = await storeOn(fake, { dedupWindowDays: 30, maximumBytesBilled: 50_000_000 });
+    it('uses a configured byte cap', async () => {
+      const custom = await storeOn(fake, { maximumBytesBilled: 50_000_000 });
       await custom.seen('gs://b/o#1');
-      const body = queryBodies()[0]!;
-      expect(body.maximumBytesBilled).toBe('50000000');
-      const start = (body.queryParameters as Array<{ name: string; parameterValue: { value: string } }>).find(
-        (p) => p.name === 'window_start',
-      )!.parameterValue.value;
-      expect((NOW.getTime() - Date.parse(start)) / 86_400_000).toBe(30);
+      expect(queryBodies()[0]!.maximumBytesBilled).toBe('50000000');
     });
   });
 
-  describe('the dedup window', () => {
-    it('neither sees nor blocks a key whose only row is older than the window', async () => {
-      const old = testRow({ processed_at: '2026-11-01T00:00:00.000Z' });
-      fake.addRow(storedRow(old));
+  describe('the key-day layout', () => {
+    it("finds an old event's key in its own day: seen() does not look that far back, the MERGE does", async () => {
+      const old = testRow({
+        event_time: '2026-11-01T09:00:00.000Z',
+        processed_at: '2026-11-01T09:00:05.000Z',
+      });
+      expect(await store.record(old)).toBe(true);
+      expect(fake.rows()[0]!.key_day).toBe('2026-11-01');
+      // A month later: the lookup reads the last hours' key days only (a shortcut, not the guarantee)…
       expect(await store.seen(old.dedup_key)).toBe(false);
-      expect(await store.record({ ...old, message_id: '77', processed_at: NOW.toISOString() })).toBe(true);
-      expect(fake.rows().filter((r) => r.dedup_key === old.dedup_key)).toHaveLength(2);
+      // …and the MERGE reads the key's own day, whatever its age: no second row.
+      expect(await store.record({ ...old, message_id: '77' })).toBe(false);
+      expect(await store.recordMany([{ ...old, message_id: '78' }])).toEqual(new Set());
+      expect(fake.rows().filter((r) => r.dedup_key === old.dedup_key)).toHaveLength(1);
+    });
+
+    it('dates a key by its event, else its publish time, the same on every delivery', () => {
+      const now = new Date('2026-12-01T12:00:00Z');
+      expect(
+        keyDay({ event_time: '2026-11-30T23:59:59.999Z', publish_time: '2026-12-01T00:00:01Z' }, now),
+      ).toBe('2026-11-30');
+      expect(keyDay({ event_time: null, publish_time: '2026-11-29T10:00:00Z' }, now)).toBe('2026-11-29');
+      expect(keyDay({ event_time: null, publish_time: null }, now)).toBe('2026-12-01');
+    });
+
+    it('writes a batch of many key days in statements of at most two days, each pruned to its own', async () => {
+      const rows = ['2026-12-01', '2026-11-20', '2026-11-30'].map((day) =>
+        testRow({ event_time: `${day}T08:00:00.000Z` }),
+      );
+      const inserted = await store.recordMany(rows);
+      expect(inserted).toEqual(new Set(rows.map((r) => r.dedup_key)));
+      const merges = queryBodies().filter((b) => String(b.query).startsWith('MERGE'));
+      expect(merges.map((b) => b.query)).toEqual([batchMergeSql(TABLE, 2), batchMergeSql(TABLE, 1)]);
+      const days = merges.map((b) =>
+        (b.queryParameters as Array<{ name: string; parameterValue: { value?: string } }>)
+          .filter((p) => p.name.startsWith('key_day_'))
+          .map((p) => p.parameterValue.value),
+      );
+      expect(days).toEqual([['2026-12-01', '2026-11-30'], ['2026-11-20']]);
+      expect(keyDayGroups(['a', 'b', 'c', 'd'], (x) => ({ a: '3', b: '1', c: '3', d: '2' })[x]!)).toEqual([
+        { days: ['3', '2'], rows: ['a', 'c', 'd'] },
+        { days: ['1'], rows: ['b'] },
+      ]);
     });
   });
 
@@ -463,6 +502,45 @@ describe('BigQueryStore', () => {
       expect(entry).toMatchObject({ code: 'bigquery_bytes_billed_limit', operation: 'record' });
     });
 
+    it('fails a batch refused for its byte estimate at once: one statement, no row refused as bad', async () => {
+      fake.setEstimatedBytes(200_000_000);
+      const batched = new GroupCommitStore(store, { maxRows: 6, maxWaitMs: 0, minIntervalMs: 0 });
+      const rows = Array.from({ length: 6 }, () => testRow());
+      const settled = await Promise.allSettled(rows.map((r) => batched.record(r)));
+      for (const r of settled) {
+        expect(r.status).toBe('rejected');
+        const reason = (r as PromiseRejectedResult).reason;
+        expect(reason).toBeInstanceOf(ConfigurationError);
+        expect(reason).not.toBeInstanceOf(RowRefusalError);
+        expect(reason.code).toBe('bigquery_bytes_billed_limit');
+      }
+      expect(batched.statements).toBe(1);
+      expect(queryBodies()).toHaveLength(1);
+      expect(fake.rows()).toHaveLength(0);
+    });
+
+    it('maps a value a column cannot take to a row refusal, and a refusal of the SQL to a statement refusal', () => {
+      const row = bigQueryError(
+        {
+          code: 400,
+          errors: [{ reason: 'invalidQuery', message: 'Bad int64 value: twelve' }],
+          message: 'Bad int64 value: twelve',
+        },
+        'record',
+      );
+      expect(row).toBeInstanceOf(RowRefusalError);
+      const statement = bigQueryError(
+        {
+          code: 400,
+          errors: [{ reason: 'invalidQuery', message: 'Unrecognized name: key_day at [1:80]' }],
+          message: 'Unrecognized name: key_day at [1:80]',
+        },
+        'record',
+      );
+      expect(statement).toBeInstanceOf(ConfigurationError);
+      expect(statement).not.toBeInstanceOf(RowRefusalError);
+    });
+
     it('treats an unreachable BigQuery as transient', async () => {
       await fake.stop();
       await expect(store.seen('gs://b/o#1')).rejects.toBeInstanceOf(TransientError);
@@ -512,16 +590,19 @@ describe('BigQueryStore', () => {
         type: 'ARRAY',
         arrayType: {
           type: 'STRUCT',
-          structTypes: COLUMNS.map((c) => ({ name: c.name, type: { type: c.type } })),
+          structTypes: [
+            ...COLUMNS.map((c) => ({ name: c.name, type: { type: c.type } })),
+            { name: 'key_day', type: { type: 'DATE' } },
+          ],
         },
       });
       for (const literal of ['DROP TABLE', hostile, rows[1]!.message_id]) {
         expect(String(body!.query)).not.toContain(literal);
       }
-      expect(String(body!.query)).toContain('processed_at >= @window_start');
+      expect(params.find((p) => p.name === 'key_day_0')!.parameterType).toEqual({ type: 'DATE' });
     });
 
-    it('looks many keys up in one query with the window filter', async () => {
+    it('looks many keys up in one query with the key-day filter', async () => {
       await store.recordMany([testRow({ dedup_key: hostile })]);
       const found = await store.seenMany([hostile, 'gs://b/other#1']);
       expect([...found]).toEqual([hostile]);
@@ -674,6 +755,8 @@ describe('BigQueryAppendStore', () => {
         // Stamped when appended (the default stream commits on append), not when the row was built.
         processed_at: String(Date.parse('2026-11-30T04:00:07.250Z') * 1000),
         worker_version: row.worker_version,
+        // The layout's key day, a DATE: days since 1970-01-01 of the event's day (2026-11-30).
+        key_day: Date.parse('2026-11-30T00:00:00Z') / 86_400_000,
       });
       expect(sent).not.toHaveProperty('reason'); // null is absent: BigQuery stores NULL
       expect(requests[0]!.writeStream).toMatch(/\/streams\/_default$/);

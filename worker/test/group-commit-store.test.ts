@@ -2,8 +2,8 @@ import { GroupCommitStore } from '../src/adapters/group-commit-store';
 import type { Row } from '../src/contract/row';
 import { mergeIntervalForLatencyMs } from '../src/contract/settings';
 import { Deadline, DeadlineError } from '../src/core/deadline';
-import { ConfigurationError, TransientError } from '../src/core/errors';
-import type { BatchStore } from '../src/core/ports';
+import { ConfigurationError, RowRefusalError, TransientError } from '../src/core/errors';
+import type { BatchStore, Logger } from '../src/core/ports';
 import { testRow } from './support/builders';
 
 /**
@@ -19,7 +19,10 @@ class RecordingBatchStore implements BatchStore {
   failNext: Error | undefined;
   /** Keys the store refuses: a batch holding any of them is refused as a whole. */
   readonly refuseKeys = new Set<string>();
+  /** Refuse every statement for one row's content (a refusal the search can never finish). */
   refuseAll = false;
+  /** Refuse every statement for itself (its byte estimate, access, a missing table): not a row's fault. */
+  refuseStatement: ConfigurationError | undefined;
 
   async seen(key: string) {
     return (await this.seenMany([key])).has(key);
@@ -41,9 +44,10 @@ class RecordingBatchStore implements BatchStore {
     const failure = this.failNext;
     this.failNext = undefined;
     if (failure) throw failure;
-    if (this.refuseAll) throw new ConfigurationError('bigquery_rejected_query', 'Syntax error at [1:1]');
+    if (this.refuseStatement) throw this.refuseStatement;
+    if (this.refuseAll) throw new RowRefusalError('bigquery_rejected_row', 'Bad int64 value: twelve');
     if (rows.some((r) => this.refuseKeys.has(r.dedup_key))) {
-      throw new ConfigurationError('bigquery_rejected_query', 'Invalid INT64 value: twelve');
+      throw new RowRefusalError('bigquery_rejected_row', 'Bad int64 value: twelve');
     }
     const inserted = new Set<string>();
     for (const row of rows) {
@@ -346,9 +350,58 @@ describe('GroupCommitStore', () => {
     expect(s.statements).toBe(7);
   });
 
+  describe('a statement refused for itself is never a bad row', () => {
+    const refusals: Array<[string, ConfigurationError]> = [
+      [
+        'its byte estimate',
+        new ConfigurationError(
+          'bigquery_bytes_billed_limit',
+          'Query exceeded limit for bytes billed: 100000000. 1130000000 or higher required.',
+        ),
+      ],
+      ['its access', new ConfigurationError('bigquery_access_denied', 'Access Denied: Table p:d.t')],
+      ['a missing table', new ConfigurationError('bigquery_not_found', 'Not found: Table p:d.t')],
+      ['its SQL', new ConfigurationError('bigquery_rejected_query', 'Syntax error at [1:1]')],
+    ];
+
+    it.each(refusals)(
+      'fails the whole batch at once, in one statement, when refused for %s',
+      async (_, refusal) => {
+        const logged: Array<{ message: string; fields: unknown }> = [];
+        const logger: Logger = {
+          debug() {},
+          info() {},
+          warn() {},
+          error: (message, fields) => logged.push({ message, fields }),
+          child: () => logger,
+        };
+        inner.refuseStatement = refusal;
+        const rows = Array.from({ length: 8 }, () => testRow());
+        const s = store({ maxRows: 8, minIntervalMs: 100, logger });
+        const results = settle(rows.map((r) => s.record(r)));
+        await jest.advanceTimersByTimeAsync(10_000);
+        const settled = await results;
+        // One statement, no search: every delivery gets the configuration error itself (nacked,
+        // replayable after the fix), none is singled out as a bad row and none is "undecided".
+        expect(inner.writes.map((w) => w.length)).toEqual([8]);
+        expect(s.statements).toBe(1);
+        for (const r of settled) {
+          expect(r.status).toBe('rejected');
+          const reason = (r as PromiseRejectedResult).reason;
+          expect(reason).toBe(refusal);
+          expect(reason).not.toBeInstanceOf(RowRefusalError);
+        }
+        expect(inner.rows.size).toBe(0);
+        // The alert-worthy line: one ERROR for the batch, with the refusal's code.
+        expect(logged).toHaveLength(1);
+        expect(logged[0]!.fields).toMatchObject({ code: refusal.code, rows: 8 });
+      },
+    );
+  });
+
   it('stops searching at maxIsolationStatements: the rows not yet placed fail transiently', async () => {
     const rows = Array.from({ length: 8 }, () => testRow());
-    // A statement the store refuses whatever it holds (not one row's fault): the search is bounded.
+    // A store that says every half holds a bad row: the search is bounded.
     inner.refuseAll = true;
     const s = store({ maxRows: 8, maxIsolationStatements: 4 });
     const results = settle(rows.map((r) => s.record(r)));

@@ -30,6 +30,8 @@ const rowOf = (
       object_uri: `gs://${bucket}/${name}#${generation}`,
       dedup_key: `gs://${bucket}/${name}#${generation}`,
       status,
+      // An object's row carries its creation as the event time, hence its key day.
+      event_time: processedAt,
       processed_at: processedAt,
     }),
   );
@@ -61,7 +63,7 @@ describe('the reconcile query on BigQuery', () => {
   it('reads only the partitions since the oldest object, with every value a typed parameter', () => {
     const sql = reconcileSql(TABLE);
     expect(sql).toBe(
-      'SELECT DISTINCT object_uri FROM `acme-dev.docline.rows` WHERE processed_at >= @since AND bucket = @bucket AND STARTS_WITH(object_name, @prefix)',
+      'SELECT DISTINCT object_uri FROM `acme-dev.docline.rows` WHERE key_day >= DATE(@since) AND bucket = @bucket AND STARTS_WITH(object_name, @prefix)',
     );
     expect(sql).not.toMatch(/'|"|\d{4}-/);
   });
@@ -69,7 +71,8 @@ describe('the reconcile query on BigQuery', () => {
   it('sends the parameters, the byte cap, the labels and the location, and returns the URIs of rows of any status', async () => {
     fake.addRow(rowOf('acme', 'in/a.pdf', '1', '2026-11-30T11:00:00.000Z'));
     fake.addRow(rowOf('acme', 'in/b.pdf', '1', '2026-11-30T11:00:00.000Z', 'rejected'));
-    fake.addRow(rowOf('acme', 'in/old.pdf', '1', '2026-11-30T09:59:59.999Z'));
+    // Partitions are days: a row of the day before the oldest object's day is not read.
+    fake.addRow(rowOf('acme', 'in/old.pdf', '1', '2026-11-29T23:59:59.999Z'));
     fake.addRow(rowOf('other', 'in/c.pdf', '1', '2026-11-30T11:00:00.000Z'));
     fake.addRow(rowOf('acme', 'out/d.pdf', '1', '2026-11-30T11:00:00.000Z'));
 

@@ -1,5 +1,5 @@
 import { adapt, managedwriter } from '@google-cloud/bigquery-storage';
-import { bigQuerySchema, COLUMNS, type Row } from '../contract/row';
+import { bigQuerySchema, COLUMNS, keyDay, PARTITION_COLUMN, type Row } from '../contract/row';
 import type { Deadline } from '../core/deadline';
 import { ConfigurationError, TransientError } from '../core/errors';
 import { type Clock, type Store, systemClock } from '../core/ports';
@@ -57,6 +57,8 @@ export function toStorageWriteRow(row: Row): StorageWriteRow {
         out[column.name] = String(value);
     }
   }
+  // The layout's key day (contract/row.ts), as a DATE: the encoder turns a Date into days since 1970.
+  out[PARTITION_COLUMN] = new Date(`${keyDay(row, new Date(row.processed_at))}T00:00:00Z`);
   return out;
 }
 

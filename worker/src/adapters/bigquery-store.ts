@@ -1,18 +1,32 @@
 import { randomBytes } from 'node:crypto';
 import { BigQuery, type BigQueryOptions, type Query } from '@google-cloud/bigquery';
-import { COLUMN_NAMES, COLUMNS, type ColumnName, PARTITION_COLUMN, type Row } from '../contract/row';
+import { KEY_DAY_LAYOUT } from '../contract/cost-model';
+import {
+  COLUMN_NAMES,
+  COLUMNS,
+  type ColumnName,
+  KEY_DAY_COLUMN,
+  KEY_DAY_SQL,
+  keyDay,
+  PARTITION_COLUMN,
+  type Row,
+} from '../contract/row';
 import { DELIVERY_DEFAULTS, MIN_MAXIMUM_BYTES_BILLED, MIN_STATEMENT_MS } from '../contract/settings';
 import { type Deadline, DeadlineError } from '../core/deadline';
-import { ConfigurationError, DoclineError, OutcomeUnknownError, TransientError } from '../core/errors';
+import { ConfigurationError, DoclineError, OutcomeUnknownError, RowRefusalError, TransientError } from '../core/errors';
 import { type BatchStore, type Clock, type Logger, systemClock } from '../core/ports';
 
 /**
- * The production store: one BigQuery table, written by one insert-only MERGE per delivery.
+ * The production store: one BigQuery table, written by one insert-only MERGE per delivery (or per
+ * batch, with group commit).
  *
- * Both statements look only at the `processed_at` partitions of the dedup window, so their cost and
- * BigQuery's pre-run estimate (checked against `maximumBytesBilled`) stay bounded however large the
- * table grows; on a clustered table the estimate is otherwise the whole table. Every value travels as
- * a typed query parameter: no text of a row is ever spliced into SQL.
+ * The table is partitioned by the key's day (`key_day`, contract/row.ts): every delivery of one key
+ * computes the same day from its own event, so a MERGE and the winners query read only the day
+ * partitions of the keys they carry, and `seen()` only the partitions of the last
+ * {@link LOOKUP_HORIZON_MS}. BigQuery's pre-run estimate, which `maximumBytesBilled` is checked
+ * against, honours partition pruning by constant parameters (clustering it does not), so what a
+ * statement is estimated and billed at depends on the documents a day, never on the table's age.
+ * Every value travels as a typed query parameter: no text of a row is ever spliced into SQL.
  *
  * An insert-only MERGE does not conflict with another one, so two concurrent deliveries of one key
  * can both insert: readers deduplicate through the `documents` view (contract/views.ts).
@@ -25,14 +39,17 @@ export interface BigQueryStoreOptions {
   table: string;
   /** The dataset's location (jobs run there); the client's default when unset. */
   location?: string | undefined;
-  /** Days of `processed_at` partitions that `seen()` and `record()` look at. */
+  /**
+   * Kept for the configuration's shape: the key-day layout needs no dedup window in its statements
+   * (a key is looked for in its own day, whatever its age); the memo still expires by it.
+   */
   dedupWindowDays?: number;
   /** `maximumBytesBilled` of every query. */
   maximumBytesBilled?: number;
   /** Job labels, for billing reports (keys and values: lower case, ≤ 63 characters). */
   labels?: Record<string, string>;
   logger?: Logger;
-  /** Where the window starts is computed from this clock. */
+  /** The lookup's horizon and a key day without an event time are computed from this clock. */
   clock?: Clock;
   /**
    * How often the outcome of a MERGE whose answer was lost is asked for again (jobs.get by its id)
@@ -47,15 +64,41 @@ export interface BigQueryStoreOptions {
 export const OUTCOME_POLL_MS = 1_000;
 
 const TABLE_ID = /^[a-z][a-z0-9-]{4,61}[a-z0-9]\.[A-Za-z0-9_]{1,1024}\.[A-Za-z0-9_-]{1,1024}$/;
-const DAY_MS = 24 * 60 * 60 * 1000;
 
-/** The named parameter that carries the start of the dedup window (a TIMESTAMP). */
-export const WINDOW_PARAMETER = 'window_start';
+/**
+ * How far back `seen()` looks for a key, by key day: redeliveries (Pub/Sub's retries, a second
+ * notification of one object) come within minutes to an hour or two of their event. `seen()` is a
+ * shortcut before the paid work, not the guarantee: a key older than this is still found by the
+ * MERGE, which reads the key's own day, and its analysis by the memo. With 6 hours the lookup reads
+ * today's partition, and yesterday's too during the first 6 hours of a UTC day: at most 1.25 days
+ * of keys.
+ */
+export const LOOKUP_HORIZON_MS = KEY_DAY_LAYOUT.lookupHorizonMs;
+
+/**
+ * The most key days one MERGE reads: a batch holds keys of today (and of yesterday, around
+ * midnight); the rare batch with more days (a replay of old dead letters, a backfill) is written in
+ * several statements of at most this many days each, so that no statement's estimate is larger
+ * than `maximumEstimateBytes` (contract/cost-model.ts) allows for.
+ */
+export const MAX_KEY_DAYS_PER_STATEMENT = KEY_DAY_LAYOUT.maxKeyDaysPerStatement;
+
+/** The named parameter that carries the first key day `seen()` looks at (a DATE). */
+export const LOOKUP_PARAMETER = 'lookup_since';
+
+/** The named parameter of the i-th key day a MERGE or winners query reads (a DATE each). */
+export const keyDayParameter = (i: number) => `${PARTITION_COLUMN}_${i}`;
 
 /** GoogleSQL type of each column's query parameter. */
 export const PARAMETER_TYPES: Readonly<Record<ColumnName, string>> = Object.fromEntries(
   COLUMNS.map((c) => [c.name, c.type]),
 ) as Record<ColumnName, string>;
+
+/** The parameter types of a row sent to a MERGE: every column, then its key day. */
+export const ROW_PARAMETER_TYPES: Readonly<Record<string, string>> = {
+  ...PARAMETER_TYPES,
+  [PARTITION_COLUMN]: KEY_DAY_COLUMN.type,
+};
 
 /** Checks `project.dataset.table` and returns it quoted for GoogleSQL. */
 export function quotedTable(table: string): string {
@@ -68,23 +111,35 @@ export function quotedTable(table: string): string {
   return `\`${table}\``;
 }
 
-/** The windowed point lookup of `seen()`. Parameters: `@dedup_key`, `@window_start`. */
+/** `key_day IN (@key_day_0, …)`: scalar parameters, so that the pre-run estimate prunes by them. */
+function keyDaysFilter(alias: string, dayCount: number): string {
+  if (!Number.isInteger(dayCount) || dayCount < 1)
+    throw new RangeError(`a statement reads at least one key day (got ${dayCount})`);
+  const days = Array.from({ length: dayCount }, (_, i) => `@${keyDayParameter(i)}`).join(', ');
+  return `${alias}${PARTITION_COLUMN} IN (${days})`;
+}
+
+/** The point lookup of `seen()`. Parameters: `@dedup_key`, `@lookup_since`. */
 export function lookupSql(table: string): string {
   return (
     `SELECT 1 AS found FROM ${quotedTable(table)} ` +
-    `WHERE dedup_key = @dedup_key AND ${PARTITION_COLUMN} >= @${WINDOW_PARAMETER} LIMIT 1`
+    `WHERE dedup_key = @dedup_key AND ${PARTITION_COLUMN} >= @${LOOKUP_PARAMETER} LIMIT 1`
   );
 }
 
-/** The insert-only MERGE of `record()`. Parameters: one per column, plus `@window_start`. */
+/** The insert-only MERGE of `record()`. Parameters: one per column, plus `@key_day`. */
 export function mergeSql(table: string): string {
-  const source = COLUMN_NAMES.map((c) => `@${c} AS ${c}`).join(', ');
+  const source = [...COLUMN_NAMES, PARTITION_COLUMN].map((c) => `@${c} AS ${c}`).join(', ');
   return (
     `MERGE ${quotedTable(table)} AS T USING (SELECT ${source}) AS S ` +
-    // The window filter on the target prunes its partitions (the documented way for MERGE).
-    `ON T.dedup_key = S.dedup_key AND T.${PARTITION_COLUMN} >= @${WINDOW_PARAMETER} ` +
-    `WHEN NOT MATCHED THEN INSERT (${COLUMN_NAMES.join(', ')}) VALUES (${insertValues()})`
+    // The key day as a parameter on the target prunes its partitions (the documented way for MERGE).
+    `ON T.dedup_key = S.dedup_key AND T.${PARTITION_COLUMN} = @${PARTITION_COLUMN} ` +
+    `WHEN NOT MATCHED THEN INSERT (${insertColumns()}) VALUES (${insertValues()})`
   );
+}
+
+function insertColumns(): string {
+  return [...COLUMN_NAMES, PARTITION_COLUMN].join(', ');
 }
 
 /**
@@ -93,41 +148,66 @@ export function mergeSql(table: string): string {
  * arrival, so a row written later cannot sort before one a reader has already seen.
  */
 function insertValues(): string {
-  return COLUMN_NAMES.map((c) => (c === COMMIT_TIME_COLUMN ? 'CURRENT_TIMESTAMP()' : `S.${c}`)).join(', ');
+  return [...COLUMN_NAMES, PARTITION_COLUMN]
+    .map((c) => (c === COMMIT_TIME_COLUMN ? 'CURRENT_TIMESTAMP()' : `S.${c}`))
+    .join(', ');
 }
 
 /** The column the store stamps with its commit time. */
 export const COMMIT_TIME_COLUMN: ColumnName = 'processed_at';
 
-/** The batched lookup of group commit. Parameters: `@keys` (ARRAY<STRING>), `@window_start`. */
+/** The batched lookup of group commit. Parameters: `@keys` (ARRAY<STRING>), `@lookup_since`. */
 export function batchLookupSql(table: string): string {
   return (
     `SELECT dedup_key FROM ${quotedTable(table)} ` +
-    `WHERE dedup_key IN UNNEST(@keys) AND ${PARTITION_COLUMN} >= @${WINDOW_PARAMETER}`
+    `WHERE dedup_key IN UNNEST(@keys) AND ${PARTITION_COLUMN} >= @${LOOKUP_PARAMETER}`
   );
 }
 
 /**
  * The batched insert-only MERGE of group commit: its source is `UNNEST(@rows)`, an
- * ARRAY<STRUCT<…every column…>> parameter, so a whole batch is one DML statement and every value
- * stays a typed parameter. Parameters: `@rows`, `@window_start`.
+ * ARRAY<STRUCT<…every column…, key_day>> parameter, so a whole batch is one DML statement and every
+ * value stays a typed parameter. A row matches a target row of its key in its key day; the target
+ * is pruned to the batch's key days (`@key_day_0` … `@key_day_{dayCount-1}`).
  */
-export function batchMergeSql(table: string): string {
+export function batchMergeSql(table: string, dayCount = 1): string {
   return (
     `MERGE ${quotedTable(table)} AS T USING (SELECT * FROM UNNEST(@rows)) AS S ` +
-    `ON T.dedup_key = S.dedup_key AND T.${PARTITION_COLUMN} >= @${WINDOW_PARAMETER} ` +
-    `WHEN NOT MATCHED THEN INSERT (${COLUMN_NAMES.join(', ')}) VALUES (${insertValues()})`
+    `ON T.dedup_key = S.dedup_key AND T.${PARTITION_COLUMN} = S.${PARTITION_COLUMN} AND ${keyDaysFilter('T.', dayCount)} ` +
+    `WHEN NOT MATCHED THEN INSERT (${insertColumns()}) VALUES (${insertValues()})`
   );
 }
 
 /**
  * Which deliveries won a batch whose MERGE inserted fewer rows than it carried: the row now under
- * each key names its `message_id`. Parameters: `@keys` (ARRAY<STRING>), `@window_start`.
+ * each key names its `message_id`. Parameters: `@keys` (ARRAY<STRING>), the batch's key days.
  */
-export function winnersSql(table: string): string {
+export function winnersSql(table: string, dayCount = 1): string {
   return (
     `SELECT dedup_key, message_id FROM ${quotedTable(table)} ` +
-    `WHERE dedup_key IN UNNEST(@keys) AND ${PARTITION_COLUMN} >= @${WINDOW_PARAMETER}`
+    `WHERE dedup_key IN UNNEST(@keys) AND ${keyDaysFilter('', dayCount)}`
+  );
+}
+
+/**
+ * The one statement that moves a table of the earlier layout (partitioned by `processed_at`) into a
+ * key-day table without losing or doubling a row: every key's first row (the one the `documents`
+ * view shows: the old table may hold two rows of a key, from two MERGEs that raced) is copied with
+ * its key day computed as the writer computes it ({@link KEY_DAY_SQL}), unless its key already has
+ * a row in that key day of the target (the new writer recorded it first). Running it again copies
+ * nothing twice, so it runs once when the new table takes the writes and once more after the last
+ * instance of the old revision stopped. An insert-only statement, like the MERGE: it reads the
+ * whole source table once (a migration, not a path of every delivery).
+ */
+export function migrationSql(from: string, to: string): string {
+  const columns = [...COLUMN_NAMES, PARTITION_COLUMN].join(', ');
+  return (
+    `INSERT INTO ${quotedTable(to)} (${columns}) ` +
+    `SELECT ${columns} FROM (SELECT ${COLUMN_NAMES.join(', ')}, ${KEY_DAY_SQL} AS ${PARTITION_COLUMN} ` +
+    `FROM ${quotedTable(from)} WHERE TRUE ` +
+    'QUALIFY ROW_NUMBER() OVER (PARTITION BY dedup_key ORDER BY processed_at, message_id) = 1) AS S ' +
+    `WHERE NOT EXISTS (SELECT 1 FROM ${quotedTable(to)} AS T ` +
+    `WHERE T.dedup_key = S.dedup_key AND T.${PARTITION_COLUMN} = S.${PARTITION_COLUMN})`
   );
 }
 
@@ -241,6 +321,10 @@ export function bigQueryError(error: unknown, operation: string): Error {
       options,
     );
   }
+  if (ROW_VALUE_REFUSAL.test(text)) {
+    // A value of one row that the column cannot take: the only refusal worth isolating that row.
+    return new RowRefusalError('bigquery_rejected_row', `BigQuery ${operation}: ${firstLine(text)}`, options);
+  }
   // Any other refusal is about our statement, not the document: an operator must look at it.
   return new ConfigurationError(
     'bigquery_rejected_query',
@@ -248,6 +332,15 @@ export function bigQueryError(error: unknown, operation: string): Error {
     options,
   );
 }
+
+/**
+ * The words BigQuery uses when one value cannot be taken ("Bad int64 value: twelve", "Invalid
+ * timestamp: …", "Failed to parse input string", "Invalid JSON …"): a rejection that names a row's
+ * content. Anything else that refuses a statement (its byte estimate, its access, a missing table,
+ * the SQL itself) is the statement's fault, whichever rows it carries.
+ */
+const ROW_VALUE_REFUSAL =
+  /\b(bad|invalid) (int64|integer|double|float64|bool|boolean|timestamp|date|datetime|json|numeric|bignumeric|utf-?8)\b|\b(int64|timestamp|json|date|numeric) value\b|\bfailed to parse (input|json)\b|\bcannot (parse|coerce) .*\bvalue\b/i;
 
 function firstLine(text: string): string {
   return text.trim().split('\n')[0]!.slice(0, 500);
@@ -288,8 +381,6 @@ export class BigQueryStore implements BatchStore {
   private readonly lookup: string;
   private readonly merge: string;
   private readonly batchLookup: string;
-  private readonly batchMerge: string;
-  private readonly winners: string;
   /** This store's MERGE jobs are named `docline_w_<writerId>_…`, so that `writers()` can count instances. */
   private readonly writerId = randomBytes(6).toString('hex');
   private readonly outcomePollMs: number;
@@ -321,66 +412,77 @@ export class BigQueryStore implements BatchStore {
     this.lookup = lookupSql(this.table);
     this.merge = mergeSql(this.table);
     this.batchLookup = batchLookupSql(this.table);
-    this.batchMerge = batchMergeSql(this.table);
-    this.winners = winnersSql(this.table);
   }
 
-  /** Whether a row with this key was recorded within the dedup window. */
+  /** Whether a row with this key was recorded with a key day within {@link LOOKUP_HORIZON_MS}. */
   async seen(dedupKey: string, deadline?: Deadline): Promise<boolean> {
     const [rows] = await this.run('seen', deadline, {
       query: this.lookup,
-      params: { dedup_key: dedupKey, [WINDOW_PARAMETER]: this.windowStart() },
-      types: { dedup_key: 'STRING', [WINDOW_PARAMETER]: 'TIMESTAMP' },
+      params: { dedup_key: dedupKey, [LOOKUP_PARAMETER]: this.lookupSince() },
+      types: { dedup_key: 'STRING', [LOOKUP_PARAMETER]: 'DATE' },
     });
     return rows.length > 0;
   }
 
-  /** Inserts the row unless its key is in the window; true when this MERGE inserted it. */
+  /** Inserts the row unless its key has a row in its key day; true when this MERGE inserted it. */
   async record(row: Row, deadline?: Deadline): Promise<boolean> {
     const { params, types } = rowParameters(this.bigquery, row);
     const [, , response] = await this.run('record', deadline, {
       query: this.merge,
-      params: { ...params, [WINDOW_PARAMETER]: this.windowStart() },
-      types: { ...types, [WINDOW_PARAMETER]: 'TIMESTAMP' },
+      params: { ...params, [PARTITION_COLUMN]: this.bigquery.date(this.keyDayOf(row)) },
+      types: { ...types, [PARTITION_COLUMN]: KEY_DAY_COLUMN.type },
     });
     return insertedCount(response) > 0;
   }
 
-  /** The keys among `keys` recorded within the dedup window: one query for a whole batch. */
+  /** The keys among `keys` with a row of a recent key day: one query for a whole batch. */
   async seenMany(keys: readonly string[], deadline?: Deadline): Promise<Set<string>> {
     if (keys.length === 0) return new Set();
     const [rows] = await this.run('seen', deadline, {
       query: this.batchLookup,
-      params: { keys: [...keys], [WINDOW_PARAMETER]: this.windowStart() },
-      types: { keys: ['STRING'], [WINDOW_PARAMETER]: 'TIMESTAMP' },
+      params: { keys: [...keys], [LOOKUP_PARAMETER]: this.lookupSince() },
+      types: { keys: ['STRING'], [LOOKUP_PARAMETER]: 'DATE' },
     });
     return new Set((rows as Array<{ dedup_key: string }>).map((r) => r.dedup_key));
   }
 
   /**
-   * One MERGE for a batch of rows with distinct keys. When BigQuery reports as many inserted rows as
-   * the batch holds, every row went in; only when it reports fewer does one follow-up query read
+   * A batch of rows with distinct keys: one MERGE per {@link MAX_KEY_DAYS_PER_STATEMENT} key days
+   * (one, unless the batch carries keys of older days). When BigQuery reports as many inserted rows
+   * as a statement held, every row went in; only when it reports fewer does one follow-up query read
    * which `message_id` holds each key.
    */
   async recordMany(rows: readonly Row[], deadline?: Deadline): Promise<Set<string>> {
+    const inserted = new Set<string>();
+    for (const group of keyDayGroups(rows, (row) => this.keyDayOf(row)))
+      for (const key of await this.recordDays(group.rows, group.days, deadline)) inserted.add(key);
+    return inserted;
+  }
+
+  private async recordDays(rows: readonly Row[], days: string[], deadline?: Deadline): Promise<Set<string>> {
     if (rows.length === 0) return new Set();
-    const params = rows.map((row) => rowParameters(this.bigquery, row).params);
+    const dayParams = Object.fromEntries(days.map((d, i) => [keyDayParameter(i), this.bigquery.date(d)]));
+    const dayTypes = Object.fromEntries(days.map((_, i) => [keyDayParameter(i), KEY_DAY_COLUMN.type]));
+    const params = rows.map((row) => ({
+      ...rowParameters(this.bigquery, row).params,
+      [PARTITION_COLUMN]: this.bigquery.date(this.keyDayOf(row)),
+    }));
     const [, , response] = await this.run(
       'record',
       deadline,
       {
-        query: this.batchMerge,
-        params: { rows: params, [WINDOW_PARAMETER]: this.windowStart() },
-        types: { rows: [{ ...PARAMETER_TYPES }], [WINDOW_PARAMETER]: 'TIMESTAMP' },
+        query: batchMergeSql(this.table, days.length),
+        params: { rows: params, ...dayParams },
+        types: { rows: [{ ...ROW_PARAMETER_TYPES }], ...dayTypes },
       },
       `${WRITER_JOB_PREFIX}${this.writerId}_`,
     );
     const keys = rows.map((r) => r.dedup_key);
     if (insertedCount(response) === rows.length) return new Set(keys);
     const [winners] = await this.run('record', deadline, {
-      query: this.winners,
-      params: { keys, [WINDOW_PARAMETER]: this.windowStart() },
-      types: { keys: ['STRING'], [WINDOW_PARAMETER]: 'TIMESTAMP' },
+      query: winnersSql(this.table, days.length),
+      params: { keys, ...dayParams },
+      types: { keys: ['STRING'], ...dayTypes },
     });
     const ours = new Map(rows.map((r) => [r.dedup_key, r.message_id]));
     const inserted = new Set<string>();
@@ -426,8 +528,13 @@ export class BigQueryStore implements BatchStore {
     }
   }
 
-  protected windowStart(): ReturnType<BigQuery['timestamp']> {
-    return this.bigquery.timestamp(new Date(this.clock.now().getTime() - this.dedupWindowDays * DAY_MS));
+  /** The first key day a lookup reads: the UTC day {@link LOOKUP_HORIZON_MS} ago. */
+  protected lookupSince(): ReturnType<BigQuery['date']> {
+    return this.bigquery.date(lookupSinceDay(this.clock.now()));
+  }
+
+  protected keyDayOf(row: Row): string {
+    return keyDay(row, this.clock.now());
   }
 
   /**
@@ -597,6 +704,36 @@ export const WRITERS_WINDOW_MS = 60_000;
 export function statementTimeoutMs(deadline: Deadline | undefined): number | undefined {
   const leftMs = deadline?.remainingMs() ?? Number.POSITIVE_INFINITY;
   return Number.isFinite(leftMs) ? Math.max(1, Math.floor(leftMs)) : undefined;
+}
+
+/** The first key day a lookup made at `now` reads (UTC, `YYYY-MM-DD`). */
+export function lookupSinceDay(now: Date): string {
+  return new Date(now.getTime() - LOOKUP_HORIZON_MS).toISOString().slice(0, 10);
+}
+
+/**
+ * A batch's rows grouped into statements: by key day, newest first, at most
+ * {@link MAX_KEY_DAYS_PER_STATEMENT} days per statement, rows in batch order within each.
+ */
+export function keyDayGroups<R>(
+  rows: readonly R[],
+  dayOf: (row: R) => string,
+): Array<{ days: string[]; rows: R[] }> {
+  const byDay = new Map<string, R[]>();
+  for (const row of rows) {
+    const day = dayOf(row);
+    const list = byDay.get(day);
+    if (list) list.push(row);
+    else byDay.set(day, [row]);
+  }
+  const days = [...byDay.keys()].sort().reverse();
+  const groups: Array<{ days: string[]; rows: R[] }> = [];
+  for (let i = 0; i < days.length; i += MAX_KEY_DAYS_PER_STATEMENT) {
+    const chunk = days.slice(i, i + MAX_KEY_DAYS_PER_STATEMENT);
+    const wanted = new Set(chunk);
+    groups.push({ days: chunk, rows: rows.filter((r) => wanted.has(dayOf(r))) });
+  }
+  return groups;
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { Row } from '../contract/row';
 import { MIN_STATEMENT_MS, mergeIntervalForLatencyMs } from '../contract/settings';
 import { Deadline, DeadlineError } from '../core/deadline';
-import { TransientError } from '../core/errors';
+import { ConfigurationError, RowRefusalError, TransientError } from '../core/errors';
 import type { BatchStore, Logger, Store } from '../core/ports';
 
 /**
@@ -24,9 +24,11 @@ import type { BatchStore, Logger, Store } from '../core/ports';
  *   its fate: "not inserted" (the delivery reports `duplicate`) when it went in or was there
  *   already, its error when it failed. A duplicate is never acknowledged for a row that is not there.
  * - A failed batch fails each of its deliveries with the store's error (a transient one: 503, and
- *   Pub/Sub retries; the analyses wait in the memo). When the store refuses a batch outright (not a
- *   transient error), halving finds the rows it refuses, recursively in every refused half: those
- *   deliveries fail, every other row goes in. The search is bounded in statements
+ *   Pub/Sub retries; the analyses wait in the memo). A statement refused for itself (its byte
+ *   estimate, its access, a missing table: a configuration fault) fails the whole batch at once,
+ *   in that one statement, with an ERROR line. Only when the store says a row's content was refused
+ *   ({@link RowRefusalError}) does halving find the rows it refuses, recursively in every refused
+ *   half: those deliveries fail, every other row goes in. The search is bounded in statements
  *   (`maxIsolationStatements`), paced like any write, and bounded by the deliveries' deadlines.
  * - Deadlines: every call carries its delivery's deadline. A delivery with less than
  *   `minStatementMs` left is not put in a statement (it is answered 503 at once); a statement runs
@@ -358,7 +360,22 @@ export class GroupCommitStore implements Store {
     try {
       return { inserted: await this.attempt(rows), failed: new Map() };
     } catch (error) {
-      if (rows.length < 2 || error instanceof TransientError) throw error;
+      if (!(error instanceof RowRefusalError)) {
+        // A statement refused for itself (its byte estimate, access, a missing table, its SQL) would
+        // be refused again whatever rows it carried: searching the batch for a "bad row" would only
+        // spend up to maxIsolationStatements of the table's DML budget and end in dead letters.
+        if (error instanceof ConfigurationError)
+          this.options.logger?.error(
+            'the store refused the statement itself: every delivery of the batch fails, an operator must fix it',
+            {
+              code: error.code,
+              rows: rows.length,
+              error: error.message,
+            },
+          );
+        throw error;
+      }
+      if (rows.length < 2) throw error;
       this.options.logger?.warn('the store refused a batch: looking for the rows it refuses', {
         rows: rows.length,
         error: error instanceof Error ? error.message : String(error),
@@ -428,7 +445,7 @@ export class GroupCommitStore implements Store {
     try {
       return { inserted: await this.attempt(ready) };
     } catch (halfError) {
-      if (halfError instanceof TransientError) {
+      if (!(halfError instanceof RowRefusalError)) {
         for (const row of ready) failed.set(row.value.dedup_key, halfError);
         return none;
       }

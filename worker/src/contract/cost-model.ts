@@ -22,6 +22,9 @@ const MIB = 1024 * KIB;
 const GIB = 1024 * MIB;
 const TIB = 1024 * GIB;
 
+/** When {@link PRICES} were read (the providers' price pages, as quoted in the field notes). */
+export const PRICES_AS_OF = '2026-12-02';
+
 /** Documented prices (USD), as quoted in the project's field notes; check them before quoting. */
 export const PRICES = Object.freeze({
   /** BigQuery on-demand analysis, per TiB billed. */
@@ -231,4 +234,56 @@ export function costModel(overrides: Partial<CostParams> = {}): CostModel {
       `DML: ${LIMITS.runningMutatingDmlPerTable} mutating statements running + ${LIMITS.queuedMutatingDmlPerTable} queued per table; one single-row MERGE assumed to take ${params.mergeSecondsLow}–${params.mergeSecondsHigh} s.`,
     ],
   };
+}
+
+/**
+ * How far the key-day layout's statements reach (contract/row.ts, adapters/bigquery-store.ts): a
+ * lookup reads the key days of the last `lookupHorizonMs` (today's partition, and yesterday's during
+ * the first hours of a UTC day); a MERGE reads the key days of the rows it carries, at most
+ * `maxKeyDaysPerStatement` of them (a batch with more is split).
+ */
+export const KEY_DAY_LAYOUT = Object.freeze({
+  lookupHorizonMs: 6 * 60 * 60 * 1000,
+  maxKeyDaysPerStatement: 2,
+});
+
+/**
+ * The largest pre-run estimate any statement of the key-day layout can have at `documentsPerDay`:
+ * the most days of keys it may read ({@link KEY_DAY_LAYOUT}) × the bytes of `dedup_key` + `key_day`
+ * of a day's rows. It depends on the volume, never on the table's age.
+ */
+export function maximumEstimateBytes(
+  documentsPerDay: number,
+  bytesPerKeyRow: number = COST_DEFAULTS.lookupBytesPerRow,
+): number {
+  const days = Math.max(
+    KEY_DAY_LAYOUT.maxKeyDaysPerStatement,
+    1 + KEY_DAY_LAYOUT.lookupHorizonMs / 86_400_000,
+  );
+  return Math.ceil(days * documentsPerDay * bytesPerKeyRow);
+}
+
+/**
+ * Room over {@link maximumEstimateBytes} for keys longer than {@link EXAMPLE_DEDUP_KEY} and days
+ * busier than the stated average: a cap at exactly the estimate would refuse the first such day.
+ */
+export const VOLUME_MARGIN = 1.5;
+
+/** The smallest `maximumBytesBilled` that no statement is refused by at `documentsPerDay`. */
+export function requiredMaximumBytesBilled(documentsPerDay: number): number {
+  return Math.max(MIN_MAXIMUM_BYTES_BILLED, Math.ceil(maximumEstimateBytes(documentsPerDay) * VOLUME_MARGIN));
+}
+
+/** The cap a stack takes when none is set: the default, or what its volume requires if more. */
+export function derivedMaximumBytesBilled(documentsPerDay: number): number {
+  return Math.max(DELIVERY_DEFAULTS.maximumBytesBilled, requiredMaximumBytesBilled(documentsPerDay));
+}
+
+/** Gemini's price of one document's analysis, with the model's token assumptions. */
+export function geminiUsdPerDocument(params: Partial<CostParams> = {}): number {
+  const p = { ...COST_DEFAULTS, ...params };
+  return (
+    (p.promptTokensPerDocument / 1e6) * PRICES.geminiInputUsdPerMillionTokens +
+    (p.outputTokensPerDocument / 1e6) * PRICES.geminiOutputUsdPerMillionTokens
+  );
 }

@@ -115,7 +115,7 @@ export const COLUMNS = [
     type: 'TIMESTAMP',
     mode: 'REQUIRED',
     description:
-      'When the row was committed, stamped by the store in its own statement (partitioning column): the row committed first sorts first.',
+      'When the row was committed, stamped by the store in its own statement: the row committed first sorts first.',
   },
   {
     name: 'worker_version',
@@ -152,19 +152,64 @@ export interface Row extends Omit<ColumnValues, 'status'> {
 /** Column names in table order. */
 export const COLUMN_NAMES: readonly ColumnName[] = COLUMNS.map((c) => c.name);
 
-/** The column the table is partitioned on and the clustering order (lookup key first). */
-export const PARTITION_COLUMN: ColumnName = 'processed_at';
+/**
+ * The day a dedup key belongs to, stored by BigQuery in a column of its own and the column the
+ * table is partitioned on: every delivery of one key computes the same day from its own event, so
+ * a statement about a key reads that key's day partition only, however old or large the table is.
+ * It is a layout column, not a {@link Row} field: the BigQuery stores derive it ({@link keyDay}),
+ * SQLite has no partitions and does not store it.
+ */
+export const KEY_DAY_COLUMN = {
+  name: 'key_day',
+  type: 'DATE',
+  mode: 'REQUIRED',
+  description:
+    "The day of the dedup key, UTC (partitioning column): the event's time (for a new object, its creation), else the message's publish time. Every delivery of a key has the same day.",
+} as const;
+
+/** The column the table is partitioned on (by DAY) and the clustering order (lookup key first). */
+export const PARTITION_COLUMN = KEY_DAY_COLUMN.name;
 export const CLUSTER_COLUMNS: readonly ColumnName[] = ['dedup_key', 'message_id'];
 
-/** BigQuery table schema (REST `TableFieldSchema` shape), derived from {@link COLUMNS}. */
+/**
+ * The partitioning of tables created before the key-day layout: by commit time. Kept to describe
+ * what a migration reads (see docs/architecture.md, "Table layout").
+ */
+export const LEGACY_PARTITION_COLUMN: ColumnName = 'processed_at';
+
+/**
+ * The key day of a row: the UTC day of its event's time, else of its message's publish time, else
+ * of `now` (a row with neither: only an envelope without a publish time, which Pub/Sub never sends).
+ * For one key these are the same on every delivery: a redelivery keeps its message's attributes and
+ * publish time; a second notification of one object carries the same event time; reconcile
+ * re-announces an object with its creation time as the event time, which is what Cloud Storage
+ * sends for a new object. {@link KEY_DAY_SQL} is the same function in GoogleSQL.
+ */
+export function keyDay(row: Pick<Row, 'event_time' | 'publish_time'>, now: Date): string {
+  for (const value of [row.event_time, row.publish_time]) {
+    if (value === null || value === undefined) continue;
+    const ms = Date.parse(value);
+    if (Number.isFinite(ms)) return new Date(ms).toISOString().slice(0, 10);
+  }
+  return now.toISOString().slice(0, 10);
+}
+
+/**
+ * {@link keyDay} over a stored row in GoogleSQL, with its commit time standing in for `now`: what a
+ * migration computes for rows written before the key-day layout.
+ */
+export const KEY_DAY_SQL = 'DATE(COALESCE(event_time, publish_time, processed_at))';
+
+/** BigQuery table schema (REST `TableFieldSchema` shape): {@link COLUMNS}, then the key day. */
 export function bigQuerySchema(): Array<{ name: string; type: string; mode: string; description: string }> {
-  const legacy: Record<ColumnType, string> = {
+  const legacy: Record<ColumnType | 'DATE', string> = {
     STRING: 'STRING',
     INT64: 'INTEGER',
     TIMESTAMP: 'TIMESTAMP',
     JSON: 'JSON',
+    DATE: 'DATE',
   };
-  return COLUMNS.map((c) => ({
+  return [...COLUMNS, KEY_DAY_COLUMN].map((c) => ({
     name: c.name,
     type: legacy[c.type],
     mode: c.mode,

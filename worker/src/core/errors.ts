@@ -151,6 +151,14 @@ export class ConfigurationError extends CodedError<string> {
   readonly answer = ERROR_ANSWERS.configuration;
 }
 
+/**
+ * The store refused a statement because of one row's content (a value the table cannot take), and
+ * said so. Only this kind of refusal is worth searching a batch for the row at fault (group
+ * commit's isolation); any other refusal (byte cap, access, a missing table, the statement itself)
+ * is the statement's, fails the whole batch at once, and is answered like any configuration fault.
+ */
+export class RowRefusalError extends ConfigurationError {}
+
 /** The request is not a Pub/Sub push envelope: answered 400, no row. */
 export class BadEnvelopeError extends DoclineError {
   readonly code = 'bad_envelope';

@@ -43,13 +43,14 @@ export const RECONCILE_PARAMETER_TYPES = { bucket: 'STRING', prefix: 'STRING', s
 
 /**
  * The reconcile query: the object URIs that have a row, any status, for one bucket and prefix.
- * `processed_at >= @since` (the oldest listed object's creation: a row is never older than its
- * object) restricts the partitions it reads, so its estimate stays under the byte cap.
+ * `key_day >= DATE(@since)` (the oldest listed object's creation: an object's rows carry its
+ * creation day, or a later publish day) restricts the partitions it reads, so its estimate stays
+ * under the byte cap.
  */
 export function reconcileSql(table: string): string {
   return (
     `SELECT DISTINCT object_uri FROM ${quotedTable(table)} ` +
-    `WHERE ${PARTITION_COLUMN} >= @since AND bucket = @bucket AND STARTS_WITH(object_name, @prefix)`
+    `WHERE ${PARTITION_COLUMN} >= DATE(@since) AND bucket = @bucket AND STARTS_WITH(object_name, @prefix)`
   );
 }
 

@@ -1,10 +1,13 @@
 import type { DatabaseSync } from 'node:sqlite';
 import type { BigQuery } from '@google-cloud/bigquery';
-import { BigQueryStore, createBigQueryClient } from '../../src/adapters/bigquery-store';
+import { BigQueryStore, createBigQueryClient, migrationSql } from '../../src/adapters/bigquery-store';
 import {
   bigQuerySchema,
   CLUSTER_COLUMNS,
   COLUMN_NAMES,
+  COLUMNS,
+  keyDay,
+  LEGACY_PARTITION_COLUMN,
   PARTITION_COLUMN,
   type Row,
 } from '../../src/contract/row';
@@ -24,10 +27,10 @@ import { type BigQueryEmulator, startBigQueryEmulator } from './support/bigquery
  * parts an independent engine can execute.
  *
  * Runs here: the dataset and the table created from the row definition (bigQuerySchema(), DAY
- * partitioning on processed_at, clustering — accepted and echoed, without behavioural effect);
- * BigQueryStore.seen() (the windowed lookup: a STRING and a TIMESTAMP named parameter); ping()
- * (tables.get); insertAll of whole rows; the three views, created as views and compared with the
- * SQLite views on the same rows.
+ * partitioning on key_day, clustering — accepted and echoed, without behavioural effect);
+ * BigQueryStore.seen() (the lookup by key day: a STRING and a DATE named parameter); ping()
+ * (tables.get); insertAll of whole rows; the migration of a table of the earlier layout
+ * (migrationSql); the views, created as views and compared with the SQLite views on the same rows.
  *
  * Emulator gaps (v0.8.1) and where each part is covered instead:
  * 1. record() cannot run. The emulator ignores `parameterType` and infers each parameter's type
@@ -55,7 +58,8 @@ import { type BigQueryEmulator, startBigQueryEmulator } from './support/bigquery
 
 const PROJECT = 'docline-emu';
 const DATASET = 'docline';
-const NOW = new Date('2026-12-01T12:00:00.000Z');
+// Four hours after the test rows' events (2026-11-30 00:00): the lookup reads key days since 2026-11-29.
+const NOW = new Date('2026-11-30T04:00:00.000Z');
 const clock: Clock = { now: () => NOW };
 
 let emulator: BigQueryEmulator;
@@ -92,9 +96,14 @@ async function createRowsTable(): Promise<string> {
 const tableOf = (id: string) => bigquery.dataset(DATASET).table(id.split('.')[2]!);
 
 /** Writes rows with insertAll (the streaming API), as they would be after record(). */
-async function insertRows(table: string, rows: Row[]): Promise<void> {
+async function insertRows(table: string, rows: Row[], options: { keyDay?: boolean } = {}): Promise<void> {
   await tableOf(table).insert(
-    rows.map((row) => ({ ...row, analysis: row.analysis === null ? null : JSON.stringify(row.analysis) })),
+    rows.map((row) => ({
+      ...row,
+      analysis: row.analysis === null ? null : JSON.stringify(row.analysis),
+      // The key day, as the store writes it (a table of the earlier layout has none).
+      ...(options.keyDay === false ? {} : { [PARTITION_COLUMN]: keyDay(row, new Date(row.processed_at)) }),
+    })),
   );
 }
 
@@ -173,7 +182,7 @@ describe('BigQueryStore on bigquery-emulator', () => {
     table = await createRowsTable();
   });
 
-  it('sees a key recorded inside the dedup window, and no other key', async () => {
+  it('sees a key recorded within the lookup horizon, and no other key', async () => {
     const row = testRow();
     await insertRows(table, [row, testRow()]);
     const store = storeOn(table);
@@ -182,16 +191,20 @@ describe('BigQueryStore on bigquery-emulator', () => {
     expect(await store.seen('gs://acme-invoices-dev/2026/11/never.txt#1')).toBe(false);
   });
 
-  it('does not see a key recorded before the dedup window', async () => {
-    // NOW is 2026-12-01T12:00Z: the 8-day window starts on 2026-11-23T12:00Z.
-    const old = testRow({ processed_at: '2026-11-23T11:59:59.999Z' });
-    const inside = testRow({ processed_at: '2026-11-23T12:00:00.000Z' });
+  it('looks back by key day: a key of the day before the horizon is not read by seen()', async () => {
+    // NOW is 2026-11-30T04:00Z: six hours back is 2026-11-29, the first key day the lookup reads.
+    const old = testRow({ event_time: '2026-11-28T23:59:59.999Z' });
+    const inside = testRow({ event_time: '2026-11-29T00:00:00.000Z' });
     await insertRows(table, [old, inside]);
-    const store = storeOn(table, { dedupWindowDays: 8 });
+    const store = storeOn(table);
     expect(await store.seen(old.dedup_key)).toBe(false);
     expect(await store.seen(inside.dedup_key)).toBe(true);
-    // The same old row is inside a 9-day window: the window, not the key, excluded it.
-    expect(await storeOn(table, { dedupWindowDays: 9 }).seen(old.dedup_key)).toBe(true);
+    // The same old row is read from a clock a day earlier: the key day, not the key, excluded it.
+    expect(
+      await storeOn(table, { clock: { now: () => new Date('2026-11-29T04:00:00.000Z') } }).seen(
+        old.dedup_key,
+      ),
+    ).toBe(true);
   });
 
   it('finds hostile keys verbatim: the key is a parameter, never SQL', async () => {
@@ -208,6 +221,77 @@ describe('BigQueryStore on bigquery-emulator', () => {
     const missing = storeOn(`${PROJECT}.${DATASET}.no_such_table`).ping();
     await expect(missing).rejects.toBeInstanceOf(ConfigurationError);
     await expect(missing).rejects.toMatchObject({ code: 'bigquery_not_found' });
+  });
+
+  describe('migrating a table of the earlier layout (partitioned by processed_at)', () => {
+    /** A table as deployments before the key-day layout have it: the columns, by commit time. */
+    async function createLegacyTable(): Promise<string> {
+      tables += 1;
+      const name = `legacy_${tables}`;
+      await bigquery.dataset(DATASET).createTable(name, {
+        schema: {
+          fields: bigQuerySchema().filter((f) => COLUMNS.some((c) => c.name === f.name)),
+        },
+        timePartitioning: { type: 'DAY', field: LEGACY_PARTITION_COLUMN },
+        clustering: { fields: [...CLUSTER_COLUMNS] },
+      });
+      return `${PROJECT}.${DATASET}.${name}`;
+    }
+
+    const rowsOf = async (t: string) =>
+      query(`SELECT dedup_key, message_id, ${PARTITION_COLUMN} FROM \`${t}\` ORDER BY dedup_key, message_id`);
+
+    it('copies each key once, keeps what the new writer recorded, and copies nothing twice when run again', async () => {
+      const legacy = await createLegacyTable();
+      const only = testRow({ message_id: 'old-only', processed_at: '2026-11-30T00:00:05.000Z' });
+      const noEvent = testRow({
+        message_id: 'old-no-event',
+        event_time: null,
+        publish_time: null,
+        processed_at: '2026-11-12T08:00:00.000Z',
+      });
+      // Two rows of one key: two MERGEs raced in the old table; the first is what readers saw.
+      const raced = testRow({ message_id: 'raced-first', processed_at: '2026-11-30T00:00:05.000Z' });
+      const racedSecond = { ...raced, message_id: 'raced-second', processed_at: '2026-11-30T00:00:06.000Z' };
+      // Recorded in the old table, then again by the new writer after the switch (a redelivery).
+      const both = testRow({ message_id: 'old-both', processed_at: '2026-11-30T00:00:05.000Z' });
+      await insertRows(legacy, [only, noEvent, raced, racedSecond, both], { keyDay: false });
+      const newOnly = testRow({ message_id: 'new-only', processed_at: '2026-11-30T03:00:00.000Z' });
+      await insertRows(table, [
+        { ...both, message_id: 'new-both', processed_at: '2026-11-30T03:00:00.000Z' },
+        newOnly,
+      ]);
+
+      await bigquery.query({ query: migrationSql(legacy, table), useLegacySql: false });
+      const expected = [
+        [only.dedup_key, 'old-only', '2026-11-30'],
+        [noEvent.dedup_key, 'old-no-event', '2026-11-12'],
+        [raced.dedup_key, 'raced-first', '2026-11-30'],
+        [both.dedup_key, 'new-both', '2026-11-30'],
+        [newOnly.dedup_key, 'new-only', '2026-11-30'],
+      ]
+        .map(([dedup_key, message_id, key_day]) => ({ dedup_key, message_id, [PARTITION_COLUMN]: key_day }))
+        .sort((a, b) => `${a.dedup_key} ${a.message_id}`.localeCompare(`${b.dedup_key} ${b.message_id}`));
+      expect(await rowsOf(table)).toEqual(expected);
+
+      // Again (after the last instance of the old revision stopped): nothing is copied twice, and a
+      // row the old revision wrote after the first run is copied now.
+      const late = testRow({ message_id: 'old-late', processed_at: '2026-11-30T03:30:00.000Z' });
+      await insertRows(legacy, [late], { keyDay: false });
+      await bigquery.query({ query: migrationSql(legacy, table), useLegacySql: false });
+      const after = await rowsOf(table);
+      expect(after).toHaveLength(expected.length + 1);
+      expect(after).toContainEqual({
+        dedup_key: late.dedup_key,
+        message_id: 'old-late',
+        [PARTITION_COLUMN]: '2026-11-30',
+      });
+      // Every key of either table has exactly one row: none lost, none doubled.
+      const keys = after.map((r) => r.dedup_key);
+      expect(new Set(keys).size).toBe(keys.length);
+      // The writer finds a migrated key in its key day: a redelivery of it is a duplicate.
+      expect(await storeOn(table).seen(only.dedup_key)).toBe(true);
+    });
   });
 
   describe('tripwires for the gaps that keep record() off this emulator', () => {

@@ -5,12 +5,13 @@ import {
   BigQueryStore,
   batchLookupSql,
   batchMergeSql,
+  LOOKUP_PARAMETER,
   lookupSql,
   mergeSql,
-  WINDOW_PARAMETER,
+  migrationSql,
   winnersSql,
 } from '../../src/adapters/bigquery-store';
-import { COLUMNS } from '../../src/contract/row';
+import { COLUMNS, KEY_DAY_COLUMN } from '../../src/contract/row';
 import { DELIVERY_DEFAULTS } from '../../src/contract/settings';
 import { VIEW_NAMES, type ViewName, viewSql } from '../../src/contract/views';
 import { testRow } from '../support/builders';
@@ -41,15 +42,22 @@ const PROJECT = 'docline-zetasql';
 const DATASET = `${PROJECT}.docline`;
 const TABLE = `${DATASET}.documents`;
 
-/** The table as BigQuery holds it: every column of contract/row.ts with its type, in order. */
+/** The table as BigQuery holds it: every column of contract/row.ts with its type, in order, then the key day. */
 const TABLE_SCHEMA: CatalogTable = {
   name: TABLE,
+  columns: [...COLUMNS, KEY_DAY_COLUMN].map((c) => ({ name: c.name, type: c.type })),
+};
+
+/** A table of the layout before the key day (partitioned by processed_at): what a migration reads. */
+const LEGACY_TABLE = `${DATASET}.deliveries_by_commit_time`;
+const LEGACY_SCHEMA: CatalogTable = {
+  name: LEGACY_TABLE,
   columns: COLUMNS.map((c) => ({ name: c.name, type: c.type })),
 };
 
-/** One row as a STRUCT: every column of contract/row.ts, in order, with its type. */
+/** One row as a STRUCT: every column of contract/row.ts, in order, with its type, then its key day. */
 const ROW_STRUCT: Readonly<Record<string, SqlType>> = Object.fromEntries(
-  COLUMNS.map((c) => [c.name, c.type]),
+  [...COLUMNS, KEY_DAY_COLUMN].map((c) => [c.name, c.type]),
 );
 
 interface Statement {
@@ -59,10 +67,11 @@ interface Statement {
   /** Its named parameters with the types BigQueryStore declares (checked below against what it sends). */
   readonly parameters: Readonly<Record<string, SqlType>>;
   /** `query` for a SELECT (with the columns the store reads), `merge` for a MERGE. */
-  readonly expect: { kind: 'merge' } | { kind: 'query'; columns: readonly string[] };
+  readonly expect: { kind: 'merge' } | { kind: 'insert' } | { kind: 'query'; columns: readonly string[] };
 }
 
-const WINDOW = { [WINDOW_PARAMETER]: 'TIMESTAMP' } as const;
+const LOOKUP = { [LOOKUP_PARAMETER]: 'DATE' } as const;
+const DAY = { key_day_0: 'DATE' } as const;
 type Parameters = Statement['parameters'];
 const query = (name: string, sql: string, parameters: Parameters, columns: string[]): Statement => ({
   name,
@@ -84,15 +93,32 @@ const merge = (name: string, sql: string, parameters: Parameters): Statement => 
  */
 const STATEMENTS: readonly Statement[] = [
   // One delivery at a time: seen(), record().
-  query('lookupSql', lookupSql(TABLE), { dedup_key: 'STRING', ...WINDOW }, ['found']),
-  merge('mergeSql', mergeSql(TABLE), { ...ROW_STRUCT, ...WINDOW }),
+  query('lookupSql', lookupSql(TABLE), { dedup_key: 'STRING', ...LOOKUP }, ['found']),
+  merge('mergeSql', mergeSql(TABLE), { ...ROW_STRUCT }),
   // Group commit: seenMany(), recordMany(), and its follow-up when the MERGE inserted fewer rows.
-  query('batchLookupSql', batchLookupSql(TABLE), { keys: ['STRING'], ...WINDOW }, ['dedup_key']),
-  merge('batchMergeSql', batchMergeSql(TABLE), { rows: [ROW_STRUCT], ...WINDOW }),
-  query('winnersSql', winnersSql(TABLE), { keys: ['STRING'], ...WINDOW }, ['dedup_key', 'message_id']),
+  query('batchLookupSql', batchLookupSql(TABLE), { keys: ['STRING'], ...LOOKUP }, ['dedup_key']),
+  merge('batchMergeSql', batchMergeSql(TABLE), { rows: [ROW_STRUCT], ...DAY }),
+  query('winnersSql', winnersSql(TABLE), { keys: ['STRING'], ...DAY }, ['dedup_key', 'message_id']),
+  // A batch of two key days (a batch across midnight): the same statements with two day parameters.
+  merge('batchMergeSql', batchMergeSql(TABLE, 2), { rows: [ROW_STRUCT], ...DAY, key_day_1: 'DATE' }),
+  query('winnersSql', winnersSql(TABLE, 2), { keys: ['STRING'], ...DAY, key_day_1: 'DATE' }, [
+    'dedup_key',
+    'message_id',
+  ]),
+  // The one-off move of a table of the earlier layout into the key-day table (no parameters).
+  {
+    name: 'migrationSql',
+    sql: migrationSql(LEGACY_TABLE, TABLE),
+    parameters: {},
+    expect: { kind: 'insert' },
+  },
 ];
 
-const KINDS = { query: 'resolvedQueryStmtNode', merge: 'resolvedMergeStmtNode' } as const;
+const KINDS = {
+  query: 'resolvedQueryStmtNode',
+  merge: 'resolvedMergeStmtNode',
+  insert: 'resolvedInsertStmtNode',
+} as const;
 
 /**
  * What BigQueryStore really sends: seen(), record(), seenMany() and recordMany() (whose MERGE
@@ -123,7 +149,7 @@ describe('ZetaSQL analysis of every statement docline sends to BigQuery', () => 
 
   beforeAll(async () => {
     zetasql = await startZetaSql();
-    catalog = await zetasql.registerCatalog([TABLE_SCHEMA]);
+    catalog = await zetasql.registerCatalog([TABLE_SCHEMA, LEGACY_SCHEMA]);
   });
 
   afterAll(async () => {
@@ -205,7 +231,7 @@ describe('ZetaSQL analysis of every statement docline sends to BigQuery', () => 
       const sql = lookupSql(TABLE).replace('dedup_key =', 'dedup_id =');
       expect(sql).toContain('dedup_id');
       await expect(
-        zetasql.analyze(catalog, sql, { dedup_key: 'STRING', [WINDOW_PARAMETER]: 'TIMESTAMP' }),
+        zetasql.analyze(catalog, sql, { dedup_key: 'STRING', [LOOKUP_PARAMETER]: 'DATE' }),
       ).rejects.toMatchObject({
         name: ZetaSqlAnalysisError.name,
         code: 'zetasql_analysis_failed',
@@ -223,10 +249,16 @@ describe('ZetaSQL analysis of every statement docline sends to BigQuery', () => 
       );
     });
 
-    it('fails the lookup when the window parameter is not a TIMESTAMP', async () => {
+    it('fails the lookup when the key-day parameter is not a DATE', async () => {
       await expect(
-        zetasql.analyze(catalog, lookupSql(TABLE), { dedup_key: 'STRING', [WINDOW_PARAMETER]: 'INT64' }),
+        zetasql.analyze(catalog, lookupSql(TABLE), { dedup_key: 'STRING', [LOOKUP_PARAMETER]: 'INT64' }),
       ).rejects.toThrow(/^No matching signature for operator >=/);
+    });
+
+    it('fails the migration into a table without the key day', async () => {
+      await expect(zetasql.analyze(catalog, migrationSql(LEGACY_TABLE, LEGACY_TABLE), {})).rejects.toThrow(
+        /key_day/,
+      );
     });
   });
 });

@@ -1,7 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { COLUMN_NAMES, COLUMNS, type ColumnName, type Row } from '../../src/contract/row';
+import {
+  COLUMN_NAMES,
+  COLUMNS,
+  type ColumnName,
+  KEY_DAY_COLUMN,
+  keyDay,
+  type Row,
+} from '../../src/contract/row';
 import {
   answerFailure,
   bigQueryError,
@@ -18,7 +25,8 @@ import {
  * (`POST …/jobs`), getQueryResults (`GET …/queries/JOB`), jobs.get and tables.get.
  *
  * It does not parse SQL: it recognises the statement by its named parameters (`dedup_key` +
- * `window_start` is the lookup; every column + `window_start` is the MERGE) and executes their
+ * `lookup_since` is the lookup; every column + `key_day` is the MERGE; `rows` + `key_day_0…` the
+ * batched MERGE; `keys` + `lookup_since` or `key_day_0…` the batched lookup or the winners) and executes their
  * meaning on rows kept in memory. Parameters are checked as BigQuery would bind them (values are
  * strings, each of the column's type, REQUIRED columns not null). The byte cap is checked against
  * a configurable estimate (at least the 10 MiB that any query bills). Errors use the documented
@@ -39,7 +47,8 @@ export interface RecordedRequest {
 }
 
 /** A stored row: each column as BigQuery's REST API represents it (strings, or null). */
-export type StoredRow = Record<ColumnName, string | null>;
+/** A stored row: every column, and the layout's key day (absent on rows a test put in directly). */
+export type StoredRow = Record<ColumnName, string | null> & { key_day?: string | null };
 
 /** A row as the fake stores it: every value in its REST form, a string (JSON for the analysis) or null. */
 export function storedRow(row: Row): StoredRow {
@@ -97,8 +106,10 @@ export interface FakeBigQuery {
 
 const MIN_BILLED_BYTES = 10 * 1024 * 1024;
 const COLUMN_TYPES = new Map<string, { type: string; required: boolean }>(
-  COLUMNS.map((c) => [c.name, { type: c.type, required: c.mode === 'REQUIRED' }]),
+  [...COLUMNS, KEY_DAY_COLUMN].map((c) => [c.name, { type: c.type, required: c.mode === 'REQUIRED' }]),
 );
+/** The columns a MERGE row carries, in order: every column, then the key day. */
+const MERGE_COLUMNS = [...COLUMN_NAMES, KEY_DAY_COLUMN.name];
 
 interface ParameterType {
   type?: string;
@@ -328,16 +339,27 @@ export async function startFakeBigQuery(
     }
   }
 
-  function windowStart(params: Map<string, Bound>): number {
-    const w = params.get('window_start');
-    if (w?.type !== 'TIMESTAMP' || w.value === null || Number.isNaN(Date.parse(w.value))) {
-      throw invalid('window_start must be a non-null TIMESTAMP parameter');
+  function dateParam(params: Map<string, Bound>, name: string): string {
+    const d = params.get(name);
+    if (d?.type !== 'DATE' || d.value === null || !/^\d{4}-\d{2}-\d{2}$/.test(d.value)) {
+      throw invalid(`${name} must be a non-null DATE parameter`);
     }
-    return Date.parse(w.value);
+    return d.value;
   }
 
-  const inWindow = (row: StoredRow, key: string, since: number) =>
-    row.dedup_key === key && Date.parse(row.processed_at ?? '') >= since;
+  /** The key days a MERGE or winners query prunes to: `@key_day_0` … in order. */
+  function keyDays(params: Map<string, Bound>): Set<string> {
+    const days = new Set<string>();
+    for (let i = 0; params.has(`key_day_${i}`); i++) days.add(dateParam(params, `key_day_${i}`));
+    if (days.size === 0) throw invalid('a MERGE of a batch names its key days (@key_day_0, …)');
+    return days;
+  }
+
+  /** A row of this key in this key day (a row put in directly has its day computed from it). */
+  const dayOf = (row: StoredRow) =>
+    row.key_day ?? keyDay(row as unknown as Row, new Date(row.processed_at ?? 0));
+  const inDay = (row: StoredRow, key: string, day: string) => row.dedup_key === key && dayOf(row) === day;
+  const sinceDay = (row: StoredRow, since: string) => dayOf(row) >= since;
 
   /** Executes one statement's meaning; throws HttpFailure like BigQuery would answer. */
   function execute(config: Record<string, unknown>): Outcome {
@@ -359,13 +381,14 @@ export async function startFakeBigQuery(
     }
     const params = parameters(config.queryParameters);
     const names = [...params.keys()].sort();
-    const lookupNames = ['dedup_key', 'window_start'];
-    const mergeNames = [...COLUMN_NAMES, 'window_start'].sort();
+    const scalarNames = names.filter((n) => !/^key_day_\d+$/.test(n));
+    const lookupNames = ['dedup_key', 'lookup_since'];
+    const mergeNames = [...MERGE_COLUMNS].sort();
     if (names.join() === lookupNames.join()) {
       const key = params.get('dedup_key')!;
       if (key.type !== 'STRING' || key.value === null) throw invalid('dedup_key must be a non-null STRING');
-      const since = windowStart(params);
-      const found = table.some((r) => inWindow(r, key.value!, since));
+      const since = dateParam(params, 'lookup_since');
+      const found = table.some((r) => r.dedup_key === key.value && sinceDay(r, since));
       return {
         schema: { fields: [{ name: 'found', type: 'INTEGER', mode: 'NULLABLE' }] },
         totalRows: found ? '1' : '0',
@@ -373,14 +396,13 @@ export async function startFakeBigQuery(
       };
     }
     if (names.join() === mergeNames.join()) {
-      const since = windowStart(params);
       const row = {} as StoredRow;
-      for (const column of COLUMN_NAMES) {
+      for (const column of MERGE_COLUMNS) {
         const p = params.get(column)!;
         checkValue(column, p.type, p.value);
-        row[column] = p.value;
+        (row as Record<string, string | null>)[column] = p.value;
       }
-      const inserted = table.some((r) => inWindow(r, row.dedup_key!, since)) ? 0 : 1;
+      const inserted = table.some((r) => inDay(r, row.dedup_key!, row.key_day!)) ? 0 : 1;
       stamp(row, String(config.query ?? ''));
       if (inserted) table.push(row);
       return {
@@ -388,16 +410,24 @@ export async function startFakeBigQuery(
         dmlStats: { insertedRowCount: String(inserted), updatedRowCount: '0', deletedRowCount: '0' },
       };
     }
-    if (names.join() === 'keys,window_start') {
+    if (names.join() === 'keys,lookup_since' || (scalarNames.join() === 'keys' && names.length > 1)) {
       const keys = params.get('keys')!;
       if (keys.items?.type !== 'STRING' || keys.items.values.some((k) => k === null))
         throw invalid('keys must be an ARRAY<STRING> without nulls');
-      const since = windowStart(params);
       const wanted = new Set(keys.items.values as string[]);
       const query = String(config.query ?? '');
       // The batched lookup selects the keys; the winners query also selects who holds each key.
       const withMessage = /\bmessage_id\b/.test(query.split(/\bFROM\b/)[0] ?? '');
-      const hits = table.filter((r) => wanted.has(r.dedup_key!) && Date.parse(r.processed_at ?? '') >= since);
+      const matches: (r: StoredRow) => boolean = params.has('lookup_since')
+        ? (
+            (since) => (r) =>
+              sinceDay(r, since)
+          )(dateParam(params, 'lookup_since'))
+        : (
+            (days) => (r) =>
+              days.has(dayOf(r))
+          )(keyDays(params));
+      const hits = table.filter((r) => wanted.has(r.dedup_key!) && matches(r));
       const fields = [{ name: 'dedup_key', type: 'STRING', mode: 'NULLABLE' }];
       if (withMessage) fields.push({ name: 'message_id', type: 'STRING', mode: 'NULLABLE' });
       return {
@@ -408,27 +438,32 @@ export async function startFakeBigQuery(
         })),
       };
     }
-    if (names.join() === 'rows,window_start') {
+    if (scalarNames.join() === 'rows') {
       const rows = params.get('rows')!;
       if (!rows.structs) throw invalid('rows must be an ARRAY<STRUCT<…>>');
       const declared = [...rows.structs.fields.keys()];
-      if (declared.join() !== COLUMN_NAMES.join()) {
-        throw invalid(`rows must carry every column in table order (got ${declared.join(', ')})`);
+      if (declared.join() !== MERGE_COLUMNS.join()) {
+        throw invalid(
+          `rows must carry every column in table order, then key_day (got ${declared.join(', ')})`,
+        );
       }
-      const since = windowStart(params);
+      const days = keyDays(params);
       let inserted = 0;
       const batch: StoredRow[] = rows.structs.values.map((fields) => {
         const row = {} as StoredRow;
-        for (const column of COLUMN_NAMES) {
+        for (const column of MERGE_COLUMNS) {
           const value = fields.get(column) ?? null;
           checkValue(column, rows.structs!.fields.get(column)!, value);
-          row[column] = value;
+          (row as Record<string, string | null>)[column] = value;
         }
+        // BigQuery would read only the named partitions: a row of another day would be matched against nothing.
+        if (!days.has(row.key_day!))
+          throw invalid(`a row's key_day ${row.key_day} is not among the statement's key days`);
         return row;
       });
       // Like BigQuery, the statement is atomic: it fails whole before inserting anything.
       for (const row of batch) {
-        if (table.some((r) => inWindow(r, row.dedup_key!, since))) continue;
+        if (table.some((r) => inDay(r, row.dedup_key!, row.key_day!))) continue;
         stamp(row, String(config.query ?? ''));
         table.push(row);
         inserted += 1;
@@ -456,7 +491,7 @@ export async function startFakeBigQuery(
           (r) =>
             r.bucket === bucket.value &&
             (r.object_name ?? '').startsWith(prefix.value ?? '') &&
-            Date.parse(r.processed_at ?? '') >= from,
+            dayOf(r) >= new Date(from).toISOString().slice(0, 10),
         )
         .map((r) => r.object_uri!),
     );
@@ -601,7 +636,7 @@ export async function startFakeBigQuery(
           kind: 'bigquery#table',
           id: `${projectId}:${dataset}.${tableId}`,
           tableReference: { projectId, datasetId: dataset, tableId },
-          timePartitioning: { type: 'DAY', field: 'processed_at' },
+          timePartitioning: { type: 'DAY', field: KEY_DAY_COLUMN.name },
           numRows: String(table.length),
         });
       }

@@ -1,0 +1,194 @@
+import { parseStackConfig } from '../../infra/config';
+import type { TierLimits } from '../../sim/models/gemini';
+import { onDemandUsd, PRICES, PRICES_AS_OF } from '../../worker/src/contract/cost-model';
+import { type CellSpec, runConsumer, type SteadyFlow } from '../sweep/cell';
+
+/**
+ * The growth stage (`npm run bench -- --stage growth`): docline's real worker (group commit, the
+ * memo, the answer table) under a steady flow of uploads for simulated hours, into a BigQuery table
+ * pre-filled to a given age at the same rate, with the settings the stack derives for that volume.
+ * What it asks: does any statement get refused, any document lost or dead-lettered, and does the
+ * warehouse's cost per document stay flat as the table ages?
+ *
+ * The warehouse model (sim/models/warehouse.ts) follows BigQuery's documented rules for the
+ * key-day layout: each statement's pre-run estimate is the partitions its key-day filter leaves ×
+ * the bytes of the columns it reads, checked against `maximumBytesBilled`, billed at least 10 MiB;
+ * assumed: it bills the estimate (the upper bound: clustering may prune more while it runs).
+ */
+
+/** Documents a day × table ages: the grid the issue asks for. */
+export const GROWTH_RATES = [1_000, 100_000, 1_000_000] as const;
+export const GROWTH_AGES_DAYS = [1, 15, 365] as const;
+
+/**
+ * Simulated time per rate: enough documents for a p99 and many MERGEs, few enough that the stage
+ * runs in minutes here (1,000 a day: 12 h, 500 documents; 100,000: 1 h, 4,167; 1,000,000: 10 min,
+ * 6,944).
+ */
+export const GROWTH_DURATION_MS: Readonly<Record<(typeof GROWTH_RATES)[number], number>> = {
+  1000: 12 * 3_600_000,
+  100000: 3_600_000,
+  1000000: 10 * 60_000,
+};
+
+/**
+ * The Gemini tier the cells run against (Developer API): its requests per minute and per day and
+ * input tokens per minute, and refused calls counted against the windows (Google does not say a
+ * 429 is free). Assumed figures for a paid tier of Gemini 2.5 Flash: limits differ by model and
+ * tier, check the project's tier page. The daily window starts full with the previous day's
+ * requests at the cell's rate: a flow that never stops has always used yesterday's share.
+ */
+export const GROWTH_TIER: Readonly<Omit<TierLimits, 'requestsInPastDay'>> = Object.freeze({
+  requestsPerMinute: 4_000,
+  tokensPerMinute: 8_000_000,
+  requestsPerDay: 2_000_000,
+  countsRefused: true,
+});
+
+/** One growth cell as bench/results.json holds it (`growth.cells[]`, exact keys). */
+export interface GrowthCell {
+  name: string;
+  documentsPerDay: number;
+  tableAgeDays: number;
+  documents: number;
+  statementsRefused: number;
+  deadLetters: number;
+  lost: number;
+  viewRows: number;
+  bytesBilledPerDocument: number;
+  dollarsPerDocument: number;
+  bigQueryDollarsPerDocument: number;
+  geminiDollarsPerDocument: number;
+  p99SecondsToRow: number;
+}
+
+export interface GrowthSection {
+  cells: GrowthCell[];
+}
+
+/** The goals every cell must meet (the issue's "done when"). */
+export const GROWTH_GOALS = Object.freeze({
+  /** Bytes billed per document on a 365-day table over the same rate's 1-day table. */
+  flatnessRatio: 1.1,
+  /** BigQuery over Gemini per document, at 1,000,000 a day on a 365-day table. */
+  bigQueryShareOfGemini: 0.05,
+});
+
+export const growthCellName = (documentsPerDay: number, tableAgeDays: number) =>
+  `growth-${documentsPerDay}perday-${tableAgeDays}d`;
+
+/** What the stack derives for a volume (infra/config.ts): the cap, the pace, the instances. */
+export function stackFor(documentsPerDay: number): SteadyFlow['stack'] {
+  const config = parseStackConfig('docline-growth', 'growth', { documentsPerDay: String(documentsPerDay) });
+  return {
+    maximumBytesBilled: config.delivery.maximumBytesBilled,
+    mergeMinIntervalMs: config.delivery.mergeMinIntervalMs,
+    maxInstances: config.worker.maxInstances,
+    concurrency: config.worker.concurrency,
+  };
+}
+
+/** The p-th percentile (0–100) of `values`, nearest rank; NaN when empty. */
+export function percentile(values: readonly number[], p: number): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+}
+
+/** Runs one cell: the worker under the flow, then the figures. */
+export async function runGrowthCell(
+  documentsPerDay: (typeof GROWTH_RATES)[number],
+  tableAgeDays: number,
+  seed = 1,
+): Promise<GrowthCell> {
+  const durationMs = GROWTH_DURATION_MS[documentsPerDay];
+  const flow: SteadyFlow = {
+    documentsPerDay,
+    tableAgeDays,
+    durationMs,
+    stack: stackFor(documentsPerDay),
+    tier: { ...GROWTH_TIER, requestsInPastDay: documentsPerDay },
+  };
+  const documents = Math.round((documentsPerDay * durationMs) / 86_400_000);
+  const spec: CellSpec = {
+    analyzer: 'tiers',
+    quota: GROWTH_TIER.requestsPerMinute,
+    latency: 'fast',
+    window: 'everyAck',
+    documents,
+    backlog: 'upload',
+    seed,
+    flow,
+  };
+  const { figures } = await runConsumer(spec, 'docline');
+  const bigQueryUsd = onDemandUsd(figures.billedBytes);
+  return {
+    name: growthCellName(documentsPerDay, tableAgeDays),
+    documentsPerDay,
+    tableAgeDays,
+    documents,
+    statementsRefused: figures.refusedBytesBilled + figures.refusedDml,
+    deadLetters: figures.deadLetters,
+    lost: figures.lost,
+    viewRows: figures.viewRows,
+    bytesBilledPerDocument: figures.billedBytes / documents,
+    dollarsPerDocument: (bigQueryUsd + figures.geminiUsd) / documents,
+    bigQueryDollarsPerDocument: bigQueryUsd / documents,
+    geminiDollarsPerDocument: figures.geminiUsd / documents,
+    p99SecondsToRow: percentile(figures.secondsToRow, 99),
+  };
+}
+
+/** The goals a set of cells misses, one line each (empty: every goal met). */
+export function growthMisses(cells: readonly GrowthCell[]): string[] {
+  const misses: string[] = [];
+  for (const c of cells) {
+    if (c.statementsRefused > 0) misses.push(`${c.name}: ${c.statementsRefused} statements refused`);
+    if (c.deadLetters > 0) misses.push(`${c.name}: ${c.deadLetters} dead letters`);
+    if (c.lost > 0) misses.push(`${c.name}: ${c.lost} documents lost`);
+    if (c.viewRows !== c.documents)
+      misses.push(`${c.name}: ${c.viewRows} view rows for ${c.documents} documents`);
+  }
+  for (const rate of new Set(cells.map((c) => c.documentsPerDay))) {
+    const day1 = cells.find((c) => c.documentsPerDay === rate && c.tableAgeDays === 1);
+    const year = cells.find((c) => c.documentsPerDay === rate && c.tableAgeDays === 365);
+    if (
+      day1 &&
+      year &&
+      year.bytesBilledPerDocument > GROWTH_GOALS.flatnessRatio * day1.bytesBilledPerDocument
+    )
+      misses.push(
+        `${rate} a day: ${(year.bytesBilledPerDocument / day1.bytesBilledPerDocument).toFixed(2)} × the bytes per document of day 1 on day 365`,
+      );
+  }
+  const million = cells.find((c) => c.documentsPerDay === 1_000_000 && c.tableAgeDays === 365);
+  if (
+    million &&
+    million.bigQueryDollarsPerDocument > GROWTH_GOALS.bigQueryShareOfGemini * million.geminiDollarsPerDocument
+  )
+    misses.push(
+      `${million.name}: BigQuery is ${((100 * million.bigQueryDollarsPerDocument) / million.geminiDollarsPerDocument).toFixed(1)} % of Gemini per document`,
+    );
+  return misses;
+}
+
+/** Every cell, one after another (each takes the process's timers while it runs). */
+export async function runGrowthStage(progress: (text: string) => void): Promise<GrowthSection> {
+  const cells: GrowthCell[] = [];
+  for (const rate of GROWTH_RATES) {
+    for (const age of GROWTH_AGES_DAYS) {
+      const started = Date.now();
+      const cell = await runGrowthCell(rate, age);
+      progress(
+        `${cell.name}: ${cell.documents} documents, ${cell.statementsRefused} refused, ${cell.deadLetters} dead letters, ` +
+          `${(cell.bytesBilledPerDocument / 1024 / 1024).toFixed(2)} MiB/doc, p99 ${cell.p99SecondsToRow.toFixed(0)} s ` +
+          `(${((Date.now() - started) / 1000).toFixed(0)} s)`,
+      );
+      cells.push(cell);
+    }
+  }
+  return { cells };
+}
+
+/** The prices the dollars come from, and their date (for the report). */
+export const GROWTH_PRICES_NOTE = `BigQuery on demand $${PRICES.onDemandUsdPerTiB}/TiB; Gemini 2.5 Flash $${PRICES.geminiInputUsdPerMillionTokens}/1M input and $${PRICES.geminiOutputUsdPerMillionTokens}/1M output tokens (prices as of ${PRICES_AS_OF})`;

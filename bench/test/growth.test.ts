@@ -1,0 +1,177 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { maximumEstimateBytes } from '../../worker/src/contract/cost-model';
+import {
+  renderGrowthReport,
+  renderVolumeTable,
+  replaceGrowthFigures,
+  replaceVolumeTable,
+} from '../growth/report';
+import {
+  GROWTH_AGES_DAYS,
+  GROWTH_RATES,
+  type GrowthCell,
+  type GrowthSection,
+  growthCellName,
+  growthMisses,
+  percentile,
+  runGrowthCell,
+  stackFor,
+} from '../growth/stage';
+
+const CELL_KEYS = [
+  'name',
+  'documentsPerDay',
+  'tableAgeDays',
+  'documents',
+  'statementsRefused',
+  'deadLetters',
+  'lost',
+  'viewRows',
+  'bytesBilledPerDocument',
+  'dollarsPerDocument',
+  'bigQueryDollarsPerDocument',
+  'geminiDollarsPerDocument',
+  'p99SecondsToRow',
+];
+
+/** A cell that meets every goal, to mutate one figure at a time. */
+function goodCell(documentsPerDay: number, tableAgeDays: number): GrowthCell {
+  return {
+    name: growthCellName(documentsPerDay, tableAgeDays),
+    documentsPerDay,
+    tableAgeDays,
+    documents: 100,
+    statementsRefused: 0,
+    deadLetters: 0,
+    lost: 0,
+    viewRows: 100,
+    bytesBilledPerDocument: 1_000_000,
+    dollarsPerDocument: 0.001545,
+    bigQueryDollarsPerDocument: 0.000005,
+    geminiDollarsPerDocument: 0.00154,
+    p99SecondsToRow: 40,
+  };
+}
+const cellOf = (cells: GrowthCell[], rate: number, age: number) =>
+  cells.find((x) => x.documentsPerDay === rate && x.tableAgeDays === age)!;
+const goodGrid = () => GROWTH_RATES.flatMap((r) => GROWTH_AGES_DAYS.map((a) => goodCell(r, a)));
+
+describe('the growth stage', () => {
+  describe('its goals (growthMisses)', () => {
+    it('passes a grid that meets them', () => {
+      expect(growthMisses(goodGrid())).toEqual([]);
+    });
+
+    it.each<[string, (cells: GrowthCell[]) => void, RegExp]>([
+      [
+        'a refused statement',
+        (c) => {
+          c[0]!.statementsRefused = 3;
+        },
+        /3 statements refused/,
+      ],
+      [
+        'a dead letter',
+        (c) => {
+          c[4]!.deadLetters = 1;
+        },
+        /1 dead letters/,
+      ],
+      [
+        'a lost document',
+        (c) => {
+          c[8]!.lost = 2;
+        },
+        /2 documents lost/,
+      ],
+      [
+        'a view row short',
+        (c) => {
+          c[2]!.viewRows = 99;
+        },
+        /99 view rows for 100 documents/,
+      ],
+      [
+        'bytes per document growing with the table',
+        (c) => {
+          cellOf(c, 100_000, 365).bytesBilledPerDocument = 1_200_000;
+        },
+        /100000 a day: 1\.20 × the bytes per document of day 1 on day 365/,
+      ],
+      [
+        'BigQuery over 5 % of Gemini at a million a day',
+        (c) => {
+          cellOf(c, 1_000_000, 365).bigQueryDollarsPerDocument = 0.0001;
+        },
+        /growth-1000000perday-365d: BigQuery is 6\.5 % of Gemini/,
+      ],
+    ])('reports %s', (_, mutate, expected) => {
+      const cells = goodGrid();
+      mutate(cells);
+      expect(growthMisses(cells)).toEqual([expect.stringMatching(expected)]);
+    });
+  });
+
+  it('takes the settings the stack derives for the volume: a cap over any statement estimate of the layout', () => {
+    for (const rate of GROWTH_RATES) {
+      expect(stackFor(rate).maximumBytesBilled).toBeGreaterThanOrEqual(maximumEstimateBytes(rate));
+    }
+  });
+
+  it('computes the p99 by nearest rank', () => {
+    const values = Array.from({ length: 100 }, (_, i) => i + 1);
+    expect(percentile(values, 99)).toBe(99);
+    expect(percentile([5], 99)).toBe(5);
+    expect(percentile([], 99)).toBeNaN();
+  });
+
+  it('runs a real cell: 1,000 documents a day into a 365-day table, every document its row, nothing refused', async () => {
+    const cell = await runGrowthCell(1_000, 365);
+    expect(Object.keys(cell)).toEqual(CELL_KEYS);
+    expect(cell).toMatchObject({
+      documents: 500,
+      statementsRefused: 0,
+      deadLetters: 0,
+      lost: 0,
+      viewRows: 500,
+    });
+    // At this rate every statement is at the 10 MiB floor, a handful of documents each.
+    expect(cell.bytesBilledPerDocument).toBeGreaterThanOrEqual(10 * 1024 * 1024 * 0.5);
+    expect(cell.p99SecondsToRow).toBeGreaterThan(0);
+    expect(cell.dollarsPerDocument).toBeCloseTo(
+      cell.bigQueryDollarsPerDocument + cell.geminiDollarsPerDocument,
+      12,
+    );
+  }, 60_000);
+
+  describe('its figures in bench/results.json and the docs generated from them', () => {
+    const results = JSON.parse(readFileSync(path.join(__dirname, '../results.json'), 'utf8')) as {
+      growth?: GrowthSection;
+    };
+    const growth = results.growth!;
+
+    it('has every cell of the grid, with exactly the keys of the contract', () => {
+      expect(growth.cells.map((c) => c.name)).toEqual(
+        GROWTH_RATES.flatMap((r) => GROWTH_AGES_DAYS.map((a) => growthCellName(r, a))),
+      );
+      for (const c of growth.cells) expect(Object.keys(c)).toEqual(CELL_KEYS);
+    });
+
+    it('keeps the growth block of docs/sweep.md and the volume table of docs/deploy.md as generated', () => {
+      for (const [file, replace] of [
+        ['docs/sweep.md', (t: string) => replaceGrowthFigures(t, growth, 'docs/sweep.md')],
+        ['docs/deploy.md', (t: string) => replaceVolumeTable(t, growth)],
+      ] as const) {
+        const text = readFileSync(path.join(__dirname, '../..', file), 'utf8');
+        expect(replace(text)).toBe(text);
+      }
+      expect(renderGrowthReport(growth)).toContain('| growth-1000000perday-365d |');
+      expect(
+        renderVolumeTable(growth)
+          .split('\n')
+          .filter((l) => /^\| \d/.test(l)),
+      ).toHaveLength(GROWTH_RATES.length);
+    });
+  });
+});
