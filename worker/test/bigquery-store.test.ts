@@ -22,7 +22,13 @@ import { GroupCommitStore } from '../src/adapters/group-commit-store';
 import { bigQuerySchema, COLUMN_NAMES, COLUMNS, keyDay, type Row } from '../src/contract/row';
 import { DELIVERY_DEFAULTS } from '../src/contract/settings';
 import { Deadline, DeadlineError } from '../src/core/deadline';
-import { ConfigurationError, OutcomeUnknownError, RejectionError, RowRefusalError, TransientError } from '../src/core/errors';
+import {
+  ConfigurationError,
+  OutcomeUnknownError,
+  RejectionError,
+  RowRefusalError,
+  TransientError,
+} from '../src/core/errors';
 import { writeMayStillCommit } from '../src/core/handle';
 import type { Clock } from '../src/core/ports';
 import { testRow } from './support/builders';

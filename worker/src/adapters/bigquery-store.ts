@@ -13,7 +13,13 @@ import {
 } from '../contract/row';
 import { DELIVERY_DEFAULTS, MIN_MAXIMUM_BYTES_BILLED, MIN_STATEMENT_MS } from '../contract/settings';
 import { type Deadline, DeadlineError } from '../core/deadline';
-import { ConfigurationError, DoclineError, OutcomeUnknownError, RowRefusalError, TransientError } from '../core/errors';
+import {
+  ConfigurationError,
+  DoclineError,
+  OutcomeUnknownError,
+  RowRefusalError,
+  TransientError,
+} from '../core/errors';
 import { type BatchStore, type Clock, type Logger, systemClock } from '../core/ports';
 
 /**
