@@ -6,6 +6,7 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { adoptionImport } from '../adopt';
+import { TABLE_ID } from '../components/warehouse';
 import { type ProgramRun, runProgram, stackConfig } from './harness';
 
 const ROOT = join(__dirname, '..', '..');
@@ -48,7 +49,7 @@ describe('adoptionImport', () => {
       'projects/docline-prod-example/datasets/docline_prod',
     );
     expect(byName.get('docline-prod-warehouse-table')?.id).toBe(
-      'projects/docline-prod-example/datasets/docline_prod/tables/deliveries',
+      `projects/docline-prod-example/datasets/docline_prod/tables/${TABLE_ID}`,
     );
     expect(byName.get('docline-prod-logs-bucket')?.id).toBe(
       'projects/docline-prod-example/locations/europe-west1/buckets/docline-prod-logs',
@@ -60,7 +61,9 @@ describe('adoptionImport', () => {
   it('follows the table version', async () => {
     const run = await runProgram(stackConfig('prod', { 'docline:tableVersion': '3' }), { stack: 'prod' });
     const byName = await check(run, 3);
-    expect(byName.get('docline-prod-warehouse-table-v3')?.id).toMatch(/\/tables\/deliveries_v3$/);
+    expect(byName.get('docline-prod-warehouse-table-v3')?.id).toBe(
+      `projects/docline-prod-example/datasets/docline_prod/tables/${TABLE_ID}_v3`,
+    );
   });
 
   it('prints the document, and refuses missing arguments with exit code 2', async () => {

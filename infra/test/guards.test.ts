@@ -5,6 +5,7 @@
  */
 import { Delivery } from '../components/delivery';
 import { documentRetention } from '../components/document-bucket';
+import { TABLE_ID } from '../components/warehouse';
 import { parseStackConfig, StackConfigError } from '../config';
 import { knobChangeProblems, regionProblems } from '../stack-guards';
 import {
@@ -266,8 +267,8 @@ describe('a schema change BigQuery cannot apply in place (tableVersion)', () => 
     const [next] = tableOf(v2);
 
     expect(tableOf(v2)).toHaveLength(1);
-    expect(old!.inputs.tableId).toBe('deliveries');
-    expect(next!.inputs.tableId).toBe('deliveries_v2');
+    expect(old!.inputs.tableId).toBe(TABLE_ID);
+    expect(next!.inputs.tableId).toBe(`${TABLE_ID}_v2`);
     expect(next!.urn).not.toBe(old!.urn);
     // The old table leaves the program: the engine would delete it, and protect stops that in prod.
     expect(v2.resources.map((r) => r.urn)).not.toContain(old!.urn);
@@ -278,13 +279,13 @@ describe('a schema change BigQuery cannot apply in place (tableVersion)', () => 
       one(v2, T.run).inputs.template as { containers: { envs: { name: string; value?: string }[] }[] }
     ).containers[0]!.envs;
     expect(env.find((e) => e.name === 'BIGQUERY_TABLE')?.value).toBe(
-      'docline-prod-example.docline_prod.deliveries_v2',
+      `docline-prod-example.docline_prod.${TABLE_ID}_v2`,
     );
     for (const view of ofType(v2, T.table).filter((t) => t.inputs.view !== undefined)) {
-      expect((view.inputs.view as { query: string }).query).toContain('.deliveries_v2');
-      expect((view.inputs.view as { query: string }).query).not.toMatch(/\.deliveries[^_]/);
+      expect((view.inputs.view as { query: string }).query).toContain(`.${TABLE_ID}_v2`);
+      expect((view.inputs.view as { query: string }).query).not.toMatch(new RegExp(`\\.${TABLE_ID}[^_]`));
     }
-    expect(v2.outputs.tableId).toBe('docline-prod-example.docline_prod.deliveries_v2');
+    expect(v2.outputs.tableId).toBe(`docline-prod-example.docline_prod.${TABLE_ID}_v2`);
   });
 
   it('refuses going back to a version the stack moved on from, and accepts staying or going forward', async () => {
