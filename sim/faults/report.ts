@@ -1,4 +1,4 @@
-import { replaceBlock } from '../../bench/report';
+import { replaceBlock } from '../doc-blocks';
 import { INVARIANT_IDS, INVARIANTS } from './invariants';
 import type { Scenario } from './scenarios';
 import { FAULT_KINDS } from './schedule';

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { textInvoices } from '../../bench/documents';
+import { textInvoices } from '../samples';
 import { GeminiAnalyzer } from '../../worker/src/adapters/gemini-analyzer';
 import { loadConfig } from '../../worker/src/config';
 import { DELIVERY_DEFAULTS } from '../../worker/src/contract/settings';

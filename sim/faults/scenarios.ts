@@ -8,15 +8,18 @@ import { SIGTERM_GRACE_MS } from './run';
 import type { DocumentPlan, FaultSchedule } from './schedule';
 
 /**
- * The eight interleavings of issue 20, each as a named scenario: a hand-written fault schedule (the
- * same data a seed generates) that drives the worker into the interleaving, and the invariants that
- * break when the worker lets it happen. A scenario passes when every invariant holds (and, for
- * scale-in and durability, its own check). They stay as regression cases.
+ * Named scenarios: each a hand-written fault schedule (the same data a seed generates) that drives
+ * the worker into one known-dangerous interleaving of deliveries, instances and faults, with the
+ * invariants that break when the worker lets it happen. The first eight interleavings are the
+ * classic ways exactly-once breaks (an ack with no row, good rows failed with a refused one, work
+ * past the deadline, a lease shorter than the work, paid work paid again, an ack before a durable
+ * commit, the view changing its answer, a scale-in cutting waiting deliveries). A
+ * scenario passes when every invariant holds (and, for scale-in and durability, its own check). They stay as regression cases.
  */
 
 export interface Scenario {
   name: string;
-  /** The interleaving of issue 20 it reproduces (1–8). */
+  /** The interleaving it reproduces (1–8, see above; 9 and up: hours-long outages and rollouts). */
   interleaving: number;
   title: string;
   /** The invariants that break when the interleaving happens. */

@@ -3,10 +3,10 @@ import { runSchedule } from '../faults/run';
 import { SCENARIOS, scenarioProblems } from '../faults/scenarios';
 
 /**
- * The eight interleavings of issue 20, kept as regression cases: each scenario drives the real
+ * The named interleavings, kept as regression cases: each scenario drives the real
  * worker into its interleaving, and passes only when every invariant (and its own check) holds.
  */
-describe('the eight interleavings of issue 20', () => {
+describe('the named interleavings', () => {
   it('are all here, each with at least one scenario', () => {
     expect([...new Set(SCENARIOS.map((s) => s.interleaving))].sort()).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
   });
