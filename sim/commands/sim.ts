@@ -48,7 +48,7 @@ async function replay(seed: number, replays: number): Promise<number> {
     hashes.push(last.traceHash);
   }
   const result = last!;
-  const verdict = checkInvariants(result.record, result.faults);
+  const verdict = checkInvariants(result.record);
   mkdirSync(TRACE_DIR, { recursive: true });
   const file = path.join(TRACE_DIR, `seed-${seed}.json`);
   writeFileSync(
@@ -129,7 +129,7 @@ async function scenarios(name: string): Promise<number> {
   let failed = 0;
   for (const scenario of chosen) {
     const result = scenario.schedule ? await runSchedule(scenario.schedule) : undefined;
-    const verdict = result ? checkInvariants(result.record, result.faults) : undefined;
+    const verdict = result ? checkInvariants(result.record) : undefined;
     const problems = scenarioProblems(scenario, verdict, result?.record);
     // An open scenario is expected to fail (the worker still lets it happen); passing means its mark can go.
     const label = scenario.open

@@ -138,6 +138,8 @@ const never = <T>(): Promise<T> => new Promise<T>(() => {});
 
 export class CloudRunModel {
   readonly requests: RequestRecord[] = [];
+  /** When each instance was told to stop (SIGTERM) and when its process died, as they happened. */
+  readonly lifecycle = new Map<number, { sigtermAtMs?: number; killedAtMs?: number }>();
   private readonly instances: SimInstance[] = [];
   /** Slots of serving instances (-1 while a spare starts in that slot). */
   private readonly serving: number[] = [];
@@ -171,6 +173,8 @@ export class CloudRunModel {
       schedule: FaultSchedule['cloudRun'];
       faults: FaultLog;
       keyOf: (messageId: string) => string;
+      /** What the worker's answer becomes on its way out (a mutant's changed answers); default as is. */
+      answerOf?: (status: number) => number;
       /** Follow Cloud Run's autoscaler (start with `startAutoscaled`); off: today's fixed fleet. */
       autoscale?: AutoscaleOptions;
     },
@@ -294,7 +298,7 @@ export class CloudRunModel {
       };
       res.write = (() => true) as typeof res.write;
       res.end = (() => {
-        end(res.statusCode);
+        end(this.options.answerOf ? this.options.answerOf(res.statusCode) : res.statusCode);
         // What the HTTP server emits once an answer is sent and the exchange is over.
         queueMicrotask(() => {
           res.emit('finish');
@@ -357,6 +361,7 @@ export class CloudRunModel {
       `instance ${index}: SIGTERM, ${this.options.graceMs} ms grace`,
     );
     const now = this.time.nowMs();
+    this.lifecycle.set(index, { ...this.lifecycle.get(index), sigtermAtMs: now });
     for (const r of instance.open) r.sigtermAtMs = now;
     // What the worker does on SIGTERM (main.ts): its own stop(); Cloud Run kills it after the grace.
     void instance.worker.stop().catch(() => undefined);
@@ -507,6 +512,7 @@ export class CloudRunModel {
         if (this.serving.length <= auto.minInstances) return;
         this.serving.splice(this.serving.indexOf(index), 1);
         instance.serving = false;
+        this.lifecycle.set(index, { ...this.lifecycle.get(index), sigtermAtMs: this.time.nowMs() });
         // Scale-in: SIGTERM (the worker's own stop()), SIGKILL after the grace; no request is open.
         void instance.worker.stop().catch(() => undefined);
         this.time.after(this.options.graceMs, () => this.kill(instance));
@@ -528,6 +534,7 @@ export class CloudRunModel {
     if (!instance.alive) return;
     instance.alive = false;
     const now = this.time.nowMs();
+    this.lifecycle.set(instance.index, { ...this.lifecycle.get(instance.index), killedAtMs: now });
     for (const r of instance.open) {
       r.killedAtMs = now;
       this.killers.get(r)?.();

@@ -1,20 +1,26 @@
 import { createHash } from 'node:crypto';
-import { textInvoices } from '../samples';
 import { GeminiAnalyzer } from '../../worker/src/adapters/gemini-analyzer';
 import { loadConfig } from '../../worker/src/config';
-import { DELIVERY_DEFAULTS } from '../../worker/src/contract/settings';
+import {
+  ANSWER_MARGIN_MS,
+  DELIVERY_DEFAULTS,
+  deliveryBudgetMs,
+  SHUTDOWN_GRACE_MS,
+} from '../../worker/src/contract/settings';
 import { RejectionError } from '../../worker/src/core/errors';
 import { objectUri } from '../../worker/src/core/event';
-import { AnalysisMemo } from '../../worker/src/core/memo';
+import { AnalysisMemo, MAX_LEASE_ROUNDS } from '../../worker/src/core/memo';
 import type { Analyzer, MemoStore, ObjectRef, Reader, Store } from '../../worker/src/core/ports';
 import { serve, withGroupCommit } from '../../worker/src/main';
 import { finalizeAttributes } from '../../worker/src/reconcile/notification';
 import { silentLogger } from '../logger';
 import { PushSubscription } from '../pubsub';
 import { seededRandom } from '../random';
+import { textInvoices } from '../samples';
 import { CloudRunModel, type RequestRecord } from './cloud-run';
-import { DOCUMENT_MARKER, GeminiModel } from './gemini';
+import { DOCUMENT_MARKER, type GeminiCall, GeminiModel } from './gemini';
 import { MemoBucket } from './memo';
+import type { Mutant, MutantContext } from './mutants';
 import { type DocumentKind, type FaultKind, FaultLog, type FaultSchedule } from './schedule';
 import { VirtualTime } from './virtual-time';
 import { type StatementRecord, Warehouse } from './warehouse';
@@ -43,43 +49,60 @@ export interface SimDocument {
   messageIds: string[];
 }
 
-/** Everything the invariants read: what could be observed from outside the worker. */
+/** Everything the invariants read: the simulated world's ground truth, never a claim of the worker. */
 export interface RunRecord {
   seed: number;
   documents: SimDocument[];
-  /** Every answer Pub/Sub got for each message (0: none within the ack deadline, or connection lost). */
-  answers: Record<string, number[]>;
+  /** Every answer Pub/Sub got for each message, with when (0: none within the ack deadline, or connection lost). */
+  answers: Record<string, Array<{ status: number; atMs: number }>>;
   /** What became of each message. */
   messageStates: Record<string, string>;
-  /** The raw table at the end: one entry per row. */
+  /** The raw table at the end: one entry per row, with its identity and what it says. */
   rawRows: Array<{
+    id: number;
     key: string;
     messageId: string;
     status: string;
+    reason: string | null;
+    /** The invoice number of the analysis it carries (each Gemini answer has its own). */
+    invoiceNumber: string | null;
     processedAt: string;
     committedAtMs: number;
     statement: number;
   }>;
-  /** Each distinct row (its message_id) the `documents` view returned per key, in order of first sight. */
-  viewReads: Record<string, string[]>;
-  /** The view's row per key at the end (message_id). */
-  viewAtEnd: Record<string, string>;
+  /** Each distinct row (its identity) the `documents` view returned per key, in order of first sight. */
+  viewReads: Record<string, number[]>;
+  /** The view's row per key at the end (its identity). */
+  viewAtEnd: Record<string, number>;
+  /** Per document, the invoice numbers of the analyses Gemini answered for it. */
+  geminiAnswers: Record<string, string[]>;
   /**
-   * Paid analyses per document (runs of the worker's analyzer that Gemini billed at least once; see
-   * sim/faults/gemini.ts), and the paid calls behind them (an analysis makes two when the first
-   * answer misses the schema).
+   * Paid analyses per document, from Gemini's bill (sim/faults/gemini.ts: a paid call is a new
+   * analysis unless it is the second attempt after an answer outside the schema), and the paid calls.
    */
   paidAnalysesByDocument: Record<string, number>;
   paidCallsByDocument: Record<string, number>;
   /**
-   * One entry (the document's name) per paid analysis a fault refused: its answer was lost (a hang,
-   * a timeout, a killed instance), and one per document whose memo failed to keep its analysis or
-   * give it back (a call about it failed, hung or was slow, or the instance was killed before
-   * keeping it).
+   * Per document, each fault that lost a paid answer for the worker, in words: a paid call whose
+   * answer reached no live process, an answer reaching an instance told to stop, a memo call that
+   * failed to keep or give back the analysis or to show its holder, an instance killed before it
+   * kept the analysis. Each allows one more paid analysis of that document, and nothing else does.
    */
-  refusedAnalyses: string[];
+  answerLosses: Record<string, string[]>;
+  /** Every Gemini call: which document and request, when, paid or not, and what became of its answer. */
+  geminiCalls: GeminiCall[];
   requests: RequestRecord[];
   statements: StatementRecord[];
+  /** Per key, the memo's lease calls that failed from the worker's view (time and kind). */
+  leaseFailures: Record<string, string[]>;
+  /** Per key, the lease rounds created in the memo bucket, and the most a key may use. */
+  leaseRounds: Record<string, number>;
+  maxLeaseRounds: number;
+  /**
+   * The worker's own deadline, as configured: a delivery's budget from its request's arrival, and
+   * the time left to work once its instance is told to stop (SIGTERM).
+   */
+  budget: { deliveryMs: number; drainMs: number };
   /** How the run ended: drained, or stopped at the bound with messages pending. */
   end: string;
   simulatedMs: number;
@@ -105,7 +128,11 @@ export const SIM_ENV: Readonly<Record<string, string>> = Object.freeze({
 });
 
 /** Runs one schedule. Only one run at a time per process (it takes the global timers and clock). */
-export async function runSchedule(schedule: FaultSchedule): Promise<RunResult> {
+export async function runSchedule(
+  schedule: FaultSchedule,
+  options: { mutant?: Mutant } = {},
+): Promise<RunResult> {
+  const mutant = options.mutant;
   const time = new VirtualTime();
   const faults = new FaultLog(() => time.nowMs());
   const settings = DELIVERY_DEFAULTS;
@@ -147,7 +174,15 @@ export async function runSchedule(schedule: FaultSchedule): Promise<RunResult> {
   });
   const keyOfMessage = new Map<string, string>();
 
-  const gemini = new GeminiModel(time, schedule.gemini, kinds, faults, (name) => keyOfName.get(name) ?? name);
+  let cloudRunRef: CloudRunModel | undefined;
+  const gemini = new GeminiModel(
+    time,
+    schedule.gemini,
+    kinds,
+    faults,
+    (name) => keyOfName.get(name) ?? name,
+    () => cloudRunRef?.current()?.id,
+  );
   const analyzerVersion = new GeminiAnalyzer({
     client: gemini.client(),
     model: config.analyzer.kind === 'gemini' ? config.analyzer.model : undefined,
@@ -167,13 +202,15 @@ export async function runSchedule(schedule: FaultSchedule): Promise<RunResult> {
     schedule: schedule.cloudRun,
     faults,
     keyOf: (id) => keyOfMessage.get(id) ?? id,
+    ...(mutant?.answer ? { answerOf: mutant.answer } : {}),
   });
+  cloudRunRef = cloudRun;
 
-  const viewReads = new Map<string, string[]>();
+  const viewReads = new Map<string, number[]>();
   warehouse.onCommit = () => {
     for (const [key, row] of warehouse.view()) {
       const seen = viewReads.get(key) ?? [];
-      if (seen[seen.length - 1] !== row.row.message_id) seen.push(row.row.message_id);
+      if (!seen.includes(row.id)) seen.push(row.id);
       viewReads.set(key, seen);
     }
   };
@@ -181,7 +218,7 @@ export async function runSchedule(schedule: FaultSchedule): Promise<RunResult> {
   const realRandom = Math.random;
   Math.random = seededRandom(schedule.seed ^ 0x5eed);
   time.install();
-  const answers: Record<string, number[]> = {};
+  const answers: RunRecord['answers'] = {};
   let subscription: PushSubscription | undefined;
   try {
     const reading = async (ref: ObjectRef): Promise<Buffer> => {
@@ -190,10 +227,16 @@ export async function runSchedule(schedule: FaultSchedule): Promise<RunResult> {
       if (!bytes) throw new RejectionError('object_gone', `no generation ${ref.generation} of ${ref.name}`);
       return bytes;
     };
+    const context: MutantContext = { time };
     await cloudRun.start(
       async (index, ports) => {
         const alive = () => index >= cloudRunSize(cloudRun) || cloudRun.instance(index).alive;
-        const grouped = await withGroupCommit(warehouse.store(index, alive), config, silentLogger);
+        const below = warehouse.store(index, alive);
+        const grouped = mutate(
+          mutant?.store,
+          await withGroupCommit(mutate(mutant?.batchStore, below, context), config, silentLogger),
+          context,
+        );
         const store: Store = {
           seen: (...args: Parameters<Store['seen']>) => ports.track('store', () => grouped.seen(...args)),
           record: (...args: Parameters<Store['record']>) =>
@@ -202,36 +245,35 @@ export async function runSchedule(schedule: FaultSchedule): Promise<RunResult> {
           close: () => grouped.close?.() ?? Promise.resolve(),
         };
         copyExtras(grouped, store);
-        const reader: Reader = {
-          read: (...args: Parameters<Reader['read']>) => ports.track('read', () => reading(args[0])),
-        };
+        const reader = mutate(
+          mutant?.reader,
+          {
+            read: (...args: Parameters<Reader['read']>) => ports.track('read', () => reading(args[0])),
+          },
+          context,
+        );
         const adapter = new GeminiAnalyzer({
-          client: gemini.client(),
+          client: gemini.client({ index, alive }),
           model: config.analyzer.kind === 'gemini' ? config.analyzer.model : undefined,
           timeoutMs: config.analyzer.kind === 'gemini' ? config.analyzer.timeoutMs : undefined,
           afterAnswerMs: config.analyzer.kind === 'gemini' ? config.analyzer.afterAnswerMs : undefined,
           logger: silentLogger,
         });
-        const analyzer: Analyzer = {
+        const tracked: Analyzer = {
           version: adapter.version,
           analyze: (...args: Parameters<Analyzer['analyze']>) =>
-            ports.track('analyze', () =>
-              gemini.analysis(
-                args[0].name,
-                (args[0].resume?.attemptsDone ?? 0) > 0,
-                () => adapter.analyze(...args),
-                // An answer that reaches a killed process is paid and lost.
-                () => !alive(),
-              ),
-            ),
+            ports.track('analyze', () => adapter.analyze(...args)),
         };
-        copyExtras(adapter, analyzer);
-        const memoStore = bucket.store();
+        copyExtras(adapter, tracked);
+        const analyzer = mutate(mutant?.analyzer, tracked, context);
+        const memoStore = mutate(mutant?.memo, bucket.store(index), context);
         const memo: MemoStore = {
           get: (...args: Parameters<MemoStore['get']>) => ports.track('memo', () => memoStore.get(...args)),
           create: (...args: Parameters<MemoStore['create']>) => {
+            const dedupKey = memoKeys.get(args[0]);
             // A killed process keeps nothing: the analysis it paid for is lost.
-            if (!alive()) bucket.failedFor.add(memoKeys.get(args[0]) ?? args[0]);
+            if (!alive() && dedupKey)
+              bucket.lost(dedupKey, `instance ${index} killed before it kept the analysis`);
             return ports.track('memo', () => memoStore.create(...args));
           },
           lease: (...args: Parameters<MemoStore['lease']>) =>
@@ -251,7 +293,7 @@ export async function runSchedule(schedule: FaultSchedule): Promise<RunResult> {
       settings,
       subscription: 'projects/docline-sim/subscriptions/docline-push',
       onAnswer: (id, status) => {
-        answers[id] = [...(answers[id] ?? []), status];
+        answers[id] = [...(answers[id] ?? []), { status, atMs: time.nowMs() }];
       },
       endpoint: (body) => {
         const id = (JSON.parse(body) as { message: { messageId: string } }).message.messageId;
@@ -302,27 +344,40 @@ export async function runSchedule(schedule: FaultSchedule): Promise<RunResult> {
       answers,
       messageStates: Object.fromEntries(sub.states()),
       rawRows: warehouse.raw.map((r) => ({
+        id: r.id,
         key: r.row.dedup_key,
         messageId: r.row.message_id,
         status: r.row.status,
+        reason: r.row.reason,
+        invoiceNumber: invoiceNumberOf(r.row.analysis),
         processedAt: r.row.processed_at,
         committedAtMs: r.committedAtMs,
         statement: r.statement,
       })),
       viewReads: Object.fromEntries(viewReads),
-      viewAtEnd: Object.fromEntries([...warehouse.view()].map(([k, r]) => [k, r.row.message_id])),
+      viewAtEnd: Object.fromEntries([...warehouse.view()].map(([k, r]) => [k, r.id])),
+      geminiAnswers: Object.fromEntries(
+        documents.map((d) => [d.name, gemini.record.answersByDocument.get(d.name) ?? []]),
+      ),
       paidAnalysesByDocument: Object.fromEntries(
         documents.map((d) => [d.name, gemini.record.analysesByDocument.get(d.name) ?? 0]),
       ),
       paidCallsByDocument: Object.fromEntries(
         documents.map((d) => [d.name, gemini.record.paidByDocument.get(d.name) ?? 0]),
       ),
-      refusedAnalyses: documents.flatMap((d) => [
-        ...Array.from({ length: gemini.record.refusedByDocument.get(d.name) ?? 0 }, () => d.name),
-        ...(bucket.failedFor.has(d.key) ? [d.name] : []),
-      ]),
+      answerLosses: Object.fromEntries(
+        documents.map((d) => [d.name, answerLosses(d, gemini.record.calls, cloudRun, bucket)]),
+      ),
+      geminiCalls: gemini.record.calls,
       requests: cloudRun.requests,
       statements: warehouse.statements,
+      leaseFailures: Object.fromEntries(bucket.leaseFailures),
+      leaseRounds: leaseRoundsByKey(bucket.leaseNames, (name) => memoKeys.get(name.replace(/~\d+$/, ''))),
+      maxLeaseRounds: MAX_LEASE_ROUNDS,
+      budget: {
+        deliveryMs: deliveryBudgetMs({ workerTimeoutSeconds: config.requestTimeoutSeconds }),
+        drainMs: Math.max(0, SHUTDOWN_GRACE_MS - ANSWER_MARGIN_MS),
+      },
       end,
       simulatedMs: time.nowMs(),
     };
@@ -337,6 +392,66 @@ export async function runSchedule(schedule: FaultSchedule): Promise<RunResult> {
     Math.random = realRandom;
     for (const s of cloudRun.states()) cloudRun.instance(s.index).worker.server.close();
   }
+}
+
+/**
+ * The faults that lost a paid answer of document `d` for the worker (see RunRecord.answerLosses),
+ * from Gemini's bill, the instances' lives and the memo bucket.
+ */
+function answerLosses(
+  d: SimDocument,
+  calls: readonly GeminiCall[],
+  cloudRun: CloudRunModel,
+  bucket: MemoBucket,
+): string[] {
+  const losses: string[] = [];
+  for (const c of calls.filter((x) => x.document === d.name && x.paid)) {
+    const life = cloudRun.lifecycle.get(c.instance) ?? {};
+    if (c.outcome === 'lost') {
+      losses.push(`Gemini call ${c.index} was paid and its answer reached no live process`);
+      continue;
+    }
+    const end = c.endMs ?? Number.POSITIVE_INFINITY;
+    if (life.sigtermAtMs !== undefined && life.sigtermAtMs >= c.startMs && life.sigtermAtMs <= end) {
+      losses.push(`instance ${c.instance} was told to stop while Gemini call ${c.index} ran`);
+      continue;
+    }
+    const killedAt = life.killedAtMs;
+    if (
+      killedAt !== undefined &&
+      !bucket.kept.some((k) => k.dedupKey === d.key && k.instance === c.instance && k.atMs <= killedAt)
+    )
+      losses.push(`instance ${c.instance} was killed before it kept the answer of Gemini call ${c.index}`);
+  }
+  return [...losses, ...(bucket.losses.get(d.key) ?? [])];
+}
+
+/** Per dedup key, how many lease rounds were created for it. */
+function leaseRoundsByKey(
+  names: ReadonlySet<string>,
+  dedupKeyOf: (name: string) => string | undefined,
+): Record<string, number> {
+  const rounds: Record<string, number> = {};
+  for (const name of names) {
+    const key = dedupKeyOf(name);
+    if (key) rounds[key] = (rounds[key] ?? 0) + 1;
+  }
+  return rounds;
+}
+
+/** The invoice number of a row's analysis (each simulated Gemini answer has its own), or null. */
+function invoiceNumberOf(analysis: unknown): string | null {
+  const n = (analysis as { invoice_number?: unknown } | null)?.invoice_number;
+  return typeof n === 'string' ? n : null;
+}
+
+/** A port as the mutant (if any) changes it. */
+function mutate<T>(
+  change: ((port: T, context: MutantContext) => T) | undefined,
+  port: T,
+  context: MutantContext,
+): T {
+  return change ? change(port, context) : port;
 }
 
 function cloudRunSize(cloudRun: CloudRunModel): number {

@@ -225,10 +225,10 @@ export function goodRowsProblems(record: RunRecord | undefined): string[] {
   return record.documents
     .filter((d) => d.kind !== 'poison')
     .flatMap((d) => d.messageIds)
-    .filter((id) => ![200, 204].includes(record.answers[id]?.[0] ?? 0))
+    .filter((id) => ![200, 204].includes(record.answers[id]?.[0]?.status ?? 0))
     .map(
       (id) =>
-        `message ${id} of a good document was answered ${record.answers[id]?.[0]} on its first delivery, in a batch with refused rows`,
+        `message ${id} of a good document was answered ${record.answers[id]?.[0]?.status} on its first delivery, in a batch with refused rows`,
     );
 }
 

@@ -1,4 +1,5 @@
 import { seededRandom } from '../random';
+import type { GeminiClientError } from './gemini';
 
 /**
  * The fault schedule of one run: plain data, generated from the seed alone, written beside the
@@ -13,6 +14,8 @@ export const FAULT_KINDS = [
   'gemini.rateLimited',
   'gemini.serverError',
   'gemini.hang',
+  'gemini.outage',
+  'gemini.clientError',
   'memo.slow',
   'memo.error',
   'memo.hang',
@@ -66,12 +69,19 @@ export interface FaultSchedule {
   gemini: {
     /** Per call: a fault and its latency, or only `draw` (the call takes its document's `analysisMs`). */
     calls: Array<
-      (CallPlan<'slowTail' | 'serverError' | 'hang'> | { latencyMs?: number; fault?: undefined }) & {
+      (
+        | CallPlan<'slowTail' | 'serverError' | 'hang' | 'clientError'>
+        | { latencyMs?: number; fault?: undefined }
+      ) & {
         draw: number;
+        /** With `clientError`: which 4xx that is not about the document. */
+        clientError?: GeminiClientError;
       }
     >;
     /** Bursts of the shared capacity: calls accepted in one are refused (429) with this share. */
     busy: Array<{ atMs: number; forMs: number; refuseShare: number }>;
+    /** Outages: every call in the window is refused with `status` (free). */
+    outages?: Array<{ atMs: number; forMs: number; status: 429 | 503 }>;
   };
   memo: { calls: Array<CallPlan<'slow' | 'error' | 'hang'>> };
   bigquery: { statements: Array<CallPlan<'concurrentUpdate' | 'dmlQueueFull' | 'slow' | 'hung'>> };

@@ -29,6 +29,8 @@ import type { FaultLog, FaultSchedule } from './schedule';
 
 /** A row of the raw table, with what the checks need to know about how it got there. */
 export interface RawRow {
+  /** The row's identity in the table (its place in insertion order). */
+  id: number;
   row: Row;
   /** When its MERGE committed (simulated ms). */
   committedAtMs: number;
@@ -212,7 +214,13 @@ export class Warehouse {
         for (const row of rows ?? []) {
           if (present.has(row.dedup_key)) continue;
           const stored = MERGE_STAMPS_PROCESSED_AT ? { ...row, processed_at: startedAt } : row;
-          this.raw.push({ row: stored, committedAtMs: this.time.nowMs(), statement: record.index, instance });
+          this.raw.push({
+            id: this.raw.length,
+            row: stored,
+            committedAtMs: this.time.nowMs(),
+            statement: record.index,
+            instance,
+          });
           inserted.add(row.dedup_key);
         }
         end(`inserted ${inserted.size}`);

@@ -13,7 +13,7 @@ describe('the named interleavings', () => {
 
   const run = async (scenario: (typeof SCENARIOS)[number]) => {
     const result = scenario.schedule ? await runSchedule(scenario.schedule) : undefined;
-    const verdict = result ? checkInvariants(result.record, result.faults) : undefined;
+    const verdict = result ? checkInvariants(result.record) : undefined;
     if (result) expect(result.record.end).toMatch(/^drained/);
     return scenarioProblems(scenario, verdict, result?.record);
   };
