@@ -13,7 +13,8 @@ import type { FaultLog, FaultSchedule } from './schedule';
  *
  * It keeps, per document, the faults that lost a paid answer for the worker (the only excuse the
  * paid-once check accepts): a keep that failed (the analysis is not kept), a read that failed while
- * the analysis was kept (the retry cannot find it), a lease call that failed (a concurrent delivery
+ * the analysis was kept and its row not yet written (once written, the store's lookup answers), a
+ * lease call that failed (a concurrent delivery
  * cannot see the holder). A slow call counts only when it outlasted the worker's memo call timeout
  * (a call it waited for returned the answer).
  */
@@ -35,6 +36,8 @@ export class MemoBucket {
     private readonly faults: FaultLog,
     /** The dedup key behind a memo key (for the fault log), when known. */
     private readonly dedupKeyOf: (memoKey: string) => string | undefined,
+    /** Whether the key's row is in the table now (the store's lookup would find it). */
+    private readonly hasRow: (dedupKey: string) => boolean = () => false,
   ) {}
 
   /** A loss of a paid answer for `dedupKey` (also for callers outside the bucket, e.g. a killed keeper). */
@@ -70,7 +73,7 @@ export class MemoBucket {
     if (plan.fault && failed && dedupKey) {
       const what = `memo.${plan.fault} on ${operation}`;
       if (operation === 'create') this.lost(dedupKey, `${what}: the analysis was not kept`);
-      else if (operation === 'get' && this.inner.entries.has(key))
+      else if (operation === 'get' && this.inner.entries.has(key) && !this.hasRow(dedupKey))
         this.lost(dedupKey, `${what}: the kept analysis could not be read`);
       else if (operation === 'lease' || operation === 'renew') {
         this.lost(dedupKey, `${what}: a concurrent delivery could not see the holder`);

@@ -189,11 +189,15 @@ export async function runSchedule(
   }).version;
   const memoKeys = new Map(documents.map((d) => [AnalysisMemo.key(d.key, analyzerVersion), d.key]));
   // A lease round after the first is named `<memo key>~<round>`: it is about the same document.
-  const bucket = new MemoBucket(time, schedule.memo, faults, (memoKey) =>
-    memoKeys.get(memoKey.replace(/~\d+$/, '')),
-  );
   const poison = new Set(documents.filter((d) => d.kind === 'poison').map((d) => d.key));
   const warehouse = new Warehouse(time, schedule.bigquery, poison, faults);
+  const bucket = new MemoBucket(
+    time,
+    schedule.memo,
+    faults,
+    (memoKey) => memoKeys.get(memoKey.replace(/~\d+$/, '')),
+    (dedupKey) => warehouse.raw.some((r) => r.row.dedup_key === dedupKey),
+  );
   const cloudRun = new CloudRunModel(time, {
     // Cloud Run's request timeout is the one the worker is configured with (the stack sets both from one value).
     requestTimeoutMs: config.requestTimeoutSeconds * 1000,
@@ -232,11 +236,7 @@ export async function runSchedule(
       async (index, ports) => {
         const alive = () => index >= cloudRunSize(cloudRun) || cloudRun.instance(index).alive;
         const below = warehouse.store(index, alive);
-        const grouped = mutate(
-          mutant?.store,
-          await withGroupCommit(mutate(mutant?.batchStore, below, context), config, silentLogger),
-          context,
-        );
+        const grouped = mutate(mutant?.store, await withGroupCommit(below, config, silentLogger), context);
         const store: Store = {
           seen: (...args: Parameters<Store['seen']>) => ports.track('store', () => grouped.seen(...args)),
           record: (...args: Parameters<Store['record']>) =>
