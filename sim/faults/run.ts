@@ -197,6 +197,7 @@ export async function runSchedule(
     faults,
     (memoKey) => memoKeys.get(memoKey.replace(/~\d+$/, '')),
     (dedupKey) => warehouse.raw.some((r) => r.row.dedup_key === dedupKey),
+    schedule.seed,
   );
   const cloudRun = new CloudRunModel(time, {
     // Cloud Run's request timeout is the one the worker is configured with (the stack sets both from one value).

@@ -19,6 +19,8 @@ export const FAULT_KINDS = [
   'memo.slow',
   'memo.error',
   'memo.hang',
+  'memo.objectRateLimited',
+  'memo.preconditionFailed',
   'bigquery.refusedOneRow',
   'bigquery.refusedTwoRows',
   'bigquery.concurrentUpdate',
