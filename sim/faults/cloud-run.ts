@@ -258,14 +258,24 @@ export class CloudRunModel {
   /** The request on instance `target` (a slot already taken there in autoscaled mode). */
   private send(target: number, body: string, messageId: string): Promise<number> {
     const instance = this.instances[target]!;
-    const now = this.time.nowMs();
+    const arrivedMs = this.time.nowMs();
+    const delivery = this.requests.length;
+    // Time spent pending (or in a cold start) before the instance sees the request: Cloud Run's
+    // request timeout runs from the arrival, the worker's own deadline from what it sees.
+    const pendingMs = this.options.schedule.pending?.find((p) => p.delivery === delivery)?.ms ?? 0;
+    if (pendingMs > 0)
+      this.options.faults.injected(
+        'cloudRun.pendingTime',
+        [this.options.keyOf(messageId)],
+        `delivery ${delivery} waits ${pendingMs} ms before its instance sees it`,
+      );
     const record: RequestRecord = {
       id: this.requests.length,
       instance: target,
       messageId,
-      delivery: this.requests.length,
-      startMs: now,
-      deadlineMs: now + this.options.requestTimeoutMs,
+      delivery,
+      startMs: arrivedMs + pendingMs,
+      deadlineMs: arrivedMs + this.options.requestTimeoutMs,
       calls: [],
     };
     this.requests.push(record);
@@ -282,36 +292,52 @@ export class CloudRunModel {
         if (this.auto) this.release(target);
       };
       const deadline: SimTimer = this.time.after(this.options.requestTimeoutMs, () => answer(504));
-      const req = new IncomingMessage(new Socket());
-      req.method = 'POST';
-      req.url = '/push';
-      req.headers = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) };
-      const res = new ServerResponse(req);
-      const end = (status: number) => {
-        instance.open.delete(record);
-        this.killers.delete(record);
-        if (this.auto) this.armIdle(target);
-        if (record.endMs !== undefined || record.killedAtMs !== undefined) return;
-        record.endMs = this.time.nowMs();
-        record.status = status;
-        answer(status);
-      };
-      res.write = (() => true) as typeof res.write;
-      res.end = (() => {
-        end(this.options.answerOf ? this.options.answerOf(res.statusCode) : res.statusCode);
-        // What the HTTP server emits once an answer is sent and the exchange is over.
-        queueMicrotask(() => {
-          res.emit('finish');
-          res.emit('close');
+      const dispatch = () => {
+        const req = new IncomingMessage(new Socket());
+        req.method = 'POST';
+        req.url = '/push';
+        req.headers = {
+          'content-type': 'application/json',
+          'content-length': String(Buffer.byteLength(body)),
+        };
+        const res = new ServerResponse(req);
+        const end = (status: number) => {
+          instance.open.delete(record);
+          this.killers.delete(record);
+          if (this.auto) this.armIdle(target);
+          if (record.endMs !== undefined || record.killedAtMs !== undefined) return;
+          record.endMs = this.time.nowMs();
+          record.status = status;
+          answer(status);
+        };
+        res.write = (() => true) as typeof res.write;
+        res.end = (() => {
+          end(this.options.answerOf ? this.options.answerOf(res.statusCode) : res.statusCode);
+          // What the HTTP server emits once an answer is sent and the exchange is over.
+          queueMicrotask(() => {
+            res.emit('finish');
+            res.emit('close');
+          });
+          return res;
+        }) as typeof res.end;
+        this.killers.set(record, () => answer(503));
+        this.context.run(record, () => {
+          instance.worker.server.emit('request', req, res);
+          req.push(body);
+          req.push(null);
         });
-        return res;
-      }) as typeof res.end;
-      this.killers.set(record, () => answer(503));
-      this.context.run(record, () => {
-        instance.worker.server.emit('request', req, res);
-        req.push(body);
-        req.push(null);
-      });
+      };
+      if (pendingMs > 0) {
+        this.time.after(pendingMs, () => {
+          // Timed out or killed meanwhile: the instance never sees it.
+          if (answered || !instance.alive) {
+            instance.open.delete(record);
+            if (!answered) answer(503);
+            return;
+          }
+          dispatch();
+        });
+      } else dispatch();
     });
   }
 

@@ -17,7 +17,7 @@ export const INVARIANTS = {
   I4: 'the view never changes its answer: the row (by identity) the documents view returned for a key is the one it returns at the end',
   I5: "paid once: per document, paid analyses on Gemini's bill ≤ 1 + the faults that lost that document's paid answer",
   I6: "no work past the deadline: every request answered by the worker's own deadline (brought forward at SIGTERM), no call started after it, no Gemini call or BigQuery statement of it still running past it",
-  I7: 'the right outcome: an invoice ends `ok` with an analysis Gemini gave for it, a refused document `rejected` with its reason, a poison one dead-lettered with no row',
+  I7: 'the right outcome: an invoice ends `ok` with an analysis Gemini gave for it, a refused document `rejected` with its reason, a generation gone before its read `rejected` `object_gone`, a poison one dead-lettered with no row',
 } as const;
 
 export type InvariantId = keyof typeof INVARIANTS;
@@ -197,6 +197,8 @@ export function checkInvariants(record: RunRecord): Verdict {
       violations.I7.push(`${d.name} (${d.kind}) ends with no row`);
       continue;
     }
+    // A generation deleted or overwritten may be gone before it is read: then `rejected` `object_gone`.
+    if (d.goneAtMs !== undefined && row.status === 'rejected' && row.reason === 'object_gone') continue;
     const reason = REFUSAL_REASON[d.kind];
     if (reason) {
       if (row.status !== 'rejected' || row.reason !== reason)

@@ -21,7 +21,13 @@ import { CloudRunModel, type RequestRecord } from './cloud-run';
 import { DOCUMENT_MARKER, type GeminiCall, GeminiModel } from './gemini';
 import { MemoBucket } from './memo';
 import type { Mutant, MutantContext } from './mutants';
-import { type DocumentKind, type FaultKind, FaultLog, type FaultSchedule } from './schedule';
+import {
+  type DocumentKind,
+  type DocumentPlan,
+  type FaultKind,
+  FaultLog,
+  type FaultSchedule,
+} from './schedule';
 import { VirtualTime } from './virtual-time';
 import { type StatementRecord, Warehouse } from './warehouse';
 
@@ -47,6 +53,8 @@ export interface SimDocument {
   key: string;
   kind: DocumentKind;
   messageIds: string[];
+  /** When its generation was deleted or overwritten (it may then end `rejected` `object_gone`). */
+  goneAtMs?: number;
 }
 
 /** Everything the invariants read: the simulated world's ground truth, never a claim of the worker. */
@@ -145,16 +153,20 @@ export async function runSchedule(
   const documents: SimDocument[] = [];
   const keyOfName = new Map<string, string>();
   const kinds = new Map<string, { kind: DocumentKind; analysisMs: number }>();
-  const resources = schedule.documents.map((plan) => {
+  /**
+   * One upload: the object's generation stored, and its document. `label` names the document (its
+   * marker line, for Gemini's model): the object name, or the name with `#2` for a second upload of it.
+   */
+  const upload = (plan: DocumentPlan, label: string, generationNumber: number) => {
     const sample = samples[plan.index % samples.length]!;
-    const bytes = Buffer.concat([sample.bytes, Buffer.from(`\n${DOCUMENT_MARKER}${plan.name}\n`)]);
-    const generation = String(1764489600000000 + schedule.seed * 100 + plan.index);
+    const bytes = Buffer.concat([sample.bytes, Buffer.from(`\n${DOCUMENT_MARKER}${label}\n`)]);
+    const generation = String(generationNumber);
     const created = new Date(epochMs + plan.publishAtMs).toISOString();
     const key = objectUri(SIM_BUCKET, plan.name, generation);
     objects.set(key, bytes);
-    keyOfName.set(plan.name, key);
-    kinds.set(plan.name, { kind: plan.kind, analysisMs: plan.analysisMs });
-    const doc: SimDocument = { name: plan.name, key, kind: plan.kind, messageIds: [] };
+    keyOfName.set(label, key);
+    kinds.set(label, { kind: plan.kind, analysisMs: plan.analysisMs });
+    const doc: SimDocument = { name: label, key, kind: plan.kind, messageIds: [] };
     documents.push(doc);
     return {
       plan,
@@ -171,7 +183,18 @@ export async function runSchedule(
         updated: created,
       },
     };
-  });
+  };
+  const generationOf = (plan: DocumentPlan) => 1764489600000000 + schedule.seed * 1_000 + plan.index;
+  const resources = schedule.documents.map((plan) => upload(plan, plan.name, generationOf(plan)));
+  // A generation overwritten: the second upload (another generation, same name) is announced too.
+  const overwrites = (schedule.storage ?? [])
+    .filter((c) => c.change === 'overwritten')
+    .map((c) => {
+      const plan = schedule.documents.find((d) => d.index === c.document)!;
+      const second: DocumentPlan = { ...plan, kind: 'invoice', notifications: 1, publishAtMs: c.atMs };
+      return { change: c, ...upload(second, `${plan.name}#2`, generationOf(plan) + 500) };
+    });
+  // Its key's memo entries are under every analyzer version that runs (two during a rollout).
   const keyOfMessage = new Map<string, string>();
 
   let cloudRunRef: CloudRunModel | undefined;
@@ -183,11 +206,18 @@ export async function runSchedule(
     (name) => keyOfName.get(name) ?? name,
     () => cloudRunRef?.current()?.id,
   );
-  const analyzerVersion = new GeminiAnalyzer({
-    client: gemini.client(),
-    model: config.analyzer.kind === 'gemini' ? config.analyzer.model : undefined,
-  }).version;
-  const memoKeys = new Map(documents.map((d) => [AnalysisMemo.key(d.key, analyzerVersion), d.key]));
+  const versionOf = (model: string | undefined) =>
+    new GeminiAnalyzer({ client: gemini.client(), model }).version;
+  const analyzerVersion = versionOf(config.analyzer.kind === 'gemini' ? config.analyzer.model : undefined);
+  // During a rollout, the spares run the new revision: another model, so another analyzer version.
+  const rolloutConfig = schedule.rollout
+    ? loadConfig({ ...SIM_ENV, ...schedule.env, GEMINI_MODEL: schedule.rollout.model })
+    : undefined;
+  const configOf = (index: number) => (rolloutConfig && index >= schedule.instances ? rolloutConfig : config);
+  const versions = [analyzerVersion, ...(schedule.rollout ? [versionOf(schedule.rollout.model)] : [])];
+  const memoKeys = new Map(
+    documents.flatMap((d) => versions.map((v) => [AnalysisMemo.key(d.key, v), d.key] as const)),
+  );
   // A lease round after the first is named `<memo key>~<round>`: it is about the same document.
   const poison = new Set(documents.filter((d) => d.kind === 'poison').map((d) => d.key));
   const warehouse = new Warehouse(time, schedule.bigquery, poison, faults);
@@ -236,6 +266,7 @@ export async function runSchedule(
     await cloudRun.start(
       async (index, ports) => {
         const alive = () => index >= cloudRunSize(cloudRun) || cloudRun.instance(index).alive;
+        const config = configOf(index);
         const below = warehouse.store(index, alive);
         const grouped = mutate(mutant?.store, await withGroupCommit(below, config, silentLogger), context);
         const store: Store = {
@@ -285,16 +316,68 @@ export async function runSchedule(
         return serve(config, { store, reader, analyzer, memo }, silentLogger);
       },
       schedule.instances,
-      schedule.cloudRun.signals.length,
+      schedule.cloudRun.signals.length + (schedule.rollout ? schedule.instances : 0),
     );
+    // Clock skew: the worker's clock, in the code of a request, is off by its instance's skew.
+    const skews = schedule.cloudRun.skewMs;
+    if (skews) {
+      time.skewMs = () => {
+        const request = cloudRun.current();
+        return request ? (skews[request.instance] ?? 0) : 0;
+      };
+      for (const [i, ms] of Object.entries(skews))
+        if (ms !== 0 && Number(i) < cloudRunSize(cloudRun))
+          faults.injected('cloudRun.clockSkew', [], `instance ${i}: clock off by ${ms} ms`);
+    }
+    // A rollout: each old instance told to stop in turn; a spare of the new revision takes its slot.
+    for (const atMs of schedule.rollout?.stopsAtMs ?? []) {
+      time.after(atMs, () => {
+        const old = cloudRun.states().find((x) => x.index < schedule.instances && x.serving && x.alive);
+        if (!old) return;
+        faults.injected(
+          'rollout.analyzerVersion',
+          [],
+          `instance ${old.index} (analyzer ${analyzerVersion}) replaced by the new revision (${schedule.rollout!.model})`,
+        );
+        cloudRun.signal(old.index, 'SIGTERM');
+      });
+    }
+    // A generation deleted, or overwritten by a new upload, before (or after) it is read.
+    for (const c of schedule.storage ?? []) {
+      const plan = schedule.documents.find((d) => d.index === c.document);
+      const doc = plan && documents.find((d) => d.name === plan.name);
+      if (!doc) continue;
+      time.after(c.atMs, () => {
+        objects.delete(doc.key);
+        doc.goneAtMs = time.nowMs();
+        faults.injected(
+          c.change === 'gone' ? 'storage.generationGone' : 'storage.generationOverwritten',
+          [doc.key],
+          c.change === 'gone' ? 'the generation was deleted' : 'a new upload replaced the generation',
+        );
+      });
+    }
 
     let pushes = 0;
+    let acks = 0;
     const sub = new PushSubscription({
       time,
       settings,
       subscription: 'projects/docline-sim/subscriptions/docline-push',
       onAnswer: (id, status) => {
         answers[id] = [...(answers[id] ?? []), { status, atMs: time.nowMs() }];
+        if (![102, 200, 201, 202, 204].includes(status)) return;
+        const ack = acks++;
+        for (const a of (schedule.pubsub.afterAck ?? []).filter((x) => x.ack === ack)) {
+          time.after(a.afterMs, () => {
+            if (sub.redeliverAcked(id))
+              faults.injected(
+                'pubsub.redeliveryAfterAck',
+                [keyOfMessage.get(id) ?? id],
+                `message ${id} pushed again ${a.afterMs} ms after its ack`,
+              );
+          });
+        }
       },
       endpoint: (body) => {
         const id = (JSON.parse(body) as { message: { messageId: string } }).message.messageId;
@@ -314,7 +397,7 @@ export async function runSchedule(
     });
     subscription = sub;
     let published = 0;
-    for (const { plan, doc, resource } of resources) {
+    for (const { plan, doc, resource } of [...resources, ...overwrites]) {
       time.after(plan.publishAtMs, () => {
         if (plan.notifications === 2)
           faults.injected('pubsub.doubledNotification', [doc.key], 'two notification configs');
@@ -331,7 +414,10 @@ export async function runSchedule(
         published++;
       });
     }
-    const ended = await time.run(() => published === resources.length && sub.idle, RUN_BOUND_MS);
+    const ended = await time.run(
+      () => published === resources.length + overwrites.length && sub.idle,
+      RUN_BOUND_MS,
+    );
     // Late work (handlers past their request, slow statements) may still change the table: let it end.
     const settled = await time.run(() => false, time.nowMs() + 2 * config.requestTimeoutSeconds * 1000);
     const end =

@@ -2,6 +2,7 @@ import { batchMergeSql, bigQueryError, statementTimeoutMs } from '../../worker/s
 import type { Row } from '../../worker/src/contract/row';
 import { BIGQUERY_DML_LIMITS } from '../../worker/src/contract/settings';
 import type { Deadline } from '../../worker/src/core/deadline';
+import * as errors from '../../worker/src/core/errors';
 import type { BatchStore } from '../../worker/src/core/ports';
 import { batchStoreOf } from '../batch-store';
 import type { SimClock } from '../time';
@@ -149,6 +150,26 @@ export class Warehouse {
       end('dml queue full (limit)');
       return Promise.reject(queueFull());
     }
+    const now = this.time.nowMs();
+    const outage = (this.schedule.outages ?? []).find((o) => now >= o.atMs && now < o.atMs + o.forMs);
+    if (outage) {
+      this.faults.injected(
+        'bigquery.outage',
+        keys,
+        `statement ${record.index} (${kind}): 503 (outage of ${outage.forMs} ms)`,
+      );
+      end('outage');
+      return this.time.sleep(1_000).then(() => {
+        throw bigQueryError(
+          {
+            code: 503,
+            errors: [{ reason: 'backendError' }],
+            message: 'Error encountered during execution. Retrying may solve the problem.',
+          },
+          kind === 'merge' ? 'record' : 'seen',
+        );
+      });
+    }
     if (plan.fault === 'hung') {
       this.faults.injected(
         'bigquery.hungStatement',
@@ -197,7 +218,11 @@ export class Warehouse {
         const poison = (rows ?? []).filter((r) => this.poisonKeys.has(r.dedup_key));
         if (poison.length > 0) {
           this.faults.injected(
-            poison.length === 1 ? 'bigquery.refusedOneRow' : 'bigquery.refusedTwoRows',
+            poison.length === 1
+              ? 'bigquery.refusedOneRow'
+              : poison.length === 2
+                ? 'bigquery.refusedTwoRows'
+                : 'bigquery.refusedManyRows',
             poison.map((r) => r.dedup_key),
             `statement ${record.index} refused (${keys.length} rows)`,
           );
@@ -225,6 +250,14 @@ export class Warehouse {
         }
         end(`inserted ${inserted.size}`);
         this.onCommit();
+        if (plan.fault === 'outcomeUnknown' && plan.unknown === 'lostAfterCommit') {
+          this.faults.injected(
+            'bigquery.outcomeUnknown',
+            keys,
+            `statement ${record.index} committed; its answer is lost`,
+          );
+          throw outcomeUnknown(record.index);
+        }
         return inserted;
       } catch (error) {
         end(`failed: ${error instanceof Error ? error.message.slice(0, 80) : String(error)}`);
@@ -235,8 +268,44 @@ export class Warehouse {
         else this.running--;
       }
     };
+    if (kind === 'merge' && plan.fault === 'outcomeUnknown' && plan.unknown === 'resetWhilePolling') {
+      // The client loses the job (a reset while polling): the job runs on and commits on its own.
+      this.faults.injected(
+        'bigquery.outcomeUnknown',
+        keys,
+        `statement ${record.index}: the client lost the job while it runs`,
+      );
+      void run().catch(() => undefined);
+      return this.time.sleep(Math.min(plan.latencyMs / 2, 1_000)).then(() => {
+        throw outcomeUnknown(record.index);
+      });
+    }
     return run();
   }
+}
+
+/**
+ * What the store adapter throws for a write whose outcome it could not learn: the worker's
+ * `OutcomeUnknownError` where it has one, else the transient error BigQuery's 503 maps to (what the
+ * adapter surfaced before it could tell the two apart).
+ */
+function outcomeUnknown(statement: number): Error {
+  const Unknown = (errors as Record<string, unknown>).OutcomeUnknownError as
+    | (new (
+        code: string,
+        message: string,
+      ) => Error)
+    | undefined;
+  const message = `the outcome of statement ${statement} is unknown (its answer was lost)`;
+  if (Unknown) return new Unknown('bigquery_outcome_unknown', message);
+  return bigQueryError(
+    {
+      code: 503,
+      errors: [{ reason: 'backendError' }],
+      message: `Error encountered during execution: ${message}`,
+    },
+    'record',
+  );
 }
 
 /** BigQuery's answer to a job stopped at its `jobTimeoutMs`. */
