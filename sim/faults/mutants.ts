@@ -7,9 +7,11 @@ import { checkInvariants, INVARIANT_IDS, type InvariantId } from './invariants';
 import { runSchedule } from './run';
 import { generateSchedule } from './schedule';
 
-/** What a mutant's changes may use: the simulated clock. */
+/** What a mutant's changes may use: the simulated clock, and the bucket's live generations. */
 export interface MutantContext {
   time: SimClock;
+  /** The live (latest) generation of an object name, if any. */
+  liveGeneration(bucket: string, name: string): string | undefined;
 }
 
 /**
@@ -50,6 +52,12 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 /** Stable: the same document, the same draw (a bug that hits some documents, not all). */
 const everyThird = (name: string) => createHash('sha256').update(name).digest()[0]! % 3 === 0;
 
+/**
+ * Named bugs the invariants catch. One candidate is left out as equivalent: skipping the store's
+ * lookup (`seen()` always false). The memo is read first and the write is conditional, so a
+ * redelivery of a written document replays its kept analysis and its MERGE inserts nothing: the
+ * lookup saves a statement, and no row, answer or payment depends on it (docs/testing.md).
+ */
 export const MUTANTS: readonly Mutant[] = [
   {
     name: 'ack-before-write',
@@ -79,11 +87,6 @@ export const MUTANTS: readonly Mutant[] = [
     name: 'seen-always-true',
     bug: 'the lookup finds every key, so a first delivery is answered duplicate with no row',
     store: (store) => override(store, { seen: async () => true }),
-  },
-  {
-    name: 'seen-skipped',
-    bug: 'the lookup is skipped (always "not seen"): a redelivery of a written document works again',
-    store: (store) => override(store, { seen: async () => false }),
   },
   {
     name: 'row-without-analysis',
@@ -172,6 +175,18 @@ export const MUTANTS: readonly Mutant[] = [
       }),
   },
   {
+    name: 'live-generation-read',
+    bug: 'the reader reads the live generation of the name instead of the one announced',
+    reader: (reader, { liveGeneration }) =>
+      override(reader, {
+        read: (ref, maxBytes) =>
+          reader.read(
+            { ...ref, generation: liveGeneration(ref.bucket, ref.name) ?? ref.generation },
+            maxBytes,
+          ),
+      }),
+  },
+  {
     name: 'work-past-deadline',
     bug: "the analyzer and the store are not given the delivery's deadline: calls and statements run on past it",
     analyzer: (analyzer) =>
@@ -206,12 +221,28 @@ export interface Catch {
   seedsRun: number;
 }
 
+/** Per seed, whether the worker as it is keeps every invariant (a mutant is judged on those seeds only). */
+const baseline = new Map<number, boolean>();
+
+async function holdsUnmutated(seed: number): Promise<boolean> {
+  let holds = baseline.get(seed);
+  if (holds === undefined) {
+    const verdict = checkInvariants((await runSchedule(generateSchedule(seed))).record);
+    holds = INVARIANT_IDS.every((id) => verdict.violations[id].length === 0);
+    baseline.set(seed, holds);
+  }
+  return holds;
+}
+
 /**
  * Runs `mutant` over the soak's seeds 1 … `bound` until an invariant breaks; the invariant that
- * caught it is the first broken (in the order I1 … I7) on that seed.
+ * caught it is the first broken (in the order I1 … I7) on that seed. A seed on which the worker as
+ * it is already breaks an invariant proves nothing about the mutant, and is passed over (it still
+ * counts towards the bound).
  */
 export async function hunt(mutant: Mutant, bound = MUTANT_SEED_BOUND): Promise<Catch> {
   for (let seed = 1; seed <= bound; seed++) {
+    if (!(await holdsUnmutated(seed))) continue;
     const { record } = await runSchedule(generateSchedule(seed), { mutant });
     const verdict = checkInvariants(record);
     const invariant = INVARIANT_IDS.find((id) => verdict.violations[id].length > 0);

@@ -262,7 +262,19 @@ export async function runSchedule(
       if (!bytes) throw new RejectionError('object_gone', `no generation ${ref.generation} of ${ref.name}`);
       return bytes;
     };
-    const context: MutantContext = { time };
+    const context: MutantContext = {
+      time,
+      liveGeneration: (bucket, name) => {
+        const prefix = objectUri(bucket, name, '');
+        let live: string | undefined;
+        for (const key of objects.keys())
+          if (key.startsWith(prefix)) {
+            const g = key.slice(prefix.length);
+            if (live === undefined || BigInt(g) > BigInt(live)) live = g;
+          }
+        return live;
+      },
+    };
     await cloudRun.start(
       async (index, ports) => {
         const alive = () => index >= cloudRunSize(cloudRun) || cloudRun.instance(index).alive;
