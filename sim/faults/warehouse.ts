@@ -109,7 +109,7 @@ export class Warehouse {
     return first;
   }
 
-  /** One statement: a lookup of `keys`, or a MERGE of `rows`. */
+  /** One statement at the `BatchStore` port: its outcome as `BigQueryStore` would throw it. */
   private submit(
     instance: number,
     alive: () => boolean,
@@ -117,10 +117,40 @@ export class Warehouse {
     rows?: readonly Row[],
     deadline?: Deadline,
   ): Promise<Set<string>> {
+    const operation = rows ? 'record' : 'seen';
+    const job = this.execute(instance, alive, keys, rows, statementTimeoutMs(deadline));
+    const mapped = job.done.catch((error: unknown) => {
+      throw bigQueryError(error, operation);
+    });
+    if (job.lost === 'lostAfterCommit') return mapped.then(() => Promise.reject(outcomeUnknown(job.index)));
+    if (job.lost === 'resetWhilePolling') {
+      void mapped.catch(() => undefined);
+      return this.time.sleep(job.lostAfterMs).then(() => Promise.reject(outcomeUnknown(job.index)));
+    }
+    return mapped;
+  }
+
+  /**
+   * One statement, as BigQuery runs it: `done` settles with the keys found (a lookup) or inserted
+   * (a MERGE), or fails with BigQuery's error as its API answers it. `lost` says that the client
+   * does not get that answer (the schedule's `outcomeUnknown`): after the commit, or while the job
+   * runs on (`lostAfterMs` after it starts). `timeoutMs`: the job's `jobTimeoutMs`.
+   */
+  execute(
+    instance: number,
+    alive: () => boolean,
+    keys: string[],
+    rows: readonly Row[] | undefined,
+    timeoutMs: number | undefined,
+  ): {
+    index: number;
+    done: Promise<Set<string>>;
+    lost?: 'lostAfterCommit' | 'resetWhilePolling';
+    lostAfterMs: number;
+  } {
     const kind: StatementRecord['kind'] = rows ? 'merge' : 'lookup';
     // A killed instance sends nothing.
-    if (!alive()) return new Promise(() => {});
-    const timeoutMs = statementTimeoutMs(deadline);
+    if (!alive()) return { index: -1, done: new Promise(() => {}), lostAfterMs: 0 };
     const stopAtMs = timeoutMs === undefined ? Number.POSITIVE_INFINITY : this.time.nowMs() + timeoutMs;
     const plan = this.schedule.statements[this.next++] ?? { latencyMs: 1_000 };
     const record: StatementRecord = {
@@ -131,6 +161,7 @@ export class Warehouse {
       startedAtMs: this.time.nowMs(),
     };
     this.statements.push(record);
+    const job = (done: Promise<Set<string>>) => ({ index: record.index, done, lostAfterMs: 0 });
     const end = (outcome: string) => {
       record.endedAtMs = this.time.nowMs();
       record.outcome = outcome;
@@ -138,9 +169,7 @@ export class Warehouse {
     if (kind === 'merge' && plan.fault === 'dmlQueueFull') {
       this.faults.injected('bigquery.dmlQueueFull', keys, `statement ${record.index}`);
       end('dml queue full');
-      return this.time.sleep(200).then(() => {
-        throw queueFull();
-      });
+      return job(this.time.sleep(200).then(() => Promise.reject(queueFull())));
     }
     if (
       kind === 'merge' &&
@@ -148,7 +177,7 @@ export class Warehouse {
       this.queue.length >= BIGQUERY_DML_LIMITS.queued
     ) {
       end('dml queue full (limit)');
-      return Promise.reject(queueFull());
+      return job(Promise.reject(queueFull()));
     }
     const now = this.time.nowMs();
     const outage = (this.schedule.outages ?? []).find((o) => now >= o.atMs && now < o.atMs + o.forMs);
@@ -159,16 +188,19 @@ export class Warehouse {
         `statement ${record.index} (${kind}): 503 (outage of ${outage.forMs} ms)`,
       );
       end('outage');
-      return this.time.sleep(1_000).then(() => {
-        throw bigQueryError(
-          {
-            code: 503,
-            errors: [{ reason: 'backendError' }],
-            message: 'Error encountered during execution. Retrying may solve the problem.',
-          },
-          kind === 'merge' ? 'record' : 'seen',
-        );
-      });
+      return job(
+        this.time
+          .sleep(1_000)
+          .then(() =>
+            Promise.reject(
+              apiError(
+                503,
+                'backendError',
+                'Error encountered during execution. Retrying may solve the problem.',
+              ),
+            ),
+          ),
+      );
     }
     if (plan.fault === 'hung') {
       this.faults.injected(
@@ -177,7 +209,7 @@ export class Warehouse {
         `statement ${record.index} (${kind}) never answers`,
       );
       end('hung');
-      return new Promise(() => {});
+      return job(new Promise(() => {}));
     }
     if (plan.fault === 'slow')
       this.faults.injected(
@@ -206,13 +238,10 @@ export class Warehouse {
         await this.time.sleep(plan.latencyMs);
         if (plan.fault === 'concurrentUpdate') {
           this.faults.injected('bigquery.concurrentUpdate', keys, `statement ${record.index}`);
-          throw bigQueryError(
-            {
-              code: 400,
-              errors: [{ reason: 'invalidQuery' }],
-              message: `Could not serialize access to table ${TABLE} due to concurrent update`,
-            },
-            'record',
+          throw apiError(
+            400,
+            'invalidQuery',
+            `Could not serialize access to table ${TABLE} due to concurrent update`,
           );
         }
         const poison = (rows ?? []).filter((r) => this.poisonKeys.has(r.dedup_key));
@@ -226,14 +255,7 @@ export class Warehouse {
             poison.map((r) => r.dedup_key),
             `statement ${record.index} refused (${keys.length} rows)`,
           );
-          throw bigQueryError(
-            {
-              code: 400,
-              errors: [{ reason: 'invalidQuery', message: 'Invalid JSON payload in a parameter value.' }],
-              message: 'Query error: Invalid JSON payload in a parameter value.',
-            },
-            'record',
-          );
+          throw apiError(400, 'invalidQuery', 'Query error: Invalid JSON payload in a parameter value.');
         }
         const inserted = new Set<string>();
         for (const row of rows ?? []) {
@@ -250,14 +272,6 @@ export class Warehouse {
         }
         end(`inserted ${inserted.size}`);
         this.onCommit();
-        if (plan.fault === 'outcomeUnknown' && plan.unknown === 'lostAfterCommit') {
-          this.faults.injected(
-            'bigquery.outcomeUnknown',
-            keys,
-            `statement ${record.index} committed; its answer is lost`,
-          );
-          throw outcomeUnknown(record.index);
-        }
         return inserted;
       } catch (error) {
         end(`failed: ${error instanceof Error ? error.message.slice(0, 80) : String(error)}`);
@@ -268,20 +282,25 @@ export class Warehouse {
         else this.running--;
       }
     };
-    if (kind === 'merge' && plan.fault === 'outcomeUnknown' && plan.unknown === 'resetWhilePolling') {
-      // The client loses the job (a reset while polling): the job runs on and commits on its own.
+    const done = run();
+    if (kind === 'merge' && plan.fault === 'outcomeUnknown') {
+      const lost = plan.unknown ?? 'lostAfterCommit';
       this.faults.injected(
         'bigquery.outcomeUnknown',
         keys,
-        `statement ${record.index}: the client lost the job while it runs`,
+        lost === 'lostAfterCommit'
+          ? `statement ${record.index}: its answer is lost`
+          : `statement ${record.index}: the client loses the job while it runs on`,
       );
-      void run().catch(() => undefined);
-      return this.time.sleep(Math.min(plan.latencyMs / 2, 1_000)).then(() => {
-        throw outcomeUnknown(record.index);
-      });
+      return { index: record.index, done, lost, lostAfterMs: Math.min(plan.latencyMs / 2, 1_000) };
     }
-    return run();
+    return job(done);
   }
+}
+
+/** An error as BigQuery's API answers it (what the client library throws). */
+function apiError(code: number, reason: string, message: string): Error {
+  return Object.assign(new Error(message), { code, errors: [{ reason, message }] });
 }
 
 /**
@@ -299,34 +318,21 @@ function outcomeUnknown(statement: number): Error {
   const message = `the outcome of statement ${statement} is unknown (its answer was lost)`;
   if (Unknown) return new Unknown('bigquery_outcome_unknown', message);
   return bigQueryError(
-    {
-      code: 503,
-      errors: [{ reason: 'backendError' }],
-      message: `Error encountered during execution: ${message}`,
-    },
+    apiError(503, 'backendError', `Error encountered during execution: ${message}`),
     'record',
   );
 }
 
 /** BigQuery's answer to a job stopped at its `jobTimeoutMs`. */
 function timedOut(timeoutMs: number): Error {
-  return bigQueryError(
-    {
-      code: 400,
-      errors: [{ reason: 'timeout', message: `Job timed out after ${Math.ceil(timeoutMs / 1000)} sec` }],
-      message: `Job timed out after ${Math.ceil(timeoutMs / 1000)} sec`,
-    },
-    'record',
-  );
+  const message = `Job timed out after ${Math.ceil(timeoutMs / 1000)} sec`;
+  return apiError(400, 'timeout', message);
 }
 
 function queueFull(): Error {
-  return bigQueryError(
-    {
-      code: 400,
-      errors: [{ reason: 'resourcesExceeded' }],
-      message: `Resources exceeded during query execution: Too many DML statements outstanding against table ${TABLE}, limit is ${BIGQUERY_DML_LIMITS.queued}.`,
-    },
-    'record',
+  return apiError(
+    400,
+    'resourcesExceeded',
+    `Resources exceeded during query execution: Too many DML statements outstanding against table ${TABLE}, limit is ${BIGQUERY_DML_LIMITS.queued}.`,
   );
 }
