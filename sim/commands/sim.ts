@@ -71,7 +71,7 @@ async function replay(seed: number, replays: number): Promise<number> {
     for (const v of list) console.log(`seed ${seed} breaks ${id} (${INVARIANTS[id]}): ${v}`);
   for (const x of verdict.extraRawRows)
     console.log(`extra raw row: ${x.key} (${x.messageId}), causes: ${x.causes.join('; ') || 'none'}`);
-  if (bad.length === 0) console.log(`seed ${seed}: I1–I6 hold`);
+  if (bad.length === 0) console.log(`seed ${seed}: I1–I7 hold`);
   if (replays > 1) {
     const same = hashes.filter((h) => h === hashes[0]).length;
     console.log(`replays: ${same} of ${replays} identical to the first (trace ${hashes[0]})`);

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { BigQueryStore } from '../../worker/src/adapters/bigquery-store';
 import { GeminiAnalyzer } from '../../worker/src/adapters/gemini-analyzer';
 import { loadConfig } from '../../worker/src/config';
 import {
@@ -10,13 +11,14 @@ import {
 import { RejectionError } from '../../worker/src/core/errors';
 import { objectUri } from '../../worker/src/core/event';
 import { AnalysisMemo, MAX_LEASE_ROUNDS } from '../../worker/src/core/memo';
-import type { Analyzer, MemoStore, ObjectRef, Reader, Store } from '../../worker/src/core/ports';
+import type { Analyzer, BatchStore, MemoStore, ObjectRef, Reader, Store } from '../../worker/src/core/ports';
 import { serve, withGroupCommit } from '../../worker/src/main';
 import { finalizeAttributes } from '../../worker/src/reconcile/notification';
 import { silentLogger } from '../logger';
 import { PushSubscription } from '../pubsub';
 import { seededRandom } from '../random';
 import { textInvoices } from '../samples';
+import { BigQueryClients } from './bigquery-client';
 import { CloudRunModel, type RequestRecord } from './cloud-run';
 import { DOCUMENT_MARKER, type GeminiCall, GeminiModel } from './gemini';
 import { MemoBucket } from './memo';
@@ -229,6 +231,7 @@ export async function runSchedule(
     (dedupKey) => warehouse.raw.some((r) => r.row.dedup_key === dedupKey),
     schedule.seed,
   );
+  const bigqueryClients = new BigQueryClients(time, warehouse, SIM_TABLE);
   const cloudRun = new CloudRunModel(time, {
     // Cloud Run's request timeout is the one the worker is configured with (the stack sets both from one value).
     requestTimeoutMs: config.requestTimeoutSeconds * 1000,
@@ -279,7 +282,14 @@ export async function runSchedule(
       async (index, ports) => {
         const alive = () => index >= cloudRunSize(cloudRun) || cloudRun.instance(index).alive;
         const config = configOf(index);
-        const below = warehouse.store(index, alive);
+        const below: BatchStore =
+          schedule.bigquery.via === 'client'
+            ? new BigQueryStore({
+                bigquery: bigqueryClients.client(index, alive),
+                table: SIM_TABLE,
+                logger: silentLogger,
+              })
+            : warehouse.store(index, alive);
         const grouped = mutate(mutant?.store, await withGroupCommit(below, config, silentLogger), context);
         const store: Store = {
           seen: (...args: Parameters<Store['seen']>) => ports.track('store', () => grouped.seen(...args)),

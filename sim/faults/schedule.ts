@@ -107,6 +107,11 @@ export interface FaultSchedule {
     >;
     /** Outages: every statement that starts in the window fails (503, backendError). */
     outages?: Array<{ atMs: number; forMs: number }>;
+    /**
+     * `client`: the worker's real `BigQueryStore` runs, over a model of the BigQuery client (jobs,
+     * polling, jobs.get, jobs.list); otherwise the warehouse serves the `BatchStore` port directly.
+     */
+    via?: 'client';
   };
   cloudRun: {
     /** The d-th delivery's first call of `call` outlasts the request timeout. */
@@ -182,6 +187,8 @@ export const FAULT_RATES = Object.freeze({
   clockSkewMs: 3_000,
   pendingTime: 0.05,
   rollout: 0.06,
+  /** Seeds whose instances run the real BigQueryStore over the client model. */
+  bigqueryStore: 0.3,
 });
 
 /** The model name the new revision of a rollout configures (another analyzer version). */
@@ -401,6 +408,7 @@ function addLongerFaults(s: FaultSchedule): void {
   for (let d = 0; d < 40; d++)
     if (chance(r.pendingTime))
       s.cloudRun.pending.push({ delivery: d, ms: Math.round(between(1_000, 12_000)) });
+  if (chance(r.bigqueryStore)) s.bigquery.via = 'client';
   if (chance(r.rollout)) {
     const atMs = Math.round(between(5_000, 40_000));
     const stopsAtMs: number[] = [];
