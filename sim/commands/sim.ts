@@ -195,7 +195,7 @@ async function main(): Promise<number> {
   const cover = arg('cover');
   if (cover !== undefined) {
     const { seeds: chosen, uncovered } = await coveringSeeds(wholeNumber('cover', cover));
-    console.log(`seeds that hold I1–I6 and cover every fault kind: ${chosen.join(', ')}`);
+    console.log(`seeds that hold I1–I7 and cover every fault kind: ${chosen.join(', ')}`);
     if (uncovered.length > 0) console.log(`no passing seed injects: ${uncovered.join(', ')}`);
     return uncovered.length > 0 ? 1 : 0;
   }
