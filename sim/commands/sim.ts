@@ -120,6 +120,8 @@ async function soak(count: number, first: number, replays: number): Promise<numb
     `extra raw rows: ${section.extraRawRows}; paid analyses per document: ${section.analysesPerDocument.toFixed(3)} (paid calls: ${section.paidCallsPerDocument.toFixed(3)})`,
   );
   for (const line of brokenSeeds) console.log(line);
+  for (const x of section.excusedViewChanges ?? [])
+    console.log(`view answer changed (excused): seed ${x.seed} ${x.key}, causes: ${x.causes.join('; ')}`);
   for (const x of section.extraRawRowCauses ?? [])
     console.log(`extra raw row: seed ${x.seed} ${x.key}, causes: ${x.causes.join('; ') || 'none'}`);
   if (replays > 1)

@@ -14,7 +14,7 @@ export const INVARIANTS = {
   I1: 'ack ⇒ row: every message answered 2xx has a row for its key committed at or before that answer',
   I2: 'nothing stuck, nothing wrongly dead-lettered: every message is acked or dead-lettered, and only a poison document is dead-lettered',
   I3: 'one raw row per key: an extra row needs a named cause that can produce one (each listed)',
-  I4: 'the view never changes its answer: the row (by identity) the documents view returned for a key is the one it returns at the end',
+  I4: 'the view never changes its answer: the row (by identity) the documents view returned for a key is the one it returns at the end (unless the memo failed a lease call of the key; each listed)',
   I5: "paid once: per document, paid analyses on Gemini's bill ≤ 1 + the faults that lost that document's paid answer",
   I6: "no work past the deadline: every request answered by the worker's own deadline (brought forward at SIGTERM), no call started after it, no Gemini call or BigQuery statement of it still running past it",
   I7: 'the right outcome: an invoice ends `ok` with an analysis Gemini gave for it, a refused document `rejected` with its reason, a generation gone before its read `rejected` `object_gone`, a poison one dead-lettered with no row',
@@ -28,6 +28,8 @@ export interface Verdict {
   violations: Record<InvariantId, string[]>;
   /** Raw rows beyond the first of their key, each with the named causes found for it (empty: a violation). */
   extraRawRows: Array<{ key: string; messageId: string; causes: string[] }>;
+  /** Changes of the view's answer that a named cause excused (the memo failed a lease call of the key). */
+  viewChanges: Array<{ key: string; change: string; causes: string[] }>;
   analysesPerDocument: number;
 }
 
@@ -80,17 +82,18 @@ export function checkInvariants(record: RunRecord): Verdict {
   }
 
   // I3: one raw row per key. An extra one is excused only by a cause that can produce one: the
-  // memo failed a lease call of the key (its writers could not exclude each other), or the key
-  // used every lease round. Each extra row is listed with its causes.
+  // memo failed a lease call of the key (its writers could not exclude each other: a lease that
+  // cannot be had never stops the work), or the key used every lease round. Each is listed.
+  const causesOf = (key: string) => [
+    ...(record.leaseFailures[key] ?? []).map((f) => `the memo failed a lease call: ${f}`),
+    ...((record.leaseRounds[key] ?? 0) >= record.maxLeaseRounds
+      ? [`the key used all ${record.maxLeaseRounds} lease rounds`]
+      : []),
+  ];
   const extraRawRows: Verdict['extraRawRows'] = [];
   for (const [key, rows] of rowsByKey) {
     for (const extra of rows.slice(1)) {
-      const causes = [
-        ...(record.leaseFailures[key] ?? []).map((f) => `the memo failed a lease call: ${f}`),
-        ...((record.leaseRounds[key] ?? 0) >= record.maxLeaseRounds
-          ? [`the key used all ${record.maxLeaseRounds} lease rounds`]
-          : []),
-      ];
+      const causes = causesOf(key);
       extraRawRows.push({ key, messageId: extra.messageId, causes });
       if (causes.length === 0)
         violations.I3.push(
@@ -99,7 +102,10 @@ export function checkInvariants(record: RunRecord): Verdict {
     }
   }
 
-  // I4: whatever row the view returned for a key is the row it returns at the end.
+  // I4: whatever row the view returned for a key is the row it returns at the end. A change is
+  // excused only when the memo failed a lease call of the key (its writers could not exclude each
+  // other; listed), not even by a key that used every lease round.
+  const viewChanges: Verdict['viewChanges'] = [];
   for (const [key, seen] of Object.entries(record.viewReads)) {
     const final = record.viewAtEnd[key];
     const changed = seen.filter((id) => id !== final);
@@ -110,9 +116,10 @@ export function checkInvariants(record: RunRecord): Verdict {
           ? `row ${r.id} (message ${r.messageId}, ${r.status} ${r.invoiceNumber ?? r.reason ?? ''})`
           : 'none';
       };
-      violations.I4.push(
-        `the view returned ${changed.map(show).join(', ')} for ${key}, and returns ${show(final)} at the end`,
-      );
+      const change = `the view returned ${changed.map(show).join(', ')} for ${key}, and returns ${show(final)} at the end`;
+      const causes = (record.leaseFailures[key] ?? []).map((f) => `the memo failed a lease call: ${f}`);
+      if (causes.length > 0) viewChanges.push({ key, change, causes });
+      else violations.I4.push(change);
     }
   }
 
@@ -216,5 +223,5 @@ export function checkInvariants(record: RunRecord): Verdict {
       );
   }
 
-  return { violations, extraRawRows, analysesPerDocument };
+  return { violations, extraRawRows, viewChanges, analysesPerDocument };
 }

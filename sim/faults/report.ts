@@ -40,6 +40,14 @@ export function renderFaultFigures(f: FaultsSection): string {
           ),
         ]
       : []),
+    ...(f.excusedViewChanges && f.excusedViewChanges.length > 0
+      ? [
+          '',
+          '| view answer changed (seed, key), excused by | named cause |',
+          '|---|---|',
+          ...f.excusedViewChanges.map((x) => `| ${x.seed}, \`${x.key}\` | ${x.causes.join('; ')} |`),
+        ]
+      : []),
     ...(f.mutants
       ? [
           '',

@@ -14,6 +14,8 @@ export interface FaultsSection {
   paidCallsPerDocument: number;
   /** Each extra raw row, with the named causes that excused it. */
   extraRawRowCauses?: Array<{ seed: number; key: string; causes: string[] }>;
+  /** Each change of the view's answer that a named cause excused (I4), with its causes. */
+  excusedViewChanges?: Array<{ seed: number; key: string; causes: string[] }>;
   /** Each named bug injected at run time, and the invariant that caught it (sim/faults/mutants.ts). */
   mutants?: Record<string, InvariantId | 'not caught'>;
 }
@@ -48,6 +50,7 @@ export async function runSoak(
   const violations = Object.fromEntries(INVARIANT_IDS.map((id) => [id, 0])) as Record<InvariantId, number>;
   let extraRawRows = 0;
   const extraRawRowCauses: NonNullable<FaultsSection['extraRawRowCauses']> = [];
+  const excusedViewChanges: NonNullable<FaultsSection['excusedViewChanges']> = [];
   let paid = 0;
   let paidCalls = 0;
   let documents = 0;
@@ -57,6 +60,7 @@ export async function runSoak(
     for (const [id] of broken(verdict)) violations[id]++;
     extraRawRows += verdict.extraRawRows.length;
     for (const x of verdict.extraRawRows) extraRawRowCauses.push({ seed, key: x.key, causes: x.causes });
+    for (const x of verdict.viewChanges) excusedViewChanges.push({ seed, key: x.key, causes: x.causes });
     paid += Object.values(result.record.paidAnalysesByDocument).reduce((a, b) => a + b, 0);
     paidCalls += Object.values(result.record.paidCallsByDocument).reduce((a, b) => a + b, 0);
     documents += result.record.documents.length;
@@ -70,6 +74,7 @@ export async function runSoak(
     analysesPerDocument: paid / Math.max(1, documents),
     paidCallsPerDocument: paidCalls / Math.max(1, documents),
     extraRawRowCauses,
+    excusedViewChanges,
   };
 }
 

@@ -169,9 +169,24 @@ describe('the invariants', () => {
   it('I4: the view switching between two rows of the same message breaks it (rows by identity)', () => {
     const r = kept();
     r.rawRows.push({ ...secondRow(r), messageId: '1' });
-    r.leaseFailures = { [KEY]: ['memo.error on lease at 300 ms'] };
+    r.leaseRounds = { [KEY]: 16 };
     r.viewReads = { [KEY]: [1, 0] };
     expect(broken(r)).toEqual(['I4']);
+  });
+
+  it('I4: a switch under a failed lease call of the key is excused, and listed with its cause', () => {
+    const r = kept();
+    r.rawRows.push({ ...secondRow(r), messageId: '1' });
+    r.viewReads = { [KEY]: [1, 0] };
+    r.leaseFailures = { [KEY]: ['memo lease failed at 300 ms'] };
+    const verdict = checkInvariants(r);
+    expect(verdict.violations.I4).toEqual([]);
+    expect(verdict.viewChanges).toEqual([
+      expect.objectContaining({
+        key: KEY,
+        causes: ['the memo failed a lease call: memo lease failed at 300 ms'],
+      }),
+    ]);
   });
 
   it('I5: a document paid twice with no lost answer breaks it; a lost answer of that document allows one more', () => {
