@@ -6,6 +6,18 @@ import { seededRandom } from '../random';
 import type { SimClock } from '../time';
 import type { FaultLog, FaultSchedule } from './schedule';
 
+/** `{ [name]: wrap(method) }` when `target` has a method `name`, else nothing. */
+function optional<N extends string>(
+  target: object,
+  name: N,
+  wrap: (call: (key: string) => Promise<unknown>) => (key: string) => Promise<unknown>,
+): Partial<Record<N, (key: string) => Promise<unknown>>> {
+  const method = (target as Record<string, unknown>)[name];
+  if (typeof method !== 'function') return {};
+  const call = (key: string) => (method as (key: string) => Promise<unknown>).call(target, key);
+  return { [name]: wrap(call) } as Partial<Record<N, (key: string) => Promise<unknown>>>;
+}
+
 /**
  * The memo bucket: the worker's real `GcsMemoStore`, one per instance, over a model of the Cloud
  * Storage bucket they share (`bucket(b).file(n).save()/download()`, `getFiles({ prefix })`), so
@@ -82,6 +94,8 @@ export class MemoBucket {
           return held;
         }),
       renew: (key, expiresAt) => this.watch('renew', key, real.renew(key, expiresAt)),
+      // An optional call of the port, when the adapter has it (whether a key was ever leased).
+      ...optional(real, 'hasLease', (call) => (key: string) => this.watch('hasLease', key, call(key))),
     };
   }
 
@@ -102,6 +116,9 @@ export class MemoBucket {
         this.lost(dedupKey, `${what}: a concurrent delivery could not see the holder`);
         this.leaseFailures.set(dedupKey, [...(this.leaseFailures.get(dedupKey) ?? []), what]);
       }
+      // Whether the key was ever leased (a delivery whose version kept nothing asks, to find a
+      // written document): unanswered, the delivery may pay for a document already written.
+      else if (operation === 'hasLease') this.lost(dedupKey, `${what}: it could not tell the key was leased`);
     };
     const timer = this.time.after(MEMO_CALL_TIMEOUT_MS, () => note('timed out'));
     call.then(

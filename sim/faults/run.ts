@@ -217,9 +217,10 @@ export async function runSchedule(
     : undefined;
   const configOf = (index: number) => (rolloutConfig && index >= schedule.instances ? rolloutConfig : config);
   const versions = [analyzerVersion, ...(schedule.rollout ? [versionOf(schedule.rollout.model)] : [])];
-  const memoKeys = new Map(
-    documents.flatMap((d) => versions.map((v) => [AnalysisMemo.key(d.key, v), d.key] as const)),
-  );
+  // A memo object is named after a hash of its dedup key (whatever the version or lease round in
+  // its name): that hash ties it to its document.
+  const byHash = new Map(documents.map((d) => [createHash('sha256').update(d.key).digest('hex'), d.key]));
+  const memoKeys = { get: (memoKey: string) => byHash.get(/[0-9a-f]{64}/.exec(memoKey)?.[0] ?? '') };
   // A lease round after the first is named `<memo key>~<round>`: it is about the same document.
   const poison = new Set(documents.filter((d) => d.kind === 'poison').map((d) => d.key));
   const warehouse = new Warehouse(time, schedule.bigquery, poison, faults);
@@ -227,7 +228,7 @@ export async function runSchedule(
     time,
     schedule.memo,
     faults,
-    (memoKey) => memoKeys.get(memoKey.replace(/~\d+$/, '')),
+    (memoKey) => memoKeys.get(memoKey),
     (dedupKey) => warehouse.raw.some((r) => r.row.dedup_key === dedupKey),
     schedule.seed,
   );
@@ -335,6 +336,12 @@ export async function runSchedule(
           renew: (...args: Parameters<MemoStore['renew']>) =>
             ports.track('lease', () => memoStore.renew(...args)),
         };
+        // An optional call of the port the store may have (whether a key was ever leased): kept.
+        const hasLease = (memoStore as { hasLease?: (key: string) => Promise<boolean> }).hasLease;
+        if (hasLease)
+          Object.assign(memo, {
+            hasLease: (key: string) => ports.track('lease', () => hasLease.call(memoStore, key)),
+          });
         return serve(config, { store, reader, analyzer, memo }, silentLogger);
       },
       schedule.instances,
@@ -481,7 +488,7 @@ export async function runSchedule(
       requests: cloudRun.requests,
       statements: warehouse.statements,
       leaseFailures: Object.fromEntries(bucket.leaseFailures),
-      leaseRounds: leaseRoundsByKey(bucket.leaseNames, (name) => memoKeys.get(name.replace(/~\d+$/, ''))),
+      leaseRounds: leaseRoundsByKey(bucket.leaseNames, (name) => memoKeys.get(name)),
       maxLeaseRounds: MAX_LEASE_ROUNDS,
       budget: {
         deliveryMs: deliveryBudgetMs({ workerTimeoutSeconds: config.requestTimeoutSeconds }),
