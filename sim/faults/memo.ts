@@ -10,12 +10,12 @@ import type { FaultLog, FaultSchedule } from './schedule';
 function optional<N extends string>(
   target: object,
   name: N,
-  wrap: (call: (key: string) => Promise<unknown>) => (key: string) => Promise<unknown>,
-): Partial<Record<N, (key: string) => Promise<unknown>>> {
+  wrap: (call: (key: string) => Promise<boolean>) => (key: string) => Promise<boolean>,
+): Partial<Record<N, (key: string) => Promise<boolean>>> {
   const method = (target as Record<string, unknown>)[name];
   if (typeof method !== 'function') return {};
-  const call = (key: string) => (method as (key: string) => Promise<unknown>).call(target, key);
-  return { [name]: wrap(call) } as Partial<Record<N, (key: string) => Promise<unknown>>>;
+  const call = (key: string) => (method as (key: string) => Promise<boolean>).call(target, key);
+  return { [name]: wrap(call) } as Partial<Record<N, (key: string) => Promise<boolean>>>;
 }
 
 /**
