@@ -219,6 +219,12 @@ export class Warehouse {
       );
     const run = async (): Promise<Set<string>> => {
       if (kind === 'lookup') {
+        // A query is stopped at its jobTimeoutMs too.
+        if (this.time.nowMs() + plan.latencyMs / 2 > stopAtMs) {
+          await this.time.sleep(Math.max(0, stopAtMs - this.time.nowMs()));
+          end('timed out');
+          throw timedOut(timeoutMs ?? 0);
+        }
         await this.time.sleep(plan.latencyMs / 2);
         const present = new Set(this.raw.map((r) => r.row.dedup_key));
         end('ok');
