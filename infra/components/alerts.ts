@@ -94,6 +94,8 @@ export class Alerts extends DoclineComponent {
   readonly duplicateObjects: gcp.monitoring.AlertPolicy;
   /** The BigQuery Data Transfer service agent, made to exist before it is granted anything. */
   readonly transferAgent: gcp.projects.ServiceIdentity;
+  /** A dependency (Gemini, BigQuery) out, or refusing the worker rather than a document. */
+  readonly dependencyOutage: gcp.monitoring.AlertPolicy;
 
   constructor(name: string, args: AlertsArgs, opts?: pulumi.ComponentResourceOptions) {
     super('docline:index:Alerts', name, opts);
@@ -194,6 +196,39 @@ export class Alerts extends DoclineComponent {
         triggers: { duplicateAnswers: this.duplicateAnswers.id, allAnswers: this.allAnswers.id },
       },
       this.childAfter(this.duplicateAnswers, this.allAnswers),
+    );
+    // The worker's outage breaker logs an ERROR line with `outage` when a dependency has failed every
+    // call for 30 s, and again every 5 minutes while it lasts; a refusal of the worker (billing,
+    // region, credentials, model) is an ERROR line with error `dependency_refused`. Deliveries are
+    // retried meanwhile (Pub/Sub's retry horizon covers 6 hours): an operator has that long.
+    this.dependencyOutage = new gcp.monitoring.AlertPolicy(
+      `${name}-dependency-outage`,
+      {
+        project: args.project,
+        displayName: `${args.prefix}: a dependency of the worker is out`,
+        combiner: 'OR',
+        conditions: [
+          {
+            displayName: 'The worker reports a dependency outage or refusal',
+            conditionMatchedLog: {
+              filter: pulumi.interpolate`${workerLogs} AND severity >= ERROR AND (jsonPayload.outage:* OR jsonPayload.error = "dependency_refused")`,
+            },
+          },
+        ],
+        // Re-logged every 5 minutes while it lasts: the incident stays open until 30 minutes after.
+        alertStrategy: { notificationRateLimit: { period: '300s' }, autoClose: '1800s' },
+        documentation: {
+          mimeType: 'text/markdown',
+          content:
+            'Gemini or BigQuery is failing every call (`outage`: which one, since when, the last error), or refuses ' +
+            'the worker itself (`dependency_refused`: billing, region, credentials, model). Deliveries answer 503 and ' +
+            'Pub/Sub retries them for about 15 hours with the default settings, so nothing is lost if the cause is ' +
+            'fixed within 6 hours; after that, replay the dead letters or run the reconcile job.',
+        },
+        notificationChannels,
+        userLabels,
+      },
+      this.child,
     );
     const userMetric = (metric: gcp.logging.Metric) =>
       pulumi.interpolate`resource.type = "cloud_run_revision" AND metric.type = "logging.googleapis.com/user/${metric.name}"`;

@@ -165,7 +165,7 @@ describe('the docline program with the dev stack file', () => {
         topic: one(run, T.topic, '-uploads').outputs.id,
         ackDeadlineSeconds: DELIVERY_DEFAULTS.ackDeadlineSeconds,
         retryPolicy: { minimumBackoff: '10s', maximumBackoff: '600s' },
-        deadLetterPolicy: { deadLetterTopic: deadLetterTopic.outputs.id, maxDeliveryAttempts: 10 },
+        deadLetterPolicy: { deadLetterTopic: deadLetterTopic.outputs.id, maxDeliveryAttempts: 100 },
         messageRetentionDuration: '604800s',
         filter: 'attributes.eventType = "OBJECT_FINALIZE"',
         expirationPolicy: { ttl: '' },
@@ -415,6 +415,17 @@ describe('the docline program with the dev stack file', () => {
         `resource.type = "bigquery_dts_config" AND resource.labels.config_id = "${configId}" AND severity >= ERROR`,
       );
     });
+
+    it("alerts while a dependency is out or refuses the worker, on the worker's own ERROR lines", () => {
+      const alert = one(run, T.alert, '-dependency-outage');
+      const conditions = alert.inputs.conditions as Array<{ conditionMatchedLog: { filter: string } }>;
+      const filter = conditions[0]!.conditionMatchedLog.filter;
+      expect(filter).toContain('resource.type = "cloud_run_revision"');
+      expect(filter).toContain(
+        'severity >= ERROR AND (jsonPayload.outage:* OR jsonPayload.error = "dependency_refused")',
+      );
+      expect(alert.inputs.alertStrategy).toMatchObject({ notificationRateLimit: { period: '300s' } });
+    });
   });
 
   describe('project', () => {
@@ -514,7 +525,7 @@ describe('the docline program with the prod stack file', () => {
 
     expect(push.inputs).toMatchObject({
       ackDeadlineSeconds: 600,
-      deadLetterPolicy: { maxDeliveryAttempts: 15 },
+      deadLetterPolicy: { maxDeliveryAttempts: 100 },
     });
     expect(template).toMatchObject({
       timeout: '560s',
@@ -616,7 +627,7 @@ describe('the docline program in preview', () => {
     expect(push.inputs).toMatchObject({
       ackDeadlineSeconds: DELIVERY_DEFAULTS.ackDeadlineSeconds,
       retryPolicy: { minimumBackoff: '10s', maximumBackoff: '600s' },
-      deadLetterPolicy: { maxDeliveryAttempts: 10 },
+      deadLetterPolicy: { maxDeliveryAttempts: 100 },
     });
     expect(template.timeout).toBe(`${DELIVERY_DEFAULTS.workerTimeoutSeconds}s`);
     expect(env(one(run, T.run)).BIGQUERY_TABLE).toBe('docline-dev-example.docline_dev.deliveries');

@@ -134,11 +134,9 @@ function logFailure(logger: Logger, error: unknown, answer: Answer, latencyMs: n
   });
   if (code === 'transient')
     logger.warn(`transient failure, Pub/Sub will retry: ${(error as Error).message}`, fields);
-  else if (code === 'configuration' || code === 'internal') {
+  else if (code === 'configuration' || code === 'internal' || code === 'dependency_refused') {
     // The logger adds the stack trace and causes of `cause` to ERROR lines, for Error Reporting.
-    logger.error(
-      `${code === 'internal' ? 'unexpected failure' : 'configuration fault'}: ${(error as Error).message}`,
-      fields,
-    );
+    const what = { internal: 'unexpected failure', configuration: 'configuration fault' }[code as string];
+    logger.error(`${what ?? 'a dependency refuses the worker'}: ${(error as Error).message}`, fields);
   } else logger.warn(`refused: ${(error as Error).message}`, fields);
 }

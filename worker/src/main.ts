@@ -6,6 +6,7 @@ import { ANSWER_MARGIN_MS, deliveryBudgetMs, SHUTDOWN_GRACE_MS } from './contrac
 import { Deadlines } from './core/deadline';
 import type { HandlerDeps } from './core/handle';
 import { AnalysisMemo } from './core/memo';
+import { OutageBreaker } from './core/outage';
 import {
   type Analyzer,
   type BatchStore,
@@ -198,10 +199,14 @@ export async function serve(
     deliveryBudgetMs({ workerTimeoutSeconds: config.requestTimeoutSeconds }),
     systemClock,
   );
+  // Watches the store's and the analyzer's calls: while either is out, deliveries are answered 503
+  // at no cost, and an ERROR line says so (the stack's outage alert).
+  const outage = new OutageBreaker({ logger });
   const deps: HandlerDeps = {
-    store: adapters.store,
+    store: outage.store(adapters.store),
     reader: adapters.reader,
-    analyzer: adapters.analyzer,
+    analyzer: outage.analyzer(adapters.analyzer),
+    outage,
     clock: systemClock,
     dedupKeyMode: config.dedupKeyMode,
     limits: { maxObjectBytes: config.maxObjectBytes, allowedContentTypes: config.allowedContentTypes },

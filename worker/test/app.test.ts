@@ -5,7 +5,12 @@ import { SqliteStore } from '../src/adapters/sqlite-store';
 import { ANSWER_TABLE } from '../src/answers';
 import { createApp } from '../src/app';
 import { DEFAULT_CONTENT_TYPES } from '../src/contract/settings';
-import { ConfigurationError, PushAuthError, TransientError } from '../src/core/errors';
+import {
+  ConfigurationError,
+  DependencyRefusedError,
+  PushAuthError,
+  TransientError,
+} from '../src/core/errors';
 import type { Logger, Store } from '../src/core/ports';
 import { JsonLogger } from '../src/log';
 import { pushBody } from './support/builders';
@@ -98,6 +103,19 @@ describe('POST /push', () => {
     expect(logger.entries.find((e) => e.severity === 'ERROR')?.message).toContain(
       'raise MAXIMUM_BYTES_BILLED',
     );
+  });
+
+  it('answers 503 for a dependency that refuses the worker, not the document, and logs it at ERROR', async () => {
+    const refused = new DependencyRefusedError(
+      'analyzer_precondition',
+      'Gemini refused the project: billing',
+    );
+    const { app, upload, logger } = setup({ store: failingStore(refused) });
+    const res = await request(app).post('/push').send(upload('1'));
+    expect(res.status).toBe(503);
+    expect(res.body).toMatchObject({ error: 'dependency_refused', cause: 'analyzer_precondition' });
+    const line = logger.entries.find((e) => e.severity === 'ERROR');
+    expect(line?.message).toContain('a dependency refuses the worker: Gemini refused the project');
   });
 
   it('answers 500 without details for an unexpected failure', async () => {

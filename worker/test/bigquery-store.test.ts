@@ -19,7 +19,8 @@ import {
 import { bigQuerySchema, COLUMN_NAMES, COLUMNS, type Row } from '../src/contract/row';
 import { DELIVERY_DEFAULTS } from '../src/contract/settings';
 import { Deadline, DeadlineError } from '../src/core/deadline';
-import { ConfigurationError, RejectionError, TransientError } from '../src/core/errors';
+import { ConfigurationError, OutcomeUnknownError, RejectionError, TransientError } from '../src/core/errors';
+import { writeMayStillCommit } from '../src/core/handle';
 import type { Clock } from '../src/core/ports';
 import { testRow } from './support/builders';
 import {
@@ -321,6 +322,83 @@ describe('BigQueryStore', () => {
       expect(await store.record(row)).toBe(true);
       expect(await store.record({ ...row, message_id: '2' })).toBe(false);
       expect(fake.requests.filter((r) => r.method === 'GET' && r.path.includes('/queries/'))).toHaveLength(2);
+    });
+  });
+
+  describe('a MERGE whose answer is lost (its outcome is read by its job id)', () => {
+    /** A store whose clock moves only when it waits: its deadline comes after that many polls. */
+    async function timed() {
+      let nowMs = NOW.getTime();
+      const moving: Clock = { now: () => new Date(nowMs) };
+      const waits: number[] = [];
+      const timedStore = await storeOn(fake, {
+        logger,
+        clock: moving,
+        outcomePollMs: 1_000,
+        sleep: async (ms) => {
+          waits.push(ms);
+          nowMs += ms;
+        },
+      });
+      return { store: timedStore, deadline: new Deadline(nowMs + 10_000, moving), waits };
+    }
+    const jobGets = () => fake.requests.filter((r) => r.method === 'GET' && /\/jobs\/[^/]+$/.test(r.path));
+
+    it.each([
+      ['insert', 'reset'],
+      ['insert', 503],
+      ['results', 'reset'],
+      ['results', 503],
+    ] as const)(
+      'reads the outcome of a MERGE that committed but whose %s answer was lost (%s): inserted, and no second statement',
+      async (where, how) => {
+        const { store: s, deadline } = await timed();
+        const row = testRow();
+        fake.loseAnswerNext(1, where, how);
+        expect(await s.recordMany([row], deadline)).toEqual(new Set([row.dedup_key]));
+        expect(fake.rows()).toHaveLength(1);
+        expect(jobBodies()).toHaveLength(1);
+        // The id asked for is the one the statement was created with (chosen before jobs.insert).
+        const inserted = (jobBodies()[0] as unknown as { jobReference: { jobId: string } }).jobReference
+          .jobId;
+        expect(jobGets().map((r) => decodeURIComponent(r.path.split('/').pop()!))).toEqual([inserted]);
+        // Retried after that, the key is there: the retry answers duplicate instead of a second row.
+        expect(await s.recordMany([{ ...row, message_id: 'm-2' }], deadline)).toEqual(new Set());
+        expect(fake.rows()).toHaveLength(1);
+      },
+    );
+
+    it('asks again while jobs.get fails or the job runs, then reads the outcome', async () => {
+      const { store: s, deadline, waits } = await timed();
+      fake.loseAnswerNext(1, 'results', 'reset');
+      fake.jobGetNext(1, 503);
+      fake.jobGetNext(1, 'RUNNING');
+      const row = testRow();
+      expect(await s.recordMany([row], deadline)).toEqual(new Set([row.dedup_key]));
+      expect(jobGets()).toHaveLength(3);
+      expect(waits).toEqual([1_000, 1_000]);
+    });
+
+    it('answers OutcomeUnknownError (503) when the outcome cannot be read before the deadline: the job may still commit', async () => {
+      const { store: s, deadline } = await timed();
+      fake.loseAnswerNext(1, 'results', 503);
+      fake.jobGetNext(100, 503);
+      const error = await s.recordMany([testRow()], deadline).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(OutcomeUnknownError);
+      expect(error).toMatchObject({ code: 'bigquery_outcome_unknown' });
+      expect(writeMayStillCommit(error)).toBe(true);
+      // Asked every second from the lost answer until one poll before the deadline (10 s), never past it.
+      expect(jobGets().length).toBe(10);
+      expect(logger.entries.some((e) => e.message.includes('outcome of a BigQuery MERGE is unknown'))).toBe(
+        true,
+      );
+    });
+
+    it('does not read a lookup whose answer was lost: nothing can commit, it is only transient', async () => {
+      const { store: s, deadline } = await timed();
+      fake.loseAnswerNext(1, 'results', 503);
+      await expect(s.seen('gs://b/o#1', deadline)).rejects.toMatchObject({ code: 'bigquery_unavailable' });
+      expect(jobGets()).toHaveLength(0);
     });
   });
 

@@ -80,3 +80,115 @@ describe('GcsMemoStore under the one-write-per-second limit of an object', () =>
     expect(objects.has('analyses/k.json')).toBe(true);
   });
 });
+
+/**
+ * A bucket that honours create-only writes as Cloud Storage does (412 when the name exists), numbers
+ * generations in the order writes land, and can hold the next renewal's write until released (a
+ * slow request that lands after a later one).
+ */
+function landingOrderBucket() {
+  const objects = new Map<string, { data: string; generation: number }>();
+  let generation = 0;
+  let hold: Promise<void> | undefined;
+  let release = () => {};
+  const storage = {
+    bucket: () => ({
+      file: (name: string) => ({
+        save: async (data: string, options: { preconditionOpts?: { ifGenerationMatch?: number } }) => {
+          if (hold && /^leases\/.+\/.+\.json$/.test(name)) {
+            const gate = hold;
+            hold = undefined;
+            await gate;
+          }
+          if (options.preconditionOpts?.ifGenerationMatch === 0 && objects.has(name))
+            throw Object.assign(new Error('At least one of the pre-conditions you specified did not hold.'), {
+              code: 412,
+            });
+          objects.set(name, { data, generation: ++generation });
+        },
+        download: async () => {
+          const object = objects.get(name);
+          if (!object) throw Object.assign(new Error('No such object.'), { code: 404 });
+          return [Buffer.from(object.data)];
+        },
+      }),
+      getFiles: async ({ prefix }: { prefix: string }) => [
+        [...objects.entries()]
+          .filter(([n]) => n.startsWith(prefix))
+          .map(([n, o]) => ({ name: n, metadata: { generation: String(o.generation) } })),
+      ],
+    }),
+  } as unknown as Storage;
+  return {
+    storage,
+    objects,
+    /** The next renewal's write waits until `release()`. */
+    holdNextRenewal() {
+      hold = new Promise<void>((resolve) => (release = resolve));
+    },
+    release: () => release(),
+  };
+}
+
+describe('GcsMemoStore renewals', () => {
+  it('counts the renewal issued last, not the one that landed last: a slow older renewal never shortens the lease, and renewals to the same bound are not refused', async () => {
+    const bucket = landingOrderBucket();
+    let nowMs = Date.parse('2026-12-01T09:00:00.000Z');
+    const memo = new GcsMemoStore({
+      storage: bucket.storage,
+      bucket: 'memo',
+      clock: { now: () => new Date(nowMs) },
+    });
+    const t0 = nowMs;
+    expect(await memo.lease('k', new Date(t0 + 15_000))).toBeUndefined();
+    // A heartbeat renews to now + 15 s; its request is slow.
+    nowMs = t0 + 5_000;
+    bucket.holdNextRenewal();
+    const slow = memo.renew('k', new Date(t0 + 20_000));
+    // The write turn moves the lease past its statement's bound meanwhile; that lands first.
+    nowMs = t0 + 6_000;
+    await memo.renew('k', new Date(t0 + 513_000));
+    bucket.release();
+    await slow;
+    expect((await memo.lease('k', new Date(t0 + 30_000)))?.getTime()).toBe(t0 + 513_000);
+    // The next heartbeat renews to the same bound: a renewal of its own, not a silent 412.
+    nowMs = t0 + 10_000;
+    await memo.renew('k', new Date(t0 + 513_000));
+    expect([...bucket.objects.keys()].filter((n) => n.startsWith('leases/k/'))).toHaveLength(3);
+    expect((await memo.lease('k', new Date(t0 + 30_000)))?.getTime()).toBe(t0 + 513_000);
+    // The write answered: the lease ends now, whatever lands after.
+    nowMs = t0 + 12_000;
+    await memo.renew('k', new Date(t0 + 12_000));
+    expect((await memo.lease('k', new Date(t0 + 30_000)))?.getTime()).toBe(t0 + 12_000);
+  });
+
+  it('stamps renewals issued in the same millisecond in order', async () => {
+    const bucket = landingOrderBucket();
+    const memo = new GcsMemoStore({
+      storage: bucket.storage,
+      bucket: 'memo',
+      clock: { now: () => new Date(1_000) },
+    });
+    expect(await memo.lease('k', new Date(15_000))).toBeUndefined();
+    await memo.renew('k', new Date(90_000));
+    await memo.renew('k', new Date(5_000));
+    expect([...bucket.objects.keys()].sort()).toEqual([
+      'leases/k.json',
+      'leases/k/1000-90000.json',
+      'leases/k/1001-5000.json',
+    ]);
+    expect((await memo.lease('k', new Date(1)))?.getTime()).toBe(5_000);
+  });
+
+  it('reads a renewal named after its expiry alone (written by an earlier revision) by when it was created', async () => {
+    const bucket = landingOrderBucket();
+    const memo = new GcsMemoStore({
+      storage: bucket.storage,
+      bucket: 'memo',
+      clock: { now: () => new Date(0) },
+    });
+    expect(await memo.lease('k', new Date(15_000))).toBeUndefined();
+    bucket.objects.set('leases/k/40000.json', { data: '{}', generation: 99 });
+    expect((await memo.lease('k', new Date(1)))?.getTime()).toBe(40_000);
+  });
+});

@@ -3,7 +3,14 @@ import { createGeminiClient, GeminiAnalyzer } from '../src/adapters/gemini-analy
 import { INVOICE_PROMPT } from '../src/adapters/gemini-prompt';
 import { analysisJsonSchema } from '../src/contract/analysis';
 import { Deadline } from '../src/core/deadline';
-import { ConfigurationError, RejectionError, TransientError } from '../src/core/errors';
+import {
+  ConfigurationError,
+  DependencyRefusedError,
+  ERROR_ANSWERS,
+  errorAnswer,
+  RejectionError,
+  TransientError,
+} from '../src/core/errors';
 import type { AnalyzerInput } from '../src/core/ports';
 import {
   blockedCandidateResponse,
@@ -261,17 +268,24 @@ describe('GeminiAnalyzer', () => {
 
   describe('error mapping', () => {
     const cases: Array<
-      [GeminiFailureStatus, typeof TransientError | typeof RejectionError | typeof ConfigurationError, string]
+      [
+        GeminiFailureStatus,
+        typeof TransientError | typeof RejectionError | typeof DependencyRefusedError,
+        string,
+      ]
     > = [
       [408, TransientError, 'analyzer_unavailable'],
       [429, TransientError, 'analyzer_rate_limited'],
       [500, TransientError, 'analyzer_unavailable'],
       [503, TransientError, 'analyzer_unavailable'],
       [504, TransientError, 'analyzer_unavailable'],
-      [400, RejectionError, 'analysis_failed'],
-      [401, ConfigurationError, 'analyzer_access_denied'],
-      [403, ConfigurationError, 'analyzer_access_denied'],
-      [404, ConfigurationError, 'analyzer_model_not_found'],
+      // A bare "invalid argument" does not say it is the document's: every document could get it.
+      [400, DependencyRefusedError, 'analyzer_refused_request'],
+      [401, DependencyRefusedError, 'analyzer_access_denied'],
+      [403, DependencyRefusedError, 'analyzer_access_denied'],
+      [404, DependencyRefusedError, 'analyzer_model_not_found'],
+      [409, DependencyRefusedError, 'analyzer_refused_request'],
+      [499, DependencyRefusedError, 'analyzer_refused_request'],
     ];
 
     it.each(cases)('maps %i to %p (%s), in one request', async (status, kind, code) => {
@@ -282,10 +296,50 @@ describe('GeminiAnalyzer', () => {
       expect(fake.requests).toHaveLength(1); // the SDK does not retry: Pub/Sub does
     });
 
-    it('treats an invalid API key (400 API_KEY_INVALID) as configuration, not as the document', async () => {
-      fake.failNext(400, 1, 'API key not valid. Please pass a valid API key.');
-      await expect(analyzer.analyze(input)).rejects.toBeInstanceOf(ConfigurationError);
+    it.each([
+      ['The document has no pages.'],
+      ['Request payload size exceeds the limit: 20971520 bytes.'],
+      [
+        'Unable to process input image. Please retry or report in https://developers.generativeai.google/guide/troubleshooting',
+      ],
+      ['The input token count (1216582) exceeds the maximum number of tokens allowed (1048575).'],
+    ])('rejects the document (analysis_failed) for a 400 about the document: %s', async (message) => {
+      fake.failNext(400, 1, message);
+      const error = await analyzer.analyze(input).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(RejectionError);
+      expect((error as RejectionError).code).toBe('analysis_failed');
     });
+
+    it.each([
+      ['FAILED_PRECONDITION', 'User location is not supported for the API use.', 'analyzer_precondition'],
+      [
+        'FAILED_PRECONDITION',
+        'Gemini API free tier is not available in your country. Please enable billing on your project in Google AI Studio.',
+        'analyzer_precondition',
+      ],
+      [
+        'INVALID_ARGUMENT',
+        'The specified schema produces a constraint that has too many states for serving.',
+        'analyzer_refused_request',
+      ],
+      [
+        'INVALID_ARGUMENT',
+        '* GenerateContentRequest.generation_config.response_schema.properties[total].type: must be specified',
+        'analyzer_refused_request',
+      ],
+      ['INVALID_ARGUMENT', 'API key not valid. Please pass a valid API key.', 'analyzer_access_denied'],
+    ])(
+      'retries a 400 %s that is not about the document (503, alerted), never a rejected row: %s',
+      async (state, message, code) => {
+        fake.failNext(400, 1, message, state);
+        const error = await analyzer.analyze(input).catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(DependencyRefusedError);
+        expect(error).not.toBeInstanceOf(RejectionError);
+        expect((error as DependencyRefusedError).code).toBe(code);
+        expect(errorAnswer(error)).toEqual(ERROR_ANSWERS.dependencyRefused);
+        expect(errorAnswer(error).http).toBe(503);
+      },
+    );
 
     it('gives up after its timeout when Gemini does not answer', async () => {
       const impatient = new GeminiAnalyzer({

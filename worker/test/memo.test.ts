@@ -5,8 +5,9 @@ import { FileMemoStore } from '../src/adapters/file-memo-store';
 import { MemoryMemoStore } from '../src/adapters/memory-memo-store';
 import { QuotaGate, RATE_LIMITED } from '../src/adapters/quota-gate';
 import type { AnalysisResult } from '../src/contract/analysis';
+import type { Row } from '../src/contract/row';
 import { Deadline, DeadlineError } from '../src/core/deadline';
-import { RejectionError, TransientError } from '../src/core/errors';
+import { OutcomeUnknownError, RejectionError, TransientError } from '../src/core/errors';
 import { dedupKey, parsePush } from '../src/core/event';
 import { handle } from '../src/core/handle';
 import { AnalysisMemo } from '../src/core/memo';
@@ -204,7 +205,7 @@ describe('AnalysisMemo across instances (the lease)', () => {
     const clock = new ManualClock();
     const store = new MemoryMemoStore();
     const [, b] = twoInstances(store, clock);
-    await store.lease(AnalysisMemo.key(KEY, 'v1'), new Date(clock.ms + 60_000));
+    await store.lease(AnalysisMemo.leaseKey(KEY), new Date(clock.ms + 60_000));
     const work = jest.fn(async () => paid());
     const started = clock.ms;
     expect(await b.analyse(KEY, 'v1', work)).toMatchObject({ source: 'analyzer' });
@@ -269,7 +270,7 @@ describe('AnalysisMemo across instances (the lease)', () => {
     const clock = new ManualClock();
     const store = new MemoryMemoStore();
     const [a, b] = twoInstances(store, clock);
-    const key = AnalysisMemo.key(KEY, 'v1');
+    const key = AnalysisMemo.leaseKey(KEY);
     await store.lease(key, new Date(clock.ms - 1));
     await store.lease(`${key}~1`, new Date(clock.ms - 1));
     let finish: (r: AnalysisResult) => void = () => {};
@@ -330,7 +331,7 @@ describe('AnalysisMemo across instances (the lease)', () => {
     const clock = new ManualClock();
     const store = new MemoryMemoStore();
     const [, b] = twoInstances(store, clock);
-    await store.lease(AnalysisMemo.key(KEY, 'v1'), new Date(clock.ms - 1));
+    await store.lease(AnalysisMemo.leaseKey(KEY), new Date(clock.ms - 1));
     const started = clock.ms;
     expect(await b.analyse(KEY, 'v1', async () => paid())).toMatchObject({ source: 'analyzer' });
     expect(clock.ms).toBe(started);
@@ -408,6 +409,16 @@ describe('FileMemoStore', () => {
     expect(await store.lease(`${key(1)}~1`, until)).toBeUndefined();
     expect(await store.lease(`${key(1)}~1`, new Date(until.getTime() + 1))).toEqual(until);
   });
+
+  it('tells whether a key was ever leased, without taking its lease (leases are `lease/sha256`, one for every version)', async () => {
+    const store = new FileMemoStore(dir);
+    const lease = AnalysisMemo.leaseKey(KEY);
+    expect(lease).toMatch(/^lease\/[a-f0-9]{64}$/);
+    expect(await store.hasLease(lease)).toBe(false);
+    expect(await store.hasLease(lease)).toBe(false);
+    expect(await store.lease(lease, new Date('2026-11-30T04:00:15.000Z'))).toBeUndefined();
+    expect(await store.hasLease(lease)).toBe(true);
+  });
 });
 
 describe('handle with the memo', () => {
@@ -472,8 +483,7 @@ describe('handle with the memo', () => {
       reader.put(attrs.bucketId!, attrs.objectId!, attrs.objectGeneration!, INVOICE);
       return parsePush(body);
     };
-    const leaseOf = (dedupKey: string) =>
-      memoStore.leases.get(AnalysisMemo.key(dedupKey, deps.analyzer.version))!.getTime();
+    const leaseOf = (dedupKey: string) => memoStore.leases.get(AnalysisMemo.leaseKey(dedupKey))!.getTime();
 
     const answered = await handle(delivery('1', 'a.txt'), deps, deadline(498_000));
     expect(answered.status).toBe('ok');
@@ -489,6 +499,65 @@ describe('handle with the memo', () => {
     const key = dedupKey(delivery('2', 'b.txt'), 'object');
     // Still held one lease time past the deadline, the bound of the statement (its jobTimeoutMs).
     expect(leaseOf(key)).toBe(time.ms - 31_000 + 30_000 + 15_000);
+  });
+
+  it('keeps the key’s lease to its bound when the write’s outcome is unknown: neither another instance nor this instance’s own retry writes meanwhile', async () => {
+    const time = new ManualTime();
+    const memoStore = new MemoryMemoStore();
+    const options = {
+      ttlMs: 8 * DAY_MS,
+      clock: time.clock,
+      sleep: time.sleep,
+      timers: time,
+      writesOutliveInstance: true,
+    };
+    const memoA = new AnalysisMemo(memoStore, options);
+    const memoB = new AnalysisMemo(memoStore, options);
+    const a = handlerDeps({ clock: time.clock, memo: memoA });
+    const b = handlerDeps({ clock: time.clock, memo: memoB, store: a.store });
+    const body = pushBody('1', { size: Buffer.byteLength(INVOICE) });
+    const attrs = (body.message as { attributes: Record<string, string> }).attributes;
+    for (const { reader } of [a, b])
+      reader.put(attrs.bucketId!, attrs.objectId!, attrs.objectGeneration!, INVOICE);
+    const key = dedupKey(parsePush(body), 'object');
+    const leaseOf = () => memoStore.leases.get(AnalysisMemo.leaseKey(key))!.getTime();
+
+    // A's MERGE was sent and its answer lost; jobs.get could not tell whether it committed.
+    const record = a.store.record.bind(a.store);
+    let unknown = 1;
+    const writes: number[] = [];
+    a.store.record = async (row: Row) => {
+      writes.push(time.ms);
+      if (unknown-- > 0)
+        throw new OutcomeUnknownError('bigquery_outcome_unknown', 'the answer of the MERGE was lost');
+      return record(row);
+    };
+    const startMs = time.ms;
+    await expect(
+      handle(parsePush(body), a.deps, Deadline.after(30_000, time.clock, time)),
+    ).rejects.toBeInstanceOf(OutcomeUnknownError);
+    // Its lease lives on to the statement's bound (the deadline plus one lease time), not ended now.
+    expect(leaseOf()).toBe(startMs + 30_000 + 15_000);
+
+    // A duplicate on B and the retry on A (both find the analysis in the memo) wait for that bound.
+    let bDone = false;
+    let aDone = false;
+    const onB = handle(parsePush(body), b.deps, Deadline.after(498_000, time.clock, time)).then((o) => {
+      bDone = true;
+      return o;
+    });
+    const onA = handle(parsePush(body), a.deps, Deadline.after(498_000, time.clock, time)).then((o) => {
+      aDone = true;
+      return o;
+    });
+    await time.advance(40_000);
+    expect([aDone, bDone]).toEqual([false, false]);
+    expect(writes).toHaveLength(1);
+    await time.advance(10_000);
+    const outcomes = await Promise.all([onA, onB]);
+    expect(outcomes.map((o) => o.status).sort()).toEqual(['duplicate', 'ok']);
+    expect(writes.every((at) => at === startMs || at >= startMs + 45_000)).toBe(true);
+    expect(a.analyzer.calls.length + b.analyzer.calls.length).toBe(1);
   });
 
   /** Counts the store's lookups and the memo's reads. */
@@ -599,6 +668,105 @@ describe('handle with the memo', () => {
     expect(outcome).toMatchObject({ status: 'ok', analysed: true });
     expect(analyzer.calls).toHaveLength(1);
     expect(store.rowsFor(outcome.dedupKey)).toHaveLength(1);
+  });
+});
+
+describe('an analyzer rollout: two revisions with different analyzer versions', () => {
+  const INVOICE = 'FACTURE N° F-2026-0042\nTotal TTC : 1 234,56 €\n';
+
+  /** The old revision (analyzer v1) and the new one (v2): one memo bucket, one table. */
+  function revisions(time: ManualTime) {
+    const memoStore = new MemoryMemoStore();
+    const options = {
+      ttlMs: 8 * DAY_MS,
+      clock: time.clock,
+      sleep: time.sleep,
+      timers: time,
+      writesOutliveInstance: true,
+    };
+    const old = handlerDeps({ clock: time.clock, memo: new AnalysisMemo(memoStore, options) });
+    const next = handlerDeps({
+      clock: time.clock,
+      memo: new AnalysisMemo(memoStore, options),
+      store: old.store,
+    });
+    old.analyzer.version = 'v1';
+    next.analyzer.version = 'v2';
+    const body = pushBody('1', { size: Buffer.byteLength(INVOICE) });
+    const attrs = (body.message as { attributes: Record<string, string> }).attributes;
+    for (const { reader } of [old, next])
+      reader.put(attrs.bucketId!, attrs.objectId!, attrs.objectGeneration!, INVOICE);
+    const seen = { count: 0 };
+    const lookup = old.store.seen.bind(old.store);
+    old.store.seen = (key) => {
+      seen.count++;
+      return lookup(key);
+    };
+    return { old, next, body, seen, deadline: () => Deadline.after(498_000, time.clock, time) };
+  }
+
+  it('answers a redelivery of a document the old version wrote as a duplicate at the lookup: no second payment', async () => {
+    const time = new ManualTime();
+    const { old, next, body, seen, deadline } = revisions(time);
+    expect(await handle(parsePush(body), old.deps, deadline())).toMatchObject({ status: 'ok' });
+    // Nothing kept under v2, but the key's lease says a delivery worked on it: the store is asked.
+    const again = await handle(parsePush(body), next.deps, deadline());
+    expect(again).toMatchObject({ status: 'duplicate', duplicateAt: 'seen', analysed: false });
+    expect(next.analyzer.calls).toHaveLength(0);
+    expect(seen.count).toBe(1);
+    expect(old.store.rowsFor(again.dedupKey)).toHaveLength(1);
+  });
+
+  it('asks the store when the memo cannot tell whether the key was leased', async () => {
+    const time = new ManualTime();
+    const { next, body, seen, deadline } = revisions(time);
+    const memoStore = (next.deps.memo as unknown as { store: MemoryMemoStore }).store;
+    memoStore.hasLease = () => Promise.reject(new Error('503 from the memo bucket'));
+    expect(await handle(parsePush(body), next.deps, deadline())).toMatchObject({ status: 'ok' });
+    expect(seen.count).toBe(1);
+  });
+
+  it('still skips the lookup for a key no delivery of any version has touched', async () => {
+    const time = new ManualTime();
+    const { next, body, seen, deadline } = revisions(time);
+    expect(await handle(parsePush(body), next.deps, deadline())).toMatchObject({
+      status: 'ok',
+      analysed: true,
+    });
+    expect(seen.count).toBe(0);
+  });
+
+  it('excludes the other revision’s write: the new version waits for the old one’s write, then pays nothing and writes nothing', async () => {
+    const time = new ManualTime();
+    const { old, next, body, deadline } = revisions(time);
+    // The old revision's MERGE is slow: 20 s.
+    const record = old.store.record.bind(old.store);
+    const writes: Array<{ atMs: number; doneMs?: number }> = [];
+    let slow = true;
+    old.store.record = async (row: Row) => {
+      const write: { atMs: number; doneMs?: number } = { atMs: time.ms };
+      writes.push(write);
+      if (slow) {
+        slow = false;
+        await time.sleep(20_000);
+      }
+      const inserted = await record(row);
+      write.doneMs = time.ms;
+      return inserted;
+    };
+    const first = handle(parsePush(body), old.deps, deadline());
+    await time.advance(1_000);
+    // The same document reaches the new revision while the old one writes.
+    const second = handle(parsePush(body), next.deps, deadline());
+    for (let t = 0; t < 40; t++) await time.advance(1_000);
+    const [a, b] = await Promise.all([first, second]);
+    expect(a).toMatchObject({ status: 'ok' });
+    expect(b).toMatchObject({ status: 'duplicate', analysed: false });
+    expect(next.analyzer.calls).toHaveLength(0);
+    expect(old.store.rowsFor(a.dedupKey)).toHaveLength(1);
+    // No write of the new revision overlapped the old one's.
+    const oldWrite = writes[0]!;
+    for (const w of writes.slice(1)) expect(w.atMs).toBeGreaterThanOrEqual(oldWrite.doneMs!);
   });
 });
 
@@ -822,7 +990,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
     expect(await analysed).toMatchObject({ source: 'analyzer' });
     await time.advance(3_000);
     // The orphan lease (nobody renews it) runs until 15 s; the write waits for it, then goes.
-    const round0 = store.leases.get(AnalysisMemo.key(KEY, 'v1'))!.getTime();
+    const round0 = store.leases.get(AnalysisMemo.leaseKey(KEY))!.getTime();
     expect(round0).toBe(time.ms - 8_000 + 15_000);
     let writes = false;
     const turn = memo.writeTurn(KEY, 'v1', deadline(time, 498_000)).then((t) => {
@@ -833,7 +1001,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
     expect(writes).toBe(false);
     await time.advance(2_000);
     expect(writes).toBe(true);
-    expect(store.leases.has(`${AnalysisMemo.key(KEY, 'v1')}~1`)).toBe(true);
+    expect(store.leases.has(`${AnalysisMemo.leaseKey(KEY)}~1`)).toBe(true);
     (await turn).done(true);
   });
 
@@ -855,7 +1023,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
     const turnA = await a.writeTurn(KEY, 'v1', deadline(time, 298_000));
     // On taking the turn the lease already runs past the deadline (the bound of the MERGE's
     // jobTimeoutMs) by one lease time: no renewal is needed after that, so a killed holder is covered.
-    expect(store.leases.get(AnalysisMemo.key(KEY, 'v1'))!.getTime()).toBe(holderDeadline + 15_000);
+    expect(store.leases.get(AnalysisMemo.leaseKey(KEY))!.getTime()).toBe(holderDeadline + 15_000);
     // The holder's write is cut at shutdown (its statement may still run): the lease stays.
     turnA.done(false);
     let bWrites = false;
@@ -906,7 +1074,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
     const { store, a } = twoInstances(time);
     await a.analyse(KEY, 'v1', async () => paid(), undefined, deadline(time, 300_000));
     const turn = await a.writeTurn(KEY, 'v1', deadline(time, 298_000));
-    expect(store.leases.get(AnalysisMemo.key(KEY, 'v1'))!.getTime()).toBeLessThanOrEqual(time.ms + 15_000);
+    expect(store.leases.get(AnalysisMemo.leaseKey(KEY))!.getTime()).toBeLessThanOrEqual(time.ms + 15_000);
     turn.done(true);
   });
 
@@ -918,7 +1086,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
       call === 1 ? store.lease(key, until) : Promise.reject(new Error('503')),
     );
     // A holder took the lease until 15 s and died.
-    await store.lease(AnalysisMemo.key(KEY, 'v1'), new Date(time.ms + 15_000));
+    await store.lease(AnalysisMemo.leaseKey(KEY), new Date(time.ms + 15_000));
     const waiter = new AnalysisMemo(failing, {
       ttlMs: 8 * DAY_MS,
       clock: time.clock,
@@ -979,7 +1147,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
       undefined,
       deadline(time, 498_000),
     );
-    const leaseOf = () => store.leases.get(AnalysisMemo.key(KEY, 'v1'))!.getTime();
+    const leaseOf = () => store.leases.get(AnalysisMemo.leaseKey(KEY))!.getTime();
     await settle();
     const taken = leaseOf();
     expect(taken).toBe(time.ms + 15_000);
@@ -1003,7 +1171,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
     const time = new ManualTime();
     const { store, b } = twoInstances(time);
     // The holder took its 15 s lease, then its instance was killed: nobody renews it.
-    await store.lease(AnalysisMemo.key(KEY, 'v1'), new Date(time.ms + 15_000));
+    await store.lease(AnalysisMemo.leaseKey(KEY), new Date(time.ms + 15_000));
     const work = jest.fn(async () => paid());
     const outcome = b.analyse(KEY, 'v1', work, undefined, deadline(time, 498_000));
     await time.advance(14_000);
@@ -1016,7 +1184,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
   it("answers 503 without paying when its own deadline comes before the holder's analysis", async () => {
     const time = new ManualTime();
     const { store, b } = twoInstances(time);
-    await store.lease(AnalysisMemo.key(KEY, 'v1'), new Date(time.ms + 400_000));
+    await store.lease(AnalysisMemo.leaseKey(KEY), new Date(time.ms + 400_000));
     const work = jest.fn(async () => paid());
     const outcome = b.analyse(KEY, 'v1', work, undefined, deadline(time, 30_000)).catch((e: unknown) => e);
     await time.advance(31_000);

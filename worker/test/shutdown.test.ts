@@ -81,8 +81,8 @@ describe('interleaving 8: scale-in', () => {
     for (const name of ['a.txt', 'b.txt', 'c.txt', 'd.txt']) reader.put(BUCKET, name, GENERATION, INVOICE);
     const analyzer = new GatedAnalyzer(new Set(['a.txt']));
     const memo = new LeaseSpy();
-    const keyOf = (name: string) =>
-      AnalysisMemo.key(objectDedupKey({ bucket: BUCKET, name, generation: GENERATION }), analyzer.version);
+    const dedupKeyOf = (name: string) => objectDedupKey({ bucket: BUCKET, name, generation: GENERATION });
+    const keyOf = (name: string) => AnalysisMemo.leaseKey(dedupKeyOf(name));
     // Another instance holds the lease of d.txt and is still analysing it.
     await memo.lease(keyOf('d.txt'), new Date(Date.now() + 300_000));
     const sqlite = new SqliteStore({ path: dbPath });
@@ -113,7 +113,7 @@ describe('interleaving 8: scale-in', () => {
 
     // c: analysed, its row waits in the write batch.
     const c = push('3', 'c.txt');
-    await until(() => memo.entries.has(keyOf('c.txt')));
+    await until(() => memo.entries.has(AnalysisMemo.key(dedupKeyOf('c.txt'), analyzer.version)));
     // a: in analysis.
     const a = push('1', 'a.txt');
     await until(() => analyzer.started.includes('a.txt'));

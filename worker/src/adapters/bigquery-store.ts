@@ -3,7 +3,7 @@ import { BigQuery, type BigQueryOptions, type Query } from '@google-cloud/bigque
 import { COLUMN_NAMES, COLUMNS, type ColumnName, PARTITION_COLUMN, type Row } from '../contract/row';
 import { DELIVERY_DEFAULTS, MIN_MAXIMUM_BYTES_BILLED, MIN_STATEMENT_MS } from '../contract/settings';
 import { type Deadline, DeadlineError } from '../core/deadline';
-import { ConfigurationError, TransientError } from '../core/errors';
+import { ConfigurationError, DoclineError, OutcomeUnknownError, TransientError } from '../core/errors';
 import { type BatchStore, type Clock, type Logger, systemClock } from '../core/ports';
 
 /**
@@ -34,7 +34,17 @@ export interface BigQueryStoreOptions {
   logger?: Logger;
   /** Where the window starts is computed from this clock. */
   clock?: Clock;
+  /**
+   * How often the outcome of a MERGE whose answer was lost is asked for again (jobs.get by its id)
+   * while its job still runs or jobs.get fails (default {@link OUTCOME_POLL_MS}).
+   */
+  outcomePollMs?: number;
+  /** Waits `ms` (injectable for tests). */
+  sleep?: (ms: number) => Promise<void>;
 }
+
+/** How often a MERGE whose answer was lost is looked up by its job id. */
+export const OUTCOME_POLL_MS = 1_000;
 
 const TABLE_ID = /^[a-z][a-z0-9-]{4,61}[a-z0-9]\.[A-Za-z0-9_]{1,1024}\.[A-Za-z0-9_-]{1,1024}$/;
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -282,6 +292,8 @@ export class BigQueryStore implements BatchStore {
   private readonly winners: string;
   /** This store's MERGE jobs are named `docline_w_<writerId>_…`, so that `writers()` can count instances. */
   private readonly writerId = randomBytes(6).toString('hex');
+  private readonly outcomePollMs: number;
+  private readonly sleep: (ms: number) => Promise<void>;
 
   constructor(options: BigQueryStoreOptions) {
     this.bigquery = options.bigquery;
@@ -292,6 +304,8 @@ export class BigQueryStore implements BatchStore {
     this.labels = { app: 'docline', ...options.labels };
     this.logger = options.logger;
     this.clock = options.clock ?? systemClock;
+    this.outcomePollMs = options.outcomePollMs ?? OUTCOME_POLL_MS;
+    this.sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
     if (!Number.isInteger(this.dedupWindowDays) || this.dedupWindowDays < 1) {
       throw new ConfigurationError(
         'bigquery_dedup_window',
@@ -453,7 +467,8 @@ export class BigQueryStore implements BatchStore {
         return (await this.bigquery.query(query, { autoPaginate: false })) as unknown as QueryResult;
       return await this.untilComplete(jobPrefix ? { ...query, jobPrefix } : query, operation, deadline!);
     } catch (error) {
-      const mapped = bigQueryError(error, operation);
+      // The store's own errors (the deadline, an outcome left unknown) keep their meaning.
+      const mapped = error instanceof DoclineError ? error : bigQueryError(error, operation);
       if (mapped instanceof ConfigurationError) {
         this.logger?.error(mapped.message, { code: mapped.code, table: this.table, operation });
       }
@@ -467,17 +482,103 @@ export class BigQueryStore implements BatchStore {
    * wait longer than that in the table's DML queue); asking again, as long as the deadline allows,
    * reads the outcome instead of answering 503 for a statement that is about to commit. Past the
    * deadline the job is left to its `jobTimeoutMs`.
+   *
+   * The job's id is chosen here, before jobs.insert: when a MERGE's answer is lost (a 5xx or a reset
+   * on jobs.insert or while polling, possibly after it committed), its outcome is read by that id
+   * ({@link outcomeOf}) instead of being taken for a failure, after which a retry would write beside
+   * a row that did go in.
    */
   private async untilComplete(query: Query, operation: string, deadline: Deadline): Promise<QueryResult> {
-    const [job] = await this.bigquery.createQueryJob(query);
+    const { jobPrefix, ...statement } = query;
+    const jobId = `${jobPrefix ?? JOB_PREFIX}${randomBytes(12).toString('hex')}`;
+    try {
+      const [job] = await this.bigquery.createQueryJob({ ...statement, jobId });
+      for (;;) {
+        const result = (await job.getQueryResults({ autoPaginate: false })) as unknown as QueryResult;
+        if (result[2]?.jobComplete !== false) return result;
+        if (deadline.remainingMs() <= 0)
+          throw new DeadlineError(`BigQuery ${operation}`, 'the statement was still running at the deadline');
+      }
+    } catch (error) {
+      if (operation !== 'record' || !answerLost(error)) throw error;
+      return this.outcomeOf(jobId, operation, deadline, error);
+    }
+  }
+
+  /**
+   * The outcome of a MERGE whose answer was lost, read with jobs.get by its id (free): DONE without
+   * an error, its DML statistics; DONE with one, that error (nothing committed); no such job, the
+   * lost error (jobs.insert never created it). While the job runs, or jobs.get itself fails, it asks
+   * again every {@link OUTCOME_POLL_MS}, until one poll before the delivery's deadline; then the
+   * outcome is unknown ({@link OutcomeUnknownError}): the key's write lease then lives to the
+   * statement's bound (core/handle.ts), since the job may still commit.
+   */
+  private async outcomeOf(
+    jobId: string,
+    operation: string,
+    deadline: Deadline,
+    lost: unknown,
+  ): Promise<QueryResult> {
+    const job = this.bigquery.job(jobId, this.location ? { location: this.location } : {});
+    let why = lost;
     for (;;) {
-      const result = (await job.getQueryResults({ autoPaginate: false })) as unknown as QueryResult;
-      if (result[2]?.jobComplete !== false) return result;
-      if (deadline.remainingMs() <= 0)
-        throw new DeadlineError(`BigQuery ${operation}`, 'the statement was still running at the deadline');
+      try {
+        const [metadata] = (await deadline.race('BigQuery jobs.get', job.getMetadata())) as unknown as [
+          JobMetadata,
+        ];
+        if (metadata.status?.state === 'DONE') {
+          const failure = metadata.status.errorResult;
+          if (failure) throw bigQueryError({ errors: [failure], message: failure.message }, operation);
+          const stats = metadata.statistics?.query;
+          return [
+            [],
+            undefined,
+            { jobComplete: true, dmlStats: stats?.dmlStats, numDmlAffectedRows: stats?.numDmlAffectedRows },
+          ];
+        }
+        why = new Error(`the job is ${metadata.status?.state ?? 'in an unknown state'}`);
+      } catch (error) {
+        if (error instanceof DoclineError && !(error instanceof DeadlineError)) throw error;
+        if ((error as ClientError).code === 404) throw bigQueryError(lost, operation);
+        if (!(error instanceof DeadlineError)) why = error;
+      }
+      if (deadline.remainingMs() <= this.outcomePollMs) {
+        const message = why instanceof Error ? why.message : String(why);
+        this.logger?.warn('the outcome of a BigQuery MERGE is unknown: its key stays leased to its bound', {
+          jobId,
+          error: message,
+        });
+        throw new OutcomeUnknownError(
+          'bigquery_outcome_unknown',
+          `BigQuery ${operation}: the answer of job ${jobId} was lost and its outcome could not be read (${firstLine(message)}); it may still commit`,
+          { cause: lost },
+        );
+      }
+      await deadline.race('BigQuery jobs.get', this.sleep(this.outcomePollMs), { wait: true });
     }
   }
 }
+
+/** What jobs.get answers that {@link BigQueryStore.outcomeOf} reads. */
+interface JobMetadata {
+  status?: { state?: string; errorResult?: { reason?: string; message?: string } };
+  statistics?: { query?: { dmlStats?: { insertedRowCount?: string }; numDmlAffectedRows?: string } };
+}
+
+/**
+ * Whether a statement's answer was lost, so that it may have run: a 5xx or no answer at all (a
+ * reset, a timeout). A job that answered DONE with its own error, or any 4xx, is a known outcome.
+ */
+function answerLost(error: unknown): boolean {
+  if (error instanceof DoclineError) return false;
+  const state = (error as { response?: { status?: { state?: unknown } } }).response?.status?.state;
+  if (state === 'DONE') return false;
+  const mapped = bigQueryError(error, 'record');
+  return mapped instanceof TransientError && mapped.code === 'bigquery_unavailable';
+}
+
+/** The prefix of a statement's job id when it has no writer's prefix. */
+const JOB_PREFIX = 'docline_';
 
 /** The prefix of a MERGE job's id, then the writer's id and `_` (BigQuery adds a unique suffix). */
 const WRITER_JOB_PREFIX = 'docline_w_';

@@ -61,6 +61,16 @@ export class FileMemoStore implements MemoStore {
     await rename(temporary, file);
   }
 
+  async hasLease(key: string): Promise<boolean> {
+    try {
+      await stat(this.leaseFile(key));
+      return true;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
+      throw error;
+    }
+  }
+
   private leaseFile(key: string): string {
     return this.file(key).replace(/\.json$/, '.lease');
   }
@@ -89,8 +99,8 @@ export class FileMemoStore implements MemoStore {
   }
 
   private file(key: string): string {
-    // Keys are `version/sha256`, a lease round after the first `version/sha256~N`: two safe path
-    // segments. Anything else is a programming error.
+    // Keys are `version/sha256`, leases `lease/sha256` (a round after the first `lease/sha256~N`):
+    // two safe path segments. Anything else is a programming error.
     if (!/^[a-z0-9-]+\/[a-f0-9]{64}(~\d{1,3})?$/.test(key)) throw new Error(`not a memo key: ${key}`);
     return path.join(this.root, `${key}.json`);
   }

@@ -1,5 +1,5 @@
 import type { Storage } from '@google-cloud/storage';
-import type { MemoEntry, MemoStore } from '../core/ports';
+import { type Clock, type MemoEntry, type MemoStore, systemClock } from '../core/ports';
 
 /**
  * The memo of paid analyses in a private Cloud Storage bucket of its own (the stack creates it with
@@ -21,6 +21,8 @@ export interface GcsMemoStoreOptions {
   /** Waits `ms` (injectable for tests). */
   sleep?: (ms: number) => Promise<void>;
   random?: () => number;
+  /** Stamps each renewal with the time it is issued (see {@link GcsMemoStore.renew}). */
+  clock?: Clock;
 }
 
 /**
@@ -39,12 +41,16 @@ export class GcsMemoStore implements MemoStore {
   private readonly retryMs: readonly number[];
   private readonly sleep: (ms: number) => Promise<void>;
   private readonly random: () => number;
+  private readonly clock: Clock;
+  /** The issue stamp of this store's last renewal: the next one is stamped later. */
+  private lastIssuedMs = 0;
 
   constructor(private readonly options: GcsMemoStoreOptions) {
     this.prefix = options.prefix ?? 'analyses/';
     this.retryMs = options.rateLimitRetryMs ?? OBJECT_RATE_RETRY_MS;
     this.sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
     this.random = options.random ?? Math.random;
+    this.clock = options.clock ?? systemClock;
   }
 
   async get(key: string): Promise<MemoEntry | undefined> {
@@ -66,30 +72,53 @@ export class GcsMemoStore implements MemoStore {
   }
 
   /**
-   * A renewal is one more create-only object under the lease's folder, named after the expiry it
-   * moves the lease to (so the worker needs no right to overwrite, and a reader needs no download):
-   * a few small objects per long analysis, deleted by the bucket's lifecycle rule with the rest. The
-   * last one written counts, so a renewal may move the lease far ahead (a write's bound) or back to
-   * now (its work is over).
+   * A renewal is one more create-only object under the lease's folder, named after the moment it was
+   * issued and the expiry it moves the lease to (so the worker needs no right to overwrite, and a
+   * reader needs no download): a few small objects per long analysis, deleted by the bucket's
+   * lifecycle rule with the rest. The renewal issued last counts, so a renewal may move the lease
+   * far ahead (a write's bound) or back to now (its work is over).
+   *
+   * Issued, not landed: a heartbeat's renewal that is slow to land after a later one (the write's
+   * bound, or the end of the lease) must not take the lease back to its older expiry. And each
+   * renewal has a name of its own: were it named after its expiry alone, every renewal to the same
+   * bound would meet the first one's object and be refused (412) without a word.
    */
   async renew(key: string, expiresAt: Date): Promise<void> {
-    await this.createOnly(`leases/${key}/${expiresAt.getTime()}.json`, expiryBody(expiresAt));
+    // Stamped as it is issued, before any await: strictly increasing within this store.
+    const issuedMs = Math.max(this.lastIssuedMs + 1, this.clock.now().getTime());
+    this.lastIssuedMs = issuedMs;
+    await this.createOnly(`leases/${key}/${issuedMs}-${expiresAt.getTime()}.json`, expiryBody(expiresAt));
+  }
+
+  /** Whether the lease object of `key` exists: one metadata read. */
+  async hasLease(key: string): Promise<boolean> {
+    const [exists] = await this.options.storage
+      .bucket(this.options.bucket)
+      .file(`leases/${key}.json`)
+      .exists();
+    return exists;
   }
 
   /**
-   * The expiry the last renewal of `key` set: one listing of its folder (listings are strongly
-   * consistent), the object with the highest generation (generations grow with creation time).
+   * The expiry the renewal of `key` issued last set: one listing of its folder (listings are
+   * strongly consistent), the renewal with the latest issue stamp. A renewal named after its expiry
+   * only (written before renewals were stamped) counts as issued when it was created.
    */
   private async lastRenewal(key: string): Promise<Date | undefined> {
     const [files] = await this.options.storage
       .bucket(this.options.bucket)
       .getFiles({ prefix: `leases/${key}/` });
-    let last: { generation: bigint; expiresAtMs: number } | undefined;
+    let last: { issuedMs: number; generation: bigint; expiresAtMs: number } | undefined;
     for (const file of files) {
-      const expiresAtMs = Number(/\/(\d+)\.json$/.exec(file.name)?.[1]);
+      const stamped = /\/(\d+)-(\d+)\.json$/.exec(file.name);
+      const unstamped = /\/(\d+)\.json$/.exec(file.name);
+      const expiresAtMs = Number(stamped?.[2] ?? unstamped?.[1]);
+      const issuedMs = stamped ? Number(stamped[1]) : Date.parse(String(file.metadata.timeCreated ?? ''));
       const generation = BigInt(file.metadata.generation ?? 0);
-      if (Number.isFinite(expiresAtMs) && (!last || generation > last.generation))
-        last = { generation, expiresAtMs };
+      if (!Number.isFinite(expiresAtMs)) continue;
+      const issued = Number.isFinite(issuedMs) ? issuedMs : 0;
+      if (!last || issued > last.issuedMs || (issued === last.issuedMs && generation > last.generation))
+        last = { issuedMs: issued, generation, expiresAtMs };
     }
     return last ? new Date(last.expiresAtMs) : undefined;
   }

@@ -14,7 +14,7 @@ import {
 } from '../contract/analysis';
 import { ANALYZER_CALLS_PER_ANALYSIS, DELIVERY_DEFAULTS } from '../contract/settings';
 import type { Deadline } from '../core/deadline';
-import { ConfigurationError, RejectionError, TransientError } from '../core/errors';
+import { ConfigurationError, DependencyRefusedError, RejectionError, TransientError } from '../core/errors';
 import type { Analyzer, AnalyzerInput, Logger } from '../core/ports';
 import { INVOICE_PROMPT } from './gemini-prompt';
 import { RATE_LIMITED } from './quota-gate';
@@ -25,11 +25,13 @@ import { RATE_LIMITED } from './quota-gate';
  * with the same zod schema as every analyzer; an invalid answer is asked for once more, then the
  * document is rejected (`analysis_failed`).
  *
- * Errors: 408/429/5xx, timeouts and network failures are transient (Pub/Sub retries); 400 and a
- * missing model refuse this document (`analysis_failed`); 401/403 and an invalid API key are our
- * configuration (a missing Vertex AI grant), so the message is dead-lettered and replayable after
- * the fix instead of being rejected for ever. A safety block rejects the document
- * (`safety_blocked`) with its reason.
+ * Errors: 408/429/5xx, timeouts and network failures are transient (Pub/Sub retries). Only a
+ * refusal about the document itself (a 400 that names its pages, image, size or type; a 413)
+ * rejects it (`analysis_failed`). Every other refusal would answer every document the same (a
+ * billing or region `FAILED_PRECONDITION`, credentials, a missing model, a schema the model
+ * refuses, 409, 499): it is a {@link DependencyRefusedError}, retried by Pub/Sub and logged at ERROR
+ * for an operator, never a `rejected` row. A safety block rejects the document (`safety_blocked`)
+ * with its reason.
  */
 
 export interface GeminiAnalyzerOptions {
@@ -69,6 +71,45 @@ interface ApiErrorLike {
   message?: string;
 }
 
+/**
+ * What in an error's text names the worker's own request rather than the document: its credentials,
+ * its project's billing or region, the model, the schema and generation settings it asks for.
+ */
+const ABOUT_THE_REQUEST =
+  /api[ _]?key|credential|billing|location|region|country|project|quota|permission|models\/|(for|by) (this|the) model|schema|generation_?config|response_?mime|responseJsonSchema|not enabled|too many states/i;
+
+/**
+ * What in a 400's text names the document: the bytes sent inline (their pages, image, size,
+ * tokens, type). Gemini answers these for the document alone, so a retry would meet them again.
+ */
+const ABOUT_THE_DOCUMENT =
+  /document|pdf|page|image|inline_?data|payload|input token|token count|mime type|file|corrupt|password|encrypted|unable to process input/i;
+
+/** The `error.status` and `error.message` of Gemini's JSON error body, which the SDK puts in its message. */
+function errorBody(message: string): { state?: string; text: string } {
+  try {
+    const body = JSON.parse(message) as { error?: { status?: unknown; message?: unknown } };
+    const state = typeof body.error?.status === 'string' ? body.error.status : undefined;
+    const text = typeof body.error?.message === 'string' ? body.error.message : message;
+    return { ...(state ? { state } : {}), text };
+  } catch {
+    const state = /"status":\s*"([A-Z_]+)"/.exec(message)?.[1];
+    return { ...(state ? { state } : {}), text: message };
+  }
+}
+
+/**
+ * Whether a refusal is about the document: only then may it become a `rejected` row, which nothing
+ * retries. A 400 `INVALID_ARGUMENT` that names the document and not the request, or a 413. Any
+ * other 4xx (billing or region `FAILED_PRECONDITION`, a schema the model refuses, a bare "invalid
+ * argument", 409, 499, 401, 403, 404) would answer every document the same: it is retried.
+ */
+export function aboutTheDocument(status: number, state: string | undefined, text: string): boolean {
+  if (status === 413) return true;
+  if (status !== 400 || (state !== undefined && state !== 'INVALID_ARGUMENT')) return false;
+  return ABOUT_THE_DOCUMENT.test(text) && !ABOUT_THE_REQUEST.test(text);
+}
+
 /** Maps an error of the SDK to docline's errors. */
 export function geminiError(error: unknown): Error {
   if (
@@ -91,23 +132,39 @@ export function geminiError(error: unknown): Error {
   if (status === 429) return new TransientError(RATE_LIMITED, `Gemini: ${detail}`, options);
   if (status === 408 || status >= 500)
     return new TransientError('analyzer_unavailable', `Gemini: ${detail}`, options);
+  const { state, text } = errorBody(e.message ?? '');
+  const said = `(${status}${state ? ` ${state}` : ''}): ${text.slice(0, 500)}`;
+  if (aboutTheDocument(status, state, text))
+    return new RejectionError('analysis_failed', `Gemini refused the document ${said}`, options);
   if (status === 401 || status === 403 || /API_KEY_INVALID|API key not valid/i.test(detail)) {
-    return new ConfigurationError(
+    return new DependencyRefusedError(
       'analyzer_access_denied',
-      `Gemini refused the worker's credentials (${status}): ${detail}. With Vertex AI, grant the worker's ` +
+      `Gemini refused the worker's credentials ${said}. With Vertex AI, grant the worker's ` +
         'service account roles/aiplatform.user and enable aiplatform.googleapis.com; with an API key, check GEMINI_API_KEY. ' +
-        'Then replay the dead-lettered messages.',
+        'Pub/Sub retries the messages meanwhile.',
       options,
     );
   }
   if (status === 404) {
-    return new ConfigurationError(
+    return new DependencyRefusedError(
       'analyzer_model_not_found',
-      `Gemini: ${detail}. Check GEMINI_MODEL and GOOGLE_CLOUD_LOCATION.`,
+      `Gemini ${said}. Check GEMINI_MODEL and GOOGLE_CLOUD_LOCATION; Pub/Sub retries the messages meanwhile.`,
       options,
     );
   }
-  return new RejectionError('analysis_failed', `Gemini refused the document (${status}): ${detail}`, options);
+  if (state === 'FAILED_PRECONDITION') {
+    return new DependencyRefusedError(
+      'analyzer_precondition',
+      `Gemini refused the worker's project, not the document ${said}: check its billing and the ` +
+        "model's availability in GOOGLE_CLOUD_LOCATION; Pub/Sub retries the messages meanwhile.",
+      options,
+    );
+  }
+  return new DependencyRefusedError(
+    'analyzer_refused_request',
+    `Gemini refused the worker's request, not the document ${said}; Pub/Sub retries the message.`,
+    options,
+  );
 }
 
 /** The error and its causes: the SDK wraps what fetch throws when it is not an Error of its realm. */

@@ -23,4 +23,8 @@ export class MemoryMemoStore implements MemoStore {
   async renew(key: string, expiresAt: Date): Promise<void> {
     this.leases.set(key, expiresAt);
   }
+
+  async hasLease(key: string): Promise<boolean> {
+    return this.leases.has(key);
+  }
 }

@@ -104,7 +104,9 @@ export const DELIVERY_DEFAULTS: Readonly<DeliverySettings> = Object.freeze({
   ackDeadlineSeconds: 510,
   minRetryBackoffSeconds: 10,
   maxRetryBackoffSeconds: 600,
-  maxDeliveryAttempts: 10,
+  // Pub/Sub's most: its retry horizon covers a dependency outage of DEPENDENCY_OUTAGE_SECONDS
+  // (retryHorizonSeconds: 15.7 h with the backoffs above; 10 attempts covered 40 minutes).
+  maxDeliveryAttempts: 100,
   messageRetentionSeconds: 7 * DAY_SECONDS,
   deadLetterRetentionSeconds: 7 * DAY_SECONDS,
   workerTimeoutSeconds: 500,
@@ -240,6 +242,42 @@ export function dmlBudgetProblems(s: { maxInstances: number; mergeMinIntervalMs:
     );
   }
   return problems;
+}
+
+/**
+ * The longest outage of a dependency (Gemini, BigQuery, the memo's bucket) the pipeline rides out
+ * without dead-lettering a good document: Pub/Sub keeps retrying its message for at least this long
+ * ({@link retryHorizonSeconds}), and the worker answers it 503 at no cost meanwhile (core/outage.ts).
+ */
+export const DEPENDENCY_OUTAGE_SECONDS = 6 * 60 * 60;
+
+/**
+ * The growth factor assumed for Pub/Sub's exponential retry backoff: the documentation says only
+ * "exponential" between the minimum and the maximum, and best effort. Doubling is the usual
+ * reading; the horizon of the defaults still covers {@link DEPENDENCY_OUTAGE_SECONDS} with a factor
+ * as low as 1.1 (11 h), so the promise does not hang on the exact factor.
+ */
+export const PUBSUB_BACKOFF_FACTOR = 2;
+
+/**
+ * How long Pub/Sub keeps retrying a message that is nacked at once on every delivery, before it is
+ * dead-lettered: the sum of the backoffs between its `maxDeliveryAttempts` deliveries, growing by
+ * `factor` from `minRetryBackoffSeconds` (at least 1 s) up to `maxRetryBackoffSeconds`. With the
+ * defaults (10 s to 600 s, 100 attempts): 10 + 20 + 40 + 80 + 160 + 320 = 630 s of ramp, then 93 ×
+ * 600 s = 55,800 s: 56,430 s, 15.7 h. With 10 attempts it was 2,430 s (40 minutes). Push backoff
+ * and the window's shrinking under nacks only slow deliveries down, which lengthens it.
+ */
+export function retryHorizonSeconds(
+  s: Pick<DeliverySettings, 'minRetryBackoffSeconds' | 'maxRetryBackoffSeconds' | 'maxDeliveryAttempts'>,
+  factor = PUBSUB_BACKOFF_FACTOR,
+): number {
+  let backoff = Math.max(1, s.minRetryBackoffSeconds);
+  let total = 0;
+  for (let gap = 1; gap < s.maxDeliveryAttempts; gap++) {
+    total += Math.min(backoff, s.maxRetryBackoffSeconds);
+    backoff *= factor;
+  }
+  return total;
 }
 
 /** Cloud Run's grace period between SIGTERM and SIGKILL at scale-in. */

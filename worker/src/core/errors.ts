@@ -49,6 +49,11 @@ export const ERROR_ANSWERS = Object.freeze({
     503,
     "transient (store busy, concurrent DML, analyzer 408/429/5xx or timeout, storage 403/5xx, the delivery's deadline, the instance shutting down)",
   ),
+  dependencyRefused: answer(
+    'dependency_refused',
+    503,
+    'a dependency refuses the worker, not the document (analyzer billing, region, credentials, model, schema; 409, 499): alerted',
+  ),
   configuration: answer(
     'configuration',
     500,
@@ -115,6 +120,26 @@ export class TransientError extends CodedError<string> {
     this.usage = options?.usage;
     this.progress = options?.progress;
   }
+}
+
+/**
+ * A write whose outcome is unknown: its statement was sent, and neither its answer nor a read of
+ * its job by id said whether it committed (a 5xx or a reset while polling, an answer lost after the
+ * commit). It may still commit, up to its own bound: the delivery is answered 503, and the key's
+ * write lease is not ended, so that no other delivery writes the key until that bound has passed.
+ */
+export class OutcomeUnknownError extends TransientError {}
+
+/**
+ * A dependency refused the worker's request for a reason that is not the document: the analyzer's
+ * billing or region (`FAILED_PRECONDITION`), its credentials or model (401, 403, 404), the schema
+ * the worker asks for, a conflict or a cancellation (409, 499). Every document would get the same
+ * answer, so none may be rejected for it: the delivery is answered 503 and Pub/Sub retries it, and
+ * the line is logged at ERROR (the stack alerts on it) so that an operator fixes the cause while
+ * the messages wait.
+ */
+export class DependencyRefusedError extends TransientError {
+  override readonly answer = ERROR_ANSWERS.dependencyRefused;
 }
 
 /**

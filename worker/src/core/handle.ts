@@ -12,12 +12,14 @@ import { type CheckLimits, checkContent, checkDeclared } from './document-checks
 import {
   type FallbackReason,
   isRejection,
+  OutcomeUnknownError,
   RejectionError,
   type RejectionReason,
   TransientError,
 } from './errors';
 import { dedupKey, type PushEvent } from './event';
-import type { AnalysisMemo } from './memo';
+import { type AnalysisMemo, type WorkContext, WrittenMeanwhile } from './memo';
+import type { OutageBreaker } from './outage';
 import {
   type Admission,
   type Analyzer,
@@ -44,6 +46,11 @@ export interface HandlerDeps {
   admission?: Admission;
   /** Reads e-invoices from their structure, before and outside the paid work; without it, none is. */
   eInvoices?: EInvoiceReader;
+  /**
+   * Answers 503 at once, before any cost, a delivery whose store or analyzer is out (core/outage.ts);
+   * the store and analyzer above report their calls to it. Without it every delivery tries.
+   */
+  outage?: OutageBreaker;
 }
 
 export type OutcomeStatus = 'ok' | 'rejected' | 'duplicate';
@@ -90,6 +97,8 @@ export async function handle(
   deps: HandlerDeps,
   deadline: Deadline = Deadline.none(),
 ): Promise<Outcome> {
+  // Every delivery ends in the store: while it is out, nothing else is worth paying for.
+  deps.outage?.admit('store');
   const key = dedupKey(event, deps.dedupKeyMode);
   const base = { messageId: event.messageId, dedupKey: key };
   // With a memo of paid analyses, it is read first: no analysis kept for the key means no delivery
@@ -131,7 +140,13 @@ export async function handle(
         verdict = { status: 'ok', analysis, model, usage };
       } else {
         const analyze = keepingSpentTokens(deps.analyzer);
-        const work = async () => {
+        const work = async (context?: WorkContext) => {
+          // After a holder of the key's lease that kept no analysis of this version (one of another
+          // analyzer version, during a deploy): its row may be there, and paying again would be waste.
+          if (context?.afterHolder && (await deadline.race('lookup', deps.store.seen(key, deadline))))
+            throw new WrittenMeanwhile();
+          // An analyzer that is out is not paid for, nor the document read for it.
+          deps.outage?.admit('analyzer');
           // Read again inside the line: a delivery waiting its turn holds no document in memory.
           const bytes = await read();
           analysed = true;
@@ -143,7 +158,7 @@ export async function handle(
         const admission: Admission = { run: (w, d) => gate.run(w, d, bytes) };
         const paid = deps.memo
           ? await deps.memo.analyse(key, deps.analyzer.version, work, admission, deadline, peeked)
-          : { result: await admission.run(work, deadline), source: 'analyzer' as const };
+          : { result: await admission.run(() => work(), deadline), source: 'analyzer' as const };
         holderSeen = 'holderSeen' in paid && paid.holderSeen === true;
         if (paid.source === 'memo') memo = 'hit';
         else if (paid.source === 'shared') memo = 'shared';
@@ -159,6 +174,8 @@ export async function handle(
         };
       }
     } catch (error) {
+      if (error instanceof WrittenMeanwhile)
+        return { ...base, status: 'duplicate', duplicateAt: 'seen', analysed: false };
       if (!isRejection(error)) throw error;
       memo = error.memo;
       verdict = { status: 'rejected', reason: error.code, detail: error.message, usage: error.usage };
@@ -173,8 +190,8 @@ export async function handle(
     inserted = await deadline.race('write', deps.store.record(buildRow(event, key, verdict, deps), deadline));
     ended = true;
   } catch (error) {
-    // Cut at the deadline or by shutdown, the statement may still run: its lease lives to its bound.
-    ended = !(error instanceof DeadlineError || error instanceof ShuttingDownError);
+    // A statement that may still run keeps the key's lease to its bound.
+    ended = !writeMayStillCommit(error);
     throw error;
   } finally {
     turn?.done(ended);
@@ -191,6 +208,19 @@ export async function handle(
     ...(verdict.fallback ? { fallback: verdict.fallback, detail: verdict.detail } : {}),
     ...(verdict.usage ? { usage: verdict.usage } : {}),
   };
+}
+
+/**
+ * Whether a failed write's statement may still commit: cut at the deadline or by shutdown, or its
+ * outcome unknown (the store could not learn it). Its key's write lease must then live to the
+ * statement's bound, so that no other delivery writes the key meanwhile.
+ */
+export function writeMayStillCommit(error: unknown): boolean {
+  return (
+    error instanceof DeadlineError ||
+    error instanceof ShuttingDownError ||
+    error instanceof OutcomeUnknownError
+  );
 }
 
 /**

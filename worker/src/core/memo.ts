@@ -102,6 +102,8 @@ interface Heartbeat {
 /** This instance's turn to write a key: the heartbeat of its lease and the deliveries using it. */
 interface WriteTurn {
   heartbeat: Heartbeat;
+  /** The lease round the turn holds. */
+  leaseKey: string;
   users: number;
   /** Whether every write under it answered: only then may the lease end before its bound. */
   ended: boolean;
@@ -109,11 +111,42 @@ interface WriteTurn {
 
 /**
  * A write's turn, for the delivery writing under it: `done(ended)` once its write is over, `ended`
- * false when the write did not answer (cut at the deadline or by shutdown): its statement may still
- * run, so the lease lives on to the statement's bound instead of ending now.
+ * false when its statement may still run (cut at the deadline or by shutdown, or its outcome
+ * unknown): the lease then lives on to the statement's bound instead of ending now, and this
+ * instance's own retry waits for it like any other delivery.
  */
 export interface WriteTurnHandle {
   done(ended?: boolean): void;
+}
+
+/**
+ * What one lease call found: `leaseKey` when this delivery holds a round now, `holderUntil` when
+ * another delivery holds a live one, neither when leases are off or the memo gave none (`failed`).
+ * `earlier`: a delivery held a round of this key before.
+ */
+interface Lease {
+  leaseKey?: string;
+  holderUntil?: Date;
+  earlier?: boolean;
+  failed?: true;
+}
+
+/** What the memo tells the paid work it runs. */
+export interface WorkContext {
+  /**
+   * The work follows a holder of the key's lease that kept no analysis of this version: it may have
+   * written the row (a holder of another analyzer version, during a deploy). The work asks the
+   * store first, and throws {@link WrittenMeanwhile} instead of paying when the row is there.
+   */
+  afterHolder: boolean;
+}
+
+/** Thrown by the paid work when the key's row was written meanwhile: nothing to pay, nothing to write. */
+export class WrittenMeanwhile extends Error {
+  constructor() {
+    super("the key's row was written by the holder this delivery waited for");
+    this.name = 'WrittenMeanwhile';
+  }
 }
 
 /** Where a delivery's analysis came from. */
@@ -124,12 +157,14 @@ type Kept = { result: AnalysisResult } | { refused: RejectionError };
 
 /**
  * What one read of the memo found for a key, before any other work ({@link AnalysisMemo.peek}):
- * `none`, no analysis of it kept by this version (so no delivery of it has paid and kept one);
- * `kept`, one is; `unknown`, the memo could not be read. Handed to `analyse()`, it stands for the
- * memo's first read, so the memo is not read twice.
+ * `none`, no analysis of it kept by this version and no delivery of it (of any version) ever took
+ * its lease, so none has paid or written; `kept`, an analysis is kept; `worked`, none is kept by this
+ * version but a delivery took the key's lease (one of another analyzer version, during a deploy, may
+ * have written its row); `unknown`, the memo could not be read. Handed to `analyse()`, it stands for
+ * the memo's first read, so the memo is not read twice.
  */
 export interface MemoPeek {
-  readonly state: 'none' | 'kept' | 'unknown';
+  readonly state: 'none' | 'kept' | 'worked' | 'unknown';
   readonly kept?: Kept;
 }
 
@@ -175,7 +210,17 @@ export class AnalysisMemo {
 
   /** The storage key: the analysis version, then a hash of the dedup key (safe in any object name). */
   static key(dedupKey: string, version: string): string {
-    return `${version}/${createHash('sha256').update(dedupKey).digest('hex')}`;
+    return `${version}/${hashOf(dedupKey)}`;
+  }
+
+  /**
+   * The key's lease (its first round; later rounds add `~N`): the same for every analyzer version.
+   * The lease excludes the writes of every delivery of a key, and during a deploy two revisions
+   * with different versions deliver the same keys: a lease per version would let both write at
+   * once. Only the analyses are kept per version (a new version is new work for what is unwritten).
+   */
+  static leaseKey(dedupKey: string): string {
+    return `${LEASE_NAMESPACE}/${hashOf(dedupKey)}`;
   }
 
   /**
@@ -191,7 +236,7 @@ export class AnalysisMemo {
   async analyse(
     dedupKey: string,
     version: string,
-    work: () => Promise<AnalysisResult>,
+    work: (context: WorkContext) => Promise<AnalysisResult>,
     admission: Admission = admitAtOnce,
     deadline: Deadline = Deadline.none(),
     /** The delivery's earlier read of the memo ({@link peek}), standing for the first lookup. */
@@ -235,9 +280,34 @@ export class AnalysisMemo {
    */
   async peek(dedupKey: string, version: string, deadline: Deadline = Deadline.none()): Promise<MemoPeek> {
     const reads = { failed: false };
-    const kept = await this.lookup(AnalysisMemo.key(dedupKey, version), dedupKey, deadline, reads);
+    // Read together with the entry, so that a miss costs no extra wait: whether any delivery of the
+    // key, of any analyzer version, ever took its lease.
+    const [kept, leased] = await Promise.all([
+      this.lookup(AnalysisMemo.key(dedupKey, version), dedupKey, deadline, reads),
+      this.everLeased(dedupKey, deadline),
+    ]);
     if (kept) return { state: 'kept', kept };
-    return { state: reads.failed ? 'unknown' : 'none' };
+    if (reads.failed || leased === 'unknown') return { state: 'unknown' };
+    return { state: leased ? 'worked' : 'none' };
+  }
+
+  /**
+   * Whether a delivery of `dedupKey` ever took its lease (every write takes one): with no analysis
+   * kept by this version, that is how a delivery learns that one of another version (a deploy of a
+   * new analyzer) may have written its row, so that it asks the store before paying again.
+   * `false` when the store cannot tell (no `leased`) or leases are off: then as before.
+   */
+  private async everLeased(dedupKey: string, deadline: Deadline): Promise<boolean | 'unknown'> {
+    if (this.leaseMs <= 0 || !this.store.hasLease) return false;
+    try {
+      return await this.call('read', this.store.hasLease(AnalysisMemo.leaseKey(dedupKey)), deadline);
+    } catch (error) {
+      this.options.logger?.warn('the memo could not tell whether the key was leased: asking the store', {
+        dedupKey,
+        error: error instanceof Error ? error.message : String(error),
+      });
+      return 'unknown';
+    }
   }
 
   /** A concurrent delivery of this instance shares the running analysis, within its own deadline. */
@@ -255,40 +325,30 @@ export class AnalysisMemo {
    * its own deadline comes first it is answered 503 and finds the analysis in the memo on its
    * retry. A lease that cannot be taken, read or renewed never stops the work; a holder already
    * seen is waited for one more lease time when the next lease call fails, once.
+   *
+   * A delivery that waited for a holder and found no analysis of its own version works with
+   * `afterHolder`: the holder may have written the row (a failed holder, or one of another analyzer
+   * version during a deploy), so the work asks the store before paying ({@link WrittenMeanwhile}).
    */
   private async leaseThenWork(
     key: string,
     dedupKey: string,
-    work: () => Promise<AnalysisResult>,
+    work: (context: WorkContext) => Promise<AnalysisResult>,
     deadline: Deadline,
     reads: { failed: boolean },
   ): Promise<Analysed> {
-    let lease = await this.takeLease(key, dedupKey, deadline);
-    const what = 'waiting for the analysis of a concurrent delivery (its lease)';
-    // A holder seen working is given one more lease time when the memo then fails a lease call
-    // (as if it had renewed): paying alongside it costs an analysis. Only once, so that a memo that
-    // keeps failing holds the work up no longer than a lease would.
-    let holderSeen = false;
-    let graceTaken = false;
-    while (lease.holderUntil || (lease.failed && holderSeen && !graceTaken)) {
-      if (!lease.holderUntil) graceTaken = true;
-      holderSeen = true;
-      const until = lease.holderUntil ?? new Date(this.clock.now().getTime() + this.leaseMs);
-      while (this.clock.now() < until) {
-        deadline.check(what);
-        const napMs = Math.min(
-          this.pollMs,
-          until.getTime() - this.clock.now().getTime(),
-          deadline.remainingMs(),
-        );
-        await deadline.race(what, this.sleep(napMs), { wait: true });
-        const kept = await this.lookup(key, dedupKey, deadline);
-        if (kept) return { ...replay(kept, 'shared'), holderSeen: true };
-      }
-      // The lease ran out as last read: a live holder has renewed it meanwhile, else the next
-      // round is free.
-      lease = await this.takeLease(key, dedupKey, deadline);
-    }
+    const base = AnalysisMemo.leaseKey(dedupKey);
+    const waited = await this.waitForHolder(base, dedupKey, deadline, {
+      what: 'waiting for the analysis of a concurrent delivery (its lease)',
+      holderSeen: false,
+      look: () => this.lookup(key, dedupKey, deadline),
+      // Paying alongside a holder seen working costs an analysis: it is given one more lease time
+      // when the memo then fails a lease call (as if it had renewed), once, so that a memo that
+      // keeps failing holds the work up no longer than a lease would.
+      grace: { ms: this.leaseMs, times: 1 },
+    });
+    if ('found' in waited) return { ...replay(waited.found, 'shared'), holderSeen: true };
+    const { lease, holderSeen } = waited;
     // The memo gave no lease (it is failing): the work goes on; the write asks again (writeTurn).
     const leaseKey = lease.leaseKey;
     // The memo could not be read, and an earlier delivery held a lease on this key (even if the
@@ -301,27 +361,89 @@ export class AnalysisMemo {
     const heartbeat = leaseKey ? this.renewWhileWorking(leaseKey, dedupKey, deadline) : undefined;
     let result: AnalysisResult;
     try {
-      result = await work();
+      result = await work({ afterHolder: holderSeen });
     } catch (error) {
       // A paid refusal is an outcome: kept, so that a retry after a failed write does not pay again;
       // its row is written next, under the same lease (as a result's is, below).
       if (isRejection(error) && error.usage) {
-        this.handOver(key, leaseKey, heartbeat);
+        this.handOver(base, leaseKey, heartbeat);
         const rejection = { reason: error.code, detail: error.message };
         await this.keep(key, dedupKey, { rejection, usage: error.usage }, deadline);
+        throw error;
+      }
+      // The row is there: nothing is left to guard, nobody need wait.
+      if (error instanceof WrittenMeanwhile) {
+        heartbeat?.stop(true);
         throw error;
       }
       heartbeat?.stop();
       if (leaseKey) {
         // The lease cannot be released (the worker may not delete memo objects); this instance
         // remembers its round instead, so a retry landing here takes it up again at once.
-        this.heldHere.set(key, leaseKey);
+        this.heldHere.set(base, leaseKey);
       }
       throw error;
     }
-    this.handOver(key, leaseKey, heartbeat);
+    this.handOver(base, leaseKey, heartbeat);
     await this.keep(key, dedupKey, result, deadline);
     return { result, source: 'analyzer' };
+  }
+
+  /**
+   * The one wait for a key's holder, for the analysis and for the write: takes the key's lease, or,
+   * while another delivery holds it, waits, looking every poll for what the caller needs (`look`:
+   * the holder's analysis) and asking the lease again (a holder whose write answered ends its lease
+   * at once, long before the bound it was moved to; a holder of another analyzer version keeps no
+   * analysis this delivery could find). `mine` ends the wait when this instance already holds what
+   * the caller needs (its own write turn). A holder seen is waited for `grace.ms` past its lease as
+   * last read when a lease call then fails (the memo is failing, the holder likely still works), at
+   * most `grace.times` times; the last grace is waited out whole. Every wait ends at the deadline
+   * (503).
+   *
+   * Ends with what was found, or with the lease as last asked (`leaseKey` when taken; neither
+   * `leaseKey` nor a holder when none is to be had: the caller goes on unguarded).
+   */
+  private async waitForHolder<T>(
+    base: string,
+    dedupKey: string,
+    deadline: Deadline,
+    how: {
+      what: string;
+      holderSeen: boolean;
+      mine?: () => T | undefined;
+      look?: () => Promise<T | undefined>;
+      grace: { ms: number; times: number };
+    },
+  ): Promise<{ found: T } | { lease: Lease; holderSeen: boolean }> {
+    let holderSeen = how.holderSeen;
+    let graces = how.grace.times;
+    /** The holder's lease as last read: a grace runs from there, not from a failed call. */
+    let lastUntilMs = Number.NEGATIVE_INFINITY;
+    for (;;) {
+      const before = how.mine?.();
+      if (before !== undefined) return { found: before };
+      const lease = await this.takeLease(base, dedupKey, deadline);
+      // Another delivery of this instance may have taken the turn while the lease call ran.
+      const meanwhile = how.mine?.();
+      if (meanwhile !== undefined) return { found: meanwhile };
+      const grace = !lease.holderUntil && lease.failed === true && holderSeen && graces > 0;
+      if (lease.leaseKey || !(lease.holderUntil || grace)) return { lease, holderSeen };
+      if (grace) graces -= 1;
+      holderSeen = true;
+      if (lease.holderUntil) lastUntilMs = lease.holderUntil.getTime();
+      const untilMs =
+        lease.holderUntil?.getTime() ?? Math.max(lastUntilMs, this.clock.now().getTime()) + how.grace.ms;
+      // A live holder's lease is asked again every poll (it ends as soon as the holder's write
+      // answers); so is a grace while more are left. The last grace is waited out whole.
+      const askAgain = lease.holderUntil !== undefined || graces > 0;
+      do {
+        deadline.check(how.what);
+        const napMs = Math.min(this.pollMs, untilMs - this.clock.now().getTime(), deadline.remainingMs());
+        await deadline.race(how.what, this.sleep(Math.max(0, napMs)), { wait: true });
+        const found = await how.look?.();
+        if (found !== undefined) return { found };
+      } while (!askAgain && this.clock.now().getTime() < untilMs);
+    }
   }
 
   /**
@@ -349,7 +471,8 @@ export class AnalysisMemo {
    */
   async writeTurn(
     dedupKey: string,
-    version: string,
+    /** The analyzer's version: not part of the write's lease, which every version shares. */
+    _version: string,
     deadline: Deadline = Deadline.none(),
     /**
      * The delivery's analysis came from a holder it saw ({@link Analysed.holderSeen}): that holder
@@ -359,43 +482,34 @@ export class AnalysisMemo {
   ): Promise<WriteTurnHandle> {
     const none = { done: () => {} };
     if (this.leaseMs <= 0) return none;
-    const key = AnalysisMemo.key(dedupKey, version);
-    const what = 'waiting for the write of a concurrent delivery (its lease)';
-    let holderSeen = options.holderSeen ?? false;
-    for (;;) {
-      const mine = this.writing.get(key);
-      if (mine && !mine.heartbeat.stopped) return this.join(key, mine, deadline);
-      if (mine) this.writing.delete(key);
-      const lease = await this.takeLease(key, dedupKey, deadline);
-      const claimed = this.writing.get(key);
-      if (claimed && !claimed.heartbeat.stopped) return this.join(key, claimed, deadline);
-      if (lease.leaseKey) {
-        this.heldHere.set(key, lease.leaseKey);
-        const turn = {
-          heartbeat: this.renewWhileWorking(lease.leaseKey, dedupKey, deadline),
-          users: 0,
-          ended: true,
-        };
-        this.writing.set(key, turn);
-        return this.join(key, turn, deadline);
-      }
+    // One lease for every analyzer version: two revisions of a deploy exclude each other's writes.
+    const base = AnalysisMemo.leaseKey(dedupKey);
+    const ours = (): WriteTurn | undefined => {
+      const turn = this.writing.get(base);
+      if (turn && !turn.heartbeat.stopped) return turn;
+      if (turn) this.writing.delete(base);
+      return undefined;
+    };
+    const waited = await this.waitForHolder(base, dedupKey, deadline, {
+      what: 'waiting for the write of a concurrent delivery (its lease)',
+      holderSeen: options.holderSeen ?? false,
+      mine: ours,
       // A holder seen writing is waited for even when the memo then fails to answer: writing
       // alongside it could change the view's answer; waiting costs at most this delivery's deadline.
-      const until =
-        lease.holderUntil ??
-        (lease.failed && holderSeen ? new Date(this.clock.now().getTime() + this.pollMs) : undefined);
-      if (!until) return none;
-      holderSeen = true;
-      deadline.check(what);
-      // Until the holder's lease runs out as last read, looking again every poll: a holder whose
-      // write answered ends its lease at once, long before the bound it was moved to.
-      const napMs = Math.min(
-        until.getTime() - this.clock.now().getTime(),
-        this.pollMs,
-        deadline.remainingMs(),
-      );
-      await deadline.race(what, this.sleep(Math.max(0, napMs)), { wait: true });
-    }
+      grace: { ms: this.pollMs, times: Number.POSITIVE_INFINITY },
+    });
+    if ('found' in waited) return this.join(base, waited.found, deadline);
+    const { leaseKey } = waited.lease;
+    if (!leaseKey) return none;
+    this.heldHere.set(base, leaseKey);
+    const turn = {
+      heartbeat: this.renewWhileWorking(leaseKey, dedupKey, deadline),
+      leaseKey,
+      users: 0,
+      ended: true,
+    };
+    this.writing.set(base, turn);
+    return this.join(base, turn, deadline);
   }
 
   /**
@@ -405,7 +519,7 @@ export class AnalysisMemo {
   private handOver(key: string, leaseKey: string | undefined, heartbeat: Heartbeat | undefined): void {
     if (!leaseKey || !heartbeat) return;
     this.heldHere.set(key, leaseKey);
-    this.writing.set(key, { heartbeat, users: 0, ended: true });
+    this.writing.set(key, { heartbeat, leaseKey, users: 0, ended: true });
   }
 
   /**
@@ -425,6 +539,9 @@ export class AnalysisMemo {
         if (turn.users > 0) return;
         turn.heartbeat.stop(turn.ended);
         if (this.writing.get(key) === turn) this.writing.delete(key);
+        // A statement that may still commit guards its round to its bound against this instance's
+        // own retry too: the retry waits for the round like any other delivery, never takes it up.
+        if (!turn.ended && this.heldHere.get(key) === turn.leaseKey) this.heldHere.delete(key);
       },
     };
     if (this.options.writesOutliveInstance && Number.isFinite(deadline.atMs))
@@ -492,11 +609,7 @@ export class AnalysisMemo {
    * holds a live round, neither when leases are off or the memo cannot give one (the work goes on).
    * Rounds that have expired are passed over: the first free round is taken.
    */
-  private async takeLease(
-    key: string,
-    dedupKey: string,
-    deadline: Deadline,
-  ): Promise<{ leaseKey?: string; holderUntil?: Date; earlier?: boolean; failed?: true }> {
+  private async takeLease(key: string, dedupKey: string, deadline: Deadline): Promise<Lease> {
     if (this.leaseMs <= 0) return {};
     let round = this.expiredRounds.get(key) ?? 0;
     try {
@@ -585,3 +698,14 @@ function replay(kept: Kept, source: 'memo' | 'shared'): Analysed {
   const { code, message, usage } = kept.refused;
   throw new RejectionError(code, message, { usage, memo: source === 'memo' ? 'hit' : 'shared' });
 }
+
+/** The hash of a dedup key: safe in any object name. */
+function hashOf(dedupKey: string): string {
+  return createHash('sha256').update(dedupKey).digest('hex');
+}
+
+/**
+ * Where leases live: a namespace beside the versions' folders, never an analyzer version (those are
+ * 16 hex digits, contract/analysis.ts `analysisVersion`).
+ */
+const LEASE_NAMESPACE = 'lease';

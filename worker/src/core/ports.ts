@@ -89,6 +89,12 @@ export interface MemoStore {
    * (past the bound of a write's statement) or back (to now: the work is over).
    */
   renew(key: string, expiresAt: Date): Promise<void>;
+  /**
+   * Whether a lease on `key` was ever taken (and not yet pruned with the dedup window), without
+   * taking it. Optional: a store without it is never asked, and a delivery whose analyzer version
+   * kept nothing then skips the store's lookup as before.
+   */
+  hasLease?(key: string): Promise<boolean>;
 }
 
 /** One generation of one object. */

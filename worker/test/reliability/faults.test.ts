@@ -128,7 +128,7 @@ describe('docline under faults (worker process, SQLite, Pub/Sub emulator)', () =
       GEMINI_API_KEY: GEMINI_KEY,
       GEMINI_BASE_URL: gemini.url,
     });
-    gemini.failNext(400);
+    gemini.failNext(400, 1, 'The document has no pages.');
     const name = `permanent/analyzer-400/${sample(10).file}`;
     const { uri, messageIds } = await upload(name, sample(10).bytes);
     const answer = await answerFor(worker, uri);

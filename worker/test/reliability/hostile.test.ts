@@ -485,7 +485,7 @@ describe('hostile and bad input (worker process over HTTP, Pub/Sub emulator, loc
     {
       case: 'analyzer refuses the document (400)',
       build: async (id) => {
-        gemini.failNext(400);
+        gemini.failNext(400, 1, 'The document has no pages.');
         return { body: await stored(id, `hostile/${id}.txt`, invoice.bytes) };
       },
       ...rejected('analysis_failed', false),

@@ -80,6 +80,13 @@ export interface FakeBigQuery {
   deferNext(count: number): void;
   /** The next `count` getQueryResults answers say `jobComplete: false` (a job still queued or running). */
   deferResultsNext(count: number): void;
+  /**
+   * The next `count` answers of `where` (jobs.insert, or getQueryResults) are lost after the job ran
+   * and committed: the caller gets a 503 `backendError` or a connection reset instead.
+   */
+  loseAnswerNext(count: number, where: 'insert' | 'results', how: 'reset' | 503): void;
+  /** The next `count` jobs.get answers: a 503, or the job still `RUNNING`. */
+  jobGetNext(count: number, answer: 503 | 'RUNNING'): void;
   /** The bytes the pre-run estimate of each query reports (default 10 MiB, BigQuery's minimum). */
   setEstimatedBytes(bytes: number): void;
   rows(): StoredRow[];
@@ -229,6 +236,26 @@ export async function startFakeBigQuery(
   const clockMs = () => now().getTime();
   let deferred = 0;
   let deferredResults = 0;
+  const lost: Array<{ where: 'insert' | 'results'; how: 'reset' | 503 }> = [];
+  const jobGets: Array<503 | 'RUNNING'> = [];
+  /** Answers a request whose work is done with the loss scripted for `where`, if any: true when lost. */
+  function lose(res: ServerResponse, where: 'insert' | 'results'): boolean {
+    if (lost[0]?.where !== where) return false;
+    const { how } = lost.shift()!;
+    if (how === 'reset') res.socket?.destroy();
+    else
+      sendJson(
+        res,
+        503,
+        errorBody(
+          503,
+          'UNAVAILABLE',
+          'backendError',
+          'Error encountered during execution. Retrying may solve the problem.',
+        ),
+      );
+    return true;
+  }
   let estimatedBytes = MIN_BILLED_BYTES;
 
   function scalar(name: string, raw: unknown): string | null {
@@ -505,6 +532,7 @@ export async function startFakeBigQuery(
         }
         results.set(jobReference.jobId, { reference: jobReference, outcome, configuration });
         created.push({ reference: jobReference, creationMs: clockMs() });
+        if (lose(res, 'insert')) return;
         return sendJson(res, 200, {
           kind: 'bigquery#job',
           id: `${projectId}:${jobReference.location}.${jobReference.jobId}`,
@@ -526,6 +554,7 @@ export async function startFakeBigQuery(
             jobComplete: false,
           });
         }
+        if (lose(res, 'results')) return;
         return sendJson(res, 200, {
           kind: 'bigquery#getQueryResultsResponse',
           jobReference: stored.reference,
@@ -543,6 +572,15 @@ export async function startFakeBigQuery(
       if (req.method === 'GET' && jobGet) {
         const stored = results.get(decodeURIComponent(jobGet[1]!));
         if (!stored) throw bigQueryError.notFound('Job');
+        const scripted = jobGets.shift();
+        if (scripted === 503)
+          return sendJson(res, 503, errorBody(503, 'UNAVAILABLE', 'backendError', 'Backend error.'));
+        if (scripted === 'RUNNING')
+          return sendJson(res, 200, {
+            kind: 'bigquery#job',
+            jobReference: stored.reference,
+            status: { state: 'RUNNING' },
+          });
         return sendJson(res, 200, {
           kind: 'bigquery#job',
           jobReference: stored.reference,
@@ -602,6 +640,12 @@ export async function startFakeBigQuery(
     },
     deferResultsNext(count) {
       deferredResults += count;
+    },
+    loseAnswerNext(count, where, how) {
+      for (let i = 0; i < count; i += 1) lost.push({ where, how });
+    },
+    jobGetNext(count, answer) {
+      for (let i = 0; i < count; i += 1) jobGets.push(answer);
     },
     setEstimatedBytes(bytes) {
       estimatedBytes = bytes;

@@ -33,7 +33,7 @@ export type GeminiAnswer =
   | Record<string, unknown>
   | ((request: RecordedGeminiRequest) => Record<string, unknown>);
 
-export type GeminiFailureStatus = 400 | 401 | 403 | 404 | 408 | 429 | 500 | 503 | 504;
+export type GeminiFailureStatus = 400 | 401 | 403 | 404 | 408 | 409 | 429 | 499 | 500 | 503 | 504;
 
 export interface FakeGemini {
   /** The `httpOptions.baseUrl` to give the client. */
@@ -41,8 +41,11 @@ export interface FakeGemini {
   requests: RecordedGeminiRequest[];
   /** Queues answers for the next requests, in order; after them the default answer is used. */
   respondWith(...answers: GeminiAnswer[]): void;
-  /** The next `times` requests answer this status with the documented error body. */
-  failNext(status: GeminiFailureStatus, times?: number, message?: string): void;
+  /**
+   * The next `times` requests answer this status with the documented error body; `state` replaces
+   * the body's `status` (a 400 may be `FAILED_PRECONDITION` as well as `INVALID_ARGUMENT`).
+   */
+  failNext(status: GeminiFailureStatus, times?: number, message?: string, state?: string): void;
   /** The next `times` requests are never answered. */
   stallNext(times?: number): void;
   stop(): Promise<void>;
@@ -63,6 +66,8 @@ const STATUS: Record<GeminiFailureStatus, [string, string]> = {
     'models/gemini-0.0-nonexistent is not found for API version v1beta, or is not supported for generateContent.',
   ],
   408: ['DEADLINE_EXCEEDED', 'Request timed out.'],
+  409: ['ABORTED', 'The operation was aborted, typically due to a concurrency issue.'],
+  499: ['CANCELLED', 'The operation was cancelled.'],
   429: ['RESOURCE_EXHAUSTED', 'Resource exhausted. Please try again later.'],
   500: [
     'INTERNAL',
@@ -73,9 +78,9 @@ const STATUS: Record<GeminiFailureStatus, [string, string]> = {
 };
 
 /** The documented error body of a status. */
-export function geminiErrorBody(status: GeminiFailureStatus, message?: string) {
-  const [state, text] = STATUS[status];
-  return { error: { code: status, message: message ?? text, status: state } };
+export function geminiErrorBody(status: GeminiFailureStatus, message?: string, state?: string) {
+  const [documented, text] = STATUS[status];
+  return { error: { code: status, message: message ?? text, status: state ?? documented } };
 }
 
 /** A valid analysis, as the model would return it. */
@@ -158,7 +163,7 @@ const VERTEX_PATH =
 export async function startFakeGemini(): Promise<FakeGemini> {
   const requests: RecordedGeminiRequest[] = [];
   const answers: GeminiAnswer[] = [];
-  const failures: Array<{ status: GeminiFailureStatus; message: string | undefined }> = [];
+  const failures: Array<{ status: GeminiFailureStatus; message?: string; state?: string }> = [];
   const stalled = new Set<ServerResponse>();
   let stalls = 0;
 
@@ -192,7 +197,8 @@ export async function startFakeGemini(): Promise<FakeGemini> {
       return;
     }
     const failure = failures.shift();
-    if (failure) return send(res, failure.status, geminiErrorBody(failure.status, failure.message));
+    if (failure)
+      return send(res, failure.status, geminiErrorBody(failure.status, failure.message, failure.state));
     const answer = answers.shift() ?? geminiResponse(sampleGeminiAnalysis());
     return send(res, 200, typeof answer === 'function' ? answer(request) : answer);
   }
@@ -211,8 +217,9 @@ export async function startFakeGemini(): Promise<FakeGemini> {
     respondWith(...next) {
       answers.push(...next);
     },
-    failNext(status, times = 1, message) {
-      for (let i = 0; i < times; i += 1) failures.push({ status, message });
+    failNext(status, times = 1, message, state) {
+      for (let i = 0; i < times; i += 1)
+        failures.push({ status, ...(message ? { message } : {}), ...(state ? { state } : {}) });
     },
     stallNext(times = 1) {
       stalls += times;
