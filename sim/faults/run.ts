@@ -6,6 +6,7 @@ import {
   ANSWER_MARGIN_MS,
   DELIVERY_DEFAULTS,
   deliveryBudgetMs,
+  retryHorizonSeconds,
   SHUTDOWN_GRACE_MS,
 } from '../../worker/src/contract/settings';
 import { RejectionError } from '../../worker/src/core/errors';
@@ -26,6 +27,7 @@ import type { Mutant, MutantContext } from './mutants';
 import {
   type DocumentKind,
   type DocumentPlan,
+  FAULT_RATES,
   type FaultKind,
   FaultLog,
   type FaultSchedule,
@@ -47,8 +49,15 @@ const SIM_TABLE = 'docline-sim.docline.documents';
 /** Cloud Run's grace period between SIGTERM and SIGKILL. */
 export const SIGTERM_GRACE_MS = 10_000;
 const COLD_START_MS = 2_000;
-/** A run stops here (simulated) if messages are still pending: ten attempts with backoff fit well within. */
-const RUN_BOUND_MS = 12 * 60 * 60 * 1000;
+/**
+ * A run stops here (simulated) if messages are still pending: past the longest a message can live
+ * (every delivery attempt at the request timeout, and the backoffs between them), plus the longest
+ * outage a seed draws, so a message still pending then is stuck.
+ */
+function runBoundMs(settings: typeof DELIVERY_DEFAULTS): number {
+  const attemptsMs = settings.maxDeliveryAttempts * settings.workerTimeoutSeconds * 1000;
+  return retryHorizonSeconds(settings) * 1000 + attemptsMs + FAULT_RATES.outageMs.max;
+}
 
 export interface SimDocument {
   name: string;
@@ -445,7 +454,7 @@ export async function runSchedule(
     }
     const ended = await time.run(
       () => published === resources.length + overwrites.length && sub.idle,
-      RUN_BOUND_MS,
+      runBoundMs(settings),
     );
     // Late work (handlers past their request, slow statements) may still change the table: let it end.
     const settled = await time.run(() => false, time.nowMs() + 2 * config.requestTimeoutSeconds * 1000);

@@ -236,7 +236,6 @@ export const SCENARIOS: readonly Scenario[] = [
       gemini: { calls: [], busy: [], outages: [{ ...LONG_OUTAGE, status: 503 }] },
     }),
     check: (record) => outageProblems(record, LONG_OUTAGE.atMs + LONG_OUTAGE.forMs),
-    open: 'every 503 counts toward maxDeliveryAttempts: documents arriving in the outage are dead-lettered after about an hour',
   },
   {
     name: 'gemini-quota-storm-six-hours',
@@ -261,7 +260,6 @@ export const SCENARIOS: readonly Scenario[] = [
       bigquery: { statements: [], outages: [LONG_OUTAGE] },
     }),
     check: (record) => outageProblems(record, LONG_OUTAGE.atMs + LONG_OUTAGE.forMs),
-    open: 'every 503 counts toward maxDeliveryAttempts: documents arriving in the outage are dead-lettered after about an hour',
   },
   {
     name: 'rollout-under-load',
@@ -282,7 +280,6 @@ export const SCENARIOS: readonly Scenario[] = [
       },
     ),
     check: (record) => rolloutProblems(record),
-    open: 'the analyzer version is part of the memo and lease keys: the new revision finds no memo entry, skips seen() and pays again, and does not exclude the old revision’s writes',
   },
 ];
 
