@@ -139,6 +139,7 @@ export class MemoBucket {
           this.write(name, Buffer.from(data), options?.preconditionOpts?.ifGenerationMatch === 0),
         ),
       download: () => this.call('download', name, async () => this.read(name)),
+      exists: () => this.call('exists', name, async (): Promise<[boolean]> => [this.objects.has(name)]),
     });
     return {
       bucket: () => ({
