@@ -1,7 +1,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { checkInvariants, INVARIANTS, type InvariantId } from '../faults/invariants';
-import { type Catch, hunt, MUTANT_SEED_BOUND, MUTANTS, type Mutant, mutantNamed } from '../faults/mutants';
+import { type Catch, hunt, MUTANTS, type Mutant, mutantNamed } from '../faults/mutants';
 import { replaceFaultFigures } from '../faults/report';
 import { runSchedule } from '../faults/run';
 import { SCENARIOS, scenarioProblems } from '../faults/scenarios';
@@ -20,7 +20,7 @@ import { broken, coveringSeeds, type FaultsSection, runSoak } from '../faults/so
  *   npm run sim -- --cover N                seeds among 1…N that hold I1–I7 and together
  *                                           inject every fault kind (test:sim's fixed set)
  *   npm run sim -- --mutant NAME|all        a named bug injected into the worker at run time,
- *                [--seeds N]                run over seeds 1…N (default MUTANT_SEED_BOUND)
+ *                [--seeds N]                run over seeds 1…N (default: its own bound)
  *                                           until an invariant catches it
  *
  * The soak also runs every mutant and writes which invariant caught it (faults → mutants).
@@ -104,7 +104,7 @@ async function soak(count: number, first: number, replays: number): Promise<numb
         );
     },
   });
-  const catches = await huntAll(MUTANTS, MUTANT_SEED_BOUND);
+  const catches = await huntAll(MUTANTS);
   section.mutants = Object.fromEntries(catches.map((c) => [c.mutant, c.caught?.invariant ?? 'not caught']));
   const seconds = (performance.now() - started) / 1000;
   const previous = JSON.parse(readFileSync(RESULTS, 'utf8')) as Record<string, unknown>;
@@ -135,7 +135,7 @@ async function soak(count: number, first: number, replays: number): Promise<numb
 }
 
 /** Hunts each mutant over seeds 1…bound, printing which invariant caught it. */
-async function huntAll(mutants: readonly Mutant[], bound: number): Promise<Catch[]> {
+async function huntAll(mutants: readonly Mutant[], bound?: number): Promise<Catch[]> {
   const catches: Catch[] = [];
   for (const mutant of mutants) {
     const c = await hunt(mutant, bound);
@@ -143,7 +143,7 @@ async function huntAll(mutants: readonly Mutant[], bound: number): Promise<Catch
     console.log(
       c.caught
         ? `mutant ${mutant.name}: caught by ${c.caught.invariant} on seed ${c.caught.seed}: ${c.caught.detail}`
-        : `mutant ${mutant.name}: NOT CAUGHT in ${bound} seeds (${mutant.bug})`,
+        : `mutant ${mutant.name}: NOT CAUGHT in ${c.seedsRun} seeds (${mutant.bug})`,
     );
   }
   return catches;
@@ -190,7 +190,7 @@ async function main(): Promise<number> {
   const mutant = arg('mutant');
   if (mutant !== undefined) {
     const chosen = mutant === 'all' ? MUTANTS : [mutantNamed(mutant)];
-    const bound = seeds === undefined ? MUTANT_SEED_BOUND : wholeNumber('seeds', seeds);
+    const bound = seeds === undefined ? undefined : wholeNumber('seeds', seeds);
     const catches = await huntAll(chosen, bound);
     return catches.every((c) => c.caught) ? 0 : 1;
   }

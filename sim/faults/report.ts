@@ -51,7 +51,7 @@ export function renderFaultFigures(f: FaultsSection): string {
     ...(f.mutants
       ? [
           '',
-          `| mutant (a bug injected at run time) | caught by (within ${MUTANT_SEED_BOUND} seeds) |`,
+          `| mutant (a bug injected at run time) | caught by (within ${MUTANT_SEED_BOUND} seeds, or the bound it names) |`,
           '|---|---|',
           ...Object.entries(f.mutants).map(
             ([name, id]) =>

@@ -11,7 +11,7 @@ import {
 } from '../../worker/src/contract/settings';
 import { RejectionError } from '../../worker/src/core/errors';
 import { objectUri } from '../../worker/src/core/event';
-import { AnalysisMemo, MAX_LEASE_ROUNDS } from '../../worker/src/core/memo';
+import { MAX_LEASE_ROUNDS } from '../../worker/src/core/memo';
 import type { Analyzer, BatchStore, MemoStore, ObjectRef, Reader, Store } from '../../worker/src/core/ports';
 import { serve, withGroupCommit } from '../../worker/src/main';
 import { finalizeAttributes } from '../../worker/src/reconcile/notification';
@@ -225,7 +225,6 @@ export async function runSchedule(
     ? loadConfig({ ...SIM_ENV, ...schedule.env, GEMINI_MODEL: schedule.rollout.model })
     : undefined;
   const configOf = (index: number) => (rolloutConfig && index >= schedule.instances ? rolloutConfig : config);
-  const versions = [analyzerVersion, ...(schedule.rollout ? [versionOf(schedule.rollout.model)] : [])];
   // A memo object is named after a hash of its dedup key (whatever the version or lease round in
   // its name): that hash ties it to its document.
   const byHash = new Map(documents.map((d) => [createHash('sha256').update(d.key).digest('hex'), d.key]));
