@@ -3,14 +3,13 @@ import { broken, runSeed } from '../faults/soak';
 
 /**
  * A fixed set of small seeds that together inject every kind of fault, each run through the real
- * worker and checked against I1–I7: the seeds 1–22 that hold them, and 84 and 196, which
- * `npm run sim -- --cover 200` adds so that every kind is injected (it picks, greedily, seeds that
- * hold the invariants and cover the fault kinds). When the schedule generator changes, pick again;
- * a seed here that starts failing after a change to the worker is a finding: replay it with
- * `npm run sim -- --seed N`.
+ * worker and checked against I1–I7: the seeds 1–22, and 53, 65, 233 and 246, which
+ * `npm run sim -- --cover 250` picks so that every kind is injected (greedily, among seeds that
+ * hold the invariants). When the schedule generator changes, pick again; a seed here that starts
+ * failing after a change to the worker is a finding: replay it with `npm run sim -- --seed N`.
  */
 const SUITE_SEEDS: readonly number[] = [
-  1, 2, 3, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 19, 20, 21, 22, 84, 196,
+  1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 53, 65, 233, 246,
 ];
 
 describe('a fixed set of seeds', () => {
