@@ -116,6 +116,8 @@ describe('POST /push', () => {
     expect(res.body).toMatchObject({ error: 'dependency_refused', cause: 'analyzer_precondition' });
     const line = logger.entries.find((e) => e.severity === 'ERROR');
     expect(line?.message).toContain('a dependency refuses the worker: Gemini refused the project');
+    // The field the stack's dependency-outage alert matches.
+    expect(line?.error).toBe('dependency_refused');
   });
 
   it('answers 500 without details for an unexpected failure', async () => {
