@@ -9,5 +9,5 @@ module.exports = {
   ...require('./jest.base'),
   testMatch: ['<rootDir>/sim/test/**/*.test.ts'],
   maxWorkers: 1,
-  testTimeout: 120_000,
+  testTimeout: 300_000,
 };
