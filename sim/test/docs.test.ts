@@ -1,5 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { INVARIANT_IDS, type InvariantId } from '../faults/invariants';
+import { MUTANTS } from '../faults/mutants';
 import {
   renderFaultFigures,
   renderScenarioTable,
@@ -40,6 +42,25 @@ describe('docs/testing.md', () => {
     expect(faults).toEqual(
       expect.objectContaining({ extraRawRows: expect.any(Number), analysesPerDocument: expect.any(Number) }),
     );
+  });
+});
+
+describe('bench/results.json → faults', () => {
+  const { faults } = JSON.parse(readFileSync(path.join(ROOT, 'bench/results.json'), 'utf8')) as {
+    faults: FaultsSection;
+  };
+
+  it('names the invariant that caught every mutant', () => {
+    expect(Object.keys(faults.mutants ?? {}).sort()).toEqual(MUTANTS.map((m) => m.name).sort());
+    expect(
+      Object.entries(faults.mutants ?? {}).filter(([, id]) => !INVARIANT_IDS.includes(id as InvariantId)),
+    ).toEqual([]);
+  });
+
+  it('lists every extra raw row and every excused change of the view with a named cause', () => {
+    expect(faults.extraRawRowCauses?.length).toBe(faults.extraRawRows);
+    expect((faults.extraRawRowCauses ?? []).filter((x) => x.causes.length === 0)).toEqual([]);
+    expect((faults.excusedViewChanges ?? []).filter((x) => x.causes.length === 0)).toEqual([]);
   });
 });
 
