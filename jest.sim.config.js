@@ -1,5 +1,5 @@
 /**
- * `npm run test:sim`: the fault simulator's suite (sim/test/): the eight named scenarios of issue 20,
+ * `npm run test:sim`: the fault simulator's suite (sim/test/): the named scenarios, the mutants the invariants must catch,
  * a fixed set of small seeds that covers every fault kind, replay determinism, and the invariant
  * checks themselves. Each run takes the process's timers and clock (virtual time), so one suite at
  * a time.
@@ -9,5 +9,5 @@ module.exports = {
   ...require('./jest.base'),
   testMatch: ['<rootDir>/sim/test/**/*.test.ts'],
   maxWorkers: 1,
-  testTimeout: 120_000,
+  testTimeout: 300_000,
 };

@@ -1,8 +1,6 @@
-import { readdirSync, readFileSync } from 'node:fs';
-import path from 'node:path';
 import { Announcer } from '../local/lib/announcer';
 import type { LocalBucket, ObjectResource } from '../local/lib/local-bucket';
-import { REPO_ROOT } from '../local/lib/worker-process';
+import { textInvoices } from '../sim/samples';
 
 /**
  * The benchmark's documents: the text invoices of samples/invoices, stored many times under unique
@@ -10,18 +8,10 @@ import { REPO_ROOT } from '../local/lib/worker-process';
  * and Pub/Sub would.
  */
 
+export { textInvoices };
+
 export const BENCH_BUCKET = 'docline-bench';
 const SUBSCRIPTION = 'projects/docline-bench/subscriptions/docline-push';
-
-/** The text invoices of samples/invoices (name and bytes), in a stable order. */
-export function textInvoices(): Array<{ name: string; bytes: Buffer }> {
-  const dir = path.join(REPO_ROOT, 'samples/invoices');
-  const files = readdirSync(dir)
-    .filter((f) => f.endsWith('.txt'))
-    .sort();
-  if (files.length === 0) throw new Error(`no text invoices in ${dir}`);
-  return files.map((f) => ({ name: f, bytes: readFileSync(path.join(dir, f)) }));
-}
 
 /** Stores `count` invoices (cycling through the samples) and returns their object resources, in order. */
 export async function storeInvoices(

@@ -164,6 +164,23 @@ export class PushSubscription {
     return true;
   }
 
+  /**
+   * Pushes one more copy of a message already acked: Pub/Sub's delivery is at least once, and an
+   * ack can be lost or come too late, so an acked message may be pushed again. Its answer is seen
+   * (`onAnswer`) and changes nothing. False when the message is not acked.
+   */
+  redeliverAcked(id: string): boolean {
+    const message = this.messages.get(id);
+    if (message?.state !== 'acked' || this.closed) return false;
+    this.stats.pushes++;
+    const seen = (status: number) => {
+      this.options.onAnswer?.(message.id, status);
+      this.stats.statuses[status] = (this.stats.statuses[status] ?? 0) + 1;
+    };
+    this.options.endpoint(this.body(message)).then(seen, () => seen(0));
+    return true;
+  }
+
   private copyAnswered(message: Message, status: number): void {
     this.options.onAnswer?.(message.id, status);
     this.stats.statuses[status] = (this.stats.statuses[status] ?? 0) + 1;

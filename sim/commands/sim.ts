@@ -1,6 +1,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { checkInvariants, INVARIANTS, type InvariantId } from '../faults/invariants';
+import { type Catch, hunt, MUTANTS, type Mutant, mutantNamed } from '../faults/mutants';
 import { replaceFaultFigures } from '../faults/report';
 import { runSchedule } from '../faults/run';
 import { SCENARIOS, scenarioProblems } from '../faults/scenarios';
@@ -16,8 +17,13 @@ import { broken, coveringSeeds, type FaultsSection, runSoak } from '../faults/so
  *                [--replays K]              bench/results.json → faults; K > 1 runs each seed K
  *                                           times and counts identical replays
  *   npm run sim -- --scenario NAME|all      one of the eight named scenarios (or all)
- *   npm run sim -- --cover N                seeds among 1…N that hold I1–I6 and together
+ *   npm run sim -- --cover N                seeds among 1…N that hold I1–I7 and together
  *                                           inject every fault kind (test:sim's fixed set)
+ *   npm run sim -- --mutant NAME|all        a named bug injected into the worker at run time,
+ *                [--seeds N]                run over seeds 1…N (default: its own bound)
+ *                                           until an invariant catches it
+ *
+ * The soak also runs every mutant and writes which invariant caught it (faults → mutants).
  *
  * Exit status 1 when an invariant broke (the seed is printed with it).
  */
@@ -48,7 +54,7 @@ async function replay(seed: number, replays: number): Promise<number> {
     hashes.push(last.traceHash);
   }
   const result = last!;
-  const verdict = checkInvariants(result.record, result.faults);
+  const verdict = checkInvariants(result.record);
   mkdirSync(TRACE_DIR, { recursive: true });
   const file = path.join(TRACE_DIR, `seed-${seed}.json`);
   writeFileSync(
@@ -65,7 +71,7 @@ async function replay(seed: number, replays: number): Promise<number> {
     for (const v of list) console.log(`seed ${seed} breaks ${id} (${INVARIANTS[id]}): ${v}`);
   for (const x of verdict.extraRawRows)
     console.log(`extra raw row: ${x.key} (${x.messageId}), causes: ${x.causes.join('; ') || 'none'}`);
-  if (bad.length === 0) console.log(`seed ${seed}: I1–I6 hold`);
+  if (bad.length === 0) console.log(`seed ${seed}: I1–I7 hold`);
   if (replays > 1) {
     const same = hashes.filter((h) => h === hashes[0]).length;
     console.log(`replays: ${same} of ${replays} identical to the first (trace ${hashes[0]})`);
@@ -98,6 +104,8 @@ async function soak(count: number, first: number, replays: number): Promise<numb
         );
     },
   });
+  const catches = await huntAll(MUTANTS);
+  section.mutants = Object.fromEntries(catches.map((c) => [c.mutant, c.caught?.invariant ?? 'not caught']));
   const seconds = (performance.now() - started) / 1000;
   const previous = JSON.parse(readFileSync(RESULTS, 'utf8')) as Record<string, unknown>;
   writeFileSync(RESULTS, `${JSON.stringify({ ...previous, faults: section }, null, 2)}\n`);
@@ -112,6 +120,10 @@ async function soak(count: number, first: number, replays: number): Promise<numb
     `extra raw rows: ${section.extraRawRows}; paid analyses per document: ${section.analysesPerDocument.toFixed(3)} (paid calls: ${section.paidCallsPerDocument.toFixed(3)})`,
   );
   for (const line of brokenSeeds) console.log(line);
+  for (const x of section.excusedViewChanges ?? [])
+    console.log(`view answer changed (excused): seed ${x.seed} ${x.key}, causes: ${x.causes.join('; ')}`);
+  for (const x of section.extraRawRowCauses ?? [])
+    console.log(`extra raw row: seed ${x.seed} ${x.key}, causes: ${x.causes.join('; ') || 'none'}`);
   if (replays > 1)
     console.log(
       `replays: ${replay.identical} of ${replay.seeds} identical to their seed's first run; of the broken seeds, ${replay.brokenIdentical} of ${replay.brokenSeeds} broke again identically`,
@@ -119,7 +131,22 @@ async function soak(count: number, first: number, replays: number): Promise<numb
   console.log(
     `figures written to ${path.relative(process.cwd(), RESULTS)} → faults, and ${path.relative(process.cwd(), TESTING_DOC)}`,
   );
-  return brokenSeeds.length > 0 ? 1 : 0;
+  return brokenSeeds.length > 0 || catches.some((c) => !c.caught) ? 1 : 0;
+}
+
+/** Hunts each mutant over seeds 1…bound, printing which invariant caught it. */
+async function huntAll(mutants: readonly Mutant[], bound?: number): Promise<Catch[]> {
+  const catches: Catch[] = [];
+  for (const mutant of mutants) {
+    const c = await hunt(mutant, bound);
+    catches.push(c);
+    console.log(
+      c.caught
+        ? `mutant ${mutant.name}: caught by ${c.caught.invariant} on seed ${c.caught.seed}: ${c.caught.detail}`
+        : `mutant ${mutant.name}: NOT CAUGHT in ${c.seedsRun} seeds (${mutant.bug})`,
+    );
+  }
+  return catches;
 }
 
 async function scenarios(name: string): Promise<number> {
@@ -129,7 +156,7 @@ async function scenarios(name: string): Promise<number> {
   let failed = 0;
   for (const scenario of chosen) {
     const result = scenario.schedule ? await runSchedule(scenario.schedule) : undefined;
-    const verdict = result ? checkInvariants(result.record, result.faults) : undefined;
+    const verdict = result ? checkInvariants(result.record) : undefined;
     const problems = scenarioProblems(scenario, verdict, result?.record);
     // An open scenario is expected to fail (the worker still lets it happen); passing means its mark can go.
     const label = scenario.open
@@ -153,22 +180,29 @@ async function main(): Promise<number> {
   const scenario = arg('scenario');
   if (seed !== undefined)
     return replay(wholeNumber('seed', seed), Math.max(1, wholeNumber('replays', arg('replays') ?? '1')));
-  if (seeds !== undefined)
+  if (seeds !== undefined && arg('mutant') === undefined)
     return soak(
       wholeNumber('seeds', seeds),
       wholeNumber('from', arg('from') ?? '1'),
       Math.max(1, wholeNumber('replays', arg('replays') ?? '1')),
     );
   if (scenario !== undefined) return scenarios(scenario);
+  const mutant = arg('mutant');
+  if (mutant !== undefined) {
+    const chosen = mutant === 'all' ? MUTANTS : [mutantNamed(mutant)];
+    const bound = seeds === undefined ? undefined : wholeNumber('seeds', seeds);
+    const catches = await huntAll(chosen, bound);
+    return catches.every((c) => c.caught) ? 0 : 1;
+  }
   const cover = arg('cover');
   if (cover !== undefined) {
     const { seeds: chosen, uncovered } = await coveringSeeds(wholeNumber('cover', cover));
-    console.log(`seeds that hold I1–I6 and cover every fault kind: ${chosen.join(', ')}`);
+    console.log(`seeds that hold I1–I7 and cover every fault kind: ${chosen.join(', ')}`);
     if (uncovered.length > 0) console.log(`no passing seed injects: ${uncovered.join(', ')}`);
     return uncovered.length > 0 ? 1 : 0;
   }
   console.error(
-    'usage: npm run sim -- --seed N [--replays K] | --seeds COUNT [--from S] | --scenario NAME|all',
+    'usage: npm run sim -- --seed N [--replays K] | --seeds COUNT [--from S] | --scenario NAME|all | --mutant NAME|all [--seeds N] | --cover N',
   );
   return 2;
 }

@@ -138,6 +138,8 @@ const never = <T>(): Promise<T> => new Promise<T>(() => {});
 
 export class CloudRunModel {
   readonly requests: RequestRecord[] = [];
+  /** When each instance was told to stop (SIGTERM) and when its process died, as they happened. */
+  readonly lifecycle = new Map<number, { sigtermAtMs?: number; killedAtMs?: number }>();
   private readonly instances: SimInstance[] = [];
   /** Slots of serving instances (-1 while a spare starts in that slot). */
   private readonly serving: number[] = [];
@@ -171,6 +173,8 @@ export class CloudRunModel {
       schedule: FaultSchedule['cloudRun'];
       faults: FaultLog;
       keyOf: (messageId: string) => string;
+      /** What the worker's answer becomes on its way out (a mutant's changed answers); default as is. */
+      answerOf?: (status: number) => number;
       /** Follow Cloud Run's autoscaler (start with `startAutoscaled`); off: today's fixed fleet. */
       autoscale?: AutoscaleOptions;
     },
@@ -254,14 +258,24 @@ export class CloudRunModel {
   /** The request on instance `target` (a slot already taken there in autoscaled mode). */
   private send(target: number, body: string, messageId: string): Promise<number> {
     const instance = this.instances[target]!;
-    const now = this.time.nowMs();
+    const arrivedMs = this.time.nowMs();
+    const delivery = this.requests.length;
+    // Time spent pending (or in a cold start) before the instance sees the request: Cloud Run's
+    // request timeout runs from the arrival, the worker's own deadline from what it sees.
+    const pendingMs = this.options.schedule.pending?.find((p) => p.delivery === delivery)?.ms ?? 0;
+    if (pendingMs > 0)
+      this.options.faults.injected(
+        'cloudRun.pendingTime',
+        [this.options.keyOf(messageId)],
+        `delivery ${delivery} waits ${pendingMs} ms before its instance sees it`,
+      );
     const record: RequestRecord = {
       id: this.requests.length,
       instance: target,
       messageId,
-      delivery: this.requests.length,
-      startMs: now,
-      deadlineMs: now + this.options.requestTimeoutMs,
+      delivery,
+      startMs: arrivedMs + pendingMs,
+      deadlineMs: arrivedMs + this.options.requestTimeoutMs,
       calls: [],
     };
     this.requests.push(record);
@@ -278,36 +292,52 @@ export class CloudRunModel {
         if (this.auto) this.release(target);
       };
       const deadline: SimTimer = this.time.after(this.options.requestTimeoutMs, () => answer(504));
-      const req = new IncomingMessage(new Socket());
-      req.method = 'POST';
-      req.url = '/push';
-      req.headers = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) };
-      const res = new ServerResponse(req);
-      const end = (status: number) => {
-        instance.open.delete(record);
-        this.killers.delete(record);
-        if (this.auto) this.armIdle(target);
-        if (record.endMs !== undefined || record.killedAtMs !== undefined) return;
-        record.endMs = this.time.nowMs();
-        record.status = status;
-        answer(status);
-      };
-      res.write = (() => true) as typeof res.write;
-      res.end = (() => {
-        end(res.statusCode);
-        // What the HTTP server emits once an answer is sent and the exchange is over.
-        queueMicrotask(() => {
-          res.emit('finish');
-          res.emit('close');
+      const dispatch = () => {
+        const req = new IncomingMessage(new Socket());
+        req.method = 'POST';
+        req.url = '/push';
+        req.headers = {
+          'content-type': 'application/json',
+          'content-length': String(Buffer.byteLength(body)),
+        };
+        const res = new ServerResponse(req);
+        const end = (status: number) => {
+          instance.open.delete(record);
+          this.killers.delete(record);
+          if (this.auto) this.armIdle(target);
+          if (record.endMs !== undefined || record.killedAtMs !== undefined) return;
+          record.endMs = this.time.nowMs();
+          record.status = status;
+          answer(status);
+        };
+        res.write = (() => true) as typeof res.write;
+        res.end = (() => {
+          end(this.options.answerOf ? this.options.answerOf(res.statusCode) : res.statusCode);
+          // What the HTTP server emits once an answer is sent and the exchange is over.
+          queueMicrotask(() => {
+            res.emit('finish');
+            res.emit('close');
+          });
+          return res;
+        }) as typeof res.end;
+        this.killers.set(record, () => answer(503));
+        this.context.run(record, () => {
+          instance.worker.server.emit('request', req, res);
+          req.push(body);
+          req.push(null);
         });
-        return res;
-      }) as typeof res.end;
-      this.killers.set(record, () => answer(503));
-      this.context.run(record, () => {
-        instance.worker.server.emit('request', req, res);
-        req.push(body);
-        req.push(null);
-      });
+      };
+      if (pendingMs > 0) {
+        this.time.after(pendingMs, () => {
+          // Timed out or killed meanwhile: the instance never sees it.
+          if (answered || !instance.alive) {
+            instance.open.delete(record);
+            if (!answered) answer(503);
+            return;
+          }
+          dispatch();
+        });
+      } else dispatch();
     });
   }
 
@@ -357,6 +387,7 @@ export class CloudRunModel {
       `instance ${index}: SIGTERM, ${this.options.graceMs} ms grace`,
     );
     const now = this.time.nowMs();
+    this.lifecycle.set(index, { ...this.lifecycle.get(index), sigtermAtMs: now });
     for (const r of instance.open) r.sigtermAtMs = now;
     // What the worker does on SIGTERM (main.ts): its own stop(); Cloud Run kills it after the grace.
     void instance.worker.stop().catch(() => undefined);
@@ -507,6 +538,7 @@ export class CloudRunModel {
         if (this.serving.length <= auto.minInstances) return;
         this.serving.splice(this.serving.indexOf(index), 1);
         instance.serving = false;
+        this.lifecycle.set(index, { ...this.lifecycle.get(index), sigtermAtMs: this.time.nowMs() });
         // Scale-in: SIGTERM (the worker's own stop()), SIGKILL after the grace; no request is open.
         void instance.worker.stop().catch(() => undefined);
         this.time.after(this.options.graceMs, () => this.kill(instance));
@@ -528,6 +560,7 @@ export class CloudRunModel {
     if (!instance.alive) return;
     instance.alive = false;
     const now = this.time.nowMs();
+    this.lifecycle.set(instance.index, { ...this.lifecycle.get(instance.index), killedAtMs: now });
     for (const r of instance.open) {
       r.killedAtMs = now;
       this.killers.get(r)?.();

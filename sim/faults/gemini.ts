@@ -1,4 +1,3 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import type { GoogleGenAI } from '@google/genai';
 import { DELIVERY_DEFAULTS } from '../../worker/src/contract/settings';
 import { sampleAnalysis } from '../../worker/test/support/fakes';
@@ -14,38 +13,87 @@ import type { DocumentKind, FaultLog, FaultSchedule } from './schedule';
  *   the adapter's timeout);
  * - Dynamic Shared Quota: no per-minute figure, but bursts of busy shared capacity during which a
  *   share of the calls is refused with 429 (free, not counted towards anything);
+ * - outages: windows (minutes to hours) in which every call is refused, with 429 or 503 (free);
+ * - 4xx answers that are not about the document (a billing or region FAILED_PRECONDITION, a model
+ *   that refuses the schema, a 409, a 499): free, and no verdict on the document;
  * - 5xx (free), and hangs: the call is accepted and paid, and no answer ever comes (the client's
  *   timeout or abort signal ends the wait, when it has one);
  * - per document: an analysis, a safety block (paid, answered with finishReason SAFETY) or an
- *   answer outside the schema (paid, each time).
+ *   answer outside the schema (paid, each time). Every analysis it answers is a different one (its
+ *   invoice number names the call), so a row shows which answer it carries.
  *
- * It counts what the invariants need from Gemini's side: paid calls per document, and paid
- * *analyses*: one run of the worker's analyzer that was billed at least once (one analysis may make
- * two calls, the second when the first answer misses the schema; a run that resumes an analysis a
- * previous delivery began is the same analysis). An analysis whose paid answer never reached the
- * worker (a hang, a timeout, a killed instance) is *refused by a fault*: its retry may pay again.
+ * Its bill is the ground truth the invariants read, call by call: which document, which request
+ * and instance, when it started and ended, whether it was paid, whether its answer reached a live
+ * process. A paid call is a new *analysis* unless it is the second attempt that follows an answer
+ * outside the schema delivered for that document (the analyzer asks twice before it refuses); a
+ * paid call whose answer never reached a live process is a *lost answer* (the only reason a
+ * document may be paid again).
  */
 
 /** The marker line that ties a document's bytes to its name (the request carries only bytes). */
 export const DOCUMENT_MARKER = 'sim-document: ';
 
+/** The classes of 4xx Gemini answers that say nothing about the document. */
+export const GEMINI_CLIENT_ERRORS = {
+  failedPrecondition: {
+    status: 400,
+    message:
+      'FAILED_PRECONDITION: User location is not supported for the API use, or billing is not enabled.',
+    apiStatus: 'FAILED_PRECONDITION',
+  },
+  schemaRefused: {
+    status: 400,
+    message: 'INVALID_ARGUMENT: The model does not support the response schema given.',
+    apiStatus: 'INVALID_ARGUMENT',
+  },
+  permissionDenied: {
+    status: 403,
+    message: 'PERMISSION_DENIED: The caller does not have permission.',
+    apiStatus: 'PERMISSION_DENIED',
+  },
+  notFound: {
+    status: 404,
+    message: 'NOT_FOUND: models/gemini is not found for API version v1beta.',
+    apiStatus: 'NOT_FOUND',
+  },
+  conflict: {
+    status: 409,
+    message: 'ABORTED: The operation was aborted due to a conflict.',
+    apiStatus: 'ABORTED',
+  },
+  cancelled: { status: 499, message: 'CANCELLED: The operation was cancelled.', apiStatus: 'CANCELLED' },
+} as const;
+export type GeminiClientError = keyof typeof GEMINI_CLIENT_ERRORS;
+
+/** One call, as Gemini billed and answered it. */
+export interface GeminiCall {
+  index: number;
+  document: string;
+  /** The Cloud Run request the call was made for (undefined: outside any request). */
+  request?: number;
+  instance: number;
+  startMs: number;
+  /** When its answer (or refusal) left, or the client gave up (undefined: still running). */
+  endMs?: number;
+  paid: boolean;
+  /** A paid call that starts a new analysis of its document (see above). */
+  newAnalysis: boolean;
+  /** `answered` reached a live process; `lost`: paid, and the answer reached none; `refused`: free. */
+  outcome?: 'answered' | 'lost' | 'refused';
+  /** The invoice number of the analysis it answered (an answer in the schema). */
+  invoiceNumber?: string;
+}
+
 export interface GeminiRecord {
+  calls: GeminiCall[];
   /** Calls Gemini accepted and billed, per object name. */
   paidByDocument: Map<string, number>;
   /** Paid analyses per object name (see above). */
   analysesByDocument: Map<string, number>;
-  /** Per object name, the paid analyses whose answer a fault took away (lost, or reaching a dead process). */
-  refusedByDocument: Map<string, number>;
-  calls: number;
-}
-
-/** One run of the analyzer, as the model bills it. */
-interface AnalysisRun {
-  name: string;
-  /** It resumes an analysis an earlier delivery began (and paid for). */
-  resumed: boolean;
-  paid: number;
-  refused: boolean;
+  /** Per object name, the paid calls whose answer reached no live process. */
+  lostByDocument: Map<string, number>;
+  /** Per object name, the invoice numbers of every analysis answered for it. */
+  answersByDocument: Map<string, string[]>;
 }
 
 interface CallConfig {
@@ -53,16 +101,23 @@ interface CallConfig {
   abortSignal?: AbortSignal;
 }
 
+/** The instance a client belongs to: its index, and whether its process still lives. */
+export interface CallerInstance {
+  index: number;
+  alive(): boolean;
+}
+
 export class GeminiModel {
   readonly record: GeminiRecord = {
+    calls: [],
     paidByDocument: new Map(),
     analysesByDocument: new Map(),
-    refusedByDocument: new Map(),
-    calls: 0,
+    lostByDocument: new Map(),
+    answersByDocument: new Map(),
   };
   private next = 0;
-  /** The analyzer run a call belongs to (the worker's calls carry only bytes). */
-  private readonly runs = new AsyncLocalStorage<AnalysisRun>();
+  /** Documents whose last delivered answer missed the schema: their next paid call is the second attempt. */
+  private readonly secondAttemptDue = new Set<string>();
 
   constructor(
     private readonly time: SimClock,
@@ -70,38 +125,18 @@ export class GeminiModel {
     private readonly documents: Map<string, { kind: DocumentKind; analysisMs: number }>,
     private readonly faults: FaultLog,
     private readonly keyOf: (name: string) => string,
+    /** The request whose handler makes the current call. */
+    private readonly requestOf: () => number | undefined = () => undefined,
   ) {}
 
   /** The client one worker instance builds its `GeminiAnalyzer` on (all share this model). */
-  client(): GoogleGenAI {
+  client(instance: CallerInstance = { index: -1, alive: () => true }): GoogleGenAI {
     return {
-      models: { generateContent: (params: unknown) => this.generate(params) },
+      models: { generateContent: (params: unknown) => this.generate(params, instance) },
     } as unknown as GoogleGenAI;
   }
 
-  /**
-   * Runs one analysis of `name` (the worker's analyzer, `analyze`) and bills it: a paid analysis if
-   * any of its calls was paid, unless it resumes one already counted; refused when `lost()` says
-   * its answer reached no live process, or one of its paid calls got no answer.
-   */
-  async analysis<T>(
-    name: string,
-    resumed: boolean,
-    analyze: () => Promise<T>,
-    lost: () => boolean,
-  ): Promise<T> {
-    const run: AnalysisRun = { name, resumed, paid: 0, refused: false };
-    try {
-      return await this.runs.run(run, analyze);
-    } finally {
-      if (run.paid > 0 && lost()) run.refused = true;
-      const bump = (m: Map<string, number>) => m.set(name, (m.get(name) ?? 0) + 1);
-      if (run.paid > 0 && !resumed) bump(this.record.analysesByDocument);
-      if (run.refused) bump(this.record.refusedByDocument);
-    }
-  }
-
-  private async generate(params: unknown): Promise<unknown> {
+  private async generate(params: unknown, instance: CallerInstance): Promise<unknown> {
     const p = params as {
       contents: Array<{ parts: Array<{ inlineData?: { data: string } }> }>;
       config?: CallConfig;
@@ -117,25 +152,67 @@ export class GeminiModel {
     const kind = doc.kind;
     const scheduled = this.schedule.calls[this.next++] ?? { draw: 1 };
     const plan = { ...scheduled, latencyMs: scheduled.latencyMs ?? doc.analysisMs };
-    this.record.calls++;
     const key = this.keyOf(name);
+    const request = this.requestOf();
+    const call: GeminiCall = {
+      index: this.record.calls.length,
+      document: name,
+      ...(request === undefined ? {} : { request }),
+      instance: instance.index,
+      startMs: this.time.nowMs(),
+      paid: false,
+      newAnalysis: false,
+    };
+    this.record.calls.push(call);
+    const end = (outcome: GeminiCall['outcome']) => {
+      call.endMs = this.time.nowMs();
+      call.outcome = outcome;
+    };
 
     const now = this.time.nowMs();
-    const busy = this.schedule.busy.find((b) => now >= b.atMs && now < b.atMs + b.forMs);
-    if (busy && plan.draw < busy.refuseShare) {
-      this.faults.injected('gemini.rateLimited', [key], 'shared capacity busy: 429');
-      await this.wait(100, p.config);
-      throw apiError(429, 'Resource has been exhausted (e.g. check quota).');
-    }
-    if (plan.fault === 'serverError') {
-      this.faults.injected('gemini.serverError', [key], '503 before any work');
-      await this.wait(plan.latencyMs, p.config);
-      throw apiError(503, 'The model is overloaded. Please try again later.');
+    const outage = (this.schedule.outages ?? []).find((o) => now >= o.atMs && now < o.atMs + o.forMs);
+    try {
+      if (outage) {
+        this.faults.injected('gemini.outage', [key], `${outage.status} (outage of ${outage.forMs} ms)`);
+        await this.wait(200, p.config);
+        throw apiError(
+          outage.status,
+          outage.status === 429
+            ? 'Resource has been exhausted (e.g. check quota).'
+            : 'The service is currently unavailable.',
+        );
+      }
+      const busy = this.schedule.busy.find((b) => now >= b.atMs && now < b.atMs + b.forMs);
+      if (busy && plan.draw < busy.refuseShare) {
+        this.faults.injected('gemini.rateLimited', [key], 'shared capacity busy: 429');
+        await this.wait(100, p.config);
+        throw apiError(429, 'Resource has been exhausted (e.g. check quota).');
+      }
+      if (plan.fault === 'serverError') {
+        this.faults.injected('gemini.serverError', [key], '503 before any work');
+        await this.wait(plan.latencyMs, p.config);
+        throw apiError(503, 'The model is overloaded. Please try again later.');
+      }
+      if (plan.fault === 'clientError') {
+        const c = GEMINI_CLIENT_ERRORS[plan.clientError ?? 'failedPrecondition'];
+        this.faults.injected(
+          'gemini.clientError',
+          [key],
+          `${c.status} ${c.apiStatus}, not about the document`,
+        );
+        await this.wait(plan.latencyMs, p.config);
+        throw apiError(c.status, c.message);
+      }
+    } catch (error) {
+      end('refused');
+      throw error;
     }
     // Accepted: from here the call is billed, whether or not its answer arrives.
-    this.record.paidByDocument.set(name, (this.record.paidByDocument.get(name) ?? 0) + 1);
-    const run = this.runs.getStore();
-    if (run) run.paid += 1;
+    call.paid = true;
+    call.newAnalysis = !this.secondAttemptDue.delete(name);
+    const bump = (m: Map<string, number>) => m.set(name, (m.get(name) ?? 0) + 1);
+    bump(this.record.paidByDocument);
+    if (call.newAnalysis) bump(this.record.analysesByDocument);
     try {
       if (plan.fault === 'hang') {
         this.faults.injected('gemini.hang', [key], 'accepted, never answers');
@@ -145,23 +222,40 @@ export class GeminiModel {
       await this.wait(plan.latencyMs, p.config);
     } catch (error) {
       // Paid, and the answer never reached the worker.
-      if (run) run.refused = true;
+      end('lost');
+      bump(this.record.lostByDocument);
       throw error;
     }
+    // An answer that reaches a killed process is paid and lost.
+    const delivered = instance.alive();
+    end(delivered ? 'answered' : 'lost');
+    if (!delivered) bump(this.record.lostByDocument);
     const usageMetadata = { promptTokenCount: 1_500, candidatesTokenCount: 400, totalTokenCount: 1_900 };
     const modelVersion = DELIVERY_DEFAULTS.geminiModel;
     if (kind === 'safetyBlocked')
       return { candidates: [{ finishReason: 'SAFETY' }], usageMetadata, modelVersion };
     if (kind === 'unreadable') {
+      // The analyzer asks again once; the second answer ends its analysis either way.
+      if (delivered && call.newAnalysis) this.secondAttemptDue.add(name);
       return {
         candidates: [{ content: { parts: [{ text: 'I cannot read this.' }] }, finishReason: 'STOP' }],
         usageMetadata,
         modelVersion,
       };
     }
+    call.invoiceNumber = `SIM-${call.index}`;
+    this.record.answersByDocument.set(name, [
+      ...(this.record.answersByDocument.get(name) ?? []),
+      call.invoiceNumber,
+    ]);
     return {
       candidates: [
-        { content: { parts: [{ text: JSON.stringify(sampleAnalysis()) }] }, finishReason: 'STOP' },
+        {
+          content: {
+            parts: [{ text: JSON.stringify(sampleAnalysis({ invoice_number: call.invoiceNumber })) }],
+          },
+          finishReason: 'STOP',
+        },
       ],
       usageMetadata,
       modelVersion,

@@ -1,20 +1,23 @@
 import type { RunRecord } from './run';
-import type { FaultLog } from './schedule';
 
 /**
- * The promise, checked at the end of every run from the observable record only: the answers
- * Pub/Sub got, the raw table, what the `documents` view returned, Gemini's bill, and each request's
- * handler activity against its deadline. The checks know nothing of the faults; the fault log is
- * read only to list the cause of an extra raw row (I3), never to excuse anything else.
+ * The promise, checked at the end of every run from the simulated world's ground truth only: the
+ * answers Pub/Sub got and when, the raw table with each row's identity, content and commit time,
+ * what the `documents` view returned, Gemini's bill call by call, the memo bucket's and the
+ * instances' histories, and each request's calls and statements against the worker's own
+ * deadline. No check reads a claim or flag of the worker (an outcome, a `resume`, a `memo: hit`).
+ * The fault log is not read at all: an extra raw row is excused only by a named cause that can
+ * produce one, found in the ground truth and listed with it.
  */
 
 export const INVARIANTS = {
-  I1: 'ack ⇒ row: every message answered 2xx has a row for its key',
+  I1: 'ack ⇒ row: every message answered 2xx has a row for its key committed at or before that answer',
   I2: 'nothing stuck, nothing wrongly dead-lettered: every message is acked or dead-lettered, and only a poison document is dead-lettered',
-  I3: 'one raw row per key: any extra row is traced to a cause the run injected (goal: none)',
-  I4: 'the view never changes its answer: a row the documents view returned is the one it returns at the end',
-  I5: 'paid once: paid analyses per document ≤ 1 + the share of documents whose analysis was refused by a fault',
-  I6: 'no work past the deadline: no handler is still running after its request’s deadline',
+  I3: 'one raw row per key: an extra row needs a named cause that can produce one (each listed)',
+  I4: 'the view never changes its answer: the row (by identity) the documents view returned for a key is the one it returns at the end (unless the memo failed a lease call of the key; each listed)',
+  I5: "paid once: per document, paid analyses on Gemini's bill ≤ 1 + the faults that lost that document's paid answer",
+  I6: "no work past the deadline: every request answered by the worker's own deadline (brought forward at SIGTERM), no call started after it, no Gemini call or BigQuery statement of it still running past it",
+  I7: 'the right outcome: an invoice ends `ok` with an analysis Gemini gave for it, a refused document `rejected` with its reason, a generation gone before its read `rejected` `object_gone`, a poison one dead-lettered with no row',
 } as const;
 
 export type InvariantId = keyof typeof INVARIANTS;
@@ -23,15 +26,28 @@ export const INVARIANT_IDS = Object.keys(INVARIANTS) as InvariantId[];
 export interface Verdict {
   /** What broke, per invariant (empty: it held). */
   violations: Record<InvariantId, string[]>;
-  /** Raw rows beyond the first of their key, each with the injected causes that touched that key. */
+  /** Raw rows beyond the first of their key, each with the named causes found for it (empty: a violation). */
   extraRawRows: Array<{ key: string; messageId: string; causes: string[] }>;
+  /** Changes of the view's answer that a named cause excused (the memo failed a lease call of the key). */
+  viewChanges: Array<{ key: string; change: string; causes: string[] }>;
   analysesPerDocument: number;
 }
 
+/** Simulated timers fire on fractional milliseconds: an answer within this of the deadline is on time. */
+const TIMER_RESOLUTION_MS = 1;
+
 const isAck = (status: number) => [102, 200, 201, 202, 204].includes(status);
 
-export function checkInvariants(record: RunRecord, faults: Pick<FaultLog, 'entries'>): Verdict {
-  const violations: Record<InvariantId, string[]> = { I1: [], I2: [], I3: [], I4: [], I5: [], I6: [] };
+/** The reason a document of each refused kind must end with. */
+const REFUSAL_REASON: Partial<Record<RunRecord['documents'][number]['kind'], string>> = {
+  safetyBlocked: 'safety_blocked',
+  unreadable: 'analysis_failed',
+};
+
+export function checkInvariants(record: RunRecord): Verdict {
+  const violations = Object.fromEntries(
+    (Object.keys(INVARIANTS) as InvariantId[]).map((id) => [id, [] as string[]]),
+  ) as Record<InvariantId, string[]>;
   const keyOf = new Map<string, string>();
   const poison = new Set<string>();
   for (const d of record.documents) {
@@ -40,12 +56,21 @@ export function checkInvariants(record: RunRecord, faults: Pick<FaultLog, 'entri
   }
   const rowsByKey = new Map<string, RunRecord['rawRows']>();
   for (const r of record.rawRows) rowsByKey.set(r.key, [...(rowsByKey.get(r.key) ?? []), r]);
+  const rowById = new Map(record.rawRows.map((r) => [r.id, r]));
 
-  // I1: an ack with no row is a lost document.
-  for (const [id, statuses] of Object.entries(record.answers)) {
+  // I1: an ack is a promise that the row is there now: a row of the key committed by then.
+  for (const [id, answers] of Object.entries(record.answers)) {
     const key = keyOf.get(id);
-    if (statuses.some(isAck) && key && !rowsByKey.has(key))
-      violations.I1.push(`message ${id} answered ${statuses.filter(isAck)[0]} but ${key} has no row`);
+    if (!key) continue;
+    const firstCommitMs = Math.min(...(rowsByKey.get(key) ?? []).map((r) => r.committedAtMs));
+    for (const a of answers.filter((x) => isAck(x.status))) {
+      if (firstCommitMs <= a.atMs) continue;
+      violations.I1.push(
+        Number.isFinite(firstCommitMs)
+          ? `message ${id} answered ${a.status} at ${a.atMs} ms, before ${key} had a row (first committed at ${firstCommitMs} ms)`
+          : `message ${id} answered ${a.status} at ${a.atMs} ms, and ${key} never has a row`,
+      );
+    }
   }
 
   // I2: every message settled; only poison is dead-lettered.
@@ -56,64 +81,147 @@ export function checkInvariants(record: RunRecord, faults: Pick<FaultLog, 'entri
       violations.I2.push(`message ${id} (${key}) was dead-lettered, and it is not a poison document`);
   }
 
-  // I3: one raw row per key. An extra one is listed with the injected faults that touched its key
-  // (two notifications of one upload whose MERGEs overlap both insert, as BigQuery allows); one
-  // that no injected fault explains is a violation.
+  // I3: one raw row per key. An extra one is excused only by a cause that can produce one: the
+  // memo failed a lease call of the key (its writers could not exclude each other: a lease that
+  // cannot be had never stops the work), or the key used every lease round. Each is listed.
+  const causesOf = (key: string) => [
+    ...(record.leaseFailures[key] ?? []).map((f) => `the memo failed a lease call: ${f}`),
+    ...((record.leaseRounds[key] ?? 0) >= record.maxLeaseRounds
+      ? [`the key used all ${record.maxLeaseRounds} lease rounds`]
+      : []),
+  ];
   const extraRawRows: Verdict['extraRawRows'] = [];
   for (const [key, rows] of rowsByKey) {
     for (const extra of rows.slice(1)) {
-      const causes = faults.entries
-        .filter((e) => e.keys.includes(key))
-        .map((e) => `${e.kind} at ${e.atMs} ms: ${e.detail}`);
+      const causes = causesOf(key);
       extraRawRows.push({ key, messageId: extra.messageId, causes });
       if (causes.length === 0)
-        violations.I3.push(`${key} has ${rows.length} raw rows and no injected fault explains the extra one`);
+        violations.I3.push(
+          `${key} has ${rows.length} raw rows (rows ${rows.map((r) => r.id).join(', ')}), and nothing that can produce an extra one happened`,
+        );
     }
   }
 
-  // I4: whatever the view returned for a key is what it returns at the end.
+  // I4: whatever row the view returned for a key is the row it returns at the end. A change is
+  // excused only when the memo failed a lease call of the key (its writers could not exclude each
+  // other; listed), not even by a key that used every lease round.
+  const viewChanges: Verdict['viewChanges'] = [];
   for (const [key, seen] of Object.entries(record.viewReads)) {
     const final = record.viewAtEnd[key];
-    const changed = seen.filter((m) => m !== final);
-    if (changed.length > 0)
-      violations.I4.push(
-        `the view returned ${changed.join(', ')} for ${key}, and returns ${final} at the end`,
+    const changed = seen.filter((id) => id !== final);
+    if (changed.length > 0) {
+      const show = (id: number | undefined) => {
+        const r = id === undefined ? undefined : rowById.get(id);
+        return r
+          ? `row ${r.id} (message ${r.messageId}, ${r.status} ${r.invoiceNumber ?? r.reason ?? ''})`
+          : 'none';
+      };
+      const change = `the view returned ${changed.map(show).join(', ')} for ${key}, and returns ${show(final)} at the end`;
+      const causes = (record.leaseFailures[key] ?? []).map((f) => `the memo failed a lease call: ${f}`);
+      if (causes.length > 0) viewChanges.push({ key, change, causes });
+      else violations.I4.push(change);
+    }
+  }
+
+  // I5: per document, from Gemini's bill: one paid analysis, plus one per fault that lost its paid answer.
+  let paid = 0;
+  for (const d of record.documents) {
+    const n = record.paidAnalysesByDocument[d.name] ?? 0;
+    paid += n;
+    const losses = record.answerLosses[d.name] ?? [];
+    if (n > 1 + losses.length)
+      violations.I5.push(
+        `${d.name} paid ${n} analyses, with ${losses.length} lost answer${losses.length === 1 ? '' : 's'}${losses.length > 0 ? ` (${losses.join('; ')})` : ''}`,
       );
   }
+  const analysesPerDocument = paid / Math.max(1, record.documents.length);
 
-  // I5: paid analyses per document ≤ 1 + the share of documents whose analysis a fault refused
-  // (counted per refused analysis: a document whose answer a fault took away twice may pay thrice).
-  const documents = Math.max(1, record.documents.length);
-  const paid = Object.values(record.paidAnalysesByDocument).reduce((a, b) => a + b, 0);
-  const analysesPerDocument = paid / documents;
-  const allowed = 1 + record.refusedAnalyses.length / documents;
-  if (analysesPerDocument > allowed + 1e-9) {
-    const refusals = (name: string) => record.refusedAnalyses.filter((n) => n === name).length;
-    const over = Object.entries(record.paidAnalysesByDocument)
-      .filter(([name, n]) => n > 1 + refusals(name))
-      .map(([name, n]) => `${name} paid ${n}× (${refusals(name)} refused by a fault)`);
-    violations.I5.push(
-      `${paid} paid analyses for ${record.documents.length} documents (${analysesPerDocument.toFixed(2)} per document, allowed ${allowed.toFixed(2)}): ${over.join(', ')}`,
-    );
-  }
-
-  // I6: every handler answered by its request's deadline, and started nothing after it.
+  // I6: the worker's own deadline (its budget from the request's arrival, brought forward at
+  // SIGTERM); work started before SIGTERM keeps the bound it started under.
+  const openOn = new Map<string, RunRecord['requests']>();
   for (const r of record.requests) {
+    const key = keyOf.get(r.messageId) ?? r.messageId;
+    openOn.set(key, [...(openOn.get(key) ?? []), r]);
+  }
+  const ownDeadline = (r: RunRecord['requests'][number]) =>
+    r.startMs + record.budget.deliveryMs + TIMER_RESOLUTION_MS;
+  const deadlineOf = (r: RunRecord['requests'][number]) =>
+    Math.min(ownDeadline(r), r.sigtermAtMs === undefined ? Infinity : r.sigtermAtMs + record.budget.drainMs) +
+    TIMER_RESOLUTION_MS;
+  const boundAt = (r: RunRecord['requests'][number], atMs: number) =>
+    r.sigtermAtMs !== undefined && atMs >= r.sigtermAtMs ? deadlineOf(r) : ownDeadline(r);
+  for (const r of record.requests) {
+    const deadline = deadlineOf(r);
     const cutAt = r.killedAtMs ?? Number.POSITIVE_INFINITY;
-    const late = r.calls.filter((c) => c.startMs > r.deadlineMs && c.startMs < cutAt);
+    const at = (ms: number) => `+${ms - r.startMs} ms`;
+    const late = r.calls.filter((c) => c.startMs > deadline && c.startMs < cutAt);
     if (late.length > 0)
       violations.I6.push(
-        `request ${r.id} (message ${r.messageId}) started ${late.map((c) => `${c.port} at +${c.startMs - r.startMs} ms`).join(', ')} after its deadline (+${r.deadlineMs - r.startMs} ms)`,
+        `request ${r.id} (message ${r.messageId}) started ${late.map((c) => `${c.port} at ${at(c.startMs)}`).join(', ')} after its deadline (${at(deadline)})`,
       );
     if (r.endMs === undefined && r.killedAtMs === undefined)
+      violations.I6.push(`request ${r.id} (message ${r.messageId}) never answered`);
+    else if (r.endMs !== undefined && r.endMs > deadline)
       violations.I6.push(
-        `request ${r.id} (message ${r.messageId}) never answered: its handler is still running past its deadline`,
+        `request ${r.id} (message ${r.messageId}) answered at ${at(r.endMs)}, after its deadline (${at(deadline)})`,
       );
-    else if (r.endMs !== undefined && r.endMs > r.deadlineMs)
-      violations.I6.push(
-        `request ${r.id} (message ${r.messageId}) answered at +${r.endMs - r.startMs} ms, after its deadline (+${r.deadlineMs - r.startMs} ms)`,
+    for (const c of record.geminiCalls.filter((x) => x.request === r.id)) {
+      const bound = boundAt(r, c.startMs);
+      if ((c.endMs ?? Number.POSITIVE_INFINITY) > bound && cutAt > bound)
+        violations.I6.push(
+          `request ${r.id} (message ${r.messageId}): Gemini call ${c.index} ${c.endMs === undefined ? 'still runs' : `ran to ${at(c.endMs)}`}, past its deadline (${at(bound)})`,
+        );
+    }
+  }
+  for (const s of record.statements) {
+    for (const key of new Set(s.keys)) {
+      const open = (openOn.get(key) ?? []).filter(
+        (r) =>
+          r.instance === s.instance &&
+          r.startMs <= s.startedAtMs &&
+          s.startedAtMs <= (r.endMs ?? r.killedAtMs ?? Number.POSITIVE_INFINITY),
+      );
+      if (open.length === 0) continue;
+      const bound = Math.max(...open.map((r) => boundAt(r, s.startedAtMs)));
+      const ended = s.endedAtMs ?? Number.POSITIVE_INFINITY;
+      if (ended > bound)
+        violations.I6.push(
+          `statement ${s.index} (${s.kind} of ${key}) ${s.endedAtMs === undefined ? 'still runs' : `ended at ${s.endedAtMs} ms`}, past the deadline of its deliveries (${bound} ms)`,
+        );
+    }
+  }
+
+  // I7: each document's end state, by what it is.
+  for (const d of record.documents) {
+    const id = record.viewAtEnd[d.key];
+    const row = id === undefined ? undefined : rowById.get(id);
+    if (d.kind === 'poison') {
+      if (row)
+        violations.I7.push(`${d.name} (poison) has a row (${row.status}); BigQuery refuses every row of it`);
+      continue;
+    }
+    if (!row) {
+      violations.I7.push(`${d.name} (${d.kind}) ends with no row`);
+      continue;
+    }
+    // A generation deleted or overwritten may be gone before it is read: then `rejected` `object_gone`.
+    if (d.goneAtMs !== undefined && row.status === 'rejected' && row.reason === 'object_gone') continue;
+    const reason = REFUSAL_REASON[d.kind];
+    if (reason) {
+      if (row.status !== 'rejected' || row.reason !== reason)
+        violations.I7.push(
+          `${d.name} (${d.kind}) ends ${row.status} ${row.reason ?? ''}, not rejected ${reason}`,
+        );
+      continue;
+    }
+    const answered = record.geminiAnswers[d.name] ?? [];
+    if (row.status !== 'ok')
+      violations.I7.push(`${d.name} (an invoice) ends ${row.status} ${row.reason ?? ''}, not ok`);
+    else if (row.invoiceNumber === null || !answered.includes(row.invoiceNumber))
+      violations.I7.push(
+        `${d.name} ends ok with analysis ${row.invoiceNumber ?? 'none'}, which Gemini never gave for it (it gave ${answered.join(', ') || 'none'})`,
       );
   }
 
-  return { violations, extraRawRows, analysesPerDocument };
+  return { violations, extraRawRows, viewChanges, analysesPerDocument };
 }

@@ -1,23 +1,59 @@
-import { MemoryMemoStore } from '../../worker/src/adapters/memory-memo-store';
-import type { MemoEntry, MemoStore } from '../../worker/src/core/ports';
+import type { Storage } from '@google-cloud/storage';
+import { GcsMemoStore } from '../../worker/src/adapters/gcs-memo-store';
+import { MEMO_CALL_TIMEOUT_MS } from '../../worker/src/contract/settings';
+import type { MemoStore } from '../../worker/src/core/ports';
+import { seededRandom } from '../random';
 import type { SimClock } from '../time';
 import type { FaultLog, FaultSchedule } from './schedule';
 
+/** `{ [name]: wrap(method) }` when `target` has a method `name`, else nothing. */
+function optional<N extends string>(
+  target: object,
+  name: N,
+  wrap: (call: (key: string) => Promise<boolean>) => (key: string) => Promise<boolean>,
+): Partial<Record<N, (key: string) => Promise<boolean>>> {
+  const method = (target as Record<string, unknown>)[name];
+  if (typeof method !== 'function') return {};
+  const call = (key: string) => (method as (key: string) => Promise<boolean>).call(target, key);
+  return { [name]: wrap(call) } as Partial<Record<N, (key: string) => Promise<boolean>>>;
+}
+
 /**
- * The memo bucket, modelled on Cloud Storage: one for every instance, create-only writes (a
- * precondition `ifGenerationMatch=0`, so the first writer wins), tens of milliseconds per call, and
- * the schedule's faults per call: slow calls (seconds), errors (a 503 the client surfaces), and
- * hangs (no answer, ever: only a caller's own timeout ends the wait). A write takes effect when its
- * latency ends, not when it is sent.
+ * The memo bucket: the worker's real `GcsMemoStore`, one per instance, over a model of the Cloud
+ * Storage bucket they share (`bucket(b).file(n).save()/download()`, `getFiles({ prefix })`), so
+ * the adapter's object names, create-only writes, lease renewals and listings all run. What the
+ * bucket holds to:
+ *
+ * - create-only writes (`ifGenerationMatch: 0`) answer 412 when the object exists (documented);
+ * - one write per second per object name (documented "up to once per second"): a write sooner
+ *   than that answers 429, whether or not it would have met its precondition;
+ * - a missing object answers 404; a listing is strongly consistent and gives each object's name,
+ *   generation and creation time;
+ * - tens of milliseconds per call, and the schedule's faults per call: slow calls (seconds), errors
+ *   (a 503 the client surfaces), hangs (no answer, ever: only a caller's own timeout ends the wait).
+ *   A write takes effect when its latency ends, not when it is sent.
+ *
+ * It keeps, per document, the memo calls (as the worker's port sees them) that lost a paid answer
+ * for the worker, the only excuse the paid-once check accepts: a keep that failed (the analysis is
+ * not kept), a read that failed while the analysis was kept and its row not yet written (once
+ * written, the store's lookup answers), a lease call that failed (a concurrent delivery cannot see
+ * the holder). A call fails when it throws or outlasts the worker's memo call timeout.
  */
 export class MemoBucket {
-  /**
-   * Dedup keys whose paid analysis the bucket failed to keep or to give back: a call about them
-   * failed, hung or was slow (a cache that fails costs a new analysis, by design).
-   */
-  readonly failedFor = new Set<string>();
-  private readonly inner = new MemoryMemoStore();
+  /** Per dedup key, the memo calls that lost a paid answer (see above), each in words. */
+  readonly losses = new Map<string, string[]>();
+  /** Per dedup key, the lease calls that failed from the worker's view, each in words. */
+  readonly leaseFailures = new Map<string, string[]>();
+  /** Keeps that landed: the dedup key and the instance that sent it. */
+  readonly kept: Array<{ dedupKey: string; instance: number; atMs: number }> = [];
+  /** Lease objects created (their memo key, round included), for the rounds a key used. */
+  readonly leaseNames = new Set<string>();
+  /** The bucket's objects: name → bytes, generation, creation time. */
+  private readonly objects = new Map<string, { bytes: Buffer; generation: number; createdMs: number }>();
+  private readonly lastWriteMs = new Map<string, number>();
+  private nextGeneration = 1;
   private next = 0;
+  private readonly random: () => number;
 
   constructor(
     private readonly time: SimClock,
@@ -25,31 +61,161 @@ export class MemoBucket {
     private readonly faults: FaultLog,
     /** The dedup key behind a memo key (for the fault log), when known. */
     private readonly dedupKeyOf: (memoKey: string) => string | undefined,
-  ) {}
+    /** Whether the key's row is in the table now (the store's lookup would find it). */
+    private readonly hasRow: (dedupKey: string) => boolean = () => false,
+    seed = 0,
+  ) {
+    this.random = seededRandom(seed ^ 0x3e3e);
+  }
 
-  /** The MemoStore one instance's AnalysisMemo uses. */
-  store(): MemoStore {
+  /** A loss of a paid answer for `dedupKey` (also for callers outside the bucket, e.g. a killed keeper). */
+  lost(dedupKey: string, cause: string): void {
+    this.losses.set(dedupKey, [...(this.losses.get(dedupKey) ?? []), cause]);
+  }
+
+  /** The MemoStore one instance's AnalysisMemo uses: the real GcsMemoStore on this bucket. */
+  store(instance = -1): MemoStore {
+    const real = new GcsMemoStore({
+      storage: this.storage(),
+      bucket: 'docline-sim-memo',
+      sleep: (ms) => this.time.sleep(ms),
+      random: this.random,
+    });
     return {
-      get: (key) => this.call('get', key, () => this.inner.get(key)),
-      create: (key, entry: MemoEntry) => this.call('create', key, () => this.inner.create(key, entry)),
-      lease: (key, expiresAt) => this.call('lease', key, () => this.inner.lease(key, expiresAt)),
-      renew: (key, expiresAt) => this.call('renew', key, () => this.inner.renew(key, expiresAt)),
+      get: (key) => this.watch('get', key, real.get(key)),
+      create: (key, entry) =>
+        this.watch('create', key, real.create(key, entry)).then(() => {
+          const dedupKey = this.dedupKeyOf(key);
+          if (dedupKey) this.kept.push({ dedupKey, instance, atMs: this.time.nowMs() });
+        }),
+      lease: (key, expiresAt) =>
+        this.watch('lease', key, real.lease(key, expiresAt)).then((held) => {
+          if (!held) this.leaseNames.add(key);
+          return held;
+        }),
+      renew: (key, expiresAt) => this.watch('renew', key, real.renew(key, expiresAt)),
+      // An optional call of the port, when the adapter has it (whether a key was ever leased).
+      ...optional(real, 'hasLease', (call) => (key: string) => this.watch('hasLease', key, call(key))),
     };
   }
 
-  private async call<T>(operation: string, key: string, act: () => Promise<T>): Promise<T> {
+  /** Notes a memo call that failed for the worker (threw, or outlasted its memo call timeout). */
+  private watch<T>(operation: string, key: string, call: Promise<T>): Promise<T> {
+    const dedupKey = this.dedupKeyOf(key);
+    if (!dedupKey) return call;
+    const existed = this.objects.has(`analyses/${key}.json`);
+    let noted = false;
+    const note = (how: string) => {
+      if (noted) return;
+      noted = true;
+      const what = `memo ${operation} ${how} at ${this.time.nowMs()} ms`;
+      if (operation === 'create') this.lost(dedupKey, `${what}: the analysis was not kept`);
+      else if (operation === 'get' && existed && !this.hasRow(dedupKey))
+        this.lost(dedupKey, `${what}: the kept analysis could not be read`);
+      else if (operation === 'lease' || operation === 'renew') {
+        this.lost(dedupKey, `${what}: a concurrent delivery could not see the holder`);
+        this.leaseFailures.set(dedupKey, [...(this.leaseFailures.get(dedupKey) ?? []), what]);
+      }
+      // Whether the key was ever leased (a delivery whose version kept nothing asks, to find a
+      // written document): unanswered, the delivery may pay for a document already written.
+      else if (operation === 'hasLease') this.lost(dedupKey, `${what}: it could not tell the key was leased`);
+    };
+    const timer = this.time.after(MEMO_CALL_TIMEOUT_MS, () => note('timed out'));
+    call.then(
+      () => timer.cancel(),
+      () => {
+        timer.cancel();
+        note('failed');
+      },
+    );
+    return call;
+  }
+
+  /** A stand-in for `@google-cloud/storage`'s `Storage`, enough for `GcsMemoStore`. */
+  private storage(): Storage {
+    const file = (name: string) => ({
+      save: (data: string | Buffer, options?: { preconditionOpts?: { ifGenerationMatch?: number } }) =>
+        this.call('save', name, () =>
+          this.write(name, Buffer.from(data), options?.preconditionOpts?.ifGenerationMatch === 0),
+        ),
+      download: () => this.call('download', name, async () => this.read(name)),
+      exists: () => this.call('exists', name, async (): Promise<[boolean]> => [this.objects.has(name)]),
+    });
+    return {
+      bucket: () => ({
+        file,
+        getFiles: (query?: { prefix?: string }) =>
+          this.call('list', query?.prefix ?? '', async () => this.list(query?.prefix ?? '')),
+      }),
+    } as unknown as Storage;
+  }
+
+  private list(
+    prefix: string,
+  ): [Array<{ name: string; metadata: { generation: string; timeCreated: string } }>] {
+    const files = [...this.objects]
+      .filter(([name]) => name.startsWith(prefix))
+      .map(([name, o]) => ({
+        name,
+        metadata: {
+          generation: String(o.generation),
+          timeCreated: new Date(
+            this.time.clock.now().getTime() - (this.time.nowMs() - o.createdMs),
+          ).toISOString(),
+        },
+      }));
+    return [files];
+  }
+
+  private write(name: string, bytes: Buffer, createOnly: boolean): void {
+    const now = this.time.nowMs();
+    const last = this.lastWriteMs.get(name);
+    this.lastWriteMs.set(name, now);
+    const key = this.memoKeyOf(name);
+    if (last !== undefined && now - last < 1_000) {
+      this.faults.injected('memo.objectRateLimited', [this.keyFor(key)], `429 on ${name}`);
+      throw Object.assign(new Error('The object exceeded the rate limits for object mutation operations.'), {
+        code: 429,
+      });
+    }
+    if (createOnly && this.objects.has(name)) {
+      this.faults.injected('memo.preconditionFailed', [this.keyFor(key)], `412 on ${name}`);
+      throw Object.assign(new Error('At least one of the pre-conditions you specified did not hold.'), {
+        code: 412,
+      });
+    }
+    this.objects.set(name, { bytes, generation: this.nextGeneration++, createdMs: now });
+  }
+
+  private read(name: string): [Buffer] {
+    const o = this.objects.get(name);
+    if (!o) throw Object.assign(new Error('No such object.'), { code: 404 });
+    return [o.bytes];
+  }
+
+  /** The memo key an object is about (`analyses/<key>.json`, `leases/<key>.json`, `leases/<key>/…`). */
+  private memoKeyOf(name: string): string {
+    const m = /^(?:analyses|leases)\/([^/]+\/[0-9a-f]{64}(?:~\d+)?)/.exec(name);
+    return m?.[1] ?? name;
+  }
+
+  private keyFor(memoKey: string): string {
+    return this.dedupKeyOf(memoKey) ?? memoKey;
+  }
+
+  /** One call to the bucket: the schedule's latency and fault, then the act (when the latency ends). */
+  private async call<T>(operation: string, name: string, act: () => Promise<T> | T): Promise<T> {
     const plan = this.schedule.calls[this.next++] ?? { latencyMs: 50 };
-    const keys = [this.dedupKeyOf(key) ?? key];
-    if (plan.fault) this.failedFor.add(keys[0]!);
+    const keys = [this.keyFor(this.memoKeyOf(name))];
     if (plan.fault === 'hang') {
-      this.faults.injected('memo.hang', keys, `${operation} never answers`);
+      this.faults.injected('memo.hang', keys, `${operation} ${name} never answers`);
       return new Promise<T>(() => {});
     }
     if (plan.fault === 'slow')
-      this.faults.injected('memo.slow', keys, `${operation} takes ${plan.latencyMs} ms`);
+      this.faults.injected('memo.slow', keys, `${operation} ${name} takes ${plan.latencyMs} ms`);
     await this.time.sleep(plan.latencyMs);
     if (plan.fault === 'error') {
-      this.faults.injected('memo.error', keys, `${operation}: 503`);
+      this.faults.injected('memo.error', keys, `${operation} ${name}: 503`);
       throw Object.assign(new Error('We encountered an internal error. Please try again.'), { code: 503 });
     }
     return act();

@@ -1,21 +1,37 @@
 import { createHash } from 'node:crypto';
-import { textInvoices } from '../../bench/documents';
+import { BigQueryStore } from '../../worker/src/adapters/bigquery-store';
 import { GeminiAnalyzer } from '../../worker/src/adapters/gemini-analyzer';
 import { loadConfig } from '../../worker/src/config';
-import { DELIVERY_DEFAULTS } from '../../worker/src/contract/settings';
+import {
+  ANSWER_MARGIN_MS,
+  DELIVERY_DEFAULTS,
+  deliveryBudgetMs,
+  retryHorizonSeconds,
+  SHUTDOWN_GRACE_MS,
+} from '../../worker/src/contract/settings';
 import { RejectionError } from '../../worker/src/core/errors';
 import { objectUri } from '../../worker/src/core/event';
-import { AnalysisMemo } from '../../worker/src/core/memo';
-import type { Analyzer, MemoStore, ObjectRef, Reader, Store } from '../../worker/src/core/ports';
+import { MAX_LEASE_ROUNDS } from '../../worker/src/core/memo';
+import type { Analyzer, BatchStore, MemoStore, ObjectRef, Reader, Store } from '../../worker/src/core/ports';
 import { serve, withGroupCommit } from '../../worker/src/main';
 import { finalizeAttributes } from '../../worker/src/reconcile/notification';
 import { silentLogger } from '../logger';
 import { PushSubscription } from '../pubsub';
 import { seededRandom } from '../random';
+import { textInvoices } from '../samples';
+import { BigQueryClients } from './bigquery-client';
 import { CloudRunModel, type RequestRecord } from './cloud-run';
-import { DOCUMENT_MARKER, GeminiModel } from './gemini';
+import { DOCUMENT_MARKER, type GeminiCall, GeminiModel } from './gemini';
 import { MemoBucket } from './memo';
-import { type DocumentKind, type FaultKind, FaultLog, type FaultSchedule } from './schedule';
+import type { Mutant, MutantContext } from './mutants';
+import {
+  type DocumentKind,
+  type DocumentPlan,
+  FAULT_RATES,
+  type FaultKind,
+  FaultLog,
+  type FaultSchedule,
+} from './schedule';
 import { VirtualTime } from './virtual-time';
 import { type StatementRecord, Warehouse } from './warehouse';
 
@@ -33,53 +49,79 @@ const SIM_TABLE = 'docline-sim.docline.documents';
 /** Cloud Run's grace period between SIGTERM and SIGKILL. */
 export const SIGTERM_GRACE_MS = 10_000;
 const COLD_START_MS = 2_000;
-/** A run stops here (simulated) if messages are still pending: ten attempts with backoff fit well within. */
-const RUN_BOUND_MS = 12 * 60 * 60 * 1000;
+/**
+ * A run stops here (simulated) if messages are still pending: past the longest a message can live
+ * (every delivery attempt at the request timeout, and the backoffs between them), plus the longest
+ * outage a seed draws, so a message still pending then is stuck.
+ */
+function runBoundMs(settings: typeof DELIVERY_DEFAULTS): number {
+  const attemptsMs = settings.maxDeliveryAttempts * settings.workerTimeoutSeconds * 1000;
+  return retryHorizonSeconds(settings) * 1000 + attemptsMs + FAULT_RATES.outageMs.max;
+}
 
 export interface SimDocument {
   name: string;
   key: string;
   kind: DocumentKind;
   messageIds: string[];
+  /** When its generation was deleted or overwritten (it may then end `rejected` `object_gone`). */
+  goneAtMs?: number;
 }
 
-/** Everything the invariants read: what could be observed from outside the worker. */
+/** Everything the invariants read: the simulated world's ground truth, never a claim of the worker. */
 export interface RunRecord {
   seed: number;
   documents: SimDocument[];
-  /** Every answer Pub/Sub got for each message (0: none within the ack deadline, or connection lost). */
-  answers: Record<string, number[]>;
+  /** Every answer Pub/Sub got for each message, with when (0: none within the ack deadline, or connection lost). */
+  answers: Record<string, Array<{ status: number; atMs: number }>>;
   /** What became of each message. */
   messageStates: Record<string, string>;
-  /** The raw table at the end: one entry per row. */
+  /** The raw table at the end: one entry per row, with its identity and what it says. */
   rawRows: Array<{
+    id: number;
     key: string;
     messageId: string;
     status: string;
+    reason: string | null;
+    /** The invoice number of the analysis it carries (each Gemini answer has its own). */
+    invoiceNumber: string | null;
     processedAt: string;
     committedAtMs: number;
     statement: number;
   }>;
-  /** Each distinct row (its message_id) the `documents` view returned per key, in order of first sight. */
-  viewReads: Record<string, string[]>;
-  /** The view's row per key at the end (message_id). */
-  viewAtEnd: Record<string, string>;
+  /** Each distinct row (its identity) the `documents` view returned per key, in order of first sight. */
+  viewReads: Record<string, number[]>;
+  /** The view's row per key at the end (its identity). */
+  viewAtEnd: Record<string, number>;
+  /** Per document, the invoice numbers of the analyses Gemini answered for it. */
+  geminiAnswers: Record<string, string[]>;
   /**
-   * Paid analyses per document (runs of the worker's analyzer that Gemini billed at least once; see
-   * sim/faults/gemini.ts), and the paid calls behind them (an analysis makes two when the first
-   * answer misses the schema).
+   * Paid analyses per document, from Gemini's bill (sim/faults/gemini.ts: a paid call is a new
+   * analysis unless it is the second attempt after an answer outside the schema), and the paid calls.
    */
   paidAnalysesByDocument: Record<string, number>;
   paidCallsByDocument: Record<string, number>;
   /**
-   * One entry (the document's name) per paid analysis a fault refused: its answer was lost (a hang,
-   * a timeout, a killed instance), and one per document whose memo failed to keep its analysis or
-   * give it back (a call about it failed, hung or was slow, or the instance was killed before
-   * keeping it).
+   * Per document, each fault that lost a paid answer for the worker, in words: a paid call whose
+   * answer reached no live process, an answer reaching an instance told to stop, a memo call that
+   * failed to keep or give back the analysis or to show its holder, an instance killed before it
+   * kept the analysis. Each allows one more paid analysis of that document, and nothing else does.
    */
-  refusedAnalyses: string[];
+  answerLosses: Record<string, string[]>;
+  /** Every Gemini call: which document and request, when, paid or not, and what became of its answer. */
+  geminiCalls: GeminiCall[];
   requests: RequestRecord[];
   statements: StatementRecord[];
+  /** Per key, the memo's lease calls that failed from the worker's view (time and kind). */
+  leaseFailures: Record<string, string[]>;
+  /** Per key, the lease rounds created in the memo bucket, and the most a key may use. */
+  leaseRounds: Record<string, number>;
+  maxLeaseRounds: number;
+  /**
+   * The worker's own deadline, as configured: a delivery's budget from its request's arrival, and
+   * the time left to work once its instance is told to stop (SIGTERM).
+   */
+  budget: { deliveryMs: number; drainMs: number };
   /** How the run ended: drained, or stopped at the bound with messages pending. */
   end: string;
   simulatedMs: number;
@@ -105,7 +147,11 @@ export const SIM_ENV: Readonly<Record<string, string>> = Object.freeze({
 });
 
 /** Runs one schedule. Only one run at a time per process (it takes the global timers and clock). */
-export async function runSchedule(schedule: FaultSchedule): Promise<RunResult> {
+export async function runSchedule(
+  schedule: FaultSchedule,
+  options: { mutant?: Mutant } = {},
+): Promise<RunResult> {
+  const mutant = options.mutant;
   const time = new VirtualTime();
   const faults = new FaultLog(() => time.nowMs());
   const settings = DELIVERY_DEFAULTS;
@@ -118,16 +164,20 @@ export async function runSchedule(schedule: FaultSchedule): Promise<RunResult> {
   const documents: SimDocument[] = [];
   const keyOfName = new Map<string, string>();
   const kinds = new Map<string, { kind: DocumentKind; analysisMs: number }>();
-  const resources = schedule.documents.map((plan) => {
+  /**
+   * One upload: the object's generation stored, and its document. `label` names the document (its
+   * marker line, for Gemini's model): the object name, or the name with `#2` for a second upload of it.
+   */
+  const upload = (plan: DocumentPlan, label: string, generationNumber: number) => {
     const sample = samples[plan.index % samples.length]!;
-    const bytes = Buffer.concat([sample.bytes, Buffer.from(`\n${DOCUMENT_MARKER}${plan.name}\n`)]);
-    const generation = String(1764489600000000 + schedule.seed * 100 + plan.index);
+    const bytes = Buffer.concat([sample.bytes, Buffer.from(`\n${DOCUMENT_MARKER}${label}\n`)]);
+    const generation = String(generationNumber);
     const created = new Date(epochMs + plan.publishAtMs).toISOString();
     const key = objectUri(SIM_BUCKET, plan.name, generation);
     objects.set(key, bytes);
-    keyOfName.set(plan.name, key);
-    kinds.set(plan.name, { kind: plan.kind, analysisMs: plan.analysisMs });
-    const doc: SimDocument = { name: plan.name, key, kind: plan.kind, messageIds: [] };
+    keyOfName.set(label, key);
+    kinds.set(label, { kind: plan.kind, analysisMs: plan.analysisMs });
+    const doc: SimDocument = { name: label, key, kind: plan.kind, messageIds: [] };
     documents.push(doc);
     return {
       plan,
@@ -144,21 +194,53 @@ export async function runSchedule(schedule: FaultSchedule): Promise<RunResult> {
         updated: created,
       },
     };
-  });
+  };
+  const generationOf = (plan: DocumentPlan) => 1764489600000000 + schedule.seed * 1_000 + plan.index;
+  const resources = schedule.documents.map((plan) => upload(plan, plan.name, generationOf(plan)));
+  // A generation overwritten: the second upload (another generation, same name) is announced too.
+  const overwrites = (schedule.storage ?? [])
+    .filter((c) => c.change === 'overwritten')
+    .map((c) => {
+      const plan = schedule.documents.find((d) => d.index === c.document)!;
+      const second: DocumentPlan = { ...plan, kind: 'invoice', notifications: 1, publishAtMs: c.atMs };
+      return { change: c, ...upload(second, `${plan.name}#2`, generationOf(plan) + 500) };
+    });
+  // Its key's memo entries are under every analyzer version that runs (two during a rollout).
   const keyOfMessage = new Map<string, string>();
 
-  const gemini = new GeminiModel(time, schedule.gemini, kinds, faults, (name) => keyOfName.get(name) ?? name);
-  const analyzerVersion = new GeminiAnalyzer({
-    client: gemini.client(),
-    model: config.analyzer.kind === 'gemini' ? config.analyzer.model : undefined,
-  }).version;
-  const memoKeys = new Map(documents.map((d) => [AnalysisMemo.key(d.key, analyzerVersion), d.key]));
-  // A lease round after the first is named `<memo key>~<round>`: it is about the same document.
-  const bucket = new MemoBucket(time, schedule.memo, faults, (memoKey) =>
-    memoKeys.get(memoKey.replace(/~\d+$/, '')),
+  let cloudRunRef: CloudRunModel | undefined;
+  const gemini = new GeminiModel(
+    time,
+    schedule.gemini,
+    kinds,
+    faults,
+    (name) => keyOfName.get(name) ?? name,
+    () => cloudRunRef?.current()?.id,
   );
+  const versionOf = (model: string | undefined) =>
+    new GeminiAnalyzer({ client: gemini.client(), model }).version;
+  const analyzerVersion = versionOf(config.analyzer.kind === 'gemini' ? config.analyzer.model : undefined);
+  // During a rollout, the spares run the new revision: another model, so another analyzer version.
+  const rolloutConfig = schedule.rollout
+    ? loadConfig({ ...SIM_ENV, ...schedule.env, GEMINI_MODEL: schedule.rollout.model })
+    : undefined;
+  const configOf = (index: number) => (rolloutConfig && index >= schedule.instances ? rolloutConfig : config);
+  // A memo object is named after a hash of its dedup key (whatever the version or lease round in
+  // its name): that hash ties it to its document.
+  const byHash = new Map(documents.map((d) => [createHash('sha256').update(d.key).digest('hex'), d.key]));
+  const memoKeys = { get: (memoKey: string) => byHash.get(/[0-9a-f]{64}/.exec(memoKey)?.[0] ?? '') };
+  // A lease round after the first is named `<memo key>~<round>`: it is about the same document.
   const poison = new Set(documents.filter((d) => d.kind === 'poison').map((d) => d.key));
   const warehouse = new Warehouse(time, schedule.bigquery, poison, faults);
+  const bucket = new MemoBucket(
+    time,
+    schedule.memo,
+    faults,
+    (memoKey) => memoKeys.get(memoKey),
+    (dedupKey) => warehouse.raw.some((r) => r.row.dedup_key === dedupKey),
+    schedule.seed,
+  );
+  const bigqueryClients = new BigQueryClients(time, warehouse, SIM_TABLE);
   const cloudRun = new CloudRunModel(time, {
     // Cloud Run's request timeout is the one the worker is configured with (the stack sets both from one value).
     requestTimeoutMs: config.requestTimeoutSeconds * 1000,
@@ -167,13 +249,15 @@ export async function runSchedule(schedule: FaultSchedule): Promise<RunResult> {
     schedule: schedule.cloudRun,
     faults,
     keyOf: (id) => keyOfMessage.get(id) ?? id,
+    ...(mutant?.answer ? { answerOf: mutant.answer } : {}),
   });
+  cloudRunRef = cloudRun;
 
-  const viewReads = new Map<string, string[]>();
+  const viewReads = new Map<string, number[]>();
   warehouse.onCommit = () => {
     for (const [key, row] of warehouse.view()) {
       const seen = viewReads.get(key) ?? [];
-      if (seen[seen.length - 1] !== row.row.message_id) seen.push(row.row.message_id);
+      if (!seen.includes(row.id)) seen.push(row.id);
       viewReads.set(key, seen);
     }
   };
@@ -181,7 +265,7 @@ export async function runSchedule(schedule: FaultSchedule): Promise<RunResult> {
   const realRandom = Math.random;
   Math.random = seededRandom(schedule.seed ^ 0x5eed);
   time.install();
-  const answers: Record<string, number[]> = {};
+  const answers: RunRecord['answers'] = {};
   let subscription: PushSubscription | undefined;
   try {
     const reading = async (ref: ObjectRef): Promise<Buffer> => {
@@ -190,10 +274,32 @@ export async function runSchedule(schedule: FaultSchedule): Promise<RunResult> {
       if (!bytes) throw new RejectionError('object_gone', `no generation ${ref.generation} of ${ref.name}`);
       return bytes;
     };
+    const context: MutantContext = {
+      time,
+      liveGeneration: (bucket, name) => {
+        const prefix = objectUri(bucket, name, '');
+        let live: string | undefined;
+        for (const key of objects.keys())
+          if (key.startsWith(prefix)) {
+            const g = key.slice(prefix.length);
+            if (live === undefined || BigInt(g) > BigInt(live)) live = g;
+          }
+        return live;
+      },
+    };
     await cloudRun.start(
       async (index, ports) => {
         const alive = () => index >= cloudRunSize(cloudRun) || cloudRun.instance(index).alive;
-        const grouped = await withGroupCommit(warehouse.store(index, alive), config, silentLogger);
+        const config = configOf(index);
+        const below: BatchStore =
+          schedule.bigquery.via === 'client'
+            ? new BigQueryStore({
+                bigquery: bigqueryClients.client(index, alive),
+                table: SIM_TABLE,
+                logger: silentLogger,
+              })
+            : warehouse.store(index, alive);
+        const grouped = mutate(mutant?.store, await withGroupCommit(below, config, silentLogger), context);
         const store: Store = {
           seen: (...args: Parameters<Store['seen']>) => ports.track('store', () => grouped.seen(...args)),
           record: (...args: Parameters<Store['record']>) =>
@@ -202,36 +308,35 @@ export async function runSchedule(schedule: FaultSchedule): Promise<RunResult> {
           close: () => grouped.close?.() ?? Promise.resolve(),
         };
         copyExtras(grouped, store);
-        const reader: Reader = {
-          read: (...args: Parameters<Reader['read']>) => ports.track('read', () => reading(args[0])),
-        };
+        const reader = mutate(
+          mutant?.reader,
+          {
+            read: (...args: Parameters<Reader['read']>) => ports.track('read', () => reading(args[0])),
+          },
+          context,
+        );
         const adapter = new GeminiAnalyzer({
-          client: gemini.client(),
+          client: gemini.client({ index, alive }),
           model: config.analyzer.kind === 'gemini' ? config.analyzer.model : undefined,
           timeoutMs: config.analyzer.kind === 'gemini' ? config.analyzer.timeoutMs : undefined,
           afterAnswerMs: config.analyzer.kind === 'gemini' ? config.analyzer.afterAnswerMs : undefined,
           logger: silentLogger,
         });
-        const analyzer: Analyzer = {
+        const tracked: Analyzer = {
           version: adapter.version,
           analyze: (...args: Parameters<Analyzer['analyze']>) =>
-            ports.track('analyze', () =>
-              gemini.analysis(
-                args[0].name,
-                (args[0].resume?.attemptsDone ?? 0) > 0,
-                () => adapter.analyze(...args),
-                // An answer that reaches a killed process is paid and lost.
-                () => !alive(),
-              ),
-            ),
+            ports.track('analyze', () => adapter.analyze(...args)),
         };
-        copyExtras(adapter, analyzer);
-        const memoStore = bucket.store();
+        copyExtras(adapter, tracked);
+        const analyzer = mutate(mutant?.analyzer, tracked, context);
+        const memoStore = mutate(mutant?.memo, bucket.store(index), context);
         const memo: MemoStore = {
           get: (...args: Parameters<MemoStore['get']>) => ports.track('memo', () => memoStore.get(...args)),
           create: (...args: Parameters<MemoStore['create']>) => {
+            const dedupKey = memoKeys.get(args[0]);
             // A killed process keeps nothing: the analysis it paid for is lost.
-            if (!alive()) bucket.failedFor.add(memoKeys.get(args[0]) ?? args[0]);
+            if (!alive() && dedupKey)
+              bucket.lost(dedupKey, `instance ${index} killed before it kept the analysis`);
             return ports.track('memo', () => memoStore.create(...args));
           },
           lease: (...args: Parameters<MemoStore['lease']>) =>
@@ -239,19 +344,77 @@ export async function runSchedule(schedule: FaultSchedule): Promise<RunResult> {
           renew: (...args: Parameters<MemoStore['renew']>) =>
             ports.track('lease', () => memoStore.renew(...args)),
         };
+        // An optional call of the port the store may have (whether a key was ever leased): kept.
+        const hasLease = (memoStore as { hasLease?: (key: string) => Promise<boolean> }).hasLease;
+        if (hasLease)
+          Object.assign(memo, {
+            hasLease: (key: string) => ports.track('lease', () => hasLease.call(memoStore, key)),
+          });
         return serve(config, { store, reader, analyzer, memo }, silentLogger);
       },
       schedule.instances,
-      schedule.cloudRun.signals.length,
+      schedule.cloudRun.signals.length + (schedule.rollout ? schedule.instances : 0),
     );
+    // Clock skew: the worker's clock, in the code of a request, is off by its instance's skew.
+    const skews = schedule.cloudRun.skewMs;
+    if (skews) {
+      time.skewMs = () => {
+        const request = cloudRun.current();
+        return request ? (skews[request.instance] ?? 0) : 0;
+      };
+      for (const [i, ms] of Object.entries(skews))
+        if (ms !== 0 && Number(i) < cloudRunSize(cloudRun))
+          faults.injected('cloudRun.clockSkew', [], `instance ${i}: clock off by ${ms} ms`);
+    }
+    // A rollout: each old instance told to stop in turn; a spare of the new revision takes its slot.
+    for (const atMs of schedule.rollout?.stopsAtMs ?? []) {
+      time.after(atMs, () => {
+        const old = cloudRun.states().find((x) => x.index < schedule.instances && x.serving && x.alive);
+        if (!old) return;
+        faults.injected(
+          'rollout.analyzerVersion',
+          [],
+          `instance ${old.index} (analyzer ${analyzerVersion}) replaced by the new revision (${schedule.rollout!.model})`,
+        );
+        cloudRun.signal(old.index, 'SIGTERM');
+      });
+    }
+    // A generation deleted, or overwritten by a new upload, before (or after) it is read.
+    for (const c of schedule.storage ?? []) {
+      const plan = schedule.documents.find((d) => d.index === c.document);
+      const doc = plan && documents.find((d) => d.name === plan.name);
+      if (!doc) continue;
+      time.after(c.atMs, () => {
+        objects.delete(doc.key);
+        doc.goneAtMs = time.nowMs();
+        faults.injected(
+          c.change === 'gone' ? 'storage.generationGone' : 'storage.generationOverwritten',
+          [doc.key],
+          c.change === 'gone' ? 'the generation was deleted' : 'a new upload replaced the generation',
+        );
+      });
+    }
 
     let pushes = 0;
+    let acks = 0;
     const sub = new PushSubscription({
       time,
       settings,
       subscription: 'projects/docline-sim/subscriptions/docline-push',
       onAnswer: (id, status) => {
-        answers[id] = [...(answers[id] ?? []), status];
+        answers[id] = [...(answers[id] ?? []), { status, atMs: time.nowMs() }];
+        if (![102, 200, 201, 202, 204].includes(status)) return;
+        const ack = acks++;
+        for (const a of (schedule.pubsub.afterAck ?? []).filter((x) => x.ack === ack)) {
+          time.after(a.afterMs, () => {
+            if (sub.redeliverAcked(id))
+              faults.injected(
+                'pubsub.redeliveryAfterAck',
+                [keyOfMessage.get(id) ?? id],
+                `message ${id} pushed again ${a.afterMs} ms after its ack`,
+              );
+          });
+        }
       },
       endpoint: (body) => {
         const id = (JSON.parse(body) as { message: { messageId: string } }).message.messageId;
@@ -271,7 +434,7 @@ export async function runSchedule(schedule: FaultSchedule): Promise<RunResult> {
     });
     subscription = sub;
     let published = 0;
-    for (const { plan, doc, resource } of resources) {
+    for (const { plan, doc, resource } of [...resources, ...overwrites]) {
       time.after(plan.publishAtMs, () => {
         if (plan.notifications === 2)
           faults.injected('pubsub.doubledNotification', [doc.key], 'two notification configs');
@@ -288,7 +451,10 @@ export async function runSchedule(schedule: FaultSchedule): Promise<RunResult> {
         published++;
       });
     }
-    const ended = await time.run(() => published === resources.length && sub.idle, RUN_BOUND_MS);
+    const ended = await time.run(
+      () => published === resources.length + overwrites.length && sub.idle,
+      runBoundMs(settings),
+    );
     // Late work (handlers past their request, slow statements) may still change the table: let it end.
     const settled = await time.run(() => false, time.nowMs() + 2 * config.requestTimeoutSeconds * 1000);
     const end =
@@ -302,27 +468,40 @@ export async function runSchedule(schedule: FaultSchedule): Promise<RunResult> {
       answers,
       messageStates: Object.fromEntries(sub.states()),
       rawRows: warehouse.raw.map((r) => ({
+        id: r.id,
         key: r.row.dedup_key,
         messageId: r.row.message_id,
         status: r.row.status,
+        reason: r.row.reason,
+        invoiceNumber: invoiceNumberOf(r.row.analysis),
         processedAt: r.row.processed_at,
         committedAtMs: r.committedAtMs,
         statement: r.statement,
       })),
       viewReads: Object.fromEntries(viewReads),
-      viewAtEnd: Object.fromEntries([...warehouse.view()].map(([k, r]) => [k, r.row.message_id])),
+      viewAtEnd: Object.fromEntries([...warehouse.view()].map(([k, r]) => [k, r.id])),
+      geminiAnswers: Object.fromEntries(
+        documents.map((d) => [d.name, gemini.record.answersByDocument.get(d.name) ?? []]),
+      ),
       paidAnalysesByDocument: Object.fromEntries(
         documents.map((d) => [d.name, gemini.record.analysesByDocument.get(d.name) ?? 0]),
       ),
       paidCallsByDocument: Object.fromEntries(
         documents.map((d) => [d.name, gemini.record.paidByDocument.get(d.name) ?? 0]),
       ),
-      refusedAnalyses: documents.flatMap((d) => [
-        ...Array.from({ length: gemini.record.refusedByDocument.get(d.name) ?? 0 }, () => d.name),
-        ...(bucket.failedFor.has(d.key) ? [d.name] : []),
-      ]),
+      answerLosses: Object.fromEntries(
+        documents.map((d) => [d.name, answerLosses(d, gemini.record.calls, cloudRun, bucket)]),
+      ),
+      geminiCalls: gemini.record.calls,
       requests: cloudRun.requests,
       statements: warehouse.statements,
+      leaseFailures: Object.fromEntries(bucket.leaseFailures),
+      leaseRounds: leaseRoundsByKey(bucket.leaseNames, (name) => memoKeys.get(name)),
+      maxLeaseRounds: MAX_LEASE_ROUNDS,
+      budget: {
+        deliveryMs: deliveryBudgetMs({ workerTimeoutSeconds: config.requestTimeoutSeconds }),
+        drainMs: Math.max(0, SHUTDOWN_GRACE_MS - ANSWER_MARGIN_MS),
+      },
       end,
       simulatedMs: time.nowMs(),
     };
@@ -337,6 +516,66 @@ export async function runSchedule(schedule: FaultSchedule): Promise<RunResult> {
     Math.random = realRandom;
     for (const s of cloudRun.states()) cloudRun.instance(s.index).worker.server.close();
   }
+}
+
+/**
+ * The faults that lost a paid answer of document `d` for the worker (see RunRecord.answerLosses),
+ * from Gemini's bill, the instances' lives and the memo bucket.
+ */
+function answerLosses(
+  d: SimDocument,
+  calls: readonly GeminiCall[],
+  cloudRun: CloudRunModel,
+  bucket: MemoBucket,
+): string[] {
+  const losses: string[] = [];
+  for (const c of calls.filter((x) => x.document === d.name && x.paid)) {
+    const life = cloudRun.lifecycle.get(c.instance) ?? {};
+    if (c.outcome === 'lost') {
+      losses.push(`Gemini call ${c.index} was paid and its answer reached no live process`);
+      continue;
+    }
+    const end = c.endMs ?? Number.POSITIVE_INFINITY;
+    if (life.sigtermAtMs !== undefined && life.sigtermAtMs >= c.startMs && life.sigtermAtMs <= end) {
+      losses.push(`instance ${c.instance} was told to stop while Gemini call ${c.index} ran`);
+      continue;
+    }
+    const killedAt = life.killedAtMs;
+    if (
+      killedAt !== undefined &&
+      !bucket.kept.some((k) => k.dedupKey === d.key && k.instance === c.instance && k.atMs <= killedAt)
+    )
+      losses.push(`instance ${c.instance} was killed before it kept the answer of Gemini call ${c.index}`);
+  }
+  return [...losses, ...(bucket.losses.get(d.key) ?? [])];
+}
+
+/** Per dedup key, how many lease rounds were created for it. */
+function leaseRoundsByKey(
+  names: ReadonlySet<string>,
+  dedupKeyOf: (name: string) => string | undefined,
+): Record<string, number> {
+  const rounds: Record<string, number> = {};
+  for (const name of names) {
+    const key = dedupKeyOf(name);
+    if (key) rounds[key] = (rounds[key] ?? 0) + 1;
+  }
+  return rounds;
+}
+
+/** The invoice number of a row's analysis (each simulated Gemini answer has its own), or null. */
+function invoiceNumberOf(analysis: unknown): string | null {
+  const n = (analysis as { invoice_number?: unknown } | null)?.invoice_number;
+  return typeof n === 'string' ? n : null;
+}
+
+/** A port as the mutant (if any) changes it. */
+function mutate<T>(
+  change: ((port: T, context: MutantContext) => T) | undefined,
+  port: T,
+  context: MutantContext,
+): T {
+  return change ? change(port, context) : port;
 }
 
 function cloudRunSize(cloudRun: CloudRunModel): number {

@@ -5,24 +5,27 @@ import { SqliteStore } from '../../worker/src/adapters/sqlite-store';
 import type { InvariantId, Verdict } from './invariants';
 import type { RunRecord } from './run';
 import { SIGTERM_GRACE_MS } from './run';
-import type { DocumentPlan, FaultSchedule } from './schedule';
+import { type DocumentPlan, type FaultSchedule, ROLLOUT_MODEL } from './schedule';
 
 /**
- * The eight interleavings of issue 20, each as a named scenario: a hand-written fault schedule (the
- * same data a seed generates) that drives the worker into the interleaving, and the invariants that
- * break when the worker lets it happen. A scenario passes when every invariant holds (and, for
- * scale-in and durability, its own check). They stay as regression cases.
+ * Named scenarios: each a hand-written fault schedule (the same data a seed generates) that drives
+ * the worker into one known-dangerous interleaving of deliveries, instances and faults, with the
+ * invariants that break when the worker lets it happen. The first eight interleavings are the
+ * classic ways exactly-once breaks (an ack with no row, good rows failed with a refused one, work
+ * past the deadline, a lease shorter than the work, paid work paid again, an ack before a durable
+ * commit, the view changing its answer, a scale-in cutting waiting deliveries). A
+ * scenario passes when every invariant holds (and, for scale-in and durability, its own check). They stay as regression cases.
  */
 
 export interface Scenario {
   name: string;
-  /** The interleaving of issue 20 it reproduces (1–8). */
+  /** The interleaving it reproduces (1–8, see above; 9 and up: hours-long outages and rollouts). */
   interleaving: number;
   title: string;
   /** The invariants that break when the interleaving happens. */
-  breaks: Array<InvariantId | 'good-rows' | 'scale-in' | 'durability'>;
+  breaks: Array<InvariantId | 'good-rows' | 'scale-in' | 'durability' | 'outage' | 'rollout'>;
   schedule?: FaultSchedule;
-  /** A check of its own, beyond I1–I6: problems found (empty: it holds). */
+  /** A check of its own, beyond I1–I7: problems found (empty: it holds). */
   check?: (record: RunRecord | undefined) => string[];
   /**
    * Set while the worker still lets the interleaving happen: why. The suite then expects the
@@ -59,6 +62,17 @@ function plain(
 }
 
 const ok = (latencyMs: number) => ({ latencyMs, draw: 1 });
+
+const MINUTE_MS = 60_000;
+const HOUR_MS = 60 * MINUTE_MS;
+
+/** A document every `everyMs` for `forMs`, from t = 0 (a steady rate of uploads). */
+function steady(everyMs: number, forMs: number): Array<Partial<DocumentPlan>> {
+  return Array.from({ length: Math.floor(forMs / everyMs) }, (_, i) => ({ publishAtMs: i * everyMs }));
+}
+
+/** The outage the two long-outage scenarios share: from 10 minutes in, for six hours. */
+export const LONG_OUTAGE = Object.freeze({ atMs: 10 * MINUTE_MS, forMs: 6 * HOUR_MS });
 
 export const SCENARIOS: readonly Scenario[] = [
   {
@@ -211,7 +225,103 @@ export const SCENARIOS: readonly Scenario[] = [
     }),
     check: (record) => scaleInProblems(record),
   },
+  {
+    name: 'gemini-outage-six-hours',
+    interleaving: 9,
+    title:
+      'Gemini answers every call 503 for six hours while a document arrives every two minutes: no good document dead-lettered, each ok within an hour of the recovery, ≤ 1.01 paid analyses per document',
+    breaks: ['I2', 'I7', 'outage'],
+    schedule: plain(9_009, steady(2 * MINUTE_MS, 6 * HOUR_MS + 30 * MINUTE_MS), {
+      instances: 3,
+      gemini: { calls: [], busy: [], outages: [{ ...LONG_OUTAGE, status: 503 }] },
+    }),
+    check: (record) => outageProblems(record, LONG_OUTAGE.atMs + LONG_OUTAGE.forMs),
+  },
+  {
+    name: 'gemini-quota-storm-six-hours',
+    interleaving: 9,
+    title:
+      'Gemini refuses every call 429 (quota) for six hours while a document arrives every two minutes: the quota gate waits inside the request, so the same promise holds',
+    breaks: ['I2', 'I7', 'outage'],
+    schedule: plain(9_029, steady(2 * MINUTE_MS, 6 * HOUR_MS + 30 * MINUTE_MS), {
+      instances: 3,
+      gemini: { calls: [], busy: [], outages: [{ ...LONG_OUTAGE, status: 429 }] },
+    }),
+    check: (record) => outageProblems(record, LONG_OUTAGE.atMs + LONG_OUTAGE.forMs),
+  },
+  {
+    name: 'bigquery-outage-six-hours',
+    interleaving: 9,
+    title:
+      'BigQuery fails every statement (503) for six hours while a document arrives every two minutes: no good document dead-lettered, each ok within an hour of the recovery, ≤ 1.01 paid analyses per document',
+    breaks: ['I2', 'I5', 'outage'],
+    schedule: plain(9_019, steady(2 * MINUTE_MS, 6 * HOUR_MS + 30 * MINUTE_MS), {
+      instances: 3,
+      bigquery: { statements: [], outages: [LONG_OUTAGE] },
+    }),
+    check: (record) => outageProblems(record, LONG_OUTAGE.atMs + LONG_OUTAGE.forMs),
+  },
+  {
+    name: 'rollout-under-load',
+    interleaving: 10,
+    title:
+      'a new analyzer version rolls out over three instances while 60 documents arrive, some announced twice and some pushed again after their ack: one raw row per key, no document paid twice',
+    breaks: ['I3', 'I5', 'rollout'],
+    schedule: plain(
+      9_010,
+      Array.from({ length: 60 }, (_, i) => ({ publishAtMs: i * 1_000, notifications: i % 4 === 0 ? 2 : 1 })),
+      {
+        instances: 3,
+        pubsub: {
+          redeliveries: [],
+          afterAck: Array.from({ length: 30 }, (_, a) => ({ ack: 2 * a, afterMs: 20_000 + 1_000 * a })),
+        },
+        rollout: { stopsAtMs: [25_000, 35_000, 45_000], model: ROLLOUT_MODEL },
+      },
+    ),
+    check: (record) => rolloutProblems(record),
+  },
 ];
+
+/**
+ * A long outage kept: every document ends `ok` (by the view), within an hour of the recovery; no
+ * good document is dead-lettered; at most 1.01 paid analyses per document.
+ */
+export function outageProblems(record: RunRecord | undefined, recoveredAtMs: number): string[] {
+  if (!record) return ['no run'];
+  const problems: string[] = [];
+  const byId = new Map(record.rawRows.map((r) => [r.id, r]));
+  for (const d of record.documents) {
+    const id = record.viewAtEnd[d.key];
+    const row = id === undefined ? undefined : byId.get(id);
+    if (row?.status !== 'ok')
+      problems.push(`${d.name} ends ${row ? `${row.status} ${row.reason ?? ''}` : 'with no row'}, not ok`);
+    else if (row.committedAtMs > recoveredAtMs + HOUR_MS)
+      problems.push(
+        `${d.name} got its ok row ${Math.round((row.committedAtMs - recoveredAtMs) / MINUTE_MS)} minutes after the recovery (more than an hour)`,
+      );
+    for (const m of d.messageIds)
+      if (record.messageStates[m] === 'dead') problems.push(`${d.name} (message ${m}) was dead-lettered`);
+  }
+  const paid = Object.values(record.paidAnalysesByDocument).reduce((a, b) => a + b, 0);
+  const perDocument = paid / Math.max(1, record.documents.length);
+  if (perDocument > 1.01)
+    problems.push(`${perDocument.toFixed(3)} paid analyses per document (at most 1.01)`);
+  return problems;
+}
+
+/** A rollout kept: one raw row per key, and no document paid twice (whatever the faults). */
+export function rolloutProblems(record: RunRecord | undefined): string[] {
+  if (!record) return ['no run'];
+  const rows = new Map<string, number>();
+  for (const r of record.rawRows) rows.set(r.key, (rows.get(r.key) ?? 0) + 1);
+  return [
+    ...[...rows].filter(([, n]) => n > 1).map(([key, n]) => `${key} has ${n} raw rows`),
+    ...Object.entries(record.paidAnalysesByDocument)
+      .filter(([, n]) => n > 1)
+      .map(([name, n]) => `${name} was paid ${n} times`),
+  ];
+}
 
 /**
  * Good rows: with no fault but refused rows, every other document is acked on its first delivery
@@ -222,10 +332,10 @@ export function goodRowsProblems(record: RunRecord | undefined): string[] {
   return record.documents
     .filter((d) => d.kind !== 'poison')
     .flatMap((d) => d.messageIds)
-    .filter((id) => ![200, 204].includes(record.answers[id]?.[0] ?? 0))
+    .filter((id) => ![200, 204].includes(record.answers[id]?.[0]?.status ?? 0))
     .map(
       (id) =>
-        `message ${id} of a good document was answered ${record.answers[id]?.[0]} on its first delivery, in a batch with refused rows`,
+        `message ${id} of a good document was answered ${record.answers[id]?.[0]?.status} on its first delivery, in a batch with refused rows`,
     );
 }
 

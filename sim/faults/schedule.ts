@@ -1,4 +1,5 @@
 import { seededRandom } from '../random';
+import { GEMINI_CLIENT_ERRORS, type GeminiClientError } from './gemini';
 
 /**
  * The fault schedule of one run: plain data, generated from the seed alone, written beside the
@@ -13,11 +14,18 @@ export const FAULT_KINDS = [
   'gemini.rateLimited',
   'gemini.serverError',
   'gemini.hang',
+  'gemini.outage',
+  'gemini.clientError',
   'memo.slow',
   'memo.error',
   'memo.hang',
+  'memo.objectRateLimited',
+  'memo.preconditionFailed',
   'bigquery.refusedOneRow',
   'bigquery.refusedTwoRows',
+  'bigquery.refusedManyRows',
+  'bigquery.outage',
+  'bigquery.outcomeUnknown',
   'bigquery.concurrentUpdate',
   'bigquery.dmlQueueFull',
   'bigquery.slowStatement',
@@ -27,6 +35,12 @@ export const FAULT_KINDS = [
   'cloudRun.sigkill',
   'pubsub.redeliveryWhileRunning',
   'pubsub.doubledNotification',
+  'pubsub.redeliveryAfterAck',
+  'storage.generationGone',
+  'storage.generationOverwritten',
+  'cloudRun.clockSkew',
+  'cloudRun.pendingTime',
+  'rollout.analyzerVersion',
 ] as const;
 
 export type FaultKind = (typeof FAULT_KINDS)[number];
@@ -66,24 +80,65 @@ export interface FaultSchedule {
   gemini: {
     /** Per call: a fault and its latency, or only `draw` (the call takes its document's `analysisMs`). */
     calls: Array<
-      (CallPlan<'slowTail' | 'serverError' | 'hang'> | { latencyMs?: number; fault?: undefined }) & {
+      (
+        | CallPlan<'slowTail' | 'serverError' | 'hang' | 'clientError'>
+        | { latencyMs?: number; fault?: undefined }
+      ) & {
         draw: number;
+        /** With `clientError`: which 4xx that is not about the document. */
+        clientError?: GeminiClientError;
       }
     >;
     /** Bursts of the shared capacity: calls accepted in one are refused (429) with this share. */
     busy: Array<{ atMs: number; forMs: number; refuseShare: number }>;
+    /** Outages: every call in the window is refused with `status` (free). */
+    outages?: Array<{ atMs: number; forMs: number; status: 429 | 503 }>;
   };
   memo: { calls: Array<CallPlan<'slow' | 'error' | 'hang'>> };
-  bigquery: { statements: Array<CallPlan<'concurrentUpdate' | 'dmlQueueFull' | 'slow' | 'hung'>> };
+  bigquery: {
+    statements: Array<
+      CallPlan<'concurrentUpdate' | 'dmlQueueFull' | 'slow' | 'hung' | 'outcomeUnknown'> & {
+        /**
+         * With `outcomeUnknown`: the MERGE commits and its answer is lost (`lostAfterCommit`), or the
+         * client loses the job while it runs on and commits at its latency (`resetWhilePolling`).
+         */
+        unknown?: 'lostAfterCommit' | 'resetWhilePolling';
+      }
+    >;
+    /** Outages: every statement that starts in the window fails (503, backendError). */
+    outages?: Array<{ atMs: number; forMs: number }>;
+    /**
+     * `client`: the worker's real `BigQueryStore` runs, over a model of the BigQuery client (jobs,
+     * polling, jobs.get, jobs.list); otherwise the warehouse serves the `BatchStore` port directly.
+     */
+    via?: 'client';
+  };
   cloudRun: {
     /** The d-th delivery's first call of `call` outlasts the request timeout. */
     stalls: Array<{ delivery: number; call: StallPoint }>;
     signals: Array<{ atMs: number; instance: number; signal: 'SIGTERM' | 'SIGKILL' }>;
+    /**
+     * The d-th delivery waits `ms` in Cloud Run (pending for a free instance, or a cold start)
+     * before the instance sees it: Cloud Run's request timeout runs from its arrival.
+     */
+    pending?: Array<{ delivery: number; ms: number }>;
+    /** Per instance index, how far its clock is off (ms, either way). */
+    skewMs?: Record<number, number>;
   };
   pubsub: {
     /** The p-th push is pushed again `afterMs` later, while the first one may still run. */
     redeliveries: Array<{ push: number; afterMs: number }>;
+    /** The a-th ack Pub/Sub gets is followed, `afterMs` later, by one more push of that message. */
+    afterAck?: Array<{ ack: number; afterMs: number }>;
   };
+  /** A document's generation deleted (`gone`) or replaced by a new upload (`overwritten`) at `atMs`. */
+  storage?: Array<{ document: number; atMs: number; change: 'gone' | 'overwritten' }>;
+  /**
+   * A rollout: a new revision whose analyzer is another model (another analyzer version) replaces
+   * every instance of the old one, one SIGTERM at each of `stopsAtMs` (every spare runs the new
+   * revision).
+   */
+  rollout?: { stopsAtMs: number[]; model: string };
 }
 
 export type StallPoint = 'read' | 'analyze' | 'memo' | 'store';
@@ -117,7 +172,27 @@ export const FAULT_RATES = Object.freeze({
   sigkill: 0.2,
   redelivery: 0.06,
   pushes: 40,
+  /** A seed with a fleet: 100–250 more documents, 10–20 instances, several poison documents in one batch. */
+  fleet: 0.05,
+  geminiOutage: 0.08,
+  bigqueryOutage: 0.08,
+  /** Outages last from 2 minutes to 6 hours (log-uniform). */
+  outageMs: { min: 2 * 60_000, max: 6 * 60 * 60_000 },
+  geminiClientError: 0.03,
+  outcomeUnknown: 0.03,
+  redeliveryAfterAck: 0.15,
+  generationGone: 0.08,
+  generationOverwritten: 0.08,
+  clockSkew: 0.1,
+  clockSkewMs: 3_000,
+  pendingTime: 0.05,
+  rollout: 0.06,
+  /** Seeds whose instances run the real BigQueryStore over the client model. */
+  bigqueryStore: 0.3,
 });
+
+/** The model name the new revision of a rollout configures (another analyzer version). */
+export const ROLLOUT_MODEL = 'gemini-2.5-flash-rollout';
 
 /** The schedule of `seed`: the same seed, the same documents and faults. */
 export function generateSchedule(seed: number): FaultSchedule {
@@ -237,7 +312,110 @@ export function generateSchedule(seed: number): FaultSchedule {
       pubsub.redeliveries.push({ push: p, afterMs: Math.round(between(500, 20_000)) });
   }
 
-  return { seed, instances, documents, gemini, memo, bigquery, cloudRun, pubsub };
+  const schedule: FaultSchedule = { seed, instances, documents, gemini, memo, bigquery, cloudRun, pubsub };
+  addLongerFaults(schedule);
+  return schedule;
+}
+
+/**
+ * The faults of hours, fleets and deploys, drawn from a second stream of the seed (so the faults
+ * above stay what they were for every seed): fleets of hundreds of documents with several refused
+ * rows in one batch, outages of Gemini and BigQuery from minutes to six hours, Gemini 4xx that are
+ * not about the document, BigQuery jobs whose outcome is unknown, redelivery after an ack,
+ * generations deleted or overwritten before they are read, clock skew, time spent pending in Cloud
+ * Run, and a rollout of another analyzer version.
+ */
+function addLongerFaults(s: FaultSchedule): void {
+  const random = seededRandom(s.seed * 40_503 + 17);
+  const r = FAULT_RATES;
+  const between = (low: number, high: number) => low + (high - low) * random();
+  const whole = (low: number, high: number) => Math.floor(between(low, high + 1));
+  const chance = (p: number) => random() < p;
+  const logBetween = (low: number, high: number) =>
+    Math.round(Math.exp(between(Math.log(low), Math.log(high))));
+
+  if (chance(r.fleet)) {
+    const more = whole(100, 250);
+    const base = s.documents.length;
+    const burstAtMs = Math.round(between(0, 60_000));
+    const poisonAt = new Set<number>();
+    const poisons = whole(3, 8);
+    while (poisonAt.size < poisons) poisonAt.add(whole(0, 29));
+    for (let i = 0; i < more; i++) {
+      const index = base + i;
+      // The first thirty arrive together: several refused rows meet good ones in one batch.
+      const together = i < 30;
+      s.documents.push({
+        index,
+        name: `sim/${s.seed}/${String(index).padStart(3, '0')}-invoice.txt`,
+        kind: together && poisonAt.has(i) ? 'poison' : 'invoice',
+        notifications: 1,
+        publishAtMs: together ? burstAtMs : Math.round(between(0, 120_000)),
+        analysisMs: Math.round(between(3_000, 9_000)),
+      });
+    }
+    s.documents.sort((a, b) => a.publishAtMs - b.publishAtMs || a.index - b.index);
+    s.instances = whole(10, 20);
+  }
+  const outage = () => ({
+    atMs: Math.round(between(5_000, 60_000)),
+    forMs: logBetween(r.outageMs.min, r.outageMs.max),
+  });
+  if (chance(r.geminiOutage)) s.gemini.outages = [{ ...outage(), status: chance(0.5) ? 429 : 503 }];
+  if (chance(r.bigqueryOutage)) s.bigquery.outages = [outage()];
+  const classes = Object.keys(GEMINI_CLIENT_ERRORS) as GeminiClientError[];
+  for (const call of s.gemini.calls) {
+    if (call.fault || !chance(r.geminiClientError)) continue;
+    Object.assign(call, {
+      fault: 'clientError',
+      latencyMs: 300,
+      clientError: classes[whole(0, classes.length - 1)],
+    });
+  }
+  for (const statement of s.bigquery.statements) {
+    if (statement.fault || !chance(r.outcomeUnknown)) continue;
+    statement.fault = 'outcomeUnknown';
+    statement.unknown = chance(0.5) ? 'lostAfterCommit' : 'resetWhilePolling';
+  }
+  s.pubsub.afterAck = [];
+  for (let a = 0; a < 40; a++)
+    if (chance(r.redeliveryAfterAck))
+      s.pubsub.afterAck.push({ ack: a, afterMs: Math.round(between(1_000, 120_000)) });
+  s.storage = [];
+  const pick = () => s.documents[whole(0, s.documents.length - 1)]!;
+  if (chance(r.generationGone)) {
+    const d = pick();
+    s.storage.push({
+      document: d.index,
+      atMs: d.publishAtMs + Math.round(between(0, 5_000)),
+      change: 'gone',
+    });
+  }
+  if (chance(r.generationOverwritten)) {
+    const d = pick();
+    s.storage.push({
+      document: d.index,
+      atMs: d.publishAtMs + Math.round(between(0, 5_000)),
+      change: 'overwritten',
+    });
+  }
+  if (chance(r.clockSkew)) {
+    s.cloudRun.skewMs = {};
+    for (let i = 0; i < s.instances + s.cloudRun.signals.length + s.instances; i++)
+      s.cloudRun.skewMs[i] = Math.round(between(-r.clockSkewMs, r.clockSkewMs));
+  }
+  s.cloudRun.pending = [];
+  for (let d = 0; d < 40; d++)
+    if (chance(r.pendingTime))
+      s.cloudRun.pending.push({ delivery: d, ms: Math.round(between(1_000, 12_000)) });
+  if (chance(r.bigqueryStore)) s.bigquery.via = 'client';
+  if (chance(r.rollout)) {
+    const atMs = Math.round(between(5_000, 40_000));
+    const stopsAtMs: number[] = [];
+    for (let i = 0, at = atMs; i < s.instances; i++, at += Math.round(between(2_000, 20_000)))
+      stopsAtMs.push(at);
+    s.rollout = { stopsAtMs, model: ROLLOUT_MODEL };
+  }
 }
 
 /** The option whose share of [0, 1) holds `u` (shares in order; past them all, undefined). */

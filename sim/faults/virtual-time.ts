@@ -39,6 +39,11 @@ export class VirtualTime implements SimClock {
   private saved: Record<string, unknown> | undefined;
   /** Timer callbacks run so far (a cheap fingerprint of a run's schedule). */
   firedTimers = 0;
+  /**
+   * How far off the clock the *worker* reads (`Date`) is for the code running now: clock skew of
+   * one instance (0 by default). The simulation's own clock (`clock`, `nowMs`) is never skewed.
+   */
+  skewMs: () => number = () => 0;
 
   constructor(epochMs = Date.parse('2026-11-30T08:00:00.000Z')) {
     this.epochMs = epochMs;
@@ -119,11 +124,11 @@ export class VirtualTime implements SimClock {
     const time = this;
     class VirtualDate extends RealDate {
       constructor(...args: unknown[]) {
-        if (args.length === 0) super(time.epochNowMs());
+        if (args.length === 0) super(time.epochNowMs() + time.skewMs());
         else super(...(args as [number]));
       }
       static override now(): number {
-        return time.epochNowMs();
+        return time.epochNowMs() + time.skewMs();
       }
     }
     g.Date = VirtualDate;

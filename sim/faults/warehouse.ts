@@ -2,6 +2,7 @@ import { batchMergeSql, bigQueryError, statementTimeoutMs } from '../../worker/s
 import type { Row } from '../../worker/src/contract/row';
 import { BIGQUERY_DML_LIMITS } from '../../worker/src/contract/settings';
 import type { Deadline } from '../../worker/src/core/deadline';
+import * as errors from '../../worker/src/core/errors';
 import type { BatchStore } from '../../worker/src/core/ports';
 import { batchStoreOf } from '../batch-store';
 import type { SimClock } from '../time';
@@ -29,6 +30,8 @@ import type { FaultLog, FaultSchedule } from './schedule';
 
 /** A row of the raw table, with what the checks need to know about how it got there. */
 export interface RawRow {
+  /** The row's identity in the table (its place in insertion order). */
+  id: number;
   row: Row;
   /** When its MERGE committed (simulated ms). */
   committedAtMs: number;
@@ -106,7 +109,7 @@ export class Warehouse {
     return first;
   }
 
-  /** One statement: a lookup of `keys`, or a MERGE of `rows`. */
+  /** One statement at the `BatchStore` port: its outcome as `BigQueryStore` would throw it. */
   private submit(
     instance: number,
     alive: () => boolean,
@@ -114,10 +117,40 @@ export class Warehouse {
     rows?: readonly Row[],
     deadline?: Deadline,
   ): Promise<Set<string>> {
+    const operation = rows ? 'record' : 'seen';
+    const job = this.execute(instance, alive, keys, rows, statementTimeoutMs(deadline));
+    const mapped = job.done.catch((error: unknown) => {
+      throw bigQueryError(error, operation);
+    });
+    if (job.lost === 'lostAfterCommit') return mapped.then(() => Promise.reject(outcomeUnknown(job.index)));
+    if (job.lost === 'resetWhilePolling') {
+      void mapped.catch(() => undefined);
+      return this.time.sleep(job.lostAfterMs).then(() => Promise.reject(outcomeUnknown(job.index)));
+    }
+    return mapped;
+  }
+
+  /**
+   * One statement, as BigQuery runs it: `done` settles with the keys found (a lookup) or inserted
+   * (a MERGE), or fails with BigQuery's error as its API answers it. `lost` says that the client
+   * does not get that answer (the schedule's `outcomeUnknown`): after the commit, or while the job
+   * runs on (`lostAfterMs` after it starts). `timeoutMs`: the job's `jobTimeoutMs`.
+   */
+  execute(
+    instance: number,
+    alive: () => boolean,
+    keys: string[],
+    rows: readonly Row[] | undefined,
+    timeoutMs: number | undefined,
+  ): {
+    index: number;
+    done: Promise<Set<string>>;
+    lost?: 'lostAfterCommit' | 'resetWhilePolling';
+    lostAfterMs: number;
+  } {
     const kind: StatementRecord['kind'] = rows ? 'merge' : 'lookup';
     // A killed instance sends nothing.
-    if (!alive()) return new Promise(() => {});
-    const timeoutMs = statementTimeoutMs(deadline);
+    if (!alive()) return { index: -1, done: new Promise(() => {}), lostAfterMs: 0 };
     const stopAtMs = timeoutMs === undefined ? Number.POSITIVE_INFINITY : this.time.nowMs() + timeoutMs;
     const plan = this.schedule.statements[this.next++] ?? { latencyMs: 1_000 };
     const record: StatementRecord = {
@@ -128,6 +161,7 @@ export class Warehouse {
       startedAtMs: this.time.nowMs(),
     };
     this.statements.push(record);
+    const job = (done: Promise<Set<string>>) => ({ index: record.index, done, lostAfterMs: 0 });
     const end = (outcome: string) => {
       record.endedAtMs = this.time.nowMs();
       record.outcome = outcome;
@@ -135,9 +169,7 @@ export class Warehouse {
     if (kind === 'merge' && plan.fault === 'dmlQueueFull') {
       this.faults.injected('bigquery.dmlQueueFull', keys, `statement ${record.index}`);
       end('dml queue full');
-      return this.time.sleep(200).then(() => {
-        throw queueFull();
-      });
+      return job(this.time.sleep(200).then(() => Promise.reject(queueFull())));
     }
     if (
       kind === 'merge' &&
@@ -145,7 +177,30 @@ export class Warehouse {
       this.queue.length >= BIGQUERY_DML_LIMITS.queued
     ) {
       end('dml queue full (limit)');
-      return Promise.reject(queueFull());
+      return job(Promise.reject(queueFull()));
+    }
+    const now = this.time.nowMs();
+    const outage = (this.schedule.outages ?? []).find((o) => now >= o.atMs && now < o.atMs + o.forMs);
+    if (outage) {
+      this.faults.injected(
+        'bigquery.outage',
+        keys,
+        `statement ${record.index} (${kind}): 503 (outage of ${outage.forMs} ms)`,
+      );
+      end('outage');
+      return job(
+        this.time
+          .sleep(1_000)
+          .then(() =>
+            Promise.reject(
+              apiError(
+                503,
+                'backendError',
+                'Error encountered during execution. Retrying may solve the problem.',
+              ),
+            ),
+          ),
+      );
     }
     if (plan.fault === 'hung') {
       this.faults.injected(
@@ -154,7 +209,7 @@ export class Warehouse {
         `statement ${record.index} (${kind}) never answers`,
       );
       end('hung');
-      return new Promise(() => {});
+      return job(new Promise(() => {}));
     }
     if (plan.fault === 'slow')
       this.faults.injected(
@@ -164,6 +219,12 @@ export class Warehouse {
       );
     const run = async (): Promise<Set<string>> => {
       if (kind === 'lookup') {
+        // A query is stopped at its jobTimeoutMs too.
+        if (this.time.nowMs() + plan.latencyMs / 2 > stopAtMs) {
+          await this.time.sleep(Math.max(0, stopAtMs - this.time.nowMs()));
+          end('timed out');
+          throw timedOut(timeoutMs ?? 0);
+        }
         await this.time.sleep(plan.latencyMs / 2);
         const present = new Set(this.raw.map((r) => r.row.dedup_key));
         end('ok');
@@ -183,36 +244,36 @@ export class Warehouse {
         await this.time.sleep(plan.latencyMs);
         if (plan.fault === 'concurrentUpdate') {
           this.faults.injected('bigquery.concurrentUpdate', keys, `statement ${record.index}`);
-          throw bigQueryError(
-            {
-              code: 400,
-              errors: [{ reason: 'invalidQuery' }],
-              message: `Could not serialize access to table ${TABLE} due to concurrent update`,
-            },
-            'record',
+          throw apiError(
+            400,
+            'invalidQuery',
+            `Could not serialize access to table ${TABLE} due to concurrent update`,
           );
         }
         const poison = (rows ?? []).filter((r) => this.poisonKeys.has(r.dedup_key));
         if (poison.length > 0) {
           this.faults.injected(
-            poison.length === 1 ? 'bigquery.refusedOneRow' : 'bigquery.refusedTwoRows',
+            poison.length === 1
+              ? 'bigquery.refusedOneRow'
+              : poison.length === 2
+                ? 'bigquery.refusedTwoRows'
+                : 'bigquery.refusedManyRows',
             poison.map((r) => r.dedup_key),
             `statement ${record.index} refused (${keys.length} rows)`,
           );
-          throw bigQueryError(
-            {
-              code: 400,
-              errors: [{ reason: 'invalidQuery', message: 'Invalid JSON payload in a parameter value.' }],
-              message: 'Query error: Invalid JSON payload in a parameter value.',
-            },
-            'record',
-          );
+          throw apiError(400, 'invalidQuery', 'Query error: Invalid JSON payload in a parameter value.');
         }
         const inserted = new Set<string>();
         for (const row of rows ?? []) {
           if (present.has(row.dedup_key)) continue;
           const stored = MERGE_STAMPS_PROCESSED_AT ? { ...row, processed_at: startedAt } : row;
-          this.raw.push({ row: stored, committedAtMs: this.time.nowMs(), statement: record.index, instance });
+          this.raw.push({
+            id: this.raw.length,
+            row: stored,
+            committedAtMs: this.time.nowMs(),
+            statement: record.index,
+            instance,
+          });
           inserted.add(row.dedup_key);
         }
         end(`inserted ${inserted.size}`);
@@ -227,29 +288,57 @@ export class Warehouse {
         else this.running--;
       }
     };
-    return run();
+    const done = run();
+    if (kind === 'merge' && plan.fault === 'outcomeUnknown') {
+      const lost = plan.unknown ?? 'lostAfterCommit';
+      this.faults.injected(
+        'bigquery.outcomeUnknown',
+        keys,
+        lost === 'lostAfterCommit'
+          ? `statement ${record.index}: its answer is lost`
+          : `statement ${record.index}: the client loses the job while it runs on`,
+      );
+      return { index: record.index, done, lost, lostAfterMs: Math.min(plan.latencyMs / 2, 1_000) };
+    }
+    return job(done);
   }
 }
 
-/** BigQuery's answer to a job stopped at its `jobTimeoutMs`. */
-function timedOut(timeoutMs: number): Error {
+/** An error as BigQuery's API answers it (what the client library throws). */
+function apiError(code: number, reason: string, message: string): Error {
+  return Object.assign(new Error(message), { code, errors: [{ reason, message }] });
+}
+
+/**
+ * What the store adapter throws for a write whose outcome it could not learn: the worker's
+ * `OutcomeUnknownError` where it has one, else the transient error BigQuery's 503 maps to (what the
+ * adapter surfaced before it could tell the two apart).
+ */
+function outcomeUnknown(statement: number): Error {
+  const Unknown = (errors as Record<string, unknown>).OutcomeUnknownError as
+    | (new (
+        code: string,
+        message: string,
+      ) => Error)
+    | undefined;
+  const message = `the outcome of statement ${statement} is unknown (its answer was lost)`;
+  if (Unknown) return new Unknown('bigquery_outcome_unknown', message);
   return bigQueryError(
-    {
-      code: 400,
-      errors: [{ reason: 'timeout', message: `Job timed out after ${Math.ceil(timeoutMs / 1000)} sec` }],
-      message: `Job timed out after ${Math.ceil(timeoutMs / 1000)} sec`,
-    },
+    apiError(503, 'backendError', `Error encountered during execution: ${message}`),
     'record',
   );
 }
 
+/** BigQuery's answer to a job stopped at its `jobTimeoutMs`. */
+function timedOut(timeoutMs: number): Error {
+  const message = `Job timed out after ${Math.ceil(timeoutMs / 1000)} sec`;
+  return apiError(400, 'timeout', message);
+}
+
 function queueFull(): Error {
-  return bigQueryError(
-    {
-      code: 400,
-      errors: [{ reason: 'resourcesExceeded' }],
-      message: `Resources exceeded during query execution: Too many DML statements outstanding against table ${TABLE}, limit is ${BIGQUERY_DML_LIMITS.queued}.`,
-    },
-    'record',
+  return apiError(
+    400,
+    'resourcesExceeded',
+    `Resources exceeded during query execution: Too many DML statements outstanding against table ${TABLE}, limit is ${BIGQUERY_DML_LIMITS.queued}.`,
   );
 }

@@ -1,28 +1,48 @@
-import { checkInvariants } from '../faults/invariants';
+import { checkInvariants, INVARIANT_IDS } from '../faults/invariants';
 import type { RunRecord } from '../faults/run';
 
-/** A run of one document and one message that kept every promise; each test breaks one. */
+const KEY = 'gs://b/a.txt#1';
+
+/** A run of one invoice and one message that kept every promise; each test breaks one thing. */
 function kept(): RunRecord {
   return {
     seed: 1,
-    documents: [{ name: 'a.txt', key: 'gs://b/a.txt#1', kind: 'invoice', messageIds: ['1'] }],
-    answers: { '1': [200] },
+    documents: [{ name: 'a.txt', key: KEY, kind: 'invoice', messageIds: ['1'] }],
+    answers: { '1': [{ status: 200, atMs: 8_000 }] },
     messageStates: { '1': 'acked' },
     rawRows: [
       {
-        key: 'gs://b/a.txt#1',
+        id: 0,
+        key: KEY,
         messageId: '1',
         status: 'ok',
+        reason: null,
+        invoiceNumber: 'SIM-0',
         processedAt: '2026-11-30T08:00:07.000Z',
-        committedAtMs: 8_000,
+        committedAtMs: 7_900,
         statement: 1,
       },
     ],
-    viewReads: { 'gs://b/a.txt#1': ['1'] },
-    viewAtEnd: { 'gs://b/a.txt#1': '1' },
+    viewReads: { [KEY]: [0] },
+    viewAtEnd: { [KEY]: 0 },
+    geminiAnswers: { 'a.txt': ['SIM-0'] },
     paidAnalysesByDocument: { 'a.txt': 1 },
     paidCallsByDocument: { 'a.txt': 1 },
-    refusedAnalyses: [],
+    answerLosses: { 'a.txt': [] },
+    geminiCalls: [
+      {
+        index: 0,
+        document: 'a.txt',
+        request: 0,
+        instance: 0,
+        startMs: 100,
+        endMs: 6_100,
+        paid: true,
+        newAnalysis: true,
+        outcome: 'answered',
+        invoiceNumber: 'SIM-0',
+      },
+    ],
     requests: [
       {
         id: 0,
@@ -37,27 +57,73 @@ function kept(): RunRecord {
         calls: [{ port: 'analyze', startMs: 100, endMs: 6_100 }],
       },
     ],
-    statements: [],
+    statements: [
+      { index: 0, kind: 'lookup', instance: 0, keys: [KEY], startedAtMs: 50, endedAtMs: 90, outcome: 'ok' },
+      {
+        index: 1,
+        kind: 'merge',
+        instance: 0,
+        keys: [KEY],
+        startedAtMs: 6_200,
+        endedAtMs: 7_900,
+        outcome: 'inserted 1',
+      },
+    ],
+    leaseFailures: {},
+    leaseRounds: { [KEY]: 1 },
+    maxLeaseRounds: 16,
+    budget: { deliveryMs: 498_000, drainMs: 8_000 },
     end: 'drained (then quiet)',
     simulatedMs: 9_000,
   };
 }
 
-const broken = (record: RunRecord, entries: Parameters<typeof checkInvariants>[1]['entries'] = []) =>
-  Object.entries(checkInvariants(record, { entries }).violations)
+const broken = (record: RunRecord) =>
+  Object.entries(checkInvariants(record).violations)
     .filter(([, list]) => list.length > 0)
     .map(([id]) => id);
+
+/** A second raw row of the key (another message's), committed later. */
+const secondRow = (r: RunRecord) => ({
+  ...r.rawRows[0]!,
+  id: 1,
+  messageId: '2',
+  invoiceNumber: 'SIM-1',
+  committedAtMs: 9_000,
+  statement: 2,
+});
 
 describe('the invariants', () => {
   it('all hold for a run that kept the promise', () => {
     expect(broken(kept())).toEqual([]);
   });
 
-  it('I1: an ack for a key with no row breaks it', () => {
+  it('are seven, each shown to fail on its own below', () => {
+    expect(INVARIANT_IDS).toEqual(['I1', 'I2', 'I3', 'I4', 'I5', 'I6', 'I7']);
+  });
+
+  it('I1: an ack given before its row committed breaks it, even when the row comes later', () => {
     const r = kept();
+    r.answers = { '1': [{ status: 200, atMs: 7_000 }] };
+    expect(broken(r)).toEqual(['I1']);
+    // A later redelivery acked after the commit does not rescue the early ack.
+    r.answers['1']!.push({ status: 204, atMs: 20_000 });
+    expect(broken(r)).toEqual(['I1']);
+  });
+
+  it('I1: an ack for a poison key that never gets a row breaks it', () => {
+    const r = kept();
+    r.documents[0]!.kind = 'poison';
     r.rawRows = [];
     r.viewReads = {};
     r.viewAtEnd = {};
+    r.messageStates = { '1': 'dead' };
+    r.answers = {
+      '1': [
+        { status: 500, atMs: 5_000 },
+        { status: 204, atMs: 9_000 },
+      ],
+    };
     expect(broken(r)).toEqual(['I1']);
   });
 
@@ -70,60 +136,101 @@ describe('the invariants', () => {
     expect(broken(dead)).toEqual(['I2']);
     const poison = kept();
     poison.documents[0]!.kind = 'poison';
-    poison.answers = { '1': [500] };
+    poison.answers = { '1': [{ status: 500, atMs: 8_000 }] };
     poison.messageStates = { '1': 'dead' };
     poison.rawRows = [];
+    poison.viewReads = {};
+    poison.viewAtEnd = {};
     expect(broken(poison)).toEqual([]);
   });
 
-  it('I3: a second raw row that no injected fault explains breaks it; one that a fault explains is listed', () => {
+  it('I3: a second raw row breaks it with no excuse but a named cause (a doubled notification is none)', () => {
     const r = kept();
-    r.rawRows.push({ ...r.rawRows[0]!, messageId: '2', committedAtMs: 9_000, statement: 2 });
+    r.rawRows.push(secondRow(r));
     expect(broken(r)).toEqual(['I3']);
-    const verdict = checkInvariants(r, {
-      entries: [{ atMs: 1, kind: 'pubsub.doubledNotification', keys: ['gs://b/a.txt#1'], detail: 'twice' }],
-    });
-    expect(verdict.violations.I3).toEqual([]);
-    expect(verdict.extraRawRows).toEqual([
-      { key: 'gs://b/a.txt#1', messageId: '2', causes: ['pubsub.doubledNotification at 1 ms: twice'] },
-    ]);
+    expect(checkInvariants(r).extraRawRows).toEqual([{ key: KEY, messageId: '2', causes: [] }]);
   });
 
-  it('I4: a view that returned one row and ends with another breaks it', () => {
+  it('I3: a failed lease call of the key, or every lease round used, is named and listed with the row', () => {
     const r = kept();
-    r.viewReads = { 'gs://b/a.txt#1': ['2', '1'] };
+    r.rawRows.push(secondRow(r));
+    r.leaseFailures = { [KEY]: ['memo.error on lease at 300 ms'] };
+    const verdict = checkInvariants(r);
+    expect(verdict.violations.I3).toEqual([]);
+    expect(verdict.extraRawRows).toEqual([
+      { key: KEY, messageId: '2', causes: ['the memo failed a lease call: memo.error on lease at 300 ms'] },
+    ]);
+    const rounds = kept();
+    rounds.rawRows.push(secondRow(rounds));
+    rounds.leaseRounds = { [KEY]: 16 };
+    expect(checkInvariants(rounds).extraRawRows[0]!.causes).toEqual(['the key used all 16 lease rounds']);
+  });
+
+  it('I4: the view switching between two rows of the same message breaks it (rows by identity)', () => {
+    const r = kept();
+    r.rawRows.push({ ...secondRow(r), messageId: '1' });
+    r.leaseRounds = { [KEY]: 16 };
+    r.viewReads = { [KEY]: [1, 0] };
     expect(broken(r)).toEqual(['I4']);
   });
 
-  it('I5: a document paid twice with no refused analysis breaks it; a refused one is allowed one more', () => {
+  it('I4: a switch under a failed lease call of the key is excused, and listed with its cause', () => {
+    const r = kept();
+    r.rawRows.push({ ...secondRow(r), messageId: '1' });
+    r.viewReads = { [KEY]: [1, 0] };
+    r.leaseFailures = { [KEY]: ['memo lease failed at 300 ms'] };
+    const verdict = checkInvariants(r);
+    expect(verdict.violations.I4).toEqual([]);
+    expect(verdict.viewChanges).toEqual([
+      expect.objectContaining({
+        key: KEY,
+        causes: ['the memo failed a lease call: memo lease failed at 300 ms'],
+      }),
+    ]);
+  });
+
+  it('I5: a document paid twice with no lost answer breaks it; a lost answer of that document allows one more', () => {
     const r = kept();
     r.paidAnalysesByDocument = { 'a.txt': 2 };
     expect(broken(r)).toEqual(['I5']);
-    r.refusedAnalyses = ['a.txt'];
+    r.answerLosses = { 'a.txt': ['Gemini call 0 was paid and its answer reached no live process'] };
     expect(broken(r)).toEqual([]);
-  });
-
-  it('I5 counts analyses, not calls: an analysis whose first answer missed the schema paid two calls, once', () => {
-    const r = kept();
-    r.paidCallsByDocument = { 'a.txt': 2 };
-    expect(broken(r)).toEqual([]);
-  });
-
-  it('I5: each analysis a fault refused allows one more, and no more than that', () => {
-    const r = kept();
     r.paidAnalysesByDocument = { 'a.txt': 3 };
-    r.refusedAnalyses = ['a.txt'];
     expect(broken(r)).toEqual(['I5']);
-    r.refusedAnalyses = ['a.txt', 'a.txt'];
-    expect(broken(r)).toEqual([]);
   });
 
-  it('I6: a handler that answers after its deadline, starts a call after it, or never answers breaks it', () => {
+  it("I5 is per document: another document's lost answer is no allowance", () => {
+    const r = kept();
+    r.documents.push({ name: 'b.txt', key: 'gs://b/b.txt#1', kind: 'invoice', messageIds: ['2'] });
+    r.answers['2'] = [{ status: 200, atMs: 8_000 }];
+    r.messageStates['2'] = 'acked';
+    r.rawRows.push({
+      ...r.rawRows[0]!,
+      id: 1,
+      key: 'gs://b/b.txt#1',
+      messageId: '2',
+      invoiceNumber: 'SIM-1',
+    });
+    r.viewAtEnd['gs://b/b.txt#1'] = 1;
+    r.geminiAnswers['b.txt'] = ['SIM-1'];
+    r.paidAnalysesByDocument = { 'a.txt': 2, 'b.txt': 0 };
+    r.answerLosses = { 'a.txt': [], 'b.txt': ['memo.error on create: the analysis was not kept'] };
+    expect(broken(r)).toEqual(['I5']);
+  });
+
+  it("I6: an answer past the worker's own deadline (not Cloud Run's) breaks it", () => {
     const late = kept();
-    late.requests[0]!.endMs = 500_001;
+    late.requests[0]!.endMs = 499_000;
     expect(broken(late)).toEqual(['I6']);
+    const drained = kept();
+    drained.requests[0]!.sigtermAtMs = 1_000;
+    drained.requests[0]!.endMs = 9_500;
+    expect(broken(drained)).toEqual(['I6']);
+  });
+
+  it('I6: a call started after the deadline, a handler that never answers, breaks it; a killed one does not', () => {
     const call = kept();
-    call.requests[0]!.calls.push({ port: 'store', startMs: 500_500 });
+    call.requests[0]!.calls.push({ port: 'store', startMs: 498_500 });
     expect(broken(call)).toEqual(['I6']);
     const running = kept();
     delete running.requests[0]!.endMs;
@@ -132,5 +239,52 @@ describe('the invariants', () => {
     delete killed.requests[0]!.endMs;
     killed.requests[0]!.killedAtMs = 3_000;
     expect(broken(killed)).toEqual([]);
+  });
+
+  it('I6: a Gemini call or a BigQuery statement of the request still running past its deadline breaks it', () => {
+    const gemini = kept();
+    gemini.geminiCalls[0]!.endMs = 600_000;
+    expect(broken(gemini)).toEqual(['I6']);
+    const statement = kept();
+    statement.requests[0]!.endMs = 400_000;
+    statement.statements[1]!.endedAtMs = 520_000;
+    statement.rawRows[0]!.committedAtMs = 520_000;
+    statement.answers = {
+      '1': [
+        { status: 503, atMs: 400_000 },
+        { status: 204, atMs: 600_000 },
+      ],
+    };
+    expect(broken(statement)).toEqual(['I6']);
+  });
+
+  it('I7: a rejected row for a good invoice breaks it', () => {
+    const r = kept();
+    r.rawRows[0] = { ...r.rawRows[0]!, status: 'rejected', reason: 'analysis_failed', invoiceNumber: null };
+    expect(broken(r)).toEqual(['I7']);
+  });
+
+  it('I7: an ok row carrying an analysis Gemini never gave for that document breaks it', () => {
+    const r = kept();
+    r.rawRows[0]!.invoiceNumber = 'SIM-9';
+    expect(broken(r)).toEqual(['I7']);
+  });
+
+  it('I7: a refused document must end rejected with its reason, and a poison one with no row', () => {
+    const blocked = kept();
+    blocked.documents[0]!.kind = 'safetyBlocked';
+    expect(broken(blocked)).toEqual(['I7']);
+    blocked.rawRows[0] = {
+      ...blocked.rawRows[0]!,
+      status: 'rejected',
+      reason: 'safety_blocked',
+      invoiceNumber: null,
+    };
+    expect(broken(blocked)).toEqual([]);
+    blocked.documents[0]!.kind = 'unreadable';
+    expect(broken(blocked)).toEqual(['I7']);
+    const poison = kept();
+    poison.documents[0]!.kind = 'poison';
+    expect(broken(poison)).toEqual(['I7']);
   });
 });

@@ -1,0 +1,228 @@
+import type { BigQuery } from '@google-cloud/bigquery';
+import {
+  batchLookupSql,
+  batchMergeSql,
+  lookupSql,
+  mergeSql,
+  winnersSql,
+} from '../../worker/src/adapters/bigquery-store';
+import { COLUMNS, type Row } from '../../worker/src/contract/row';
+import type { SimClock } from '../time';
+import type { Warehouse } from './warehouse';
+
+/**
+ * The `@google-cloud/bigquery` client as the worker's real `BigQueryStore` uses it, over the
+ * fault simulator's warehouse, so the adapter's own jobs run: jobs.insert (`createQueryJob`, with
+ * the job id or prefix the adapter chooses and its `jobTimeoutMs`), getQueryResults (which waits at
+ * most 10 s for the job and then answers `jobComplete: false`), jobs.get (`job(id).getMetadata()`,
+ * the job's true state), jobs.list (`getJobs`, the jobs of every instance, for `writers()`), and
+ * jobs.query for statements without a bound. The statements are recognised by their text (the
+ * adapter's own SQL builders) and read parameter by parameter.
+ *
+ * A job whose answer the schedule loses (`outcomeUnknown`) answers getQueryResults with a 503: after
+ * it committed, or while it still runs; jobs.get still tells the truth. A killed instance's calls
+ * never answer.
+ */
+
+/** How long jobs.query and getQueryResults wait for a job before `jobComplete: false` (BigQuery's ~10 s). */
+const QUERY_WAIT_MS = 10_000;
+/** The latency of a jobs.insert, jobs.get or jobs.list call (assumed). */
+const CALL_MS = 100;
+
+interface SimJob {
+  id: string;
+  createdMs: number;
+  state: 'RUNNING' | 'DONE';
+  /** What the statement returns: rows (a query) or the inserted count (a MERGE). */
+  rows?: Array<Record<string, string>>;
+  inserted?: number;
+  error?: Error;
+  lost?: 'lostAfterCommit' | 'resetWhilePolling';
+  lostAtMs: number;
+  /** Its lost answer has been given (once). */
+  reported?: boolean;
+  settled: Promise<void>;
+}
+
+type Parameter = string | null | { value: string };
+
+/** The clients of every instance share one project's jobs. */
+export class BigQueryClients {
+  private readonly jobs = new Map<string, SimJob>();
+  private next = 0;
+
+  constructor(
+    private readonly time: SimClock,
+    private readonly warehouse: Warehouse,
+    private readonly table: string,
+  ) {}
+
+  /** The client of instance `instance`; `alive()` false once it is killed. */
+  client(instance: number, alive: () => boolean): BigQuery {
+    const never = <T>() => new Promise<T>(() => {});
+    const call = async <T>(act: () => T | Promise<T>): Promise<T> => {
+      if (!alive()) return never<T>();
+      await this.time.sleep(CALL_MS);
+      if (!alive()) return never<T>();
+      return act();
+    };
+    const handle = (job: SimJob) => ({
+      id: job.id,
+      getQueryResults: () => call(() => this.results(job)),
+      getMetadata: () => call(() => [this.metadata(job)]),
+    });
+    return {
+      timestamp: (value: Date | string) => ({
+        value: value instanceof Date ? value.toISOString() : new Date(value).toISOString(),
+      }),
+      createQueryJob: (query: QueryLike) =>
+        call(() => {
+          const job = this.start(instance, alive, query);
+          return [handle(job)];
+        }),
+      job: (id: string) => {
+        const job = this.jobs.get(id);
+        return job
+          ? handle(job)
+          : {
+              id,
+              getMetadata: () =>
+                call(() => Promise.reject(Object.assign(new Error(`Not found: Job ${id}`), { code: 404 }))),
+            };
+      },
+      query: (query: QueryLike) =>
+        call(async () => {
+          const job = this.start(instance, alive, query);
+          await job.settled;
+          return this.results(job);
+        }),
+      getJobs: (options: { minCreationTime?: string }) =>
+        call(() => {
+          const since = Number(options.minCreationTime ?? 0);
+          const epochNow = this.time.clock.now().getTime();
+          return [
+            [...this.jobs.values()]
+              .filter((j) => epochNow - (this.time.nowMs() - j.createdMs) >= since)
+              .map((j) => ({ id: j.id })),
+          ];
+        }),
+      dataset: () => ({ table: () => ({ getMetadata: () => call(() => [{}]) }) }),
+    } as unknown as BigQuery;
+  }
+
+  /** jobs.insert: the statement starts now in the warehouse. */
+  private start(instance: number, alive: () => boolean, query: QueryLike): SimJob {
+    const id = query.jobId ?? `${query.jobPrefix ?? 'job_'}${String(this.next++).padStart(8, '0')}`;
+    const params = query.params ?? {};
+    const text = query.query;
+    const timeoutMs = query.jobTimeoutMs;
+    let keys: string[];
+    let rows: Row[] | undefined;
+    let winners = false;
+    if (text === batchMergeSql(this.table)) {
+      rows = (params.rows as Array<Record<string, Parameter>>).map(rowOf);
+      keys = rows.map((r) => r.dedup_key);
+    } else if (text === mergeSql(this.table)) {
+      rows = [rowOf(params as Record<string, Parameter>)];
+      keys = [rows[0]!.dedup_key];
+    } else if (text === batchLookupSql(this.table)) keys = params.keys as string[];
+    else if (text === winnersSql(this.table)) {
+      keys = params.keys as string[];
+      winners = true;
+    } else if (text === lookupSql(this.table)) keys = [params.dedup_key as string];
+    else throw Object.assign(new Error(`the warehouse does not know this statement: ${text}`), { code: 400 });
+    const run = this.warehouse.execute(instance, alive, keys, rows, timeoutMs);
+    const job: SimJob = {
+      id,
+      createdMs: this.time.nowMs(),
+      state: 'RUNNING',
+      lostAtMs: this.time.nowMs() + run.lostAfterMs,
+      settled: Promise.resolve(),
+      ...(run.lost ? { lost: run.lost } : {}),
+    };
+    job.settled = run.done.then(
+      (found) => {
+        job.state = 'DONE';
+        if (rows) job.inserted = found.size;
+        else if (winners)
+          job.rows = this.warehouse.raw
+            .filter((r) => found.has(r.row.dedup_key))
+            .map((r) => ({ dedup_key: r.row.dedup_key, message_id: r.row.message_id }));
+        else job.rows = [...found].map((k) => ({ dedup_key: k, found: '1' }));
+      },
+      (error: Error) => {
+        job.state = 'DONE';
+        job.error = error;
+      },
+    );
+    this.jobs.set(id, job);
+    return job;
+  }
+
+  /** getQueryResults: waits up to 10 s for the job; its rows or DML statistics, or its error. */
+  private async results(job: SimJob): Promise<unknown> {
+    const waited = await Promise.race([
+      job.settled.then(() => true),
+      this.time.sleep(QUERY_WAIT_MS).then(() => false),
+    ]);
+    if (job.lost === 'resetWhilePolling' && this.time.nowMs() >= job.lostAtMs && !job.reported) {
+      job.reported = true;
+      throw lostAnswer();
+    }
+    if (!waited) return [[], null, { jobComplete: false }];
+    if (job.lost === 'lostAfterCommit' && !job.reported) {
+      job.reported = true;
+      throw lostAnswer();
+    }
+    if (job.error) throw job.error;
+    if (job.inserted !== undefined)
+      return [[], null, { jobComplete: true, dmlStats: { insertedRowCount: String(job.inserted) } }];
+    return [job.rows ?? [], null, { jobComplete: true }];
+  }
+
+  /** jobs.get: the job's true state. */
+  private metadata(job: SimJob): unknown {
+    if (job.state === 'RUNNING') return { id: job.id, status: { state: 'RUNNING' } };
+    if (job.error) {
+      const e = job.error as Error & { errors?: Array<{ reason?: string; message?: string }> };
+      return { id: job.id, status: { state: 'DONE', errorResult: e.errors?.[0] ?? { message: e.message } } };
+    }
+    return {
+      id: job.id,
+      status: { state: 'DONE' },
+      statistics: { query: { dmlStats: { insertedRowCount: String(job.inserted ?? 0) } } },
+    };
+  }
+}
+
+interface QueryLike {
+  query: string;
+  params?: Record<string, unknown>;
+  jobTimeoutMs?: number;
+  jobId?: string;
+  jobPrefix?: string;
+}
+
+/** A 503 with no outcome: the answer of a job lost on the way (a reset, a 5xx while polling). */
+function lostAnswer(): Error {
+  return Object.assign(new Error('Error encountered during execution. Retrying may solve the problem.'), {
+    code: 503,
+    errors: [{ reason: 'backendError', message: 'Error encountered during execution.' }],
+  });
+}
+
+/** A row back from its query parameters (the inverse of `rowParameters`). */
+function rowOf(params: Record<string, Parameter>): Row {
+  const row: Record<string, unknown> = {};
+  for (const column of COLUMNS) {
+    const value = params[column.name];
+    if (value === null || value === undefined) {
+      row[column.name] = null;
+      continue;
+    }
+    const text = typeof value === 'object' ? value.value : value;
+    row[column.name] =
+      column.type === 'INT64' ? Number(text) : column.type === 'JSON' ? JSON.parse(text) : String(text);
+  }
+  return row as unknown as Row;
+}

@@ -1,0 +1,262 @@
+import { createHash } from 'node:crypto';
+import { RejectionError, TransientError } from '../../worker/src/core/errors';
+import { MEMO_LEASE_DEFAULTS } from '../../worker/src/core/memo';
+import type { Analyzer, MemoStore, Reader, Store } from '../../worker/src/core/ports';
+import type { SimClock } from '../time';
+import { checkInvariants, INVARIANT_IDS, type InvariantId } from './invariants';
+import { runSchedule } from './run';
+import { generateSchedule } from './schedule';
+
+/** What a mutant's changes may use: the simulated clock, and the bucket's live generations. */
+export interface MutantContext {
+  time: SimClock;
+  /** The live (latest) generation of an object name, if any. */
+  liveGeneration(bucket: string, name: string): string | undefined;
+}
+
+/**
+ * A named bug, injected into the real worker at run time by wrapping one of its ports (or its
+ * answer on the way out): the worker's code is not touched, so each one is a bug a change to an
+ * adapter or to the core could bring. The invariants prove their power by catching every one
+ * within a bounded number of the soak's seeds (sim/test/mutants.test.ts).
+ */
+export interface Mutant {
+  name: string;
+  /** The bug, in words. */
+  bug: string;
+  /** Seeds it may take before it counts as missed, when more than MUTANT_SEED_BOUND (a rarer path). */
+  seeds?: number;
+  store?: (store: Store, context: MutantContext) => Store;
+  memo?: (memo: MemoStore, context: MutantContext) => MemoStore;
+  analyzer?: (analyzer: Analyzer, context: MutantContext) => Analyzer;
+  reader?: (reader: Reader, context: MutantContext) => Reader;
+  /** The worker's HTTP answer as it leaves the instance. */
+  answer?: (status: number) => number;
+}
+
+/**
+ * `target` with some methods replaced; every other property reads through to it (methods bound to
+ * it), so a stateful adapter keeps working and its extra methods (drain, writers) stay reachable.
+ */
+export function override<T extends object>(target: T, methods: Partial<T>): T {
+  return new Proxy(target, {
+    get(t, property) {
+      if (Object.hasOwn(methods, property)) return (methods as Record<PropertyKey, unknown>)[property];
+      const value = Reflect.get(t, property, t) as unknown;
+      return typeof value === 'function' ? value.bind(t) : value;
+    },
+  });
+}
+
+const LEASE_MS = MEMO_LEASE_DEFAULTS.leaseMs;
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+/** Stable: the same document, the same draw (a bug that hits some documents, not all). */
+const everyThird = (name: string) => createHash('sha256').update(name).digest()[0]! % 3 === 0;
+
+/** Named bugs the invariants catch (docs/testing.md lists which invariant caught each). */
+export const MUTANTS: readonly Mutant[] = [
+  {
+    name: 'ack-before-write',
+    bug: 'the write answers "inserted" at once and commits in the background',
+    store: (store) =>
+      override(store, {
+        record: async (row, deadline) => {
+          void store.record(row, deadline).catch(() => undefined);
+          return true;
+        },
+      }),
+  },
+  {
+    name: 'ack-on-error',
+    bug: 'a delivery that failed (5xx) is answered 204, as if done',
+    answer: (status) => (status >= 500 ? 204 : status),
+  },
+  {
+    name: 'refused-key-answered-duplicate',
+    bug: 'a write BigQuery refused is taken for "the key is already there" (answered as a duplicate)',
+    store: (store) =>
+      override(store, {
+        record: (row, deadline) => store.record(row, deadline).catch(() => false),
+      }),
+  },
+  {
+    name: 'seen-always-true',
+    bug: 'the lookup finds every key, so a first delivery is answered duplicate with no row',
+    store: (store) => override(store, { seen: async () => true }),
+  },
+  {
+    name: 'seen-skipped',
+    bug: 'the lookup is skipped (always "not seen"): a delivery whose analyzer version kept nothing pays again for a written document',
+    // Only a delivery whose version's memo holds nothing for a written key asks the store (a
+    // redelivery after a rollout, or after the memo lost its entry): rarer than the others.
+    seeds: 150,
+    store: (store) => override(store, { seen: async () => false }),
+  },
+  {
+    name: 'row-without-analysis',
+    bug: 'an ok row is written without its analysis (a mapping that drops the column)',
+    store: (store) =>
+      override(store, {
+        record: (row, deadline) =>
+          store.record(row.status === 'ok' ? { ...row, analysis: null } : row, deadline),
+      }),
+  },
+  {
+    name: 'rejected-row-for-good-document',
+    bug: 'a good analysis of some documents is turned into an analysis_failed rejection',
+    analyzer: (analyzer) =>
+      override(analyzer, {
+        analyze: async (input) => {
+          const result = await analyzer.analyze(input);
+          if (!everyThird(input.name)) return result;
+          throw new RejectionError('analysis_failed', 'mutant: a good analysis refused', {
+            usage: result.usage,
+          });
+        },
+      }),
+  },
+  {
+    name: 'transient-as-rejection',
+    bug: 'an analyzer error that is not about the document (429, 503, a timeout) becomes a rejected row',
+    analyzer: (analyzer) =>
+      override(analyzer, {
+        analyze: (input) =>
+          analyzer.analyze(input).catch((error: unknown) => {
+            if (error instanceof TransientError)
+              throw new RejectionError('analysis_failed', `mutant: ${error.message}`, { usage: error.usage });
+            throw error;
+          }),
+      }),
+  },
+  {
+    name: 'memo-not-consulted',
+    bug: 'the memo of paid analyses is never read: every retry pays again',
+    memo: (memo) => override(memo, { get: async () => undefined }),
+  },
+  {
+    name: 'memo-key-ignores-document',
+    bug: "the memo's key drops the document (only the analyzer version): one document's analysis is replayed for another",
+    memo: (memo) => {
+      const shared = (key: string) => key.replace(/\/[0-9a-f]{64}/, '/all');
+      return override(memo, {
+        get: (key) => memo.get(shared(key)),
+        create: (key, entry) => memo.create(shared(key), entry),
+      });
+    },
+  },
+  {
+    name: 'lease-not-taken',
+    bug: 'every lease call answers "taken by you": concurrent deliveries of one key on two instances both work and write',
+    memo: (memo) => override(memo, { lease: async () => undefined }),
+  },
+  {
+    name: 'renewal-shortens-lease',
+    bug: 'a renewal moves the lease to one second from now, shorter than the heartbeat: it lapses under the holder',
+    memo: (memo, { time }) =>
+      override(memo, { renew: (key) => memo.renew(key, new Date(time.clock.now().getTime() + 1_000)) }),
+  },
+  {
+    name: 'write-lease-ended-early',
+    bug: "the write's lease is ended as the write starts instead of held past its statement's bound",
+    memo: (memo, { time }) =>
+      override(memo, {
+        renew: (key, expiresAt) =>
+          memo.renew(
+            key,
+            expiresAt.getTime() > time.clock.now().getTime() + LEASE_MS + 1
+              ? new Date(time.clock.now().getTime())
+              : expiresAt,
+          ),
+      }),
+  },
+  {
+    name: 'lease-never-expires',
+    bug: 'a lease is taken and renewed for a day: a holder that died blocks its document for good',
+    memo: (memo, { time }) =>
+      override(memo, {
+        lease: (key) => memo.lease(key, new Date(time.clock.now().getTime() + DAY_MS)),
+        renew: (key) => memo.renew(key, new Date(time.clock.now().getTime() + DAY_MS)),
+      }),
+  },
+  {
+    name: 'live-generation-read',
+    bug: 'the reader reads the live generation of the name instead of the one announced',
+    reader: (reader, { liveGeneration }) =>
+      override(reader, {
+        read: (ref, maxBytes) =>
+          reader.read(
+            { ...ref, generation: liveGeneration(ref.bucket, ref.name) ?? ref.generation },
+            maxBytes,
+          ),
+      }),
+  },
+  {
+    name: 'work-past-deadline',
+    bug: "the analyzer and the store are not given the delivery's deadline: calls and statements run on past it",
+    analyzer: (analyzer) =>
+      override(analyzer, {
+        analyze: (input) => {
+          const { deadline: _ignored, ...rest } = input;
+          return analyzer.analyze(rest);
+        },
+      }),
+    store: (store) =>
+      override(store, {
+        record: (row) => store.record(row),
+        seen: (key) => store.seen(key),
+      }),
+  },
+];
+
+/** The mutant named `name`, or an error that lists them. */
+export function mutantNamed(name: string): Mutant {
+  const found = MUTANTS.find((m) => m.name === name);
+  if (!found) throw new Error(`no mutant ${name}; there are: ${MUTANTS.map((m) => m.name).join(', ')}`);
+  return found;
+}
+
+/** How many of the soak's seeds (1, 2, …) a mutant may take before it counts as missed. */
+export const MUTANT_SEED_BOUND = 40;
+
+/** Which invariant caught a mutant, and on which seed (none: it ran the bound and broke nothing). */
+export interface Catch {
+  mutant: string;
+  caught?: { seed: number; invariant: InvariantId; detail: string };
+  seedsRun: number;
+}
+
+/** Per seed, whether the worker as it is keeps every invariant (a mutant is judged on those seeds only). */
+const baseline = new Map<number, boolean>();
+
+async function holdsUnmutated(seed: number): Promise<boolean> {
+  let holds = baseline.get(seed);
+  if (holds === undefined) {
+    const verdict = checkInvariants((await runSchedule(generateSchedule(seed))).record);
+    holds = INVARIANT_IDS.every((id) => verdict.violations[id].length === 0);
+    baseline.set(seed, holds);
+  }
+  return holds;
+}
+
+/**
+ * Runs `mutant` over the soak's seeds 1 … `bound` until an invariant breaks; the invariant that
+ * caught it is the first broken (in the order I1 … I7) on that seed. A seed on which the worker as
+ * it is already breaks an invariant proves nothing about the mutant, and is passed over (it still
+ * counts towards the bound).
+ */
+export async function hunt(mutant: Mutant, bound = mutant.seeds ?? MUTANT_SEED_BOUND): Promise<Catch> {
+  for (let seed = 1; seed <= bound; seed++) {
+    if (!(await holdsUnmutated(seed))) continue;
+    const { record } = await runSchedule(generateSchedule(seed), { mutant });
+    const verdict = checkInvariants(record);
+    const invariant = INVARIANT_IDS.find((id) => verdict.violations[id].length > 0);
+    if (invariant)
+      return {
+        mutant: mutant.name,
+        caught: { seed, invariant, detail: verdict.violations[invariant][0]! },
+        seedsRun: seed,
+      };
+  }
+  return { mutant: mutant.name, seedsRun: bound };
+}

@@ -1,0 +1,33 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+
+const SIM = path.join(__dirname, '..');
+
+/** Every TypeScript file under sim/, tests included. */
+function sources(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory()
+      ? sources(path.join(dir, e.name))
+      : e.name.endsWith('.ts')
+        ? [path.join(dir, e.name)]
+        : [],
+  );
+}
+
+describe('the simulator', () => {
+  const files = sources(SIM);
+
+  it('takes nothing from bench/ (what both need lives in sim/, bench imports it from there)', () => {
+    const offenders = files.filter((f) => /from '(\.\.\/)+bench\//.test(readFileSync(f, 'utf8')));
+    expect(offenders.map((f) => path.relative(SIM, f))).toEqual([]);
+  });
+
+  it('says what a scenario is, not which issue it came from', () => {
+    const offenders = files.filter((f) => /\bissue \d+/i.test(readFileSync(f, 'utf8')));
+    expect(offenders.map((f) => path.relative(SIM, f))).toEqual([]);
+  });
+
+  it('finds its own files (the checks above look at something)', () => {
+    expect(files.length).toBeGreaterThan(10);
+  });
+});
