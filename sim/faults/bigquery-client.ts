@@ -3,6 +3,7 @@ import {
   batchLookupSql,
   batchMergeSql,
   lookupSql,
+  MAX_KEY_DAYS_PER_STATEMENT,
   mergeSql,
   winnersSql,
 } from '../../worker/src/adapters/bigquery-store';
@@ -75,6 +76,8 @@ export class BigQueryClients {
       timestamp: (value: Date | string) => ({
         value: value instanceof Date ? value.toISOString() : new Date(value).toISOString(),
       }),
+      // A DATE parameter (the key day the adapter's statements prune their partitions with).
+      date: (value: string) => ({ value }),
       createQueryJob: (query: QueryLike) =>
         call(() => {
           const job = this.start(instance, alive, query);
@@ -119,14 +122,17 @@ export class BigQueryClients {
     let keys: string[];
     let rows: Row[] | undefined;
     let winners = false;
-    if (text === batchMergeSql(this.table)) {
+    // The batched statements name as many key days as their rows carry (the table's partitions).
+    const days = (build: (table: string, dayCount: number) => string) =>
+      Array.from({ length: MAX_KEY_DAYS_PER_STATEMENT }, (_, i) => build(this.table, i + 1)).includes(text);
+    if (days(batchMergeSql)) {
       rows = (params.rows as Array<Record<string, Parameter>>).map(rowOf);
       keys = rows.map((r) => r.dedup_key);
     } else if (text === mergeSql(this.table)) {
       rows = [rowOf(params as Record<string, Parameter>)];
       keys = [rows[0]!.dedup_key];
     } else if (text === batchLookupSql(this.table)) keys = params.keys as string[];
-    else if (text === winnersSql(this.table)) {
+    else if (days(winnersSql)) {
       keys = params.keys as string[];
       winners = true;
     } else if (text === lookupSql(this.table)) keys = [params.dedup_key as string];
