@@ -22,17 +22,9 @@ bin="$bin_dir/actionlint"
 stamp="$bin_dir/actionlint.version"
 mkdir -p "$bin_dir"
 
-GO="${GO:-}"
-if [[ -z "$GO" ]]; then
-  if command -v go >/dev/null 2>&1; then
-    GO="$(command -v go)"
-  elif [[ -x /usr/local/go/bin/go ]]; then
-    GO=/usr/local/go/bin/go
-  else
-    echo "install-actionlint: no go command found (set GO=/path/to/go)" >&2
-    exit 1
-  fi
-fi
+# shellcheck source=SCRIPTDIR/lib/find-go.sh
+source "$script_dir/lib/find-go.sh"
+find_go install-actionlint
 
 if [[ "${ACTIONLINT_FORCE:-0}" != "1" && -x "$bin" && -f "$stamp" && "$(cat "$stamp")" == "$ACTIONLINT_VERSION" ]]; then
   echo "install-actionlint: actionlint $ACTIONLINT_VERSION already installed, skipping"

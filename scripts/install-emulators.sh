@@ -42,17 +42,9 @@ repo_root="$(dirname "$script_dir")"
 bin_dir="$repo_root/.tools/bin"
 mkdir -p "$bin_dir"
 
-GO="${GO:-}"
-if [[ -z "$GO" ]]; then
-  if command -v go >/dev/null 2>&1; then
-    GO="$(command -v go)"
-  elif [[ -x /usr/local/go/bin/go ]]; then
-    GO=/usr/local/go/bin/go
-  else
-    echo "install-emulators: no go command found (set GO=/path/to/go)" >&2
-    exit 1
-  fi
-fi
+# shellcheck source=SCRIPTDIR/lib/find-go.sh
+source "$script_dir/lib/find-go.sh"
+find_go install-emulators
 
 build_p="${EMULATORS_BUILD_P:-2}"
 nice_level="${EMULATORS_NICE:-10}"
