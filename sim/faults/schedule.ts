@@ -383,22 +383,15 @@ function addLongerFaults(s: FaultSchedule): void {
       s.pubsub.afterAck.push({ ack: a, afterMs: Math.round(between(1_000, 120_000)) });
   s.storage = [];
   const pick = () => s.documents[whole(0, s.documents.length - 1)]!;
-  if (chance(r.generationGone)) {
-    const d = pick();
-    s.storage.push({
-      document: d.index,
-      atMs: d.publishAtMs + Math.round(between(0, 5_000)),
-      change: 'gone',
-    });
-  }
-  if (chance(r.generationOverwritten)) {
-    const d = pick();
-    s.storage.push({
-      document: d.index,
-      atMs: d.publishAtMs + Math.round(between(0, 5_000)),
-      change: 'overwritten',
-    });
-  }
+  // Drawn in this order (gone, then overwritten), so that a seed replays the same schedule.
+  for (const [change, rate] of [
+    ['gone', r.generationGone],
+    ['overwritten', r.generationOverwritten],
+  ] as const)
+    if (chance(rate)) {
+      const d = pick();
+      s.storage.push({ document: d.index, atMs: d.publishAtMs + Math.round(between(0, 5_000)), change });
+    }
   if (chance(r.clockSkew)) {
     s.cloudRun.skewMs = {};
     for (let i = 0; i < s.instances + s.cloudRun.signals.length + s.instances; i++)
