@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import request from 'supertest';
-import { SqliteStore } from '../src/adapters/sqlite-store';
+import { SqliteStore } from '../src/adapters/stores/sqlite-store';
 import { ANSWER_TABLE } from '../src/answers';
 import { createApp } from '../src/app';
 import { DEFAULT_CONTENT_TYPES } from '../src/contract/settings';
