@@ -2,7 +2,13 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { OfflineAnalyzer } from '../src/adapters/analyzers/offline-analyzer';
 import type { Analysis } from '../src/contract/analysis';
+import type { Row } from '../src/contract/row';
 import { checkContent, declaredCharset, decodeText } from '../src/core/document-checks';
+import { parsePush } from '../src/core/event';
+import { analyzedContentType, handle } from '../src/core/handle';
+import type { AnalyzerInput } from '../src/core/ports';
+import { pushBody } from './support/builders';
+import { handlerDeps } from './support/handler';
 
 const SAMPLES = join(__dirname, '..', '..', 'samples');
 const expected = JSON.parse(readFileSync(join(SAMPLES, 'expected.json'), 'utf8')) as Record<string, Analysis>;
@@ -88,5 +94,66 @@ describe('text/plain invoices in legacy charsets', () => {
         expect.objectContaining({ code: 'content_mismatch' }),
       );
     }
+  });
+});
+
+describe('a text/plain upload through the handler', () => {
+  const file = 'invoices/fr-05-facture-transport.txt';
+  const windows1252 = encodeLegacy(readFileSync(join(SAMPLES, file), 'utf8'), 'windows-1252');
+
+  /** Runs one upload of `bytes` declared `contentType` through handle with the offline analyzer. */
+  async function deliver(bytes: Buffer, contentType: string) {
+    const offline = new OfflineAnalyzer();
+    const given: string[] = [];
+    const analyzer = {
+      version: offline.version,
+      analyze: (input: AnalyzerInput) => {
+        given.push(input.contentType);
+        return offline.analyze(input);
+      },
+    };
+    const { store, reader, deps } = handlerDeps({ analyzer });
+    deps.limits = { ...deps.limits, maxObjectBytes: 100_000 };
+    const body = pushBody('1', { contentType, size: bytes.length });
+    const attrs = (body.message as { attributes: Record<string, string> }).attributes;
+    reader.put(attrs.bucketId!, attrs.objectId!, attrs.objectGeneration!, bytes);
+    const outcome = await handle(parsePush(body), deps);
+    const [row] = store.rowsFor(outcome.dedupKey) as Row[];
+    const analysis = typeof row?.analysis === 'string' ? JSON.parse(row.analysis) : row?.analysis;
+    return { status: row?.status, analysis: analysis as Analysis, given };
+  }
+
+  it('hands the analyzer the charset the upload declares, and reads every field of the invoice', async () => {
+    const read = await deliver(windows1252, 'text/plain; charset=Windows-1252');
+    expect(read.given).toEqual(['text/plain; charset=windows-1252']);
+    expect(read).toMatchObject({ status: 'ok', analysis: expected[file] });
+  });
+
+  it.each([
+    ['declared wrongly', 'text/plain; charset=utf-8'],
+    ['declared in a charset docline does not know', 'text/plain; charset=koi8-r'],
+    ['not declared', 'text/plain'],
+  ])('reads every field of a Windows-1252 invoice %s, by detection', async (_, contentType) => {
+    const read = await deliver(windows1252, contentType);
+    expect(read.given).toEqual([contentType === 'text/plain; charset=utf-8' ? contentType : 'text/plain']);
+    expect(read).toMatchObject({ status: 'ok', analysis: expected[file] });
+  });
+
+  it("decodes by the declaration before detection: 0xA4 is Windows-1252's ¤ when so declared", async () => {
+    // Detection reads 0xA4 beside digits as ISO-8859-15's euro; a Windows-1252 declaration says ¤.
+    const bytes = Buffer.from('Facture n° F-2026-0042\nTotal TTC : 1 234,56 \xa4\n', 'latin1');
+    const detected = await deliver(bytes, 'text/plain');
+    const declared = await deliver(bytes, 'text/plain; charset=windows-1252');
+    expect(detected.analysis).toMatchObject({ currency: 'EUR', total_amount: 1234.56 });
+    expect(declared.analysis.currency).not.toBe('EUR');
+  });
+
+  it('passes a charset to no other type than text', () => {
+    expect(analyzedContentType('application/pdf', 'application/pdf; charset=windows-1252')).toBe(
+      'application/pdf',
+    );
+    expect(analyzedContentType('text/plain', 'text/plain; charset="ISO-8859-15"')).toBe(
+      'text/plain; charset=iso-8859-15',
+    );
   });
 });

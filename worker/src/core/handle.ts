@@ -8,7 +8,7 @@ import {
 import type { Row } from '../contract/row';
 import type { DedupKeyMode } from '../contract/settings';
 import { Deadline, DeadlineError, ShuttingDownError } from './deadline';
-import { type CheckLimits, checkContent, checkDeclared } from './document-checks';
+import { type CheckLimits, checkContent, checkDeclared, declaredCharset } from './document-checks';
 import {
   type FallbackReason,
   isRejection,
@@ -150,7 +150,15 @@ export async function handle(
           // Read again inside the line: a delivery waiting its turn holds no document in memory.
           const bytes = await read();
           analysed = true;
-          return deadline.race('analysis', analyze({ bytes, contentType: mime, name, deadline }));
+          return deadline.race(
+            'analysis',
+            analyze({
+              bytes,
+              contentType: analyzedContentType(mime, event.object.contentType),
+              name,
+              deadline,
+            }),
+          );
         };
         // The gate weighs a work by its document's declared size (the largest allowed when unknown).
         const gate = deps.admission ?? admitAtOnce;
@@ -221,6 +229,16 @@ export function writeMayStillCommit(error: unknown): boolean {
     error instanceof ShuttingDownError ||
     error instanceof OutcomeUnknownError
   );
+}
+
+/**
+ * The content type the analyzer is given: the checked media type, and for a text the charset its
+ * upload declared (one docline reads, by its canonical name), so a Windows-1252 export is decoded by
+ * its declaration first and by detection only when it has none or it does not fit the bytes.
+ */
+export function analyzedContentType(mime: string, declared: string | null | undefined): string {
+  const charset = mime === 'text/plain' ? declaredCharset(declared) : undefined;
+  return charset ? `${mime}; charset=${charset}` : mime;
 }
 
 /**

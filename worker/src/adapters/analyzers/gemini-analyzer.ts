@@ -14,6 +14,7 @@ import {
 } from '../../contract/analysis';
 import { ANALYZER_CALLS_PER_ANALYSIS, DELIVERY_DEFAULTS } from '../../contract/settings';
 import type { Deadline } from '../../core/deadline';
+import { baseMimeType } from '../../core/document-checks';
 import {
   ConfigurationError,
   DependencyRefusedError,
@@ -251,7 +252,12 @@ export class GeminiAnalyzer implements Analyzer {
           {
             role: 'user',
             parts: [
-              { inlineData: { mimeType: input.contentType, data: input.bytes.toString('base64') } },
+              {
+                inlineData: {
+                  mimeType: baseMimeType(input.contentType) ?? input.contentType,
+                  data: input.bytes.toString('base64'),
+                },
+              },
               { text: INVOICE_PROMPT },
             ],
           },
