@@ -9,8 +9,8 @@
  * Deterministic: the noise comes from a seeded generator, so the same PDF gives the same bytes.
  */
 import { type Canvas, createCanvas, loadImage } from '@napi-rs/canvas';
-import { PDFDocument } from 'pdf-lib';
-import { renderPageAsImage } from 'unpdf';
+import { getDocumentProxy, renderPageAsImage } from 'unpdf';
+import { PdfWriter } from '../samples/pdf-writer';
 
 const POINTS_PER_INCH = 72;
 
@@ -66,17 +66,27 @@ const MAX_SCANNED_PAGES = 4;
 
 /** An image-only PDF holding a 200 dpi grey JPEG scan of each page of `pdf` (the first four). */
 export async function scanOf(pdf: Uint8Array, seed = 1): Promise<Buffer> {
-  const source = await PDFDocument.load(pdf, { ignoreEncryption: true, updateMetadata: false });
-  const doc = await PDFDocument.create();
-  for (let page = 1; page <= Math.min(source.getPageCount(), MAX_SCANNED_PAGES); page++) {
+  const pages = await pageCount(pdf);
+  const scan = new PdfWriter();
+  for (let page = 1; page <= Math.min(pages, MAX_SCANNED_PAGES); page++) {
     const canvas = await renderPage(pdf, 200, page);
     degrade(canvas, 18, seed + page - 1);
-    const image = await doc.embedJpg(canvas.toBuffer('image/jpeg', 80));
+    const image = scan.jpeg(canvas.toBuffer('image/jpeg', 80));
     const width = (canvas.width / 200) * POINTS_PER_INCH;
     const height = (canvas.height / 200) * POINTS_PER_INCH;
-    doc.addPage([width, height]).drawImage(image, { x: 0, y: 0, width, height });
+    scan.addPage(width, height).drawImage(image, { x: 0, y: 0, width, height });
   }
-  return Buffer.from(await doc.save({ useObjectStreams: false }));
+  return scan.save();
+}
+
+/** How many pages `pdf` has (pdf.js is handed a copy: it takes the buffer it is given). */
+async function pageCount(pdf: Uint8Array): Promise<number> {
+  const doc = await getDocumentProxy(new Uint8Array(pdf), { verbosity: 0 });
+  try {
+    return doc.numPages;
+  } finally {
+    await doc.loadingTask.destroy();
+  }
 }
 
 /** A JPEG "phone photo" of the first page of `pdf`: 150 dpi, turned, unevenly lit, noisy. */

@@ -6,14 +6,14 @@
  *   tsx samples/generate.ts OUT_DIR    # writes elsewhere, e.g. to check samples/ is up to date
  *
  * One description per invoice (the `SAMPLES` table) feeds both the rendered file (plain text or a
- * PDF drawn with pdf-lib) and its entry in `expected.json`, which the offline analyzer's test reads
+ * PDF drawn with samples/pdf-writer.ts) and its entry in `expected.json`, which the offline analyzer's test reads
  * back: the analyzer must find in the rendered file what the description says.
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { crc32, deflateSync } from 'node:zlib';
-import { PDFDocument, type PDFFont, type PDFPage, rgb, StandardFonts } from 'pdf-lib';
 import { photoOf, scanOf } from '../bench/scans';
+import { type PdfPage, PdfWriter, type StandardFont, textWidth } from './pdf-writer';
 
 type Language = 'fr' | 'en';
 type DateStyle = 'dmy-slash' | 'iso' | 'fr-long' | 'en-dmy-long' | 'en-mdy-long';
@@ -273,24 +273,25 @@ const ITEM_COLUMNS_WITH_VAT = [330, 420, 470, PAGE.right];
 const ITEM_COLUMNS = [350, 440, PAGE.right];
 const TOTALS_LABEL_X = 320;
 
-function drawRight(page: PDFPage, font: PDFFont, value: string, right: number, y: number, size: number) {
-  page.drawText(value, { x: right - font.widthOfTextAtSize(value, size), y, size, font });
+function drawRight(page: PdfPage, font: StandardFont, value: string, right: number, y: number, size: number) {
+  page.drawText(value, { x: right - textWidth(value, font, size), y, size, font });
 }
 
 // A PDF: one drawText per cell, so the text layer keeps the columns apart.
 async function renderPdf(sample: Sample): Promise<Uint8Array> {
   if (sample.amounts.group === NARROW_NBSP) throw new Error('Helvetica (WinAnsi) cannot encode U+202F');
-  const doc = await PDFDocument.create({ updateMetadata: false });
   const fixed = new Date(`${sample.issueDate}T09:00:00Z`);
-  doc.setTitle(`${sample.wording.title} ${sample.number}`);
-  doc.setAuthor(sample.supplier.name);
-  doc.setProducer('docline samples/generate.ts (pdf-lib)');
-  doc.setCreator('docline samples/generate.ts');
-  doc.setCreationDate(fixed);
-  doc.setModificationDate(fixed);
-  const font = await doc.embedFont(StandardFonts.Helvetica);
-  const bold = await doc.embedFont(StandardFonts.HelveticaBold);
-  const page = doc.addPage([PAGE.width, PAGE.height]);
+  const doc = new PdfWriter({
+    title: `${sample.wording.title} ${sample.number}`,
+    author: sample.supplier.name,
+    producer: 'docline samples/generate.ts (samples/pdf-writer.ts)',
+    creator: 'docline samples/generate.ts',
+    created: fixed,
+    modified: fixed,
+  });
+  const font: StandardFont = 'Helvetica';
+  const bold: StandardFont = 'Helvetica-Bold';
+  const page = doc.addPage(PAGE.width, PAGE.height);
   const size = 10;
   let y = PAGE.top;
   for (const row of rows(sample)) {
@@ -309,7 +310,7 @@ async function renderPdf(sample: Sample): Promise<Uint8Array> {
     }
     y -= PAGE.lineHeight;
   }
-  return doc.save({ useObjectStreams: false });
+  return doc.save();
 }
 
 /** The analysis the offline analyzer must return for a sample (see worker/src/contract/analysis.ts). */
@@ -837,6 +838,16 @@ const SAMPLES: Sample[] = [
   },
 ];
 
+/** A grey gradient, one byte a pixel, row by row. */
+function greyGradient(widthPx: number, heightPx: number): Buffer {
+  const pixels = Buffer.alloc(widthPx * heightPx);
+  for (let row = 0; row < heightPx; row += 1) {
+    for (let column = 0; column < widthPx; column += 1)
+      pixels[row * widthPx + column] = 160 + ((row + column) % 64);
+  }
+  return pixels;
+}
+
 /** A small valid PNG (grey gradient): an image the content check accepts and no OCR can read. */
 function png(widthPx: number, heightPx: number): Buffer {
   const chunk = (type: string, data: Buffer) => {
@@ -851,11 +862,11 @@ function png(widthPx: number, heightPx: number): Buffer {
   header.writeUInt32BE(widthPx, 0);
   header.writeUInt32BE(heightPx, 4);
   header.set([8, 0, 0, 0, 0], 8); // 8-bit greyscale, no interlace
+  // Each row starts with its filter type (0: none).
+  const grey = greyGradient(widthPx, heightPx);
   const pixels = Buffer.alloc((widthPx + 1) * heightPx);
   for (let row = 0; row < heightPx; row += 1) {
-    for (let column = 0; column < widthPx; column += 1) {
-      pixels[row * (widthPx + 1) + 1 + column] = 160 + ((row + column) % 64);
-    }
+    grey.copy(pixels, row * (widthPx + 1) + 1, row * widthPx, (row + 1) * widthPx);
   }
   return Buffer.concat([
     Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
@@ -866,24 +877,22 @@ function png(widthPx: number, heightPx: number): Buffer {
 }
 
 /** A "scanned" invoice: a page with an image and shapes but no text layer. */
-async function scannedPdf(image: Buffer): Promise<Uint8Array> {
-  const doc = await PDFDocument.create({ updateMetadata: false });
+async function scannedPdf(widthPx: number, heightPx: number): Promise<Uint8Array> {
   const fixed = new Date('2026-11-30T09:00:00Z');
-  doc.setProducer('docline samples/generate.ts (pdf-lib)');
-  doc.setCreationDate(fixed);
-  doc.setModificationDate(fixed);
-  const page = doc.addPage([PAGE.width, PAGE.height]);
-  const embedded = await doc.embedPng(image);
-  page.drawImage(embedded, { x: 50, y: 300, width: 495, height: 490 });
-  page.drawRectangle({
-    x: 320,
-    y: 120,
-    width: 225,
-    height: 80,
-    borderColor: rgb(0.2, 0.2, 0.2),
-    borderWidth: 1,
+  const doc = new PdfWriter({
+    producer: 'docline samples/generate.ts (samples/pdf-writer.ts)',
+    created: fixed,
+    modified: fixed,
   });
-  return doc.save({ useObjectStreams: false });
+  const page = doc.addPage(PAGE.width, PAGE.height);
+  page.drawImage(doc.greyPixels(widthPx, heightPx, greyGradient(widthPx, heightPx)), {
+    x: 50,
+    y: 300,
+    width: 495,
+    height: 490,
+  });
+  page.drawRectangle({ x: 320, y: 120, width: 225, height: 80, stroke: [0.2, 0.2, 0.2], lineWidth: 1 });
+  return doc.save();
 }
 
 async function main(): Promise<void> {
@@ -935,7 +944,7 @@ async function main(): Promise<void> {
   expectations['other/photo-facture-conseil.jpg'] = expectations[photographed];
 
   writeFileSync(join(root, 'other', 'receipt-photo.png'), photo);
-  writeFileSync(join(root, 'other', 'scanned-invoice.pdf'), await scannedPdf(photo));
+  writeFileSync(join(root, 'other', 'scanned-invoice.pdf'), await scannedPdf(48, 64));
   expectations['other/receipt-photo.png'] = empty;
   expectations['other/scanned-invoice.pdf'] = empty;
 

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { deflateSync } from 'node:zlib';
+import { PdfWriter } from '../../samples/pdf-writer';
 import { declaredImageSize } from '../src/adapters/analyzers/offline/ocr/image-size';
 import { OCR_LIMITS, TesseractOcr } from '../src/adapters/analyzers/offline/ocr/tesseract-ocr';
 import { LOW_CONFIDENCE, OfflineAnalyzer, ocrModel } from '../src/adapters/analyzers/offline-analyzer';
@@ -169,34 +170,14 @@ describe('hostile images', () => {
 describe('a scanned PDF whose image is a decompression bomb', () => {
   /** An image-only PDF whose one image declares `side` x `side` grey pixels, deflated to kilobytes. */
   async function pdfWithImage(side: number): Promise<Buffer> {
-    const {
-      PDFDocument,
-      PDFName,
-      pushGraphicsState,
-      popGraphicsState,
-      concatTransformationMatrix,
-      drawObject,
-    } = await import('pdf-lib');
-    const doc = await PDFDocument.create();
-    const page = doc.addPage([595, 842]);
+    const pdf = new PdfWriter();
     const pixels = deflateSync(Buffer.alloc(side * side, 0xff), { level: 9 });
-    const image = doc.context.stream(pixels, {
-      Type: 'XObject',
-      Subtype: 'Image',
-      Width: side,
-      Height: side,
-      ColorSpace: 'DeviceGray',
-      BitsPerComponent: 8,
-      Filter: 'FlateDecode',
-    });
-    page.node.setXObject(PDFName.of('Im0'), doc.context.register(image));
-    page.pushOperators(
-      pushGraphicsState(),
-      concatTransformationMatrix(595, 0, 0, 842, 0, 0),
-      drawObject('Im0'),
-      popGraphicsState(),
+    const image = pdf.image(
+      { Width: side, Height: side, ColorSpace: '/DeviceGray', BitsPerComponent: 8, Filter: '/FlateDecode' },
+      pixels,
     );
-    return Buffer.from(await doc.save({ useObjectStreams: false }));
+    pdf.addPage(595, 842).drawImage(image, { x: 0, y: 0, width: 595, height: 842 });
+    return pdf.save();
   }
 
   it('is never decoded: pdf.js skips an image over the pixel cap, and the page reads as nothing', async () => {

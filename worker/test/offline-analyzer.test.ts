@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { PDFDocument, rgb } from 'pdf-lib';
+import { PdfWriter } from '../../samples/pdf-writer';
 import {
   detectCurrency,
   findAmounts,
@@ -37,10 +37,9 @@ const analyzeText = async (text: string) =>
   (await analyze(Buffer.from(text, 'utf8'), 'text/plain; charset=utf-8')).analysis;
 
 async function pdfWithoutText(): Promise<Buffer> {
-  const doc = await PDFDocument.create();
-  const page = doc.addPage([595, 842]);
-  page.drawRectangle({ x: 50, y: 600, width: 300, height: 150, color: rgb(0.8, 0.8, 0.8) });
-  return Buffer.from(await doc.save());
+  const pdf = new PdfWriter();
+  pdf.addPage(595, 842).drawRectangle({ x: 50, y: 600, width: 300, height: 150, fill: [0.8, 0.8, 0.8] });
+  return pdf.save();
 }
 
 describe('OfflineAnalyzer', () => {

@@ -227,7 +227,7 @@ describe('PDFs without a usable e-invoice attachment', () => {
     expect(mayCarryAttachment(unmarked)).toBe(true);
   });
 
-  it('leaves bytes that pdf-lib cannot parse to the analyzer', async () => {
+  it('leaves bytes that pdf.js cannot parse to the analyzer', async () => {
     const junk = Buffer.from('%PDF-1.7\n this is not a PDF body');
     expect(await reader.read({ bytes: junk, contentType: 'application/pdf', name: 'junk.pdf' })).toEqual({
       kind: 'none',

@@ -1,5 +1,5 @@
 import { deflateSync } from 'node:zlib';
-import { PDFDocument, PDFName, PDFString, StandardFonts } from 'pdf-lib';
+import { PdfWriter } from '../../../samples/pdf-writer';
 
 /** Builders of e-invoices for tests: small XML invoices and PDFs that carry an attachment. */
 
@@ -48,31 +48,19 @@ export const deflated = (xml: string | Buffer): Attachment => ({
  * EmbeddedFiles name tree, as a Factur-X PDF does.
  */
 export async function pdfWith(text: string, attachment?: Attachment): Promise<Buffer> {
-  const doc = await PDFDocument.create();
-  const font = await doc.embedFont(StandardFonts.Helvetica);
-  const page = doc.addPage([595, 842]);
+  const pdf = new PdfWriter();
+  const page = pdf.addPage(595, 842);
   text.split('\n').forEach((line, i) => {
-    page.drawText(line, { x: 50, y: 780 - i * 16, size: 11, font });
+    page.drawText(line, { x: 50, y: 780 - i * 16, size: 11 });
   });
   if (attachment) {
-    const filename = attachment.filename ?? 'factur-x.xml';
-    const stream = doc.context.stream(attachment.stored, {
-      Type: 'EmbeddedFile',
-      ...(attachment.filter ? { Filter: attachment.filter } : {}),
+    pdf.attach({
+      name: attachment.filename ?? 'factur-x.xml',
+      stored: attachment.stored,
+      mimeType: 'text/xml',
+      relationship: 'Data',
+      ...(attachment.filter ? { filter: attachment.filter } : {}),
     });
-    const spec = doc.context.obj({
-      Type: 'Filespec',
-      F: PDFString.of(filename),
-      UF: PDFString.of(filename),
-      AFRelationship: 'Data',
-      EF: { F: doc.context.register(stream) },
-    });
-    const specRef = doc.context.register(spec);
-    doc.catalog.set(
-      PDFName.of('Names'),
-      doc.context.obj({ EmbeddedFiles: { Names: [PDFString.of(filename), specRef] } }),
-    );
-    doc.catalog.set(PDFName.of('AF'), doc.context.obj([specRef]));
   }
-  return Buffer.from(await doc.save({ useObjectStreams: false }));
+  return pdf.save();
 }

@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { inflateSync } from 'node:zlib';
 import { XMLParser } from 'fast-xml-parser';
-import { PDFDocument } from 'pdf-lib';
 
 /**
  * The shared EN 16931 fixtures (../shared/fixtures/e-invoices beside the repository, read in place)
@@ -36,18 +36,27 @@ export function fixtures(folder: Fixture['folder']): Fixture[] {
 export const isListedInvalid = (f: Fixture) =>
   f.folder === 'factur-x-fr-invalid' || f.file.startsWith('not_validating');
 
-/** The XML a test reads from a Factur-X PDF: its `factur-x.xml` attachment, through pdf-lib's own API. */
+/**
+ * The XML a test reads from a Factur-X PDF: its embedded file's stream, found in the raw bytes by
+ * its dictionary's `/Type /EmbeddedFile` (a stream is never inside an object stream) and inflated
+ * here, without pdf.js, so that the worker's reader is checked against bytes it did not read.
+ */
 export async function attachedXml(pdfPath: string): Promise<string> {
-  const doc = await PDFDocument.load(readFileSync(pdfPath), { updateMetadata: false });
-  // pdf-lib has no attachment getter; the oracle finds the decoded stream by its Type.
-  const { PDFName, PDFRawStream, decodePDFRawStream } = await import('pdf-lib');
-  for (const [, object] of doc.context.enumerateIndirectObjects()) {
-    if (
-      object instanceof PDFRawStream &&
-      object.dict.get(PDFName.of('Type'))?.toString() === '/EmbeddedFile'
-    ) {
-      return Buffer.from(decodePDFRawStream(object).decode()).toString('utf8');
-    }
+  const bytes = readFileSync(pdfPath);
+  const text = bytes.toString('latin1');
+  for (const match of text.matchAll(/\/Type\s*\/EmbeddedFile(?![A-Za-z0-9])/gu)) {
+    const objStart = text.lastIndexOf(' obj', match.index);
+    const keyword = text.indexOf('stream', match.index);
+    if (keyword < 0 || text.lastIndexOf('endobj', keyword) > match.index) continue;
+    const dictionary = text.slice(objStart, keyword);
+    let start = keyword + 'stream'.length;
+    if (bytes[start] === 0x0d) start++;
+    if (bytes[start] === 0x0a) start++;
+    const stored = bytes.subarray(start, text.indexOf('endstream', start));
+    // The stream's end of line before `endstream` is left to the inflater, which stops at its end.
+    return (/\/FlateDecode/u.test(dictionary) ? inflateSync(stored, { finishFlush: 2 }) : stored)
+      .toString('utf8')
+      .replace(/\r?\n?$/u, '');
   }
   throw new Error(`${pdfPath} has no embedded file`);
 }
