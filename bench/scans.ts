@@ -4,8 +4,9 @@
  * (@napi-rs/canvas, a development dependency), then
  * - a "scan": every page (the first four) at 200 dpi, grey, a little noise, JPEGs inside an
  *   image-only PDF (no text layer), as an office scanner makes it;
- * - a "photo" of the first page only (one picture per document): 150 dpi, turned by 1.5°, lit unevenly on an off-white sheet, noisier, a JPEG, as a
- *   phone held over a desk makes it.
+ * - a "photo" of each page: 150 dpi, turned by 1.5°, lit unevenly on a grey desk, noisier, a JPEG,
+ *   as a phone held over a desk makes it; a one-page invoice is that JPEG, a longer one a PDF of
+ *   its pages' photos (see {@link photographed}).
  * Deterministic: the noise comes from a seeded generator, so the same PDF gives the same bytes.
  */
 import { type Canvas, createCanvas, loadImage } from '@napi-rs/canvas';
@@ -89,9 +90,9 @@ async function pageCount(pdf: Uint8Array): Promise<number> {
   }
 }
 
-/** A JPEG "phone photo" of the first page of `pdf`: 150 dpi, turned, unevenly lit, noisy. */
-export async function photoOf(pdf: Uint8Array, seed = 1): Promise<Buffer> {
-  const page = await renderPage(pdf, 150);
+/** A JPEG "phone photo" of page `pageNumber` of `pdf`: 150 dpi, turned, unevenly lit, noisy. */
+export async function photoOf(pdf: Uint8Array, seed = 1, pageNumber = 1): Promise<Buffer> {
+  const page = await renderPage(pdf, PHOTO_DPI, pageNumber);
   const margin = Math.round(page.width * 0.06);
   const canvas = createCanvas(page.width + 2 * margin, page.height + 2 * margin);
   const context = canvas.getContext('2d');
@@ -105,4 +106,29 @@ export async function photoOf(pdf: Uint8Array, seed = 1): Promise<Buffer> {
   // Light falls from the top left: the far corner is a fifth darker.
   degrade(canvas, 28, seed, (x, y) => 1 - 0.2 * ((x / width + y / height) / 2));
   return canvas.toBuffer('image/jpeg', 75);
+}
+
+const PHOTO_DPI = 150;
+
+/**
+ * How a phone delivers an invoice it photographed: one page, one JPEG; several pages, one photo of
+ * each (the first four) in one PDF, as a phone's document-scanning mode, or sharing several photos
+ * as one document, makes it. A photo of the first page alone would lose what the later pages hold
+ * (the totals, often) and measure the photographer, not the reading.
+ */
+export async function photographed(
+  pdf: Uint8Array,
+  seed = 1,
+): Promise<{ bytes: Buffer; contentType: 'image/jpeg' | 'application/pdf' }> {
+  const pages = Math.min(await pageCount(pdf), MAX_SCANNED_PAGES);
+  if (pages <= 1) return { bytes: await photoOf(pdf, seed), contentType: 'image/jpeg' };
+  const photos = new PdfWriter();
+  for (let page = 1; page <= pages; page++) {
+    const jpeg = await photoOf(pdf, seed + page - 1, page);
+    const image = photos.jpeg(jpeg);
+    const width = (image.width / PHOTO_DPI) * POINTS_PER_INCH;
+    const height = (image.height / PHOTO_DPI) * POINTS_PER_INCH;
+    photos.addPage(width, height).drawImage(image, { x: 0, y: 0, width, height });
+  }
+  return { bytes: photos.save(), contentType: 'application/pdf' };
 }

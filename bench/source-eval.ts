@@ -18,7 +18,7 @@ import { En16931Reader } from '../worker/src/adapters/e-invoice/en16931-reader';
 import type { Analysis } from '../worker/src/contract/analysis';
 import type { Analyzer } from '../worker/src/core/ports';
 import { fieldMatches, SCORED_FIELDS, type ScoredField } from './e-invoice-eval';
-import { photoOf, scanOf } from './scans';
+import { photographed, scanOf } from './scans';
 
 export const CORPUS_ROOT = path.join(__dirname, 'corpus');
 const SAMPLES = path.join(__dirname, '..', 'samples');
@@ -147,7 +147,7 @@ async function input(
   if (!truth.pdf) return undefined;
   if (source === 'text-pdf') return { bytes: truth.pdf, contentType: 'application/pdf' };
   if (source === 'scan') return { bytes: await scanOf(truth.pdf), contentType: 'application/pdf' };
-  return { bytes: await photoOf(truth.pdf), contentType: 'image/jpeg' };
+  return photographed(truth.pdf);
 }
 
 /** Scores `analyzer` on `truths` as `source` gives them. */
@@ -225,7 +225,7 @@ const percent = (n: number) => `${(n * 100).toFixed(1)} %`;
 const SOURCE_NAMES: Record<Source, string> = {
   'text-pdf': 'text PDF',
   scan: 'scan (image-only PDF)',
-  photo: 'phone photo (JPEG)',
+  photo: 'phone photo (JPEG; a PDF of photos past one page)',
   'text-file': 'text file',
 };
 const CORPUS_NAMES: Record<Corpus, string> = { tuning: 'tuning', heldOut: 'held-out', samples: 'samples' };

@@ -24,7 +24,7 @@ const CURRENCY_MARKERS: ReadonlyArray<readonly [RegExp, string]> = [
   // `US$` and `USD` are unambiguous; a lone `$` is read as US dollars too, the usual meaning on invoices.
   [/\$|\bUSD\b/giu, 'USD'],
   [/\bCHF\b/giu, 'CHF'],
-  [/₹|\bINR\b|\bRs\.?(?=\s?\d)/giu, 'INR'],
+  [/₹|\bINR\b|\bRs\.?(?=\s?-?\d)/giu, 'INR'],
   [/zł|\bPLN\b/giu, 'PLN'],
 ];
 
@@ -82,6 +82,8 @@ export function findAmounts(line: string, decimalHint: DecimalHint = null): Foun
     const groups = match.groups!;
     const magnitude = parseNumber(groups.number!, decimalHint);
     if (magnitude === null) continue;
+    // Eight digits or more with no separator is a phone or account number, not money.
+    if (/^\d{8,}$/u.test(groups.number!)) continue;
     const negative = Boolean(groups.sign1 ?? groups.sign2);
     const token = groups.pre ?? groups.post ?? null;
     found.push({

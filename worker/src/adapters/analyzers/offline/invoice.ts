@@ -5,6 +5,7 @@ import { findSiren, findSiret, findVatId, sirenFrom } from './ids';
 import {
   BARE_TOTAL,
   CREDIT_NOTE_NUMBER_LABELS,
+  CURRENCY_LABEL,
   CUSTOMER_LABEL,
   DUE_DATE_LABEL,
   INVOICE_NUMBER_LABELS,
@@ -110,6 +111,8 @@ interface LabelHit {
   rest: string;
   /** The rest of the labelled cell, else the next cell of the line, else the next non-blank line. */
   value: string | null;
+  /** Every place the value may be, in that order: the rest, the column below, the next cell, the line below. */
+  candidates: string[];
 }
 
 function nextNonBlank(lines: readonly string[], from: number): number {
@@ -142,12 +145,17 @@ function* labelHits(lines: readonly string[], labels: readonly RegExp[]): Genera
         const rest = cell.slice(match[0].length).trim();
         const nextCell = cells[cellIndex + 1];
         const nextLine = lines[nextNonBlank(lines, lineIndex + 1)];
-        const value =
-          rest ||
-          columnBelow(lines, lineIndex, cellIndex) ||
-          nextCell ||
-          (nextLine === undefined ? null : (splitCells(nextLine)[0] ?? null));
-        yield { lineIndex, cellIndex, rest, value };
+        const belowCells = nextLine === undefined ? [] : splitCells(nextLine);
+        // The line below holds the value only when nothing follows the label on its own line.
+        const candidates = [
+          rest,
+          columnBelow(lines, lineIndex, cellIndex),
+          nextCell,
+          ...(nextCell === undefined
+            ? [belowCells.length === cells.length ? belowCells[cellIndex] : undefined, belowCells[0]]
+            : []),
+        ].filter((candidate): candidate is string => Boolean(candidate));
+        yield { lineIndex, cellIndex, rest, value: candidates[0] ?? null, candidates };
       }
     }
   }
@@ -160,10 +168,15 @@ function findLabel(
   accept: (value: string) => boolean = () => true,
 ): LabelHit | null {
   for (const hit of labelHits(lines, labels)) {
-    if (hit.value !== null && accept(hit.value)) return hit;
+    const value = hit.rest ? (accept(hit.rest) ? hit.rest : undefined) : hit.candidates.find(accept);
+    if (value !== undefined) return { ...hit, value };
   }
   return null;
 }
+
+// Words that name the document or a part of it, never found in a company's name.
+const DOCUMENT_WORD =
+  /(?<!\p{L})(?:invoices?|receipt|bill|summary|facture|re[çc]u|rechnung|quittung|factuur|factura|fattura|ricevuta|recibo)(?!\p{L})/iu;
 
 /**
  * Whether a cell can be a company's or a person's name: letters, not a "key: value" line ("Nummer :
@@ -178,6 +191,9 @@ function looksLikeName(cell: string): boolean {
     !/:\s*\S/u.test(cell) &&
     !/@|www\.|https?:/iu.test(cell) &&
     !TITLE.test(cell) &&
+    // A remark in brackets, or a heading that names the document ("Retail Invoices/Bill").
+    !/^[([*]/u.test(cell) &&
+    !DOCUMENT_WORD.test(cell) &&
     // A label alone ("Verkäufer:"), not a name that starts with the word ("Lieferant GmbH").
     cell.replace(CUSTOMER_LABEL, '') !== '' &&
     cell.replace(SUPPLIER_LABEL, '') !== '' &&
@@ -194,6 +210,10 @@ function nameAfterLabel(lines: readonly string[], hit: LabelHit): string | null 
   // "Client n° C-12", "Customer VAT Number": the label has a value, and it is not a name.
   if (hit.rest) return looksLikeName(hit.rest) ? hit.rest : null;
   const cells = splitCells(lines[hit.lineIndex] ?? '');
+  // Labels side by side over their values ("Factuuradres  Afleveradres", then the two names).
+  const below = splitCells(lines[nextNonBlank(lines, hit.lineIndex + 1)] ?? '');
+  const inColumn = cells.length > 1 && below.length === cells.length ? below[hit.cellIndex] : undefined;
+  if (inColumn && looksLikeName(inColumn) && !/\d/u.test(inColumn)) return inColumn;
   const beside = cells[hit.cellIndex + 1];
   if (beside && looksLikeName(beside)) return beside;
   for (let index = hit.lineIndex + 1, seen = 0; index < lines.length && seen < 6; index += 1) {
@@ -210,6 +230,42 @@ function nameAfterLabel(lines: readonly string[], hit: LabelHit): string | null 
   return null;
 }
 
+// Where a letter's return address line may be: above the address window, in the first lines.
+const SENDER_LINE_WITHIN = 15;
+// The separators of a return address line: bullets, bars, dashes between spaces.
+const SENDER_SEPARATOR = /\s*[•·●|]\s*|\s+[-–—]\s+/u;
+
+/**
+ * A letter's return address line, printed small above the address window ("QualityHosting AG -
+ * Uferweg 40-42 - D-63571 Gelnhausen", "Bei Spiel GmbH ● Ecke 12 ● 12345 Stadthausen"): the
+ * sender's name, then its address, one line. The window below it holds the recipient's address.
+ */
+function senderLine(lines: readonly string[]): { index: number; name: string } | null {
+  for (const [index, line] of lines.slice(0, SENDER_LINE_WITHIN).entries()) {
+    const parts = line
+      .replace(/\t/gu, ' ')
+      .split(SENDER_SEPARATOR)
+      .map((part) => part.trim())
+      .filter((part) => part !== '');
+    if (parts.length < 3) continue;
+    // A postal code in the address part: four or five digits, maybe after a country letter.
+    if (!parts.slice(1).some((part) => /(?<![\d/])(?:[A-Z]{1,2}-)?\d{4,5}\s+\p{L}/u.test(part))) continue;
+    if (looksLikeName(parts[0]!) && !/\d/u.test(parts[0]!)) return { index, name: parts[0]! };
+  }
+  return null;
+}
+
+/** The recipient in a letter's address window: the first name under the return address line. */
+function addresseeAfter(lines: readonly string[], sender: number): number | null {
+  for (let index = sender + 1, seen = 0; index < lines.length && seen < 4; index += 1) {
+    if (isBlank(lines[index])) continue;
+    seen += 1;
+    const cell = splitCells(lines[index]!)[0];
+    if (cell && looksLikeName(cell) && !/\d/u.test(cell)) return index;
+  }
+  return null;
+}
+
 /** The customer block: from its label to the next blank line. */
 function customerBlock(lines: readonly string[]): { name: string | null; lineIndexes: Set<number> } {
   const lineIndexes = new Set<number>();
@@ -222,7 +278,15 @@ function customerBlock(lines: readonly string[]): { name: string | null; lineInd
       break;
     }
   }
-  if (!hit) return { name: null, lineIndexes };
+  if (!hit) {
+    // No label: a letter names its recipient in the address window, under the return address.
+    const sender = senderLine(lines);
+    const addressee = sender ? addresseeAfter(lines, sender.index) : null;
+    if (addressee === null) return { name: null, lineIndexes };
+    for (let index = addressee; index < lines.length && !isBlank(lines[index]); index += 1)
+      lineIndexes.add(index);
+    return { name: splitCells(lines[addressee]!)[0]!, lineIndexes };
+  }
   for (let index = hit.lineIndex; index < lines.length && !isBlank(lines[index]); index += 1) {
     lineIndexes.add(index);
   }
@@ -246,6 +310,8 @@ function supplierName(lines: readonly string[], customerLines: ReadonlySet<numbe
     const name = nameAfterLabel(lines, hit);
     if (name) return nameBeforeAddress(name);
   }
+  const sender = senderLine(lines);
+  if (sender) return sender.name;
   const header: string[] = [];
   for (const [index, line] of lines.entries()) {
     if (header.length >= HEADER_LINES) break;
@@ -318,6 +384,15 @@ function dueDate(lines: readonly string[], order: DateOrder): string | null {
     const date = findDate(rest, order);
     if (date) return date;
     if (rest.trim() === '') return findDate(lines[nextNonBlank(lines, index + 1)] ?? '', order);
+    // A column header ("Beschreibung  Fälligkeit  Teilzahlung"): its date is on one of the next lines.
+    if (!/\d/u.test(line)) {
+      for (let next = index + 1, seen = 0; next < lines.length && seen < 3; next += 1) {
+        if (isBlank(lines[next])) continue;
+        seen += 1;
+        const below = findDate(lines[next]!, order);
+        if (below) return below;
+      }
+    }
   }
   return null;
 }
@@ -378,6 +453,7 @@ function findTotals(lines: readonly string[], skip: ReadonlySet<number>, hint: D
       } else if (kind) candidates[kind].push(amount);
     }
   }
+  for (const row of summaryTableRows(lines, skip, hint)) candidates[row.kind].push(row.amount);
   const summedTax =
     taxTotal ??
     (taxes.length === 0
@@ -391,6 +467,35 @@ function findTotals(lines: readonly string[], skip: ReadonlySet<number>, hint: D
     tax: summedTax,
     total: lastOf(candidates.total, bareTotal),
   };
+}
+
+/**
+ * The amounts of a summary table: a header of labels ("BTW %  Grondslag  BTW bedrag  Totaal",
+ * "Netto  MwSt.  Brutto") over a line of as many cells; each amount is of its header's kind.
+ */
+function* summaryTableRows(
+  lines: readonly string[],
+  skip: ReadonlySet<number>,
+  hint: DecimalHint,
+): Generator<{ kind: TotalKind; amount: FoundAmount }> {
+  for (const [index, line] of lines.entries()) {
+    if (skip.has(index) || /\d/u.test(line.replace(/%/gu, ''))) continue;
+    const header = splitCells(line);
+    const kinds = header.map((cell) => (BARE_TOTAL.test(cell) ? 'total' : totalKind(cell)));
+    // Every header cell names a sum (or a rate): an items table's header ("Product  Price  Total") is not one.
+    if (header.length < 2 || kinds.some((kind, column) => kind === null && !/%/u.test(header[column]!)))
+      continue;
+    const next = nextNonBlank(lines, index + 1);
+    if (skip.has(next)) continue;
+    const cells = splitCells(lines[next] ?? '');
+    if (cells.length !== header.length) continue;
+    for (const [column, kind] of kinds.entries()) {
+      // A rate column ("BTW %", "USt. %") holds percentages, never amounts.
+      if (!kind || /%/u.test(header[column]!)) continue;
+      const amounts = findAmounts(cells[column]!, hint);
+      if (amounts.length === 1) yield { kind, amount: amounts[0]! };
+    }
+  }
 }
 
 function lastOf(found: readonly FoundAmount[], bare: FoundAmount | null): FoundAmount | null {
@@ -420,6 +525,15 @@ function completeAmounts(net: number | null, tax: number | null, total: number |
   if (net !== null && tax === null && total !== null) return { net, tax: roundCents(total - net), total };
   if (net === null && tax !== null && total !== null) return { net: roundCents(total - tax), tax, total };
   return { net, tax, total };
+}
+
+/** The currency a label names ("Rechnungswährung : GBP"), in capitals as ISO 4217 writes it. */
+function labelledCurrency(lines: readonly string[]): string | null {
+  for (const line of lines) {
+    const code = CURRENCY_LABEL.exec(line)?.[1];
+    if (code && /^[A-Z]{3}$/u.test(code)) return code;
+  }
+  return null;
 }
 
 function decimalHintFor(language: Analysis['language']): DecimalHint {
@@ -465,7 +579,12 @@ export function extractInvoice(rawLines: readonly string[]): Analysis {
     issue_date: issueDate(lines, dateOrder, number.lineIndex),
     due_date: dueDate(lines, dateOrder),
     currency:
-      found.total?.currency ?? found.net?.currency ?? found.tax?.currency ?? detectCurrency(text) ?? null,
+      labelledCurrency(lines) ??
+      found.total?.currency ??
+      found.net?.currency ??
+      found.tax?.currency ??
+      detectCurrency(text) ??
+      null,
     net_amount: amounts.net,
     tax_amount: amounts.tax,
     total_amount: amounts.total,

@@ -26,7 +26,7 @@ export const TOTAL_LABELS: ReadonlyArray<readonly [TotalKind, RegExp]> = [
 
 /** A tax label that names a VAT id or an exemption, not an amount of tax. */
 export const NOT_A_TAX_AMOUNT =
-  /intra|-?id\b|-?idnr|nummer|\bnr\b|\bnum\b|\bnº|partita|\bn[°º]|\bno\b\.?|number|num[ée]ro|\breg|\bid\b|identif|non\s+applicable|not\s+applicable|exon|exempt|autoliquidation|reverse\s+charge|\bart\.?\s|\barticles?\b/iu;
+  /#|intra|-?id\b|-?idnr|nummer|\bnr\b|\bnum\b|\bnº|partita|\bn[°º]|\bno\b\.?|number|num[ée]ro|\breg|\bid\b|identif|non\s+applicable|not\s+applicable|exon|exempt|autoliquidation|reverse\s+charge|\bart\.?\s|\barticles?\b/iu;
 
 /** The label of a sum of several tax lines ("Total TVA"), preferred over adding them up. */
 export const TAX_TOTAL =
@@ -37,11 +37,11 @@ export const BARE_TOTAL = /^\s*(?:total|totaal|totale|summe|gesamt)\s*:?\s*$/iu;
 
 /** Labels at the start of a cell, then the supplier's name (or nothing, and the name on the next line). */
 export const SUPPLIER_LABEL =
-  /^(?:fournisseur|[ée]metteur|vendeur|prestataire|from|seller|supplier|issued\s+by|vendor|verk[äa]ufer|lieferant|rechnungssteller|leverancier|verkoper|vendedor|proveedor|emisor|fornitore|venditore|cedente(?:\/prestatore)?)(?!\p{L})\s*:?\s*/iu;
+  /^(?:fournisseur|[ée]metteur|vendeur|vendu\s+par|prestataire|from|seller|supplier|issued\s+by|sold\s+by|service\s+provider|vendor|verk[äa]ufer|lieferant|rechnungssteller|rechnungsaussteller|leistungserbringer|auftragnehmer|absender|leverancier|verkoper|verkocht\s+door|vendedor|proveedor|emisor|prestador|fornitore|venditore|cedente(?:\/prestatore)?)(?!\p{L})\s*:?\s*/iu;
 
 /** Labels at the start of a cell, then the customer's name. */
 export const CUSTOMER_LABEL =
-  /^(?:client|factur[ée]\s+[àa](?!\s+(?:r[ée]gler|payer|rembourser))|adress[ée]\s+[àa]|destinataire|acheteur|bill\s+to|billed\s+to|invoice\s+to(?!\s+(?:pay|be\s+paid))|customer|sold\s+to|buyer|k[äa]ufer(?:\/leistungsempf[äa]nger)?|rechnungsempf[äa]nger|leistungsempf[äa]nger|factuuradres|afnemer|cliente|destinatario|comprador|cessionario(?:\/committente)?)(?!\p{L})\s*:?\s*/iu;
+  /^(?:client|factur[ée]\s+[àa](?!\s+(?:r[ée]gler|payer|rembourser))|adress[ée]\s+[àa]|adresse\s+de\s+facturation|destinataire|acheteur|bill\s+to|billed\s+to|billing\s+address|invoice\s+address|invoice\s+to(?!\s+(?:pay|be\s+paid))|customer|sold\s+to|buyer|k[äa]ufer(?:\/leistungsempf[äa]nger)?|kunde|rechnungsempf[äa]nger|leistungsempf[äa]nger|rechnungsadresse|rechnungsanschrift|auftraggeber|factuuradres|afnemer|cliente|destinatario|comprador|direcci[óo]n\s+de\s+facturaci[óo]n|indirizzo\s+di\s+fatturazione|cessionario(?:\/committente)?)(?!\p{L})\s*:?\s*/iu;
 
 /** What may follow "Client" without being a name ("Client n° C-12", "Customer ID", "Customer VAT Number"). */
 export const NOT_A_NAME =
@@ -49,9 +49,9 @@ export const NOT_A_NAME =
 
 /** Lines that mention the customer, whose identifiers are not the supplier's. */
 export const MENTIONS_CUSTOMER =
-  /(?<!\p{L})(?:client|customer|buyer|acheteur|bill(?:ed)?\s+to|factur[ée]\s+[àa]|kunde|k[äa]ufer|klant|uw\s+BTW|cliente|comprador)(?!\p{L})/iu;
+  /(?<!\p{L})(?:client|customer|buyer|acheteur|bill(?:ed)?\s+to|billing\s+address|factur[ée]\s+[àa]|kunde|k[äa]ufer|rechnungsempf[äa]nger|leistungsempf[äa]nger|klant|uw\s+BTW|cliente|comprador)(?!\p{L})/iu;
 
-const NUMBER_MARK = String.raw`(?:n[°º]\.?|no\.?|num[ée]ro|number|#|ref\.?|nr\.?|nummer|n\.|núm(?:ero)?\.?|numero)`;
+const NUMBER_MARK = String.raw`(?:n[°º]\.?|no\.?|num[ée]ro|number|#|ref\.?|reference|id\b|nr\.?|nummer|n\.|núm(?:ero)?\.?|numero)`;
 // The word for an invoice in the languages read: a German compound ends in it ("Mietrechnung").
 const INVOICE_WORD = String.raw`(?:facture|invoice|tax\s+invoice|\p{L}*rechnung|factuur|factura|fattura)`;
 
@@ -66,21 +66,33 @@ export const CREDIT_NOTE_NUMBER_LABELS: readonly RegExp[] = [
   /^(?:facture\s+d'avoir|avoir|credit\s+note|credit\s+memo)\s+(?=[^\s]*\d)/iu,
 ];
 
+// Other documents an invoice refers to by their number ("Rechnung zu Bestellung Nr. 4711").
+const OTHER_DOCUMENT = String.raw`order|bestell|auftrag|liefer|commande|\bbon\b|contra|vertrag|kund|customer|client|klant|pedido|ordine|albar|delivery|shipment`;
+
 /** Labels at the start of a cell, then an invoice's number. */
 export const INVOICE_NUMBER_LABELS: readonly RegExp[] = [
   new RegExp(String.raw`^${INVOICE_WORD}\s*${NUMBER_MARK}\s*:?\s*`, 'iu'),
-  // One word: "Rechnungsnummer", "Rechnungsnr.", "Factuurnummer", "Factuurnr".
-  /^(?:rechnungs|factuur)(?:nummer|nr\.?)\s*:?\s*/iu,
+  // One word or hyphenated: "Rechnungsnummer", "Rechnungs-Nr.", "Factuurnummer", "Belegnummer".
+  /^(?:rechnungs|factuur|beleg|dokument|document)[-\s]?(?:nummer|nr\.?|no\.?|number)\s*:?\s*/iu,
   new RegExp(
     String.raw`^${NUMBER_MARK}\s*(?:de\s+(?:la\s+)?|der\s+|di\s+|della\s+)?${INVOICE_WORD}\s*:?\s*`,
     'iu',
   ),
   /^(?:invoice|facture|rechnung|factuur|factura|fattura)\s*:\s*/iu,
+  // A title whose number comes a few words later ("Gutschrift (Selbst ausgestellte Rechnung) Nr. 471102").
+  new RegExp(
+    String.raw`^(?:${INVOICE_WORD}|gutschrift|creditnota|credit\s+note|avoir)(?!\p{L})(?:(?!${OTHER_DOCUMENT})[^:\d\t]){0,48}?(?<!\p{L})(?:n[°º]\.?|no\.|nr\.?|number|nummer|num[ée]ro)\s*:?\s*`,
+    'iu',
+  ),
   // A title followed by the reference itself ("Facture FA-2017-0010").
   new RegExp(String.raw`^${INVOICE_WORD}\s+(?=[^\s]*\d)`, 'iu'),
   // Alone in its cell, last: a column header over its value ("Factuur" above "VF1005193039").
   /^(?:invoice|facture|rechnung|factuur|factura|fattura)\s*$/iu,
 ];
+
+/** A currency named by a label ("Rechnungswährung : GBP", "Currency: USD"): the first one is the invoice's. */
+export const CURRENCY_LABEL =
+  /(?<!\p{L})(?:invoice\s+currency|currency|devise|monnaie|rechnungsw[äa]hrung|w[äa]hrung|valuta|munt|moneda|divisa)(?!\p{L})\s*:?\s*([A-Z]{3})(?!\p{L})/iu;
 
 /** Labels at the start of a cell, then the issue date. */
 export const ISSUE_DATE_LABELS: readonly RegExp[] = [
@@ -91,7 +103,7 @@ export const ISSUE_DATE_LABELS: readonly RegExp[] = [
 
 /** A due-date label, anywhere in a line ("Conditions : 30 jours, échéance le 30/12/2026"). */
 export const DUE_DATE_LABEL =
-  /(?:f[äa]llig(?:\p{L}*|\s+(?:am|bis|zum))|zahlbar\s+(?:bis|am)(?:\s+zum)?|zahlbar\s+innerhalb[^.\n]{0,40}?\bbis|(?:remit|pay)\s+(?:until|by|before)|zahlungsziel|vervaldatum|uiterste\s+betaaldatum|te\s+betalen\s+voor|fecha\s+de\s+vencimiento|vencimiento|data\s+(?:di\s+)?scadenza|scadenza|date\s+d'[ée]ch[ée]ance|[ée]ch[ée]ance|date\s+limite(?:\s+de\s+(?:paiement|r[èe]glement))?|[àa]\s+(?:r[ée]gler|payer)\s+(?:avant|au\s+plus\s+tard)(?:\s+le)?|payable\s+(?:avant|before|by|on)(?:\s+le)?|due\s+date|payment\s+due(?:\s+date|\s+by|\s+on)?|date\s+due|due\s+(?:by|on))\s*:?\s*/iu;
+  /(?:f[äa]llig(?:\p{L}*|\s+(?:am|bis|zum))|zahlbar\s+(?:bis|am)(?:\s+zum)?|zahlbar\s+(?:innerhalb|ohne|netto|rein)[^.\n\t]{0,40}?\bbis(?:\s+zum)?|(?:remit|pay)\s+(?:until|by|before)|zahlungsziel|vervaldatum|uiterste\s+betaaldatum|te\s+betalen\s+voor|fecha\s+de\s+vencimiento|vencimiento|data\s+(?:di\s+)?scadenza|scadenza|date\s+d'[ée]ch[ée]ance|[ée]ch[ée]ance|date\s+limite(?:\s+de\s+(?:paiement|r[èe]glement))?|[àa]\s+(?:r[ée]gler|payer)\s+(?:avant|au\s+plus\s+tard)(?:\s+le)?|payable\s+(?:avant|before|by|on)(?:\s+le)?|due\s+date|payment\s+due(?:\s+date|\s+by|\s+on)?|date\s+due|due\s+(?:by|on))\s*:?\s*/iu;
 
 /** Lines whose dates are not the issue date. */
 export const OTHER_DATE_CONTEXT =
