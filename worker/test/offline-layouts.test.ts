@@ -189,3 +189,129 @@ describe('dates beside their number, and due dates in sentences', () => {
     expect(read(text).supplier_name).toBe('Lieferant GmbH');
   });
 });
+
+describe('general rules for layouts not seen before', () => {
+  it('takes the seller from a letter’s return address line, and the customer from the window under it', () => {
+    const analysis = read(
+      [
+        'Bei Spiel GmbH  ●  Ecke 12  ●  12345 Stadthausen',
+        'phone (555) 23 78 -0',
+        'Theodor Est',
+        'Bahnstr. 42',
+        '88802 Spielkreis',
+        '',
+        'Rechnung Nr. RE-507 vom 10.06.2019',
+        'Gesamtbetrag\t119,00 €',
+      ].join('\n'),
+    );
+    expect(analysis).toMatchObject({ supplier_name: 'Bei Spiel GmbH', customer_name: 'Theodor Est' });
+    // With commas and dashes between its parts too.
+    expect(
+      read(
+        ['QualityHosting AG - Uferweg 40-42 - D-63571 Gelnhausen', '', 'iViveLabs Ltd.', 'Hong Kong'].join(
+          '\n',
+        ),
+      ),
+    ).toMatchObject({ supplier_name: 'QualityHosting AG', customer_name: 'iViveLabs Ltd.' });
+  });
+
+  it('prefers the currency a label names over the symbols of the amounts', () => {
+    const analysis = read(
+      ['Rechnungswährung\t: GBP', 'Währung der Umsatzsteuerbuchung : EUR', 'Gesamtbetrag\t100,00 EUR'].join(
+        '\n',
+      ),
+    );
+    expect(analysis.currency).toBe('GBP');
+    // A word after "currency" is no code.
+    expect(read('Currency conversion applied\nTotal\t€ 12.00').currency).toBe('EUR');
+  });
+
+  it('reads a due date under a column header, a line or two below', () => {
+    const analysis = read(
+      [
+        'Rechnungsdatum: 01.10.2018',
+        '',
+        'Beschreibung\tFälligkeit\tTeilzahlung',
+        'Bitte überweisen Sie bis',
+        '21.11.2018',
+      ].join('\n'),
+    );
+    expect(analysis).toMatchObject({ issue_date: '2018-10-01', due_date: '2018-11-21' });
+    expect(read('Zahlbar ohne Abschlag bis\t20.11.2018').due_date).toBe('2018-11-20');
+  });
+
+  it('reads a summary table of net, tax and total columns, and not an items table', () => {
+    const analysis = read(
+      [
+        'Artikel\tOmschrijving\tPrijs\tTotaal',
+        'E103184\tOnderhoudsset\t49,99\t49,99',
+        '',
+        'BTW %\tGrondslag\tBTW bedrag\tTotaal',
+        '21 %\t41,31\t8,68\t49,99',
+      ].join('\n'),
+    );
+    expect(analysis).toMatchObject({ net_amount: 41.31, tax_amount: 8.68, total_amount: 49.99 });
+  });
+
+  it.each([
+    ['Rechnungs-Nr.: RE-2024-001', 'RE-2024-001'],
+    ['Belegnummer\t4711', '4711'],
+    ['Gutschrift (Selbst ausgestellte Rechnung) Nr. 471102', '471102'],
+    ['Invoice ID: INV-88', 'INV-88'],
+  ])('reads the invoice number of %s', (line, number) => {
+    expect(read(`${line}\nTotal\t12,00 €`).invoice_number).toBe(number);
+  });
+
+  it('does not take another document’s number for the invoice’s', () => {
+    expect(read('Rechnung zu Bestellung Nr. 4711 vom 01.03.2018\nTotal\t12,00 €').invoice_number).toBeNull();
+  });
+
+  it('reads a form: a heading over bare fields', () => {
+    const analysis = read(
+      [
+        'Rechnungsdaten',
+        'Nummer: 471102',
+        'Datum: 05.03.2018',
+        '',
+        'Verkäufer',
+        'Name: Lieferant GmbH',
+        'Straße: Lieferantenstraße 20',
+        '',
+        'Käufer',
+        'Name: Kunden AG Mitte',
+      ].join('\n'),
+    );
+    expect(analysis).toMatchObject({
+      invoice_number: '471102',
+      issue_date: '2018-03-05',
+      supplier_name: 'Lieferant GmbH',
+      customer_name: 'Kunden AG Mitte',
+    });
+  });
+
+  it('reads a label over its value in the same column of a two-column form', () => {
+    expect(read('Rechnungsnummer\tRechnungsdatum\n471102\t05.03.2018').invoice_number).toBe('471102');
+  });
+
+  it('takes no phone or account number for an amount, and no registration number for a tax', () => {
+    const analysis = read(
+      ['Service tax #: AAACW8725FSD001\tPhone: 8756390642', 'Grand Total\t319.00', 'Rs -40.00 discount'].join(
+        '\n',
+      ),
+    );
+    expect(analysis).toMatchObject({
+      total_amount: 319,
+      tax_amount: null,
+      net_amount: null,
+      currency: 'INR',
+    });
+  });
+
+  it('takes no heading or remark for a seller', () => {
+    expect(read('Retail Invoices/Bill\n\nTotal\t12,00 €').supplier_name).toBeNull();
+    expect(
+      read('Service Provider:\n(Not to be used for payment remittance)\nAmazon Web Services, Inc.')
+        .supplier_name,
+    ).toBe('Amazon Web Services, Inc.');
+  });
+});

@@ -3,14 +3,17 @@ import { type DecimalHint, detectCurrency, type FoundAmount, findAmounts, roundC
 import { type DateOrder, findDate, numericDateOrder } from './dates';
 import { findSiren, findSiret, findVatId, sirenFrom } from './ids';
 import {
+  BARE_NUMBER_LABEL,
   BARE_TOTAL,
   CREDIT_NOTE_NUMBER_LABELS,
   CURRENCY_LABEL,
   CUSTOMER_LABEL,
   DUE_DATE_LABEL,
+  INVOICE_HEADING,
   INVOICE_NUMBER_LABELS,
   ISSUE_DATE_LABELS,
   MENTIONS_CUSTOMER,
+  NAME_FIELD,
   NOT_A_NAME,
   NOT_A_TAX_AMOUNT,
   OTHER_DATE_CONTEXT,
@@ -128,7 +131,7 @@ function nextNonBlank(lines: readonly string[], from: number): number {
 function columnBelow(lines: readonly string[], lineIndex: number, cellIndex: number): string | null {
   const header = splitCells(lines[lineIndex] ?? '');
   const below = splitCells(lines[nextNonBlank(lines, lineIndex + 1)] ?? '');
-  if (header.length < 3 || below.length !== header.length) return null;
+  if (header.length < 2 || below.length !== header.length) return null;
   // A header holds labels, not amounts or dates.
   if (header.some((cell) => /\d/u.test(cell))) return null;
   return below[cellIndex] ?? null;
@@ -146,14 +149,14 @@ function* labelHits(lines: readonly string[], labels: readonly RegExp[]): Genera
         const nextCell = cells[cellIndex + 1];
         const nextLine = lines[nextNonBlank(lines, lineIndex + 1)];
         const belowCells = nextLine === undefined ? [] : splitCells(nextLine);
-        // The line below holds the value only when nothing follows the label on its own line.
         const candidates = [
           rest,
           columnBelow(lines, lineIndex, cellIndex),
           nextCell,
-          ...(nextCell === undefined
-            ? [belowCells.length === cells.length ? belowCells[cellIndex] : undefined, belowCells[0]]
-            : []),
+          // Below the label: the cell in its column when the lines have as many cells, else the first
+          // (only when nothing else shares the label's line: then the first cell below is its value).
+          belowCells.length === cells.length ? belowCells[cellIndex] : undefined,
+          nextCell === undefined ? belowCells[0] : undefined,
         ].filter((candidate): candidate is string => Boolean(candidate));
         yield { lineIndex, cellIndex, rest, value: candidates[0] ?? null, candidates };
       }
@@ -197,7 +200,8 @@ function looksLikeName(cell: string): boolean {
     // A label alone ("Verkäufer:"), not a name that starts with the word ("Lieferant GmbH").
     cell.replace(CUSTOMER_LABEL, '') !== '' &&
     cell.replace(SUPPLIER_LABEL, '') !== '' &&
-    totalKind(cell) === null
+    totalKind(cell) === null &&
+    !BARE_TOTAL.test(cell)
   );
 }
 
@@ -224,6 +228,9 @@ function nameAfterLabel(lines: readonly string[], hit: LabelHit): string | null 
     seen += 1;
     const below = splitCells(lines[index]!);
     const cell = below.length === cells.length ? below[hit.cellIndex] : below[0];
+    // A form under the party's heading: "Name: Lieferant GmbH".
+    const field = cell && NAME_FIELD.exec(cell);
+    if (field && looksLikeName(cell.slice(field[0].length))) return cell.slice(field[0].length).trim();
     // In the block, a line with digits is an address or an identifier, not the name.
     if (cell && looksLikeName(cell) && !/\d/u.test(cell)) return cell;
   }
@@ -231,9 +238,9 @@ function nameAfterLabel(lines: readonly string[], hit: LabelHit): string | null 
 }
 
 // Where a letter's return address line may be: above the address window, in the first lines.
-const SENDER_LINE_WITHIN = 15;
-// The separators of a return address line: bullets, bars, dashes between spaces.
-const SENDER_SEPARATOR = /\s*[•·●|]\s*|\s+[-–—]\s+/u;
+const SENDER_LINE_WITHIN = 20;
+// The separators of a return address line: bullets, bars, dashes between spaces, commas.
+const SENDER_SEPARATOR = /\s*[•·●|,]\s*|\s+[-–—]\s+/u;
 
 /**
  * A letter's return address line, printed small above the address window ("QualityHosting AG -
@@ -352,7 +359,15 @@ function documentNumber(
       ? [...CREDIT_NOTE_NUMBER_LABELS, ...INVOICE_NUMBER_LABELS]
       : [...INVOICE_NUMBER_LABELS, ...CREDIT_NOTE_NUMBER_LABELS];
   const hit = findLabel(lines, labels, (value) => referenceIn(value) !== null);
-  return { number: referenceIn(hit?.value ?? null), lineIndex: hit?.lineIndex ?? null };
+  if (hit) return { number: referenceIn(hit.value), lineIndex: hit.lineIndex };
+  // A form: "Rechnungsdaten" over "Nummer: 471102", "Datum: 05.03.2018".
+  for (const [index, line] of lines.entries()) {
+    if (!INVOICE_HEADING.test(line.trim())) continue;
+    const section = lines.slice(index + 1, index + 9);
+    const field = findLabel(section, [BARE_NUMBER_LABEL], (value) => referenceIn(value) !== null);
+    if (field) return { number: referenceIn(field.value), lineIndex: index + 1 + field.lineIndex };
+  }
+  return { number: null, lineIndex: null };
 }
 
 function issueDate(lines: readonly string[], order: DateOrder, numberLine: number | null): string | null {

@@ -37,11 +37,11 @@ export const BARE_TOTAL = /^\s*(?:total|totaal|totale|summe|gesamt)\s*:?\s*$/iu;
 
 /** Labels at the start of a cell, then the supplier's name (or nothing, and the name on the next line). */
 export const SUPPLIER_LABEL =
-  /^(?:fournisseur|[ée]metteur|vendeur|vendu\s+par|prestataire|from|seller|supplier|issued\s+by|sold\s+by|service\s+provider|vendor|verk[äa]ufer|lieferant|rechnungssteller|rechnungsaussteller|leistungserbringer|auftragnehmer|absender|leverancier|verkoper|verkocht\s+door|vendedor|proveedor|emisor|prestador|fornitore|venditore|cedente(?:\/prestatore)?)(?!\p{L})\s*:?\s*/iu;
+  /^(?:(?:angaben\s+zu[mr]?|daten\s+de[sr]|informations?\s+(?:du|sur\s+le)|(?:details|information)\s+(?:of|about)\s+the|gegevens\s+van\s+de|datos\s+del)\s+)?(?:fournisseur|[ée]metteur|vendeur|vendu\s+par|prestataire|from|seller|supplier|issued\s+by|sold\s+by|service\s+provider|vendor|verk[äa]ufer|lieferant|rechnungssteller|rechnungsaussteller|leistungserbringer|auftragnehmer|absender|leverancier|verkoper|verkocht\s+door|vendedor|proveedor|emisor|prestador|fornitore|venditore|cedente(?:\/prestatore)?)(?!\p{L})\s*:?\s*/iu;
 
 /** Labels at the start of a cell, then the customer's name. */
 export const CUSTOMER_LABEL =
-  /^(?:client|factur[ée]\s+[àa](?!\s+(?:r[ée]gler|payer|rembourser))|adress[ée]\s+[àa]|adresse\s+de\s+facturation|destinataire|acheteur|bill\s+to|billed\s+to|billing\s+address|invoice\s+address|invoice\s+to(?!\s+(?:pay|be\s+paid))|customer|sold\s+to|buyer|k[äa]ufer(?:\/leistungsempf[äa]nger)?|kunde|rechnungsempf[äa]nger|leistungsempf[äa]nger|rechnungsadresse|rechnungsanschrift|auftraggeber|factuuradres|afnemer|cliente|destinatario|comprador|direcci[óo]n\s+de\s+facturaci[óo]n|indirizzo\s+di\s+fatturazione|cessionario(?:\/committente)?)(?!\p{L})\s*:?\s*/iu;
+  /^(?:(?:angaben\s+zu[mr]?|daten\s+de[sr]|informations?\s+(?:du|sur\s+le)|(?:details|information)\s+(?:of|about)\s+the|gegevens\s+van\s+de|datos\s+del)\s+)?(?:client|factur[ée]\s+[àa](?!\s+(?:r[ée]gler|payer|rembourser))|adress[ée]\s+[àa]|adresse\s+de\s+facturation|destinataire|acheteur|bill\s+to|billed\s+to|billing\s+address|invoice\s+address|invoice\s+to(?!\s+(?:pay|be\s+paid))|customer|sold\s+to|buyer|k[äa]ufer(?:\/leistungsempf[äa]nger)?|kunde|rechnungsempf[äa]nger|leistungsempf[äa]nger|rechnungsadresse|rechnungsanschrift|auftraggeber|factuuradres|afnemer|cliente|destinatario|comprador|direcci[óo]n\s+de\s+facturaci[óo]n|indirizzo\s+di\s+fatturazione|cessionario(?:\/committente)?)(?!\p{L})\s*:?\s*/iu;
 
 /** What may follow "Client" without being a name ("Client n° C-12", "Customer ID", "Customer VAT Number"). */
 export const NOT_A_NAME =
@@ -93,6 +93,17 @@ export const INVOICE_NUMBER_LABELS: readonly RegExp[] = [
 /** A currency named by a label ("Rechnungswährung : GBP", "Currency: USD"): the first one is the invoice's. */
 export const CURRENCY_LABEL =
   /(?<!\p{L})(?:invoice\s+currency|currency|devise|monnaie|rechnungsw[äa]hrung|w[äa]hrung|valuta|munt|moneda|divisa)(?!\p{L})\s*:?\s*([A-Z]{3})(?!\p{L})/iu;
+
+/** A party's name as a form gives it, under the party's heading ("Name: Lieferant GmbH"). */
+export const NAME_FIELD =
+  /^(?:name|firma|firmenname|company(?:\s+name)?|nom|raison\s+sociale|d[ée]nomination|bedrijfsnaam|handelsnaam|naam|raz[óo]n\s+social|nombre|ragione\s+sociale|denominazione|nome)\s*:\s*/iu;
+
+/** A heading over the invoice's own data ("Rechnung", "Rechnungsdaten", "Invoice details"). */
+export const INVOICE_HEADING =
+  /^(?:(?:angaben\s+zur\s+)?rechnung(?:sdaten|sangaben)?|invoice(?:\s+(?:details|data|information))?|(?:d[ée]tails\s+de\s+la\s+|donn[ée]es\s+de\s+la\s+)?facture|factuur(?:gegevens)?|(?:datos\s+de\s+la\s+)?factura|(?:dati\s+della\s+)?fattura)\s*:?$/iu;
+
+/** A bare number label, which names the invoice's number under an {@link INVOICE_HEADING}. */
+export const BARE_NUMBER_LABEL = /^(?:nummer|number|nr\.?|no\.?|n[°º]|num[ée]ro|n[úu]mero|numero)\s*:?\s*/iu;
 
 /** Labels at the start of a cell, then the issue date. */
 export const ISSUE_DATE_LABELS: readonly RegExp[] = [
