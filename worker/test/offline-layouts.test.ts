@@ -307,6 +307,20 @@ describe('general rules for layouts not seen before', () => {
     });
   });
 
+  it('takes no label without its value, and no legal form alone, for a name', () => {
+    const analysis = read(
+      [
+        'Verkäufer:',
+        'Globale Nummer:',
+        '4000001123452 (GTIN)',
+        'GmbH',
+        'Lieferant GmbH',
+        'Lieferantenstraße 20',
+      ].join('\n'),
+    );
+    expect(analysis.supplier_name).toBe('Lieferant GmbH');
+  });
+
   it('takes no heading or remark for a seller', () => {
     expect(read('Retail Invoices/Bill\n\nTotal\t12,00 €').supplier_name).toBeNull();
     expect(

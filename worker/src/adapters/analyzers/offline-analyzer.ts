@@ -45,7 +45,7 @@ export class OfflineAnalyzer implements Analyzer {
     this.pdf = options.pdf ?? new PdfJsParser();
     this.ocr = options.ocr;
     // Bump the parsers' revision when they would read the same invoice differently.
-    this.version = analysisVersion(OFFLINE_MODEL, `parsers-3${this.ocr ? `+ocr:${this.ocr.name}` : ''}`);
+    this.version = analysisVersion(OFFLINE_MODEL, `parsers-4${this.ocr ? `+ocr:${this.ocr.name}` : ''}`);
   }
 
   async analyze(input: AnalyzerInput): Promise<AnalysisResult> {

@@ -195,7 +195,10 @@ function looksLikeName(cell: string): boolean {
     !/@|www\.|https?:/iu.test(cell) &&
     !TITLE.test(cell) &&
     // A remark in brackets, or a heading that names the document ("Retail Invoices/Bill").
-    !/^[([*]/u.test(cell) &&
+    !/^[([*\-–]/u.test(cell) &&
+    // A label whose value is elsewhere ("Globale Nummer:"), or a legal form alone ("GmbH").
+    !/:\s*$/u.test(cell) &&
+    /\p{L}{2,}/u.test(cell.replace(LEGAL_FORM_WORDS, '')) &&
     !DOCUMENT_WORD.test(cell) &&
     // A label alone ("Verkäufer:"), not a name that starts with the word ("Lieferant GmbH").
     cell.replace(CUSTOMER_LABEL, '') !== '' &&
@@ -304,8 +307,9 @@ function customerBlock(lines: readonly string[]): { name: string | null; lineInd
 }
 
 // Legal forms that mark a company's name in a letterhead, in the languages read.
-const LEGAL_FORM =
-  /(?<!\p{L})(?:SAS|SASU|SARL|EURL|SA|SCI|SNC|GmbH|AG|KG|OHG|UG|e\.\s?K\.|B\.\s?V\.|N\.\s?V\.|BV|NV|Ltd\.?|Limited|LLC|LLP|Inc\.?|Corp\.?|PLC|S\.\s?L\.|S\.\s?A\.|S\.\s?r\.\s?l\.|S\.\s?p\.\s?A\.|Srl|SpA|Sp\.\s?z\s?o\.\s?o\.)(?!\p{L})/u;
+const LEGAL_FORM_SOURCE = String.raw`(?<!\p{L})(?:SAS|SASU|SARL|EURL|SA|SCI|SNC|GmbH|AG|KG|OHG|UG|e\.\s?K\.|B\.\s?V\.|N\.\s?V\.|BV|NV|Ltd\.?|Limited|LLC|LLP|Inc\.?|Corp\.?|PLC|S\.\s?L\.|S\.\s?A\.|S\.\s?r\.\s?l\.|S\.\s?p\.\s?A\.|Srl|SpA|Sp\.\s?z\s?o\.\s?o\.)(?!\p{L})`;
+const LEGAL_FORM_WORDS = new RegExp(LEGAL_FORM_SOURCE, 'gu');
+const LEGAL_FORM = new RegExp(LEGAL_FORM_SOURCE, 'u');
 
 /**
  * The supplier's name: after a supplier label; else, in the header block (the lines before the
