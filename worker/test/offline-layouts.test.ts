@@ -258,8 +258,17 @@ describe('general rules for layouts not seen before', () => {
     ['Belegnummer\t4711', '4711'],
     ['Gutschrift (Selbst ausgestellte Rechnung) Nr. 471102', '471102'],
     ['Invoice ID: INV-88', 'INV-88'],
+    ['Re.-Nr.: 2024-17', '2024-17'],
+    ['Inv. No. 5521', '5521'],
   ])('reads the invoice number of %s', (line, number) => {
     expect(read(`${line}\nTotal\t12,00 €`).invoice_number).toBe(number);
+  });
+
+  it('reads a self-billed Gutschrift as an invoice, and any other Gutschrift as a credit note', () => {
+    expect(read('Gutschrift (Selbst ausgestellte Rechnung) Nr. 471102\nTotal\t12,00 €').document_type).toBe(
+      'invoice',
+    );
+    expect(read('Gutschrift Nr. 471102\nTotal\t-12,00 €').document_type).toBe('credit_note');
   });
 
   it('does not take another document’s number for the invoice’s', () => {

@@ -90,7 +90,14 @@ export function detectDocumentType(lines: readonly string[]): Analysis['document
   ) {
     return 'credit_note';
   }
+  // A German "Gutschrift" is also a self-billed invoice (the buyer bills itself on the seller's
+  // behalf): an invoice, not a credit note, when it says so.
+  const selfBilled =
+    /selbst\s*ausgestellte\s+rechnung|selbstfakturierung|self[-\s]billing|self[-\s]billed|autofacturation|autofactura/iu.test(
+      text,
+    );
   if (
+    !selfBilled &&
     /(?<!\p{L})(?:gutschrift|creditnota|nota\s+de\s+cr[ée]dito|nota\s+di\s+credito|factura\s+rectificativa)(?!\p{L})/iu.test(
       text,
     )

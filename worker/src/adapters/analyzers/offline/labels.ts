@@ -74,6 +74,8 @@ export const INVOICE_NUMBER_LABELS: readonly RegExp[] = [
   new RegExp(String.raw`^${INVOICE_WORD}\s*${NUMBER_MARK}\s*:?\s*`, 'iu'),
   // One word or hyphenated: "Rechnungsnummer", "Rechnungs-Nr.", "Factuurnummer", "Belegnummer".
   /^(?:rechnungs|factuur|beleg|dokument|document)[-\s]?(?:nummer|nr\.?|no\.?|number)\s*:?\s*/iu,
+  // Abbreviated: "Re.-Nr.", "RG-Nr.", "Inv. No.", "Bill No.".
+  /^(?:re\.?-?|rg\.?-?|inv\.?\s*|bill\s+)(?:nr|no|n[°º]|#)\.?\s*:?\s*/iu,
   new RegExp(
     String.raw`^${NUMBER_MARK}\s*(?:de\s+(?:la\s+)?|der\s+|di\s+|della\s+)?${INVOICE_WORD}\s*:?\s*`,
     'iu',
