@@ -7,7 +7,7 @@
  *   ZUGFeRD/corpus PDFs of four producers (bench/corpus/zugferd-tuning), scored against their XML;
  * - held-out: fourteen other ZUGFeRD/corpus PDFs (XML-Rechnung/FX, Apache-2.0, German), scored
  *   against the XML each one carries (read by the e-invoice reader, never shown to the analyzer).
- *   They were first read once the parsers were done;
+ *   Only their scores are looked at: their text and misses are never read to write rules;
  * - samples: the repository's own plain-text invoices (samples/invoices/*.txt, samples/expected.json).
  * Scans and photos are made from the text PDFs by bench/scans.ts, so every source reads the same
  * invoices and only the way they reached the analyzer differs.
