@@ -205,7 +205,7 @@ export async function runSchedule(
       const second: DocumentPlan = { ...plan, kind: 'invoice', notifications: 1, publishAtMs: c.atMs };
       return { change: c, ...upload(second, `${plan.name}#2`, generationOf(plan) + 500) };
     });
-  // Its key's memo entries are under every analyzer version that runs (two during a rollout).
+  // The message ids of each key.
   const keyOfMessage = new Map<string, string>();
 
   let cloudRunRef: CloudRunModel | undefined;

@@ -113,12 +113,12 @@ describe('AnalysisMemo', () => {
     expect(work).not.toHaveBeenCalled();
   });
 
-  it('treats a new analysis version as new work', async () => {
-    const memo = memoOn(new MemoryMemoStore());
+  it('replays an analysis another analyzer version paid for: a document is analysed once, whichever version pays', async () => {
+    const store = new MemoryMemoStore();
     const work = jest.fn(async () => paid());
-    await memo.analyse(KEY, 'v1', work);
-    expect(await memo.analyse(KEY, 'v2', work)).toMatchObject({ source: 'analyzer' });
-    expect(work).toHaveBeenCalledTimes(2);
+    await memoOn(store).analyse(KEY, 'v1', work);
+    expect(await memoOn(store).analyse(KEY, 'v2', work)).toEqual({ result: paid(), source: 'memo' });
+    expect(work).toHaveBeenCalledTimes(1);
   });
 
   it('ignores an entry older than the dedup window', async () => {
@@ -345,7 +345,7 @@ describe('FileMemoStore', () => {
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-  const key = (n: number) => AnalysisMemo.key(`${KEY}-${n}`, 'abc123');
+  const key = (n: number) => AnalysisMemo.key(`${KEY}-${n}`);
   const entry = (total: number): MemoEntry => ({ ...paid(total), createdAt: '2026-11-30T04:00:00.000Z' });
 
   it('answers undefined for a key it never kept', async () => {
@@ -360,7 +360,7 @@ describe('FileMemoStore', () => {
     // A later create never replaces it.
     await store.create(key(1), entry(9999));
     expect(await store.get(key(1))).toEqual(kept);
-    const files = readdirSync(path.join(dir, 'abc123'));
+    const files = readdirSync(path.join(dir, 'analysis'));
     expect(files).toHaveLength(1);
     expect(files[0]).toMatch(/^[a-f0-9]{64}\.json$/);
   });
@@ -371,7 +371,7 @@ describe('FileMemoStore', () => {
     await store.create(key(2), entry(2));
     const old = new Date('2026-11-01T00:00:00Z');
     const [first] = key(1).split('/').slice(1);
-    utimesSync(path.join(dir, 'abc123', `${first}.json`), old, old);
+    utimesSync(path.join(dir, 'analysis', `${first}.json`), old, old);
     expect(await store.prune(new Date('2026-11-20T00:00:00Z'))).toBe(1);
     expect(await store.get(key(1))).toBeUndefined();
     expect(await store.get(key(2))).toBeDefined();
@@ -395,14 +395,14 @@ describe('FileMemoStore', () => {
     expect(readdirSync(path.dirname(path.join(dir, key(2)))).filter((f) => f.endsWith('.tmp'))).toEqual([]);
   });
 
-  it('refuses a key that is not version/sha256, so no name can escape its folder', async () => {
+  it('refuses a key that is not namespace/sha256, so no name can escape its folder', async () => {
     await expect(new FileMemoStore(dir).get('../../etc/passwd')).rejects.toThrow('not a memo key');
     await expect(new FileMemoStore(dir).lease(`${key(1)}~../x`, new Date())).rejects.toThrow(
       'not a memo key',
     );
   });
 
-  it('gives the lease rounds after the first their own lease (`version/sha256~N`)', async () => {
+  it('gives the lease rounds after the first their own lease (`lease/sha256~N`)', async () => {
     const store = new FileMemoStore(dir);
     const until = new Date('2026-11-30T04:00:15.000Z');
     expect(await store.lease(key(1), until)).toBeUndefined();
@@ -709,12 +709,31 @@ describe('an analyzer rollout: two revisions with different analyzer versions', 
     const time = new ManualTime();
     const { old, next, body, seen, deadline } = revisions(time);
     expect(await handle(parsePush(body), old.deps, deadline())).toMatchObject({ status: 'ok' });
-    // Nothing kept under v2, but the key's lease says a delivery worked on it: the store is asked.
+    // The memo holds v1's analysis: a delivery of it may have written, so the store is asked.
     const again = await handle(parsePush(body), next.deps, deadline());
     expect(again).toMatchObject({ status: 'duplicate', duplicateAt: 'seen', analysed: false });
     expect(next.analyzer.calls).toHaveLength(0);
     expect(seen.count).toBe(1);
     expect(old.store.rowsFor(again.dedupKey)).toHaveLength(1);
+  });
+
+  it('writes the analysis the old version paid for and could not write: the new version pays nothing (soak I5, seeds 47, 101, 222)', async () => {
+    const time = new ManualTime();
+    const { old, next, body, deadline } = revisions(time);
+    // The old revision pays, keeps its analysis, and its write fails (an outage of the store).
+    const record = old.store.record.bind(old.store);
+    old.store.record = () =>
+      Promise.reject(new TransientError('store_unavailable', 'the store answered 503'));
+    await expect(handle(parsePush(body), old.deps, deadline())).rejects.toThrow('503');
+    old.store.record = record;
+    // The retry reaches the new revision: it replays v1's analysis and writes it, under v1's model.
+    const again = await handle(parsePush(body), next.deps, deadline());
+    expect(again).toMatchObject({ status: 'ok', analysed: false, memo: 'hit' });
+    expect(old.analyzer.calls).toHaveLength(1);
+    expect(next.analyzer.calls).toHaveLength(0);
+    const rows = old.store.rowsFor(again.dedupKey);
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ status: 'ok', model: 'scripted', worker_version: 'test' });
   });
 
   it('asks the store when the memo cannot tell whether the key was leased', async () => {

@@ -141,8 +141,8 @@ export async function handle(
       } else {
         const analyze = keepingSpentTokens(deps.analyzer);
         const work = async (context?: WorkContext) => {
-          // After a holder of the key's lease that kept no analysis of this version (one of another
-          // analyzer version, during a deploy): its row may be there, and paying again would be waste.
+          // After a holder of the key's lease that kept no analysis (its keep failed, or its row needed
+          // none): its row may be there, and paying again would be waste.
           if (context?.afterHolder && (await deadline.race('lookup', deps.store.seen(key, deadline))))
             throw new WrittenMeanwhile();
           // An analyzer that is out is not paid for, nor the document read for it.

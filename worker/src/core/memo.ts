@@ -18,8 +18,10 @@ import {
 
 /**
  * The memo of paid analyses: after an analysis and before the write, its outcome is kept under the
- * dedup key and the analyzer's version, so that a delivery retried after a failed write (a busy
- * store, a full DML queue) does not pay for the same analysis again. The outcome is the result, or
+ * dedup key, so that a delivery retried after a failed write (a busy store, a full DML queue, an
+ * outage) does not pay for the same analysis again, whichever analyzer version it runs: during a
+ * rollout an analysis the old revision paid for and could not write is the one the new revision
+ * writes (its row names the model that made it), never paid twice. The outcome is the result, or
  * the permanent refusal a paid analysis ended in (`analysis_failed` after two paid calls,
  * `safety_blocked`), with its tokens: a retry replays the refusal instead of paying for it again.
  *
@@ -134,9 +136,9 @@ interface Lease {
 /** What the memo tells the paid work it runs. */
 export interface WorkContext {
   /**
-   * The work follows a holder of the key's lease that kept no analysis of this version: it may have
-   * written the row (a holder of another analyzer version, during a deploy). The work asks the
-   * store first, and throws {@link WrittenMeanwhile} instead of paying when the row is there.
+   * The work follows a holder of the key's lease that kept no analysis: it may have written the row
+   * all the same (its keep failed, or its row needed no paid analysis). The work asks the store
+   * first, and throws {@link WrittenMeanwhile} instead of paying when the row is there.
    */
   afterHolder: boolean;
 }
@@ -157,10 +159,10 @@ type Kept = { result: AnalysisResult } | { refused: RejectionError };
 
 /**
  * What one read of the memo found for a key, before any other work ({@link AnalysisMemo.peek}):
- * `none`, no analysis of it kept by this version and no delivery of it (of any version) ever took
- * its lease, so none has paid or written; `kept`, an analysis is kept; `worked`, none is kept by this
- * version but a delivery took the key's lease (one of another analyzer version, during a deploy, may
- * have written its row); `unknown`, the memo could not be read. Handed to `analyse()`, it stands for
+ * `none`, no analysis of it kept and no delivery of it (of any analyzer version) ever took its
+ * lease, so none has paid or written; `kept`, an analysis is kept (by whichever version paid);
+ * `worked`, none is kept but a delivery took the key's lease (it may have written its row: one
+ * whose keep failed, or whose row needed no paid analysis); `unknown`, the memo could not be read. Handed to `analyse()`, it stands for
  * the memo's first read, so the memo is not read twice.
  */
 export interface MemoPeek {
@@ -208,23 +210,31 @@ export class AnalysisMemo {
     this.timers = options.timers ?? realTimers;
   }
 
-  /** The storage key: the analysis version, then a hash of the dedup key (safe in any object name). */
-  static key(dedupKey: string, version: string): string {
-    return `${version}/${hashOf(dedupKey)}`;
+  /**
+   * The storage key of a key's paid analysis: a hash of the dedup key (safe in any object name), the
+   * same for every analyzer version. A document is analysed once, whichever version pays: a rollout
+   * whose old revision paid and could not write (an outage, a shutdown) leaves an analysis the new
+   * revision replays and writes, under the model that made it (the row's `model`), instead of paying
+   * again; a row the old revision wrote would have carried it just the same. Re-analysing documents
+   * with a new version is a backfill of its own, never a side effect of a retry.
+   */
+  static key(dedupKey: string): string {
+    return `${ANALYSIS_NAMESPACE}/${hashOf(dedupKey)}`;
   }
 
   /**
    * The key's lease (its first round; later rounds add `~N`): the same for every analyzer version.
    * The lease excludes the writes of every delivery of a key, and during a deploy two revisions
    * with different versions deliver the same keys: a lease per version would let both write at
-   * once. Only the analyses are kept per version (a new version is new work for what is unwritten).
+   * once. The analyses are shared by every version too ({@link key}).
    */
   static leaseKey(dedupKey: string): string {
     return `${LEASE_NAMESPACE}/${hashOf(dedupKey)}`;
   }
 
   /**
-   * The analysis of `dedupKey` by analyzer `version`: from the memo when it holds one, from the
+   * The analysis of `dedupKey`: from the memo when it holds one (whichever analyzer version paid for
+   * it: `_version`, the asking analyzer's, is not part of the memo's key), from the
    * same analysis when one is already running in this instance, else from `work()` (which reads and
    * pays), kept in the memo afterwards. Errors of `work()` propagate; the memo's own never do. A
    * paid refusal kept in the memo is thrown again, marked with where it came from.
@@ -235,14 +245,14 @@ export class AnalysisMemo {
    */
   async analyse(
     dedupKey: string,
-    version: string,
+    _version: string,
     work: (context: WorkContext) => Promise<AnalysisResult>,
     admission: Admission = admitAtOnce,
     deadline: Deadline = Deadline.none(),
     /** The delivery's earlier read of the memo ({@link peek}), standing for the first lookup. */
     peeked?: MemoPeek,
   ): Promise<Analysed> {
-    const key = AnalysisMemo.key(dedupKey, version);
+    const key = AnalysisMemo.key(dedupKey);
     const running = this.inFlight.get(key);
     if (running) return this.share(running, deadline);
 
@@ -278,12 +288,12 @@ export class AnalysisMemo {
    * whose row was written is one more paid analysis, never a second row: a cache that fails costs
    * money, never a document. Errors never propagate (`unknown`).
    */
-  async peek(dedupKey: string, version: string, deadline: Deadline = Deadline.none()): Promise<MemoPeek> {
+  async peek(dedupKey: string, _version: string, deadline: Deadline = Deadline.none()): Promise<MemoPeek> {
     const reads = { failed: false };
     // Read together with the entry, so that a miss costs no extra wait: whether any delivery of the
     // key, of any analyzer version, ever took its lease.
     const [kept, leased] = await Promise.all([
-      this.lookup(AnalysisMemo.key(dedupKey, version), dedupKey, deadline, reads),
+      this.lookup(AnalysisMemo.key(dedupKey), dedupKey, deadline, reads),
       this.everLeased(dedupKey, deadline),
     ]);
     if (kept) return { state: 'kept', kept };
@@ -293,8 +303,8 @@ export class AnalysisMemo {
 
   /**
    * Whether a delivery of `dedupKey` ever took its lease (every write takes one): with no analysis
-   * kept by this version, that is how a delivery learns that one of another version (a deploy of a
-   * new analyzer) may have written its row, so that it asks the store before paying again.
+   * kept, that is how a delivery learns that another may have written its row all the same (its
+   * keep failed, or the row needed no paid analysis), so that it asks the store before paying.
    * `false` when the store cannot tell (no `leased`) or leases are off: then as before.
    */
   private async everLeased(dedupKey: string, deadline: Deadline): Promise<boolean | 'unknown'> {
@@ -326,9 +336,9 @@ export class AnalysisMemo {
    * retry. A lease that cannot be taken, read or renewed never stops the work; a holder already
    * seen is waited for one more lease time when the next lease call fails, once.
    *
-   * A delivery that waited for a holder and found no analysis of its own version works with
-   * `afterHolder`: the holder may have written the row (a failed holder, or one of another analyzer
-   * version during a deploy), so the work asks the store before paying ({@link WrittenMeanwhile}).
+   * A delivery that waited for a holder and found no analysis kept works with `afterHolder`: the
+   * holder may have written the row all the same (a holder whose keep failed, or whose row needed no
+   * paid analysis), so the work asks the store before paying ({@link WrittenMeanwhile}).
    */
   private async leaseThenWork(
     key: string,
@@ -393,8 +403,8 @@ export class AnalysisMemo {
    * The one wait for a key's holder, for the analysis and for the write: takes the key's lease, or,
    * while another delivery holds it, waits, looking every poll for what the caller needs (`look`:
    * the holder's analysis) and asking the lease again (a holder whose write answered ends its lease
-   * at once, long before the bound it was moved to; a holder of another analyzer version keeps no
-   * analysis this delivery could find). `mine` ends the wait when this instance already holds what
+   * at once, long before the bound it was moved to; a holder whose row needed no paid analysis
+   * keeps none this delivery could find). `mine` ends the wait when this instance already holds what
    * the caller needs (its own write turn). A holder seen is waited for `grace.ms` past its lease as
    * last read when a lease call then fails (the memo is failing, the holder likely still works), at
    * most `grace.times` times; the last grace is waited out whole. Every wait ends at the deadline
@@ -705,7 +715,9 @@ function hashOf(dedupKey: string): string {
 }
 
 /**
- * Where leases live: a namespace beside the versions' folders, never an analyzer version (those are
- * 16 hex digits, contract/analysis.ts `analysisVersion`).
+ * Where paid analyses and leases live: two namespaces, never an analyzer version (those are 16 hex
+ * digits, contract/analysis.ts `analysisVersion`), so neither meets the folders of the earlier
+ * layout, which kept analyses per version.
  */
+const ANALYSIS_NAMESPACE = 'analysis';
 const LEASE_NAMESPACE = 'lease';
