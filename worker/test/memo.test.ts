@@ -10,7 +10,7 @@ import { Deadline, DeadlineError } from '../src/core/deadline';
 import { OutcomeUnknownError, RejectionError, TransientError } from '../src/core/errors';
 import { dedupKey, parsePush } from '../src/core/event';
 import { handle } from '../src/core/handle';
-import { AnalysisMemo } from '../src/core/memo';
+import { AnalysisMemo, type WorkContext } from '../src/core/memo';
 import type { Clock, MemoEntry, MemoStore } from '../src/core/ports';
 import { pushBody } from './support/builders';
 import { MemoryLogger, sampleAnalysis } from './support/fakes';
@@ -201,6 +201,45 @@ describe('AnalysisMemo across instances (the lease)', () => {
     expect(workB).not.toHaveBeenCalled();
   });
 
+  it('reads the memo again before paying once a holder has ended its round: it kept its analysis after the delivery first read the memo', async () => {
+    const clock = new ManualClock();
+    const store = new MemoryMemoStore();
+    const [a, b] = twoInstances(store, clock);
+    let peeked: Awaited<ReturnType<AnalysisMemo['peek']>> | undefined;
+    // B's first read comes while A holds the key's lease and has kept nothing yet.
+    await a.analyse(KEY, 'v1', async () => {
+      peeked = await b.peek(KEY, 'v1');
+      return paid();
+    });
+    expect(peeked?.state).toBe('worked');
+    // A writes and ends its round; then B, its lookup missed A's row, goes on to pay.
+    (await a.writeTurn(KEY, 'v1')).done();
+    await new Promise((resolve) => setImmediate(resolve));
+    const work = jest.fn(async () => paid(9999));
+    expect(await b.analyse(KEY, 'v1', work, undefined, undefined, peeked)).toEqual({
+      result: paid(),
+      source: 'memo',
+    });
+    expect(work).not.toHaveBeenCalled();
+  });
+
+  it('keeps the attempts a failed delivery paid for: its retry on another instance goes on after them (soak I5, seed 168)', async () => {
+    const clock = new ManualClock();
+    const store = new MemoryMemoStore();
+    const [a, b] = twoInstances(store, clock);
+    // A's first attempt is paid and answered outside the schema; its second is refused for a
+    // reason not about the document (404 NOT_FOUND), which ends the delivery (503).
+    const progress = { attemptsDone: 1, problems: 'total_amount: expected a number' };
+    const usage = { promptTokens: 1200, outputTokens: 300, totalTokens: 1500 };
+    const refused = new TransientError('dependency_refused', 'Gemini: 404 NOT_FOUND', { usage, progress });
+    await expect(a.analyse(KEY, 'v1', () => Promise.reject(refused))).rejects.toThrow('404');
+    // A's round expires; the retry reaches B.
+    clock.ms += 120_000;
+    const work = jest.fn(async (_context: WorkContext) => paid());
+    expect(await b.analyse(KEY, 'v1', work)).toMatchObject({ source: 'analyzer' });
+    expect(work).toHaveBeenCalledWith({ afterHolder: false, resume: progress });
+  });
+
   it('does the work itself once the lease expires, when the holder never finished (a crash)', async () => {
     const clock = new ManualClock();
     const store = new MemoryMemoStore();
@@ -295,7 +334,13 @@ describe('AnalysisMemo across instances (the lease)', () => {
     clock.ms += 120_000;
     let reads = 0;
     const flaky: MemoStore = {
-      get: (key) => (++reads === 1 ? Promise.reject(new Error('503 from the memo bucket')) : store.get(key)),
+      // Reads of the analysis are counted (the attempts already paid are read beside it).
+      get: (key) =>
+        key !== AnalysisMemo.key(KEY)
+          ? store.get(key)
+          : ++reads === 1
+            ? Promise.reject(new Error('503 from the memo bucket'))
+            : store.get(key),
       create: (key, entry) => store.create(key, entry),
       lease: (key, until) => store.lease(key, until),
       renew: (key, until) => store.renew(key, until),
@@ -434,6 +479,20 @@ describe('handle with the memo', () => {
     reader.put(attrs.bucketId!, attrs.objectId!, attrs.objectGeneration!, INVOICE);
     return { store, reader, analyzer, deps, body };
   }
+
+  it('asks the analyzer to go on after the attempts an earlier delivery paid for and did not end (soak I5, seed 168)', async () => {
+    const memoStore = new MemoryMemoStore();
+    const { analyzer, deps, body } = setup(memoStore);
+    const key = dedupKey(parsePush(body), 'object');
+    // An earlier delivery held the key's lease (expired now) and kept the attempt it paid for.
+    const progress = { attemptsDone: 1, problems: 'total_amount: expected a number' };
+    const usage = { promptTokens: 1200, outputTokens: 300, totalTokens: 1500 };
+    const createdAt = new ManualClock().now().toISOString();
+    await memoStore.create(AnalysisMemo.progressKey(key), { progress, usage, createdAt });
+    await memoStore.lease(AnalysisMemo.leaseKey(key), new ManualClock().now());
+    expect(await handle(parsePush(body), deps)).toMatchObject({ status: 'ok', analysed: true });
+    expect(analyzer.calls.map((c) => c.resume)).toEqual([progress]);
+  });
 
   it('pays once when the write fails and Pub/Sub delivers again; the row keeps the tokens paid', async () => {
     const { store, reader, analyzer, deps, body } = setup();

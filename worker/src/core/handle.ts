@@ -150,7 +150,10 @@ export async function handle(
           // Read again inside the line: a delivery waiting its turn holds no document in memory.
           const bytes = await read();
           analysed = true;
-          return deadline.race('analysis', analyze({ bytes, contentType: mime, name, deadline }));
+          return deadline.race(
+            'analysis',
+            analyze({ bytes, contentType: mime, name, deadline }, context?.resume),
+          );
         };
         // The gate weighs a work by its document's declared size (the largest allowed when unknown).
         const gate = deps.admission ?? admitAtOnce;
@@ -227,14 +230,21 @@ export function writeMayStillCommit(error: unknown): boolean {
  * The analyzer's calls for one delivery. A run that paid and then failed transiently (a first call
  * answered, the second got a 429) is run again by the admission; its tokens are added to the next
  * run's outcome, so that the row (and the memo) records every token this delivery paid, and the
- * next run goes on after the attempts already paid (`resume`) instead of paying them again.
+ * next run goes on after the attempts already paid (`resume`) instead of paying them again. A
+ * delivery after one that paid a first attempt and then failed (the memo kept its progress) goes
+ * on after that attempt the same way.
  */
-function keepingSpentTokens(analyzer: Analyzer): (input: AnalyzerInput) => Promise<AnalysisResult> {
+function keepingSpentTokens(
+  analyzer: Analyzer,
+): (input: AnalyzerInput, earlier?: AnalysisProgress) => Promise<AnalysisResult> {
   let spent: Usage | undefined;
   let progress: AnalysisProgress | undefined;
-  return async (input) => {
+  return async (input, earlier) => {
+    // `earlier`: attempts an earlier delivery paid for (kept in the memo). Their tokens were logged
+    // with that delivery's failure and are not added here: the row's tokens are this delivery's.
+    const resume = progress ?? earlier;
     try {
-      const result = await analyzer.analyze(progress ? { ...input, resume: progress } : input);
+      const result = await analyzer.analyze(resume ? { ...input, resume } : input);
       return spent ? { ...result, usage: addUsage(result.usage, spent)! } : result;
     } catch (error) {
       if (error instanceof TransientError && error.usage) spent = addUsage(spent, error.usage);

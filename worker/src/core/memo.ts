@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
-import type { AnalysisResult } from '../contract/analysis';
+import type { AnalysisProgress, AnalysisResult } from '../contract/analysis';
 import { MEMO_CALL_TIMEOUT_MS } from '../contract/settings';
 import { Deadline } from './deadline';
-import { isRejection, RejectionError } from './errors';
+import { isRejection, RejectionError, TransientError } from './errors';
 import {
   type Admission,
   admitAtOnce,
@@ -10,6 +10,7 @@ import {
   type Logger,
   type MemoEntry,
   type MemoOutcome,
+  type MemoProgress,
   type MemoStore,
   realTimers,
   systemClock,
@@ -141,6 +142,11 @@ export interface WorkContext {
    * first, and throws {@link WrittenMeanwhile} instead of paying when the row is there.
    */
   afterHolder: boolean;
+  /**
+   * The attempts an earlier delivery paid for and did not end (its first answer was outside the
+   * schema, then a failure not about the document ended it): the work goes on after them.
+   */
+  resume?: AnalysisProgress;
 }
 
 /** Thrown by the paid work when the key's row was written meanwhile: nothing to pay, nothing to write. */
@@ -233,6 +239,14 @@ export class AnalysisMemo {
   }
 
   /**
+   * Where the paid attempts of an analysis that did not end are kept ({@link MemoProgress}): beside
+   * the analysis, not under its key, which must stay free for the outcome (entries are create-only).
+   */
+  static progressKey(dedupKey: string): string {
+    return `${PROGRESS_NAMESPACE}/${hashOf(dedupKey)}`;
+  }
+
+  /**
    * The analysis of `dedupKey`: from the memo when it holds one (whichever analyzer version paid for
    * it: `_version`, the asking analyzer's, is not part of the memo's key), from the
    * same analysis when one is already running in this instance, else from `work()` (which reads and
@@ -256,11 +270,10 @@ export class AnalysisMemo {
     const running = this.inFlight.get(key);
     if (running) return this.share(running, deadline);
 
-    const reads = { failed: peeked?.state === 'unknown' };
     // A peek that could not read the memo is read again once admitted, right before paying: the
     // lookup may have taken long meanwhile, and a concurrent delivery may have kept its analysis.
     const readAgain = peeked?.state === 'unknown';
-    const kept = peeked ? peeked.kept : await this.lookup(key, dedupKey, deadline, reads);
+    const kept = peeked ? peeked.kept : await this.lookup(key, dedupKey, deadline);
     if (kept) return replay(kept, 'memo');
 
     // A lookup ran meanwhile: another delivery may have started the work in between.
@@ -268,9 +281,9 @@ export class AnalysisMemo {
     if (started) return this.share(started, deadline);
     const promise = admission.run(async (waitedMs) => {
       const keptMeanwhile =
-        waitedMs > 0 || readAgain ? await this.lookup(key, dedupKey, deadline, reads) : undefined;
+        waitedMs > 0 || readAgain ? await this.lookup(key, dedupKey, deadline) : undefined;
       if (keptMeanwhile) return replay(keptMeanwhile, 'shared');
-      return this.leaseThenWork(key, dedupKey, work, deadline, reads);
+      return this.leaseThenWork(key, dedupKey, work, deadline);
     }, deadline);
     this.inFlight.set(key, promise);
     try {
@@ -345,7 +358,6 @@ export class AnalysisMemo {
     dedupKey: string,
     work: (context: WorkContext) => Promise<AnalysisResult>,
     deadline: Deadline,
-    reads: { failed: boolean },
   ): Promise<Analysed> {
     const base = AnalysisMemo.leaseKey(dedupKey);
     const waited = await this.waitForHolder(base, dedupKey, deadline, {
@@ -361,17 +373,25 @@ export class AnalysisMemo {
     const { lease, holderSeen } = waited;
     // The memo gave no lease (it is failing): the work goes on; the write asks again (writeTurn).
     const leaseKey = lease.leaseKey;
-    // The memo could not be read, and an earlier delivery held a lease on this key (even if the
-    // next round could not be taken): it may well have kept its analysis. One more read costs a
-    // memo call; paying again costs an analysis.
-    if (reads.failed && lease.earlier) {
-      const kept = await this.lookup(key, dedupKey, deadline);
+    // An earlier delivery held a lease on this key (even if the next round could not be taken): it
+    // may well have kept its analysis since this delivery last read the memo (a holder keeps its
+    // analysis before its write, and ends its round only after it), and this delivery may not have
+    // waited for it at all (it ended its round first, or it is a delivery of this instance, whose
+    // round is taken up at once). One more read costs a memo call; paying again costs an analysis.
+    // Read with it: the attempts an earlier delivery paid for before it failed, to go on after them.
+    let resume: AnalysisProgress | undefined;
+    if (lease.earlier) {
+      const [kept, progress] = await Promise.all([
+        this.lookup(key, dedupKey, deadline),
+        this.progressOf(dedupKey, deadline),
+      ]);
       if (kept) return replay(kept, 'memo');
+      resume = progress;
     }
     const heartbeat = leaseKey ? this.renewWhileWorking(leaseKey, dedupKey, deadline) : undefined;
     let result: AnalysisResult;
     try {
-      result = await work({ afterHolder: holderSeen });
+      result = await work({ afterHolder: holderSeen, ...(resume ? { resume } : {}) });
     } catch (error) {
       // A paid refusal is an outcome: kept, so that a retry after a failed write does not pay again;
       // its row is written next, under the same lease (as a result's is, below).
@@ -385,6 +405,13 @@ export class AnalysisMemo {
       if (error instanceof WrittenMeanwhile) {
         heartbeat?.stop(true);
         throw error;
+      }
+      // Attempts paid before a failure that is not about the document (a first answer outside the
+      // schema, then a 503, a refusal or the deadline): kept while the round still lives, so that
+      // the retry, here or elsewhere, goes on after them instead of paying them again.
+      if (error instanceof TransientError && error.progress && error.usage) {
+        const progress = { progress: error.progress, usage: error.usage };
+        await this.keep(AnalysisMemo.progressKey(dedupKey), dedupKey, progress, deadline);
       }
       heartbeat?.stop();
       if (leaseKey) {
@@ -665,7 +692,7 @@ export class AnalysisMemo {
       const entry = await this.call('read', this.store.get(key), deadline);
       if (!entry) return undefined;
       const ageMs = this.clock.now().getTime() - Date.parse(entry.createdAt);
-      if (!(ageMs <= this.options.ttlMs)) return undefined;
+      if (!(ageMs <= this.options.ttlMs) || 'progress' in entry) return undefined;
       if ('rejection' in entry) {
         const { reason, detail } = entry.rejection;
         return { refused: new RejectionError(reason, detail, { usage: entry.usage }) };
@@ -681,7 +708,28 @@ export class AnalysisMemo {
     }
   }
 
-  private async keep(key: string, dedupKey: string, outcome: MemoOutcome, deadline: Deadline): Promise<void> {
+  /** The attempts an earlier delivery paid for and did not end, if the memo kept them ({@link progressKey}). */
+  private async progressOf(dedupKey: string, deadline: Deadline): Promise<AnalysisProgress | undefined> {
+    try {
+      const entry = await this.call('read', this.store.get(AnalysisMemo.progressKey(dedupKey)), deadline);
+      if (!entry || !('progress' in entry)) return undefined;
+      const ageMs = this.clock.now().getTime() - Date.parse(entry.createdAt);
+      return ageMs <= this.options.ttlMs ? entry.progress : undefined;
+    } catch (error) {
+      this.options.logger?.warn('the memo could not tell the attempts already paid: analysing afresh', {
+        dedupKey,
+        error: error instanceof Error ? error.message : String(error),
+      });
+      return undefined;
+    }
+  }
+
+  private async keep(
+    key: string,
+    dedupKey: string,
+    outcome: MemoOutcome | MemoProgress,
+    deadline: Deadline,
+  ): Promise<void> {
     try {
       const entry: MemoEntry = { ...outcome, createdAt: this.clock.now().toISOString() };
       await this.call('keep', this.store.create(key, entry), deadline);
@@ -715,9 +763,10 @@ function hashOf(dedupKey: string): string {
 }
 
 /**
- * Where paid analyses and leases live: two namespaces, never an analyzer version (those are 16 hex
+ * Where paid analyses, leases and paid attempts live: namespaces, never an analyzer version (those are 16 hex
  * digits, contract/analysis.ts `analysisVersion`), so neither meets the folders of the earlier
  * layout, which kept analyses per version.
  */
 const ANALYSIS_NAMESPACE = 'analysis';
 const LEASE_NAMESPACE = 'lease';
+const PROGRESS_NAMESPACE = 'progress';
