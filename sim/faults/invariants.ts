@@ -145,9 +145,17 @@ export function checkInvariants(record: RunRecord): Verdict {
   }
   const ownDeadline = (r: RunRecord['requests'][number]) =>
     r.startMs + record.budget.deliveryMs + TIMER_RESOLUTION_MS;
+  // A request that reaches its instance only after the drain's deadline (it waited in Cloud Run,
+  // pending, while the instance was told to stop) can only be answered at once, with no work: its
+  // deadline is its arrival.
   const deadlineOf = (r: RunRecord['requests'][number]) =>
-    Math.min(ownDeadline(r), r.sigtermAtMs === undefined ? Infinity : r.sigtermAtMs + record.budget.drainMs) +
-    TIMER_RESOLUTION_MS;
+    Math.max(
+      r.startMs,
+      Math.min(
+        ownDeadline(r),
+        r.sigtermAtMs === undefined ? Infinity : r.sigtermAtMs + record.budget.drainMs,
+      ),
+    ) + TIMER_RESOLUTION_MS;
   const boundAt = (r: RunRecord['requests'][number], atMs: number) =>
     r.sigtermAtMs !== undefined && atMs >= r.sigtermAtMs ? deadlineOf(r) : ownDeadline(r);
   for (const r of record.requests) {

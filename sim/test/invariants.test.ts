@@ -228,6 +228,22 @@ describe('the invariants', () => {
     expect(broken(drained)).toEqual(['I6']);
   });
 
+  it('I6: a request reaching its instance after the drain deadline must be answered at once, with no work (soak I6, seed 466)', () => {
+    const arrivedLate = (change: (r: RunRecord['requests'][number]) => void = () => {}) => {
+      const r = kept();
+      const late = { ...r.requests[0]!, id: 1, delivery: 1, startMs: 30_000, sigtermAtMs: 10_000, calls: [] };
+      Object.assign(late, { endMs: 30_000, status: 503, answer: 503 });
+      change(late);
+      r.requests.push(late);
+      return r;
+    };
+    expect(broken(arrivedLate())).toEqual([]);
+    expect(broken(arrivedLate((x) => Object.assign(x, { endMs: 31_000 })))).toEqual(['I6']);
+    expect(
+      broken(arrivedLate((x) => x.calls.push({ port: 'memo', startMs: 30_500, endMs: 30_600 }))),
+    ).toEqual(['I6']);
+  });
+
   it('I6: a call started after the deadline, a handler that never answers, breaks it; a killed one does not', () => {
     const call = kept();
     call.requests[0]!.calls.push({ port: 'store', startMs: 498_500 });
