@@ -355,12 +355,13 @@ export async function runSchedule(
       schedule.instances,
       schedule.cloudRun.signals.length + (schedule.rollout ? schedule.instances : 0),
     );
-    // Clock skew: the worker's clock, in the code of a request, is off by its instance's skew.
+    // Clock skew: the worker's clock, in the code of a request or of its SIGTERM handler, is off by
+    // its instance's skew.
     const skews = schedule.cloudRun.skewMs;
     if (skews) {
       time.skewMs = () => {
-        const request = cloudRun.current();
-        return request ? (skews[request.instance] ?? 0) : 0;
+        const instance = cloudRun.currentInstance();
+        return instance === undefined ? 0 : (skews[instance] ?? 0);
       };
       for (const [i, ms] of Object.entries(skews))
         if (ms !== 0 && Number(i) < cloudRunSize(cloudRun))
