@@ -6,7 +6,7 @@ import type { ObjectResource } from '../local/lib/local-bucket';
 import { LOCAL_NAMES, type Pipeline, pushSubscriptionSpec, startPipeline } from '../local/lib/pipeline';
 import type { OutgoingMessage, PubSubClient } from '../local/lib/pubsub';
 import type { WorkerProcess } from '../local/lib/worker-process';
-import { SQLITE_TABLE } from '../worker/src/adapters/sqlite-store';
+import { SQLITE_TABLE } from '../worker/src/adapters/stores/sqlite-store';
 import { dataDirLayout } from '../worker/src/contract/data-dir';
 import { DELIVERY_DEFAULTS } from '../worker/src/contract/settings';
 import { notification, storeInvoices } from './documents';

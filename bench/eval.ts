@@ -13,8 +13,8 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseCommandArgs, runCommand } from '../local/lib/args';
-import { TesseractOcr } from '../worker/src/adapters/offline/ocr/tesseract-ocr';
-import { OfflineAnalyzer } from '../worker/src/adapters/offline-analyzer';
+import { TesseractOcr } from '../worker/src/adapters/analyzers/offline/ocr/tesseract-ocr';
+import { OfflineAnalyzer } from '../worker/src/adapters/analyzers/offline-analyzer';
 import { DELIVERY_DEFAULTS } from '../worker/src/contract/settings';
 import type { Analyzer } from '../worker/src/core/ports';
 import {
@@ -121,7 +121,9 @@ export async function geminiFromEnvironment(
 ): Promise<Analyzer | undefined> {
   const apiKey = env.GEMINI_API_KEY;
   if (!apiKey) return undefined;
-  const { GeminiAnalyzer, createGeminiClient } = await import('../worker/src/adapters/gemini-analyzer.js');
+  const { GeminiAnalyzer, createGeminiClient } = await import(
+    '../worker/src/adapters/analyzers/gemini-analyzer.js'
+  );
   const client = createGeminiClient({
     apiKey,
     baseUrl: env.GEMINI_BASE_URL,

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import type { ObjectResource } from '../local/lib/local-bucket';
 import type { WorkerLogLine, WorkerProcess } from '../local/lib/worker-process';
-import { SQLITE_TABLE } from '../worker/src/adapters/sqlite-store';
+import { SQLITE_TABLE } from '../worker/src/adapters/stores/sqlite-store';
 import { dataDirLayout } from '../worker/src/contract/data-dir';
 import { deliveryOrder, pushBodies } from './documents';
 import { type LoadResult, runLoad } from './load';

@@ -1,7 +1,7 @@
 import type { ObjectResource } from '../local/lib/local-bucket';
-import { LocalBucketReader } from '../worker/src/adapters/local-bucket';
-import { OfflineAnalyzer } from '../worker/src/adapters/offline-analyzer';
-import { SqliteStore } from '../worker/src/adapters/sqlite-store';
+import { OfflineAnalyzer } from '../worker/src/adapters/analyzers/offline-analyzer';
+import { LocalBucketReader } from '../worker/src/adapters/readers/local-bucket';
+import { SqliteStore } from '../worker/src/adapters/stores/sqlite-store';
 import type { AnalysisResult } from '../worker/src/contract/analysis';
 import { DEFAULT_CONTENT_TYPES, DELIVERY_DEFAULTS } from '../worker/src/contract/settings';
 import { parsePush } from '../worker/src/core/event';

@@ -6,7 +6,7 @@ import { createInterface } from 'node:readline';
 import { DatabaseSync } from 'node:sqlite';
 import { stopProcess } from '../local/lib/lifecycle';
 import { REPO_ROOT } from '../local/lib/worker-process';
-import { SQLITE_TABLE } from '../worker/src/adapters/sqlite-store';
+import { SQLITE_TABLE } from '../worker/src/adapters/stores/sqlite-store';
 import { dataDirLayout } from '../worker/src/contract/data-dir';
 import { busyShare, cpuTimeMs, machineCpu } from './processes';
 import { ratio } from './stats';

@@ -8,8 +8,8 @@
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { TesseractOcr } from '../worker/src/adapters/offline/ocr/tesseract-ocr';
-import { OfflineAnalyzer } from '../worker/src/adapters/offline-analyzer';
+import { TesseractOcr } from '../worker/src/adapters/analyzers/offline/ocr/tesseract-ocr';
+import { OfflineAnalyzer } from '../worker/src/adapters/analyzers/offline-analyzer';
 
 export const OCR_CPU_GOAL_MS = 3_000;
 

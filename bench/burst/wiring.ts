@@ -1,7 +1,7 @@
-import { BigQueryStore } from '../../worker/src/adapters/bigquery-store';
-import { GroupCommitStore } from '../../worker/src/adapters/group-commit-store';
-import { MemoryMemoStore } from '../../worker/src/adapters/memory-memo-store';
+import { MemoryMemoStore } from '../../worker/src/adapters/memo-stores/memory-memo-store';
 import { QuotaGate } from '../../worker/src/adapters/quota-gate';
+import { BigQueryStore } from '../../worker/src/adapters/stores/bigquery-store';
+import { GroupCommitStore } from '../../worker/src/adapters/stores/group-commit-store';
 import { AnalysisMemo } from '../../worker/src/core/memo';
 import type { InstanceContext, Wiring } from './scenario';
 

@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { insertSql, SQLITE_TABLE, sqliteValues } from '../../worker/src/adapters/sqlite-store';
+import { insertSql, SQLITE_TABLE, sqliteValues } from '../../worker/src/adapters/stores/sqlite-store';
 import { type Row, sqliteTableDdl } from '../../worker/src/contract/row';
 import type { Store } from '../../worker/src/core/ports';
 

@@ -19,7 +19,7 @@ import { SweepWarehouse } from '../../sim/models/warehouse';
 import { PushSubscription } from '../../sim/pubsub';
 import { seededRandom } from '../../sim/random';
 import type { SimClock } from '../../sim/time';
-import { GcsMemoStore } from '../../worker/src/adapters/gcs-memo-store';
+import { GcsMemoStore } from '../../worker/src/adapters/memo-stores/gcs-memo-store';
 import { loadConfig } from '../../worker/src/config';
 import { onDemandUsd, PRICES } from '../../worker/src/contract/cost-model';
 import { DELIVERY_DEFAULTS } from '../../worker/src/contract/settings';

@@ -3,7 +3,7 @@ import { type BigQuerySim, startBigQuerySim } from '../../sim/bigquery-rest';
 import { GeminiSim } from '../../sim/gemini-quota';
 import { PushSubscription } from '../../sim/pubsub';
 import { SimTime, type SimTimer } from '../../sim/time';
-import { BigQueryStore } from '../../worker/src/adapters/bigquery-store';
+import { BigQueryStore } from '../../worker/src/adapters/stores/bigquery-store';
 import { Deadline } from '../../worker/src/core/deadline';
 import { TransientError } from '../../worker/src/core/errors';
 import { testRow } from '../../worker/test/support/builders';

@@ -1,7 +1,7 @@
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { emptyAnalysis } from '../../worker/src/adapters/offline/invoice';
+import { emptyAnalysis } from '../../worker/src/adapters/analyzers/offline/invoice';
 import type { Analysis } from '../../worker/src/contract/analysis';
 import type { Analyzer } from '../../worker/src/core/ports';
 import { startFakeGemini } from '../../worker/test/support/fake-gemini';
@@ -78,7 +78,7 @@ describe('evaluate', () => {
   });
 
   it(`finds the offline analyzer reading at least ${EVAL_GOAL * 100} % of the French Factur-X fields`, async () => {
-    const { OfflineAnalyzer } = await import('../../worker/src/adapters/offline-analyzer.js');
+    const { OfflineAnalyzer } = await import('../../worker/src/adapters/analyzers/offline-analyzer.js');
     const scores = await evaluate(new OfflineAnalyzer(), pdfs, 'offline');
     expect(scores.documents).toBe(7);
     expect(scores.accuracy).toBeGreaterThanOrEqual(EVAL_GOAL);

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { emptyAnalysis } from '../../worker/src/adapters/offline/invoice';
+import { emptyAnalysis } from '../../worker/src/adapters/analyzers/offline/invoice';
 import type { Analysis } from '../../worker/src/contract/analysis';
 import type { Analyzer } from '../../worker/src/core/ports';
 import {

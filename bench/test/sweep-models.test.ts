@@ -4,7 +4,7 @@ import { GeminiSweepModel, SharedCapacity, slotDraw, TierQuota } from '../../sim
 import { GEMINI_LATENCIES, latencyFrom, mergeLatency } from '../../sim/models/latency';
 import { EVERY_ACK, FAST_ACKS_ONLY } from '../../sim/models/push-window';
 import { SweepWarehouse } from '../../sim/models/warehouse';
-import { GcsMemoStore } from '../../worker/src/adapters/gcs-memo-store';
+import { GcsMemoStore } from '../../worker/src/adapters/memo-stores/gcs-memo-store';
 import { COST_DEFAULTS, MERGE_LATENCY_SECONDS } from '../../worker/src/contract/cost-model';
 import { ConfigurationError, TransientError } from '../../worker/src/core/errors';
 import { testRow as sampleRow } from '../../worker/test/support/builders';

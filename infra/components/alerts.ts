@@ -201,7 +201,8 @@ export class Alerts extends DoclineComponent {
     );
     // The worker's outage breaker logs an ERROR line with `outage` when a dependency has failed every
     // call for 30 s, and again every 5 minutes while it lasts; a refusal of the worker (billing,
-    // region, credentials, model) is an ERROR line with error `dependency_refused`. Deliveries are
+    // region, credentials, model) is an ERROR line with error `dependency_refused`, and a statement
+    // BigQuery refuses (byte cap, access, a missing table) one with error `configuration`. Deliveries are
     // retried meanwhile (Pub/Sub's retry horizon covers 6 hours): an operator has that long.
     this.dependencyOutage = new gcp.monitoring.AlertPolicy(
       `${name}-dependency-outage`,
@@ -213,7 +214,7 @@ export class Alerts extends DoclineComponent {
           {
             displayName: 'The worker reports a dependency outage or refusal',
             conditionMatchedLog: {
-              filter: pulumi.interpolate`${workerLogs} AND severity >= ERROR AND (jsonPayload.outage:* OR jsonPayload.error = "dependency_refused")`,
+              filter: pulumi.interpolate`${workerLogs} AND severity >= ERROR AND (jsonPayload.outage:* OR jsonPayload.error = ("dependency_refused" OR "configuration"))`,
             },
           },
         ],
@@ -223,7 +224,8 @@ export class Alerts extends DoclineComponent {
           mimeType: 'text/markdown',
           content:
             'Gemini or BigQuery is failing every call (`outage`: which one, since when, the last error), or refuses ' +
-            'the worker itself (`dependency_refused`: billing, region, credentials, model). Deliveries answer 503 and ' +
+            'the worker itself (`dependency_refused`: billing, region, credentials, model; `configuration`: a statement ' +
+            'BigQuery refuses for its byte cap, access or a missing table). Deliveries answer 503 and ' +
             'Pub/Sub retries them for about 15 hours with the default settings, so nothing is lost if the cause is ' +
             'fixed within 6 hours; after that, replay the dead letters or run the reconcile job.',
         },

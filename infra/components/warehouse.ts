@@ -15,7 +15,7 @@ export const TABLE_ID = 'deliveries_by_key_day';
 /**
  * The id of the table of the earlier layout (partitioned by `processed_at`). A stack deployed
  * before the key-day layout keeps it, rows included (retained on replacement), until its rows are
- * moved by `migrationSql` (worker/src/adapters/bigquery-store.ts; docs/architecture.md, "Table
+ * moved by `migrationSql` (worker/src/adapters/stores/bigquery-store.ts; docs/architecture.md, "Table
  * layout").
  */
 export const LEGACY_TABLE_ID = 'deliveries';

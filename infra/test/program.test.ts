@@ -423,7 +423,7 @@ describe('the docline program with the dev stack file', () => {
       const filter = conditions[0]!.conditionMatchedLog.filter;
       expect(filter).toContain('resource.type = "cloud_run_revision"');
       expect(filter).toContain(
-        'severity >= ERROR AND (jsonPayload.outage:* OR jsonPayload.error = "dependency_refused")',
+        'severity >= ERROR AND (jsonPayload.outage:* OR jsonPayload.error = ("dependency_refused" OR "configuration"))',
       );
       expect(alert.inputs.alertStrategy).toMatchObject({ notificationRateLimit: { period: '300s' } });
     });

@@ -3,7 +3,7 @@
  * table; `--duplicates`: the duplicate_invoices view (one invoice in several objects).
  */
 import { existsSync } from 'node:fs';
-import { SqliteStore } from '../../worker/src/adapters/sqlite-store';
+import { SqliteStore } from '../../worker/src/adapters/stores/sqlite-store';
 import { dataDirLayout } from '../../worker/src/contract/data-dir';
 import { parseCommandArgs, runCommand } from '../lib/args';
 import { type DuplicateInvoice, duplicatesTable, rowsTable } from '../lib/format';

@@ -6,7 +6,7 @@
  * Ctrl-C stops everything; a restart keeps the data (DOCLINE_DATA_DIR) and takes the files left.
  */
 import path from 'node:path';
-import { SqliteStore } from '../../worker/src/adapters/sqlite-store';
+import { SqliteStore } from '../../worker/src/adapters/stores/sqlite-store';
 import { dataDirLayout } from '../../worker/src/contract/data-dir';
 import { DEDUP_KEY_MODES, type DedupKeyMode } from '../../worker/src/contract/settings';
 import { objectUri } from '../../worker/src/core/event';

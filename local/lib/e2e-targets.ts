@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { SqliteStore } from '../../worker/src/adapters/sqlite-store';
+import { SqliteStore } from '../../worker/src/adapters/stores/sqlite-store';
 import { dataDirLayout } from '../../worker/src/contract/data-dir';
 import type { Row } from '../../worker/src/contract/row';
 import { main as reconcileMain } from '../commands/reconcile';

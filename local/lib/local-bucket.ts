@@ -2,7 +2,11 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { isGeneration, localGenerationPath, localObjectDir } from '../../worker/src/adapters/local-bucket';
+import {
+  isGeneration,
+  localGenerationPath,
+  localObjectDir,
+} from '../../worker/src/adapters/readers/local-bucket';
 import { objectNameProblem } from '../../worker/src/core/event';
 import type { ObjectRef } from '../../worker/src/core/ports';
 import type { ObjectResource as NotifiedObjectResource } from '../../worker/src/reconcile/notification';
@@ -11,7 +15,7 @@ import type { ObjectResource as NotifiedObjectResource } from '../../worker/src/
  * A Cloud Storage simulator for the local tools: a bucket on the local disk that behaves like a
  * Cloud Storage bucket without object versioning. Every write is a new generation, and a replaced
  * generation is gone (the worker's LocalBucketReader answers `object_gone`). The folder layout is
- * the reader's (worker/src/adapters/local-bucket.ts), so what this writes is what the worker reads.
+ * the reader's (worker/src/adapters/readers/local-bucket.ts), so what this writes is what the worker reads.
  */
 
 /** The JSON_API_V1 object resource, as Cloud Storage puts it in a notification's data. */

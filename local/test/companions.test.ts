@@ -1,8 +1,8 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { localGenerationPath } from '../../worker/src/adapters/local-bucket';
-import { SqliteStore } from '../../worker/src/adapters/sqlite-store';
+import { localGenerationPath } from '../../worker/src/adapters/readers/local-bucket';
+import { SqliteStore } from '../../worker/src/adapters/stores/sqlite-store';
 import { LOCAL_NAMES, type Pipeline, startPipeline } from '../lib/pipeline';
 import { runLocalCommand } from './support/command';
 

@@ -2,7 +2,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { duplicateInvoiceLookupSql, SQLITE_TABLE, SqliteStore } from '../../worker/src/adapters/sqlite-store';
+import {
+  duplicateInvoiceLookupSql,
+  SQLITE_TABLE,
+  SqliteStore,
+} from '../../worker/src/adapters/stores/sqlite-store';
 import type { Row } from '../../worker/src/contract/row';
 import { testRow } from '../../worker/test/support/builders';
 import { INVOICE_FIXTURE } from '../../worker/test/support/view-fixture';

@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { SqliteStore } from '../../worker/src/adapters/sqlite-store';
+import { SqliteStore } from '../../worker/src/adapters/stores/sqlite-store';
 import { dataDirLayout } from '../../worker/src/contract/data-dir';
 import { objectUri, RECONCILE_ATTRIBUTE } from '../../worker/src/reconcile/notification';
 import { APPLY_CONFIRM_THRESHOLD, RECONCILE_EXIT } from '../../worker/src/reconcile/reconcile';

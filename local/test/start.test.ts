@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { DatabaseSync } from 'node:sqlite';
-import { SqliteStore } from '../../worker/src/adapters/sqlite-store';
+import { SqliteStore } from '../../worker/src/adapters/stores/sqlite-store';
 import { REPO_ROOT } from '../lib/worker-process';
 import { eventually } from './support/eventually';
 

@@ -6,7 +6,7 @@ import {
   MAX_KEY_DAYS_PER_STATEMENT,
   mergeSql,
   winnersSql,
-} from '../../worker/src/adapters/bigquery-store';
+} from '../../worker/src/adapters/stores/bigquery-store';
 import { COLUMNS, type Row } from '../../worker/src/contract/row';
 import type { SimClock } from '../time';
 import type { Warehouse } from './warehouse';

@@ -1,5 +1,5 @@
 import type { Storage } from '@google-cloud/storage';
-import { GcsMemoStore } from '../../worker/src/adapters/gcs-memo-store';
+import { GcsMemoStore } from '../../worker/src/adapters/memo-stores/gcs-memo-store';
 import { MEMO_CALL_TIMEOUT_MS } from '../../worker/src/contract/settings';
 import type { MemoStore } from '../../worker/src/core/ports';
 import { seededRandom } from '../random';

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import { BigQueryStore } from '../../worker/src/adapters/bigquery-store';
-import { GeminiAnalyzer } from '../../worker/src/adapters/gemini-analyzer';
+import { GeminiAnalyzer } from '../../worker/src/adapters/analyzers/gemini-analyzer';
+import { BigQueryStore } from '../../worker/src/adapters/stores/bigquery-store';
 import { loadConfig } from '../../worker/src/config';
 import {
   ANSWER_MARGIN_MS,

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { SqliteStore } from '../../worker/src/adapters/sqlite-store';
+import { SqliteStore } from '../../worker/src/adapters/stores/sqlite-store';
 import type { InvariantId, Verdict } from './invariants';
 import type { RunRecord } from './run';
 import { SIGTERM_GRACE_MS } from './run';

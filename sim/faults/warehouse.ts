@@ -1,4 +1,8 @@
-import { batchMergeSql, bigQueryError, statementTimeoutMs } from '../../worker/src/adapters/bigquery-store';
+import {
+  batchMergeSql,
+  bigQueryError,
+  statementTimeoutMs,
+} from '../../worker/src/adapters/stores/bigquery-store';
 import type { Row } from '../../worker/src/contract/row';
 import { BIGQUERY_DML_LIMITS } from '../../worker/src/contract/settings';
 import type { Deadline } from '../../worker/src/core/deadline';

@@ -1,4 +1,4 @@
-import { geminiError } from '../../worker/src/adapters/gemini-analyzer';
+import { geminiError } from '../../worker/src/adapters/analyzers/gemini-analyzer';
 import type { AnalysisResult } from '../../worker/src/contract/analysis';
 import { DELIVERY_DEFAULTS } from '../../worker/src/contract/settings';
 import type { Analyzer, AnalyzerInput } from '../../worker/src/core/ports';

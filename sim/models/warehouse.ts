@@ -1,4 +1,4 @@
-import { bigQueryError, keyDayGroups, lookupSinceDay } from '../../worker/src/adapters/bigquery-store';
+import { bigQueryError, keyDayGroups, lookupSinceDay } from '../../worker/src/adapters/stores/bigquery-store';
 import { COST_DEFAULTS, LIMITS } from '../../worker/src/contract/cost-model';
 import { keyDay, type Row } from '../../worker/src/contract/row';
 import { BIGQUERY_DML_LIMITS } from '../../worker/src/contract/settings';

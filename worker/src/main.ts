@@ -48,7 +48,7 @@ export async function withGroupCommit(
   logger: Logger,
 ): Promise<Store> {
   if (!config.groupCommit || !isBatchStore(store)) return store;
-  const { GroupCommitStore } = await import('./adapters/group-commit-store.js');
+  const { GroupCommitStore } = await import('./adapters/stores/group-commit-store.js');
   return new GroupCommitStore(store, { ...config.groupCommit, logger });
 }
 
@@ -64,10 +64,10 @@ async function buildStore(config: WorkerConfig, logger: Logger): Promise<Store> 
 async function buildBaseStore(config: WorkerConfig, logger: Logger): Promise<Store> {
   const store = config.store;
   if (store.kind === 'sqlite') {
-    const { SqliteStore } = await import('./adapters/sqlite-store.js');
+    const { SqliteStore } = await import('./adapters/stores/sqlite-store.js');
     return new SqliteStore({ path: store.path });
   }
-  const { BigQueryStore, createBigQueryClient } = await import('./adapters/bigquery-store.js');
+  const { BigQueryStore, createBigQueryClient } = await import('./adapters/stores/bigquery-store.js');
   const [project] = store.table.split('.');
   // The client's own retries are off: Pub/Sub retries the whole delivery instead.
   const bigquery = createBigQueryClient({ projectId: project, location: store.location });
@@ -87,7 +87,7 @@ async function buildBaseStore(config: WorkerConfig, logger: Logger): Promise<Sto
     logger,
   };
   if (store.writeMode === 'append') {
-    const { BigQueryAppendStore } = await import('./adapters/bigquery-append-store.js');
+    const { BigQueryAppendStore } = await import('./adapters/stores/bigquery-append-store.js');
     return BigQueryAppendStore.create(common);
   }
   return new BigQueryStore(common);
@@ -96,10 +96,10 @@ async function buildBaseStore(config: WorkerConfig, logger: Logger): Promise<Sto
 async function buildReader(config: WorkerConfig): Promise<Reader> {
   const reader = config.reader;
   if (reader.kind === 'local') {
-    const { LocalBucketReader } = await import('./adapters/local-bucket.js');
+    const { LocalBucketReader } = await import('./adapters/readers/local-bucket.js');
     return new LocalBucketReader(reader.root);
   }
-  const { GcsReader, createStorageClient } = await import('./adapters/gcs-reader.js');
+  const { GcsReader, createStorageClient } = await import('./adapters/readers/gcs-reader.js');
   return new GcsReader({
     storage: createStorageClient({ timeoutMs: reader.timeoutMs }),
     timeoutMs: reader.timeoutMs,
@@ -109,11 +109,11 @@ async function buildReader(config: WorkerConfig): Promise<Reader> {
 async function buildAnalyzer(config: WorkerConfig, logger: Logger, pdf?: PdfJsParser): Promise<Analyzer> {
   const analyzer = config.analyzer;
   if (analyzer.kind === 'offline') {
-    const { OfflineAnalyzer } = await import('./adapters/offline-analyzer.js');
-    const { TesseractOcr } = await import('./adapters/offline/ocr/tesseract-ocr.js');
+    const { OfflineAnalyzer } = await import('./adapters/analyzers/offline-analyzer.js');
+    const { TesseractOcr } = await import('./adapters/analyzers/offline/ocr/tesseract-ocr.js');
     return new OfflineAnalyzer({ pdf, ocr: new TesseractOcr() });
   }
-  const { GeminiAnalyzer, createGeminiClient } = await import('./adapters/gemini-analyzer.js');
+  const { GeminiAnalyzer, createGeminiClient } = await import('./adapters/analyzers/gemini-analyzer.js');
   const client = createGeminiClient({
     apiKey: analyzer.apiKey,
     project: analyzer.project,
@@ -135,12 +135,12 @@ async function buildMemo(config: WorkerConfig, logger: Logger): Promise<MemoStor
   const memo = config.memo;
   if (!memo) return undefined;
   if (memo.kind === 'gcs') {
-    const { GcsMemoStore } = await import('./adapters/gcs-memo-store.js');
-    const { createStorageClient } = await import('./adapters/gcs-reader.js');
+    const { GcsMemoStore } = await import('./adapters/memo-stores/gcs-memo-store.js');
+    const { createStorageClient } = await import('./adapters/readers/gcs-reader.js');
     // Expiry in the cloud is the bucket's lifecycle rule.
     return new GcsMemoStore({ storage: createStorageClient({}), bucket: memo.bucket });
   }
-  const { FileMemoStore } = await import('./adapters/file-memo-store.js');
+  const { FileMemoStore } = await import('./adapters/memo-stores/file-memo-store.js');
   const store = new FileMemoStore(memo.root);
   // Locally the worker prunes its own folder: at start, then hourly.
   const prune = () =>

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import request from 'supertest';
-import { SqliteStore } from '../src/adapters/sqlite-store';
+import { SqliteStore } from '../src/adapters/stores/sqlite-store';
 import { ANSWER_TABLE } from '../src/answers';
 import { createApp } from '../src/app';
 import { DEFAULT_CONTENT_TYPES } from '../src/contract/settings';
@@ -94,11 +94,11 @@ describe('POST /push', () => {
     expect(res.body).toMatchObject({ error: 'transient', message: 'the store is busy', cause: 'store_busy' });
   });
 
-  it('answers 500 for a configuration fault and logs it at ERROR', async () => {
+  it('answers 503 for a configuration fault (the service is at fault, not the document) and logs it at ERROR', async () => {
     const fault = new ConfigurationError('bytes_billed_limit', 'raise MAXIMUM_BYTES_BILLED');
     const { app, upload, logger } = setup({ store: failingStore(fault) });
     const res = await request(app).post('/push').send(upload('1'));
-    expect(res.status).toBe(500);
+    expect(res.status).toBe(503);
     expect(res.body.error).toBe('configuration');
     expect(logger.entries.find((e) => e.severity === 'ERROR')?.message).toContain(
       'raise MAXIMUM_BYTES_BILLED',

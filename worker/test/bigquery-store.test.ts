@@ -6,7 +6,7 @@ import {
   BigQueryAppendStore,
   type RowAppender,
   type StorageWriteRow,
-} from '../src/adapters/bigquery-append-store';
+} from '../src/adapters/stores/bigquery-append-store';
 import {
   BigQueryStore,
   batchLookupSql,
@@ -17,8 +17,8 @@ import {
   lookupSql,
   mergeSql,
   winnersSql,
-} from '../src/adapters/bigquery-store';
-import { GroupCommitStore } from '../src/adapters/group-commit-store';
+} from '../src/adapters/stores/bigquery-store';
+import { GroupCommitStore } from '../src/adapters/stores/group-commit-store';
 import { bigQuerySchema, COLUMN_NAMES, COLUMNS, keyDay, type Row } from '../src/contract/row';
 import { DELIVERY_DEFAULTS } from '../src/contract/settings';
 import { Deadline, DeadlineError } from '../src/core/deadline';

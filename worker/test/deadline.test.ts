@@ -1,7 +1,7 @@
 import request from 'supertest';
-import { GroupCommitStore } from '../src/adapters/group-commit-store';
 import { QuotaGate } from '../src/adapters/quota-gate';
-import { SqliteStore } from '../src/adapters/sqlite-store';
+import { GroupCommitStore } from '../src/adapters/stores/group-commit-store';
+import { SqliteStore } from '../src/adapters/stores/sqlite-store';
 import { createApp } from '../src/app';
 import { Deadline, DeadlineError, Deadlines, ShuttingDownError } from '../src/core/deadline';
 import { parsePush } from '../src/core/event';

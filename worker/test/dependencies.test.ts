@@ -13,8 +13,9 @@ const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as
   devDependencies: Record<string, string>;
 };
 
-/** Files the Dockerfile deletes from the image: `adapters/offline/` and `adapters/offline-analyzer.*`. */
-const notInImage = (file: string) => /^adapters\/offline(\/|-analyzer\.)/.test(path.relative(SRC, file));
+/** Files the Dockerfile deletes from the image: `adapters/analyzers/offline/` and `adapters/analyzers/offline-analyzer.*`. */
+const notInImage = (file: string) =>
+  /^adapters\/analyzers\/offline(\/|-analyzer\.)/.test(path.relative(SRC, file));
 
 function sources(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {

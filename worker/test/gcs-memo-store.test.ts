@@ -1,5 +1,5 @@
 import type { Storage } from '@google-cloud/storage';
-import { GcsMemoStore } from '../src/adapters/gcs-memo-store';
+import { GcsMemoStore } from '../src/adapters/memo-stores/gcs-memo-store';
 
 /** A bucket whose create-only writes answer from a script of codes (undefined: the write succeeds). */
 function scriptedBucket(codes: Array<number | undefined>) {

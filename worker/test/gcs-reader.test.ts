@@ -1,5 +1,5 @@
 import { Storage } from '@google-cloud/storage';
-import { createStorageClient, GcsReader, gcsError } from '../src/adapters/gcs-reader';
+import { createStorageClient, GcsReader, gcsError } from '../src/adapters/readers/gcs-reader';
 import { ConfigurationError, RejectionError, TransientError } from '../src/core/errors';
 import { type FakeGcs, startFakeGcs } from './support/fake-gcs';
 

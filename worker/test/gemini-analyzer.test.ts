@@ -1,6 +1,6 @@
 import { OAuth2Client } from 'google-auth-library';
-import { createGeminiClient, GeminiAnalyzer } from '../src/adapters/gemini-analyzer';
-import { INVOICE_PROMPT } from '../src/adapters/gemini-prompt';
+import { createGeminiClient, GeminiAnalyzer } from '../src/adapters/analyzers/gemini-analyzer';
+import { INVOICE_PROMPT } from '../src/adapters/analyzers/gemini-prompt';
 import { analysisJsonSchema } from '../src/contract/analysis';
 import { Deadline } from '../src/core/deadline';
 import {

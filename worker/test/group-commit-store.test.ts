@@ -1,4 +1,4 @@
-import { GroupCommitStore } from '../src/adapters/group-commit-store';
+import { GroupCommitStore } from '../src/adapters/stores/group-commit-store';
 import type { Row } from '../src/contract/row';
 import { mergeIntervalForLatencyMs } from '../src/contract/settings';
 import { Deadline, DeadlineError } from '../src/core/deadline';

@@ -2,7 +2,7 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { LocalBucket } from '../../local/lib/local-bucket';
-import { LocalBucketReader } from '../src/adapters/local-bucket';
+import { LocalBucketReader } from '../src/adapters/readers/local-bucket';
 
 /** The worker's reader, over a folder written by the local tools' bucket simulator. */
 describe('LocalBucketReader', () => {

@@ -1,8 +1,8 @@
 import { mkdtempSync, readdirSync, rmSync, utimesSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { FileMemoStore } from '../src/adapters/file-memo-store';
-import { MemoryMemoStore } from '../src/adapters/memory-memo-store';
+import { FileMemoStore } from '../src/adapters/memo-stores/file-memo-store';
+import { MemoryMemoStore } from '../src/adapters/memo-stores/memory-memo-store';
 import { QuotaGate, RATE_LIMITED } from '../src/adapters/quota-gate';
 import type { AnalysisResult } from '../src/contract/analysis';
 import type { Row } from '../src/contract/row';

@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { deflateSync } from 'node:zlib';
-import { declaredImageSize } from '../src/adapters/offline/ocr/image-size';
-import { OCR_LIMITS, TesseractOcr } from '../src/adapters/offline/ocr/tesseract-ocr';
-import { LOW_CONFIDENCE, OfflineAnalyzer, ocrModel } from '../src/adapters/offline-analyzer';
+import { declaredImageSize } from '../src/adapters/analyzers/offline/ocr/image-size';
+import { OCR_LIMITS, TesseractOcr } from '../src/adapters/analyzers/offline/ocr/tesseract-ocr';
+import { LOW_CONFIDENCE, OfflineAnalyzer, ocrModel } from '../src/adapters/analyzers/offline-analyzer';
 import type { Analysis } from '../src/contract/analysis';
 import { RejectionError } from '../src/core/errors';
 

@@ -8,13 +8,13 @@ import {
   parseNumber,
   parsePercent,
   roundCents,
-} from '../src/adapters/offline/amounts';
-import { findDate } from '../src/adapters/offline/dates';
-import { findSiren, findSiret, findVatId, sirenFrom } from '../src/adapters/offline/ids';
-import { detectLanguage, emptyAnalysis, extractInvoice } from '../src/adapters/offline/invoice';
-import { parseLineItems } from '../src/adapters/offline/line-items';
-import { textLines } from '../src/adapters/offline/text';
-import { OfflineAnalyzer } from '../src/adapters/offline-analyzer';
+} from '../src/adapters/analyzers/offline/amounts';
+import { findDate } from '../src/adapters/analyzers/offline/dates';
+import { findSiren, findSiret, findVatId, sirenFrom } from '../src/adapters/analyzers/offline/ids';
+import { detectLanguage, emptyAnalysis, extractInvoice } from '../src/adapters/analyzers/offline/invoice';
+import { parseLineItems } from '../src/adapters/analyzers/offline/line-items';
+import { textLines } from '../src/adapters/analyzers/offline/text';
+import { OfflineAnalyzer } from '../src/adapters/analyzers/offline-analyzer';
 import { placedTextToLines } from '../src/adapters/pdf/pdf-text';
 import { type Analysis, parseAnalysis } from '../src/contract/analysis';
 import { checkContent } from '../src/core/document-checks';

@@ -1,6 +1,6 @@
-import { findDate } from '../src/adapters/offline/dates';
-import { extractInvoice } from '../src/adapters/offline/invoice';
-import { textLines } from '../src/adapters/offline/text';
+import { findDate } from '../src/adapters/analyzers/offline/dates';
+import { extractInvoice } from '../src/adapters/analyzers/offline/invoice';
+import { textLines } from '../src/adapters/analyzers/offline/text';
 
 /** The offline parsers on layouts beyond the French and English ones they were first written for. */
 

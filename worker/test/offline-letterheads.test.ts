@@ -1,5 +1,5 @@
-import { findDate, numericDateOrder } from '../src/adapters/offline/dates';
-import { extractInvoice } from '../src/adapters/offline/invoice';
+import { findDate, numericDateOrder } from '../src/adapters/analyzers/offline/dates';
+import { extractInvoice } from '../src/adapters/analyzers/offline/invoice';
 
 /**
  * The offline analyzer on layouts the French Factur-X examples use (written here as text, so the

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { MemoryMemoStore } from '../src/adapters/memory-memo-store';
+import { MemoryMemoStore } from '../src/adapters/memo-stores/memory-memo-store';
 import type { AnalysisResult } from '../src/contract/analysis';
 import {
   DELIVERY_DEFAULTS,

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
+import { OfflineAnalyzer } from '../src/adapters/analyzers/offline-analyzer';
 import { En16931Reader } from '../src/adapters/e-invoice/en16931-reader';
-import { OfflineAnalyzer } from '../src/adapters/offline-analyzer';
 import { PdfJsParser } from '../src/adapters/pdf/pdfjs-parser';
 import { DEFAULT_CONTENT_TYPES } from '../src/contract/settings';
 import { parsePush } from '../src/core/event';

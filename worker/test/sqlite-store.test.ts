@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { SqliteStore } from '../src/adapters/sqlite-store';
+import { SqliteStore } from '../src/adapters/stores/sqlite-store';
 import { testRow } from './support/builders';
 import { describeBatchStoreContract, describeStoreContract } from './support/store-contract';
 

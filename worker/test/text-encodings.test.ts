@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { OfflineAnalyzer } from '../src/adapters/offline-analyzer';
+import { OfflineAnalyzer } from '../src/adapters/analyzers/offline-analyzer';
 import type { Analysis } from '../src/contract/analysis';
 import { checkContent, declaredCharset, decodeText } from '../src/core/document-checks';
 

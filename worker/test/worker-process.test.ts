@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { LocalBucket } from '../../local/lib/local-bucket';
 import { startWorkerProcess, type WorkerProcess } from '../../local/lib/worker-process';
-import { SqliteStore } from '../src/adapters/sqlite-store';
+import { SqliteStore } from '../src/adapters/stores/sqlite-store';
 import { pushBody } from './support/builders';
 
 describe('the worker as a process (npm run worker)', () => {

@@ -237,7 +237,7 @@ export function costModel(overrides: Partial<CostParams> = {}): CostModel {
 }
 
 /**
- * How far the key-day layout's statements reach (contract/row.ts, adapters/bigquery-store.ts): a
+ * How far the key-day layout's statements reach (contract/row.ts, adapters/stores/bigquery-store.ts): a
  * lookup reads the key days of the last `lookupHorizonMs` (today's partition, and yesterday's during
  * the first hours of a UTC day); a MERGE reads the key days of the rows it carries, at most
  * `maxKeyDaysPerStatement` of them (a batch with more is split).

@@ -56,8 +56,8 @@ export const ERROR_ANSWERS = Object.freeze({
   ),
   configuration: answer(
     'configuration',
-    500,
-    'configuration fault an operator must fix (BigQuery byte cap, missing permission)',
+    503,
+    'configuration fault an operator must fix (a statement BigQuery refuses: byte cap, permission, missing table): alerted; a batch fails whole, never searched for a bad row',
   ),
   badEnvelope: answer('bad_envelope', 400, 'not a push envelope, or no valid messageId'),
   bodyTooLarge: answer('too_large_body', 413, 'body over the limit'),
@@ -144,8 +144,10 @@ export class DependencyRefusedError extends TransientError {
 
 /**
  * A fault in our own configuration that a retry cannot fix *now* but an operator can (a BigQuery
- * byte cap too low, a missing permission). The message is not acknowledged: it ends in the
- * dead-letter topic, to be replayed after the fix. Logged at ERROR with what to change.
+ * byte cap too low, a missing permission). It is answered 503, as the fault is the service's and
+ * not the document's: Pub/Sub retries, so a fix made within the retry horizon loses nothing, and a
+ * message still refused after it ends in the dead-letter topic, to be replayed after the fix.
+ * Logged at ERROR with what to change (the stack alerts on it).
  */
 export class ConfigurationError extends CodedError<string> {
   readonly answer = ERROR_ANSWERS.configuration;

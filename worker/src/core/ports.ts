@@ -32,7 +32,7 @@ export interface Store {
 }
 
 /**
- * A store that can take many rows at once. Group commit (adapters/group-commit-store.ts) turns
+ * A store that can take many rows at once. Group commit (adapters/stores/group-commit-store.ts) turns
  * concurrent `seen()`/`record()` calls into one call of each here.
  */
 export interface BatchStore extends Store {

@@ -1,7 +1,7 @@
 import type { BigQuery } from '@google-cloud/bigquery';
 import type { Topic } from '@google-cloud/pubsub';
 import type { Bucket } from '@google-cloud/storage';
-import { bigQueryError, quotedTable } from '../adapters/bigquery-store';
+import { bigQueryError, quotedTable } from '../adapters/stores/bigquery-store';
 import { PARTITION_COLUMN } from '../contract/row';
 import { ConfigurationError } from '../core/errors';
 import type { ObjectResource } from './notification';

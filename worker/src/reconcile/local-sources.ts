@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { SQLITE_TABLE } from '../adapters/sqlite-store';
+import { SQLITE_TABLE } from '../adapters/stores/sqlite-store';
 import type { ObjectResource } from './notification';
 import type { LineIndex, ObjectLister } from './reconcile';
 

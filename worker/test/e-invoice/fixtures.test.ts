@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { E_INVOICE_MODELS, En16931Reader } from '../../src/adapters/e-invoice/en16931-reader';
-import { MemoryMemoStore } from '../../src/adapters/memory-memo-store';
+import { MemoryMemoStore } from '../../src/adapters/memo-stores/memory-memo-store';
 import { DEFAULT_CONTENT_TYPES } from '../../src/contract/settings';
 import { parsePush } from '../../src/core/event';
 import { type HandlerDeps, handle } from '../../src/core/handle';

@@ -1,6 +1,6 @@
 import type { DatabaseSync } from 'node:sqlite';
 import type { BigQuery } from '@google-cloud/bigquery';
-import { BigQueryStore, createBigQueryClient, migrationSql } from '../../src/adapters/bigquery-store';
+import { BigQueryStore, createBigQueryClient, migrationSql } from '../../src/adapters/stores/bigquery-store';
 import {
   bigQuerySchema,
   CLUSTER_COLUMNS,

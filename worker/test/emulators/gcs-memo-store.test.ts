@@ -1,6 +1,6 @@
 import type { Storage } from '@google-cloud/storage';
-import { GcsMemoStore } from '../../src/adapters/gcs-memo-store';
-import { createStorageClient } from '../../src/adapters/gcs-reader';
+import { GcsMemoStore } from '../../src/adapters/memo-stores/gcs-memo-store';
+import { createStorageClient } from '../../src/adapters/readers/gcs-reader';
 import { AnalysisMemo } from '../../src/core/memo';
 import type { MemoEntry } from '../../src/core/ports';
 import { type FakeGcsServer, startFakeGcsServer } from './support/fake-gcs-server';

@@ -8,7 +8,7 @@ import { LocalBucket } from '../../../local/lib/local-bucket';
 import { LOCAL_NAMES, LOCAL_PROJECT, type Pipeline, startPipeline } from '../../../local/lib/pipeline';
 import { PubSubClient, type ReceivedMessage } from '../../../local/lib/pubsub';
 import type { WorkerLogLine } from '../../../local/lib/worker-process';
-import { SqliteStore } from '../../src/adapters/sqlite-store';
+import { SqliteStore } from '../../src/adapters/stores/sqlite-store';
 import { parsePush } from '../../src/core/event';
 import { type FakeGcsServer, startFakeGcsServer } from './support/fake-gcs-server';
 import { toolVersion } from './support/tool-process';

@@ -1,5 +1,5 @@
 import type { Storage } from '@google-cloud/storage';
-import { createStorageClient, GcsReader } from '../../src/adapters/gcs-reader';
+import { createStorageClient, GcsReader } from '../../src/adapters/readers/gcs-reader';
 import { ConfigurationError, RejectionError } from '../../src/core/errors';
 import type { ObjectRef } from '../../src/core/ports';
 import { type FakeGcsServer, startFakeGcsServer } from './support/fake-gcs-server';

@@ -1,6 +1,6 @@
 import { BigQuery, type Query } from '@google-cloud/bigquery';
 import { duplicateObjectsCheckSql } from '../../../infra/components/alerts';
-import * as bigQueryStoreModule from '../../src/adapters/bigquery-store';
+import * as bigQueryStoreModule from '../../src/adapters/stores/bigquery-store';
 import {
   BigQueryStore,
   batchLookupSql,
@@ -10,7 +10,7 @@ import {
   mergeSql,
   migrationSql,
   winnersSql,
-} from '../../src/adapters/bigquery-store';
+} from '../../src/adapters/stores/bigquery-store';
 import { COLUMNS, KEY_DAY_COLUMN } from '../../src/contract/row';
 import { DELIVERY_DEFAULTS } from '../../src/contract/settings';
 import { VIEW_NAMES, type ViewName, viewSql } from '../../src/contract/views';

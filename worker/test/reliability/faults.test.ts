@@ -2,7 +2,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { listDeadLetters, replayDeadLetters } from '../../../local/lib/dead-letter-subscription';
 import { LOCAL_NAMES, type Pipeline, startPipeline } from '../../../local/lib/pipeline';
 import type { WorkerProcess } from '../../../local/lib/worker-process';
-import type { SqliteStore } from '../../src/adapters/sqlite-store';
+import type { SqliteStore } from '../../src/adapters/stores/sqlite-store';
 import { objectUri } from '../../src/core/event';
 import { type FakeBigQuery, startFakeBigQuery } from '../support/fake-bigquery';
 import { type FakeGemini, startFakeGemini } from '../support/fake-gemini';

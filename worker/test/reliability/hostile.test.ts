@@ -3,7 +3,7 @@ import path from 'node:path';
 import { listDeadLetters } from '../../../local/lib/dead-letter-subscription';
 import { LOCAL_BUCKET, LOCAL_NAMES, type Pipeline, startPipeline } from '../../../local/lib/pipeline';
 import type { WorkerLogLine } from '../../../local/lib/worker-process';
-import type { SqliteStore } from '../../src/adapters/sqlite-store';
+import type { SqliteStore } from '../../src/adapters/stores/sqlite-store';
 import { dataDirLayout } from '../../src/contract/data-dir';
 import type { RejectionReason } from '../../src/core/errors';
 import { objectUri } from '../../src/core/event';

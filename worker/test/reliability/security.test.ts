@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { LocalBucket } from '../../../local/lib/local-bucket';
 import { startWorkerProcess, type WorkerProcess } from '../../../local/lib/worker-process';
-import type { SqliteStore } from '../../src/adapters/sqlite-store';
+import type { SqliteStore } from '../../src/adapters/stores/sqlite-store';
 import { pushBody } from '../support/builders';
 import {
   analysesByName,

@@ -1,4 +1,4 @@
-import { SqliteStore } from '../../src/adapters/sqlite-store';
+import { SqliteStore } from '../../src/adapters/stores/sqlite-store';
 import { DEFAULT_CONTENT_TYPES } from '../../src/contract/settings';
 import type { HandlerDeps } from '../../src/core/handle';
 import { fixedClock, MemoryReader, ScriptedAnalyzer } from './fakes';

@@ -3,7 +3,7 @@
  * for "go" on stdin, records the row it was given and prints whether it inserted it.
  */
 import { createInterface } from 'node:readline';
-import { SqliteStore } from '../../src/adapters/sqlite-store';
+import { SqliteStore } from '../../src/adapters/stores/sqlite-store';
 import type { Row } from '../../src/contract/row';
 
 const [dbPath, rowJson] = process.argv.slice(2);

@@ -1,5 +1,5 @@
 import { DatabaseSync } from 'node:sqlite';
-import { insertSql, sqliteValues } from '../../src/adapters/sqlite-store';
+import { insertSql, sqliteValues } from '../../src/adapters/stores/sqlite-store';
 import { type Row, sqliteTableDdl } from '../../src/contract/row';
 import { VIEW_NAMES, viewSql } from '../../src/contract/views';
 import { testRow } from './builders';

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { REPO_ROOT, type WorkerLogLine, type WorkerProcess } from '../../../../local/lib/worker-process';
-import { SqliteStore } from '../../../src/adapters/sqlite-store';
+import { SqliteStore } from '../../../src/adapters/stores/sqlite-store';
 import { ANALYSES_LOG, type AnalysisLogLine } from './fault-switches';
 
 /**

@@ -1,4 +1,4 @@
-import type { Analysis } from '../../contract/analysis';
+import type { Analysis } from '../../../contract/analysis';
 import { type DecimalHint, detectCurrency, type FoundAmount, findAmounts, roundCents } from './amounts';
 import { type DateOrder, findDate, numericDateOrder } from './dates';
 import { findSiren, findSiret, findVatId, sirenFrom } from './ids';

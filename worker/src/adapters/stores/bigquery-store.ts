@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { BigQuery, type BigQueryOptions, type Query } from '@google-cloud/bigquery';
-import { KEY_DAY_LAYOUT } from '../contract/cost-model';
+import { KEY_DAY_LAYOUT } from '../../contract/cost-model';
 import {
   COLUMN_NAMES,
   COLUMNS,
@@ -10,17 +10,17 @@ import {
   keyDay,
   PARTITION_COLUMN,
   type Row,
-} from '../contract/row';
-import { DELIVERY_DEFAULTS, MIN_MAXIMUM_BYTES_BILLED, MIN_STATEMENT_MS } from '../contract/settings';
-import { type Deadline, DeadlineError } from '../core/deadline';
+} from '../../contract/row';
+import { DELIVERY_DEFAULTS, MIN_MAXIMUM_BYTES_BILLED, MIN_STATEMENT_MS } from '../../contract/settings';
+import { type Deadline, DeadlineError } from '../../core/deadline';
 import {
   ConfigurationError,
   DoclineError,
   OutcomeUnknownError,
   RowRefusalError,
   TransientError,
-} from '../core/errors';
-import { type BatchStore, type Clock, type Logger, systemClock } from '../core/ports';
+} from '../../core/errors';
+import { type BatchStore, type Clock, type Logger, systemClock } from '../../core/ports';
 
 /**
  * The production store: one BigQuery table, written by one insert-only MERGE per delivery (or per

@@ -1,5 +1,5 @@
 import type { Storage } from '@google-cloud/storage';
-import { type Clock, type MemoEntry, type MemoStore, systemClock } from '../core/ports';
+import { type Clock, type MemoEntry, type MemoStore, systemClock } from '../../core/ports';
 
 /**
  * The memo of paid analyses in a private Cloud Storage bucket of its own (the stack creates it with

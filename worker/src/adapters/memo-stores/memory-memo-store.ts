@@ -1,4 +1,4 @@
-import type { MemoEntry, MemoStore } from '../core/ports';
+import type { MemoEntry, MemoStore } from '../../core/ports';
 
 /** The memo in this process's memory: for tests and simulations. Create-only like the others. */
 export class MemoryMemoStore implements MemoStore {

@@ -1,12 +1,12 @@
-import { type AnalysisResult, analysisVersion, parseAnalysis } from '../contract/analysis';
-import { baseMimeType, decodeText } from '../core/document-checks';
-import { RejectionError } from '../core/errors';
-import type { Analyzer, AnalyzerInput } from '../core/ports';
+import { type AnalysisResult, analysisVersion, parseAnalysis } from '../../contract/analysis';
+import { baseMimeType, decodeText } from '../../core/document-checks';
+import { RejectionError } from '../../core/errors';
+import type { Analyzer, AnalyzerInput } from '../../core/ports';
+import { placedTextToLines } from '../pdf/pdf-text';
+import { PdfJsParser, UnreadablePdf } from '../pdf/pdfjs-parser';
 import { extractInvoice } from './offline/invoice';
 import type { Ocr } from './offline/ocr/tesseract-ocr';
 import { textLines } from './offline/text';
-import { placedTextToLines } from './pdf/pdf-text';
-import { PdfJsParser, UnreadablePdf } from './pdf/pdfjs-parser';
 
 /** The model name stored in rows analysed offline from a text (a text file, a PDF's text layer). */
 export const OFFLINE_MODEL = 'offline';

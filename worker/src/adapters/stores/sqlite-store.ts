@@ -1,16 +1,16 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
-import { COLUMN_NAMES, COLUMNS, type Row, sqliteTableDdl } from '../contract/row';
+import { COLUMN_NAMES, COLUMNS, type Row, sqliteTableDdl } from '../../contract/row';
 import {
   DUPLICATE_INVOICE_ROWS,
   duplicateInvoiceKeySql,
   VIEW_NAMES,
   type ViewName,
   viewSql,
-} from '../contract/views';
-import { TransientError } from '../core/errors';
-import { type BatchStore, type Clock, systemClock } from '../core/ports';
+} from '../../contract/views';
+import { TransientError } from '../../core/errors';
+import { type BatchStore, type Clock, systemClock } from '../../core/ports';
 
 export const SQLITE_TABLE = 'rows';
 

@@ -1,8 +1,8 @@
 import { adapt, managedwriter } from '@google-cloud/bigquery-storage';
-import { bigQuerySchema, COLUMNS, keyDay, PARTITION_COLUMN, type Row } from '../contract/row';
-import type { Deadline } from '../core/deadline';
-import { ConfigurationError, TransientError } from '../core/errors';
-import { type Clock, type Store, systemClock } from '../core/ports';
+import { bigQuerySchema, COLUMNS, keyDay, PARTITION_COLUMN, type Row } from '../../contract/row';
+import type { Deadline } from '../../core/deadline';
+import { ConfigurationError, TransientError } from '../../core/errors';
+import { type Clock, type Store, systemClock } from '../../core/ports';
 import { BigQueryStore, type BigQueryStoreOptions, quotedTable } from './bigquery-store';
 
 /**

@@ -1,4 +1,4 @@
-import type { LineItem } from '../../contract/analysis';
+import type { LineItem } from '../../../contract/analysis';
 import { type DecimalHint, findAmounts, parseAmount, parsePercent } from './amounts';
 import { BARE_TOTAL, COLUMN_HEADERS, type ColumnRole, TOTAL_LABELS } from './labels';
 import { isBlank, splitCells } from './text';

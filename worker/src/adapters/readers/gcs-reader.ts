@@ -1,8 +1,8 @@
 import type { Readable } from 'node:stream';
 import { Storage, type StorageOptions } from '@google-cloud/storage';
-import { DELIVERY_DEFAULTS } from '../contract/settings';
-import { ConfigurationError, RejectionError, TransientError } from '../core/errors';
-import type { ObjectRef, Reader } from '../core/ports';
+import { DELIVERY_DEFAULTS } from '../../contract/settings';
+import { ConfigurationError, RejectionError, TransientError } from '../../core/errors';
+import type { ObjectRef, Reader } from '../../core/ports';
 
 /**
  * Reads exactly the generation a notification names, from Cloud Storage through

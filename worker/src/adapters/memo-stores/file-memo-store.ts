@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { link, mkdir, readdir, readFile, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { MemoEntry, MemoStore } from '../core/ports';
+import type { MemoEntry, MemoStore } from '../../core/ports';
 
 /**
  * The memo of paid analyses in a local folder (`<data dir>/memo`), one JSON file per entry. It lives

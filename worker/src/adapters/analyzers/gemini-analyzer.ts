@@ -11,13 +11,18 @@ import {
   analysisVersion,
   parseAnalysis,
   type Usage,
-} from '../contract/analysis';
-import { ANALYZER_CALLS_PER_ANALYSIS, DELIVERY_DEFAULTS } from '../contract/settings';
-import type { Deadline } from '../core/deadline';
-import { ConfigurationError, DependencyRefusedError, RejectionError, TransientError } from '../core/errors';
-import type { Analyzer, AnalyzerInput, Logger } from '../core/ports';
+} from '../../contract/analysis';
+import { ANALYZER_CALLS_PER_ANALYSIS, DELIVERY_DEFAULTS } from '../../contract/settings';
+import type { Deadline } from '../../core/deadline';
+import {
+  ConfigurationError,
+  DependencyRefusedError,
+  RejectionError,
+  TransientError,
+} from '../../core/errors';
+import type { Analyzer, AnalyzerInput, Logger } from '../../core/ports';
+import { RATE_LIMITED } from '../quota-gate';
 import { INVOICE_PROMPT } from './gemini-prompt';
-import { RATE_LIMITED } from './quota-gate';
 
 /**
  * Extracts the invoice fields with Gemini through @google/genai: the document inline with its MIME

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
 import { open } from 'node:fs/promises';
 import path from 'node:path';
-import { BUCKET_NAME } from '../contract/storage';
-import { RejectionError, TransientError } from '../core/errors';
-import type { ObjectRef, Reader } from '../core/ports';
+import { BUCKET_NAME } from '../../contract/storage';
+import { RejectionError, TransientError } from '../../core/errors';
+import type { ObjectRef, Reader } from '../../core/ports';
 
 /**
  * The worker's Reader for a bucket on the local disk (`npm start`, the tests). The folder layout is

@@ -1,9 +1,9 @@
 import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { RejectionError } from '../../../core/errors';
-import { type GreyImage, toPgm } from '../../pdf/grey-image';
-import type { PlacedText } from '../../pdf/pdf-text';
+import { RejectionError } from '../../../../core/errors';
+import { type GreyImage, toPgm } from '../../../pdf/grey-image';
+import type { PlacedText } from '../../../pdf/pdf-text';
 import { declaredImageSize } from './image-size';
 
 /**

@@ -1,8 +1,8 @@
-import type { Row } from '../contract/row';
-import { MIN_STATEMENT_MS, mergeIntervalForLatencyMs } from '../contract/settings';
-import { Deadline, DeadlineError } from '../core/deadline';
-import { ConfigurationError, RowRefusalError, TransientError } from '../core/errors';
-import type { BatchStore, Logger, Store } from '../core/ports';
+import type { Row } from '../../contract/row';
+import { MIN_STATEMENT_MS, mergeIntervalForLatencyMs } from '../../contract/settings';
+import { Deadline, DeadlineError } from '../../core/deadline';
+import { ConfigurationError, RowRefusalError, TransientError } from '../../core/errors';
+import type { BatchStore, Logger, Store } from '../../core/ports';
 
 /**
  * Group commit: a {@link Store} decorator that turns the `seen()` and `record()` calls of concurrent
