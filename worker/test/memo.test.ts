@@ -848,6 +848,53 @@ describe('an analyzer rollout: two revisions with different analyzer versions', 
   });
 });
 
+describe("the delivery's deadline during a memo call", () => {
+  it('ends the delivery (503) instead of passing the memo by and going on past its deadline (soak I6, seed 306)', async () => {
+    const time = new ManualTime();
+    const store = new MemoryMemoStore();
+    // The keep never answers; the memo call's own bound (60 s) is later than the deadline (10 s).
+    store.create = () => new Promise(() => {});
+    const memo = new AnalysisMemo(store, {
+      ttlMs: 8 * DAY_MS,
+      clock: time.clock,
+      sleep: time.sleep,
+      timers: time,
+      callTimeoutMs: 60_000,
+    });
+    const deadline = Deadline.after(10_000, time.clock, time);
+    const settled = memo
+      .analyse(KEY, 'v1', async () => paid(), undefined, deadline)
+      .then(
+        () => 'went on',
+        (error: unknown) => error,
+      );
+    await time.advance(11_000);
+    expect(await settled).toBeInstanceOf(DeadlineError);
+  });
+
+  it('still passes the memo by when a call outlasts its own bound, within the deadline', async () => {
+    const time = new ManualTime();
+    const store = new MemoryMemoStore();
+    store.create = () => new Promise(() => {});
+    const memo = new AnalysisMemo(store, {
+      ttlMs: 8 * DAY_MS,
+      clock: time.clock,
+      sleep: time.sleep,
+      timers: time,
+      callTimeoutMs: 5_000,
+    });
+    const deadline = Deadline.after(60_000, time.clock, time);
+    const settled = memo
+      .analyse(KEY, 'v1', async () => paid(), undefined, deadline)
+      .then(
+        (analysed) => analysed,
+        (error: unknown) => error,
+      );
+    for (let t = 0; t < 10; t++) await time.advance(1_000);
+    expect(await settled).toMatchObject({ source: 'analyzer' });
+  });
+});
+
 describe('interleaving 4: a lease shorter than the work', () => {
   /** Two instances over one memo store, on a clock and timers the test moves. */
   function twoInstances(time: ManualTime) {

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { AnalysisProgress, AnalysisResult } from '../contract/analysis';
 import { MEMO_CALL_TIMEOUT_MS } from '../contract/settings';
-import { Deadline } from './deadline';
+import { Deadline, ShuttingDownError } from './deadline';
 import { isRejection, RejectionError, TransientError } from './errors';
 import {
   type Admission,
@@ -325,6 +325,7 @@ export class AnalysisMemo {
     try {
       return await this.call('read', this.store.hasLease(AnalysisMemo.leaseKey(dedupKey)), deadline);
     } catch (error) {
+      this.endIfOver(error, deadline, 'read');
       this.options.logger?.warn('the memo could not tell whether the key was leased: asking the store', {
         dedupKey,
         error: error instanceof Error ? error.message : String(error),
@@ -672,6 +673,7 @@ export class AnalysisMemo {
       });
       return {};
     } catch (error) {
+      this.endIfOver(error, deadline, 'lease');
       this.options.logger?.warn('the memo could not take a lease: analysing without one', {
         dedupKey,
         error: error instanceof Error ? error.message : String(error),
@@ -699,6 +701,7 @@ export class AnalysisMemo {
       }
       return { result: { analysis: entry.analysis, model: entry.model, usage: entry.usage } };
     } catch (error) {
+      this.endIfOver(error, deadline, 'read');
       if (reads) reads.failed = true;
       this.options.logger?.warn('the memo of paid analyses could not be read: analysing again', {
         dedupKey,
@@ -716,6 +719,7 @@ export class AnalysisMemo {
       const ageMs = this.clock.now().getTime() - Date.parse(entry.createdAt);
       return ageMs <= this.options.ttlMs ? entry.progress : undefined;
     } catch (error) {
+      this.endIfOver(error, deadline, 'read');
       this.options.logger?.warn('the memo could not tell the attempts already paid: analysing afresh', {
         dedupKey,
         error: error instanceof Error ? error.message : String(error),
@@ -734,6 +738,7 @@ export class AnalysisMemo {
       const entry: MemoEntry = { ...outcome, createdAt: this.clock.now().toISOString() };
       await this.call('keep', this.store.create(key, entry), deadline);
     } catch (error) {
+      this.endIfOver(error, deadline, 'keep');
       this.options.logger?.warn(
         'the memo of paid analyses could not keep an analysis: a retry would pay again',
         {
@@ -742,6 +747,16 @@ export class AnalysisMemo {
         },
       );
     }
+  }
+
+  /**
+   * A memo call that failed because the delivery's own deadline came (or its instance is shutting
+   * down) is not the memo failing: the delivery is over, and passing the memo by would start the
+   * next call past the deadline. That is thrown (503); any other failure is the memo's, passed by.
+   */
+  private endIfOver(error: unknown, deadline: Deadline, what: string): void {
+    if (error instanceof ShuttingDownError) throw error;
+    deadline.check(`memo ${what}`);
   }
 
   /** One memo call, bounded by its own timeout and by the delivery's deadline. */
