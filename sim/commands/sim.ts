@@ -6,7 +6,7 @@ import { replaceFaultFigures } from '../faults/report';
 import { runSchedule } from '../faults/run';
 import { SCENARIOS, scenarioProblems } from '../faults/scenarios';
 import { FAULT_KINDS, generateSchedule } from '../faults/schedule';
-import { broken, coveringSeeds, type FaultsSection, runSoak } from '../faults/soak';
+import { broken, coveringSeeds, type FaultsSection, runSoak, SOAK_BAR, soakShortfalls } from '../faults/soak';
 
 /**
  * `npm run sim`: the fault simulator's commands.
@@ -128,6 +128,12 @@ async function soak(count: number, first: number, replays: number): Promise<numb
     console.log(
       `replays: ${replay.identical} of ${replay.seeds} identical to their seed's first run; of the broken seeds, ${replay.brokenIdentical} of ${replay.brokenSeeds} broke again identically`,
     );
+  const short = soakShortfalls(section);
+  console.log(
+    short.length === 0
+      ? `the bar is met: ${SOAK_BAR.seeds} seeds or more, no invariant broken, every fault kind injected ${SOAK_BAR.injectedPerKind} times or more`
+      : `below the bar: ${short.join('; ')}`,
+  );
   console.log(
     `figures written to ${path.relative(process.cwd(), RESULTS)} → faults, and ${path.relative(process.cwd(), TESTING_DOC)}`,
   );
