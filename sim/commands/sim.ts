@@ -1,7 +1,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { checkInvariants, INVARIANTS, type InvariantId } from '../faults/invariants';
-import { type Catch, hunt, MUTANTS, type Mutant, mutantNamed } from '../faults/mutants';
+import { type Catch, hunt, MUTANTS, type Mutant, mutantNamed, noteUnmutated } from '../faults/mutants';
 import { replaceFaultFigures } from '../faults/report';
 import { runSchedule } from '../faults/run';
 import { SCENARIOS, scenarioProblems } from '../faults/scenarios';
@@ -98,6 +98,7 @@ async function soak(count: number, first: number, replays: number): Promise<numb
         }
       }
       for (const [id, list] of broken(verdict)) brokenSeeds.push(`seed ${seed} breaks ${id}: ${list[0]}`);
+      noteUnmutated(seed, broken(verdict).length === 0);
       if ((seed - first + 1) % 100 === 0)
         process.stderr.write(
           `sim: ${seed - first + 1}/${count} seeds, ${((performance.now() - started) / 1000).toFixed(0)} s\n`,

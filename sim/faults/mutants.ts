@@ -229,6 +229,11 @@ export interface Catch {
 /** Per seed, whether the worker as it is keeps every invariant (a mutant is judged on those seeds only). */
 const baseline = new Map<number, boolean>();
 
+/** Notes what a run of the worker as it is found on `seed` (the soak's own runs), so the hunt need not run it again. */
+export function noteUnmutated(seed: number, holds: boolean): void {
+  baseline.set(seed, holds);
+}
+
 async function holdsUnmutated(seed: number): Promise<boolean> {
   let holds = baseline.get(seed);
   if (holds === undefined) {
