@@ -11,7 +11,7 @@ import {
 } from '../../worker/src/contract/settings';
 import { RejectionError } from '../../worker/src/core/errors';
 import { objectUri } from '../../worker/src/core/event';
-import { MAX_LEASE_ROUNDS } from '../../worker/src/core/memo';
+import { AnalysisMemo, MAX_LEASE_ROUNDS } from '../../worker/src/core/memo';
 import type { Analyzer, BatchStore, MemoStore, ObjectRef, Reader, Store } from '../../worker/src/core/ports';
 import { serve, withGroupCommit } from '../../worker/src/main';
 import { finalizeAttributes } from '../../worker/src/reconcile/notification';
@@ -108,6 +108,11 @@ export interface RunRecord {
    * kept the analysis. Each allows one more paid analysis of that document, and nothing else does.
    */
   answerLosses: Record<string, string[]>;
+  /**
+   * Per dedup key, when the memo bucket first held the key's kept analysis or its first lease (a
+   * delivery that finds either asks the store before paying); absent: never.
+   */
+  memoWorkedOnSinceMs: Record<string, number>;
   /** Every Gemini call: which document and request, when, paid or not, and what became of its answer. */
   geminiCalls: GeminiCall[];
   requests: RequestRecord[];
@@ -492,6 +497,15 @@ export async function runSchedule(
       ),
       answerLosses: Object.fromEntries(
         documents.map((d) => [d.name, answerLosses(d, gemini.record.calls, cloudRun, bucket)]),
+      ),
+      memoWorkedOnSinceMs: Object.fromEntries(
+        documents.flatMap((d) => {
+          const since = bucket.workedOnSince({
+            analysis: AnalysisMemo.key(d.key),
+            lease: AnalysisMemo.leaseKey(d.key),
+          });
+          return since === undefined ? [] : [[d.key, since]];
+        }),
       ),
       geminiCalls: gemini.record.calls,
       requests: cloudRun.requests,

@@ -29,6 +29,7 @@ function kept(): RunRecord {
     paidAnalysesByDocument: { 'a.txt': 1 },
     paidCallsByDocument: { 'a.txt': 1 },
     answerLosses: { 'a.txt': [] },
+    memoWorkedOnSinceMs: {},
     geminiCalls: [
       {
         index: 0,
@@ -187,6 +188,24 @@ describe('the invariants', () => {
         causes: ['the memo failed a lease call: memo lease failed at 300 ms'],
       }),
     ]);
+  });
+
+  it('I5: a delivery arriving after the row, while the memo shows the key was worked on, pays nothing, whatever the memo lost', () => {
+    /** A redelivery at 20 s (the row was committed at 7.9 s) that paid again; the memo lost the keep. */
+    const paidAfterRow = (workedOnSinceMs?: number) => {
+      const r = kept();
+      r.requests.push({ ...r.requests[0]!, id: 1, delivery: 1, startMs: 20_000, endMs: 28_000, calls: [] });
+      r.geminiCalls.push({ ...r.geminiCalls[0]!, index: 1, request: 1, startMs: 20_100, endMs: 26_100 });
+      r.paidAnalysesByDocument['a.txt'] = 2;
+      r.paidCallsByDocument['a.txt'] = 2;
+      r.answerLosses['a.txt'] = ['memo create failed at 6100 ms: the analysis was not kept'];
+      if (workedOnSinceMs !== undefined) r.memoWorkedOnSinceMs[KEY] = workedOnSinceMs;
+      return r;
+    };
+    // The key's lease was in the bucket from 0 s: the store's lookup had to be asked.
+    expect(broken(paidAfterRow(0))).toEqual(['I5']);
+    // The memo held neither its analysis nor a lease: skipping the lookup then is by design.
+    expect(broken(paidAfterRow())).toEqual([]);
   });
 
   it('I5: a document paid twice with no lost answer breaks it; a lost answer of that document allows one more', () => {
