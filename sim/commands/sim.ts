@@ -1,12 +1,14 @@
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { checkInvariants, INVARIANTS, type InvariantId } from '../faults/invariants';
-import { type Catch, hunt, MUTANTS, type Mutant, mutantNamed } from '../faults/mutants';
+import { type Catch, hunt, MUTANTS, type Mutant, mutantNamed, noteUnmutated } from '../faults/mutants';
 import { replaceFaultFigures } from '../faults/report';
 import { runSchedule } from '../faults/run';
 import { SCENARIOS, scenarioProblems } from '../faults/scenarios';
 import { FAULT_KINDS, generateSchedule } from '../faults/schedule';
-import { broken, coveringSeeds, type FaultsSection, runSoak } from '../faults/soak';
+import { broken, coveringSeeds, type FaultsSection, runSoak, SOAK_BAR, soakShortfalls } from '../faults/soak';
 
 /**
  * `npm run sim`: the fault simulator's commands.
@@ -15,7 +17,8 @@ import { broken, coveringSeeds, type FaultsSection, runSoak } from '../faults/so
  *                                           .sim/seed-N.json; K > 1 runs it K times and compares
  *   npm run sim -- --seeds 1000 [--from S]  the soak: seeds S … S+999, figures into
  *                [--replays K]              bench/results.json → faults; K > 1 runs each seed K
- *                                           times and counts identical replays
+ *                [--jobs J]                 times and counts identical replays; J > 1 splits the
+ *                                           seeds among J processes (the same figures)
  *   npm run sim -- --scenario NAME|all      one of the eight named scenarios (or all)
  *   npm run sim -- --cover N                seeds among 1…N that hold I1–I7 and together
  *                                           inject every fault kind (test:sim's fixed set)
@@ -80,13 +83,32 @@ async function replay(seed: number, replays: number): Promise<number> {
   return bad.length > 0 ? 1 : 0;
 }
 
-async function soak(count: number, first: number, replays: number): Promise<number> {
+/** What one process of a soak found over its seeds (a part, when the soak runs in several). */
+interface SoakPart {
+  section: FaultsSection;
+  /** Documents over its seeds (the per-document figures are weighted by them). */
+  documents: number;
+  brokenSeeds: string[];
+  /** Seeds on which the worker as it is broke no invariant. */
+  holding: number[];
+}
+
+/** Seeds `first` … `first + count − 1`, run in this process. */
+async function soakPart(
+  count: number,
+  first: number,
+  replays: number,
+): Promise<SoakPart & { replay: Replays }> {
   const started = performance.now();
   const brokenSeeds: string[] = [];
+  const holding: number[] = [];
+  let documents = 0;
   const replay = { seeds: 0, identical: 0, brokenSeeds: 0, brokenIdentical: 0 };
   const section: FaultsSection = await runSoak(count, {
     first,
     onSeed: async (seed, verdict, result) => {
+      documents += result.record.documents.length;
+      if (broken(verdict).length === 0) holding.push(seed);
       for (let i = 1; i < replays; i++) {
         const again = await runSchedule(generateSchedule(seed));
         const same = again.traceHash === result.traceHash;
@@ -100,10 +122,82 @@ async function soak(count: number, first: number, replays: number): Promise<numb
       for (const [id, list] of broken(verdict)) brokenSeeds.push(`seed ${seed} breaks ${id}: ${list[0]}`);
       if ((seed - first + 1) % 100 === 0)
         process.stderr.write(
-          `sim: ${seed - first + 1}/${count} seeds, ${((performance.now() - started) / 1000).toFixed(0)} s\n`,
+          `sim: ${seed - first + 1}/${count} seeds from ${first}, ${((performance.now() - started) / 1000).toFixed(0)} s\n`,
         );
     },
   });
+  return { section, documents, brokenSeeds, holding, replay };
+}
+
+type Replays = { seeds: number; identical: number; brokenSeeds: number; brokenIdentical: number };
+
+/**
+ * The seeds split into `jobs` contiguous parts, each run by a process of its own (the same
+ * command with `--part FILE`), merged in seed order: the same figures as one process's.
+ */
+async function soakInJobs(count: number, first: number, jobs: number): Promise<SoakPart> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'docline-soak-'));
+  const size = Math.ceil(count / jobs);
+  const parts = Array.from({ length: jobs }, (_, j) => ({
+    from: first + j * size,
+    count: Math.max(0, Math.min(size, count - j * size)),
+    file: path.join(dir, `part-${j}.json`),
+  })).filter((p) => p.count > 0);
+  await Promise.all(
+    parts.map(
+      (p) =>
+        new Promise<void>((resolve, reject) => {
+          const args = [
+            ...process.execArgv,
+            process.argv[1]!,
+            '--seeds',
+            String(p.count),
+            '--from',
+            String(p.from),
+          ];
+          const child = spawn(process.execPath, [...args, '--part', p.file], {
+            stdio: ['ignore', 'ignore', 'inherit'],
+          });
+          child.on('error', reject);
+          child.on('exit', (code) =>
+            code === 0 ? resolve() : reject(new Error(`soak part from seed ${p.from} exited with ${code}`)),
+          );
+        }),
+    ),
+  );
+  const read = parts.map((p) => JSON.parse(readFileSync(p.file, 'utf8')) as SoakPart);
+  rmSync(dir, { recursive: true, force: true });
+  const documents = read.reduce((n, r) => n + r.documents, 0);
+  const weighted = (figure: 'analysesPerDocument' | 'paidCallsPerDocument') =>
+    read.reduce((sum, r) => sum + r.section[figure] * r.documents, 0) / Math.max(1, documents);
+  const sum = <K extends string>(pick: (r: SoakPart) => Record<K, number>) => {
+    const total = { ...pick(read[0]!) };
+    for (const r of read.slice(1)) for (const k of Object.keys(total) as K[]) total[k] += pick(r)[k];
+    return total;
+  };
+  return {
+    section: {
+      seeds: read.reduce((n, r) => n + r.section.seeds, 0),
+      faultsByKind: sum((r) => r.section.faultsByKind),
+      violations: sum((r) => r.section.violations),
+      extraRawRows: read.reduce((n, r) => n + r.section.extraRawRows, 0),
+      analysesPerDocument: weighted('analysesPerDocument'),
+      paidCallsPerDocument: weighted('paidCallsPerDocument'),
+      extraRawRowCauses: read.flatMap((r) => r.section.extraRawRowCauses ?? []),
+      excusedViewChanges: read.flatMap((r) => r.section.excusedViewChanges ?? []),
+    },
+    documents,
+    brokenSeeds: read.flatMap((r) => r.brokenSeeds),
+    holding: read.flatMap((r) => r.holding),
+  };
+}
+
+async function soak(count: number, first: number, replays: number, jobs: number): Promise<number> {
+  const started = performance.now();
+  const part = jobs > 1 ? await soakInJobs(count, first, jobs) : await soakPart(count, first, replays);
+  const { section, brokenSeeds } = part;
+  const replay = 'replay' in part ? (part.replay as Replays) : undefined;
+  for (const seed of part.holding) noteUnmutated(seed, true);
   const catches = await huntAll(MUTANTS);
   section.mutants = Object.fromEntries(catches.map((c) => [c.mutant, c.caught?.invariant ?? 'not caught']));
   const seconds = (performance.now() - started) / 1000;
@@ -124,10 +218,16 @@ async function soak(count: number, first: number, replays: number): Promise<numb
     console.log(`view answer changed (excused): seed ${x.seed} ${x.key}, causes: ${x.causes.join('; ')}`);
   for (const x of section.extraRawRowCauses ?? [])
     console.log(`extra raw row: seed ${x.seed} ${x.key}, causes: ${x.causes.join('; ') || 'none'}`);
-  if (replays > 1)
+  if (replay && replays > 1)
     console.log(
       `replays: ${replay.identical} of ${replay.seeds} identical to their seed's first run; of the broken seeds, ${replay.brokenIdentical} of ${replay.brokenSeeds} broke again identically`,
     );
+  const short = soakShortfalls(section);
+  console.log(
+    short.length === 0
+      ? `the bar is met: ${SOAK_BAR.seeds} seeds or more, no invariant broken, every fault kind injected ${SOAK_BAR.injectedPerKind} times or more`
+      : `below the bar: ${short.join('; ')}`,
+  );
   console.log(
     `figures written to ${path.relative(process.cwd(), RESULTS)} → faults, and ${path.relative(process.cwd(), TESTING_DOC)}`,
   );
@@ -180,12 +280,19 @@ async function main(): Promise<number> {
   const scenario = arg('scenario');
   if (seed !== undefined)
     return replay(wholeNumber('seed', seed), Math.max(1, wholeNumber('replays', arg('replays') ?? '1')));
-  if (seeds !== undefined && arg('mutant') === undefined)
-    return soak(
-      wholeNumber('seeds', seeds),
-      wholeNumber('from', arg('from') ?? '1'),
-      Math.max(1, wholeNumber('replays', arg('replays') ?? '1')),
-    );
+  const part = arg('part');
+  if (seeds !== undefined && part !== undefined) {
+    // One part of a soak run in several processes: its figures into a file, nothing else.
+    const found = await soakPart(wholeNumber('seeds', seeds), wholeNumber('from', arg('from') ?? '1'), 1);
+    writeFileSync(part, JSON.stringify(found));
+    return 0;
+  }
+  if (seeds !== undefined && arg('mutant') === undefined) {
+    const replays = Math.max(1, wholeNumber('replays', arg('replays') ?? '1'));
+    const jobs = Math.max(1, wholeNumber('jobs', arg('jobs') ?? '1'));
+    if (jobs > 1 && replays > 1) throw new Error('--replays runs in one process: leave --jobs out');
+    return soak(wholeNumber('seeds', seeds), wholeNumber('from', arg('from') ?? '1'), replays, jobs);
+  }
   if (scenario !== undefined) return scenarios(scenario);
   const mutant = arg('mutant');
   if (mutant !== undefined) {

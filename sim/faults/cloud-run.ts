@@ -146,6 +146,8 @@ export class CloudRunModel {
   private readonly spares: number[] = [];
   private readonly killers = new Map<RequestRecord, () => void>();
   private readonly context = new AsyncLocalStorage<RequestRecord>();
+  /** The instance running its SIGTERM handler, for the code it runs (its own clock). */
+  private readonly stopping = new AsyncLocalStorage<number>();
   private turn = 0;
   private readonly stallsUsed = new Set<number>();
   /** How long a stalled call holds the request: past the request timeout. */
@@ -234,6 +236,14 @@ export class CloudRunModel {
   /** The request whose handler is running the current code (undefined in timers of batches). */
   current(): RequestRecord | undefined {
     return this.context.getStore();
+  }
+
+  /**
+   * The instance whose code is running now: a request's, or one handling its SIGTERM (so that the
+   * drain's deadline is read on the same clock as the requests' own), undefined elsewhere.
+   */
+  currentInstance(): number | undefined {
+    return this.context.getStore()?.instance ?? this.stopping.getStore();
   }
 
   /** Instances that ever served, with their state (for the record). */
@@ -390,7 +400,7 @@ export class CloudRunModel {
     this.lifecycle.set(index, { ...this.lifecycle.get(index), sigtermAtMs: now });
     for (const r of instance.open) r.sigtermAtMs = now;
     // What the worker does on SIGTERM (main.ts): its own stop(); Cloud Run kills it after the grace.
-    void instance.worker.stop().catch(() => undefined);
+    void this.stopping.run(index, () => instance.worker.stop()).catch(() => undefined);
     this.time.after(this.options.graceMs, () => this.kill(instance));
   }
 
@@ -540,7 +550,7 @@ export class CloudRunModel {
         instance.serving = false;
         this.lifecycle.set(index, { ...this.lifecycle.get(index), sigtermAtMs: this.time.nowMs() });
         // Scale-in: SIGTERM (the worker's own stop()), SIGKILL after the grace; no request is open.
-        void instance.worker.stop().catch(() => undefined);
+        void this.stopping.run(index, () => instance.worker.stop()).catch(() => undefined);
         this.time.after(this.options.graceMs, () => this.kill(instance));
       }),
     );

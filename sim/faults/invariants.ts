@@ -124,6 +124,10 @@ export function checkInvariants(record: RunRecord): Verdict {
   }
 
   // I5: per document, from Gemini's bill: one paid analysis, plus one per fault that lost its paid answer.
+  const firstCommitMs = new Map<string, number>();
+  for (const r of record.rawRows)
+    firstCommitMs.set(r.key, Math.min(firstCommitMs.get(r.key) ?? Infinity, r.committedAtMs));
+  const requestById = new Map(record.requests.map((r) => [r.id, r]));
   let paid = 0;
   for (const d of record.documents) {
     const n = record.paidAnalysesByDocument[d.name] ?? 0;
@@ -133,6 +137,20 @@ export function checkInvariants(record: RunRecord): Verdict {
       violations.I5.push(
         `${d.name} paid ${n} analyses, with ${losses.length} lost answer${losses.length === 1 ? '' : 's'}${losses.length > 0 ? ` (${losses.join('; ')})` : ''}`,
       );
+    // A lost answer excuses paying again only while the document has no row: a delivery that
+    // arrives once its row is committed, while the memo shows the key was worked on, must find the
+    // row (the store's lookup) and pay nothing, whatever the memo lost.
+    const writtenAtMs = firstCommitMs.get(d.key);
+    const workedOnMs = record.memoWorkedOnSinceMs?.[d.key];
+    if (writtenAtMs === undefined || workedOnMs === undefined) continue;
+    for (const c of record.geminiCalls) {
+      if (c.document !== d.name || !c.paid || !c.newAnalysis) continue;
+      const r = c.request === undefined ? undefined : requestById.get(c.request);
+      if (r && r.startMs > writtenAtMs && r.startMs > workedOnMs)
+        violations.I5.push(
+          `${d.name}: request ${r.id} arrived at ${r.startMs} ms, after its row was committed (${writtenAtMs} ms), and paid Gemini call ${c.index}`,
+        );
+    }
   }
   const analysesPerDocument = paid / Math.max(1, record.documents.length);
 
@@ -145,9 +163,17 @@ export function checkInvariants(record: RunRecord): Verdict {
   }
   const ownDeadline = (r: RunRecord['requests'][number]) =>
     r.startMs + record.budget.deliveryMs + TIMER_RESOLUTION_MS;
+  // A request that reaches its instance only after the drain's deadline (it waited in Cloud Run,
+  // pending, while the instance was told to stop) can only be answered at once, with no work: its
+  // deadline is its arrival.
   const deadlineOf = (r: RunRecord['requests'][number]) =>
-    Math.min(ownDeadline(r), r.sigtermAtMs === undefined ? Infinity : r.sigtermAtMs + record.budget.drainMs) +
-    TIMER_RESOLUTION_MS;
+    Math.max(
+      r.startMs,
+      Math.min(
+        ownDeadline(r),
+        r.sigtermAtMs === undefined ? Infinity : r.sigtermAtMs + record.budget.drainMs,
+      ),
+    ) + TIMER_RESOLUTION_MS;
   const boundAt = (r: RunRecord['requests'][number], atMs: number) =>
     r.sigtermAtMs !== undefined && atMs >= r.sigtermAtMs ? deadlineOf(r) : ownDeadline(r);
   for (const r of record.requests) {

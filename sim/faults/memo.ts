@@ -99,6 +99,18 @@ export class MemoBucket {
     };
   }
 
+  /**
+   * When the bucket first held what tells a delivery that `dedupKey` was worked on: its kept
+   * analysis or its first lease round (undefined: never). From then on the worker asks the store
+   * before paying for it.
+   */
+  workedOnSince(memoKeyOf: { analysis: string; lease: string }): number | undefined {
+    const times = [`analyses/${memoKeyOf.analysis}.json`, `leases/${memoKeyOf.lease}.json`]
+      .map((name) => this.objects.get(name)?.createdMs)
+      .filter((ms): ms is number => ms !== undefined);
+    return times.length > 0 ? Math.min(...times) : undefined;
+  }
+
   /** Notes a memo call that failed for the worker (threw, or outlasted its memo call timeout). */
   private watch<T>(operation: string, key: string, call: Promise<T>): Promise<T> {
     const dedupKey = this.dedupKeyOf(key);

@@ -87,9 +87,9 @@ export const MUTANTS: readonly Mutant[] = [
   },
   {
     name: 'seen-skipped',
-    bug: 'the lookup is skipped (always "not seen"): a delivery whose analyzer version kept nothing pays again for a written document',
-    // Only a delivery whose version's memo holds nothing for a written key asks the store (a
-    // redelivery after a rollout, or after the memo lost its entry): rarer than the others.
+    bug: 'the lookup is skipped (always "not seen"): a redelivery of a written document whose memo lost its analysis pays again',
+    // The lookup matters only for a delivery of a written document whose kept analysis was lost or
+    // cannot be read (a failed keep, failed reads): rarer than the others.
     seeds: 150,
     store: (store) => override(store, { seen: async () => false }),
   },
@@ -228,6 +228,11 @@ export interface Catch {
 
 /** Per seed, whether the worker as it is keeps every invariant (a mutant is judged on those seeds only). */
 const baseline = new Map<number, boolean>();
+
+/** Notes what a run of the worker as it is found on `seed` (the soak's own runs), so the hunt need not run it again. */
+export function noteUnmutated(seed: number, holds: boolean): void {
+  baseline.set(seed, holds);
+}
 
 async function holdsUnmutated(seed: number): Promise<boolean> {
   let holds = baseline.get(seed);

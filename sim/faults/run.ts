@@ -11,7 +11,7 @@ import {
 } from '../../worker/src/contract/settings';
 import { RejectionError } from '../../worker/src/core/errors';
 import { objectUri } from '../../worker/src/core/event';
-import { MAX_LEASE_ROUNDS } from '../../worker/src/core/memo';
+import { AnalysisMemo, MAX_LEASE_ROUNDS } from '../../worker/src/core/memo';
 import type { Analyzer, BatchStore, MemoStore, ObjectRef, Reader, Store } from '../../worker/src/core/ports';
 import { serve, withGroupCommit } from '../../worker/src/main';
 import { finalizeAttributes } from '../../worker/src/reconcile/notification';
@@ -108,6 +108,11 @@ export interface RunRecord {
    * kept the analysis. Each allows one more paid analysis of that document, and nothing else does.
    */
   answerLosses: Record<string, string[]>;
+  /**
+   * Per dedup key, when the memo bucket first held the key's kept analysis or its first lease (a
+   * delivery that finds either asks the store before paying); absent: never.
+   */
+  memoWorkedOnSinceMs: Record<string, number>;
   /** Every Gemini call: which document and request, when, paid or not, and what became of its answer. */
   geminiCalls: GeminiCall[];
   requests: RequestRecord[];
@@ -205,7 +210,7 @@ export async function runSchedule(
       const second: DocumentPlan = { ...plan, kind: 'invoice', notifications: 1, publishAtMs: c.atMs };
       return { change: c, ...upload(second, `${plan.name}#2`, generationOf(plan) + 500) };
     });
-  // Its key's memo entries are under every analyzer version that runs (two during a rollout).
+  // The message ids of each key.
   const keyOfMessage = new Map<string, string>();
 
   let cloudRunRef: CloudRunModel | undefined;
@@ -355,12 +360,13 @@ export async function runSchedule(
       schedule.instances,
       schedule.cloudRun.signals.length + (schedule.rollout ? schedule.instances : 0),
     );
-    // Clock skew: the worker's clock, in the code of a request, is off by its instance's skew.
+    // Clock skew: the worker's clock, in the code of a request or of its SIGTERM handler, is off by
+    // its instance's skew.
     const skews = schedule.cloudRun.skewMs;
     if (skews) {
       time.skewMs = () => {
-        const request = cloudRun.current();
-        return request ? (skews[request.instance] ?? 0) : 0;
+        const instance = cloudRun.currentInstance();
+        return instance === undefined ? 0 : (skews[instance] ?? 0);
       };
       for (const [i, ms] of Object.entries(skews))
         if (ms !== 0 && Number(i) < cloudRunSize(cloudRun))
@@ -491,6 +497,15 @@ export async function runSchedule(
       ),
       answerLosses: Object.fromEntries(
         documents.map((d) => [d.name, answerLosses(d, gemini.record.calls, cloudRun, bucket)]),
+      ),
+      memoWorkedOnSinceMs: Object.fromEntries(
+        documents.flatMap((d) => {
+          const since = bucket.workedOnSince({
+            analysis: AnalysisMemo.key(d.key),
+            lease: AnalysisMemo.leaseKey(d.key),
+          });
+          return since === undefined ? [] : [[d.key, since]];
+        }),
       ),
       geminiCalls: gemini.record.calls,
       requests: cloudRun.requests,

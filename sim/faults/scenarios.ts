@@ -281,6 +281,25 @@ export const SCENARIOS: readonly Scenario[] = [
     ),
     check: (record) => rolloutProblems(record),
   },
+  {
+    name: 'rollout-during-bigquery-outage',
+    interleaving: 10,
+    title:
+      'a new analyzer version rolls out while BigQuery is out: the analyses the old revision paid for and could not write are written by the new one, not paid again (soak I5, seeds 47, 101, 222)',
+    breaks: ['I5', 'rollout'],
+    // Documents are analysed and kept by the old revision while every write fails; the old
+    // instances are replaced during the outage, so the new revision writes every one of them.
+    schedule: plain(
+      9_030,
+      Array.from({ length: 12 }, (_, i) => ({ publishAtMs: i * 2_000 })),
+      {
+        instances: 2,
+        bigquery: { statements: [], outages: [{ atMs: 0, forMs: 20 * MINUTE_MS }] },
+        rollout: { stopsAtMs: [5 * MINUTE_MS, 6 * MINUTE_MS], model: ROLLOUT_MODEL },
+      },
+    ),
+    check: (record) => rolloutProblems(record),
+  },
 ];
 
 /**

@@ -189,6 +189,11 @@ export const FAULT_RATES = Object.freeze({
   rollout: 0.06,
   /** Seeds whose instances run the real BigQueryStore over the client model. */
   bigqueryStore: 0.3,
+  /**
+   * Outside a fleet: a good document and four poison ones uploaded together on one
+   * instance, so that several refused rows meet in one statement (fleets alone made too few).
+   */
+  poisonBatch: 0.2,
 });
 
 /** The model name the new revision of a rollout configures (another analyzer version). */
@@ -334,7 +339,8 @@ function addLongerFaults(s: FaultSchedule): void {
   const logBetween = (low: number, high: number) =>
     Math.round(Math.exp(between(Math.log(low), Math.log(high))));
 
-  if (chance(r.fleet)) {
+  const fleet = chance(r.fleet);
+  if (fleet) {
     const more = whole(100, 250);
     const base = s.documents.length;
     const burstAtMs = Math.round(between(0, 60_000));
@@ -408,6 +414,28 @@ function addLongerFaults(s: FaultSchedule): void {
     for (let i = 0, at = atMs; i < s.instances; i++, at += Math.round(between(2_000, 20_000)))
       stopsAtMs.push(at);
     s.rollout = { stopsAtMs, model: ROLLOUT_MODEL };
+  }
+  // Drawn last, so that every draw above stays what it was for every seed.
+  if (!fleet && chance(r.poisonBatch)) {
+    // Before any other upload: they fill Pub/Sub's first push window (five) before a nack halves it.
+    const atMs = 0;
+    const analysisMs = Math.round(between(3_000, 9_000));
+    const base = s.documents.length;
+    const count = 4;
+    // A good document first: its row's statement runs while the refused rows arrive, which then
+    // form the next batch together.
+    for (let i = 0; i <= count; i++)
+      s.documents.push({
+        index: base + i,
+        name: `sim/${s.seed}/${String(base + i).padStart(2, '0')}-invoice.txt`,
+        kind: i === 0 ? 'invoice' : 'poison',
+        notifications: 1,
+        publishAtMs: atMs,
+        analysisMs: i === 0 ? analysisMs : analysisMs + 300,
+      });
+    s.documents.sort((a, b) => a.publishAtMs - b.publishAtMs || a.index - b.index);
+    // One instance, so that their rows meet in one batch (as a poison pair's do).
+    s.instances = 1;
   }
 }
 

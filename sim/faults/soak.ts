@@ -20,6 +20,26 @@ export interface FaultsSection {
   mutants?: Record<string, InvariantId | 'not caught'>;
 }
 
+/**
+ * The bar a recorded soak is held to: at least 2,000 seeds, no invariant broken on any, and every
+ * fault kind injected at least 100 times over them.
+ */
+export const SOAK_BAR = Object.freeze({ seeds: 2_000, injectedPerKind: 100 });
+
+/** Where a recorded soak falls short of {@link SOAK_BAR}, in words (empty: it meets it). */
+export function soakShortfalls(section: FaultsSection): string[] {
+  const short: string[] = [];
+  if (!(section.seeds >= SOAK_BAR.seeds)) short.push(`${section.seeds} seeds, fewer than ${SOAK_BAR.seeds}`);
+  for (const id of INVARIANT_IDS)
+    if (section.violations[id] !== 0) short.push(`${id} broken on ${section.violations[id]} seeds`);
+  for (const kind of FAULT_KINDS)
+    if (!(section.faultsByKind[kind] >= SOAK_BAR.injectedPerKind))
+      short.push(
+        `${kind} injected ${section.faultsByKind[kind]} times, fewer than ${SOAK_BAR.injectedPerKind}`,
+      );
+  return short;
+}
+
 /** One seed, run and checked. */
 export async function runSeed(seed: number): Promise<{ result: RunResult; verdict: Verdict }> {
   const result = await runSchedule(generateSchedule(seed));

@@ -234,9 +234,26 @@ export class Warehouse {
         end('ok');
         return new Set(keys.filter((k) => present.has(k)));
       }
-      if (this.running >= BIGQUERY_DML_LIMITS.running)
-        await new Promise<void>((resolve) => this.queue.push(resolve));
-      else this.running++;
+      if (this.running >= BIGQUERY_DML_LIMITS.running) {
+        // Queued: stopped at its jobTimeoutMs like a running job (it leaves the queue, never runs).
+        const admitted = await new Promise<boolean>((resolve) => {
+          const admit = () => {
+            timer?.cancel();
+            resolve(true);
+          };
+          const timer = Number.isFinite(stopAtMs)
+            ? this.time.after(Math.max(0, stopAtMs - this.time.nowMs()), () => {
+                this.queue.splice(this.queue.indexOf(admit), 1);
+                resolve(false);
+              })
+            : undefined;
+          this.queue.push(admit);
+        });
+        if (!admitted) {
+          end('failed: timed out while queued');
+          throw timedOut(timeoutMs ?? 0);
+        }
+      } else this.running++;
       try {
         const present = new Set(this.raw.map((r) => r.row.dedup_key));
         const startedAt = this.time.clock.now().toISOString();

@@ -29,6 +29,7 @@ function kept(): RunRecord {
     paidAnalysesByDocument: { 'a.txt': 1 },
     paidCallsByDocument: { 'a.txt': 1 },
     answerLosses: { 'a.txt': [] },
+    memoWorkedOnSinceMs: {},
     geminiCalls: [
       {
         index: 0,
@@ -189,6 +190,24 @@ describe('the invariants', () => {
     ]);
   });
 
+  it('I5: a delivery arriving after the row, while the memo shows the key was worked on, pays nothing, whatever the memo lost', () => {
+    /** A redelivery at 20 s (the row was committed at 7.9 s) that paid again; the memo lost the keep. */
+    const paidAfterRow = (workedOnSinceMs?: number) => {
+      const r = kept();
+      r.requests.push({ ...r.requests[0]!, id: 1, delivery: 1, startMs: 20_000, endMs: 28_000, calls: [] });
+      r.geminiCalls.push({ ...r.geminiCalls[0]!, index: 1, request: 1, startMs: 20_100, endMs: 26_100 });
+      r.paidAnalysesByDocument['a.txt'] = 2;
+      r.paidCallsByDocument['a.txt'] = 2;
+      r.answerLosses['a.txt'] = ['memo create failed at 6100 ms: the analysis was not kept'];
+      if (workedOnSinceMs !== undefined) r.memoWorkedOnSinceMs[KEY] = workedOnSinceMs;
+      return r;
+    };
+    // The key's lease was in the bucket from 0 s: the store's lookup had to be asked.
+    expect(broken(paidAfterRow(0))).toEqual(['I5']);
+    // The memo held neither its analysis nor a lease: skipping the lookup then is by design.
+    expect(broken(paidAfterRow())).toEqual([]);
+  });
+
   it('I5: a document paid twice with no lost answer breaks it; a lost answer of that document allows one more', () => {
     const r = kept();
     r.paidAnalysesByDocument = { 'a.txt': 2 };
@@ -226,6 +245,22 @@ describe('the invariants', () => {
     drained.requests[0]!.sigtermAtMs = 1_000;
     drained.requests[0]!.endMs = 9_500;
     expect(broken(drained)).toEqual(['I6']);
+  });
+
+  it('I6: a request reaching its instance after the drain deadline must be answered at once, with no work (soak I6, seed 466)', () => {
+    const arrivedLate = (change: (r: RunRecord['requests'][number]) => void = () => {}) => {
+      const r = kept();
+      const late = { ...r.requests[0]!, id: 1, delivery: 1, startMs: 30_000, sigtermAtMs: 10_000, calls: [] };
+      Object.assign(late, { endMs: 30_000, status: 503, answer: 503 });
+      change(late);
+      r.requests.push(late);
+      return r;
+    };
+    expect(broken(arrivedLate())).toEqual([]);
+    expect(broken(arrivedLate((x) => Object.assign(x, { endMs: 31_000 })))).toEqual(['I6']);
+    expect(
+      broken(arrivedLate((x) => x.calls.push({ port: 'memo', startMs: 30_500, endMs: 30_600 }))),
+    ).toEqual(['I6']);
   });
 
   it('I6: a call started after the deadline, a handler that never answers, breaks it; a killed one does not', () => {

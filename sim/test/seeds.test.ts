@@ -7,9 +7,11 @@ import { broken, runSeed } from '../faults/soak';
  * `npm run sim -- --cover 250` picks so that every kind is injected (greedily, among seeds that
  * hold the invariants). When the schedule generator changes, pick again; a seed here that starts
  * failing after a change to the worker is a finding: replay it with `npm run sim -- --seed N`.
+ * Seed 159 stays as a regression case of the simulator itself: an instance whose clock is skewed
+ * read its drain's deadline on the true clock, and its requests' on its own.
  */
 const SUITE_SEEDS: readonly number[] = [
-  1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 53, 65, 233, 246,
+  1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 53, 65, 159, 233, 246,
 ];
 
 describe('a fixed set of seeds', () => {

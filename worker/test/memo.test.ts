@@ -10,7 +10,7 @@ import { Deadline, DeadlineError } from '../src/core/deadline';
 import { OutcomeUnknownError, RejectionError, TransientError } from '../src/core/errors';
 import { dedupKey, parsePush } from '../src/core/event';
 import { handle } from '../src/core/handle';
-import { AnalysisMemo } from '../src/core/memo';
+import { AnalysisMemo, type WorkContext } from '../src/core/memo';
 import type { Clock, MemoEntry, MemoStore } from '../src/core/ports';
 import { pushBody } from './support/builders';
 import { MemoryLogger, sampleAnalysis } from './support/fakes';
@@ -113,12 +113,12 @@ describe('AnalysisMemo', () => {
     expect(work).not.toHaveBeenCalled();
   });
 
-  it('treats a new analysis version as new work', async () => {
-    const memo = memoOn(new MemoryMemoStore());
+  it('replays an analysis another analyzer version paid for: a document is analysed once, whichever version pays', async () => {
+    const store = new MemoryMemoStore();
     const work = jest.fn(async () => paid());
-    await memo.analyse(KEY, 'v1', work);
-    expect(await memo.analyse(KEY, 'v2', work)).toMatchObject({ source: 'analyzer' });
-    expect(work).toHaveBeenCalledTimes(2);
+    await memoOn(store).analyse(KEY, 'v1', work);
+    expect(await memoOn(store).analyse(KEY, 'v2', work)).toEqual({ result: paid(), source: 'memo' });
+    expect(work).toHaveBeenCalledTimes(1);
   });
 
   it('ignores an entry older than the dedup window', async () => {
@@ -199,6 +199,45 @@ describe('AnalysisMemo across instances (the lease)', () => {
     expect(await first).toMatchObject({ source: 'analyzer' });
     expect(await second).toEqual({ result: paid(), source: 'shared', holderSeen: true });
     expect(workB).not.toHaveBeenCalled();
+  });
+
+  it('reads the memo again before paying once a holder has ended its round: it kept its analysis after the delivery first read the memo', async () => {
+    const clock = new ManualClock();
+    const store = new MemoryMemoStore();
+    const [a, b] = twoInstances(store, clock);
+    let peeked: Awaited<ReturnType<AnalysisMemo['peek']>> | undefined;
+    // B's first read comes while A holds the key's lease and has kept nothing yet.
+    await a.analyse(KEY, 'v1', async () => {
+      peeked = await b.peek(KEY, 'v1');
+      return paid();
+    });
+    expect(peeked?.state).toBe('worked');
+    // A writes and ends its round; then B, its lookup missed A's row, goes on to pay.
+    (await a.writeTurn(KEY, 'v1')).done();
+    await new Promise((resolve) => setImmediate(resolve));
+    const work = jest.fn(async () => paid(9999));
+    expect(await b.analyse(KEY, 'v1', work, undefined, undefined, peeked)).toEqual({
+      result: paid(),
+      source: 'memo',
+    });
+    expect(work).not.toHaveBeenCalled();
+  });
+
+  it('keeps the attempts a failed delivery paid for: its retry on another instance goes on after them (soak I5, seed 168)', async () => {
+    const clock = new ManualClock();
+    const store = new MemoryMemoStore();
+    const [a, b] = twoInstances(store, clock);
+    // A's first attempt is paid and answered outside the schema; its second is refused for a
+    // reason not about the document (404 NOT_FOUND), which ends the delivery (503).
+    const progress = { attemptsDone: 1, problems: 'total_amount: expected a number' };
+    const usage = { promptTokens: 1200, outputTokens: 300, totalTokens: 1500 };
+    const refused = new TransientError('dependency_refused', 'Gemini: 404 NOT_FOUND', { usage, progress });
+    await expect(a.analyse(KEY, 'v1', () => Promise.reject(refused))).rejects.toThrow('404');
+    // A's round expires; the retry reaches B.
+    clock.ms += 120_000;
+    const work = jest.fn(async (_context: WorkContext) => paid());
+    expect(await b.analyse(KEY, 'v1', work)).toMatchObject({ source: 'analyzer' });
+    expect(work).toHaveBeenCalledWith({ afterHolder: false, resume: progress });
   });
 
   it('does the work itself once the lease expires, when the holder never finished (a crash)', async () => {
@@ -295,7 +334,13 @@ describe('AnalysisMemo across instances (the lease)', () => {
     clock.ms += 120_000;
     let reads = 0;
     const flaky: MemoStore = {
-      get: (key) => (++reads === 1 ? Promise.reject(new Error('503 from the memo bucket')) : store.get(key)),
+      // Reads of the analysis are counted (the attempts already paid are read beside it).
+      get: (key) =>
+        key !== AnalysisMemo.key(KEY)
+          ? store.get(key)
+          : ++reads === 1
+            ? Promise.reject(new Error('503 from the memo bucket'))
+            : store.get(key),
       create: (key, entry) => store.create(key, entry),
       lease: (key, until) => store.lease(key, until),
       renew: (key, until) => store.renew(key, until),
@@ -345,7 +390,7 @@ describe('FileMemoStore', () => {
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-  const key = (n: number) => AnalysisMemo.key(`${KEY}-${n}`, 'abc123');
+  const key = (n: number) => AnalysisMemo.key(`${KEY}-${n}`);
   const entry = (total: number): MemoEntry => ({ ...paid(total), createdAt: '2026-11-30T04:00:00.000Z' });
 
   it('answers undefined for a key it never kept', async () => {
@@ -360,7 +405,7 @@ describe('FileMemoStore', () => {
     // A later create never replaces it.
     await store.create(key(1), entry(9999));
     expect(await store.get(key(1))).toEqual(kept);
-    const files = readdirSync(path.join(dir, 'abc123'));
+    const files = readdirSync(path.join(dir, 'analysis'));
     expect(files).toHaveLength(1);
     expect(files[0]).toMatch(/^[a-f0-9]{64}\.json$/);
   });
@@ -371,7 +416,7 @@ describe('FileMemoStore', () => {
     await store.create(key(2), entry(2));
     const old = new Date('2026-11-01T00:00:00Z');
     const [first] = key(1).split('/').slice(1);
-    utimesSync(path.join(dir, 'abc123', `${first}.json`), old, old);
+    utimesSync(path.join(dir, 'analysis', `${first}.json`), old, old);
     expect(await store.prune(new Date('2026-11-20T00:00:00Z'))).toBe(1);
     expect(await store.get(key(1))).toBeUndefined();
     expect(await store.get(key(2))).toBeDefined();
@@ -395,14 +440,14 @@ describe('FileMemoStore', () => {
     expect(readdirSync(path.dirname(path.join(dir, key(2)))).filter((f) => f.endsWith('.tmp'))).toEqual([]);
   });
 
-  it('refuses a key that is not version/sha256, so no name can escape its folder', async () => {
+  it('refuses a key that is not namespace/sha256, so no name can escape its folder', async () => {
     await expect(new FileMemoStore(dir).get('../../etc/passwd')).rejects.toThrow('not a memo key');
     await expect(new FileMemoStore(dir).lease(`${key(1)}~../x`, new Date())).rejects.toThrow(
       'not a memo key',
     );
   });
 
-  it('gives the lease rounds after the first their own lease (`version/sha256~N`)', async () => {
+  it('gives the lease rounds after the first their own lease (`lease/sha256~N`)', async () => {
     const store = new FileMemoStore(dir);
     const until = new Date('2026-11-30T04:00:15.000Z');
     expect(await store.lease(key(1), until)).toBeUndefined();
@@ -434,6 +479,20 @@ describe('handle with the memo', () => {
     reader.put(attrs.bucketId!, attrs.objectId!, attrs.objectGeneration!, INVOICE);
     return { store, reader, analyzer, deps, body };
   }
+
+  it('asks the analyzer to go on after the attempts an earlier delivery paid for and did not end (soak I5, seed 168)', async () => {
+    const memoStore = new MemoryMemoStore();
+    const { analyzer, deps, body } = setup(memoStore);
+    const key = dedupKey(parsePush(body), 'object');
+    // An earlier delivery held the key's lease (expired now) and kept the attempt it paid for.
+    const progress = { attemptsDone: 1, problems: 'total_amount: expected a number' };
+    const usage = { promptTokens: 1200, outputTokens: 300, totalTokens: 1500 };
+    const createdAt = new ManualClock().now().toISOString();
+    await memoStore.create(AnalysisMemo.progressKey(key), { progress, usage, createdAt });
+    await memoStore.lease(AnalysisMemo.leaseKey(key), new ManualClock().now());
+    expect(await handle(parsePush(body), deps)).toMatchObject({ status: 'ok', analysed: true });
+    expect(analyzer.calls.map((c) => c.resume)).toEqual([progress]);
+  });
 
   it('pays once when the write fails and Pub/Sub delivers again; the row keeps the tokens paid', async () => {
     const { store, reader, analyzer, deps, body } = setup();
@@ -709,12 +768,31 @@ describe('an analyzer rollout: two revisions with different analyzer versions', 
     const time = new ManualTime();
     const { old, next, body, seen, deadline } = revisions(time);
     expect(await handle(parsePush(body), old.deps, deadline())).toMatchObject({ status: 'ok' });
-    // Nothing kept under v2, but the key's lease says a delivery worked on it: the store is asked.
+    // The memo holds v1's analysis: a delivery of it may have written, so the store is asked.
     const again = await handle(parsePush(body), next.deps, deadline());
     expect(again).toMatchObject({ status: 'duplicate', duplicateAt: 'seen', analysed: false });
     expect(next.analyzer.calls).toHaveLength(0);
     expect(seen.count).toBe(1);
     expect(old.store.rowsFor(again.dedupKey)).toHaveLength(1);
+  });
+
+  it('writes the analysis the old version paid for and could not write: the new version pays nothing (soak I5, seeds 47, 101, 222)', async () => {
+    const time = new ManualTime();
+    const { old, next, body, deadline } = revisions(time);
+    // The old revision pays, keeps its analysis, and its write fails (an outage of the store).
+    const record = old.store.record.bind(old.store);
+    old.store.record = () =>
+      Promise.reject(new TransientError('store_unavailable', 'the store answered 503'));
+    await expect(handle(parsePush(body), old.deps, deadline())).rejects.toThrow('503');
+    old.store.record = record;
+    // The retry reaches the new revision: it replays v1's analysis and writes it, under v1's model.
+    const again = await handle(parsePush(body), next.deps, deadline());
+    expect(again).toMatchObject({ status: 'ok', analysed: false, memo: 'hit' });
+    expect(old.analyzer.calls).toHaveLength(1);
+    expect(next.analyzer.calls).toHaveLength(0);
+    const rows = old.store.rowsFor(again.dedupKey);
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ status: 'ok', model: 'scripted', worker_version: 'test' });
   });
 
   it('asks the store when the memo cannot tell whether the key was leased', async () => {
@@ -767,6 +845,53 @@ describe('an analyzer rollout: two revisions with different analyzer versions', 
     // No write of the new revision overlapped the old one's.
     const oldWrite = writes[0]!;
     for (const w of writes.slice(1)) expect(w.atMs).toBeGreaterThanOrEqual(oldWrite.doneMs!);
+  });
+});
+
+describe("the delivery's deadline during a memo call", () => {
+  it('ends the delivery (503) instead of passing the memo by and going on past its deadline (soak I6, seed 306)', async () => {
+    const time = new ManualTime();
+    const store = new MemoryMemoStore();
+    // The keep never answers; the memo call's own bound (60 s) is later than the deadline (10 s).
+    store.create = () => new Promise(() => {});
+    const memo = new AnalysisMemo(store, {
+      ttlMs: 8 * DAY_MS,
+      clock: time.clock,
+      sleep: time.sleep,
+      timers: time,
+      callTimeoutMs: 60_000,
+    });
+    const deadline = Deadline.after(10_000, time.clock, time);
+    const settled = memo
+      .analyse(KEY, 'v1', async () => paid(), undefined, deadline)
+      .then(
+        () => 'went on',
+        (error: unknown) => error,
+      );
+    await time.advance(11_000);
+    expect(await settled).toBeInstanceOf(DeadlineError);
+  });
+
+  it('still passes the memo by when a call outlasts its own bound, within the deadline', async () => {
+    const time = new ManualTime();
+    const store = new MemoryMemoStore();
+    store.create = () => new Promise(() => {});
+    const memo = new AnalysisMemo(store, {
+      ttlMs: 8 * DAY_MS,
+      clock: time.clock,
+      sleep: time.sleep,
+      timers: time,
+      callTimeoutMs: 5_000,
+    });
+    const deadline = Deadline.after(60_000, time.clock, time);
+    const settled = memo
+      .analyse(KEY, 'v1', async () => paid(), undefined, deadline)
+      .then(
+        (analysed) => analysed,
+        (error: unknown) => error,
+      );
+    for (let t = 0; t < 10; t++) await time.advance(1_000);
+    expect(await settled).toMatchObject({ source: 'analyzer' });
   });
 });
 

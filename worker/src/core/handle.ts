@@ -141,8 +141,8 @@ export async function handle(
       } else {
         const analyze = keepingSpentTokens(deps.analyzer);
         const work = async (context?: WorkContext) => {
-          // After a holder of the key's lease that kept no analysis of this version (one of another
-          // analyzer version, during a deploy): its row may be there, and paying again would be waste.
+          // After a holder of the key's lease that kept no analysis (its keep failed, or its row needed
+          // none): its row may be there, and paying again would be waste.
           if (context?.afterHolder && (await deadline.race('lookup', deps.store.seen(key, deadline))))
             throw new WrittenMeanwhile();
           // An analyzer that is out is not paid for, nor the document read for it.
@@ -152,12 +152,15 @@ export async function handle(
           analysed = true;
           return deadline.race(
             'analysis',
-            analyze({
-              bytes,
-              contentType: analyzedContentType(mime, event.object.contentType),
-              name,
-              deadline,
-            }),
+            analyze(
+              {
+                bytes,
+                contentType: analyzedContentType(mime, event.object.contentType),
+                name,
+                deadline,
+              },
+              context?.resume,
+            ),
           );
         };
         // The gate weighs a work by its document's declared size (the largest allowed when unknown).
@@ -245,14 +248,21 @@ export function analyzedContentType(mime: string, declared: string | null | unde
  * The analyzer's calls for one delivery. A run that paid and then failed transiently (a first call
  * answered, the second got a 429) is run again by the admission; its tokens are added to the next
  * run's outcome, so that the row (and the memo) records every token this delivery paid, and the
- * next run goes on after the attempts already paid (`resume`) instead of paying them again.
+ * next run goes on after the attempts already paid (`resume`) instead of paying them again. A
+ * delivery after one that paid a first attempt and then failed (the memo kept its progress) goes
+ * on after that attempt the same way.
  */
-function keepingSpentTokens(analyzer: Analyzer): (input: AnalyzerInput) => Promise<AnalysisResult> {
+function keepingSpentTokens(
+  analyzer: Analyzer,
+): (input: AnalyzerInput, earlier?: AnalysisProgress) => Promise<AnalysisResult> {
   let spent: Usage | undefined;
   let progress: AnalysisProgress | undefined;
-  return async (input) => {
+  return async (input, earlier) => {
+    // `earlier`: attempts an earlier delivery paid for (kept in the memo). Their tokens were logged
+    // with that delivery's failure and are not added here: the row's tokens are this delivery's.
+    const resume = progress ?? earlier;
     try {
-      const result = await analyzer.analyze(progress ? { ...input, resume: progress } : input);
+      const result = await analyzer.analyze(resume ? { ...input, resume } : input);
       return spent ? { ...result, usage: addUsage(result.usage, spent)! } : result;
     } catch (error) {
       if (error instanceof TransientError && error.usage) spent = addUsage(spent, error.usage);

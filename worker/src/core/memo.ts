@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
-import type { AnalysisResult } from '../contract/analysis';
+import type { AnalysisProgress, AnalysisResult } from '../contract/analysis';
 import { MEMO_CALL_TIMEOUT_MS } from '../contract/settings';
-import { Deadline } from './deadline';
-import { isRejection, RejectionError } from './errors';
+import { Deadline, ShuttingDownError } from './deadline';
+import { isRejection, RejectionError, TransientError } from './errors';
 import {
   type Admission,
   admitAtOnce,
@@ -10,6 +10,7 @@ import {
   type Logger,
   type MemoEntry,
   type MemoOutcome,
+  type MemoProgress,
   type MemoStore,
   realTimers,
   systemClock,
@@ -18,8 +19,10 @@ import {
 
 /**
  * The memo of paid analyses: after an analysis and before the write, its outcome is kept under the
- * dedup key and the analyzer's version, so that a delivery retried after a failed write (a busy
- * store, a full DML queue) does not pay for the same analysis again. The outcome is the result, or
+ * dedup key, so that a delivery retried after a failed write (a busy store, a full DML queue, an
+ * outage) does not pay for the same analysis again, whichever analyzer version it runs: during a
+ * rollout an analysis the old revision paid for and could not write is the one the new revision
+ * writes (its row names the model that made it), never paid twice. The outcome is the result, or
  * the permanent refusal a paid analysis ended in (`analysis_failed` after two paid calls,
  * `safety_blocked`), with its tokens: a retry replays the refusal instead of paying for it again.
  *
@@ -134,11 +137,16 @@ interface Lease {
 /** What the memo tells the paid work it runs. */
 export interface WorkContext {
   /**
-   * The work follows a holder of the key's lease that kept no analysis of this version: it may have
-   * written the row (a holder of another analyzer version, during a deploy). The work asks the
-   * store first, and throws {@link WrittenMeanwhile} instead of paying when the row is there.
+   * The work follows a holder of the key's lease that kept no analysis: it may have written the row
+   * all the same (its keep failed, or its row needed no paid analysis). The work asks the store
+   * first, and throws {@link WrittenMeanwhile} instead of paying when the row is there.
    */
   afterHolder: boolean;
+  /**
+   * The attempts an earlier delivery paid for and did not end (its first answer was outside the
+   * schema, then a failure not about the document ended it): the work goes on after them.
+   */
+  resume?: AnalysisProgress;
 }
 
 /** Thrown by the paid work when the key's row was written meanwhile: nothing to pay, nothing to write. */
@@ -157,10 +165,10 @@ type Kept = { result: AnalysisResult } | { refused: RejectionError };
 
 /**
  * What one read of the memo found for a key, before any other work ({@link AnalysisMemo.peek}):
- * `none`, no analysis of it kept by this version and no delivery of it (of any version) ever took
- * its lease, so none has paid or written; `kept`, an analysis is kept; `worked`, none is kept by this
- * version but a delivery took the key's lease (one of another analyzer version, during a deploy, may
- * have written its row); `unknown`, the memo could not be read. Handed to `analyse()`, it stands for
+ * `none`, no analysis of it kept and no delivery of it (of any analyzer version) ever took its
+ * lease, so none has paid or written; `kept`, an analysis is kept (by whichever version paid);
+ * `worked`, none is kept but a delivery took the key's lease (it may have written its row: one
+ * whose keep failed, or whose row needed no paid analysis); `unknown`, the memo could not be read. Handed to `analyse()`, it stands for
  * the memo's first read, so the memo is not read twice.
  */
 export interface MemoPeek {
@@ -208,23 +216,39 @@ export class AnalysisMemo {
     this.timers = options.timers ?? realTimers;
   }
 
-  /** The storage key: the analysis version, then a hash of the dedup key (safe in any object name). */
-  static key(dedupKey: string, version: string): string {
-    return `${version}/${hashOf(dedupKey)}`;
+  /**
+   * The storage key of a key's paid analysis: a hash of the dedup key (safe in any object name), the
+   * same for every analyzer version. A document is analysed once, whichever version pays: a rollout
+   * whose old revision paid and could not write (an outage, a shutdown) leaves an analysis the new
+   * revision replays and writes, under the model that made it (the row's `model`), instead of paying
+   * again; a row the old revision wrote would have carried it just the same. Re-analysing documents
+   * with a new version is a backfill of its own, never a side effect of a retry.
+   */
+  static key(dedupKey: string): string {
+    return `${ANALYSIS_NAMESPACE}/${hashOf(dedupKey)}`;
   }
 
   /**
    * The key's lease (its first round; later rounds add `~N`): the same for every analyzer version.
    * The lease excludes the writes of every delivery of a key, and during a deploy two revisions
    * with different versions deliver the same keys: a lease per version would let both write at
-   * once. Only the analyses are kept per version (a new version is new work for what is unwritten).
+   * once. The analyses are shared by every version too ({@link key}).
    */
   static leaseKey(dedupKey: string): string {
     return `${LEASE_NAMESPACE}/${hashOf(dedupKey)}`;
   }
 
   /**
-   * The analysis of `dedupKey` by analyzer `version`: from the memo when it holds one, from the
+   * Where the paid attempts of an analysis that did not end are kept ({@link MemoProgress}): beside
+   * the analysis, not under its key, which must stay free for the outcome (entries are create-only).
+   */
+  static progressKey(dedupKey: string): string {
+    return `${PROGRESS_NAMESPACE}/${hashOf(dedupKey)}`;
+  }
+
+  /**
+   * The analysis of `dedupKey`: from the memo when it holds one (whichever analyzer version paid for
+   * it: `_version`, the asking analyzer's, is not part of the memo's key), from the
    * same analysis when one is already running in this instance, else from `work()` (which reads and
    * pays), kept in the memo afterwards. Errors of `work()` propagate; the memo's own never do. A
    * paid refusal kept in the memo is thrown again, marked with where it came from.
@@ -235,22 +259,21 @@ export class AnalysisMemo {
    */
   async analyse(
     dedupKey: string,
-    version: string,
+    _version: string,
     work: (context: WorkContext) => Promise<AnalysisResult>,
     admission: Admission = admitAtOnce,
     deadline: Deadline = Deadline.none(),
     /** The delivery's earlier read of the memo ({@link peek}), standing for the first lookup. */
     peeked?: MemoPeek,
   ): Promise<Analysed> {
-    const key = AnalysisMemo.key(dedupKey, version);
+    const key = AnalysisMemo.key(dedupKey);
     const running = this.inFlight.get(key);
     if (running) return this.share(running, deadline);
 
-    const reads = { failed: peeked?.state === 'unknown' };
     // A peek that could not read the memo is read again once admitted, right before paying: the
     // lookup may have taken long meanwhile, and a concurrent delivery may have kept its analysis.
     const readAgain = peeked?.state === 'unknown';
-    const kept = peeked ? peeked.kept : await this.lookup(key, dedupKey, deadline, reads);
+    const kept = peeked ? peeked.kept : await this.lookup(key, dedupKey, deadline);
     if (kept) return replay(kept, 'memo');
 
     // A lookup ran meanwhile: another delivery may have started the work in between.
@@ -258,9 +281,9 @@ export class AnalysisMemo {
     if (started) return this.share(started, deadline);
     const promise = admission.run(async (waitedMs) => {
       const keptMeanwhile =
-        waitedMs > 0 || readAgain ? await this.lookup(key, dedupKey, deadline, reads) : undefined;
+        waitedMs > 0 || readAgain ? await this.lookup(key, dedupKey, deadline) : undefined;
       if (keptMeanwhile) return replay(keptMeanwhile, 'shared');
-      return this.leaseThenWork(key, dedupKey, work, deadline, reads);
+      return this.leaseThenWork(key, dedupKey, work, deadline);
     }, deadline);
     this.inFlight.set(key, promise);
     try {
@@ -278,12 +301,12 @@ export class AnalysisMemo {
    * whose row was written is one more paid analysis, never a second row: a cache that fails costs
    * money, never a document. Errors never propagate (`unknown`).
    */
-  async peek(dedupKey: string, version: string, deadline: Deadline = Deadline.none()): Promise<MemoPeek> {
+  async peek(dedupKey: string, _version: string, deadline: Deadline = Deadline.none()): Promise<MemoPeek> {
     const reads = { failed: false };
     // Read together with the entry, so that a miss costs no extra wait: whether any delivery of the
     // key, of any analyzer version, ever took its lease.
     const [kept, leased] = await Promise.all([
-      this.lookup(AnalysisMemo.key(dedupKey, version), dedupKey, deadline, reads),
+      this.lookup(AnalysisMemo.key(dedupKey), dedupKey, deadline, reads),
       this.everLeased(dedupKey, deadline),
     ]);
     if (kept) return { state: 'kept', kept };
@@ -293,8 +316,8 @@ export class AnalysisMemo {
 
   /**
    * Whether a delivery of `dedupKey` ever took its lease (every write takes one): with no analysis
-   * kept by this version, that is how a delivery learns that one of another version (a deploy of a
-   * new analyzer) may have written its row, so that it asks the store before paying again.
+   * kept, that is how a delivery learns that another may have written its row all the same (its
+   * keep failed, or the row needed no paid analysis), so that it asks the store before paying.
    * `false` when the store cannot tell (no `leased`) or leases are off: then as before.
    */
   private async everLeased(dedupKey: string, deadline: Deadline): Promise<boolean | 'unknown'> {
@@ -302,6 +325,7 @@ export class AnalysisMemo {
     try {
       return await this.call('read', this.store.hasLease(AnalysisMemo.leaseKey(dedupKey)), deadline);
     } catch (error) {
+      this.endIfOver(error, deadline, 'read');
       this.options.logger?.warn('the memo could not tell whether the key was leased: asking the store', {
         dedupKey,
         error: error instanceof Error ? error.message : String(error),
@@ -326,16 +350,15 @@ export class AnalysisMemo {
    * retry. A lease that cannot be taken, read or renewed never stops the work; a holder already
    * seen is waited for one more lease time when the next lease call fails, once.
    *
-   * A delivery that waited for a holder and found no analysis of its own version works with
-   * `afterHolder`: the holder may have written the row (a failed holder, or one of another analyzer
-   * version during a deploy), so the work asks the store before paying ({@link WrittenMeanwhile}).
+   * A delivery that waited for a holder and found no analysis kept works with `afterHolder`: the
+   * holder may have written the row all the same (a holder whose keep failed, or whose row needed no
+   * paid analysis), so the work asks the store before paying ({@link WrittenMeanwhile}).
    */
   private async leaseThenWork(
     key: string,
     dedupKey: string,
     work: (context: WorkContext) => Promise<AnalysisResult>,
     deadline: Deadline,
-    reads: { failed: boolean },
   ): Promise<Analysed> {
     const base = AnalysisMemo.leaseKey(dedupKey);
     const waited = await this.waitForHolder(base, dedupKey, deadline, {
@@ -351,17 +374,25 @@ export class AnalysisMemo {
     const { lease, holderSeen } = waited;
     // The memo gave no lease (it is failing): the work goes on; the write asks again (writeTurn).
     const leaseKey = lease.leaseKey;
-    // The memo could not be read, and an earlier delivery held a lease on this key (even if the
-    // next round could not be taken): it may well have kept its analysis. One more read costs a
-    // memo call; paying again costs an analysis.
-    if (reads.failed && lease.earlier) {
-      const kept = await this.lookup(key, dedupKey, deadline);
+    // An earlier delivery held a lease on this key (even if the next round could not be taken): it
+    // may well have kept its analysis since this delivery last read the memo (a holder keeps its
+    // analysis before its write, and ends its round only after it), and this delivery may not have
+    // waited for it at all (it ended its round first, or it is a delivery of this instance, whose
+    // round is taken up at once). One more read costs a memo call; paying again costs an analysis.
+    // Read with it: the attempts an earlier delivery paid for before it failed, to go on after them.
+    let resume: AnalysisProgress | undefined;
+    if (lease.earlier) {
+      const [kept, progress] = await Promise.all([
+        this.lookup(key, dedupKey, deadline),
+        this.progressOf(dedupKey, deadline),
+      ]);
       if (kept) return replay(kept, 'memo');
+      resume = progress;
     }
     const heartbeat = leaseKey ? this.renewWhileWorking(leaseKey, dedupKey, deadline) : undefined;
     let result: AnalysisResult;
     try {
-      result = await work({ afterHolder: holderSeen });
+      result = await work({ afterHolder: holderSeen, ...(resume ? { resume } : {}) });
     } catch (error) {
       // A paid refusal is an outcome: kept, so that a retry after a failed write does not pay again;
       // its row is written next, under the same lease (as a result's is, below).
@@ -375,6 +406,13 @@ export class AnalysisMemo {
       if (error instanceof WrittenMeanwhile) {
         heartbeat?.stop(true);
         throw error;
+      }
+      // Attempts paid before a failure that is not about the document (a first answer outside the
+      // schema, then a 503, a refusal or the deadline): kept while the round still lives, so that
+      // the retry, here or elsewhere, goes on after them instead of paying them again.
+      if (error instanceof TransientError && error.progress && error.usage) {
+        const progress = { progress: error.progress, usage: error.usage };
+        await this.keep(AnalysisMemo.progressKey(dedupKey), dedupKey, progress, deadline);
       }
       heartbeat?.stop();
       if (leaseKey) {
@@ -393,8 +431,8 @@ export class AnalysisMemo {
    * The one wait for a key's holder, for the analysis and for the write: takes the key's lease, or,
    * while another delivery holds it, waits, looking every poll for what the caller needs (`look`:
    * the holder's analysis) and asking the lease again (a holder whose write answered ends its lease
-   * at once, long before the bound it was moved to; a holder of another analyzer version keeps no
-   * analysis this delivery could find). `mine` ends the wait when this instance already holds what
+   * at once, long before the bound it was moved to; a holder whose row needed no paid analysis
+   * keeps none this delivery could find). `mine` ends the wait when this instance already holds what
    * the caller needs (its own write turn). A holder seen is waited for `grace.ms` past its lease as
    * last read when a lease call then fails (the memo is failing, the holder likely still works), at
    * most `grace.times` times; the last grace is waited out whole. Every wait ends at the deadline
@@ -635,6 +673,7 @@ export class AnalysisMemo {
       });
       return {};
     } catch (error) {
+      this.endIfOver(error, deadline, 'lease');
       this.options.logger?.warn('the memo could not take a lease: analysing without one', {
         dedupKey,
         error: error instanceof Error ? error.message : String(error),
@@ -655,13 +694,14 @@ export class AnalysisMemo {
       const entry = await this.call('read', this.store.get(key), deadline);
       if (!entry) return undefined;
       const ageMs = this.clock.now().getTime() - Date.parse(entry.createdAt);
-      if (!(ageMs <= this.options.ttlMs)) return undefined;
+      if (!(ageMs <= this.options.ttlMs) || 'progress' in entry) return undefined;
       if ('rejection' in entry) {
         const { reason, detail } = entry.rejection;
         return { refused: new RejectionError(reason, detail, { usage: entry.usage }) };
       }
       return { result: { analysis: entry.analysis, model: entry.model, usage: entry.usage } };
     } catch (error) {
+      this.endIfOver(error, deadline, 'read');
       if (reads) reads.failed = true;
       this.options.logger?.warn('the memo of paid analyses could not be read: analysing again', {
         dedupKey,
@@ -671,11 +711,34 @@ export class AnalysisMemo {
     }
   }
 
-  private async keep(key: string, dedupKey: string, outcome: MemoOutcome, deadline: Deadline): Promise<void> {
+  /** The attempts an earlier delivery paid for and did not end, if the memo kept them ({@link progressKey}). */
+  private async progressOf(dedupKey: string, deadline: Deadline): Promise<AnalysisProgress | undefined> {
+    try {
+      const entry = await this.call('read', this.store.get(AnalysisMemo.progressKey(dedupKey)), deadline);
+      if (!entry || !('progress' in entry)) return undefined;
+      const ageMs = this.clock.now().getTime() - Date.parse(entry.createdAt);
+      return ageMs <= this.options.ttlMs ? entry.progress : undefined;
+    } catch (error) {
+      this.endIfOver(error, deadline, 'read');
+      this.options.logger?.warn('the memo could not tell the attempts already paid: analysing afresh', {
+        dedupKey,
+        error: error instanceof Error ? error.message : String(error),
+      });
+      return undefined;
+    }
+  }
+
+  private async keep(
+    key: string,
+    dedupKey: string,
+    outcome: MemoOutcome | MemoProgress,
+    deadline: Deadline,
+  ): Promise<void> {
     try {
       const entry: MemoEntry = { ...outcome, createdAt: this.clock.now().toISOString() };
       await this.call('keep', this.store.create(key, entry), deadline);
     } catch (error) {
+      this.endIfOver(error, deadline, 'keep');
       this.options.logger?.warn(
         'the memo of paid analyses could not keep an analysis: a retry would pay again',
         {
@@ -684,6 +747,16 @@ export class AnalysisMemo {
         },
       );
     }
+  }
+
+  /**
+   * A memo call that failed because the delivery's own deadline came (or its instance is shutting
+   * down) is not the memo failing: the delivery is over, and passing the memo by would start the
+   * next call past the deadline. That is thrown (503); any other failure is the memo's, passed by.
+   */
+  private endIfOver(error: unknown, deadline: Deadline, what: string): void {
+    if (error instanceof ShuttingDownError) throw error;
+    deadline.check(`memo ${what}`);
   }
 
   /** One memo call, bounded by its own timeout and by the delivery's deadline. */
@@ -705,7 +778,10 @@ function hashOf(dedupKey: string): string {
 }
 
 /**
- * Where leases live: a namespace beside the versions' folders, never an analyzer version (those are
- * 16 hex digits, contract/analysis.ts `analysisVersion`).
+ * Where paid analyses, leases and paid attempts live: namespaces, never an analyzer version (those are 16 hex
+ * digits, contract/analysis.ts `analysisVersion`), so neither meets the folders of the earlier
+ * layout, which kept analyses per version.
  */
+const ANALYSIS_NAMESPACE = 'analysis';
 const LEASE_NAMESPACE = 'lease';
+const PROGRESS_NAMESPACE = 'progress';

@@ -53,12 +53,21 @@ export interface BatchStore extends Store {
 
 /**
  * A paid analysis kept so that a retry does not pay again: its result, or the permanent refusal it
- * ended in (`analysis_failed`, `safety_blocked`), with the tokens it cost either way.
+ * ended in (`analysis_failed`, `safety_blocked`), with the tokens it cost either way; or, under a
+ * key of its own, the attempts a delivery paid before a failure that is not about the document
+ * ({@link MemoProgress}).
  */
-export type MemoEntry = MemoOutcome & {
+export type MemoEntry = (MemoOutcome | MemoProgress) & {
   /** ISO timestamp; entries older than the dedup window are ignored and pruned. */
   createdAt: string;
 };
+
+/**
+ * The paid attempts of an analysis that did not end: a first answer outside the schema, then a
+ * failure that is not about the document (a 503, a dependency refusal, the deadline). A later
+ * delivery goes on after them instead of paying them again.
+ */
+export type MemoProgress = { progress: AnalysisProgress; usage: Usage };
 
 /** What a memo entry keeps of a paid analysis: its result or its refusal, and its tokens. */
 export type MemoOutcome = (

@@ -54,7 +54,7 @@ describe(`GcsMemoStore on fake-gcs-server ${toolVersion('fake-gcs-server')}`, ()
   });
 
   it('reads a key it never kept as a miss', async () => {
-    expect(await store.get(AnalysisMemo.key('gs://b/never#1', 'v1'))).toBeUndefined();
+    expect(await store.get(AnalysisMemo.key('gs://b/never#1'))).toBeUndefined();
   });
 
   it('tells whether a key was ever leased, without taking its lease', async () => {
@@ -66,7 +66,7 @@ describe(`GcsMemoStore on fake-gcs-server ${toolVersion('fake-gcs-server')}`, ()
   });
 
   it('keeps the first of racing creates and never replaces it', async () => {
-    const key = AnalysisMemo.key('gs://b/race#1', 'v1');
+    const key = AnalysisMemo.key('gs://b/race#1');
     await Promise.all([1000, 2000, 3000].map((t) => store.create(key, entry(t))));
     const kept = await store.get(key);
     expect([1000, 2000, 3000]).toContain(kept?.usage.totalTokens);
@@ -77,7 +77,7 @@ describe(`GcsMemoStore on fake-gcs-server ${toolVersion('fake-gcs-server')}`, ()
   });
 
   it('interleaving 4: renews a lease with create-only objects, and a concurrent delivery reads the renewal', async () => {
-    const key = AnalysisMemo.key('gs://b/lease#1', 'v1');
+    const key = AnalysisMemo.key('gs://b/lease#1');
     const t0 = Date.parse('2026-11-30T09:00:00.000Z');
     expect(await store.lease(key, new Date(t0 + 15_000))).toBeUndefined();
     // 20 s later the holder is still working and renews; a concurrent delivery asks now.
@@ -94,7 +94,7 @@ describe(`GcsMemoStore on fake-gcs-server ${toolVersion('fake-gcs-server')}`, ()
   });
 
   it('soak I4: the last renewal counts, whether it moves the lease far ahead (a write’s bound) or back to now (its write answered)', async () => {
-    const key = AnalysisMemo.key('gs://b/lease#2', 'v1');
+    const key = AnalysisMemo.key('gs://b/lease#2');
     const t0 = Date.parse('2026-11-30T09:00:00.000Z');
     expect(await store.lease(key, new Date(t0 + 15_000))).toBeUndefined();
     await store.renew(key, new Date(t0 + 20_000));
@@ -107,7 +107,7 @@ describe(`GcsMemoStore on fake-gcs-server ${toolVersion('fake-gcs-server')}`, ()
     expect((await store.lease(key, new Date(t0 + 55_000)))?.getTime()).toBe(t0 + 40_000);
   });
   it('counts the renewal issued last, not the one that landed last: a slow older renewal never shortens a write’s bound', async () => {
-    const key = AnalysisMemo.key('gs://b/lease#3', 'v1');
+    const key = AnalysisMemo.key('gs://b/lease#3');
     const t0 = Date.parse('2026-11-30T09:00:00.000Z');
     let nowMs = t0;
     // The same real client, except that the next renewal's upload waits until released.

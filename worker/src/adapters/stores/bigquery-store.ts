@@ -700,8 +700,15 @@ const WRITER_JOB = new RegExp(`^${WRITER_JOB_PREFIX}([0-9a-f]+)_`);
 export const WRITERS_WINDOW_MS = 60_000;
 
 /**
+ * How long a jobs.insert may take to reach BigQuery: a job's `jobTimeoutMs` runs from its creation
+ * there, not from when the worker sent it, so it is taken off the time left.
+ */
+export const JOB_INSERT_ALLOWANCE_MS = 1_000;
+
+/**
  * The `jobTimeoutMs` of a statement started now for a delivery with this deadline: the time left
- * to it, so that the job ends by the deadline (undefined: no deadline, no bound). BigQuery stops a
+ * to it, less {@link JOB_INSERT_ALLOWANCE_MS}, so that the job ends by the deadline (undefined: no
+ * deadline, no bound). BigQuery stops a
  * job at its timeout with a `timeout` error and without committing, but documents that it "may not
  * always succeed in canceling it before the job completes": the bound is best effort, which is why
  * the key's lease also outlives it (core/memo.ts, writeTurn). The fault simulator's warehouse
@@ -709,7 +716,7 @@ export const WRITERS_WINDOW_MS = 60_000;
  */
 export function statementTimeoutMs(deadline: Deadline | undefined): number | undefined {
   const leftMs = deadline?.remainingMs() ?? Number.POSITIVE_INFINITY;
-  return Number.isFinite(leftMs) ? Math.max(1, Math.floor(leftMs)) : undefined;
+  return Number.isFinite(leftMs) ? Math.max(1, Math.floor(leftMs) - JOB_INSERT_ALLOWANCE_MS) : undefined;
 }
 
 /** The first key day a lookup made at `now` reads (UTC, `YYYY-MM-DD`). */
