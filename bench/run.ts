@@ -60,6 +60,17 @@ const jobsIndex = process.argv.indexOf('--jobs');
 const jobs = jobsIndex >= 0 ? Number(process.argv[jobsIndex + 1]) : os.availableParallelism();
 if (!(Number.isInteger(jobs) && jobs >= 1)) throw new Error('--jobs needs a whole number ≥ 1, e.g. --jobs 2');
 
+const cellsIndex = process.argv.indexOf('--cells');
+/**
+ * `--cells A,B` (the sweep): only the cells so named, into results.quick.json (the docs are left
+ * alone: a few cells are not the sweep). With `--quick`, names from the tuning set.
+ */
+const cells = cellsIndex >= 0 ? (process.argv[cellsIndex + 1] ?? '').split(',').filter(Boolean) : undefined;
+if (cells !== undefined && cells.length === 0)
+  throw new Error(
+    '--cells needs cell names separated by commas, e.g. --cells tiers-60rpm-fast-everyAck-1000',
+  );
+
 /** Counts and bounds of the run; `--quick` is for trying the harness, not for figures. */
 const SETTINGS = {
   inProcessDocuments: quick ? 300 : 2000,
@@ -301,7 +312,7 @@ const run =
       : stage === 'inbox'
         ? inboxOnly
         : stage === 'sweep'
-          ? () => runSweep({ quick, progress, jobs })
+          ? () => runSweep({ quick, progress, jobs, ...(cells ? { cells } : {}) })
           : stage === 'ocr'
             ? async () => {
                 const file = path.join(__dirname, quick ? 'results.quick.json' : 'results.json');

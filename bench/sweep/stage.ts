@@ -128,24 +128,33 @@ export async function runSweepStage(options: {
   progress: (text: string) => void;
   /** Cells run at once, each in its own process; 1 runs them one after another in this one. */
   jobs?: number;
+  /** Only these cells of the grid (`--cells`). */
+  cells?: readonly string[];
 }): Promise<SweepSection> {
   const started = process.hrtime.bigint();
-  const grid = sweepGrid(options.quick);
+  const grid = sweepGrid(options.quick, options.cells);
   const jobs = options.jobs ?? 1;
   let finished = 0;
-  const runs = await inOrderPool(
-    grid,
+  // The heaviest cells first (the CPU a cell takes grows with its documents; a tier that counts its
+  // refused calls is the slowest to drain), so that with several jobs the sweep does not end on one
+  // long cell running alone. The section keeps the grid's order.
+  const cost = (c: GridCell) => c.documents * (c.refusedCount ? 2 : 1);
+  const order = [...grid].sort((a, b) => cost(b) - cost(a));
+  const ran = await inOrderPool(
+    order,
     jobs,
     (c) => (jobs === 1 ? runCell(c) : runCellInChild(c.name)),
     (run, c) => {
       finished += 1;
       options.progress(
-        `sweep ${finished}/${grid.length} ${c.name}: ratio ${run.cell.ratioToOracle.toFixed(2)}, ` +
+        `sweep ${finished}/${order.length} ${c.name}: ratio ${run.cell.ratioToOracle.toFixed(2)}, ` +
           `${run.details.doclineSeconds.toFixed(0)} s simulated, misses: ${run.details.misses.join(', ') || 'none'} ` +
           `(${(run.details.docline.wallSeconds + run.details.oracle.wallSeconds).toFixed(1)} s real)`,
       );
     },
   );
+  const byName = new Map(order.map((c, i) => [c.name, ran[i]!]));
+  const runs = grid.map((c) => byName.get(c.name)!);
   const cells: SweepCell[] = runs.map((r) => r.cell);
   const details: Record<string, SweepCellDetails> = {};
   for (const [i, c] of grid.entries()) details[c.name] = runs[i]!.details;
