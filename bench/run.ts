@@ -66,6 +66,14 @@ const cellsIndex = process.argv.indexOf('--cells');
  * alone: a few cells are not the sweep). With `--quick`, names from the tuning set.
  */
 const cells = cellsIndex >= 0 ? (process.argv[cellsIndex + 1] ?? '').split(',').filter(Boolean) : undefined;
+const skipIndex = process.argv.indexOf('--skip-cells');
+/**
+ * `--skip-cells A,B` (the sweep): the grid without the cells so named, into results.json as the
+ * sweep, whose section and generated blocks say which cells were not run (a sweep cut for time says so).
+ */
+const skipCells = skipIndex >= 0 ? (process.argv[skipIndex + 1] ?? '').split(',').filter(Boolean) : undefined;
+if (skipCells !== undefined && skipCells.length === 0)
+  throw new Error('--skip-cells needs cell names separated by commas');
 if (cells !== undefined && cells.length === 0)
   throw new Error(
     '--cells needs cell names separated by commas, e.g. --cells tiers-60rpm-fast-everyAck-1000',
@@ -312,7 +320,14 @@ const run =
       : stage === 'inbox'
         ? inboxOnly
         : stage === 'sweep'
-          ? () => runSweep({ quick, progress, jobs, ...(cells ? { cells } : {}) })
+          ? () =>
+              runSweep({
+                quick,
+                progress,
+                jobs,
+                ...(cells ? { cells } : {}),
+                ...(skipCells ? { skip: skipCells } : {}),
+              })
           : stage === 'ocr'
             ? async () => {
                 const file = path.join(__dirname, quick ? 'results.quick.json' : 'results.json');

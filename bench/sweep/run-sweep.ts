@@ -16,6 +16,8 @@ export async function runSweep(options: {
   jobs?: number;
   /** `--cells A,B`: only these cells, into results.quick.json like `--quick` (a part is not the sweep). */
   cells?: readonly string[];
+  /** `--skip-cells A,B`: the grid without these, into results.json; the section and the blocks name them. */
+  skip?: readonly string[];
 }): Promise<void> {
   const sweep = await runSweepStage(options);
   const benchDir = path.join(__dirname, '..');

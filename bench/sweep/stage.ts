@@ -48,6 +48,8 @@ export interface SweepSection extends Record<string, unknown> {
   /** How much the figures move between the window models (everyAck → fastAcksOnly, same cell otherwise). */
   windowModelEffect: { medianRatioChange: number; medianDrainChange: number; pairs: number };
   details: Record<string, SweepCellDetails>;
+  /** Cells of the grid this run did not run (`--skip-cells`); absent when it ran them all. */
+  notRun?: string[];
   runtimeSeconds: number;
   timeModel: string;
 }
@@ -130,9 +132,11 @@ export async function runSweepStage(options: {
   jobs?: number;
   /** Only these cells of the grid (`--cells`). */
   cells?: readonly string[];
+  /** The grid without these cells (`--skip-cells`); the section names them. */
+  skip?: readonly string[];
 }): Promise<SweepSection> {
   const started = process.hrtime.bigint();
-  const grid = sweepGrid(options.quick, options.cells);
+  const grid = sweepGrid(options.quick, options.cells, options.skip);
   const jobs = options.jobs ?? 1;
   let finished = 0;
   // The heaviest cells first (the CPU a cell takes grows with its documents; a tier that counts its
@@ -158,7 +162,12 @@ export async function runSweepStage(options: {
   const cells: SweepCell[] = runs.map((r) => r.cell);
   const details: Record<string, SweepCellDetails> = {};
   for (const [i, c] of grid.entries()) details[c.name] = runs[i]!.details;
-  return buildSweepSection(cells, details, Number(process.hrtime.bigint() - started) / 1e9);
+  return buildSweepSection(
+    cells,
+    details,
+    Number(process.hrtime.bigint() - started) / 1e9,
+    options.skip ?? [],
+  );
 }
 
 /** The section from the cells (worst values, the window models' effect); pure, for tests. */
@@ -166,6 +175,8 @@ export function buildSweepSection(
   cells: SweepCell[],
   details: Record<string, SweepCellDetails>,
   runtimeSeconds: number,
+  /** Grid cells this run left out (`--skip-cells`): named in the section, never counted as met. */
+  notRun: readonly string[] = [],
 ): SweepSection {
   const off = cells.filter((c) => !c.tuning);
   const worst: SweepSection['worst'] = {};
@@ -212,6 +223,7 @@ export function buildSweepSection(
       pairs: ratioChanges.length,
     },
     details,
+    ...(notRun.length > 0 ? { notRun: [...notRun] } : {}),
     runtimeSeconds,
     timeModel:
       'virtual time: simulated time moves only when nothing can run (no time scale; CPU time is not simulated time)',
