@@ -60,6 +60,25 @@ const jobsIndex = process.argv.indexOf('--jobs');
 const jobs = jobsIndex >= 0 ? Number(process.argv[jobsIndex + 1]) : os.availableParallelism();
 if (!(Number.isInteger(jobs) && jobs >= 1)) throw new Error('--jobs needs a whole number ≥ 1, e.g. --jobs 2');
 
+const cellsIndex = process.argv.indexOf('--cells');
+/**
+ * `--cells A,B` (the sweep): only the cells so named, into results.quick.json (the docs are left
+ * alone: a few cells are not the sweep). With `--quick`, names from the tuning set.
+ */
+const cells = cellsIndex >= 0 ? (process.argv[cellsIndex + 1] ?? '').split(',').filter(Boolean) : undefined;
+const skipIndex = process.argv.indexOf('--skip-cells');
+/**
+ * `--skip-cells A,B` (the sweep): the grid without the cells so named, into results.json as the
+ * sweep, whose section and generated blocks say which cells were not run (a sweep cut for time says so).
+ */
+const skipCells = skipIndex >= 0 ? (process.argv[skipIndex + 1] ?? '').split(',').filter(Boolean) : undefined;
+if (skipCells !== undefined && skipCells.length === 0)
+  throw new Error('--skip-cells needs cell names separated by commas');
+if (cells !== undefined && cells.length === 0)
+  throw new Error(
+    '--cells needs cell names separated by commas, e.g. --cells tiers-60rpm-fast-everyAck-1000',
+  );
+
 /** Counts and bounds of the run; `--quick` is for trying the harness, not for figures. */
 const SETTINGS = {
   inProcessDocuments: quick ? 300 : 2000,
@@ -301,7 +320,14 @@ const run =
       : stage === 'inbox'
         ? inboxOnly
         : stage === 'sweep'
-          ? () => runSweep({ quick, progress, jobs })
+          ? () =>
+              runSweep({
+                quick,
+                progress,
+                jobs,
+                ...(cells ? { cells } : {}),
+                ...(skipCells ? { skip: skipCells } : {}),
+              })
           : stage === 'ocr'
             ? async () => {
                 const file = path.join(__dirname, quick ? 'results.quick.json' : 'results.json');

@@ -52,11 +52,21 @@ function cell(spec: Omit<CellSpec, 'seed'>, seed: number): GridCell {
 
 /**
  * The cells of the sweep. `quick`: the tuning set only (into results.quick.json), the run on which
- * defaults are chosen; the full grid then reports on the cells they never saw.
+ * defaults are chosen; the full grid then reports on the cells they never saw. `only`: just the
+ * cells so named (`--cells`, for looking at a few); `skip`: all but these (`--skip-cells`, a sweep
+ * that leaves out cells it has no time for, and says which). A name not in the grid is an error,
+ * not an empty run.
  */
-export function sweepGrid(quick: boolean): GridCell[] {
-  if (quick) return fullGrid().filter((c) => c.tuning);
-  return fullGrid();
+export function sweepGrid(
+  quick: boolean,
+  only?: readonly string[],
+  skip: readonly string[] = [],
+): GridCell[] {
+  const grid = quick ? fullGrid().filter((c) => c.tuning) : fullGrid();
+  const unknown = [...(only ?? []), ...skip].filter((name) => !grid.some((c) => c.name === name));
+  if (unknown.length > 0)
+    throw new Error(`no ${quick ? 'tuning ' : ''}cell of the sweep's grid is named ${unknown.join(', ')}`);
+  return grid.filter((c) => (only === undefined || only.includes(c.name)) && !skip.includes(c.name));
 }
 
 function fullGrid(): GridCell[] {

@@ -19,6 +19,12 @@ export function renderSweepReport(sweep: SweepSection): string {
       `(ratio to the oracle ≤ ${g.ratioToOracle}, analyses per document ≤ ${g.analysesPerDocument}, 0 dead letters, 0 lost, ` +
       `view rows = documents, bytes billed ≤ ${g.bytesBilledOverBest}× the cell's best). Runtime ${int(sweep.runtimeSeconds)} s; ${sweep.timeModel}.`,
   );
+  if (sweep.notRun && sweep.notRun.length > 0) {
+    lines.push('');
+    lines.push(
+      `Not run in this sweep (\`--skip-cells\`): ${sweep.notRun.join(', ')}. Their figures are in no table here, and they count neither as meeting nor as missing a goal.`,
+    );
+  }
   lines.push('');
   const e = sweep.windowModelEffect;
   lines.push(

@@ -8,21 +8,26 @@ import { runSweepStage } from './stage';
  * bench/results.json (read-modify-write of that key only), regenerates the sweep block of
  * bench/README.md and docs/sweep.md from that file and prints it. `--quick` runs the tuning set only
  * (bench/sweep/grid.ts) into results.quick.json and leaves the docs alone: the run defaults are
- * chosen on.
+ * chosen on. `--cells A,B` runs just those cells, also into results.quick.json.
  */
 export async function runSweep(options: {
   quick: boolean;
   progress: (text: string) => void;
   jobs?: number;
+  /** `--cells A,B`: only these cells, into results.quick.json like `--quick` (a part is not the sweep). */
+  cells?: readonly string[];
+  /** `--skip-cells A,B`: the grid without these, into results.json; the section and the blocks name them. */
+  skip?: readonly string[];
 }): Promise<void> {
   const sweep = await runSweepStage(options);
   const benchDir = path.join(__dirname, '..');
-  const file = path.join(benchDir, options.quick ? 'results.quick.json' : 'results.json');
+  const partial = options.quick || options.cells !== undefined;
+  const file = path.join(benchDir, partial ? 'results.quick.json' : 'results.json');
   const previous = existsSync(file)
     ? (JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>)
     : {};
   writeFileSync(file, `${JSON.stringify({ ...previous, sweep }, null, 2)}\n`);
-  if (!options.quick) {
+  if (!partial) {
     for (const doc of [path.join(benchDir, 'README.md'), path.join(benchDir, '..', 'docs', 'sweep.md')]) {
       writeFileSync(
         doc,

@@ -48,6 +48,8 @@ export interface SweepSection extends Record<string, unknown> {
   /** How much the figures move between the window models (everyAck → fastAcksOnly, same cell otherwise). */
   windowModelEffect: { medianRatioChange: number; medianDrainChange: number; pairs: number };
   details: Record<string, SweepCellDetails>;
+  /** Cells of the grid this run did not run (`--skip-cells`); absent when it ran them all. */
+  notRun?: string[];
   runtimeSeconds: number;
   timeModel: string;
 }
@@ -128,28 +130,44 @@ export async function runSweepStage(options: {
   progress: (text: string) => void;
   /** Cells run at once, each in its own process; 1 runs them one after another in this one. */
   jobs?: number;
+  /** Only these cells of the grid (`--cells`). */
+  cells?: readonly string[];
+  /** The grid without these cells (`--skip-cells`); the section names them. */
+  skip?: readonly string[];
 }): Promise<SweepSection> {
   const started = process.hrtime.bigint();
-  const grid = sweepGrid(options.quick);
+  const grid = sweepGrid(options.quick, options.cells, options.skip);
   const jobs = options.jobs ?? 1;
   let finished = 0;
-  const runs = await inOrderPool(
-    grid,
+  // The heaviest cells first (the CPU a cell takes grows with its documents; a tier that counts its
+  // refused calls is the slowest to drain), so that with several jobs the sweep does not end on one
+  // long cell running alone. The section keeps the grid's order.
+  const cost = (c: GridCell) => c.documents * (c.refusedCount ? 2 : 1);
+  const order = [...grid].sort((a, b) => cost(b) - cost(a));
+  const ran = await inOrderPool(
+    order,
     jobs,
     (c) => (jobs === 1 ? runCell(c) : runCellInChild(c.name)),
     (run, c) => {
       finished += 1;
       options.progress(
-        `sweep ${finished}/${grid.length} ${c.name}: ratio ${run.cell.ratioToOracle.toFixed(2)}, ` +
+        `sweep ${finished}/${order.length} ${c.name}: ratio ${run.cell.ratioToOracle.toFixed(2)}, ` +
           `${run.details.doclineSeconds.toFixed(0)} s simulated, misses: ${run.details.misses.join(', ') || 'none'} ` +
           `(${(run.details.docline.wallSeconds + run.details.oracle.wallSeconds).toFixed(1)} s real)`,
       );
     },
   );
+  const byName = new Map(order.map((c, i) => [c.name, ran[i]!]));
+  const runs = grid.map((c) => byName.get(c.name)!);
   const cells: SweepCell[] = runs.map((r) => r.cell);
   const details: Record<string, SweepCellDetails> = {};
   for (const [i, c] of grid.entries()) details[c.name] = runs[i]!.details;
-  return buildSweepSection(cells, details, Number(process.hrtime.bigint() - started) / 1e9);
+  return buildSweepSection(
+    cells,
+    details,
+    Number(process.hrtime.bigint() - started) / 1e9,
+    options.skip ?? [],
+  );
 }
 
 /** The section from the cells (worst values, the window models' effect); pure, for tests. */
@@ -157,6 +175,8 @@ export function buildSweepSection(
   cells: SweepCell[],
   details: Record<string, SweepCellDetails>,
   runtimeSeconds: number,
+  /** Grid cells this run left out (`--skip-cells`): named in the section, never counted as met. */
+  notRun: readonly string[] = [],
 ): SweepSection {
   const off = cells.filter((c) => !c.tuning);
   const worst: SweepSection['worst'] = {};
@@ -203,6 +223,7 @@ export function buildSweepSection(
       pairs: ratioChanges.length,
     },
     details,
+    ...(notRun.length > 0 ? { notRun: [...notRun] } : {}),
     runtimeSeconds,
     timeModel:
       'virtual time: simulated time moves only when nothing can run (no time scale; CPU time is not simulated time)',

@@ -226,6 +226,25 @@ describe('the memo bucket (Cloud Storage-like)', () => {
   });
 });
 
+describe('the memo bucket answers every call of the real GcsMemoStore', () => {
+  it('tells a key never leased from a leased one (hasLease), lists renewals and reads kept analyses back', async () => {
+    const time = new VirtualTime();
+    const bucket = new SimBucketStore(time, 1);
+    const memo = new GcsMemoStore({ storage: bucket.storage(), bucket: 'm', sleep: (ms) => time.sleep(ms) });
+    const settled = async <T>(p: Promise<T>): Promise<T> => {
+      await time.run(() => false, time.nowMs() + 5_000);
+      return p;
+    };
+    // A model without exists() made every peek "cannot tell", and every delivery asked BigQuery first.
+    await expect(settled(memo.hasLease('k'))).resolves.toBe(false);
+    const reads = bucket.classB;
+    await settled(memo.lease('k', new Date(Date.parse('2026-12-01T00:00:00Z'))));
+    await expect(settled(memo.hasLease('k'))).resolves.toBe(true);
+    expect(bucket.classB).toBeGreaterThan(reads);
+    await expect(settled(memo.get('nothing'))).resolves.toBeUndefined();
+  });
+});
+
 describe('the pre-filled warehouse', () => {
   const options = { seed: 1, dedupWindowDays: 15, maximumBytesBilled: 100_000_000 };
 

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { sweepGrid } from '../sweep/grid';
 import {
   renderSweepReport,
   replaceSweepFigures,
@@ -95,6 +96,31 @@ describe('the sweep section', () => {
     expect(section.windowModelEffect.pairs).toBe(1);
     expect(section.windowModelEffect.medianDrainChange).toBeCloseTo(3);
     expect(section.windowModelEffect.medianRatioChange).toBeCloseTo(1.5);
+  });
+});
+
+describe('a sweep that leaves cells out (--skip-cells)', () => {
+  it('runs the grid without them, and refuses a name the grid does not have', () => {
+    const all = sweepGrid(false);
+    const skipped = sweepGrid(false, undefined, ['tiers-1000rpm-fast-everyAck-10000-refusedCount']);
+    expect(skipped).toHaveLength(all.length - 1);
+    expect(skipped.map((c) => c.name)).not.toContain('tiers-1000rpm-fast-everyAck-10000-refusedCount');
+    expect(() => sweepGrid(false, undefined, ['no-such-cell'])).toThrow(/no-such-cell/);
+    expect(sweepGrid(false, ['tiers-60rpm-fast-everyAck-1000']).map((c) => c.name)).toEqual([
+      'tiers-60rpm-fast-everyAck-1000',
+    ]);
+  });
+
+  it('names them in the section and in the block, and counts them neither as met nor as missed', () => {
+    const section = buildSweepSection([cell()], { [cell().name]: details(1_000, 100) }, 1, [
+      'b-everyAck-10000',
+    ]);
+    expect(section.notRun).toEqual(['b-everyAck-10000']);
+    expect(section.cellsOffTuning).toBe(1);
+    expect(renderSweepReport(section)).toContain('Not run in this sweep (`--skip-cells`): b-everyAck-10000.');
+    const whole = buildSweepSection([cell()], { [cell().name]: details(1_000, 100) }, 1);
+    expect(whole.notRun).toBeUndefined();
+    expect(renderSweepReport(whole)).not.toContain('Not run');
   });
 });
 

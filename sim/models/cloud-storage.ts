@@ -4,14 +4,16 @@ import { type Latency, latencyFrom } from './latency';
 
 /**
  * A Cloud Storage bucket as the worker's `GcsMemoStore` uses it (`bucket(b).file(n).save()` with
- * `ifGenerationMatch: 0`, and `download()`), so the real memo adapter runs on it unchanged. What it
- * holds to:
+ * `ifGenerationMatch: 0`, `download()`, `exists()` and `getFiles({ prefix })`), so the real memo
+ * adapter runs on it unchanged. A call the adapter makes that this model lacks throws, and the memo
+ * takes any failed read for "cannot tell" (every delivery then asks BigQuery first): the test beside
+ * the sweep's models runs each of the adapter's calls on it. What it holds to:
  *
  * - a read takes ~30 ms and a write ~60 ms (log-normal, with a tail): assumed, not documented;
  * - create-only writes answer 412 when the object exists (documented precondition behaviour);
  * - **one write per second per object name** (documented: "up to once per second" to the same
  *   object); a write sooner than that answers 429, whether or not it would have succeeded;
- * - a missing object answers 404;
+ * - a missing object answers 404; `exists()` answers whether it is there (a metadata read);
  * - a listing (`getFiles({ prefix })`, strongly consistent) gives each object's name and generation,
  *   and takes a read's latency (assumed);
  * - every call is counted as the operation class it bills (writes and listings class A, reads
@@ -54,6 +56,7 @@ export class SimBucketStore {
         save: (data: string | Buffer, options?: { preconditionOpts?: { ifGenerationMatch?: number } }) =>
           this.write(path, Buffer.from(data), options?.preconditionOpts?.ifGenerationMatch === 0),
         download: () => this.read(path),
+        exists: () => this.exists(path),
       };
     };
     return {
@@ -99,6 +102,13 @@ export class SimBucketStore {
     }
     this.objects.set(path, data);
     this.generations.set(path, this.nextGeneration++);
+  }
+
+  /** `file.exists()`: one metadata read (class B), a read's latency. */
+  private async exists(path: string): Promise<[boolean]> {
+    this.classB++;
+    await this.time.sleep(this.readLatency());
+    return [this.objects.has(path)];
   }
 
   private async read(path: string): Promise<[Buffer]> {
