@@ -72,7 +72,7 @@ describe(`GcsMemoStore on fake-gcs-server ${toolVersion('fake-gcs-server')}`, ()
     expect([1000, 2000, 3000]).toContain(kept?.usage.totalTokens);
     await store.create(key, entry(9999));
     expect(await store.get(key)).toEqual(kept);
-    const [files] = await storage.bucket(BUCKET).getFiles({ prefix: 'analyses/v1/' });
+    const [files] = await storage.bucket(BUCKET).getFiles({ prefix: 'analyses/' });
     expect(files.filter((f) => f.name.endsWith(`${key.split('/')[1]}.json`))).toHaveLength(1);
   });
 
