@@ -4,17 +4,10 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { typescriptSources } from './support/source-files';
 
 const SRC = path.join(__dirname, '..', 'src');
 const ADAPTERS = path.join(SRC, 'adapters');
-
-function sources(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const full = path.join(dir, entry.name);
-    if (entry.isDirectory()) return sources(full);
-    return entry.name.endsWith('.ts') ? [full] : [];
-  });
-}
 
 /** The relative specifiers a file imports (static, dynamic and re-exports). */
 function relativeImports(file: string): string[] {
@@ -45,7 +38,7 @@ describe('worker/src/adapters', () => {
   });
 
   it('is imported by the composition root, never by the core or the contract', () => {
-    const outside = sources(SRC).filter((f) => !f.startsWith(ADAPTERS + path.sep));
+    const outside = typescriptSources(SRC).filter((f) => !f.startsWith(ADAPTERS + path.sep));
     const importers = outside.filter(importsAdapter).map((f) => path.relative(SRC, f));
     expect(importers.filter((f) => f.startsWith('core') || f.startsWith('contract'))).toEqual([]);
     // main.ts picks the adapters; the reconcile sources borrow the stores' table name and error helper.

@@ -1,5 +1,6 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { typescriptSources } from './support/source-files';
 
 /**
  * The image installs production dependencies only (`npm ci --omit=dev` in worker/Dockerfile) and
@@ -17,14 +18,6 @@ const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as
 const notInImage = (file: string) =>
   /^adapters\/analyzers\/offline(\/|-analyzer\.)/.test(path.relative(SRC, file));
 
-function sources(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const full = path.join(dir, entry.name);
-    if (entry.isDirectory()) return sources(full);
-    return entry.name.endsWith('.ts') ? [full] : [];
-  });
-}
-
 /** The packages a file loads at run time (type-only imports are erased by the compiler). */
 function runtimePackages(file: string): string[] {
   const text = readFileSync(file, 'utf8');
@@ -39,7 +32,7 @@ function runtimePackages(file: string): string[] {
 }
 
 describe('the worker image', () => {
-  const files = sources(SRC);
+  const files = typescriptSources(SRC);
 
   it('finds the packages the worker imports', () => {
     const all = new Set(files.flatMap(runtimePackages));
