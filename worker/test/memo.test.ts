@@ -849,30 +849,11 @@ describe('an analyzer rollout: two revisions with different analyzer versions', 
 });
 
 describe("the delivery's deadline during a memo call", () => {
-  it('ends the delivery (503) instead of passing the memo by and going on past its deadline (soak I6, seed 306)', async () => {
-    const time = new ManualTime();
-    const store = new MemoryMemoStore();
-    // The keep never answers; the memo call's own bound (60 s) is later than the deadline (10 s).
-    store.create = () => new Promise(() => {});
-    const memo = new AnalysisMemo(store, {
-      ttlMs: 8 * DAY_MS,
-      clock: time.clock,
-      sleep: time.sleep,
-      timers: time,
-      callTimeoutMs: 60_000,
-    });
-    const deadline = Deadline.after(10_000, time.clock, time);
-    const settled = memo
-      .analyse(KEY, 'v1', async () => paid(), undefined, deadline)
-      .then(
-        () => 'went on',
-        (error: unknown) => error,
-      );
-    await time.advance(11_000);
-    expect(await settled).toBeInstanceOf(DeadlineError);
-  });
-
-  it('still passes the memo by when a call outlasts its own bound, within the deadline', async () => {
+  /**
+   * A memo whose keep never answers, with its own call bound, and the delivery it runs for: the
+   * settled outcome (an analysis or the error) once the test moves time.
+   */
+  function hungKeep(callTimeoutMs: number, deadlineMs: number) {
     const time = new ManualTime();
     const store = new MemoryMemoStore();
     store.create = () => new Promise(() => {});
@@ -881,15 +862,27 @@ describe("the delivery's deadline during a memo call", () => {
       clock: time.clock,
       sleep: time.sleep,
       timers: time,
-      callTimeoutMs: 5_000,
+      callTimeoutMs,
     });
-    const deadline = Deadline.after(60_000, time.clock, time);
+    const deadline = Deadline.after(deadlineMs, time.clock, time);
     const settled = memo
       .analyse(KEY, 'v1', async () => paid(), undefined, deadline)
       .then(
         (analysed) => analysed,
         (error: unknown) => error,
       );
+    return { time, settled };
+  }
+
+  it('ends the delivery (503) instead of passing the memo by and going on past its deadline (soak I6, seed 306)', async () => {
+    // The memo call's own bound (60 s) is later than the deadline (10 s).
+    const { time, settled } = hungKeep(60_000, 10_000);
+    await time.advance(11_000);
+    expect(await settled).toBeInstanceOf(DeadlineError);
+  });
+
+  it('still passes the memo by when a call outlasts its own bound, within the deadline', async () => {
+    const { time, settled } = hungKeep(5_000, 60_000);
     for (let t = 0; t < 10; t++) await time.advance(1_000);
     expect(await settled).toMatchObject({ source: 'analyzer' });
   });
