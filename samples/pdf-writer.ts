@@ -252,30 +252,32 @@ export class PdfWriter {
   jpeg(bytes: Uint8Array): PdfImage {
     const { width, height, components } = jpegSize(bytes);
     const colorSpace = components === 1 ? 'DeviceGray' : components === 4 ? 'DeviceCMYK' : 'DeviceRGB';
+    return this.eightBitImage(width, height, colorSpace, 'DCTDecode', bytes);
+  }
+
+  /** 8-bit grey pixels, row by row from the top, deflated. */
+  greyPixels(width: number, height: number, pixels: Uint8Array): PdfImage {
+    if (pixels.length !== width * height) throw new Error('greyPixels: one byte a pixel');
+    return this.eightBitImage(width, height, 'DeviceGray', 'FlateDecode', deflateSync(pixels));
+  }
+
+  /** An 8-bit image of one colour space, its samples stored through one filter. */
+  private eightBitImage(
+    width: number,
+    height: number,
+    colorSpace: string,
+    filter: string,
+    stored: Uint8Array,
+  ): PdfImage {
     return this.image(
       {
         Width: width,
         Height: height,
         ColorSpace: `/${colorSpace}`,
         BitsPerComponent: 8,
-        Filter: '/DCTDecode',
+        Filter: `/${filter}`,
       },
-      bytes,
-    );
-  }
-
-  /** 8-bit grey pixels, row by row from the top, deflated. */
-  greyPixels(width: number, height: number, pixels: Uint8Array): PdfImage {
-    if (pixels.length !== width * height) throw new Error('greyPixels: one byte a pixel');
-    return this.image(
-      {
-        Width: width,
-        Height: height,
-        ColorSpace: '/DeviceGray',
-        BitsPerComponent: 8,
-        Filter: '/FlateDecode',
-      },
-      deflateSync(pixels),
+      stored,
     );
   }
 
