@@ -148,6 +148,8 @@ export class CloudRunModel {
   private readonly context = new AsyncLocalStorage<RequestRecord>();
   /** The instance running its SIGTERM handler, for the code it runs (its own clock). */
   private readonly stopping = new AsyncLocalStorage<number>();
+  /** The instance whose timer callback (a batch, a heartbeat) or start-up code is running. */
+  private readonly ownCode = new AsyncLocalStorage<number>();
   private turn = 0;
   private readonly stallsUsed = new Set<number>();
   /** How long a stalled call holds the request: past the request timeout. */
@@ -189,7 +191,7 @@ export class CloudRunModel {
   async start(factory: InstanceFactory, serving: number, spares: number): Promise<void> {
     if (this.auto) throw new Error('an autoscaled Cloud Run model starts with startAutoscaled()');
     for (let i = 0; i < serving + spares; i++) {
-      const worker = await factory(i, new PortTracker(this, i));
+      const worker = await this.build(factory, i);
       this.instances.push({ index: i, worker, alive: true, serving: i < serving, open: new Set() });
       if (i < serving) this.serving.push(i);
       else this.spares.push(i);
@@ -210,7 +212,7 @@ export class CloudRunModel {
     this.factory = factory;
     for (let i = 0; i < auto.minInstances; i++) {
       const index = this.nextIndex++;
-      const worker = await factory(index, new PortTracker(this, index));
+      const worker = await this.build(factory, index);
       this.instances[index] = { index, worker, alive: true, serving: true, open: new Set() };
       this.serving.push(index);
       this.instancesStarted++;
@@ -243,7 +245,22 @@ export class CloudRunModel {
    * drain's deadline is read on the same clock as the requests' own), undefined elsewhere.
    */
   currentInstance(): number | undefined {
-    return this.context.getStore()?.instance ?? this.stopping.getStore();
+    return this.context.getStore()?.instance ?? this.stopping.getStore() ?? this.ownCode.getStore();
+  }
+
+  /**
+   * `callback`, to run later as code of the instance running now (none: as it is). A process has
+   * one clock: a timer an instance sets (its batch, its lease heartbeat) reads the clock its
+   * requests read, skew included, and a deadline set in a request is read on that same clock.
+   */
+  bindToCurrentInstance(callback: () => void): () => void {
+    const instance = this.currentInstance();
+    return instance === undefined ? callback : () => this.ownCode.run(instance, callback);
+  }
+
+  /** Builds instance `index` as code of that instance (the timers it sets are its own). */
+  private build(factory: InstanceFactory, index: number): ReturnType<InstanceFactory> {
+    return this.ownCode.run(index, () => factory(index, new PortTracker(this, index)));
   }
 
   /** Instances that ever served, with their state (for the record). */
@@ -520,7 +537,7 @@ export class CloudRunModel {
     const index = this.nextIndex++;
     this.starting++;
     this.instancesStarted++;
-    const built = this.factory!(index, new PortTracker(this, index));
+    const built = this.build(this.factory!, index);
     // Building is real work (modules, a listening socket): the clock waits for it, so the instance
     // serves after exactly the cold start, whatever the disk does.
     this.time.hold?.(built);

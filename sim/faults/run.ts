@@ -360,10 +360,11 @@ export async function runSchedule(
       schedule.instances,
       schedule.cloudRun.signals.length + (schedule.rollout ? schedule.instances : 0),
     );
-    // Clock skew: the worker's clock, in the code of a request or of its SIGTERM handler, is off by
-    // its instance's skew.
+    // Clock skew: the worker's clock, in any code of an instance (a request, its SIGTERM handler,
+    // the timers it set, its start-up), is off by its instance's skew.
     const skews = schedule.cloudRun.skewMs;
     if (skews) {
+      time.bindTimer = (callback) => cloudRun.bindToCurrentInstance(callback);
       time.skewMs = () => {
         const instance = cloudRun.currentInstance();
         return instance === undefined ? 0 : (skews[instance] ?? 0);

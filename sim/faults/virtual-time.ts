@@ -44,6 +44,11 @@ export class VirtualTime implements SimClock {
    * one instance (0 by default). The simulation's own clock (`clock`, `nowMs`) is never skewed.
    */
   skewMs: () => number = () => 0;
+  /**
+   * What a callback given to the global `setTimeout`/`setInterval` runs as: bound to the code that
+   * set it (the instance whose timer it is, for {@link skewMs}). As it is by default.
+   */
+  bindTimer: (callback: () => void) => () => void = (callback) => callback;
 
   constructor(epochMs = Date.parse('2026-11-30T08:00:00.000Z')) {
     this.epochMs = epochMs;
@@ -116,10 +121,21 @@ export class VirtualTime implements SimClock {
       if (typeof id === 'number') this.cancel(id);
     };
     g.setTimeout = (callback: (...args: unknown[]) => void, ms?: number, ...args: unknown[]) =>
-      handle(this.schedule(() => callback(...args), ms ?? 0));
+      handle(
+        this.schedule(
+          this.bindTimer(() => callback(...args)),
+          ms ?? 0,
+        ),
+      );
     g.clearTimeout = clear;
     g.setInterval = (callback: (...args: unknown[]) => void, ms?: number, ...args: unknown[]) =>
-      handle(this.schedule(() => callback(...args), ms ?? 0, Math.max(1, ms ?? 0)));
+      handle(
+        this.schedule(
+          this.bindTimer(() => callback(...args)),
+          ms ?? 0,
+          Math.max(1, ms ?? 0),
+        ),
+      );
     g.clearInterval = clear;
     const time = this;
     class VirtualDate extends RealDate {
