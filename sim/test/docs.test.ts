@@ -16,6 +16,9 @@ import { type FaultsSection, soakShortfalls } from '../faults/soak';
 const ROOT = path.join(__dirname, '..', '..');
 const doc = readFileSync(path.join(ROOT, 'docs/testing.md'), 'utf8');
 const block = (start: string, end: string) => doc.split(start)[1]?.split(end)[0] ?? '';
+const results = JSON.parse(readFileSync(path.join(ROOT, 'bench/results.json'), 'utf8')) as {
+  faults?: FaultsSection;
+};
 
 describe('docs/testing.md', () => {
   it('lists the named scenarios exactly as sim/faults/scenarios.ts defines them', () => {
@@ -23,24 +26,17 @@ describe('docs/testing.md', () => {
   });
 
   it('shows the soak figures of bench/results.json → faults, as generated', () => {
-    const results = JSON.parse(readFileSync(path.join(ROOT, 'bench/results.json'), 'utf8')) as {
-      faults?: FaultsSection;
-    };
     expect(results.faults).toBeDefined();
     expect(replaceFaultFigures(doc, results.faults!)).toBe(doc);
   });
 
   it('records a soak that meets the bar: 2,000 seeds or more, no invariant broken, every fault kind injected 100 times or more', () => {
-    const { faults } = JSON.parse(readFileSync(path.join(ROOT, 'bench/results.json'), 'utf8')) as {
-      faults: FaultsSection;
-    };
+    const faults = results.faults!;
     expect(soakShortfalls(faults)).toEqual([]);
   });
 
   it('records a soak with its seeds, every invariant and every fault kind counted', () => {
-    const { faults } = JSON.parse(readFileSync(path.join(ROOT, 'bench/results.json'), 'utf8')) as {
-      faults: FaultsSection;
-    };
+    const faults = results.faults!;
     expect(faults.seeds).toBeGreaterThanOrEqual(1);
     expect(Object.keys(faults.violations).sort()).toEqual(['I1', 'I2', 'I3', 'I4', 'I5', 'I6', 'I7']);
     for (const count of Object.values(faults.violations)) expect(count).toEqual(expect.any(Number));
@@ -53,9 +49,7 @@ describe('docs/testing.md', () => {
 });
 
 describe('bench/results.json → faults', () => {
-  const { faults } = JSON.parse(readFileSync(path.join(ROOT, 'bench/results.json'), 'utf8')) as {
-    faults: FaultsSection;
-  };
+  const faults = results.faults!;
 
   it('names the invariant that caught every mutant', () => {
     expect(Object.keys(faults.mutants ?? {}).sort()).toEqual(MUTANTS.map((m) => m.name).sort());
