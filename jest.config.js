@@ -6,5 +6,5 @@
 module.exports = {
   ...require('./jest.base'),
   testMatch: ['<rootDir>/{worker,infra,policies,local,bench}/test/**/*.test.ts'],
-  testPathIgnorePatterns: ['/node_modules/', '/reliability/', '/emulators/'],
+  testPathIgnorePatterns: ['/node_modules/', '/reliability/', '/emulators/', '/infra/test/engine/'],
 };

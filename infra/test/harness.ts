@@ -4,6 +4,15 @@ import * as pulumi from '@pulumi/pulumi';
 
 import docline = require('../index');
 
+import {
+  computedOutputs,
+  invokeResult,
+  MOCK_PROJECT_NUMBER,
+  MOCK_STORAGE_AGENT,
+} from './support/computed-outputs';
+
+export { MOCK_PROJECT_NUMBER, MOCK_STORAGE_AGENT };
+
 /**
  * Runs the real docline Pulumi program under Pulumi's mocks, without the CLI or any provider, and
  * captures every resource it registers: type, name, URN, parent, inputs, the outputs the mocks
@@ -108,11 +117,6 @@ export const REGISTERED_BEFORE_FAILURE = Symbol('registeredBeforeFailure');
 /** The image the mocked last `up` deployed (what a promoted-image stack keeps running). */
 export const MOCK_DEPLOYED_IMAGE = `europe-west1-docker.pkg.dev/p/docline-images/worker@sha256:${'cd'.repeat(32)}`;
 
-/** Project number the mocked `gcp.organizations.getProject` answers. */
-export const MOCK_PROJECT_NUMBER = '123456789012';
-/** Email of the mocked Cloud Storage service agent. */
-export const MOCK_STORAGE_AGENT = `service-${MOCK_PROJECT_NUMBER}@gs-project-accounts.iam.gserviceaccount.com`;
-
 interface MonitorLike {
   registerResource(
     request: RegisterRequest,
@@ -169,111 +173,6 @@ function aliasUrn(alias: AliasProto, own: { name: string; type: string; parent: 
 interface RegisterResponse {
   getUrn(): string;
   getObject(): { toJavaScript(): Record<string, unknown> } | undefined;
-}
-
-/**
- * Plausible computed outputs per resource type: the ones the program reads must be present, or the
- * inputs built from them silently vanish. Names are derived from the logical name.
- */
-function computedOutputs(
-  type: string,
-  name: string,
-  inputs: Record<string, unknown>,
-  project: string,
-): Record<string, unknown> {
-  const str = (key: string) => (typeof inputs[key] === 'string' ? (inputs[key] as string) : undefined);
-  const proj = str('project') ?? project;
-  switch (type) {
-    case 'gcp:storage/bucket:Bucket': {
-      const bucket = str('name') ?? `${name}-0123abc`;
-      return {
-        name: bucket,
-        url: `gs://${bucket}`,
-        selfLink: `https://www.googleapis.com/storage/v1/b/${bucket}`,
-      };
-    }
-    case 'gcp:pubsub/topic:Topic': {
-      const topic = str('name') ?? `${name}-0123abc`;
-      return { name: topic, id: `projects/${proj}/topics/${topic}` };
-    }
-    case 'gcp:pubsub/subscription:Subscription': {
-      const sub = str('name') ?? `${name}-0123abc`;
-      return { name: sub, id: `projects/${proj}/subscriptions/${sub}` };
-    }
-    case 'gcp:storage/notification:Notification':
-      return {
-        notificationId: '1',
-        selfLink: `https://www.googleapis.com/storage/v1/b/${str('bucket')}/notificationConfigs/1`,
-      };
-    case 'gcp:serviceaccount/account:Account': {
-      const email = `${str('accountId')}@${proj}.iam.gserviceaccount.com`;
-      return {
-        email,
-        member: `serviceAccount:${email}`,
-        name: `projects/${proj}/serviceAccounts/${email}`,
-        uniqueId: '100000000000000000001',
-      };
-    }
-    case 'gcp:cloudrunv2/service:Service': {
-      const service = str('name') ?? `${name}-0123abc`;
-      return { name: service, uri: `https://${service}-abcdefghij-ew.a.run.app` };
-    }
-    case 'gcp:bigquery/dataset:Dataset':
-      return { datasetId: str('datasetId'), project: proj };
-    case 'gcp:bigquery/table:Table':
-      return { tableId: str('tableId'), datasetId: str('datasetId'), project: proj };
-    case 'gcp:artifactregistry/repository:Repository':
-      return { repositoryId: str('repositoryId'), location: str('location'), project: proj };
-    case 'gcp:logging/metric:Metric':
-      return { name: str('name') ?? `${name}-0123abc` };
-    case 'gcp:monitoring/alertPolicy:AlertPolicy':
-      return { name: `projects/${proj}/alertPolicies/${name}` };
-    case 'gcp:bigquery/dataTransferConfig:DataTransferConfig':
-      return { name: `projects/${proj}/locations/${str('location')}/transferConfigs/${name}-0123abc` };
-    case 'docker-build:index:Image': {
-      const digest = `sha256:${'ab'.repeat(32)}`;
-      const tag = (inputs.tags as string[] | undefined)?.[0] ?? `${name}:latest`;
-      return { digest, ref: `${tag}@${digest}` };
-    }
-    case 'gcp:projects/serviceIdentity:ServiceIdentity': {
-      // Google's fixed naming of service agents: service-NUMBER@gcp-sa-SERVICE.iam.gserviceaccount.com.
-      const agent = `service-${MOCK_PROJECT_NUMBER}@gcp-sa-${String(str('service')).split('.')[0]}.iam.gserviceaccount.com`;
-      return { email: agent, member: `serviceAccount:${agent}` };
-    }
-    case 'gcp:logging/projectBucketConfig:ProjectBucketConfig':
-      return { name: `projects/${proj}/locations/${str('location')}/buckets/${str('bucketId')}` };
-    case 'gcp:cloudrunv2/job:Job':
-      return { name: str('name') ?? `${name}-0123abc` };
-    case 'gcp:cloudscheduler/job:Job':
-      return { name: str('name') ?? `${name}-0123abc` };
-    case 'gcp:monitoring/dashboard:Dashboard':
-      return { id: `projects/${MOCK_PROJECT_NUMBER}/dashboards/${name}-0123abc` };
-    default:
-      return {};
-  }
-}
-
-/** Answers of the provider functions the program calls. */
-function invokeResult(
-  token: string,
-  inputs: Record<string, unknown>,
-  project: string,
-): Record<string, unknown> {
-  switch (token) {
-    case 'gcp:storage/getProjectServiceAccount:getProjectServiceAccount':
-      return { emailAddress: MOCK_STORAGE_AGENT, id: MOCK_STORAGE_AGENT, project: inputs.project ?? project };
-    case 'gcp:organizations/getClientConfig:getClientConfig':
-      return { accessToken: 'mock-access-token', project, id: project };
-    case 'gcp:organizations/getProject:getProject':
-      return {
-        number: MOCK_PROJECT_NUMBER,
-        projectId: inputs.projectId ?? project,
-        name: inputs.projectId ?? project,
-        id: `projects/${inputs.projectId ?? project}`,
-      };
-    default:
-      throw new Error(`the harness has no mock for invoke ${token}; add one to infra/test/harness.ts`);
-  }
 }
 
 /**

@@ -1,0 +1,134 @@
+/**
+ * Issue 43: the stack under the real Pulumi engine. The CLI is the pinned v3.276.0 built by
+ * scripts/install-pulumi.sh; the engine, the CLI, the policy analyzer protocol, config typing and
+ * state are real; the language host (language-host.ts) and the providers (provider.ts) are
+ * stand-ins on PATH. Each run works in a temporary copy of the checkout on a file:// backend.
+ */
+import { spawnSync } from 'node:child_process';
+import { cpSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+
+const REPO = path.resolve(__dirname, '../../..');
+const PULUMI = path.join(REPO, '.tools/bin/pulumi');
+const COPIED = [
+  'Pulumi.yaml',
+  'Pulumi.dev.yaml',
+  'Pulumi.prod.yaml',
+  'package-lock.json',
+  'package.json',
+  'tsconfig.json',
+  'infra',
+  'policies',
+  'worker',
+];
+
+interface Workspace {
+  dir: string;
+  pulumi(args: string[]): { status: number | null; stdout: string; stderr: string; output: string };
+}
+
+/** A copy of the checkout (node_modules linked) with its own file:// backend and PULUMI_HOME. */
+function workspace(edit?: (dir: string) => void): Workspace {
+  const root = mkdtempSync(path.join(tmpdir(), 'docline-engine-'));
+  const dir = path.join(root, 'checkout');
+  for (const entry of COPIED) {
+    cpSync(path.join(REPO, entry), path.join(dir, entry), {
+      recursive: true,
+      filter: (src) => !src.includes(`${path.sep}node_modules`),
+    });
+  }
+  symlinkSync(path.join(REPO, 'node_modules'), path.join(dir, 'node_modules'));
+  edit?.(dir);
+  const env: NodeJS.ProcessEnv = {
+    PATH: `${path.join(REPO, 'infra/test/engine/bin')}:${path.join(REPO, 'node_modules/.bin')}:${process.env.PATH ?? ''}`,
+    HOME: root,
+    PULUMI_HOME: path.join(root, 'pulumi-home'),
+    PULUMI_BACKEND_URL: `file://${path.join(root, 'state')}`,
+    PULUMI_CONFIG_PASSPHRASE: 'engine-suite',
+    PULUMI_SKIP_UPDATE_CHECK: 'true',
+    // Never reach for a plugin download: every plugin is a stand-in on PATH.
+    PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION: 'true',
+    PULUMI_AUTOMATION_API_SKIP_VERSION_CHECK: 'true',
+  };
+  mkdirSync(path.join(root, 'state'));
+  return {
+    dir,
+    pulumi(args) {
+      const res = spawnSync(PULUMI, [...args, '--non-interactive'], {
+        cwd: dir,
+        env,
+        encoding: 'utf8',
+        timeout: 540_000,
+      });
+      return {
+        status: res.status,
+        stdout: res.stdout,
+        stderr: res.stderr,
+        output: `${res.stdout}\n${res.stderr}`,
+      };
+    },
+  };
+}
+
+/** Fails with the command's own output when it did not succeed. */
+function ok<T extends { status: number | null; output: string }>(res: T): T {
+  if (res.status !== 0) throw new Error(`pulumi exited ${res.status}:\n${res.output.slice(-4000)}`);
+  return res;
+}
+
+/** The change summary of `pulumi preview --json`. */
+function changes(stdout: string): Record<string, number> {
+  return (JSON.parse(stdout) as { changeSummary?: Record<string, number> }).changeSummary ?? {};
+}
+
+function changed(summary: Record<string, number>): number {
+  return Object.entries(summary)
+    .filter(([op]) => op !== 'same' && op !== 'read')
+    .reduce((sum, [, n]) => sum + n, 0);
+}
+
+describe('the dev stack under the real engine', () => {
+  const ws = workspace();
+  afterAll(() => rmSync(path.dirname(ws.dir), { recursive: true, force: true }));
+
+  it('pulumi preview --policy-pack policies (as preview.yml runs it) plans the whole stack', () => {
+    ok(ws.pulumi(['stack', 'init', 'dev']));
+    const preview = ws.pulumi(['preview', '-s', 'dev', '--policy-pack', 'policies', '--json']);
+    expect(preview.stderr).not.toMatch(/Unable to compile TypeScript/);
+    ok(preview);
+    expect(changes(preview.stdout).create).toBeGreaterThan(50);
+  });
+
+  it('pulumi up creates it, and a second preview plans 0 changes', () => {
+    const up = ws.pulumi(['up', '-s', 'dev', '--yes', '--skip-preview', '--policy-pack', 'policies']);
+    ok(up);
+    expect(up.output).toMatch(/\d+ created/);
+    const again = ws.pulumi(['preview', '-s', 'dev', '--policy-pack', 'policies', '--json']);
+    ok(again);
+    const summary = changes(again.stdout);
+    expect(summary.same).toBeGreaterThan(50);
+    expect(changed(summary)).toBe(0);
+  });
+
+  it('pulumi destroy removes it (dev keeps no protected resource)', () => {
+    const destroy = ws.pulumi(['destroy', '-s', 'dev', '--yes', '--skip-preview']);
+    ok(destroy);
+    expect(destroy.output).toMatch(/\d+ deleted/);
+  });
+});
+
+describe('the checks can fail', () => {
+  it('with the fix of issue 43 reverted (no infra/tsconfig.json), the first preview fails to compile', () => {
+    const ws = workspace((dir) => rmSync(path.join(dir, 'infra/tsconfig.json')));
+    try {
+      ok(ws.pulumi(['stack', 'init', 'dev']));
+      const preview = ws.pulumi(['preview', '-s', 'dev', '--policy-pack', 'policies']);
+      expect(preview.status).not.toBe(0);
+      expect(preview.output).toMatch(/Unable to compile TypeScript/);
+      expect(preview.output).toMatch(/TS2550/);
+    } finally {
+      rmSync(path.dirname(ws.dir), { recursive: true, force: true });
+    }
+  });
+});
