@@ -118,6 +118,37 @@ describe('the dev stack under the real engine', () => {
   });
 });
 
+describe('the prod stack under the real engine', () => {
+  const ws = workspace();
+  afterAll(() => rmSync(path.dirname(ws.dir), { recursive: true, force: true }));
+  // What deploy.yml passes as docline:image: the digest CI built once and promoted after dev.
+  const promoted = `europe-west1-docker.pkg.dev/docline-prod-example/docline-images/worker@sha256:${'ef'.repeat(32)}`;
+
+  it('a first preview without an image is refused with the promoted-image message', () => {
+    ok(ws.pulumi(['stack', 'init', 'prod']));
+    const preview = ws.pulumi(['preview', '-s', 'prod', '--policy-pack', 'policies']);
+    expect(preview.status).not.toBe(0);
+    expect(preview.output).toMatch(/promotedImage is true but no image is set and none is deployed yet/);
+  });
+
+  it('pulumi up with the promoted image, then a preview without it is a no-op (read through the self reference)', () => {
+    ok(ws.pulumi(['config', 'set', '-s', 'prod', 'docline:image', promoted]));
+    const up = ok(ws.pulumi(['up', '-s', 'prod', '--yes', '--skip-preview', '--policy-pack', 'policies']));
+    expect(up.output).toMatch(/\d+ created/);
+    ok(ws.pulumi(['config', 'rm', '-s', 'prod', 'docline:image']));
+    const again = ok(ws.pulumi(['preview', '-s', 'prod', '--policy-pack', 'policies', '--json']));
+    const summary = changes(again.stdout);
+    expect(summary.same).toBeGreaterThan(50);
+    expect(changed(summary)).toBe(0);
+  });
+
+  it('pulumi destroy is stopped by protect on the data-bearing resources', () => {
+    const destroy = ws.pulumi(['destroy', '-s', 'prod', '--yes', '--skip-preview']);
+    expect(destroy.status).not.toBe(0);
+    expect(destroy.output).toMatch(/protected/);
+  });
+});
+
 describe('the checks can fail', () => {
   it('with the fix of issue 43 reverted (no infra/tsconfig.json), the first preview fails to compile', () => {
     const ws = workspace((dir) => rmSync(path.join(dir, 'infra/tsconfig.json')));
