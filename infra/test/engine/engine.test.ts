@@ -23,6 +23,16 @@ const COPIED = [
   'worker',
 ];
 
+type Props = Record<string, unknown>;
+
+/** The resources that hold documents or rows: destroy and a rename must never take them. */
+const DATA_TYPES = new Set([
+  'gcp:storage/bucket:Bucket',
+  'gcp:bigquery/dataset:Dataset',
+  'gcp:bigquery/table:Table',
+  'gcp:logging/projectBucketConfig:ProjectBucketConfig',
+]);
+
 interface Workspace {
   dir: string;
   pulumi(args: string[]): { status: number | null; stdout: string; stderr: string; output: string };
@@ -146,6 +156,19 @@ describe('the prod stack under the real engine', () => {
     const destroy = ws.pulumi(['destroy', '-s', 'prod', '--yes', '--skip-preview']);
     expect(destroy.status).not.toBe(0);
     expect(destroy.output).toMatch(/protected/);
+    // The engine's own state says which resources it protects: every data-bearing one must be.
+    const state = JSON.parse(ok(ws.pulumi(['stack', 'export', '-s', 'prod'])).stdout) as {
+      deployment: { resources: Array<{ urn: string; type: string; protect?: boolean; inputs?: Props }> };
+    };
+    const data = state.deployment.resources.filter(
+      (r) =>
+        DATA_TYPES.has(r.type) &&
+        // Views hold no data; the documents bucket does, the memo bucket is a cache.
+        !(r.type === 'gcp:bigquery/table:Table' && r.inputs?.view) &&
+        !(r.type === 'gcp:storage/bucket:Bucket' && /memo/.test(r.urn)),
+    );
+    expect(data.map((r) => r.type).sort()).toEqual([...DATA_TYPES].sort());
+    expect(data.filter((r) => r.protect !== true).map((r) => r.urn)).toEqual([]);
   });
 });
 
