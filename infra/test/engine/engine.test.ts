@@ -5,7 +5,7 @@
  * stand-ins on PATH. Each run works in a temporary copy of the checkout on a file:// backend.
  */
 import { spawnSync } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
@@ -173,6 +173,38 @@ describe('the prod stack under the real engine', () => {
 });
 
 describe('the checks can fail', () => {
+  it('a program with a second notification on the documents bucket fails the preview on the mandatory policy', () => {
+    const ws = workspace((dir) => {
+      // The fixture: the delivery component announces the bucket's uploads a second time.
+      const file = path.join(dir, 'infra/components/delivery.ts');
+      const source = readFileSync(file, 'utf8');
+      const anchor = '    this.registerOutputs({';
+      if (!source.includes(anchor)) throw new Error('fixture anchor not found in delivery.ts');
+      writeFileSync(
+        file,
+        source.replace(
+          anchor,
+          `    new gcp.storage.Notification(\`\${name}-second-notification\`, {
+      bucket: args.bucketName,
+      topic: args.topic,
+      payloadFormat: NOTIFICATION_PAYLOAD_FORMAT,
+      eventTypes: [NOTIFIED_EVENT_TYPE],
+    }, { ...this.child, deleteBeforeReplace: true });
+${anchor}`,
+        ),
+      );
+    });
+    try {
+      ok(ws.pulumi(['stack', 'init', 'dev']));
+      const preview = ws.pulumi(['preview', '-s', 'dev', '--policy-pack', 'policies']);
+      expect(preview.status).not.toBe(0);
+      expect(preview.output).toMatch(/one-notification-per-bucket/);
+      expect(preview.output).toMatch(/mandatory/);
+    } finally {
+      rmSync(path.dirname(ws.dir), { recursive: true, force: true });
+    }
+  });
+
   it('with the fix of issue 43 reverted (no infra/tsconfig.json), the first preview fails to compile', () => {
     const ws = workspace((dir) => rmSync(path.join(dir, 'infra/tsconfig.json')));
     try {
