@@ -70,6 +70,8 @@ function workspace(edit?: (dir: string) => void): Workspace {
         env,
         encoding: 'utf8',
         timeout: 540_000,
+        // `up --json` streams every engine event, debug ones included: far past the 1 MiB default.
+        maxBuffer: 512 * 1024 * 1024,
       });
       return {
         status: res.status,
@@ -90,6 +92,22 @@ function ok<T extends { status: number | null; output: string }>(res: T): T {
 /** The change summary of `pulumi preview --json`. */
 function changes(stdout: string): Record<string, number> {
   return (JSON.parse(stdout) as { changeSummary?: Record<string, number> }).changeSummary ?? {};
+}
+
+/** The steps the engine took on the documents bucket's notification, from `pulumi up --json`'s event stream. */
+function notificationSteps(stdout: string): Array<{ sequence: number; op: string }> {
+  const steps: Array<{ sequence: number; op: string }> = [];
+  for (const line of stdout.split('\n')) {
+    if (!line.startsWith('{')) continue;
+    const event = JSON.parse(line) as {
+      sequence: number;
+      resourcePreEvent?: { metadata: { op: string; urn: string } };
+    };
+    const meta = event.resourcePreEvent?.metadata;
+    if (meta && /::docline-dev-delivery-notification$/.test(meta.urn))
+      steps.push({ sequence: event.sequence, op: meta.op });
+  }
+  return steps;
 }
 
 function changed(summary: Record<string, number>): number {
@@ -119,6 +137,19 @@ describe('the dev stack under the real engine', () => {
     const summary = changes(again.stdout);
     expect(summary.same).toBeGreaterThan(50);
     expect(changed(summary)).toBe(0);
+  });
+
+  it('a config change that replaces the notification deletes the old one before creating the new one', () => {
+    // A new project changes the topic's id, an input of the notification, which has no update.
+    ok(ws.pulumi(['config', 'set', '-s', 'dev', 'gcp:project', 'docline-dev-other']));
+    const up = ok(ws.pulumi(['up', '-s', 'dev', '--yes', '--skip-preview', '--json']));
+    const steps = notificationSteps(up.stdout);
+    const deleted = steps.find((s) => s.op === 'delete-replaced');
+    const created = steps.find((s) => s.op === 'create-replacement');
+    expect(deleted).toBeDefined();
+    expect(created).toBeDefined();
+    // The engine's own step order: never two notifications on the bucket, not even during the update.
+    expect(deleted?.sequence).toBeLessThan(created?.sequence ?? -1);
   });
 
   it('pulumi destroy removes it (dev keeps no protected resource)', () => {
