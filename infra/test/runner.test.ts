@@ -1,5 +1,5 @@
 /**
- * Issue 43: the program compiles under the Pulumi CLI exactly as `npm run typecheck` compiles it.
+ * The program compiles under the Pulumi CLI exactly as `npm run typecheck` compiles it.
  * The engine runs `main: infra/` with infra/ as its working directory, and the SDK's runner reads
  * tsconfig.json from there; infra/tsconfig.json extends the root one, so the CLI and `tsc` agree.
  * This runs the real runner module (support/runner.ts), not the mocks.
@@ -35,7 +35,7 @@ describe('infra/ under the SDK runner, from the directory the engine gives it', 
   );
 
   it(
-    'without infra/tsconfig.json the same run fails to compile (the TS2550 of issue 43)',
+    'without infra/tsconfig.json the same run fails to compile (TS2550: the default lib of ts-node has no replaceAll)',
     async () => {
       // A copy of infra/ beside the real one, so relative imports (../worker) still resolve, with
       // the tsconfig.json removed: what every `pulumi preview` met before the fix.

@@ -1,5 +1,5 @@
 /**
- * Issue 43: the stack under the real Pulumi engine. The CLI is the pinned v3.276.0 built by
+ * The stack under the real Pulumi engine. The CLI is the pinned v3.276.0 built by
  * scripts/install-pulumi.sh; the engine, the CLI, the policy analyzer protocol, config typing and
  * state are real; the language host (language-host.ts) and the providers (provider.ts) are
  * stand-ins on PATH. Each run works in a temporary copy of the checkout on a file:// backend.
@@ -236,7 +236,7 @@ ${anchor}`,
     }
   });
 
-  it('with the fix of issue 43 reverted (no infra/tsconfig.json), the first preview fails to compile', () => {
+  it('without infra/tsconfig.json (the compile fix reverted), the first preview fails to compile', () => {
     const ws = workspace((dir) => rmSync(path.join(dir, 'infra/tsconfig.json')));
     try {
       ok(ws.pulumi(['stack', 'init', 'dev']));

@@ -1,6 +1,6 @@
 /**
  * A stand-in for the Node language host (`pulumi-language-nodejs`), whose Go module the Go module
- * proxy refuses (issue 43). The engine starts it from PATH as `pulumi-language-nodejs [flags]
+ * proxy refuses. The engine starts it from PATH as `pulumi-language-nodejs [flags]
  * ENGINE_ADDRESS`, reads the port it prints, and calls the LanguageRuntime service over gRPC.
  *
  * `Run` starts the Node SDK's own program runner (`@pulumi/pulumi/cmd/run`, resolved from the

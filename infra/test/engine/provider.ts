@@ -1,5 +1,5 @@
 /**
- * Provider stand-ins for the real engine (issue 43): `pulumi-resource-gcp`, `-docker-build` and
+ * Provider stand-ins for the real engine: `pulumi-resource-gcp`, `-docker-build` and
  * `-time` on PATH (bin/), each this file served with `@pulumi/pulumi/provider`'s `main()` under the
  * package name its wrapper passes. Nothing reaches Google: `create` answers the inputs plus what
  * the real provider computes, from the one table the mocks use too (support/computed-outputs.ts).

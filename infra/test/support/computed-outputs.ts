@@ -1,7 +1,7 @@
 /**
  * What the providers compute, one table for both places that stand in for them: the mocks of
  * harness.ts (`pulumi.runtime.setMocks`) and the provider stand-ins the real engine runs
- * (engine/provider.ts, issue 43). A value the program reads must be present, or the inputs built
+ * (engine/provider.ts). A value the program reads must be present, or the inputs built
  * from it silently vanish.
  */
 

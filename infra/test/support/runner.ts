@@ -5,12 +5,11 @@
  *
  * The mocks (harness.ts) load the program through jest's transform and never reach this step: the
  * runner compiles the program with ts-node and the tsconfig.json it finds in its working
- * directory, and without one there it compiles with ts-node's defaults (the TS2550 of issue 43).
+ * directory, and without one there it compiles with ts-node's defaults (TS2550 on the ES2021+ APIs it uses).
  *
  * The runner is pointed at a resource monitor served here: it answers the root stack's
  * registration, and the first resource the program itself registers is the proof that the program
- * compiled and ran; the run stops there. Everything after that is the engine's job (issue 43's
- * `npm run test:engine`), not this check's.
+ * compiled and ran; the run stops there. Everything after that is the engine's job (`npm run test:engine`), not this check's.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
@@ -101,10 +100,6 @@ export async function runUnderRunner(
             PATH: process.env.PATH ?? '',
             HOME: process.env.HOME ?? '',
             PULUMI_CONFIG: JSON.stringify(config),
-            PULUMI_NODEJS_PROJECT: 'docline',
-            PULUMI_NODEJS_STACK: 'dev',
-            PULUMI_NODEJS_DRY_RUN: 'true',
-            PULUMI_NODEJS_MONITOR: `127.0.0.1:${port}`,
             // Set by the Node language host from Pulumi.yaml's `runtime.options.typescript` (default true).
             PULUMI_NODEJS_TYPESCRIPT: 'true',
             ...options.env,
