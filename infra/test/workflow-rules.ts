@@ -310,13 +310,57 @@ export function settingsProblems(files: readonly WorkflowFile[]): string[] {
   return problems;
 }
 
-/** CODEOWNERS covers what decides a deploy. */
-export function codeownersProblems(codeowners: string): string[] {
-  const owned = codeowners
+/**
+ * Files that decide a deploy or run in a job holding a deploy identity, one concrete path each: the
+ * workflows, the program, the pack, the worker (the pack's defaults come from its contract, and it
+ * is the image CI deploys), the stack files, and what `npm ci` and `npm run` read in a deploy job.
+ */
+export const DEPLOY_CRITICAL_PATHS = [
+  '.github/workflows/deploy.yml',
+  '.github/CODEOWNERS',
+  'infra/index.ts',
+  'policies/index.ts',
+  'worker/src/contract/settings.ts',
+  'worker/Dockerfile',
+  'scripts/install-actionlint.sh',
+  'Pulumi.yaml',
+  'Pulumi.prod.yaml',
+  'package.json',
+  'package-lock.json',
+  'tsconfig.json',
+  '.npmrc',
+] as const;
+
+/** Whether a CODEOWNERS pattern (the subset docline uses: `/dir/`, `/file`, `*` in a segment) matches a path. */
+function codeownersMatches(pattern: string, path: string): boolean {
+  const anchored = pattern.startsWith('/');
+  const body = pattern.replace(/^\//, '');
+  const dir = body.endsWith('/');
+  const glob = (dir ? body.slice(0, -1) : body)
+    .split('*')
+    .map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+    .join('[^/]*');
+  const re = new RegExp(`${anchored ? '^' : '(^|/)'}${glob}${dir ? '/' : '(/|$)'}`);
+  return re.test(path);
+}
+
+/**
+ * CODEOWNERS gives an owner to every deploy-critical path. GitHub applies the *last* matching line,
+ * so a later pattern without owners (or with none of these) un-owns a path an earlier line covered.
+ */
+export function codeownersProblems(
+  codeowners: string,
+  paths: readonly string[] = DEPLOY_CRITICAL_PATHS,
+): string[] {
+  const rules = codeowners
     .split('\n')
-    .filter((l) => l.trim() !== '' && !l.startsWith('#'))
-    .map((l) => l.trim().split(/\s+/));
-  return ['/.github/', '/infra/', '/policies/']
-    .filter((path) => !owned.some(([p, ...owners]) => p === path && owners.length > 0))
+    .map((l) => l.trim())
+    .filter((l) => l !== '' && !l.startsWith('#'))
+    .map((l) => l.split(/\s+/));
+  return paths
+    .filter((path) => {
+      const last = rules.filter(([pattern]) => codeownersMatches(pattern!, path)).at(-1);
+      return last === undefined || last.length < 2;
+    })
     .map((path) => `CODEOWNERS has no owner for ${path}`);
 }

@@ -243,10 +243,28 @@ describe('each rule catches what it is for', () => {
     ]);
   });
 
-  it('CODEOWNERS without an owner for infra/', () => {
-    expect(codeownersProblems('/.github/ @a\n/policies/ @a\n/infra/\n')).toEqual([
-      'CODEOWNERS has no owner for /infra/',
+  it('CODEOWNERS without an owner for what a deploy job runs, or un-owned by a later line', () => {
+    const real = readFileSync(join(ROOT, '.github', 'CODEOWNERS'), 'utf8');
+    const withoutLine = (path: string) =>
+      real
+        .split('\n')
+        .filter((l) => !l.startsWith(`${path} `))
+        .join('\n');
+    expect(codeownersProblems(withoutLine('/package.json'))).toEqual([
+      'CODEOWNERS has no owner for package.json',
     ]);
+    expect(codeownersProblems(withoutLine('/package-lock.json'))).toEqual([
+      'CODEOWNERS has no owner for package-lock.json',
+    ]);
+    expect(codeownersProblems(withoutLine('/worker/'))).toEqual([
+      'CODEOWNERS has no owner for worker/src/contract/settings.ts',
+      'CODEOWNERS has no owner for worker/Dockerfile',
+    ]);
+    expect(codeownersProblems(withoutLine('/tsconfig.json'))).toEqual([
+      'CODEOWNERS has no owner for tsconfig.json',
+    ]);
+    expect(codeownersProblems(`${real}\n/infra/\n`)).toEqual(['CODEOWNERS has no owner for infra/index.ts']);
+    expect(codeownersProblems(`${real}\n*.json @someone-else\n`)).toEqual([]);
   });
 });
 
