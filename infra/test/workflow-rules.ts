@@ -82,13 +82,19 @@ export function pinningProblems(files: readonly WorkflowFile[]): string[] {
   return problems;
 }
 
-/** The Pulumi CLI and Node are pinned to exact versions wherever they are installed. */
+/** The Pulumi CLI, the Cloud SDK and Node are pinned to exact versions wherever they are installed. */
 export function toolVersionProblems(files: readonly WorkflowFile[]): string[] {
   const problems: string[] = [];
   for (const wf of files) {
     for (const { job, step } of stepsOf(wf)) {
       if (isPulumi(step) && !EXACT_VERSION.test(String(step.with?.['pulumi-version'] ?? ''))) {
         problems.push(`${wf.file} ${job}: the Pulumi CLI is not pinned (pulumi-version X.Y.Z)`);
+      }
+      if (
+        step.uses?.startsWith('google-github-actions/setup-gcloud@') &&
+        !EXACT_VERSION.test(String(step.with?.version ?? ''))
+      ) {
+        problems.push(`${wf.file} ${job}: the Cloud SDK is not pinned (version X.Y.Z, not latest)`);
       }
       if (
         step.uses?.startsWith('actions/setup-node@') &&
@@ -363,4 +369,49 @@ export function codeownersProblems(
       return last === undefined || last.length < 2;
     })
     .map((path) => `CODEOWNERS has no owner for ${path}`);
+}
+
+/** The repository files around the workflows that a security review reads. */
+export interface RepositoryFiles {
+  /** .github/dependabot.yml, parsed. */
+  readonly dependabot: { updates?: { 'package-ecosystem'?: string; directory?: string }[] } | undefined;
+  /** worker/Dockerfile. */
+  readonly dockerfile: string;
+  /** LICENSE, or undefined when missing. */
+  readonly license: string | undefined;
+  /** SECURITY.md, or undefined when missing. */
+  readonly security: string | undefined;
+  /** package.json's `license`. */
+  readonly packageLicense: string | undefined;
+}
+
+/**
+ * Hygiene: every pin has a bot that proposes its updates (npm, the actions, the base image), the
+ * base image is pinned by digest in every FROM, and the repository says how to report a
+ * vulnerability and under which licence it is published (the one package.json names).
+ */
+export function hygieneProblems(files: RepositoryFiles): string[] {
+  const problems: string[] = [];
+  const updates = files.dependabot?.updates ?? [];
+  for (const [ecosystem, directory] of [
+    ['npm', '/'],
+    ['github-actions', '/'],
+    ['docker', '/worker'],
+  ] as const) {
+    if (!updates.some((u) => u['package-ecosystem'] === ecosystem && u.directory === directory)) {
+      problems.push(`dependabot does not update ${ecosystem} in ${directory}`);
+    }
+  }
+  const froms = [...files.dockerfile.matchAll(/^FROM\s+(?:--\S+\s+)*(\S+)/gm)].map((m) => m[1]!);
+  if (froms.length === 0) problems.push('worker/Dockerfile has no FROM');
+  for (const image of froms.filter((f) => !/@sha256:[0-9a-f]{64}$/.test(f))) {
+    problems.push(`worker/Dockerfile: FROM ${image} is not pinned by digest`);
+  }
+  if (files.security === undefined || !/vulnerabilit/i.test(files.security)) {
+    problems.push('no SECURITY.md saying how to report a vulnerability');
+  }
+  if (files.packageLicense !== 'Apache-2.0' || !/Apache License\s+Version 2\.0/.test(files.license ?? '')) {
+    problems.push(`LICENSE is not the Apache-2.0 text package.json names (${files.packageLicense})`);
+  }
+  return problems;
 }

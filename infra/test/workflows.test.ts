@@ -9,6 +9,7 @@ import {
   codeownersProblems,
   concurrencyProblems,
   gh,
+  hygieneProblems,
   isPreviewJob,
   type Job,
   packSourceProblems,
@@ -37,6 +38,22 @@ function broken(wf: WorkflowFile, change: (w: Workflow) => void, text = wf.text)
   return { file: wf.file, workflow, text };
 }
 
+const optional = (path: string) => {
+  try {
+    return readFileSync(join(ROOT, path), 'utf8');
+  } catch {
+    return undefined;
+  }
+};
+const repositoryFiles = {
+  dependabot: load(readFileSync(join(ROOT, '.github', 'dependabot.yml'), 'utf8')) as never,
+  dockerfile: readFileSync(join(ROOT, 'worker', 'Dockerfile'), 'utf8'),
+  license: optional('LICENSE'),
+  security: optional('SECURITY.md'),
+  packageLicense: (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { license?: string })
+    .license,
+};
+
 const deploy = read('deploy.yml');
 const preview = read('preview.yml');
 const all = [deploy, preview];
@@ -52,6 +69,7 @@ describe('the workflows as they are', () => {
     ['pull request checks', () => pullRequestCheckProblems(all)],
     ['promotion', () => promotionProblems(deploy)],
     ['settings', () => settingsProblems(all)],
+    ['hygiene', () => hygieneProblems(repositoryFiles)],
     ['CODEOWNERS', () => codeownersProblems(readFileSync(join(ROOT, '.github', 'CODEOWNERS'), 'utf8'))],
   ])('pass the %s rule', (_rule, problems) => {
     expect(problems()).toEqual([]);
@@ -265,6 +283,38 @@ describe('each rule catches what it is for', () => {
     ]);
     expect(codeownersProblems(`${real}\n/infra/\n`)).toEqual(['CODEOWNERS has no owner for infra/index.ts']);
     expect(codeownersProblems(`${real}\n*.json @someone-else\n`)).toEqual([]);
+  });
+});
+
+describe('hygiene catches', () => {
+  it('a Cloud SDK left at latest', () => {
+    const latest = broken(preview, (w) => {
+      delete stepOf(w.jobs.test!, 'google-github-actions/setup-gcloud@').with!.version;
+    });
+    expect(toolVersionProblems([latest])).toEqual([
+      'preview.yml test: the Cloud SDK is not pinned (version X.Y.Z, not latest)',
+    ]);
+  });
+
+  it('a base image by tag, a pin no bot updates, no SECURITY.md, a licence other than package.json\u2019s', () => {
+    const byTag = repositoryFiles.dockerfile.replace(/@sha256:[0-9a-f]{64} AS runtime/, ' AS runtime');
+    expect(hygieneProblems({ ...repositoryFiles, dockerfile: byTag })).toEqual([
+      'worker/Dockerfile: FROM node:22-bookworm-slim is not pinned by digest',
+    ]);
+    const dependabot = {
+      updates: (repositoryFiles.dependabot as { updates: { 'package-ecosystem': string }[] }).updates.filter(
+        (u) => u['package-ecosystem'] !== 'docker',
+      ),
+    };
+    expect(hygieneProblems({ ...repositoryFiles, dependabot })).toEqual([
+      'dependabot does not update docker in /worker',
+    ]);
+    expect(hygieneProblems({ ...repositoryFiles, security: undefined })).toEqual([
+      'no SECURITY.md saying how to report a vulnerability',
+    ]);
+    expect(hygieneProblems({ ...repositoryFiles, license: 'MIT License' })).toEqual([
+      'LICENSE is not the Apache-2.0 text package.json names (Apache-2.0)',
+    ]);
   });
 });
 
