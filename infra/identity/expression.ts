@@ -169,10 +169,23 @@ export interface Scope {
   readonly functions?: Readonly<Record<string, (...args: Value[]) => Value>>;
 }
 
-/** GitHub compares strings case-insensitively and coerces across types; CEL compares strictly. */
+/** GitHub's number coercion for a loose comparison: null is 0, booleans 1 and 0, strings parsed. */
+function asNumber(v: Value): number {
+  if (v === null) return 0;
+  if (typeof v === 'boolean') return v ? 1 : 0;
+  if (typeof v === 'number') return v;
+  if (typeof v === 'string') return v.trim() === '' ? 0 : Number(v);
+  return Number.NaN;
+}
+
+/**
+ * GitHub compares strings case-insensitively and, across types, as numbers (so a missing input,
+ * null, equals ''); CEL compares strictly.
+ */
 function equal(a: Value, b: Value, dialect: Dialect): boolean {
-  if (dialect === 'github' && typeof a === 'string' && typeof b === 'string') {
-    return a.toLowerCase() === b.toLowerCase();
+  if (dialect === 'github') {
+    if (typeof a === 'string' && typeof b === 'string') return a.toLowerCase() === b.toLowerCase();
+    if (typeof a !== typeof b || a === null || b === null) return asNumber(a) === asNumber(b);
   }
   return JSON.stringify(a) === JSON.stringify(b);
 }
