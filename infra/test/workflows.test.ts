@@ -414,6 +414,40 @@ describe('each rule catches what it is for', () => {
   });
 });
 
+describe("docs/deploy.md's delivery section", () => {
+  const doc = readFileSync(join(ROOT, 'docs', 'deploy.md'), 'utf8');
+  const section = doc.slice(doc.indexOf('## Continuous delivery'));
+  const settingsTable = section.slice(
+    section.indexOf('**Settings outside this repository'),
+    section.indexOf('**Server-side'),
+  );
+
+  it('lists the settings outside the repository the design relies on', () => {
+    for (const setting of [
+      'Deployment branches and tags',
+      'Required reviewers',
+      'Prevent self-review',
+      'Allow administrators to bypass configured protection rules',
+      'Require review from Code Owners',
+      'OIDC subject claim template',
+      'OIDC Issuers',
+      'Stack Write',
+      'private vulnerability reporting',
+    ]) {
+      expect(settingsTable).toContain(setting);
+    }
+  });
+
+  it('names every environment the deploy workflow uses in the environment branch rule', () => {
+    const environments = Object.values(deploy.workflow.jobs).flatMap((j) =>
+      typeof j.environment === 'string' ? [j.environment] : [],
+    );
+    expect(new Set(environments)).toEqual(new Set(['image', 'dev', 'prod-preview', 'prod']));
+    const row = settingsTable.split('\n').find((l) => l.includes('Deployment branches and tags'))!;
+    for (const environment of environments) expect(row).toContain(`\`${environment}\``);
+  });
+});
+
 describe('hygiene catches', () => {
   it('a Cloud SDK left at latest', () => {
     const latest = broken(preview, (w) => {
