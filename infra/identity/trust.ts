@@ -152,37 +152,32 @@ export function pulumiPolicies(
       sub: subjectOf(repo, spec.trust),
     };
     const trust: Trust = spec.trust;
+    const policy = (decision: PulumiPolicy['decision'], rules: Record<string, string>): PulumiPolicy => ({
+      decision,
+      tokenType: 'team',
+      teamName,
+      rules,
+    });
     if (trust.kind === 'pull-request') {
-      policies.push({
-        decision: 'allow',
-        tokenType: 'team',
-        teamName,
-        rules: {
-          ...common,
-          event_name: 'pull_request',
-          base_ref: 'main',
-          workflow_ref: `${repo.owner}/${repo.name}/${PREVIEW_WORKFLOW}@refs/pull/*/merge`,
-        },
-      });
+      const workflow = `${repo.owner}/${repo.name}/${PREVIEW_WORKFLOW}@refs/pull/*/merge`;
+      policies.push(
+        policy('allow', { ...common, event_name: 'pull_request', base_ref: 'main', workflow_ref: workflow }),
+      );
       continue;
     }
     for (const event of DEPLOY_EVENTS) {
-      policies.push({
-        decision: 'allow',
-        tokenType: 'team',
-        teamName,
-        rules: {
+      policies.push(
+        policy('allow', {
           ...common,
           event_name: event,
           environment: trust.environment,
           ref: MAIN,
           workflow_ref: `${repo.owner}/${repo.name}/${DEPLOY_WORKFLOW}@${MAIN}`,
-        },
-      });
+        }),
+      );
     }
-    for (const event of ['pull_request', 'pull_request_target']) {
-      policies.push({ decision: 'deny', tokenType: 'team', teamName, rules: { event_name: event } });
-    }
+    for (const event of ['pull_request', 'pull_request_target'])
+      policies.push(policy('deny', { event_name: event }));
   }
   return policies;
 }
