@@ -8,6 +8,7 @@
  * the old outputs) with the new ones, and answers a replacement where the real provider would, for
  * the properties this stack sets (REPLACE_ON below).
  */
+import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 import * as provider from '@pulumi/pulumi/provider';
 import { computedOutputs, invokeResult } from '../support/computed-outputs';
 
@@ -119,13 +120,21 @@ export const standIn: provider.Provider = {
     const id = (outs.id as string | undefined) ?? (outs.name as string | undefined) ?? `${type}/${name}`;
     return { id, outs };
   },
-  async read(id, _urn, props) {
+  async read(id, urn, props) {
+    // A resource deleted outside Pulumi (the engine suite lists its URN): a refresh finds it gone.
+    const gone = process.env.DOCLINE_STANDIN_GONE;
+    if (gone && existsSync(gone) && readFileSync(gone, 'utf8').split('\n').includes(urn))
+      return { id: '', props: {} };
     return { id, props };
   },
   async update(_id, urn, _olds, news) {
     return { outs: outputs(urn, news) };
   },
-  async delete() {},
+  async delete(_id, urn) {
+    // The engine suite reads which resources the engine asked to delete (retainOnDelete ones never).
+    const log = process.env.DOCLINE_STANDIN_DELETES;
+    if (log) appendFileSync(log, `${urn}\n`);
+  },
   async invoke(token, inputs) {
     return { outputs: invokeResult(token, inputs, PROJECT) };
   },
