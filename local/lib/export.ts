@@ -153,7 +153,8 @@ export function fecAmount(value: number): string {
 /** A text field: the field separator and line breaks cannot occur inside a field. */
 const fecField = (value: unknown) =>
   String(value ?? '')
-    .replace(/[\t\r\n|]+/g, ' ')
+    .replace(/[\t\r\n|]/g, ' ')
+    .replace(/\s+/g, ' ')
     .trim();
 
 /** The auxiliary (supplier) account: `F` and the first identifier the row states, else its name. */
