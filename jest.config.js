@@ -6,5 +6,11 @@
 module.exports = {
   ...require('./jest.base'),
   testMatch: ['<rootDir>/{worker,infra,policies,local,bench}/test/**/*.test.ts'],
-  testPathIgnorePatterns: ['/node_modules/', '/reliability/', '/emulators/', '/saxon/', '/infra/test/engine/'],
+  testPathIgnorePatterns: [
+    '/node_modules/',
+    '/reliability/',
+    '/emulators/',
+    '/saxon/',
+    '/infra/test/engine/',
+  ],
 };

@@ -8,7 +8,7 @@
  *
  * `npm run close -- --verify [--month 2026-11 | --certificate FILE]`: recomputes the digest of the
  * month's rows and compares it with the certificate's; exit 0 when they match, 1 when they do not
- * (the rows that changed, appeared or went are listed). docs/close.md.
+ * (the rows that changed, appeared or went are listed). docs/month-end.md.
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';

@@ -2,7 +2,7 @@
  * `npm run export -- --month 2026-11 --format csv|fec [--out FILE] [--data-dir DIR]`: the month's
  * documents from the local `documents` view (corrections applied, as the view applies them), as
  * CSV or as the French FEC (fichier des écritures comptables) for purchase invoices. Written to
- * `--out`, else to stdout; what the FEC leaves out is listed on stderr. docs/export.md.
+ * `--out`, else to stdout; what the FEC leaves out is listed on stderr. docs/month-end.md.
  */
 import { writeFileSync } from 'node:fs';
 import { dataDirLayout } from '../../worker/src/contract/data-dir';

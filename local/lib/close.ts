@@ -11,7 +11,7 @@ import type { LedgerEntry } from './pipeline';
 /**
  * The month-end close certificate (`npm run close`): what an auditor needs to rely on a month of
  * the local pipeline, computed from the table (the `documents` view), the local bucket and the
- * delivery ledger; rendered by ./certificate.ts. docs/close.md says where each figure comes from.
+ * delivery ledger; rendered by ./certificate.ts. docs/month-end.md says where each figure comes from.
  */
 
 /** A dead letter as the certificate lists it. */

@@ -3,7 +3,7 @@ import type { MonthRow } from './month';
 
 /**
  * The month's documents for the accounts (`npm run export`): CSV, one line per document, and the
- * French FEC layout for purchase invoices (docs/export.md says where each column comes from).
+ * French FEC layout for purchase invoices (docs/month-end.md says where each column comes from).
  */
 
 /** The CSV's columns, in order: the document, then the invoice the row states. */

@@ -90,7 +90,7 @@ export async function configureDelivery(
   );
 }
 
-/** The fields of a worker's outcome line that the delivery ledger keeps (docs/close.md). */
+/** The fields of a worker's outcome line that the delivery ledger keeps (docs/month-end.md). */
 const LEDGER_FIELDS = [
   'messageId',
   'dedupKey',

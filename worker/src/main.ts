@@ -170,11 +170,11 @@ async function buildEInvoiceReader(
  * compared with its XML by the offline analyzer only: Gemini would be paid for it.
  */
 async function buildEInvoiceValidator(config: WorkerConfig, logger: Logger, analyzer: Analyzer) {
-  if (process.env.EN16931_VALIDATOR === 'off') return undefined;
+  if (config.eInvoiceValidator === 'off') return undefined;
   const { EInvoiceValidator } = await import('./adapters/e-invoice/validation/validation.js');
   const { SaxonRunner, findValidator } = await import('./adapters/e-invoice/validation/saxon-runner.js');
   const picture = config.analyzer.kind === 'offline' ? { picture: analyzer } : {};
-  const found = findValidator();
+  const found = findValidator(config.eInvoiceValidator);
   if (!found)
     return new EInvoiceValidator({
       unavailable: 'no validator installed (scripts/install-en16931.sh)',

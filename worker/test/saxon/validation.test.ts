@@ -15,6 +15,7 @@ import {
   EInvoiceValidator,
   validationReviewReasons,
 } from '../../src/adapters/e-invoice/validation/validation';
+import { parseXml } from '../../src/adapters/e-invoice/xml';
 import { PdfJsParser } from '../../src/adapters/pdf/pdfjs-parser';
 import { DEFAULT_CONTENT_TYPES } from '../../src/contract/settings';
 import { RejectionError } from '../../src/core/errors';
@@ -238,7 +239,6 @@ describe('the runner process', () => {
     const slow = new SaxonRunner(installed);
     const v = new EInvoiceValidator({ runner: slow, timeoutMs: 1 });
     const f = fixture('cii', 'EN16931_Einfach.cii.xml');
-    const { parseXml } = await import('../../src/adapters/e-invoice/xml');
     const bytes = readFileSync(f.path);
     const first = await v.validate(bytes, parseXml(bytes), 'cii', false);
     expect(first).toMatchObject({ verdict: 'unchecked', detail: expect.stringContaining('timeout') });

@@ -49,7 +49,7 @@ export const DEFAULT_VALIDATOR_DIR = path.resolve(__dirname, '../../../../../.to
 
 /** The installed runner's folder and manifest, or undefined when it is not installed. */
 export function findValidator(
-  dir = process.env.EN16931_VALIDATOR ?? DEFAULT_VALIDATOR_DIR,
+  dir = DEFAULT_VALIDATOR_DIR,
 ): { dir: string; manifest: RunnerManifest } | undefined {
   const file = path.join(dir, 'manifest.json');
   if (!existsSync(file)) return undefined;
@@ -68,7 +68,7 @@ interface Pending {
 export interface SaxonRunnerOptions {
   dir: string;
   manifest: RunnerManifest;
-  /** The `java` command (default: JAVA_HOME's, else `java` on PATH). */
+  /** The `java` command (default: `java` on PATH). */
   java?: string;
   /** Receives the runner's stderr lines. */
   onStderr?: (line: string) => void;
@@ -129,8 +129,7 @@ export class SaxonRunner {
 
   private start(): Promise<void> {
     const { dir, manifest } = this.options;
-    const java =
-      this.options.java ?? (process.env.JAVA_HOME ? path.join(process.env.JAVA_HOME, 'bin/java') : 'java');
+    const java = this.options.java ?? 'java';
     const classpath = manifest.classpath.map((p) => path.join(dir, p)).join(path.delimiter);
     const child = spawn(
       java,
