@@ -105,7 +105,7 @@ export function sections(c: Certificate): Section[] {
       title: 'E-invoices validated on receipt (EN 16931)',
       verdict: `${v.valid} valid, ${v.invalid} invalid, ${v.unchecked} unchecked, of ${plural(v.checked, 'e-invoice')}.`,
       tone: v.invalid === 0 ? 'good' : 'attention',
-      lines: [],
+      lines: v.invalidItems.map((i) => `invalid: ${i.object}: ${i.failed.join(', ')}`),
     });
   }
   return out;

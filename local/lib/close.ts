@@ -84,7 +84,14 @@ export interface Certificate {
     /** Rows the documents view shows with corrections applied; null when the view shows none. */
     corrected: number | null;
   };
-  validation: { checked: number; valid: number; invalid: number; unchecked: number };
+  validation: {
+    checked: number;
+    valid: number;
+    invalid: number;
+    unchecked: number;
+    /** The invalid e-invoices and the rule ids that fired. */
+    invalidItems: Array<{ object: string; failed: string[] }>;
+  };
   perDay: Array<{ day: string; ok: number; review: number; rejected: number }>;
 }
 
@@ -381,14 +388,22 @@ function correctedRows({ rows, columns }: CloseInputs): number | null {
 }
 
 function validationOf(rows: readonly MonthRow[]): Certificate['validation'] {
-  const verdicts = rows
-    .map((r) => (r.e_invoice_validation as { verdict?: string } | null | undefined)?.verdict)
-    .filter((v): v is string => typeof v === 'string');
+  type Verdict = { verdict?: unknown; failed?: unknown };
+  const checked = rows.filter(
+    (r) => typeof (r.e_invoice_validation as Verdict | null | undefined)?.verdict === 'string',
+  );
+  const verdict = (r: MonthRow) => (r.e_invoice_validation as Verdict).verdict;
   return {
-    checked: verdicts.length,
-    valid: verdicts.filter((v) => v === 'valid').length,
-    invalid: verdicts.filter((v) => v === 'invalid').length,
-    unchecked: verdicts.filter((v) => v === 'unchecked').length,
+    checked: checked.length,
+    valid: checked.filter((r) => verdict(r) === 'valid').length,
+    invalid: checked.filter((r) => verdict(r) === 'invalid').length,
+    unchecked: checked.filter((r) => verdict(r) === 'unchecked').length,
+    invalidItems: checked
+      .filter((r) => verdict(r) === 'invalid')
+      .map((r) => {
+        const failed = (r.e_invoice_validation as Verdict).failed;
+        return { object: label(r), failed: Array.isArray(failed) ? failed.map(String) : [] };
+      }),
   };
 }
 

@@ -178,8 +178,9 @@ const CENT = 0.005 + 1e-9;
  * The month's purchase invoices and credit notes as FEC entries: per document one entry (one
  * EcritureNum) of three lines: the expense (net), the deductible VAT (when there is some) and the
  * supplier (total, on the supplier's auxiliary account). An invoice debits the expense and the
- * VAT and credits the supplier; a credit note the other way round (a negative amount changes
- * sides). Every entry balances. Left out, with the reason: rejected documents, documents that are
+ * VAT and credits the supplier; a credit note the other way round, whether its amounts are
+ * written positive (EN 16931) or with a minus (a printed avoir); an invoice with negative amounts
+ * changes sides too. Every entry balances. Left out, with the reason: rejected documents, documents that are
  * not invoices or credit notes, amounts missing, not in euros, or that do not add up.
  */
 export function fecEntries(rows: readonly MonthRow[]): { lines: string[][]; skipped: FecSkip[] } {
@@ -222,14 +223,17 @@ export function fecEntries(rows: readonly MonthRow[]): { lines: string[][]; skip
       num: `${FEC_BOOKING.journal.code}${row.day.slice(0, 7).replace('-', '')}-${String(sequence).padStart(5, '0')}`,
       pieceDate: a.issue_date ? fecDate(a.issue_date) : day,
     };
-    /** One line; `debit` true puts a positive amount on the debit side (a negative one goes across). */
+    // Signed as an invoice books them: a credit note's amounts are negative whatever sign it
+    // prints (EN 16931 writes them positive, a picture may print a minus); an invoice keeps its own.
+    const signed = (n: number) => round2(credit ? -Math.abs(n) : n);
+    /** One line: a positive amount on the `side` given, a negative one on the other side. */
     const line = (
       account: { account: string; label: string },
       amount: number,
-      debit: boolean,
+      side: 'debit' | 'credit',
       aux: [string, string] = ['', ''],
     ) => {
-      const onDebit = amount < 0 ? !debit : debit;
+      const onDebit = (side === 'debit') === amount >= 0;
       const value = fecAmount(Math.abs(amount));
       lines.push([
         FEC_BOOKING.journal.code,
@@ -252,11 +256,14 @@ export function fecEntries(rows: readonly MonthRow[]): { lines: string[][]; skip
         '',
       ]);
     };
-    line(FEC_BOOKING.expense, round2(net), !credit);
-    if (Math.abs(tax) > CENT) line(FEC_BOOKING.vat, round2(tax), !credit);
+    const hasVat = Math.abs(tax) > CENT;
+    line(FEC_BOOKING.expense, signed(net), 'debit');
+    if (hasVat) line(FEC_BOOKING.vat, signed(tax), 'debit');
     // The supplier's line takes the other two's sum: the entry balances to the cent.
-    const vat = Math.abs(tax) > CENT ? round2(tax) : 0;
-    line(FEC_BOOKING.supplier, round2(round2(net) + vat), credit, [supplierAccount(a), supplier]);
+    line(FEC_BOOKING.supplier, round2(signed(net) + (hasVat ? signed(tax) : 0)), 'credit', [
+      supplierAccount(a),
+      supplier,
+    ]);
   }
   return { lines, skipped };
 }

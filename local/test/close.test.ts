@@ -182,7 +182,7 @@ describe('npm run close', () => {
     expect(certificate.reconcile).toMatchObject({
       objects: 5,
       withOneRow: 4,
-      withoutRow: ['never-processed.pdf#' + keys['never-processed.pdf']!.split('#')[1]],
+      withoutRow: [`never-processed.pdf#${keys['never-processed.pdf']!.split('#')[1]}`],
       withSeveralRows: [],
     });
     expect(certificate.deliveries).toEqual({
@@ -209,7 +209,13 @@ describe('npm run close', () => {
     ]);
     // This branch's documents view has no review column: the certificate says it was not recorded.
     expect(certificate.review).toEqual({ recorded: false, open: [], corrected: null });
-    expect(certificate.validation).toEqual({ checked: 1, valid: 1, invalid: 0, unchecked: 0 });
+    expect(certificate.validation).toEqual({
+      checked: 1,
+      valid: 1,
+      invalid: 0,
+      unchecked: 0,
+      invalidItems: [],
+    });
     expect(certificate.perDay).toHaveLength(30);
     expect(certificate.perDay.find((d) => d.day === '2026-11-03')).toEqual({
       day: '2026-11-03',

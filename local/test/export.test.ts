@@ -135,14 +135,32 @@ describe('the FEC export (article A47 A-1 LPF)', () => {
     expect(first[0]![9]).toBe('20261103');
   });
 
-  it('books a credit note the other way round', () => {
-    const { lines } = fecEntries(rows);
-    const credit = lines.filter((l) => l[8] === 'AV-7');
-    expect(credit.map((l) => [l[4], l[11], l[12]])).toEqual([
-      ['607000', '0,00', '100,00'],
-      ['445660', '0,00', '20,00'],
-      ['401000', '120,00', '0,00'],
+  it('books a credit note the other way round, whatever the sign it is written with', () => {
+    const printed = month([
+      testRow({
+        event_time: '2026-11-05T09:00:00.000Z',
+        analysis: analysis({
+          document_type: 'credit_note',
+          invoice_number: 'AV-8',
+          net_amount: -100,
+          tax_amount: -20,
+          total_amount: -120,
+        }),
+      }),
     ]);
+    for (const [of, number] of [
+      [rows, 'AV-7'],
+      [printed, 'AV-8'],
+    ] as const) {
+      const { lines } = fecEntries(of);
+      const credit = lines.filter((l) => l[8] === number);
+      expect(credit.map((l) => [l[4], l[11], l[12]])).toEqual([
+        ['607000', '0,00', '100,00'],
+        ['445660', '0,00', '20,00'],
+        ['401000', '120,00', '0,00'],
+      ]);
+      expect(credit[0]![10]).toBe(`Avoir ${number} Atelier Numérique Ravel SAS`);
+    }
   });
 
   it('balances every entry and numbers the entries in one continuous sequence', () => {
