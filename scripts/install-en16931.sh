@@ -15,7 +15,7 @@
 #                                         profile, MINIMUM to EXTENDED, with their code lists) and
 #                                         AFNOR XP Z12-012's French rules BR-FR for CII
 #
-# Needs Java 17+ (java, javac) and Maven 3 (mvn), as the Pub/Sub emulator already needs Java.
+# Needs Java 17+ (java, javac, jar) and Maven 3 (mvn), as the Pub/Sub emulator already needs Java.
 #
 # Environment knobs:
 #   MVN=/path/to/mvn         maven command (default: `mvn` on PATH)
@@ -44,9 +44,9 @@ runner="$repo_root/worker/src/adapters/e-invoice/validation/Validate.java"
 stamp="$target/.version"
 MVN="${MVN:-mvn}"
 
-for tool in java javac "$MVN" unzip; do
+for tool in java javac jar "$MVN"; do
   if ! command -v "$tool" >/dev/null 2>&1; then
-    echo "install-en16931: $tool not found (Java 17+ with javac, Maven 3 and unzip are needed)" >&2
+    echo "install-en16931: $tool not found (Java 17+ with javac and jar, and Maven 3 are needed)" >&2
     exit 1
   fi
 done
@@ -66,7 +66,7 @@ mkdir -p "$target/lib" "$target/jars" "$target/artefacts" "$target/classes"
 fetch() {
   local coordinates="$1" sha="$2" dir="$3"
   echo "install-en16931: $coordinates"
-  "$MVN" -B -q dependency:copy -Dartifact="$coordinates" -DoutputDirectory="$dir" -Dmdep.overWriteReleases=true
+  "$MVN" -B -q -Dstyle.color=never dependency:copy -Dartifact="$coordinates" -DoutputDirectory="$dir" -Dmdep.overWriteReleases=true
   local group artifact ver classifier file
   IFS=: read -r group artifact ver _ classifier <<<"$coordinates"
   file="$dir/$artifact-$ver${classifier:+-$classifier}.jar"
@@ -82,16 +82,13 @@ fetch "$XMLRESOLVER_DATA" "$XMLRESOLVER_DATA_SHA256" "$target/lib"
 fetch "$PHIVE_EN16931" "$PHIVE_EN16931_SHA256" "$target/jars"
 fetch "$MUSTANG_VALIDATOR" "$MUSTANG_VALIDATOR_SHA256" "$target/jars"
 
-# The artefacts, taken out of their jars unchanged.
-unzip -q -o "$target/jars/phive-rules-en16931-${PHIVE_EN16931##*:}.jar" \
-  "external/schematron/$EN16931_RELEASE/*" -d "$target/jars/phive"
-mkdir -p "$target/artefacts/en16931"
+# The artefacts, taken out of their jars unchanged (with the JDK's jar tool).
+mkdir -p "$target/jars/phive" "$target/jars/mustang" "$target/artefacts/en16931" "$target/artefacts/br-fr"
+(cd "$target/jars/phive" && jar xf "../phive-rules-en16931-${PHIVE_EN16931##*:}.jar" "external/schematron/$EN16931_RELEASE/")
 cp -r "$target/jars/phive/external/schematron/$EN16931_RELEASE/cii" "$target/artefacts/en16931/cii"
 cp -r "$target/jars/phive/external/schematron/$EN16931_RELEASE/ubl" "$target/artefacts/en16931/ubl"
-unzip -q -o "$target/jars/validator-${MUSTANG_VALIDATOR##*:}.jar" "$FACTURX_FOLDER/*" "$BR_FR_FILE" \
-  -d "$target/jars/mustang"
+(cd "$target/jars/mustang" && jar xf "../validator-${MUSTANG_VALIDATOR##*:}.jar" "$FACTURX_FOLDER/" "$BR_FR_FILE")
 cp -r "$target/jars/mustang/$FACTURX_FOLDER" "$target/artefacts/factur-x"
-mkdir -p "$target/artefacts/br-fr"
 cp "$target/jars/mustang/$BR_FR_FILE" "$target/artefacts/br-fr/BR-FR-CII.xsl"
 rm -rf "$target/jars/phive" "$target/jars/mustang"
 

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -60,6 +61,26 @@ async function validate(f: Fixture): Promise<{ reading: EInvoiceReading; v: EInv
 
 const fixture = (folder: Fixture['folder'], file: string) => fixtures(folder).find((f) => f.file === file)!;
 const failedOf = (v: EInvoiceValidation) => Object.fromEntries(v.rulesets.map((r) => [r.artefact, r.failed]));
+
+describe('the installed artefacts', () => {
+  it('are the files the manifest names, with the SHA-256 every verdict repeats', () => {
+    const artefacts = Object.entries(installed.manifest.artefacts);
+    expect(artefacts.map(([key]) => key).sort()).toEqual([
+      'br-fr-cii',
+      'en16931-cii',
+      'en16931-ubl',
+      'factur-x-basic',
+      'factur-x-basic-wl',
+      'factur-x-en16931',
+      'factur-x-extended',
+      'factur-x-minimum',
+    ]);
+    for (const [, a] of artefacts) {
+      const bytes = readFileSync(path.join(installed.dir, 'artefacts', a.path));
+      expect(createHash('sha256').update(bytes).digest('hex')).toBe(a.sha256);
+    }
+  });
+});
 
 describe('the official artefacts on the shared e-invoice fixtures', () => {
   beforeAll(() => validator.warm(), 600_000);
