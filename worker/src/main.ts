@@ -153,9 +153,38 @@ async function buildMemo(config: WorkerConfig, logger: Logger): Promise<MemoStor
   return store;
 }
 
-async function buildEInvoiceReader(pdf?: PdfJsParser): Promise<EInvoiceReader> {
+async function buildEInvoiceReader(
+  config: WorkerConfig,
+  logger: Logger,
+  analyzer: Analyzer,
+  pdf?: PdfJsParser,
+): Promise<EInvoiceReader> {
   const { En16931Reader } = await import('./adapters/e-invoice/en16931-reader.js');
-  return new En16931Reader(undefined, pdf);
+  return new En16931Reader(undefined, pdf, await buildEInvoiceValidator(config, logger, analyzer));
+}
+
+/**
+ * The validation of e-invoices on receipt: Saxon-HE and the official artefacts when
+ * scripts/install-en16931.sh installed them (EN16931_VALIDATOR names another folder; `off` turns
+ * validation off), else every e-invoice's verdict is `unchecked`. A hybrid PDF's picture is
+ * compared with its XML by the offline analyzer only: Gemini would be paid for it.
+ */
+async function buildEInvoiceValidator(config: WorkerConfig, logger: Logger, analyzer: Analyzer) {
+  if (config.eInvoiceValidator === 'off') return undefined;
+  const { EInvoiceValidator } = await import('./adapters/e-invoice/validation/validation.js');
+  const { SaxonRunner, findValidator } = await import('./adapters/e-invoice/validation/saxon-runner.js');
+  const picture = config.analyzer.kind === 'offline' ? { picture: analyzer } : {};
+  const found = findValidator(config.eInvoiceValidator);
+  if (!found)
+    return new EInvoiceValidator({
+      unavailable: 'no validator installed (scripts/install-en16931.sh)',
+      ...picture,
+    });
+  const runner = new SaxonRunner({
+    ...found,
+    onStderr: (line) => logger.warn('e-invoice validator', { stderr: line }),
+  });
+  return new EInvoiceValidator({ runner, ...picture });
 }
 
 /** Offline, the e-invoice reader and the analyzer share one PDF parser: a PDF is parsed once. */
@@ -174,12 +203,13 @@ async function buildAuthenticator(config: WorkerConfig): Promise<Adapters['authe
 /** Builds the adapters the configuration names. */
 export async function buildAdapters(config: WorkerConfig, logger: Logger): Promise<Adapters> {
   const pdf = await buildSharedPdfParser(config);
+  const analyzer = await buildAnalyzer(config, logger, pdf);
   return {
     store: await buildStore(config, logger),
     reader: await buildReader(config),
-    analyzer: await buildAnalyzer(config, logger, pdf),
+    analyzer,
     memo: await buildMemo(config, logger),
-    eInvoices: await buildEInvoiceReader(pdf),
+    eInvoices: await buildEInvoiceReader(config, logger, analyzer, pdf),
     authenticate: await buildAuthenticator(config),
   };
 }

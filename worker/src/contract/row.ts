@@ -111,6 +111,13 @@ export const COLUMNS = [
     description: 'All tokens billed for the analysis.',
   },
   {
+    name: 'e_invoice_validation',
+    type: 'JSON',
+    mode: 'NULLABLE',
+    description:
+      'An e-invoice checked on receipt: the verdict (valid, invalid, unchecked) of the EN 16931 validation artefacts (and Factur-X, BR-FR where they apply) on its XML, the rule ids that fired, and for a hybrid PDF how its picture compares with the XML. Null for other documents.',
+  },
+  {
     name: 'processed_at',
     type: 'TIMESTAMP',
     mode: 'REQUIRED',

@@ -27,6 +27,7 @@ import {
   admitAtOnce,
   type Clock,
   type EInvoiceReader,
+  type EInvoiceValidationRecord,
   type Reader,
   type Store,
 } from './ports';
@@ -84,6 +85,8 @@ interface RowVerdict {
   analysis?: Analysis;
   model?: string;
   usage?: Usage;
+  /** The e-invoice's validation verdict, when the document carried one. */
+  validation?: EInvoiceValidationRecord;
 }
 
 /**
@@ -137,7 +140,8 @@ export async function handle(
         : undefined;
       if (structured?.kind === 'read') {
         const { analysis, model, usage } = structured.result;
-        verdict = { status: 'ok', analysis, model, usage };
+        const validation = structured.validation ? { validation: structured.validation } : {};
+        verdict = { status: 'ok', analysis, model, usage, ...validation };
       } else {
         const analyze = keepingSpentTokens(deps.analyzer);
         const work = async (context?: WorkContext) => {
@@ -175,7 +179,13 @@ export async function handle(
         else if (paid.source === 'shared') memo = 'shared';
         const analysis = paid.result;
         const fallback =
-          structured?.kind === 'fallback' ? { fallback: structured.reason, detail: structured.detail } : {};
+          structured?.kind === 'fallback'
+            ? {
+                fallback: structured.reason,
+                detail: structured.detail,
+                ...(structured.validation ? { validation: structured.validation } : {}),
+              }
+            : {};
         verdict = {
           status: 'ok',
           analysis: analysis.analysis,
@@ -304,6 +314,7 @@ export function buildRow(
     prompt_tokens: verdict.usage?.promptTokens ?? null,
     output_tokens: verdict.usage?.outputTokens ?? null,
     total_tokens: verdict.usage?.totalTokens ?? null,
+    e_invoice_validation: verdict.validation ?? null,
     processed_at: deps.clock.now().toISOString(),
     worker_version: deps.workerVersion,
   };

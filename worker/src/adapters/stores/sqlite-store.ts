@@ -94,6 +94,7 @@ export class SqliteStore implements BatchStore {
     // commit: a 200 is only given for a durable row.
     this.db.exec('PRAGMA synchronous = FULL');
     this.db.exec(sqliteTableDdl(SQLITE_TABLE));
+    addMissingColumns(this.db, SQLITE_TABLE);
     for (const view of VIEW_NAMES) {
       this.db.exec(`CREATE VIEW IF NOT EXISTS ${view} AS ${viewSql('sqlite', view, SQLITE_TABLE)}`);
     }
@@ -239,6 +240,29 @@ export class SqliteStore implements BatchStore {
       }
       throw error;
     }
+  }
+}
+
+/**
+ * A file made before a column was added to the contract gets it, NULLABLE columns only (empty for
+ * the rows already there), as BigQuery's table gets it from the stack: the views and the insert
+ * name every column.
+ */
+function addMissingColumns(db: DatabaseSync, table: string): void {
+  const present = new Set(
+    (db.prepare(`PRAGMA table_info(${table})`).all() as Array<{ name: string }>).map((c) => c.name),
+  );
+  const sqliteType = { STRING: 'TEXT', INT64: 'INTEGER', TIMESTAMP: 'TEXT', JSON: 'TEXT' } as const;
+  for (const c of COLUMNS) {
+    if (present.has(c.name) || c.mode !== 'NULLABLE') continue;
+    try {
+      db.exec(`ALTER TABLE ${table} ADD COLUMN ${c.name} ${sqliteType[c.type]}`);
+    } catch (error) {
+      // Another process sharing the file added it first.
+      if (!/duplicate column/i.test(String((error as Error).message))) throw error;
+    }
+    // The views were made over the old columns: made again over every column.
+    for (const view of VIEW_NAMES) db.exec(`DROP VIEW IF EXISTS ${view}`);
   }
 }
 
