@@ -21,7 +21,7 @@ import {
   settingsProblems,
   type WriteMode,
 } from '../worker/src/contract/settings';
-import { regionProblems } from './stack-guards';
+import { normalisedLocation, regionProblems } from './stack-guards';
 
 /**
  * The stack's volume: how many documents a day it is sized for (`docline:documentsPerDay`). The cap
@@ -603,21 +603,18 @@ export function parseStackConfig(project: string | undefined, stack: string, raw
     monthlyAmount: number('budgetMonthlyAmount', 0),
   };
   problems.push(...keepingProblems(keeping, budgetRaw));
-  problems.push(
-    ...regionProblems(
-      text('region', STACK_DEFAULTS.region),
-      text('dataLocation', STACK_DEFAULTS.dataLocation),
-    ),
-  );
+  // Normalised once: every later comparison (the region check, the fixed-knob guards) is exact.
+  const region = normalisedLocation(text('region', STACK_DEFAULTS.region));
+  const dataLocation = normalisedLocation(text('dataLocation', STACK_DEFAULTS.dataLocation));
+  problems.push(...regionProblems(region, dataLocation));
 
   if (problems.length > 0) throw new StackConfigError(problems);
-  const dataLocation = text('dataLocation', STACK_DEFAULTS.dataLocation);
   return Object.freeze({
     project: project ?? '',
     stack,
     documentsPerDay,
     prefix: `docline-${stack}`,
-    region: text('region', STACK_DEFAULTS.region),
+    region,
     dataLocation,
     // One default for the worker and the stack, next to the data (contract/settings.ts).
     geminiLocation: text('geminiLocation', defaultGeminiLocation(dataLocation)),

@@ -1,6 +1,7 @@
 import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
-import { DoclineComponent } from './component';
+import { durationString } from '../../worker/src/contract/settings';
+import { DoclineComponent, renamedChildAliases } from './component';
 import { guarded, keptData } from './lifecycle';
 import { type PrivateBucketArgs, privateBucket } from './private-bucket';
 
@@ -24,7 +25,21 @@ export interface DocumentBucketArgs extends PrivateBucketArgs {
    * unset: none. docs/deploy.md, "Keeping documents for years", says which rules ask for it.
    */
   retentionYears?: number;
+  /**
+   * How long the uploads topic itself keeps every message it received, acknowledged or not: the
+   * push subscription's retention (`messageRetentionSeconds`), so that a subscription created to
+   * replace it can be seeked back over the swap (`gcloud pubsub subscriptions seek NEW --time=T`).
+   */
+  messageRetentionSeconds: number;
+  /**
+   * The component's name when the stack first created the bucket ({@link renamedChildAliases}):
+   * the bucket keeps its URN, and so its state and its auto-name, if the component is renamed.
+   */
+  stableName?: string;
 }
+
+/** The type token of {@link DocumentBucket}; part of the bucket's URN, so never changed. */
+export const DOCUMENT_BUCKET_TYPE = 'docline:index:DocumentBucket';
 
 /**
  * The retention policy of `years` calendar years (leap days counted up), or none for 0. Never
@@ -37,15 +52,22 @@ export function documentRetention(years: number): { retentionPeriod: string } | 
 }
 
 /**
- * The message storage policy of a docline topic: its messages stay in the stack's region, and
- * `enforceInTransit` makes Pub/Sub refuse a publish or a delivery that would route a message
- * through another region (without it the policy binds only where messages are stored at rest).
+ * The message storage policy of a docline topic: its messages are stored at rest in the stack's
+ * region only. In-transit enforcement stays off, deliberately. With `enforceInTransit`, Pub/Sub
+ * rejects with FAILED_PRECONDITION a publish received in a region the policy does not allow, and
+ * handles push delivery only inside the allowed regions (Pub/Sub, "Restrict Pub/Sub resource
+ * locations"). The publishers of these topics are Google's own: Cloud Storage publishes a bucket's
+ * notifications, Pub/Sub forwards dead letters, and neither documents the region it publishes from
+ * (for a bucket in the EU multi-region, any of its regions). A refused notification publish leaves
+ * no error anywhere the stack can see: every upload would be lost in silence. So no publish or
+ * delivery is made to depend on an undocumented region; the canary after each deploy
+ * (`npm run canary`) is what shows a notification reaching the worker.
  */
 export function regionalStorage(region: string): {
   allowedPersistenceRegions: string[];
   enforceInTransit: boolean;
 } {
-  return { allowedPersistenceRegions: [region], enforceInTransit: true };
+  return { allowedPersistenceRegions: [region], enforceInTransit: false };
 }
 
 /**
@@ -61,7 +83,7 @@ export class DocumentBucket extends DoclineComponent {
   readonly publisherGrant: gcp.pubsub.TopicIAMMember;
 
   constructor(name: string, args: DocumentBucketArgs, opts?: pulumi.ComponentResourceOptions) {
-    super('docline:index:DocumentBucket', name, opts);
+    super(DOCUMENT_BUCKET_TYPE, name, opts);
     this.bucket = privateBucket(
       `${name}-bucket`,
       args,
@@ -70,11 +92,19 @@ export class DocumentBucket extends DoclineComponent {
         softDeleteSeconds: DOCUMENTS_SOFT_DELETE_SECONDS,
         retentionPolicy: documentRetention(args.retentionYears ?? 0),
       },
-      { ...this.child, ...keptData(args.keepData) },
+      {
+        ...this.child,
+        ...keptData(args.keepData),
+        aliases: renamedChildAliases(name, args.stableName, DOCUMENT_BUCKET_TYPE, (c) => `${c}-bucket`),
+      },
     );
     this.topic = new gcp.pubsub.Topic(
       `${name}-uploads`,
-      { project: args.project, messageStoragePolicy: regionalStorage(args.region) },
+      {
+        project: args.project,
+        messageStoragePolicy: regionalStorage(args.region),
+        messageRetentionDuration: durationString(args.messageRetentionSeconds),
+      },
       { ...this.child, ...guarded(args.keepData) },
     );
 

@@ -3,11 +3,18 @@
  * from what the engine receives under Pulumi's mocks, on the stack files. A `StackReference` to the
  * stack itself is a read the mocks answer, so "the last `up` exported X" is a test input.
  */
+import { firstComponentNames } from '../components/component';
 import { Delivery } from '../components/delivery';
-import { documentRetention } from '../components/document-bucket';
-import { TABLE_ID } from '../components/warehouse';
+import { DocumentBucket, documentRetention } from '../components/document-bucket';
+import { RegionalLogs } from '../components/regional-logs';
+import { TABLE_ID, Warehouse } from '../components/warehouse';
 import { parseStackConfig, StackConfigError } from '../config';
-import { knobChangeProblems, regionProblems } from '../stack-guards';
+import {
+  knobChangeProblems,
+  normalisedLocation,
+  regionProblems,
+  retentionDecreaseProblems,
+} from '../stack-guards';
 import {
   type CapturedResource,
   MOCK_DEPLOYED_IMAGE,
@@ -76,14 +83,24 @@ describe('data-bearing resources', () => {
     expect(dataBearing(dev).filter((r) => r.options.protect || r.options.retainOnDelete)).toEqual([]);
   });
 
-  it('keep their messages in the region, in transit too', async () => {
+  it('keep their messages at rest in the region, and never refuse a publish for the region it came from', async () => {
     const run = await runProgram(stackConfig('dev'));
+    // Cloud Storage and Pub/Sub's dead-lettering publish from regions Google does not document:
+    // with enforceInTransit such a publish is refused (FAILED_PRECONDITION) and the upload is lost.
     for (const topic of ofType(run, T.topic)) {
-      expect(topic.inputs.messageStoragePolicy).toEqual({
-        allowedPersistenceRegions: ['europe-west1'],
-        enforceInTransit: true,
-      });
+      expect([topic.name, topic.inputs.messageStoragePolicy]).toEqual([
+        topic.name,
+        { allowedPersistenceRegions: ['europe-west1'], enforceInTransit: false },
+      ]);
     }
+  });
+
+  it('keep the uploads on the topic as long as the subscription does, so a replacement can be seeked back', async () => {
+    const run = await runProgram(stackConfig('prod', { 'docline:messageRetentionSeconds': '86400' }), {
+      stack: 'prod',
+    });
+    expect(one(run, T.topic, '-uploads').inputs.messageRetentionDuration).toBe('86400s');
+    expect(one(run, T.subscription, '-push').inputs.messageRetentionDuration).toBe('86400s');
   });
 });
 
@@ -139,6 +156,87 @@ describe('the notification across a rename of its component', () => {
 
   it('needs no alias while the component keeps its name', async () => {
     expect(one(await runProgram(stackConfig('dev')), T.notification).options.aliases).toEqual([]);
+  });
+});
+
+describe('the data-bearing resources across a rename of their component (or of the prefix)', () => {
+  const project = 'docline-dev-example';
+  /** One component alone under another name, as a refactor would leave it, with or without its stable name. */
+  const programs: Record<string, (stable: boolean) => () => Promise<Record<string, unknown>>> = {
+    'documents bucket': (stable) => async () => {
+      new DocumentBucket('dl-dev-uploads', {
+        project,
+        location: 'EU',
+        region: 'europe-west1',
+        forceDestroy: true,
+        keepData: false,
+        messageRetentionSeconds: 604800,
+        ...(stable ? { stableName: firstComponentNames('dev').documents } : {}),
+      });
+      return {};
+    },
+    'dataset and table': (stable) => async () => {
+      new Warehouse('dl-dev-rows', {
+        project,
+        location: 'EU',
+        datasetId: 'docline_dev',
+        deletionProtection: false,
+        ...(stable ? { stableName: firstComponentNames('dev').warehouse } : {}),
+      });
+      return {};
+    },
+    'log bucket': (stable) => async () => {
+      new RegionalLogs('dl-dev-lines', {
+        project,
+        prefix: 'docline-dev',
+        region: 'europe-west1',
+        keepData: false,
+        sources: ['resource.type = "cloud_run_revision"'],
+        ...(stable ? { stableName: firstComponentNames('dev').logs } : {}),
+      });
+      return {};
+    },
+  };
+  const kept = (run: ProgramRun) =>
+    run.resources.filter(
+      (r) =>
+        (r.type === T.bucket && !r.name.includes('memo')) ||
+        r.type === T.dataset ||
+        (r.type === T.table && r.inputs.view === undefined) ||
+        r.type === T.logBucket,
+    );
+
+  it.each(Object.keys(programs))(
+    '%s: the renamed resource aliases the URN the stack deployed',
+    async (part) => {
+      const deployed = new Map(kept(await runProgram(stackConfig('dev'))).map((r) => [r.type, r.urn]));
+      const after = kept(await runProgram(stackConfig('dev'), { program: programs[part]!(true) }));
+      expect(after.length).toBeGreaterThan(0);
+      for (const r of after) {
+        expect(r.urn).not.toBe(deployed.get(r.type));
+        // The engine resolves the alias to the deployed resource: no new bucket, no forceDestroy of the old.
+        expect([r.name, r.options.aliases]).toEqual([r.name, [deployed.get(r.type)]]);
+      }
+    },
+  );
+
+  it.each(Object.keys(programs))(
+    '%s: without the stable name it would be a new resource (what the alias prevents)',
+    async (part) => {
+      const after = kept(await runProgram(stackConfig('dev'), { program: programs[part]!(false) }));
+      for (const r of after) expect(r.options.aliases).toEqual([]);
+    },
+  );
+
+  it('are spelled from the stack name, never from the prefix, and need no alias while the names hold', async () => {
+    expect(firstComponentNames('prod')).toEqual({
+      documents: 'docline-prod-documents',
+      warehouse: 'docline-prod-warehouse',
+      logs: 'docline-prod-logs',
+      delivery: 'docline-prod-delivery',
+    });
+    const run = await runProgram(stackConfig('dev'));
+    expect(kept(run).filter((r) => r.options.aliases.length > 0)).toEqual([]);
   });
 });
 
@@ -214,6 +312,79 @@ describe('knobs fixed at deploy', () => {
     });
     expect(first.outputs.deployedSettings).toEqual({ ...DEPLOYED, dedupKeyMode: 'message' });
     expect(knobChangeProblems(undefined, { ...DEPLOYED, region: 'us-east1' }, undefined)).toEqual([]);
+  });
+});
+
+describe('retentions lowered on a running stack', () => {
+  const RETAINED = { messageRetentionSeconds: 604800, deadLetterRetentionSeconds: 604800 };
+  const deployed = { ...deployedStack(), deployedRetention: RETAINED };
+
+  it.each([
+    ['messageRetentionSeconds', '86400', /push subscription drops every undelivered upload older than that/],
+    ['deadLetterRetentionSeconds', '604800', /drop every dead letter older than that/],
+  ])(
+    'refuses a lower %s before declaring anything, naming the way back and the allowance',
+    async (knob, lower, why) => {
+      const error = await failure(
+        runProgram(stackConfig('prod', { [`docline:${knob}`]: lower }), {
+          stack: 'prod',
+          deployed: { ...deployed, deployedRetention: { ...RETAINED, [knob]: 691200 } },
+        }),
+      );
+      expect(error).toBeInstanceOf(StackConfigError);
+      expect(error.message).toMatch(new RegExp(`${knob} is deployed as 691200 s and now set to ${lower} s`));
+      expect(error.message).toMatch(why);
+      expect(error.message).toMatch(new RegExp(`docline:allowKnobChange ${knob}`));
+      expect(error[REGISTERED_BEFORE_FAILURE]).toEqual([]);
+    },
+  );
+
+  it('accepts a raise, the same value, a first deploy, and a decrease declared once with allowKnobChange', async () => {
+    const raised = await runProgram(
+      stackConfig('prod', { 'docline:messageRetentionSeconds': '691200', 'docline:dedupWindowDays': '17' }),
+      { stack: 'prod', deployed },
+    );
+    expect(raised.outputs.deployedRetention).toEqual({ ...RETAINED, messageRetentionSeconds: 691200 });
+    expect(
+      retentionDecreaseProblems(undefined, { ...RETAINED, messageRetentionSeconds: 600 }, undefined),
+    ).toEqual([]);
+    const allowed = await runProgram(
+      stackConfig('prod', {
+        'docline:messageRetentionSeconds': '86400',
+        'docline:allowKnobChange': 'messageRetentionSeconds',
+      }),
+      { stack: 'prod', deployed },
+    );
+    expect(allowed.outputs.deployedRetention).toEqual({ ...RETAINED, messageRetentionSeconds: 86400 });
+  });
+
+  it('refuses an allowance left in place after the decrease', () => {
+    expect(retentionDecreaseProblems(RETAINED, RETAINED, 'deadLetterRetentionSeconds')[0]).toMatch(
+      /allowKnobChange names deadLetterRetentionSeconds, which does not go down/,
+    );
+  });
+});
+
+describe('locations as Google spells them', () => {
+  it.each([
+    ['eu', 'EU'],
+    [' Us ', 'US'],
+    ['Europe-West4', 'europe-west4'],
+  ])('normalises %j to %j', (typed, stored) => {
+    expect(normalisedLocation(typed)).toBe(stored);
+  });
+
+  it('accepts `eu` on a stack deployed with `EU`, and stores it as EU (no fixed-knob change)', async () => {
+    const run = await runProgram(
+      stackConfig('prod', { 'docline:dataLocation': 'eu', 'docline:region': 'Europe-West1' }),
+      { stack: 'prod', deployed: deployedStack() },
+    );
+    expect(run.outputs.deployedSettings).toEqual(DEPLOYED);
+    expect(one(run, T.bucket, '-documents-bucket').inputs.location).toBe('EU');
+  });
+
+  it('accepts `EU` on a stack that deployed `eu` before config was normalised', () => {
+    expect(knobChangeProblems({ ...DEPLOYED, dataLocation: 'eu' }, DEPLOYED, undefined)).toEqual([]);
   });
 });
 
