@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
 import { Alerts, type ObservedPipelineArgs } from './components/alerts';
+import { firstComponentNames } from './components/component';
 import { Dashboard } from './components/dashboard';
 import { Delivery } from './components/delivery';
 import { DocumentBucket } from './components/document-bucket';
@@ -18,7 +19,9 @@ import {
   type FixedSettings,
   knobChangeProblems,
   promotedImageProblems,
+  type RetentionSettings,
   readDeployed,
+  retentionDecreaseProblems,
   tableVersionProblems,
 } from './stack-guards';
 
@@ -39,6 +42,8 @@ const REPO_ROOT = join(__dirname, '..');
 async function docline() {
   const config = readStackConfig();
   const { project, prefix } = config;
+  // What the data-bearing children were first created under: they keep those URNs (aliases).
+  const first = firstComponentNames(config.stack);
 
   // What the last `up` deployed, read before anything is declared: a knob fixed at deploy that
   // changed, or a promoted-image stack with no image, stops the run before the engine acts.
@@ -48,8 +53,13 @@ async function docline() {
     region: config.region,
     dataLocation: config.dataLocation,
   };
+  const retention: RetentionSettings = {
+    messageRetentionSeconds: config.delivery.messageRetentionSeconds,
+    deadLetterRetentionSeconds: config.delivery.deadLetterRetentionSeconds,
+  };
   const guardProblems = [
     ...knobChangeProblems(deployed.settings, fixed, config.keeping.allowKnobChange),
+    ...retentionDecreaseProblems(deployed.retention, retention, config.keeping.allowKnobChange),
     ...tableVersionProblems(deployed.tableVersion, config.keeping.tableVersion),
     ...(config.keeping.promotedImage ? promotedImageProblems(config.worker.image, deployed.image) : []),
   ];
@@ -86,6 +96,8 @@ async function docline() {
       forceDestroy: !config.deletionProtection,
       keepData,
       retentionYears: config.keeping.documentRetentionYears,
+      messageRetentionSeconds: config.delivery.messageRetentionSeconds,
+      stableName: first.documents,
     },
     after,
   );
@@ -109,6 +121,7 @@ async function docline() {
       datasetId: prefix.replaceAll('-', '_'),
       deletionProtection: config.deletionProtection,
       tableVersion: config.keeping.tableVersion,
+      stableName: first.warehouse,
     },
     after,
   );
@@ -140,7 +153,7 @@ async function docline() {
       pushEndpoint: worker.pushEndpoint,
       audience: pushAudience,
       // The notification keeps the URN it has under this name if the component is ever renamed.
-      stableName: `${prefix}-delivery`,
+      stableName: first.delivery,
       pushServiceAccountEmail: worker.pushServiceAccount.email,
       pushServiceAccountName: worker.pushServiceAccount.name,
       settings: config.delivery,
@@ -231,13 +244,14 @@ async function docline() {
     after,
   );
 
-  new RegionalLogs(
+  const logs = new RegionalLogs(
     `${prefix}-logs`,
     {
       project,
       prefix,
       region: config.region,
       keepData,
+      stableName: first.logs,
       sources: [
         pulumi.interpolate`resource.type = "cloud_run_revision" AND resource.labels.service_name = "${worker.service.name}"`,
         ...(reconcile === undefined
@@ -262,12 +276,16 @@ async function docline() {
     tableId: warehouse.tableRef,
     viewIds: warehouse.viewRefs,
     workerUrl: worker.url,
+    // Read by the deploy canary (npm run canary): whose lines to look for, and where they are kept.
+    workerServiceName: worker.service.name,
+    logBucket: logs.bucket.name,
     workerServiceAccount: worker.serviceAccount.email,
     pushServiceAccount: worker.pushServiceAccount.email,
     dashboardUrl: dashboard.url,
     ...(reconcile === undefined ? {} : { reconcileJobName: reconcile.job.name }),
     // Read back by the next run (stack-guards.ts): the knobs that may not change in place.
     deployedSettings: fixed,
+    deployedRetention: retention,
     tableVersion: config.keeping.tableVersion,
   };
 }

@@ -387,8 +387,10 @@ describe('the docline program with the dev stack file', () => {
       const condition = thresholdOf(one(run, T.alert, '-duplicate-rate'));
 
       expect(duplicates.inputs.filter).toBe(
-        `resource.type = "cloud_run_revision" AND resource.labels.service_name = "${service}" AND jsonPayload.status = "duplicate"`,
+        // The deploy canary (docline-canary/) is left out of the duplicate share, never out of the answers.
+        `resource.type = "cloud_run_revision" AND resource.labels.service_name = "${service}" AND jsonPayload.status = "duplicate" AND NOT jsonPayload.objectUri =~ "^gs://[^/]+/docline-canary/"`,
       );
+      expect(all.inputs.filter).not.toContain('docline-canary');
       expect(all.inputs.filter).toContain('jsonPayload.status = ("ok" OR "rejected" OR "duplicate")');
       expect(condition.filter).toContain(`logging.googleapis.com/user/${duplicates.outputs.name}`);
       expect(condition.denominatorFilter).toContain(`logging.googleapis.com/user/${all.outputs.name}`);
@@ -498,11 +500,14 @@ describe('the docline program with the dev stack file', () => {
           duplicate_invoices: `${project}.docline_dev.duplicate_invoices`,
         },
         workerUrl: one(run, T.run).outputs.uri,
+        workerServiceName: one(run, T.run).outputs.name,
+        logBucket: one(run, 'gcp:logging/projectBucketConfig:ProjectBucketConfig').outputs.name,
         workerServiceAccount: `docline-dev-worker@${project}.iam.gserviceaccount.com`,
         pushServiceAccount: `docline-dev-push@${project}.iam.gserviceaccount.com`,
         dashboardUrl: `https://console.cloud.google.com/monitoring/dashboards/builder/docline-dev-dashboard-dashboard-0123abc?project=${project}`,
         reconcileJobName: one(run, T.job).outputs.name,
         deployedSettings: { dedupKeyMode: 'object', region: 'europe-west1', dataLocation: 'EU' },
+        deployedRetention: { messageRetentionSeconds: 604800, deadLetterRetentionSeconds: 604800 },
         tableVersion: 1,
       });
     });
