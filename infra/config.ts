@@ -115,6 +115,12 @@ export interface KeepingSettings {
   readonly allowKnobChange: string | undefined;
   /** Years a document cannot be deleted or overwritten (a bucket retention policy); 0: none. */
   readonly documentRetentionYears: number;
+  /**
+   * Lock that retention policy (permanent: it can then only grow, and the bucket cannot be deleted
+   * before its last object's retention ends). Locked here, never by hand: the provider replaces a
+   * bucket whose policy is locked while the program says unlocked (docs/deploy.md).
+   */
+  readonly documentRetentionLocked: boolean;
 }
 
 /** A monthly budget on the project, notifying the alert channels. */
@@ -143,6 +149,11 @@ function keepingProblems(
   ) {
     problems.push(
       `documentRetentionYears must be a whole number from 0 (no retention policy) to ${MAX_DOCUMENT_RETENTION_YEARS} (got ${k.documentRetentionYears}).`,
+    );
+  }
+  if (k.documentRetentionLocked && k.documentRetentionYears === 0) {
+    problems.push(
+      'documentRetentionLocked needs documentRetentionYears above 0: there is no retention policy to lock.',
     );
   }
   if (budget.billingAccount !== '' && !/^[0-9A-F]{6}-[0-9A-F]{6}-[0-9A-F]{6}$/.test(budget.billingAccount)) {
@@ -597,6 +608,7 @@ export function parseStackConfig(project: string | undefined, stack: string, raw
     promotedImage: boolean('promotedImage', false),
     allowKnobChange: given('allowKnobChange'),
     documentRetentionYears: number('documentRetentionYears', 0),
+    documentRetentionLocked: boolean('documentRetentionLocked', false),
   };
   const budgetRaw = {
     billingAccount: text('budgetBillingAccount', ''),
@@ -677,6 +689,7 @@ export const CONFIG_KEYS = [
   'promotedImage',
   'allowKnobChange',
   'documentRetentionYears',
+  'documentRetentionLocked',
   'budgetBillingAccount',
   'budgetMonthlyAmount',
 ] as const;

@@ -13,7 +13,7 @@ import { Reconcile } from './components/reconcile';
 import { RegionalLogs } from './components/regional-logs';
 import { Warehouse } from './components/warehouse';
 import { WorkerImage } from './components/worker-image';
-import { WorkerService } from './components/worker-service';
+import { foreignImageRepository, WorkerService } from './components/worker-service';
 import { readStackConfig, StackConfigError } from './config';
 import {
   type FixedSettings,
@@ -22,6 +22,7 @@ import {
   type RetentionSettings,
   readDeployed,
   retentionDecreaseProblems,
+  retentionLockProblems,
   tableVersionProblems,
 } from './stack-guards';
 
@@ -57,15 +58,28 @@ async function docline() {
     messageRetentionSeconds: config.delivery.messageRetentionSeconds,
     deadLetterRetentionSeconds: config.delivery.deadLetterRetentionSeconds,
   };
+  const documentRetention = {
+    years: config.keeping.documentRetentionYears,
+    locked: config.keeping.documentRetentionLocked,
+  };
   const guardProblems = [
     ...knobChangeProblems(deployed.settings, fixed, config.keeping.allowKnobChange),
     ...retentionDecreaseProblems(deployed.retention, retention, config.keeping.allowKnobChange),
+    ...retentionLockProblems(deployed.documentRetention, documentRetention),
     ...tableVersionProblems(deployed.tableVersion, config.keeping.tableVersion),
     ...(config.keeping.promotedImage ? promotedImageProblems(config.worker.image, deployed.image) : []),
   ];
   if (guardProblems.length > 0) throw new StackConfigError(guardProblems);
   // A promoted-image stack never builds: the image CI promoted, else the one it runs now.
   const givenImage = config.worker.image ?? (config.keeping.promotedImage ? deployed.image : undefined);
+
+  const projectNumber = () => gcp.organizations.getProjectOutput({ projectId: project }, after).number;
+  const imageRepositoryOf = (ref: string | undefined) => {
+    const repository = foreignImageRepository(ref, project);
+    return repository === undefined
+      ? {}
+      : { imageRepository: { repository, projectNumber: projectNumber() } };
+  };
 
   // deletionProtection: destroy keeps the data (documents, rows, logs), and the delivery path is
   // protected from replacement.
@@ -95,7 +109,8 @@ async function docline() {
       region: config.region,
       forceDestroy: !config.deletionProtection,
       keepData,
-      retentionYears: config.keeping.documentRetentionYears,
+      retentionYears: documentRetention.years,
+      retentionLocked: documentRetention.locked,
       messageRetentionSeconds: config.delivery.messageRetentionSeconds,
       stableName: first.documents,
     },
@@ -137,6 +152,7 @@ async function docline() {
       tableRef: warehouse.tableRef,
       table: warehouse.table,
       pushAudience,
+      ...imageRepositoryOf(givenImage),
     },
     after,
   );
@@ -229,6 +245,7 @@ async function docline() {
       serviceName: worker.service.name,
       uploadsTopicName: documents.topic.name,
       allAnswersMetric: alerts.allAnswers.name,
+      allAnswersSettled: alerts.metricsSettled,
       duplicateCheckConfigName: alerts.duplicateObjectsCheck.name,
       ...(reconcile === undefined ? {} : { reconcileJobName: reconcile.job.name }),
       notificationChannels: [...config.alerts.notificationChannels],
@@ -237,7 +254,7 @@ async function docline() {
         : {
             budget: {
               ...config.budget,
-              projectNumber: gcp.organizations.getProjectOutput({ projectId: project }, after).number,
+              projectNumber: projectNumber(),
             },
           }),
     },
@@ -286,6 +303,7 @@ async function docline() {
     // Read back by the next run (stack-guards.ts): the knobs that may not change in place.
     deployedSettings: fixed,
     deployedRetention: retention,
+    documentRetention,
     tableVersion: config.keeping.tableVersion,
   };
 }

@@ -198,6 +198,38 @@ export function retentionDecreaseProblems(
   return problems;
 }
 
+/** The documents' retention as the stack exports it (`documentRetention`). */
+export interface DocumentRetention {
+  readonly years: number;
+  readonly locked: boolean;
+}
+
+/**
+ * Problems of a configuration that undoes a locked retention policy. Google refuses to remove or
+ * shorten a locked policy, and the provider answers a lock the program no longer asks for with a new
+ * bucket (docs/deploy.md, "Keeping documents for years").
+ */
+export function retentionLockProblems(
+  deployed: Partial<DocumentRetention> | undefined,
+  current: DocumentRetention,
+): string[] {
+  if (deployed?.locked !== true) return [];
+  const problems: string[] = [];
+  if (!current.locked) {
+    problems.push(
+      'documentRetentionLocked is deployed as true and now false: a locked retention policy can never be removed, and the provider would answer with a new, empty documents bucket. ' +
+        'Set it back with `pulumi config set docline:documentRetentionLocked true`.',
+    );
+  }
+  if (typeof deployed.years === 'number' && current.years < deployed.years) {
+    problems.push(
+      `documentRetentionYears is deployed as ${deployed.years} under a locked policy and now set to ${current.years}: a locked period can only grow. ` +
+        `Set it back with \`pulumi config set docline:documentRetentionYears ${deployed.years}\`.`,
+    );
+  }
+  return problems;
+}
+
 /** What the stack's own last `up` exported, as the guards need it. */
 export interface DeployedStack {
   /** `deployedSettings`, undefined before the first `up` (or a stack deployed before it existed). */
@@ -208,6 +240,8 @@ export interface DeployedStack {
   readonly tableVersion: number | undefined;
   /** `deployedRetention`, undefined before it was exported. */
   readonly retention: Partial<RetentionSettings> | undefined;
+  /** `documentRetention`, undefined before it was exported. */
+  readonly documentRetention: Partial<DocumentRetention> | undefined;
 }
 
 /** The logical name of the reference the stack reads its own last outputs through. */
@@ -222,17 +256,20 @@ export const SELF_REFERENCE_NAME = 'docline-deployed';
 export async function readDeployed(): Promise<DeployedStack> {
   const self = `${pulumi.getOrganization()}/${pulumi.getProject()}/${pulumi.getStack()}`;
   const reference = new pulumi.StackReference(SELF_REFERENCE_NAME, { name: self });
-  const [settings, image, tableVersion, retention] = await Promise.all([
+  const [settings, image, tableVersion, retention, documentRetention] = await Promise.all([
     reference.getOutputDetails('deployedSettings'),
     reference.getOutputDetails('image'),
     reference.getOutputDetails('tableVersion'),
     reference.getOutputDetails('deployedRetention'),
+    reference.getOutputDetails('documentRetention'),
   ]);
   const value = (details: pulumi.StackReferenceOutputDetails): unknown =>
     details.value ?? details.secretValue;
   const settingsValue = value(settings);
   const imageValue = value(image);
   const retentionValue = value(retention);
+  const object = <T>(v: unknown): T | undefined =>
+    v !== null && typeof v === 'object' ? (v as T) : undefined;
   return {
     settings:
       settingsValue !== null && typeof settingsValue === 'object'
@@ -240,10 +277,8 @@ export async function readDeployed(): Promise<DeployedStack> {
         : undefined,
     image: typeof imageValue === 'string' && imageValue !== '' ? imageValue : undefined,
     tableVersion: typeof value(tableVersion) === 'number' ? (value(tableVersion) as number) : undefined,
-    retention:
-      retentionValue !== null && typeof retentionValue === 'object'
-        ? (retentionValue as Partial<RetentionSettings>)
-        : undefined,
+    retention: object<Partial<RetentionSettings>>(retentionValue),
+    documentRetention: object<Partial<DocumentRetention>>(value(documentRetention)),
   };
 }
 

@@ -25,6 +25,8 @@ export interface DocumentBucketArgs extends PrivateBucketArgs {
    * unset: none. docs/deploy.md, "Keeping documents for years", says which rules ask for it.
    */
   retentionYears?: number;
+  /** Lock that retention policy (docline:documentRetentionLocked); see {@link documentRetention}. */
+  retentionLocked?: boolean;
   /**
    * How long the uploads topic itself keeps every message it received, acknowledged or not: the
    * push subscription's retention (`messageRetentionSeconds`), so that a subscription created to
@@ -42,13 +44,20 @@ export interface DocumentBucketArgs extends PrivateBucketArgs {
 export const DOCUMENT_BUCKET_TYPE = 'docline:index:DocumentBucket';
 
 /**
- * The retention policy of `years` calendar years (leap days counted up), or none for 0. Never
- * locked by the stack: locking is permanent (the period can then only grow, and the bucket cannot
- * be deleted before its last object's retention ends), so it is an operator's deliberate act.
+ * The retention policy of `years` calendar years (leap days counted up), or none for 0, locked when
+ * `locked`. The lock is part of the program, never an operator's hand-run command: the provider
+ * forces a new bucket when the deployed policy is locked and the program's is not
+ * (`customdiff.ForceNewIfChange("retention_policy.0.is_locked", isPolicyLocked)`, old locked and new
+ * unlocked, terraform-provider-google google/services/storage/resource_storage_bucket.go), so a lock
+ * made by hand turns the next refresh or update into a replacement, which `protect` then stops on
+ * every `up`. With `isLocked` the provider locks it itself on the update that sets it.
  */
-export function documentRetention(years: number): { retentionPeriod: string } | undefined {
+export function documentRetention(
+  years: number,
+  locked = false,
+): { retentionPeriod: string; isLocked: boolean } | undefined {
   if (years <= 0) return undefined;
-  return { retentionPeriod: String(Math.ceil(years * 365.25) * 24 * 60 * 60) };
+  return { retentionPeriod: String(Math.ceil(years * 365.25) * 24 * 60 * 60), isLocked: locked };
 }
 
 /**
@@ -90,7 +99,7 @@ export class DocumentBucket extends DoclineComponent {
       {
         role: 'documents',
         softDeleteSeconds: DOCUMENTS_SOFT_DELETE_SECONDS,
-        retentionPolicy: documentRetention(args.retentionYears ?? 0),
+        retentionPolicy: documentRetention(args.retentionYears ?? 0, args.retentionLocked ?? false),
       },
       {
         ...this.child,

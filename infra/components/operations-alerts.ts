@@ -38,6 +38,11 @@ export interface OperationsAlertsArgs extends ProjectArgs {
   uploadsTopicName: pulumi.Input<string>;
   /** The log metric of every answer (ok, rejected, duplicate): what "processed" means. */
   allAnswersMetric: pulumi.Input<string>;
+  /**
+   * The wait that follows that metric's creation (the Alerts component's Sleep): an alert policy
+   * that reads a new log metric is refused until Cloud Monitoring knows it, PromQL ones included.
+   */
+  allAnswersSettled: pulumi.Resource;
   /** The scheduled duplicate check's transfer config name (`projects/…/transferConfigs/ID`). */
   duplicateCheckConfigName: pulumi.Input<string>;
   /** The reconcile job's name; undefined when reconcile is off. */
@@ -46,6 +51,28 @@ export interface OperationsAlertsArgs extends ProjectArgs {
   notificationChannels: pulumi.Input<pulumi.Input<string>[]>;
   /** A monthly budget on the project; undefined: none. */
   budget?: { billingAccount: string; monthlyAmount: number; projectNumber: pulumi.Input<string> };
+}
+
+/**
+ * The provider the budget is created with. The Billing Budgets API needs a quota project, and with
+ * user credentials (a laptop's `gcloud auth application-default login`) it has none unless the
+ * provider names one and sends it. The Budget resource's own warning: "If you are using User ADCs
+ * (Application Default Credentials) with this resource, you must specify a `billing_project` and set
+ * `user_project_override` to true in the provider configuration. Otherwise the Billing Budgets API
+ * will return a 403 error." (terraform-provider-google, website/docs/r/billing_budget.html.markdown).
+ * The stack's project is the quota project: Foundation enables billingbudgets.googleapis.com there,
+ * and the deploy identity may use its services (serviceUsageAdmin). Service accounts work the same way.
+ */
+export function budgetProvider(
+  name: string,
+  project: pulumi.Input<string>,
+  opts: pulumi.CustomResourceOptions,
+): gcp.Provider {
+  return new gcp.Provider(
+    name,
+    { project, billingProject: project, userProjectOverride: true },
+    { parent: opts.parent, dependsOn: opts.dependsOn },
+  );
 }
 
 /** The PromQL of "uploads were published to the topic, and the worker answered none of them". */
@@ -160,7 +187,8 @@ export class OperationsAlerts extends DoclineComponent {
             'worker does not start. See docs/operations.md, "What each alert means".',
         ),
       },
-      this.child,
+      // It reads the answers metric, new in a first `up`: after that metric's settling wait.
+      this.childAfter(args.allAnswersSettled),
     );
     this.serverErrors = new gcp.monitoring.AlertPolicy(
       `${name}-server-errors`,
@@ -280,7 +308,7 @@ export class OperationsAlerts extends DoclineComponent {
               thresholdRules: BUDGET_THRESHOLDS.map((share) => ({ thresholdPercent: share })),
               allUpdatesRule: { monitoringNotificationChannels: args.notificationChannels },
             },
-            this.child,
+            { ...this.child, provider: budgetProvider(`${name}-budget-provider`, args.project, this.child) },
           );
 
     this.registerOutputs({

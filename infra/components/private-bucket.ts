@@ -23,7 +23,7 @@ export interface PrivateBucketSettings {
   /** How long a deleted or overwritten object can be restored (0: not at all). */
   softDeleteSeconds: number;
   lifecycleRules?: pulumi.Input<pulumi.Input<gcp.types.input.storage.BucketLifecycleRule>[]>;
-  /** A retention policy (never locked here: a lock cannot be undone). Unset: none. */
+  /** A retention policy, locked only when the stack's configuration says so. Unset: none. */
   retentionPolicy?: gcp.types.input.storage.BucketRetentionPolicy;
 }
 

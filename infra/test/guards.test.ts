@@ -18,12 +18,14 @@ import {
 import {
   type CapturedResource,
   MOCK_DEPLOYED_IMAGE,
+  MOCK_PROJECT_NUMBER,
   ofType,
   one,
   type ProgramRun,
   REGISTERED_BEFORE_FAILURE,
   runProgram,
   stackConfig,
+  waitsFor,
 } from './harness';
 
 const T = {
@@ -507,6 +509,41 @@ describe('the image of a promoted-image stack (prod)', () => {
     expect(run.outputs.image).toBe(promoted);
   });
 
+  it('lets Cloud Run’s service agent read a promoted image of another project, before the service', async () => {
+    const promoted = `europe-west1-docker.pkg.dev/ci/docline-images/worker@sha256:${'e'.repeat(64)}`;
+    const run = await runProgram(stackConfig('prod', { 'docline:image': promoted }), {
+      stack: 'prod',
+      deployed: deployedStack(),
+    });
+    const grant = one(run, 'gcp:artifactregistry/repositoryIamMember:RepositoryIamMember');
+    expect(grant.inputs).toEqual({
+      project: 'ci',
+      location: 'europe-west1',
+      repository: 'docline-images',
+      role: 'roles/artifactregistry.reader',
+      member: `serviceAccount:service-${MOCK_PROJECT_NUMBER}@serverless-robot-prod.iam.gserviceaccount.com`,
+    });
+    // The agent exists once the Run API is on; the first revision pulls only after the grant settled.
+    expect(
+      waitsFor(run, grant).has(
+        ofType(run, 'gcp:projects/service:Service').find((a) => a.inputs.service === 'run.googleapis.com')!
+          .urn,
+      ),
+    ).toBe(true);
+    expect(waitsFor(run, one(run, T.run)).has(grant.urn)).toBe(true);
+    const settle = one(run, 'time:index/sleep:Sleep', '-worker-grants-settle');
+    expect(waitsFor(run, settle).has(grant.urn)).toBe(true);
+  });
+
+  it('grants nothing for an image of the stack’s own project', async () => {
+    const own = `europe-west1-docker.pkg.dev/docline-prod-example/docline-images/worker@sha256:${'e'.repeat(64)}`;
+    const run = await runProgram(stackConfig('prod', { 'docline:image': own }), {
+      stack: 'prod',
+      deployed: deployedStack(),
+    });
+    expect(ofType(run, 'gcp:artifactregistry/repositoryIamMember:RepositoryIamMember')).toEqual([]);
+  });
+
   it('refuses a first deploy without a promoted digest, saying how to get one', async () => {
     const error = await failure(runProgram(stackConfig('prod'), { stack: 'prod', deployed: {} }));
     expect(error.message).toMatch(
@@ -521,16 +558,68 @@ describe('document retention (documentRetentionYears)', () => {
     expect(one(run, T.bucket, '-documents-bucket').inputs.retentionPolicy).toBeUndefined();
   });
 
-  it('holds every document for whole calendar years, never locked by the stack', async () => {
+  it('holds every document for whole calendar years, unlocked unless the stack says so', async () => {
     const run = await runProgram(stackConfig('prod', { 'docline:documentRetentionYears': '10' }), {
       stack: 'prod',
     });
     // 10 years with their leap days: 3,653 days.
     expect(one(run, T.bucket, '-documents-bucket').inputs.retentionPolicy).toEqual({
       retentionPeriod: String(3653 * 86400),
+      isLocked: false,
     });
     expect(one(run, T.bucket, '-memo-bucket').inputs.retentionPolicy).toBeUndefined();
     expect(documentRetention(0)).toBeUndefined();
+  });
+
+  it('locks the policy in the program, so the provider never meets a lock it does not know', async () => {
+    // A lock made by hand: the next refresh reads is_locked true, the program says false, and the
+    // provider forces a new bucket (ForceNewIfChange on retention_policy.0.is_locked).
+    const run = await runProgram(
+      stackConfig('prod', {
+        'docline:documentRetentionYears': '10',
+        'docline:documentRetentionLocked': 'true',
+      }),
+      { stack: 'prod' },
+    );
+    expect(one(run, T.bucket, '-documents-bucket').inputs.retentionPolicy).toMatchObject({ isLocked: true });
+    expect(run.outputs.documentRetention).toEqual({ years: 10, locked: true });
+    expect(() => parseStackConfig('p', 'dev', { documentRetentionLocked: 'true' })).toThrow(
+      /documentRetentionLocked needs documentRetentionYears above 0/,
+    );
+  });
+
+  it('refuses to unlock, or to shorten, a policy it deployed locked', async () => {
+    const deployed = { ...deployedStack(), documentRetention: { years: 10, locked: true } };
+    const unlocked = await failure(
+      runProgram(stackConfig('prod', { 'docline:documentRetentionYears': '10' }), {
+        stack: 'prod',
+        deployed,
+      }),
+    );
+    expect(unlocked.message).toMatch(
+      /documentRetentionLocked is deployed as true and now false: a locked retention policy can never be removed/,
+    );
+    expect(unlocked[REGISTERED_BEFORE_FAILURE]).toEqual([]);
+    const shorter = await failure(
+      runProgram(
+        stackConfig('prod', {
+          'docline:documentRetentionYears': '8',
+          'docline:documentRetentionLocked': 'true',
+        }),
+        { stack: 'prod', deployed },
+      ),
+    );
+    expect(shorter.message).toMatch(
+      /documentRetentionYears is deployed as 10 under a locked policy and now set to 8/,
+    );
+    const longer = await runProgram(
+      stackConfig('prod', {
+        'docline:documentRetentionYears': '12',
+        'docline:documentRetentionLocked': 'true',
+      }),
+      { stack: 'prod', deployed },
+    );
+    expect(longer.outputs.documentRetention).toEqual({ years: 12, locked: true });
   });
 
   it('refuses a period Cloud Storage does not take', () => {

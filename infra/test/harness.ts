@@ -73,6 +73,8 @@ export interface CapturedResource {
   readonly propertyDependencies: Readonly<Record<string, readonly string[]>>;
   /** Its resource options (protect, deleteBeforeReplace, retainOnDelete, …). */
   readonly options: CapturedOptions;
+  /** The provider reference it was registered with (`URN::ID`), empty for the default provider. */
+  readonly provider: string;
 }
 
 /** One provider function call (invoke) the program made. */
@@ -136,6 +138,7 @@ interface RegisterRequest {
   getIgnorechangesList(): string[];
   getReplaceonchangesList(): string[];
   getAliasesList(): AliasProto[];
+  getProvider(): string;
   getPropertydependenciesMap(): {
     forEach(fn: (value: { getUrnsList(): string[] }, key: string) => void): void;
   };
@@ -252,6 +255,7 @@ export async function runProgram(
           outputs: withoutUnknowns(rawOutputs) as Record<string, unknown>,
           dependencies: request.getDependenciesList(),
           propertyDependencies,
+          provider: request.getProvider(),
           options: {
             protect: request.getProtect() ?? false,
             deleteBeforeReplace: request.getDeletebeforereplace(),

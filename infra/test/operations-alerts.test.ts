@@ -127,6 +127,20 @@ describe('the operations alerts of the prod stack', () => {
       },
     });
   });
+
+  it('create the budget through a provider that names its quota project, so user credentials work too', () => {
+    // The Budget resource's warning: with user ADCs, billing_project and user_project_override or a 403.
+    const budget = one(run, T.budget);
+    const provider = one(run, 'pulumi:providers:gcp', '-budget-provider');
+    expect(budget.provider.startsWith(`${provider.urn}::`)).toBe(true);
+    expect(provider.inputs).toMatchObject({
+      project: 'docline-prod-example',
+      billingProject: 'docline-prod-example',
+      userProjectOverride: 'true',
+    });
+    // Nothing else leaves the default provider.
+    expect(run.resources.filter((r) => r.provider !== '' && r.type !== T.budget && r.custom)).toEqual([]);
+  });
 });
 
 describe('the operations alerts elsewhere', () => {

@@ -250,6 +250,19 @@ describe('the docline program with the dev stack file', () => {
       expect(service.inputs.deletionProtection).toBe(false);
     });
 
+    it('gives its startup probe time for a cold BigQuery read: never Cloud Run’s 1 s default', () => {
+      const probe = (
+        one(run, T.run).inputs.template as { containers: Array<{ startupProbe: Record<string, number> }> }
+      ).containers[0]!.startupProbe;
+      expect(probe).toMatchObject({ httpGet: { path: '/healthz' } });
+      // Unset, Cloud Run times an attempt out after 1 s (the provider's default).
+      expect(probe.timeoutSeconds).toBeGreaterThanOrEqual(5);
+      expect(probe.timeoutSeconds).toBeLessThanOrEqual(probe.periodSeconds!);
+      // Cloud Run allows a startup probe failureThreshold × periodSeconds of 240 s at most.
+      expect(probe.failureThreshold! * probe.periodSeconds!).toBeLessThanOrEqual(240);
+      expect(probe.failureThreshold! * probe.periodSeconds!).toBeGreaterThanOrEqual(120);
+    });
+
     it('derives the worker environment from the stack', () => {
       expect(env(one(run, T.run))).toEqual({
         DOCLINE_READER: 'gcs',
@@ -508,6 +521,7 @@ describe('the docline program with the dev stack file', () => {
         reconcileJobName: one(run, T.job).outputs.name,
         deployedSettings: { dedupKeyMode: 'object', region: 'europe-west1', dataLocation: 'EU' },
         deployedRetention: { messageRetentionSeconds: 604800, deadLetterRetentionSeconds: 604800 },
+        documentRetention: { years: 0, locked: false },
         tableVersion: 1,
       });
     });
