@@ -17,10 +17,12 @@ import { foreignImageRepository, WorkerService } from './components/worker-servi
 import { readStackConfig, StackConfigError } from './config';
 import {
   type FixedSettings,
+  fixedSettingLabels,
   knobChangeProblems,
   promotedImageProblems,
   type RetentionSettings,
   readDeployed,
+  readFixedSettingsFromCloud,
   retentionDecreaseProblems,
   retentionLockProblems,
   tableVersionProblems,
@@ -62,8 +64,11 @@ async function docline() {
     years: config.keeping.documentRetentionYears,
     locked: config.keeping.documentRetentionLocked,
   };
+  // No outputs yet (a first `up`, or one that failed before writing them): what the cloud says.
+  const memoBucketName = `${prefix}-memo-${project}`;
+  const deployedSettings = deployed.settings ?? (await readFixedSettingsFromCloud(memoBucketName));
   const guardProblems = [
-    ...knobChangeProblems(deployed.settings, fixed, config.keeping.allowKnobChange),
+    ...knobChangeProblems(deployedSettings, fixed, config.keeping.allowKnobChange),
     ...retentionDecreaseProblems(deployed.retention, retention, config.keeping.allowKnobChange),
     ...retentionLockProblems(deployed.documentRetention, documentRetention),
     ...tableVersionProblems(deployed.tableVersion, config.keeping.tableVersion),
@@ -120,9 +125,10 @@ async function docline() {
     `${prefix}-memo`,
     {
       project,
-      name: `${prefix}-memo-${project}`,
+      name: memoBucketName,
       location: config.dataLocation,
       expiryDays: config.delivery.dedupWindowDays,
+      labels: fixedSettingLabels(fixed),
       // A cache of paid analyses, never a document: destroy empties it rather than failing on it.
       forceDestroy: true,
     },

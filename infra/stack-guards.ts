@@ -1,3 +1,4 @@
+import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
 
 /**
@@ -96,6 +97,56 @@ export type FixedKnob = keyof typeof FIXED_AT_DEPLOY;
 
 /** The values of the {@link FIXED_AT_DEPLOY} knobs, as the stack exports them. */
 export type FixedSettings = Readonly<Record<FixedKnob, string>>;
+
+/**
+ * The labels the memo bucket carries with the deployed values of the {@link FIXED_AT_DEPLOY} knobs.
+ * The stack's outputs are written only by an `up` that completes: after a first `up` that failed
+ * midway (a quota, a refused grant) the next run finds no `deployedSettings`, while the bucket, the
+ * dataset and the topics already exist. The memo bucket has a name known in advance and is among the
+ * first resources created, so its labels are what the cloud says the stack was deployed with.
+ */
+export const FIXED_SETTING_LABELS: Readonly<Record<FixedKnob, string>> = Object.freeze({
+  dedupKeyMode: 'docline-dedup-key-mode',
+  region: 'docline-region',
+  dataLocation: 'docline-data-location',
+});
+
+/** The labels of {@link FIXED_SETTING_LABELS} for these values (label values are lower case). */
+export function fixedSettingLabels(settings: FixedSettings): Record<string, string> {
+  const labels: Record<string, string> = {};
+  for (const knob of Object.keys(FIXED_SETTING_LABELS) as FixedKnob[]) {
+    labels[FIXED_SETTING_LABELS[knob]] = settings[knob].toLowerCase();
+  }
+  return labels;
+}
+
+/** The fixed settings a bucket's labels record, or undefined when it carries none of them. */
+export function fixedSettingsFromLabels(
+  labels: Readonly<Record<string, string>> | undefined,
+): Partial<FixedSettings> | undefined {
+  const found: Partial<Record<FixedKnob, string>> = {};
+  for (const knob of Object.keys(FIXED_SETTING_LABELS) as FixedKnob[]) {
+    const value = labels?.[FIXED_SETTING_LABELS[knob]];
+    if (value !== undefined && value !== '')
+      found[knob] = knob === 'dedupKeyMode' ? value : normalisedLocation(value);
+  }
+  return Object.keys(found).length > 0 ? found : undefined;
+}
+
+/**
+ * What the cloud says the stack was deployed with, read from the memo bucket's labels: the fallback
+ * of the fixed-knob guards when the stack has no `deployedSettings` output yet. A bucket that does
+ * not exist (a new stack), an API not yet enabled or a read refused all mean "nothing deployed".
+ */
+export async function readFixedSettingsFromCloud(
+  memoBucketName: string,
+): Promise<Partial<FixedSettings> | undefined> {
+  try {
+    return fixedSettingsFromLabels((await gcp.storage.getBucket({ name: memoBucketName })).labels);
+  } catch {
+    return undefined;
+  }
+}
 
 /** The knobs whose change a drained stack may accept once (docline:allowKnobChange). */
 export const DRAINABLE_KNOBS: readonly FixedKnob[] = ['dedupKeyMode'];

@@ -317,6 +317,67 @@ describe('knobs fixed at deploy', () => {
   });
 });
 
+describe('knobs fixed at deploy, after a first up that wrote no outputs', () => {
+  const image = `europe-west1-docker.pkg.dev/docline-prod-example/docline-images/worker@sha256:${'e'.repeat(64)}`;
+  const memo = 'docline-prod-memo-docline-prod-example';
+  const labelled = {
+    [memo]: {
+      location: 'EU',
+      labels: {
+        'docline-role': 'memo',
+        'docline-dedup-key-mode': 'object',
+        'docline-region': 'europe-west1',
+        'docline-data-location': 'eu',
+      },
+    },
+  };
+
+  it('records the deployed values on the memo bucket, one of the first resources created', async () => {
+    const run = await runProgram(stackConfig('prod', { 'docline:image': image }), {
+      stack: 'prod',
+      deployed: {},
+    });
+    expect(one(run, T.bucket, '-memo-bucket').inputs.labels).toEqual(labelled[memo].labels);
+  });
+
+  it.each([
+    [
+      'dataLocation',
+      { 'docline:dataLocation': 'europe-west1' },
+      /dataLocation is deployed as EU and now set to europe-west1/,
+    ],
+    [
+      'dedupKeyMode',
+      { 'docline:dedupKeyMode': 'message' },
+      /dedupKeyMode is deployed as object and now set to message/,
+    ],
+  ])(
+    'refuses a change of %s read from those labels when the stack has no outputs yet',
+    async (_knob, change, message) => {
+      const error = await failure(
+        runProgram(stackConfig('prod', { 'docline:image': image, ...change }), {
+          stack: 'prod',
+          deployed: {},
+          buckets: labelled,
+        }),
+      );
+      expect(error.message).toMatch(message);
+      expect(error[REGISTERED_BEFORE_FAILURE]).toEqual([]);
+    },
+  );
+
+  it('takes a stack whose memo bucket does not exist as never deployed', async () => {
+    const run = await runProgram(
+      stackConfig('prod', { 'docline:image': image, 'docline:dedupKeyMode': 'message' }),
+      {
+        stack: 'prod',
+        deployed: {},
+      },
+    );
+    expect(run.outputs.deployedSettings).toEqual({ ...DEPLOYED, dedupKeyMode: 'message' });
+  });
+});
+
 describe('retentions lowered on a running stack', () => {
   const RETAINED = { messageRetentionSeconds: 604800, deadLetterRetentionSeconds: 604800 };
   const deployed = { ...deployedStack(), deployedRetention: RETAINED };

@@ -109,6 +109,11 @@ export interface RunOptions {
    * deployed before `deployedSettings` existed, running {@link MOCK_DEPLOYED_IMAGE}; `{}`: never deployed.
    */
   deployed?: Record<string, unknown>;
+  /**
+   * Buckets that exist in the cloud, by name, as `gcp.storage.getBucket` reads them (labels and
+   * location); any other name is not found. Default none.
+   */
+  buckets?: Record<string, { location: string; labels: Record<string, string> }>;
   /** Another program to run instead of docline (a component alone); default the docline program. */
   program?: () => Promise<Record<string, unknown>>;
 }
@@ -215,6 +220,14 @@ export async function runProgram(
         return { id, state };
       },
       call(args) {
+        if (args.token === 'gcp:storage/getBucket:getBucket') {
+          const bucket = options.buckets?.[String(args.inputs.name)];
+          // What the provider answers for a bucket that does not exist.
+          if (bucket === undefined)
+            throw new Error(`googleapi: Error 404: The specified bucket does not exist.`);
+          invokes.push({ token: args.token, inputs: args.inputs, registeredBefore: [...registered] });
+          return { name: args.inputs.name, ...bucket };
+        }
         const result = invokeResult(args.token, args.inputs, project);
         invokes.push({ token: args.token, inputs: args.inputs, registeredBefore: [...registered] });
         return result;
