@@ -3,6 +3,11 @@
  * read against fake probes and a fake clock. `npm run e2e` runs the same check on the real local
  * pipeline; `npm run canary -- --target cloud` after every deploy.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { SqliteStore } from '../../worker/src/adapters/stores/sqlite-store';
+import { testRow } from '../../worker/test/support/builders';
 import { CANARY_PREFIX, type CanaryProbes, canaryObjectName, runCanary } from '../lib/canary';
 import { canaryOutputs } from '../lib/canary-cloud';
 
@@ -123,11 +128,6 @@ describe('canaryOutputs', () => {
 
 describe('canary rows in the views', () => {
   it('are documents (the documents view) but not business (delivery_stats, duplicate_invoices)', async () => {
-    const { mkdtempSync, rmSync } = await import('node:fs');
-    const { tmpdir } = await import('node:os');
-    const path = await import('node:path');
-    const { SqliteStore } = await import('../../worker/src/adapters/stores/sqlite-store');
-    const { testRow } = await import('../../worker/test/support/builders');
     const dir = mkdtempSync(path.join(tmpdir(), 'docline-canary-views-'));
     const store = new SqliteStore({ path: path.join(dir, 'rows.sqlite') });
     try {
