@@ -288,7 +288,9 @@ describe.each(['dev', 'prod'] as const)('the lifecycle of the %s stack', (stack)
       imageReaders.length > 0,
     );
     for (const reader of imageReaders) {
-      expect(reader.inputs.member).toMatch(/^serviceAccount:service-\d+@serverless-robot-prod\.iam\.gserviceaccount\.com$/);
+      expect(reader.inputs.member).toMatch(
+        /^serviceAccount:service-\d+@serverless-robot-prod\.iam\.gserviceaccount\.com$/,
+      );
     }
   });
 

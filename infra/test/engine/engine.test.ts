@@ -162,7 +162,9 @@ describe('the dev stack under the real engine', () => {
       const views = /-(documents|duplicate-objects|delivery-stats|duplicate-invoices)$/;
       // The rename took effect: the views (not aliased, they hold no data) move to the new name.
       expect(steps.some((s) => s.op === 'create' && /::docline-dev-rows-documents$/.test(s.urn))).toBe(true);
-      const data = steps.filter((s) => DATA_TYPES.has(typeOf(s.urn)) && !views.test(s.urn) && !/memo/.test(s.urn));
+      const data = steps.filter(
+        (s) => DATA_TYPES.has(typeOf(s.urn)) && !views.test(s.urn) && !/memo/.test(s.urn),
+      );
       expect(data.map((s) => `${s.op} ${s.urn.split('::').pop()}`)).toEqual([]);
     } finally {
       writeFileSync(index, source);
