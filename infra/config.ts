@@ -21,7 +21,7 @@ import {
   settingsProblems,
   type WriteMode,
 } from '../worker/src/contract/settings';
-import { regionProblems } from './stack-guards';
+import { normalisedLocation, regionProblems } from './stack-guards';
 
 /**
  * The stack's volume: how many documents a day it is sized for (`docline:documentsPerDay`). The cap
@@ -115,6 +115,12 @@ export interface KeepingSettings {
   readonly allowKnobChange: string | undefined;
   /** Years a document cannot be deleted or overwritten (a bucket retention policy); 0: none. */
   readonly documentRetentionYears: number;
+  /**
+   * Lock that retention policy (permanent: it can then only grow, and the bucket cannot be deleted
+   * before its last object's retention ends). Locked here, never by hand: the provider replaces a
+   * bucket whose policy is locked while the program says unlocked (docs/deploy.md).
+   */
+  readonly documentRetentionLocked: boolean;
 }
 
 /** A monthly budget on the project, notifying the alert channels. */
@@ -143,6 +149,11 @@ function keepingProblems(
   ) {
     problems.push(
       `documentRetentionYears must be a whole number from 0 (no retention policy) to ${MAX_DOCUMENT_RETENTION_YEARS} (got ${k.documentRetentionYears}).`,
+    );
+  }
+  if (k.documentRetentionLocked && k.documentRetentionYears === 0) {
+    problems.push(
+      'documentRetentionLocked needs documentRetentionYears above 0: there is no retention policy to lock.',
     );
   }
   if (budget.billingAccount !== '' && !/^[0-9A-F]{6}-[0-9A-F]{6}-[0-9A-F]{6}$/.test(budget.billingAccount)) {
@@ -597,27 +608,25 @@ export function parseStackConfig(project: string | undefined, stack: string, raw
     promotedImage: boolean('promotedImage', false),
     allowKnobChange: given('allowKnobChange'),
     documentRetentionYears: number('documentRetentionYears', 0),
+    documentRetentionLocked: boolean('documentRetentionLocked', false),
   };
   const budgetRaw = {
     billingAccount: text('budgetBillingAccount', ''),
     monthlyAmount: number('budgetMonthlyAmount', 0),
   };
   problems.push(...keepingProblems(keeping, budgetRaw));
-  problems.push(
-    ...regionProblems(
-      text('region', STACK_DEFAULTS.region),
-      text('dataLocation', STACK_DEFAULTS.dataLocation),
-    ),
-  );
+  // Normalised once: every later comparison (the region check, the fixed-knob guards) is exact.
+  const region = normalisedLocation(text('region', STACK_DEFAULTS.region));
+  const dataLocation = normalisedLocation(text('dataLocation', STACK_DEFAULTS.dataLocation));
+  problems.push(...regionProblems(region, dataLocation));
 
   if (problems.length > 0) throw new StackConfigError(problems);
-  const dataLocation = text('dataLocation', STACK_DEFAULTS.dataLocation);
   return Object.freeze({
     project: project ?? '',
     stack,
     documentsPerDay,
     prefix: `docline-${stack}`,
-    region: text('region', STACK_DEFAULTS.region),
+    region,
     dataLocation,
     // One default for the worker and the stack, next to the data (contract/settings.ts).
     geminiLocation: text('geminiLocation', defaultGeminiLocation(dataLocation)),
@@ -680,6 +689,7 @@ export const CONFIG_KEYS = [
   'promotedImage',
   'allowKnobChange',
   'documentRetentionYears',
+  'documentRetentionLocked',
   'budgetBillingAccount',
   'budgetMonthlyAmount',
 ] as const;

@@ -203,6 +203,38 @@ describe('the dev stack under the real engine', () => {
     expect(views.documents).toMatch(/\.documents$/);
   });
 
+  it('a rename of the components that hold data keeps the data: the engine follows the aliases, nothing is replaced', () => {
+    // A refactor renames the components (new URNs for every child). dev has no protection and a
+    // forceDestroy bucket: without the aliases the engine would create new, empty data resources
+    // and delete the old ones, documents included.
+    const index = path.join(ws.dir, 'infra/index.ts');
+    const source = readFileSync(index, 'utf8');
+    // The component names as index.ts spells them (a template literal in its source).
+    const nameOf = (suffix: string) => ['`$', '{prefix}-', suffix, '`,'].join('');
+    const renamed = source
+      .replace(nameOf('documents'), nameOf('uploads'))
+      .replace(nameOf('warehouse'), nameOf('rows'))
+      .replace(nameOf('logs'), nameOf('lines'));
+    expect(['uploads', 'rows', 'lines'].map((n) => renamed.includes(nameOf(n)))).toEqual([true, true, true]);
+    writeFileSync(index, renamed);
+    try {
+      const preview = ok(ws.pulumi(['preview', '-s', 'dev', '--json']));
+      // The steps the preview plans (resources that stay the same are not listed).
+      const steps =
+        (JSON.parse(preview.stdout) as { steps?: Array<{ op: string; urn: string }> }).steps ?? [];
+      const typeOf = (urn: string) => urn.split('::')[2]?.split('$').pop() ?? '';
+      const views = /-(documents|duplicate-objects|delivery-stats|duplicate-invoices)$/;
+      // The rename took effect: the views (not aliased, they hold no data) move to the new name.
+      expect(steps.some((s) => s.op === 'create' && /::docline-dev-rows-documents$/.test(s.urn))).toBe(true);
+      const data = steps.filter(
+        (s) => DATA_TYPES.has(typeOf(s.urn)) && !views.test(s.urn) && !/memo/.test(s.urn),
+      );
+      expect(data.map((s) => `${s.op} ${s.urn.split('::').pop()}`)).toEqual([]);
+    } finally {
+      writeFileSync(index, source);
+    }
+  });
+
   it('a config change that replaces the notification deletes the old one before creating the new one', () => {
     // A new project changes the topic's id, an input of the notification, which has no update.
     ok(ws.pulumi(['config', 'set', '-s', 'dev', 'gcp:project', 'docline-dev-other']));
