@@ -3,6 +3,7 @@ import {
   type AnalysisProgress,
   type AnalysisResult,
   addUsage,
+  type FieldReading,
   type Usage,
 } from '../contract/analysis';
 import type { Row } from '../contract/row';
@@ -30,6 +31,7 @@ import {
   type Reader,
   type Store,
 } from './ports';
+import { assess } from './review';
 
 /** Everything `handle` needs; built once by the composition root. */
 export interface HandlerDeps {
@@ -84,6 +86,8 @@ interface RowVerdict {
   analysis?: Analysis;
   model?: string;
   usage?: Usage;
+  /** How the analyzer read each field, when it said (core/review.ts). */
+  readings?: Partial<Record<keyof Analysis, FieldReading>>;
 }
 
 /**
@@ -136,8 +140,8 @@ export async function handle(
         ? await deps.eInvoices.read({ bytes: await read(), contentType: mime, name })
         : undefined;
       if (structured?.kind === 'read') {
-        const { analysis, model, usage } = structured.result;
-        verdict = { status: 'ok', analysis, model, usage };
+        const { analysis, model, usage, readings } = structured.result;
+        verdict = { status: 'ok', analysis, model, usage, readings };
       } else {
         const analyze = keepingSpentTokens(deps.analyzer);
         const work = async (context?: WorkContext) => {
@@ -181,6 +185,7 @@ export async function handle(
           analysis: analysis.analysis,
           model: analysis.model,
           usage: analysis.usage,
+          readings: analysis.readings,
           ...fallback,
         };
       }
@@ -284,6 +289,11 @@ export function buildRow(
   deps: Pick<HandlerDeps, 'clock' | 'workerVersion'>,
 ): Row {
   const o = event.object;
+  // An analysed row says how sure it is of each field, and whether someone should look.
+  const assessed =
+    verdict.analysis && verdict.model
+      ? assess({ analysis: verdict.analysis, model: verdict.model, readings: verdict.readings })
+      : undefined;
   return {
     message_id: event.messageId,
     dedup_key: key,
@@ -306,5 +316,7 @@ export function buildRow(
     total_tokens: verdict.usage?.totalTokens ?? null,
     processed_at: deps.clock.now().toISOString(),
     worker_version: deps.workerVersion,
+    confidence: assessed?.confidence ?? null,
+    review: assessed?.review ?? null,
   };
 }

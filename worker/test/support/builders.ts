@@ -95,6 +95,8 @@ export function testRow(overrides: Partial<Row> = {}): Row {
     total_tokens: 0,
     processed_at: '2026-11-30T04:00:00.000Z',
     worker_version: 'test',
+    confidence: null,
+    review: null,
     ...overrides,
   };
 }
