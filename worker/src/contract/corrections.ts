@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { AnalysisSchema } from './analysis';
-import type { Column } from './row';
+import { type Column, KEY_DAY_COLUMN } from './row';
 
 /**
  * A correction: what an accountant changed in one field of one row, kept beside the rows, never in
@@ -194,17 +194,29 @@ export function sqliteCorrectionsDdl(table = CORRECTIONS_TABLE): string {
   return `CREATE TABLE IF NOT EXISTS ${table} (\n${columns.join(',\n')}\n) STRICT`;
 }
 
-/** The BigQuery schema of the corrections table (REST `TableFieldSchema` shape). */
+/**
+ * The BigQuery schema of the corrections table (REST `TableFieldSchema` shape): the columns, then
+ * the key day of the row corrected (contract/row.ts `keyDay`), which the table is partitioned on as
+ * the rows' table is, so that a key's corrections are read from its day only.
+ */
 export function bigQueryCorrectionsSchema(): Array<{
   name: string;
   type: string;
   mode: string;
   description: string;
 }> {
-  return CORRECTION_COLUMNS.map((c) => ({
-    name: c.name,
-    type: c.type,
-    mode: c.mode,
-    description: c.description,
-  }));
+  return [
+    ...CORRECTION_COLUMNS.map((c) => ({
+      name: c.name,
+      type: c.type,
+      mode: c.mode,
+      description: c.description,
+    })),
+    {
+      name: KEY_DAY_COLUMN.name,
+      type: KEY_DAY_COLUMN.type,
+      mode: 'NULLABLE',
+      description: 'The key day of the row corrected (partitioning column).',
+    },
+  ];
 }
