@@ -9,6 +9,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import path from 'node:path';
 import type { DocumentRow } from '../../worker/src/adapters/stores/sqlite-store';
 import {
+  CORRECTABLE_FIELDS,
   type Correction,
   type CorrectionOutcome,
   correctionOf,
@@ -138,7 +139,12 @@ export function createReviewServer(options: ReviewServerOptions): Server {
         return send(response, 200, await readFile(path.join(PAGE_DIR, asset[0])), asset[1]);
       }
       if (request.method === 'GET' && url.pathname === '/api/queue') {
-        return send(response, 200, { who, thresholds: THRESHOLDS, items: await reviewQueue(backend) });
+        return send(response, 200, {
+          who,
+          fields: CORRECTABLE_FIELDS,
+          thresholds: THRESHOLDS,
+          items: await reviewQueue(backend),
+        });
       }
       const key = url.searchParams.get('key');
       if (request.method === 'GET' && url.pathname === '/api/picture' && key) {

@@ -3,21 +3,8 @@
 // goes to the next doubted one, then to the next document; Ctrl+Enter confirms what is left;
 // Alt+Down / Alt+Up move between documents; Esc puts the field back.
 
-const FIELDS = [
-  'document_type',
-  'supplier_name',
-  'invoice_number',
-  'issue_date',
-  'due_date',
-  'currency',
-  'net_amount',
-  'tax_amount',
-  'total_amount',
-  'supplier_siren',
-  'supplier_siret',
-  'supplier_vat_id',
-  'customer_name',
-];
+// The fields an input is shown for, in order: the correctable ones, as the server names them.
+let FIELDS = [];
 const AMOUNTS = new Set(['net_amount', 'tax_amount', 'total_amount']);
 const REASON_WORDS = {
   arithmetic: 'net + tax ≠ total',
@@ -255,6 +242,7 @@ async function load() {
   const answer = await fetch('/api/queue');
   const body = await answer.json();
   state.items = body.items;
+  FIELDS = body.fields;
   state.who = new URLSearchParams(location.search).get('who') ?? body.who;
   $('who').textContent = `corrections by ${state.who}`;
   const key = decodeURIComponent(location.hash.slice(1));
