@@ -1,6 +1,7 @@
 /**
  * The unit and integration suites that `npm test` runs. Suites under `reliability/`,
- * `emulators/` and `saxon/` folders are long-running and have scripts of their own.
+ * `emulators/` and `saxon/` folders are long-running and have scripts of their own, as do
+ * `*.browser.test.ts` files.
  * @type {import('jest').Config}
  */
 module.exports = {
@@ -12,5 +13,6 @@ module.exports = {
     '/emulators/',
     '/saxon/',
     '/infra/test/engine/',
+    '\\.browser\\.test\\.ts$',
   ],
 };

@@ -1,5 +1,6 @@
 import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
+import { bigQueryCorrectionsSchema, CORRECTIONS_TABLE } from '../../worker/src/contract/corrections';
 import { bigQuerySchema, CLUSTER_COLUMNS, PARTITION_COLUMN } from '../../worker/src/contract/row';
 import { VIEW_DESCRIPTIONS, VIEW_NAMES, type ViewName, viewSql } from '../../worker/src/contract/views';
 import { type DataArgs, DoclineComponent, renamedChildAliases } from './component';
@@ -69,6 +70,8 @@ export const WAREHOUSE_TYPE = 'docline:index:Warehouse';
 export class Warehouse extends DoclineComponent {
   readonly dataset: gcp.bigquery.Dataset;
   readonly table: gcp.bigquery.Table;
+  /** The accountants' corrections (contract/corrections.ts), applied by the documents view. */
+  readonly corrections: gcp.bigquery.Table;
   readonly views: Readonly<Record<ViewName, gcp.bigquery.Table>>;
   /** `project.dataset.table`, the worker's BIGQUERY_TABLE. */
   readonly tableRef: pulumi.Output<string>;
@@ -116,6 +119,22 @@ export class Warehouse extends DoclineComponent {
         aliases: aliases((c) => tableVersionNames(c, version).logicalName),
       },
     );
+    // Corrections are work people did: kept like the rows. Beside the table, never in it.
+    this.corrections = new gcp.bigquery.Table(
+      `${name}-corrections`,
+      {
+        project: args.project,
+        datasetId: this.dataset.datasetId,
+        tableId: CORRECTIONS_TABLE,
+        description:
+          'Corrections of the rows (field, new value, who, when, why), keyed by dedup key; the documents view applies the latest of each field.',
+        schema: JSON.stringify(bigQueryCorrectionsSchema()),
+        timePartitioning: { type: 'DAY', field: PARTITION_COLUMN },
+        clusterings: ['dedup_key', 'field'],
+        deletionProtection,
+      },
+      { ...this.child, ...keptData(deletionProtection) },
+    );
     // Built from the inputs, not the table's outputs, so that the view SQL is known at preview.
     this.tableRef = pulumi.interpolate`${args.project}.${args.datasetId}.${table.tableId}`;
 
@@ -134,7 +153,7 @@ export class Warehouse extends DoclineComponent {
           deletionProtection: false,
         },
         // BigQuery refuses a view over a table that does not exist yet.
-        { parent: this, dependsOn: [this.table] },
+        { parent: this, dependsOn: [this.table, this.corrections] },
       );
       viewRefs[view] = pulumi.interpolate`${args.project}.${args.datasetId}.${view}`;
     }

@@ -202,6 +202,13 @@ const AT_RISK: readonly AtRisk[] = [
     risk: 'the rows deleted, or dropped from the state then refused with 409 on every later up',
     expected: (keep) => ({ ...none, retainOnDelete: keep, protect: keep }),
   },
+  {
+    what: 'the corrections table',
+    type: T.table,
+    suffix: '-warehouse-corrections',
+    risk: "the accountants' corrections deleted (the documents view shows the rows as analysed)",
+    expected: (keep) => ({ ...none, retainOnDelete: keep, protect: keep }),
+  },
 ];
 
 /** Cloud Monitoring's normal form of a dashboard, as the API returns it: no 0, '', false or []. */
@@ -449,7 +456,7 @@ describe.each(['dev', 'prod'] as const)('the lifecycle of the %s stack', (stack)
 
   it(CASE.destroyKeeps, () => {
     const retained = run.resources.filter((r) => r.options.retainOnDelete).map((r) => r.type);
-    const data = [T.bucket, T.dataset, T.table, T.logBucket];
+    const data = [T.bucket, T.dataset, T.table, T.table, T.logBucket];
 
     expect(retained.filter((t) => t !== T.image).sort()).toEqual(keep ? [...data].sort() : []);
     if (keep) expect(one(run, T.bucket, '-documents-bucket').inputs.forceDestroy).toBe(false);
@@ -466,7 +473,17 @@ describe.each(['dev', 'prod'] as const)('the lifecycle of the %s stack', (stack)
     const protectedNames = run.resources.filter((r) => r.options.protect).map((r) => r.type);
     expect(protectedNames.sort()).toEqual(
       keep
-        ? [T.dataset, T.table, T.logBucket, T.subscription, T.subscription, T.topic, T.topic, T.bucket].sort()
+        ? [
+            T.dataset,
+            T.table,
+            T.table,
+            T.logBucket,
+            T.subscription,
+            T.subscription,
+            T.topic,
+            T.topic,
+            T.bucket,
+          ].sort()
         : [],
     );
   });

@@ -3,6 +3,7 @@ import {
   type AnalysisProgress,
   type AnalysisResult,
   addUsage,
+  type FieldReading,
   type Usage,
 } from '../contract/analysis';
 import type { Row } from '../contract/row';
@@ -31,6 +32,7 @@ import {
   type Reader,
   type Store,
 } from './ports';
+import { assess } from './review';
 
 /** Everything `handle` needs; built once by the composition root. */
 export interface HandlerDeps {
@@ -87,6 +89,8 @@ interface RowVerdict {
   usage?: Usage;
   /** The e-invoice's validation verdict, when the document carried one. */
   validation?: EInvoiceValidationRecord;
+  /** How the analyzer read each field, when it said (core/review.ts). */
+  readings?: Partial<Record<keyof Analysis, FieldReading>>;
 }
 
 /**
@@ -139,9 +143,9 @@ export async function handle(
         ? await deps.eInvoices.read({ bytes: await read(), contentType: mime, name })
         : undefined;
       if (structured?.kind === 'read') {
-        const { analysis, model, usage } = structured.result;
+        const { analysis, model, usage, readings } = structured.result;
         const validation = structured.validation ? { validation: structured.validation } : {};
-        verdict = { status: 'ok', analysis, model, usage, ...validation };
+        verdict = { status: 'ok', analysis, model, usage, readings, ...validation };
       } else {
         const analyze = keepingSpentTokens(deps.analyzer);
         const work = async (context?: WorkContext) => {
@@ -191,6 +195,7 @@ export async function handle(
           analysis: analysis.analysis,
           model: analysis.model,
           usage: analysis.usage,
+          readings: analysis.readings,
           ...fallback,
         };
       }
@@ -294,6 +299,11 @@ export function buildRow(
   deps: Pick<HandlerDeps, 'clock' | 'workerVersion'>,
 ): Row {
   const o = event.object;
+  // An analysed row says how sure it is of each field, and whether someone should look.
+  const assessed =
+    verdict.analysis && verdict.model
+      ? assess({ analysis: verdict.analysis, model: verdict.model, readings: verdict.readings })
+      : undefined;
   return {
     message_id: event.messageId,
     dedup_key: key,
@@ -317,5 +327,7 @@ export function buildRow(
     e_invoice_validation: verdict.validation ?? null,
     processed_at: deps.clock.now().toISOString(),
     worker_version: deps.workerVersion,
+    confidence: assessed?.confidence ?? null,
+    review: assessed?.review ?? null,
   };
 }

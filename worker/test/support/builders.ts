@@ -96,6 +96,8 @@ export function testRow(overrides: Partial<Row> = {}): Row {
     e_invoice_validation: null,
     processed_at: '2026-11-30T04:00:00.000Z',
     worker_version: 'test',
+    confidence: null,
+    review: null,
     ...overrides,
   };
 }
