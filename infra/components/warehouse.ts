@@ -133,7 +133,7 @@ export class Warehouse extends DoclineComponent {
         clusterings: ['dedup_key', 'field'],
         deletionProtection,
       },
-      { ...this.child, ...keptData(deletionProtection) },
+      { ...this.child, ...keptData(deletionProtection), aliases: aliases((c) => `${c}-corrections`) },
     );
     // Built from the inputs, not the table's outputs, so that the view SQL is known at preview.
     this.tableRef = pulumi.interpolate`${args.project}.${args.datasetId}.${table.tableId}`;

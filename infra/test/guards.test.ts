@@ -211,13 +211,16 @@ describe('the data-bearing resources across a rename of their component (or of t
   it.each(Object.keys(programs))(
     '%s: the renamed resource aliases the URN the stack deployed',
     async (part) => {
-      const deployed = new Map(kept(await runProgram(stackConfig('dev'))).map((r) => [r.type, r.urn]));
+      // A resource is its type and its name's last part (the table and the corrections table share a type).
+      const id = (r: { type: string; name: string }) => `${r.type} ${r.name.split('-').pop()}`;
+      const deployed = new Map(kept(await runProgram(stackConfig('dev'))).map((r) => [id(r), r.urn]));
       const after = kept(await runProgram(stackConfig('dev'), { program: programs[part]!(true) }));
       expect(after.length).toBeGreaterThan(0);
       for (const r of after) {
-        expect(r.urn).not.toBe(deployed.get(r.type));
+        expect(deployed.get(id(r))).toBeDefined();
+        expect(r.urn).not.toBe(deployed.get(id(r)));
         // The engine resolves the alias to the deployed resource: no new bucket, no forceDestroy of the old.
-        expect([r.name, r.options.aliases]).toEqual([r.name, [deployed.get(r.type)]]);
+        expect([r.name, r.options.aliases]).toEqual([r.name, [deployed.get(id(r))]]);
       }
     },
   );

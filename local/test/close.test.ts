@@ -207,8 +207,8 @@ describe('npm run close', () => {
       'e-invoice:cii',
       'picture (application/pdf)',
     ]);
-    // This branch's documents view has no review column: the certificate says it was not recorded.
-    expect(certificate.review).toEqual({ recorded: false, open: [], corrected: null });
+    // The documents view carries the review verdict and the corrected fields: none open, none corrected.
+    expect(certificate.review).toEqual({ recorded: true, open: [], corrected: 0 });
     expect(certificate.validation).toEqual({
       checked: 1,
       valid: 1,
@@ -243,7 +243,8 @@ describe('npm run close', () => {
     const json = JSON.parse(readFileSync(path.join(dir, 'certificate.json'), 'utf8'));
     expect(text).toContain('Close certificate');
     expect(text.replace(/\s+/g, '')).toContain(json.rows.sha256);
-    expect(json.rows.columns).toEqual(COLUMN_NAMES);
+    // The documents view's columns: the row's, then what corrections leave readable.
+    expect(json.rows.columns).toEqual([...COLUMN_NAMES, 'original_analysis', 'corrected_fields']);
 
     const verified = await runLocalCommand('close.ts', ['--verify', '--month', '2026-11'], dataDir);
     expect(verified.code).toBe(0);
@@ -278,15 +279,16 @@ describe('the close certificate reads the review verdict and corrections when th
       const file = path.join(dir, 'docline.sqlite');
       const db = new DatabaseSync(file);
       db.exec(sqliteTableDdl('rows'));
-      db.exec('ALTER TABLE rows ADD COLUMN review TEXT');
       db.exec('ALTER TABLE rows ADD COLUMN corrections TEXT');
       db.exec('CREATE VIEW documents AS SELECT * FROM rows');
+      // The row's own columns but its review verdict, then the verdict and the corrections given here.
+      const own = COLUMN_NAMES.filter((c) => c !== 'review');
       const insert = db.prepare(
-        `INSERT INTO rows (${[...COLUMN_NAMES, 'review', 'corrections'].join(', ')}) VALUES (${[...COLUMN_NAMES, 'review', 'corrections'].map(() => '?').join(', ')})`,
+        `INSERT INTO rows (${[...own, 'review', 'corrections'].join(', ')}) VALUES (${[...own, 'review', 'corrections'].map(() => '?').join(', ')})`,
       );
       const put = (row: Row, review: unknown, corrections: unknown) =>
         insert.run(
-          ...COLUMN_NAMES.map((c) => {
+          ...own.map((c) => {
             const v = row[c];
             return v !== null && typeof v === 'object' ? JSON.stringify(v) : (v as string | number | null);
           }),
@@ -327,7 +329,7 @@ describe('the close certificate reads the review verdict and corrections when th
       ]);
       expect(certificate.review.corrected).toBe(1);
       expect(certificate.perDay.find((d) => d.day === '2026-11-06')).toMatchObject({ ok: 1, review: 1 });
-      expect(certificate.rows.columns).toEqual([...COLUMN_NAMES, 'review', 'corrections']);
+      expect(certificate.rows.columns).toEqual([...COLUMN_NAMES, 'corrections']);
       expect(certificate.deliveries.ledger).toBe(false);
     } finally {
       rmSync(dir, { recursive: true, force: true });
