@@ -6,6 +6,7 @@ import {
   jsonStringList,
 } from '../worker/src/contract/config-values';
 import { derivedMaximumBytesBilled, requiredMaximumBytesBilled } from '../worker/src/contract/cost-model';
+import { modelLifecycle } from '../worker/src/contract/models';
 import {
   DEFAULT_CONTENT_TYPES,
   DEFAULT_DATA_LOCATION,
@@ -374,7 +375,12 @@ const STACK_NAME = /^[a-z][a-z0-9-]{0,11}$/;
  * Parses and validates the raw values. Pure, so the rules are testable without Pulumi; every
  * problem names its key and the fix, and all of them are reported at once.
  */
-export function parseStackConfig(project: string | undefined, stack: string, raw: RawConfig): StackConfig {
+export function parseStackConfig(
+  project: string | undefined,
+  stack: string,
+  raw: RawConfig,
+  today: Date = new Date(),
+): StackConfig {
   // The CLI hands over an empty string for a key set to nothing: that means the default too.
   const given = (key: string): string | undefined => (raw[key] === '' ? undefined : raw[key]);
   const values = new ConfigValues(given);
@@ -441,6 +447,8 @@ export function parseStackConfig(project: string | undefined, stack: string, raw
       derivedMergeMinIntervalMs(number('maxInstances', 0) || maxInstancesDefault),
   };
   problems.push(...settingsProblems(delivery));
+  // A retired model answers 404: every document would wait 503s out to the dead-letter topic.
+  problems.push(...modelLifecycle(delivery.geminiModel, today).errors);
   const requiredCap = requiredMaximumBytesBilled(volume);
   if (
     volumeValid &&
@@ -684,10 +692,16 @@ export const CONFIG_KEYS = [
   'budgetMonthlyAmount',
 ] as const;
 
-/** Reads the stack's configuration from Pulumi and validates it (throws {@link StackConfigError}). */
-export function readStackConfig(): StackConfig {
+/**
+ * Reads the stack's configuration from Pulumi and validates it (throws {@link StackConfigError}).
+ * What only warns (a model that retires within 60 days, or one docline's table does not know) is
+ * logged as a preview warning.
+ */
+export function readStackConfig(today: Date = new Date()): StackConfig {
   const docline = new pulumi.Config('docline');
   const raw: Record<string, string | undefined> = {};
   for (const key of CONFIG_KEYS) raw[key] = docline.get(key);
-  return parseStackConfig(new pulumi.Config('gcp').get('project'), pulumi.getStack(), raw);
+  const config = parseStackConfig(new pulumi.Config('gcp').get('project'), pulumi.getStack(), raw, today);
+  for (const warning of modelLifecycle(config.delivery.geminiModel, today).warnings) pulumi.log.warn(warning);
+  return config;
 }

@@ -22,8 +22,43 @@ const MIB = 1024 * KIB;
 const GIB = 1024 * MIB;
 const TIB = 1024 * GIB;
 
-/** When {@link PRICES} were read (the providers' price pages, as quoted in the field notes). */
+/** When the BigQuery {@link PRICES} were read (the providers' price pages, as quoted in the field notes). */
 export const PRICES_AS_OF = '2026-12-02';
+
+/** When {@link GEMINI_PRICES} were read. */
+export const GEMINI_PRICES_AS_OF = '2026-12-03';
+
+/**
+ * Gemini's price per model, USD per million tokens on the standard (pay-as-you-go) tier, text and
+ * document input up to 200K tokens; output includes thinking tokens, which Gemini bills as output
+ * (the worker counts them as output too, gemini-analyzer.ts). Read on {@link GEMINI_PRICES_AS_OF}. Google's Vertex AI
+ * and Gemini API pricing pages were not in the stored copies this was read from: the figures are
+ * the ones third-party gateways republish as Google's list price (Vercel AI Gateway's model pages;
+ * APIYI's, which says it bills "the same as the official site"), and they match what the field
+ * notes quoted for Gemini 2.5 Flash. Check them on Google's pricing page before quoting.
+ */
+export const GEMINI_PRICES: Readonly<
+  Record<string, Readonly<{ inputUsdPerMillionTokens: number; outputUsdPerMillionTokens: number }>>
+> = Object.freeze({
+  'gemini-3.5-flash-lite': Object.freeze({ inputUsdPerMillionTokens: 0.3, outputUsdPerMillionTokens: 2.5 }),
+  'gemini-3.1-flash-lite': Object.freeze({ inputUsdPerMillionTokens: 0.25, outputUsdPerMillionTokens: 1.5 }),
+  'gemini-3.5-flash': Object.freeze({ inputUsdPerMillionTokens: 1.5, outputUsdPerMillionTokens: 9 }),
+});
+
+/** Where {@link GEMINI_PRICES} were read, and on which day. */
+export const GEMINI_PRICES_SOURCE =
+  "https://vercel.com/ai-gateway/models/gemini-3.5-flash-lite and https://docs.apiyi.com/en/models/gemini-3-5-flash-lite (read on GEMINI_PRICES_AS_OF; Google's own pricing page was not among the stored copies)";
+
+/** The model the cost model prices: the worker's default. */
+export const PRICED_GEMINI_MODEL = DELIVERY_DEFAULTS.geminiModel;
+
+/** The price of the default model; a default with no price is a mistake the tests catch. */
+function defaultGeminiPrice(): { inputUsdPerMillionTokens: number; outputUsdPerMillionTokens: number } {
+  const price = GEMINI_PRICES[PRICED_GEMINI_MODEL];
+  if (!price)
+    throw new Error(`no price for the default Gemini model ${PRICED_GEMINI_MODEL} in GEMINI_PRICES`);
+  return price;
+}
 
 /** Documented prices (USD), as quoted in the project's field notes; check them before quoting. */
 export const PRICES = Object.freeze({
@@ -31,10 +66,10 @@ export const PRICES = Object.freeze({
   onDemandUsdPerTiB: 6.25,
   /** BigQuery Storage Write API ingestion, per GiB (the free 2 TiB a month is not counted). */
   storageWriteUsdPerGiB: 0.025,
-  /** Gemini 2.5 Flash, per million input tokens. */
-  geminiInputUsdPerMillionTokens: 0.3,
-  /** Gemini 2.5 Flash, per million output tokens, thinking included. */
-  geminiOutputUsdPerMillionTokens: 2.5,
+  /** The default Gemini model ({@link PRICED_GEMINI_MODEL}), per million input tokens. */
+  geminiInputUsdPerMillionTokens: defaultGeminiPrice().inputUsdPerMillionTokens,
+  /** The default Gemini model, per million output tokens, thinking included. */
+  geminiOutputUsdPerMillionTokens: defaultGeminiPrice().outputUsdPerMillionTokens,
 });
 
 /**
@@ -230,7 +265,7 @@ export function costModel(overrides: Partial<CostParams> = {}): CostModel {
       `seen() and the MERGE read dedup_key + processed_at only: ${params.lookupBytesPerRow} bytes a row (key like ${EXAMPLE_DEDUP_KEY}).`,
       `Minimum ${mib(LIMITS.minBilledBytesPerTable)} billed per statement (one table each); on-demand $${PRICES.onDemandUsdPerTiB}/TiB; free tiers not counted.`,
       `Clustered: billed between the minimum (perfect block pruning) and the estimate; the cap (maximumBytesBilled = ${(params.maximumBytesBilled / 1e6).toFixed(0)} MB) is checked against the estimate.`,
-      `Storage Write API $${PRICES.storageWriteUsdPerGiB}/GiB of rows; Gemini 2.5 Flash $${PRICES.geminiInputUsdPerMillionTokens}/1M in, $${PRICES.geminiOutputUsdPerMillionTokens}/1M out, ~${params.promptTokensPerDocument} in + ~${params.outputTokensPerDocument} out tokens per invoice (assumed).`,
+      `Storage Write API $${PRICES.storageWriteUsdPerGiB}/GiB of rows; Gemini ${PRICED_GEMINI_MODEL} $${PRICES.geminiInputUsdPerMillionTokens}/1M in, $${PRICES.geminiOutputUsdPerMillionTokens}/1M out, ~${params.promptTokensPerDocument} in + ~${params.outputTokensPerDocument} out tokens per invoice (assumed).`,
       `DML: ${LIMITS.runningMutatingDmlPerTable} mutating statements running + ${LIMITS.queuedMutatingDmlPerTable} queued per table; one single-row MERGE assumed to take ${params.mergeSecondsLow}–${params.mergeSecondsHigh} s.`,
     ],
   };
