@@ -702,6 +702,7 @@ export function readStackConfig(today: Date = new Date()): StackConfig {
   const raw: Record<string, string | undefined> = {};
   for (const key of CONFIG_KEYS) raw[key] = docline.get(key);
   const config = parseStackConfig(new pulumi.Config('gcp').get('project'), pulumi.getStack(), raw, today);
-  for (const warning of modelLifecycle(config.delivery.geminiModel, today).warnings) pulumi.log.warn(warning);
+  // The engine shows the warning in the preview; the log call's own promise carries nothing to wait for.
+  for (const warning of modelLifecycle(config.delivery.geminiModel, today).warnings) void pulumi.log.warn(warning);
   return config;
 }
