@@ -703,6 +703,7 @@ export function readStackConfig(today: Date = new Date()): StackConfig {
   for (const key of CONFIG_KEYS) raw[key] = docline.get(key);
   const config = parseStackConfig(new pulumi.Config('gcp').get('project'), pulumi.getStack(), raw, today);
   // The engine shows the warning in the preview; the log call's own promise carries nothing to wait for.
-  for (const warning of modelLifecycle(config.delivery.geminiModel, today).warnings) void pulumi.log.warn(warning);
+  for (const warning of modelLifecycle(config.delivery.geminiModel, today).warnings)
+    void pulumi.log.warn(warning);
   return config;
 }
