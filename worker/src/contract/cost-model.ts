@@ -124,9 +124,14 @@ export const COST_DEFAULTS: Readonly<CostParams> = Object.freeze({
   lookupBytesPerRow: 2 + Buffer.byteLength(EXAMPLE_DEDUP_KEY, 'utf8') + 8,
   dedupWindowDays: DELIVERY_DEFAULTS.dedupWindowDays,
   maximumBytesBilled: DELIVERY_DEFAULTS.maximumBytesBilled,
-  // A one-page text invoice (~1 KB of text, a few hundred tokens) plus the prompt and the JSON
-  // schema is ~1,500 input tokens; the JSON answer plus some thinking ~400 output tokens.
-  promptTokensPerDocument: 1500,
+  // Re-checked for gemini-3.5-flash-lite on 2026-12-03 (by characters, ~4 a token): the prompt is
+  // ~860 tokens and the answer's JSON Schema ~640 (3,442 and 2,549 characters), plus a one-page
+  // invoice (a few hundred tokens as text or as a PDF page): ~2,000 input tokens. The answer is a
+  // filled-in invoice, ~120 tokens for the test sample and a few hundred with line items; the worker
+  // asks for minimal thinking (thinkingLevel MINIMAL, gemini-analyzer.ts), which this model uses by
+  // default anyway: ~400 output tokens leaves room for both. Output costs 8× input, so a model
+  // left to think freely could cost several times this: the setting is sent, never assumed.
+  promptTokensPerDocument: 2000,
   outputTokensPerDocument: 400,
   mergeSecondsLow: MERGE_LATENCY_SECONDS.low,
   mergeSecondsHigh: MERGE_LATENCY_SECONDS.high,
@@ -167,7 +172,8 @@ export interface CostModel {
   noDedup: { ingestedBytes: number; usd: number };
   /** A redelivery that seen() catches costs one windowed lookup. */
   redelivery: { billedBytes: number; usd: number };
-  gemini: { promptTokens: number; outputTokens: number; usd: number };
+  /** Gemini's part: `model` is the model priced (absent in figures stored before it was recorded). */
+  gemini: { model?: string; promptTokens: number; outputTokens: number; usd: number };
   dml: {
     /** Sustained single-row MERGEs per second on one table (running limit / MERGE duration). */
     documentsPerSecondLow: number;
@@ -246,6 +252,7 @@ export function costModel(overrides: Partial<CostParams> = {}): CostModel {
     noDedup: { ingestedBytes, usd: ingestionUsd },
     redelivery: { billedBytes: windowedLookup, usd: onDemandUsd(windowedLookup) },
     gemini: {
+      model: PRICED_GEMINI_MODEL,
       promptTokens,
       outputTokens,
       usd:
