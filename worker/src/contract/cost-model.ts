@@ -5,12 +5,20 @@ import { DELIVERY_DEFAULTS, MIN_MAXIMUM_BYTES_BILLED } from './settings';
  * run): what `seen()` + the insert-only MERGE bill per 1,000 documents, what append mode and Gemini
  * cost, and the document rate at which the per-table DML limits bite.
  *
+ * The table's layout (contract/row.ts, adapters/stores/bigquery-store.ts): partitioned by the key's
+ * day (`key_day`), clustered by `dedup_key`. A MERGE reads the key days of the rows it carries (a
+ * batch of today's keys: today's partition); `seen()` reads the key days of the last 6 hours
+ * (today's partition, and yesterday's during the first 6 hours of a UTC day: at most 1.25 days of
+ * keys). So what a statement reads depends on the documents a day, never on the table's age
+ * ({@link KEY_DAY_LAYOUT}, {@link maximumEstimateBytes}). For comparison the model also prices a
+ * statement with no partition filter (the whole table), what any layout without one would bill.
+ *
  * How BigQuery bills the two statements (on-demand):
  * - A SELECT bills the bytes of the columns it references, in the partitions it scans, at least
  *   10 MiB per table referenced.
  * - An insert-only MERGE bills `q`, the bytes of the columns referenced in the tables it scans (no
  *   `t` term: that one is only for UPDATE/DELETE clauses), with the same 10 MiB minimum.
- * - Both statements here reference `dedup_key` and `processed_at` only, in the one table.
+ * - Both statements here reference `dedup_key` and `key_day` only, in the one table.
  * - The estimate made before the query runs (the one `maximumBytesBilled` is checked against) is
  *   exact for an unclustered table and an upper bound for a clustered one: clustering prunes blocks
  *   only while the query runs. So a clustered table is billed somewhere between the minimum and
@@ -97,14 +105,12 @@ export interface CostParams {
   documents: number;
   /** Logical size of the table (all columns), in bytes. */
   tableBytes: number;
-  /** New documents a day: sizes the partitions inside the dedup window. */
+  /** New documents a day: the rows of one key-day partition. */
   documentsPerDay: number;
   /** Average logical bytes of one row (the analysis JSON dominates). */
   rowBytes: number;
-  /** Bytes `seen()` and the MERGE read per row: `dedup_key` (STRING) + `processed_at` (TIMESTAMP, 8). */
+  /** Bytes `seen()` and the MERGE read per row: `dedup_key` (STRING) + `key_day` (DATE, 8). */
   lookupBytesPerRow: number;
-  /** Days of partitions the windowed statements scan. */
-  dedupWindowDays: number;
   /** The worker's `maximumBytesBilled`, checked against the pre-run estimate. */
   maximumBytesBilled: number;
   /** Gemini tokens per invoice (assumed, see {@link COST_DEFAULTS}). */
@@ -122,7 +128,6 @@ export const COST_DEFAULTS: Readonly<CostParams> = Object.freeze({
   documentsPerDay: 600,
   rowBytes: 1500,
   lookupBytesPerRow: 2 + Buffer.byteLength(EXAMPLE_DEDUP_KEY, 'utf8') + 8,
-  dedupWindowDays: DELIVERY_DEFAULTS.dedupWindowDays,
   maximumBytesBilled: DELIVERY_DEFAULTS.maximumBytesBilled,
   // Re-checked for gemini-3.5-flash-lite on 2026-12-03 (by characters, ~4 a token): the prompt is
   // ~860 tokens and the answer's JSON Schema ~640 (3,442 and 2,549 characters), plus a one-page
@@ -137,10 +142,11 @@ export const COST_DEFAULTS: Readonly<CostParams> = Object.freeze({
   mergeSecondsHigh: MERGE_LATENCY_SECONDS.high,
 });
 
-/** What one windowed or unwindowed, clustered or unclustered lookup-and-MERGE bills. */
+/** What one MERGE bills: pruned to its key day or reading the whole table, clustered or not. */
 export interface DedupScenario {
   name: string;
-  windowed: boolean;
+  /** Pruned to the key-day partitions of its rows (the layout), or no partition filter. */
+  pruned: boolean;
   clustered: boolean;
   /** Rows in the partitions the statements scan. */
   scannedRows: number;
@@ -164,13 +170,13 @@ export interface DedupScenario {
 export interface CostModel {
   params: CostParams;
   tableRows: number;
-  /** The MERGE, one per document: windowed/unwindowed × clustered/unclustered. */
+  /** The MERGE, one per document: pruned to its key day or not × clustered or not. */
   merge: DedupScenario[];
-  /** Append mode: a windowed seen() per document + Storage Write ingestion of each row. */
+  /** Append mode: a seen() per document (≤ 1.25 days of keys) + Storage Write ingestion of each row. */
   append: { billedBytes: number; ingestedBytes: number; usd: number };
   /** The plain sample (no dedup): Storage Write ingestion only. */
   noDedup: { ingestedBytes: number; usd: number };
-  /** A redelivery that seen() catches costs one windowed lookup. */
+  /** A redelivery that seen() catches costs one lookup (≤ 1.25 days of keys). */
   redelivery: { billedBytes: number; usd: number };
   /** Gemini's part: `model` is the model priced (absent in figures stored before it was recorded). */
   gemini: { model?: string; promptTokens: number; outputTokens: number; usd: number };
@@ -203,19 +209,25 @@ export function costModel(overrides: Partial<CostParams> = {}): CostModel {
   const params: CostParams = { ...COST_DEFAULTS, ...overrides };
   const { documents } = params;
   const tableRows = params.tableBytes / params.rowBytes;
-  const windowRows = Math.min(tableRows, params.documentsPerDay * params.dedupWindowDays);
+  // A MERGE of today's keys reads today's partition: a whole day of rows by the day's end.
+  const keyDayRows = Math.min(tableRows, params.documentsPerDay);
+  // seen() reads the key days of the last 6 hours: up to 1.25 days of keys.
+  const lookupRows = Math.min(
+    tableRows,
+    params.documentsPerDay * (1 + KEY_DAY_LAYOUT.lookupHorizonMs / 86_400_000),
+  );
   // The MERGE: a new document's seen() is skipped when the memo holds no analysis of it (core/handle.ts).
   const queriesPerDocument = 1;
 
-  const scenario = (windowed: boolean, clustered: boolean): DedupScenario => {
-    const scannedRows = windowed ? windowRows : tableRows;
+  const scenario = (pruned: boolean, clustered: boolean): DedupScenario => {
+    const scannedRows = pruned ? keyDayRows : tableRows;
     const estimate = scannedRows * params.lookupBytesPerRow;
     const high = billedBytes(estimate);
     // Clustering on dedup_key may prune every block but one: never below the per-table minimum.
     const low = clustered ? LIMITS.minBilledBytesPerTable : high;
     return {
-      name: `${windowed ? `${params.dedupWindowDays}-day window` : 'no window'}, ${clustered ? 'clustered' : 'not clustered'}`,
-      windowed,
+      name: `${pruned ? "its key day's partition" : 'no partition filter'}, ${clustered ? 'clustered' : 'not clustered'}`,
+      pruned,
       clustered,
       scannedRows,
       estimateBytesPerQuery: estimate,
@@ -230,7 +242,7 @@ export function costModel(overrides: Partial<CostParams> = {}): CostModel {
   };
   const merge = [scenario(true, true), scenario(true, false), scenario(false, true), scenario(false, false)];
 
-  const windowedLookup = billedBytes(windowRows * params.lookupBytesPerRow);
+  const lookup = billedBytes(lookupRows * params.lookupBytesPerRow);
   const ingestedBytes = params.rowBytes * documents;
   const ingestionUsd = (ingestedBytes / GIB) * PRICES.storageWriteUsdPerGiB;
   const promptTokens = params.promptTokensPerDocument * documents;
@@ -245,12 +257,12 @@ export function costModel(overrides: Partial<CostParams> = {}): CostModel {
     tableRows,
     merge,
     append: {
-      billedBytes: windowedLookup * documents,
+      billedBytes: lookup * documents,
       ingestedBytes,
-      usd: onDemandUsd(windowedLookup * documents) + ingestionUsd,
+      usd: onDemandUsd(lookup * documents) + ingestionUsd,
     },
     noDedup: { ingestedBytes, usd: ingestionUsd },
-    redelivery: { billedBytes: windowedLookup, usd: onDemandUsd(windowedLookup) },
+    redelivery: { billedBytes: lookup, usd: onDemandUsd(lookup) },
     gemini: {
       model: PRICED_GEMINI_MODEL,
       promptTokens,
@@ -268,8 +280,8 @@ export function costModel(overrides: Partial<CostParams> = {}): CostModel {
       queueFullSecondsAtDoubleRate: LIMITS.queuedMutatingDmlPerTable / perSecondLow,
     },
     assumptions: [
-      `Table: ${(params.tableBytes / GIB).toFixed(1)} GiB logical, ${params.rowBytes} bytes a row → ${Math.round(tableRows).toLocaleString('en-US')} rows; ${params.documentsPerDay} new documents a day, one day per partition (processed_at).`,
-      `seen() and the MERGE read dedup_key + processed_at only: ${params.lookupBytesPerRow} bytes a row (key like ${EXAMPLE_DEDUP_KEY}).`,
+      `Table: ${(params.tableBytes / GIB).toFixed(1)} GiB logical, ${params.rowBytes} bytes a row → ${Math.round(tableRows).toLocaleString('en-US')} rows; ${params.documentsPerDay} new documents a day, partitioned by the key's day (key_day), clustered by dedup_key.`,
+      `seen() and the MERGE read dedup_key + key_day only: ${params.lookupBytesPerRow} bytes a row (key like ${EXAMPLE_DEDUP_KEY}); a MERGE of today's keys reads today's partition, seen() at most 1.25 days of keys.`,
       `Minimum ${mib(LIMITS.minBilledBytesPerTable)} billed per statement (one table each); on-demand $${PRICES.onDemandUsdPerTiB}/TiB; free tiers not counted.`,
       `Clustered: billed between the minimum (perfect block pruning) and the estimate; the cap (maximumBytesBilled = ${(params.maximumBytesBilled / 1e6).toFixed(0)} MB) is checked against the estimate.`,
       `Storage Write API $${PRICES.storageWriteUsdPerGiB}/GiB of rows; Gemini ${PRICED_GEMINI_MODEL} $${PRICES.geminiInputUsdPerMillionTokens}/1M in, $${PRICES.geminiOutputUsdPerMillionTokens}/1M out, ~${params.promptTokensPerDocument} in + ~${params.outputTokensPerDocument} out tokens per invoice (assumed).`,
