@@ -5,7 +5,11 @@ import {
   finiteNumber,
   jsonStringList,
 } from '../worker/src/contract/config-values';
-import { derivedMaximumBytesBilled, requiredMaximumBytesBilled } from '../worker/src/contract/cost-model';
+import {
+  BUSIEST_DAY_FACTOR,
+  derivedMaximumBytesBilled,
+  requiredMaximumBytesBilled,
+} from '../worker/src/contract/cost-model';
 import { modelLifecycle } from '../worker/src/contract/models';
 import {
   DEFAULT_CONTENT_TYPES,
@@ -32,7 +36,7 @@ import { regionProblems } from './stack-guards';
  */
 export const VOLUME = Object.freeze({
   /** A busy day's rate over the day's average (uploads come in bursts). Assumed. */
-  peakFactor: 3,
+  peakFactor: BUSIEST_DAY_FACTOR,
   /**
    * How long one delivery holds its request on average: the analysis (a Gemini call takes seconds),
    * the wait for its batch's MERGE and the MERGE itself. Assumed.

@@ -1,4 +1,14 @@
-import { COST_DEFAULTS, costModel, LIMITS, PRICES } from '../cost-model';
+import {
+  BUSIEST_DAY_FACTOR,
+  COST_DEFAULTS,
+  costModel,
+  EXAMPLE_DEDUP_KEY,
+  KEY_DAY_LAYOUT,
+  LIMITS,
+  PLANNED_KEY_BYTES,
+  PRICES,
+  requiredMaximumBytesBilled,
+} from '../cost-model';
 
 const MIB = 1024 * 1024;
 const TIB = 1024 ** 4;
@@ -62,5 +72,30 @@ describe('costModel', () => {
     expect(model.dml.documentsPerSecondLow).toBe(0.5);
     expect(model.dml.documentsPerDayLow).toBe(43_200);
     expect(model.dml.queueFullSecondsAtDoubleRate).toBe(40);
+  });
+});
+
+describe('requiredMaximumBytesBilled (the byte cap a volume needs)', () => {
+  /** The pre-run estimate of a late-day statement over two key days, each of `dayFactor` average days. */
+  const lateDayEstimate = (documentsPerDay: number, dayFactor: number, keyBytes: number) =>
+    KEY_DAY_LAYOUT.maxKeyDaysPerStatement * documentsPerDay * dayFactor * (2 + keyBytes + 8);
+  const exampleKey = Buffer.byteLength(EXAMPLE_DEDUP_KEY, 'utf8');
+
+  it.each([10_000, 100_000, 1_000_000])(
+    'at %i a day, holds a late-day statement on a 3× day, with 3× longer keys, and with both',
+    (documentsPerDay) => {
+      const cap = requiredMaximumBytesBilled(documentsPerDay);
+      expect(BUSIEST_DAY_FACTOR).toBe(3);
+      expect(lateDayEstimate(documentsPerDay, 3, exampleKey)).toBeLessThanOrEqual(cap);
+      expect(lateDayEstimate(documentsPerDay, 1, 3 * exampleKey)).toBeLessThanOrEqual(cap);
+      expect(lateDayEstimate(documentsPerDay, 3, 3 * exampleKey)).toBeLessThanOrEqual(cap);
+      expect(3 * exampleKey).toBeLessThanOrEqual(PLANNED_KEY_BYTES);
+    },
+  );
+
+  it('still refuses what the cap is for: a statement with no partition filter on a year-old table', () => {
+    const documentsPerDay = 1_000_000;
+    const wholeTable = 365 * documentsPerDay * COST_DEFAULTS.lookupBytesPerRow;
+    expect(wholeTable).toBeGreaterThan(requiredMaximumBytesBilled(documentsPerDay));
   });
 });

@@ -318,14 +318,34 @@ export function maximumEstimateBytes(
 }
 
 /**
- * Room over {@link maximumEstimateBytes} for keys longer than {@link EXAMPLE_DEDUP_KEY} and days
- * busier than the stated average: a cap at exactly the estimate would refuse the first such day.
+ * The busiest day the cap is planned for, in average days: the stack sizes its instances for the
+ * same peak (infra/config.ts, `VOLUME.peakFactor`). A partition holds one key day's rows, so a busy
+ * day's partition holds this many times the average, and so does every late-day statement over it.
  */
-export const VOLUME_MARGIN = 1.5;
+export const BUSIEST_DAY_FACTOR = 3;
 
-/** The smallest `maximumBytesBilled` that no statement is refused by at `documentsPerDay`. */
+/**
+ * The longest dedup key the cap is planned for, in bytes: `gs://` + a 63-character bucket name (the
+ * longest without dots) + `/` + an object name of up to 150 bytes + `#` + a 19-digit generation.
+ * Keys run longer only with longer object names (up to 1,024 bytes): planning for those would let a
+ * statement with no partition filter through on a young table, which the cap exists to refuse.
+ */
+export const PLANNED_KEY_BYTES = 5 + 63 + 1 + 150 + 1 + 19;
+
+/** Bytes of `dedup_key` + `key_day` of one row with the longest planned key. */
+export const PLANNED_BYTES_PER_KEY_ROW = 2 + PLANNED_KEY_BYTES + 8;
+
+/**
+ * The smallest `maximumBytesBilled` that no statement is refused by at `documentsPerDay`, derived
+ * from the worst case the cap is planned for, not from the average: the most key days a statement
+ * reads, each a {@link BUSIEST_DAY_FACTOR} day, every key of {@link PLANNED_KEY_BYTES}. (A margin of
+ * 1.5 over the average refused late-day statements on a 3× day, or with 3× longer keys.)
+ */
 export function requiredMaximumBytesBilled(documentsPerDay: number): number {
-  return Math.max(MIN_MAXIMUM_BYTES_BILLED, Math.ceil(maximumEstimateBytes(documentsPerDay) * VOLUME_MARGIN));
+  return Math.max(
+    MIN_MAXIMUM_BYTES_BILLED,
+    maximumEstimateBytes(documentsPerDay * BUSIEST_DAY_FACTOR, PLANNED_BYTES_PER_KEY_ROW),
+  );
 }
 
 /** The cap a stack takes when none is set: the default, or what its volume requires if more. */
