@@ -38,6 +38,20 @@ import { MemoryLogger } from './support/fakes';
  */
 const httpOptions = { fetch: (...args: Parameters<typeof fetch>) => fetch(...args) };
 
+/** A Vertex AI client for acme-dev in europe-west1 with a static token, against `baseUrl`. */
+function vertexClient(baseUrl: string) {
+  const authClient = new OAuth2Client();
+  authClient.setCredentials({ access_token: 'vertex-token', expiry_date: Date.now() + 3_600_000 });
+  return createGeminiClient({
+    project: 'acme-dev',
+    location: 'europe-west1',
+    baseUrl,
+    // google-auth-library 11's client; the SDK bundles 10, whose types differ but not its use.
+    googleAuthOptions: { authClient: authClient as never },
+    httpOptions,
+  });
+}
+
 const PDF = Buffer.from('%PDF-1.7\n1 0 obj\n<< /Type /Catalog >>\nendobj\ntrailer\n%%EOF\n');
 const input: AnalyzerInput = { bytes: PDF, contentType: 'application/pdf', name: '2026/11/facture-0042.pdf' };
 
@@ -140,18 +154,7 @@ describe('GeminiAnalyzer', () => {
     });
 
     it('finds a retired model on Vertex AI too, by its publisher model', async () => {
-      const authClient = new OAuth2Client();
-      authClient.setCredentials({ access_token: 'vertex-token', expiry_date: Date.now() + 3_600_000 });
-      const vertex = new GeminiAnalyzer({
-        client: createGeminiClient({
-          project: 'acme-dev',
-          location: 'europe-west1',
-          baseUrl: fake.url,
-          googleAuthOptions: { authClient: authClient as never },
-          httpOptions,
-        }),
-        model: 'gemini-2.5-flash',
-      });
+      const vertex = new GeminiAnalyzer({ client: vertexClient(fake.url), model: 'gemini-2.5-flash' });
       fake.retire('gemini-2.5-flash');
       const error = await vertex.ready().catch((e: unknown) => e);
       expect((error as ConfigurationError).code).toBe('analyzer_model_not_found');
@@ -181,18 +184,7 @@ describe('GeminiAnalyzer', () => {
 
   describe('Vertex AI mode', () => {
     it('posts to the project and location with the service credentials', async () => {
-      const authClient = new OAuth2Client();
-      authClient.setCredentials({ access_token: 'vertex-token', expiry_date: Date.now() + 3_600_000 });
-      const vertex = new GeminiAnalyzer({
-        client: createGeminiClient({
-          project: 'acme-dev',
-          location: 'europe-west1',
-          baseUrl: fake.url,
-          // google-auth-library 11's client; the SDK bundles 10, whose types differ but not its use.
-          googleAuthOptions: { authClient: authClient as never },
-          httpOptions,
-        }),
-      });
+      const vertex = new GeminiAnalyzer({ client: vertexClient(fake.url) });
       const result = await vertex.analyze(input);
       expect(result.analysis.invoice_number).toBe('F-2026-0042');
       const [request] = fake.requests;
