@@ -5,7 +5,12 @@ import {
   finiteNumber,
   jsonStringList,
 } from '../worker/src/contract/config-values';
-import { derivedMaximumBytesBilled, requiredMaximumBytesBilled } from '../worker/src/contract/cost-model';
+import {
+  BUSIEST_DAY_FACTOR,
+  derivedMaximumBytesBilled,
+  requiredMaximumBytesBilled,
+} from '../worker/src/contract/cost-model';
+import { modelLifecycle } from '../worker/src/contract/models';
 import {
   DEFAULT_CONTENT_TYPES,
   DEFAULT_DATA_LOCATION,
@@ -31,7 +36,7 @@ import { normalisedLocation, regionProblems } from './stack-guards';
  */
 export const VOLUME = Object.freeze({
   /** A busy day's rate over the day's average (uploads come in bursts). Assumed. */
-  peakFactor: 3,
+  peakFactor: BUSIEST_DAY_FACTOR,
   /**
    * How long one delivery holds its request on average: the analysis (a Gemini call takes seconds),
    * the wait for its batch's MERGE and the MERGE itself. Assumed.
@@ -385,7 +390,12 @@ const STACK_NAME = /^[a-z][a-z0-9-]{0,11}$/;
  * Parses and validates the raw values. Pure, so the rules are testable without Pulumi; every
  * problem names its key and the fix, and all of them are reported at once.
  */
-export function parseStackConfig(project: string | undefined, stack: string, raw: RawConfig): StackConfig {
+export function parseStackConfig(
+  project: string | undefined,
+  stack: string,
+  raw: RawConfig,
+  today: Date = new Date(),
+): StackConfig {
   // The CLI hands over an empty string for a key set to nothing: that means the default too.
   const given = (key: string): string | undefined => (raw[key] === '' ? undefined : raw[key]);
   const values = new ConfigValues(given);
@@ -452,6 +462,8 @@ export function parseStackConfig(project: string | undefined, stack: string, raw
       derivedMergeMinIntervalMs(number('maxInstances', 0) || maxInstancesDefault),
   };
   problems.push(...settingsProblems(delivery));
+  // A retired model answers 404: every document would wait 503s out to the dead-letter topic.
+  problems.push(...modelLifecycle(delivery.geminiModel, today).errors);
   const requiredCap = requiredMaximumBytesBilled(volume);
   if (
     volumeValid &&
@@ -694,10 +706,18 @@ export const CONFIG_KEYS = [
   'budgetMonthlyAmount',
 ] as const;
 
-/** Reads the stack's configuration from Pulumi and validates it (throws {@link StackConfigError}). */
-export function readStackConfig(): StackConfig {
+/**
+ * Reads the stack's configuration from Pulumi and validates it (throws {@link StackConfigError}).
+ * What only warns (a model that retires within 60 days, or one docline's table does not know) is
+ * logged as a preview warning.
+ */
+export function readStackConfig(today: Date = new Date()): StackConfig {
   const docline = new pulumi.Config('docline');
   const raw: Record<string, string | undefined> = {};
   for (const key of CONFIG_KEYS) raw[key] = docline.get(key);
-  return parseStackConfig(new pulumi.Config('gcp').get('project'), pulumi.getStack(), raw);
+  const config = parseStackConfig(new pulumi.Config('gcp').get('project'), pulumi.getStack(), raw, today);
+  // The engine shows the warning in the preview; the log call's own promise carries nothing to wait for.
+  for (const warning of modelLifecycle(config.delivery.geminiModel, today).warnings)
+    void pulumi.log.warn(warning);
+  return config;
 }

@@ -270,7 +270,7 @@ describe('the docline program with the dev stack file', () => {
         GOOGLE_CLOUD_PROJECT: project,
         // Next to the data (EU), not `global`.
         GOOGLE_CLOUD_LOCATION: 'europe-west1',
-        GEMINI_MODEL: 'gemini-2.5-flash',
+        GEMINI_MODEL: 'gemini-3.5-flash-lite',
         BIGQUERY_TABLE: `${project}.docline_dev.${TABLE_ID}`,
         BIGQUERY_LOCATION: 'EU',
         MEMO_BUCKET: `docline-dev-memo-${project}`,

@@ -1,7 +1,7 @@
 import type { Server } from 'node:http';
 import type { PdfJsParser } from './adapters/pdf/pdfjs-parser';
 import { QuotaGate } from './adapters/quota-gate';
-import { createApp } from './app';
+import { createApp, type Readiness } from './app';
 import { loadConfig, type WorkerConfig } from './config';
 import { ANSWER_MARGIN_MS, deliveryBudgetMs, SHUTDOWN_GRACE_MS } from './contract/settings';
 import { Deadlines } from './core/deadline';
@@ -219,6 +219,8 @@ export interface RunningWorker {
   port: number;
   /** The line of deliveries waiting for a turn at the analyzer (for logs and tests). */
   admission: QuotaGate;
+  /** Settles when the start-up checks have ended (whatever they found); `/healthz` says what. */
+  checked: Promise<void>;
   /**
    * Scale-in, within `graceMs` (Cloud Run's 10 s by default): new pushes are answered 503, the
    * deliveries waiting for a turn or for a concurrent delivery's lease are answered 503 at once,
@@ -266,8 +268,10 @@ export async function serve(
         }
       : {}),
   };
+  const { readiness, checked } = startupChecks(adapters.analyzer, logger);
   const app = createApp({
     ...deps,
+    readiness,
     logger,
     pushBodyLimitBytes: config.pushBodyLimitBytes,
     projectId: config.projectId,
@@ -318,7 +322,38 @@ export async function serve(
     })();
     return stopping;
   };
-  return { server, port, admission, stop };
+  return { server, port, admission, checked, stop };
+}
+
+/**
+ * The checks made once at start-up, not per request: the analyzer's `ready()` (Gemini's asks for
+ * the configured model, at no cost). A failure is a configuration fault: logged once at ERROR with
+ * error `configuration` (the stack's dependency alert matches it) and the settings to change, and
+ * `/healthz` answers 503 from then on, so Cloud Run never routes traffic to the revision.
+ */
+function startupChecks(
+  analyzer: Analyzer,
+  logger: Logger,
+): { readiness: () => Readiness; checked: Promise<void> } {
+  const ready = (analyzer as Partial<{ ready(): Promise<void> }>).ready;
+  let state: Readiness = ready ? 'checking' : 'ready';
+  const checked = ready
+    ? ready.call(analyzer).then(
+        () => {
+          state = 'ready';
+        },
+        (error: unknown) => {
+          state = error instanceof Error ? error : new Error(String(error));
+          logger.error(`configuration fault: the worker is not ready: ${state.message}`, {
+            error: 'configuration',
+            code: (error as { code?: unknown }).code,
+            settings: ['GEMINI_MODEL', 'docline:geminiModel'],
+            cause: error,
+          });
+        },
+      )
+    : Promise.resolve();
+  return { readiness: () => state, checked };
 }
 
 /** Starts the worker from the environment and stops it cleanly on SIGTERM/SIGINT. */
