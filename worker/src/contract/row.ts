@@ -200,7 +200,7 @@ export const PARTITION_COLUMN = KEY_DAY_COLUMN.name;
 export const CLUSTER_COLUMNS: readonly ColumnName[] = ['dedup_key', 'message_id'];
 
 /**
- * The partitioning of tables created before the key-day layout: by commit time. Kept to describe
+ * The partitioning of tables created before the key-day layout: by `processed_at`, the time its statement started. Kept to describe
  * what a migration reads (see docs/architecture.md, "Table layout").
  */
 export const LEGACY_PARTITION_COLUMN: ColumnName = 'processed_at';
@@ -223,7 +223,7 @@ export function keyDay(row: Pick<Row, 'event_time' | 'publish_time'>, now: Date)
 }
 
 /**
- * {@link keyDay} over a stored row in GoogleSQL, with its commit time standing in for `now`: what a
+ * {@link keyDay} over a stored row in GoogleSQL, with its `processed_at` (its statement's start) standing in for `now`: what a
  * migration computes for rows written before the key-day layout.
  */
 export const KEY_DAY_SQL = 'DATE(COALESCE(event_time, publish_time, processed_at))';
