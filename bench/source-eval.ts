@@ -35,7 +35,7 @@ export type Source = (typeof SOURCES)[number];
 export const CORPORA = ['tuning', 'heldOut', 'samples'] as const;
 export type Corpus = (typeof CORPORA)[number];
 
-/** Goals of the issue: held-out text PDFs, and scans and photos of the same invoices. */
+/** Goals of the evaluation: held-out text PDFs, and scans and photos of the same invoices. */
 export const SOURCE_GOALS = Object.freeze({ textPdf: 0.75, scansAndPhotos: 0.6 });
 
 /** Where each corpus comes from, for the docs and the results. */

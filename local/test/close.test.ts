@@ -125,30 +125,15 @@ async function monthFolder(): Promise<{ dataDir: string; keys: Record<string, st
   const at = '2026-11-03T10:00:01.000Z';
   const ledger = [
     { at, messageId: 'm-scan-facture.pdf', dedupKey: keys['scan-facture.pdf'], status: 'ok', tokens: 1500 },
-    {
+    // A redelivery of the first message, then a second announcement of the object delivered twice.
+    ...['m-scan-facture.pdf', 'm2-scan', 'm2-scan'].map((messageId) => ({
       at,
-      messageId: 'm-scan-facture.pdf',
+      messageId,
       dedupKey: keys['scan-facture.pdf'],
       status: 'duplicate',
       duplicateAt: 'seen',
       tokens: 0,
-    },
-    {
-      at,
-      messageId: 'm2-scan',
-      dedupKey: keys['scan-facture.pdf'],
-      status: 'duplicate',
-      duplicateAt: 'seen',
-      tokens: 0,
-    },
-    {
-      at,
-      messageId: 'm2-scan',
-      dedupKey: keys['scan-facture.pdf'],
-      status: 'duplicate',
-      duplicateAt: 'seen',
-      tokens: 0,
-    },
+    })),
     { at, messageId: 'm-other.pdf', status: 'error', error: 'transient' },
   ];
   writeFileSync(layout.deliveries, `${ledger.map((e) => JSON.stringify(e)).join('\n')}\n{"torn`);
