@@ -136,9 +136,16 @@ function documentsSql(dialect: Dialect, from: string, corrections: string): stri
   const [setJson, readJson, parseJson] = google
     ? ['JSON_SET', 'JSON_QUERY', 'PARSE_JSON']
     : ['json_set', 'json_extract', 'json'];
+  // A field the analysis lacks is set to JSON null in both dialects: SQLite's json_set stores a SQL
+  // NULL as null, and GoogleSQL is never handed a SQL NULL value (bigquery-emulator v0.8.1 fails on
+  // one with an internal error), so a corrected analysis holds every correctable field.
+  const unchanged = (f: string) =>
+    google
+      ? `COALESCE(${readJson}(first.analysis, '$.${f}'), ${parseJson}('null'))`
+      : `${readJson}(first.analysis, '$.${f}')`;
   const sets = CORRECTABLE_FIELDS.map(
     (f) =>
-      `'$.${f}', CASE WHEN fixes.fix_${f} IS NULL THEN ${readJson}(first.analysis, '$.${f}') ELSE ${parseJson}(fixes.fix_${f}) END`,
+      `'$.${f}', CASE WHEN fixes.fix_${f} IS NULL THEN ${unchanged(f)} ELSE ${parseJson}(fixes.fix_${f}) END`,
   );
   const selected = COLUMN_NAMES.map((c) =>
     c === 'analysis'
