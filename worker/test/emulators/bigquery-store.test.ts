@@ -104,7 +104,11 @@ async function createCorrectionsTable(table: string, corrections: readonly Corre
     schema: { fields: bigQueryCorrectionsSchema() },
     timePartitioning: { type: 'DAY', field: PARTITION_COLUMN },
   });
-  if (corrections.length > 0) await bigquery.dataset(DATASET).table(name).insert([...corrections]);
+  if (corrections.length > 0)
+    await bigquery
+      .dataset(DATASET)
+      .table(name)
+      .insert([...corrections]);
   return `${PROJECT}.${DATASET}.${name}`;
 }
 
@@ -485,7 +489,11 @@ describe('documents with corrections: GoogleSQL on bigquery-emulator and SQLite 
     const corrected = google.find((d) => d.dedup_key === 'gs://b/a.pdf#1')!;
     // The later of two corrections of total_amount wins; a correction to null is a null.
     expect(corrected.corrected_fields).toBe('due_date,supplier_name,total_amount');
-    expect(corrected.analysis).toMatchObject({ total_amount: 100.25, supplier_name: 'Corrigé SARL', due_date: null });
+    expect(corrected.analysis).toMatchObject({
+      total_amount: 100.25,
+      supplier_name: 'Corrigé SARL',
+      due_date: null,
+    });
     expect(corrected.original_analysis).toEqual(VIEW_FIXTURE[1]!.analysis);
   });
 });
