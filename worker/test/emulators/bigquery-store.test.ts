@@ -1,6 +1,7 @@
 import type { DatabaseSync } from 'node:sqlite';
 import type { BigQuery } from '@google-cloud/bigquery';
 import { BigQueryStore, createBigQueryClient, migrationSql } from '../../src/adapters/stores/bigquery-store';
+import { bigQueryCorrectionsSchema, type Correction } from '../../src/contract/corrections';
 import {
   bigQuerySchema,
   CLUSTER_COLUMNS,
@@ -11,7 +12,6 @@ import {
   PARTITION_COLUMN,
   type Row,
 } from '../../src/contract/row';
-import { bigQueryCorrectionsSchema, type Correction } from '../../src/contract/corrections';
 import { VIEW_NAMES, type ViewName, viewSql } from '../../src/contract/views';
 import { ConfigurationError } from '../../src/core/errors';
 import type { Clock } from '../../src/core/ports';
