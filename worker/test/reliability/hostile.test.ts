@@ -819,7 +819,9 @@ function filesOutsideBucket(dataDir: string): string[] {
   const layout = dataDirLayout(dataDir);
   const own = new Set([
     ...[layout.sqlite, `${layout.sqlite}-wal`, `${layout.sqlite}-shm`].map((f) => path.basename(f)),
-    ...[layout.pipelineState, layout.bucket, layout.memo].map((f) => path.basename(f)),
+    ...Object.entries(layout)
+      .filter(([entry]) => entry !== 'root')
+      .map(([, f]) => path.basename(f)),
     'analyses.log',
     'outside-secret.txt',
   ]);
