@@ -65,6 +65,12 @@ export interface AnalysisMemoOptions {
   writesOutliveInstance?: boolean;
   /** The longest one memo call (read, keep, lease) may take; past it the memo is passed by. */
   callTimeoutMs?: number;
+  /**
+   * The most keys each of the instance's per-key memories holds (its failed rounds, the rounds it
+   * saw expired, its stale write turns); past it the oldest is forgotten (default
+   * {@link MAX_REMEMBERED_KEYS}). Forgetting costs a wait or a memo call, never a guarantee.
+   */
+  maxRememberedKeys?: number;
   clock?: Clock;
   /** Waits this long (injectable for simulations). */
   sleep?: (ms: number) => Promise<void>;
@@ -87,8 +93,11 @@ export const MEMO_LEASE_DEFAULTS = Object.freeze({
  */
 export const MAX_LEASE_ROUNDS = 16;
 
-/** Keys whose expired lease rounds an instance remembers (then it forgets them all and asks again). */
-const MAX_REMEMBERED_KEYS = 10_000;
+/**
+ * Keys each per-key memory of an instance holds at most: an instance writes millions of documents,
+ * and a memory that grew by one entry per document would end in an out-of-memory kill with no drain.
+ */
+export const MAX_REMEMBERED_KEYS = 10_000;
 
 /** A lease's heartbeat: renews it until stopped (or until its delivery's deadline). */
 interface Heartbeat {
@@ -203,6 +212,7 @@ export class AnalysisMemo {
   private readonly writing = new Map<string, WriteTurn>();
   /** Per key, the first lease round this instance has not seen expired. */
   private readonly expiredRounds = new Map<string, number>();
+  private readonly maxRememberedKeys: number;
 
   constructor(
     private readonly store: MemoStore,
@@ -214,6 +224,38 @@ export class AnalysisMemo {
     this.callTimeoutMs = options.callTimeoutMs ?? MEMO_LEASE_DEFAULTS.callTimeoutMs;
     this.sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
     this.timers = options.timers ?? realTimers;
+    this.maxRememberedKeys = options.maxRememberedKeys ?? MAX_REMEMBERED_KEYS;
+  }
+
+  /**
+   * How many keys each per-key memory holds now (the memory benchmark and the tests read it): every
+   * one is bounded, and `heldHere` and `writing` empty again once the writes under them answered.
+   */
+  footprint(): { inFlight: number; heldHere: number; writing: number; expiredRounds: number } {
+    return {
+      inFlight: this.inFlight.size,
+      heldHere: this.heldHere.size,
+      writing: this.writing.size,
+      expiredRounds: this.expiredRounds.size,
+    };
+  }
+
+  /** Remembers `value` under `key` in a bounded memory: past the bound, the oldest key is forgotten. */
+  private remember<V>(memory: Map<string, V>, key: string, value: V): void {
+    memory.delete(key);
+    memory.set(key, value);
+    while (memory.size > this.maxRememberedKeys) memory.delete(memory.keys().next().value!);
+  }
+
+  /**
+   * A write turn, in the bounded memory of turns: a turn whose delivery never came to write (its
+   * deadline ended it after the analysis) has a stopped heartbeat and is swept out before any live
+   * turn is forgotten.
+   */
+  private rememberTurn(key: string, turn: WriteTurn): void {
+    if (this.writing.size >= this.maxRememberedKeys)
+      for (const [k, t] of this.writing) if (t.heartbeat.stopped) this.writing.delete(k);
+    this.remember(this.writing, key, turn);
   }
 
   /**
@@ -418,7 +460,7 @@ export class AnalysisMemo {
       if (leaseKey) {
         // The lease cannot be released (the worker may not delete memo objects); this instance
         // remembers its round instead, so a retry landing here takes it up again at once.
-        this.heldHere.set(base, leaseKey);
+        this.remember(this.heldHere, base, leaseKey);
       }
       throw error;
     }
@@ -539,14 +581,14 @@ export class AnalysisMemo {
     if ('found' in waited) return this.join(base, waited.found, deadline);
     const { leaseKey } = waited.lease;
     if (!leaseKey) return none;
-    this.heldHere.set(base, leaseKey);
+    this.remember(this.heldHere, base, leaseKey);
     const turn = {
       heartbeat: this.renewWhileWorking(leaseKey, dedupKey, deadline),
       leaseKey,
       users: 0,
       ended: true,
     };
-    this.writing.set(base, turn);
+    this.rememberTurn(base, turn);
     return this.join(base, turn, deadline);
   }
 
@@ -556,8 +598,8 @@ export class AnalysisMemo {
    */
   private handOver(key: string, leaseKey: string | undefined, heartbeat: Heartbeat | undefined): void {
     if (!leaseKey || !heartbeat) return;
-    this.heldHere.set(key, leaseKey);
-    this.writing.set(key, { heartbeat, leaseKey, users: 0, ended: true });
+    this.remember(this.heldHere, key, leaseKey);
+    this.rememberTurn(key, { heartbeat, leaseKey, users: 0, ended: true });
   }
 
   /**
@@ -577,9 +619,11 @@ export class AnalysisMemo {
         if (turn.users > 0) return;
         turn.heartbeat.stop(turn.ended);
         if (this.writing.get(key) === turn) this.writing.delete(key);
-        // A statement that may still commit guards its round to its bound against this instance's
-        // own retry too: the retry waits for the round like any other delivery, never takes it up.
-        if (!turn.ended && this.heldHere.get(key) === turn.leaseKey) this.heldHere.delete(key);
+        // The round is over either way: a write that answered ended it (nothing is left to take up),
+        // and a statement that may still commit guards it to its bound against this instance's own
+        // retry too (the retry waits for the round like any other delivery, never takes it up).
+        // Kept, it would be one entry per document written, forever.
+        if (this.heldHere.get(key) === turn.leaseKey) this.heldHere.delete(key);
       },
     };
     if (this.options.writesOutliveInstance && Number.isFinite(deadline.atMs))
@@ -658,8 +702,7 @@ export class AnalysisMemo {
         const held = await this.call('lease', this.store.lease(leaseKey, until), deadline);
         if (!held) return { leaseKey, earlier: round > 0 };
         if (held <= this.clock.now()) {
-          if (this.expiredRounds.size >= MAX_REMEMBERED_KEYS) this.expiredRounds.clear();
-          this.expiredRounds.set(key, round + 1);
+          this.remember(this.expiredRounds, key, round + 1);
           continue;
         }
         if (this.heldHere.get(key) !== leaseKey) return { holderUntil: held };
