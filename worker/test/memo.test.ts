@@ -511,6 +511,64 @@ describe('handle with the memo', () => {
     expect(store.rowsFor(retry.dedupKey)[0]).toMatchObject({ total_tokens: 1500, model: 'scripted' });
   });
 
+  it.each([
+    ['read first (a conditional write)', true],
+    ['not read first (append mode: the store is asked first)', false],
+  ])(
+    'writes the kept, paid analysis of a PDF whose generation is gone by the retry, never `object_gone` (issue 45, item 4): the memo %s',
+    async (_, conditional) => {
+      const { store, reader, analyzer, deps } = setup();
+      if (!conditional) Object.assign(store, { conditionalRecord: false });
+      // A PDF may carry an e-invoice: it is read before the paid work (here it carries none).
+      const eInvoices = {
+        accepts: (mime: string) => mime === 'application/pdf',
+        read: async () => ({ kind: 'none' as const }),
+      };
+      const pdf = Buffer.from('%PDF-1.7\n1 0 obj <<>> endobj\ntrailer <<>>\n%%EOF\n');
+      const body = pushBody('7', {
+        name: '2026/11/facture-0007.pdf',
+        contentType: 'application/pdf',
+        size: pdf.length,
+      });
+      const attrs = (body.message as { attributes: Record<string, string> }).attributes;
+      reader.put(attrs.bucketId!, attrs.objectId!, attrs.objectGeneration!, pdf);
+      const record = store.record.bind(store);
+      let failures = 1;
+      store.record = async (row) => {
+        if (failures-- > 0) throw new TransientError('store_busy', 'the SQLite database is busy');
+        return record(row);
+      };
+      await expect(handle(parsePush(body), { ...deps, eInvoices })).rejects.toMatchObject({
+        code: 'store_busy',
+      });
+      // The object is overwritten (or deleted) before Pub/Sub delivers again.
+      reader.objects.clear();
+      const retry = await handle(parsePush(body), { ...deps, eInvoices });
+      expect(retry).toMatchObject({ status: 'ok', memo: 'hit', analysed: false });
+      expect(analyzer.calls).toHaveLength(1);
+      expect(store.rowsFor(retry.dedupKey)).toEqual([
+        expect.objectContaining({ status: 'ok', reason: null }),
+      ]);
+    },
+  );
+
+  it('still rejects a PDF whose generation is gone when nothing was paid for it (object_gone)', async () => {
+    const { store, analyzer, deps } = setup();
+    const eInvoices = {
+      accepts: (mime: string) => mime === 'application/pdf',
+      read: async () => ({ kind: 'none' as const }),
+    };
+    const body = pushBody('8', {
+      name: '2026/11/facture-0008.pdf',
+      contentType: 'application/pdf',
+      size: 60,
+    });
+    const outcome = await handle(parsePush(body), { ...deps, eInvoices });
+    expect(outcome).toMatchObject({ status: 'rejected', reason: 'object_gone', analysed: false });
+    expect(analyzer.calls).toHaveLength(0);
+    expect(store.rowsFor(outcome.dedupKey)).toHaveLength(1);
+  });
+
   it('lets two overlapping deliveries of one object share one analysis and write one row', async () => {
     const { store, analyzer, deps, body } = setup();
     analyzer.hold();

@@ -27,6 +27,7 @@ import {
   admitAtOnce,
   type Clock,
   type EInvoiceReader,
+  type EInvoiceReading,
   type Reader,
   type Store,
 } from './ports';
@@ -132,9 +133,12 @@ export async function handle(
         return bytes;
       };
       // An e-invoice states its own data: read it for free, never in the paid work's line or memo.
-      const structured = deps.eInvoices?.accepts(mime)
-        ? await deps.eInvoices.read({ bytes: await read(), contentType: mime, name })
-        : undefined;
+      // The memo is consulted before the document is read: a kept, paid analysis is this
+      // document's answer even when its generation was overwritten or deleted since.
+      const structured =
+        deps.eInvoices?.accepts(mime) && peeked?.state !== 'kept'
+          ? await readEInvoice(deps.eInvoices, { read, mime, name, memoAsks: deps.memo !== undefined })
+          : undefined;
       if (structured?.kind === 'read') {
         const { analysis, model, usage } = structured.result;
         verdict = { status: 'ok', analysis, model, usage };
@@ -219,6 +223,26 @@ export async function handle(
     ...(verdict.fallback ? { fallback: verdict.fallback, detail: verdict.detail } : {}),
     ...(verdict.usage ? { usage: verdict.usage } : {}),
   };
+}
+
+/**
+ * The e-invoice a document states, read before the paid work. A generation that is gone is left to
+ * the memo when there is one (`memoAsks`): an analysis an earlier delivery paid for and kept is
+ * still its answer (the analysis path reads the memo first), and without one the paid work's own
+ * read rejects it (`object_gone`) just the same.
+ */
+async function readEInvoice(
+  eInvoices: EInvoiceReader,
+  how: { read: () => Promise<Buffer>; mime: string; name: string; memoAsks: boolean },
+): Promise<EInvoiceReading | undefined> {
+  let bytes: Buffer;
+  try {
+    bytes = await how.read();
+  } catch (error) {
+    if (how.memoAsks && isRejection(error) && error.code === 'object_gone') return undefined;
+    throw error;
+  }
+  return eInvoices.read({ bytes, contentType: how.mime, name: how.name });
 }
 
 /**
