@@ -604,30 +604,50 @@ export class BigQueryStore implements BatchStore {
   private async untilComplete(query: Query, operation: string, deadline: Deadline): Promise<QueryResult> {
     const { jobPrefix, ...statement } = query;
     const jobId = `${jobPrefix ?? JOB_PREFIX}${randomBytes(12).toString('hex')}`;
+    const withId = { ...statement, jobId };
+    let created = false;
     try {
-      const [job] = await this.bigquery.createQueryJob({ ...statement, jobId });
-      for (;;) {
-        const result = (await job.getQueryResults({ autoPaginate: false })) as unknown as QueryResult;
-        if (result[2]?.jobComplete !== false) return result;
-        if (deadline.remainingMs() <= 0)
-          throw new DeadlineError(`BigQuery ${operation}`, 'the statement was still running at the deadline');
-      }
+      const [job] = await this.bigquery.createQueryJob(withId);
+      created = true;
+      return await this.resultsOf(job, operation, deadline);
     } catch (error) {
-      if (operation !== 'record' || !answerLost(error)) throw error;
-      return this.outcomeOf(jobId, operation, deadline, error);
+      if (operation !== 'record') throw error;
+      // Once jobs.insert answered, the job exists and may commit: any failure to read its results
+      // (a reset, a 5xx, a rate-limited poll) leaves its outcome to be read by its id, never to a
+      // release of the key's lease while it runs. Before, only a lost answer may have created it.
+      if (!(created ? resultsUnread(error) : answerLost(error))) throw error;
+      return this.outcomeOf(jobId, withId, operation, deadline, error);
+    }
+  }
+
+  /** getQueryResults until the job is complete, as long as the deadline allows. */
+  private async resultsOf(
+    job: Awaited<ReturnType<BigQuery['createQueryJob']>>[0],
+    operation: string,
+    deadline: Deadline,
+  ): Promise<QueryResult> {
+    for (;;) {
+      const result = (await job.getQueryResults({ autoPaginate: false })) as unknown as QueryResult;
+      if (result[2]?.jobComplete !== false) return result;
+      if (deadline.remainingMs() <= 0)
+        throw new DeadlineError(`BigQuery ${operation}`, 'the statement was still running at the deadline');
     }
   }
 
   /**
    * The outcome of a MERGE whose answer was lost, read with jobs.get by its id (free): DONE without
-   * an error, its DML statistics; DONE with one, that error (nothing committed); no such job, the
-   * lost error (jobs.insert never created it). While the job runs, or jobs.get itself fails, it asks
-   * again every {@link OUTCOME_POLL_MS}, until one poll before the delivery's deadline; then the
-   * outcome is unknown ({@link OutcomeUnknownError}): the key's write lease then lives to the
-   * statement's bound (core/handle.ts), since the job may still commit.
+   * an error, its DML statistics; DONE with one, that error (nothing committed). No such job yet:
+   * jobs.insert may never have reached BigQuery, or its job is not visible yet, so the statement is
+   * inserted again under the same id: a 409 says the job exists (it is read again), a job created
+   * now is the only one there will be (ids are unique), and its results are read. While the job
+   * runs, or jobs.get itself fails or is rate-limited, it asks again every {@link OUTCOME_POLL_MS},
+   * until one poll before the delivery's deadline; then the outcome is unknown
+   * ({@link OutcomeUnknownError}): the key's write lease then lives to the statement's bound
+   * (core/handle.ts), since the job may still commit.
    */
   private async outcomeOf(
     jobId: string,
+    statement: Query,
     operation: string,
     deadline: Deadline,
     lost: unknown,
@@ -652,8 +672,11 @@ export class BigQueryStore implements BatchStore {
         why = new Error(`the job is ${metadata.status?.state ?? 'in an unknown state'}`);
       } catch (error) {
         if (error instanceof DoclineError && !(error instanceof DeadlineError)) throw error;
-        if ((error as ClientError).code === 404) throw bigQueryError(lost, operation);
-        if (!(error instanceof DeadlineError)) why = error;
+        if ((error as ClientError).code === 404) {
+          const again = await this.insertAgain(statement, operation, deadline);
+          if ('result' in again) return again.result;
+          why = again.why;
+        } else if (!(error instanceof DeadlineError)) why = error;
       }
       if (deadline.remainingMs() <= this.outcomePollMs) {
         const message = why instanceof Error ? why.message : String(why);
@@ -668,6 +691,30 @@ export class BigQueryStore implements BatchStore {
         );
       }
       await deadline.race('BigQuery jobs.get', this.sleep(this.outcomePollMs), { wait: true });
+    }
+  }
+
+  /**
+   * jobs.insert again with the lost statement's own id: its results when this created the job (the
+   * first never did), else why the outcome is still open (a 409: the job exists; a lost answer).
+   */
+  private async insertAgain(
+    statement: Query,
+    operation: string,
+    deadline: Deadline,
+  ): Promise<{ result: QueryResult } | { why: unknown }> {
+    try {
+      const [job] = await deadline.race('BigQuery jobs.insert', this.bigquery.createQueryJob(statement));
+      return { result: await this.resultsOf(job, operation, deadline) };
+    } catch (error) {
+      if (error instanceof DeadlineError) return { why: error };
+      if (error instanceof DoclineError) throw error;
+      // The job this created ran and failed: a known outcome, nothing committed.
+      if (!resultsUnread(error)) throw bigQueryError(error, operation);
+      if ((error as ClientError).code === 409)
+        return { why: new Error('the job exists (409): reading it again') };
+      // Anything else (a lost answer, a rate limit): the first job may still be on its way.
+      return { why: error };
     }
   }
 }
@@ -688,6 +735,17 @@ function answerLost(error: unknown): boolean {
   if (state === 'DONE') return false;
   const mapped = bigQueryError(error, 'record');
   return mapped instanceof TransientError && mapped.code === 'bigquery_unavailable';
+}
+
+/**
+ * Whether a failure to read a created job's results leaves its outcome open: anything but a job
+ * that answered DONE (with its own error) or the store's own errors (the deadline: the job runs on
+ * to its bound, which the caller's lease already covers).
+ */
+function resultsUnread(error: unknown): boolean {
+  if (error instanceof DoclineError) return false;
+  const state = (error as { response?: { status?: { state?: unknown } } }).response?.status?.state;
+  return state !== 'DONE';
 }
 
 /** The prefix of a statement's job id when it has no writer's prefix. */
