@@ -83,12 +83,10 @@ export function checkInvariants(record: RunRecord): Verdict {
 
   // I3: one raw row per key. An extra one is excused only by a cause that can produce one: the
   // memo failed a lease call of the key (its writers could not exclude each other: a lease that
-  // cannot be had never stops the work), or the key used every lease round. Each is listed.
+  // cannot be had never stops the work). Each is listed. Running out of lease rounds is no excuse:
+  // the worker then answers 503 instead of working unguarded (issue 45, item 2).
   const causesOf = (key: string) => [
     ...(record.leaseFailures[key] ?? []).map((f) => `the memo failed a lease call: ${f}`),
-    ...((record.leaseRounds[key] ?? 0) >= record.maxLeaseRounds
-      ? [`the key used all ${record.maxLeaseRounds} lease rounds`]
-      : []),
   ];
   const extraRawRows: Verdict['extraRawRows'] = [];
   for (const [key, rows] of rowsByKey) {

@@ -149,8 +149,6 @@ export async function handle(
           // none): its row may be there, and paying again would be waste.
           if (context?.afterHolder && (await deadline.race('lookup', deps.store.seen(key, deadline))))
             throw new WrittenMeanwhile();
-          // An analyzer that is out is not paid for, nor the document read for it.
-          deps.outage?.admit('analyzer');
           // Read again inside the line: a delivery waiting its turn holds no document in memory.
           const bytes = await read();
           analysed = true;
@@ -170,7 +168,20 @@ export async function handle(
         // The gate weighs a work by its document's declared size (the largest allowed when unknown).
         const gate = deps.admission ?? admitAtOnce;
         const bytes = event.object.sizeBytes ?? deps.limits.maxObjectBytes;
-        const admission: Admission = { run: (w, d) => gate.run(w, d, bytes) };
+        // An analyzer that is out is not paid for, nor the document read for it, nor a lease round
+        // of its key taken: the breaker answers once the work is admitted, before the memo's lease
+        // (an attempt that took a round and failed would use it up; hours of them, every round).
+        const admission: Admission = {
+          run: (w, d) =>
+            gate.run(
+              (waitedMs) => {
+                deps.outage?.admit('analyzer');
+                return w(waitedMs);
+              },
+              d,
+              bytes,
+            ),
+        };
         const paid = deps.memo
           ? await deps.memo.analyse(key, deps.analyzer.version, work, admission, deadline, peeked)
           : { result: await admission.run(() => work(), deadline), source: 'analyzer' as const };

@@ -71,6 +71,8 @@ export interface AnalysisMemoOptions {
    * {@link MAX_REMEMBERED_KEYS}). Forgetting costs a wait or a memo call, never a guarantee.
    */
   maxRememberedKeys?: number;
+  /** Lease rounds one key may use (default {@link MAX_LEASE_ROUNDS}). */
+  maxLeaseRounds?: number;
   clock?: Clock;
   /** Waits this long (injectable for simulations). */
   sleep?: (ms: number) => Promise<void>;
@@ -88,10 +90,26 @@ export const MEMO_LEASE_DEFAULTS = Object.freeze({
 
 /**
  * Lease rounds one key may use. A round is used up only when its holder stopped renewing (its work
- * failed, or its instance died), so this bounds the failed attempts on one document that still
- * serialise its analysis; past it a delivery analyses without a lease (and logs it).
+ * failed, or its instance died); the outage breaker answers before a round is taken, so hours of
+ * dependency trouble use a round per attempt that got past it (a probe), not per delivery. Past the
+ * last round a delivery is answered 503 ({@link LeaseRoundsUsedUpError}), never analysed or written
+ * unguarded. 999: the largest round a memo object's name holds (`lease/sha256~N`, N of 1–3 digits).
  */
-export const MAX_LEASE_ROUNDS = 16;
+export const MAX_LEASE_ROUNDS = 999;
+
+/**
+ * Every lease round of a key is used up: the delivery is answered 503 (alerted) rather than
+ * analysed or written without a lease, where a concurrent delivery of the key would pay and write
+ * too.
+ */
+export class LeaseRoundsUsedUpError extends TransientError {
+  constructor(rounds: number) {
+    super(
+      'lease_rounds_used_up',
+      `every one of the key's ${rounds} lease rounds is used up: answered 503 instead of working without a lease`,
+    );
+  }
+}
 
 /**
  * Keys each per-key memory of an instance holds at most: an instance writes millions of documents,
@@ -213,6 +231,7 @@ export class AnalysisMemo {
   /** Per key, the first lease round this instance has not seen expired. */
   private readonly expiredRounds = new Map<string, number>();
   private readonly maxRememberedKeys: number;
+  private readonly maxLeaseRounds: number;
 
   constructor(
     private readonly store: MemoStore,
@@ -225,6 +244,7 @@ export class AnalysisMemo {
     this.sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
     this.timers = options.timers ?? realTimers;
     this.maxRememberedKeys = options.maxRememberedKeys ?? MAX_REMEMBERED_KEYS;
+    this.maxLeaseRounds = options.maxLeaseRounds ?? MAX_LEASE_ROUNDS;
   }
 
   /**
@@ -696,7 +716,7 @@ export class AnalysisMemo {
     let round = this.expiredRounds.get(key) ?? 0;
     try {
       // Rounds this instance saw expired are not asked about again (one memo call each).
-      for (; round < MAX_LEASE_ROUNDS; round++) {
+      for (; round < this.maxLeaseRounds; round++) {
         const leaseKey = round === 0 ? key : `${key}~${round}`;
         const until = new Date(this.clock.now().getTime() + this.leaseMs);
         const held = await this.call('lease', this.store.lease(leaseKey, until), deadline);
@@ -710,11 +730,6 @@ export class AnalysisMemo {
         await this.call('renew', this.store.renew(leaseKey, until), deadline);
         return { leaseKey, earlier: true };
       }
-      this.options.logger?.warn('the memo has no lease round left for this key: analysing without one', {
-        dedupKey,
-        rounds: MAX_LEASE_ROUNDS,
-      });
-      return {};
     } catch (error) {
       this.endIfOver(error, deadline, 'lease');
       this.options.logger?.warn('the memo could not take a lease: analysing without one', {
@@ -724,6 +739,12 @@ export class AnalysisMemo {
       // Past round 0, an earlier delivery held a lease on this key.
       return { failed: true, earlier: round > 0 };
     }
+    // Running out of rounds never means working unguarded: 503, and an operator is told.
+    this.options.logger?.error('the memo has no lease round left for this key: answered 503', {
+      dedupKey,
+      rounds: this.maxLeaseRounds,
+    });
+    throw new LeaseRoundsUsedUpError(this.maxLeaseRounds);
   }
 
   /** What the memo holds for `key`; a read that fails is a miss, and is noted in `reads`. */
