@@ -567,6 +567,21 @@ describe('BigQueryStore', () => {
       expect(fake.rows()).toHaveLength(0);
     });
 
+    it('maps a request over the size limit to a row refusal (issue 45, item 6): group commit halves the batch, a row too large alone fails alone', () => {
+      for (const failure of [
+        {
+          code: 400,
+          errors: [{ reason: 'badRequest', message: 'Request payload size exceeds the limit: 10485760 bytes.' }],
+          message: 'Request payload size exceeds the limit: 10485760 bytes.',
+        },
+        { code: 413, message: 'Request Entity Too Large' },
+      ]) {
+        const error = bigQueryError(failure, 'record');
+        expect(error).toBeInstanceOf(RowRefusalError);
+        expect(error).toMatchObject({ code: 'bigquery_request_too_large' });
+      }
+    });
+
     it('maps a value a column cannot take to a row refusal, and a refusal of the SQL to a statement refusal', () => {
       const row = bigQueryError(
         {

@@ -327,6 +327,15 @@ export function bigQueryError(error: unknown, operation: string): Error {
       options,
     );
   }
+  if (status === 413 || REQUEST_TOO_LARGE.test(text)) {
+    // The request is over BigQuery's size limit: its rows' bytes, so a smaller batch goes in (group
+    // commit halves it; a row too large alone fails alone, and goes alone next time).
+    return new RowRefusalError(
+      'bigquery_request_too_large',
+      `BigQuery ${operation}: ${firstLine(text)}`,
+      options,
+    );
+  }
   if (ROW_VALUE_REFUSAL.test(text)) {
     // A value of one row that the column cannot take: the only refusal worth isolating that row.
     return new RowRefusalError('bigquery_rejected_row', `BigQuery ${operation}: ${firstLine(text)}`, options);
@@ -347,6 +356,10 @@ export function bigQueryError(error: unknown, operation: string): Error {
  */
 const ROW_VALUE_REFUSAL =
   /\b(bad|invalid) (int64|integer|double|float64|bool|boolean|timestamp|date|datetime|json|numeric|bignumeric|utf-?8)\b|\b(int64|timestamp|json|date|numeric) value\b|\bfailed to parse (input|json)\b|\bcannot (parse|coerce) .*\bvalue\b/i;
+
+/** BigQuery's words for a request over its size limit ("Request payload size exceeds the limit: 10485760 bytes."). */
+const REQUEST_TOO_LARGE =
+  /request payload size exceeds the limit|request (entity )?too large|exceeds the maximum request size/i;
 
 function firstLine(text: string): string {
   return text.trim().split('\n')[0]!.slice(0, 500);
