@@ -92,7 +92,7 @@ describe('AnalysisMemo', () => {
     const work = jest.fn(async () => paid());
     expect(await memo.analyse(KEY, 'v1', work)).toMatchObject({ source: 'analyzer' });
     const again = await memo.analyse(KEY, 'v1', work);
-    expect(again).toEqual({ result: paid(), source: 'memo' });
+    expect(again).toEqual({ result: paid(), source: 'memo', holderSeen: true });
     expect(work).toHaveBeenCalledTimes(1);
   });
 
@@ -109,7 +109,11 @@ describe('AnalysisMemo', () => {
         return admitted(30_000);
       },
     };
-    expect(await memo.analyse(KEY, 'v1', work, admission)).toEqual({ result: paid(1900), source: 'shared' });
+    expect(await memo.analyse(KEY, 'v1', work, admission)).toEqual({
+      result: paid(1900),
+      source: 'shared',
+      holderSeen: true,
+    });
     expect(work).not.toHaveBeenCalled();
   });
 
@@ -117,7 +121,11 @@ describe('AnalysisMemo', () => {
     const store = new MemoryMemoStore();
     const work = jest.fn(async () => paid());
     await memoOn(store).analyse(KEY, 'v1', work);
-    expect(await memoOn(store).analyse(KEY, 'v2', work)).toEqual({ result: paid(), source: 'memo' });
+    expect(await memoOn(store).analyse(KEY, 'v2', work)).toEqual({
+      result: paid(),
+      source: 'memo',
+      holderSeen: true,
+    });
     expect(work).toHaveBeenCalledTimes(1);
   });
 
@@ -219,6 +227,7 @@ describe('AnalysisMemo across instances (the lease)', () => {
     expect(await b.analyse(KEY, 'v1', work, undefined, undefined, peeked)).toEqual({
       result: paid(),
       source: 'memo',
+      holderSeen: true,
     });
     expect(work).not.toHaveBeenCalled();
   });
@@ -347,7 +356,11 @@ describe('AnalysisMemo across instances (the lease)', () => {
     };
     const retry = new AnalysisMemo(flaky, { ttlMs: DAY, clock, leaseMs: 60_000, pollMs: 1_000 });
     const work = jest.fn(async () => paid(9999));
-    expect(await retry.analyse(KEY, 'v1', work)).toEqual({ result: paid(), source: 'memo' });
+    expect(await retry.analyse(KEY, 'v1', work)).toEqual({
+      result: paid(),
+      source: 'memo',
+      holderSeen: true,
+    });
     expect(work).not.toHaveBeenCalled();
     expect(reads).toBe(2);
   });
@@ -368,7 +381,11 @@ describe('AnalysisMemo across instances (the lease)', () => {
     };
     const retry = new AnalysisMemo(flaky, { ttlMs: DAY, clock, leaseMs: 60_000, pollMs: 1_000 });
     const work = jest.fn(async () => paid(9999));
-    expect(await retry.analyse(KEY, 'v1', work)).toEqual({ result: paid(), source: 'memo' });
+    expect(await retry.analyse(KEY, 'v1', work)).toEqual({
+      result: paid(),
+      source: 'memo',
+      holderSeen: true,
+    });
     expect(work).not.toHaveBeenCalled();
   });
 
@@ -986,7 +1003,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
     const turnA = await a.writeTurn(KEY, 'v1', deadline(time, 498_000));
     await time.advance(1_000);
     // B found A's analysis in the memo while A's write runs.
-    expect(await second).toEqual({ result: paid(), source: 'memo' });
+    expect(await second).toEqual({ result: paid(), source: 'memo', holderSeen: true });
     let bWrites = false;
     const turnB = b.writeTurn(KEY, 'v1', deadline(time, 498_000)).then((turn) => {
       bWrites = true;
@@ -1041,6 +1058,35 @@ describe('interleaving 4: a lease shorter than the work', () => {
     await time.advance(15_000);
     expect(aWrites).toBe(true);
     (await turnA).done();
+  });
+
+  it('counts a delivery that found the analysis kept in the memo as having seen its holder (issue 45, item 7, N7): its write waits when the lease calls then fail', async () => {
+    const time = new ManualTime();
+    const store = new MemoryMemoStore();
+    const failing = leasing(store, () => Promise.reject(new Error('503 Service Unavailable')));
+    const options = { ttlMs: 8 * DAY_MS, clock: time.clock, sleep: time.sleep, timers: time };
+    const holder = new AnalysisMemo(store, options);
+    const reader = new AnalysisMemo(failing, options);
+    // The holder kept its analysis and is writing (it keeps before its write).
+    await holder.analyse(KEY, 'v1', async () => paid(), undefined, deadline(time, 498_000));
+    const turnHolder = await holder.writeTurn(KEY, 'v1', deadline(time, 498_000));
+    const found = await reader.analyse(KEY, 'v1', async () => paid(), undefined, deadline(time, 498_000));
+    expect(found).toMatchObject({ source: 'memo', holderSeen: true });
+    let writes = false;
+    const turnReader = reader
+      .writeTurn(KEY, 'v1', deadline(time, 498_000), { holderSeen: found.holderSeen })
+      .then((turn) => {
+        writes = true;
+        return turn;
+      })
+      .catch((error: unknown) => error);
+    await time.advance(40_000);
+    expect(writes).toBe(false);
+    turnHolder.done();
+    // The memo never answers a lease call: the write never goes unguarded, it ends at its deadline.
+    await time.advance(520_000);
+    expect(await turnReader).toBeInstanceOf(DeadlineError);
+    expect(writes).toBe(false);
   });
 
   it('keeps waiting for a holder seen writing when the memo then fails to give the lease (soak I4, seed 240)', async () => {

@@ -204,6 +204,8 @@ export async function handle(
         return { ...base, status: 'duplicate', duplicateAt: 'seen', analysed: false };
       if (!isRejection(error)) throw error;
       memo = error.memo;
+      // A refusal replayed from the memo was kept by a holder that writes its row too.
+      if (error.memo) holderSeen = true;
       verdict = { status: 'rejected', reason: error.code, detail: error.message, usage: error.usage };
     }
   }

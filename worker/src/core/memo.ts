@@ -829,9 +829,13 @@ export class AnalysisMemo {
   }
 }
 
-/** What the memo held, as this delivery's analysis: the result, or the refusal thrown again. */
+/**
+ * What the memo held, as this delivery's analysis: the result, or the refusal thrown again. Whoever
+ * kept it is writing its row or about to (an analysis is kept before its write): the delivery has
+ * seen a holder (`holderSeen`), so its write waits for it even when a lease call then fails.
+ */
 function replay(kept: Kept, source: 'memo' | 'shared'): Analysed {
-  if ('result' in kept) return { result: kept.result, source };
+  if ('result' in kept) return { result: kept.result, source, holderSeen: true };
   const { code, message, usage } = kept.refused;
   throw new RejectionError(code, message, { usage, memo: source === 'memo' ? 'hit' : 'shared' });
 }
