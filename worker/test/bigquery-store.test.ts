@@ -455,6 +455,16 @@ describe('BigQueryStore', () => {
       expect(jobBodies()).toHaveLength(1);
     });
 
+    it("issue 45, item 7: asks the winners query again when its answer is lost, never reading it as a job outcome (no rows: every key 'duplicate')", async () => {
+      const { store: s, deadline } = await timed();
+      const old = testRow({ message_id: 'earlier' });
+      await s.record(old);
+      const fresh = testRow();
+      fake.loseWinnersNext(1);
+      const inserted = await s.recordMany([{ ...old, message_id: 'later' }, fresh], deadline);
+      expect([...inserted]).toEqual([fresh.dedup_key]);
+    });
+
     it('asks again while jobs.get fails or the job runs, then reads the outcome', async () => {
       const { store: s, deadline, waits } = await timed();
       fake.loseAnswerNext(1, 'results', 'reset');
@@ -571,7 +581,9 @@ describe('BigQueryStore', () => {
       for (const failure of [
         {
           code: 400,
-          errors: [{ reason: 'badRequest', message: 'Request payload size exceeds the limit: 10485760 bytes.' }],
+          errors: [
+            { reason: 'badRequest', message: 'Request payload size exceeds the limit: 10485760 bytes.' },
+          ],
           message: 'Request payload size exceeds the limit: 10485760 bytes.',
         },
         { code: 413, message: 'Request Entity Too Large' },

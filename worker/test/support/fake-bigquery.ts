@@ -94,6 +94,8 @@ export interface FakeBigQuery {
    * and committed: the caller gets a 503 `backendError` or a connection reset instead.
    */
   loseAnswerNext(count: number, where: 'insert' | 'results', how: 'reset' | 503 | 429): void;
+  /** The next `count` getQueryResults answers of a winners query (`SELECT dedup_key, message_id`) are lost (503). */
+  loseWinnersNext(count: number): void;
   /** The next `count` jobs.insert requests are lost on their way: the socket resets, no job is created. */
   dropInsertNext(count: number): void;
   /**
@@ -255,6 +257,7 @@ export async function startFakeBigQuery(
   const lost: Array<{ where: 'insert' | 'results'; how: 'reset' | 503 | 429 }> = [];
   const jobGets: Array<503 | 'RUNNING' | 404> = [];
   let droppedInserts = 0;
+  let lostWinners = 0;
   /** Answers a request whose work is done with the loss scripted for `where`, if any: true when lost. */
   function lose(res: ServerResponse, where: 'insert' | 'results'): boolean {
     if (lost[0]?.where !== where) return false;
@@ -622,6 +625,11 @@ export async function startFakeBigQuery(
             jobComplete: false,
           });
         }
+        const text = (stored.configuration as { query?: { query?: string } } | undefined)?.query?.query ?? '';
+        if (lostWinners > 0 && text.startsWith('SELECT dedup_key, message_id')) {
+          lostWinners -= 1;
+          return sendJson(res, 503, errorBody(503, 'UNAVAILABLE', 'backendError', 'Backend error.'));
+        }
         if (lose(res, 'results')) return;
         return sendJson(res, 200, {
           kind: 'bigquery#getQueryResultsResponse',
@@ -712,6 +720,9 @@ export async function startFakeBigQuery(
     },
     loseAnswerNext(count, where, how) {
       for (let i = 0; i < count; i += 1) lost.push({ where, how });
+    },
+    loseWinnersNext(count) {
+      lostWinners += count;
     },
     dropInsertNext(count) {
       droppedInserts += count;

@@ -159,7 +159,7 @@ function insertValues(): string {
     .join(', ');
 }
 
-/** The column the store stamps with its commit time. */
+/** The column the store stamps itself, with the statement's start time (`CURRENT_TIMESTAMP()`), not its commit's. */
 export const COMMIT_TIME_COLUMN: ColumnName = 'processed_at';
 
 /** The batched lookup of group commit. Parameters: `@keys` (ARRAY<STRING>), `@lookup_since`. */
@@ -498,17 +498,53 @@ export class BigQueryStore implements BatchStore {
     );
     const keys = rows.map((r) => r.dedup_key);
     if (insertedCount(response) === rows.length) return new Set(keys);
-    const [winners] = await this.run('record', deadline, {
-      query: winnersSql(this.table, days.length),
-      params: { keys, ...dayParams },
-      types: { keys: ['STRING'], ...dayTypes },
-    });
+    const winners = await this.winners(
+      {
+        query: winnersSql(this.table, days.length),
+        params: { keys, ...dayParams },
+        types: { keys: ['STRING'], ...dayTypes },
+      },
+      deadline,
+    );
     const ours = new Map(rows.map((r) => [r.dedup_key, r.message_id]));
     const inserted = new Set<string>();
-    for (const w of winners as Array<{ dedup_key: string; message_id: string }>) {
+    for (const w of winners) {
       if (ours.get(w.dedup_key) === w.message_id) inserted.add(w.dedup_key);
     }
     return inserted;
+  }
+
+  /**
+   * Who won a batch's keys: a read, never an outcome to look up by job id (jobs.get of a SELECT has
+   * no rows: read that way, every key would look lost and its delivery be logged `duplicate`). A
+   * lost answer is asked again while the deadline allows; then the batch fails transiently (its
+   * rows are in: the retries find them).
+   */
+  private async winners(
+    statement: Pick<Query, 'query' | 'params' | 'types'>,
+    deadline: Deadline | undefined,
+  ): Promise<Array<{ dedup_key: string; message_id: string }>> {
+    for (;;) {
+      try {
+        const [rows] = await this.run('winners', deadline, statement);
+        return rows as Array<{ dedup_key: string; message_id: string }>;
+      } catch (error) {
+        const again =
+          error instanceof TransientError &&
+          !(error instanceof DeadlineError) &&
+          (deadline?.remainingMs() ?? Number.POSITIVE_INFINITY) > this.outcomePollMs + MIN_STATEMENT_MS;
+        if (!again) {
+          this.logger?.warn(
+            'the MERGE committed but who won its keys could not be read: its deliveries are retried',
+            {
+              error: error instanceof Error ? error.message : String(error),
+            },
+          );
+          throw error;
+        }
+        await this.sleep(this.outcomePollMs);
+      }
+    }
   }
 
   /**
@@ -566,7 +602,7 @@ export class BigQueryStore implements BatchStore {
    * (tools, tests) keep jobs.query.
    */
   private async run(
-    operation: 'seen' | 'record',
+    operation: 'seen' | 'record' | 'winners',
     deadline: Deadline | undefined,
     statement: Pick<Query, 'query' | 'params' | 'types'>,
     jobPrefix?: string,
