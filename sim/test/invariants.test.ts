@@ -265,6 +265,17 @@ describe('the invariants', () => {
     ).toEqual(['I6']);
   });
 
+  it("I6: a call started in the answer margin (after the worker's deadline, before Cloud Run's) is allowed, one after Cloud Run's breaks it (issue 45, item 8: a late paid answer kept in the memo)", () => {
+    const inMargin = kept();
+    inMargin.budget = { ...inMargin.budget, answerMarginMs: 2_000 };
+    inMargin.requests[0]!.calls.push({ port: 'memo', startMs: 499_000 });
+    expect(broken(inMargin)).toEqual([]);
+    const after = kept();
+    after.budget = { ...after.budget, answerMarginMs: 2_000 };
+    after.requests[0]!.calls.push({ port: 'memo', startMs: 500_500 });
+    expect(broken(after)).toEqual(['I6']);
+  });
+
   it('I6: a call started after the deadline, a handler that never answers, breaks it; a killed one does not', () => {
     const call = kept();
     call.requests[0]!.calls.push({ port: 'store', startMs: 498_500 });

@@ -586,6 +586,36 @@ describe('handle with the memo', () => {
     expect(store.rowsFor(outcome.dedupKey)).toHaveLength(1);
   });
 
+  it('keeps a paid answer that comes after SIGTERM cut its delivery (issue 45, item 7, C2): the retry pays nothing', async () => {
+    const time = new ManualTime();
+    const memo = new AnalysisMemo(new MemoryMemoStore(), {
+      ttlMs: 8 * DAY_MS,
+      clock: time.clock,
+      sleep: time.sleep,
+      timers: time,
+    });
+    const { reader, analyzer, deps } = handlerDeps({ clock: time.clock, memo });
+    const body = pushBody('9', { size: Buffer.byteLength(INVOICE) });
+    const attrs = (body.message as { attributes: Record<string, string> }).attributes;
+    reader.put(attrs.bucketId!, attrs.objectId!, attrs.objectGeneration!, INVOICE);
+    analyzer.hold();
+    const deadline = Deadline.after(498_000, time.clock, time);
+    const cut = handle(parsePush(body), deps, deadline).catch((e: unknown) => e);
+    await analyzer.arrived(1);
+    // SIGTERM: the deadline comes forward to the grace period less the margin to answer.
+    deadline.drain(time.ms + 8_000);
+    await time.advance(8_000);
+    expect(await cut).toBeInstanceOf(DeadlineError);
+    // The call Gemini was running answers within the grace period: it is paid, and kept.
+    await time.advance(1_000);
+    analyzer.release();
+    await settle();
+    await time.advance(100);
+    const retry = await handle(parsePush(body), deps, Deadline.after(498_000, time.clock, time));
+    expect(retry).toMatchObject({ status: 'ok', memo: 'hit', analysed: false });
+    expect(analyzer.calls).toHaveLength(1);
+  });
+
   it('lets two overlapping deliveries of one object share one analysis and write one row', async () => {
     const { store, analyzer, deps, body } = setup();
     analyzer.hold();

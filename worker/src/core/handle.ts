@@ -18,7 +18,7 @@ import {
   TransientError,
 } from './errors';
 import { dedupKey, type PushEvent } from './event';
-import { type AnalysisMemo, type WorkContext, WrittenMeanwhile } from './memo';
+import { AnalysisCutError, type AnalysisMemo, type WorkContext, WrittenMeanwhile } from './memo';
 import type { OutageBreaker } from './outage';
 import {
   type Admission,
@@ -152,18 +152,23 @@ export async function handle(
           // Read again inside the line: a delivery waiting its turn holds no document in memory.
           const bytes = await read();
           analysed = true;
-          return deadline.race(
-            'analysis',
-            analyze(
-              {
-                bytes,
-                contentType: analyzedContentType(mime, event.object.contentType),
-                name,
-                deadline,
-              },
-              context?.resume,
-            ),
+          const analysing = analyze(
+            {
+              bytes,
+              contentType: analyzedContentType(mime, event.object.contentType),
+              name,
+              deadline,
+            },
+            context?.resume,
           );
+          try {
+            return await deadline.race('analysis', analysing);
+          } catch (error) {
+            // Cut at a deadline that SIGTERM brought forward: the call runs on and is paid; its
+            // answer is handed to the memo to keep when it comes (the retry then pays nothing).
+            if (error instanceof DeadlineError) throw new AnalysisCutError(error, analysing);
+            throw error;
+          }
         };
         // The gate weighs a work by its document's declared size (the largest allowed when unknown).
         const gate = deps.admission ?? admitAtOnce;

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { AnalysisProgress, AnalysisResult } from '../contract/analysis';
-import { MEMO_CALL_TIMEOUT_MS } from '../contract/settings';
-import { Deadline, ShuttingDownError } from './deadline';
+import { ANSWER_MARGIN_MS, MEMO_CALL_TIMEOUT_MS } from '../contract/settings';
+import { Deadline, DeadlineError, ShuttingDownError } from './deadline';
 import { isRejection, RejectionError, TransientError } from './errors';
 import {
   type Admission,
@@ -181,6 +181,22 @@ export class WrittenMeanwhile extends Error {
   constructor() {
     super("the key's row was written by the holder this delivery waited for");
     this.name = 'WrittenMeanwhile';
+  }
+}
+
+/**
+ * The paid analysis was cut at the delivery's deadline (SIGTERM brought it forward) while its call
+ * runs on: it is paid whether or not it is awaited, so its answer (`late`) is kept in the memo when
+ * it comes, within Cloud Run's own deadline (the worker's plus {@link ANSWER_MARGIN_MS}), instead of
+ * being thrown away and paid again by the retry. Answered 503 like any {@link DeadlineError}.
+ */
+export class AnalysisCutError extends DeadlineError {
+  constructor(
+    cut: DeadlineError,
+    readonly late: Promise<AnalysisResult>,
+  ) {
+    super('analysis', cut.message);
+    late.catch(() => {});
   }
 }
 
@@ -476,6 +492,7 @@ export class AnalysisMemo {
         const progress = { progress: error.progress, usage: error.usage };
         await this.keep(AnalysisMemo.progressKey(dedupKey), dedupKey, progress, deadline);
       }
+      if (error instanceof AnalysisCutError) this.keepLate(key, dedupKey, error.late, deadline);
       heartbeat?.stop();
       if (leaseKey) {
         // The lease cannot be released (the worker may not delete memo objects); this instance
@@ -790,6 +807,23 @@ export class AnalysisMemo {
       });
       return undefined;
     }
+  }
+
+  /**
+   * Keeps a paid answer that came after its delivery was cut ({@link AnalysisCutError}), if it comes
+   * before Cloud Run's own deadline (the worker's plus the answer margin): past it the instance may
+   * be gone and the message is Pub/Sub's again. Nobody waits for it; a keep that fails costs the
+   * retry one more analysis, as before.
+   */
+  private keepLate(key: string, dedupKey: string, late: Promise<AnalysisResult>, deadline: Deadline): void {
+    const cloudRun = new Deadline(deadline.atMs + ANSWER_MARGIN_MS, this.clock, this.timers);
+    late.then(
+      (result) => {
+        if (cloudRun.remainingMs() <= 0) return;
+        void this.keep(key, dedupKey, result, cloudRun).catch(() => {});
+      },
+      () => {},
+    );
   }
 
   private async keep(
