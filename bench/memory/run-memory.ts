@@ -75,7 +75,7 @@ export async function runMemory(options: {
 }
 
 function runChild(
-  settings: typeof MEMORY_SETTINGS,
+  settings: { deliveries: number; sampleEvery: number; concurrency: number; redeliveryEvery: number },
   onSample: (sample: MemorySample) => void,
 ): Promise<{ samples: MemorySample[]; summary: MemoryRunSummary }> {
   return new Promise((resolve, reject) => {

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { BigQuery, type BigQueryOptions, type Query } from '@google-cloud/bigquery';
+import { BigQuery, type BigQueryOptions, type JobResponse, type Query } from '@google-cloud/bigquery';
 import { KEY_DAY_LAYOUT } from '../../contract/cost-model';
 import {
   COLUMN_NAMES,
@@ -670,11 +670,7 @@ export class BigQueryStore implements BatchStore {
   }
 
   /** getQueryResults until the job is complete, as long as the deadline allows. */
-  private async resultsOf(
-    job: Awaited<ReturnType<BigQuery['createQueryJob']>>[0],
-    operation: string,
-    deadline: Deadline,
-  ): Promise<QueryResult> {
+  private async resultsOf(job: JobResponse[0], operation: string, deadline: Deadline): Promise<QueryResult> {
     for (;;) {
       const result = (await job.getQueryResults({ autoPaginate: false })) as unknown as QueryResult;
       if (result[2]?.jobComplete !== false) return result;
@@ -753,7 +749,8 @@ export class BigQueryStore implements BatchStore {
     deadline: Deadline,
   ): Promise<{ result: QueryResult } | { why: unknown }> {
     try {
-      const [job] = await deadline.race('BigQuery jobs.insert', this.bigquery.createQueryJob(statement));
+      const inserting = this.bigquery.createQueryJob(statement);
+      const [job] = await deadline.race('BigQuery jobs.insert', inserting);
       return { result: await this.resultsOf(job, operation, deadline) };
     } catch (error) {
       if (error instanceof DeadlineError) return { why: error };
