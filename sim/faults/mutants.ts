@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { OutcomeUnknownError, RejectionError, TransientError } from '../../worker/src/core/errors';
+import { RejectionError, TransientError } from '../../worker/src/core/errors';
 import { MEMO_LEASE_DEFAULTS } from '../../worker/src/core/memo';
 import type { Analyzer, MemoStore, Reader, Store } from '../../worker/src/core/ports';
 import type { SimClock } from '../time';
@@ -200,20 +200,6 @@ export const MUTANTS: readonly Mutant[] = [
           analyzer.analyze(input).catch((error: unknown) => {
             if (error instanceof TransientError && /asked for a retry/.test(error.message))
               throw new RejectionError('analysis_failed', `mutant: ${error.message}`, { usage: error.usage });
-            throw error;
-          }),
-      }),
-  },
-  {
-    name: 'unknown-outcome-taken-as-failure',
-    bug: "a write whose outcome is unknown (a lost jobs.insert answer, a poll that failed) is reported as a plain failure: the key's lease ends while its MERGE may still commit (issue 45, item 5)",
-    seeds: 150,
-    store: (store) =>
-      override(store, {
-        record: (row, deadline) =>
-          store.record(row, deadline).catch((error: unknown) => {
-            if (error instanceof OutcomeUnknownError)
-              throw new TransientError('bigquery_unavailable', `mutant: ${error.message}`);
             throw error;
           }),
       }),
