@@ -3,7 +3,6 @@ import { createGeminiClient, GeminiAnalyzer } from '../src/adapters/analyzers/ge
 import { INVOICE_PROMPT } from '../src/adapters/analyzers/gemini-prompt';
 import { analysisJsonSchema } from '../src/contract/analysis';
 import { Deadline } from '../src/core/deadline';
-import { isOutage } from '../src/core/outage';
 import {
   ConfigurationError,
   DependencyRefusedError,
@@ -12,6 +11,7 @@ import {
   RejectionError,
   TransientError,
 } from '../src/core/errors';
+import { isOutage } from '../src/core/outage';
 import type { AnalyzerInput } from '../src/core/ports';
 import {
   blockedCandidateResponse,

@@ -5,10 +5,10 @@ import { parsePush } from '../src/core/event';
 import { handle } from '../src/core/handle';
 import { AnalysisMemo, LeaseRoundsUsedUpError } from '../src/core/memo';
 import { DependencyOutageError, OutageBreaker } from '../src/core/outage';
-import type { Clock } from '../src/core/ports';
 import { pushBody } from './support/builders';
 import { MemoryLogger, sampleAnalysis } from './support/fakes';
 import { handlerDeps } from './support/handler';
+import { ManualClock } from './support/manual-time';
 
 /**
  * Issue 45, item 2: hours of dependency trouble must not use up a key's lease rounds, and rounds
@@ -17,13 +17,6 @@ import { handlerDeps } from './support/handler';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 const INVOICE = 'FACTURE N° F-2026-0042\nTotal TTC : 1 234,56 €\n';
-
-class ManualClock implements Clock {
-  ms = Date.parse('2026-11-30T04:00:00.000Z');
-  now() {
-    return new Date(this.ms);
-  }
-}
 
 describe('lease rounds under dependency trouble', () => {
   it('answers 503 from an open outage breaker before any lease round is taken', async () => {

@@ -4,10 +4,10 @@ import { TransientError } from '../src/core/errors';
 import { parsePush } from '../src/core/event';
 import { handle } from '../src/core/handle';
 import { AnalysisMemo } from '../src/core/memo';
-import type { Clock } from '../src/core/ports';
 import { pushBody } from './support/builders';
 import { sampleAnalysis } from './support/fakes';
 import { handlerDeps } from './support/handler';
+import { ManualClock } from './support/manual-time';
 
 /**
  * Issue 45, item 1: an instance handles millions of deliveries; every per-key memory of its memo
@@ -16,13 +16,6 @@ import { handlerDeps } from './support/handler';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 const INVOICE = 'FACTURE N° F-2026-0042\nTotal TTC : 1 234,56 €\n';
-
-class ManualClock implements Clock {
-  ms = Date.parse('2026-11-30T04:00:00.000Z');
-  now() {
-    return new Date(this.ms);
-  }
-}
 
 const paid = (): AnalysisResult => ({
   analysis: sampleAnalysis(),
