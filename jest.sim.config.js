@@ -9,5 +9,9 @@ module.exports = {
   ...require('./jest.base'),
   testMatch: ['<rootDir>/sim/test/**/*.test.ts'],
   maxWorkers: 1,
+  // One suite at a time, each in a worker process that is replaced once a suite leaves it above
+  // this heap: in one process (jest's in-band mode) the suites' module registries piled up to the
+  // 4 GB heap limit and CI died in the mutant hunt.
+  workerIdleMemoryLimit: '1GB',
   testTimeout: 300_000,
 };

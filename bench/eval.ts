@@ -7,6 +7,10 @@
  *
  * Writes the `eval` section of bench/results.json (read, that one key replaced, written back: the
  * benchmark's sections stay as they are) and the figures of docs/e-invoices.md generated from it.
+ * With the per-source scores, it also calibrates the fields' confidence (bench/calibration.ts):
+ * thresholds chosen on the tuning corpora, written for the worker to
+ * worker/src/contract/confidence-thresholds.json, and reported on the held-out corpus in
+ * `eval.calibration` and docs/analysis.md.
  * It lives in bench/ because it is a measurement whose figures land in bench/results.json, like the
  * benchmark's, not a command of the running local pipeline.
  */
@@ -18,6 +22,17 @@ import { OfflineAnalyzer } from '../worker/src/adapters/analyzers/offline-analyz
 import { DELIVERY_DEFAULTS } from '../worker/src/contract/settings';
 import type { Analyzer } from '../worker/src/core/ports';
 import {
+  type CalibrationSection,
+  CONFIDENT_ACCURACY_GOAL,
+  CONFIDENT_SHARE_GOAL,
+  type ConfidencePoint,
+  calibrationReport,
+  chooseThresholds,
+  renderCalibrationFigures,
+  replaceCalibrationFigures,
+  thresholdsFile,
+} from './calibration';
+import {
   EVAL_GOAL,
   type EvalScores,
   type EvalSection,
@@ -27,12 +42,14 @@ import {
   replaceEvalFigures,
 } from './e-invoice-eval';
 import {
+  evalCorpora,
   evaluateBySource,
   forResults,
   renderSourceFigures,
   replaceSourceFigures,
   SOURCES,
   type Source,
+  scoreSource,
 } from './source-eval';
 
 const REPO_ROOT = path.join(__dirname, '..');
@@ -44,7 +61,7 @@ export const DEFAULT_EVAL_FOLDER = path.resolve(
   'e-invoices',
   'factur-x-fr',
 );
-const USAGE = `usage: npm run eval -- [--folder DIR] [--sources ${SOURCES.join(',')}]`;
+const USAGE = `usage: npm run eval -- [--folder DIR] [--sources ${SOURCES.join(',')}] [--points FILE]`;
 
 export interface EvalRun {
   folder: string;
@@ -59,24 +76,38 @@ export interface EvalRun {
   sources?: readonly Source[];
   /** docs/analysis.md, or another file (tests); undefined: not written. */
   analysisDocFile?: string;
+  /** worker/src/contract/confidence-thresholds.json, or another file (tests); undefined: not written. */
+  thresholdsFile?: string;
+  /** Where to write every scored field's confidence point (`--points FILE`), for a look at the calibration. */
+  pointsFile?: string;
   progress?: (line: string) => void;
 }
 
+/** The `eval` section, with the confidence calibration when the sources were scored. */
+export type EvalRunSection = EvalSection & { calibration?: CalibrationSection };
+
 /** Runs the evaluation and writes its section and figures; returns the section. */
-export async function runEval(run: EvalRun): Promise<EvalSection> {
+export async function runEval(run: EvalRun): Promise<EvalRunSection> {
   const pdfs = pdfsIn(run.folder);
   if (pdfs.length === 0) throw new Error(`no PDF in ${run.folder}`);
   const offline = await evaluate(new OfflineAnalyzer(), pdfs, 'offline');
   const gemini: EvalScores | undefined = run.gemini ? await evaluate(run.gemini, pdfs, 'gemini') : undefined;
-  const bySource = run.sources?.length ? await scoreSources(run.sources, run.progress) : undefined;
-  const section: EvalSection = {
-    date: (run.now ?? new Date()).toISOString(),
+  const points: ConfidencePoint[] = [];
+  const bySource = run.sources?.length ? await scoreSources(run.sources, points, run.progress) : undefined;
+  if (run.gemini && run.sources?.includes('text-pdf')) await scoreGemini(run.gemini, points, run.progress);
+  if (run.pointsFile) writeFileSync(run.pointsFile, `${JSON.stringify(points)}\n`);
+  const chosen = chooseThresholds(points);
+  const calibration = points.length > 0 ? calibrationReport(points, chosen) : undefined;
+  const date = (run.now ?? new Date()).toISOString();
+  const section: EvalRunSection = {
+    date,
     folder: path.relative(REPO_ROOT, run.folder) || '.',
     goal: EVAL_GOAL,
     met: offline.accuracy >= EVAL_GOAL,
     ...offline,
     ...(gemini ? { gemini } : {}),
     ...(bySource ? { bySource: forResults(bySource) } : {}),
+    ...(calibration ? { calibration } : {}),
   };
   const previous = existsSync(run.resultsFile)
     ? (JSON.parse(readFileSync(run.resultsFile, 'utf8')) as Record<string, unknown>)
@@ -90,24 +121,45 @@ export async function runEval(run: EvalRun): Promise<EvalSection> {
     );
   }
   if (bySource && run.analysisDocFile) {
-    writeFileSync(
-      run.analysisDocFile,
-      replaceSourceFigures(
-        readFileSync(run.analysisDocFile, 'utf8'),
-        renderSourceFigures(bySource, section.date),
-      ),
+    let doc = replaceSourceFigures(
+      readFileSync(run.analysisDocFile, 'utf8'),
+      renderSourceFigures(bySource, section.date),
     );
+    if (calibration) doc = replaceCalibrationFigures(doc, renderCalibrationFigures(calibration, date));
+    writeFileSync(run.analysisDocFile, doc);
+  }
+  if (calibration && run.thresholdsFile) {
+    const previous = JSON.parse(readFileSync(run.thresholdsFile, 'utf8'));
+    writeFileSync(run.thresholdsFile, thresholdsFile(previous, chosen, date));
   }
   return section;
 }
 
 /** The offline analyzer as `npm start` runs it (OCR included), on every source and corpus. */
-async function scoreSources(sources: readonly Source[], progress?: (line: string) => void) {
-  const analyzer = new OfflineAnalyzer({ ocr: new TesseractOcr() });
+async function scoreSources(
+  sources: readonly Source[],
+  points: ConfidencePoint[],
+  progress?: (line: string) => void,
+) {
+  // A page's time limit is the worker's guard, not what is measured here: on a busy machine OCR
+  // of one page can pass 30 s, and the eval would stop on it.
+  const analyzer = new OfflineAnalyzer({ ocr: new TesseractOcr({ pageTimeoutMs: 600_000 }) });
   try {
-    return await evaluateBySource(analyzer, { sources, progress });
+    return await evaluateBySource(analyzer, { sources, progress, points });
   } finally {
     await analyzer.close();
+  }
+}
+
+/** Gemini on the text PDFs of the tuning and held-out corpora, for its confidence's calibration. */
+async function scoreGemini(gemini: Analyzer, points: ConfidencePoint[], progress?: (line: string) => void) {
+  const corpora = await evalCorpora();
+  for (const corpus of ['tuning', 'heldOut'] as const) {
+    const truths = corpora[corpus].filter((t) => t.pdf);
+    const scores = await scoreSource(gemini, truths, 'text-pdf', { corpus, points });
+    progress?.(
+      `gemini    ${corpus.padEnd(8)} ${scores.correct}/${scores.fields} fields of ${scores.documents} documents`,
+    );
   }
 }
 
@@ -135,7 +187,7 @@ export async function geminiFromEnvironment(
 async function main(): Promise<void> {
   const { values } = parseCommandArgs(
     process.argv.slice(2),
-    { folder: { type: 'string' }, sources: { type: 'string' } },
+    { folder: { type: 'string' }, sources: { type: 'string' }, points: { type: 'string' } },
     USAGE,
   );
   const folder = path.resolve(values.folder ?? DEFAULT_EVAL_FOLDER);
@@ -147,7 +199,9 @@ async function main(): Promise<void> {
     resultsFile: path.join(__dirname, 'results.json'),
     docFile: path.join(REPO_ROOT, 'docs', 'e-invoices.md'),
     analysisDocFile: path.join(REPO_ROOT, 'docs', 'analysis.md'),
+    thresholdsFile: path.join(REPO_ROOT, 'worker', 'src', 'contract', 'confidence-thresholds.json'),
     gemini: await geminiFromEnvironment(),
+    ...(values.points ? { pointsFile: path.resolve(values.points) } : {}),
     sources,
     progress: (line) => console.log(line),
   });
@@ -164,9 +218,28 @@ async function main(): Promise<void> {
     for (const skip of scores.skipped) console.log(`  skip  ${skip.document}: ${skip.why}`);
   }
   if (!section.gemini) console.log('gemini   not measured (set GEMINI_API_KEY to measure it)');
+  if (section.calibration) printCalibration(section.calibration);
   console.log(
     `goal ${(section.goal * 100).toFixed(0)} % for the offline analyzer: ${section.met ? 'met' : 'MISSED'}`,
   );
+}
+
+/** Per source: the share of fields marked confident and how often those are right, tuning and held-out. */
+function printCalibration(calibration: CalibrationSection): void {
+  const pct = (n: number) => `${(n * 100).toFixed(1)} %`;
+  console.log(
+    `confidence (thresholds chosen on tuning; goal on held-out: ≥ ${pct(CONFIDENT_ACCURACY_GOAL)} right among ≥ ${pct(CONFIDENT_SHARE_GOAL)} marked confident)`,
+  );
+  for (const [source, roles] of Object.entries(calibration.bySource)) {
+    for (const [role, s] of Object.entries(roles ?? {})) {
+      console.log(
+        `  ${source.padEnd(10)} ${role.padEnd(8)} ${s.confident}/${s.fields} fields confident (${pct(s.confidentShare)}), ` +
+          `${s.confidentRight}/${s.confident} of them right (${pct(s.confidentAccuracy)}); ${s.documentsAllConfident}/${s.documents} documents with nothing doubted`,
+      );
+    }
+    const met = calibration.met[source as keyof typeof calibration.met];
+    if (met !== undefined) console.log(`  ${source.padEnd(10)} goal on held-out: ${met ? 'met' : 'MISSED'}`);
+  }
 }
 
 if (require.main === module) runCommand('eval', main);

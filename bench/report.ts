@@ -241,10 +241,10 @@ export function renderReport(results: BenchResults): string {
     );
   }
   lines.push(
-    `| append: windowed seen() + Storage Write | ${bytes(cost.append.billedBytes)} + ${bytes(cost.append.ingestedBytes)} ingested | ${usd(cost.append.usd)} | — | no |`,
+    `| append: seen() (≤ 1.25 days of keys) + Storage Write | ${bytes(cost.append.billedBytes)} + ${bytes(cost.append.ingestedBytes)} ingested | ${usd(cost.append.usd)} | — | no |`,
     `| the plain sample (no dedup): Storage Write only | ${bytes(cost.noDedup.ingestedBytes)} ingested | ${usd(cost.noDedup.usd)} | — | — |`,
     `| each redelivery caught by seen() | ${bytes(cost.redelivery.billedBytes)} | ${usd(cost.redelivery.usd)} | — | — |`,
-    `| Gemini 2.5 Flash | ${int(cost.gemini.promptTokens)} in + ${int(cost.gemini.outputTokens)} out tokens | ${usd(cost.gemini.usd)} | — | — |`,
+    `| Gemini ${cost.gemini.model ?? '2.5 Flash'} | ${int(cost.gemini.promptTokens)} in + ${int(cost.gemini.outputTokens)} out tokens | ${usd(cost.gemini.usd)} | — | — |`,
     '',
     `MERGE throughput per table: ${two(cost.dml.documentsPerSecondLow)}–${two(cost.dml.documentsPerSecondHigh)} new documents/s sustained ` +
       `(${int(cost.dml.documentsPerDayLow)}+ a day, ${int(cost.dml.headroomLow)}× the ${cost.params.documentsPerDay} a day assumed); ` +

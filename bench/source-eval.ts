@@ -17,6 +17,13 @@ import path from 'node:path';
 import { En16931Reader } from '../worker/src/adapters/e-invoice/en16931-reader';
 import type { Analysis } from '../worker/src/contract/analysis';
 import type { Analyzer } from '../worker/src/core/ports';
+import {
+  CONFIDENCE_FIELDS,
+  type ConfidenceField,
+  fieldConfidences,
+  sourceOfModel,
+} from '../worker/src/core/review';
+import type { CalibratedSource, ConfidencePoint } from './calibration';
 import { fieldMatches, SCORED_FIELDS, type ScoredField } from './e-invoice-eval';
 import { photographed, scanOf } from './scans';
 
@@ -28,7 +35,7 @@ export type Source = (typeof SOURCES)[number];
 export const CORPORA = ['tuning', 'heldOut', 'samples'] as const;
 export type Corpus = (typeof CORPORA)[number];
 
-/** Goals of the issue: held-out text PDFs, and scans and photos of the same invoices. */
+/** Goals of the evaluation: held-out text PDFs, and scans and photos of the same invoices. */
 export const SOURCE_GOALS = Object.freeze({ textPdf: 0.75, scansAndPhotos: 0.6 });
 
 /** Where each corpus comes from, for the docs and the results. */
@@ -150,11 +157,18 @@ async function input(
   return photographed(truth.pdf);
 }
 
-/** Scores `analyzer` on `truths` as `source` gives them. */
+/** Where {@link scoreSource} puts one {@link ConfidencePoint} per scored confidence field. */
+export interface PointSink {
+  corpus: Corpus;
+  points: ConfidencePoint[];
+}
+
+/** Scores `analyzer` on `truths` as `source` gives them; with `sink`, keeps each field's confidence. */
 export async function scoreSource(
   analyzer: Analyzer,
   truths: readonly Truth[],
   source: Source,
+  sink?: PointSink,
 ): Promise<SourceScores> {
   const scores: SourceScores = {
     documents: 0,
@@ -172,6 +186,22 @@ export async function scoreSource(
     if (result.model.endsWith(':low-confidence')) scores.lowConfidence += 1;
     scores.documents += 1;
     const stated = { ...result.analysis, ...truth.stated } as Analysis;
+    const confidences = fieldConfidences(result);
+    for (const field of sink ? CONFIDENCE_FIELDS : []) {
+      if (truth.stated[field] === undefined || truth.stated[field] === null) continue;
+      const assessed = confidences[field as ConfidenceField];
+      const rowSource = sourceOfModel(result.model);
+      sink!.points.push({
+        source: (assessed?.source ?? rowSource) as CalibratedSource,
+        corpus: sink!.corpus,
+        input: source,
+        role: sink!.corpus === 'heldOut' ? 'heldOut' : 'tuning',
+        document: truth.document,
+        field,
+        confidence: assessed?.confidence ?? null,
+        right: fieldMatches(field, stated, result.analysis),
+      });
+    }
     for (const field of SCORED_FIELDS) {
       if (truth.stated[field] === undefined || truth.stated[field] === null) continue;
       const score = scores.byField[field] ?? { fields: 0, correct: 0 };
@@ -196,22 +226,33 @@ export async function scoreSource(
 }
 
 /** Every source on every corpus it applies to. */
-export async function evaluateBySource(
-  analyzer: Analyzer,
-  options: { sources?: readonly Source[]; progress?: (line: string) => void } = {},
-): Promise<BySource> {
-  const sources = options.sources ?? SOURCES;
-  const corpora: Record<Corpus, Truth[]> = {
+/** The corpora of {@link evaluateBySource}, read once. */
+export async function evalCorpora(): Promise<Record<Corpus, Truth[]>> {
+  return {
     tuning: [...tuningCorpus(), ...(await zugferdCorpus(path.join(CORPUS_ROOT, 'zugferd-tuning')))],
     heldOut: await zugferdCorpus(path.join(CORPUS_ROOT, 'zugferd-held-out')),
     samples: sampleTexts(),
   };
+}
+
+export async function evaluateBySource(
+  analyzer: Analyzer,
+  options: {
+    sources?: readonly Source[];
+    progress?: (line: string) => void;
+    /** Collects each scored field's confidence (bench/calibration.ts). */
+    points?: ConfidencePoint[];
+  } = {},
+): Promise<BySource> {
+  const sources = options.sources ?? SOURCES;
+  const corpora = await evalCorpora();
   const result: BySource = { corpora: CORPUS_INFO, goals: SOURCE_GOALS };
   for (const source of sources) {
     for (const corpus of CORPORA) {
       const truths = corpora[corpus].filter((t) => (source === 'text-file' ? t.text : t.pdf));
       if (truths.length === 0) continue;
-      const scores = await scoreSource(analyzer, truths, source);
+      const sink = options.points ? { corpus, points: options.points } : undefined;
+      const scores = await scoreSource(analyzer, truths, source, sink);
       result[source] = { ...result[source], [corpus]: scores };
       options.progress?.(
         `${source.padEnd(9)} ${corpus.padEnd(8)} ${scores.correct}/${scores.fields} fields of ${scores.documents} documents (${(scores.accuracy * 100).toFixed(1)} %)`,

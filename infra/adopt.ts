@@ -11,6 +11,7 @@
  * checks the document against what the program registers.
  */
 import { parseArgs } from 'node:util';
+import { CORRECTIONS_TABLE } from '../worker/src/contract/corrections';
 import { tableVersionNames } from './components/warehouse';
 
 /** What identifies a stack's retained resources. */
@@ -65,6 +66,13 @@ export function adoptionImport(target: AdoptionTarget): { resources: ImportEntry
         type: 'gcp:bigquery/table:Table',
         name: table.logicalName,
         id: `projects/${target.project}/datasets/${datasetId}/tables/${table.tableId}`,
+        parent: warehouse,
+      },
+      // The accountants' corrections (a stack deployed before them has none: leave this entry out).
+      {
+        type: 'gcp:bigquery/table:Table',
+        name: `${warehouse}-corrections`,
+        id: `projects/${target.project}/datasets/${datasetId}/tables/${CORRECTIONS_TABLE}`,
         parent: warehouse,
       },
       {

@@ -5,7 +5,12 @@ import {
   finiteNumber,
   jsonStringList,
 } from '../worker/src/contract/config-values';
-import { derivedMaximumBytesBilled, requiredMaximumBytesBilled } from '../worker/src/contract/cost-model';
+import {
+  BUSIEST_DAY_FACTOR,
+  derivedMaximumBytesBilled,
+  requiredMaximumBytesBilled,
+} from '../worker/src/contract/cost-model';
+import { modelLifecycle } from '../worker/src/contract/models';
 import {
   DEFAULT_CONTENT_TYPES,
   DEFAULT_DATA_LOCATION,
@@ -21,7 +26,7 @@ import {
   settingsProblems,
   type WriteMode,
 } from '../worker/src/contract/settings';
-import { regionProblems } from './stack-guards';
+import { normalisedLocation, regionProblems } from './stack-guards';
 
 /**
  * The stack's volume: how many documents a day it is sized for (`docline:documentsPerDay`). The cap
@@ -31,7 +36,7 @@ import { regionProblems } from './stack-guards';
  */
 export const VOLUME = Object.freeze({
   /** A busy day's rate over the day's average (uploads come in bursts). Assumed. */
-  peakFactor: 3,
+  peakFactor: BUSIEST_DAY_FACTOR,
   /**
    * How long one delivery holds its request on average: the analysis (a Gemini call takes seconds),
    * the wait for its batch's MERGE and the MERGE itself. Assumed.
@@ -115,6 +120,12 @@ export interface KeepingSettings {
   readonly allowKnobChange: string | undefined;
   /** Years a document cannot be deleted or overwritten (a bucket retention policy); 0: none. */
   readonly documentRetentionYears: number;
+  /**
+   * Lock that retention policy (permanent: it can then only grow, and the bucket cannot be deleted
+   * before its last object's retention ends). Locked here, never by hand: the provider replaces a
+   * bucket whose policy is locked while the program says unlocked (docs/deploy.md).
+   */
+  readonly documentRetentionLocked: boolean;
 }
 
 /** A monthly budget on the project, notifying the alert channels. */
@@ -143,6 +154,11 @@ function keepingProblems(
   ) {
     problems.push(
       `documentRetentionYears must be a whole number from 0 (no retention policy) to ${MAX_DOCUMENT_RETENTION_YEARS} (got ${k.documentRetentionYears}).`,
+    );
+  }
+  if (k.documentRetentionLocked && k.documentRetentionYears === 0) {
+    problems.push(
+      'documentRetentionLocked needs documentRetentionYears above 0: there is no retention policy to lock.',
     );
   }
   if (budget.billingAccount !== '' && !/^[0-9A-F]{6}-[0-9A-F]{6}-[0-9A-F]{6}$/.test(budget.billingAccount)) {
@@ -374,7 +390,12 @@ const STACK_NAME = /^[a-z][a-z0-9-]{0,11}$/;
  * Parses and validates the raw values. Pure, so the rules are testable without Pulumi; every
  * problem names its key and the fix, and all of them are reported at once.
  */
-export function parseStackConfig(project: string | undefined, stack: string, raw: RawConfig): StackConfig {
+export function parseStackConfig(
+  project: string | undefined,
+  stack: string,
+  raw: RawConfig,
+  today: Date = new Date(),
+): StackConfig {
   // The CLI hands over an empty string for a key set to nothing: that means the default too.
   const given = (key: string): string | undefined => (raw[key] === '' ? undefined : raw[key]);
   const values = new ConfigValues(given);
@@ -441,6 +462,8 @@ export function parseStackConfig(project: string | undefined, stack: string, raw
       derivedMergeMinIntervalMs(number('maxInstances', 0) || maxInstancesDefault),
   };
   problems.push(...settingsProblems(delivery));
+  // A retired model answers 404: every document would wait 503s out to the dead-letter topic.
+  problems.push(...modelLifecycle(delivery.geminiModel, today).errors);
   const requiredCap = requiredMaximumBytesBilled(volume);
   if (
     volumeValid &&
@@ -597,27 +620,25 @@ export function parseStackConfig(project: string | undefined, stack: string, raw
     promotedImage: boolean('promotedImage', false),
     allowKnobChange: given('allowKnobChange'),
     documentRetentionYears: number('documentRetentionYears', 0),
+    documentRetentionLocked: boolean('documentRetentionLocked', false),
   };
   const budgetRaw = {
     billingAccount: text('budgetBillingAccount', ''),
     monthlyAmount: number('budgetMonthlyAmount', 0),
   };
   problems.push(...keepingProblems(keeping, budgetRaw));
-  problems.push(
-    ...regionProblems(
-      text('region', STACK_DEFAULTS.region),
-      text('dataLocation', STACK_DEFAULTS.dataLocation),
-    ),
-  );
+  // Normalised once: every later comparison (the region check, the fixed-knob guards) is exact.
+  const region = normalisedLocation(text('region', STACK_DEFAULTS.region));
+  const dataLocation = normalisedLocation(text('dataLocation', STACK_DEFAULTS.dataLocation));
+  problems.push(...regionProblems(region, dataLocation));
 
   if (problems.length > 0) throw new StackConfigError(problems);
-  const dataLocation = text('dataLocation', STACK_DEFAULTS.dataLocation);
   return Object.freeze({
     project: project ?? '',
     stack,
     documentsPerDay,
     prefix: `docline-${stack}`,
-    region: text('region', STACK_DEFAULTS.region),
+    region,
     dataLocation,
     // One default for the worker and the stack, next to the data (contract/settings.ts).
     geminiLocation: text('geminiLocation', defaultGeminiLocation(dataLocation)),
@@ -680,14 +701,23 @@ export const CONFIG_KEYS = [
   'promotedImage',
   'allowKnobChange',
   'documentRetentionYears',
+  'documentRetentionLocked',
   'budgetBillingAccount',
   'budgetMonthlyAmount',
 ] as const;
 
-/** Reads the stack's configuration from Pulumi and validates it (throws {@link StackConfigError}). */
-export function readStackConfig(): StackConfig {
+/**
+ * Reads the stack's configuration from Pulumi and validates it (throws {@link StackConfigError}).
+ * What only warns (a model that retires within 60 days, or one docline's table does not know) is
+ * logged as a preview warning.
+ */
+export function readStackConfig(today: Date = new Date()): StackConfig {
   const docline = new pulumi.Config('docline');
   const raw: Record<string, string | undefined> = {};
   for (const key of CONFIG_KEYS) raw[key] = docline.get(key);
-  return parseStackConfig(new pulumi.Config('gcp').get('project'), pulumi.getStack(), raw);
+  const config = parseStackConfig(new pulumi.Config('gcp').get('project'), pulumi.getStack(), raw, today);
+  // The engine shows the warning in the preview; the log call's own promise carries nothing to wait for.
+  for (const warning of modelLifecycle(config.delivery.geminiModel, today).warnings)
+    void pulumi.log.warn(warning);
+  return config;
 }

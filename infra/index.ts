@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
 import { Alerts, type ObservedPipelineArgs } from './components/alerts';
+import { firstComponentNames } from './components/component';
 import { Dashboard } from './components/dashboard';
 import { Delivery } from './components/delivery';
 import { DocumentBucket } from './components/document-bucket';
@@ -12,13 +13,18 @@ import { Reconcile } from './components/reconcile';
 import { RegionalLogs } from './components/regional-logs';
 import { Warehouse } from './components/warehouse';
 import { WorkerImage } from './components/worker-image';
-import { WorkerService } from './components/worker-service';
+import { foreignImageRepository, WorkerService } from './components/worker-service';
 import { readStackConfig, StackConfigError } from './config';
 import {
   type FixedSettings,
+  fixedSettingLabels,
   knobChangeProblems,
   promotedImageProblems,
+  type RetentionSettings,
   readDeployed,
+  readFixedSettingsFromCloud,
+  retentionDecreaseProblems,
+  retentionLockProblems,
   tableVersionProblems,
 } from './stack-guards';
 
@@ -39,6 +45,8 @@ const REPO_ROOT = join(__dirname, '..');
 async function docline() {
   const config = readStackConfig();
   const { project, prefix } = config;
+  // What the data-bearing children were first created under: they keep those URNs (aliases).
+  const first = firstComponentNames(config.stack);
 
   // What the last `up` deployed, read before anything is declared: a knob fixed at deploy that
   // changed, or a promoted-image stack with no image, stops the run before the engine acts.
@@ -48,14 +56,35 @@ async function docline() {
     region: config.region,
     dataLocation: config.dataLocation,
   };
+  const retention: RetentionSettings = {
+    messageRetentionSeconds: config.delivery.messageRetentionSeconds,
+    deadLetterRetentionSeconds: config.delivery.deadLetterRetentionSeconds,
+  };
+  const documentRetention = {
+    years: config.keeping.documentRetentionYears,
+    locked: config.keeping.documentRetentionLocked,
+  };
+  // No outputs yet (a first `up`, or one that failed before writing them): what the cloud says.
+  const memoBucketName = `${prefix}-memo-${project}`;
+  const deployedSettings = deployed.settings ?? (await readFixedSettingsFromCloud(memoBucketName));
   const guardProblems = [
-    ...knobChangeProblems(deployed.settings, fixed, config.keeping.allowKnobChange),
+    ...knobChangeProblems(deployedSettings, fixed, config.keeping.allowKnobChange),
+    ...retentionDecreaseProblems(deployed.retention, retention, config.keeping.allowKnobChange),
+    ...retentionLockProblems(deployed.documentRetention, documentRetention),
     ...tableVersionProblems(deployed.tableVersion, config.keeping.tableVersion),
     ...(config.keeping.promotedImage ? promotedImageProblems(config.worker.image, deployed.image) : []),
   ];
   if (guardProblems.length > 0) throw new StackConfigError(guardProblems);
   // A promoted-image stack never builds: the image CI promoted, else the one it runs now.
   const givenImage = config.worker.image ?? (config.keeping.promotedImage ? deployed.image : undefined);
+
+  const projectNumber = () => gcp.organizations.getProjectOutput({ projectId: project }, after).number;
+  const imageRepositoryOf = (ref: string | undefined) => {
+    const repository = foreignImageRepository(ref, project);
+    return repository === undefined
+      ? {}
+      : { imageRepository: { repository, projectNumber: projectNumber() } };
+  };
 
   // deletionProtection: destroy keeps the data (documents, rows, logs), and the delivery path is
   // protected from replacement.
@@ -85,7 +114,10 @@ async function docline() {
       region: config.region,
       forceDestroy: !config.deletionProtection,
       keepData,
-      retentionYears: config.keeping.documentRetentionYears,
+      retentionYears: documentRetention.years,
+      retentionLocked: documentRetention.locked,
+      messageRetentionSeconds: config.delivery.messageRetentionSeconds,
+      stableName: first.documents,
     },
     after,
   );
@@ -93,9 +125,10 @@ async function docline() {
     `${prefix}-memo`,
     {
       project,
-      name: `${prefix}-memo-${project}`,
+      name: memoBucketName,
       location: config.dataLocation,
       expiryDays: config.delivery.dedupWindowDays,
+      labels: fixedSettingLabels(fixed),
       // A cache of paid analyses, never a document: destroy empties it rather than failing on it.
       forceDestroy: true,
     },
@@ -109,6 +142,7 @@ async function docline() {
       datasetId: prefix.replaceAll('-', '_'),
       deletionProtection: config.deletionProtection,
       tableVersion: config.keeping.tableVersion,
+      stableName: first.warehouse,
     },
     after,
   );
@@ -124,6 +158,7 @@ async function docline() {
       tableRef: warehouse.tableRef,
       table: warehouse.table,
       pushAudience,
+      ...imageRepositoryOf(givenImage),
     },
     after,
   );
@@ -140,7 +175,7 @@ async function docline() {
       pushEndpoint: worker.pushEndpoint,
       audience: pushAudience,
       // The notification keeps the URN it has under this name if the component is ever renamed.
-      stableName: `${prefix}-delivery`,
+      stableName: first.delivery,
       pushServiceAccountEmail: worker.pushServiceAccount.email,
       pushServiceAccountName: worker.pushServiceAccount.name,
       settings: config.delivery,
@@ -216,6 +251,7 @@ async function docline() {
       serviceName: worker.service.name,
       uploadsTopicName: documents.topic.name,
       allAnswersMetric: alerts.allAnswers.name,
+      allAnswersSettled: alerts.metricsSettled,
       duplicateCheckConfigName: alerts.duplicateObjectsCheck.name,
       ...(reconcile === undefined ? {} : { reconcileJobName: reconcile.job.name }),
       notificationChannels: [...config.alerts.notificationChannels],
@@ -224,20 +260,21 @@ async function docline() {
         : {
             budget: {
               ...config.budget,
-              projectNumber: gcp.organizations.getProjectOutput({ projectId: project }, after).number,
+              projectNumber: projectNumber(),
             },
           }),
     },
     after,
   );
 
-  new RegionalLogs(
+  const logs = new RegionalLogs(
     `${prefix}-logs`,
     {
       project,
       prefix,
       region: config.region,
       keepData,
+      stableName: first.logs,
       sources: [
         pulumi.interpolate`resource.type = "cloud_run_revision" AND resource.labels.service_name = "${worker.service.name}"`,
         ...(reconcile === undefined
@@ -262,12 +299,17 @@ async function docline() {
     tableId: warehouse.tableRef,
     viewIds: warehouse.viewRefs,
     workerUrl: worker.url,
+    // Read by the deploy canary (npm run canary): whose lines to look for, and where they are kept.
+    workerServiceName: worker.service.name,
+    logBucket: logs.bucket.name,
     workerServiceAccount: worker.serviceAccount.email,
     pushServiceAccount: worker.pushServiceAccount.email,
     dashboardUrl: dashboard.url,
     ...(reconcile === undefined ? {} : { reconcileJobName: reconcile.job.name }),
     // Read back by the next run (stack-guards.ts): the knobs that may not change in place.
     deployedSettings: fixed,
+    deployedRetention: retention,
+    documentRetention,
     tableVersion: config.keeping.tableVersion,
   };
 }

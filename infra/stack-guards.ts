@@ -1,3 +1,4 @@
+import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
 
 /**
@@ -38,6 +39,18 @@ export const MULTI_REGION_MEMBERS: Readonly<Record<string, readonly string[]>> =
     'us-west4',
   ],
 });
+
+/**
+ * A location as Google spells it: a multi-region in capitals (`EU`, `US`), a region in lower case
+ * (`europe-west1`). Google compares locations without case, the stack's guards compare strings:
+ * config is normalised once, here, so `eu` and `EU` are one value, never a fixed-knob change.
+ */
+export function normalisedLocation(location: string): string {
+  const trimmed = location.trim();
+  return MULTI_REGION_MEMBERS[trimmed.toUpperCase()] !== undefined
+    ? trimmed.toUpperCase()
+    : trimmed.toLowerCase();
+}
 
 /**
  * Problems of a `region` that does not lie inside `dataLocation`: the worker, the topics' messages
@@ -85,6 +98,56 @@ export type FixedKnob = keyof typeof FIXED_AT_DEPLOY;
 /** The values of the {@link FIXED_AT_DEPLOY} knobs, as the stack exports them. */
 export type FixedSettings = Readonly<Record<FixedKnob, string>>;
 
+/**
+ * The labels the memo bucket carries with the deployed values of the {@link FIXED_AT_DEPLOY} knobs.
+ * The stack's outputs are written only by an `up` that completes: after a first `up` that failed
+ * midway (a quota, a refused grant) the next run finds no `deployedSettings`, while the bucket, the
+ * dataset and the topics already exist. The memo bucket has a name known in advance and is among the
+ * first resources created, so its labels are what the cloud says the stack was deployed with.
+ */
+export const FIXED_SETTING_LABELS: Readonly<Record<FixedKnob, string>> = Object.freeze({
+  dedupKeyMode: 'docline-dedup-key-mode',
+  region: 'docline-region',
+  dataLocation: 'docline-data-location',
+});
+
+/** The labels of {@link FIXED_SETTING_LABELS} for these values (label values are lower case). */
+export function fixedSettingLabels(settings: FixedSettings): Record<string, string> {
+  const labels: Record<string, string> = {};
+  for (const knob of Object.keys(FIXED_SETTING_LABELS) as FixedKnob[]) {
+    labels[FIXED_SETTING_LABELS[knob]] = settings[knob].toLowerCase();
+  }
+  return labels;
+}
+
+/** The fixed settings a bucket's labels record, or undefined when it carries none of them. */
+export function fixedSettingsFromLabels(
+  labels: Readonly<Record<string, string>> | undefined,
+): Partial<FixedSettings> | undefined {
+  const found: Partial<Record<FixedKnob, string>> = {};
+  for (const knob of Object.keys(FIXED_SETTING_LABELS) as FixedKnob[]) {
+    const value = labels?.[FIXED_SETTING_LABELS[knob]];
+    if (value !== undefined && value !== '')
+      found[knob] = knob === 'dedupKeyMode' ? value : normalisedLocation(value);
+  }
+  return Object.keys(found).length > 0 ? found : undefined;
+}
+
+/**
+ * What the cloud says the stack was deployed with, read from the memo bucket's labels: the fallback
+ * of the fixed-knob guards when the stack has no `deployedSettings` output yet. A bucket that does
+ * not exist (a new stack), an API not yet enabled or a read refused all mean "nothing deployed".
+ */
+export async function readFixedSettingsFromCloud(
+  memoBucketName: string,
+): Promise<Partial<FixedSettings> | undefined> {
+  try {
+    return fixedSettingsFromLabels((await gcp.storage.getBucket({ name: memoBucketName })).labels);
+  } catch {
+    return undefined;
+  }
+}
+
 /** The knobs whose change a drained stack may accept once (docline:allowKnobChange). */
 export const DRAINABLE_KNOBS: readonly FixedKnob[] = ['dedupKeyMode'];
 
@@ -100,14 +163,20 @@ export function knobChangeProblems(
   allow: string | undefined,
 ): string[] {
   const problems: string[] = [];
-  if (allow !== undefined && !(DRAINABLE_KNOBS as readonly string[]).includes(allow)) {
+  const allowable: readonly string[] = [...DRAINABLE_KNOBS, ...RETENTION_KNOBS];
+  if (allow !== undefined && !allowable.includes(allow)) {
     problems.push(
-      `allowKnobChange (${allow}) can only name ${DRAINABLE_KNOBS.join(', ')}: the other knobs fixed at deploy need a new stack (docs/deploy.md, "Knobs fixed at deploy").`,
+      `allowKnobChange (${allow}) can only name ${allowable.join(', ')}: the other knobs fixed at deploy need a new stack (docs/deploy.md, "Knobs fixed at deploy").`,
     );
   }
   if (deployed === undefined) return problems;
   for (const knob of Object.keys(FIXED_AT_DEPLOY) as FixedKnob[]) {
-    const before = deployed[knob];
+    const deployedValue = deployed[knob];
+    // Deployed before config was normalised: `eu` then is the `EU` it is now.
+    const before =
+      deployedValue !== undefined && knob !== 'dedupKeyMode'
+        ? normalisedLocation(deployedValue)
+        : deployedValue;
     if (before === undefined || before === current[knob]) {
       if (allow === knob) {
         problems.push(
@@ -129,6 +198,89 @@ export function knobChangeProblems(
   return problems;
 }
 
+/**
+ * The retentions a running stack may raise but not lower without saying so: Pub/Sub applies a
+ * shorter retention to the messages already held, so lowering `messageRetentionSeconds` drops every
+ * undelivered upload older than the new value at once, and lowering `deadLetterRetentionSeconds`
+ * drops the dead letters older than it, documents that were never recorded either way.
+ */
+export const RETENTION_KNOBS = ['messageRetentionSeconds', 'deadLetterRetentionSeconds'] as const;
+
+/** A knob of {@link RETENTION_KNOBS}. */
+export type RetentionKnob = (typeof RETENTION_KNOBS)[number];
+
+/** The values of the {@link RETENTION_KNOBS}, as the stack exports them (`deployedRetention`). */
+export type RetentionSettings = Readonly<Record<RetentionKnob, number>>;
+
+/**
+ * Problems of a configuration that lowers a retention below the deployed one. Accepted once with
+ * docline:allowKnobChange naming it, after checking that nothing older than the new value is held
+ * (the subscription's `oldest_unacked_message_age`, the dead letters' age); an allowance for a
+ * retention that does not go down is a problem too, as for the fixed knobs.
+ */
+export function retentionDecreaseProblems(
+  deployed: Partial<RetentionSettings> | undefined,
+  current: RetentionSettings,
+  allow: string | undefined,
+): string[] {
+  const problems: string[] = [];
+  for (const knob of RETENTION_KNOBS) {
+    const before = deployed?.[knob];
+    const lowered = typeof before === 'number' && current[knob] < before;
+    if (!lowered) {
+      if (allow === knob && deployed !== undefined) {
+        problems.push(
+          `allowKnobChange names ${knob}, which does not go down (${current[knob]} s): remove it (\`pulumi config rm docline:allowKnobChange\`), so that no later decrease skips the check.`,
+        );
+      }
+      continue;
+    }
+    if (allow === knob) continue;
+    const held =
+      knob === 'messageRetentionSeconds'
+        ? 'the push subscription drops every undelivered upload older than that at once'
+        : 'the dead-letter subscription and topic drop every dead letter older than that at once';
+    problems.push(
+      `${knob} is deployed as ${before} s and now set to ${current[knob]} s: ${held}, documents that were never recorded. ` +
+        `Set it back with \`pulumi config set docline:${knob} ${before}\`, or, once nothing older than ${current[knob]} s is held ` +
+        `(docs/deploy.md, "Lowering a retention"), \`pulumi config set docline:allowKnobChange ${knob}\` for that one \`up\`.`,
+    );
+  }
+  return problems;
+}
+
+/** The documents' retention as the stack exports it (`documentRetention`). */
+export interface DocumentRetention {
+  readonly years: number;
+  readonly locked: boolean;
+}
+
+/**
+ * Problems of a configuration that undoes a locked retention policy. Google refuses to remove or
+ * shorten a locked policy, and the provider answers a lock the program no longer asks for with a new
+ * bucket (docs/deploy.md, "Keeping documents for years").
+ */
+export function retentionLockProblems(
+  deployed: Partial<DocumentRetention> | undefined,
+  current: DocumentRetention,
+): string[] {
+  if (deployed?.locked !== true) return [];
+  const problems: string[] = [];
+  if (!current.locked) {
+    problems.push(
+      'documentRetentionLocked is deployed as true and now false: a locked retention policy can never be removed, and the provider would answer with a new, empty documents bucket. ' +
+        'Set it back with `pulumi config set docline:documentRetentionLocked true`.',
+    );
+  }
+  if (typeof deployed.years === 'number' && current.years < deployed.years) {
+    problems.push(
+      `documentRetentionYears is deployed as ${deployed.years} under a locked policy and now set to ${current.years}: a locked period can only grow. ` +
+        `Set it back with \`pulumi config set docline:documentRetentionYears ${deployed.years}\`.`,
+    );
+  }
+  return problems;
+}
+
 /** What the stack's own last `up` exported, as the guards need it. */
 export interface DeployedStack {
   /** `deployedSettings`, undefined before the first `up` (or a stack deployed before it existed). */
@@ -137,6 +289,10 @@ export interface DeployedStack {
   readonly image: string | undefined;
   /** The table version it writes to (`tableVersion`), undefined before it was exported. */
   readonly tableVersion: number | undefined;
+  /** `deployedRetention`, undefined before it was exported. */
+  readonly retention: Partial<RetentionSettings> | undefined;
+  /** `documentRetention`, undefined before it was exported. */
+  readonly documentRetention: Partial<DocumentRetention> | undefined;
 }
 
 /** The logical name of the reference the stack reads its own last outputs through. */
@@ -151,15 +307,20 @@ export const SELF_REFERENCE_NAME = 'docline-deployed';
 export async function readDeployed(): Promise<DeployedStack> {
   const self = `${pulumi.getOrganization()}/${pulumi.getProject()}/${pulumi.getStack()}`;
   const reference = new pulumi.StackReference(SELF_REFERENCE_NAME, { name: self });
-  const [settings, image, tableVersion] = await Promise.all([
+  const [settings, image, tableVersion, retention, documentRetention] = await Promise.all([
     reference.getOutputDetails('deployedSettings'),
     reference.getOutputDetails('image'),
     reference.getOutputDetails('tableVersion'),
+    reference.getOutputDetails('deployedRetention'),
+    reference.getOutputDetails('documentRetention'),
   ]);
   const value = (details: pulumi.StackReferenceOutputDetails): unknown =>
     details.value ?? details.secretValue;
   const settingsValue = value(settings);
   const imageValue = value(image);
+  const retentionValue = value(retention);
+  const object = <T>(v: unknown): T | undefined =>
+    v !== null && typeof v === 'object' ? (v as T) : undefined;
   return {
     settings:
       settingsValue !== null && typeof settingsValue === 'object'
@@ -167,6 +328,8 @@ export async function readDeployed(): Promise<DeployedStack> {
         : undefined,
     image: typeof imageValue === 'string' && imageValue !== '' ? imageValue : undefined,
     tableVersion: typeof value(tableVersion) === 'number' ? (value(tableVersion) as number) : undefined,
+    retention: object<Partial<RetentionSettings>>(retentionValue),
+    documentRetention: object<Partial<DocumentRetention>>(value(documentRetention)),
   };
 }
 

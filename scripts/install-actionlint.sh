@@ -15,27 +15,10 @@ set -euo pipefail
 ACTIONLINT_MODULE="github.com/rhysd/actionlint"
 ACTIONLINT_VERSION="v1.7.12"
 
-script_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-repo_root="$(dirname "$script_dir")"
-bin_dir="$repo_root/.tools/bin"
-bin="$bin_dir/actionlint"
-stamp="$bin_dir/actionlint.version"
-mkdir -p "$bin_dir"
-
-# shellcheck source=SCRIPTDIR/lib/find-go.sh
-source "$script_dir/lib/find-go.sh"
-find_go install-actionlint
-
-if [[ "${ACTIONLINT_FORCE:-0}" != "1" && -x "$bin" && -f "$stamp" && "$(cat "$stamp")" == "$ACTIONLINT_VERSION" ]]; then
-  echo "install-actionlint: actionlint $ACTIONLINT_VERSION already installed, skipping"
-  exit 0
-fi
-
-echo "install-actionlint: building actionlint $ACTIONLINT_VERSION with $("$GO" version) ..."
-rm -f "$stamp"
-start=$(date +%s)
+# shellcheck source=SCRIPTDIR/lib/pinned-tool.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/pinned-tool.sh"
+pinned_tool actionlint "$ACTIONLINT_VERSION" "${ACTIONLINT_FORCE:-0}"
 # GOFLAGS from the caller must not leak into `go install pkg@version`.
 GOBIN="$bin_dir" CGO_ENABLED=0 GOFLAGS=-trimpath GOWORK=off \
   nice -n 10 "$GO" install "$ACTIONLINT_MODULE/cmd/actionlint@$ACTIONLINT_VERSION"
-printf '%s\n' "$ACTIONLINT_VERSION" >"$stamp"
-echo "install-actionlint: actionlint $ACTIONLINT_VERSION built in $(( $(date +%s) - start ))s ($(du -h "$bin" | cut -f1))"
+pinned_tool_built

@@ -18,25 +18,9 @@ PULUMI_MODULE="github.com/pulumi/pulumi/pkg/v3"
 PULUMI_VERSION="v3.276.0"
 CLIPBOARD_REPLACE="github.com/tgummerer/clipboard@v0.0.0-20241001131231-d02d263e614e"
 
-script_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-repo_root="$(dirname "$script_dir")"
-bin_dir="$repo_root/.tools/bin"
-bin="$bin_dir/pulumi"
-stamp="$bin_dir/pulumi.version"
-mkdir -p "$bin_dir"
-
-# shellcheck source=SCRIPTDIR/lib/find-go.sh
-source "$script_dir/lib/find-go.sh"
-find_go install-pulumi
-
-if [[ "${PULUMI_FORCE:-0}" != "1" && -x "$bin" && -f "$stamp" && "$(cat "$stamp")" == "$PULUMI_VERSION" ]]; then
-  echo "install-pulumi: pulumi $PULUMI_VERSION already installed, skipping"
-  exit 0
-fi
-
-echo "install-pulumi: building pulumi $PULUMI_VERSION with $("$GO" version) ..."
-rm -f "$stamp"
-start=$(date +%s)
+# shellcheck source=SCRIPTDIR/lib/pinned-tool.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/pinned-tool.sh"
+pinned_tool pulumi "$PULUMI_VERSION" "${PULUMI_FORCE:-0}"
 build_dir="$(mktemp -d)"
 trap 'rm -rf "$build_dir"' EXIT
 (
@@ -50,6 +34,5 @@ trap 'rm -rf "$build_dir"' EXIT
     -ldflags "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$PULUMI_VERSION" \
     "$PULUMI_MODULE/cmd/pulumi"
 )
-printf '%s\n' "$PULUMI_VERSION" >"$stamp"
-echo "install-pulumi: pulumi $PULUMI_VERSION built in $(( $(date +%s) - start ))s ($(du -h "$bin" | cut -f1))"
+pinned_tool_built
 "$bin" version

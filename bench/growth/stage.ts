@@ -16,7 +16,7 @@ import { type CellSpec, runConsumer, type SteadyFlow } from '../sweep/cell';
  * assumed: it bills the estimate (the upper bound: clustering may prune more while it runs).
  */
 
-/** Documents a day × table ages: the grid the issue asks for. */
+/** Documents a day × table ages: the grid a deployment grows through, from its first day to its first year. */
 export const GROWTH_RATES = [1_000, 100_000, 1_000_000] as const;
 export const GROWTH_AGES_DAYS = [1, 15, 365] as const;
 
@@ -66,7 +66,7 @@ export interface GrowthSection {
   cells: GrowthCell[];
 }
 
-/** The goals every cell must meet (the issue's "done when"). */
+/** The goals every cell must meet (the growth stage's bar). */
 export const GROWTH_GOALS = Object.freeze({
   /** Bytes billed per document on a 365-day table over the same rate's 1-day table. */
   flatnessRatio: 1.1,

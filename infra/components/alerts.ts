@@ -2,6 +2,7 @@ import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
 import * as time from '@pulumiverse/time';
 import { PARTITION_COLUMN } from '../../worker/src/contract/row';
+import { CANARY_PREFIX } from '../../worker/src/contract/views';
 import { DoclineComponent, type ProjectArgs } from './component';
 import { grantsSettled, LOG_METRIC_SETTLE_DURATION } from './lifecycle';
 
@@ -9,6 +10,9 @@ export { LOG_METRIC_SETTLE_DURATION };
 
 /** The user label every alert policy carries: the stack's prefix, to tell two stacks in one project apart. */
 export const STACK_LABEL = 'docline-stack';
+
+/** A log filter term that leaves out the worker's lines about the deploy canary's objects. */
+export const notCanaryLog = `NOT jsonPayload.objectUri =~ "^gs://[^/]+/${CANARY_PREFIX}"`;
 
 /** Window over which the duplicate share is computed; long enough to hold a few hundred answers. */
 const DUPLICATE_WINDOW_SECONDS = 600;
@@ -173,7 +177,9 @@ export class Alerts extends DoclineComponent {
       {
         project: args.project,
         description: 'docline worker answers with status duplicate (a redelivery, or a lost race).',
-        filter: pulumi.interpolate`${workerLogs} AND jsonPayload.status = "duplicate"`,
+        // The deploy canary is left out of the duplicate share (it is one invoice per deploy, not
+        // traffic); it still counts as an answer, so a canary alone is never "uploads, no answer".
+        filter: pulumi.interpolate`${workerLogs} AND jsonPayload.status = "duplicate" AND ${notCanaryLog}`,
         metricDescriptor: counter,
       },
       this.child,

@@ -43,3 +43,43 @@ export interface DataArgs extends ProjectArgs {
    */
   location: pulumi.Input<string>;
 }
+
+/**
+ * Aliases that keep a child's URN when its component is renamed (a refactor, a new prefix). A new
+ * URN is a new resource to the engine: it creates the renamed child and deletes the old one. For
+ * the notification that means two notifications for the length of the update; for an auto-named
+ * bucket with `forceDestroy` (a stack without deletionProtection) a new, empty bucket and the old
+ * one deleted with its documents. The alias names the URN the child had under `stableName`, the
+ * component's name when the child was first created; none is needed while the component still has
+ * that name. The engine resolves it (pulumi/pulumi's alias semantics), so the child keeps its state,
+ * its auto-name included, and is not replaced.
+ */
+export function renamedChildAliases(
+  componentName: string,
+  stableName: string | undefined,
+  componentType: string,
+  childName: (component: string) => string,
+): pulumi.Alias[] {
+  if (stableName === undefined || stableName === componentName) return [];
+  return [{ name: childName(stableName), parent: pulumi.createUrn(stableName, componentType) }];
+}
+
+/**
+ * The names docline's components had when a stack first created their data and its announcement:
+ * the aliases of {@link renamedChildAliases} point at these, so they are spelled out here from the
+ * stack name, never from a prefix a refactor could change.
+ */
+export function firstComponentNames(stack: string): {
+  documents: string;
+  warehouse: string;
+  logs: string;
+  delivery: string;
+} {
+  const first = `docline-${stack}`;
+  return {
+    documents: `${first}-documents`,
+    warehouse: `${first}-warehouse`,
+    logs: `${first}-logs`,
+    delivery: `${first}-delivery`,
+  };
+}

@@ -10,7 +10,7 @@ import {
   NOTIFIED_EVENT_TYPE,
   PUSH_FILTER,
 } from '../../worker/src/contract/storage';
-import { DoclineComponent, type ProjectArgs } from './component';
+import { DoclineComponent, type ProjectArgs, renamedChildAliases } from './component';
 import { regionalStorage } from './document-bucket';
 import { grantsSettled, guarded } from './lifecycle';
 
@@ -75,8 +75,7 @@ export const DELIVERY_TYPE = 'docline:index:Delivery';
  * while the component still has that name.
  */
 export function notificationAliases(name: string, stableName: string): pulumi.Alias[] {
-  if (name === stableName) return [];
-  return [{ name: `${stableName}-notification`, parent: pulumi.createUrn(stableName, DELIVERY_TYPE) }];
+  return renamedChildAliases(name, stableName, DELIVERY_TYPE, (c) => `${c}-notification`);
 }
 
 /**

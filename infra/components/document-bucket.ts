@@ -1,6 +1,7 @@
 import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
-import { DoclineComponent } from './component';
+import { durationString } from '../../worker/src/contract/settings';
+import { DoclineComponent, renamedChildAliases } from './component';
 import { guarded, keptData } from './lifecycle';
 import { type PrivateBucketArgs, privateBucket } from './private-bucket';
 
@@ -24,28 +25,58 @@ export interface DocumentBucketArgs extends PrivateBucketArgs {
    * unset: none. docs/deploy.md, "Keeping documents for years", says which rules ask for it.
    */
   retentionYears?: number;
+  /** Lock that retention policy (docline:documentRetentionLocked); see {@link documentRetention}. */
+  retentionLocked?: boolean;
+  /**
+   * How long the uploads topic itself keeps every message it received, acknowledged or not: the
+   * push subscription's retention (`messageRetentionSeconds`), so that a subscription created to
+   * replace it can be seeked back over the swap (`gcloud pubsub subscriptions seek NEW --time=T`).
+   */
+  messageRetentionSeconds: number;
+  /**
+   * The component's name when the stack first created the bucket ({@link renamedChildAliases}):
+   * the bucket keeps its URN, and so its state and its auto-name, if the component is renamed.
+   */
+  stableName?: string;
 }
 
+/** The type token of {@link DocumentBucket}; part of the bucket's URN, so never changed. */
+export const DOCUMENT_BUCKET_TYPE = 'docline:index:DocumentBucket';
+
 /**
- * The retention policy of `years` calendar years (leap days counted up), or none for 0. Never
- * locked by the stack: locking is permanent (the period can then only grow, and the bucket cannot
- * be deleted before its last object's retention ends), so it is an operator's deliberate act.
+ * The retention policy of `years` calendar years (leap days counted up), or none for 0, locked when
+ * `locked`. The lock is part of the program, never an operator's hand-run command: the provider
+ * forces a new bucket when the deployed policy is locked and the program's is not
+ * (`customdiff.ForceNewIfChange("retention_policy.0.is_locked", isPolicyLocked)`, old locked and new
+ * unlocked, terraform-provider-google google/services/storage/resource_storage_bucket.go), so a lock
+ * made by hand turns the next refresh or update into a replacement, which `protect` then stops on
+ * every `up`. With `isLocked` the provider locks it itself on the update that sets it.
  */
-export function documentRetention(years: number): { retentionPeriod: string } | undefined {
+export function documentRetention(
+  years: number,
+  locked = false,
+): { retentionPeriod: string; isLocked: boolean } | undefined {
   if (years <= 0) return undefined;
-  return { retentionPeriod: String(Math.ceil(years * 365.25) * 24 * 60 * 60) };
+  return { retentionPeriod: String(Math.ceil(years * 365.25) * 24 * 60 * 60), isLocked: locked };
 }
 
 /**
- * The message storage policy of a docline topic: its messages stay in the stack's region, and
- * `enforceInTransit` makes Pub/Sub refuse a publish or a delivery that would route a message
- * through another region (without it the policy binds only where messages are stored at rest).
+ * The message storage policy of a docline topic: its messages are stored at rest in the stack's
+ * region only. In-transit enforcement stays off, deliberately. With `enforceInTransit`, Pub/Sub
+ * rejects with FAILED_PRECONDITION a publish received in a region the policy does not allow, and
+ * handles push delivery only inside the allowed regions (Pub/Sub, "Restrict Pub/Sub resource
+ * locations"). The publishers of these topics are Google's own: Cloud Storage publishes a bucket's
+ * notifications, Pub/Sub forwards dead letters, and neither documents the region it publishes from
+ * (for a bucket in the EU multi-region, any of its regions). A refused notification publish leaves
+ * no error anywhere the stack can see: every upload would be lost in silence. So no publish or
+ * delivery is made to depend on an undocumented region; the canary after each deploy
+ * (`npm run canary`) is what shows a notification reaching the worker.
  */
 export function regionalStorage(region: string): {
   allowedPersistenceRegions: string[];
   enforceInTransit: boolean;
 } {
-  return { allowedPersistenceRegions: [region], enforceInTransit: true };
+  return { allowedPersistenceRegions: [region], enforceInTransit: false };
 }
 
 /**
@@ -61,20 +92,28 @@ export class DocumentBucket extends DoclineComponent {
   readonly publisherGrant: gcp.pubsub.TopicIAMMember;
 
   constructor(name: string, args: DocumentBucketArgs, opts?: pulumi.ComponentResourceOptions) {
-    super('docline:index:DocumentBucket', name, opts);
+    super(DOCUMENT_BUCKET_TYPE, name, opts);
     this.bucket = privateBucket(
       `${name}-bucket`,
       args,
       {
         role: 'documents',
         softDeleteSeconds: DOCUMENTS_SOFT_DELETE_SECONDS,
-        retentionPolicy: documentRetention(args.retentionYears ?? 0),
+        retentionPolicy: documentRetention(args.retentionYears ?? 0, args.retentionLocked ?? false),
       },
-      { ...this.child, ...keptData(args.keepData) },
+      {
+        ...this.child,
+        ...keptData(args.keepData),
+        aliases: renamedChildAliases(name, args.stableName, DOCUMENT_BUCKET_TYPE, (c) => `${c}-bucket`),
+      },
     );
     this.topic = new gcp.pubsub.Topic(
       `${name}-uploads`,
-      { project: args.project, messageStoragePolicy: regionalStorage(args.region) },
+      {
+        project: args.project,
+        messageStoragePolicy: regionalStorage(args.region),
+        messageRetentionDuration: durationString(args.messageRetentionSeconds),
+      },
       { ...this.child, ...guarded(args.keepData) },
     );
 

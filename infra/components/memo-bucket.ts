@@ -12,6 +12,8 @@ export interface MemoBucketArgs extends PrivateBucketArgs {
   name: pulumi.Input<string>;
   /** Entries are deleted this many days after they were written (the dedup window: past it, a delivery is new work anyway). */
   expiryDays: pulumi.Input<number>;
+  /** Labels beside its role: the deployed fixed settings (infra/stack-guards.ts, FIXED_SETTING_LABELS). */
+  labels?: Record<string, string>;
 }
 
 /**
@@ -33,6 +35,7 @@ export class MemoBucket extends DoclineComponent {
         name: args.name,
         softDeleteSeconds: 0,
         lifecycleRules: [{ action: { type: 'Delete' }, condition: { age: args.expiryDays } }],
+        ...(args.labels === undefined ? {} : { labels: args.labels }),
       },
       this.child,
     );

@@ -23,6 +23,8 @@ export const GEMINI_GAVE_UP_PER_15_MINUTES = 5;
 export const DAILY_RUN_WINDOW = '26h';
 /** The hourly duplicate check counts as not run after this long without a run. */
 export const HOURLY_RUN_WINDOW = '3h';
+/** Seconds of {@link HOURLY_RUN_WINDOW}. */
+const HOURLY_RUN_SECONDS = 3 * 3600;
 /** How far back "it ran before" looks: the not-run alerts stay quiet on a stack that never ran yet. */
 export const RAN_BEFORE_WINDOW = '7d';
 /** Shares of the monthly budget at which the budget notifies. */
@@ -38,6 +40,11 @@ export interface OperationsAlertsArgs extends ProjectArgs {
   uploadsTopicName: pulumi.Input<string>;
   /** The log metric of every answer (ok, rejected, duplicate): what "processed" means. */
   allAnswersMetric: pulumi.Input<string>;
+  /**
+   * The wait that follows that metric's creation (the Alerts component's Sleep): an alert policy
+   * that reads a new log metric is refused until Cloud Monitoring knows it, PromQL ones included.
+   */
+  allAnswersSettled: pulumi.Resource;
   /** The scheduled duplicate check's transfer config name (`projects/…/transferConfigs/ID`). */
   duplicateCheckConfigName: pulumi.Input<string>;
   /** The reconcile job's name; undefined when reconcile is off. */
@@ -48,19 +55,106 @@ export interface OperationsAlertsArgs extends ProjectArgs {
   budget?: { billingAccount: string; monthlyAmount: number; projectNumber: pulumi.Input<string> };
 }
 
-/** The PromQL of "uploads were published to the topic, and the worker answered none of them". */
-export function noThroughputQuery(topic: string, allAnswersMetric: string): string {
-  const uploads = `sum(increase(${promqlMetricName('pubsub.googleapis.com/topic/send_request_count')}{monitored_resource="pubsub_topic",topic_id="${topic}"}[${NO_THROUGHPUT_WINDOW}])) > 0`;
-  const answers = `sum(increase(${promqlMetricName(`logging.googleapis.com/user/${allAnswersMetric}`)}{monitored_resource="cloud_run_revision"}[${NO_THROUGHPUT_WINDOW}])) > 0`;
-  // `unless` keeps the left side when the right has no sample at all: no answer line in the window.
-  return `${uploads} unless ${answers}`;
+/**
+ * The provider the budget is created with. The Billing Budgets API needs a quota project, and with
+ * user credentials (a laptop's `gcloud auth application-default login`) it has none unless the
+ * provider names one and sends it. The Budget resource's own warning: "If you are using User ADCs
+ * (Application Default Credentials) with this resource, you must specify a `billing_project` and set
+ * `user_project_override` to true in the provider configuration. Otherwise the Billing Budgets API
+ * will return a 403 error." (terraform-provider-google, website/docs/r/billing_budget.html.markdown).
+ * The stack's project is the quota project: Foundation enables billingbudgets.googleapis.com there,
+ * and the deploy identity may use its services (serviceUsageAdmin). Service accounts work the same way.
+ */
+export function budgetProvider(
+  name: string,
+  project: pulumi.Input<string>,
+  opts: pulumi.CustomResourceOptions,
+): gcp.Provider {
+  return new gcp.Provider(
+    name,
+    { project, billingProject: project, userProjectOverride: true },
+    { parent: opts.parent, dependsOn: opts.dependsOn },
+  );
 }
 
-/** The PromQL of the worker's 5xx share of all its answers. */
-export function serverErrorQuery(service: string): string {
-  const requests = (extra: string) =>
-    `sum(rate(${promqlMetricName('run.googleapis.com/request_count')}{monitored_resource="cloud_run_revision",service_name="${service}"${extra}}[10m]))`;
-  return `${requests(',response_code_class="5xx"')} / ${requests('')} > ${SERVER_ERROR_SHARE}`;
+/** A condition filter: one metric type on one monitored resource type, and more terms. */
+function metricFilter(resource: string, metric: string, ...terms: string[]): string {
+  return [`resource.type = "${resource}"`, `metric.type = "${metric}"`, ...terms].join(' AND ');
+}
+
+/** Sum every series of a metric over `seconds` (a count per window). */
+const sumOver = (seconds: number) => [
+  { alignmentPeriod: `${seconds}s`, perSeriesAligner: 'ALIGN_DELTA', crossSeriesReducer: 'REDUCE_SUM' },
+];
+
+/*
+ * Why filters and not PromQL here: Cloud Monitoring validates a filter condition against the metric
+ * descriptor, which exists for a built-in metric from the start and for a log-based metric once the
+ * settle wait is over, while a PromQL condition on a series that has never emitted may be refused on
+ * creation (reported by third parties, not documented), and a first `up` has emitted nothing. The one
+ * PromQL condition left (reconcileNotRun) says why.
+ */
+
+/** Seconds of {@link NO_THROUGHPUT_WINDOW}. */
+const NO_THROUGHPUT_WINDOW_SECONDS = 1800;
+
+/**
+ * "Uploads were published to the topic, and the worker answered none of them", as two conditions
+ * joined by AND: the topic's publishes over the window, and no answer line for as long. A metric-absence
+ * condition is met only for a series that wrote a point after the policy was created (Cloud Monitoring,
+ * "Create metric-absence alerting policies"), so a worker that never answered at all since is the
+ * deploy canary's to catch, not this alert's.
+ */
+export function noThroughputConditions(topic: string, allAnswersMetric: string) {
+  return [
+    {
+      displayName: `Uploads published in ${NO_THROUGHPUT_WINDOW}`,
+      conditionThreshold: {
+        filter: metricFilter(
+          'pubsub_topic',
+          'pubsub.googleapis.com/topic/send_request_count',
+          `resource.labels.topic_id = "${topic}"`,
+        ),
+        aggregations: sumOver(NO_THROUGHPUT_WINDOW_SECONDS),
+        comparison: 'COMPARISON_GT',
+        thresholdValue: 0,
+        duration: '300s',
+        evaluationMissingData: 'EVALUATION_MISSING_DATA_INACTIVE',
+      },
+    },
+    {
+      displayName: `No worker answer in ${NO_THROUGHPUT_WINDOW}`,
+      conditionAbsent: {
+        filter: metricFilter('cloud_run_revision', `logging.googleapis.com/user/${allAnswersMetric}`),
+        aggregations: sumOver(300),
+        duration: `${NO_THROUGHPUT_WINDOW_SECONDS}s`,
+      },
+    },
+  ];
+}
+
+/** The worker's 5xx share of its requests over 10 minutes, as a ratio condition on `request_count`. */
+export function serverErrorCondition(service: string) {
+  const requests = (...terms: string[]) =>
+    metricFilter(
+      'cloud_run_revision',
+      'run.googleapis.com/request_count',
+      `resource.labels.service_name = "${service}"`,
+      ...terms,
+    );
+  const rate = [
+    { alignmentPeriod: '600s', perSeriesAligner: 'ALIGN_RATE', crossSeriesReducer: 'REDUCE_SUM' },
+  ];
+  return {
+    filter: requests('metric.labels.response_code_class = "5xx"'),
+    aggregations: rate,
+    denominatorFilter: requests(),
+    denominatorAggregations: rate,
+    comparison: 'COMPARISON_GT',
+    thresholdValue: SERVER_ERROR_SHARE,
+    duration: '600s',
+    evaluationMissingData: 'EVALUATION_MISSING_DATA_INACTIVE',
+  };
 }
 
 /**
@@ -143,24 +237,19 @@ export class OperationsAlerts extends DoclineComponent {
       {
         ...common,
         displayName: `${args.prefix}: uploads arrive, nothing is processed`,
-        conditions: [
-          {
-            displayName: `Uploads published, no worker answer in ${NO_THROUGHPUT_WINDOW}`,
-            ...promql(
-              pulumi
-                .all([args.uploadsTopicName, args.allAnswersMetric])
-                .apply(([topic, metric]) => noThroughputQuery(topic, metric)),
-              '300s',
-            ),
-          },
-        ],
+        // Both: uploads were published AND no answer line was written for as long.
+        combiner: 'AND',
+        conditions: pulumi
+          .all([args.uploadsTopicName, args.allAnswersMetric])
+          .apply(([topic, metric]) => noThroughputConditions(topic, metric)),
         documentation: documentation(
           'Uploads are published to the topic but the worker answered none of them: the push subscription is ' +
             'gone or detached, pushes are refused before the worker logs (401/403: its invoker grant), or the ' +
             'worker does not start. See docs/operations.md, "What each alert means".',
         ),
       },
-      this.child,
+      // It reads the answers metric, new in a first `up`: after that metric's settling wait.
+      this.childAfter(args.allAnswersSettled),
     );
     this.serverErrors = new gcp.monitoring.AlertPolicy(
       `${name}-server-errors`,
@@ -170,7 +259,7 @@ export class OperationsAlerts extends DoclineComponent {
         conditions: [
           {
             displayName: '5xx share of the worker\u2019s requests',
-            ...promql(pulumi.output(args.serviceName).apply(serverErrorQuery), '600s'),
+            conditionThreshold: pulumi.output(args.serviceName).apply(serverErrorCondition),
           },
         ],
         documentation: documentation(
@@ -189,13 +278,16 @@ export class OperationsAlerts extends DoclineComponent {
         conditions: [
           {
             displayName: `More than ${GEMINI_GAVE_UP_PER_15_MINUTES} deliveries gave up on 429s in 15 min`,
-            ...promql(
-              this.geminiGaveUp.name.apply(
-                (metric) =>
-                  `sum(increase(${promqlMetricName(`logging.googleapis.com/user/${metric}`)}{monitored_resource="cloud_run_revision"}[15m])) > ${GEMINI_GAVE_UP_PER_15_MINUTES}`,
+            conditionThreshold: {
+              filter: this.geminiGaveUp.name.apply((metric) =>
+                metricFilter('cloud_run_revision', `logging.googleapis.com/user/${metric}`),
               ),
-              '0s',
-            ),
+              aggregations: sumOver(900),
+              comparison: 'COMPARISON_GT',
+              thresholdValue: GEMINI_GAVE_UP_PER_15_MINUTES,
+              duration: '0s',
+              evaluationMissingData: 'EVALUATION_MISSING_DATA_INACTIVE',
+            },
           },
         ],
         documentation: documentation(
@@ -206,10 +298,6 @@ export class OperationsAlerts extends DoclineComponent {
       },
       this.childAfter(settled),
     );
-    const checkSeries = this.duplicateCheckRuns.name.apply(
-      (metric) =>
-        `${promqlMetricName(`logging.googleapis.com/user/${metric}`)}{monitored_resource="bigquery_dts_config"}`,
-    );
     this.duplicateCheckNotRun = new gcp.monitoring.AlertPolicy(
       `${name}-duplicate-check-not-run`,
       {
@@ -218,10 +306,14 @@ export class OperationsAlerts extends DoclineComponent {
         conditions: [
           {
             displayName: `No run of the hourly check in ${HOURLY_RUN_WINDOW}`,
-            ...promql(
-              checkSeries.apply((series) => notRunQuery(series, HOURLY_RUN_WINDOW)),
-              '0s',
-            ),
+            // Met only once the check has run after the policy was created: never before its first run.
+            conditionAbsent: {
+              filter: this.duplicateCheckRuns.name.apply((metric) =>
+                metricFilter('bigquery_dts_config', `logging.googleapis.com/user/${metric}`),
+              ),
+              aggregations: sumOver(600),
+              duration: `${HOURLY_RUN_SECONDS}s`,
+            },
           },
         ],
         documentation: documentation(
@@ -242,6 +334,11 @@ export class OperationsAlerts extends DoclineComponent {
               conditions: [
                 {
                   displayName: `No reconcile execution in ${DAILY_RUN_WINDOW}`,
+                  // PromQL, not an absence condition: an absence lasts at most 23.5 hours (Cloud
+                  // Monitoring, "Create metric-absence alerting policies"), shorter than a day between
+                  // two daily runs, so it would fire every day. The series is built-in
+                  // (run.googleapis.com/job/completed_execution_count); its creation on a job that
+                  // never ran is what only a real project can confirm (docs/deploy.md).
                   ...promql(
                     pulumi
                       .output(args.reconcileJobName)
@@ -280,7 +377,7 @@ export class OperationsAlerts extends DoclineComponent {
               thresholdRules: BUDGET_THRESHOLDS.map((share) => ({ thresholdPercent: share })),
               allUpdatesRule: { monitoringNotificationChannels: args.notificationChannels },
             },
-            this.child,
+            { ...this.child, provider: budgetProvider(`${name}-budget-provider`, args.project, this.child) },
           );
 
     this.registerOutputs({

@@ -23,7 +23,9 @@ export interface PrivateBucketSettings {
   /** How long a deleted or overwritten object can be restored (0: not at all). */
   softDeleteSeconds: number;
   lifecycleRules?: pulumi.Input<pulumi.Input<gcp.types.input.storage.BucketLifecycleRule>[]>;
-  /** A retention policy (never locked here: a lock cannot be undone). Unset: none. */
+  /** Labels beside {@link BUCKET_ROLE_LABEL}. */
+  labels?: Record<string, string>;
+  /** A retention policy, locked only when the stack's configuration says so. Unset: none. */
   retentionPolicy?: gcp.types.input.storage.BucketRetentionPolicy;
 }
 
@@ -50,7 +52,7 @@ export function privateBucket(
       softDeletePolicy: { retentionDurationSeconds: bucket.softDeleteSeconds },
       lifecycleRules: bucket.lifecycleRules,
       retentionPolicy: bucket.retentionPolicy,
-      labels: { [BUCKET_ROLE_LABEL]: bucket.role },
+      labels: { ...bucket.labels, [BUCKET_ROLE_LABEL]: bucket.role },
     },
     opts,
   );

@@ -1,6 +1,6 @@
 import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
-import { DoclineComponent, type ProjectArgs } from './component';
+import { DoclineComponent, type ProjectArgs, renamedChildAliases } from './component';
 import { keptData } from './lifecycle';
 
 /** Days the regional log bucket keeps entries: Cloud Logging's default retention, stated. */
@@ -19,7 +19,15 @@ export interface RegionalLogsArgs extends ProjectArgs {
   sources: pulumi.Input<string>[];
   /** The stack's deletionProtection: `destroy` then leaves the log bucket and its entries in the project. */
   keepData: boolean;
+  /**
+   * The component's name when the stack first created the log bucket ({@link renamedChildAliases}):
+   * it keeps its URN if the component is renamed.
+   */
+  stableName?: string;
 }
+
+/** The type token of {@link RegionalLogs}; part of the log bucket's URN, so never changed. */
+export const REGIONAL_LOGS_TYPE = 'docline:index:RegionalLogs';
 
 /** The one log filter of a list of sources: any of them. */
 export function anyOf(sources: readonly string[]): string {
@@ -41,7 +49,7 @@ export class RegionalLogs extends DoclineComponent {
   readonly exclusion: gcp.logging.ProjectExclusion;
 
   constructor(name: string, args: RegionalLogsArgs, opts?: pulumi.ComponentResourceOptions) {
-    super('docline:index:RegionalLogs', name, opts);
+    super(REGIONAL_LOGS_TYPE, name, opts);
     const bucketId = `${args.prefix}-logs`;
     this.bucket = new gcp.logging.ProjectBucketConfig(
       `${name}-bucket`,
@@ -52,7 +60,11 @@ export class RegionalLogs extends DoclineComponent {
         retentionDays: LOG_RETENTION_DAYS,
         description: `${args.prefix}: log lines that name documents, kept in ${args.region}`,
       },
-      { ...this.child, ...keptData(args.keepData) },
+      {
+        ...this.child,
+        ...keptData(args.keepData),
+        aliases: renamedChildAliases(name, args.stableName, REGIONAL_LOGS_TYPE, (c) => `${c}-bucket`),
+      },
     );
     const filter = pulumi.all(args.sources).apply(anyOf);
     this.sink = new gcp.logging.ProjectSink(

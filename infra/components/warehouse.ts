@@ -1,8 +1,9 @@
 import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
+import { bigQueryCorrectionsSchema, CORRECTIONS_TABLE } from '../../worker/src/contract/corrections';
 import { bigQuerySchema, CLUSTER_COLUMNS, PARTITION_COLUMN } from '../../worker/src/contract/row';
 import { VIEW_DESCRIPTIONS, VIEW_NAMES, type ViewName, viewSql } from '../../worker/src/contract/views';
-import { type DataArgs, DoclineComponent } from './component';
+import { type DataArgs, DoclineComponent, renamedChildAliases } from './component';
 import { keptData } from './lifecycle';
 
 /**
@@ -52,7 +53,15 @@ export interface WarehouseArgs extends DataArgs {
   deletionProtection?: boolean;
   /** The table's schema version ({@link tableVersionNames}). Default 1. */
   tableVersion?: number;
+  /**
+   * The component's name when the stack first created the dataset and the table
+   * ({@link renamedChildAliases}): both keep their URNs if the component is renamed.
+   */
+  stableName?: string;
 }
+
+/** The type token of {@link Warehouse}; part of the dataset's and the table's URNs, so never changed. */
+export const WAREHOUSE_TYPE = 'docline:index:Warehouse';
 
 /**
  * The dataset, the table (schema, partitioning and clustering from the worker's row contract) and
@@ -61,6 +70,8 @@ export interface WarehouseArgs extends DataArgs {
 export class Warehouse extends DoclineComponent {
   readonly dataset: gcp.bigquery.Dataset;
   readonly table: gcp.bigquery.Table;
+  /** The accountants' corrections (contract/corrections.ts), applied by the documents view. */
+  readonly corrections: gcp.bigquery.Table;
   readonly views: Readonly<Record<ViewName, gcp.bigquery.Table>>;
   /** `project.dataset.table`, the worker's BIGQUERY_TABLE. */
   readonly tableRef: pulumi.Output<string>;
@@ -68,9 +79,12 @@ export class Warehouse extends DoclineComponent {
   readonly viewRefs: Readonly<Record<ViewName, pulumi.Output<string>>>;
 
   constructor(name: string, args: WarehouseArgs, opts?: pulumi.ComponentResourceOptions) {
-    super('docline:index:Warehouse', name, opts);
+    super(WAREHOUSE_TYPE, name, opts);
     const deletionProtection = args.deletionProtection ?? true;
-    const table = tableVersionNames(name, args.tableVersion ?? 1);
+    const version = args.tableVersion ?? 1;
+    const table = tableVersionNames(name, version);
+    const aliases = (child: (component: string) => string) =>
+      renamedChildAliases(name, args.stableName, WAREHOUSE_TYPE, child);
     this.dataset = new gcp.bigquery.Dataset(
       `${name}-dataset`,
       {
@@ -80,7 +94,7 @@ export class Warehouse extends DoclineComponent {
         description: 'docline: one row per document delivery that won, and the views to read them.',
         deleteContentsOnDestroy: !deletionProtection,
       },
-      { ...this.child, ...keptData(deletionProtection) },
+      { ...this.child, ...keptData(deletionProtection), aliases: aliases((c) => `${c}-dataset`) },
     );
     this.table = new gcp.bigquery.Table(
       table.logicalName,
@@ -99,7 +113,27 @@ export class Warehouse extends DoclineComponent {
       // here. Where data is kept the table is protected, so that `up` stops until an operator
       // unprotects it on purpose; being retained, the old table then stays in BigQuery with every row
       // for the migration statement to move (docs/architecture.md, "Migrating a table of the earlier layout").
-      { ...this.child, ...keptData(deletionProtection) },
+      {
+        ...this.child,
+        ...keptData(deletionProtection),
+        aliases: aliases((c) => tableVersionNames(c, version).logicalName),
+      },
+    );
+    // Corrections are work people did: kept like the rows. Beside the table, never in it.
+    this.corrections = new gcp.bigquery.Table(
+      `${name}-corrections`,
+      {
+        project: args.project,
+        datasetId: this.dataset.datasetId,
+        tableId: CORRECTIONS_TABLE,
+        description:
+          'Corrections of the rows (field, new value, who, when, why), keyed by dedup key; the documents view applies the latest of each field.',
+        schema: JSON.stringify(bigQueryCorrectionsSchema()),
+        timePartitioning: { type: 'DAY', field: PARTITION_COLUMN },
+        clusterings: ['dedup_key', 'field'],
+        deletionProtection,
+      },
+      { ...this.child, ...keptData(deletionProtection), aliases: aliases((c) => `${c}-corrections`) },
     );
     // Built from the inputs, not the table's outputs, so that the view SQL is known at preview.
     this.tableRef = pulumi.interpolate`${args.project}.${args.datasetId}.${table.tableId}`;
@@ -119,7 +153,7 @@ export class Warehouse extends DoclineComponent {
           deletionProtection: false,
         },
         // BigQuery refuses a view over a table that does not exist yet.
-        { parent: this, dependsOn: [this.table] },
+        { parent: this, dependsOn: [this.table, this.corrections] },
       );
       viewRefs[view] = pulumi.interpolate`${args.project}.${args.datasetId}.${view}`;
     }

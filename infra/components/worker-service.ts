@@ -8,6 +8,21 @@ import { grantsSettled } from './lifecycle';
 /** The container port; Cloud Run passes it to the worker as PORT. */
 const CONTAINER_PORT = 8080;
 
+/**
+ * The startup probe. `/healthz` reads the table's metadata from BigQuery, which on a cold instance
+ * first fetches a token: Cloud Run's default probe timeout (1 s) would fail a slow but healthy
+ * start, and with it the revision and the deploy. Each attempt gets 8 s (timeoutSeconds may not
+ * exceed periodSeconds, terraform-provider-google resource_cloud_run_v2_service.go), and 24 attempts
+ * 10 s apart give a start 240 s, the most Cloud Run allows a startup probe (failureThreshold ×
+ * periodSeconds).
+ */
+export const STARTUP_PROBE = Object.freeze({
+  httpGet: { path: '/healthz' },
+  timeoutSeconds: 8,
+  periodSeconds: 10,
+  failureThreshold: 24,
+});
+
 /** Arguments of {@link WorkerService}. */
 export interface WorkerServiceArgs {
   /**
@@ -44,6 +59,40 @@ export interface WorkerServiceArgs {
   table: pulumi.Resource;
   /** The audience push tokens carry; added to the service's custom audiences. */
   pushAudience: pulumi.Input<string>;
+  /**
+   * The Artifact Registry repository of an image built elsewhere, when it lies in another project
+   * ({@link foreignImageRepository}), and the stack project's number: Cloud Run's service agent is
+   * given read on it. Undefined for an image of the stack's own project or repository.
+   */
+  imageRepository?: { repository: ImageRepository; projectNumber: pulumi.Input<string> };
+}
+
+/** An Artifact Registry Docker repository, as an image reference names it. */
+export interface ImageRepository {
+  location: string;
+  project: string;
+  repository: string;
+}
+
+/**
+ * The repository of `image` (`LOCATION-docker.pkg.dev/PROJECT/REPOSITORY/…`) when it is in another
+ * project than `project`; undefined otherwise (or for an image not in Artifact Registry). Cloud Run
+ * pulls with its service agent (`service-NUMBER@serverless-robot-prod.iam.gserviceaccount.com`),
+ * which reads same-project repositories by its own role but needs `roles/artifactregistry.reader`
+ * on a repository of another project, or the first revision cannot pull and the create fails.
+ */
+export function foreignImageRepository(
+  image: string | undefined,
+  project: string,
+): ImageRepository | undefined {
+  const match = /^([a-z0-9-]+)-docker\.pkg\.dev\/([^/]+)\/([^/]+)\//.exec(image ?? '');
+  if (match === null || match[2] === project) return undefined;
+  return { location: match[1]!, project: match[2]!, repository: match[3]! };
+}
+
+/** Cloud Run's service agent of a project: Google's fixed name, created when the Run API is enabled. */
+export function cloudRunServiceAgent(projectNumber: string): string {
+  return `serviceAccount:service-${projectNumber}@serverless-robot-prod.iam.gserviceaccount.com`;
 }
 
 /**
@@ -176,7 +225,25 @@ export class WorkerService extends DoclineComponent {
       { project, role: 'roles/aiplatform.user', member: worker },
       this.child,
     );
-    this.grants = [objectViewer, memoCreator, memoViewer, dataEditor, jobUser, vertexUser];
+    // The image's repository in another project: the service agent that pulls may read it. The agent
+    // exists once the Run API is on (the component waits for the APIs), so no bootstrap by hand.
+    const imagePull =
+      args.imageRepository === undefined
+        ? []
+        : [
+            new gcp.artifactregistry.RepositoryIamMember(
+              `${name}-image-reader`,
+              {
+                project: args.imageRepository.repository.project,
+                location: args.imageRepository.repository.location,
+                repository: args.imageRepository.repository.repository,
+                role: 'roles/artifactregistry.reader',
+                member: pulumi.output(args.imageRepository.projectNumber).apply(cloudRunServiceAgent),
+              },
+              this.child,
+            ),
+          ];
+    this.grants = [objectViewer, memoCreator, memoViewer, dataEditor, jobUser, vertexUser, ...imagePull];
     const grantsPropagated = grantsSettled(`${name}-grants-settle`, this.grants, this.child);
 
     // Derived from the account id rather than read from the account, so that the environment is
@@ -239,7 +306,7 @@ export class WorkerService extends DoclineComponent {
                 limits: { cpu: config.worker.cpu, memory: config.worker.memory },
                 startupCpuBoost: true,
               },
-              startupProbe: { httpGet: { path: '/healthz' }, periodSeconds: 2, failureThreshold: 15 },
+              startupProbe: STARTUP_PROBE,
             },
           ],
         },

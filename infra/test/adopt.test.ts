@@ -74,7 +74,7 @@ describe('adoptionImport', () => {
       [...script, '--project', 'p', '--stack', 'prod', '--region', 'europe-west1', '--bucket', 'b'],
       { cwd: ROOT },
     );
-    expect(JSON.parse(stdout).resources).toHaveLength(7);
+    expect(JSON.parse(stdout).resources).toHaveLength(8);
     await expect(run(process.execPath, [...script, '--project', 'p'], { cwd: ROOT })).rejects.toMatchObject({
       code: 2,
       stderr: expect.stringMatching(/^ERROR: usage: .*missing: --stack, --region, --bucket/),

@@ -384,7 +384,7 @@ describe('parseStackConfig: the volume (documentsPerDay)', () => {
     );
     const million = parseStackConfig('p', 'dev', { documentsPerDay: '1000000' });
     expect(million.documentsPerDay).toBe(1_000_000);
-    // Two days of keys (a MERGE across midnight) × 75 bytes × the margin.
+    // Two days of keys (a MERGE across midnight), each a busiest (3×) day, every key of the longest planned length.
     expect(million.delivery.maximumBytesBilled).toBe(requiredMaximumBytesBilled(1_000_000));
     expect(million.delivery.maximumBytesBilled).toBeGreaterThan(DELIVERY_DEFAULTS.maximumBytesBilled);
     expect(million.delivery.maximumBytesBilled).toBeGreaterThanOrEqual(maximumEstimateBytes(1_000_000));
@@ -403,7 +403,7 @@ describe('parseStackConfig: the volume (documentsPerDay)', () => {
       parseStackConfig('p', 'dev', { documentsPerDay: '1000000', maximumBytesBilled: '100000000' }),
     ).toThrow(StackConfigError);
     // The same cap carries the volume it is enough for; append mode runs no MERGE.
-    expect(volumeProblems({ documentsPerDay: '100000', maximumBytesBilled: '100000000' })).toEqual([]);
+    expect(volumeProblems({ documentsPerDay: '10000', maximumBytesBilled: '100000000' })).toEqual([]);
     expect(
       volumeProblems({ documentsPerDay: '1000000', maximumBytesBilled: '100000000', writeMode: 'append' }),
     ).toEqual([]);

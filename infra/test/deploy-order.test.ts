@@ -7,6 +7,7 @@
 
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { promqlMetricName } from '../components/dashboard';
 import { REQUIRED_APIS } from '../components/foundation';
 import { TABLE_ID } from '../components/warehouse';
 import {
@@ -107,9 +108,11 @@ function policiesOnLogMetrics(
   return ofType(run, T.alert)
     .map((policy) => {
       const conditions = JSON.stringify(policy.inputs.conditions);
-      const metrics = ofType(run, T.metric).filter((m) =>
-        conditions.includes(`logging.googleapis.com/user/${String(m.outputs.name)}\\"`),
-      );
+      // In a filter (`metric.type = "logging.googleapis.com/user/NAME"`) or in PromQL (its mapped name).
+      const metrics = ofType(run, T.metric).filter((m) => {
+        const metric = `logging.googleapis.com/user/${String(m.outputs.name)}`;
+        return conditions.includes(`${metric}\\"`) || conditions.includes(`${promqlMetricName(metric)}{`);
+      });
       return { policy, metrics };
     })
     .filter((p) => p.metrics.length > 0);
@@ -200,7 +203,13 @@ describe.each([
   it(CASE.alerts, () => {
     const policies = policiesOnLogMetrics(run);
     expect(policies.map((p) => p.policy.name).sort()).toEqual(
-      [`docline-${stack}-alerts-duplicate-rate`, `docline-${stack}-reconcile-missing`].sort(),
+      [
+        `docline-${stack}-alerts-duplicate-rate`,
+        `docline-${stack}-reconcile-missing`,
+        `docline-${stack}-operations-no-throughput`,
+        `docline-${stack}-operations-gemini-rate-limited`,
+        `docline-${stack}-operations-duplicate-check-not-run`,
+      ].sort(),
     );
     for (const { policy, metrics } of policies) {
       const sleeps = ofType(run, T.sleep).filter((s) => waitsFor(run, policy).has(s.urn));

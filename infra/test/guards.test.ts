@@ -3,20 +3,29 @@
  * from what the engine receives under Pulumi's mocks, on the stack files. A `StackReference` to the
  * stack itself is a read the mocks answer, so "the last `up` exported X" is a test input.
  */
+import { firstComponentNames } from '../components/component';
 import { Delivery } from '../components/delivery';
-import { documentRetention } from '../components/document-bucket';
-import { TABLE_ID } from '../components/warehouse';
+import { DocumentBucket, documentRetention } from '../components/document-bucket';
+import { RegionalLogs } from '../components/regional-logs';
+import { TABLE_ID, Warehouse } from '../components/warehouse';
 import { parseStackConfig, StackConfigError } from '../config';
-import { knobChangeProblems, regionProblems } from '../stack-guards';
+import {
+  knobChangeProblems,
+  normalisedLocation,
+  regionProblems,
+  retentionDecreaseProblems,
+} from '../stack-guards';
 import {
   type CapturedResource,
   MOCK_DEPLOYED_IMAGE,
+  MOCK_PROJECT_NUMBER,
   ofType,
   one,
   type ProgramRun,
   REGISTERED_BEFORE_FAILURE,
   runProgram,
   stackConfig,
+  waitsFor,
 } from './harness';
 
 const T = {
@@ -68,7 +77,7 @@ describe('data-bearing resources', () => {
     const dev = await runProgram(stackConfig('dev'));
 
     const kept = dataBearing(prod).map((r) => [r.name, r.options.protect]);
-    expect(kept).toHaveLength(8);
+    expect(kept).toHaveLength(9);
     expect(kept.filter(([, protect]) => !protect)).toEqual([]);
     for (const r of dataBearing(prod).filter((r) => r.type !== T.topic && r.type !== T.subscription)) {
       expect([r.name, r.options.retainOnDelete]).toEqual([r.name, true]);
@@ -76,14 +85,24 @@ describe('data-bearing resources', () => {
     expect(dataBearing(dev).filter((r) => r.options.protect || r.options.retainOnDelete)).toEqual([]);
   });
 
-  it('keep their messages in the region, in transit too', async () => {
+  it('keep their messages at rest in the region, and never refuse a publish for the region it came from', async () => {
     const run = await runProgram(stackConfig('dev'));
+    // Cloud Storage and Pub/Sub's dead-lettering publish from regions Google does not document:
+    // with enforceInTransit such a publish is refused (FAILED_PRECONDITION) and the upload is lost.
     for (const topic of ofType(run, T.topic)) {
-      expect(topic.inputs.messageStoragePolicy).toEqual({
-        allowedPersistenceRegions: ['europe-west1'],
-        enforceInTransit: true,
-      });
+      expect([topic.name, topic.inputs.messageStoragePolicy]).toEqual([
+        topic.name,
+        { allowedPersistenceRegions: ['europe-west1'], enforceInTransit: false },
+      ]);
     }
+  });
+
+  it('keep the uploads on the topic as long as the subscription does, so a replacement can be seeked back', async () => {
+    const run = await runProgram(stackConfig('prod', { 'docline:messageRetentionSeconds': '86400' }), {
+      stack: 'prod',
+    });
+    expect(one(run, T.topic, '-uploads').inputs.messageRetentionDuration).toBe('86400s');
+    expect(one(run, T.subscription, '-push').inputs.messageRetentionDuration).toBe('86400s');
   });
 });
 
@@ -139,6 +158,90 @@ describe('the notification across a rename of its component', () => {
 
   it('needs no alias while the component keeps its name', async () => {
     expect(one(await runProgram(stackConfig('dev')), T.notification).options.aliases).toEqual([]);
+  });
+});
+
+describe('the data-bearing resources across a rename of their component (or of the prefix)', () => {
+  const project = 'docline-dev-example';
+  /** One component alone under another name, as a refactor would leave it, with or without its stable name. */
+  const programs: Record<string, (stable: boolean) => () => Promise<Record<string, unknown>>> = {
+    'documents bucket': (stable) => async () => {
+      new DocumentBucket('dl-dev-uploads', {
+        project,
+        location: 'EU',
+        region: 'europe-west1',
+        forceDestroy: true,
+        keepData: false,
+        messageRetentionSeconds: 604800,
+        ...(stable ? { stableName: firstComponentNames('dev').documents } : {}),
+      });
+      return {};
+    },
+    'dataset and table': (stable) => async () => {
+      new Warehouse('dl-dev-rows', {
+        project,
+        location: 'EU',
+        datasetId: 'docline_dev',
+        deletionProtection: false,
+        ...(stable ? { stableName: firstComponentNames('dev').warehouse } : {}),
+      });
+      return {};
+    },
+    'log bucket': (stable) => async () => {
+      new RegionalLogs('dl-dev-lines', {
+        project,
+        prefix: 'docline-dev',
+        region: 'europe-west1',
+        keepData: false,
+        sources: ['resource.type = "cloud_run_revision"'],
+        ...(stable ? { stableName: firstComponentNames('dev').logs } : {}),
+      });
+      return {};
+    },
+  };
+  const kept = (run: ProgramRun) =>
+    run.resources.filter(
+      (r) =>
+        (r.type === T.bucket && !r.name.includes('memo')) ||
+        r.type === T.dataset ||
+        (r.type === T.table && r.inputs.view === undefined) ||
+        r.type === T.logBucket,
+    );
+
+  it.each(Object.keys(programs))(
+    '%s: the renamed resource aliases the URN the stack deployed',
+    async (part) => {
+      // A resource is its type and its name's last part (the table and the corrections table share a type).
+      const id = (r: { type: string; name: string }) => `${r.type} ${r.name.split('-').pop()}`;
+      const deployed = new Map(kept(await runProgram(stackConfig('dev'))).map((r) => [id(r), r.urn]));
+      const after = kept(await runProgram(stackConfig('dev'), { program: programs[part]!(true) }));
+      expect(after.length).toBeGreaterThan(0);
+      for (const r of after) {
+        expect(deployed.get(id(r))).toBeDefined();
+        expect(r.urn).not.toBe(deployed.get(id(r)));
+        // The engine resolves the alias to the deployed resource: no new bucket, no forceDestroy of the old.
+        expect([r.name, r.options.aliases]).toEqual([r.name, [deployed.get(id(r))]]);
+      }
+    },
+  );
+
+  it.each(Object.keys(programs))(
+    '%s: without the stable name it would be a new resource (what the alias prevents)',
+    async (part) => {
+      const after = kept(await runProgram(stackConfig('dev'), { program: programs[part]!(false) }));
+      for (const r of after) expect(r.options.aliases).toEqual([]);
+    },
+  );
+
+  it('are spelled from the stack name, never from the prefix, and need no alias while the names hold', async () => {
+    expect(firstComponentNames('prod')).toEqual({
+      documents: 'docline-prod-documents',
+      warehouse: 'docline-prod-warehouse',
+      logs: 'docline-prod-logs',
+      delivery: 'docline-prod-delivery',
+    });
+    const run = await runProgram(stackConfig('dev'));
+    expect(kept(run).filter((r) => r.options.aliases.length > 0)).toEqual([]);
   });
 });
 
@@ -217,6 +320,140 @@ describe('knobs fixed at deploy', () => {
   });
 });
 
+describe('knobs fixed at deploy, after a first up that wrote no outputs', () => {
+  const image = `europe-west1-docker.pkg.dev/docline-prod-example/docline-images/worker@sha256:${'e'.repeat(64)}`;
+  const memo = 'docline-prod-memo-docline-prod-example';
+  const labelled = {
+    [memo]: {
+      location: 'EU',
+      labels: {
+        'docline-role': 'memo',
+        'docline-dedup-key-mode': 'object',
+        'docline-region': 'europe-west1',
+        'docline-data-location': 'eu',
+      },
+    },
+  };
+
+  it('records the deployed values on the memo bucket, one of the first resources created', async () => {
+    const run = await runProgram(stackConfig('prod', { 'docline:image': image }), {
+      stack: 'prod',
+      deployed: {},
+    });
+    expect(one(run, T.bucket, '-memo-bucket').inputs.labels).toEqual(labelled[memo].labels);
+  });
+
+  it.each([
+    [
+      'dataLocation',
+      { 'docline:dataLocation': 'europe-west1' },
+      /dataLocation is deployed as EU and now set to europe-west1/,
+    ],
+    [
+      'dedupKeyMode',
+      { 'docline:dedupKeyMode': 'message' },
+      /dedupKeyMode is deployed as object and now set to message/,
+    ],
+  ])(
+    'refuses a change of %s read from those labels when the stack has no outputs yet',
+    async (_knob, change, message) => {
+      const error = await failure(
+        runProgram(stackConfig('prod', { 'docline:image': image, ...change }), {
+          stack: 'prod',
+          deployed: {},
+          buckets: labelled,
+        }),
+      );
+      expect(error.message).toMatch(message);
+      expect(error[REGISTERED_BEFORE_FAILURE]).toEqual([]);
+    },
+  );
+
+  it('takes a stack whose memo bucket does not exist as never deployed', async () => {
+    const run = await runProgram(
+      stackConfig('prod', { 'docline:image': image, 'docline:dedupKeyMode': 'message' }),
+      {
+        stack: 'prod',
+        deployed: {},
+      },
+    );
+    expect(run.outputs.deployedSettings).toEqual({ ...DEPLOYED, dedupKeyMode: 'message' });
+  });
+});
+
+describe('retentions lowered on a running stack', () => {
+  const RETAINED = { messageRetentionSeconds: 604800, deadLetterRetentionSeconds: 604800 };
+  const deployed = { ...deployedStack(), deployedRetention: RETAINED };
+
+  it.each([
+    ['messageRetentionSeconds', '86400', /push subscription drops every undelivered upload older than that/],
+    ['deadLetterRetentionSeconds', '604800', /drop every dead letter older than that/],
+  ])(
+    'refuses a lower %s before declaring anything, naming the way back and the allowance',
+    async (knob, lower, why) => {
+      const error = await failure(
+        runProgram(stackConfig('prod', { [`docline:${knob}`]: lower }), {
+          stack: 'prod',
+          deployed: { ...deployed, deployedRetention: { ...RETAINED, [knob]: 691200 } },
+        }),
+      );
+      expect(error).toBeInstanceOf(StackConfigError);
+      expect(error.message).toMatch(new RegExp(`${knob} is deployed as 691200 s and now set to ${lower} s`));
+      expect(error.message).toMatch(why);
+      expect(error.message).toMatch(new RegExp(`docline:allowKnobChange ${knob}`));
+      expect(error[REGISTERED_BEFORE_FAILURE]).toEqual([]);
+    },
+  );
+
+  it('accepts a raise, the same value, a first deploy, and a decrease declared once with allowKnobChange', async () => {
+    const raised = await runProgram(
+      stackConfig('prod', { 'docline:messageRetentionSeconds': '691200', 'docline:dedupWindowDays': '17' }),
+      { stack: 'prod', deployed },
+    );
+    expect(raised.outputs.deployedRetention).toEqual({ ...RETAINED, messageRetentionSeconds: 691200 });
+    expect(
+      retentionDecreaseProblems(undefined, { ...RETAINED, messageRetentionSeconds: 600 }, undefined),
+    ).toEqual([]);
+    const allowed = await runProgram(
+      stackConfig('prod', {
+        'docline:messageRetentionSeconds': '86400',
+        'docline:allowKnobChange': 'messageRetentionSeconds',
+      }),
+      { stack: 'prod', deployed },
+    );
+    expect(allowed.outputs.deployedRetention).toEqual({ ...RETAINED, messageRetentionSeconds: 86400 });
+  });
+
+  it('refuses an allowance left in place after the decrease', () => {
+    expect(retentionDecreaseProblems(RETAINED, RETAINED, 'deadLetterRetentionSeconds')[0]).toMatch(
+      /allowKnobChange names deadLetterRetentionSeconds, which does not go down/,
+    );
+  });
+});
+
+describe('locations as Google spells them', () => {
+  it.each([
+    ['eu', 'EU'],
+    [' Us ', 'US'],
+    ['Europe-West4', 'europe-west4'],
+  ])('normalises %j to %j', (typed, stored) => {
+    expect(normalisedLocation(typed)).toBe(stored);
+  });
+
+  it('accepts `eu` on a stack deployed with `EU`, and stores it as EU (no fixed-knob change)', async () => {
+    const run = await runProgram(
+      stackConfig('prod', { 'docline:dataLocation': 'eu', 'docline:region': 'Europe-West1' }),
+      { stack: 'prod', deployed: deployedStack() },
+    );
+    expect(run.outputs.deployedSettings).toEqual(DEPLOYED);
+    expect(one(run, T.bucket, '-documents-bucket').inputs.location).toBe('EU');
+  });
+
+  it('accepts `EU` on a stack that deployed `eu` before config was normalised', () => {
+    expect(knobChangeProblems({ ...DEPLOYED, dataLocation: 'eu' }, DEPLOYED, undefined)).toEqual([]);
+  });
+});
+
 describe('region inside dataLocation', () => {
   it.each([
     ['europe-west2', 'EU'],
@@ -262,7 +499,8 @@ describe('a schema change BigQuery cannot apply in place (tableVersion)', () => 
       stack: 'prod',
       deployed: deployedStack(),
     });
-    const tableOf = (run: ProgramRun) => ofType(run, T.table).filter((t) => t.inputs.view === undefined);
+    const tableOf = (run: ProgramRun) =>
+      ofType(run, T.table).filter((t) => t.inputs.view === undefined && t.inputs.tableId !== 'corrections');
     const [old] = tableOf(v1);
     const [next] = tableOf(v2);
 
@@ -336,6 +574,41 @@ describe('the image of a promoted-image stack (prod)', () => {
     expect(run.outputs.image).toBe(promoted);
   });
 
+  it('lets Cloud Run’s service agent read a promoted image of another project, before the service', async () => {
+    const promoted = `europe-west1-docker.pkg.dev/ci/docline-images/worker@sha256:${'e'.repeat(64)}`;
+    const run = await runProgram(stackConfig('prod', { 'docline:image': promoted }), {
+      stack: 'prod',
+      deployed: deployedStack(),
+    });
+    const grant = one(run, 'gcp:artifactregistry/repositoryIamMember:RepositoryIamMember');
+    expect(grant.inputs).toEqual({
+      project: 'ci',
+      location: 'europe-west1',
+      repository: 'docline-images',
+      role: 'roles/artifactregistry.reader',
+      member: `serviceAccount:service-${MOCK_PROJECT_NUMBER}@serverless-robot-prod.iam.gserviceaccount.com`,
+    });
+    // The agent exists once the Run API is on; the first revision pulls only after the grant settled.
+    expect(
+      waitsFor(run, grant).has(
+        ofType(run, 'gcp:projects/service:Service').find((a) => a.inputs.service === 'run.googleapis.com')!
+          .urn,
+      ),
+    ).toBe(true);
+    expect(waitsFor(run, one(run, T.run)).has(grant.urn)).toBe(true);
+    const settle = one(run, 'time:index/sleep:Sleep', '-worker-grants-settle');
+    expect(waitsFor(run, settle).has(grant.urn)).toBe(true);
+  });
+
+  it('grants nothing for an image of the stack’s own project', async () => {
+    const own = `europe-west1-docker.pkg.dev/docline-prod-example/docline-images/worker@sha256:${'e'.repeat(64)}`;
+    const run = await runProgram(stackConfig('prod', { 'docline:image': own }), {
+      stack: 'prod',
+      deployed: deployedStack(),
+    });
+    expect(ofType(run, 'gcp:artifactregistry/repositoryIamMember:RepositoryIamMember')).toEqual([]);
+  });
+
   it('refuses a first deploy without a promoted digest, saying how to get one', async () => {
     const error = await failure(runProgram(stackConfig('prod'), { stack: 'prod', deployed: {} }));
     expect(error.message).toMatch(
@@ -350,16 +623,68 @@ describe('document retention (documentRetentionYears)', () => {
     expect(one(run, T.bucket, '-documents-bucket').inputs.retentionPolicy).toBeUndefined();
   });
 
-  it('holds every document for whole calendar years, never locked by the stack', async () => {
+  it('holds every document for whole calendar years, unlocked unless the stack says so', async () => {
     const run = await runProgram(stackConfig('prod', { 'docline:documentRetentionYears': '10' }), {
       stack: 'prod',
     });
     // 10 years with their leap days: 3,653 days.
     expect(one(run, T.bucket, '-documents-bucket').inputs.retentionPolicy).toEqual({
       retentionPeriod: String(3653 * 86400),
+      isLocked: false,
     });
     expect(one(run, T.bucket, '-memo-bucket').inputs.retentionPolicy).toBeUndefined();
     expect(documentRetention(0)).toBeUndefined();
+  });
+
+  it('locks the policy in the program, so the provider never meets a lock it does not know', async () => {
+    // A lock made by hand: the next refresh reads is_locked true, the program says false, and the
+    // provider forces a new bucket (ForceNewIfChange on retention_policy.0.is_locked).
+    const run = await runProgram(
+      stackConfig('prod', {
+        'docline:documentRetentionYears': '10',
+        'docline:documentRetentionLocked': 'true',
+      }),
+      { stack: 'prod' },
+    );
+    expect(one(run, T.bucket, '-documents-bucket').inputs.retentionPolicy).toMatchObject({ isLocked: true });
+    expect(run.outputs.documentRetention).toEqual({ years: 10, locked: true });
+    expect(() => parseStackConfig('p', 'dev', { documentRetentionLocked: 'true' })).toThrow(
+      /documentRetentionLocked needs documentRetentionYears above 0/,
+    );
+  });
+
+  it('refuses to unlock, or to shorten, a policy it deployed locked', async () => {
+    const deployed = { ...deployedStack(), documentRetention: { years: 10, locked: true } };
+    const unlocked = await failure(
+      runProgram(stackConfig('prod', { 'docline:documentRetentionYears': '10' }), {
+        stack: 'prod',
+        deployed,
+      }),
+    );
+    expect(unlocked.message).toMatch(
+      /documentRetentionLocked is deployed as true and now false: a locked retention policy can never be removed/,
+    );
+    expect(unlocked[REGISTERED_BEFORE_FAILURE]).toEqual([]);
+    const shorter = await failure(
+      runProgram(
+        stackConfig('prod', {
+          'docline:documentRetentionYears': '8',
+          'docline:documentRetentionLocked': 'true',
+        }),
+        { stack: 'prod', deployed },
+      ),
+    );
+    expect(shorter.message).toMatch(
+      /documentRetentionYears is deployed as 10 under a locked policy and now set to 8/,
+    );
+    const longer = await runProgram(
+      stackConfig('prod', {
+        'docline:documentRetentionYears': '12',
+        'docline:documentRetentionLocked': 'true',
+      }),
+      { stack: 'prod', deployed },
+    );
+    expect(longer.outputs.documentRetention).toEqual({ years: 12, locked: true });
   });
 
   it('refuses a period Cloud Storage does not take', () => {

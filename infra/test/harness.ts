@@ -73,6 +73,8 @@ export interface CapturedResource {
   readonly propertyDependencies: Readonly<Record<string, readonly string[]>>;
   /** Its resource options (protect, deleteBeforeReplace, retainOnDelete, …). */
   readonly options: CapturedOptions;
+  /** The provider reference it was registered with (`URN::ID`), empty for the default provider. */
+  readonly provider: string;
 }
 
 /** One provider function call (invoke) the program made. */
@@ -107,6 +109,11 @@ export interface RunOptions {
    * deployed before `deployedSettings` existed, running {@link MOCK_DEPLOYED_IMAGE}; `{}`: never deployed.
    */
   deployed?: Record<string, unknown>;
+  /**
+   * Buckets that exist in the cloud, by name, as `gcp.storage.getBucket` reads them (labels and
+   * location); any other name is not found. Default none.
+   */
+  buckets?: Record<string, { location: string; labels: Record<string, string> }>;
   /** Another program to run instead of docline (a component alone); default the docline program. */
   program?: () => Promise<Record<string, unknown>>;
 }
@@ -136,6 +143,7 @@ interface RegisterRequest {
   getIgnorechangesList(): string[];
   getReplaceonchangesList(): string[];
   getAliasesList(): AliasProto[];
+  getProvider(): string;
   getPropertydependenciesMap(): {
     forEach(fn: (value: { getUrnsList(): string[] }, key: string) => void): void;
   };
@@ -212,6 +220,14 @@ export async function runProgram(
         return { id, state };
       },
       call(args) {
+        if (args.token === 'gcp:storage/getBucket:getBucket') {
+          const bucket = options.buckets?.[String(args.inputs.name)];
+          // What the provider answers for a bucket that does not exist.
+          if (bucket === undefined)
+            throw new Error(`googleapi: Error 404: The specified bucket does not exist.`);
+          invokes.push({ token: args.token, inputs: args.inputs, registeredBefore: [...registered] });
+          return { name: args.inputs.name, ...bucket };
+        }
         const result = invokeResult(args.token, args.inputs, project);
         invokes.push({ token: args.token, inputs: args.inputs, registeredBefore: [...registered] });
         return result;
@@ -252,6 +268,7 @@ export async function runProgram(
           outputs: withoutUnknowns(rawOutputs) as Record<string, unknown>,
           dependencies: request.getDependenciesList(),
           propertyDependencies,
+          provider: request.getProvider(),
           options: {
             protect: request.getProtect() ?? false,
             deleteBeforeReplace: request.getDeletebeforereplace(),

@@ -198,7 +198,7 @@ describe('the docline program with the dev stack file', () => {
 
   describe('warehouse', () => {
     it('generates the table schema from the row contract, partitioned by day and clustered on the lookup key first', () => {
-      const table = ofType(run, T.table).filter((t) => !isView(t));
+      const table = ofType(run, T.table).filter((t) => !isView(t) && t.inputs.tableId !== 'corrections');
 
       expect(table).toHaveLength(1);
       expect(JSON.parse(table[0]!.inputs.schema as string)).toEqual(bigQuerySchema());
@@ -250,6 +250,19 @@ describe('the docline program with the dev stack file', () => {
       expect(service.inputs.deletionProtection).toBe(false);
     });
 
+    it('gives its startup probe time for a cold BigQuery read: never Cloud Run’s 1 s default', () => {
+      const probe = (
+        one(run, T.run).inputs.template as { containers: Array<{ startupProbe: Record<string, number> }> }
+      ).containers[0]!.startupProbe;
+      expect(probe).toMatchObject({ httpGet: { path: '/healthz' } });
+      // Unset, Cloud Run times an attempt out after 1 s (the provider's default).
+      expect(probe.timeoutSeconds).toBeGreaterThanOrEqual(5);
+      expect(probe.timeoutSeconds).toBeLessThanOrEqual(probe.periodSeconds!);
+      // Cloud Run allows a startup probe failureThreshold × periodSeconds of 240 s at most.
+      expect(probe.failureThreshold! * probe.periodSeconds!).toBeLessThanOrEqual(240);
+      expect(probe.failureThreshold! * probe.periodSeconds!).toBeGreaterThanOrEqual(120);
+    });
+
     it('derives the worker environment from the stack', () => {
       expect(env(one(run, T.run))).toEqual({
         DOCLINE_READER: 'gcs',
@@ -257,7 +270,7 @@ describe('the docline program with the dev stack file', () => {
         GOOGLE_CLOUD_PROJECT: project,
         // Next to the data (EU), not `global`.
         GOOGLE_CLOUD_LOCATION: 'europe-west1',
-        GEMINI_MODEL: 'gemini-2.5-flash',
+        GEMINI_MODEL: 'gemini-3.5-flash-lite',
         BIGQUERY_TABLE: `${project}.docline_dev.${TABLE_ID}`,
         BIGQUERY_LOCATION: 'EU',
         MEMO_BUCKET: `docline-dev-memo-${project}`,
@@ -387,8 +400,10 @@ describe('the docline program with the dev stack file', () => {
       const condition = thresholdOf(one(run, T.alert, '-duplicate-rate'));
 
       expect(duplicates.inputs.filter).toBe(
-        `resource.type = "cloud_run_revision" AND resource.labels.service_name = "${service}" AND jsonPayload.status = "duplicate"`,
+        // The deploy canary (docline-canary/) is left out of the duplicate share, never out of the answers.
+        `resource.type = "cloud_run_revision" AND resource.labels.service_name = "${service}" AND jsonPayload.status = "duplicate" AND NOT jsonPayload.objectUri =~ "^gs://[^/]+/docline-canary/"`,
       );
+      expect(all.inputs.filter).not.toContain('docline-canary');
       expect(all.inputs.filter).toContain('jsonPayload.status = ("ok" OR "rejected" OR "duplicate")');
       expect(condition.filter).toContain(`logging.googleapis.com/user/${duplicates.outputs.name}`);
       expect(condition.denominatorFilter).toContain(`logging.googleapis.com/user/${all.outputs.name}`);
@@ -498,11 +513,15 @@ describe('the docline program with the dev stack file', () => {
           duplicate_invoices: `${project}.docline_dev.duplicate_invoices`,
         },
         workerUrl: one(run, T.run).outputs.uri,
+        workerServiceName: one(run, T.run).outputs.name,
+        logBucket: one(run, 'gcp:logging/projectBucketConfig:ProjectBucketConfig').outputs.name,
         workerServiceAccount: `docline-dev-worker@${project}.iam.gserviceaccount.com`,
         pushServiceAccount: `docline-dev-push@${project}.iam.gserviceaccount.com`,
         dashboardUrl: `https://console.cloud.google.com/monitoring/dashboards/builder/docline-dev-dashboard-dashboard-0123abc?project=${project}`,
         reconcileJobName: one(run, T.job).outputs.name,
         deployedSettings: { dedupKeyMode: 'object', region: 'europe-west1', dataLocation: 'EU' },
+        deployedRetention: { messageRetentionSeconds: 604800, deadLetterRetentionSeconds: 604800 },
+        documentRetention: { years: 0, locked: false },
         tableVersion: 1,
       });
     });

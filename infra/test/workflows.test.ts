@@ -9,14 +9,20 @@ import {
   codeownersProblems,
   concurrencyProblems,
   gh,
+  hygieneProblems,
+  installScriptProblems,
   isPreviewJob,
   type Job,
   packSourceProblems,
   pinningProblems,
   previewCredentialProblems,
+  previewImageProblems,
   promotionProblems,
+  provenanceProblems,
   pullRequestCheckProblems,
+  runProblems,
   settingsProblems,
+  stackCheckProblems,
   toolVersionProblems,
   type Workflow,
   type WorkflowFile,
@@ -37,10 +43,32 @@ function broken(wf: WorkflowFile, change: (w: Workflow) => void, text = wf.text)
   return { file: wf.file, workflow, text };
 }
 
+const optional = (path: string) => {
+  try {
+    return readFileSync(join(ROOT, path), 'utf8');
+  } catch {
+    return undefined;
+  }
+};
+const repositoryFiles = {
+  dependabot: load(readFileSync(join(ROOT, '.github', 'dependabot.yml'), 'utf8')) as never,
+  dockerfile: readFileSync(join(ROOT, 'worker', 'Dockerfile'), 'utf8'),
+  license: optional('LICENSE'),
+  security: optional('SECURITY.md'),
+  packageLicense: (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { license?: string })
+    .license,
+};
+
 const deploy = read('deploy.yml');
 const preview = read('preview.yml');
 const all = [deploy, preview];
 const stepOf = (job: Job, prefix: string) => job.steps.find((s) => s.uses?.startsWith(prefix))!;
+/** The pulumi/actions step of a job that runs a command (the first one only installs the CLI). */
+const pulumiStep = (job: Job) =>
+  job.steps.find((s) => s.uses?.startsWith('pulumi/actions@') && s.with?.command)!;
+const withoutStep = (job: Job, pattern: RegExp) => {
+  job.steps = job.steps.filter((s) => !pattern.test(`${s.uses ?? ''} ${s.run ?? ''}`));
+};
 
 describe('the workflows as they are', () => {
   it.each([
@@ -51,7 +79,13 @@ describe('the workflows as they are', () => {
     ['pack source', () => packSourceProblems(all)],
     ['pull request checks', () => pullRequestCheckProblems(all)],
     ['promotion', () => promotionProblems(deploy)],
+    ['install scripts', () => installScriptProblems(all)],
+    ['preview image', () => previewImageProblems(all)],
+    ['stack check', () => stackCheckProblems(all)],
+    ['provenance', () => provenanceProblems(deploy)],
+    ['runs', () => runProblems(deploy)],
     ['settings', () => settingsProblems(all)],
+    ['hygiene', () => hygieneProblems(repositoryFiles)],
     ['CODEOWNERS', () => codeownersProblems(readFileSync(join(ROOT, '.github', 'CODEOWNERS'), 'utf8'))],
   ])('pass the %s rule', (_rule, problems) => {
     expect(problems()).toEqual([]);
@@ -168,7 +202,7 @@ describe('each rule catches what it is for', () => {
 
   it("a pack loaded from the pull request's tree, or with the pull request's packages", () => {
     const prTree = broken(preview, (w) => {
-      stepOf(w.jobs.preview!, 'pulumi/actions@').with!.policyPacks = 'policies';
+      pulumiStep(w.jobs.preview!).with!.policyPacks = 'policies';
     });
     expect(packSourceProblems([prTree])).toEqual([
       "preview.yml preview: the policy pack (policies) is loaded from the pull request's tree",
@@ -179,6 +213,119 @@ describe('each rule catches what it is for', () => {
     expect(packSourceProblems([prPackages])).toEqual([
       "preview.yml preview: the base branch's pack loads the pull request's packages",
     ]);
+  });
+
+  it('a pack the pull request can reach: checked out before its install, inside its workspace, or not checked untouched', () => {
+    const early = broken(preview, (w) => {
+      const steps = w.jobs.preview!.steps;
+      const base = steps.findIndex((s) => s.with?.path === '.policy-base');
+      const [checkout] = steps.splice(base, 1);
+      steps.splice(2, 0, checkout!);
+    });
+    expect(packSourceProblems([early])).toEqual([
+      "preview.yml preview: the base branch's pack is checked out before the pull request's packages are installed",
+    ]);
+    const inside = broken(preview, (w) => {
+      pulumiStep(w.jobs.preview!).with!.policyPacks = '.policy-base/policies';
+    });
+    expect(packSourceProblems([inside])).toEqual([
+      "preview.yml preview: the policy pack (.policy-base/policies) sits in the pull request's workspace, where its modules can resolve to the pull request's node_modules",
+    ]);
+    const unchecked = broken(preview, (w) => withoutStep(w.jobs.preview!, /check-policy-base\.sh record/));
+    expect(packSourceProblems([unchecked])).toEqual([
+      "preview.yml preview: the base branch's pack is not checked untouched before the preview",
+    ]);
+    const notAfter = broken(preview, (w) => {
+      w.jobs.preview!.steps.find((s) => s.run?.includes('check-policy-base.sh verify'))!.if = undefined;
+    });
+    expect(packSourceProblems([notAfter])).toEqual([
+      "preview.yml preview: the base branch's pack is not checked untouched after the preview",
+    ]);
+  });
+
+  it("a job holding a token that runs the packages' lifecycle scripts", () => {
+    const scripts = broken(preview, (w) => {
+      w.jobs.preview!.steps.find((s) => s.run === 'npm ci --ignore-scripts')!.run = 'npm ci';
+    });
+    expect(installScriptProblems([scripts])).toEqual([
+      'preview.yml preview: `npm ci` runs lifecycle scripts in a job that can obtain a token',
+    ]);
+    const dev = broken(deploy, (w) => {
+      w.jobs.dev!.steps.find((s) => s.run === 'npm ci --ignore-scripts')!.run = 'npm ci';
+    });
+    expect(installScriptProblems([dev])).toEqual([
+      'deploy.yml dev: `npm ci` runs lifecycle scripts in a job that can obtain a token',
+    ]);
+  });
+
+  it('a pull request preview that builds an image main would not deploy', () => {
+    const builds = broken(preview, (w) => {
+      delete pulumiStep(w.jobs.preview!).with!['config-map'];
+    });
+    expect(previewImageProblems([builds])).toEqual([
+      'preview.yml preview: the preview builds an image main would not deploy (no docline:promotedImage or docline:image)',
+    ]);
+  });
+
+  it('a first deploy that assumes the stack exists, or creates it', () => {
+    const unchecked = broken(deploy, (w) => withoutStep(w.jobs.prod!, /check-stack\.sh/));
+    expect(stackCheckProblems([unchecked])).toEqual([
+      'deploy.yml prod: runs Pulumi without first checking the stack exists',
+    ]);
+    const upsert = broken(deploy, (w) => {
+      pulumiStep(w.jobs.dev!).with!.upsert = true;
+    });
+    expect(stackCheckProblems([upsert])).toEqual([
+      'deploy.yml dev: creates the stack when it is missing (upsert)',
+    ]);
+  });
+
+  it('a deploy of an image without provenance, or of a run older than the deployed one', () => {
+    const unattested = broken(deploy, (w) => withoutStep(w.jobs.image!, /attest-build-provenance/));
+    expect(provenanceProblems(unattested)).toEqual([
+      'the image is pushed without build provenance of the digest built',
+    ]);
+    const unguarded = broken(deploy, (w) => withoutStep(w.jobs.prod!, /deploy-guard/));
+    expect(provenanceProblems(unguarded)).toEqual([
+      'prod: deploys without the deploy guard (provenance, no going backwards)',
+    ]);
+    const everyRunARollback = broken(deploy, (w) => {
+      const g = w.jobs.dev!.steps.find((s) => s.run?.includes('deploy-guard'))!;
+      g.run =
+        'node --import tsx .github/scripts/deploy-guard.ts --stack "$STACK" --image "$IMAGE_REF" --rollback';
+      delete g.env!.ROLLBACK_DIGEST;
+    });
+    expect(provenanceProblems(everyRunARollback)).toEqual([
+      'dev: the deploy guard does not know an explicit rollback from a run going backwards',
+    ]);
+    const shallow = broken(deploy, (w) => {
+      delete stepOf(w.jobs.dev!, 'actions/checkout@').with!['fetch-depth'];
+    });
+    expect(provenanceProblems(shallow)).toEqual([
+      'dev: a shallow checkout cannot tell whether the run descends from the deployed commit',
+    ]);
+    const unrecorded = broken(deploy, (w) => withoutStep(w.jobs.prod!, /stack tag set/));
+    expect(provenanceProblems(unrecorded)).toEqual(['prod: does not record the commit it deployed']);
+  });
+
+  it("a rollback that waits for main's tests and dev, an unchanged prod asked for approval again", () => {
+    const testsFirst = broken(deploy, (w) => {
+      w.jobs.test!.if = "github.ref == 'refs/heads/main'";
+      w.jobs.image!.if = "github.ref == 'refs/heads/main'";
+    });
+    expect(runProblems(testsFirst)).toEqual([
+      'a rollback of dev and prod: test runs',
+      'a rollback of prod alone: test runs',
+    ]);
+    const devFirst = broken(deploy, (w) => {
+      w.jobs.dev!.if = "github.ref == 'refs/heads/main'";
+      w.jobs['prod-preview']!.if = "github.ref == 'refs/heads/main'";
+    });
+    expect(runProblems(devFirst)).toEqual(['a rollback of prod alone: dev runs']);
+    const reapproved = broken(deploy, (w) => {
+      w.jobs.prod!.if = "github.ref == 'refs/heads/main'";
+    });
+    expect(runProblems(reapproved)).toEqual(['a push to main that leaves prod unchanged: prod runs']);
   });
 
   it('pull requests that skip the tests, the pack suite, actionlint or the image build', () => {
@@ -201,8 +348,7 @@ describe('each rule catches what it is for', () => {
     });
     expect(promotionProblems(rebuild)).toContain('not exactly one image build that pushes');
     const other = broken(deploy, (w) => {
-      stepOf(w.jobs.prod!, 'pulumi/actions@').with!['config-map'] =
-        "{docline:image: {value: 'x', secret: false}}";
+      pulumiStep(w.jobs.prod!).with!['config-map'] = "{docline:image: {value: 'x', secret: false}}";
     });
     expect(promotionProblems(other)).toEqual(['prod does not deploy the promoted digest']);
     const noPreview = broken(deploy, (w) => {
@@ -235,7 +381,7 @@ describe('each rule catches what it is for', () => {
       "deploy.yml dev: reads vars.PROD_GCP_DEPLOY_SERVICE_ACCOUNT, another environment's setting",
     ]);
     const fallback = broken(preview, (w) => {
-      stepOf(w.jobs.preview!, 'pulumi/actions@').with!['stack-name'] =
+      pulumiStep(w.jobs.preview!).with!['stack-name'] =
         `${gh("vars.PULUMI_ORGANIZATION || 'org'")}/docline/dev`;
     });
     expect(settingsProblems([fallback])).toEqual([
@@ -243,9 +389,93 @@ describe('each rule catches what it is for', () => {
     ]);
   });
 
-  it('CODEOWNERS without an owner for infra/', () => {
-    expect(codeownersProblems('/.github/ @a\n/policies/ @a\n/infra/\n')).toEqual([
-      'CODEOWNERS has no owner for /infra/',
+  it('CODEOWNERS without an owner for what a deploy job runs, or un-owned by a later line', () => {
+    const real = readFileSync(join(ROOT, '.github', 'CODEOWNERS'), 'utf8');
+    const withoutLine = (path: string) =>
+      real
+        .split('\n')
+        .filter((l) => !l.startsWith(`${path} `))
+        .join('\n');
+    expect(codeownersProblems(withoutLine('/package.json'))).toEqual([
+      'CODEOWNERS has no owner for package.json',
+    ]);
+    expect(codeownersProblems(withoutLine('/package-lock.json'))).toEqual([
+      'CODEOWNERS has no owner for package-lock.json',
+    ]);
+    expect(codeownersProblems(withoutLine('/worker/'))).toEqual([
+      'CODEOWNERS has no owner for worker/src/contract/settings.ts',
+      'CODEOWNERS has no owner for worker/Dockerfile',
+    ]);
+    expect(codeownersProblems(withoutLine('/tsconfig.json'))).toEqual([
+      'CODEOWNERS has no owner for tsconfig.json',
+    ]);
+    expect(codeownersProblems(`${real}\n/infra/\n`)).toEqual(['CODEOWNERS has no owner for infra/index.ts']);
+    expect(codeownersProblems(`${real}\n*.json @someone-else\n`)).toEqual([]);
+  });
+});
+
+describe("docs/deploy.md's delivery section", () => {
+  const doc = readFileSync(join(ROOT, 'docs', 'deploy.md'), 'utf8');
+  const section = doc.slice(doc.indexOf('## Continuous delivery'));
+  const settingsTable = section.slice(
+    section.indexOf('**Settings outside this repository'),
+    section.indexOf('**Server-side'),
+  );
+
+  it('lists the settings outside the repository the design relies on', () => {
+    for (const setting of [
+      'Deployment branches and tags',
+      'Required reviewers',
+      'Prevent self-review',
+      'Allow administrators to bypass configured protection rules',
+      'Require review from Code Owners',
+      'OIDC subject claim template',
+      'OIDC Issuers',
+      'Stack Write',
+      'private vulnerability reporting',
+    ]) {
+      expect(settingsTable).toContain(setting);
+    }
+  });
+
+  it('names every environment the deploy workflow uses in the environment branch rule', () => {
+    const environments = Object.values(deploy.workflow.jobs).flatMap((j) =>
+      typeof j.environment === 'string' ? [j.environment] : [],
+    );
+    expect(new Set(environments)).toEqual(new Set(['image', 'dev', 'prod-preview', 'prod']));
+    const row = settingsTable.split('\n').find((l) => l.includes('Deployment branches and tags'))!;
+    for (const environment of environments) expect(row).toContain(`\`${environment}\``);
+  });
+});
+
+describe('hygiene catches', () => {
+  it('a Cloud SDK left at latest', () => {
+    const latest = broken(preview, (w) => {
+      delete stepOf(w.jobs.test!, 'google-github-actions/setup-gcloud@').with!.version;
+    });
+    expect(toolVersionProblems([latest])).toEqual([
+      'preview.yml test: the Cloud SDK is not pinned (version X.Y.Z, not latest)',
+    ]);
+  });
+
+  it('a base image by tag, a pin no bot updates, no SECURITY.md, a licence other than package.json\u2019s', () => {
+    const byTag = repositoryFiles.dockerfile.replace(/@sha256:[0-9a-f]{64} AS runtime/, ' AS runtime');
+    expect(hygieneProblems({ ...repositoryFiles, dockerfile: byTag })).toEqual([
+      'worker/Dockerfile: FROM node:22-bookworm-slim is not pinned by digest',
+    ]);
+    const dependabot = {
+      updates: (repositoryFiles.dependabot as { updates: { 'package-ecosystem': string }[] }).updates.filter(
+        (u) => u['package-ecosystem'] !== 'docker',
+      ),
+    };
+    expect(hygieneProblems({ ...repositoryFiles, dependabot })).toEqual([
+      'dependabot does not update docker in /worker',
+    ]);
+    expect(hygieneProblems({ ...repositoryFiles, security: undefined })).toEqual([
+      'no SECURITY.md saying how to report a vulnerability',
+    ]);
+    expect(hygieneProblems({ ...repositoryFiles, license: 'MIT License' })).toEqual([
+      'LICENSE is not the Apache-2.0 text package.json names (Apache-2.0)',
     ]);
   });
 });

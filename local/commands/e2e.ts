@@ -6,6 +6,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseCommandArgs, runCommand, UsageError } from '../lib/args';
+import { runCanary } from '../lib/canary';
 import { CloudTarget, LocalTarget, type Target } from '../lib/e2e-targets';
 import { REPO_ROOT } from '../lib/worker-process';
 
@@ -84,6 +85,20 @@ async function run(target: Target): Promise<void> {
   const twice = await target.keysRecordedTwice();
   if (twice.length > 0) throw new CheckFailed(`dedup keys recorded twice: ${twice.join(', ')}`);
   ok('no dedup key twice');
+
+  // 1b. The deploy canary (npm run canary), on this target: its invoice followed to its row.
+  const probes = target.canaryProbes();
+  if (probes === undefined)
+    console.log('SKIP canary: run `npm run canary -- --target cloud` after the deploy');
+  else {
+    const canary = await runCanary(probes, {
+      timeoutMs: Math.max(30_000, TIMEOUT_MS - (Date.now() - started)),
+      pollMs: 250,
+      runId: run,
+    });
+    if (!canary.ok) throw new CheckFailed(canary.message);
+    ok(`canary: ${canary.objectUri} through notification, push, worker and table`);
+  }
 
   // 2. The exact push body of a processed message, sent again, is a duplicate.
   const first = uris[0]!;

@@ -150,6 +150,8 @@ export async function main(argv: string[], deps: MainDeps): Promise<RunResult> {
         yes: Boolean(values.yes),
         json: Boolean(values.json),
         dedupKeyMode: target.dedupKeyMode,
+        // Only BigQuery caps the comparison's bytes; the local table has no such limit.
+        ...(kind === 'cloud' ? { maximumBytesBilled: cap } : {}),
       },
       {
         ...target,

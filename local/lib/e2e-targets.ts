@@ -6,6 +6,7 @@ import { dataDirLayout } from '../../worker/src/contract/data-dir';
 import type { Row } from '../../worker/src/contract/row';
 import { main as reconcileMain } from '../commands/reconcile';
 import { contentTypeFor } from './announcer';
+import type { CanaryProbes } from './canary';
 import { pullAll } from './dead-letter-subscription';
 import { type DuplicateInvoice, duplicateGroupOf } from './format';
 import { LOCAL_NAMES, type Pipeline, startPipeline } from './pipeline';
@@ -44,6 +45,8 @@ export interface Target {
   reconcile(args: string[]): Promise<ReconcileRun>;
   /** The object URIs of the duplicate_invoices group an object belongs to (empty: none). */
   duplicateGroup(objectUri: string): Promise<string[]>;
+  /** How the deploy canary observes this target (local/lib/canary.ts); undefined: it cannot run here. */
+  canaryProbes(): CanaryProbes | undefined;
   close(): Promise<void>;
 }
 
@@ -182,6 +185,23 @@ export class LocalTarget implements Target {
   async duplicateGroup(objectUri: string): Promise<string[]> {
     const rows = this.store.view('duplicate_invoices') as unknown as DuplicateInvoice[];
     return duplicateGroupOf(rows, objectUri).map((d) => d.object_uri);
+  }
+
+  canaryProbes(): CanaryProbes {
+    const lines = () => this.pipeline.worker.lines;
+    return {
+      description: this.description,
+      upload: (name, bytes) => this.upload(name, bytes),
+      notification: async (objectUri) => (await this.tap.find(objectUri))?.messageId,
+      push: async (messageId) => lines().some((l) => l.messageId === messageId),
+      worker: async (messageId) => {
+        const answer = lines().findLast((l) => l.messageId === messageId && l.status !== undefined);
+        return answer === undefined
+          ? undefined
+          : { status: String(answer.status), detail: answer.reason ?? answer.detail ?? answer.message };
+      },
+      row: async (objectUri) => this.store.documents().find((r) => r.object_uri === objectUri),
+    };
   }
 
   async close(): Promise<void> {
@@ -337,6 +357,11 @@ export class CloudTarget implements Target {
   }
 
   answered(): undefined {
+    return undefined;
+  }
+
+  /** The canary needs the stack's outputs (log bucket, view): `npm run canary -- --target cloud`. */
+  canaryProbes(): undefined {
     return undefined;
   }
 

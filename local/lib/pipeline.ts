@@ -1,3 +1,4 @@
+import { createWriteStream, mkdirSync, type WriteStream } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { dataDirLayout } from '../../worker/src/contract/data-dir';
 import {
@@ -12,7 +13,7 @@ import { Announcer, contentTypeFor } from './announcer';
 import { freePort, type PubSubEmulator, startPubSubEmulator } from './emulator';
 import { LocalBucket, type ObjectResource } from './local-bucket';
 import { PubSubClient, type SubscriptionSpec } from './pubsub';
-import { startWorkerProcess, type WorkerProcess } from './worker-process';
+import { startWorkerProcess, type WorkerLogLine, type WorkerProcess } from './worker-process';
 
 /**
  * The local pipeline: the real Pub/Sub emulator, the worker as a child process on its embedded
@@ -87,6 +88,42 @@ export async function configureDelivery(
     LOCAL_NAMES.pushSubscription,
     pushSubscriptionSpec(pubsub, settings, pushEndpoint),
   );
+}
+
+/** The fields of a worker's outcome line that the delivery ledger keeps (docs/month-end.md). */
+const LEDGER_FIELDS = [
+  'messageId',
+  'dedupKey',
+  'objectUri',
+  'status',
+  'reason',
+  'duplicateAt',
+  'analysed',
+  'memo',
+  'deliveryAttempt',
+  'tokens',
+  'error',
+  'httpStatus',
+] as const;
+
+/** One answer of the worker, as the delivery ledger (`deliveries.jsonl`) keeps it. */
+export type LedgerEntry = { at: string } & Partial<Record<(typeof LEDGER_FIELDS)[number], unknown>>;
+
+/** The ledger entry of a worker log line, or undefined when the line is no delivery's answer. */
+export function ledgerEntry(line: WorkerLogLine, at: Date): LedgerEntry | undefined {
+  if (!line.status || (!line.messageId && line.status !== 'error')) return undefined;
+  const entry: LedgerEntry = { at: at.toISOString() };
+  for (const field of LEDGER_FIELDS) if (line[field] !== undefined) entry[field] = line[field];
+  return entry;
+}
+
+/** Appends every answer of `worker` to the ledger, one JSON line each. */
+function recordAnswers(worker: WorkerProcess, ledger: WriteStream): void {
+  worker.events.on('line', (line: WorkerLogLine) => {
+    const entry = ledgerEntry(line, new Date());
+    // A line the worker's stdout still gives after the pipeline stopped is not written.
+    if (entry && ledger.writable) ledger.write(`${JSON.stringify(entry)}\n`);
+  });
 }
 
 export interface PipelineOptions {
@@ -175,10 +212,14 @@ export async function startPipeline(options: PipelineOptions): Promise<Pipeline>
     ...extra,
   });
   let worker: WorkerProcess;
+  mkdirSync(dataDir, { recursive: true });
+  const ledger = createWriteStream(layout.deliveries, { flags: 'a' });
   try {
     worker = await startWorkerProcess({ env: workerEnv(), entry: options.workerEntry });
+    recordAnswers(worker, ledger);
     await configureDelivery(pubsub, settings, `${worker.url}/push`);
   } catch (error) {
+    ledger.end();
     await pubsub.close();
     await emulator?.stop();
     throw error;
@@ -221,10 +262,12 @@ export async function startPipeline(options: PipelineOptions): Promise<Pipeline>
         await worker.exited;
       } else await worker.stop();
       worker = await startWorkerProcess({ env: workerEnv(restart.env), entry: options.workerEntry });
+      recordAnswers(worker, ledger);
       return worker;
     },
     async stop() {
       await worker.stop();
+      await new Promise<void>((resolve) => ledger.end(resolve));
       await pubsub.close();
       await emulator?.stop();
     },

@@ -19,6 +19,8 @@ const NOT_LOCAL_COMMANDS: Record<string, string> = {
   'test:reliability': 'the test suites, described in docs/testing.md',
   'test:sim': 'the test suites, described in docs/testing.md',
   'test:engine': 'the test suites, described in docs/testing.md',
+  'test:validation': 'the test suites, described in docs/testing.md',
+  'test:browser': 'the test suites (the review page in Chromium), described in docs/operations.md',
   sim: 'the fault simulator (replay a seed, the soak, the named scenarios), described in docs/testing.md',
   build: 'compiles the worker for its container image; nobody runs it by hand',
   bench: 'the benchmark, described in bench/README.md',

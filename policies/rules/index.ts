@@ -11,7 +11,12 @@ import {
 import { noPrimitiveRoles, noProjectWideTokenCreator } from './iam';
 import { keptDataProtected, notificationDeleteBeforeReplace } from './lifecycle';
 import { liveBucketNotifications, liveBucketNotificationsUnchecked } from './live';
-import { notificationFormat, oneNotificationPerBucket, onlyDocumentsBucketNotifies } from './notifications';
+import {
+  notificationFormat,
+  notifiedTopicTakesPublishes,
+  oneNotificationPerBucket,
+  onlyDocumentsBucketNotifies,
+} from './notifications';
 import { workerNotPublic } from './service';
 import { dedupTableLayout } from './warehouse';
 
@@ -20,6 +25,7 @@ export const policies: Policies = [
   oneNotificationPerBucket,
   notificationFormat,
   onlyDocumentsBucketNotifies,
+  notifiedTopicTakesPublishes,
   notificationDeleteBeforeReplace,
   keptDataProtected,
   pushSubscriptionDelivery,

@@ -222,3 +222,33 @@ export const onlyDocumentsBucketNotifies: StackValidationPolicy = {
     }
   },
 };
+
+/**
+ * The topic a bucket notification publishes to must take the publish from wherever Cloud Storage
+ * sends it. With `messageStoragePolicy.enforceInTransit`, Pub/Sub rejects with FAILED_PRECONDITION
+ * a publish received in a region the policy does not allow, and the region Cloud Storage publishes
+ * a bucket's notifications from is undocumented (for the EU multi-region, any of its regions): every
+ * upload could be refused, with no error anywhere the stack can see. The allowed regions still bind
+ * where messages are stored at rest (docs/deploy.md, "Residency").
+ */
+export const notifiedTopicTakesPublishes: StackValidationPolicy = {
+  name: 'notified-topic-takes-publishes',
+  description:
+    'A topic that a bucket notification publishes to does not enforce its message storage policy in transit: a publish from an undocumented region would be refused and the upload lost.',
+  enforcementLevel: 'mandatory',
+  validateStack: (args, reportViolation) => {
+    for (const notification of ofTypes(args.resources, [TYPES.notification])) {
+      for (const topic of propertySources(notification, 'topic', [TYPES.topic])) {
+        const enforced = peek(
+          () => propsOf<gcp.pubsub.TopicState>(topic).messageStoragePolicy?.enforceInTransit,
+        );
+        if (!enforced.known || enforced.value === true) {
+          reportViolation(
+            `Topic '${topic.name}' receives the notifications of ${describe(notification)} and ${enforced.known ? 'enforces' : 'may enforce (unknown until the update runs)'} its message storage policy in transit: Pub/Sub refuses a publish received outside the allowed regions, and Cloud Storage does not document the region it publishes from, so uploads could be lost in silence. Set messageStoragePolicy.enforceInTransit: false (keep allowedPersistenceRegions for storage at rest).`,
+            topic.urn,
+          );
+        }
+      }
+    }
+  },
+};

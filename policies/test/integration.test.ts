@@ -150,6 +150,7 @@ describe('the prod stack file, which keeps its data', () => {
     const unprotected = prod.map((r) => ({ ...r, options: { ...r.options, protect: false } }));
     expect(summary(await check(unprotected)).sort()).toEqual([
       'kept-data-protected @ docline-prod-documents-bucket',
+      'kept-data-protected @ docline-prod-warehouse-corrections',
       'kept-data-protected @ docline-prod-warehouse-dataset',
       'kept-data-protected @ docline-prod-warehouse-table',
     ]);

@@ -30,6 +30,29 @@ describe.each(MODES)('the notification rules (%s)', (mode) => {
     expect(await check(validStack(mode))).toEqual([]);
   });
 
+  it('report a notified topic that enforces its storage policy in transit, on the topic', async () => {
+    const enforcing = mutate(validStack(mode), 'documents-events', T.topic, (r) => ({
+      ...r,
+      props: {
+        ...r.props,
+        messageStoragePolicy: { allowedPersistenceRegions: ['europe-west1'], enforceInTransit: true },
+      },
+    }));
+    const diagnostics = await check(enforcing);
+    expect(summary(diagnostics)).toEqual(['notified-topic-takes-publishes @ documents-events']);
+    expect(diagnostics[0]?.enforcementLevel).toBe('mandatory');
+    expect(diagnostics[0]?.message).toMatch(/Set messageStoragePolicy.enforceInTransit: false/);
+    // Storage at rest alone is fine.
+    const atRest = mutate(validStack(mode), 'documents-events', T.topic, (r) => ({
+      ...r,
+      props: {
+        ...r.props,
+        messageStoragePolicy: { allowedPersistenceRegions: ['europe-west1'], enforceInTransit: false },
+      },
+    }));
+    expect(await check(atRest)).toEqual([]);
+  });
+
   it('report a second notification on the same bucket resource, once, on the second notification', async () => {
     const diagnostics = await check(add(validStack(mode), secondNotification(mode)));
     expect(summary(diagnostics)).toEqual(['one-notification-per-bucket @ documents-again']);

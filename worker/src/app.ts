@@ -22,7 +22,15 @@ export interface AppDeps extends HandlerDeps {
    * default the default worker timeout). The composition root drains them at scale-in.
    */
   deadlines?: Deadlines;
+  /**
+   * What the start-up checks found (the analyzer's model, asked for once): `checking` until they
+   * end, an error when one failed. `/healthz` answers 503 unless they passed. Absent: nothing to check.
+   */
+  readiness?: () => Readiness;
 }
+
+/** The state of the start-up checks: `/healthz` (the Cloud Run startup probe) answers 200 only once `ready`. */
+export type Readiness = 'checking' | 'ready' | Error;
 
 /**
  * Builds the worker's HTTP app without listening: `POST /push` for Pub/Sub push deliveries and
@@ -35,6 +43,17 @@ export function createApp(deps: AppDeps): express.Express {
   const deadlines = deps.deadlines ?? new Deadlines(deliveryBudgetMs(DELIVERY_DEFAULTS), deps.clock);
 
   app.get('/healthz', async (_req, res) => {
+    // A failed check was logged once, at ERROR, when it failed: the probe's answers only repeat it.
+    const readiness = deps.readiness?.() ?? 'ready';
+    if (readiness === 'checking') {
+      res.status(503).json({ status: 'starting' });
+      return;
+    }
+    if (readiness !== 'ready') {
+      const answer = answerForError(readiness);
+      res.status(503).json({ status: 'unavailable', error: answer.body.error, detail: readiness.message });
+      return;
+    }
     try {
       await deps.store.ping();
       res.status(200).json({ status: 'ok' });

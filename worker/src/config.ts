@@ -86,6 +86,11 @@ export interface WorkerConfig {
   memo: MemoConfig | null;
   /** In-app verification of the push OIDC token; null when off (Cloud Run IAM checks it instead). */
   pushAuth: { audience: string; serviceAccount: string } | null;
+  /**
+   * The e-invoice validator's folder (scripts/install-en16931.sh); undefined: the repository's
+   * `.tools/en16931`; `off`: no validation.
+   */
+  eInvoiceValidator: string | undefined;
 }
 
 const TABLE_ID = /^[a-z][a-z0-9-]{4,61}[a-z0-9]\.[A-Za-z0-9_]{1,1024}\.[A-Za-z0-9_-]{1,1024}$/;
@@ -252,6 +257,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Worke
     port,
     dataDir,
     workerVersion: text('WORKER_VERSION') ?? text('K_REVISION') ?? 'dev',
+    eInvoiceValidator: text('EN16931_VALIDATOR'),
     logLevel,
     projectId,
     dedupKeyMode,

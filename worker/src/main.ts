@@ -1,7 +1,7 @@
 import type { Server } from 'node:http';
 import type { PdfJsParser } from './adapters/pdf/pdfjs-parser';
 import { QuotaGate } from './adapters/quota-gate';
-import { createApp } from './app';
+import { createApp, type Readiness } from './app';
 import { loadConfig, type WorkerConfig } from './config';
 import { ANSWER_MARGIN_MS, deliveryBudgetMs, SHUTDOWN_GRACE_MS } from './contract/settings';
 import { Deadlines } from './core/deadline';
@@ -153,9 +153,38 @@ async function buildMemo(config: WorkerConfig, logger: Logger): Promise<MemoStor
   return store;
 }
 
-async function buildEInvoiceReader(pdf?: PdfJsParser): Promise<EInvoiceReader> {
+async function buildEInvoiceReader(
+  config: WorkerConfig,
+  logger: Logger,
+  analyzer: Analyzer,
+  pdf?: PdfJsParser,
+): Promise<EInvoiceReader> {
   const { En16931Reader } = await import('./adapters/e-invoice/en16931-reader.js');
-  return new En16931Reader(undefined, pdf);
+  return new En16931Reader(undefined, pdf, await buildEInvoiceValidator(config, logger, analyzer));
+}
+
+/**
+ * The validation of e-invoices on receipt: Saxon-HE and the official artefacts when
+ * scripts/install-en16931.sh installed them (EN16931_VALIDATOR names another folder; `off` turns
+ * validation off), else every e-invoice's verdict is `unchecked`. A hybrid PDF's picture is
+ * compared with its XML by the offline analyzer only: Gemini would be paid for it.
+ */
+async function buildEInvoiceValidator(config: WorkerConfig, logger: Logger, analyzer: Analyzer) {
+  if (config.eInvoiceValidator === 'off') return undefined;
+  const { EInvoiceValidator } = await import('./adapters/e-invoice/validation/validation.js');
+  const { SaxonRunner, findValidator } = await import('./adapters/e-invoice/validation/saxon-runner.js');
+  const picture = config.analyzer.kind === 'offline' ? { picture: analyzer } : {};
+  const found = findValidator(config.eInvoiceValidator);
+  if (!found)
+    return new EInvoiceValidator({
+      unavailable: 'no validator installed (scripts/install-en16931.sh)',
+      ...picture,
+    });
+  const runner = new SaxonRunner({
+    ...found,
+    onStderr: (line) => logger.warn('e-invoice validator', { stderr: line }),
+  });
+  return new EInvoiceValidator({ runner, ...picture });
 }
 
 /** Offline, the e-invoice reader and the analyzer share one PDF parser: a PDF is parsed once. */
@@ -174,12 +203,13 @@ async function buildAuthenticator(config: WorkerConfig): Promise<Adapters['authe
 /** Builds the adapters the configuration names. */
 export async function buildAdapters(config: WorkerConfig, logger: Logger): Promise<Adapters> {
   const pdf = await buildSharedPdfParser(config);
+  const analyzer = await buildAnalyzer(config, logger, pdf);
   return {
     store: await buildStore(config, logger),
     reader: await buildReader(config),
-    analyzer: await buildAnalyzer(config, logger, pdf),
+    analyzer,
     memo: await buildMemo(config, logger),
-    eInvoices: await buildEInvoiceReader(pdf),
+    eInvoices: await buildEInvoiceReader(config, logger, analyzer, pdf),
     authenticate: await buildAuthenticator(config),
   };
 }
@@ -189,6 +219,8 @@ export interface RunningWorker {
   port: number;
   /** The line of deliveries waiting for a turn at the analyzer (for logs and tests). */
   admission: QuotaGate;
+  /** Settles when the start-up checks have ended (whatever they found); `/healthz` says what. */
+  checked: Promise<void>;
   /**
    * Scale-in, within `graceMs` (Cloud Run's 10 s by default): new pushes are answered 503, the
    * deliveries waiting for a turn or for a concurrent delivery's lease are answered 503 at once,
@@ -236,8 +268,10 @@ export async function serve(
         }
       : {}),
   };
+  const { readiness, checked } = startupChecks(adapters.analyzer, logger);
   const app = createApp({
     ...deps,
+    readiness,
     logger,
     pushBodyLimitBytes: config.pushBodyLimitBytes,
     projectId: config.projectId,
@@ -288,7 +322,38 @@ export async function serve(
     })();
     return stopping;
   };
-  return { server, port, admission, stop };
+  return { server, port, admission, checked, stop };
+}
+
+/**
+ * The checks made once at start-up, not per request: the analyzer's `ready()` (Gemini's asks for
+ * the configured model, at no cost). A failure is a configuration fault: logged once at ERROR with
+ * error `configuration` (the stack's dependency alert matches it) and the settings to change, and
+ * `/healthz` answers 503 from then on, so Cloud Run never routes traffic to the revision.
+ */
+function startupChecks(
+  analyzer: Analyzer,
+  logger: Logger,
+): { readiness: () => Readiness; checked: Promise<void> } {
+  const ready = (analyzer as Partial<{ ready(): Promise<void> }>).ready;
+  let state: Readiness = ready ? 'checking' : 'ready';
+  const checked = ready
+    ? ready.call(analyzer).then(
+        () => {
+          state = 'ready';
+        },
+        (error: unknown) => {
+          state = error instanceof Error ? error : new Error(String(error));
+          logger.error(`configuration fault: the worker is not ready: ${state.message}`, {
+            error: 'configuration',
+            code: (error as { code?: unknown }).code,
+            settings: ['GEMINI_MODEL', 'docline:geminiModel'],
+            cause: error,
+          });
+        },
+      )
+    : Promise.resolve();
+  return { readiness: () => state, checked };
 }
 
 /** Starts the worker from the environment and stops it cleanly on SIGTERM/SIGINT. */

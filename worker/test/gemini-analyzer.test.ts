@@ -39,6 +39,20 @@ import { MemoryLogger } from './support/fakes';
  */
 const httpOptions = { fetch: (...args: Parameters<typeof fetch>) => fetch(...args) };
 
+/** A Vertex AI client for acme-dev in europe-west1 with a static token, against `baseUrl`. */
+function vertexClient(baseUrl: string) {
+  const authClient = new OAuth2Client();
+  authClient.setCredentials({ access_token: 'vertex-token', expiry_date: Date.now() + 3_600_000 });
+  return createGeminiClient({
+    project: 'acme-dev',
+    location: 'europe-west1',
+    baseUrl,
+    // google-auth-library 11's client; the SDK bundles 10, whose types differ but not its use.
+    googleAuthOptions: { authClient: authClient as never },
+    httpOptions,
+  });
+}
+
 const PDF = Buffer.from('%PDF-1.7\n1 0 obj\n<< /Type /Catalog >>\nendobj\ntrailer\n%%EOF\n');
 const input: AnalyzerInput = { bytes: PDF, contentType: 'application/pdf', name: '2026/11/facture-0042.pdf' };
 
@@ -52,7 +66,7 @@ describe('GeminiAnalyzer', () => {
     logger = new MemoryLogger();
     analyzer = new GeminiAnalyzer({
       client: createGeminiClient({ apiKey: 'test-key', baseUrl: fake.url, httpOptions }),
-      model: 'gemini-2.5-flash',
+      model: 'gemini-3.5-flash-lite',
       timeoutMs: 2_000,
       logger,
     });
@@ -63,7 +77,7 @@ describe('GeminiAnalyzer', () => {
     it('sends the document inline with its MIME type and base64 bytes, then the prompt', async () => {
       await analyzer.analyze(input);
       const [request] = fake.requests;
-      expect(request!.path).toBe('/v1beta/models/gemini-2.5-flash:generateContent');
+      expect(request!.path).toBe('/v1beta/models/gemini-3.5-flash-lite:generateContent');
       expect(request!.headers['x-goog-api-key']).toBe('test-key');
       expect(request!.body.contents).toEqual([
         {
@@ -84,6 +98,26 @@ describe('GeminiAnalyzer', () => {
       expect(config.temperature).toBe(0);
     });
 
+    it('asks for the least thinking the model takes: thinking is billed as output', async () => {
+      await analyzer.analyze(input);
+      expect(fake.requests[0]!.body.generationConfig!.thinkingConfig).toEqual({ thinkingLevel: 'MINIMAL' });
+    });
+
+    it.each([
+      ['gemini-2.5-pro', { thinkingBudget: 0 }],
+      ['gemini-9-unknown', undefined],
+    ])(
+      'sends %s the thinking setting it takes, and an unknown id none (its own default)',
+      async (model, expected) => {
+        const other = new GeminiAnalyzer({
+          client: createGeminiClient({ apiKey: 'k', baseUrl: fake.url, httpOptions }),
+          model,
+        });
+        await other.analyze(input);
+        expect(fake.requests[0]!.body.generationConfig!.thinkingConfig).toEqual(expected);
+      },
+    );
+
     it('never sends the object name', async () => {
       await analyzer.analyze(input);
       expect(JSON.stringify(fake.requests[0]!.body)).not.toContain('facture-0042');
@@ -99,25 +133,64 @@ describe('GeminiAnalyzer', () => {
     });
   });
 
+  describe('ready() (the start-up check of the model)', () => {
+    it('asks Gemini for the configured model once, with models.get: no generateContent, no tokens', async () => {
+      await analyzer.ready();
+      expect(fake.modelLookups).toEqual([
+        { mode: 'api-key', model: 'gemini-3.5-flash-lite', path: '/v1beta/models/gemini-3.5-flash-lite' },
+      ]);
+      expect(fake.requests).toEqual([]);
+    });
+
+    it('throws the configuration fault a delivery would meet when Gemini answers the model 404', async () => {
+      fake.retire('gemini-3.5-flash-lite');
+      const error = await analyzer.ready().catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ConfigurationError);
+      expect((error as ConfigurationError).code).toBe('analyzer_model_not_found');
+      expect(errorAnswer(error)).toBe(ERROR_ANSWERS.configuration);
+      expect((error as Error).message).toMatch(/GEMINI_MODEL \(the stack's docline:geminiModel\)/);
+      expect((error as Error).message).toContain(
+        'models/gemini-3.5-flash-lite is not found for API version v1beta',
+      );
+    });
+
+    it('finds a retired model on Vertex AI too, by its publisher model', async () => {
+      const vertex = new GeminiAnalyzer({ client: vertexClient(fake.url), model: 'gemini-2.5-flash' });
+      fake.retire('gemini-2.5-flash');
+      const error = await vertex.ready().catch((e: unknown) => e);
+      expect((error as ConfigurationError).code).toBe('analyzer_model_not_found');
+      expect((error as Error).message).toContain('Publisher Model `');
+      expect(fake.modelLookups.map((l) => l.mode)).toEqual(['vertex']);
+    });
+
+    it('starts anyway, with a warning, when the lookup fails for another reason (it says nothing about the model)', async () => {
+      const unreachable = new GeminiAnalyzer({
+        client: createGeminiClient({ apiKey: 'k', baseUrl: 'http://127.0.0.1:1', httpOptions }),
+        logger,
+      });
+      await expect(unreachable.ready(1_000)).resolves.toBeUndefined();
+      expect(logger.entries.filter((e) => e.severity === 'WARNING').map((e) => e.message)).toEqual([
+        expect.stringMatching(/^could not check that Gemini serves gemini-3\.5-flash-lite: /),
+      ]);
+    });
+
+    it('answers a generateContent 404 during a delivery as the same configuration fault, never a rejection', async () => {
+      fake.retire('gemini-3.5-flash-lite');
+      const error = await analyzer.analyze(input).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ConfigurationError);
+      expect(error).not.toBeInstanceOf(RejectionError);
+      expect((error as ConfigurationError).code).toBe('analyzer_model_not_found');
+    });
+  });
+
   describe('Vertex AI mode', () => {
     it('posts to the project and location with the service credentials', async () => {
-      const authClient = new OAuth2Client();
-      authClient.setCredentials({ access_token: 'vertex-token', expiry_date: Date.now() + 3_600_000 });
-      const vertex = new GeminiAnalyzer({
-        client: createGeminiClient({
-          project: 'acme-dev',
-          location: 'europe-west1',
-          baseUrl: fake.url,
-          // google-auth-library 11's client; the SDK bundles 10, whose types differ but not its use.
-          googleAuthOptions: { authClient: authClient as never },
-          httpOptions,
-        }),
-      });
+      const vertex = new GeminiAnalyzer({ client: vertexClient(fake.url) });
       const result = await vertex.analyze(input);
       expect(result.analysis.invoice_number).toBe('F-2026-0042');
       const [request] = fake.requests;
       expect(request!.path).toBe(
-        '/v1beta1/projects/acme-dev/locations/europe-west1/publishers/google/models/gemini-2.5-flash:generateContent',
+        '/v1beta1/projects/acme-dev/locations/europe-west1/publishers/google/models/gemini-3.5-flash-lite:generateContent',
       );
       expect(request!.headers.authorization).toBe('Bearer vertex-token');
       expect(request!.headers['x-goog-api-key']).toBeUndefined();
@@ -271,7 +344,12 @@ describe('GeminiAnalyzer', () => {
     const cases: Array<
       [
         GeminiFailureStatus,
-        typeof TransientError | typeof RejectionError | typeof DependencyRefusedError,
+        (
+          | typeof TransientError
+          | typeof RejectionError
+          | typeof DependencyRefusedError
+          | typeof ConfigurationError
+        ),
         string,
       ]
     > = [
@@ -284,7 +362,8 @@ describe('GeminiAnalyzer', () => {
       [400, DependencyRefusedError, 'analyzer_refused_request'],
       [401, DependencyRefusedError, 'analyzer_access_denied'],
       [403, DependencyRefusedError, 'analyzer_access_denied'],
-      [404, DependencyRefusedError, 'analyzer_model_not_found'],
+      // A model Gemini does not serve: the operator's setting, alerted as a configuration fault.
+      [404, ConfigurationError, 'analyzer_model_not_found'],
       [409, DependencyRefusedError, 'analyzer_refused_request'],
       [499, DependencyRefusedError, 'analyzer_refused_request'],
     ];

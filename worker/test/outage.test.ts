@@ -8,7 +8,7 @@ import {
   type DeliverySettings,
   retryHorizonSeconds,
 } from '../src/contract/settings';
-import { DependencyRefusedError, TransientError } from '../src/core/errors';
+import { ConfigurationError, DependencyRefusedError, TransientError } from '../src/core/errors';
 import { parsePush } from '../src/core/event';
 import { handle } from '../src/core/handle';
 import { AnalysisMemo } from '../src/core/memo';
@@ -129,6 +129,17 @@ describe('OutageBreaker', () => {
     spread(new Error('a bug'));
     expect(b.isOpen('analyzer')).toBe(false);
     spread(new DependencyRefusedError('analyzer_precondition', 'billing'));
+    expect(b.isOpen('analyzer')).toBe(true);
+  });
+
+  it("counts a model Gemini does not serve (404, a configuration fault) as the analyzer's outage, not a store's fault", () => {
+    const { b, clock } = breaker();
+    for (let i = 0; i < 10; i++) {
+      b.failed('store', new ConfigurationError('bytes_billed_limit', 'raise MAXIMUM_BYTES_BILLED'));
+      b.failed('analyzer', new ConfigurationError('analyzer_model_not_found', 'Gemini: 404'));
+      clock.ms += 10_000;
+    }
+    expect(b.isOpen('store')).toBe(false);
     expect(b.isOpen('analyzer')).toBe(true);
   });
 });

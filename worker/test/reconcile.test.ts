@@ -3,6 +3,7 @@ import { jobLogLine, main as jobMain } from '../src/reconcile/main';
 import { RECONCILE_ATTRIBUTE } from '../src/reconcile/notification';
 import {
   APPLY_CONFIRM_THRESHOLD,
+  comparisonLeastBytes,
   estimateCost,
   findMissing,
   PUBLISH_BATCH,
@@ -210,13 +211,56 @@ describe('runReconcile', () => {
   });
 });
 
+describe('the comparison query and the byte cap', () => {
+  // 2,000 objects over 400 days: what a whole-bucket run at volume looks like, scaled down.
+  const objects = Array.from({ length: 2_000 }, (_, i) =>
+    object(`2025/${String(i).padStart(6, '0')}.pdf`, i * 288),
+  );
+
+  it('counts the least bytes the query reads: object_uri, bucket, object_name and key_day of the listed rows', () => {
+    const one = object('2026/11/facture-0042.pdf', 90);
+    const uriBytes = Buffer.byteLength(`gs://acme/2026/11/facture-0042.pdf#1764460800123456`);
+    expect(comparisonLeastBytes([one])).toBe(2 + uriBytes + 2 + 4 + 2 + 24 + 8);
+  });
+
+  it('refuses a run whose comparison cannot fit under the cap before querying, and says what narrows it', async () => {
+    const index = new MemoryIndex([]);
+    const cap = comparisonLeastBytes(objects) - 1;
+    const result = await runReconcile(options({ maximumBytesBilled: cap }), {
+      lister: new MemoryLister(objects, 500),
+      index,
+      clock,
+      print: () => {},
+    });
+    expect(result.code).toBe(RECONCILE_EXIT.error);
+    expect(result.error?.code).toBe('bytes_billed_limit');
+    expect(result.error?.message).toMatch(
+      /every row since \d{4}-\d{2}-\d{2} \(the oldest of the 2000 objects listed\)/,
+    );
+    expect(result.error?.message).toMatch(/--prefix 2026\/11\//);
+    expect(index.queries).toEqual([]);
+  });
+
+  it('runs it when the cap holds it', async () => {
+    const index = new MemoryIndex([]);
+    const result = await runReconcile(options({ maximumBytesBilled: comparisonLeastBytes(objects) }), {
+      lister: new MemoryLister(objects, 500),
+      index,
+      clock,
+      print: () => {},
+    });
+    expect(result.error).toBeUndefined();
+    expect(index.queries).toHaveLength(1);
+  });
+});
+
 describe('estimateCost', () => {
-  it('is the cost model’s analysis plus its windowed BigQuery statements, proportional to the documents', () => {
+  it('is the cost model’s analysis plus its BigQuery statement pruned to the key day, proportional to the documents', () => {
     const one = estimateCost(1);
     const thousand = estimateCost(1000);
     expect(thousand.totalUsd).toBeCloseTo(one.totalUsd * 1000, 10);
-    // 1,500 input tokens at $0.30/M + 400 output at $2.50/M per invoice.
-    expect(one.analysisUsd).toBeCloseTo((1500 * 0.3 + 400 * 2.5) / 1e6, 12);
+    // 2,000 input tokens at $0.30/M + 400 output at $2.50/M per invoice.
+    expect(one.analysisUsd).toBeCloseTo((2000 * 0.3 + 400 * 2.5) / 1e6, 12);
     // One MERGE (a new document's seen() is skipped), at least 10 MiB at $6.25/TiB.
     expect(one.bigQueryUsd).toBeCloseTo(((10 * 1024 * 1024) / 1024 ** 4) * 6.25, 12);
   });

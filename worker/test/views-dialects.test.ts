@@ -1,7 +1,8 @@
 import type { DatabaseSync } from 'node:sqlite';
+import { type Correction, latestByField } from '../src/contract/corrections';
 import { COLUMN_NAMES, type Row } from '../src/contract/row';
 import { VIEW_NAMES, type ViewName, viewSql } from '../src/contract/views';
-import { INVOICE_FIXTURE, rowsDatabase, VIEW_FIXTURE } from './support/view-fixture';
+import { CORRECTION_FIXTURE, INVOICE_FIXTURE, rowsDatabase, VIEW_FIXTURE } from './support/view-fixture';
 
 /** Every case of every view, in one table. */
 const ALL_ROWS = [...VIEW_FIXTURE, ...INVOICE_FIXTURE];
@@ -32,6 +33,23 @@ function expectedDocuments(rows: Row[]): Array<Pick<Row, 'dedup_key' | 'message_
   const first = new Map<string, Row>();
   for (const row of [...rows].sort(byFirst)) if (!first.has(row.dedup_key)) first.set(row.dedup_key, row);
   return [...first.values()].map((r) => ({ dedup_key: r.dedup_key, message_id: r.message_id }));
+}
+
+/** Each document's analysis with the latest correction of each field set, and the fields corrected. */
+function expectedCorrected(rows: Row[], corrections: readonly Correction[]) {
+  const first = new Map<string, Row>();
+  for (const row of [...rows].sort(byFirst)) if (!first.has(row.dedup_key)) first.set(row.dedup_key, row);
+  return [...first.values()].map((row) => {
+    const latest = latestByField(corrections.filter((c) => c.dedup_key === row.dedup_key));
+    const analysis = { ...(row.analysis as Record<string, unknown>) };
+    for (const [field, c] of latest) analysis[field] = JSON.parse(c.value);
+    return {
+      dedup_key: row.dedup_key,
+      analysis: latest.size === 0 ? row.analysis : analysis,
+      original_analysis: row.analysis,
+      corrected_fields: latest.size === 0 ? null : [...latest.keys()].sort().join(','),
+    };
+  });
 }
 
 function expectedDuplicateObjects(rows: Row[]) {
@@ -127,13 +145,17 @@ function expectedDuplicateInvoices(rows: Row[]) {
 
 /** Translates the GoogleSQL of a view into SQLite; throws on any GoogleSQL-only construct it does not know. */
 function googleSqlToSqlite(sql: string, table: string): string {
-  let out = sql.replaceAll(`\`${table}\``, 'rows');
-  const qualify = /^SELECT (.+) FROM (\w+) WHERE TRUE QUALIFY (.+) = 1$/.exec(out);
-  if (qualify) {
-    const [, columns, from, rank] = qualify as unknown as [string, string, string, string];
-    out = `SELECT ${columns} FROM (SELECT *, ${rank} AS qualify_rank FROM ${from}) WHERE qualify_rank = 1`;
-  }
+  let out = sql
+    .replaceAll(`\`${table}\``, 'rows')
+    .replaceAll(`\`${table.replace(/[^.]+$/, 'corrections')}\``, 'corrections');
+  out = out.replace(
+    /FROM (\w+) WHERE TRUE QUALIFY (ROW_NUMBER\(\) OVER \([^)]*\)) = 1/g,
+    'FROM (SELECT *, $2 AS qualify_rank FROM $1) WHERE qualify_rank = 1',
+  );
   out = out
+    .replace(/JSON_SET\(/g, 'json_set(')
+    .replace(/JSON_QUERY\(/g, 'json_extract(')
+    .replace(/PARSE_JSON\(/g, 'json(')
     .replace(/COUNTIF\(([^()]+)\)/g, 'SUM(CASE WHEN $1 THEN 1 ELSE 0 END)')
     .replace(/SAFE_DIVIDE\((.+?), (COUNT\(\*\))\)/g, 'CAST($1 AS REAL) / NULLIF($2, 0)')
     .replace(/STRING_AGG\(/g, 'group_concat(')
@@ -144,7 +166,7 @@ function googleSqlToSqlite(sql: string, table: string): string {
     .replace(/CAST\((\w+) AS FLOAT64\)/g, '$1')
     .replace(/\bDATE\(/g, 'date(');
   const leftover =
-    /`|"|QUALIFY|COUNTIF|SAFE_DIVIDE|STRING_AGG|SAFE\.|SAFE_CAST|JSON_VALUE|NUMERIC|FLOAT64|\bDATE\(|TIMESTAMP_|FORMAT_|ARRAY_AGG|STRUCT/.exec(
+    /`|"|QUALIFY|COUNTIF|SAFE_DIVIDE|STRING_AGG|SAFE\.|SAFE_CAST|JSON_VALUE|JSON_SET|JSON_QUERY|PARSE_JSON|NUMERIC|FLOAT64|\bDATE\(|TIMESTAMP_|FORMAT_|ARRAY_AGG|STRUCT/.exec(
       out,
     );
   if (leftover) throw new Error(`untranslated GoogleSQL construct: ${leftover[0]}`);
@@ -170,7 +192,7 @@ const pick = (rows: Array<Record<string, unknown>>, keys: string[]) =>
 describe('views in both dialects', () => {
   let db: DatabaseSync;
   beforeEach(() => {
-    db = rowsDatabase(ALL_ROWS);
+    db = rowsDatabase(ALL_ROWS, CORRECTION_FIXTURE);
   });
   afterEach(() => db.close());
 
@@ -185,7 +207,33 @@ describe('views in both dialects', () => {
       expect(pick(rows, ['dedup_key', 'message_id'])).toEqual(
         expectedDocuments(ALL_ROWS).sort((a, b) => a.dedup_key.localeCompare(b.dedup_key)),
       );
-      expect(Object.keys(rows[0]!)).toEqual([...COLUMN_NAMES]);
+      expect(Object.keys(rows[0]!)).toEqual([...COLUMN_NAMES, 'original_analysis', 'corrected_fields']);
+    });
+
+    it('documents: the latest correction of each field applied, the analysed value kept', () => {
+      const rows = run(db, sqlOf('documents'))
+        .map((r) => ({
+          dedup_key: r.dedup_key,
+          analysis: JSON.parse(String(r.analysis)),
+          original_analysis: JSON.parse(String(r.original_analysis)),
+          corrected_fields: r.corrected_fields,
+        }))
+        .sort(sortBy('dedup_key'));
+      const expected = expectedCorrected(ALL_ROWS, CORRECTION_FIXTURE).sort(sortBy('dedup_key'));
+      // A corrected analysis holds every correctable field (null when the analysis had none).
+      expect(rows).toEqual(
+        expected.map((e) => ({
+          ...e,
+          analysis: e.corrected_fields ? expect.objectContaining(e.analysis as object) : e.analysis,
+        })),
+      );
+      const fixed = rows.find((r) => r.dedup_key === 'gs://b/a.pdf#1')!;
+      expect(fixed.analysis).toMatchObject({
+        total_amount: 100.25,
+        supplier_name: 'Corrigé SARL',
+        due_date: null,
+      });
+      expect(fixed.corrected_fields).toBe('due_date,supplier_name,total_amount');
     });
 
     it('duplicate_objects: objects with more than one ok row, rejections aside', () => {
@@ -268,14 +316,19 @@ describe('the GoogleSQL views', () => {
     expect(sqlite).toContain(window);
   });
 
-  it('quote the table and name no other table', () => {
+  it('quote the table (documents: and the corrections beside it) and name no other table', () => {
+    const corrections = '`acme-dev.docline.corrections`';
     for (const view of VIEW_NAMES) {
       const sql = viewSql('googlesql', view, TABLE);
       expect(sql).toContain(`FROM \`${TABLE}\``);
       // Other FROMs read the view's own named subqueries only.
-      expect(sql.match(/`[^`]*`/g)).toEqual([`\`${TABLE}\``]);
+      expect(sql.match(/`[^`]*`/g)).toEqual(
+        view === 'documents' ? [`\`${TABLE}\``, corrections] : [`\`${TABLE}\``],
+      );
       for (const from of sql.match(/FROM [^\s)]+/g) ?? []) {
-        expect(from).toMatch(/^FROM (`acme-dev\.docline\.rows`|keyed|objects|\(SELECT)$/);
+        expect(from).toMatch(
+          /^FROM (`acme-dev\.docline\.rows`|`acme-dev\.docline\.corrections`|keyed|objects|first|latest|\(SELECT)$/,
+        );
       }
     }
   });

@@ -85,11 +85,44 @@ export function addUsage(a: Usage | undefined, b: Usage | undefined): Usage | un
   };
 }
 
+/** Where a field's value came from: the document's own XML, its text layer, OCR of its picture, or Gemini. */
+export type FieldSource = 'e_invoice_xml' | 'text_layer' | 'ocr' | 'gemini';
+
+/**
+ * How an analyzer found a field's value, strongest first: `stated` by the e-invoice's XML;
+ * `cross_checked` (net, tax and total found apart that add up); `labelled` (after the field's own
+ * label); `pattern` (an identifier found by its format in the seller's part of the page); `derived`
+ * (computed from other fields: the third amount, a SIREN from a SIRET); `layout` (from where it
+ * sits: a return address line, a letterhead, a section heading); `guess` (the first date of the
+ * page, the first name of its header); `model` (Gemini, which does not say).
+ */
+export type ReadHow =
+  | 'stated'
+  | 'cross_checked'
+  | 'labelled'
+  | 'pattern'
+  | 'derived'
+  | 'layout'
+  | 'guess'
+  | 'model';
+
+/** How one field was read: its source, how it was found, and for OCR the read's mean word confidence (0-100). */
+export interface FieldReading {
+  source: FieldSource;
+  how: ReadHow;
+  ocrConfidence?: number;
+}
+
 /** What every analyzer returns. */
 export interface AnalysisResult {
   analysis: Analysis;
   model: string;
   usage: Usage;
+  /**
+   * How each field was read, when the analyzer can say (core/review.ts turns it into the row's
+   * confidence); without it a field's source is told by the model and its confidence by checks alone.
+   */
+  readings?: Partial<Record<keyof Analysis, FieldReading>>;
 }
 
 /** The JSON Schema of {@link AnalysisSchema}, for Gemini's `responseJsonSchema`. */

@@ -21,6 +21,12 @@ export interface DataDirLayout {
   readonly memo: string;
   /** What a running `npm start` tells `upload`, `dlq`, `reconcile`: emulator, topic, worker URL. */
   readonly pipelineState: string;
+  /**
+   * The local pipeline's delivery ledger: one JSON line per answer the worker gave (ok, rejected,
+   * duplicate, error), appended by `npm start`. The table keeps one row per document; the answers
+   * that wrote none (a redelivery, a doubled announcement) are counted from here (`npm run close`).
+   */
+  readonly deliveries: string;
 }
 
 /** The layout of a data folder (resolved against the working directory). */
@@ -32,5 +38,6 @@ export function dataDirLayout(dataDir: string = DEFAULT_DATA_DIR): DataDirLayout
     bucket: path.join(root, 'bucket'),
     memo: path.join(root, 'memo'),
     pipelineState: path.join(root, 'pipeline.json'),
+    deliveries: path.join(root, 'deliveries.jsonl'),
   };
 }

@@ -111,6 +111,13 @@ export const COLUMNS = [
     description: 'All tokens billed for the analysis.',
   },
   {
+    name: 'e_invoice_validation',
+    type: 'JSON',
+    mode: 'NULLABLE',
+    description:
+      'An e-invoice checked on receipt: the verdict (valid, invalid, unchecked) of the EN 16931 validation artefacts (and Factur-X, BR-FR where they apply) on its XML, the rule ids that fired, and for a hybrid PDF how its picture compares with the XML. Null for other documents.',
+  },
+  {
     name: 'processed_at',
     type: 'TIMESTAMP',
     mode: 'REQUIRED',
@@ -123,7 +130,28 @@ export const COLUMNS = [
     mode: 'REQUIRED',
     description: 'Version (revision) of the worker that wrote the row.',
   },
+  // Columns added after the table's creation: last, after the key day in BigQuery (bigQuerySchema).
+  {
+    name: 'confidence',
+    type: 'JSON',
+    mode: 'NULLABLE',
+    description:
+      'On an analysed row, per invoice field that has a value (supplier_name, invoice_number, issue_date, due_date, currency, net_amount, tax_amount, total_amount, supplier_siren, supplier_siret, supplier_vat_id): {source: e_invoice_xml|text_layer|ocr|gemini, how, confidence in [0, 1]} (worker/src/core/review.ts).',
+  },
+  {
+    name: 'review',
+    type: 'STRING',
+    mode: 'NULLABLE',
+    description:
+      'On an analysed row: none, or the reasons to look at it, separated by spaces: arithmetic (net + tax differs from total beyond rounding), missing:<field>, low_confidence:<field> (below its calibrated threshold), check_digit:<field> (SIREN/SIRET Luhn, French VAT key).',
+  },
 ] as const satisfies readonly Column[];
+
+/**
+ * The last column of the table as BigQuery first created it: the key day follows it there, and the
+ * columns added since come after the key day (BigQuery adds a column at the end of a schema only).
+ */
+const LAST_ORIGINAL_COLUMN = 'worker_version';
 
 export type ColumnName = (typeof COLUMNS)[number]['name'];
 
@@ -172,7 +200,7 @@ export const PARTITION_COLUMN = KEY_DAY_COLUMN.name;
 export const CLUSTER_COLUMNS: readonly ColumnName[] = ['dedup_key', 'message_id'];
 
 /**
- * The partitioning of tables created before the key-day layout: by commit time. Kept to describe
+ * The partitioning of tables created before the key-day layout: by `processed_at`, the time its statement started. Kept to describe
  * what a migration reads (see docs/architecture.md, "Table layout").
  */
 export const LEGACY_PARTITION_COLUMN: ColumnName = 'processed_at';
@@ -195,12 +223,12 @@ export function keyDay(row: Pick<Row, 'event_time' | 'publish_time'>, now: Date)
 }
 
 /**
- * {@link keyDay} over a stored row in GoogleSQL, with its commit time standing in for `now`: what a
+ * {@link keyDay} over a stored row in GoogleSQL, with its `processed_at` (its statement's start) standing in for `now`: what a
  * migration computes for rows written before the key-day layout.
  */
 export const KEY_DAY_SQL = 'DATE(COALESCE(event_time, publish_time, processed_at))';
 
-/** BigQuery table schema (REST `TableFieldSchema` shape): {@link COLUMNS}, then the key day. */
+/** BigQuery table schema (REST `TableFieldSchema` shape): {@link COLUMNS}, the key day after the original ones. */
 export function bigQuerySchema(): Array<{ name: string; type: string; mode: string; description: string }> {
   const legacy: Record<ColumnType | 'DATE', string> = {
     STRING: 'STRING',
@@ -209,7 +237,8 @@ export function bigQuerySchema(): Array<{ name: string; type: string; mode: stri
     JSON: 'JSON',
     DATE: 'DATE',
   };
-  return [...COLUMNS, KEY_DAY_COLUMN].map((c) => ({
+  const split = COLUMNS.findIndex((c) => c.name === LAST_ORIGINAL_COLUMN) + 1;
+  return [...COLUMNS.slice(0, split), KEY_DAY_COLUMN, ...COLUMNS.slice(split)].map((c) => ({
     name: c.name,
     type: legacy[c.type],
     mode: c.mode,

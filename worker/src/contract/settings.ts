@@ -1,3 +1,5 @@
+import { DEFAULT_GEMINI_MODEL } from './models';
+
 /**
  * Delivery settings and their defaults: the one definition that the Pulumi stack's config
  * defaults, the local emulator setup and the worker all read. Units are in the names.
@@ -59,7 +61,7 @@ export interface DeliverySettings {
   dedupKeyMode: DedupKeyMode;
   /** How rows reach BigQuery. */
   writeMode: WriteMode;
-  /** The Gemini model. */
+  /** The Gemini model: one of contract/models.ts's known ids (the stack's preview checks it). */
   geminiModel: string;
   /** Group commit: a batch of rows closes at this many rows (one MERGE over `UNNEST(@rows)`). */
   batchMaxRows: number;
@@ -122,7 +124,8 @@ export const DELIVERY_DEFAULTS: Readonly<DeliverySettings> = Object.freeze({
   pushBodyLimitBytes: 256 * 1024,
   dedupKeyMode: 'object',
   writeMode: 'merge',
-  geminiModel: 'gemini-2.5-flash',
+  // Served until at least 2027-07-21 (contract/models.ts, read from Google's lifecycle page).
+  geminiModel: DEFAULT_GEMINI_MODEL,
   batchMaxRows: 500,
   // Chosen on the sweep's tuning cells (docs/sweep.md): 1 s of gathering cost a window-bound
   // deployment ~15 % of its drain time (1.85 → 1.57 × the oracle) for ~3 % fewer bytes billed.

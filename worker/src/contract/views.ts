@@ -1,3 +1,4 @@
+import { CORRECTABLE_FIELDS, CORRECTIONS_TABLE } from './corrections';
 import { COLUMN_NAMES } from './row';
 
 /**
@@ -17,7 +18,7 @@ export const VIEW_NAMES: readonly ViewName[] = [
 /** What each view means, for the Pulumi view descriptions and the README. */
 export const VIEW_DESCRIPTIONS: Readonly<Record<ViewName, string>> = {
   documents:
-    'One row per dedup key: the first row recorded for it. Read documents here, never from the table.',
+    'One row per dedup key: the first row recorded for it, its analysis with the latest correction of each field applied (original_analysis: as analysed; corrected_fields: the fields corrected). Read documents here, never from the table.',
   duplicate_objects:
     'Objects (bucket/name#generation) with more than one ok row: a notification created twice, absorbed only in object mode.',
   delivery_stats: 'Per day: rows by status, rows beyond the first per dedup key, and their share.',
@@ -68,6 +69,17 @@ export function duplicateInvoiceKeySql(dialect: Dialect): DuplicateInvoiceKeys {
   };
 }
 
+/**
+ * Where the deploy canary uploads (local/lib/canary.ts): one invoice after every deploy, the same
+ * each time. Its rows are documents like any other (the `documents` view, the dedup key, reconcile,
+ * the duplicate_objects check all see them), but the business views leave them out: a daily count
+ * is the business's, and the same canary invoice every deploy is not a duplicate invoice.
+ */
+export const CANARY_PREFIX = 'docline-canary/';
+
+/** Rows that are not the canary's (rows without an object, such as rejected notifications, count). */
+export const NOT_CANARY = `(object_name IS NULL OR object_name NOT LIKE '${CANARY_PREFIX}%')`;
+
 /** Which rows `duplicate_invoices` looks at: ok rows of an object. */
 export const DUPLICATE_INVOICE_ROWS = "status = 'ok' AND object_uri IS NOT NULL";
 
@@ -84,7 +96,7 @@ function duplicateInvoicesSql(dialect: Dialect, from: string): string {
     'WITH keyed AS (SELECT object_uri, object_name, event_time, processed_at, ' +
     `${field('supplier_name')} AS supplier_name, ${field('invoice_number')} AS invoice_number, ` +
     `${keys.supplier_key} AS supplier_key, ${keys.invoice_number_key} AS invoice_number_key, ` +
-    `${keys.total_amount} AS total_amount FROM ${from} WHERE ${DUPLICATE_INVOICE_ROWS}), ` +
+    `${keys.total_amount} AS total_amount FROM ${from} WHERE ${DUPLICATE_INVOICE_ROWS} AND ${NOT_CANARY}), ` +
     // One row per object: a key written twice by a race is still one object.
     `objects AS (SELECT ${group}, object_uri, MIN(object_name) AS object_name, ` +
     'MIN(supplier_name) AS supplier_name, MIN(invoice_number) AS invoice_number, ' +
@@ -100,17 +112,75 @@ const columns = COLUMN_NAMES.join(', ');
 // A stable order that both dialects share, so that ties on processed_at pick the same row.
 const firstRowOrder = 'ORDER BY processed_at, message_id';
 
+/** The first row of each key: the document, as the worker analysed it. */
+function firstRowsSql(dialect: Dialect, from: string): string {
+  return dialect === 'googlesql'
+    ? `SELECT ${columns} FROM ${from} WHERE TRUE QUALIFY ROW_NUMBER() OVER (PARTITION BY dedup_key ${firstRowOrder}) = 1`
+    : `SELECT ${columns} FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY dedup_key ${firstRowOrder}) AS first_rank FROM ${from}) WHERE first_rank = 1`;
+}
+
+/**
+ * `documents`: the first row of each key, its analysis with the latest correction of each field
+ * set in it (one JSON_SET per correctable field, a path literal each: GoogleSQL takes no computed
+ * path), the analysed one kept as `original_analysis`, and the corrected fields named.
+ */
+function documentsSql(dialect: Dialect, from: string, corrections: string): string {
+  const google = dialect === 'googlesql';
+  const latest = google
+    ? `SELECT dedup_key, field, value FROM ${corrections} WHERE TRUE QUALIFY ROW_NUMBER() OVER (PARTITION BY dedup_key, field ORDER BY corrected_at DESC, correction_id DESC) = 1`
+    : `SELECT dedup_key, field, value FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY dedup_key, field ORDER BY corrected_at DESC, correction_id DESC) AS fix_rank FROM ${corrections}) WHERE fix_rank = 1`;
+  const pivot = CORRECTABLE_FIELDS.map((f) => `MAX(CASE WHEN field = '${f}' THEN value END) AS fix_${f}`);
+  const fieldList = google
+    ? "STRING_AGG(field, ',' ORDER BY field)"
+    : "group_concat(field, ',' ORDER BY field)";
+  const [setJson, readJson, parseJson] = google
+    ? ['JSON_SET', 'JSON_QUERY', 'PARSE_JSON']
+    : ['json_set', 'json_extract', 'json'];
+  // A field the analysis lacks is set to JSON null in both dialects: SQLite's json_set stores a SQL
+  // NULL as null, and GoogleSQL is never handed a SQL NULL value (bigquery-emulator v0.8.1 fails on
+  // one with an internal error), so a corrected analysis holds every correctable field.
+  const unchanged = (f: string) =>
+    google
+      ? `COALESCE(${readJson}(first.analysis, '$.${f}'), ${parseJson}('null'))`
+      : `${readJson}(first.analysis, '$.${f}')`;
+  const sets = CORRECTABLE_FIELDS.map(
+    (f) =>
+      `'$.${f}', CASE WHEN fixes.fix_${f} IS NULL THEN ${unchanged(f)} ELSE ${parseJson}(fixes.fix_${f}) END`,
+  );
+  const selected = COLUMN_NAMES.map((c) =>
+    c === 'analysis'
+      ? `CASE WHEN fixes.dedup_key IS NULL THEN first.analysis ELSE ${setJson}(first.analysis, ${sets.join(', ')}) END AS analysis`
+      : `first.${c}`,
+  );
+  return (
+    `WITH first AS (${firstRowsSql(dialect, from)}), latest AS (${latest}), ` +
+    `fixes AS (SELECT dedup_key, ${fieldList} AS corrected_fields, ${pivot.join(', ')} FROM latest GROUP BY dedup_key) ` +
+    `SELECT ${selected.join(', ')}, first.analysis AS original_analysis, fixes.corrected_fields ` +
+    'FROM first LEFT JOIN fixes ON fixes.dedup_key = first.dedup_key'
+  );
+}
+
+/** The corrections table beside `table` (same dataset in GoogleSQL). */
+export function correctionsTableOf(dialect: Dialect, table: string): string {
+  return dialect === 'googlesql' ? table.replace(/[^.]+$/u, CORRECTIONS_TABLE) : CORRECTIONS_TABLE;
+}
+
 /**
  * The SELECT statement of a view.
  * @param table for GoogleSQL the fully qualified `project.dataset.table` (quoted here); for SQLite the table name.
+ * @param corrections the corrections table (`documents` reads it); default: {@link correctionsTableOf}.
  */
-export function viewSql(dialect: Dialect, view: ViewName, table: string): string {
-  const from = dialect === 'googlesql' ? `\`${table}\`` : table;
+export function viewSql(
+  dialect: Dialect,
+  view: ViewName,
+  table: string,
+  corrections = correctionsTableOf(dialect, table),
+): string {
+  const quote = (name: string) => (dialect === 'googlesql' ? `\`${name}\`` : name);
+  const from = quote(table);
   switch (view) {
     case 'documents':
-      return dialect === 'googlesql'
-        ? `SELECT ${columns} FROM ${from} WHERE TRUE QUALIFY ROW_NUMBER() OVER (PARTITION BY dedup_key ${firstRowOrder}) = 1`
-        : `SELECT ${columns} FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY dedup_key ${firstRowOrder}) AS first_rank FROM ${from}) WHERE first_rank = 1`;
+      return documentsSql(dialect, from, quote(corrections));
     case 'duplicate_objects': {
       const messageIds =
         dialect === 'googlesql'
@@ -136,7 +206,7 @@ export function viewSql(dialect: Dialect, view: ViewName, table: string): string
         `SELECT ${day} AS day, COUNT(*) AS row_count, ${countIf("status = 'ok'")} AS ok_rows, ` +
         `${countIf("status = 'rejected'")} AS rejected_rows, ${duplicates} AS duplicate_rows, ${rate} AS duplicate_rate, ` +
         `${countIf("status = 'ok'")} - COUNT(DISTINCT CASE WHEN status = 'ok' THEN object_uri END) AS doubled_object_rows ` +
-        `FROM ${from} GROUP BY day`
+        `FROM ${from} WHERE ${NOT_CANARY} GROUP BY day`
       );
     }
     case 'duplicate_invoices':

@@ -52,12 +52,12 @@ export const ERROR_ANSWERS = Object.freeze({
   dependencyRefused: answer(
     'dependency_refused',
     503,
-    'a dependency refuses the worker, not the document (analyzer billing, region, credentials, model, schema; 409, 499): alerted',
+    'a dependency refuses the worker, not the document (analyzer billing, region, credentials, schema; 409, 499): alerted',
   ),
   configuration: answer(
     'configuration',
     503,
-    'configuration fault an operator must fix (a statement BigQuery refuses: byte cap, permission, missing table): alerted; a batch fails whole, never searched for a bad row',
+    'configuration fault an operator must fix (a statement BigQuery refuses: byte cap, permission, missing table; a model Gemini does not serve, 404): alerted; a batch fails whole, never searched for a bad row',
   ),
   badEnvelope: answer('bad_envelope', 400, 'not a push envelope, or no valid messageId'),
   bodyTooLarge: answer('too_large_body', 413, 'body over the limit'),
@@ -132,7 +132,7 @@ export class OutcomeUnknownError extends TransientError {}
 
 /**
  * A dependency refused the worker's request for a reason that is not the document: the analyzer's
- * billing or region (`FAILED_PRECONDITION`), its credentials or model (401, 403, 404), the schema
+ * billing or region (`FAILED_PRECONDITION`), its credentials (401, 403), the schema
  * the worker asks for, a conflict or a cancellation (409, 499). Every document would get the same
  * answer, so none may be rejected for it: the delivery is answered 503 and Pub/Sub retries it, and
  * the line is logged at ERROR (the stack alerts on it) so that an operator fixes the cause while

@@ -3,6 +3,7 @@ import {
   type AnalysisProgress,
   type AnalysisResult,
   addUsage,
+  type FieldReading,
   type Usage,
 } from '../contract/analysis';
 import type { Row } from '../contract/row';
@@ -28,9 +29,11 @@ import {
   type Clock,
   type EInvoiceReader,
   type EInvoiceReading,
+  type EInvoiceValidationRecord,
   type Reader,
   type Store,
 } from './ports';
+import { assess } from './review';
 
 /** Everything `handle` needs; built once by the composition root. */
 export interface HandlerDeps {
@@ -85,6 +88,10 @@ interface RowVerdict {
   analysis?: Analysis;
   model?: string;
   usage?: Usage;
+  /** The e-invoice's validation verdict, when the document carried one. */
+  validation?: EInvoiceValidationRecord;
+  /** How the analyzer read each field, when it said (core/review.ts). */
+  readings?: Partial<Record<keyof Analysis, FieldReading>>;
 }
 
 /**
@@ -140,8 +147,9 @@ export async function handle(
           ? await readEInvoice(deps.eInvoices, { read, mime, name, memoAsks: deps.memo !== undefined })
           : undefined;
       if (structured?.kind === 'read') {
-        const { analysis, model, usage } = structured.result;
-        verdict = { status: 'ok', analysis, model, usage };
+        const { analysis, model, usage, readings } = structured.result;
+        const validation = structured.validation ? { validation: structured.validation } : {};
+        verdict = { status: 'ok', analysis, model, usage, readings, ...validation };
       } else {
         const analyze = keepingSpentTokens(deps.analyzer);
         const work = async (context?: WorkContext) => {
@@ -195,12 +203,19 @@ export async function handle(
         else if (paid.source === 'shared') memo = 'shared';
         const analysis = paid.result;
         const fallback =
-          structured?.kind === 'fallback' ? { fallback: structured.reason, detail: structured.detail } : {};
+          structured?.kind === 'fallback'
+            ? {
+                fallback: structured.reason,
+                detail: structured.detail,
+                ...(structured.validation ? { validation: structured.validation } : {}),
+              }
+            : {};
         verdict = {
           status: 'ok',
           analysis: analysis.analysis,
           model: analysis.model,
           usage: analysis.usage,
+          readings: analysis.readings,
           ...fallback,
         };
       }
@@ -326,6 +341,11 @@ export function buildRow(
   deps: Pick<HandlerDeps, 'clock' | 'workerVersion'>,
 ): Row {
   const o = event.object;
+  // An analysed row says how sure it is of each field, and whether someone should look.
+  const assessed =
+    verdict.analysis && verdict.model
+      ? assess({ analysis: verdict.analysis, model: verdict.model, readings: verdict.readings })
+      : undefined;
   return {
     message_id: event.messageId,
     dedup_key: key,
@@ -346,7 +366,10 @@ export function buildRow(
     prompt_tokens: verdict.usage?.promptTokens ?? null,
     output_tokens: verdict.usage?.outputTokens ?? null,
     total_tokens: verdict.usage?.totalTokens ?? null,
+    e_invoice_validation: verdict.validation ?? null,
     processed_at: deps.clock.now().toISOString(),
     worker_version: deps.workerVersion,
+    confidence: assessed?.confidence ?? null,
+    review: assessed?.review ?? null,
   };
 }

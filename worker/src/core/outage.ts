@@ -1,7 +1,7 @@
 import type { AnalysisResult } from '../contract/analysis';
 import type { Row } from '../contract/row';
 import type { Deadline } from './deadline';
-import { DependencyRefusedError, OutcomeUnknownError, TransientError } from './errors';
+import { ConfigurationError, DependencyRefusedError, OutcomeUnknownError, TransientError } from './errors';
 import { type Analyzer, type AnalyzerInput, type Clock, type Logger, type Store, systemClock } from './ports';
 
 /**
@@ -67,9 +67,14 @@ const OUTAGE_CODES: Readonly<Record<Dependency, readonly string[]>> = {
   store: ['bigquery_unavailable', 'bigquery_timeout', 'bigquery_outcome_unknown'],
 };
 
+/** The analyzer's code for a model Gemini does not serve (adapters/analyzers/gemini-analyzer.ts). */
+export const MODEL_NOT_FOUND = 'analyzer_model_not_found';
+
 /** Whether `error`, from a call of `dependency`, says that the dependency is out. */
 export function isOutage(dependency: Dependency, error: unknown): boolean {
   if (error instanceof DependencyRefusedError) return true;
+  // A model Gemini does not serve refuses every delivery alike, as a refusal does.
+  if (error instanceof ConfigurationError && error.code === MODEL_NOT_FOUND) return dependency === 'analyzer';
   if (error instanceof OutcomeUnknownError) return dependency === 'store';
   return error instanceof TransientError && OUTAGE_CODES[dependency].includes(error.code);
 }

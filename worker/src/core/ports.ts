@@ -149,12 +149,18 @@ export interface Analyzer {
   analyze(input: AnalyzerInput): Promise<AnalysisResult>;
 }
 
+/**
+ * What the row's `e_invoice_validation` column records: the verdict of the validation artefacts on
+ * the document's XML (adapters/e-invoice/validation), free of tokens. The core copies it as it is.
+ */
+export type EInvoiceValidationRecord = { verdict: string } & Record<string, unknown>;
+
 /** What an {@link EInvoiceReader} found in a document. */
 export type EInvoiceReading =
   /** The invoice, read from its structure: the model names the syntax, usage is zero. */
-  | { kind: 'read'; result: AnalysisResult }
+  | { kind: 'read'; result: AnalysisResult; validation?: EInvoiceValidationRecord }
   /** A structure that cannot be used: the document is analysed as without one; the row records why. */
-  | { kind: 'fallback'; reason: FallbackReason; detail: string }
+  | { kind: 'fallback'; reason: FallbackReason; detail: string; validation?: EInvoiceValidationRecord }
   /** No structure: an ordinary document. */
   | { kind: 'none' };
 

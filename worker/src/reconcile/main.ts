@@ -66,6 +66,7 @@ export async function main(env: NodeJS.ProcessEnv): Promise<number> {
         yes: true,
         json: false,
         dedupKeyMode: config.cloud.dedupKeyMode,
+        maximumBytesBilled: config.cloud.maximumBytesBilled,
       },
       { ...sources, clock: systemClock, print: job ? () => {} : (line) => console.log(line) },
     );

@@ -65,6 +65,27 @@ export const DEFAULT_OLDER_THAN_MS = 60 * 60 * 1000;
 export interface ReconcileOptions {
   prefix: string;
   olderThanMs: number;
+  /** The byte cap of the comparison query: a run that cannot fit under it is refused before it. */
+  maximumBytesBilled?: number;
+}
+
+/**
+ * The least the comparison query's pre-run estimate can be for these listed objects: the bytes of
+ * the columns it reads (`object_uri`, `bucket`, `object_name`, `key_day`) in their own rows. The
+ * query reads every row since the oldest listed object's day, of any prefix (a prefix does not prune
+ * partitions; clustering does not shrink the estimate), so the real estimate is at least this, and
+ * grows with how far back the oldest object goes, not with how few objects the prefix holds.
+ */
+export function comparisonLeastBytes(objects: readonly ObjectResource[]): number {
+  let bytes = 0;
+  for (const o of objects) {
+    const strings = [objectUri(o), o.bucket, o.name].reduce(
+      (n, v) => n + 2 + Buffer.byteLength(v, 'utf8'),
+      0,
+    );
+    bytes += strings + 8;
+  }
+  return bytes;
 }
 
 /** What reconcile found. Counts are objects, except {@link orphanRows} (distinct object URIs of rows). */
@@ -110,6 +131,18 @@ export async function findMissing(
   if (objects.length === 0) return report;
   const created = (o: ObjectResource) => Date.parse(o.timeCreated);
   const oldest = Math.min(...objects.map(created));
+  const leastBytes = comparisonLeastBytes(objects);
+  if (options.maximumBytesBilled !== undefined && leastBytes > options.maximumBytesBilled) {
+    const since = new Date(oldest).toISOString().slice(0, 10);
+    throw new ReconcileError(
+      'bytes_billed_limit',
+      `the comparison would read every row since ${since} (the oldest of the ${objects.length} objects listed), ` +
+        `at least ${leastBytes} bytes for their own rows alone, over the byte cap of ${options.maximumBytesBilled} bytes: ` +
+        'BigQuery would refuse it. A prefix narrows the run only if its objects are recent (the query reads every ' +
+        'key day since its oldest object, whatever the prefix): run it per recent date-shaped prefix (--prefix 2026/11/), ' +
+        'or raise the cap for this run (--maximum-bytes-billed; MAXIMUM_BYTES_BILLED for the job).',
+    );
+  }
   let lines: Set<string>;
   try {
     lines = await deps.index.objectUris({
@@ -146,11 +179,11 @@ export interface CostEstimate {
 
 export function estimateCost(documents: number): CostEstimate {
   const model = costModel({ documents });
-  // The worker's statement for each document: the windowed, clustered MERGE (a new document's
-  // seen() is skipped: the memo holds nothing for it), upper bound.
-  const windowed = model.merge.find((s) => s.windowed && s.clustered)!;
+  // The worker's statement for each document: the MERGE pruned to its key day, clustered (a new
+  // document's seen() is skipped: the memo holds nothing for it), upper bound.
+  const merge = model.merge.find((s) => s.pruned && s.clustered)!;
   const analysisUsd = model.gemini.usd;
-  const bigQueryUsd = windowed.usdHigh;
+  const bigQueryUsd = merge.usdHigh;
   return { documents, analysisUsd, bigQueryUsd, totalUsd: analysisUsd + bigQueryUsd };
 }
 

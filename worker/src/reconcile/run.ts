@@ -24,6 +24,8 @@ export interface RunOptions {
   yes: boolean;
   json: boolean;
   dedupKeyMode: DedupKeyMode;
+  /** The comparison query's byte cap: a run that cannot fit under it is refused before it runs. */
+  maximumBytesBilled?: number;
 }
 
 export interface RunDeps {

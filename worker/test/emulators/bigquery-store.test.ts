@@ -1,6 +1,7 @@
 import type { DatabaseSync } from 'node:sqlite';
 import type { BigQuery } from '@google-cloud/bigquery';
 import { BigQueryStore, createBigQueryClient, migrationSql } from '../../src/adapters/stores/bigquery-store';
+import { bigQueryCorrectionsSchema, type Correction } from '../../src/contract/corrections';
 import {
   bigQuerySchema,
   CLUSTER_COLUMNS,
@@ -17,7 +18,7 @@ import type { Clock } from '../../src/core/ports';
 import { testRow } from '../support/builders';
 import { staticTokenAuth } from '../support/fake-bigquery';
 import { describeStoreContract } from '../support/store-contract';
-import { INVOICE_FIXTURE, rowsDatabase, VIEW_FIXTURE } from '../support/view-fixture';
+import { CORRECTION_FIXTURE, INVOICE_FIXTURE, rowsDatabase, VIEW_FIXTURE } from '../support/view-fixture';
 import { type BigQueryEmulator, startBigQueryEmulator } from './support/bigquery-emulator';
 
 /*
@@ -93,6 +94,24 @@ async function createRowsTable(): Promise<string> {
   return `${PROJECT}.${DATASET}.${name}`;
 }
 
+/**
+ * Creates the corrections table beside `table` (`<table>_corrections`, so that each test has its
+ * own), as the warehouse component declares it, and writes `corrections` with insertAll.
+ */
+async function createCorrectionsTable(table: string, corrections: readonly Correction[]): Promise<string> {
+  const name = `${table.split('.')[2]}_corrections`;
+  await bigquery.dataset(DATASET).createTable(name, {
+    schema: { fields: bigQueryCorrectionsSchema() },
+    timePartitioning: { type: 'DAY', field: PARTITION_COLUMN },
+  });
+  if (corrections.length > 0)
+    await bigquery
+      .dataset(DATASET)
+      .table(name)
+      .insert([...corrections]);
+  return `${PROJECT}.${DATASET}.${name}`;
+}
+
 const tableOf = (id: string) => bigquery.dataset(DATASET).table(id.split('.')[2]!);
 
 /** Writes rows with insertAll (the streaming API), as they would be after record(). */
@@ -113,7 +132,8 @@ function plain(column: string, value: unknown): unknown {
     value !== null && typeof value === 'object' && 'value' in value
       ? (value as { value: unknown }).value
       : value;
-  if (column === 'analysis' && typeof unwrapped === 'string') return JSON.parse(unwrapped);
+  if ((column === 'analysis' || column === 'original_analysis') && typeof unwrapped === 'string')
+    return JSON.parse(unwrapped);
   if (typeof unwrapped === 'string' && /^\d{4}-\d{2}-\d{2}T/.test(unwrapped)) {
     return new Date(unwrapped).toISOString();
   }
@@ -351,18 +371,25 @@ const SORT_KEY: Record<ViewName, string> = {
 const sorted = (view: ViewName, rows: Array<Record<string, unknown>>) =>
   [...rows].sort((a, b) => String(a[SORT_KEY[view]]).localeCompare(String(b[SORT_KEY[view]])));
 
+/** A rows table holding `rows`, its corrections table holding `corrections`, and every view over both. */
+async function createViews(rows: Row[], corrections: readonly Correction[]): Promise<string> {
+  const table = await createRowsTable();
+  await insertRows(table, rows);
+  const fixes = await createCorrectionsTable(table, corrections);
+  for (const view of VIEW_NAMES) {
+    await bigquery.dataset(DATASET).createTable(`${table.split('.')[2]}_${view}`, {
+      view: { query: viewSql('googlesql', view, table, fixes), useLegacySql: false },
+    });
+  }
+  return table;
+}
+
 describe('the views: GoogleSQL on bigquery-emulator and SQLite give the same answers on the same rows', () => {
   let table: string;
   let sqlite: DatabaseSync;
 
   beforeAll(async () => {
-    table = await createRowsTable();
-    await insertRows(table, VIEW_FIXTURE);
-    for (const view of VIEW_NAMES) {
-      await bigquery.dataset(DATASET).createTable(`${table.split('.')[2]}_${view}`, {
-        view: { query: viewSql('googlesql', view, table), useLegacySql: false },
-      });
-    }
+    table = await createViews(VIEW_FIXTURE, []);
     sqlite = rowsDatabase(VIEW_FIXTURE);
   });
   afterAll(() => sqlite?.close());
@@ -399,7 +426,10 @@ describe('the views: GoogleSQL on bigquery-emulator and SQLite give the same ans
     ]);
     // Whole rows survive the trip: types, nulls and the JSON analysis.
     const first = documents.find((d) => d.message_id === 'm1');
-    expect(first).toEqual(plainRow({ ...VIEW_FIXTURE[1]! }));
+    // Uncorrected: the analysis is the analysed one, and no field is named as corrected.
+    expect(first).toEqual(
+      plainRow({ ...VIEW_FIXTURE[1]!, original_analysis: VIEW_FIXTURE[1]!.analysis, corrected_fields: null }),
+    );
   });
 
   it('duplicate_objects lists objects with more than one ok row, in first-row order', async () => {
@@ -433,6 +463,38 @@ describe('the views: GoogleSQL on bigquery-emulator and SQLite give the same ans
         doubled_object_rows: 0,
       },
     ]);
+  });
+});
+
+describe('documents with corrections: GoogleSQL on bigquery-emulator and SQLite apply the same latest correction of each field', () => {
+  let table: string;
+  let sqlite: DatabaseSync;
+
+  beforeAll(async () => {
+    table = await createViews(VIEW_FIXTURE, CORRECTION_FIXTURE);
+    sqlite = rowsDatabase(VIEW_FIXTURE, CORRECTION_FIXTURE);
+  });
+  afterAll(() => sqlite?.close());
+
+  it('same rows, same corrected analyses, the analysed ones kept readable', async () => {
+    const google = sorted('documents', await query(`SELECT * FROM \`${table}_documents\``));
+    const local = sorted(
+      'documents',
+      sqlite
+        .prepare('SELECT * FROM documents')
+        .all()
+        .map((r) => plainRow({ ...r })),
+    );
+    expect(google).toEqual(local);
+    const corrected = google.find((d) => d.dedup_key === 'gs://b/a.pdf#1')!;
+    // The later of two corrections of total_amount wins; a correction to null is a null.
+    expect(corrected.corrected_fields).toBe('due_date,supplier_name,total_amount');
+    expect(corrected.analysis).toMatchObject({
+      total_amount: 100.25,
+      supplier_name: 'Corrigé SARL',
+      due_date: null,
+    });
+    expect(corrected.original_analysis).toEqual(VIEW_FIXTURE[1]!.analysis);
   });
 });
 

@@ -11,6 +11,7 @@ import {
   migrationSql,
   winnersSql,
 } from '../../src/adapters/stores/bigquery-store';
+import { bigQueryCorrectionsSchema } from '../../src/contract/corrections';
 import { COLUMNS, KEY_DAY_COLUMN } from '../../src/contract/row';
 import { DELIVERY_DEFAULTS } from '../../src/contract/settings';
 import { VIEW_NAMES, type ViewName, viewSql } from '../../src/contract/views';
@@ -46,6 +47,12 @@ const TABLE = `${DATASET}.documents`;
 const TABLE_SCHEMA: CatalogTable = {
   name: TABLE,
   columns: [...COLUMNS, KEY_DAY_COLUMN].map((c) => ({ name: c.name, type: c.type })),
+};
+
+/** The corrections table beside it (contract/corrections.ts), which the documents view reads. */
+const CORRECTIONS_SCHEMA: CatalogTable = {
+  name: `${DATASET}.corrections`,
+  columns: bigQueryCorrectionsSchema().map((c) => ({ name: c.name, type: c.type })),
 };
 
 /** A table of the layout before the key day (partitioned by processed_at): what a migration reads. */
@@ -149,7 +156,7 @@ describe('ZetaSQL analysis of every statement docline sends to BigQuery', () => 
 
   beforeAll(async () => {
     zetasql = await startZetaSql();
-    catalog = await zetasql.registerCatalog([TABLE_SCHEMA, LEGACY_SCHEMA]);
+    catalog = await zetasql.registerCatalog([TABLE_SCHEMA, LEGACY_SCHEMA, CORRECTIONS_SCHEMA]);
   });
 
   afterAll(async () => {
@@ -215,9 +222,13 @@ describe('ZetaSQL analysis of every statement docline sends to BigQuery', () => 
     expect(analysed.outputColumns.length).toBeGreaterThan(0);
   });
 
-  it('gives the documents view every column of the table, with its type', async () => {
+  it('gives the documents view every column of the table, with its type, and what corrections left readable', async () => {
     const analysed = await zetasql.analyze(catalog, viewSql('googlesql', 'documents', TABLE), {});
-    expect(analysed.outputColumns).toEqual(COLUMNS.map((c) => ({ name: c.name, type: c.type })));
+    expect(analysed.outputColumns).toEqual([
+      ...COLUMNS.map((c) => ({ name: c.name, type: c.type })),
+      { name: 'original_analysis', type: 'JSON' },
+      { name: 'corrected_fields', type: 'STRING' },
+    ]);
   });
 
   it('accepts the scheduled duplicate check, which reads the table over the dedup window', async () => {

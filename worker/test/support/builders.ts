@@ -93,8 +93,11 @@ export function testRow(overrides: Partial<Row> = {}): Row {
     prompt_tokens: 0,
     output_tokens: 0,
     total_tokens: 0,
+    e_invoice_validation: null,
     processed_at: '2026-11-30T04:00:00.000Z',
     worker_version: 'test',
+    confidence: null,
+    review: null,
     ...overrides,
   };
 }

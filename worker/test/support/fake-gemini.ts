@@ -10,6 +10,12 @@ import { sampleAnalysis } from './fakes';
  * with the documented error bodies (`failNext`) or never answer (`stallNext`). Every request is
  * recorded with its parsed body.
  *
+ * It also answers `models.get` (`GET /v1beta/models/MODEL`, Vertex AI
+ * `GET /v1beta1/…/publishers/google/models/MODEL`): the model's resource, or for a model the test
+ * retired (`retire`) the 404 Google answers for a retired or unknown model, which generateContent
+ * answers too ("API requests referencing a retired model ID typically return a 404", Google's model
+ * lifecycle page). Both shapes of that 404 are the ones the two APIs document.
+ *
  * Not modelled: the model itself (answers are scripted), streaming, the Files API, token counting.
  */
 
@@ -48,6 +54,10 @@ export interface FakeGemini {
   failNext(status: GeminiFailureStatus, times?: number, message?: string, state?: string): void;
   /** The next `times` requests are never answered. */
   stallNext(times?: number): void;
+  /** From now on the model is gone: `models.get` and generateContent answer it 404. */
+  retire(model: string): void;
+  /** The `models.get` requests, in order: the mode and the model asked for. */
+  modelLookups: Array<{ mode: 'api-key' | 'vertex'; model: string; path: string }>;
   stop(): Promise<void>;
 }
 
@@ -158,6 +168,37 @@ export function blockedCandidateResponse(finishReason: string): Record<string, u
 const API_KEY_PATH = /^\/v1beta\/models\/([^/:]+):generateContent$/;
 const VERTEX_PATH =
   /^\/v1beta1\/projects\/([^/]+)\/locations\/([^/]+)\/publishers\/google\/models\/([^/:]+):generateContent$/;
+const API_KEY_MODEL = /^\/v1beta\/models\/([^/:]+)$/;
+const VERTEX_MODEL =
+  /^\/v1beta1\/(?:projects\/[^/]+\/locations\/[^/]+\/)?publishers\/google\/models\/([^/:]+)$/;
+
+/**
+ * The 404 of a model that does not exist (or no longer does), as each API words it: the Gemini API
+ * names `models/MODEL` and the API version; Vertex AI names the publisher model's full resource.
+ */
+export function modelNotFoundBody(mode: 'api-key' | 'vertex', model: string, resource = model) {
+  const message =
+    mode === 'api-key'
+      ? `models/${model} is not found for API version v1beta, or is not supported for generateContent. Call ListModels to see the list of available models and their supported methods.`
+      : `Publisher Model \`${resource}\` was not found or your project does not have access to it. Please ensure you are using a valid model version. For more information, see: https://cloud.google.com/vertex-ai/generative-ai/docs/learn/model-versions`;
+  return { error: { code: 404, message, status: 'NOT_FOUND' } };
+}
+
+/** The model resource `models.get` answers, in each API's shape. */
+function modelResource(mode: 'api-key' | 'vertex', model: string): Record<string, unknown> {
+  return mode === 'api-key'
+    ? {
+        name: `models/${model}`,
+        baseModelId: model,
+        version: '001',
+        displayName: model,
+        inputTokenLimit: 1_048_576,
+        outputTokenLimit: 65_536,
+        supportedGenerationMethods: ['generateContent', 'countTokens'],
+        thinking: true,
+      }
+    : { name: `publishers/google/models/${model}`, versionId: 'default', launchStage: 'GA' };
+}
 
 /** Starts the fake on 127.0.0.1 on a free port. */
 export async function startFakeGemini(): Promise<FakeGemini> {
@@ -165,6 +206,8 @@ export async function startFakeGemini(): Promise<FakeGemini> {
   const answers: GeminiAnswer[] = [];
   const failures: Array<{ status: GeminiFailureStatus; message?: string; state?: string }> = [];
   const stalled = new Set<ServerResponse>();
+  const retired = new Set<string>();
+  const modelLookups: FakeGemini['modelLookups'] = [];
   let stalls = 0;
 
   function send(res: ServerResponse, status: number, body: unknown): void {
@@ -177,6 +220,14 @@ export async function startFakeGemini(): Promise<FakeGemini> {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const text = Buffer.concat(chunks).toString('utf8');
+    const lookup = API_KEY_MODEL.exec(url.pathname) ?? VERTEX_MODEL.exec(url.pathname);
+    if (req.method === 'GET' && lookup) {
+      const mode = url.pathname.startsWith('/v1beta1/') ? 'vertex' : 'api-key';
+      const model = lookup[1]!;
+      modelLookups.push({ mode, model, path: url.pathname });
+      if (retired.has(model)) return send(res, 404, modelNotFoundBody(mode, model, url.pathname.slice(9)));
+      return send(res, 200, modelResource(mode, model));
+    }
     const apiKey = API_KEY_PATH.exec(url.pathname);
     const vertex = VERTEX_PATH.exec(url.pathname);
     if (req.method !== 'POST' || (!apiKey && !vertex)) {
@@ -191,6 +242,10 @@ export async function startFakeGemini(): Promise<FakeGemini> {
       model: (apiKey ? apiKey[1] : vertex![3])!,
     };
     requests.push(request);
+    if (retired.has(request.model)) {
+      const resource = url.pathname.slice(9).replace(/:generateContent$/, '');
+      return send(res, 404, modelNotFoundBody(request.mode, request.model, resource));
+    }
     if (stalls > 0) {
       stalls -= 1;
       stalled.add(res);
@@ -224,6 +279,10 @@ export async function startFakeGemini(): Promise<FakeGemini> {
     stallNext(times = 1) {
       stalls += times;
     },
+    retire(model) {
+      retired.add(model);
+    },
+    modelLookups,
     stop: () =>
       new Promise<void>((resolve, reject) => {
         for (const res of stalled) res.destroy();

@@ -1,5 +1,11 @@
 import { DatabaseSync } from 'node:sqlite';
 import { insertSql, sqliteValues } from '../../src/adapters/stores/sqlite-store';
+import {
+  CORRECTION_COLUMN_NAMES,
+  type Correction,
+  correctionOf,
+  sqliteCorrectionsDdl,
+} from '../../src/contract/corrections';
 import { type Row, sqliteTableDdl } from '../../src/contract/row';
 import { VIEW_NAMES, viewSql } from '../../src/contract/views';
 import { testRow } from './builders';
@@ -216,11 +222,36 @@ export const INVOICE_FIXTURE: Row[] = [
  * An in-memory SQLite table `rows` holding the given rows, without the unique key (BigQuery
  * enforces none, and the fixture needs duplicate keys), with the three SQLite views over it.
  */
-export function rowsDatabase(rows: Row[]): DatabaseSync {
+export function rowsDatabase(rows: Row[], corrections: readonly Correction[] = []): DatabaseSync {
   const db = new DatabaseSync(':memory:');
   db.exec(sqliteTableDdl('rows', { unique: false }));
+  db.exec(sqliteCorrectionsDdl());
+  const fix = db.prepare(
+    `INSERT INTO corrections (${CORRECTION_COLUMN_NAMES.join(', ')}) VALUES (${CORRECTION_COLUMN_NAMES.map((c) => `:${c}`).join(', ')})`,
+  );
+  for (const correction of corrections) fix.run({ ...correction });
   for (const view of VIEW_NAMES) db.exec(`CREATE VIEW ${view} AS ${viewSql('sqlite', view, 'rows')}`);
   const insert = db.prepare(insertSql('rows'));
   for (const row of rows) insert.run(sqliteValues(row));
   return db;
 }
+
+/**
+ * Corrections of the fixture's rows: two fields of one key (one corrected twice, the later winning;
+ * a tie on the time broken by the id), a value set to null, and a key corrected that has two rows.
+ */
+export const CORRECTION_FIXTURE: Correction[] = (() => {
+  const fix = (key: string, field: string, value: unknown, time: string, replaces: string | null = null) =>
+    correctionOf({ dedupKey: key, field, value, replaces, by: 'claire', why: 'test' }, new Date(time));
+  const first = fix('gs://b/a.pdf#1', 'total_amount', 99.5, at('13:00:00'));
+  const tieA = fix('gs://b/tie.pdf#1', 'invoice_number', 'T-1', at('13:00:00'));
+  const tieB = fix('gs://b/tie.pdf#1', 'invoice_number', 'T-2', at('13:00:00'));
+  return [
+    first,
+    fix('gs://b/a.pdf#1', 'total_amount', 100.25, at('13:05:00'), first.correction_id),
+    fix('gs://b/a.pdf#1', 'supplier_name', 'Corrigé SARL', at('13:01:00')),
+    fix('gs://b/a.pdf#1', 'due_date', null, at('13:02:00')),
+    tieA,
+    tieB,
+  ];
+})();

@@ -3,6 +3,8 @@ import {
   GoogleGenAI,
   type GoogleGenAIOptions,
   type HttpOptions,
+  type ThinkingConfig,
+  ThinkingLevel,
 } from '@google/genai';
 import {
   type AnalysisProgress,
@@ -12,6 +14,7 @@ import {
   parseAnalysis,
   type Usage,
 } from '../../contract/analysis';
+import { DEFAULT_GEMINI_MODEL, knownModel } from '../../contract/models';
 import { ANALYZER_CALLS_PER_ANALYSIS, DELIVERY_DEFAULTS } from '../../contract/settings';
 import type { Deadline } from '../../core/deadline';
 import { baseMimeType } from '../../core/document-checks';
@@ -21,6 +24,7 @@ import {
   RejectionError,
   TransientError,
 } from '../../core/errors';
+import { MODEL_NOT_FOUND } from '../../core/outage';
 import type { Analyzer, AnalyzerInput, Logger } from '../../core/ports';
 import { RATE_LIMITED } from '../quota-gate';
 import { INVOICE_PROMPT } from './gemini-prompt';
@@ -33,16 +37,25 @@ import { INVOICE_PROMPT } from './gemini-prompt';
  *
  * Errors: 408/429/5xx, timeouts, network failures and a 400 that asks for a retry are transient
  * (Pub/Sub retries). Only a permanent refusal about the document itself (a 400 that names its
- * pages, image, size or type and asks for no retry; a 413) rejects it (`analysis_failed`). Every other refusal would answer every document the same (a
- * billing or region `FAILED_PRECONDITION`, credentials, a missing model, a schema the model
- * refuses, 409, 499): it is a {@link DependencyRefusedError}, retried by Pub/Sub and logged at ERROR
- * for an operator, never a `rejected` row. A safety block rejects the document (`safety_blocked`)
- * with its reason.
+ * pages, image, size or type and asks for no retry; a 413) rejects it (`analysis_failed`). Every
+ * other refusal would answer every document the same (a billing or region `FAILED_PRECONDITION`,
+ * credentials, a schema the model refuses, 409, 499): it is a {@link DependencyRefusedError},
+ * retried by Pub/Sub and logged at ERROR for an operator, never a `rejected` row. A 404 is a model
+ * Gemini does not serve (a wrong or retired GEMINI_MODEL): a {@link ConfigurationError} (503,
+ * alerted), which {@link GeminiAnalyzer.ready} also finds once at start-up so that such a revision
+ * never becomes ready. A safety block rejects the document (`safety_blocked`) with its reason.
+ *
+ * Thinking: the worker asks for the least thinking a model it knows takes (contract/models.ts):
+ * `thinkingLevel: MINIMAL` on Gemini 3.x, which Google recommends for JSON extraction and which
+ * gemini-3.5-flash-lite uses anyway by default; `thinkingBudget: 0` on 2.5. Thinking tokens are
+ * billed as output and output costs 8× input, so the setting is sent rather than left to a default
+ * that may change. An id the table does not know gets the model's own default (a setting it does
+ * not take would be refused with a 400).
  */
 
 export interface GeminiAnalyzerOptions {
   client: GoogleGenAI;
-  /** Model id, e.g. `gemini-2.5-flash`. */
+  /** Model id, e.g. `gemini-3.5-flash-lite` (contract/models.ts). */
   model?: string;
   /**
    * The least time one call is started with (a delivery with less left is answered 503 instead),
@@ -161,13 +174,7 @@ export function geminiError(error: unknown): Error {
       options,
     );
   }
-  if (status === 404) {
-    return new DependencyRefusedError(
-      'analyzer_model_not_found',
-      `Gemini ${said}. Check GEMINI_MODEL and GOOGLE_CLOUD_LOCATION; Pub/Sub retries the messages meanwhile.`,
-      options,
-    );
-  }
+  if (status === 404) return modelNotFound(said, options);
   if (state === 'FAILED_PRECONDITION') {
     return new DependencyRefusedError(
       'analyzer_precondition',
@@ -182,6 +189,32 @@ export function geminiError(error: unknown): Error {
     options,
   );
 }
+
+/**
+ * Gemini answered 404: it does not serve the configured model (a wrong id, a model retired, or one
+ * not offered in GOOGLE_CLOUD_LOCATION). Every document would get the same answer: a configuration
+ * fault, answered 503 and alerted, never a `rejected` row.
+ */
+function modelNotFound(said: string, options: { cause?: unknown }): ConfigurationError {
+  return new ConfigurationError(
+    MODEL_NOT_FOUND,
+    `Gemini does not serve the configured model ${said}. Set GEMINI_MODEL (the stack's docline:geminiModel) to a ` +
+      `served model, such as ${DEFAULT_GEMINI_MODEL} (worker/src/contract/models.ts lists Google's retirement dates), ` +
+      'and check GOOGLE_CLOUD_LOCATION; Pub/Sub retries the messages meanwhile.',
+    options,
+  );
+}
+
+/** The least thinking a known model takes; none for an id the table does not know (its default). */
+export function thinkingConfigFor(model: string): ThinkingConfig | undefined {
+  const thinking = knownModel(model)?.thinking;
+  if (thinking === 'level') return { thinkingLevel: ThinkingLevel.MINIMAL };
+  if (thinking === 'budget') return { thinkingBudget: 0 };
+  return undefined;
+}
+
+/** How long the start-up check of the model may take (the startup probe allows 30 s in all). */
+export const MODEL_CHECK_TIMEOUT_MS = 10_000;
 
 /** The error and its causes: the SDK wraps what fetch throws when it is not an Error of its realm. */
 function causes(error: unknown): ApiErrorLike[] {
@@ -201,15 +234,38 @@ export class GeminiAnalyzer implements Analyzer {
   private readonly timeoutMs: number;
   private readonly afterAnswerMs: number;
   private readonly logger: Logger | undefined;
+  private readonly thinkingConfig: ThinkingConfig | undefined;
   readonly version: string;
 
   constructor(options: GeminiAnalyzerOptions) {
     this.client = options.client;
     this.model = options.model ?? DELIVERY_DEFAULTS.geminiModel;
     this.version = analysisVersion('gemini', this.model, INVOICE_PROMPT);
+    this.thinkingConfig = thinkingConfigFor(this.model);
     this.timeoutMs = options.timeoutMs ?? DELIVERY_DEFAULTS.analyzerTimeoutMs;
     this.afterAnswerMs = options.afterAnswerMs ?? 0;
     this.logger = options.logger;
+  }
+
+  /**
+   * Readiness, once at start-up: asks Gemini for the configured model (`models.get`, which bills no
+   * tokens). A 404 is a model Gemini does not serve: it throws the {@link ConfigurationError} a
+   * delivery would meet, so that the composition root keeps `/healthz` at 503. Any other failure
+   * (a lookup the worker's role may not be granted, a network blip) says nothing about the model:
+   * it is logged as a warning and the worker starts; a delivery then meets it on its own path.
+   */
+  async ready(timeoutMs = MODEL_CHECK_TIMEOUT_MS): Promise<void> {
+    try {
+      await this.client.models.get({ model: this.model, config: { httpOptions: { timeout: timeoutMs } } });
+    } catch (error) {
+      const mapped = geminiError(error);
+      const code = (mapped as Partial<{ code: string }>).code;
+      if (mapped instanceof ConfigurationError && code === MODEL_NOT_FOUND) throw mapped;
+      this.logger?.warn(`could not check that Gemini serves ${this.model}: ${mapped.message}`, {
+        model: this.model,
+        error: code,
+      });
+    }
   }
 
   async analyze(input: AnalyzerInput): Promise<AnalysisResult> {
@@ -275,7 +331,9 @@ export class GeminiAnalyzer implements Analyzer {
         config: {
           responseMimeType: 'application/json',
           responseJsonSchema: analysisJsonSchema(),
+          // Ignored by gemini-3.5-flash-lite (Google's model page), honoured by the models before it.
           temperature: 0,
+          ...(this.thinkingConfig ? { thinkingConfig: this.thinkingConfig } : {}),
           // One deadline per call; the SDK does not retry (no retryOptions): Pub/Sub does.
           httpOptions: { timeout: timeoutMs },
         },

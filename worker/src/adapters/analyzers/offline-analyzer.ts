@@ -1,10 +1,15 @@
-import { type AnalysisResult, analysisVersion, parseAnalysis } from '../../contract/analysis';
+import {
+  type AnalysisResult,
+  analysisVersion,
+  type FieldReading,
+  parseAnalysis,
+} from '../../contract/analysis';
 import { baseMimeType, decodeText } from '../../core/document-checks';
 import { RejectionError } from '../../core/errors';
 import type { Analyzer, AnalyzerInput } from '../../core/ports';
 import { placedTextToLines } from '../pdf/pdf-text';
 import { PdfJsParser, UnreadablePdf } from '../pdf/pdfjs-parser';
-import { extractInvoice } from './offline/invoice';
+import { readInvoice } from './offline/invoice';
 import type { Ocr } from './offline/ocr/tesseract-ocr';
 import { textLines } from './offline/text';
 
@@ -49,16 +54,27 @@ export class OfflineAnalyzer implements Analyzer {
   }
 
   async analyze(input: AnalyzerInput): Promise<AnalysisResult> {
-    const { lines, model } = await this.read(input);
-    const checked = parseAnalysis(extractInvoice(lines));
+    const { lines, model, ocrConfidence } = await this.read(input);
+    const read = readInvoice(lines);
+    const checked = parseAnalysis(read.analysis);
     if (!checked.ok) {
       // Only a bug in the parsers gets here; the document would fail the same way on every retry.
       throw new RejectionError('analysis_failed', `offline analysis is not valid: ${checked.problems}`);
     }
+    // A PDF with scanned pages is read by OCR as a whole (its text pages' lines included).
+    const source = ocrConfidence === undefined ? 'text_layer' : 'ocr';
+    const readings = Object.fromEntries(
+      Object.entries(read.how).map(([field, how]) => {
+        const reading: FieldReading = { source, how };
+        if (ocrConfidence !== undefined) reading.ocrConfidence = Math.round(ocrConfidence * 10) / 10;
+        return [field, reading];
+      }),
+    );
     return {
       analysis: checked.analysis,
       model,
       usage: { promptTokens: 0, outputTokens: 0, totalTokens: 0 },
+      readings,
     };
   }
 
@@ -67,11 +83,7 @@ export class OfflineAnalyzer implements Analyzer {
     await this.ocr?.close();
   }
 
-  private async read({
-    bytes,
-    contentType,
-    name,
-  }: AnalyzerInput): Promise<{ lines: string[]; model: string }> {
+  private async read({ bytes, contentType, name }: AnalyzerInput): Promise<Read> {
     const mime = baseMimeType(contentType);
     if (mime === 'text/plain') {
       // UTF-8, or the legacy charset it declares or that is detected (accounting exports in Windows-1252).
@@ -80,13 +92,17 @@ export class OfflineAnalyzer implements Analyzer {
     if (mime === 'application/pdf') return this.readPdf(bytes, name);
     if (mime && IMAGE_TYPES.has(mime) && this.ocr) {
       const page = await this.ocr.read(bytes);
-      return { lines: placedTextToLines(page.words), model: ocrModel(this.ocr.name, page.confidence) };
+      return {
+        lines: placedTextToLines(page.words),
+        model: ocrModel(this.ocr.name, page.confidence),
+        ocrConfidence: page.confidence,
+      };
     }
     // Without OCR, an image reads as nothing: the empty analysis, not a refusal.
     return { lines: [], model: OFFLINE_MODEL };
   }
 
-  private async readPdf(bytes: Buffer, name: string): Promise<{ lines: string[]; model: string }> {
+  private async readPdf(bytes: Buffer, name: string): Promise<Read> {
     let parsed: Awaited<ReturnType<PdfJsParser['parse']>>;
     try {
       parsed = await this.pdf.parse(bytes);
@@ -107,6 +123,14 @@ export class OfflineAnalyzer implements Analyzer {
       lines.push(...placedTextToLines(page.words));
       confidence += page.confidence;
     }
-    return { lines, model: ocrModel(this.ocr.name, confidence / parsed.scans.length) };
+    const mean = confidence / parsed.scans.length;
+    return { lines, model: ocrModel(this.ocr.name, mean), ocrConfidence: mean };
   }
+}
+
+/** A document's lines, the model that read them, and for an OCR read its mean word confidence (0-100). */
+interface Read {
+  lines: string[];
+  model: string;
+  ocrConfidence?: number;
 }

@@ -1,11 +1,17 @@
 import { type AnalysisResult, parseAnalysis } from '../../contract/analysis';
 import { type FallbackReason, RejectionError } from '../../core/errors';
-import type { AnalyzerInput, EInvoiceReader, EInvoiceReading } from '../../core/ports';
+import type {
+  AnalyzerInput,
+  EInvoiceReader,
+  EInvoiceReading,
+  EInvoiceValidationRecord,
+} from '../../core/ports';
 import { type ParsedPdf, PdfJsParser, UnreadablePdf } from '../pdf/pdfjs-parser';
 import { mayCarryAttachment } from './factur-x';
 import { IncompleteInvoice, readInvoice, syntaxOf } from './invoice';
 import type { Syntax } from './mapping';
-import { parseXml, XML_LIMITS, type XmlLimits, XmlRefusal } from './xml';
+import type { EInvoiceValidator } from './validation/validation';
+import { parseXml, XML_LIMITS, type XmlElement, type XmlLimits, XmlRefusal } from './xml';
 
 /** The `model` of rows read from a structure: where the data came from. */
 export const E_INVOICE_MODELS = Object.freeze({
@@ -24,9 +30,18 @@ class Unusable extends Error {
   constructor(
     readonly reason: FallbackReason,
     message: string,
+    /** The XML, when it parsed and its root is an invoice's: it can still be validated. */
+    readonly parsed?: ParsedInvoice,
   ) {
     super(message);
   }
+}
+
+/** An invoice XML docline parsed: what validation needs. */
+interface ParsedInvoice {
+  bytes: Uint8Array;
+  root: XmlElement;
+  syntax: Syntax;
 }
 
 /**
@@ -44,6 +59,8 @@ export class En16931Reader implements EInvoiceReader {
   constructor(
     private readonly limits: XmlLimits = XML_LIMITS,
     pdf?: PdfJsParser,
+    /** Validates each invoice XML on receipt (and compares a hybrid PDF's picture); absent, none is. */
+    private readonly validator?: EInvoiceValidator,
   ) {
     this.pdf = pdf ?? new PdfJsParser({ readContent: false, limits: { maxXmlBytes: limits.maxBytes } });
   }
@@ -55,7 +72,8 @@ export class En16931Reader implements EInvoiceReader {
   async read({ bytes, contentType, name }: AnalyzerInput): Promise<EInvoiceReading> {
     if (contentType === 'application/pdf') return this.readPdf(bytes, name);
     try {
-      return { kind: 'read', result: this.readXml(bytes) };
+      const read = this.readXml(bytes);
+      return { kind: 'read', result: read.result, ...(await this.validated(read.parsed, false)) };
     } catch (error) {
       if (!(error instanceof Unusable)) throw error;
       throw new RejectionError('not_an_e_invoice', `${name}: ${error.message}`);
@@ -87,33 +105,60 @@ export class En16931Reader implements EInvoiceReader {
         detail: `${name}: ${attachment.filename}: ${attachment.unreadable}`,
       });
     }
+    let read: { result: AnalysisResult; parsed: ParsedInvoice };
     try {
-      return { kind: 'read', result: this.readXml(attachment.bytes, E_INVOICE_MODELS.facturX) };
+      read = this.readXml(attachment.bytes, E_INVOICE_MODELS.facturX);
     } catch (error) {
       if (error instanceof Unusable) {
-        return analysed({ kind: 'fallback', reason: error.reason, detail: `${name}: ${error.message}` });
+        const validation = error.parsed ? await this.validated(error.parsed, true) : {};
+        return analysed({
+          kind: 'fallback',
+          reason: error.reason,
+          detail: `${name}: ${error.message}`,
+          ...validation,
+        });
       }
       throw error;
     }
+    const checked = await this.validated(read.parsed, true);
+    // The picture too (the offline analyzer, free): an altered PDF shows another total, number or seller.
+    if (checked.validation && this.validator) {
+      this.pdf.keep(bytes, parsed);
+      const picture = await this.validator.comparePicture({ bytes, name }, read.result.analysis);
+      if (picture) checked.validation = { ...checked.validation, picture };
+    }
+    return { kind: 'read', result: read.result, ...checked };
   }
 
-  /** The analysis an invoice XML states; throws {@link Unusable}. */
-  private readXml(bytes: Uint8Array, model?: string): AnalysisResult {
-    let syntax: Syntax | undefined;
+  /** The validation verdict of a parsed invoice XML, as the row records it; none without a validator. */
+  private async validated(
+    parsed: ParsedInvoice,
+    facturX: boolean,
+  ): Promise<{ validation?: EInvoiceValidationRecord }> {
+    if (!this.validator) return {};
+    const verdict = await this.validator.validate(parsed.bytes, parsed.root, parsed.syntax, facturX);
+    return { validation: verdict as unknown as EInvoiceValidationRecord };
+  }
+
+  /** The analysis an invoice XML states, and the parse; throws {@link Unusable}. */
+  private readXml(bytes: Uint8Array, model?: string): { result: AnalysisResult; parsed: ParsedInvoice } {
+    let parsed: ParsedInvoice | undefined;
     let analysis: unknown;
     try {
       const root = parseXml(bytes, this.limits);
-      syntax = syntaxOf(root);
+      const syntax = syntaxOf(root);
       if (!syntax) {
         throw new Unusable(
           'e_invoice_unreadable',
           `the XML's root is {${root.uri}}${root.local}, not a CII CrossIndustryInvoice or a UBL Invoice/CreditNote`,
         );
       }
+      parsed = { bytes, root, syntax };
       analysis = readInvoice(root, syntax);
     } catch (error) {
       if (error instanceof XmlRefusal) throw new Unusable('e_invoice_unreadable', error.message);
-      if (error instanceof IncompleteInvoice) throw new Unusable('e_invoice_incomplete', error.message);
+      if (error instanceof IncompleteInvoice)
+        throw new Unusable('e_invoice_incomplete', error.message, parsed);
       throw error;
     }
     const checked = parseAnalysis(analysis);
@@ -121,7 +166,15 @@ export class En16931Reader implements EInvoiceReader {
       throw new Unusable(
         'e_invoice_incomplete',
         `the invoice does not fit the analysis: ${checked.problems}`,
+        parsed,
       );
-    return { analysis: checked.analysis, model: model ?? E_INVOICE_MODELS[syntax], usage: { ...NO_TOKENS } };
+    return {
+      result: {
+        analysis: checked.analysis,
+        model: model ?? E_INVOICE_MODELS[parsed.syntax],
+        usage: { ...NO_TOKENS },
+      },
+      parsed,
+    };
   }
 }

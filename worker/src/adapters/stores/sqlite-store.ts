@@ -1,6 +1,14 @@
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { DatabaseSync, type SQLInputValue } from 'node:sqlite';
+import {
+  CORRECTION_COLUMN_NAMES,
+  CORRECTIONS_TABLE,
+  type Correction,
+  type CorrectionOutcome,
+  decide,
+  sqliteCorrectionsDdl,
+} from '../../contract/corrections';
 import { COLUMN_NAMES, COLUMNS, type Row, sqliteTableDdl } from '../../contract/row';
 import {
   DUPLICATE_INVOICE_ROWS,
@@ -76,6 +84,7 @@ export function duplicateInvoiceLookupSql(table: string): {
 export class SqliteStore implements BatchStore {
   private readonly db: DatabaseSync;
   private readonly insert;
+  private readonly insertCorrection;
   private readonly lookup;
   private readonly lookupMany;
   private readonly invoiceKeysOf;
@@ -94,9 +103,8 @@ export class SqliteStore implements BatchStore {
     // commit: a 200 is only given for a durable row.
     this.db.exec('PRAGMA synchronous = FULL');
     this.db.exec(sqliteTableDdl(SQLITE_TABLE));
-    for (const view of VIEW_NAMES) {
-      this.db.exec(`CREATE VIEW IF NOT EXISTS ${view} AS ${viewSql('sqlite', view, SQLITE_TABLE)}`);
-    }
+    this.db.exec(sqliteCorrectionsDdl());
+    this.migrate();
     // duplicate_invoices' group keys, indexed for the ok rows it reads: `npm start` finds the group a
     // new row joins with one index search, however many objects the group already has.
     const duplicates = duplicateInvoiceLookupSql(SQLITE_TABLE);
@@ -104,11 +112,59 @@ export class SqliteStore implements BatchStore {
     this.invoiceKeysOf = this.db.prepare(duplicates.keysOf);
     this.invoiceGroupPage = this.db.prepare(duplicates.groupPage);
     this.insert = this.db.prepare(`${insertSql(SQLITE_TABLE)} ON CONFLICT (dedup_key) DO NOTHING`);
+    this.insertCorrection = this.db.prepare(
+      `INSERT INTO ${CORRECTIONS_TABLE} (${CORRECTION_COLUMN_NAMES.join(', ')}) VALUES (${CORRECTION_COLUMN_NAMES.map((c) => `:${c}`).join(', ')}) ON CONFLICT (correction_id) DO NOTHING`,
+    );
     this.lookup = this.db.prepare(`SELECT 1 AS hit FROM ${SQLITE_TABLE} WHERE dedup_key = ? LIMIT 1`);
     // The keys travel as one JSON array parameter, the way BigQuery's batch gets `UNNEST(@keys)`.
     this.lookupMany = this.db.prepare(
       `SELECT dedup_key FROM ${SQLITE_TABLE} WHERE dedup_key IN (SELECT value FROM json_each(?))`,
     );
+  }
+
+  /**
+   * Brings a database file written by an earlier version up to this one: the columns added since
+   * (NULLABLE, at the end, as BigQuery adds them), and the views whose SQL changed (they hold no
+   * data). Only when something differs, in one write transaction, so that worker processes opening
+   * the same file at once do it once.
+   */
+  private migrate(): void {
+    const missing = () => {
+      const have = new Set(
+        (this.db.prepare(`PRAGMA table_info(${SQLITE_TABLE})`).all() as Array<{ name: string }>).map(
+          (c) => c.name,
+        ),
+      );
+      return COLUMNS.filter((c) => !have.has(c.name));
+    };
+    const stale = () => {
+      const views = new Map(
+        (
+          this.db.prepare("SELECT name, sql FROM sqlite_master WHERE type = 'view'").all() as Array<{
+            name: string;
+            sql: string;
+          }>
+        ).map((v) => [v.name, v.sql]),
+      );
+      return VIEW_NAMES.filter((view) => views.get(view) !== viewDdl(view));
+    };
+    if (missing().length === 0 && stale().length === 0) return;
+    this.db.exec('BEGIN IMMEDIATE');
+    try {
+      for (const column of missing()) {
+        if (column.mode === 'REQUIRED') throw new Error(`cannot add the REQUIRED column ${column.name}`);
+        const type = column.type === 'INT64' ? 'INTEGER' : 'TEXT';
+        this.db.exec(`ALTER TABLE ${SQLITE_TABLE} ADD COLUMN ${column.name} ${type}`);
+      }
+      for (const view of stale()) {
+        this.db.exec(`DROP VIEW IF EXISTS ${view}`);
+        this.db.exec(viewDdl(view));
+      }
+      this.db.exec('COMMIT');
+    } catch (error) {
+      if (this.db.isTransaction) this.db.exec('ROLLBACK');
+      throw error;
+    }
   }
 
   async seen(dedupKey: string): Promise<boolean> {
@@ -224,6 +280,45 @@ export class SqliteStore implements BatchStore {
     return this.query('SELECT * FROM documents ORDER BY processed_at, message_id');
   }
 
+  /** The documents view with what the corrections left readable: the analysis as analysed, the fields corrected. */
+  correctedDocuments(where?: { dedupKey: string }): DocumentRow[] {
+    const sql = `SELECT * FROM documents${where ? ' WHERE dedup_key = ?' : ''} ORDER BY processed_at, message_id`;
+    const records = this.db.prepare(sql).all(...(where ? [where.dedupKey] : [])) as Record<string, unknown>[];
+    return records.map((record) => ({
+      ...toRow(record),
+      original_analysis:
+        typeof record.original_analysis === 'string' ? JSON.parse(record.original_analysis) : null,
+      corrected_fields: typeof record.corrected_fields === 'string' ? record.corrected_fields.split(',') : [],
+    }));
+  }
+
+  /** The corrections of a row, oldest first (every one: the view applies the latest of each field). */
+  corrections(dedupKey: string): Correction[] {
+    return this.db
+      .prepare(`SELECT * FROM ${CORRECTIONS_TABLE} WHERE dedup_key = ? ORDER BY corrected_at, correction_id`)
+      .all(dedupKey) as unknown as Correction[];
+  }
+
+  /**
+   * Writes a correction unless it is already there or its field was corrected meanwhile
+   * (contract/corrections.ts `decide`), the check and the insert in one write transaction.
+   */
+  async correct(correction: Correction): Promise<CorrectionOutcome> {
+    return this.guard(() => {
+      this.db.exec('BEGIN IMMEDIATE');
+      try {
+        const outcome = decide(correction, this.corrections(correction.dedup_key));
+        if (outcome.status === 'recorded')
+          this.insertCorrection.run(correction as unknown as Record<string, SQLInputValue>);
+        this.db.exec('COMMIT');
+        return outcome;
+      } catch (error) {
+        if (this.db.isTransaction) this.db.exec('ROLLBACK');
+        throw error;
+      }
+    });
+  }
+
   private query(sql: string, ...params: SQLInputValue[]): Row[] {
     return (this.db.prepare(sql).all(...params) as Record<string, unknown>[]).map(toRow);
   }
@@ -240,6 +335,14 @@ export class SqliteStore implements BatchStore {
       throw error;
     }
   }
+}
+
+/** A row of the documents view: the table's columns (the analysis corrected), and what corrections left readable. */
+export type DocumentRow = Row & { original_analysis: unknown; corrected_fields: string[] };
+
+/** The statement that creates a view, as SQLite keeps it in sqlite_master. */
+function viewDdl(view: ViewName): string {
+  return `CREATE VIEW ${view} AS ${viewSql('sqlite', view, SQLITE_TABLE)}`;
 }
 
 function toRow(record: Record<string, unknown>): Row {

@@ -1,4 +1,4 @@
-import type { Analysis } from '../../../contract/analysis';
+import type { Analysis, ReadHow } from '../../../contract/analysis';
 import { type DecimalHint, detectCurrency, type FoundAmount, findAmounts, roundCents } from './amounts';
 import { type DateOrder, findDate, numericDateOrder } from './dates';
 import { findSiren, findSiret, findVatId, sirenFrom } from './ids';
@@ -323,13 +323,13 @@ const LEGAL_FORM = new RegExp(LEGAL_FORM_SOURCE, 'u');
  * first blank-separated block that names the customer, or the first dozen lines), the first cell
  * that carries a legal form; else the first cell that looks like a name.
  */
-function supplierName(lines: readonly string[], customerLines: ReadonlySet<number>): string | null {
+function supplierName(lines: readonly string[], customerLines: ReadonlySet<number>): Found<string> {
   for (const hit of labelHits(lines, [SUPPLIER_LABEL])) {
     const name = nameAfterLabel(lines, hit);
-    if (name) return nameBeforeAddress(name);
+    if (name) return { value: nameBeforeAddress(name), how: 'labelled' };
   }
   const sender = senderLine(lines);
-  if (sender) return sender.name;
+  if (sender) return { value: sender.name, how: 'layout' };
   const header: string[] = [];
   for (const [index, line] of lines.entries()) {
     if (header.length >= HEADER_LINES) break;
@@ -337,10 +337,17 @@ function supplierName(lines: readonly string[], customerLines: ReadonlySet<numbe
     header.push(...splitCells(line));
   }
   const formal = header.find((cell) => LEGAL_FORM.test(cell) && looksLikeName(nameBeforeAddress(cell)));
-  if (formal) return nameBeforeAddress(formal);
+  if (formal) return { value: nameBeforeAddress(formal), how: 'layout' };
   const named = header.find((cell) => looksLikeName(cell) && !/\d/u.test(nameBeforeAddress(cell)));
-  return named ? nameBeforeAddress(named) : null;
+  return named ? { value: nameBeforeAddress(named), how: 'guess' } : NOT_FOUND;
 }
+
+/** A value found, and how (contract/analysis.ts `ReadHow`); null when not found. */
+interface Found<T> {
+  value: T | null;
+  how?: ReadHow;
+}
+const NOT_FOUND = { value: null } as const;
 
 // A letterhead sits in the first lines of the page.
 const HEADER_LINES = 12;
@@ -364,35 +371,37 @@ function referenceIn(value: string | null): string | null {
 function documentNumber(
   lines: readonly string[],
   type: Analysis['document_type'],
-): { number: string | null; lineIndex: number | null } {
+): { number: string | null; lineIndex: number | null; how?: ReadHow } {
   const labels =
     type === 'credit_note'
       ? [...CREDIT_NOTE_NUMBER_LABELS, ...INVOICE_NUMBER_LABELS]
       : [...INVOICE_NUMBER_LABELS, ...CREDIT_NOTE_NUMBER_LABELS];
   const hit = findLabel(lines, labels, (value) => referenceIn(value) !== null);
-  if (hit) return { number: referenceIn(hit.value), lineIndex: hit.lineIndex };
+  if (hit) return { number: referenceIn(hit.value), lineIndex: hit.lineIndex, how: 'labelled' };
   // A form: "Rechnungsdaten" over "Nummer: 471102", "Datum: 05.03.2018".
   for (const [index, line] of lines.entries()) {
     if (!INVOICE_HEADING.test(line.trim())) continue;
     const section = lines.slice(index + 1, index + 9);
     const field = findLabel(section, [BARE_NUMBER_LABEL], (value) => referenceIn(value) !== null);
-    if (field) return { number: referenceIn(field.value), lineIndex: index + 1 + field.lineIndex };
+    if (field)
+      return { number: referenceIn(field.value), lineIndex: index + 1 + field.lineIndex, how: 'layout' };
   }
   return { number: null, lineIndex: null };
 }
 
-function issueDate(lines: readonly string[], order: DateOrder, numberLine: number | null): string | null {
+function issueDate(lines: readonly string[], order: DateOrder, numberLine: number | null): Found<string> {
   const labelled = findLabel(lines, ISSUE_DATE_LABELS, (value) => findDate(value, order) !== null);
-  if (labelled?.value) return findDate(labelled.value, order);
+  if (labelled?.value) return { value: findDate(labelled.value, order), how: 'labelled' };
   // "Rechnung Nr. 471113 vom 13.06.2018", "Invoice # RE-507 issued at 2019-06-10": the number's date.
   const besideNumber = numberLine === null ? null : findDate(lines[numberLine] ?? '', order);
-  if (besideNumber && !DUE_DATE_LABEL.test(lines[numberLine!]!)) return besideNumber;
+  if (besideNumber && !DUE_DATE_LABEL.test(lines[numberLine!]!))
+    return { value: besideNumber, how: 'layout' };
   // "Paris, le 30 novembre 2026", or a date beside the number: the first date that is not a due date.
   for (const line of lines) {
     const date = findDate(line, order);
-    if (date && !OTHER_DATE_CONTEXT.test(line)) return date;
+    if (date && !OTHER_DATE_CONTEXT.test(line)) return { value: date, how: 'guess' };
   }
-  return null;
+  return NOT_FOUND;
 }
 
 function dueDate(lines: readonly string[], order: DateOrder): string | null {
@@ -427,6 +436,8 @@ interface Totals {
   net: FoundAmount | null;
   tax: FoundAmount | null;
   total: FoundAmount | null;
+  /** The three were found apart and add up. */
+  consistent?: boolean;
 }
 
 function totalKind(label: string): TotalKind | null {
@@ -539,17 +550,24 @@ function consistentTotals(candidates: Record<TotalKind, FoundAmount[]>): Totals 
     for (const net of [...candidates.net].reverse()) {
       if (net.value === 0 || Math.abs(net.value) > Math.abs(total.value) + CENT) continue;
       const tax = candidates.tax.find((t) => Math.abs(net.value + t.value - total.value) < CENT);
-      if (tax) return { net, tax, total };
+      if (tax) return { net, tax, total, consistent: true };
     }
   }
   return null;
 }
 
-/** Fills the third of net, tax and total when the other two are known. */
-function completeAmounts(net: number | null, tax: number | null, total: number | null) {
-  if (net !== null && tax !== null && total === null) return { net, tax, total: roundCents(net + tax) };
-  if (net !== null && tax === null && total !== null) return { net, tax: roundCents(total - net), total };
-  if (net === null && tax !== null && total !== null) return { net: roundCents(total - tax), tax, total };
+/** Fills the third of net, tax and total when the other two are known; `derived` names it. */
+function completeAmounts(
+  net: number | null,
+  tax: number | null,
+  total: number | null,
+): { net: number | null; tax: number | null; total: number | null; derived?: 'net' | 'tax' | 'total' } {
+  if (net !== null && tax !== null && total === null)
+    return { net, tax, total: roundCents(net + tax), derived: 'total' };
+  if (net !== null && tax === null && total !== null)
+    return { net, tax: roundCents(total - net), total, derived: 'tax' };
+  if (net === null && tax !== null && total !== null)
+    return { net: roundCents(total - tax), tax, total, derived: 'net' };
   return { net, tax, total };
 }
 
@@ -570,9 +588,17 @@ function decimalHintFor(language: Analysis['language']): DecimalHint {
 
 /** The invoice fields of a document's text lines. */
 export function extractInvoice(rawLines: readonly string[]): Analysis {
+  return readInvoice(rawLines).analysis;
+}
+
+/** How each field the page gave was found (core/review.ts weighs it). */
+export type FieldHows = Partial<Record<keyof Analysis, ReadHow>>;
+
+/** {@link extractInvoice}, with how each field it found was found. */
+export function readInvoice(rawLines: readonly string[]): { analysis: Analysis; how: FieldHows } {
   const lines = rawLines.map(normalizeLine);
   const text = lines.join('\n');
-  if (text.trim() === '') return emptyAnalysis();
+  if (text.trim() === '') return { analysis: emptyAnalysis(), how: {} };
 
   const language = detectLanguage(text);
   const dateOrder = numericDateOrder(text);
@@ -591,29 +617,47 @@ export function extractInvoice(rawLines: readonly string[]): Analysis {
   );
   const vatId = findVatId(supplierText);
   const siret = findSiret(supplierText);
+  const labelledSiren = findSiren(supplierText);
   const number = documentNumber(lines, documentType);
+  const supplier = supplierName(lines, customer.lineIndexes);
+  const issued = issueDate(lines, dateOrder, number.lineIndex);
+  const labelledCode = labelledCurrency(lines);
+  const amountCurrency = found.total?.currency ?? found.net?.currency ?? found.tax?.currency ?? null;
+  const amountHow = (kind: 'net' | 'tax' | 'total'): ReadHow =>
+    amounts.derived === kind ? 'derived' : found.consistent ? 'cross_checked' : 'labelled';
 
-  return {
+  const analysis: Analysis = {
     document_type: documentType,
     language,
-    supplier_name: supplierName(lines, customer.lineIndexes),
+    supplier_name: supplier.value,
     supplier_vat_id: vatId,
-    supplier_siren: findSiren(supplierText) ?? sirenFrom(siret, vatId),
+    supplier_siren: labelledSiren ?? sirenFrom(siret, vatId),
     supplier_siret: siret,
     customer_name: customer.name,
     invoice_number: number.number,
-    issue_date: issueDate(lines, dateOrder, number.lineIndex),
+    issue_date: issued.value,
     due_date: dueDate(lines, dateOrder),
-    currency:
-      labelledCurrency(lines) ??
-      found.total?.currency ??
-      found.net?.currency ??
-      found.tax?.currency ??
-      detectCurrency(text) ??
-      null,
+    currency: labelledCode ?? amountCurrency ?? detectCurrency(text) ?? null,
     net_amount: amounts.net,
     tax_amount: amounts.tax,
     total_amount: amounts.total,
     line_items: lineItems.items,
   };
+  const how: FieldHows = {
+    supplier_name: supplier.how,
+    supplier_vat_id: 'pattern',
+    supplier_siren: labelledSiren ? 'labelled' : 'derived',
+    supplier_siret: 'labelled',
+    invoice_number: number.how,
+    issue_date: issued.how,
+    due_date: 'labelled',
+    currency: labelledCode ? 'labelled' : amountCurrency ? 'layout' : 'guess',
+    net_amount: amountHow('net'),
+    tax_amount: amountHow('tax'),
+    total_amount: amountHow('total'),
+  };
+  // Only the fields found: a field left null has no "how".
+  for (const field of Object.keys(how) as Array<keyof FieldHows>)
+    if (analysis[field] === null || how[field] === undefined) delete how[field];
+  return { analysis, how };
 }

@@ -1,0 +1,254 @@
+// The review page (served by `npm run review`, local/lib/review-server.ts). Keyboard first: the
+// cursor starts on the first doubted field; Enter saves it (a value left as it is confirms it) and
+// goes to the next doubted one, then to the next document; Ctrl+Enter confirms what is left;
+// Alt+Down / Alt+Up move between documents; Esc puts the field back.
+
+// The fields an input is shown for, in order: the correctable ones, as the server names them.
+let FIELDS = [];
+const AMOUNTS = new Set(['net_amount', 'tax_amount', 'total_amount']);
+const REASON_WORDS = {
+  arithmetic: 'net + tax ≠ total',
+  missing: 'missing',
+  low_confidence: 'low confidence',
+  check_digit: 'check digit fails',
+};
+
+const state = { items: [], index: 0, who: '' };
+const $ = (id) => document.getElementById(id);
+
+/** The fields a reason is about (`arithmetic`: the three amounts). */
+function reasonFields(reason) {
+  if (reason === 'arithmetic') return [...AMOUNTS];
+  const colon = reason.indexOf(':');
+  return colon < 0 ? [] : [reason.slice(colon + 1)];
+}
+
+function describe(reason) {
+  const kind = reason.split(':')[0];
+  return REASON_WORDS[kind] ?? reason;
+}
+
+const shown = (value) => (value === null || value === undefined ? '' : String(value));
+
+/** The value typed, as the analysis holds it: empty is null, amounts are numbers. */
+function parsed(field, text) {
+  const value = text.trim();
+  if (value === '') return null;
+  if (AMOUNTS.has(field)) {
+    const number = Number(value.replace(/[\s\u00a0\u202f]/g, '').replace(',', '.'));
+    return Number.isFinite(number) ? number : value;
+  }
+  return value;
+}
+
+function current() {
+  return state.items[state.index];
+}
+
+function renderQueue() {
+  const nav = $('queue');
+  nav.replaceChildren();
+  state.items.forEach((item, index) => {
+    const button = document.createElement('button');
+    button.type = 'button';
+    button.textContent = item.object_name ?? item.dedup_key;
+    button.dataset.key = item.dedup_key;
+    button.className = item.open.length === 0 ? 'done' : '';
+    if (index === state.index) button.setAttribute('aria-current', 'true');
+    const count = document.createElement('span');
+    count.className = 'count';
+    count.textContent = item.open.length === 0 ? '✓' : String(item.open.length);
+    button.append(count);
+    button.addEventListener('click', () => select(index));
+    nav.append(button);
+  });
+  const open = state.items.filter((item) => item.open.length > 0).length;
+  $('progress').textContent = `${open} of ${state.items.length} documents to review`;
+}
+
+async function renderPicture(item) {
+  const box = $('picture');
+  box.replaceChildren();
+  if ((item.content_type ?? '').startsWith('text/')) {
+    const pre = document.createElement('pre');
+    const answer = await fetch(`/api/picture?key=${encodeURIComponent(item.dedup_key)}`);
+    pre.textContent = answer.ok ? await answer.text() : '(no picture)';
+    box.append(pre);
+    return;
+  }
+  const img = document.createElement('img');
+  img.alt = `picture of ${item.object_name}`;
+  img.src = `/api/picture?key=${encodeURIComponent(item.dedup_key)}`;
+  box.append(img);
+}
+
+function renderFields(item) {
+  $('title').textContent = item.object_name ?? item.dedup_key;
+  $('reasons').textContent =
+    item.review.length === 0
+      ? ''
+      : `to look at: ${item.review.map((r) => `${reasonFields(r).join(', ') || r}: ${describe(r)}`).join(' · ')}`;
+  const rows = $('rows');
+  rows.replaceChildren();
+  const analysis = item.analysis ?? {};
+  const original = item.original_analysis ?? {};
+  for (const field of FIELDS) {
+    const reasons = item.review.filter((r) => reasonFields(r).includes(field));
+    const row = document.createElement('div');
+    row.className = 'field';
+    row.dataset.field = field;
+    if (reasons.length > 0) row.classList.add('flagged');
+    if (item.corrected_fields.includes(field)) row.classList.add('closed');
+    const label = document.createElement('label');
+    label.htmlFor = `field-${field}`;
+    label.textContent = field;
+    const input = document.createElement('input');
+    input.id = `field-${field}`;
+    input.name = field;
+    input.value = shown(analysis[field]);
+    input.dataset.saved = input.value;
+    const meta = document.createElement('span');
+    meta.className = 'meta';
+    const confidence = item.confidence?.[field];
+    meta.textContent = confidence ? `${confidence.confidence.toFixed(2)} ${confidence.source}` : '';
+    row.append(label, input, meta);
+    if (reasons.length > 0) {
+      const why = document.createElement('span');
+      why.className = 'reason';
+      why.textContent = item.corrected_fields.includes(field)
+        ? `reviewed (${reasons.map(describe).join(', ')})`
+        : reasons.map(describe).join(', ');
+      row.append(why);
+    }
+    const latest = item.latest[field];
+    if (latest) {
+      const was = document.createElement('span');
+      was.className = 'was';
+      was.textContent = `analysed: ${shown(original[field]) || '—'} · by ${latest.corrected_by}`;
+      row.append(was);
+    }
+    rows.append(row);
+  }
+}
+
+function focusNext(after) {
+  const item = current();
+  if (!item) return;
+  const open = new Set(item.open.flatMap(reasonFields));
+  const start = after === undefined ? -1 : FIELDS.indexOf(after);
+  const next = FIELDS.slice(start + 1).find((f) => open.has(f));
+  if (next) {
+    const input = $(`field-${next}`);
+    input.focus();
+    input.select();
+    return;
+  }
+  if (item.open.length > 0 && after === undefined) return;
+  if (after !== undefined) void nextDocument();
+}
+
+function status(text, kind = '') {
+  $('status').textContent = text;
+  $('status').className = kind;
+}
+
+async function select(index) {
+  if (state.items.length === 0) {
+    $('title').textContent = 'Nothing to review.';
+    return;
+  }
+  state.index = Math.max(0, Math.min(state.items.length - 1, index));
+  const item = current();
+  history.replaceState(null, '', `#${encodeURIComponent(item.dedup_key)}`);
+  renderQueue();
+  renderFields(item);
+  focusNext();
+  await renderPicture(item);
+}
+
+function nextDocument(step = 1) {
+  if (step > 0) {
+    const ahead = state.items.findIndex((item, i) => i > state.index && item.open.length > 0);
+    return select(ahead >= 0 ? ahead : state.index + 1);
+  }
+  return select(state.index - 1);
+}
+
+/** Saves one field: a correction, or a confirmation when the value is the one shown. */
+async function save(field) {
+  const item = current();
+  const input = $(`field-${field}`);
+  const answer = await fetch('/api/corrections', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      dedup_key: item.dedup_key,
+      field,
+      value: parsed(field, input.value),
+      replaces: item.latest[field]?.correction_id ?? null,
+      why: $('why').value,
+      by: state.who,
+    }),
+  });
+  const body = await answer.json();
+  if (!answer.ok && answer.status !== 409) {
+    status(`${field}: ${body.error}`, 'error');
+    return false;
+  }
+  state.items[state.index] = body.item;
+  renderQueue();
+  renderFields(body.item);
+  if (body.status === 'conflict') {
+    const latest = body.latest;
+    status(
+      `${field} was corrected meanwhile by ${latest?.corrected_by}: ${latest?.value}. Check it and save again.`,
+      'conflict',
+    );
+    $(`field-${field}`).focus();
+    return false;
+  }
+  status(body.status === 'recorded' ? `saved ${field}` : `${field}: already recorded`);
+  return true;
+}
+
+document.addEventListener('keydown', async (event) => {
+  const field = event.target?.name;
+  const inField = FIELDS.includes(field);
+  if (event.altKey && (event.key === 'ArrowDown' || event.key === 'ArrowUp')) {
+    event.preventDefault();
+    await nextDocument(event.key === 'ArrowDown' ? 1 : -1);
+    return;
+  }
+  if (event.key === 'Enter' && (event.ctrlKey || event.metaKey)) {
+    event.preventDefault();
+    const item = current();
+    for (const open of [...new Set(item.open.flatMap(reasonFields))]) {
+      if (!(await save(open))) return;
+    }
+    await nextDocument();
+    return;
+  }
+  if (event.key === 'Enter' && inField) {
+    event.preventDefault();
+    if (await save(field)) focusNext(field);
+    return;
+  }
+  if (event.key === 'Escape' && inField) event.target.value = event.target.dataset.saved;
+});
+
+$('fields').addEventListener('submit', (event) => event.preventDefault());
+
+async function load() {
+  const answer = await fetch('/api/queue');
+  const body = await answer.json();
+  state.items = body.items;
+  FIELDS = body.fields;
+  state.who = new URLSearchParams(location.search).get('who') ?? body.who;
+  $('who').textContent = `corrections by ${state.who}`;
+  const key = decodeURIComponent(location.hash.slice(1));
+  const at = state.items.findIndex((item) => item.dedup_key === key);
+  await select(Math.max(at, 0));
+  document.body.dataset.ready = 'true';
+}
+
+load().catch((error) => status(`the page could not load: ${error.message}`, 'error'));

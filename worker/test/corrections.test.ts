@@ -1,0 +1,159 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { SQLITE_TABLE, SqliteStore } from '../src/adapters/stores/sqlite-store';
+import { correctionOf, decide, InvalidCorrectionError, latestByField } from '../src/contract/corrections';
+import { COLUMNS } from '../src/contract/row';
+import { testRow } from './support/builders';
+
+const analysis = {
+  document_type: 'invoice',
+  language: 'fr',
+  supplier_name: 'Atelier Ravel',
+  supplier_vat_id: null,
+  supplier_siren: null,
+  supplier_siret: null,
+  customer_name: null,
+  invoice_number: 'F-2O26-0142',
+  issue_date: '2026-11-30',
+  due_date: null,
+  currency: 'EUR',
+  net_amount: 100,
+  tax_amount: 20,
+  total_amount: 120,
+  line_items: [],
+};
+
+const at = (minute: number) => new Date(Date.UTC(2026, 10, 30, 12, minute));
+const request = (field: string, value: unknown, replaces: string | null = null, key = 'gs://b/a.pdf#1') => ({
+  dedupKey: key,
+  field,
+  value,
+  replaces,
+  by: 'claire',
+  why: 'read on the picture',
+});
+
+describe('a correction', () => {
+  it('is checked against the analysis schema: field, value and who', () => {
+    expect(() => correctionOf(request('line_items', []), at(0))).toThrow(InvalidCorrectionError);
+    expect(() => correctionOf(request('issue_date', '30/11/2026'), at(0))).toThrow(/issue_date/);
+    expect(() => correctionOf(request('total_amount', '120'), at(0))).toThrow(/total_amount/);
+    expect(() => correctionOf({ ...request('invoice_number', 'F-1'), by: ' ' }, at(0))).toThrow(/who/);
+    expect(correctionOf(request('due_date', null), at(0)).value).toBe('null');
+  });
+
+  it('has the same id when it is the same change of the same state, whoever and whenever', () => {
+    const a = correctionOf(request('invoice_number', 'F-2026-0142'), at(0));
+    const b = correctionOf({ ...request('invoice_number', 'F-2026-0142'), by: 'marc' }, at(5));
+    expect(a.correction_id).toBe(b.correction_id);
+    const over = correctionOf(request('invoice_number', 'F-2026-0142', a.correction_id), at(6));
+    expect(over.correction_id).not.toBe(a.correction_id);
+  });
+
+  it('is recorded over the latest it saw, already there when repeated, a conflict when stale', () => {
+    const first = correctionOf(request('invoice_number', 'F-2026-0142'), at(0));
+    expect(decide(first, []).status).toBe('recorded');
+    expect(decide(first, [first]).status).toBe('already');
+    const stale = correctionOf(request('invoice_number', 'F-2026-0143'), at(1));
+    expect(decide(stale, [first])).toEqual({ status: 'conflict', latest: first });
+    const next = correctionOf(request('invoice_number', 'F-2026-0143', first.correction_id), at(1));
+    expect(decide(next, [first]).status).toBe('recorded');
+    expect(latestByField([next, first]).get('invoice_number')).toBe(next);
+  });
+});
+
+describe('SqliteStore corrections and the documents view', () => {
+  let store: SqliteStore;
+  const row = testRow({ dedup_key: 'gs://b/a.pdf#1', analysis, review: 'low_confidence:invoice_number' });
+  beforeEach(async () => {
+    store = new SqliteStore({ path: ':memory:' });
+    await store.record(row);
+  });
+  afterEach(() => store.close());
+
+  const document = () => store.correctedDocuments({ dedupKey: row.dedup_key })[0]!;
+  const correct = (field: string, value: unknown, replaces: string | null, minute: number) =>
+    store.correct(correctionOf(request(field, value, replaces), at(minute)));
+
+  it('applies a correction in the view, keeps the analysed value readable, and never touches the row', async () => {
+    const outcome = await correct('invoice_number', 'F-2026-0142', null, 0);
+    expect(outcome.status).toBe('recorded');
+    const doc = document();
+    expect(doc.analysis).toMatchObject({ invoice_number: 'F-2026-0142', total_amount: 120 });
+    expect(doc.original_analysis).toEqual(analysis);
+    expect(doc.corrected_fields).toEqual(['invoice_number']);
+    // The raw row is as it was written, and alone under its key.
+    expect(store.rowsFor(row.dedup_key)).toEqual([expect.objectContaining({ analysis, review: row.review })]);
+    expect(store.documents()).toHaveLength(1);
+  });
+
+  it('keeps one correction for the same correction made twice (a retry, a second tab)', async () => {
+    expect((await correct('invoice_number', 'F-2026-0142', null, 0)).status).toBe('recorded');
+    expect((await correct('invoice_number', 'F-2026-0142', null, 3)).status).toBe('already');
+    expect(store.corrections(row.dedup_key)).toHaveLength(1);
+  });
+
+  it('refuses a correction made over a state that changed meanwhile, and takes the latest over it', async () => {
+    const first = await correct('invoice_number', 'F-2026-0142', null, 0);
+    const stale = await correct('invoice_number', 'F-2026-9999', null, 1);
+    expect(stale).toMatchObject({ status: 'conflict', latest: { value: '"F-2026-0142"' } });
+    if (first.status !== 'recorded') throw new Error('first not recorded');
+    expect((await correct('invoice_number', 'F-2026-0143', first.correction.correction_id, 2)).status).toBe(
+      'recorded',
+    );
+    expect(document().analysis).toMatchObject({ invoice_number: 'F-2026-0143' });
+    expect(store.corrections(row.dedup_key)).toHaveLength(2);
+  });
+
+  it('applies a value set back to null, numbers as numbers, and corrections of several fields', async () => {
+    await correct('currency', null, null, 0);
+    await correct('total_amount', 121.5, null, 0);
+    const doc = document();
+    expect(doc.analysis).toMatchObject({ currency: null, total_amount: 121.5, net_amount: 100 });
+    expect(Object.keys(doc.analysis as object)).toEqual(Object.keys(analysis));
+    expect(doc.corrected_fields).toEqual(['currency', 'total_amount']);
+  });
+
+  it('leaves uncorrected rows exactly as analysed', async () => {
+    const other = testRow({ analysis });
+    await store.record(other);
+    await correct('invoice_number', 'F-1', null, 0);
+    const doc = store.correctedDocuments({ dedupKey: other.dedup_key })[0]!;
+    expect(doc.analysis).toEqual(analysis);
+    expect(doc.corrected_fields).toEqual([]);
+  });
+});
+
+describe('SqliteStore on a database file of an earlier version', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(path.join(tmpdir(), 'docline-migrate-'));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('adds the new columns and replaces the views, keeping the rows', async () => {
+    const file = path.join(dir, 'old.sqlite');
+    const old = new DatabaseSync(file);
+    const before = COLUMNS.filter((c) => c.name !== 'confidence' && c.name !== 'review');
+    old.exec(
+      `CREATE TABLE ${SQLITE_TABLE} (${before.map((c) => `${c.name} ${c.type === 'INT64' ? 'INTEGER' : 'TEXT'}${c.name === 'dedup_key' ? ' UNIQUE' : ''}`).join(', ')}) STRICT`,
+    );
+    old.exec(`CREATE VIEW documents AS SELECT * FROM ${SQLITE_TABLE}`);
+    old.exec(
+      `INSERT INTO ${SQLITE_TABLE} (message_id, dedup_key, status, processed_at, worker_version, analysis) VALUES ('m1', 'k1', 'ok', '2026-11-30T00:00:00.000Z', 'old', '{"invoice_number":"A"}')`,
+    );
+    old.close();
+    const store = new SqliteStore({ path: file });
+    const [doc] = store.correctedDocuments();
+    expect(doc).toMatchObject({ dedup_key: 'k1', confidence: null, review: null, corrected_fields: [] });
+    await store.correct(correctionOf(request('invoice_number', 'B', null, 'k1'), at(0)));
+    expect(store.correctedDocuments()[0]!.analysis).toMatchObject({ invoice_number: 'B' });
+    await store.close();
+    // Opened again: nothing left to migrate, the view stays.
+    const again = new SqliteStore({ path: file });
+    expect(again.correctedDocuments()[0]!.analysis).toMatchObject({ invoice_number: 'B' });
+    await again.close();
+  });
+});

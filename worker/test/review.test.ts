@@ -1,0 +1,171 @@
+import { emptyAnalysis, readInvoice } from '../src/adapters/analyzers/offline/invoice';
+import type { Analysis } from '../src/contract/analysis';
+import {
+  assess,
+  fieldConfidences,
+  luhnValid,
+  parseReview,
+  reviewReasons,
+  sirenValid,
+  siretValid,
+  type Thresholds,
+  vatIdValid,
+} from '../src/core/review';
+
+const invoice = (overrides: Partial<Analysis> = {}): Analysis => ({
+  ...emptyAnalysis(),
+  document_type: 'invoice',
+  language: 'fr',
+  supplier_name: 'Atelier Ravel SAS',
+  invoice_number: 'F-2026-0142',
+  issue_date: '2026-11-30',
+  currency: 'EUR',
+  net_amount: 100,
+  tax_amount: 20,
+  total_amount: 120,
+  ...overrides,
+});
+
+/** Every field of every read source confident from 0.6 up. */
+const at = (t: number): Thresholds => {
+  const all = Object.fromEntries(
+    ['supplier_name', 'invoice_number', 'issue_date', 'due_date', 'currency', 'net_amount', 'tax_amount']
+      .concat(['total_amount', 'supplier_siren', 'supplier_siret', 'supplier_vat_id'])
+      .map((f) => [f, t]),
+  );
+  return { text_layer: all, ocr: all, gemini: all };
+};
+
+describe('check digits', () => {
+  it('checks SIREN and SIRET by Luhn, La Poste’s SIRETs by the sum of their digits', () => {
+    expect(luhnValid('732829320')).toBe(true);
+    expect(sirenValid('732 829 320')).toBe(true);
+    expect(sirenValid('732829321')).toBe(false);
+    expect(sirenValid('73282932')).toBe(false);
+    expect(siretValid('73282932000074')).toBe(true);
+    expect(siretValid('73282932000075')).toBe(false);
+    // La Poste: 356 000 000 then an establishment, the digits summing to a multiple of 5.
+    expect(siretValid('35600000000010')).toBe(true);
+    expect(siretValid('35600000000011')).toBe(false);
+  });
+
+  it('checks a French VAT id’s key against its SIREN, and leaves other countries’ ids alone', () => {
+    // key = (12 + 3 × (443061841 mod 97)) mod 97 = 64
+    expect(vatIdValid('FR64443061841')).toBe(true);
+    expect(vatIdValid('FR 64 443 061 841')).toBe(true);
+    expect(vatIdValid('FR65443061841')).toBe(false);
+    expect(vatIdValid('FR6444306184')).toBe(false);
+    expect(vatIdValid('FRX4443061841')).toBe(true);
+    expect(vatIdValid('DE123456789')).toBe(true);
+  });
+});
+
+describe('the review verdict', () => {
+  it('is none for a complete invoice whose fields are confident and add up', () => {
+    const result = { analysis: invoice(), model: 'e-invoice:factur-x' };
+    expect(assess(result).review).toBe('none');
+    expect(assess(result).confidence.total_amount).toEqual({
+      source: 'e_invoice_xml',
+      how: 'stated',
+      confidence: 1,
+    });
+  });
+
+  it('names the arithmetic beyond a cent of rounding, and not within it', () => {
+    const xml = 'e-invoice:cii';
+    expect(assess({ analysis: invoice({ total_amount: 120.01 }), model: xml }).review).toBe('none');
+    expect(assess({ analysis: invoice({ total_amount: 120.02 }), model: xml }).review).toBe('arithmetic');
+  });
+
+  it('names each required field missing, by document type', () => {
+    const reasons = reviewReasons(invoice({ invoice_number: null, currency: null }), {}, at(0));
+    expect(reasons).toEqual(['missing:invoice_number', 'missing:currency']);
+    // A receipt has no number to give.
+    expect(reviewReasons(invoice({ document_type: 'receipt', invoice_number: null }), {}, at(0))).toEqual([]);
+    expect(parseReview(assess({ analysis: emptyAnalysis(), model: 'offline' }).review)).toEqual([
+      'missing:supplier_name',
+      'missing:invoice_number',
+      'missing:issue_date',
+      'missing:currency',
+      'missing:total_amount',
+    ]);
+  });
+
+  it('names an identifier failing its check, even one the XML states', () => {
+    const analysis = invoice({ supplier_siren: '732829321', supplier_vat_id: 'FR65443061841' });
+    expect(parseReview(assess({ analysis, model: 'e-invoice:ubl' }).review)).toEqual([
+      'check_digit:supplier_siren',
+      'check_digit:supplier_vat_id',
+    ]);
+  });
+
+  it('names the fields below their source’s threshold', () => {
+    const read = { analysis: invoice(), model: 'offline' };
+    const confidence = fieldConfidences(read);
+    expect(reviewReasons(read.analysis, confidence, at(0.6))).toEqual([]);
+    expect(reviewReasons(read.analysis, confidence, at(0.95))).toEqual([
+      'low_confidence:supplier_name',
+      'low_confidence:invoice_number',
+      'low_confidence:issue_date',
+      'low_confidence:currency',
+    ]);
+    const never = { ...at(0.6), text_layer: { ...at(0.6).text_layer, currency: null } };
+    expect(reviewReasons(read.analysis, confidence, never)).toEqual(['low_confidence:currency']);
+  });
+});
+
+describe('field confidence', () => {
+  it('follows how the offline analyzer found each field, raised by amounts that add up', () => {
+    const { analysis, how } = readInvoice([
+      'Atelier Ravel SAS',
+      'Facture n° F-2026-0142',
+      'Date : 30/11/2026',
+      'SIRET : 732 829 320 00074',
+      'Total HT  100,00 €',
+      'TVA 20 %  20,00 €',
+      'Total TTC  120,00 €',
+    ]);
+    const readings = Object.fromEntries(
+      Object.entries(how).map(([f, h]) => [f, { source: 'text_layer' as const, how: h }]),
+    );
+    const c = fieldConfidences({ analysis, model: 'offline', readings });
+    expect(c.invoice_number).toMatchObject({ source: 'text_layer', how: 'labelled' });
+    expect(c.total_amount).toMatchObject({ how: 'cross_checked', confidence: 0.97 });
+    expect(c.supplier_siren).toMatchObject({ how: 'derived' });
+    // A SIRET with a valid check digit is surer than one read after its label alone.
+    expect(c.supplier_siret!.confidence).toBeGreaterThan(0.9);
+  });
+
+  it('is lowered by a failed check digit, amounts that do not add up, a due date before the issue', () => {
+    const base = fieldConfidences({ analysis: invoice({ supplier_siren: '732829320' }), model: 'offline' });
+    const bad = fieldConfidences({
+      analysis: invoice({
+        supplier_siren: '732829321',
+        total_amount: 130,
+        due_date: '2026-11-01',
+      }),
+      model: 'offline',
+    });
+    expect(bad.supplier_siren!.confidence).toBeLessThan(base.supplier_siren!.confidence);
+    expect(bad.net_amount!.confidence).toBeLessThan(base.net_amount!.confidence);
+    expect(bad.issue_date!.confidence).toBeLessThan(base.issue_date!.confidence);
+  });
+
+  it('is scaled by OCR’s word confidence, and tells the source of a result that does not say', () => {
+    const reading = (ocrConfidence: number) => ({
+      analysis: invoice(),
+      model: 'offline+ocr:tesseract',
+      readings: { invoice_number: { source: 'ocr' as const, how: 'labelled' as const, ocrConfidence } },
+    });
+    const sure = fieldConfidences(reading(95)).invoice_number!;
+    const doubtful = fieldConfidences(reading(40)).invoice_number!;
+    expect(doubtful.confidence).toBeLessThan(sure.confidence);
+    expect(fieldConfidences(reading(95)).supplier_name).toMatchObject({ source: 'ocr', how: 'unknown' });
+    expect(fieldConfidences({ analysis: invoice(), model: 'gemini-2.5-flash' }).currency).toMatchObject({
+      source: 'gemini',
+      how: 'model',
+    });
+    // A field without a value has no entry.
+    expect(fieldConfidences({ analysis: invoice(), model: 'offline' }).due_date).toBeUndefined();
+  });
+});
