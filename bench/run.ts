@@ -12,6 +12,9 @@
  * 5. The worker's peak RSS under the HTTP load.
  * 6. The BigQuery/Gemini cost model (computed, not run).
  * 7. OCR: CPU per page of the offline analyzer's OCR (bench/ocr-stage.ts); also alone, `--stage ocr`.
+ *
+ * Alone only, `--stage memory`: one worker process handles a million deliveries, its RSS sampled
+ * every 50,000 (bench/memory/); it takes longer than the whole run above.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -26,6 +29,7 @@ import { runGrowth } from './growth/run-growth';
 import { httpStageDocuments, runHttpStage } from './http-stage';
 import { runInProcess } from './in-process';
 import { type InboxStageResult, runInboxStage } from './inbox-stage';
+import { runMemory } from './memory/run-memory';
 import { runOcrStage } from './ocr-stage';
 import {
   type BenchResults,
@@ -50,7 +54,7 @@ const stageIndex = process.argv.indexOf('--stage');
  * inbox run.
  */
 const stage = stageIndex >= 0 ? process.argv[stageIndex + 1] : undefined;
-const STAGES = ['burst', 'inbox', 'sweep', 'ocr', 'growth'];
+const STAGES = ['burst', 'inbox', 'sweep', 'ocr', 'growth', 'memory'];
 const jobsIndex = process.argv.indexOf('--jobs');
 /**
  * `--jobs N` (the sweep): cells run at once, each in its own process. Default: the cores this
@@ -335,11 +339,13 @@ const run =
               }
             : stage === 'growth'
               ? () => runGrowth({ progress })
-              : async () => {
-                  throw new Error(
-                    `unknown stage "${stage}": the stages that run alone are ${STAGES.join(', ')}`,
-                  );
-                };
+              : stage === 'memory'
+                ? () => runMemory({ quick, progress })
+                : async () => {
+                    throw new Error(
+                      `unknown stage "${stage}": the stages that run alone are ${STAGES.join(', ')}`,
+                    );
+                  };
 
 run().catch((error: unknown) => {
   progress(`benchmark failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);

@@ -62,6 +62,16 @@ export const GEMINI_CLIENT_ERRORS = {
     apiStatus: 'ABORTED',
   },
   cancelled: { status: 499, message: 'CANCELLED: The operation was cancelled.', apiStatus: 'CANCELLED' },
+  /**
+   * A 400 that names the input and asks for a retry (issue 45, item 9): Gemini failed on its side
+   * this time; the document is good, and must never be refused for it.
+   */
+  retryAsked: {
+    status: 400,
+    message:
+      'INVALID_ARGUMENT: Unable to process input image. Please retry or report in https://developers.generativeai.google/guide/troubleshooting',
+    apiStatus: 'INVALID_ARGUMENT',
+  },
 } as const;
 export type GeminiClientError = keyof typeof GEMINI_CLIENT_ERRORS;
 
@@ -179,7 +189,9 @@ export class GeminiModel {
           outage.status,
           outage.status === 429
             ? 'Resource has been exhausted (e.g. check quota).'
-            : 'The service is currently unavailable.',
+            : outage.status === 400
+              ? GEMINI_CLIENT_ERRORS.retryAsked.message
+              : 'The service is currently unavailable.',
         );
       }
       const busy = this.schedule.busy.find((b) => now >= b.atMs && now < b.atMs + b.forMs);

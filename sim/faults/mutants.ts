@@ -192,6 +192,19 @@ export const MUTANTS: readonly Mutant[] = [
       }),
   },
   {
+    name: 'retry-asked-400-rejected',
+    bug: 'a Gemini 400 that asks for a retry ("Unable to process input image. Please retry") is taken for a refusal of the document: a good invoice gets a rejected row (issue 45, item 3)',
+    analyzer: (analyzer) =>
+      override(analyzer, {
+        analyze: (input) =>
+          analyzer.analyze(input).catch((error: unknown) => {
+            if (error instanceof TransientError && /asked for a retry/.test(error.message))
+              throw new RejectionError('analysis_failed', `mutant: ${error.message}`, { usage: error.usage });
+            throw error;
+          }),
+      }),
+  },
+  {
     name: 'work-past-deadline',
     bug: "the analyzer and the store are not given the delivery's deadline: calls and statements run on past it",
     analyzer: (analyzer) =>

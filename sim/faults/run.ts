@@ -126,7 +126,7 @@ export interface RunRecord {
    * The worker's own deadline, as configured: a delivery's budget from its request's arrival, and
    * the time left to work once its instance is told to stop (SIGTERM).
    */
-  budget: { deliveryMs: number; drainMs: number };
+  budget: { deliveryMs: number; drainMs: number; answerMarginMs?: number };
   /** How the run ended: drained, or stopped at the bound with messages pending. */
   end: string;
   simulatedMs: number;
@@ -517,6 +517,8 @@ export async function runSchedule(
       budget: {
         deliveryMs: deliveryBudgetMs({ workerTimeoutSeconds: config.requestTimeoutSeconds }),
         drainMs: Math.max(0, SHUTDOWN_GRACE_MS - ANSWER_MARGIN_MS),
+        // Cloud Run's own deadline is the worker's plus this (its request timeout; SIGTERM + grace).
+        answerMarginMs: ANSWER_MARGIN_MS,
       },
       end,
       simulatedMs: time.nowMs(),

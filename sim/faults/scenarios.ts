@@ -238,6 +238,22 @@ export const SCENARIOS: readonly Scenario[] = [
     check: (record) => outageProblems(record, LONG_OUTAGE.atMs + LONG_OUTAGE.forMs),
   },
   {
+    name: 'gemini-incident-six-hours-doubled',
+    interleaving: 9,
+    title:
+      'Gemini answers every call 400 "Unable to process input image. Please retry" for six hours while a document announced twice arrives every two minutes: every document ok, one raw row per key, ≤ 1.01 paid analyses per document (issue 45: no rejection for a retry asked, no lease round used up)',
+    breaks: ['I2', 'I3', 'I7', 'outage'],
+    schedule: plain(
+      9_039,
+      steady(2 * MINUTE_MS, 6 * HOUR_MS + 30 * MINUTE_MS).map((d) => ({ ...d, notifications: 2 })),
+      {
+        instances: 3,
+        gemini: { calls: [], busy: [], outages: [{ ...LONG_OUTAGE, status: 400 }] },
+      },
+    ),
+    check: (record) => outageProblems(record, LONG_OUTAGE.atMs + LONG_OUTAGE.forMs),
+  },
+  {
     name: 'gemini-quota-storm-six-hours',
     interleaving: 9,
     title:

@@ -92,7 +92,8 @@ export interface FaultSchedule {
     /** Bursts of the shared capacity: calls accepted in one are refused (429) with this share. */
     busy: Array<{ atMs: number; forMs: number; refuseShare: number }>;
     /** Outages: every call in the window is refused with `status` (free). */
-    outages?: Array<{ atMs: number; forMs: number; status: 429 | 503 }>;
+    /** 400: Gemini answers "Unable to process input image. Please retry" (it names the input). */
+    outages?: Array<{ atMs: number; forMs: number; status: 400 | 429 | 503 }>;
   };
   memo: { calls: Array<CallPlan<'slow' | 'error' | 'hang'>> };
   bigquery: {
@@ -179,6 +180,8 @@ export const FAULT_RATES = Object.freeze({
   /** Outages last from 2 minutes to 6 hours (log-uniform). */
   outageMs: { min: 2 * 60_000, max: 6 * 60 * 60_000 },
   geminiClientError: 0.03,
+  /** Per Gemini call: a 400 that names the input and asks for a retry (its own stream). */
+  geminiRetryAsked: 0.05,
   outcomeUnknown: 0.03,
   redeliveryAfterAck: 0.15,
   generationGone: 0.08,
@@ -319,6 +322,7 @@ export function generateSchedule(seed: number): FaultSchedule {
 
   const schedule: FaultSchedule = { seed, instances, documents, gemini, memo, bigquery, cloudRun, pubsub };
   addLongerFaults(schedule);
+  addRetryAskedFaults(schedule);
   return schedule;
 }
 
@@ -330,6 +334,19 @@ export function generateSchedule(seed: number): FaultSchedule {
  * generations deleted or overwritten before they are read, clock skew, time spent pending in Cloud
  * Run, and a rollout of another analyzer version.
  */
+/**
+ * The faults issue 45 added, from a third stream of the seed (so every fault above stays what it
+ * was): Gemini 400s that name the input and ask for a retry ("Unable to process input image.
+ * Please retry"), which a good document must survive as a retry, never as a rejected row.
+ */
+function addRetryAskedFaults(s: FaultSchedule): void {
+  const random = seededRandom(s.seed * 60_493 + 45);
+  for (const call of s.gemini.calls) {
+    if (call.fault || !(random() < FAULT_RATES.geminiRetryAsked)) continue;
+    Object.assign(call, { fault: 'clientError', latencyMs: 300, clientError: 'retryAsked' });
+  }
+}
+
 function addLongerFaults(s: FaultSchedule): void {
   const random = seededRandom(s.seed * 40_503 + 17);
   const r = FAULT_RATES;
@@ -367,9 +384,18 @@ function addLongerFaults(s: FaultSchedule): void {
     atMs: Math.round(between(5_000, 60_000)),
     forMs: logBetween(r.outageMs.min, r.outageMs.max),
   });
-  if (chance(r.geminiOutage)) s.gemini.outages = [{ ...outage(), status: chance(0.5) ? 429 : 503 }];
+  if (chance(r.geminiOutage)) {
+    // One draw, as before: a third of Gemini's outages answer 400 "Please retry" (an incident that
+    // names the input, issue 45 item 9), the others 429 or 503.
+    const o = outage();
+    const u = random();
+    s.gemini.outages = [{ ...o, status: u < 1 / 3 ? 400 : u < 2 / 3 ? 429 : 503 }];
+  }
   if (chance(r.bigqueryOutage)) s.bigquery.outages = [outage()];
-  const classes = Object.keys(GEMINI_CLIENT_ERRORS) as GeminiClientError[];
+  // The 4xx not about the document (a 400 that asks for a retry comes from its own stream, below).
+  const classes = (Object.keys(GEMINI_CLIENT_ERRORS) as GeminiClientError[]).filter(
+    (c) => c !== 'retryAsked',
+  );
   for (const call of s.gemini.calls) {
     if (call.fault || !chance(r.geminiClientError)) continue;
     Object.assign(call, {

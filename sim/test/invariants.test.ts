@@ -152,7 +152,7 @@ describe('the invariants', () => {
     expect(checkInvariants(r).extraRawRows).toEqual([{ key: KEY, messageId: '2', causes: [] }]);
   });
 
-  it('I3: a failed lease call of the key, or every lease round used, is named and listed with the row', () => {
+  it('I3: a failed lease call of the key is named and listed with the row; every lease round used excuses nothing (the worker answers 503 then)', () => {
     const r = kept();
     r.rawRows.push(secondRow(r));
     r.leaseFailures = { [KEY]: ['memo.error on lease at 300 ms'] };
@@ -164,15 +164,17 @@ describe('the invariants', () => {
     const rounds = kept();
     rounds.rawRows.push(secondRow(rounds));
     rounds.leaseRounds = { [KEY]: 16 };
-    expect(checkInvariants(rounds).extraRawRows[0]!.causes).toEqual(['the key used all 16 lease rounds']);
+    rounds.maxLeaseRounds = 16;
+    expect(checkInvariants(rounds).extraRawRows[0]!.causes).toEqual([]);
+    expect(checkInvariants(rounds).violations.I3).toHaveLength(1);
   });
 
   it('I4: the view switching between two rows of the same message breaks it (rows by identity)', () => {
     const r = kept();
     r.rawRows.push({ ...secondRow(r), messageId: '1' });
-    r.leaseRounds = { [KEY]: 16 };
     r.viewReads = { [KEY]: [1, 0] };
-    expect(broken(r)).toEqual(['I4']);
+    // The second raw row itself has no cause either (I3).
+    expect(broken(r)).toEqual(['I3', 'I4']);
   });
 
   it('I4: a switch under a failed lease call of the key is excused, and listed with its cause', () => {
@@ -261,6 +263,17 @@ describe('the invariants', () => {
     expect(
       broken(arrivedLate((x) => x.calls.push({ port: 'memo', startMs: 30_500, endMs: 30_600 }))),
     ).toEqual(['I6']);
+  });
+
+  it("I6: a call started in the answer margin (after the worker's deadline, before Cloud Run's) is allowed, one after Cloud Run's breaks it (issue 45, item 8: a late paid answer kept in the memo)", () => {
+    const inMargin = kept();
+    inMargin.budget = { ...inMargin.budget, answerMarginMs: 2_000 };
+    inMargin.requests[0]!.calls.push({ port: 'memo', startMs: 499_000 });
+    expect(broken(inMargin)).toEqual([]);
+    const after = kept();
+    after.budget = { ...after.budget, answerMarginMs: 2_000 };
+    after.requests[0]!.calls.push({ port: 'memo', startMs: 500_500 });
+    expect(broken(after)).toEqual(['I6']);
   });
 
   it('I6: a call started after the deadline, a handler that never answers, breaks it; a killed one does not', () => {

@@ -414,6 +414,57 @@ describe('BigQueryStore', () => {
       },
     );
 
+    it('issue 45, item 5: inserts the statement again under its own id when jobs.get does not find the job after a lost jobs.insert answer: a 409 says it exists, and its outcome is read', async () => {
+      const { store: s, deadline } = await timed();
+      const row = testRow();
+      fake.loseAnswerNext(1, 'insert', 'reset');
+      // The job ran, but jobs.get does not see it yet.
+      fake.jobGetNext(1, 404);
+      expect(await s.recordMany([row], deadline)).toEqual(new Set([row.dedup_key]));
+      expect(fake.rows()).toHaveLength(1);
+      const ids = jobBodies().map(
+        (b) => (b as unknown as { jobReference: { jobId: string } }).jobReference.jobId,
+      );
+      expect(ids).toHaveLength(2);
+      expect(ids[1]).toBe(ids[0]);
+    });
+
+    it('issue 45, item 5: creates the job itself, under the same id, when the lost jobs.insert never reached BigQuery', async () => {
+      const { store: s, deadline } = await timed();
+      const row = testRow();
+      fake.dropInsertNext(1);
+      expect(await s.recordMany([row], deadline)).toEqual(new Set([row.dedup_key]));
+      expect(fake.rows()).toHaveLength(1);
+    });
+
+    it('issue 45, item 5: keeps the outcome unknown (the lease to its bound) while jobs.get keeps answering 404 and the id cannot be inserted again', async () => {
+      const { store: s, deadline } = await timed();
+      fake.loseAnswerNext(1, 'insert', 503);
+      fake.jobGetNext(100, 404);
+      const error = await s.recordMany([testRow()], deadline).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(OutcomeUnknownError);
+      expect(writeMayStillCommit(error)).toBe(true);
+    });
+
+    it('issue 45, item 5: reads the outcome by the job id when a poll of a created job is rate-limited, instead of a 503 that ends the lease while the MERGE may run', async () => {
+      const { store: s, deadline } = await timed();
+      const row = testRow();
+      fake.loseAnswerNext(1, 'results', 429);
+      expect(await s.recordMany([row], deadline)).toEqual(new Set([row.dedup_key]));
+      expect(jobGets()).toHaveLength(1);
+      expect(jobBodies()).toHaveLength(1);
+    });
+
+    it("issue 45, item 7: asks the winners query again when its answer is lost, never reading it as a job outcome (no rows: every key 'duplicate')", async () => {
+      const { store: s, deadline } = await timed();
+      const old = testRow({ message_id: 'earlier' });
+      await s.record(old);
+      const fresh = testRow();
+      fake.loseWinnersNext(1);
+      const inserted = await s.recordMany([{ ...old, message_id: 'later' }, fresh], deadline);
+      expect([...inserted]).toEqual([fresh.dedup_key]);
+    });
+
     it('asks again while jobs.get fails or the job runs, then reads the outcome', async () => {
       const { store: s, deadline, waits } = await timed();
       fake.loseAnswerNext(1, 'results', 'reset');
@@ -524,6 +575,23 @@ describe('BigQueryStore', () => {
       expect(batched.statements).toBe(1);
       expect(queryBodies()).toHaveLength(1);
       expect(fake.rows()).toHaveLength(0);
+    });
+
+    it('maps a request over the size limit to a row refusal (issue 45, item 6): group commit halves the batch, a row too large alone fails alone', () => {
+      for (const failure of [
+        {
+          code: 400,
+          errors: [
+            { reason: 'badRequest', message: 'Request payload size exceeds the limit: 10485760 bytes.' },
+          ],
+          message: 'Request payload size exceeds the limit: 10485760 bytes.',
+        },
+        { code: 413, message: 'Request Entity Too Large' },
+      ]) {
+        const error = bigQueryError(failure, 'record');
+        expect(error).toBeInstanceOf(RowRefusalError);
+        expect(error).toMatchObject({ code: 'bigquery_request_too_large' });
+      }
     });
 
     it('maps a value a column cannot take to a row refusal, and a refusal of the SQL to a statement refusal', () => {

@@ -11,6 +11,7 @@ import {
   RejectionError,
   TransientError,
 } from '../src/core/errors';
+import { isOutage } from '../src/core/outage';
 import type { AnalyzerInput } from '../src/core/ports';
 import {
   blockedCandidateResponse,
@@ -378,9 +379,6 @@ describe('GeminiAnalyzer', () => {
     it.each([
       ['The document has no pages.'],
       ['Request payload size exceeds the limit: 20971520 bytes.'],
-      [
-        'Unable to process input image. Please retry or report in https://developers.generativeai.google/guide/troubleshooting',
-      ],
       ['The input token count (1216582) exceeds the maximum number of tokens allowed (1048575).'],
     ])('rejects the document (analysis_failed) for a 400 about the document: %s', async (message) => {
       fake.failNext(400, 1, message);
@@ -388,6 +386,24 @@ describe('GeminiAnalyzer', () => {
       expect(error).toBeInstanceOf(RejectionError);
       expect((error as RejectionError).code).toBe('analysis_failed');
     });
+
+    it.each([
+      [
+        'Unable to process input image. Please retry or report in https://developers.generativeai.google/guide/troubleshooting',
+      ],
+      ['The document could not be processed at this time. Try again later.'],
+      ['Internal error while processing the PDF, temporarily unavailable.'],
+    ])(
+      'retries a 400 that asks for a retry (503, counted by the outage breaker), never a rejected row: %s',
+      async (message) => {
+        fake.failNext(400, 1, message);
+        const error = await analyzer.analyze(input).catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(TransientError);
+        expect(error).not.toBeInstanceOf(RejectionError);
+        expect((error as TransientError).code).toBe('analyzer_unavailable');
+        expect(isOutage('analyzer', error)).toBe(true);
+      },
+    );
 
     it.each([
       ['FAILED_PRECONDITION', 'User location is not supported for the API use.', 'analyzer_precondition'],

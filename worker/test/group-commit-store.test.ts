@@ -1,4 +1,4 @@
-import { GroupCommitStore } from '../src/adapters/stores/group-commit-store';
+import { BATCH_MAX_BYTES, GroupCommitStore, rowBytes } from '../src/adapters/stores/group-commit-store';
 import type { Row } from '../src/contract/row';
 import { mergeIntervalForLatencyMs } from '../src/contract/settings';
 import { Deadline, DeadlineError } from '../src/core/deadline';
@@ -333,6 +333,57 @@ describe('GroupCommitStore', () => {
     ]);
     expect(inner.writes).toHaveLength(1);
     expect(inner.rows.size).toBe(0);
+  });
+
+  describe('issue 45, item 6: batches bounded by bytes', () => {
+    /** A row whose analysis carries about `kib` KiB of text (a long invoice's line items). */
+    const large = (kib: number) =>
+      testRow({ analysis: { ...(testRow().analysis as object), notes: 'x'.repeat(kib * 1024) } as never });
+
+    it('closes a batch at maxBytes of rows, not only at maxRows: a burst of large invoices is written in several statements', async () => {
+      const rows = Array.from({ length: 10 }, () => large(512));
+      const each = rowBytes(rows[0]!);
+      const s = store({ maxRows: 500, maxBytes: 3 * each });
+      const answers = Promise.all(rows.map((r) => s.record(r)));
+      await jest.advanceTimersByTimeAsync(5_000);
+      expect(await answers).toEqual(rows.map(() => true));
+      expect(inner.writes.map((w) => w.length)).toEqual([3, 3, 3, 1]);
+      for (const w of inner.writes)
+        expect(w.reduce((n, r) => n + rowBytes(r), 0)).toBeLessThanOrEqual(3 * each);
+    });
+
+    it('closes a batch at once when its bytes are full, without waiting for maxWaitMs', async () => {
+      const rows = [large(512), large(512)];
+      const s = store({ maxRows: 500, maxWaitMs: 60_000, maxBytes: 2 * rowBytes(rows[0]!) });
+      const answers = Promise.all(rows.map((r) => s.record(r)));
+      await jest.advanceTimersByTimeAsync(0);
+      expect(inner.writes.map((w) => w.length)).toEqual([2]);
+      await answers;
+    });
+
+    it('keeps the default budget under BigQuery’s 10 MB request limit', () => {
+      expect(BATCH_MAX_BYTES).toBeLessThan(10 * 1000 * 1000);
+    });
+
+    it('writes a key the store refused alone the next time: it fails alone, the rest of the batch goes in one statement', async () => {
+      const bad = testRow();
+      inner.refuseKeys.add(bad.dedup_key);
+      const s = store({ maxRows: 8 });
+      const first = Array.from({ length: 7 }, () => testRow());
+      const firstResults = settle([...first, bad].map((r) => s.record(r)));
+      await jest.advanceTimersByTimeAsync(10_000);
+      expect((await firstResults).filter((r) => r.status === 'rejected')).toHaveLength(1);
+      inner.writes.length = 0;
+      const second = Array.from({ length: 7 }, () => testRow());
+      const results = settle(
+        [bad, ...second].map((r) => s.record({ ...r, message_id: `${r.message_id}-again` })),
+      );
+      await jest.advanceTimersByTimeAsync(10_000);
+      const settled = await results;
+      expect(settled.map((r) => r.status)).toEqual(['rejected', ...second.map(() => 'fulfilled')]);
+      // One statement for the seven good rows, one for the refused row alone: no search again.
+      expect(inner.writes.map((w) => w.length)).toEqual([7, 1]);
+    });
   });
 
   it('isolates one row the store refuses: the others go in, only that delivery fails', async () => {

@@ -92,7 +92,7 @@ describe('AnalysisMemo', () => {
     const work = jest.fn(async () => paid());
     expect(await memo.analyse(KEY, 'v1', work)).toMatchObject({ source: 'analyzer' });
     const again = await memo.analyse(KEY, 'v1', work);
-    expect(again).toEqual({ result: paid(), source: 'memo' });
+    expect(again).toEqual({ result: paid(), source: 'memo', holderSeen: true });
     expect(work).toHaveBeenCalledTimes(1);
   });
 
@@ -109,7 +109,11 @@ describe('AnalysisMemo', () => {
         return admitted(30_000);
       },
     };
-    expect(await memo.analyse(KEY, 'v1', work, admission)).toEqual({ result: paid(1900), source: 'shared' });
+    expect(await memo.analyse(KEY, 'v1', work, admission)).toEqual({
+      result: paid(1900),
+      source: 'shared',
+      holderSeen: true,
+    });
     expect(work).not.toHaveBeenCalled();
   });
 
@@ -117,7 +121,11 @@ describe('AnalysisMemo', () => {
     const store = new MemoryMemoStore();
     const work = jest.fn(async () => paid());
     await memoOn(store).analyse(KEY, 'v1', work);
-    expect(await memoOn(store).analyse(KEY, 'v2', work)).toEqual({ result: paid(), source: 'memo' });
+    expect(await memoOn(store).analyse(KEY, 'v2', work)).toEqual({
+      result: paid(),
+      source: 'memo',
+      holderSeen: true,
+    });
     expect(work).toHaveBeenCalledTimes(1);
   });
 
@@ -219,6 +227,7 @@ describe('AnalysisMemo across instances (the lease)', () => {
     expect(await b.analyse(KEY, 'v1', work, undefined, undefined, peeked)).toEqual({
       result: paid(),
       source: 'memo',
+      holderSeen: true,
     });
     expect(work).not.toHaveBeenCalled();
   });
@@ -347,7 +356,11 @@ describe('AnalysisMemo across instances (the lease)', () => {
     };
     const retry = new AnalysisMemo(flaky, { ttlMs: DAY, clock, leaseMs: 60_000, pollMs: 1_000 });
     const work = jest.fn(async () => paid(9999));
-    expect(await retry.analyse(KEY, 'v1', work)).toEqual({ result: paid(), source: 'memo' });
+    expect(await retry.analyse(KEY, 'v1', work)).toEqual({
+      result: paid(),
+      source: 'memo',
+      holderSeen: true,
+    });
     expect(work).not.toHaveBeenCalled();
     expect(reads).toBe(2);
   });
@@ -368,7 +381,11 @@ describe('AnalysisMemo across instances (the lease)', () => {
     };
     const retry = new AnalysisMemo(flaky, { ttlMs: DAY, clock, leaseMs: 60_000, pollMs: 1_000 });
     const work = jest.fn(async () => paid(9999));
-    expect(await retry.analyse(KEY, 'v1', work)).toEqual({ result: paid(), source: 'memo' });
+    expect(await retry.analyse(KEY, 'v1', work)).toEqual({
+      result: paid(),
+      source: 'memo',
+      holderSeen: true,
+    });
     expect(work).not.toHaveBeenCalled();
   });
 
@@ -509,6 +526,94 @@ describe('handle with the memo', () => {
     // The memo saves the read too.
     expect(reader.reads).toHaveLength(1);
     expect(store.rowsFor(retry.dedupKey)[0]).toMatchObject({ total_tokens: 1500, model: 'scripted' });
+  });
+
+  it.each([
+    ['read first (a conditional write)', true],
+    ['not read first (append mode: the store is asked first)', false],
+  ])(
+    'writes the kept, paid analysis of a PDF whose generation is gone by the retry, never `object_gone` (issue 45, item 4): the memo %s',
+    async (_, conditional) => {
+      const { store, reader, analyzer, deps } = setup();
+      if (!conditional) Object.assign(store, { conditionalRecord: false });
+      // A PDF may carry an e-invoice: it is read before the paid work (here it carries none).
+      const eInvoices = {
+        accepts: (mime: string) => mime === 'application/pdf',
+        read: async () => ({ kind: 'none' as const }),
+      };
+      const pdf = Buffer.from('%PDF-1.7\n1 0 obj <<>> endobj\ntrailer <<>>\n%%EOF\n');
+      const body = pushBody('7', {
+        name: '2026/11/facture-0007.pdf',
+        contentType: 'application/pdf',
+        size: pdf.length,
+      });
+      const attrs = (body.message as { attributes: Record<string, string> }).attributes;
+      reader.put(attrs.bucketId!, attrs.objectId!, attrs.objectGeneration!, pdf);
+      const record = store.record.bind(store);
+      let failures = 1;
+      store.record = async (row) => {
+        if (failures-- > 0) throw new TransientError('store_busy', 'the SQLite database is busy');
+        return record(row);
+      };
+      await expect(handle(parsePush(body), { ...deps, eInvoices })).rejects.toMatchObject({
+        code: 'store_busy',
+      });
+      // The object is overwritten (or deleted) before Pub/Sub delivers again.
+      reader.objects.clear();
+      const retry = await handle(parsePush(body), { ...deps, eInvoices });
+      expect(retry).toMatchObject({ status: 'ok', memo: 'hit', analysed: false });
+      expect(analyzer.calls).toHaveLength(1);
+      expect(store.rowsFor(retry.dedupKey)).toEqual([
+        expect.objectContaining({ status: 'ok', reason: null }),
+      ]);
+    },
+  );
+
+  it('still rejects a PDF whose generation is gone when nothing was paid for it (object_gone)', async () => {
+    const { store, analyzer, deps } = setup();
+    const eInvoices = {
+      accepts: (mime: string) => mime === 'application/pdf',
+      read: async () => ({ kind: 'none' as const }),
+    };
+    const body = pushBody('8', {
+      name: '2026/11/facture-0008.pdf',
+      contentType: 'application/pdf',
+      size: 60,
+    });
+    const outcome = await handle(parsePush(body), { ...deps, eInvoices });
+    expect(outcome).toMatchObject({ status: 'rejected', reason: 'object_gone', analysed: false });
+    expect(analyzer.calls).toHaveLength(0);
+    expect(store.rowsFor(outcome.dedupKey)).toHaveLength(1);
+  });
+
+  it('keeps a paid answer that comes after SIGTERM cut its delivery (issue 45, item 7, C2): the retry pays nothing', async () => {
+    const time = new ManualTime();
+    const memo = new AnalysisMemo(new MemoryMemoStore(), {
+      ttlMs: 8 * DAY_MS,
+      clock: time.clock,
+      sleep: time.sleep,
+      timers: time,
+    });
+    const { reader, analyzer, deps } = handlerDeps({ clock: time.clock, memo });
+    const body = pushBody('9', { size: Buffer.byteLength(INVOICE) });
+    const attrs = (body.message as { attributes: Record<string, string> }).attributes;
+    reader.put(attrs.bucketId!, attrs.objectId!, attrs.objectGeneration!, INVOICE);
+    analyzer.hold();
+    const deadline = Deadline.after(498_000, time.clock, time);
+    const cut = handle(parsePush(body), deps, deadline).catch((e: unknown) => e);
+    await analyzer.arrived(1);
+    // SIGTERM: the deadline comes forward to the grace period less the margin to answer.
+    deadline.drain(time.ms + 8_000);
+    await time.advance(8_000);
+    expect(await cut).toBeInstanceOf(DeadlineError);
+    // The call Gemini was running answers within the grace period: it is paid, and kept.
+    await time.advance(1_000);
+    analyzer.release();
+    await settle();
+    await time.advance(100);
+    const retry = await handle(parsePush(body), deps, Deadline.after(498_000, time.clock, time));
+    expect(retry).toMatchObject({ status: 'ok', memo: 'hit', analysed: false });
+    expect(analyzer.calls).toHaveLength(1);
   });
 
   it('lets two overlapping deliveries of one object share one analysis and write one row', async () => {
@@ -928,7 +1033,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
     const turnA = await a.writeTurn(KEY, 'v1', deadline(time, 498_000));
     await time.advance(1_000);
     // B found A's analysis in the memo while A's write runs.
-    expect(await second).toEqual({ result: paid(), source: 'memo' });
+    expect(await second).toEqual({ result: paid(), source: 'memo', holderSeen: true });
     let bWrites = false;
     const turnB = b.writeTurn(KEY, 'v1', deadline(time, 498_000)).then((turn) => {
       bWrites = true;
@@ -983,6 +1088,35 @@ describe('interleaving 4: a lease shorter than the work', () => {
     await time.advance(15_000);
     expect(aWrites).toBe(true);
     (await turnA).done();
+  });
+
+  it('counts a delivery that found the analysis kept in the memo as having seen its holder (issue 45, item 7, N7): its write waits when the lease calls then fail', async () => {
+    const time = new ManualTime();
+    const store = new MemoryMemoStore();
+    const failing = leasing(store, () => Promise.reject(new Error('503 Service Unavailable')));
+    const options = { ttlMs: 8 * DAY_MS, clock: time.clock, sleep: time.sleep, timers: time };
+    const holder = new AnalysisMemo(store, options);
+    const reader = new AnalysisMemo(failing, options);
+    // The holder kept its analysis and is writing (it keeps before its write).
+    await holder.analyse(KEY, 'v1', async () => paid(), undefined, deadline(time, 498_000));
+    const turnHolder = await holder.writeTurn(KEY, 'v1', deadline(time, 498_000));
+    const found = await reader.analyse(KEY, 'v1', async () => paid(), undefined, deadline(time, 498_000));
+    expect(found).toMatchObject({ source: 'memo', holderSeen: true });
+    let writes = false;
+    const turnReader = reader
+      .writeTurn(KEY, 'v1', deadline(time, 498_000), { holderSeen: found.holderSeen })
+      .then((turn) => {
+        writes = true;
+        return turn;
+      })
+      .catch((error: unknown) => error);
+    await time.advance(40_000);
+    expect(writes).toBe(false);
+    turnHolder.done();
+    // The memo never answers a lease call: the write never goes unguarded, it ends at its deadline.
+    await time.advance(520_000);
+    expect(await turnReader).toBeInstanceOf(DeadlineError);
+    expect(writes).toBe(false);
   });
 
   it('keeps waiting for a holder seen writing when the memo then fails to give the lease (soak I4, seed 240)', async () => {

@@ -19,7 +19,7 @@ import {
   TransientError,
 } from './errors';
 import { dedupKey, type PushEvent } from './event';
-import { type AnalysisMemo, type WorkContext, WrittenMeanwhile } from './memo';
+import { AnalysisCutError, type AnalysisMemo, type WorkContext, WrittenMeanwhile } from './memo';
 import type { OutageBreaker } from './outage';
 import {
   type Admission,
@@ -28,6 +28,7 @@ import {
   admitAtOnce,
   type Clock,
   type EInvoiceReader,
+  type EInvoiceReading,
   type EInvoiceValidationRecord,
   type Reader,
   type Store,
@@ -139,9 +140,12 @@ export async function handle(
         return bytes;
       };
       // An e-invoice states its own data: read it for free, never in the paid work's line or memo.
-      const structured = deps.eInvoices?.accepts(mime)
-        ? await deps.eInvoices.read({ bytes: await read(), contentType: mime, name })
-        : undefined;
+      // The memo is consulted before the document is read: a kept, paid analysis is this
+      // document's answer even when its generation was overwritten or deleted since.
+      const structured =
+        deps.eInvoices?.accepts(mime) && peeked?.state !== 'kept'
+          ? await readEInvoice(deps.eInvoices, { read, mime, name, memoAsks: deps.memo !== undefined })
+          : undefined;
       if (structured?.kind === 'read') {
         const { analysis, model, usage, readings } = structured.result;
         const validation = structured.validation ? { validation: structured.validation } : {};
@@ -153,28 +157,44 @@ export async function handle(
           // none): its row may be there, and paying again would be waste.
           if (context?.afterHolder && (await deadline.race('lookup', deps.store.seen(key, deadline))))
             throw new WrittenMeanwhile();
-          // An analyzer that is out is not paid for, nor the document read for it.
-          deps.outage?.admit('analyzer');
           // Read again inside the line: a delivery waiting its turn holds no document in memory.
           const bytes = await read();
           analysed = true;
-          return deadline.race(
-            'analysis',
-            analyze(
-              {
-                bytes,
-                contentType: analyzedContentType(mime, event.object.contentType),
-                name,
-                deadline,
-              },
-              context?.resume,
-            ),
+          const analysing = analyze(
+            {
+              bytes,
+              contentType: analyzedContentType(mime, event.object.contentType),
+              name,
+              deadline,
+            },
+            context?.resume,
           );
+          try {
+            return await deadline.race('analysis', analysing);
+          } catch (error) {
+            // Cut at a deadline that SIGTERM brought forward: the call runs on and is paid; its
+            // answer is handed to the memo to keep when it comes (the retry then pays nothing).
+            if (error instanceof DeadlineError) throw new AnalysisCutError(error, analysing);
+            throw error;
+          }
         };
         // The gate weighs a work by its document's declared size (the largest allowed when unknown).
         const gate = deps.admission ?? admitAtOnce;
         const bytes = event.object.sizeBytes ?? deps.limits.maxObjectBytes;
-        const admission: Admission = { run: (w, d) => gate.run(w, d, bytes) };
+        // An analyzer that is out is not paid for, nor the document read for it, nor a lease round
+        // of its key taken: the breaker answers once the work is admitted, before the memo's lease
+        // (an attempt that took a round and failed would use it up; hours of them, every round).
+        const admission: Admission = {
+          run: (w, d) =>
+            gate.run(
+              (waitedMs) => {
+                deps.outage?.admit('analyzer');
+                return w(waitedMs);
+              },
+              d,
+              bytes,
+            ),
+        };
         const paid = deps.memo
           ? await deps.memo.analyse(key, deps.analyzer.version, work, admission, deadline, peeked)
           : { result: await admission.run(() => work(), deadline), source: 'analyzer' as const };
@@ -204,6 +224,8 @@ export async function handle(
         return { ...base, status: 'duplicate', duplicateAt: 'seen', analysed: false };
       if (!isRejection(error)) throw error;
       memo = error.memo;
+      // A refusal replayed from the memo was kept by a holder that writes its row too.
+      if (error.memo) holderSeen = true;
       verdict = { status: 'rejected', reason: error.code, detail: error.message, usage: error.usage };
     }
   }
@@ -234,6 +256,26 @@ export async function handle(
     ...(verdict.fallback ? { fallback: verdict.fallback, detail: verdict.detail } : {}),
     ...(verdict.usage ? { usage: verdict.usage } : {}),
   };
+}
+
+/**
+ * The e-invoice a document states, read before the paid work. A generation that is gone is left to
+ * the memo when there is one (`memoAsks`): an analysis an earlier delivery paid for and kept is
+ * still its answer (the analysis path reads the memo first), and without one the paid work's own
+ * read rejects it (`object_gone`) just the same.
+ */
+async function readEInvoice(
+  eInvoices: EInvoiceReader,
+  how: { read: () => Promise<Buffer>; mime: string; name: string; memoAsks: boolean },
+): Promise<EInvoiceReading | undefined> {
+  let bytes: Buffer;
+  try {
+    bytes = await how.read();
+  } catch (error) {
+    if (how.memoAsks && isRejection(error) && error.code === 'object_gone') return undefined;
+    throw error;
+  }
+  return eInvoices.read({ bytes, contentType: how.mime, name: how.name });
 }
 
 /**

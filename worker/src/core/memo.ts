@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { AnalysisProgress, AnalysisResult } from '../contract/analysis';
-import { MEMO_CALL_TIMEOUT_MS } from '../contract/settings';
-import { Deadline, ShuttingDownError } from './deadline';
+import { ANSWER_MARGIN_MS, MEMO_CALL_TIMEOUT_MS } from '../contract/settings';
+import { Deadline, DeadlineError, ShuttingDownError } from './deadline';
 import { isRejection, RejectionError, TransientError } from './errors';
 import {
   type Admission,
@@ -65,6 +65,14 @@ export interface AnalysisMemoOptions {
   writesOutliveInstance?: boolean;
   /** The longest one memo call (read, keep, lease) may take; past it the memo is passed by. */
   callTimeoutMs?: number;
+  /**
+   * The most keys each of the instance's per-key memories holds (its failed rounds, the rounds it
+   * saw expired, its stale write turns); past it the oldest is forgotten (default
+   * {@link MAX_REMEMBERED_KEYS}). Forgetting costs a wait or a memo call, never a guarantee.
+   */
+  maxRememberedKeys?: number;
+  /** Lease rounds one key may use (default {@link MAX_LEASE_ROUNDS}). */
+  maxLeaseRounds?: number;
   clock?: Clock;
   /** Waits this long (injectable for simulations). */
   sleep?: (ms: number) => Promise<void>;
@@ -82,13 +90,32 @@ export const MEMO_LEASE_DEFAULTS = Object.freeze({
 
 /**
  * Lease rounds one key may use. A round is used up only when its holder stopped renewing (its work
- * failed, or its instance died), so this bounds the failed attempts on one document that still
- * serialise its analysis; past it a delivery analyses without a lease (and logs it).
+ * failed, or its instance died); the outage breaker answers before a round is taken, so hours of
+ * dependency trouble use a round per attempt that got past it (a probe), not per delivery. Past the
+ * last round a delivery is answered 503 ({@link LeaseRoundsUsedUpError}), never analysed or written
+ * unguarded. 999: the largest round a memo object's name holds (`lease/sha256~N`, N of 1–3 digits).
  */
-export const MAX_LEASE_ROUNDS = 16;
+export const MAX_LEASE_ROUNDS = 999;
 
-/** Keys whose expired lease rounds an instance remembers (then it forgets them all and asks again). */
-const MAX_REMEMBERED_KEYS = 10_000;
+/**
+ * Every lease round of a key is used up: the delivery is answered 503 (alerted) rather than
+ * analysed or written without a lease, where a concurrent delivery of the key would pay and write
+ * too.
+ */
+export class LeaseRoundsUsedUpError extends TransientError {
+  constructor(rounds: number) {
+    super(
+      'lease_rounds_used_up',
+      `every one of the key's ${rounds} lease rounds is used up: answered 503 instead of working without a lease`,
+    );
+  }
+}
+
+/**
+ * Keys each per-key memory of an instance holds at most: an instance writes millions of documents,
+ * and a memory that grew by one entry per document would end in an out-of-memory kill with no drain.
+ */
+export const MAX_REMEMBERED_KEYS = 10_000;
 
 /** A lease's heartbeat: renews it until stopped (or until its delivery's deadline). */
 interface Heartbeat {
@@ -157,6 +184,22 @@ export class WrittenMeanwhile extends Error {
   }
 }
 
+/**
+ * The paid analysis was cut at the delivery's deadline (SIGTERM brought it forward) while its call
+ * runs on: it is paid whether or not it is awaited, so its answer (`late`) is kept in the memo when
+ * it comes, within Cloud Run's own deadline (the worker's plus {@link ANSWER_MARGIN_MS}), instead of
+ * being thrown away and paid again by the retry. Answered 503 like any {@link DeadlineError}.
+ */
+export class AnalysisCutError extends DeadlineError {
+  constructor(
+    cut: DeadlineError,
+    readonly late: Promise<AnalysisResult>,
+  ) {
+    super('analysis', cut.message);
+    late.catch(() => {});
+  }
+}
+
 /** Where a delivery's analysis came from. */
 export type AnalysisSource = 'analyzer' | 'memo' | 'shared';
 
@@ -203,6 +246,8 @@ export class AnalysisMemo {
   private readonly writing = new Map<string, WriteTurn>();
   /** Per key, the first lease round this instance has not seen expired. */
   private readonly expiredRounds = new Map<string, number>();
+  private readonly maxRememberedKeys: number;
+  private readonly maxLeaseRounds: number;
 
   constructor(
     private readonly store: MemoStore,
@@ -214,6 +259,39 @@ export class AnalysisMemo {
     this.callTimeoutMs = options.callTimeoutMs ?? MEMO_LEASE_DEFAULTS.callTimeoutMs;
     this.sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
     this.timers = options.timers ?? realTimers;
+    this.maxRememberedKeys = options.maxRememberedKeys ?? MAX_REMEMBERED_KEYS;
+    this.maxLeaseRounds = options.maxLeaseRounds ?? MAX_LEASE_ROUNDS;
+  }
+
+  /**
+   * How many keys each per-key memory holds now (the memory benchmark and the tests read it): every
+   * one is bounded, and `heldHere` and `writing` empty again once the writes under them answered.
+   */
+  footprint(): { inFlight: number; heldHere: number; writing: number; expiredRounds: number } {
+    return {
+      inFlight: this.inFlight.size,
+      heldHere: this.heldHere.size,
+      writing: this.writing.size,
+      expiredRounds: this.expiredRounds.size,
+    };
+  }
+
+  /** Remembers `value` under `key` in a bounded memory: past the bound, the oldest key is forgotten. */
+  private remember<V>(memory: Map<string, V>, key: string, value: V): void {
+    memory.delete(key);
+    memory.set(key, value);
+    while (memory.size > this.maxRememberedKeys) memory.delete(memory.keys().next().value!);
+  }
+
+  /**
+   * A write turn, in the bounded memory of turns: a turn whose delivery never came to write (its
+   * deadline ended it after the analysis) has a stopped heartbeat and is swept out before any live
+   * turn is forgotten.
+   */
+  private rememberTurn(key: string, turn: WriteTurn): void {
+    if (this.writing.size >= this.maxRememberedKeys)
+      for (const [k, t] of this.writing) if (t.heartbeat.stopped) this.writing.delete(k);
+    this.remember(this.writing, key, turn);
   }
 
   /**
@@ -414,11 +492,12 @@ export class AnalysisMemo {
         const progress = { progress: error.progress, usage: error.usage };
         await this.keep(AnalysisMemo.progressKey(dedupKey), dedupKey, progress, deadline);
       }
+      if (error instanceof AnalysisCutError) this.keepLate(key, dedupKey, error.late, deadline);
       heartbeat?.stop();
       if (leaseKey) {
         // The lease cannot be released (the worker may not delete memo objects); this instance
         // remembers its round instead, so a retry landing here takes it up again at once.
-        this.heldHere.set(base, leaseKey);
+        this.remember(this.heldHere, base, leaseKey);
       }
       throw error;
     }
@@ -539,14 +618,14 @@ export class AnalysisMemo {
     if ('found' in waited) return this.join(base, waited.found, deadline);
     const { leaseKey } = waited.lease;
     if (!leaseKey) return none;
-    this.heldHere.set(base, leaseKey);
+    this.remember(this.heldHere, base, leaseKey);
     const turn = {
       heartbeat: this.renewWhileWorking(leaseKey, dedupKey, deadline),
       leaseKey,
       users: 0,
       ended: true,
     };
-    this.writing.set(base, turn);
+    this.rememberTurn(base, turn);
     return this.join(base, turn, deadline);
   }
 
@@ -556,8 +635,8 @@ export class AnalysisMemo {
    */
   private handOver(key: string, leaseKey: string | undefined, heartbeat: Heartbeat | undefined): void {
     if (!leaseKey || !heartbeat) return;
-    this.heldHere.set(key, leaseKey);
-    this.writing.set(key, { heartbeat, leaseKey, users: 0, ended: true });
+    this.remember(this.heldHere, key, leaseKey);
+    this.rememberTurn(key, { heartbeat, leaseKey, users: 0, ended: true });
   }
 
   /**
@@ -577,9 +656,11 @@ export class AnalysisMemo {
         if (turn.users > 0) return;
         turn.heartbeat.stop(turn.ended);
         if (this.writing.get(key) === turn) this.writing.delete(key);
-        // A statement that may still commit guards its round to its bound against this instance's
-        // own retry too: the retry waits for the round like any other delivery, never takes it up.
-        if (!turn.ended && this.heldHere.get(key) === turn.leaseKey) this.heldHere.delete(key);
+        // The round is over either way: a write that answered ended it (nothing is left to take up),
+        // and a statement that may still commit guards it to its bound against this instance's own
+        // retry too (the retry waits for the round like any other delivery, never takes it up).
+        // Kept, it would be one entry per document written, forever.
+        if (this.heldHere.get(key) === turn.leaseKey) this.heldHere.delete(key);
       },
     };
     if (this.options.writesOutliveInstance && Number.isFinite(deadline.atMs))
@@ -652,14 +733,13 @@ export class AnalysisMemo {
     let round = this.expiredRounds.get(key) ?? 0;
     try {
       // Rounds this instance saw expired are not asked about again (one memo call each).
-      for (; round < MAX_LEASE_ROUNDS; round++) {
+      for (; round < this.maxLeaseRounds; round++) {
         const leaseKey = round === 0 ? key : `${key}~${round}`;
         const until = new Date(this.clock.now().getTime() + this.leaseMs);
         const held = await this.call('lease', this.store.lease(leaseKey, until), deadline);
         if (!held) return { leaseKey, earlier: round > 0 };
         if (held <= this.clock.now()) {
-          if (this.expiredRounds.size >= MAX_REMEMBERED_KEYS) this.expiredRounds.clear();
-          this.expiredRounds.set(key, round + 1);
+          this.remember(this.expiredRounds, key, round + 1);
           continue;
         }
         if (this.heldHere.get(key) !== leaseKey) return { holderUntil: held };
@@ -667,11 +747,6 @@ export class AnalysisMemo {
         await this.call('renew', this.store.renew(leaseKey, until), deadline);
         return { leaseKey, earlier: true };
       }
-      this.options.logger?.warn('the memo has no lease round left for this key: analysing without one', {
-        dedupKey,
-        rounds: MAX_LEASE_ROUNDS,
-      });
-      return {};
     } catch (error) {
       this.endIfOver(error, deadline, 'lease');
       this.options.logger?.warn('the memo could not take a lease: analysing without one', {
@@ -681,6 +756,12 @@ export class AnalysisMemo {
       // Past round 0, an earlier delivery held a lease on this key.
       return { failed: true, earlier: round > 0 };
     }
+    // Running out of rounds never means working unguarded: 503, and an operator is told.
+    this.options.logger?.error('the memo has no lease round left for this key: answered 503', {
+      dedupKey,
+      rounds: this.maxLeaseRounds,
+    });
+    throw new LeaseRoundsUsedUpError(this.maxLeaseRounds);
   }
 
   /** What the memo holds for `key`; a read that fails is a miss, and is noted in `reads`. */
@@ -728,6 +809,23 @@ export class AnalysisMemo {
     }
   }
 
+  /**
+   * Keeps a paid answer that came after its delivery was cut ({@link AnalysisCutError}), if it comes
+   * before Cloud Run's own deadline (the worker's plus the answer margin): past it the instance may
+   * be gone and the message is Pub/Sub's again. Nobody waits for it; a keep that fails costs the
+   * retry one more analysis, as before.
+   */
+  private keepLate(key: string, dedupKey: string, late: Promise<AnalysisResult>, deadline: Deadline): void {
+    const cloudRun = new Deadline(deadline.atMs + ANSWER_MARGIN_MS, this.clock, this.timers);
+    late.then(
+      (result) => {
+        if (cloudRun.remainingMs() <= 0) return;
+        void this.keep(key, dedupKey, result, cloudRun).catch(() => {});
+      },
+      () => {},
+    );
+  }
+
   private async keep(
     key: string,
     dedupKey: string,
@@ -765,9 +863,13 @@ export class AnalysisMemo {
   }
 }
 
-/** What the memo held, as this delivery's analysis: the result, or the refusal thrown again. */
+/**
+ * What the memo held, as this delivery's analysis: the result, or the refusal thrown again. Whoever
+ * kept it is writing its row or about to (an analysis is kept before its write): the delivery has
+ * seen a holder (`holderSeen`), so its write waits for it even when a lease call then fails.
+ */
 function replay(kept: Kept, source: 'memo' | 'shared'): Analysed {
-  if ('result' in kept) return { result: kept.result, source };
+  if ('result' in kept) return { result: kept.result, source, holderSeen: true };
   const { code, message, usage } = kept.refused;
   throw new RejectionError(code, message, { usage, memo: source === 'memo' ? 'hit' : 'shared' });
 }

@@ -16,7 +16,10 @@ export interface Store {
   seen(dedupKey: string, deadline?: Deadline): Promise<boolean>;
   /**
    * Inserts the row unless its dedup key exists; true when this call inserted it. The store stamps
-   * `processed_at` with the time of its commit: the row committed first sorts first in the views.
+   * `processed_at` itself, at the write: SQLite under its write lock (the order of the commits),
+   * BigQuery with the statement's start (`CURRENT_TIMESTAMP()` is the time a statement began, not
+   * its commit: two MERGEs of one key that overlap sort by their starts, whichever commits first,
+   * which is why the key's lease keeps a second writer out while the first runs).
    */
   record(row: Row, deadline?: Deadline): Promise<boolean>;
   /**

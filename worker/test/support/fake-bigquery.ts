@@ -93,9 +93,16 @@ export interface FakeBigQuery {
    * The next `count` answers of `where` (jobs.insert, or getQueryResults) are lost after the job ran
    * and committed: the caller gets a 503 `backendError` or a connection reset instead.
    */
-  loseAnswerNext(count: number, where: 'insert' | 'results', how: 'reset' | 503): void;
-  /** The next `count` jobs.get answers: a 503, or the job still `RUNNING`. */
-  jobGetNext(count: number, answer: 503 | 'RUNNING'): void;
+  loseAnswerNext(count: number, where: 'insert' | 'results', how: 'reset' | 503 | 429): void;
+  /** The next `count` getQueryResults answers of a winners query (`SELECT dedup_key, message_id`) are lost (503). */
+  loseWinnersNext(count: number): void;
+  /** The next `count` jobs.insert requests are lost on their way: the socket resets, no job is created. */
+  dropInsertNext(count: number): void;
+  /**
+   * The next `count` jobs.get answers: a 503, the job still `RUNNING`, or a 404 (a job not visible
+   * yet, or never created). A jobs.insert of an id that exists answers 409, as BigQuery does.
+   */
+  jobGetNext(count: number, answer: 503 | 'RUNNING' | 404): void;
   /** The bytes the pre-run estimate of each query reports (default 10 MiB, BigQuery's minimum). */
   setEstimatedBytes(bytes: number): void;
   rows(): StoredRow[];
@@ -247,13 +254,26 @@ export async function startFakeBigQuery(
   const clockMs = () => now().getTime();
   let deferred = 0;
   let deferredResults = 0;
-  const lost: Array<{ where: 'insert' | 'results'; how: 'reset' | 503 }> = [];
-  const jobGets: Array<503 | 'RUNNING'> = [];
+  const lost: Array<{ where: 'insert' | 'results'; how: 'reset' | 503 | 429 }> = [];
+  const jobGets: Array<503 | 'RUNNING' | 404> = [];
+  let droppedInserts = 0;
+  let lostWinners = 0;
   /** Answers a request whose work is done with the loss scripted for `where`, if any: true when lost. */
   function lose(res: ServerResponse, where: 'insert' | 'results'): boolean {
     if (lost[0]?.where !== where) return false;
     const { how } = lost.shift()!;
     if (how === 'reset') res.socket?.destroy();
+    else if (how === 429)
+      sendJson(
+        res,
+        429,
+        errorBody(
+          429,
+          'RESOURCE_EXHAUSTED',
+          'rateLimitExceeded',
+          'Exceeded rate limits: too many API requests per user per method',
+        ),
+      );
     else
       sendJson(
         res,
@@ -551,6 +571,22 @@ export async function startFakeBigQuery(
         const job = body as { jobReference?: { jobId?: string; location?: string }; configuration?: unknown };
         const configuration = job.configuration as { query?: Record<string, unknown> } | undefined;
         const jobReference = reference(job.jobReference?.location, job.jobReference?.jobId);
+        if (droppedInserts > 0) {
+          droppedInserts -= 1;
+          res.socket?.destroy();
+          return;
+        }
+        if (results.has(jobReference.jobId))
+          return sendJson(
+            res,
+            409,
+            errorBody(
+              409,
+              'ALREADY_EXISTS',
+              'duplicate',
+              `Already Exists: Job ${projectId}:${jobReference.location}.${jobReference.jobId}`,
+            ),
+          );
         let outcome: Outcome;
         try {
           outcome = execute(configuration?.query ?? {});
@@ -589,6 +625,11 @@ export async function startFakeBigQuery(
             jobComplete: false,
           });
         }
+        const text = (stored.configuration as { query?: { query?: string } } | undefined)?.query?.query ?? '';
+        if (lostWinners > 0 && text.startsWith('SELECT dedup_key, message_id')) {
+          lostWinners -= 1;
+          return sendJson(res, 503, errorBody(503, 'UNAVAILABLE', 'backendError', 'Backend error.'));
+        }
         if (lose(res, 'results')) return;
         return sendJson(res, 200, {
           kind: 'bigquery#getQueryResultsResponse',
@@ -608,6 +649,7 @@ export async function startFakeBigQuery(
         const stored = results.get(decodeURIComponent(jobGet[1]!));
         if (!stored) throw bigQueryError.notFound('Job');
         const scripted = jobGets.shift();
+        if (scripted === 404) throw bigQueryError.notFound('Job');
         if (scripted === 503)
           return sendJson(res, 503, errorBody(503, 'UNAVAILABLE', 'backendError', 'Backend error.'));
         if (scripted === 'RUNNING')
@@ -678,6 +720,12 @@ export async function startFakeBigQuery(
     },
     loseAnswerNext(count, where, how) {
       for (let i = 0; i < count; i += 1) lost.push({ where, how });
+    },
+    loseWinnersNext(count) {
+      lostWinners += count;
+    },
+    dropInsertNext(count) {
+      droppedInserts += count;
     },
     jobGetNext(count, answer) {
       for (let i = 0; i < count; i += 1) jobGets.push(answer);

@@ -36,3 +36,11 @@ export class ManualTime implements Timers {
     await settle();
   }
 }
+
+/** A clock alone, that the test moves by setting `ms` (no timers). */
+export class ManualClock implements Clock {
+  constructor(public ms = Date.parse('2026-11-30T04:00:00.000Z')) {}
+  now() {
+    return new Date(this.ms);
+  }
+}

@@ -35,15 +35,15 @@ import { INVOICE_PROMPT } from './gemini-prompt';
  * with the same zod schema as every analyzer; an invalid answer is asked for once more, then the
  * document is rejected (`analysis_failed`).
  *
- * Errors: 408/429/5xx, timeouts and network failures are transient (Pub/Sub retries). Only a
- * refusal about the document itself (a 400 that names its pages, image, size or type; a 413)
- * rejects it (`analysis_failed`). Every other refusal would answer every document the same (a
- * billing or region `FAILED_PRECONDITION`, credentials, a schema the model refuses, 409, 499): it
- * is a {@link DependencyRefusedError}, retried by Pub/Sub and logged at ERROR for an operator, never
- * a `rejected` row. A 404 is a model Gemini does not serve (a wrong or retired GEMINI_MODEL): a
- * {@link ConfigurationError} (503, alerted), which {@link GeminiAnalyzer.ready} also finds once at
- * start-up so that such a revision never becomes ready. A safety block rejects the document
- * (`safety_blocked`) with its reason.
+ * Errors: 408/429/5xx, timeouts, network failures and a 400 that asks for a retry are transient
+ * (Pub/Sub retries). Only a permanent refusal about the document itself (a 400 that names its
+ * pages, image, size or type and asks for no retry; a 413) rejects it (`analysis_failed`). Every
+ * other refusal would answer every document the same (a billing or region `FAILED_PRECONDITION`,
+ * credentials, a schema the model refuses, 409, 499): it is a {@link DependencyRefusedError},
+ * retried by Pub/Sub and logged at ERROR for an operator, never a `rejected` row. A 404 is a model
+ * Gemini does not serve (a wrong or retired GEMINI_MODEL): a {@link ConfigurationError} (503,
+ * alerted), which {@link GeminiAnalyzer.ready} also finds once at start-up so that such a revision
+ * never becomes ready. A safety block rejects the document (`safety_blocked`) with its reason.
  *
  * Thinking: the worker asks for the least thinking a model it knows takes (contract/models.ts):
  * `thinkingLevel: MINIMAL` on Gemini 3.x, which Google recommends for JSON extraction and which
@@ -104,6 +104,12 @@ const ABOUT_THE_REQUEST =
 const ABOUT_THE_DOCUMENT =
   /document|pdf|page|image|inline_?data|payload|input token|token count|mime type|file|corrupt|password|encrypted|unable to process input/i;
 
+/**
+ * What in a 400's text asks for a retry ("Unable to process input image. Please retry"): Gemini
+ * failed on its side this time, whatever it names, so the document is not refused for it.
+ */
+const ASKS_FOR_RETRY = /\bplease retry\b|\btry again\b|\bretry later\b|\btemporar(il)?y\b/i;
+
 /** The `error.status` and `error.message` of Gemini's JSON error body, which the SDK puts in its message. */
 function errorBody(message: string): { state?: string; text: string } {
   try {
@@ -126,7 +132,7 @@ function errorBody(message: string): { state?: string; text: string } {
 export function aboutTheDocument(status: number, state: string | undefined, text: string): boolean {
   if (status === 413) return true;
   if (status !== 400 || (state !== undefined && state !== 'INVALID_ARGUMENT')) return false;
-  return ABOUT_THE_DOCUMENT.test(text) && !ABOUT_THE_REQUEST.test(text);
+  return ABOUT_THE_DOCUMENT.test(text) && !ABOUT_THE_REQUEST.test(text) && !ASKS_FOR_RETRY.test(text);
 }
 
 /** Maps an error of the SDK to docline's errors. */
@@ -153,6 +159,10 @@ export function geminiError(error: unknown): Error {
     return new TransientError('analyzer_unavailable', `Gemini: ${detail}`, options);
   const { state, text } = errorBody(e.message ?? '');
   const said = `(${status}${state ? ` ${state}` : ''}): ${text.slice(0, 500)}`;
+  // Only what is permanent about the document is refused: a 400 that asks for a retry is retried
+  // (Pub/Sub), and counted by the outage breaker like a 503 when every call gets it.
+  if (status === 400 && ASKS_FOR_RETRY.test(text))
+    return new TransientError('analyzer_unavailable', `Gemini asked for a retry ${said}`, options);
   if (aboutTheDocument(status, state, text))
     return new RejectionError('analysis_failed', `Gemini refused the document ${said}`, options);
   if (status === 401 || status === 403 || /API_KEY_INVALID|API key not valid/i.test(detail)) {

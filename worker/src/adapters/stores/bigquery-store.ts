@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { BigQuery, type BigQueryOptions, type Query } from '@google-cloud/bigquery';
+import { BigQuery, type BigQueryOptions, type JobResponse, type Query } from '@google-cloud/bigquery';
 import { KEY_DAY_LAYOUT } from '../../contract/cost-model';
 import {
   COLUMN_NAMES,
@@ -159,7 +159,7 @@ function insertValues(): string {
     .join(', ');
 }
 
-/** The column the store stamps with its commit time. */
+/** The column the store stamps itself, with the statement's start time (`CURRENT_TIMESTAMP()`), not its commit's. */
 export const COMMIT_TIME_COLUMN: ColumnName = 'processed_at';
 
 /** The batched lookup of group commit. Parameters: `@keys` (ARRAY<STRING>), `@lookup_since`. */
@@ -327,6 +327,15 @@ export function bigQueryError(error: unknown, operation: string): Error {
       options,
     );
   }
+  if (status === 413 || REQUEST_TOO_LARGE.test(text)) {
+    // The request is over BigQuery's size limit: its rows' bytes, so a smaller batch goes in (group
+    // commit halves it; a row too large alone fails alone, and goes alone next time).
+    return new RowRefusalError(
+      'bigquery_request_too_large',
+      `BigQuery ${operation}: ${firstLine(text)}`,
+      options,
+    );
+  }
   if (ROW_VALUE_REFUSAL.test(text)) {
     // A value of one row that the column cannot take: the only refusal worth isolating that row.
     return new RowRefusalError('bigquery_rejected_row', `BigQuery ${operation}: ${firstLine(text)}`, options);
@@ -347,6 +356,10 @@ export function bigQueryError(error: unknown, operation: string): Error {
  */
 const ROW_VALUE_REFUSAL =
   /\b(bad|invalid) (int64|integer|double|float64|bool|boolean|timestamp|date|datetime|json|numeric|bignumeric|utf-?8)\b|\b(int64|timestamp|json|date|numeric) value\b|\bfailed to parse (input|json)\b|\bcannot (parse|coerce) .*\bvalue\b/i;
+
+/** BigQuery's words for a request over its size limit ("Request payload size exceeds the limit: 10485760 bytes."). */
+const REQUEST_TOO_LARGE =
+  /request payload size exceeds the limit|request (entity )?too large|exceeds the maximum request size/i;
 
 function firstLine(text: string): string {
   return text.trim().split('\n')[0]!.slice(0, 500);
@@ -485,17 +498,53 @@ export class BigQueryStore implements BatchStore {
     );
     const keys = rows.map((r) => r.dedup_key);
     if (insertedCount(response) === rows.length) return new Set(keys);
-    const [winners] = await this.run('record', deadline, {
-      query: winnersSql(this.table, days.length),
-      params: { keys, ...dayParams },
-      types: { keys: ['STRING'], ...dayTypes },
-    });
+    const winners = await this.winners(
+      {
+        query: winnersSql(this.table, days.length),
+        params: { keys, ...dayParams },
+        types: { keys: ['STRING'], ...dayTypes },
+      },
+      deadline,
+    );
     const ours = new Map(rows.map((r) => [r.dedup_key, r.message_id]));
     const inserted = new Set<string>();
-    for (const w of winners as Array<{ dedup_key: string; message_id: string }>) {
+    for (const w of winners) {
       if (ours.get(w.dedup_key) === w.message_id) inserted.add(w.dedup_key);
     }
     return inserted;
+  }
+
+  /**
+   * Who won a batch's keys: a read, never an outcome to look up by job id (jobs.get of a SELECT has
+   * no rows: read that way, every key would look lost and its delivery be logged `duplicate`). A
+   * lost answer is asked again while the deadline allows; then the batch fails transiently (its
+   * rows are in: the retries find them).
+   */
+  private async winners(
+    statement: Pick<Query, 'query' | 'params' | 'types'>,
+    deadline: Deadline | undefined,
+  ): Promise<Array<{ dedup_key: string; message_id: string }>> {
+    for (;;) {
+      try {
+        const [rows] = await this.run('winners', deadline, statement);
+        return rows as Array<{ dedup_key: string; message_id: string }>;
+      } catch (error) {
+        const again =
+          error instanceof TransientError &&
+          !(error instanceof DeadlineError) &&
+          (deadline?.remainingMs() ?? Number.POSITIVE_INFINITY) > this.outcomePollMs + MIN_STATEMENT_MS;
+        if (!again) {
+          this.logger?.warn(
+            'the MERGE committed but who won its keys could not be read: its deliveries are retried',
+            {
+              error: error instanceof Error ? error.message : String(error),
+            },
+          );
+          throw error;
+        }
+        await this.sleep(this.outcomePollMs);
+      }
+    }
   }
 
   /**
@@ -553,7 +602,7 @@ export class BigQueryStore implements BatchStore {
    * (tools, tests) keep jobs.query.
    */
   private async run(
-    operation: 'seen' | 'record',
+    operation: 'seen' | 'record' | 'winners',
     deadline: Deadline | undefined,
     statement: Pick<Query, 'query' | 'params' | 'types'>,
     jobPrefix?: string,
@@ -604,30 +653,46 @@ export class BigQueryStore implements BatchStore {
   private async untilComplete(query: Query, operation: string, deadline: Deadline): Promise<QueryResult> {
     const { jobPrefix, ...statement } = query;
     const jobId = `${jobPrefix ?? JOB_PREFIX}${randomBytes(12).toString('hex')}`;
+    const withId = { ...statement, jobId };
+    let created = false;
     try {
-      const [job] = await this.bigquery.createQueryJob({ ...statement, jobId });
-      for (;;) {
-        const result = (await job.getQueryResults({ autoPaginate: false })) as unknown as QueryResult;
-        if (result[2]?.jobComplete !== false) return result;
-        if (deadline.remainingMs() <= 0)
-          throw new DeadlineError(`BigQuery ${operation}`, 'the statement was still running at the deadline');
-      }
+      const [job] = await this.bigquery.createQueryJob(withId);
+      created = true;
+      return await this.resultsOf(job, operation, deadline);
     } catch (error) {
-      if (operation !== 'record' || !answerLost(error)) throw error;
-      return this.outcomeOf(jobId, operation, deadline, error);
+      if (operation !== 'record') throw error;
+      // Once jobs.insert answered, the job exists and may commit: any failure to read its results
+      // (a reset, a 5xx, a rate-limited poll) leaves its outcome to be read by its id, never to a
+      // release of the key's lease while it runs. Before, only a lost answer may have created it.
+      if (!(created ? resultsUnread(error) : answerLost(error))) throw error;
+      return this.outcomeOf(jobId, withId, operation, deadline, error);
+    }
+  }
+
+  /** getQueryResults until the job is complete, as long as the deadline allows. */
+  private async resultsOf(job: JobResponse[0], operation: string, deadline: Deadline): Promise<QueryResult> {
+    for (;;) {
+      const result = (await job.getQueryResults({ autoPaginate: false })) as unknown as QueryResult;
+      if (result[2]?.jobComplete !== false) return result;
+      if (deadline.remainingMs() <= 0)
+        throw new DeadlineError(`BigQuery ${operation}`, 'the statement was still running at the deadline');
     }
   }
 
   /**
    * The outcome of a MERGE whose answer was lost, read with jobs.get by its id (free): DONE without
-   * an error, its DML statistics; DONE with one, that error (nothing committed); no such job, the
-   * lost error (jobs.insert never created it). While the job runs, or jobs.get itself fails, it asks
-   * again every {@link OUTCOME_POLL_MS}, until one poll before the delivery's deadline; then the
-   * outcome is unknown ({@link OutcomeUnknownError}): the key's write lease then lives to the
-   * statement's bound (core/handle.ts), since the job may still commit.
+   * an error, its DML statistics; DONE with one, that error (nothing committed). No such job yet:
+   * jobs.insert may never have reached BigQuery, or its job is not visible yet, so the statement is
+   * inserted again under the same id: a 409 says the job exists (it is read again), a job created
+   * now is the only one there will be (ids are unique), and its results are read. While the job
+   * runs, or jobs.get itself fails or is rate-limited, it asks again every {@link OUTCOME_POLL_MS},
+   * until one poll before the delivery's deadline; then the outcome is unknown
+   * ({@link OutcomeUnknownError}): the key's write lease then lives to the statement's bound
+   * (core/handle.ts), since the job may still commit.
    */
   private async outcomeOf(
     jobId: string,
+    statement: Query,
     operation: string,
     deadline: Deadline,
     lost: unknown,
@@ -652,8 +717,11 @@ export class BigQueryStore implements BatchStore {
         why = new Error(`the job is ${metadata.status?.state ?? 'in an unknown state'}`);
       } catch (error) {
         if (error instanceof DoclineError && !(error instanceof DeadlineError)) throw error;
-        if ((error as ClientError).code === 404) throw bigQueryError(lost, operation);
-        if (!(error instanceof DeadlineError)) why = error;
+        if ((error as ClientError).code === 404) {
+          const again = await this.insertAgain(statement, operation, deadline);
+          if ('result' in again) return again.result;
+          why = again.why;
+        } else if (!(error instanceof DeadlineError)) why = error;
       }
       if (deadline.remainingMs() <= this.outcomePollMs) {
         const message = why instanceof Error ? why.message : String(why);
@@ -668,6 +736,31 @@ export class BigQueryStore implements BatchStore {
         );
       }
       await deadline.race('BigQuery jobs.get', this.sleep(this.outcomePollMs), { wait: true });
+    }
+  }
+
+  /**
+   * jobs.insert again with the lost statement's own id: its results when this created the job (the
+   * first never did), else why the outcome is still open (a 409: the job exists; a lost answer).
+   */
+  private async insertAgain(
+    statement: Query,
+    operation: string,
+    deadline: Deadline,
+  ): Promise<{ result: QueryResult } | { why: unknown }> {
+    try {
+      const inserting = this.bigquery.createQueryJob(statement);
+      const [job] = await deadline.race('BigQuery jobs.insert', inserting);
+      return { result: await this.resultsOf(job, operation, deadline) };
+    } catch (error) {
+      if (error instanceof DeadlineError) return { why: error };
+      if (error instanceof DoclineError) throw error;
+      // The job this created ran and failed: a known outcome, nothing committed.
+      if (!resultsUnread(error)) throw bigQueryError(error, operation);
+      if ((error as ClientError).code === 409)
+        return { why: new Error('the job exists (409): reading it again') };
+      // Anything else (a lost answer, a rate limit): the first job may still be on its way.
+      return { why: error };
     }
   }
 }
@@ -688,6 +781,17 @@ function answerLost(error: unknown): boolean {
   if (state === 'DONE') return false;
   const mapped = bigQueryError(error, 'record');
   return mapped instanceof TransientError && mapped.code === 'bigquery_unavailable';
+}
+
+/**
+ * Whether a failure to read a created job's results leaves its outcome open: anything but a job
+ * that answered DONE (with its own error) or the store's own errors (the deadline: the job runs on
+ * to its bound, which the caller's lease already covers).
+ */
+function resultsUnread(error: unknown): boolean {
+  if (error instanceof DoclineError) return false;
+  const state = (error as { response?: { status?: { state?: unknown } } }).response?.status?.state;
+  return state !== 'DONE';
 }
 
 /** The prefix of a statement's job id when it has no writer's prefix. */

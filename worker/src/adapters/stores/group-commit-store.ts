@@ -19,7 +19,9 @@ import type { BatchStore, Logger, Store } from '../../core/ports';
  *   of the table's DML budget), stretched when MERGEs take long so that the deployment's MERGEs fit
  *   the table's 2 running DML slots instead of queueing in BigQuery behind each other
  *   (`mergeIntervalForLatencyMs`, on the average latency of this instance's MERGEs). A batch closes
- *   at `maxRows` rows, or `maxWaitMs` after its first row.
+ *   at `maxRows` rows, at `maxBytes` bytes of rows (BigQuery refuses a request over 10 MB whole),
+ *   or `maxWaitMs` after its first row. A key whose row the store refused is written alone next
+ *   time, so that it fails alone.
  * - Duplicates inside a batch: the first row of a key goes to the store and the later ones share
  *   its fate: "not inserted" (the delivery reports `duplicate`) when it went in or was there
  *   already, its error when it failed. A duplicate is never acknowledged for a row that is not there.
@@ -44,12 +46,37 @@ import type { BatchStore, Logger, Store } from '../../core/ports';
  * every 2 × `minIntervalMs` (10 s with the defaults).
  */
 export const WRITERS_REFRESH_PACES = 2;
+/**
+ * The bytes of rows one statement carries at most: BigQuery's request limit is 10 MB, parameters
+ * included; this leaves room for the statement, the types and the estimate's error.
+ */
+export const BATCH_MAX_BYTES = 6 * 1024 * 1024;
+
+/**
+ * What one row weighs in a statement's request, estimated from its JSON: each value travels as a
+ * typed parameter (`{"value": "…"}` under its column's name), and the analysis as JSON text inside
+ * a string, its quotes escaped, hence twice its JSON and a fixed cost per column.
+ */
+export function rowBytes(row: Row): number {
+  return 2 * Buffer.byteLength(JSON.stringify(row)) + PARAMETER_BYTES_PER_COLUMN * Object.keys(row).length;
+}
+const PARAMETER_BYTES_PER_COLUMN = 48;
+
+/** Keys whose row the store refused that a group commit remembers, to write them alone next time. */
+const MAX_REFUSED_KEYS = 1_000;
+
 /** The longest a count of the writers may take (a metadata call). */
 const WRITERS_COUNT_TIMEOUT_MS = 10_000;
 
 export interface GroupCommitOptions {
   /** A batch closes at this many rows. */
   maxRows: number;
+  /**
+   * … or at this many bytes of rows, as the statement sends them (estimated, {@link rowBytes}):
+   * BigQuery refuses a request over 10 MB whole, so a burst of large invoices must not fill one
+   * batch (default {@link BATCH_MAX_BYTES}). A row larger than this goes alone.
+   */
+  maxBytes?: number;
   /** … or this long after its first row arrived. */
   maxWaitMs: number;
   /** The least time between the starts of two writes. */
@@ -80,7 +107,8 @@ interface Waiter<Item, Answer> {
  * batcher's own tests.
  */
 export class Batcher<Item, Answer> {
-  private queue: Array<Waiter<Item, Answer>> = [];
+  private queue: Array<Waiter<Item, Answer> & { bytes: number }> = [];
+  private queuedBytes = 0;
   private busy = false;
   private timer: NodeJS.Timeout | undefined;
   private firstArrivalMs = 0;
@@ -97,6 +125,9 @@ export class Batcher<Item, Answer> {
       minIntervalMs: number;
       /** The interval now, when it moves (default `minIntervalMs`). */
       intervalMs?: () => number;
+      /** A batch also closes at this weight of its items (`sizeOf`); an item heavier goes alone. */
+      maxBytes?: number;
+      sizeOf?: (item: Item) => number;
     },
     private readonly nowMs: () => number = () => performance.now(),
   ) {}
@@ -104,9 +135,20 @@ export class Batcher<Item, Answer> {
   add(item: Item): Promise<Answer> {
     return new Promise<Answer>((resolve, reject) => {
       if (this.queue.length === 0) this.firstArrivalMs = this.nowMs();
-      this.queue.push({ item, resolve, reject });
+      const bytes = this.options.sizeOf?.(item) ?? 0;
+      this.queue.push({ item, resolve, reject, bytes });
+      this.queuedBytes += bytes;
       this.schedule();
     });
+  }
+
+  /** Whether what waits fills a batch: its rows, or its bytes. */
+  private full(): boolean {
+    return (
+      this.draining ||
+      this.queue.length >= this.options.maxItems ||
+      this.queuedBytes >= (this.options.maxBytes ?? Number.POSITIVE_INFINITY)
+    );
   }
 
   /** Scale-in: what waits is sent at once, without waiting for its batch to fill (still paced). */
@@ -121,11 +163,23 @@ export class Batcher<Item, Answer> {
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
+  /** How many of the first items waiting make the next batch: at most maxItems, and maxBytes (one at least). */
+  private batchLength(): number {
+    const maxBytes = this.options.maxBytes ?? Number.POSITIVE_INFINITY;
+    let bytes = 0;
+    let n = 0;
+    for (const w of this.queue) {
+      if (n >= this.options.maxItems || (n > 0 && bytes + w.bytes > maxBytes)) break;
+      bytes += w.bytes;
+      n += 1;
+    }
+    return n;
+  }
+
   /** Time until the earliest moment the next batch may start. */
   private delayMs(): number {
     const now = this.nowMs();
-    const full = this.draining || this.queue.length >= this.options.maxItems;
-    const closesAt = full ? now : this.firstArrivalMs + this.options.maxWaitMs;
+    const closesAt = this.full() ? now : this.firstArrivalMs + this.options.maxWaitMs;
     const allowedAt = this.lastStartMs + (this.options.intervalMs?.() ?? this.options.minIntervalMs);
     return Math.max(0, closesAt - now, allowedAt - now);
   }
@@ -135,8 +189,7 @@ export class Batcher<Item, Answer> {
     const delay = this.delayMs();
     if (delay <= 0) {
       this.clearTimer();
-      const full = this.draining || this.queue.length >= this.options.maxItems;
-      if (full || this.options.maxWaitMs > 0) {
+      if (this.full() || this.options.maxWaitMs > 0) {
         void this.flush();
         return;
       }
@@ -166,7 +219,8 @@ export class Batcher<Item, Answer> {
   private async flush(): Promise<void> {
     this.busy = true;
     this.lastStartMs = this.nowMs();
-    const batch = this.queue.splice(0, this.options.maxItems);
+    const batch = this.queue.splice(0, this.batchLength());
+    for (const w of batch) this.queuedBytes -= w.bytes;
     if (this.queue.length > 0) this.firstArrivalMs = this.nowMs();
     try {
       const answers = await this.commit(batch.map((w) => w.item));
@@ -200,6 +254,12 @@ export class GroupCommitStore implements Store {
   private writersAtMs = Number.NEGATIVE_INFINITY;
   private countingWriters = false;
   private readonly nowMs: () => number;
+  /**
+   * Keys whose row the store refused (found alone by the search, or refused alone): the next time
+   * such a row comes it is written in a statement of its own, so that it fails alone instead of
+   * failing a whole batch and spending the search's statements again. Bounded: oldest forgotten.
+   */
+  private readonly refusedKeys = new Set<string>();
 
   constructor(
     private readonly inner: BatchStore,
@@ -219,7 +279,12 @@ export class GroupCommitStore implements Store {
     this.lookups = new Batcher((keys) => this.lookup(keys), batching, nowMs);
     this.writes = new Batcher(
       (rows) => this.commit(rows),
-      { ...batching, intervalMs: () => this.writeIntervalMs },
+      {
+        ...batching,
+        intervalMs: () => this.writeIntervalMs,
+        maxBytes: options.maxBytes ?? BATCH_MAX_BYTES,
+        sizeOf: (item) => rowBytes(item.value),
+      },
       nowMs,
     );
   }
@@ -311,12 +376,30 @@ export class GroupCommitStore implements Store {
     for (const item of ready)
       if (!firstOfKey.has(item.value.dedup_key)) firstOfKey.set(item.value.dedup_key, item);
     const unique = [...firstOfKey.values()];
+    // A key the store refused before goes alone, after the others: it fails alone.
+    const alone = unique.filter((item) => this.refusedKeys.has(item.value.dedup_key));
+    const together = unique.filter((item) => !this.refusedKeys.has(item.value.dedup_key));
     let outcome: { inserted: Set<string>; failed: Map<string, unknown> };
     try {
-      outcome = unique.length > 0 ? await this.write(unique) : { inserted: new Set(), failed: new Map() };
+      outcome = together.length > 0 ? await this.write(together) : { inserted: new Set(), failed: new Map() };
     } catch (error) {
-      return items.map((_, i) => late[i] ?? { status: 'rejected', reason: error });
+      // One row refused alone is proven refused: it goes alone next time.
+      if (together.length === 1 && error instanceof RowRefusalError)
+        this.rememberRefused(together[0]!.value.dedup_key);
+      const wrote = new Set(alone.map((item) => item.value.dedup_key));
+      const aloneOutcome = await this.writeAlone(alone);
+      return items.map((item, i) => {
+        if (late[i]) return late[i];
+        const key = item.value.dedup_key;
+        if (!wrote.has(key)) return { status: 'rejected', reason: error };
+        return answerOf(item, firstOfKey, aloneOutcome);
+      });
     }
+    const aloneOutcome = await this.writeAlone(alone);
+    for (const key of aloneOutcome.inserted) outcome.inserted.add(key);
+    for (const [key, error] of aloneOutcome.failed) outcome.failed.set(key, error);
+    for (const [key, error] of outcome.failed)
+      if (error instanceof RowRefusalError) this.rememberRefused(key);
     const { inserted, failed } = outcome;
     this.options.logger?.debug('group commit', {
       rows: items.length,
@@ -325,13 +408,36 @@ export class GroupCommitStore implements Store {
       failed: failed.size,
       late: items.length - ready.length,
     });
-    return items.map((item, i) => {
-      if (late[i]) return late[i];
-      const key = item.value.dedup_key;
-      // The row of its key failed: this delivery fails with it, whichever of them it was.
-      if (failed.has(key)) return { status: 'rejected', reason: failed.get(key) };
-      return { status: 'fulfilled', value: firstOfKey.get(key) === item && inserted.has(key) };
-    });
+    return items.map((item, i) => late[i] ?? answerOf(item, firstOfKey, { inserted, failed }));
+  }
+
+  /** Rows of keys refused before, each in a statement of its own (paced like any write). */
+  private async writeAlone(
+    rows: Array<Pending<Row>>,
+  ): Promise<{ inserted: Set<string>; failed: Map<string, unknown> }> {
+    const inserted = new Set<string>();
+    const failed = new Map<string, unknown>();
+    for (const row of rows) {
+      const key = row.value.dedup_key;
+      if (row.deadline.remainingMs() < this.minStatementMs) {
+        failed.set(key, notStarted('write', row.deadline));
+        continue;
+      }
+      try {
+        if ((await this.attempt([row])).has(key)) inserted.add(key);
+        this.refusedKeys.delete(key);
+      } catch (error) {
+        failed.set(key, error);
+      }
+    }
+    return { inserted, failed };
+  }
+
+  private rememberRefused(key: string): void {
+    this.refusedKeys.delete(key);
+    this.refusedKeys.add(key);
+    while (this.refusedKeys.size > MAX_REFUSED_KEYS)
+      this.refusedKeys.delete(this.refusedKeys.values().next().value!);
   }
 
   /** Deliveries that can still wait for a statement, and the answers of those that cannot. */
@@ -476,6 +582,20 @@ export class GroupCommitStore implements Store {
     this.refreshWriters();
     return inserted;
   }
+}
+
+/**
+ * A delivery's answer from its batch's outcome: its key's failure (whichever delivery of the key it
+ * was), else whether its own row went in (a later row of the key answers "not inserted").
+ */
+function answerOf(
+  item: Pending<Row>,
+  firstOfKey: Map<string, Pending<Row>>,
+  outcome: { inserted: Set<string>; failed: Map<string, unknown> },
+): PromiseSettledResult<boolean> {
+  const key = item.value.dedup_key;
+  if (outcome.failed.has(key)) return { status: 'rejected', reason: outcome.failed.get(key) };
+  return { status: 'fulfilled', value: firstOfKey.get(key) === item && outcome.inserted.has(key) };
 }
 
 /** The deadline a statement for these deliveries must end by: the earliest of theirs. */

@@ -1,0 +1,125 @@
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import {
+  MEMORY_GOAL,
+  type MemorySection,
+  memoryGrowth,
+  renderMemoryReport,
+  replaceMemoryFigures,
+} from './report';
+import type { MemoryRunSummary, MemorySample } from './stage';
+
+/**
+ * `npm run bench -- --stage memory [--quick]`: one worker process (bench/memory/child.ts, started
+ * with --expose-gc) handles a million deliveries; its RSS is sampled every 50,000. The `memory`
+ * section of bench/results.json is replaced (that key only) and the memory block of
+ * bench/README.md generated from it; `--quick` runs 100,000 deliveries into results.quick.json and
+ * leaves the docs alone.
+ */
+
+export const MEMORY_SETTINGS = Object.freeze({
+  deliveries: MEMORY_GOAL.toDeliveries,
+  sampleEvery: 50_000,
+  concurrency: 32,
+  redeliveryEvery: 10,
+});
+
+export async function runMemory(options: {
+  quick: boolean;
+  progress: (text: string) => void;
+}): Promise<void> {
+  const settings = options.quick
+    ? { ...MEMORY_SETTINGS, deliveries: 100_000, sampleEvery: 10_000 }
+    : { ...MEMORY_SETTINGS };
+  options.progress(
+    `memory: ${settings.deliveries.toLocaleString('en-US')} deliveries in one worker process, RSS every ${settings.sampleEvery.toLocaleString('en-US')}`,
+  );
+  const { samples, summary } = await runChild(settings, (sample) =>
+    options.progress(
+      `memory: ${sample.deliveries.toLocaleString('en-US')} deliveries, RSS ${(sample.rssBytes / 1024 / 1024).toFixed(1)} MiB, ` +
+        `heap ${(sample.heapUsedBytes / 1024 / 1024).toFixed(1)} MiB, memo ${JSON.stringify(sample.memo)}`,
+    ),
+  );
+  const memory: MemorySection = {
+    date: new Date().toISOString(),
+    ...commit(),
+    node: process.version,
+    deliveries: summary.deliveries,
+    documents: summary.documents,
+    concurrency: settings.concurrency,
+    redeliveryEvery: settings.redeliveryEvery,
+    sampleEvery: settings.sampleEvery,
+    seconds: summary.seconds,
+    samples,
+    outcomes: summary.outcomes,
+    ...memoryGrowth(
+      samples,
+      options.quick ? { ...MEMORY_GOAL, fromDeliveries: 10_000, toDeliveries: 100_000 } : MEMORY_GOAL,
+    ),
+  };
+  const benchDir = path.join(__dirname, '..');
+  const file = path.join(benchDir, options.quick ? 'results.quick.json' : 'results.json');
+  const previous = existsSync(file)
+    ? (JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>)
+    : {};
+  writeFileSync(file, `${JSON.stringify({ ...previous, memory }, null, 2)}\n`);
+  if (!options.quick) {
+    const readme = path.join(benchDir, 'README.md');
+    writeFileSync(readme, replaceMemoryFigures(readFileSync(readme, 'utf8'), memory));
+  }
+  options.progress(`memory done; figures in ${path.relative(process.cwd(), file)}`);
+  process.stdout.write(renderMemoryReport(memory));
+  if (!memory.goal.met) process.exitCode = 1;
+}
+
+function runChild(
+  settings: { deliveries: number; sampleEvery: number; concurrency: number; redeliveryEvery: number },
+  onSample: (sample: MemorySample) => void,
+): Promise<{ samples: MemorySample[]; summary: MemoryRunSummary }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      process.execPath,
+      [
+        '--expose-gc',
+        '--disable-warning=ExperimentalWarning',
+        '--import',
+        'tsx',
+        path.join(__dirname, 'child.ts'),
+        ...[settings.deliveries, settings.sampleEvery, settings.concurrency, settings.redeliveryEvery].map(
+          String,
+        ),
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    const samples: MemorySample[] = [];
+    let summary: MemoryRunSummary | undefined;
+    createInterface({ input: child.stdout }).on('line', (line) => {
+      const message = JSON.parse(line) as { sample?: MemorySample; summary?: MemoryRunSummary };
+      if (message.sample) {
+        samples.push(message.sample);
+        onSample(message.sample);
+      }
+      if (message.summary) summary = message.summary;
+    });
+    child.on('error', reject);
+    child.on('close', (code, signal) => {
+      if (code === 0 && summary) resolve({ samples, summary });
+      else reject(new Error(`the memory stage's worker process ended with ${signal ?? `code ${code}`}`));
+    });
+  });
+}
+
+function commit(): { commit?: string } {
+  try {
+    return {
+      commit: execFileSync('git', ['describe', '--always', '--dirty'], {
+        cwd: __dirname,
+        encoding: 'utf8',
+      }).trim(),
+    };
+  } catch {
+    return {};
+  }
+}
