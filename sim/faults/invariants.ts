@@ -21,6 +21,12 @@ export const INVARIANTS = {
 } as const;
 
 export type InvariantId = keyof typeof INVARIANTS;
+
+/** A fault that may excuse what it can cause, dated from when it began, and said in words. */
+export interface DatedCause {
+  atMs: number;
+  what: string;
+}
 export const INVARIANT_IDS = Object.keys(INVARIANTS) as InvariantId[];
 
 export interface Verdict {
@@ -83,26 +89,35 @@ export function checkInvariants(record: RunRecord): Verdict {
 
   // I3: one raw row per key. An extra one is excused only by a cause that can produce one: the
   // memo failed a lease call of the key (its writers could not exclude each other: a lease that
-  // cannot be had never stops the work). Each is listed. Running out of lease rounds is no excuse:
-  // the worker then answers 503 instead of working unguarded (issue 45, item 2).
-  const causesOf = (key: string) => [
-    ...(record.leaseFailures[key] ?? []).map((f) => `the memo failed a lease call: ${f}`),
-  ];
+  // cannot be had never stops the work), and only one that lies between the two rows' stories:
+  // begun once a request for either row's message had arrived, and before the extra row committed.
+  // Each is listed. Running out of lease rounds is no excuse: the worker then answers 503 instead
+  // of working unguarded.
+  const requestStarts = new Map<string, number>();
+  for (const r of record.requests)
+    requestStarts.set(r.messageId, Math.min(requestStarts.get(r.messageId) ?? Infinity, r.startMs));
+  const leaseFailuresWithin = (key: string, messageIds: string[], untilMs: number) => {
+    const fromMs = Math.min(...messageIds.map((id) => requestStarts.get(id) ?? Infinity));
+    return (record.leaseFailures[key] ?? [])
+      .filter((f) => f.atMs >= fromMs && f.atMs <= untilMs)
+      .map((f) => `the memo failed a lease call: ${f.what}`);
+  };
   const extraRawRows: Verdict['extraRawRows'] = [];
   for (const [key, rows] of rowsByKey) {
-    for (const extra of rows.slice(1)) {
-      const causes = causesOf(key);
+    const first = rows.reduce((a, b) => (b.committedAtMs < a.committedAtMs ? b : a));
+    for (const extra of rows.filter((r) => r !== first)) {
+      const causes = leaseFailuresWithin(key, [first.messageId, extra.messageId], extra.committedAtMs);
       extraRawRows.push({ key, messageId: extra.messageId, causes });
       if (causes.length === 0)
         violations.I3.push(
-          `${key} has ${rows.length} raw rows (rows ${rows.map((r) => r.id).join(', ')}), and nothing that can produce an extra one happened`,
+          `${key} has ${rows.length} raw rows (rows ${rows.map((r) => r.id).join(', ')}), and nothing that can produce an extra one happened between them`,
         );
     }
   }
 
   // I4: whatever row the view returned for a key is the row it returns at the end. A change is
-  // excused only when the memo failed a lease call of the key (its writers could not exclude each
-  // other; listed), not even by a key that used every lease round.
+  // excused only when the memo failed a lease call of the key while its rows were being made (its
+  // writers could not exclude each other; listed), not even by a key that used every lease round.
   const viewChanges: Verdict['viewChanges'] = [];
   for (const [key, seen] of Object.entries(record.viewReads)) {
     const final = record.viewAtEnd[key];
@@ -115,7 +130,12 @@ export function checkInvariants(record: RunRecord): Verdict {
           : 'none';
       };
       const change = `the view returned ${changed.map(show).join(', ')} for ${key}, and returns ${show(final)} at the end`;
-      const causes = (record.leaseFailures[key] ?? []).map((f) => `the memo failed a lease call: ${f}`);
+      const rows = rowsByKey.get(key) ?? [];
+      const causes = leaseFailuresWithin(
+        key,
+        rows.map((r) => r.messageId),
+        Math.max(...rows.map((r) => r.committedAtMs)),
+      );
       if (causes.length > 0) viewChanges.push({ key, change, causes });
       else violations.I4.push(change);
     }
@@ -131,10 +151,25 @@ export function checkInvariants(record: RunRecord): Verdict {
     const n = record.paidAnalysesByDocument[d.name] ?? 0;
     paid += n;
     const losses = record.answerLosses[d.name] ?? [];
+    const said = (list: DatedCause[]) => (list.length > 0 ? ` (${list.map((l) => l.what).join('; ')})` : '');
     if (n > 1 + losses.length)
       violations.I5.push(
-        `${d.name} paid ${n} analyses, with ${losses.length} lost answer${losses.length === 1 ? '' : 's'}${losses.length > 0 ? ` (${losses.join('; ')})` : ''}`,
+        `${d.name} paid ${n} analyses, with ${losses.length} lost answer${losses.length === 1 ? '' : 's'}${said(losses)}`,
       );
+    else {
+      // Each paid analysis beyond the first needs a loss of its own begun before it: the k-th
+      // extra one is begun after at least k of them.
+      const newPaid = record.geminiCalls
+        .filter((c) => c.document === d.name && c.paid && c.newAnalysis)
+        .sort((a, b) => a.startMs - b.startMs);
+      newPaid.slice(1).forEach((c, k) => {
+        const before = losses.filter((l) => l.atMs <= c.startMs);
+        if (before.length < k + 1)
+          violations.I5.push(
+            `${d.name}: Gemini call ${c.index} (paid analysis ${k + 2} of ${n}, begun at ${c.startMs} ms) follows only ${before.length} lost answer${before.length === 1 ? '' : 's'}${said(before)}`,
+          );
+      });
+    }
     // A lost answer excuses paying again only while the document has no row: a delivery that
     // arrives once its row is committed, while the memo shows the key was worked on, must find the
     // row (the store's lookup) and pay nothing, whatever the memo lost.
@@ -232,8 +267,15 @@ export function checkInvariants(record: RunRecord): Verdict {
       violations.I7.push(`${d.name} (${d.kind}) ends with no row`);
       continue;
     }
-    // A generation deleted or overwritten may be gone before it is read: then `rejected` `object_gone`.
-    if (d.goneAtMs !== undefined && row.status === 'rejected' && row.reason === 'object_gone') continue;
+    // A generation deleted or overwritten may be gone before it is read: then `rejected`
+    // `object_gone`, written after it went (a row that says so before is a wrong answer).
+    if (row.status === 'rejected' && row.reason === 'object_gone') {
+      if (d.goneAtMs === undefined || row.committedAtMs < d.goneAtMs)
+        violations.I7.push(
+          `${d.name} ends rejected object_gone (committed at ${row.committedAtMs} ms), and its generation ${d.goneAtMs === undefined ? 'never went' : `went only at ${d.goneAtMs} ms`}`,
+        );
+      continue;
+    }
     const reason = REFUSAL_REASON[d.kind];
     if (reason) {
       if (row.status !== 'rejected' || row.reason !== reason)

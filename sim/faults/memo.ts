@@ -4,6 +4,7 @@ import { MEMO_CALL_TIMEOUT_MS } from '../../worker/src/contract/settings';
 import type { MemoStore } from '../../worker/src/core/ports';
 import { seededRandom } from '../random';
 import type { SimClock } from '../time';
+import type { DatedCause } from './invariants';
 import type { FaultLog, FaultSchedule } from './schedule';
 
 /** `{ [name]: wrap(method) }` when `target` has a method `name`, else nothing. */
@@ -40,10 +41,10 @@ function optional<N extends string>(
  * the holder). A call fails when it throws or outlasts the worker's memo call timeout.
  */
 export class MemoBucket {
-  /** Per dedup key, the memo calls that lost a paid answer (see above), each in words. */
-  readonly losses = new Map<string, string[]>();
-  /** Per dedup key, the lease calls that failed from the worker's view, each in words. */
-  readonly leaseFailures = new Map<string, string[]>();
+  /** Per dedup key, the memo calls that lost a paid answer (see above), each with when it began. */
+  readonly losses = new Map<string, DatedCause[]>();
+  /** Per dedup key, the lease calls that failed from the worker's view, each with when it began. */
+  readonly leaseFailures = new Map<string, DatedCause[]>();
   /** Keeps that landed: the dedup key and the instance that sent it. */
   readonly kept: Array<{ dedupKey: string; instance: number; atMs: number }> = [];
   /** Lease objects created (their memo key, round included), for the rounds a key used. */
@@ -69,8 +70,8 @@ export class MemoBucket {
   }
 
   /** A loss of a paid answer for `dedupKey` (also for callers outside the bucket, e.g. a killed keeper). */
-  lost(dedupKey: string, cause: string): void {
-    this.losses.set(dedupKey, [...(this.losses.get(dedupKey) ?? []), cause]);
+  lost(dedupKey: string, cause: string, atMs = this.time.nowMs()): void {
+    this.losses.set(dedupKey, [...(this.losses.get(dedupKey) ?? []), { atMs, what: cause }]);
   }
 
   /** The MemoStore one instance's AnalysisMemo uses: the real GcsMemoStore on this bucket. */
@@ -116,21 +117,28 @@ export class MemoBucket {
     const dedupKey = this.dedupKeyOf(key);
     if (!dedupKey) return call;
     const existed = this.objects.has(`analyses/${key}.json`);
+    // A failed call is dated from its start: the worker may give up on it (and act) before the
+    // bucket's own timeout notes it, never before it began.
+    const startedMs = this.time.nowMs();
     let noted = false;
     const note = (how: string) => {
       if (noted) return;
       noted = true;
       const what = `memo ${operation} ${how} at ${this.time.nowMs()} ms`;
-      if (operation === 'create') this.lost(dedupKey, `${what}: the analysis was not kept`);
+      const lose = (cause: string) => this.lost(dedupKey, cause, startedMs);
+      if (operation === 'create') lose(`${what}: the analysis was not kept`);
       else if (operation === 'get' && existed && !this.hasRow(dedupKey))
-        this.lost(dedupKey, `${what}: the kept analysis could not be read`);
+        lose(`${what}: the kept analysis could not be read`);
       else if (operation === 'lease' || operation === 'renew') {
-        this.lost(dedupKey, `${what}: a concurrent delivery could not see the holder`);
-        this.leaseFailures.set(dedupKey, [...(this.leaseFailures.get(dedupKey) ?? []), what]);
+        lose(`${what}: a concurrent delivery could not see the holder`);
+        this.leaseFailures.set(dedupKey, [
+          ...(this.leaseFailures.get(dedupKey) ?? []),
+          { atMs: startedMs, what },
+        ]);
       }
       // Whether the key was ever leased (a delivery whose version kept nothing asks, to find a
       // written document): unanswered, the delivery may pay for a document already written.
-      else if (operation === 'hasLease') this.lost(dedupKey, `${what}: it could not tell the key was leased`);
+      else if (operation === 'hasLease') lose(`${what}: it could not tell the key was leased`);
     };
     const timer = this.time.after(MEMO_CALL_TIMEOUT_MS, () => note('timed out'));
     call.then(

@@ -22,6 +22,7 @@ import { textInvoices } from '../samples';
 import { BigQueryClients } from './bigquery-client';
 import { CloudRunModel, type RequestRecord } from './cloud-run';
 import { DOCUMENT_MARKER, type GeminiCall, GeminiModel } from './gemini';
+import type { DatedCause } from './invariants';
 import { MemoBucket } from './memo';
 import type { Mutant, MutantContext } from './mutants';
 import {
@@ -105,9 +106,10 @@ export interface RunRecord {
    * Per document, each fault that lost a paid answer for the worker, in words: a paid call whose
    * answer reached no live process, an answer reaching an instance told to stop, a memo call that
    * failed to keep or give back the analysis or to show its holder, an instance killed before it
-   * kept the analysis. Each allows one more paid analysis of that document, and nothing else does.
+   * kept the analysis, each dated from when it began. Each allows one more paid analysis of that
+   * document begun after it, and nothing else does.
    */
-  answerLosses: Record<string, string[]>;
+  answerLosses: Record<string, DatedCause[]>;
   /**
    * Per dedup key, when the memo bucket first held the key's kept analysis or its first lease (a
    * delivery that finds either asks the store before paying); absent: never.
@@ -117,8 +119,8 @@ export interface RunRecord {
   geminiCalls: GeminiCall[];
   requests: RequestRecord[];
   statements: StatementRecord[];
-  /** Per key, the memo's lease calls that failed from the worker's view (time and kind). */
-  leaseFailures: Record<string, string[]>;
+  /** Per key, the memo's lease calls that failed from the worker's view (when each began, and its kind). */
+  leaseFailures: Record<string, DatedCause[]>;
   /** Per key, the lease rounds created in the memo bucket, and the most a key may use. */
   leaseRounds: Record<string, number>;
   maxLeaseRounds: number;
@@ -545,17 +547,24 @@ function answerLosses(
   calls: readonly GeminiCall[],
   cloudRun: CloudRunModel,
   bucket: MemoBucket,
-): string[] {
-  const losses: string[] = [];
+): DatedCause[] {
+  const losses: DatedCause[] = [];
   for (const c of calls.filter((x) => x.document === d.name && x.paid)) {
     const life = cloudRun.lifecycle.get(c.instance) ?? {};
     if (c.outcome === 'lost') {
-      losses.push(`Gemini call ${c.index} was paid and its answer reached no live process`);
+      // Its process went while the call ran: dated from the call's start, the earliest it can be.
+      losses.push({
+        atMs: c.startMs,
+        what: `Gemini call ${c.index} was paid and its answer reached no live process`,
+      });
       continue;
     }
     const end = c.endMs ?? Number.POSITIVE_INFINITY;
     if (life.sigtermAtMs !== undefined && life.sigtermAtMs >= c.startMs && life.sigtermAtMs <= end) {
-      losses.push(`instance ${c.instance} was told to stop while Gemini call ${c.index} ran`);
+      losses.push({
+        atMs: life.sigtermAtMs,
+        what: `instance ${c.instance} was told to stop while Gemini call ${c.index} ran`,
+      });
       continue;
     }
     const killedAt = life.killedAtMs;
@@ -563,7 +572,10 @@ function answerLosses(
       killedAt !== undefined &&
       !bucket.kept.some((k) => k.dedupKey === d.key && k.instance === c.instance && k.atMs <= killedAt)
     )
-      losses.push(`instance ${c.instance} was killed before it kept the answer of Gemini call ${c.index}`);
+      losses.push({
+        atMs: killedAt,
+        what: `instance ${c.instance} was killed before it kept the answer of Gemini call ${c.index}`,
+      });
   }
   return [...losses, ...(bucket.losses.get(d.key) ?? [])];
 }

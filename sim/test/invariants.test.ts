@@ -155,7 +155,7 @@ describe('the invariants', () => {
   it('I3: a failed lease call of the key is named and listed with the row; every lease round used excuses nothing (the worker answers 503 then)', () => {
     const r = kept();
     r.rawRows.push(secondRow(r));
-    r.leaseFailures = { [KEY]: ['memo.error on lease at 300 ms'] };
+    r.leaseFailures = { [KEY]: [{ atMs: 300, what: 'memo.error on lease at 300 ms' }] };
     const verdict = checkInvariants(r);
     expect(verdict.violations.I3).toEqual([]);
     expect(verdict.extraRawRows).toEqual([
@@ -167,6 +167,39 @@ describe('the invariants', () => {
     rounds.maxLeaseRounds = 16;
     expect(checkInvariants(rounds).extraRawRows[0]!.causes).toEqual([]);
     expect(checkInvariants(rounds).violations.I3).toHaveLength(1);
+  });
+
+  it('I3 and I4: a failed lease call excuses only when it lies between the two rows (before both messages arrived, or after the extra row committed, it excuses nothing)', () => {
+    const at = (atMs: number) => {
+      const r = kept();
+      r.requests[0]!.startMs = 1_000;
+      r.rawRows.push({ ...secondRow(r), messageId: '1' });
+      r.viewReads = { [KEY]: [1, 0] };
+      r.leaseFailures = { [KEY]: [{ atMs, what: `memo lease failed at ${atMs} ms` }] };
+      return r;
+    };
+    expect(broken(at(1_500))).toEqual([]);
+    expect(checkInvariants(at(1_500)).extraRawRows[0]!.causes).toHaveLength(1);
+    // Before any request of either row's message, or after the extra row (committed at 9 s).
+    expect(broken(at(500))).toEqual(['I3', 'I4']);
+    expect(broken(at(9_500))).toEqual(['I3', 'I4']);
+  });
+
+  it('I5: each extra paid analysis needs a loss begun before it (a loss that comes after the payment excuses nothing)', () => {
+    const paidTwice = (lossAtMs: number) => {
+      const r = kept();
+      r.requests.push({ ...r.requests[0]!, id: 1, delivery: 1, startMs: 2_000, endMs: 7_000, calls: [] });
+      r.geminiCalls.push({ ...r.geminiCalls[0]!, index: 1, request: 1, startMs: 2_100, endMs: 6_900 });
+      r.paidAnalysesByDocument['a.txt'] = 2;
+      r.paidCallsByDocument['a.txt'] = 2;
+      r.answerLosses['a.txt'] = [{ atMs: lossAtMs, what: `memo lease failed at ${lossAtMs} ms` }];
+      return r;
+    };
+    expect(broken(paidTwice(1_000))).toEqual([]);
+    expect(broken(paidTwice(3_000))).toEqual(['I5']);
+    expect(checkInvariants(paidTwice(3_000)).violations.I5[0]).toMatch(
+      /Gemini call 1 .*follows only 0 lost answers/,
+    );
   });
 
   it('I4: the view switching between two rows of the same message breaks it (rows by identity)', () => {
@@ -181,7 +214,7 @@ describe('the invariants', () => {
     const r = kept();
     r.rawRows.push({ ...secondRow(r), messageId: '1' });
     r.viewReads = { [KEY]: [1, 0] };
-    r.leaseFailures = { [KEY]: ['memo lease failed at 300 ms'] };
+    r.leaseFailures = { [KEY]: [{ atMs: 300, what: 'memo lease failed at 300 ms' }] };
     const verdict = checkInvariants(r);
     expect(verdict.violations.I4).toEqual([]);
     expect(verdict.viewChanges).toEqual([
@@ -200,7 +233,9 @@ describe('the invariants', () => {
       r.geminiCalls.push({ ...r.geminiCalls[0]!, index: 1, request: 1, startMs: 20_100, endMs: 26_100 });
       r.paidAnalysesByDocument['a.txt'] = 2;
       r.paidCallsByDocument['a.txt'] = 2;
-      r.answerLosses['a.txt'] = ['memo create failed at 6100 ms: the analysis was not kept'];
+      r.answerLosses['a.txt'] = [
+        { atMs: 6_100, what: 'memo create failed at 6100 ms: the analysis was not kept' },
+      ];
       if (workedOnSinceMs !== undefined) r.memoWorkedOnSinceMs[KEY] = workedOnSinceMs;
       return r;
     };
@@ -214,7 +249,9 @@ describe('the invariants', () => {
     const r = kept();
     r.paidAnalysesByDocument = { 'a.txt': 2 };
     expect(broken(r)).toEqual(['I5']);
-    r.answerLosses = { 'a.txt': ['Gemini call 0 was paid and its answer reached no live process'] };
+    r.answerLosses = {
+      'a.txt': [{ atMs: 100, what: 'Gemini call 0 was paid and its answer reached no live process' }],
+    };
     expect(broken(r)).toEqual([]);
     r.paidAnalysesByDocument = { 'a.txt': 3 };
     expect(broken(r)).toEqual(['I5']);
@@ -235,7 +272,10 @@ describe('the invariants', () => {
     r.viewAtEnd['gs://b/b.txt#1'] = 1;
     r.geminiAnswers['b.txt'] = ['SIM-1'];
     r.paidAnalysesByDocument = { 'a.txt': 2, 'b.txt': 0 };
-    r.answerLosses = { 'a.txt': [], 'b.txt': ['memo.error on create: the analysis was not kept'] };
+    r.answerLosses = {
+      'a.txt': [],
+      'b.txt': [{ atMs: 6_100, what: 'memo.error on create: the analysis was not kept' }],
+    };
     expect(broken(r)).toEqual(['I5']);
   });
 
@@ -304,6 +344,19 @@ describe('the invariants', () => {
       ],
     };
     expect(broken(statement)).toEqual(['I6']);
+  });
+
+  it('I7: rejected object_gone is right only when written after its generation went', () => {
+    const gone = (goneAtMs?: number) => {
+      const r = kept();
+      Object.assign(r.rawRows[0]!, { status: 'rejected', reason: 'object_gone', invoiceNumber: null });
+      if (goneAtMs !== undefined) r.documents[0]!.goneAtMs = goneAtMs;
+      return r;
+    };
+    expect(broken(gone(5_000))).toEqual([]);
+    // The row (committed at 7.9 s) said gone before the generation went, or it never went.
+    expect(broken(gone(8_500))).toEqual(['I7']);
+    expect(broken(gone())).toEqual(['I7']);
   });
 
   it('I7: a rejected row for a good invoice breaks it', () => {
