@@ -65,7 +65,7 @@ export const WAREHOUSE_TYPE = 'docline:index:Warehouse';
 
 /**
  * The dataset, the table (schema, partitioning and clustering from the worker's row contract) and
- * the three views, whose SQL is the same the worker's tests run against SQLite.
+ * the four views, whose SQL is the same the worker's tests run against SQLite.
  */
 export class Warehouse extends DoclineComponent {
   readonly dataset: gcp.bigquery.Dataset;

@@ -212,7 +212,7 @@ describe('the docline program with the dev stack file', () => {
       expect(CLUSTER_COLUMNS.slice(0, 2)).toEqual(['dedup_key', 'message_id']);
     });
 
-    it('declares the three views with the SQL the worker ships, after the table exists', () => {
+    it('declares the four views with the SQL the worker ships, after the table exists', () => {
       const table = ofType(run, T.table).find((t) => !isView(t))!;
       const views = ofType(run, T.table).filter(isView);
 

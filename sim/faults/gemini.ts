@@ -63,7 +63,7 @@ export const GEMINI_CLIENT_ERRORS = {
   },
   cancelled: { status: 499, message: 'CANCELLED: The operation was cancelled.', apiStatus: 'CANCELLED' },
   /**
-   * A 400 that names the input and asks for a retry (issue 45, item 9): Gemini failed on its side
+   * A 400 that names the input and asks for a retry: Gemini failed on its side
    * this time; the document is good, and must never be refused for it.
    */
   retryAsked: {

@@ -215,7 +215,7 @@ export function checkInvariants(record: RunRecord): Verdict {
     const at = (ms: number) => `+${ms - r.startMs} ms`;
     // Calls are held to Cloud Run's deadline (the worker's plus the answer margin: the request
     // timeout, or SIGTERM + the grace): before it the message is not Pub/Sub's again, and a paid
-    // answer that comes in the margin may still be kept in the memo (issue 45, item 7, C2).
+    // answer that comes in the margin may still be kept in the memo.
     const cloudRun = deadline + (record.budget.answerMarginMs ?? 0);
     const late = r.calls.filter((c) => c.startMs > cloudRun && c.startMs < cutAt);
     if (late.length > 0)

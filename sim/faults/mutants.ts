@@ -193,7 +193,7 @@ export const MUTANTS: readonly Mutant[] = [
   },
   {
     name: 'retry-asked-400-rejected',
-    bug: 'a Gemini 400 that asks for a retry ("Unable to process input image. Please retry") is taken for a refusal of the document: a good invoice gets a rejected row (issue 45, item 3)',
+    bug: 'a Gemini 400 that asks for a retry ("Unable to process input image. Please retry") is taken for a refusal of the document: a good invoice gets a rejected row',
     analyzer: (analyzer) =>
       override(analyzer, {
         analyze: (input) =>

@@ -77,7 +77,7 @@ describe('SqliteStore across processes', () => {
     await second.close();
   });
 
-  it('serves the three views', async () => {
+  it('serves the four views', async () => {
     // Rows are stamped at their commit, by the store's clock.
     const store = new SqliteStore({
       path: ':memory:',

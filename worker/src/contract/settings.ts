@@ -163,7 +163,7 @@ export const MERGE_PACE_STRETCH = 3;
  * whatever its size. A pace that follows only the latency one instance observes keeps BigQuery's DML
  * queue full once more than a few instances write (below capacity the queue is empty and each paces
  * like a lone writer), so ten of them sent ~0.8–0.95 MERGEs a second and billed 2.2–2.6 × the best
- * bytes. Chosen on the sweep's tuning cells, session 9: 4 shares (2 s) left
+ * bytes. Chosen on the sweep's tuning cells (docs/sweep.md): 4 shares (2 s) left
  * `shared-1000rpm-slow-everyAck-1000` at 1.23 × the oracle (1.09 without), 3 (1.5 s) at 1.11.
  */
 export const FLEET_SPACING_SHARES = 3;
@@ -172,7 +172,7 @@ export const FLEET_SPACING_SHARES = 3;
  * The interval between two MERGEs of one instance, in MERGE latencies it observes: 1, so an
  * instance's next MERGE starts when its previous one has answered (or, after a slow one, once the
  * average latency has passed), and the rows that arrived meanwhile are its batch. Chosen on the
- * sweep's tuning cells (docs/sweep.md), session 8: 1.5 held every row of a window-bound deployment
+ * sweep's tuning cells (docs/sweep.md): 1.5 held every row of a window-bound deployment
  * half a MERGE longer (`tiers-1000rpm-fast-fastAcksOnly-1000`: 1.16 × the oracle, 1.12 at 1) and
  * bought bytes no goal needed (at 1, `shared-1000rpm-slow-everyAck-1000` bills 1.78 × its best,
  * within the 2×); where the whole fleet writes, BigQuery's 2 running slots set the statements per
