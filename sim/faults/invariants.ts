@@ -13,7 +13,7 @@ import type { RunRecord } from './run';
 export const INVARIANTS = {
   I1: 'ack ⇒ row: every message answered 2xx has a row for its key committed at or before that answer',
   I2: 'nothing stuck, nothing wrongly dead-lettered: every message is acked or dead-lettered, and only a poison document is dead-lettered',
-  I3: 'one raw row per key: an extra row needs a named cause that can produce one (each listed)',
+  I3: 'one raw row per key: an extra row needs a named cause that can produce one, between the two rows (each listed)',
   I4: 'the view never changes its answer: the row (by identity) the documents view returned for a key is the one it returns at the end (unless the memo failed a lease call of the key; each listed)',
   I5: "paid once: per document, paid analyses on Gemini's bill ≤ 1 + the faults that lost that document's paid answer",
   I6: "no work past the deadline: every request answered by the worker's own deadline (brought forward at SIGTERM), no call started after Cloud Run's (the request timeout, SIGTERM + the grace), no Gemini call or BigQuery statement of it still running past the worker's",
