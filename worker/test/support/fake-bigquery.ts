@@ -525,11 +525,12 @@ export async function startFakeBigQuery(
   }
 
   /**
-   * A dry run's `totalBytesProcessed`: the bytes of `dedup_key` + `key_day` (the columns docline's
-   * statements read) in the partitions the statement's key-day filter names. A filter counts only
-   * when it compares the target's `key_day` with parameters (`key_day >= @p`, `key_day = @p`,
+   * A dry run's `totalBytesProcessed`: the bytes of the columns the statement reads in the
+   * partitions its key-day filter names. A filter counts only when it compares the target's
+   * `key_day` with parameters (`key_day >= @p`, `key_day >= DATE(@ts)`, `key_day = @p`,
    * `key_day IN (@p, …)`), as BigQuery prunes by constants; `T.key_day = S.key_day`, a join
-   * condition, prunes nothing, and a statement without such a filter is estimated at the whole table.
+   * condition, prunes nothing, and a statement without such a filter is estimated at the whole
+   * table. A MERGE reads `dedup_key` + `key_day` of its target; a SELECT the columns it names.
    */
   function dryRunEstimate(config: Record<string, unknown>): number {
     if (config.useLegacySql !== false)
@@ -538,19 +539,32 @@ export async function startFakeBigQuery(
       config.queryParameters === undefined ? new Map<string, Bound>() : parameters(config.queryParameters);
     const sql = String(config.query ?? '');
     const column = KEY_DAY_COLUMN.name;
-    const compare = new RegExp(`\\b(?:T\\.)?${column}\\s*(>=|=)\\s*@(\\w+)`).exec(sql);
+    const compare = new RegExp(`\\b(?:T\\.)?${column}\\s*(>=|=)\\s*(?:DATE\\()?@(\\w+)`).exec(sql);
     const among = new RegExp(`\\b(?:T\\.)?${column}\\s+IN\\s*\\(([^)]*)\\)`).exec(sql);
     let read: (day: string) => boolean = () => true;
     if (among) {
       const days = new Set(among[1]!.split(',').map((p) => dateParam(params, p.trim().replace(/^@/, ''))));
       read = (day) => days.has(day);
     } else if (compare) {
-      const bound = dateParam(params, compare[2]!);
+      const p = params.get(compare[2]!);
+      const bound =
+        p?.type === 'TIMESTAMP' && p.value !== null
+          ? new Date(Date.parse(p.value)).toISOString().slice(0, 10)
+          : dateParam(params, compare[2]!);
       read = compare[1] === '>=' ? (day) => day >= bound : (day) => day === bound;
     }
+    const columns = /^\s*MERGE\b/i.test(sql)
+      ? ['dedup_key', column]
+      : MERGE_COLUMNS.filter((c) => new RegExp(`\\b${c}\\b`).test(sql));
+    const bytesOf = (r: StoredRow, c: string) => {
+      if (c === column) return 8;
+      const type = COLUMN_TYPES.get(c)!.type;
+      const value = (r as Record<string, string | null>)[c];
+      return type === 'STRING' || type === 'JSON' ? 2 + Buffer.byteLength(value ?? '', 'utf8') : 8;
+    };
     return table
       .filter((r) => read(dayOf(r)))
-      .reduce((bytes, r) => bytes + 2 + Buffer.byteLength(r.dedup_key ?? '', 'utf8') + 8, 0);
+      .reduce((bytes, r) => bytes + columns.reduce((n, c) => n + bytesOf(r, c), 0), 0);
   }
 
   function reference(location: unknown, jobId = `job_${randomUUID().replaceAll('-', '')}`) {
