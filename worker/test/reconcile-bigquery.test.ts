@@ -103,6 +103,57 @@ describe('the reconcile query on BigQuery', () => {
     ]);
   });
 
+  it("refuses, before running it, a comparison whose dry run is over the cap (other prefixes' rows included), naming --prefix", async () => {
+    // 30 days of rows under other prefixes, 50 a day: an old object under in/ makes the query read them all.
+    for (let d = 0; d < 30; d++)
+      for (let i = 0; i < 50; i++)
+        fake.addRow(
+          rowOf(
+            'acme',
+            `2026/${d}/${i}.pdf`,
+            '1',
+            new Date(Date.parse('2026-11-30T11:00:00.000Z') - d * 86_400_000).toISOString(),
+          ),
+        );
+    const run = (minutesAgo: number) =>
+      runReconcile(
+        {
+          prefix: 'in/',
+          olderThanMs: 0,
+          apply: false,
+          yes: false,
+          json: false,
+          dedupKeyMode: 'object',
+          maximumBytesBilled: 20_000,
+        },
+        {
+          lister: new MemoryLister([object('in/a.pdf', minutesAgo)]),
+          index: index(20_000),
+          clock: { now: () => new Date('2026-11-30T12:00:00.000Z') },
+          print: () => {},
+        },
+      );
+    const old = await run(29 * 24 * 60);
+    expect(old.error?.code).toBe('bytes_billed_limit');
+    expect(old.error?.message).toMatch(
+      /^the comparison is estimated at \d+ bytes \(a dry run: every row since 2026-11-01, the oldest of the 1 objects listed, whatever the prefix\), over the byte cap of 20000 bytes: .*--prefix 2026\/11\//,
+    );
+    const ran = () =>
+      fake.requests.filter(
+        (r) =>
+          r.method === 'POST' && !(r.body as { configuration?: { dryRun?: boolean } }).configuration?.dryRun,
+      );
+    expect(ran()).toEqual([]);
+    // A recent object: the dry run reads one day of rows, under the cap, and the comparison runs
+    // (the fake checks a query that runs against the estimate a test sets, here one under this small cap).
+    fake.setEstimatedBytes(1);
+    const recent = await run(10);
+    expect(recent.error).toBeUndefined();
+    expect(recent.report?.comparisonEstimateBytes).toBeGreaterThan(0);
+    expect(recent.report?.comparisonEstimateBytes).toBeLessThanOrEqual(20_000);
+    expect(ran()).toHaveLength(1);
+  });
+
   it('fails with one line naming the flag that raises the byte cap', async () => {
     fake.setEstimatedBytes(300_000_000);
     const lines: string[] = [];

@@ -1,3 +1,4 @@
+import { derivedMaximumBytesBilled } from '../src/contract/cost-model';
 import { parsePush } from '../src/core/event';
 import { jobLogLine, main as jobMain } from '../src/reconcile/main';
 import { RECONCILE_ATTRIBUTE } from '../src/reconcile/notification';
@@ -239,6 +240,15 @@ describe('the comparison query and the byte cap', () => {
     );
     expect(result.error?.message).toMatch(/--prefix 2026\/11\//);
     expect(index.queries).toEqual([]);
+  });
+
+  it('at a million documents a day, cannot compare a month-old bucket whole under the derived cap', () => {
+    // A day's objects at that volume, each with a name like the date-shaped ones a bucket holds.
+    const perDay = 1_000_000 * comparisonLeastBytes([object('2026/11/30/invoice-0000001.pdf', 0)]);
+    const cap = derivedMaximumBytesBilled(1_000_000);
+    const wholeDays = Math.floor(cap / perDay);
+    expect(wholeDays).toBeGreaterThanOrEqual(1);
+    expect(wholeDays).toBeLessThanOrEqual(14);
   });
 
   it('runs it when the cap holds it', async () => {

@@ -209,19 +209,17 @@ export function costModel(overrides: Partial<CostParams> = {}): CostModel {
   const params: CostParams = { ...COST_DEFAULTS, ...overrides };
   const { documents } = params;
   const tableRows = params.tableBytes / params.rowBytes;
-  // A MERGE of today's keys reads today's partition: a whole day of rows by the day's end.
-  const keyDayRows = Math.min(tableRows, params.documentsPerDay);
-  // seen() reads the key days of the last 6 hours: up to 1.25 days of keys.
-  const lookupRows = Math.min(
+  const volume = {
+    documentsPerDay: params.documentsPerDay,
+    bytesPerKeyRow: params.lookupBytesPerRow,
     tableRows,
-    params.documentsPerDay * (1 + KEY_DAY_LAYOUT.lookupHorizonMs / 86_400_000),
-  );
+  };
   // The MERGE: a new document's seen() is skipped when the memo holds no analysis of it (core/handle.ts).
   const queriesPerDocument = 1;
 
   const scenario = (pruned: boolean, clustered: boolean): DedupScenario => {
-    const scannedRows = pruned ? keyDayRows : tableRows;
-    const estimate = scannedRows * params.lookupBytesPerRow;
+    const scannedRows = pruned ? statementRows('merge', volume) : tableRows;
+    const estimate = pruned ? statementEstimateBytes('merge', volume) : tableRows * params.lookupBytesPerRow;
     const high = billedBytes(estimate);
     // Clustering on dedup_key may prune every block but one: never below the per-table minimum.
     const low = clustered ? LIMITS.minBilledBytesPerTable : high;
@@ -242,7 +240,7 @@ export function costModel(overrides: Partial<CostParams> = {}): CostModel {
   };
   const merge = [scenario(true, true), scenario(true, false), scenario(false, true), scenario(false, false)];
 
-  const lookup = billedBytes(lookupRows * params.lookupBytesPerRow);
+  const lookup = billedBytes(statementEstimateBytes('lookup', volume));
   const ingestedBytes = params.rowBytes * documents;
   const ingestionUsd = (ingestedBytes / GIB) * PRICES.storageWriteUsdPerGiB;
   const promptTokens = params.promptTokensPerDocument * documents;
@@ -300,6 +298,35 @@ export const KEY_DAY_LAYOUT = Object.freeze({
   lookupHorizonMs: 6 * 60 * 60 * 1000,
   maxKeyDaysPerStatement: 2,
 });
+
+/** What a statement's estimate is computed from: the table's volume and the bytes of a key row. */
+export interface StatementVolume {
+  /** New documents a day: the rows of one key-day partition. */
+  documentsPerDay: number;
+  /** Bytes of `dedup_key` (STRING: 2 + its UTF-8 bytes) + `key_day` (DATE, 8) of one row. */
+  bytesPerKeyRow: number;
+  /** Rows in the whole table: no statement reads more. */
+  tableRows: number;
+}
+
+/**
+ * The rows a statement of the key-day layout reads: a MERGE of today's keys its key day's
+ * partition (a whole day of rows by the day's end), `seen()` the key days of the last
+ * {@link KEY_DAY_LAYOUT}.lookupHorizonMs (up to 1.25 days of keys); never more than the table.
+ */
+export function statementRows(statement: 'lookup' | 'merge', volume: StatementVolume): number {
+  const days = statement === 'merge' ? 1 : 1 + KEY_DAY_LAYOUT.lookupHorizonMs / 86_400_000;
+  return Math.min(volume.tableRows, volume.documentsPerDay * days);
+}
+
+/**
+ * The pre-run estimate of one statement of the key-day layout, pruned to its key days: the bytes of
+ * `dedup_key` + `key_day` in the rows it reads ({@link statementRows}). The post-deploy pruning
+ * check (`npm run check-pruning`) holds the live table's dry runs to it.
+ */
+export function statementEstimateBytes(statement: 'lookup' | 'merge', volume: StatementVolume): number {
+  return statementRows(statement, volume) * volume.bytesPerKeyRow;
+}
 
 /**
  * The largest pre-run estimate any statement of the key-day layout can have at `documentsPerDay`:

@@ -70,18 +70,47 @@ export class BigQueryLineIndex implements LineIndex {
     this.sql = reconcileSql(options.table);
   }
 
+  /** The comparison statement for one bucket, prefix and oldest object. */
+  private statement(query: { bucket: string; prefix: string; since: Date }) {
+    const { bigquery } = this.options;
+    return {
+      query: this.sql,
+      params: { bucket: query.bucket, prefix: query.prefix, since: bigquery.timestamp(query.since) },
+      types: { ...RECONCILE_PARAMETER_TYPES },
+      useLegacySql: false,
+      ...(this.options.location ? { location: this.options.location } : {}),
+    };
+  }
+
+  /**
+   * The comparison's pre-run estimate, by a dry run of the very statement {@link objectUris} runs
+   * (free, runs nothing): every row since the oldest object's key day, of any prefix.
+   */
+  async estimateBytes(query: { bucket: string; prefix: string; since: Date }): Promise<number> {
+    try {
+      const [job] = await this.options.bigquery.createQueryJob({ ...this.statement(query), dryRun: true });
+      const bytes = Number(job.metadata?.statistics?.totalBytesProcessed);
+      if (!Number.isFinite(bytes)) throw new Error('the dry run answered no totalBytesProcessed');
+      return bytes;
+    } catch (error) {
+      throw new ReconcileError(
+        'query_failed',
+        `cannot estimate the reconcile query: ${bigQueryError(error, 'reconcile').message.split('\n')[0]}`,
+        {
+          cause: error,
+        },
+      );
+    }
+  }
+
   async objectUris(query: { bucket: string; prefix: string; since: Date }): Promise<Set<string>> {
     const { bigquery } = this.options;
     try {
       // autoPaginate (the default) follows every page of the results.
       const [rows] = await bigquery.query({
-        query: this.sql,
-        params: { bucket: query.bucket, prefix: query.prefix, since: bigquery.timestamp(query.since) },
-        types: { ...RECONCILE_PARAMETER_TYPES },
-        useLegacySql: false,
+        ...this.statement(query),
         maximumBytesBilled: String(this.options.maximumBytesBilled),
         labels: { app: 'docline', op: 'reconcile' },
-        ...(this.options.location ? { location: this.options.location } : {}),
       });
       return new Set((rows as Array<{ object_uri: string }>).map((r) => r.object_uri));
     } catch (error) {

@@ -26,6 +26,11 @@ export interface LineIndex {
    *   older rows cannot matter (and on BigQuery this bounds the partitions read).
    */
   objectUris(query: { bucket: string; prefix: string; since: Date }): Promise<Set<string>>;
+  /**
+   * The pre-run estimate of {@link objectUris} for the same query, in bytes, where the index can
+   * tell it before running (BigQuery: a dry run); absent, only the least bytes are known.
+   */
+  estimateBytes?(query: { bucket: string; prefix: string; since: Date }): Promise<number>;
 }
 
 /** Publishes messages to the pipeline's topic; resolves with their messageIds, in order. */
@@ -100,7 +105,15 @@ export interface ReconcileReport {
   orphanRows: number;
   /** The missing objects, oldest first. */
   missingObjects: ObjectResource[];
+  /** The comparison query's pre-run estimate in bytes, where the index could tell it (BigQuery's dry run). */
+  comparisonEstimateBytes?: number;
 }
+
+/** What a run refused by the byte cap can do instead. */
+const NARROWER_RUN =
+  'A prefix narrows the run only if its objects are recent (the query reads every ' +
+  'key day since its oldest object, whatever the prefix): run it per recent date-shaped prefix (--prefix 2026/11/), ' +
+  'or raise the cap for this run (--maximum-bytes-billed; MAXIMUM_BYTES_BILLED for the job).';
 
 /** Compares the listing with the rows. */
 export async function findMissing(
@@ -138,18 +151,27 @@ export async function findMissing(
       'bytes_billed_limit',
       `the comparison would read every row since ${since} (the oldest of the ${objects.length} objects listed), ` +
         `at least ${leastBytes} bytes for their own rows alone, over the byte cap of ${options.maximumBytesBilled} bytes: ` +
-        'BigQuery would refuse it. A prefix narrows the run only if its objects are recent (the query reads every ' +
-        'key day since its oldest object, whatever the prefix): run it per recent date-shaped prefix (--prefix 2026/11/), ' +
-        'or raise the cap for this run (--maximum-bytes-billed; MAXIMUM_BYTES_BILLED for the job).',
+        `BigQuery would refuse it. ${NARROWER_RUN}`,
     );
+  }
+  const comparison = { bucket: deps.lister.bucket, prefix: options.prefix, since: new Date(oldest) };
+  if (options.maximumBytesBilled !== undefined && deps.index.estimateBytes) {
+    // The honest figure: what BigQuery estimates for the comparison itself, rows of other prefixes included.
+    const estimate = await deps.index.estimateBytes(comparison);
+    if (estimate > options.maximumBytesBilled) {
+      const since = new Date(oldest).toISOString().slice(0, 10);
+      throw new ReconcileError(
+        'bytes_billed_limit',
+        `the comparison is estimated at ${estimate} bytes (a dry run: every row since ${since}, the oldest of the ` +
+          `${objects.length} objects listed, whatever the prefix), over the byte cap of ${options.maximumBytesBilled} bytes: ` +
+          `BigQuery would refuse it. ${NARROWER_RUN}`,
+      );
+    }
+    report.comparisonEstimateBytes = estimate;
   }
   let lines: Set<string>;
   try {
-    lines = await deps.index.objectUris({
-      bucket: deps.lister.bucket,
-      prefix: options.prefix,
-      since: new Date(oldest),
-    });
+    lines = await deps.index.objectUris(comparison);
   } catch (error) {
     if (error instanceof ReconcileError) throw error;
     throw new ReconcileError('query_failed', `cannot read the rows: ${oneLine(error)}`, { cause: error });
@@ -257,6 +279,9 @@ export function summaryLines(report: ReconcileReport): string[] {
     `reconcile ${where}: ${report.listed} objects listed, ${report.withLine} with a line, ` +
       `${report.missing} missing, ${report.tooYoung} too young to judge, ` +
       `${report.orphanRows} rows whose object is gone (for information)`,
+    ...(report.comparisonEstimateBytes === undefined
+      ? []
+      : [`the comparison query was estimated at ${report.comparisonEstimateBytes} bytes (a dry run)`]),
   ];
 }
 

@@ -119,6 +119,9 @@ export function jsonReport(report: ReconcileReport) {
     tooYoung: report.tooYoung,
     orphanRows: report.orphanRows,
     missingObjects: report.missingObjects.map((o) => objectUri(o)),
+    ...(report.comparisonEstimateBytes === undefined
+      ? {}
+      : { comparisonEstimateBytes: report.comparisonEstimateBytes }),
   };
 }
 

@@ -33,8 +33,9 @@ import {
  * REST error bodies. Every request is recorded.
  *
  * What it cannot honour: two MERGEs of one key run here one after the other (Node serialises
- * them), whereas BigQuery may let both insert; partition pruning is not modelled (the estimate is
- * whatever the test sets).
+ * them), whereas BigQuery may let both insert; partition pruning is modelled for dry runs only (`dryRun: true`:
+ * the estimate of the partitions a statement's key-day filter names); a statement that runs is
+ * estimated at whatever the test sets.
  */
 
 /** A request as the fake received it. */
@@ -237,10 +238,11 @@ export function failureResponse(
 
 /** Starts the fake on 127.0.0.1 on a free port. */
 export async function startFakeBigQuery(
-  options: { projectId?: string; now?: () => Date } = {},
+  options: { projectId?: string; now?: () => Date; tableCreatedAt?: Date } = {},
 ): Promise<FakeBigQuery> {
   const projectId = options.projectId ?? 'acme-dev';
   const now = options.now ?? (() => new Date());
+  const tableCreationMs = (options.tableCreatedAt ?? now()).getTime();
   /** A MERGE that inserts `CURRENT_TIMESTAMP()` stamps its rows with the statement's time, as BigQuery does. */
   const stamp = (row: StoredRow, query: string) => {
     if (/CURRENT_TIMESTAMP\(\)/.test(query)) row.processed_at = now().toISOString();
@@ -522,6 +524,49 @@ export async function startFakeBigQuery(
     };
   }
 
+  /**
+   * A dry run's `totalBytesProcessed`: the bytes of the columns the statement reads in the
+   * partitions its key-day filter names. A filter counts only when it compares the target's
+   * `key_day` with parameters (`key_day >= @p`, `key_day >= DATE(@ts)`, `key_day = @p`,
+   * `key_day IN (@p, …)`), as BigQuery prunes by constants; `T.key_day = S.key_day`, a join
+   * condition, prunes nothing, and a statement without such a filter is estimated at the whole
+   * table. A MERGE reads `dedup_key` + `key_day` of its target; a SELECT the columns it names.
+   */
+  function dryRunEstimate(config: Record<string, unknown>): number {
+    if (config.useLegacySql !== false)
+      throw invalid('docline queries must use GoogleSQL (useLegacySql: false)');
+    const params =
+      config.queryParameters === undefined ? new Map<string, Bound>() : parameters(config.queryParameters);
+    const sql = String(config.query ?? '');
+    const column = KEY_DAY_COLUMN.name;
+    const compare = new RegExp(`\\b(?:T\\.)?${column}\\s*(>=|=)\\s*(?:DATE\\()?@(\\w+)`).exec(sql);
+    const among = new RegExp(`\\b(?:T\\.)?${column}\\s+IN\\s*\\(([^)]*)\\)`).exec(sql);
+    let read: (day: string) => boolean = () => true;
+    if (among) {
+      const days = new Set(among[1]!.split(',').map((p) => dateParam(params, p.trim().replace(/^@/, ''))));
+      read = (day) => days.has(day);
+    } else if (compare) {
+      const p = params.get(compare[2]!);
+      const bound =
+        p?.type === 'TIMESTAMP' && p.value !== null
+          ? new Date(Date.parse(p.value)).toISOString().slice(0, 10)
+          : dateParam(params, compare[2]!);
+      read = compare[1] === '>=' ? (day) => day >= bound : (day) => day === bound;
+    }
+    const columns = /^\s*MERGE\b/i.test(sql)
+      ? ['dedup_key', column]
+      : MERGE_COLUMNS.filter((c) => new RegExp(`\\b${c}\\b`).test(sql));
+    const bytesOf = (r: StoredRow, c: string) => {
+      if (c === column) return 8;
+      const type = COLUMN_TYPES.get(c)!.type;
+      const value = (r as Record<string, string | null>)[c];
+      return type === 'STRING' || type === 'JSON' ? 2 + Buffer.byteLength(value ?? '', 'utf8') : 8;
+    };
+    return table
+      .filter((r) => read(dayOf(r)))
+      .reduce((bytes, r) => bytes + columns.reduce((n, c) => n + bytesOf(r, c), 0), 0);
+  }
+
   function reference(location: unknown, jobId = `job_${randomUUID().replaceAll('-', '')}`) {
     return { projectId, jobId, location: typeof location === 'string' ? location : 'US' };
   }
@@ -569,8 +614,21 @@ export async function startFakeBigQuery(
       }
       if (req.method === 'POST' && path === '/jobs') {
         const job = body as { jobReference?: { jobId?: string; location?: string }; configuration?: unknown };
-        const configuration = job.configuration as { query?: Record<string, unknown> } | undefined;
+        const configuration = job.configuration as
+          | { query?: Record<string, unknown>; dryRun?: boolean }
+          | undefined;
         const jobReference = reference(job.jobReference?.location, job.jobReference?.jobId);
+        if (configuration?.dryRun === true) {
+          // A dry run is answered at once, with its estimate; no job is kept and nothing runs.
+          const estimate = String(dryRunEstimate(configuration.query ?? {}));
+          return sendJson(res, 200, {
+            kind: 'bigquery#job',
+            jobReference,
+            configuration,
+            status: { state: 'DONE' },
+            statistics: { totalBytesProcessed: estimate, query: { totalBytesProcessed: estimate } },
+          });
+        }
         if (droppedInserts > 0) {
           droppedInserts -= 1;
           res.socket?.destroy();
@@ -680,6 +738,7 @@ export async function startFakeBigQuery(
           tableReference: { projectId, datasetId: dataset, tableId },
           timePartitioning: { type: 'DAY', field: KEY_DAY_COLUMN.name },
           numRows: String(table.length),
+          creationTime: String(tableCreationMs),
         });
       }
       throw bigQueryError.notFound(`${req.method} ${url.pathname}`);

@@ -219,6 +219,76 @@ export function migrationSql(from: string, to: string): string {
 
 type ParameterValue = string | null | { value: string };
 
+/** One statement as the store sends it: its SQL, its named parameters and their types. */
+export type Statement = Required<Pick<Query, 'query' | 'params' | 'types'>>;
+
+/** `seen()`'s statement: {@link lookupSql} (`sql`) for one key, over the key days since {@link lookupSinceDay}. */
+export function lookupStatement(bigquery: BigQuery, sql: string, dedupKey: string, now: Date): Statement {
+  return {
+    query: sql,
+    params: { dedup_key: dedupKey, [LOOKUP_PARAMETER]: bigquery.date(lookupSinceDay(now)) },
+    types: { dedup_key: 'STRING', [LOOKUP_PARAMETER]: 'DATE' },
+  };
+}
+
+/** `seenMany()`'s statement: {@link batchLookupSql} (`sql`) for a batch of keys. */
+export function batchLookupStatement(
+  bigquery: BigQuery,
+  sql: string,
+  keys: readonly string[],
+  now: Date,
+): Statement {
+  return {
+    query: sql,
+    params: { keys: [...keys], [LOOKUP_PARAMETER]: bigquery.date(lookupSinceDay(now)) },
+    types: { keys: ['STRING'], [LOOKUP_PARAMETER]: 'DATE' },
+  };
+}
+
+/** `record()`'s statement: {@link mergeSql} (`sql`) for one row, pruned to its key day `day`. */
+export function mergeStatement(bigquery: BigQuery, sql: string, row: Row, day: string): Statement {
+  const { params, types } = rowParameters(bigquery, row);
+  return {
+    query: sql,
+    params: { ...params, [PARTITION_COLUMN]: bigquery.date(day) },
+    types: { ...types, [PARTITION_COLUMN]: KEY_DAY_COLUMN.type },
+  };
+}
+
+/** The key days a batched MERGE or winners query names, as `@key_day_0` … parameters (DATE each). */
+export function keyDayParameters(
+  bigquery: BigQuery,
+  days: readonly string[],
+): { dayParams: Record<string, ParameterValue>; dayTypes: Record<string, string> } {
+  return {
+    dayParams: Object.fromEntries(days.map((d, i) => [keyDayParameter(i), bigquery.date(d)])),
+    dayTypes: Object.fromEntries(days.map((_, i) => [keyDayParameter(i), KEY_DAY_COLUMN.type])),
+  };
+}
+
+/**
+ * A batch's MERGE statement ({@link batchMergeSql}): `@rows` carries every row with its key day
+ * (`dayOf`), the target is pruned to `days`, the key days of those rows.
+ */
+export function batchMergeStatement(
+  bigquery: BigQuery,
+  table: string,
+  rows: readonly Row[],
+  days: readonly string[],
+  dayOf: (row: Row) => string,
+): Statement {
+  const { dayParams, dayTypes } = keyDayParameters(bigquery, days);
+  const params = rows.map((row) => ({
+    ...rowParameters(bigquery, row).params,
+    [PARTITION_COLUMN]: bigquery.date(dayOf(row)),
+  }));
+  return {
+    query: batchMergeSql(table, days.length),
+    params: { rows: params, ...dayParams },
+    types: { rows: [{ ...ROW_PARAMETER_TYPES }], ...dayTypes },
+  };
+}
+
 /**
  * A row as named query parameters with their types. INT64 values go as decimal strings (the REST
  * API's representation; safe beyond 2^53), the analysis as JSON text, timestamps as BigQuery
@@ -435,33 +505,32 @@ export class BigQueryStore implements BatchStore {
 
   /** Whether a row with this key was recorded with a key day within {@link LOOKUP_HORIZON_MS}. */
   async seen(dedupKey: string, deadline?: Deadline): Promise<boolean> {
-    const [rows] = await this.run('seen', deadline, {
-      query: this.lookup,
-      params: { dedup_key: dedupKey, [LOOKUP_PARAMETER]: this.lookupSince() },
-      types: { dedup_key: 'STRING', [LOOKUP_PARAMETER]: 'DATE' },
-    });
+    const [rows] = await this.run(
+      'seen',
+      deadline,
+      lookupStatement(this.bigquery, this.lookup, dedupKey, this.clock.now()),
+    );
     return rows.length > 0;
   }
 
   /** Inserts the row unless its key has a row in its key day; true when this MERGE inserted it. */
   async record(row: Row, deadline?: Deadline): Promise<boolean> {
-    const { params, types } = rowParameters(this.bigquery, row);
-    const [, , response] = await this.run('record', deadline, {
-      query: this.merge,
-      params: { ...params, [PARTITION_COLUMN]: this.bigquery.date(this.keyDayOf(row)) },
-      types: { ...types, [PARTITION_COLUMN]: KEY_DAY_COLUMN.type },
-    });
+    const [, , response] = await this.run(
+      'record',
+      deadline,
+      mergeStatement(this.bigquery, this.merge, row, this.keyDayOf(row)),
+    );
     return insertedCount(response) > 0;
   }
 
   /** The keys among `keys` with a row of a recent key day: one query for a whole batch. */
   async seenMany(keys: readonly string[], deadline?: Deadline): Promise<Set<string>> {
     if (keys.length === 0) return new Set();
-    const [rows] = await this.run('seen', deadline, {
-      query: this.batchLookup,
-      params: { keys: [...keys], [LOOKUP_PARAMETER]: this.lookupSince() },
-      types: { keys: ['STRING'], [LOOKUP_PARAMETER]: 'DATE' },
-    });
+    const [rows] = await this.run(
+      'seen',
+      deadline,
+      batchLookupStatement(this.bigquery, this.batchLookup, keys, this.clock.now()),
+    );
     return new Set((rows as Array<{ dedup_key: string }>).map((r) => r.dedup_key));
   }
 
@@ -480,20 +549,11 @@ export class BigQueryStore implements BatchStore {
 
   private async recordDays(rows: readonly Row[], days: string[], deadline?: Deadline): Promise<Set<string>> {
     if (rows.length === 0) return new Set();
-    const dayParams = Object.fromEntries(days.map((d, i) => [keyDayParameter(i), this.bigquery.date(d)]));
-    const dayTypes = Object.fromEntries(days.map((_, i) => [keyDayParameter(i), KEY_DAY_COLUMN.type]));
-    const params = rows.map((row) => ({
-      ...rowParameters(this.bigquery, row).params,
-      [PARTITION_COLUMN]: this.bigquery.date(this.keyDayOf(row)),
-    }));
+    const { dayParams, dayTypes } = keyDayParameters(this.bigquery, days);
     const [, , response] = await this.run(
       'record',
       deadline,
-      {
-        query: batchMergeSql(this.table, days.length),
-        params: { rows: params, ...dayParams },
-        types: { rows: [{ ...ROW_PARAMETER_TYPES }], ...dayTypes },
-      },
+      batchMergeStatement(this.bigquery, this.table, rows, days, (row) => this.keyDayOf(row)),
       `${WRITER_JOB_PREFIX}${this.writerId}_`,
     );
     const keys = rows.map((r) => r.dedup_key);
@@ -581,11 +641,6 @@ export class BigQueryStore implements BatchStore {
     } catch (error) {
       throw bigQueryError(error, 'ping');
     }
-  }
-
-  /** The first key day a lookup reads: the UTC day {@link LOOKUP_HORIZON_MS} ago. */
-  protected lookupSince(): ReturnType<BigQuery['date']> {
-    return this.bigquery.date(lookupSinceDay(this.clock.now()));
   }
 
   protected keyDayOf(row: Row): string {
