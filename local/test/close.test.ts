@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { SqliteStore } from '../../worker/src/adapters/stores/sqlite-store';
+import { correctionOf } from '../../worker/src/contract/corrections';
 import { dataDirLayout } from '../../worker/src/contract/data-dir';
 import { COLUMN_NAMES, type Row, sqliteTableDdl } from '../../worker/src/contract/row';
 import { objectDedupKey, objectUri } from '../../worker/src/core/event';
@@ -252,6 +253,57 @@ describe('npm run close', () => {
     const noMonth = await runLocalCommand('close.ts', [], dataDir);
     expect(noMonth.code).toBe(2);
     expect(noMonth.stderr).toContain('--month YYYY-MM is required');
+  });
+});
+
+describe('duplicate invoices once an accountant corrects a row', () => {
+  it('are found on the corrected number and total, by the certificate and the duplicate_invoices view', async () => {
+    const { dataDir, keys } = await monthFolder();
+    try {
+      const layout = dataDirLayout(dataDir);
+      const certify = async () => {
+        const { rows, stored, columns } = readMonth(layout.sqlite, '2026-11');
+        return closeCertificate({
+          month: '2026-11',
+          dataDir,
+          rows,
+          stored,
+          columns,
+          objects: await localObjects(layout.bucket),
+          ledger: readLedger(layout.deliveries),
+          deadLetters: { checked: false, note: 'not running', items: [] },
+          now: new Date('2026-12-01T08:00:00Z'),
+        });
+      };
+      const grouped = (store: SqliteStore) =>
+        store
+          .view('duplicate_invoices')
+          .map((r) => String(r.object_name))
+          .sort();
+      const objectsOf = (certificate: Awaited<ReturnType<typeof certify>>) =>
+        certificate.duplicates.map((d) => d.objects.map((o) => o.object.split('#')[0]).sort());
+      let store = new SqliteStore({ path: layout.sqlite });
+      expect(objectsOf(await certify())).toEqual([['facture.xml', 'scan-facture.pdf']]);
+      // The view keys a supplier by one identifier (VAT id first): the scan's SIRET is another key.
+      expect(grouped(store)).toEqual([]);
+      // other.pdf was read as F-2026-0099 for 99 €: the accountant finds it is F-2026-0042 too.
+      const fix = (field: 'invoice_number' | 'total_amount', value: unknown) =>
+        store.correct(
+          correctionOf(
+            { dedupKey: keys['other.pdf']!, field, value, replaces: null, by: 'claire', why: 'misread' },
+            new Date('2026-11-20T09:00:00Z'),
+          ),
+        );
+      await fix('invoice_number', 'F-2026-0042');
+      await fix('total_amount', 1234.56);
+      await store.close();
+      store = new SqliteStore({ path: layout.sqlite });
+      expect(objectsOf(await certify())).toEqual([['facture.xml', 'other.pdf', 'scan-facture.pdf']]);
+      expect(grouped(store)).toEqual(['facture.xml', 'other.pdf']);
+      await store.close();
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -305,7 +305,10 @@ export function assess(
   validation?: Parameters<typeof validationReasons>[0],
 ): { confidence: RowConfidence; review: string } {
   const confidence = fieldConfidences(result);
-  const reasons = [...reviewReasons(result.analysis, confidence, thresholds), ...validationReasons(validation)];
+  const reasons = [
+    ...reviewReasons(result.analysis, confidence, thresholds),
+    ...validationReasons(validation),
+  ];
   return { confidence, review: reviewColumn(reasons) };
 }
 
