@@ -141,6 +141,23 @@ async function monthFolder(): Promise<{ dataDir: string; keys: Record<string, st
   return { dataDir, keys };
 }
 
+/** The certificate of 2026-11 for a data folder, dead letters not checked, made on 1 December. */
+async function certifyNovember(dataDir: string) {
+  const layout = dataDirLayout(dataDir);
+  const { rows, stored, columns } = readMonth(layout.sqlite, '2026-11');
+  return closeCertificate({
+    month: '2026-11',
+    dataDir,
+    rows,
+    stored,
+    columns,
+    objects: await localObjects(layout.bucket),
+    ledger: readLedger(layout.deliveries),
+    deadLetters: { checked: false, note: 'not running', items: [] },
+    now: new Date('2026-12-01T08:00:00Z'),
+  });
+}
+
 describe('npm run close', () => {
   let dataDir: string;
   let keys: Record<string, string>;
@@ -150,19 +167,7 @@ describe('npm run close', () => {
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
   it('states each figure of the month from the table, the bucket and the ledger', async () => {
-    const layout = dataDirLayout(dataDir);
-    const { rows, stored, columns } = readMonth(layout.sqlite, '2026-11');
-    const certificate = closeCertificate({
-      month: '2026-11',
-      dataDir,
-      rows,
-      stored,
-      columns,
-      objects: await localObjects(layout.bucket),
-      ledger: readLedger(layout.deliveries),
-      deadLetters: { checked: false, note: 'not running', items: [] },
-      now: new Date('2026-12-01T08:00:00Z'),
-    });
+    const certificate = await certifyNovember(dataDir);
     expect(certificate.rows.count).toBe(4);
     expect(certificate.outcomes).toEqual({ ok: 3, rejected: 1, eInvoices: 1, analysed: 2 });
     expect(certificate.reconcile).toMatchObject({
@@ -261,20 +266,7 @@ describe('duplicate invoices once an accountant corrects a row', () => {
     const { dataDir, keys } = await monthFolder();
     try {
       const layout = dataDirLayout(dataDir);
-      const certify = async () => {
-        const { rows, stored, columns } = readMonth(layout.sqlite, '2026-11');
-        return closeCertificate({
-          month: '2026-11',
-          dataDir,
-          rows,
-          stored,
-          columns,
-          objects: await localObjects(layout.bucket),
-          ledger: readLedger(layout.deliveries),
-          deadLetters: { checked: false, note: 'not running', items: [] },
-          now: new Date('2026-12-01T08:00:00Z'),
-        });
-      };
+      const certify = () => certifyNovember(dataDir);
       const grouped = (store: SqliteStore) =>
         store
           .view('duplicate_invoices')

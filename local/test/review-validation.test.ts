@@ -1,27 +1,16 @@
-import { emptyAnalysis } from '../../worker/src/adapters/analyzers/offline/invoice';
 import type { Analysis } from '../../worker/src/contract/analysis';
 import { parsePush } from '../../worker/src/core/event';
 import { handle } from '../../worker/src/core/handle';
 import type { EInvoiceReader, EInvoiceValidationRecord } from '../../worker/src/core/ports';
 import { pushBody } from '../../worker/test/support/builders';
+import { sampleAnalysis } from '../../worker/test/support/fakes';
 import { handlerDeps } from '../../worker/test/support/handler';
 import { type ReviewBackend, reviewQueue } from '../lib/review-server';
 
 const FALLBACK = 'e_invoice_incomplete' as const;
 
-/** A complete invoice as an e-invoice's XML states it: nothing in it alone asks for a review. */
-const STATED: Analysis = {
-  ...emptyAnalysis(),
-  document_type: 'invoice',
-  language: 'fr',
-  supplier_name: 'Atelier Ravel SAS',
-  invoice_number: 'F-2026-0142',
-  issue_date: '2026-11-30',
-  currency: 'EUR',
-  net_amount: 100,
-  tax_amount: 20,
-  total_amount: 120,
-};
+/** A complete invoice as an e-invoice's XML states it (no identifiers): alone, it asks for no review. */
+const STATED: Analysis = sampleAnalysis({ supplier_vat_id: null, supplier_siren: null });
 
 /** An e-invoice reader that reads every document as {@link STATED}, with the given validation. */
 function readerWith(kind: 'read' | 'fallback', validation: EInvoiceValidationRecord): EInvoiceReader {

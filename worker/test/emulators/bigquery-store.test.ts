@@ -378,6 +378,13 @@ const sorted = (view: ViewName, rows: Array<Record<string, unknown>>) =>
   [...rows].sort((a, b) => String(a[SORT_KEY[view]]).localeCompare(String(b[SORT_KEY[view]])));
 
 /** A rows table holding `rows`, its corrections table holding `corrections`, and every view over both. */
+/** A view's rows in SQLite, as plain rows. */
+const sqliteView = (db: DatabaseSync, view: ViewName) =>
+  db
+    .prepare(`SELECT * FROM ${view}`)
+    .all()
+    .map((r) => plainRow({ ...r }));
+
 async function createViews(rows: Row[], corrections: readonly Correction[]): Promise<string> {
   const table = await createRowsTable();
   await insertRows(table, rows);
@@ -484,13 +491,7 @@ describe('documents with corrections: GoogleSQL on bigquery-emulator and SQLite 
 
   it('same rows, same corrected analyses, the analysed ones kept readable', async () => {
     const google = sorted('documents', await query(`SELECT * FROM \`${table}_documents\``));
-    const local = sorted(
-      'documents',
-      sqlite
-        .prepare('SELECT * FROM documents')
-        .all()
-        .map((r) => plainRow({ ...r })),
-    );
+    const local = sorted('documents', sqliteView(sqlite, 'documents'));
     expect(google).toEqual(local);
     const corrected = google.find((d) => d.dedup_key === 'gs://b/a.pdf#1')!;
     // The later of two corrections of total_amount wins; a correction to null is a null.
@@ -513,13 +514,7 @@ describe('duplicate_invoices: GoogleSQL on bigquery-emulator and SQLite give the
         'duplicate_invoices',
         await query(`SELECT * FROM \`${table}_duplicate_invoices\``),
       );
-      const local = sorted(
-        'duplicate_invoices',
-        sqlite
-          .prepare('SELECT * FROM duplicate_invoices')
-          .all()
-          .map((r) => plainRow({ ...r })),
-      );
+      const local = sorted('duplicate_invoices', sqliteView(sqlite, 'duplicate_invoices'));
       return { google, local };
     } finally {
       sqlite.close();
