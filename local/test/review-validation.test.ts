@@ -18,7 +18,15 @@ function readerWith(kind: 'read' | 'fallback', validation: EInvoiceValidationRec
     accepts: () => true,
     read: async () =>
       kind === 'read'
-        ? { kind, result: { analysis: STATED, model: 'e-invoice:cii', usage: null }, validation }
+        ? {
+            kind,
+            result: {
+              analysis: STATED,
+              model: 'e-invoice:cii',
+              usage: { promptTokens: 0, outputTokens: 0, totalTokens: 0 },
+            },
+            validation,
+          }
         : { kind, reason: FALLBACK, detail: 'the XML has no total', validation },
   };
 }

@@ -567,7 +567,7 @@ describe('handle with the memo', () => {
     expect(outcome).toMatchObject({ status: 'ok', analysed: false, memo: 'hit' });
     expect(analyzer.calls).toHaveLength(0);
     const row = store.rowsFor(outcome.dedupKey)[0]!;
-    expect(row.confidence?.total_amount).toMatchObject({ source: 'gemini', how: 'model' });
+    expect(row.confidence).toMatchObject({ total_amount: { source: 'gemini', how: 'model' } });
   });
 
   it('pays once when the write fails and Pub/Sub delivers again; the row keeps the tokens paid', async () => {
