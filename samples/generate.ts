@@ -401,9 +401,9 @@ const SAMPLES: Sample[] = [
     supplier: {
       name: 'Atelier Numérique Ravel SAS',
       address: ['14 rue des Tanneurs', '69002 Lyon'],
-      siren: '812345674',
-      nic: '00015',
-      vatId: frenchVatId('812345674', true),
+      siren: '812345676',
+      nic: '00017',
+      vatId: frenchVatId('812345676', true),
     },
     customer: { name: 'Boulangerie des Quatre Vents SARL', address: ['3 place du Marché', '38000 Grenoble'] },
     number: 'F-2026-0142',
@@ -480,9 +480,9 @@ const SAMPLES: Sample[] = [
     supplier: {
       name: 'Librairie Papeterie Les Hirondelles',
       address: ['8 rue Sainte-Catherine', '33000 Bordeaux'],
-      siren: '438120557',
-      nic: '00027',
-      vatId: frenchVatId('438120557', false),
+      siren: '438120552',
+      nic: '00023',
+      vatId: frenchVatId('438120552', false),
     },
     customer: { name: 'École Montessori du Parc', address: ['21 avenue Thiers', '33100 Bordeaux'] },
     number: 'AV-2026-007',
@@ -524,8 +524,8 @@ const SAMPLES: Sample[] = [
     supplier: {
       name: 'Fournitures Bureau Garonne SAS',
       address: ['45 boulevard de Strasbourg', '31000 Toulouse'],
-      siren: '401234567',
-      vatId: frenchVatId('401234567', true),
+      siren: '401234562',
+      vatId: frenchVatId('401234562', true),
     },
     customer: {
       name: "Cabinet d'Architectes Lumière & Associés",
@@ -564,7 +564,7 @@ const SAMPLES: Sample[] = [
       name: 'Transports Mistral & Fils SARL',
       address: ['Port autonome, quai 9', '13002 Marseille'],
       siren: '790456123',
-      nic: '00038',
+      nic: '00039',
     },
     customer: {
       name: 'Savonnerie Artisanale de Provence',
@@ -598,8 +598,8 @@ const SAMPLES: Sample[] = [
     supplier: {
       name: 'Élodie Marchand Formation',
       address: ['17 rue du Moulin', '44000 Nantes'],
-      siren: '882901334',
-      nic: '00012',
+      siren: '882901333',
+      nic: '00014',
     },
     customer: { name: 'Association Les Ateliers du Quai', address: ['5 quai de la Fosse', '44000 Nantes'] },
     number: '2026-031',
@@ -802,9 +802,9 @@ const SAMPLES: Sample[] = [
     supplier: {
       name: 'La Table Verte Traiteur SAS',
       address: ['27 rue des Petites Écuries', '75010 Paris', 'France'],
-      siren: '912345678',
-      nic: '00021',
-      vatId: frenchVatId('912345678', true),
+      siren: '912345675',
+      nic: '00025',
+      vatId: frenchVatId('912345675', true),
     },
     customer: {
       name: 'Greenfield Events Europe Ltd',

@@ -11,6 +11,8 @@ const REASON_WORDS = {
   missing: 'missing',
   low_confidence: 'low confidence',
   check_digit: 'check digit fails',
+  e_invoice_invalid: 'EN 16931 validation fails',
+  picture_xml_disagree: 'picture and XML disagree',
 };
 
 const state = { items: [], index: 0, who: '' };

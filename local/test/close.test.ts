@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { SqliteStore } from '../../worker/src/adapters/stores/sqlite-store';
+import { correctionOf } from '../../worker/src/contract/corrections';
 import { dataDirLayout } from '../../worker/src/contract/data-dir';
 import { COLUMN_NAMES, type Row, sqliteTableDdl } from '../../worker/src/contract/row';
 import { objectDedupKey, objectUri } from '../../worker/src/core/event';
@@ -140,6 +141,23 @@ async function monthFolder(): Promise<{ dataDir: string; keys: Record<string, st
   return { dataDir, keys };
 }
 
+/** The certificate of 2026-11 for a data folder, dead letters not checked, made on 1 December. */
+async function certifyNovember(dataDir: string) {
+  const layout = dataDirLayout(dataDir);
+  const { rows, stored, columns } = readMonth(layout.sqlite, '2026-11');
+  return closeCertificate({
+    month: '2026-11',
+    dataDir,
+    rows,
+    stored,
+    columns,
+    objects: await localObjects(layout.bucket),
+    ledger: readLedger(layout.deliveries),
+    deadLetters: { checked: false, note: 'not running', items: [] },
+    now: new Date('2026-12-01T08:00:00Z'),
+  });
+}
+
 describe('npm run close', () => {
   let dataDir: string;
   let keys: Record<string, string>;
@@ -149,19 +167,7 @@ describe('npm run close', () => {
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
   it('states each figure of the month from the table, the bucket and the ledger', async () => {
-    const layout = dataDirLayout(dataDir);
-    const { rows, stored, columns } = readMonth(layout.sqlite, '2026-11');
-    const certificate = closeCertificate({
-      month: '2026-11',
-      dataDir,
-      rows,
-      stored,
-      columns,
-      objects: await localObjects(layout.bucket),
-      ledger: readLedger(layout.deliveries),
-      deadLetters: { checked: false, note: 'not running', items: [] },
-      now: new Date('2026-12-01T08:00:00Z'),
-    });
+    const certificate = await certifyNovember(dataDir);
     expect(certificate.rows.count).toBe(4);
     expect(certificate.outcomes).toEqual({ ok: 3, rejected: 1, eInvoices: 1, analysed: 2 });
     expect(certificate.reconcile).toMatchObject({
@@ -252,6 +258,44 @@ describe('npm run close', () => {
     const noMonth = await runLocalCommand('close.ts', [], dataDir);
     expect(noMonth.code).toBe(2);
     expect(noMonth.stderr).toContain('--month YYYY-MM is required');
+  });
+});
+
+describe('duplicate invoices once an accountant corrects a row', () => {
+  it('are found on the corrected number and total, by the certificate and the duplicate_invoices view', async () => {
+    const { dataDir, keys } = await monthFolder();
+    try {
+      const layout = dataDirLayout(dataDir);
+      const certify = () => certifyNovember(dataDir);
+      const grouped = (store: SqliteStore) =>
+        store
+          .view('duplicate_invoices')
+          .map((r) => String(r.object_name))
+          .sort();
+      const objectsOf = (certificate: Awaited<ReturnType<typeof certify>>) =>
+        certificate.duplicates.map((d) => d.objects.map((o) => o.object.split('#')[0]).sort());
+      let store = new SqliteStore({ path: layout.sqlite });
+      expect(objectsOf(await certify())).toEqual([['facture.xml', 'scan-facture.pdf']]);
+      // The view keys a supplier by one identifier (VAT id first): the scan's SIRET is another key.
+      expect(grouped(store)).toEqual([]);
+      // other.pdf was read as F-2026-0099 for 99 €: the accountant finds it is F-2026-0042 too.
+      const fix = (field: 'invoice_number' | 'total_amount', value: unknown) =>
+        store.correct(
+          correctionOf(
+            { dedupKey: keys['other.pdf']!, field, value, replaces: null, by: 'claire', why: 'misread' },
+            new Date('2026-11-20T09:00:00Z'),
+          ),
+        );
+      await fix('invoice_number', 'F-2026-0042');
+      await fix('total_amount', 1234.56);
+      await store.close();
+      store = new SqliteStore({ path: layout.sqlite });
+      expect(objectsOf(await certify())).toEqual([['facture.xml', 'other.pdf', 'scan-facture.pdf']]);
+      expect(grouped(store)).toEqual(['facture.xml', 'other.pdf']);
+      await store.close();
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });
 

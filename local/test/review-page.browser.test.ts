@@ -16,7 +16,8 @@ import { createReviewServer } from '../lib/review-server';
  * The review page in a real browser: Debian's Chromium (scripts/install-chromium.sh), headless,
  * driven by playwright-core. The page is served by the same server `npm run review` starts, over a
  * data folder holding two analysed sample invoices in its bucket: one whose verdict is not `none`
- * (its SIREN and SIRET fail their check digit), one whose verdict is `none`.
+ * (its SIREN and SIRET misread, a digit off, so that they fail their check digit), one whose verdict
+ * is `none`.
  */
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -40,14 +41,22 @@ let base: string;
 let context: BrowserContext;
 let flaggedKey: string;
 
-/** Puts a sample in the local bucket and records its analysed row, as the worker would. */
-async function analysed(file: string, generation: string): Promise<string> {
+/**
+ * Puts a sample in the local bucket and records its analysed row, as the worker would; `misread`:
+ * fields the analysis got wrong (the samples' own identifiers pass their checks).
+ */
+async function analysed(
+  file: string,
+  generation: string,
+  misread: Partial<Record<'supplier_siren' | 'supplier_siret', string>> = {},
+): Promise<string> {
   const bytes = readFileSync(path.join(SAMPLES, file));
   const ref = { bucket: 'acme-invoices-dev', name: `2026/11/${file}`, generation };
   const target = localGenerationPath(dataDirLayout(dir).bucket, ref);
   mkdirSync(path.dirname(target), { recursive: true });
   writeFileSync(target, bytes);
-  const result = await new OfflineAnalyzer().analyze({ bytes, contentType: 'application/pdf', name: file });
+  const read = await new OfflineAnalyzer().analyze({ bytes, contentType: 'application/pdf', name: file });
+  const result = { ...read, analysis: { ...read.analysis, ...misread } };
   const row = testRow({
     dedup_key: `gs://${ref.bucket}/${ref.name}#${generation}`,
     object_uri: `gs://${ref.bucket}/${ref.name}#${generation}`,
@@ -78,7 +87,11 @@ const correctionsOf = (field: string) =>
 beforeAll(async () => {
   dir = mkdtempSync(path.join(tmpdir(), 'docline-review-'));
   backend = localReviewBackend(dir);
-  flaggedKey = await analysed('fr-01-facture-conseil.pdf', '1764460800000001');
+  // Its SIREN 812 345 676 read with the last digit wrong, so its SIRET too.
+  flaggedKey = await analysed('fr-01-facture-conseil.pdf', '1764460800000001', {
+    supplier_siren: '812345674',
+    supplier_siret: '81234567400017',
+  });
   await analysed('en-01-invoice-design.pdf', '1764460800000002');
   server = createReviewServer({ backend, who: 'claire' });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -1,6 +1,7 @@
 import { mkdtempSync, readdirSync, rmSync, utimesSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { OfflineAnalyzer } from '../src/adapters/analyzers/offline-analyzer';
 import { FileMemoStore } from '../src/adapters/memo-stores/file-memo-store';
 import { MemoryMemoStore } from '../src/adapters/memo-stores/memory-memo-store';
 import { QuotaGate, RATE_LIMITED } from '../src/adapters/quota-gate';
@@ -509,6 +510,64 @@ describe('handle with the memo', () => {
     await memoStore.lease(AnalysisMemo.leaseKey(key), new ManualClock().now());
     expect(await handle(parsePush(body), deps)).toMatchObject({ status: 'ok', analysed: true });
     expect(analyzer.calls.map((c) => c.resume)).toEqual([progress]);
+  });
+
+  const memoDirs: string[] = [];
+  afterAll(() => {
+    for (const dir of memoDirs) rmSync(dir, { recursive: true, force: true });
+  });
+  const fileMemo = () => {
+    memoDirs.push(mkdtempSync(path.join(tmpdir(), 'docline-memo-readings-')));
+    return new FileMemoStore(memoDirs.at(-1)!);
+  };
+
+  it.each([
+    ['in memory', () => new MemoryMemoStore()],
+    ['in files (JSON)', fileMemo],
+  ])(
+    'writes from a memo hit the confidence and review a fresh analysis writes (the readings are kept, %s)',
+    async (_, memoStore) => {
+      const rowOf = async (writeFailures: number) => {
+        const { store, deps, body } = setup(memoStore());
+        deps.analyzer = new OfflineAnalyzer();
+        const record = store.record.bind(store);
+        let failures = writeFailures;
+        store.record = async (row) => {
+          if (failures-- > 0) throw new TransientError('store_busy', 'the SQLite database is busy');
+          return record(row);
+        };
+        for (let attempt = 0; attempt < writeFailures; attempt += 1)
+          await expect(handle(parsePush(body), deps)).rejects.toMatchObject({ code: 'store_busy' });
+        const outcome = await handle(parsePush(body), deps);
+        expect(outcome).toMatchObject({ status: 'ok', ...(writeFailures > 0 ? { memo: 'hit' } : {}) });
+        return store.rowsFor(outcome.dedupKey)[0]!;
+      };
+      const fresh = await rowOf(0);
+      const fromMemo = await rowOf(1);
+      // The offline analyzer says how it read each field: the confidence is not the fallback's.
+      expect(Object.values(fresh.confidence ?? {}).map((c) => c.how)).not.toContain('unknown');
+      expect(fromMemo.confidence).toEqual(fresh.confidence);
+      expect(fromMemo.review).toEqual(fresh.review);
+    },
+  );
+
+  it('still reads an entry kept without readings: the row says the fields were read by an analyzer that did not say how', async () => {
+    const memoStore = new MemoryMemoStore();
+    const { store, analyzer, deps, body } = setup(memoStore);
+    const key = dedupKey(parsePush(body), 'object');
+    const usage = { promptTokens: 1200, outputTokens: 300, totalTokens: 1500 };
+    const createdAt = new ManualClock().now().toISOString();
+    await memoStore.create(AnalysisMemo.key(key), {
+      analysis: sampleAnalysis(),
+      model: 'gemini-2.5-flash',
+      usage,
+      createdAt,
+    });
+    const outcome = await handle(parsePush(body), deps);
+    expect(outcome).toMatchObject({ status: 'ok', analysed: false, memo: 'hit' });
+    expect(analyzer.calls).toHaveLength(0);
+    const row = store.rowsFor(outcome.dedupKey)[0]!;
+    expect(row.confidence).toMatchObject({ total_amount: { source: 'gemini', how: 'model' } });
   });
 
   it('pays once when the write fails and Pub/Sub delivers again; the row keeps the tokens paid', async () => {

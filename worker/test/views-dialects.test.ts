@@ -2,10 +2,17 @@ import type { DatabaseSync } from 'node:sqlite';
 import { type Correction, latestByField } from '../src/contract/corrections';
 import { COLUMN_NAMES, type Row } from '../src/contract/row';
 import { VIEW_NAMES, type ViewName, viewSql } from '../src/contract/views';
-import { CORRECTION_FIXTURE, INVOICE_FIXTURE, rowsDatabase, VIEW_FIXTURE } from './support/view-fixture';
+import {
+  CORRECTION_FIXTURE,
+  INVOICE_CORRECTIONS,
+  INVOICE_FIXTURE,
+  rowsDatabase,
+  VIEW_FIXTURE,
+} from './support/view-fixture';
 
 /** Every case of every view, in one table. */
 const ALL_ROWS = [...VIEW_FIXTURE, ...INVOICE_FIXTURE];
+const ALL_CORRECTIONS = [...CORRECTION_FIXTURE, ...INVOICE_CORRECTIONS];
 
 /*
  * The views mean the same in both dialects. There is no BigQuery here, so:
@@ -50,6 +57,17 @@ function expectedCorrected(rows: Row[], corrections: readonly Correction[]) {
       corrected_fields: latest.size === 0 ? null : [...latest.keys()].sort().join(','),
     };
   });
+}
+
+/** The `documents` view's rows: the first row of each key, its analysis corrected. */
+function correctedDocuments(rows: Row[], corrections: readonly Correction[]): Row[] {
+  const first = new Map<string, Row>();
+  for (const row of [...rows].sort(byFirst)) if (!first.has(row.dedup_key)) first.set(row.dedup_key, row);
+  const analyses = new Map(expectedCorrected(rows, corrections).map((d) => [d.dedup_key, d.analysis]));
+  return [...first.values()].map((row) => ({
+    ...row,
+    analysis: analyses.get(row.dedup_key) as Row['analysis'],
+  }));
 }
 
 function expectedDuplicateObjects(rows: Row[]) {
@@ -192,7 +210,7 @@ const pick = (rows: Array<Record<string, unknown>>, keys: string[]) =>
 describe('views in both dialects', () => {
   let db: DatabaseSync;
   beforeEach(() => {
-    db = rowsDatabase(ALL_ROWS, CORRECTION_FIXTURE);
+    db = rowsDatabase(ALL_ROWS, ALL_CORRECTIONS);
   });
   afterEach(() => db.close());
 
@@ -219,7 +237,7 @@ describe('views in both dialects', () => {
           corrected_fields: r.corrected_fields,
         }))
         .sort(sortBy('dedup_key'));
-      const expected = expectedCorrected(ALL_ROWS, CORRECTION_FIXTURE).sort(sortBy('dedup_key'));
+      const expected = expectedCorrected(ALL_ROWS, ALL_CORRECTIONS).sort(sortBy('dedup_key'));
       // A corrected analysis holds every correctable field (null when the analysis had none).
       expect(rows).toEqual(
         expected.map((e) => ({
@@ -260,7 +278,9 @@ describe('views in both dialects', () => {
           'arrived_at',
           'first_processed_at',
         ]),
-      ).toEqual(expectedDuplicateInvoices(ALL_ROWS).sort(sortBy('object_uri')));
+      ).toEqual(
+        expectedDuplicateInvoices(correctedDocuments(ALL_ROWS, ALL_CORRECTIONS)).sort(sortBy('object_uri')),
+      );
       expect(Object.keys(rows[0]!)).toEqual([
         'supplier_key',
         'invoice_number_key',
@@ -298,6 +318,18 @@ describe('views in both dialects', () => {
       ['vat:FR12345678901', 'facture-42.pdf#1'],
       ['vat:FR12345678901', 'scan-0001.pdf#1'],
     ]);
+    // The corrections move the credit note into the VAT id's group and the SIRET pair out of theirs.
+    expect(
+      expectedDuplicateInvoices(correctedDocuments(INVOICE_FIXTURE, INVOICE_CORRECTIONS))
+        .map((d) => [d.supplier_key, d.object_uri!.replace('gs://b/inv/', '')])
+        .sort(),
+    ).toEqual([
+      ['name:acmeltd', 'name-a.pdf#1'],
+      ['name:acmeltd', 'name-b.pdf#1'],
+      ['vat:FR12345678901', 'facture-42-avoir.pdf#1'],
+      ['vat:FR12345678901', 'facture-42.pdf#1'],
+      ['vat:FR12345678901', 'scan-0001.pdf#1'],
+    ]);
   });
 
   it.each(VIEW_NAMES)('%s has the same output columns in both dialects', (view) => {
@@ -316,18 +348,20 @@ describe('the GoogleSQL views', () => {
     expect(sqlite).toContain(window);
   });
 
-  it('quote the table (documents: and the corrections beside it) and name no other table', () => {
+  it('quote the table (documents and duplicate_invoices: and the corrections beside it) and name no other table', () => {
     const corrections = '`acme-dev.docline.corrections`';
     for (const view of VIEW_NAMES) {
       const sql = viewSql('googlesql', view, TABLE);
       expect(sql).toContain(`FROM \`${TABLE}\``);
       // Other FROMs read the view's own named subqueries only.
       expect(sql.match(/`[^`]*`/g)).toEqual(
-        view === 'documents' ? [`\`${TABLE}\``, corrections] : [`\`${TABLE}\``],
+        view === 'documents' || view === 'duplicate_invoices'
+          ? [`\`${TABLE}\``, corrections]
+          : [`\`${TABLE}\``],
       );
       for (const from of sql.match(/FROM [^\s)]+/g) ?? []) {
         expect(from).toMatch(
-          /^FROM (`acme-dev\.docline\.rows`|`acme-dev\.docline\.corrections`|keyed|objects|first|latest|\(SELECT)$/,
+          /^FROM (`acme-dev\.docline\.rows`|`acme-dev\.docline\.corrections`|documents|keyed|objects|first|latest|\(SELECT)$/,
         );
       }
     }

@@ -143,7 +143,7 @@ export const COLUMNS = [
     type: 'STRING',
     mode: 'NULLABLE',
     description:
-      'On an analysed row: none, or the reasons to look at it, separated by spaces: arithmetic (net + tax differs from total beyond rounding), missing:<field>, low_confidence:<field> (below its calibrated threshold), check_digit:<field> (SIREN/SIRET Luhn, French VAT key).',
+      'On an analysed row: none, or the reasons to look at it, separated by spaces: arithmetic (net + tax differs from total beyond rounding), missing:<field>, low_confidence:<field> (below its calibrated threshold), check_digit:<field> (SIREN/SIRET Luhn, French VAT key), e_invoice_invalid (EN 16931 validation failed), picture_xml_disagree:<field> (a hybrid PDF whose picture and XML differ).',
   },
 ] as const satisfies readonly Column[];
 

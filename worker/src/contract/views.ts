@@ -23,7 +23,7 @@ export const VIEW_DESCRIPTIONS: Readonly<Record<ViewName, string>> = {
     'Objects (bucket/name#generation) with more than one ok row: a notification created twice, absorbed only in object mode.',
   delivery_stats: 'Per day: rows by status, rows beyond the first per dedup key, and their share.',
   duplicate_invoices:
-    'One invoice in several objects (uploaded under two names, scanned twice): ok rows of different objects with the same supplier (VAT id, else SIRET, else SIREN, else normalised name), normalised invoice number and total; one row per object, with when it arrived.',
+    'One invoice in several objects (uploaded under two names, scanned twice): ok documents (corrections applied) of different objects with the same supplier (VAT id, else SIRET, else SIREN, else normalised name), normalised invoice number and total; one row per object, with when it arrived.',
 };
 
 /** A one-character string literal; a quote is written `"'"` in GoogleSQL (`''''` opens a triple-quoted string there) and `''''` in SQLite. */
@@ -83,8 +83,12 @@ export const NOT_CANARY = `(object_name IS NULL OR object_name NOT LIKE '${CANAR
 /** Which rows `duplicate_invoices` looks at: ok rows of an object. */
 export const DUPLICATE_INVOICE_ROWS = "status = 'ok' AND object_uri IS NOT NULL";
 
-/** The SELECT of `duplicate_invoices`, over the keys of {@link duplicateInvoiceKeySql}. */
-function duplicateInvoicesSql(dialect: Dialect, from: string): string {
+/**
+ * The SELECT of `duplicate_invoices`, over the keys of {@link duplicateInvoiceKeySql}, read from the
+ * `documents` view's rows: an accountant's correction of a number, a total or a supplier id is what
+ * the duplicate check compares (and one row per key, so a key written twice by a race is one row).
+ */
+function duplicateInvoicesSql(dialect: Dialect, from: string, corrections: string): string {
   const field = (name: string) =>
     dialect === 'googlesql' ? `JSON_VALUE(analysis, '$.${name}')` : `json_extract(analysis, '$.${name}')`;
   const keys = duplicateInvoiceKeySql(dialect);
@@ -93,11 +97,12 @@ function duplicateInvoicesSql(dialect: Dialect, from: string): string {
   const shownTotal =
     dialect === 'googlesql' ? 'CAST(total_amount AS FLOAT64) AS total_amount' : 'total_amount';
   return (
-    'WITH keyed AS (SELECT object_uri, object_name, event_time, processed_at, ' +
+    `WITH documents AS (${documentsSql(dialect, from, corrections)}), ` +
+    'keyed AS (SELECT object_uri, object_name, event_time, processed_at, ' +
     `${field('supplier_name')} AS supplier_name, ${field('invoice_number')} AS invoice_number, ` +
     `${keys.supplier_key} AS supplier_key, ${keys.invoice_number_key} AS invoice_number_key, ` +
-    `${keys.total_amount} AS total_amount FROM ${from} WHERE ${DUPLICATE_INVOICE_ROWS} AND ${NOT_CANARY}), ` +
-    // One row per object: a key written twice by a race is still one object.
+    `${keys.total_amount} AS total_amount FROM documents WHERE ${DUPLICATE_INVOICE_ROWS} AND ${NOT_CANARY}), ` +
+    // One row per object: in message mode one object may have several keys.
     `objects AS (SELECT ${group}, object_uri, MIN(object_name) AS object_name, ` +
     'MIN(supplier_name) AS supplier_name, MIN(invoice_number) AS invoice_number, ' +
     'MIN(COALESCE(event_time, processed_at)) AS arrived_at, MIN(processed_at) AS first_processed_at FROM keyed ' +
@@ -168,7 +173,7 @@ export function correctionsTableOf(dialect: Dialect, table: string): string {
 /**
  * The SELECT statement of a view.
  * @param table for GoogleSQL the fully qualified `project.dataset.table` (quoted here); for SQLite the table name.
- * @param corrections the corrections table (`documents` reads it); default: {@link correctionsTableOf}.
+ * @param corrections the corrections table (`documents` and `duplicate_invoices` read it); default: {@link correctionsTableOf}.
  */
 export function viewSql(
   dialect: Dialect,
@@ -210,6 +215,6 @@ export function viewSql(
       );
     }
     case 'duplicate_invoices':
-      return duplicateInvoicesSql(dialect, from);
+      return duplicateInvoicesSql(dialect, from, quote(corrections));
   }
 }

@@ -344,7 +344,11 @@ export function buildRow(
   // An analysed row says how sure it is of each field, and whether someone should look.
   const assessed =
     verdict.analysis && verdict.model
-      ? assess({ analysis: verdict.analysis, model: verdict.model, readings: verdict.readings })
+      ? assess(
+          { analysis: verdict.analysis, model: verdict.model, readings: verdict.readings },
+          undefined,
+          verdict.validation,
+        )
       : undefined;
   return {
     message_id: event.messageId,

@@ -780,7 +780,9 @@ export class AnalysisMemo {
         const { reason, detail } = entry.rejection;
         return { refused: new RejectionError(reason, detail, { usage: entry.usage }) };
       }
-      return { result: { analysis: entry.analysis, model: entry.model, usage: entry.usage } };
+      // The readings make the row's confidence and review; an entry kept without them still reads.
+      const readings = entry.readings ? { readings: entry.readings } : {};
+      return { result: { analysis: entry.analysis, model: entry.model, usage: entry.usage, ...readings } };
     } catch (error) {
       this.endIfOver(error, deadline, 'read');
       if (reads) reads.failed = true;

@@ -72,9 +72,12 @@ export type MemoEntry = (MemoOutcome | MemoProgress) & {
  */
 export type MemoProgress = { progress: AnalysisProgress; usage: Usage };
 
-/** What a memo entry keeps of a paid analysis: its result or its refusal, and its tokens. */
+/**
+ * What a memo entry keeps of a paid analysis: its result (with how the analyzer read each field,
+ * when it said: entries kept before readings existed have none) or its refusal, and its tokens.
+ */
 export type MemoOutcome = (
-  | { analysis: Analysis; model: string }
+  | { analysis: Analysis; model: string; readings?: AnalysisResult['readings'] }
   | { rejection: { reason: RejectionReason; detail: string } }
 ) & { usage: Usage };
 

@@ -278,13 +278,38 @@ export function reasonFields(reason: string): string[] {
   return colon < 0 ? [] : [reason.slice(colon + 1)];
 }
 
-/** What an analysed row records besides its analysis: the fields' confidence and the verdict. */
+/**
+ * The reasons a document's e-invoice validation gives: one per field its picture and its XML
+ * disagree on (`picture_xml_disagree:total_amount`), and `e_invoice_invalid` when a decisive EN 16931
+ * rule failed (the rule ids are in the row's `e_invoice_validation`). Read from the recorded shape
+ * (adapters/e-invoice/validation), which the core knows only as a record with a verdict.
+ */
+export function validationReasons(
+  validation: ({ verdict: string } & Record<string, unknown>) | null | undefined,
+): string[] {
+  if (!validation) return [];
+  const picture = validation.picture as { disagreements?: ReadonlyArray<{ field: string }> } | undefined;
+  const reasons = (picture?.disagreements ?? []).map((d) => `picture_xml_disagree:${d.field}`);
+  if (validation.verdict === 'invalid') reasons.push('e_invoice_invalid');
+  return reasons;
+}
+
+/**
+ * What an analysed row records besides its analysis: the fields' confidence and the verdict, which
+ * takes the e-invoice validation's reasons too. Computed once, where the row is built, so every
+ * store records the same verdict.
+ */
 export function assess(
   result: Pick<AnalysisResult, 'analysis' | 'model' | 'readings'>,
   thresholds: Thresholds = THRESHOLDS,
+  validation?: Parameters<typeof validationReasons>[0],
 ): { confidence: RowConfidence; review: string } {
   const confidence = fieldConfidences(result);
-  return { confidence, review: reviewColumn(reviewReasons(result.analysis, confidence, thresholds)) };
+  const reasons = [
+    ...reviewReasons(result.analysis, confidence, thresholds),
+    ...validationReasons(validation),
+  ];
+  return { confidence, review: reviewColumn(reasons) };
 }
 
 /**

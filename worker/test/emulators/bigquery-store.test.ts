@@ -18,7 +18,13 @@ import type { Clock } from '../../src/core/ports';
 import { testRow } from '../support/builders';
 import { staticTokenAuth } from '../support/fake-bigquery';
 import { describeStoreContract } from '../support/store-contract';
-import { CORRECTION_FIXTURE, INVOICE_FIXTURE, rowsDatabase, VIEW_FIXTURE } from '../support/view-fixture';
+import {
+  CORRECTION_FIXTURE,
+  INVOICE_CORRECTIONS,
+  INVOICE_FIXTURE,
+  rowsDatabase,
+  VIEW_FIXTURE,
+} from '../support/view-fixture';
 import { type BigQueryEmulator, startBigQueryEmulator } from './support/bigquery-emulator';
 
 /*
@@ -372,6 +378,13 @@ const sorted = (view: ViewName, rows: Array<Record<string, unknown>>) =>
   [...rows].sort((a, b) => String(a[SORT_KEY[view]]).localeCompare(String(b[SORT_KEY[view]])));
 
 /** A rows table holding `rows`, its corrections table holding `corrections`, and every view over both. */
+/** A view's rows in SQLite, as plain rows. */
+const sqliteView = (db: DatabaseSync, view: ViewName) =>
+  db
+    .prepare(`SELECT * FROM ${view}`)
+    .all()
+    .map((r) => plainRow({ ...r }));
+
 async function createViews(rows: Row[], corrections: readonly Correction[]): Promise<string> {
   const table = await createRowsTable();
   await insertRows(table, rows);
@@ -478,13 +491,7 @@ describe('documents with corrections: GoogleSQL on bigquery-emulator and SQLite 
 
   it('same rows, same corrected analyses, the analysed ones kept readable', async () => {
     const google = sorted('documents', await query(`SELECT * FROM \`${table}_documents\``));
-    const local = sorted(
-      'documents',
-      sqlite
-        .prepare('SELECT * FROM documents')
-        .all()
-        .map((r) => plainRow({ ...r })),
-    );
+    const local = sorted('documents', sqliteView(sqlite, 'documents'));
     expect(google).toEqual(local);
     const corrected = google.find((d) => d.dedup_key === 'gs://b/a.pdf#1')!;
     // The later of two corrections of total_amount wins; a correction to null is a null.
@@ -499,29 +506,34 @@ describe('documents with corrections: GoogleSQL on bigquery-emulator and SQLite 
 });
 
 describe('duplicate_invoices: GoogleSQL on bigquery-emulator and SQLite give the same answers on the same rows', () => {
-  let table: string;
-  let sqlite: DatabaseSync;
-
-  beforeAll(async () => {
-    table = await createRowsTable();
-    await insertRows(table, INVOICE_FIXTURE);
-    await bigquery.dataset(DATASET).createTable(`${table.split('.')[2]}_duplicate_invoices`, {
-      view: { query: viewSql('googlesql', 'duplicate_invoices', table), useLegacySql: false },
-    });
-    sqlite = rowsDatabase(INVOICE_FIXTURE);
-  });
-  afterAll(() => sqlite?.close());
+  const views = async (corrections: readonly Correction[]) => {
+    const table = await createViews(INVOICE_FIXTURE, corrections);
+    const sqlite = rowsDatabase(INVOICE_FIXTURE, corrections);
+    try {
+      const google = sorted(
+        'duplicate_invoices',
+        await query(`SELECT * FROM \`${table}_duplicate_invoices\``),
+      );
+      const local = sorted('duplicate_invoices', sqliteView(sqlite, 'duplicate_invoices'));
+      return { google, local };
+    } finally {
+      sqlite.close();
+    }
+  };
 
   it('lists the same objects, with the same keys, totals and times', async () => {
-    const google = sorted('duplicate_invoices', await query(`SELECT * FROM \`${table}_duplicate_invoices\``));
-    const local = sorted(
-      'duplicate_invoices',
-      sqlite
-        .prepare('SELECT * FROM duplicate_invoices')
-        .all()
-        .map((r) => plainRow({ ...r })),
-    );
+    const { google, local } = await views([]);
     expect(google.length).toBe(6);
+    expect(google).toEqual(local);
+  });
+
+  it('compares the corrected numbers and totals (the documents view), not the analysed ones', async () => {
+    const { google, local } = await views(INVOICE_CORRECTIONS);
+    expect(google.map((r) => r.object_uri).sort()).toEqual(
+      ['facture-42-avoir', 'facture-42', 'name-a', 'name-b', 'scan-0001']
+        .map((n) => `gs://b/inv/${n}.pdf#1`)
+        .sort(),
+    );
     expect(google).toEqual(local);
   });
 });

@@ -255,3 +255,33 @@ export const CORRECTION_FIXTURE: Correction[] = (() => {
     tieB,
   ];
 })();
+
+/**
+ * Corrections of {@link INVOICE_FIXTURE} that change `duplicate_invoices`: the credit note's total
+ * corrected to the invoice's (it joins the VAT id's group), and one of the SIRET pair's numbers
+ * corrected to another (the pair is no duplicate any more).
+ */
+export const INVOICE_CORRECTIONS: Correction[] = [
+  correctionOf(
+    {
+      dedupKey: 'gs://b/inv/facture-42-avoir.pdf#1',
+      field: 'total_amount',
+      value: 1234.56,
+      replaces: null,
+      by: 'claire',
+      why: 'test',
+    },
+    new Date(at('17:00:00')),
+  ),
+  correctionOf(
+    {
+      dedupKey: 'gs://b/inv/siret-a.pdf#1',
+      field: 'invoice_number',
+      value: 'INV-8',
+      replaces: null,
+      by: 'claire',
+      why: 'test',
+    },
+    new Date(at('17:01:00')),
+  ),
+];

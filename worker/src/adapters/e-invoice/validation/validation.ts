@@ -1,5 +1,6 @@
 import type { Analysis } from '../../../contract/analysis';
 import type { Analyzer } from '../../../core/ports';
+import { validationReasons } from '../../../core/review';
 import { select } from '../invoice';
 import { HEADER_TERMS, type Syntax } from '../mapping';
 import type { XmlElement } from '../xml';
@@ -307,14 +308,7 @@ export function comparePictureWithXml(picture: Analysis, xml: Analysis): Omit<Pi
   return { compared, unread, disagreements };
 }
 
-/**
- * The review reasons an e-invoice validation gives (for the row's `review` verdict): one per
- * field the picture and the XML disagree on (`picture_xml_disagree:total_amount`), and
- * `e_invoice_invalid` when a decisive rule failed.
- */
+/** The review reasons an e-invoice validation gives (core/review.ts, which the row's verdict takes). */
 export function validationReviewReasons(validation: EInvoiceValidation | null | undefined): string[] {
-  if (!validation) return [];
-  const reasons = (validation.picture?.disagreements ?? []).map((d) => `picture_xml_disagree:${d.field}`);
-  if (validation.verdict === 'invalid') reasons.push('e_invoice_invalid');
-  return reasons;
+  return validationReasons(validation as (EInvoiceValidation & Record<string, unknown>) | null | undefined);
 }
