@@ -335,7 +335,7 @@ export function generateSchedule(seed: number): FaultSchedule {
  * Run, and a rollout of another analyzer version.
  */
 /**
- * The faults issue 45 added, from a third stream of the seed (so every fault above stays what it
+ * Faults drawn from a third stream of the seed (so every fault above stays what it
  * was): Gemini 400s that name the input and ask for a retry ("Unable to process input image.
  * Please retry"), which a good document must survive as a retry, never as a rejected row.
  */
@@ -386,7 +386,7 @@ function addLongerFaults(s: FaultSchedule): void {
   });
   if (chance(r.geminiOutage)) {
     // One draw, as before: a third of Gemini's outages answer 400 "Please retry" (an incident that
-    // names the input, issue 45 item 9), the others 429 or 503.
+    // names the input), the others 429 or 503.
     const o = outage();
     const u = random();
     s.gemini.outages = [{ ...o, status: u < 1 / 3 ? 400 : u < 2 / 3 ? 429 : 503 }];

@@ -305,7 +305,7 @@ describe('the invariants', () => {
     ).toEqual(['I6']);
   });
 
-  it("I6: a call started in the answer margin (after the worker's deadline, before Cloud Run's) is allowed, one after Cloud Run's breaks it (issue 45, item 8: a late paid answer kept in the memo)", () => {
+  it("I6: a call started in the answer margin (after the worker's deadline, before Cloud Run's) is allowed, one after Cloud Run's breaks it (a late paid answer may still be kept in the memo)", () => {
     const inMargin = kept();
     inMargin.budget = { ...inMargin.budget, answerMarginMs: 2_000 };
     inMargin.requests[0]!.calls.push({ port: 'memo', startMs: 499_000 });
