@@ -1,4 +1,11 @@
-import { AdaptiveLimit, floorFor, isRateLimited, QuotaGate, RATE_LIMITED } from '../src/adapters/quota-gate';
+import {
+  AdaptiveLimit,
+  floorFor,
+  isRateLimited,
+  QuotaGate,
+  RATE_LIMITED,
+  RecentCount,
+} from '../src/adapters/quota-gate';
 import { RejectionError, TransientError } from '../src/core/errors';
 import { ManualTime, settle } from './support/manual-time';
 
@@ -137,6 +144,30 @@ describe('AdaptiveLimit: the works admitted at once, learnt from what the analyz
     succeed(limit, 100, 10);
     for (let ms = 20; ms < 1e9; ms *= 2) succeed(limit, 20, ms);
     expect(limit.current).toBe(5);
+  });
+});
+
+describe('RecentCount: successes in the last minute, in the same memory whatever the rate', () => {
+  it('counts the events of the current second and the window before it, and forgets older ones', () => {
+    const count = new RecentCount(60_000);
+    count.add(1_000);
+    count.add(30_500);
+    count.add(30_900);
+    expect(count.count(30_999)).toBe(3);
+    expect(count.count(60_999)).toBe(3); // second 1 is the oldest of the 60 ending at second 60
+    expect(count.count(61_000)).toBe(2); // second 1 has left the window
+    expect(count.count(90_999)).toBe(0);
+    count.add(120_000); // reuses the slot of second 0's ring position without its old count
+    expect(count.count(120_000)).toBe(1);
+  });
+
+  it("keeps a minute's worth of counts, not of events: a million successes in a minute take what one does", () => {
+    const one = new RecentCount(60_000);
+    one.add(0);
+    const many = new RecentCount(60_000);
+    for (let i = 0; i < 1_000_000; i++) many.add(i * 0.05);
+    expect(many.count(49_999)).toBe(1_000_000);
+    expect(JSON.stringify(many).length).toBeLessThanOrEqual(JSON.stringify(one).length + 60 * 8);
   });
 });
 

@@ -180,6 +180,45 @@ export class AdaptiveLimit {
   }
 }
 
+/**
+ * Events in a sliding window, counted per second in a ring: the memory is the window's seconds,
+ * whatever the rate (a list of the events' times holds a minute's worth of them: at a fast
+ * analyzer's thousands a second, megabytes that the heap keeps growing into). The count covers
+ * the current second and the window's other whole seconds before it.
+ */
+export class RecentCount {
+  private readonly counts: number[];
+  private readonly seconds: number[];
+  constructor(
+    windowMs: number,
+    private readonly bucketMs = 1_000,
+  ) {
+    const buckets = Math.max(1, Math.ceil(windowMs / bucketMs));
+    this.counts = new Array<number>(buckets).fill(0);
+    this.seconds = new Array<number>(buckets).fill(Number.NEGATIVE_INFINITY);
+  }
+
+  add(nowMs: number): void {
+    const second = Math.floor(nowMs / this.bucketMs);
+    const at = ((second % this.counts.length) + this.counts.length) % this.counts.length;
+    if (this.seconds[at] !== second) {
+      this.seconds[at] = second;
+      this.counts[at] = 0;
+    }
+    this.counts[at]! += 1;
+  }
+
+  count(nowMs: number): number {
+    const second = Math.floor(nowMs / this.bucketMs);
+    let total = 0;
+    for (let i = 0; i < this.counts.length; i++) {
+      const s = this.seconds[i]!;
+      if (s <= second && s > second - this.counts.length) total += this.counts[i]!;
+    }
+    return total;
+  }
+}
+
 interface Waiter {
   /** The declared bytes of the document the work will hold. */
   bytes: number;
@@ -215,9 +254,8 @@ export class QuotaGate implements Admission {
   private admissions = 0;
   private admissionsAtLastCut = 0;
   private wakeup: { cancel(): void } | undefined;
-  /** When recent works succeeded (the last {@link THROUGHPUT_WINDOW_MS}), oldest first. */
-  private readonly successesMs: number[] = [];
-  private successesHead = 0;
+  /** Works that succeeded in the last {@link THROUGHPUT_WINDOW_MS}. */
+  private readonly successes = new RecentCount(THROUGHPUT_WINDOW_MS);
   private readonly clock: Clock;
   private readonly timers: GateTimers;
   private readonly random: () => number;
@@ -358,23 +396,10 @@ export class QuotaGate implements Admission {
     });
   }
 
-  /** Successes in the last {@link THROUGHPUT_WINDOW_MS}; older ones are let go (memory: one minute's worth). */
-  private recentSuccesses(nowMs: number): number {
-    const times = this.successesMs;
-    while (this.successesHead < times.length && times[this.successesHead]! <= nowMs - THROUGHPUT_WINDOW_MS)
-      this.successesHead++;
-    if (this.successesHead > 1_024 && this.successesHead * 2 > times.length) {
-      times.splice(0, this.successesHead);
-      this.successesHead = 0;
-    }
-    return times.length - this.successesHead;
-  }
-
   private succeeded(latencyMs: number): void {
     this.pauseMs = 0;
     const nowMs = this.nowMs();
-    this.successesMs.push(nowMs);
-    this.recentSuccesses(nowMs);
+    this.successes.add(nowMs);
     // Demand: the works running (this one included) and the deliveries waiting for a turn.
     this.limit.succeeded(latencyMs, this.running + this.waiting.length);
   }
@@ -387,7 +412,7 @@ export class QuotaGate implements Admission {
       const sustained =
         latencyMs === undefined
           ? 0
-          : Math.round((this.recentSuccesses(this.nowMs()) * latencyMs) / THROUGHPUT_WINDOW_MS);
+          : Math.round((this.successes.count(this.nowMs()) * latencyMs) / THROUGHPUT_WINDOW_MS);
       this.limit.rateLimited(sustained);
       this.admissionsAtLastCut = this.admissions;
     }
