@@ -1,6 +1,12 @@
 import { parseStackConfig } from '../../infra/config';
 import type { TierLimits } from '../../sim/models/gemini';
-import { onDemandUsd, PRICES, PRICES_AS_OF } from '../../worker/src/contract/cost-model';
+import {
+  COST_DEFAULTS,
+  onDemandUsd,
+  PRICED_GEMINI_MODEL,
+  PRICES,
+  PRICES_AS_OF,
+} from '../../worker/src/contract/cost-model';
 import { type CellSpec, runConsumer, type SteadyFlow } from '../sweep/cell';
 
 /**
@@ -21,20 +27,39 @@ export const GROWTH_RATES = [1_000, 100_000, 1_000_000] as const;
 export const GROWTH_AGES_DAYS = [1, 15, 365] as const;
 
 /**
- * Simulated time per rate: enough documents for a p99 and many MERGEs, few enough that the stage
- * runs in minutes here (1,000 a day: 12 h, 500 documents; 100,000: 1 h, 4,167; 1,000,000: 10 min,
- * 6,944).
+ * A whole simulated day per cell, in windows of simulated time, each window its own run into a
+ * table pre-filled up to the window's start. What a statement reads depends on the hour: a lookup
+ * reads the key days of the last six hours (yesterday's whole partition until 06:00 UTC, then only
+ * today's, filling up), a MERGE the key days of its rows (two of them for a batch that spans
+ * midnight). So the windows cover every hour, and the first is centred on midnight:
+ * - 1,000 a day: two windows of 12 h (18:00–06:00 and 06:00–18:00 UTC), the whole day, 1,000 documents;
+ * - 100,000 a day: 24 windows of 1 h, each centred on an hour, the whole day, 100,000 documents;
+ * - 1,000,000 a day: 24 windows of 10 min, one centred on each hour (a sixth of the day, every hour
+ *   of it: the whole day is a million documents, longer than the stage may take here), 166,656 documents.
  */
-export const GROWTH_DURATION_MS: Readonly<Record<(typeof GROWTH_RATES)[number], number>> = {
-  1000: 12 * 3_600_000,
-  100000: 3_600_000,
-  1000000: 10 * 60_000,
-};
+export const GROWTH_WINDOWS: Readonly<
+  Record<(typeof GROWTH_RATES)[number], Readonly<{ durationMs: number; count: number }>>
+> = Object.freeze({
+  1000: Object.freeze({ durationMs: 12 * 3_600_000, count: 2 }),
+  100000: Object.freeze({ durationMs: 3_600_000, count: 24 }),
+  1000000: Object.freeze({ durationMs: 10 * 60_000, count: 24 }),
+});
+
+/** The simulated day the windows cover (its midnight, UTC). */
+export const GROWTH_DAY = '2026-11-30';
+
+const DAY_MS = 86_400_000;
+
+/** When window `k` of a rate starts (epoch ms): it is centred on midnight + k × (day / count). */
+export function growthWindowStartMs(rate: (typeof GROWTH_RATES)[number], k: number): number {
+  const { durationMs, count } = GROWTH_WINDOWS[rate];
+  return Date.parse(`${GROWTH_DAY}T00:00:00.000Z`) + (k * DAY_MS) / count - durationMs / 2;
+}
 
 /**
  * The Gemini tier the cells run against (Developer API): its requests per minute and per day and
  * input tokens per minute, and refused calls counted against the windows (Google does not say a
- * 429 is free). Assumed figures for a paid tier of Gemini 2.5 Flash: limits differ by model and
+ * 429 is free). Assumed figures for a paid tier of the priced model: limits differ by model and
  * tier, check the project's tier page. The daily window starts full with the previous day's
  * requests at the cell's rate: a flow that never stops has always used yesterday's share.
  */
@@ -60,6 +85,20 @@ export interface GrowthCell {
   bigQueryDollarsPerDocument: number;
   geminiDollarsPerDocument: number;
   p99SecondsToRow: number;
+  /** The day's windows (GROWTH_WINDOWS) and the simulated hours they add up to. */
+  windows: number;
+  simulatedHours: number;
+  /** The window that billed the most bytes per document: its start (UTC, HH:MM) and that figure. */
+  worstWindow: { startsAtUtc: string; bytesBilledPerDocument: number };
+  /**
+   * What the day's last lookup would be estimated at if its key-day filter did not prune (every
+   * partition of the table, the day's rows included): what the table's age changes when pruning
+   * fails, and whether the derived cap would then refuse it. With pruning the cells of one rate
+   * read the same partitions whatever the age, so their bills are the same by construction; that
+   * the live table prunes is checked after each deploy (`npm run check-pruning`).
+   */
+  unprunedLookupEstimateBytes: number;
+  refusedWithoutPruning: boolean;
 }
 
 export interface GrowthSection {
@@ -95,47 +134,84 @@ export function percentile(values: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
 }
 
-/** Runs one cell: the worker under the flow, then the figures. */
+/** Runs one cell: the worker under the flow in each window of the day, then the day's figures. */
 export async function runGrowthCell(
   documentsPerDay: (typeof GROWTH_RATES)[number],
   tableAgeDays: number,
   seed = 1,
+  /** Run only the first `windows` windows (tests); the stage runs them all. */
+  windows = GROWTH_WINDOWS[documentsPerDay].count,
 ): Promise<GrowthCell> {
-  const durationMs = GROWTH_DURATION_MS[documentsPerDay];
-  const flow: SteadyFlow = {
-    documentsPerDay,
-    tableAgeDays,
-    durationMs,
-    stack: stackFor(documentsPerDay),
-    tier: { ...GROWTH_TIER, requestsInPastDay: documentsPerDay },
+  const { durationMs } = GROWTH_WINDOWS[documentsPerDay];
+  const stack = stackFor(documentsPerDay);
+  const perWindow = Math.round((documentsPerDay * durationMs) / DAY_MS);
+  const day = {
+    documents: 0,
+    refused: 0,
+    deadLetters: 0,
+    lost: 0,
+    viewRows: 0,
+    billedBytes: 0,
+    geminiUsd: 0,
+    secondsToRow: [] as number[],
   };
-  const documents = Math.round((documentsPerDay * durationMs) / 86_400_000);
-  const spec: CellSpec = {
-    analyzer: 'tiers',
-    quota: GROWTH_TIER.requestsPerMinute,
-    latency: 'fast',
-    window: 'everyAck',
-    documents,
-    backlog: 'upload',
-    seed,
-    flow,
-  };
-  const { figures } = await runConsumer(spec, 'docline');
-  const bigQueryUsd = onDemandUsd(figures.billedBytes);
+  let worst = { startsAtUtc: '', bytesBilledPerDocument: -1 };
+  for (let k = 0; k < windows; k++) {
+    const startAtMs = growthWindowStartMs(documentsPerDay, k);
+    const flow: SteadyFlow = {
+      documentsPerDay,
+      tableAgeDays,
+      durationMs,
+      stack,
+      tier: { ...GROWTH_TIER, requestsInPastDay: documentsPerDay },
+      startAtMs,
+    };
+    const spec: CellSpec = {
+      analyzer: 'tiers',
+      quota: GROWTH_TIER.requestsPerMinute,
+      latency: 'fast',
+      window: 'everyAck',
+      documents: perWindow,
+      backlog: 'upload',
+      seed: seed + k,
+      flow,
+    };
+    const { figures } = await runConsumer(spec, 'docline');
+    day.documents += perWindow;
+    day.refused += figures.refusedBytesBilled + figures.refusedDml;
+    day.deadLetters += figures.deadLetters;
+    day.lost += figures.lost;
+    day.viewRows += figures.viewRows;
+    day.billedBytes += figures.billedBytes;
+    day.geminiUsd += figures.geminiUsd;
+    for (const s of figures.secondsToRow) day.secondsToRow.push(s);
+    if (figures.billedBytes / perWindow > worst.bytesBilledPerDocument)
+      worst = {
+        startsAtUtc: new Date(startAtMs).toISOString().slice(11, 16),
+        bytesBilledPerDocument: figures.billedBytes / perWindow,
+      };
+  }
+  const bigQueryUsd = onDemandUsd(day.billedBytes);
+  const unpruned = (tableAgeDays + 1) * documentsPerDay * COST_DEFAULTS.lookupBytesPerRow;
   return {
     name: growthCellName(documentsPerDay, tableAgeDays),
     documentsPerDay,
     tableAgeDays,
-    documents,
-    statementsRefused: figures.refusedBytesBilled + figures.refusedDml,
-    deadLetters: figures.deadLetters,
-    lost: figures.lost,
-    viewRows: figures.viewRows,
-    bytesBilledPerDocument: figures.billedBytes / documents,
-    dollarsPerDocument: (bigQueryUsd + figures.geminiUsd) / documents,
-    bigQueryDollarsPerDocument: bigQueryUsd / documents,
-    geminiDollarsPerDocument: figures.geminiUsd / documents,
-    p99SecondsToRow: percentile(figures.secondsToRow, 99),
+    documents: day.documents,
+    statementsRefused: day.refused,
+    deadLetters: day.deadLetters,
+    lost: day.lost,
+    viewRows: day.viewRows,
+    bytesBilledPerDocument: day.billedBytes / day.documents,
+    dollarsPerDocument: (bigQueryUsd + day.geminiUsd) / day.documents,
+    bigQueryDollarsPerDocument: bigQueryUsd / day.documents,
+    geminiDollarsPerDocument: day.geminiUsd / day.documents,
+    p99SecondsToRow: percentile(day.secondsToRow, 99),
+    windows,
+    simulatedHours: (windows * durationMs) / 3_600_000,
+    worstWindow: worst,
+    unprunedLookupEstimateBytes: unpruned,
+    refusedWithoutPruning: unpruned > stack.maximumBytesBilled,
   };
 }
 
@@ -191,4 +267,4 @@ export async function runGrowthStage(progress: (text: string) => void): Promise<
 }
 
 /** The prices the dollars come from, and their date (for the report). */
-export const GROWTH_PRICES_NOTE = `BigQuery on demand $${PRICES.onDemandUsdPerTiB}/TiB; Gemini 2.5 Flash $${PRICES.geminiInputUsdPerMillionTokens}/1M input and $${PRICES.geminiOutputUsdPerMillionTokens}/1M output tokens (prices as of ${PRICES_AS_OF})`;
+export const GROWTH_PRICES_NOTE = `BigQuery on demand $${PRICES.onDemandUsdPerTiB}/TiB; Gemini ${PRICED_GEMINI_MODEL} $${PRICES.geminiInputUsdPerMillionTokens}/1M input and $${PRICES.geminiOutputUsdPerMillionTokens}/1M output tokens (prices as of ${PRICES_AS_OF})`;

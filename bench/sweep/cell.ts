@@ -100,6 +100,8 @@ export interface SteadyFlow {
   tier?: TierLimits;
   /** A MERGE's latency, uniform (default: the cost model's). */
   mergeSeconds?: { low: number; high: number };
+  /** The simulated wall-clock time the flow starts at, epoch ms (default: the simulator's 08:00 UTC). */
+  startAtMs?: number;
 }
 
 export function cellName(c: Omit<CellSpec, 'seed'>): string {
@@ -431,7 +433,7 @@ export async function runConsumer(
 ): Promise<{ figures: ConsumerFigures; reconcile?: ReconcileFigures }> {
   const autoscale = cloudRunChoice.autoscale ?? true;
   const wallStart = process.hrtime.bigint();
-  const time = new VirtualTime();
+  const time = new VirtualTime(spec.flow?.startAtMs);
   const epochMs = time.epochNowMs();
   const docs = documentsOf(spec, epochMs);
   const byKey = new Map(docs.map((d) => [d.key, d]));

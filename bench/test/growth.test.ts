@@ -12,7 +12,10 @@ import {
   GROWTH_RATES,
   type GrowthCell,
   type GrowthSection,
+  GROWTH_DAY,
+  GROWTH_WINDOWS,
   growthCellName,
+  growthWindowStartMs,
   growthMisses,
   percentile,
   runGrowthCell,
@@ -33,6 +36,11 @@ const CELL_KEYS = [
   'bigQueryDollarsPerDocument',
   'geminiDollarsPerDocument',
   'p99SecondsToRow',
+  'windows',
+  'simulatedHours',
+  'worstWindow',
+  'unprunedLookupEstimateBytes',
+  'refusedWithoutPruning',
 ];
 
 /** A cell that meets every goal, to mutate one figure at a time. */
@@ -51,6 +59,11 @@ function goodCell(documentsPerDay: number, tableAgeDays: number): GrowthCell {
     bigQueryDollarsPerDocument: 0.000005,
     geminiDollarsPerDocument: 0.00154,
     p99SecondsToRow: 40,
+    windows: 24,
+    simulatedHours: 24,
+    worstWindow: { startsAtUtc: '05:30', bytesBilledPerDocument: 1_000_000 },
+    unprunedLookupEstimateBytes: 0,
+    refusedWithoutPruning: false,
   };
 }
 const cellOf = (cells: GrowthCell[], rate: number, age: number) =>
@@ -126,16 +139,42 @@ describe('the growth stage', () => {
     expect(percentile([], 99)).toBeNaN();
   });
 
-  it('runs a real cell: 1,000 documents a day into a 365-day table, every document its row, nothing refused', async () => {
+  it('covers the whole simulated day, every hour, the first window centred on midnight', () => {
+    for (const rate of GROWTH_RATES) {
+      const { durationMs, count } = GROWTH_WINDOWS[rate];
+      const starts = Array.from({ length: count }, (_, k) => growthWindowStartMs(rate, k));
+      const midnight = Date.parse(`${GROWTH_DAY}T00:00:00.000Z`);
+      expect(starts[0]! + durationMs / 2).toBe(midnight);
+      // Every hour of the day has a window in it; the windows never overlap.
+      const hoursCovered = new Set(
+        starts.flatMap((s) =>
+          Array.from({ length: durationMs / 60_000 }, (_, m) => new Date(s + m * 60_000).getUTCHours()),
+        ),
+      );
+      expect(hoursCovered.size).toBe(24);
+      for (let k = 1; k < count; k++) expect(starts[k]! - starts[k - 1]!).toBeGreaterThanOrEqual(durationMs);
+    }
+    // Where the windows add up to a day, they tile it.
+    expect(GROWTH_WINDOWS[1000].count * GROWTH_WINDOWS[1000].durationMs).toBe(86_400_000);
+    expect(GROWTH_WINDOWS[100000].count * GROWTH_WINDOWS[100000].durationMs).toBe(86_400_000);
+  });
+
+  it('runs a real cell: 1,000 documents a day into a 365-day table over the whole day, every document its row, nothing refused', async () => {
     const cell = await runGrowthCell(1_000, 365);
     expect(Object.keys(cell)).toEqual(CELL_KEYS);
     expect(cell).toMatchObject({
-      documents: 500,
+      documents: 1_000,
       statementsRefused: 0,
       deadLetters: 0,
       lost: 0,
-      viewRows: 500,
+      viewRows: 1_000,
+      windows: 2,
+      simulatedHours: 24,
     });
+    expect(['18:00', '06:00']).toContain(cell.worstWindow.startsAtUtc);
+    // Unpruned, a lookup would read all 366 days of the table: what the age changes.
+    const young = await runGrowthCell(1_000, 1, 1, 1);
+    expect(cell.unprunedLookupEstimateBytes).toBeCloseTo(183 * young.unprunedLookupEstimateBytes, 0);
     // At this rate every statement is at the 10 MiB floor, a handful of documents each.
     expect(cell.bytesBilledPerDocument).toBeGreaterThanOrEqual(10 * 1024 * 1024 * 0.5);
     expect(cell.p99SecondsToRow).toBeGreaterThan(0);
