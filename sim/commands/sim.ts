@@ -245,6 +245,10 @@ async function huntAll(mutants: readonly Mutant[], bound?: number): Promise<Catc
         ? `mutant ${mutant.name}: caught by ${c.caught.invariant} on seed ${c.caught.seed}: ${c.caught.detail}`
         : `mutant ${mutant.name}: NOT CAUGHT in ${c.seedsRun} seeds (${mutant.bug})`,
     );
+    if (c.passedOver.length > 0)
+      console.log(
+        `mutant ${mutant.name}: the worker as it is breaks an invariant on seeds ${c.passedOver.join(', ')} of its world (passed over)`,
+      );
   }
   return catches;
 }

@@ -202,10 +202,18 @@ export const FAULT_RATES = Object.freeze({
 /** The model name the new revision of a rollout configures (another analyzer version). */
 export const ROLLOUT_MODEL = 'gemini-2.5-flash-rollout';
 
-/** The schedule of `seed`: the same seed, the same documents and faults. */
-export function generateSchedule(seed: number): FaultSchedule {
+/** The rates a schedule is drawn with (the soak's: {@link FAULT_RATES}). */
+export type FaultRates = Widened<typeof FAULT_RATES>;
+type Widened<T> = T extends number ? number : { readonly [K in keyof T]: Widened<T[K]> };
+
+/**
+ * The schedule of `seed`: the same seed (and rates), the same documents and faults. Other rates
+ * give a world where some path is hot (a mutant's hunt: {@link Mutant.rates}); the soak keeps
+ * {@link FAULT_RATES}.
+ */
+export function generateSchedule(seed: number, rates: FaultRates = FAULT_RATES): FaultSchedule {
   const random = seededRandom(seed * 2_654_435_761);
-  const r = FAULT_RATES;
+  const r = rates;
   const between = (low: number, high: number) => low + (high - low) * random();
   const whole = (low: number, high: number) => Math.floor(between(low, high + 1));
   const chance = (p: number) => random() < p;
@@ -321,8 +329,8 @@ export function generateSchedule(seed: number): FaultSchedule {
   }
 
   const schedule: FaultSchedule = { seed, instances, documents, gemini, memo, bigquery, cloudRun, pubsub };
-  addLongerFaults(schedule);
-  addRetryAskedFaults(schedule);
+  addLongerFaults(schedule, rates);
+  addRetryAskedFaults(schedule, rates);
   return schedule;
 }
 
@@ -339,17 +347,17 @@ export function generateSchedule(seed: number): FaultSchedule {
  * was): Gemini 400s that name the input and ask for a retry ("Unable to process input image.
  * Please retry"), which a good document must survive as a retry, never as a rejected row.
  */
-function addRetryAskedFaults(s: FaultSchedule): void {
+function addRetryAskedFaults(s: FaultSchedule, rates: FaultRates): void {
   const random = seededRandom(s.seed * 60_493 + 45);
   for (const call of s.gemini.calls) {
-    if (call.fault || !(random() < FAULT_RATES.geminiRetryAsked)) continue;
+    if (call.fault || !(random() < rates.geminiRetryAsked)) continue;
     Object.assign(call, { fault: 'clientError', latencyMs: 300, clientError: 'retryAsked' });
   }
 }
 
-function addLongerFaults(s: FaultSchedule): void {
+function addLongerFaults(s: FaultSchedule, rates: FaultRates): void {
   const random = seededRandom(s.seed * 40_503 + 17);
-  const r = FAULT_RATES;
+  const r = rates;
   const between = (low: number, high: number) => low + (high - low) * random();
   const whole = (low: number, high: number) => Math.floor(between(low, high + 1));
   const chance = (p: number) => random() < p;

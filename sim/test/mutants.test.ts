@@ -45,6 +45,8 @@ describe('the mutants', () => {
       const { status, output } = await huntAlone(name);
       const verdict = output.split('\n').find((line) => line.startsWith(`mutant ${name}: `)) ?? output;
       expect(verdict).toMatch(new RegExp(`^mutant ${name}: caught by I[1-7] on seed \\d+`));
+      // The worker as it is keeps every seed it was hunted on (its world's, for a mutant with rates).
+      expect(output).not.toContain(`mutant ${name}: the worker as it is breaks an invariant`);
       expect(status).toBe(0);
     },
     HUNT_TIMEOUT_MS,
@@ -52,7 +54,8 @@ describe('the mutants', () => {
 
   // A listed blind spot stays a blind spot until the checker sees it: then this fails, and the
   // entry leaves UNCAUGHT_MUTANTS.
-  it.each(Object.keys(UNCAUGHT_MUTANTS).map((name) => [name]))(
+  const uncaught = Object.keys(UNCAUGHT_MUTANTS).map((name) => [name]);
+  (uncaught.length > 0 ? it.each(uncaught) : it.skip.each([['(none listed)']]))(
     '%s is listed as not caught, and is still not caught within its bound',
     async (name) => {
       const { output } = await huntAlone(name);
