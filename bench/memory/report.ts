@@ -17,6 +17,8 @@ export interface MemorySection {
   date: string;
   commit?: string;
   node: string;
+  /** The environment the worker image sets, which the stage's worker process ran with. */
+  environment?: Record<string, string>;
   deliveries: number;
   documents: number;
   concurrency: number;
@@ -62,7 +64,14 @@ export function renderMemoryReport(m: MemorySection): string {
     `Measured ${m.date.slice(0, 10)}${m.commit ? `, commit ${m.commit}` : ''}, Node ${m.node}: one worker process, ` +
       `${int(m.deliveries)} deliveries (${int(m.documents)} documents, every ${m.redeliveryEvery}th delivery a ` +
       `redelivery), ${m.concurrency} in flight, in ${int(m.seconds)} s (${int(m.deliveries / m.seconds)} a second). ` +
-      'RSS and heap are read after a full garbage collection.',
+      'RSS and heap are read after a full garbage collection.' +
+      (m.environment && Object.keys(m.environment).length > 0
+        ? ` The process ran with the environment the worker image sets (worker/Dockerfile): ${Object.entries(
+            m.environment,
+          )
+            .map(([k, v]) => `\`${k}=${v}\``)
+            .join(', ')}.`
+        : ''),
     '',
     '| Deliveries | RSS | Heap used | Memo: held here · write turns · rounds seen expired |',
     '|---|---|---|---|',

@@ -13,7 +13,7 @@ import type { MemoryRunSummary, MemorySample } from './stage';
 
 /**
  * `npm run bench -- --stage memory [--quick]`: one worker process (bench/memory/child.ts, started
- * with --expose-gc) handles a million deliveries; its RSS is sampled every 50,000. The `memory`
+ * with --expose-gc and the environment the worker image sets) handles a million deliveries; its RSS is sampled every 50,000. The `memory`
  * section of bench/results.json is replaced (that key only) and the memory block of
  * bench/README.md generated from it; `--quick` runs 100,000 deliveries into results.quick.json and
  * leaves the docs alone.
@@ -46,6 +46,7 @@ export async function runMemory(options: {
     date: new Date().toISOString(),
     ...commit(),
     node: process.version,
+    environment: imageEnvironment(),
     deliveries: summary.deliveries,
     documents: summary.documents,
     concurrency: settings.concurrency,
@@ -74,6 +75,29 @@ export async function runMemory(options: {
   if (!memory.goal.met) process.exitCode = 1;
 }
 
+/**
+ * The environment the worker image sets (the `ENV` lines of worker/Dockerfile's runtime stage), so
+ * that the stage measures the process as Cloud Run runs it: the allocator's settings are part of
+ * its memory.
+ */
+export function imageEnvironment(
+  dockerfile = readFileSync(path.join(__dirname, '..', '..', 'worker', 'Dockerfile'), 'utf8'),
+): Record<string, string> {
+  const stages = dockerfile.split(/^FROM\s/m);
+  const runtime = stages.find((stage) => /^\S+\s+AS\s+runtime\b/i.test(stage));
+  if (!runtime) throw new Error('worker/Dockerfile has no runtime stage');
+  const environment: Record<string, string> = {};
+  for (const line of runtime.split('\n')) {
+    const env = /^ENV\s+(.*)$/.exec(line.trim());
+    if (!env) continue;
+    for (const pair of env[1]!.trim().split(/\s+/)) {
+      const at = pair.indexOf('=');
+      if (at > 0) environment[pair.slice(0, at)] = pair.slice(at + 1);
+    }
+  }
+  return environment;
+}
+
 function runChild(
   settings: { deliveries: number; sampleEvery: number; concurrency: number; redeliveryEvery: number },
   onSample: (sample: MemorySample) => void,
@@ -91,7 +115,7 @@ function runChild(
           String,
         ),
       ],
-      { stdio: ['ignore', 'pipe', 'inherit'] },
+      { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...imageEnvironment() } },
     );
     const samples: MemorySample[] = [];
     let summary: MemoryRunSummary | undefined;

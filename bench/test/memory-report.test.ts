@@ -7,6 +7,7 @@ import {
   renderMemoryReport,
   replaceMemoryFigures,
 } from '../memory/report';
+import { imageEnvironment } from '../memory/run-memory';
 import type { MemorySample } from '../memory/stage';
 
 const MIB = 1024 * 1024;
@@ -21,6 +22,24 @@ const run = (atStart: number, atEnd: number) =>
   Array.from({ length: 20 }, (_, i) => sample((i + 1) * 50_000, atStart + ((atEnd - atStart) * i) / 19));
 
 describe('the memory stage', () => {
+  it("runs its worker with the runtime stage's ENV of the worker image, and no other stage's", () => {
+    const dockerfile = [
+      'FROM node:22 AS build',
+      'ENV BUILD_ONLY=1',
+      'FROM node:22-slim AS runtime',
+      'ENV NODE_ENV=production MALLOC_ARENA_MAX=2',
+      'ENV OTHER=x',
+      'CMD ["node"]',
+    ].join('\n');
+    expect(imageEnvironment(dockerfile)).toEqual({
+      NODE_ENV: 'production',
+      MALLOC_ARENA_MAX: '2',
+      OTHER: 'x',
+    });
+    // The real image: the allocator setting the stage's figures stand on is the one Cloud Run runs.
+    expect(imageEnvironment()).toMatchObject({ NODE_ENV: 'production', MALLOC_ARENA_MAX: '2' });
+  });
+
   describe('its goal (memoryGrowth)', () => {
     it('is met when RSS grows by less than 10 % from 100,000 to 1,000,000 deliveries', () => {
       const growth = memoryGrowth(run(200, 205));
