@@ -10,6 +10,7 @@ import {
   derivedMaximumBytesBilled,
   requiredMaximumBytesBilled,
 } from '../worker/src/contract/cost-model';
+import { geminiCapacityNote } from '../worker/src/contract/gemini-tiers';
 import { modelLifecycle } from '../worker/src/contract/models';
 import {
   DEFAULT_CONTENT_TYPES,
@@ -719,5 +720,7 @@ export function readStackConfig(today: Date = new Date()): StackConfig {
   // The engine shows the warning in the preview; the log call's own promise carries nothing to wait for.
   for (const warning of modelLifecycle(config.delivery.geminiModel, today).warnings)
     void pulumi.log.warn(warning);
+  // What Gemini capacity the volume needs (Vertex AI's shared capacity, or the Gemini API's tier).
+  void pulumi.log.info(geminiCapacityNote(config.documentsPerDay));
   return config;
 }

@@ -88,3 +88,26 @@ describe('docline:geminiModel at preview', () => {
     expect(warnings().filter((w) => w.includes('geminiModel'))).toEqual([]);
   });
 });
+
+describe('the Gemini capacity a volume needs, at preview', () => {
+  let info: jest.SpyInstance;
+  beforeEach(() => {
+    info = jest.spyOn(pulumi.log, 'info').mockImplementation(async () => undefined);
+  });
+  afterEach(() => info.mockRestore());
+  const notes = () =>
+    info.mock.calls.map(([message]) => String(message)).filter((m) => m.startsWith('Gemini at'));
+
+  it.each([
+    ['1000', /on the Gemini API it needs Tier 1 /],
+    ['10000', /on the Gemini API it needs Tier 2 /],
+    ['1000000', /on the Gemini API no published tier carries it/],
+  ])(
+    'says which Gemini API tier documentsPerDay %s needs, and that Vertex AI shares its capacity',
+    async (volume, tier) => {
+      await runProgram(stackConfig('dev', { 'docline:documentsPerDay': volume }), { preview: true });
+      expect(notes()).toEqual([expect.stringMatching(tier)]);
+      expect(notes()[0]).toContain('On Vertex AI (this stack) it runs on shared capacity');
+    },
+  );
+});
