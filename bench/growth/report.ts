@@ -2,10 +2,10 @@ import { PRICES_AS_OF, requiredMaximumBytesBilled } from '../../worker/src/contr
 import { replaceBlock } from '../report';
 import {
   GROWTH_DAY,
-  GROWTH_WINDOWS,
   GROWTH_GOALS,
   GROWTH_PRICES_NOTE,
   GROWTH_TIER,
+  GROWTH_WINDOWS,
   type GrowthSection,
   growthMisses,
   stackFor,
@@ -49,8 +49,8 @@ export function renderGrowthReport(growth: GrowthSection): string {
   }
   lines.push('');
   lines.push(
-    'With pruning by its key-day parameters, a statement reads the same partitions whatever the table\'s age, so the cells of one rate bill the same: the flatness follows from pruning by construction. ' +
-      'The last two columns are what the age changes if the filter did not prune: the day\'s last lookup would read every partition, and the cap the stack derives would refuse it where it says yes. ' +
+    "With pruning by its key-day parameters, a statement reads the same partitions whatever the table's age, so the cells of one rate bill the same: the flatness follows from pruning by construction. " +
+      "The last two columns are what the age changes if the filter did not prune: the day's last lookup would read every partition, and the cap the stack derives would refuse it where it says yes. " +
       'That the live table prunes is checked after every deploy (`npm run check-pruning`, docs/deploy.md).',
   );
   lines.push('');
@@ -59,7 +59,9 @@ export function renderGrowthReport(growth: GrowthSection): string {
       GROWTH_WINDOWS,
     )
       .map(([rate, w]) => `${int(Number(rate))} a day, ${w.count} windows of ${hours(w.durationMs)}`)
-      .join(', ')}; uploads evenly spaced, 1 in 20 announced twice; the settings are what the stack derives for the volume (infra/config.ts). ` +
+      .join(
+        ', ',
+      )}; uploads evenly spaced, 1 in 20 announced twice; the settings are what the stack derives for the volume (infra/config.ts). ` +
       `Gemini tier (assumed): ${int(GROWTH_TIER.requestsPerMinute)} requests a minute, ${int(GROWTH_TIER.tokensPerMinute)} input tokens a minute, ` +
       `${int(GROWTH_TIER.requestsPerDay ?? 0)} requests a day (the daily window starting full with the previous day's requests at the cell's rate), refused calls counted. ` +
       `${GROWTH_PRICES_NOTE}.`,

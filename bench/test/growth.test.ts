@@ -9,14 +9,14 @@ import {
 } from '../growth/report';
 import {
   GROWTH_AGES_DAYS,
+  GROWTH_DAY,
   GROWTH_RATES,
+  GROWTH_WINDOWS,
   type GrowthCell,
   type GrowthSection,
-  GROWTH_DAY,
-  GROWTH_WINDOWS,
   growthCellName,
-  growthWindowStartMs,
   growthMisses,
+  growthWindowStartMs,
   percentile,
   runGrowthCell,
   stackFor,
