@@ -7,7 +7,9 @@ import {
   SQLITE_TABLE,
   SqliteStore,
 } from '../../worker/src/adapters/stores/sqlite-store';
+import { correctionOf } from '../../worker/src/contract/corrections';
 import type { Row } from '../../worker/src/contract/row';
+import { CANARY_PREFIX, DUPLICATE_KEY_FIELDS, duplicateInvoiceKeySql } from '../../worker/src/contract/views';
 import { testRow } from '../../worker/test/support/builders';
 import { INVOICE_FIXTURE } from '../../worker/test/support/view-fixture';
 import {
@@ -61,6 +63,67 @@ describe("npm start's duplicate-invoice lookup (SqliteStore.duplicateInvoiceOthe
         others: expected,
       });
     }
+  });
+
+  /** Every ok row's answer against the view's group (the view applies corrections, leaves the canary out). */
+  const expectTheViewsGroups = () => {
+    const view = store.view('duplicate_invoices') as unknown as DuplicateInvoice[];
+    for (const row of store.documents().filter((r) => r.status === 'ok' && r.object_uri)) {
+      const expected = duplicateGroupOf(view, row.object_uri!)
+        .map((d) => d.object_uri)
+        .filter((uri) => uri !== row.object_uri)
+        .sort();
+      expect({ row: row.object_uri, others: store.duplicateInvoiceOthers(row.dedup_key, 100) }).toEqual({
+        row: row.object_uri,
+        others: expected,
+      });
+    }
+  };
+
+  it("follows the accountant's corrections: a corrected number leaves its group, and another joins one", async () => {
+    const pair = copies(3, 'pair');
+    const other = copies(1, 'other');
+    await store.recordMany([...pair, ...other]);
+    const correct = (row: Row, field: string, value: unknown) =>
+      store.correct(
+        correctionOf(
+          { dedupKey: row.dedup_key, field, value, replaces: null, by: 'test@example.com' },
+          new Date(),
+        ),
+      );
+    // pair/00000 becomes another invoice; other/00000 becomes a copy of pair's.
+    await correct(pair[0]!, 'invoice_number', 'PAIR-2');
+    await correct(other[0]!, 'invoice_number', 'pair-1');
+    expect(store.duplicateInvoiceOthers(pair[0]!.dedup_key, 100)).toEqual([]);
+    expect(store.duplicateInvoiceOthers(pair[1]!.dedup_key, 100)).toEqual(
+      [other[0]!, pair[2]!].map((r) => r.object_uri),
+    );
+    expectTheViewsGroups();
+  });
+
+  it("leaves the deploy canary's rows out, as the view does", async () => {
+    const [row] = copies(1, 'canary');
+    const canary = testRow({
+      ...row!,
+      dedup_key: `gs://b/${CANARY_PREFIX}x.txt#1`,
+      object_uri: `gs://b/${CANARY_PREFIX}x.txt#1`,
+      object_name: `${CANARY_PREFIX}x.txt`,
+    });
+    await store.recordMany([row!, canary]);
+    expect(store.duplicateInvoiceOthers(row!.dedup_key, 100)).toEqual([]);
+    expectTheViewsGroups();
+  });
+
+  it('keys on exactly the fields a correction of which moves a row (DUPLICATE_KEY_FIELDS)', () => {
+    const keys = duplicateInvoiceKeySql('sqlite');
+    const read = new Set(
+      [
+        ...Object.values(keys)
+          .join(' ')
+          .matchAll(/\$\.(\w+)/g),
+      ].map((m) => m[1]),
+    );
+    expect([...read].sort()).toEqual([...DUPLICATE_KEY_FIELDS].sort());
   });
 
   it('answers nothing for a rejected row or an unknown key', async () => {

@@ -80,6 +80,16 @@ export const CANARY_PREFIX = 'docline-canary/';
 /** Rows that are not the canary's (rows without an object, such as rejected notifications, count). */
 export const NOT_CANARY = `(object_name IS NULL OR object_name NOT LIKE '${CANARY_PREFIX}%')`;
 
+/** The analysis fields {@link duplicateInvoiceKeySql} reads: a correction of one moves a row's group. */
+export const DUPLICATE_KEY_FIELDS = [
+  'supplier_vat_id',
+  'supplier_siret',
+  'supplier_siren',
+  'supplier_name',
+  'invoice_number',
+  'total_amount',
+] as const;
+
 /** Which rows `duplicate_invoices` looks at: ok rows of an object. */
 export const DUPLICATE_INVOICE_ROWS = "status = 'ok' AND object_uri IS NOT NULL";
 

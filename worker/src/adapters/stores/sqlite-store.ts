@@ -12,7 +12,9 @@ import {
 import { COLUMN_NAMES, COLUMNS, type Row, sqliteTableDdl } from '../../contract/row';
 import {
   DUPLICATE_INVOICE_ROWS,
+  DUPLICATE_KEY_FIELDS,
   duplicateInvoiceKeySql,
+  NOT_CANARY,
   VIEW_NAMES,
   type ViewName,
   viewSql,
@@ -44,6 +46,17 @@ export function sqliteValues(row: Row): Record<string, SQLInputValue> {
   return values;
 }
 
+/** One row's `duplicate_invoices` group keys (null: the key is missing, the row is in no group). */
+interface InvoiceKeys {
+  supplier_key: string | null;
+  invoice_number_key: string | null;
+  total_amount: number | null;
+  object_uri: string;
+}
+
+const complete = (k: InvoiceKeys) =>
+  k.supplier_key !== null && k.invoice_number_key !== null && k.total_amount !== null;
+
 /** `INSERT INTO table (…) VALUES (:…)` over every column, in table order. */
 export function insertSql(table: string): string {
   return `INSERT INTO ${table} (${COLUMN_NAMES.join(', ')}) VALUES (${COLUMN_NAMES.map((c) => `:${c}`).join(', ')})`;
@@ -61,19 +74,29 @@ export function duplicateInvoiceLookupSql(table: string): {
   index: string;
   keysOf: string;
   groupPage: string;
+  keyedGroupPage: string;
+  correctedKeysOf: string;
+  keyCorrected: string;
 } {
   const keys = duplicateInvoiceKeySql('sqlite');
+  const rows = `${DUPLICATE_INVOICE_ROWS} AND ${NOT_CANARY}`;
+  const selectKeys =
+    `SELECT ${keys.supplier_key} AS supplier_key, ${keys.invoice_number_key} AS invoice_number_key, ` +
+    `${keys.total_amount} AS total_amount, object_uri`;
+  const sameKeys =
+    `${keys.supplier_key} = :supplier_key AND ${keys.invoice_number_key} = :invoice_number_key ` +
+    `AND ${keys.total_amount} = :total_amount AND object_uri <> :object_uri ORDER BY object_uri LIMIT :limit`;
   return {
     index:
       `CREATE INDEX IF NOT EXISTS ${table}_duplicate_invoices ON ${table} ` +
       `(${keys.supplier_key}, ${keys.invoice_number_key}, ${keys.total_amount}, object_uri) WHERE ${DUPLICATE_INVOICE_ROWS}`,
-    keysOf:
-      `SELECT ${keys.supplier_key} AS supplier_key, ${keys.invoice_number_key} AS invoice_number_key, ` +
-      `${keys.total_amount} AS total_amount, object_uri FROM ${table} WHERE dedup_key = ? AND ${DUPLICATE_INVOICE_ROWS}`,
-    groupPage:
-      `SELECT DISTINCT object_uri FROM ${table} WHERE ${DUPLICATE_INVOICE_ROWS} ` +
-      `AND ${keys.supplier_key} = :supplier_key AND ${keys.invoice_number_key} = :invoice_number_key ` +
-      `AND ${keys.total_amount} = :total_amount AND object_uri <> :object_uri ORDER BY object_uri LIMIT :limit`,
+    keysOf: `${selectKeys} FROM ${table} WHERE dedup_key = ? AND ${rows}`,
+    groupPage: `SELECT DISTINCT object_uri FROM ${table} WHERE ${rows} AND ${sameKeys}`,
+    // Once a key field was corrected: the page with each object's dedup key, and the corrected keys
+    // (read from the `documents` view, which applies the corrections) of the keys given as JSON.
+    keyedGroupPage: `SELECT DISTINCT object_uri, dedup_key FROM ${table} WHERE ${rows} AND ${sameKeys}`,
+    correctedKeysOf: `${selectKeys}, dedup_key FROM documents WHERE dedup_key IN (SELECT value FROM json_each(?)) AND ${rows}`,
+    keyCorrected: `SELECT DISTINCT dedup_key FROM ${CORRECTIONS_TABLE} WHERE field IN (${DUPLICATE_KEY_FIELDS.map((f) => `'${f}'`).join(', ')})`,
   };
 }
 
@@ -89,6 +112,9 @@ export class SqliteStore implements BatchStore {
   private readonly lookupMany;
   private readonly invoiceKeysOf;
   private readonly invoiceGroupPage;
+  private readonly invoiceKeyedGroupPage;
+  private readonly invoiceCorrectedKeysOf;
+  private readonly invoiceKeyCorrected;
   private readonly clock: Clock;
 
   constructor(options: SqliteStoreOptions) {
@@ -111,6 +137,9 @@ export class SqliteStore implements BatchStore {
     this.db.exec(duplicates.index);
     this.invoiceKeysOf = this.db.prepare(duplicates.keysOf);
     this.invoiceGroupPage = this.db.prepare(duplicates.groupPage);
+    this.invoiceKeyedGroupPage = this.db.prepare(duplicates.keyedGroupPage);
+    this.invoiceCorrectedKeysOf = this.db.prepare(duplicates.correctedKeysOf);
+    this.invoiceKeyCorrected = this.db.prepare(duplicates.keyCorrected);
     this.insert = this.db.prepare(`${insertSql(SQLITE_TABLE)} ON CONFLICT (dedup_key) DO NOTHING`);
     this.insertCorrection = this.db.prepare(
       `INSERT INTO ${CORRECTIONS_TABLE} (${CORRECTION_COLUMN_NAMES.join(', ')}) VALUES (${CORRECTION_COLUMN_NAMES.map((c) => `:${c}`).join(', ')}) ON CONFLICT (correction_id) DO NOTHING`,
@@ -260,19 +289,40 @@ export class SqliteStore implements BatchStore {
    * of the index on the view's group keys: the cost is the same for a group of 2 or of 5,000.
    */
   duplicateInvoiceOthers(dedupKey: string, limit: number): string[] {
-    const keys = this.invoiceKeysOf.get(dedupKey) as
-      | {
-          supplier_key: string | null;
-          invoice_number_key: string | null;
-          total_amount: number | null;
-          object_uri: string;
-        }
-      | undefined;
-    // A row with a key missing is in no group (the view leaves such rows out).
-    if (!keys || keys.supplier_key === null || keys.invoice_number_key === null || keys.total_amount === null)
-      return [];
-    const rows = this.invoiceGroupPage.all({ ...keys, limit }) as Array<{ object_uri: string }>;
-    return rows.map((r) => r.object_uri);
+    // Rows whose supplier, number or total an accountant corrected: their group is the corrected one.
+    const corrected = new Set(
+      (this.invoiceKeyCorrected.all() as Array<{ dedup_key: string }>).map((r) => r.dedup_key),
+    );
+    if (corrected.size === 0) {
+      const keys = this.invoiceKeysOf.get(dedupKey) as InvoiceKeys | undefined;
+      if (!keys || !complete(keys)) return [];
+      return (this.invoiceGroupPage.all({ ...keys, limit }) as Array<{ object_uri: string }>).map(
+        (r) => r.object_uri,
+      );
+    }
+    // The raw index's page, less the corrected rows, and the corrected rows whose keys now match.
+    const [mine] = this.invoiceCorrectedKeysOf.all(JSON.stringify([dedupKey])) as unknown as InvoiceKeys[];
+    if (!mine || !complete(mine)) return [];
+    const { supplier_key, invoice_number_key, total_amount, object_uri } = mine;
+    const page = this.invoiceKeyedGroupPage.all({
+      supplier_key,
+      invoice_number_key,
+      total_amount,
+      object_uri,
+      limit: limit + corrected.size,
+    }) as Array<{ object_uri: string; dedup_key: string }>;
+    const others = new Set(page.filter((r) => !corrected.has(r.dedup_key)).map((r) => r.object_uri));
+    for (const r of this.invoiceCorrectedKeysOf.all(
+      JSON.stringify([...corrected]),
+    ) as unknown as InvoiceKeys[])
+      if (
+        r.object_uri !== object_uri &&
+        r.supplier_key === supplier_key &&
+        r.invoice_number_key === invoice_number_key &&
+        r.total_amount === total_amount
+      )
+        others.add(r.object_uri);
+    return [...others].sort().slice(0, limit);
   }
 
   /** The documents view as typed rows, oldest first. */
