@@ -1,10 +1,21 @@
 import { runSchedule } from '../faults/run';
-import { FAULT_KINDS, generateSchedule } from '../faults/schedule';
+import { FAULT_KINDS, FAULT_RATES, type FaultRates, generateSchedule } from '../faults/schedule';
 
 describe('a seed', () => {
   it('fixes the documents and the whole fault schedule', () => {
     expect(generateSchedule(42)).toEqual(generateSchedule(42));
     expect(generateSchedule(42)).not.toEqual(generateSchedule(43));
+  });
+
+  it("is drawn with the soak's rates unless a world of other rates is asked for (a mutant's hunt)", () => {
+    expect(generateSchedule(42, FAULT_RATES)).toEqual(generateSchedule(42));
+    const everyDoubled = generateSchedule(42, { ...FAULT_RATES, doubled: 1 });
+    expect(everyDoubled.documents.every((d) => d.notifications === 2 || d.kind === 'poison')).toBe(true);
+    const lost = (rates: FaultRates) =>
+      Array.from({ length: 20 }, (_, i) => generateSchedule(i + 1, rates)).flatMap((s) =>
+        s.bigquery.statements.filter((st) => st.fault === 'outcomeUnknown'),
+      ).length;
+    expect(lost({ ...FAULT_RATES, outcomeUnknown: 0.3 })).toBeGreaterThan(3 * lost(FAULT_RATES));
   });
 
   it('replays the same run: the same answers, rows, requests and faults, step for step', async () => {
