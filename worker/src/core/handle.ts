@@ -140,12 +140,12 @@ export async function handle(
         return bytes;
       };
       // An e-invoice states its own data: read it for free, never in the paid work's line or memo.
-      // The memo is consulted before the document is read: a kept, paid analysis is this
-      // document's answer even when its generation was overwritten or deleted since.
-      const structured =
-        deps.eInvoices?.accepts(mime) && peeked?.state !== 'kept'
-          ? await readEInvoice(deps.eInvoices, { read, mime, name, memoAsks: deps.memo !== undefined })
-          : undefined;
+      // With an analysis kept too (a PDF whose XML was unusable, paid for by an earlier delivery),
+      // it is still read, for the reason and the checks the row records; a generation gone since
+      // leaves the kept analysis as this document's answer (readEInvoice answers nothing then).
+      const structured = deps.eInvoices?.accepts(mime)
+        ? await readEInvoice(deps.eInvoices, { read, mime, name, memoAsks: deps.memo !== undefined })
+        : undefined;
       if (structured?.kind === 'read') {
         const { analysis, model, usage, readings } = structured.result;
         const validation = structured.validation ? { validation: structured.validation } : {};

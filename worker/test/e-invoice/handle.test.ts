@@ -1,10 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { En16931Reader } from '../../src/adapters/e-invoice/en16931-reader';
+import { MemoryMemoStore } from '../../src/adapters/memo-stores/memory-memo-store';
 import { QuotaGate } from '../../src/adapters/quota-gate';
 import { DEFAULT_CONTENT_TYPES } from '../../src/contract/settings';
 import { contentMatches } from '../../src/core/document-checks';
+import { TransientError } from '../../src/core/errors';
 import { parsePush } from '../../src/core/event';
 import { type HandlerDeps, handle } from '../../src/core/handle';
+import { AnalysisMemo } from '../../src/core/memo';
 import { type ObjectSpec, pushBody } from '../support/builders';
 import { deflated, pdfWith, ublInvoice } from '../support/e-invoice-builders';
 import { fixtures } from '../support/e-invoices';
@@ -80,6 +83,25 @@ describe('handle, with e-invoices', () => {
     expect(analyzer.calls).toHaveLength(1);
     // Read once to look for the XML, once more inside the line for the analyzer.
     expect(reader.reads).toHaveLength(2);
+  });
+
+  it('writes from a memo hit the reason and the checks of a PDF whose XML is unusable, as the paying delivery would have', async () => {
+    const memo = new AnalysisMemo(new MemoryMemoStore(), { ttlMs: 86_400_000 });
+    const { deliver, analyzer, store } = setup({ memo });
+    const record = store.record.bind(store);
+    let failures = 1;
+    store.record = async (row) => {
+      if (failures-- > 0) throw new TransientError('store_busy', 'the SQLite database is busy');
+      return record(row);
+    };
+    const pdf = await pdfWith('FACTURE F-2026-0042', deflated(ublInvoice({ omitTotal: true })));
+    const spec = { name: 'hybrid.pdf', contentType: 'application/pdf' };
+    // The first delivery pays, keeps the analysis and fails to write; its retry takes it from the memo.
+    await expect(deliver('1', pdf, spec)).rejects.toMatchObject({ code: 'store_busy' });
+    const { outcome, row } = await deliver('1', pdf, spec);
+    expect(outcome).toMatchObject({ status: 'ok', memo: 'hit', fallback: 'e_invoice_incomplete' });
+    expect(row).toMatchObject({ status: 'ok', reason: 'e_invoice_incomplete', model: 'scripted' });
+    expect(analyzer.calls).toHaveLength(1);
   });
 
   it('analyses an ordinary PDF as before, with no reason', async () => {
