@@ -2,7 +2,8 @@
  * The review page's server (`npm run review`): the rows whose verdict is not `none`, each with its
  * document's picture, and the corrections an accountant makes, written through a
  * {@link ReviewBackend} (the local SQLite store and bucket; BigQuery in the cloud). A correction is
- * never a second row nor an update of one (contract/corrections.ts).
+ * never a second row nor an update of one (contract/corrections.ts); a reason that names no
+ * correctable field is closed by a "dealt with" mark, posted as a correction of the reason.
  */
 import { readFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -13,7 +14,9 @@ import {
   type Correction,
   type CorrectionOutcome,
   correctionOf,
+  DEALT_WITH,
   InvalidCorrectionError,
+  isMarkableReason,
   latestByField,
 } from '../../worker/src/contract/corrections';
 import { type Clock, systemClock } from '../../worker/src/core/ports';
@@ -40,8 +43,10 @@ export interface ReviewItem {
   confidence: unknown;
   review: string[];
   open: string[];
+  /** The reasons of `review` no field correction closes, open or not: each is closed by a "dealt with" mark. */
+  markable: string[];
   corrected_fields: string[];
-  /** Per field, the latest correction (its id is what the next correction replaces). */
+  /** Per field (or marked reason), the latest correction (its id is what the next correction replaces). */
   latest: Record<
     string,
     Pick<Correction, 'correction_id' | 'value' | 'corrected_by' | 'corrected_at' | 'why'>
@@ -74,6 +79,7 @@ async function item(backend: ReviewBackend, row: DocumentRow): Promise<ReviewIte
     confidence: row.confidence,
     review: parseReview(row.review),
     open: openReasons(row.review, row.corrected_fields),
+    markable: parseReview(row.review).filter(isMarkableReason),
     corrected_fields: row.corrected_fields,
     latest: Object.fromEntries(
       [...latest].map(([field, c]) => [
@@ -142,6 +148,7 @@ export function createReviewServer(options: ReviewServerOptions): Server {
         return send(response, 200, {
           who,
           fields: CORRECTABLE_FIELDS,
+          dealtWith: DEALT_WITH,
           thresholds: THRESHOLDS,
           items: await reviewQueue(backend),
         });
@@ -158,10 +165,14 @@ export function createReviewServer(options: ReviewServerOptions): Server {
         const dedupKey = String(body.dedup_key ?? '');
         const row = await one(dedupKey);
         if (!row) return send(response, 404, { error: `no document under ${dedupKey}` });
+        const field = String(body.field ?? '');
+        // A mark is of a reason the row carries: one of another row's reasons closes nothing here.
+        if (isMarkableReason(field) && !parseReview(row.review).includes(field))
+          throw new InvalidCorrectionError(`${field} is not a review reason of ${dedupKey}: nothing to mark`);
         const correction = correctionOf(
           {
             dedupKey,
-            field: String(body.field ?? ''),
+            field,
             value: body.value,
             replaces: typeof body.replaces === 'string' ? body.replaces : null,
             by: typeof body.by === 'string' && body.by.trim() !== '' ? body.by : who,

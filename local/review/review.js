@@ -1,7 +1,9 @@
 // The review page (served by `npm run review`, local/lib/review-server.ts). Keyboard first: the
 // cursor starts on the first doubted field; Enter saves it (a value left as it is confirms it) and
 // goes to the next doubted one, then to the next document; Ctrl+Enter confirms what is left;
-// Alt+Down / Alt+Up move between documents; Esc puts the field back.
+// Alt+Down / Alt+Up move between documents; Esc puts the field back. A reason that names no
+// correctable field (EN 16931 validation failed, the seller differs between picture and XML) has a
+// "Dealt with" button and its own why: Enter in the why, or the button, marks it dealt with.
 
 // The fields an input is shown for, in order: the correctable ones, as the server names them.
 let FIELDS = [];
@@ -14,6 +16,8 @@ const REASON_WORDS = {
   e_invoice_invalid: 'EN 16931 validation fails',
   picture_xml_disagree: 'picture and XML disagree',
 };
+
+let DEALT_WITH = 'dealt_with';
 
 const state = { items: [], index: 0, who: '' };
 const $ = (id) => document.getElementById(id);
@@ -131,6 +135,76 @@ function renderFields(item) {
     }
     rows.append(row);
   }
+  renderMarks(item);
+}
+
+/** One line per reason no field closes: a why and a "Dealt with" button while open, who and why once dealt with. */
+function renderMarks(item) {
+  const marks = $('marks');
+  marks.replaceChildren();
+  (item.markable ?? []).forEach((reason, index) => {
+    const row = document.createElement('div');
+    row.className = 'mark';
+    row.dataset.reason = reason;
+    const name = document.createElement('span');
+    name.className = 'name';
+    name.id = `mark-name-${index}`;
+    name.textContent = `${reason}: ${describe(reason)}`;
+    row.append(name);
+    if (item.open.includes(reason)) {
+      row.classList.add('flagged');
+      const label = document.createElement('label');
+      label.htmlFor = `mark-why-${index}`;
+      label.textContent = 'why';
+      const why = document.createElement('input');
+      why.id = `mark-why-${index}`;
+      why.name = 'mark-why';
+      why.dataset.reason = reason;
+      why.placeholder = 'how it was dealt with';
+      why.setAttribute('aria-describedby', name.id);
+      const button = document.createElement('button');
+      button.type = 'button';
+      button.textContent = 'Dealt with';
+      button.dataset.reason = reason;
+      button.setAttribute('aria-describedby', name.id);
+      button.addEventListener('click', () => void dealWith(reason));
+      row.append(label, why, button);
+    } else {
+      row.classList.add('closed');
+      const latest = item.latest[reason];
+      const done = document.createElement('span');
+      done.className = 'done';
+      done.textContent = latest ? `dealt with by ${latest.corrected_by}: ${latest.why ?? ''}` : 'dealt with';
+      row.append(done);
+    }
+    marks.append(row);
+  });
+}
+
+const markInput = (reason) =>
+  [...document.querySelectorAll('input[name="mark-why"]')].find((input) => input.dataset.reason === reason);
+
+/** Puts the cursor on the first open reason's input (a field first, then a mark); false when none is open. */
+function focusOpen() {
+  const item = current();
+  if (!item) return false;
+  const open = new Set(item.open.flatMap(reasonFields));
+  const field = FIELDS.find((f) => open.has(f));
+  if (field) {
+    $(`field-${field}`).focus();
+    $(`field-${field}`).select();
+    return true;
+  }
+  return focusMark();
+}
+
+/** Puts the cursor on the why of the first reason without a field still open; false when none is. */
+function focusMark() {
+  const item = current();
+  const reason = item?.open.find((r) => (item.markable ?? []).includes(r));
+  if (!reason) return false;
+  markInput(reason).focus();
+  return true;
 }
 
 function focusNext(after) {
@@ -145,6 +219,8 @@ function focusNext(after) {
     input.select();
     return;
   }
+  // The fields done: a reason without a field may still be open.
+  if (focusMark()) return;
   if (item.open.length > 0 && after === undefined) return;
   if (after !== undefined) void nextDocument();
 }
@@ -213,6 +289,45 @@ async function save(field) {
   return true;
 }
 
+/** Marks a reason that names no field dealt with; its why is required (the server refuses a mark without one). */
+async function dealWith(reason) {
+  const item = current();
+  const input = markInput(reason);
+  const why = input.value.trim();
+  if (why === '') {
+    status(`${reason}: say why it is dealt with`, 'error');
+    input.focus();
+    return false;
+  }
+  const answer = await fetch('/api/corrections', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      dedup_key: item.dedup_key,
+      field: reason,
+      value: DEALT_WITH,
+      replaces: item.latest[reason]?.correction_id ?? null,
+      why,
+      by: state.who,
+    }),
+  });
+  const body = await answer.json();
+  if (!answer.ok && answer.status !== 409) {
+    status(`${reason}: ${body.error}`, 'error');
+    return false;
+  }
+  state.items[state.index] = body.item;
+  renderQueue();
+  renderFields(body.item);
+  if (body.status === 'conflict') {
+    status(`${reason} was dealt with meanwhile by ${body.latest?.corrected_by}`, 'conflict');
+    return false;
+  }
+  status(body.status === 'recorded' ? `dealt with ${reason}` : `${reason}: already recorded`);
+  if (!focusOpen()) await nextDocument();
+  return true;
+}
+
 document.addEventListener('keydown', async (event) => {
   const field = event.target?.name;
   const inField = FIELDS.includes(field);
@@ -224,10 +339,17 @@ document.addEventListener('keydown', async (event) => {
   if (event.key === 'Enter' && (event.ctrlKey || event.metaKey)) {
     event.preventDefault();
     const item = current();
-    for (const open of [...new Set(item.open.flatMap(reasonFields))]) {
+    // Confirms the open fields; a reason without a field needs its own why, so it stays for the person.
+    for (const open of [...new Set(item.open.flatMap(reasonFields))].filter((f) => FIELDS.includes(f))) {
       if (!(await save(open))) return;
     }
+    if (focusOpen()) return;
     await nextDocument();
+    return;
+  }
+  if (event.key === 'Enter' && event.target?.name === 'mark-why') {
+    event.preventDefault();
+    await dealWith(event.target.dataset.reason);
     return;
   }
   if (event.key === 'Enter' && inField) {
@@ -245,6 +367,7 @@ async function load() {
   const body = await answer.json();
   state.items = body.items;
   FIELDS = body.fields;
+  DEALT_WITH = body.dealtWith ?? DEALT_WITH;
   state.who = new URLSearchParams(location.search).get('who') ?? body.who;
   $('who').textContent = `corrections by ${state.who}`;
   const key = decodeURIComponent(location.hash.slice(1));

@@ -10,7 +10,7 @@ import { dataDirLayout } from '../../worker/src/contract/data-dir';
 import { assess } from '../../worker/src/core/review';
 import { testRow } from '../../worker/test/support/builders';
 import { localReviewBackend } from '../lib/review-local';
-import { createReviewServer } from '../lib/review-server';
+import { createReviewServer, type ReviewItem } from '../lib/review-server';
 
 /*
  * The review page in a real browser: Debian's Chromium (scripts/install-chromium.sh), headless,
@@ -49,6 +49,7 @@ async function analysed(
   file: string,
   generation: string,
   misread: Partial<Record<'supplier_siren' | 'supplier_siret', string>> = {},
+  validation?: Parameters<typeof assess>[2],
 ): Promise<string> {
   const bytes = readFileSync(path.join(SAMPLES, file));
   const ref = { bucket: 'acme-invoices-dev', name: `2026/11/${file}`, generation };
@@ -66,16 +67,16 @@ async function analysed(
     content_type: 'application/pdf',
     analysis: result.analysis,
     model: result.model,
-    ...assess(result),
+    ...assess(result, undefined, validation),
   });
   await backend.store.record(row);
   return row.dedup_key;
 }
 
-async function open(): Promise<Page> {
+async function open(key = flaggedKey): Promise<Page> {
   const page = await context.newPage();
   await page.setViewportSize({ width: 1400, height: 860 });
-  await page.goto(`${base}/#${encodeURIComponent(flaggedKey)}`);
+  await page.goto(`${base}/#${encodeURIComponent(key)}`);
   await page.waitForSelector('body[data-ready="true"]');
   return page;
 }
@@ -192,6 +193,68 @@ describe('the review page, in Chromium', () => {
       .items[0]!;
     expect(item.open).toEqual([]);
     expect(backend.store.rowsFor(flaggedKey)).toHaveLength(1);
+    await page.close();
+  });
+
+  it('marks the reasons without a field dealt with, from the keyboard, a why required', async () => {
+    // Recorded now, so that the tests above see one document to review.
+    const key = await analysed(
+      'en-01-invoice-design.pdf',
+      '1764460800000003',
+      {},
+      {
+        verdict: 'invalid',
+        failed: ['BR-CO-15'],
+        picture: { compared: ['seller'], unread: [], disagreements: [{ field: 'seller' }] },
+      },
+    );
+    const row = () => backend.store.correctedDocuments({ dedupKey: key })[0]!;
+    expect(row().review).toBe('picture_xml_disagree:seller e_invoice_invalid');
+    const before = backend.store.rowsFor(key);
+    const page = await open(key);
+    const active = () =>
+      page.evaluate(
+        "[document.activeElement.tagName, document.activeElement.name ?? '', document.activeElement.dataset.reason ?? '']",
+      );
+    expect(await page.locator('.mark.flagged button').allTextContents()).toEqual([
+      'Dealt with',
+      'Dealt with',
+    ]);
+    // No field is doubted: the cursor starts on the first reason's why.
+    expect(await active()).toEqual(['INPUT', 'mark-why', 'picture_xml_disagree:seller']);
+    // Without a why: refused on the page, nothing written.
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('#status.error');
+    expect(await page.locator('#status').textContent()).toContain('say why');
+    expect(backend.store.corrections(key)).toEqual([]);
+    await page.keyboard.type('the same company under its trading name');
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('#status:text("dealt with picture_xml_disagree:seller")');
+    // The next reason's why, then its button, reached with Tab.
+    expect(await active()).toEqual(['INPUT', 'mark-why', 'e_invoice_invalid']);
+    await page.keyboard.type('BR-CO-15: the supplier’s rounding, booked as sent');
+    await page.keyboard.press('Tab');
+    expect(await active()).toEqual(['BUTTON', '', 'e_invoice_invalid']);
+    await page.keyboard.press('Enter');
+    await page.waitForSelector('#status:text("dealt with e_invoice_invalid")');
+    expect(row().corrected_fields).toEqual(['e_invoice_invalid', 'picture_xml_disagree:seller']);
+    expect(row().analysis).toEqual(row().original_analysis);
+    expect(backend.store.corrections(key).map((c) => [c.field, c.value, c.why])).toEqual([
+      ['picture_xml_disagree:seller', '"dealt_with"', 'the same company under its trading name'],
+      ['e_invoice_invalid', '"dealt_with"', 'BR-CO-15: the supplier’s rounding, booked as sent'],
+    ]);
+    expect(backend.store.rowsFor(key)).toEqual(before);
+    const items = ((await (await fetch(`${base}/api/queue`)).json()) as { items: ReviewItem[] }).items;
+    expect(items.find((i) => i.dedup_key === key)!.open).toEqual([]);
+    // Reloaded: both reasons shown dealt with, with who and why, and no button left.
+    await page.goto(`${base}/#${encodeURIComponent(key)}`);
+    await page.reload();
+    await page.waitForSelector('body[data-ready="true"]');
+    expect(await page.locator('.mark.closed .done').allTextContents()).toEqual([
+      'dealt with by claire: the same company under its trading name',
+      'dealt with by claire: BR-CO-15: the supplier’s rounding, booked as sent',
+    ]);
+    expect(await page.locator('.mark button').count()).toBe(0);
     await page.close();
   });
 });

@@ -3,8 +3,16 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { SQLITE_TABLE, SqliteStore } from '../src/adapters/stores/sqlite-store';
-import { correctionOf, decide, InvalidCorrectionError, latestByField } from '../src/contract/corrections';
+import {
+  correctionOf,
+  decide,
+  InvalidCorrectionError,
+  isMarkableReason,
+  latestByField,
+  MARKABLE_REASONS,
+} from '../src/contract/corrections';
 import { COLUMNS } from '../src/contract/row';
+import { openReasons } from '../src/core/review';
 import { testRow } from './support/builders';
 
 const analysis = {
@@ -64,6 +72,66 @@ describe('a correction', () => {
   });
 });
 
+describe('a "dealt with" mark of a reason without a correctable field', () => {
+  const mark = (reason: string, why: string | null = 'the supplier sends a corrected invoice') => ({
+    ...request(reason, 'dealt_with'),
+    why,
+  });
+
+  it('is a correction of the reason, valued "dealt_with", with its why', () => {
+    const made = correctionOf(mark('e_invoice_invalid'), at(0));
+    expect(made).toMatchObject({
+      field: 'e_invoice_invalid',
+      value: '"dealt_with"',
+      why: 'the supplier sends a corrected invoice',
+    });
+    expect(correctionOf(mark('picture_xml_disagree:seller'), at(0)).field).toBe(
+      'picture_xml_disagree:seller',
+    );
+  });
+
+  it('is refused without a why, with another value, or for a reason a correction closes', () => {
+    expect(() => correctionOf(mark('e_invoice_invalid', null), at(0))).toThrow(/needs a why/);
+    expect(() => correctionOf(mark('e_invoice_invalid', '  '), at(0))).toThrow(InvalidCorrectionError);
+    expect(() => correctionOf({ ...mark('e_invoice_invalid'), value: 'fine' }, at(0))).toThrow(/dealt_with/);
+    // A reason about a correctable field is closed by correcting the field, not by a mark.
+    expect(() => correctionOf(mark('picture_xml_disagree:total_amount'), at(0))).toThrow(
+      InvalidCorrectionError,
+    );
+    expect(() => correctionOf(mark('low_confidence:invoice_number'), at(0))).toThrow(/cannot be corrected/);
+    expect(() => correctionOf(mark('arithmetic'), at(0))).toThrow(/cannot be corrected/);
+    expect(() => correctionOf(mark('unknown_reason'), at(0))).toThrow(/cannot be corrected/);
+  });
+
+  it('names the reasons it applies to', () => {
+    expect(MARKABLE_REASONS.every(isMarkableReason)).toBe(true);
+    expect(isMarkableReason('picture_xml_disagree:invoice_number')).toBe(false);
+    expect(isMarkableReason('missing:supplier_name')).toBe(false);
+  });
+
+  it('is idempotent like any correction: the same mark twice is one, whatever the why', () => {
+    const a = correctionOf(mark('e_invoice_invalid'), at(0));
+    const b = correctionOf({ ...mark('e_invoice_invalid', 'another tab'), by: 'marc' }, at(4));
+    expect(b.correction_id).toBe(a.correction_id);
+    expect(decide(b, [a]).status).toBe('already');
+  });
+
+  it('closes its reason, and only it; a field correction still closes the reasons about the field', () => {
+    const review = 'e_invoice_invalid picture_xml_disagree:seller picture_xml_disagree:total_amount';
+    expect(openReasons(review, ['e_invoice_invalid'])).toEqual([
+      'picture_xml_disagree:seller',
+      'picture_xml_disagree:total_amount',
+    ]);
+    expect(openReasons(review, ['picture_xml_disagree:seller', 'total_amount'])).toEqual([
+      'e_invoice_invalid',
+    ]);
+    // A mark of a reason a field closes closes nothing (it could not be written anyway).
+    expect(openReasons('low_confidence:invoice_number', ['low_confidence:invoice_number'])).toEqual([
+      'low_confidence:invoice_number',
+    ]);
+  });
+});
+
 describe('SqliteStore corrections and the documents view', () => {
   let store: SqliteStore;
   const row = testRow({ dedup_key: 'gs://b/a.pdf#1', analysis, review: 'low_confidence:invoice_number' });
@@ -114,6 +182,28 @@ describe('SqliteStore corrections and the documents view', () => {
     expect(doc.analysis).toMatchObject({ currency: null, total_amount: 121.5, net_amount: 100 });
     expect(Object.keys(doc.analysis as object)).toEqual(Object.keys(analysis));
     expect(doc.corrected_fields).toEqual(['currency', 'total_amount']);
+  });
+
+  it('records a mark once, beside the row: its reason closes, the analysis is untouched', async () => {
+    const marked = testRow({ analysis, review: 'e_invoice_invalid low_confidence:invoice_number' });
+    await store.record(marked);
+    const mark = (why: string, minute: number) =>
+      store.correct(
+        correctionOf(
+          { ...request('e_invoice_invalid', 'dealt_with', null, marked.dedup_key), why },
+          at(minute),
+        ),
+      );
+    expect((await mark('BR-CO-15 is the supplier’s rounding; booked as sent', 0)).status).toBe('recorded');
+    expect((await mark('again, from a second tab', 2)).status).toBe('already');
+    expect(store.corrections(marked.dedup_key)).toHaveLength(1);
+    const doc = store.correctedDocuments({ dedupKey: marked.dedup_key })[0]!;
+    expect(doc.analysis).toEqual(analysis);
+    expect(doc.corrected_fields).toEqual(['e_invoice_invalid']);
+    expect(openReasons(doc.review, doc.corrected_fields)).toEqual(['low_confidence:invoice_number']);
+    expect(store.rowsFor(marked.dedup_key)).toEqual([
+      expect.objectContaining({ analysis, review: marked.review }),
+    ]);
   });
 
   it('leaves uncorrected rows exactly as analysed', async () => {

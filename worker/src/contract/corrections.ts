@@ -6,8 +6,10 @@ import { type Column, KEY_DAY_COLUMN } from './row';
  * A correction: what an accountant changed in one field of one row, kept beside the rows, never in
  * them. It is keyed by the row's dedup key, never makes a second raw row and never updates one;
  * the `documents` view applies the latest correction of each field (contract/views.ts) and keeps the
- * analysed value readable (`original_analysis`). One definition feeds the SQLite DDL, the BigQuery
- * table (infra/components/warehouse.ts) and the stores.
+ * analysed value readable (`original_analysis`). A review reason that names no correctable field is
+ * closed by a "dealt with" mark: a correction whose `field` is the reason and whose value is
+ * {@link DEALT_WITH}, with a why. One definition feeds the SQLite DDL, the BigQuery table
+ * (infra/components/warehouse.ts) and the stores.
  */
 
 export const CORRECTIONS_TABLE = 'corrections';
@@ -30,14 +32,15 @@ export const CORRECTION_COLUMNS = [
     name: 'field',
     type: 'STRING',
     mode: 'REQUIRED',
-    description: 'The analysis field corrected (supplier_name, invoice_number, total_amount...).',
+    description:
+      'The analysis field corrected (supplier_name, invoice_number, total_amount...), or the review reason marked dealt with (e_invoice_invalid, picture_xml_disagree:seller).',
   },
   {
     name: 'value',
     type: 'STRING',
     mode: 'REQUIRED',
     description:
-      'The new value as JSON text ("F-2026-0142", 1234.56, null); the same as the analysed value confirms it.',
+      'The new value as JSON text ("F-2026-0142", 1234.56, null); the same as the analysed value confirms it. A mark: "dealt_with".',
   },
   {
     name: 'replaces',
@@ -53,7 +56,12 @@ export const CORRECTION_COLUMNS = [
     mode: 'REQUIRED',
     description: "When it was made; a field's latest correction wins (ties: the greater correction_id).",
   },
-  { name: 'why', type: 'STRING', mode: 'NULLABLE', description: 'Why, in the words of who made it.' },
+  {
+    name: 'why',
+    type: 'STRING',
+    mode: 'NULLABLE',
+    description: 'Why, in the words of who made it (a mark always has one).',
+  },
 ] as const satisfies readonly Column[];
 
 export type CorrectionColumn = (typeof CORRECTION_COLUMNS)[number]['name'];
@@ -77,11 +85,37 @@ export const CORRECTABLE_FIELDS = [
 ] as const;
 export type CorrectableField = (typeof CORRECTABLE_FIELDS)[number];
 
-/** One correction as stored. `value` is the JSON text of the new value. */
+/**
+ * A review reason no correction of a field can close (core/review.ts names the reasons): the
+ * e-invoice failed its EN 16931 validation, or its picture and XML disagree on something that is not
+ * a correctable field (the seller). A person closes it by marking it dealt with.
+ */
+export type MarkableReason = 'e_invoice_invalid' | `picture_xml_disagree:${string}`;
+
+/** The markable reasons the worker gives today (see {@link isMarkableReason} for the rule). */
+export const MARKABLE_REASONS = [
+  'e_invoice_invalid',
+  'picture_xml_disagree:seller',
+] as const satisfies readonly MarkableReason[];
+
+/** The value of a mark: the reason was dealt with (the why says how). */
+export const DEALT_WITH = 'dealt_with';
+
+/** Whether `reason` names no correctable field, so that only a mark closes it. */
+export function isMarkableReason(reason: string): reason is MarkableReason {
+  if (reason === 'e_invoice_invalid') return true;
+  const about = /^picture_xml_disagree:([a-z][a-z_]*)$/u.exec(reason)?.[1];
+  return about !== undefined && !(CORRECTABLE_FIELDS as readonly string[]).includes(about);
+}
+
+/** What a correction record is about: a correctable field, or a reason marked dealt with. */
+export type CorrectionField = CorrectableField | MarkableReason;
+
+/** One correction as stored. `value` is the JSON text of the new value (a mark's: `"dealt_with"`). */
 export interface Correction {
   correction_id: string;
   dedup_key: string;
-  field: CorrectableField;
+  field: CorrectionField;
   value: string;
   replaces: string | null;
   corrected_by: string;
@@ -117,33 +151,50 @@ export function correctionId(
     .digest('hex');
 }
 
-/** Checks a request against the analysis schema and builds the record; throws {@link InvalidCorrectionError}. */
+/**
+ * Checks a request and builds the record; throws {@link InvalidCorrectionError}. A correctable
+ * field's value is checked against the analysis schema; a markable reason's value must be
+ * {@link DEALT_WITH}, and a mark needs a why (nothing else records how the reason was dealt with).
+ */
 export function correctionOf(request: CorrectionRequest, now: Date): Correction {
   const { dedupKey, field, value } = request;
   if (typeof dedupKey !== 'string' || dedupKey === '')
     throw new InvalidCorrectionError('a correction needs the dedup key of its row');
-  if (!(CORRECTABLE_FIELDS as readonly string[]).includes(field))
+  const mark = isMarkableReason(field);
+  if (!mark && !(CORRECTABLE_FIELDS as readonly string[]).includes(field))
     throw new InvalidCorrectionError(
-      `${field} cannot be corrected (one of: ${CORRECTABLE_FIELDS.join(', ')})`,
+      `${field} cannot be corrected (one of: ${CORRECTABLE_FIELDS.join(', ')}; or marked ${DEALT_WITH}: ${MARKABLE_REASONS.join(', ')})`,
     );
-  const checked = AnalysisSchema.shape[field as CorrectableField].safeParse(value);
-  if (!checked.success)
-    throw new InvalidCorrectionError(
-      `${JSON.stringify(value)} is not a value of ${field}: ${checked.error.issues[0]?.message ?? 'invalid'}`,
-    );
+  let data: unknown = value;
+  if (mark) {
+    if (value !== DEALT_WITH)
+      throw new InvalidCorrectionError(
+        `${field} names no field to correct: it is marked ${JSON.stringify(DEALT_WITH)}, not given ${JSON.stringify(value)}`,
+      );
+  } else {
+    const checked = AnalysisSchema.shape[field as CorrectableField].safeParse(value);
+    if (!checked.success)
+      throw new InvalidCorrectionError(
+        `${JSON.stringify(value)} is not a value of ${field}: ${checked.error.issues[0]?.message ?? 'invalid'}`,
+      );
+    data = checked.data;
+  }
   const by = typeof request.by === 'string' ? request.by.trim() : '';
   if (by === '') throw new InvalidCorrectionError('a correction says who made it');
-  const text = JSON.stringify(checked.data);
+  const why = typeof request.why === 'string' && request.why.trim() !== '' ? request.why.trim() : null;
+  if (mark && why === null)
+    throw new InvalidCorrectionError(`marking ${field} dealt with needs a why (how it was dealt with)`);
+  const text = JSON.stringify(data);
   const replaces = request.replaces ?? null;
   return {
     correction_id: correctionId(dedupKey, field, text, replaces),
     dedup_key: dedupKey,
-    field: field as CorrectableField,
+    field: field as CorrectionField,
     value: text,
     replaces,
     corrected_by: by,
     corrected_at: now.toISOString(),
-    why: typeof request.why === 'string' && request.why.trim() !== '' ? request.why.trim() : null,
+    why,
   };
 }
 
@@ -156,9 +207,9 @@ export type CorrectionOutcome =
   /** The field was corrected meanwhile (its latest is not what the request replaces): nothing written. */
   | { status: 'conflict'; latest: Correction | null };
 
-/** The latest correction of each field among `corrections` (latest `corrected_at`, then greatest id). */
-export function latestByField(corrections: readonly Correction[]): Map<CorrectableField, Correction> {
-  const latest = new Map<CorrectableField, Correction>();
+/** The latest correction of each field (or mark of each reason) among `corrections` (latest `corrected_at`, then greatest id). */
+export function latestByField(corrections: readonly Correction[]): Map<CorrectionField, Correction> {
+  const latest = new Map<CorrectionField, Correction>();
   for (const c of corrections) {
     const seen = latest.get(c.field);
     if (

@@ -18,7 +18,7 @@ export const VIEW_NAMES: readonly ViewName[] = [
 /** What each view means, for the Pulumi view descriptions and the README. */
 export const VIEW_DESCRIPTIONS: Readonly<Record<ViewName, string>> = {
   documents:
-    'One row per dedup key: the first row recorded for it, its analysis with the latest correction of each field applied (original_analysis: as analysed; corrected_fields: the fields corrected). Read documents here, never from the table.',
+    'One row per dedup key: the first row recorded for it, its analysis with the latest correction of each field applied (original_analysis: as analysed; corrected_fields: the fields corrected and the review reasons marked dealt with, which change no value). Read documents here, never from the table.',
   duplicate_objects:
     'Objects (bucket/name#generation) with more than one ok row: a notification created twice, absorbed only in object mode.',
   delivery_stats: 'Per day: rows by status, rows beyond the first per dedup key, and their share.',
@@ -137,7 +137,10 @@ function firstRowsSql(dialect: Dialect, from: string): string {
 /**
  * `documents`: the first row of each key, its analysis with the latest correction of each field
  * set in it (one JSON_SET per correctable field, a path literal each: GoogleSQL takes no computed
- * path), the analysed one kept as `original_analysis`, and the corrected fields named.
+ * path), the analysed one kept as `original_analysis`, and the corrected fields named. A "dealt
+ * with" mark (its `field` a review reason) is named in `corrected_fields`, which closes its reason,
+ * but is no value: only the correctable fields are pivoted, and a row with marks only keeps its
+ * analysis exactly as analysed.
  */
 function documentsSql(dialect: Dialect, from: string, corrections: string): string {
   const google = dialect === 'googlesql';
@@ -145,6 +148,7 @@ function documentsSql(dialect: Dialect, from: string, corrections: string): stri
     ? `SELECT dedup_key, field, value FROM ${corrections} WHERE TRUE QUALIFY ROW_NUMBER() OVER (PARTITION BY dedup_key, field ORDER BY corrected_at DESC, correction_id DESC) = 1`
     : `SELECT dedup_key, field, value FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY dedup_key, field ORDER BY corrected_at DESC, correction_id DESC) AS fix_rank FROM ${corrections}) WHERE fix_rank = 1`;
   const pivot = CORRECTABLE_FIELDS.map((f) => `MAX(CASE WHEN field = '${f}' THEN value END) AS fix_${f}`);
+  const valueFixes = `SUM(CASE WHEN field IN (${CORRECTABLE_FIELDS.map((f) => `'${f}'`).join(', ')}) THEN 1 ELSE 0 END) AS value_fixes`;
   const fieldList = google
     ? "STRING_AGG(field, ',' ORDER BY field)"
     : "group_concat(field, ',' ORDER BY field)";
@@ -164,12 +168,12 @@ function documentsSql(dialect: Dialect, from: string, corrections: string): stri
   );
   const selected = COLUMN_NAMES.map((c) =>
     c === 'analysis'
-      ? `CASE WHEN fixes.dedup_key IS NULL THEN first.analysis ELSE ${setJson}(first.analysis, ${sets.join(', ')}) END AS analysis`
+      ? `CASE WHEN COALESCE(fixes.value_fixes, 0) = 0 THEN first.analysis ELSE ${setJson}(first.analysis, ${sets.join(', ')}) END AS analysis`
       : `first.${c}`,
   );
   return (
     `WITH first AS (${firstRowsSql(dialect, from)}), latest AS (${latest}), ` +
-    `fixes AS (SELECT dedup_key, ${fieldList} AS corrected_fields, ${pivot.join(', ')} FROM latest GROUP BY dedup_key) ` +
+    `fixes AS (SELECT dedup_key, ${fieldList} AS corrected_fields, ${valueFixes}, ${pivot.join(', ')} FROM latest GROUP BY dedup_key) ` +
     `SELECT ${selected.join(', ')}, first.analysis AS original_analysis, fixes.corrected_fields ` +
     'FROM first LEFT JOIN fixes ON fixes.dedup_key = first.dedup_key'
   );

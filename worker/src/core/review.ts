@@ -1,5 +1,6 @@
 import type { Analysis, AnalysisResult, FieldReading, FieldSource, ReadHow } from '../contract/analysis';
 import CALIBRATION from '../contract/confidence-thresholds.json';
+import { isMarkableReason } from '../contract/corrections';
 
 /**
  * What the accountant is told about a row: per field, how sure docline is of the value and where it
@@ -313,10 +314,21 @@ export function assess(
 }
 
 /**
+ * The correction fields that close a reason: its fields (`arithmetic`: an amount), or, for a reason
+ * that names no correctable field (`e_invoice_invalid`, `picture_xml_disagree:seller`), the reason
+ * itself, which a "dealt with" mark names (contract/corrections.ts).
+ */
+export function closingFields(reason: string): string[] {
+  return isMarkableReason(reason) ? [reason] : reasonFields(reason);
+}
+
+/**
  * The reasons of a `review` column still open once corrections are made: a reason is closed by a
- * correction (or a confirmation: the same value) of its field, `arithmetic` by one of an amount.
+ * correction (or a confirmation: the same value) of its field, `arithmetic` by one of an amount, a
+ * reason without a correctable field by a mark of that reason. `correctedFields`: the `field`s of
+ * the row's corrections (the documents view's `corrected_fields`, marks included).
  */
 export function openReasons(review: string | null | undefined, correctedFields: readonly string[]): string[] {
   const corrected = new Set(correctedFields);
-  return parseReview(review).filter((reason) => !reasonFields(reason).some((field) => corrected.has(field)));
+  return parseReview(review).filter((reason) => !closingFields(reason).some((field) => corrected.has(field)));
 }

@@ -238,7 +238,8 @@ export function rowsDatabase(rows: Row[], corrections: readonly Correction[] = [
 
 /**
  * Corrections of the fixture's rows: two fields of one key (one corrected twice, the later winning;
- * a tie on the time broken by the id), a value set to null, and a key corrected that has two rows.
+ * a tie on the time broken by the id), a value set to null, a key corrected that has two rows, and
+ * a key with "dealt with" marks only (reasons without a correctable field: they change no value).
  */
 export const CORRECTION_FIXTURE: Correction[] = (() => {
   const fix = (key: string, field: string, value: unknown, time: string, replaces: string | null = null) =>
@@ -253,6 +254,28 @@ export const CORRECTION_FIXTURE: Correction[] = (() => {
     fix('gs://b/a.pdf#1', 'due_date', null, at('13:02:00')),
     tieA,
     tieB,
+    correctionOf(
+      {
+        dedupKey: 'm5',
+        field: 'e_invoice_invalid',
+        value: 'dealt_with',
+        replaces: null,
+        by: 'claire',
+        why: 'supplier asked',
+      },
+      new Date(at('13:03:00')),
+    ),
+    correctionOf(
+      {
+        dedupKey: 'm5',
+        field: 'picture_xml_disagree:seller',
+        value: 'dealt_with',
+        replaces: null,
+        by: 'claire',
+        why: 'same company',
+      },
+      new Date(at('13:04:00')),
+    ),
   ];
 })();
 
