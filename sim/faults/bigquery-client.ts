@@ -5,11 +5,12 @@ import {
   lookupSql,
   MAX_KEY_DAYS_PER_STATEMENT,
   mergeSql,
+  type Statement,
   winnersSql,
 } from '../../worker/src/adapters/stores/bigquery-store';
 import { COLUMNS, type Row } from '../../worker/src/contract/row';
 import type { SimClock } from '../time';
-import type { Warehouse } from './warehouse';
+import { REQUEST_LIMIT_BYTES, requestBytes, requestTooLarge, type Warehouse } from './warehouse';
 
 /**
  * The `@google-cloud/bigquery` client as the worker's real `BigQueryStore` uses it, over the
@@ -19,6 +20,9 @@ import type { Warehouse } from './warehouse';
  * the job's true state), jobs.list (`getJobs`, the jobs of every instance, for `writers()`), and
  * jobs.query for statements without a bound. The statements are recognised by their text (the
  * adapter's own SQL builders) and read parameter by parameter.
+ *
+ * A request over BigQuery's size limit (the SQL and its parameters as the library serializes them)
+ * is refused by jobs.insert itself, with BigQuery's 400: no job exists.
  *
  * A job whose answer the schedule loses (`outcomeUnknown`) answers getQueryResults with a 503: after
  * it committed, or while it still runs; jobs.get still tells the truth. A killed instance's calls
@@ -119,6 +123,8 @@ export class BigQueryClients {
     const params = query.params ?? {};
     const text = query.query;
     const timeoutMs = query.jobTimeoutMs;
+    if (requestBytes({ query: text, params, types: query.types ?? {} }) > REQUEST_LIMIT_BYTES)
+      throw requestTooLarge();
     let keys: string[];
     let rows: Row[] | undefined;
     let winners = false;
@@ -204,6 +210,7 @@ export class BigQueryClients {
 interface QueryLike {
   query: string;
   params?: Record<string, unknown>;
+  types?: Statement['types'];
   jobTimeoutMs?: number;
   jobId?: string;
   jobPrefix?: string;
