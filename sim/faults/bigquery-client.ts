@@ -123,8 +123,6 @@ export class BigQueryClients {
     const params = query.params ?? {};
     const text = query.query;
     const timeoutMs = query.jobTimeoutMs;
-    if (requestBytes({ query: text, params, types: query.types ?? {} }) > REQUEST_LIMIT_BYTES)
-      throw requestTooLarge();
     let keys: string[];
     let rows: Row[] | undefined;
     let winners = false;
@@ -143,6 +141,10 @@ export class BigQueryClients {
       winners = true;
     } else if (text === lookupSql(this.table)) keys = [params.dedup_key as string];
     else throw Object.assign(new Error(`the warehouse does not know this statement: ${text}`), { code: 400 });
+    if (requestBytes({ query: text, params, types: query.types ?? {} }) > REQUEST_LIMIT_BYTES) {
+      this.warehouse.refusedTooLarge(instance, keys);
+      throw requestTooLarge();
+    }
     const run = this.warehouse.execute(instance, alive, keys, rows, timeoutMs);
     const job: SimJob = {
       id,

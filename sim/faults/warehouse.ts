@@ -183,6 +183,19 @@ export class Warehouse {
     return mapped;
   }
 
+  /** Records a MERGE request refused for its size (it never became a job). */
+  refusedTooLarge(instance: number, keys: string[]): void {
+    this.statements.push({
+      index: this.statements.length,
+      kind: 'merge',
+      instance,
+      keys,
+      startedAtMs: this.time.nowMs(),
+      endedAtMs: this.time.nowMs(),
+      outcome: 'refused: request too large',
+    });
+  }
+
   /** Whether the MERGE of `rows` is a request over BigQuery's size limit. */
   tooLarge(rows: readonly Row[]): boolean {
     return mergeRequestBytes(rows, this.time.clock.now()) > REQUEST_LIMIT_BYTES;
@@ -212,15 +225,7 @@ export class Warehouse {
     // A request over the size limit is refused as it arrives: no job, no DML slot, no plan of the
     // schedule's (those belong to statements that run).
     if (rows && this.tooLarge(rows)) {
-      this.statements.push({
-        index: this.statements.length,
-        kind,
-        instance,
-        keys,
-        startedAtMs: this.time.nowMs(),
-        endedAtMs: this.time.nowMs(),
-        outcome: 'refused: request too large',
-      });
+      this.refusedTooLarge(instance, keys);
       return { index: -1, done: Promise.reject(requestTooLarge()), lostAfterMs: 0 };
     }
     const stopAtMs = timeoutMs === undefined ? Number.POSITIVE_INFINITY : this.time.nowMs() + timeoutMs;
