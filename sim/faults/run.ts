@@ -310,7 +310,11 @@ export async function runSchedule(
                 logger: silentLogger,
               })
             : warehouse.store(index, alive);
-        const grouped = mutate(mutant?.store, await withGroupCommit(below, config, silentLogger), context);
+        const batching =
+          mutant?.groupCommit && config.groupCommit
+            ? { groupCommit: mutant.groupCommit(config.groupCommit) }
+            : config;
+        const grouped = mutate(mutant?.store, await withGroupCommit(below, batching, silentLogger), context);
         const store: Store = {
           seen: (...args: Parameters<Store['seen']>) => ports.track('store', () => grouped.seen(...args)),
           record: (...args: Parameters<Store['record']>) =>
