@@ -17,8 +17,9 @@ import { broken, coveringSeeds, type FaultsSection, runSoak, SOAK_BAR, soakShort
  *                                           .sim/seed-N.json; K > 1 runs it K times and compares
  *   npm run sim -- --seeds 1000 [--from S]  the soak: seeds S … S+999, figures into
  *                [--replays K]              bench/results.json → faults; K > 1 runs each seed K
- *                [--jobs J]                 times and counts identical replays; J > 1 splits the
- *                                           seeds among J processes (the same figures)
+ *                [--jobs J]                 times and counts identical replays; J > 1 runs the
+ *                                           seeds in parts of 100, J processes at a time
+ *                                           (the same figures)
  *   npm run sim -- --scenario NAME|all      one of the eight named scenarios (or all)
  *   npm run sim -- --cover N                seeds among 1…N that hold I1–I7 and together
  *                                           inject every fault kind (test:sim's fixed set)
@@ -132,39 +133,44 @@ async function soakPart(
 type Replays = { seeds: number; identical: number; brokenSeeds: number; brokenIdentical: number };
 
 /**
- * The seeds split into `jobs` contiguous parts, each run by a process of its own (the same
- * command with `--part FILE`), merged in seed order: the same figures as one process's.
+ * The seeds split into contiguous parts of at most PART_SEEDS, each run by a fresh process of its
+ * own (the same command with `--part FILE`), `jobs` at a time, merged in seed order: the same
+ * figures as one process's. Fresh processes because a long-lived one slows down: the 2,000-seed
+ * soak of 2026-12-04 took 171 s for its first 100 seeds in each of two processes and 1,700 s for
+ * its eighth hundred, and was not finished after two hours.
  */
+const PART_SEEDS = 100;
+
 async function soakInJobs(count: number, first: number, jobs: number): Promise<SoakPart> {
   const dir = mkdtempSync(path.join(tmpdir(), 'docline-soak-'));
-  const size = Math.ceil(count / jobs);
-  const parts = Array.from({ length: jobs }, (_, j) => ({
-    from: first + j * size,
-    count: Math.max(0, Math.min(size, count - j * size)),
+  const parts = Array.from({ length: Math.ceil(count / PART_SEEDS) }, (_, j) => ({
+    from: first + j * PART_SEEDS,
+    count: Math.min(PART_SEEDS, count - j * PART_SEEDS),
     file: path.join(dir, `part-${j}.json`),
-  })).filter((p) => p.count > 0);
-  await Promise.all(
-    parts.map(
-      (p) =>
-        new Promise<void>((resolve, reject) => {
-          const args = [
-            ...process.execArgv,
-            process.argv[1]!,
-            '--seeds',
-            String(p.count),
-            '--from',
-            String(p.from),
-          ];
-          const child = spawn(process.execPath, [...args, '--part', p.file], {
-            stdio: ['ignore', 'ignore', 'inherit'],
-          });
-          child.on('error', reject);
-          child.on('exit', (code) =>
-            code === 0 ? resolve() : reject(new Error(`soak part from seed ${p.from} exited with ${code}`)),
-          );
-        }),
-    ),
-  );
+  }));
+  const runPart = (p: (typeof parts)[number]) =>
+    new Promise<void>((resolve, reject) => {
+      const args = [
+        ...process.execArgv,
+        process.argv[1]!,
+        '--seeds',
+        String(p.count),
+        '--from',
+        String(p.from),
+      ];
+      const child = spawn(process.execPath, [...args, '--part', p.file], {
+        stdio: ['ignore', 'ignore', 'inherit'],
+      });
+      child.on('error', reject);
+      child.on('exit', (code) =>
+        code === 0 ? resolve() : reject(new Error(`soak part from seed ${p.from} exited with ${code}`)),
+      );
+    });
+  let next = 0;
+  const runner = async () => {
+    while (next < parts.length) await runPart(parts[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(jobs, parts.length) }, runner));
   const read = parts.map((p) => JSON.parse(readFileSync(p.file, 'utf8')) as SoakPart);
   rmSync(dir, { recursive: true, force: true });
   const documents = read.reduce((n, r) => n + r.documents, 0);
