@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { createLimiter } from '../../local/lib/bounded';
 import { checkInvariants, INVARIANTS, type InvariantId } from '../faults/invariants';
 import { type Catch, hunt, MUTANTS, type Mutant, mutantNamed, noteUnmutated } from '../faults/mutants';
 import { replaceFaultFigures } from '../faults/report';
@@ -135,9 +136,8 @@ type Replays = { seeds: number; identical: number; brokenSeeds: number; brokenId
 /**
  * The seeds split into contiguous parts of at most PART_SEEDS, each run by a fresh process of its
  * own (the same command with `--part FILE`), `jobs` at a time, merged in seed order: the same
- * figures as one process's. Fresh processes because a long-lived one slows down: the 2,000-seed
- * soak of 2026-12-04 took 171 s for its first 100 seeds in each of two processes and 1,700 s for
- * its eighth hundred, and was not finished after two hours.
+ * figures as one process's. Fresh processes because a long-lived one slows down: a 2,000-seed
+ * soak in two processes took 171 s for each one's first 100 seeds and 1,700 s for its eighth.
  */
 const PART_SEEDS = 100;
 
@@ -166,11 +166,8 @@ async function soakInJobs(count: number, first: number, jobs: number): Promise<S
         code === 0 ? resolve() : reject(new Error(`soak part from seed ${p.from} exited with ${code}`)),
       );
     });
-  let next = 0;
-  const runner = async () => {
-    while (next < parts.length) await runPart(parts[next++]!);
-  };
-  await Promise.all(Array.from({ length: Math.min(jobs, parts.length) }, runner));
+  const limiter = createLimiter(jobs);
+  await Promise.all(parts.map((p) => limiter.run(() => runPart(p))));
   const read = parts.map((p) => JSON.parse(readFileSync(p.file, 'utf8')) as SoakPart);
   rmSync(dir, { recursive: true, force: true });
   const documents = read.reduce((n, r) => n + r.documents, 0);
