@@ -5,11 +5,12 @@ import {
   lookupSql,
   MAX_KEY_DAYS_PER_STATEMENT,
   mergeSql,
+  type Statement,
   winnersSql,
 } from '../../worker/src/adapters/stores/bigquery-store';
 import { COLUMNS, type Row } from '../../worker/src/contract/row';
 import type { SimClock } from '../time';
-import type { Warehouse } from './warehouse';
+import { REQUEST_LIMIT_BYTES, requestBytes, requestTooLarge, type Warehouse } from './warehouse';
 
 /**
  * The `@google-cloud/bigquery` client as the worker's real `BigQueryStore` uses it, over the
@@ -19,6 +20,9 @@ import type { Warehouse } from './warehouse';
  * the job's true state), jobs.list (`getJobs`, the jobs of every instance, for `writers()`), and
  * jobs.query for statements without a bound. The statements are recognised by their text (the
  * adapter's own SQL builders) and read parameter by parameter.
+ *
+ * A request over BigQuery's size limit (the SQL and its parameters as the library serializes them)
+ * is refused by jobs.insert itself, with BigQuery's 400: no job exists.
  *
  * A job whose answer the schedule loses (`outcomeUnknown`) answers getQueryResults with a 503: after
  * it committed, or while it still runs; jobs.get still tells the truth. A killed instance's calls
@@ -137,6 +141,10 @@ export class BigQueryClients {
       winners = true;
     } else if (text === lookupSql(this.table)) keys = [params.dedup_key as string];
     else throw Object.assign(new Error(`the warehouse does not know this statement: ${text}`), { code: 400 });
+    if (requestBytes({ query: text, params, types: query.types ?? {} }) > REQUEST_LIMIT_BYTES) {
+      this.warehouse.refusedTooLarge(instance, keys);
+      throw requestTooLarge();
+    }
     const run = this.warehouse.execute(instance, alive, keys, rows, timeoutMs);
     const job: SimJob = {
       id,
@@ -204,6 +212,7 @@ export class BigQueryClients {
 interface QueryLike {
   query: string;
   params?: Record<string, unknown>;
+  types?: Statement['types'];
   jobTimeoutMs?: number;
   jobId?: string;
   jobPrefix?: string;

@@ -1,8 +1,9 @@
 import type { GoogleGenAI } from '@google/genai';
+import type { LineItem } from '../../worker/src/contract/analysis';
 import { DELIVERY_DEFAULTS } from '../../worker/src/contract/settings';
 import { sampleAnalysis } from '../../worker/test/support/fakes';
 import type { SimClock } from '../time';
-import type { DocumentKind, FaultLog, FaultSchedule } from './schedule';
+import { type DocumentKind, type FaultLog, type FaultSchedule, LARGE_ANALYSIS } from './schedule';
 
 /**
  * Gemini as the real `GeminiAnalyzer` sees it: a stand-in for the @google/genai client's
@@ -20,7 +21,9 @@ import type { DocumentKind, FaultLog, FaultSchedule } from './schedule';
  *   timeout or abort signal ends the wait, when it has one);
  * - per document: an analysis, a safety block (paid, answered with finishReason SAFETY) or an
  *   answer outside the schema (paid, each time). Every analysis it answers is a different one (its
- *   invoice number names the call), so a row shows which answer it carries.
+ *   invoice number names the call), so a row shows which answer it carries. A long invoice's
+ *   analysis carries its 500 line items (about `analysisBytes` of JSON; its output tokens counted
+ *   at 4 bytes each).
  *
  * Its bill is the ground truth the invariants read, call by call: which document, which request
  * and instance, when it started and ended, whether it was paid, whether its answer reached a live
@@ -132,7 +135,10 @@ export class GeminiModel {
   constructor(
     private readonly time: SimClock,
     private readonly schedule: FaultSchedule['gemini'],
-    private readonly documents: Map<string, { kind: DocumentKind; analysisMs: number }>,
+    private readonly documents: Map<
+      string,
+      { kind: DocumentKind; analysisMs: number; analysisBytes?: number }
+    >,
     private readonly faults: FaultLog,
     private readonly keyOf: (name: string) => string,
     /** The request whose handler makes the current call. */
@@ -242,7 +248,13 @@ export class GeminiModel {
     const delivered = instance.alive();
     end(delivered ? 'answered' : 'lost');
     if (!delivered) bump(this.record.lostByDocument);
-    const usageMetadata = { promptTokenCount: 1_500, candidatesTokenCount: 400, totalTokenCount: 1_900 };
+    const lineItems = doc.analysisBytes ? longInvoiceLines(doc.analysisBytes, call.index) : [];
+    const outputTokens = doc.analysisBytes ? Math.ceil(doc.analysisBytes / 4) : 400;
+    const usageMetadata = {
+      promptTokenCount: 1_500,
+      candidatesTokenCount: outputTokens,
+      totalTokenCount: 1_500 + outputTokens,
+    };
     const modelVersion = DELIVERY_DEFAULTS.geminiModel;
     if (kind === 'safetyBlocked')
       return { candidates: [{ finishReason: 'SAFETY' }], usageMetadata, modelVersion };
@@ -256,6 +268,12 @@ export class GeminiModel {
       };
     }
     call.invoiceNumber = `SIM-${call.index}`;
+    if (doc.analysisBytes)
+      this.faults.injected(
+        'gemini.largeAnalysis',
+        [key],
+        `an analysis of ${lineItems.length} line items (~${doc.analysisBytes} bytes)`,
+      );
     this.record.answersByDocument.set(name, [
       ...(this.record.answersByDocument.get(name) ?? []),
       call.invoiceNumber,
@@ -264,7 +282,13 @@ export class GeminiModel {
       candidates: [
         {
           content: {
-            parts: [{ text: JSON.stringify(sampleAnalysis({ invoice_number: call.invoiceNumber })) }],
+            parts: [
+              {
+                text: JSON.stringify(
+                  sampleAnalysis({ invoice_number: call.invoiceNumber, line_items: lineItems }),
+                ),
+              },
+            ],
           },
           finishReason: 'STOP',
         },
@@ -297,6 +321,32 @@ export class GeminiModel {
       signal?.addEventListener('abort', abort, { once: true });
     });
   }
+}
+
+/**
+ * The line items of a long invoice: {@link LARGE_ANALYSIS.lineItems} lines whose descriptions make
+ * the analysis about `bytes` of JSON (a line's other fields take ~80 bytes), different per call.
+ */
+function longInvoiceLines(bytes: number, call: number): LineItem[] {
+  const count = LARGE_ANALYSIS.lineItems;
+  const descriptionChars = Math.max(16, Math.floor(bytes / count) - 80);
+  const words = 'Fourniture vis inox A2 M6x20 boite de 100 pieces livraison atelier reference lot ';
+  return Array.from({ length: count }, (_, i) => {
+    const head = `Ligne ${i + 1} appel ${call}: `;
+    const description = (head + words.repeat(Math.ceil(descriptionChars / words.length))).slice(
+      0,
+      descriptionChars,
+    );
+    const quantity = (i % 12) + 1;
+    const unitPrice = 2.5 + (i % 40) * 0.25;
+    return {
+      description,
+      quantity,
+      unit_price: unitPrice,
+      amount: Math.round(quantity * unitPrice * 100) / 100,
+      vat_rate: 20,
+    };
+  });
 }
 
 function apiError(status: number, message: string): Error {

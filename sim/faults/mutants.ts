@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { WorkerConfig } from '../../worker/src/config';
 import { OutcomeUnknownError, RejectionError, TransientError } from '../../worker/src/core/errors';
 import { MEMO_LEASE_DEFAULTS } from '../../worker/src/core/memo';
 import type { Analyzer, MemoStore, Reader, Store } from '../../worker/src/core/ports';
@@ -38,7 +39,16 @@ export interface Mutant {
   reader?: (reader: Reader, context: MutantContext) => Reader;
   /** The worker's HTTP answer as it leaves the instance. */
   answer?: (status: number) => number;
+  /**
+   * The group commit's options as the worker builds its store with them (`withGroupCommit` hands
+   * them to GroupCommitStore as they are, so a mutant may set one the configuration leaves to its
+   * default, such as `maxBytes`).
+   */
+  groupCommit?: (options: GroupCommitSettings) => GroupCommitSettings & { maxBytes?: number };
 }
+
+/** The group commit settings of the worker's configuration. */
+export type GroupCommitSettings = NonNullable<WorkerConfig['groupCommit']>;
 
 /**
  * `target` with some methods replaced; every other property reads through to it (methods bound to
@@ -244,6 +254,13 @@ export const MUTANTS: readonly Mutant[] = [
         seen: (key) => store.seen(key),
       }),
   },
+  {
+    name: 'batch-unbounded-by-bytes',
+    bug: "group commit's batches are bounded by rows only, not by bytes: a burst of long invoices fills one MERGE past BigQuery's 10 MB request limit",
+    // Hunted where every seed has a burst of long invoices (outside a fleet).
+    rates: { largeBurst: 1 },
+    groupCommit: (options) => ({ ...options, maxBytes: Number.POSITIVE_INFINITY }),
+  },
 ];
 
 /** The mutant named `name`, or an error that lists them. */
@@ -262,7 +279,14 @@ export const MUTANT_SEED_BOUND = 40;
  * fails it, so the entry goes once the checker sees the bug again), and results.json records it
  * as `not caught`.
  */
-export const UNCAUGHT_MUTANTS: Readonly<Record<string, string>> = {};
+export const UNCAUGHT_MUTANTS: Readonly<Record<string, string>> = {
+  'batch-unbounded-by-bytes':
+    "a burst's batch over 10 MB is refused whole (400 `Request payload size exceeds the limit`), which " +
+    'BigQueryStore maps to a refusal of its rows; group commit then halves it and every row goes in, ' +
+    "within the deliveries' deadlines: the bug costs statements (the refused request, then the halves, " +
+    'each paced) and time, never a row or an outcome, so I1–I7 cannot see it. The warehouse records ' +
+    'each refusal (`refused: request too large`); an invariant over those would.',
+};
 
 /** Which invariant caught a mutant, and on which seed (none: it ran the bound and broke nothing). */
 export interface Catch {

@@ -170,7 +170,7 @@ export async function runSchedule(
   const objects = new Map<string, Buffer>();
   const documents: SimDocument[] = [];
   const keyOfName = new Map<string, string>();
-  const kinds = new Map<string, { kind: DocumentKind; analysisMs: number }>();
+  const kinds = new Map<string, { kind: DocumentKind; analysisMs: number; analysisBytes?: number }>();
   /**
    * One upload: the object's generation stored, and its document. `label` names the document (its
    * marker line, for Gemini's model): the object name, or the name with `#2` for a second upload of it.
@@ -183,7 +183,11 @@ export async function runSchedule(
     const key = objectUri(SIM_BUCKET, plan.name, generation);
     objects.set(key, bytes);
     keyOfName.set(label, key);
-    kinds.set(label, { kind: plan.kind, analysisMs: plan.analysisMs });
+    kinds.set(label, {
+      kind: plan.kind,
+      analysisMs: plan.analysisMs,
+      ...(plan.analysisBytes ? { analysisBytes: plan.analysisBytes } : {}),
+    });
     const doc: SimDocument = { name: label, key, kind: plan.kind, messageIds: [] };
     documents.push(doc);
     return {
@@ -306,7 +310,11 @@ export async function runSchedule(
                 logger: silentLogger,
               })
             : warehouse.store(index, alive);
-        const grouped = mutate(mutant?.store, await withGroupCommit(below, config, silentLogger), context);
+        const batching =
+          mutant?.groupCommit && config.groupCommit
+            ? { groupCommit: mutant.groupCommit(config.groupCommit) }
+            : config;
+        const grouped = mutate(mutant?.store, await withGroupCommit(below, batching, silentLogger), context);
         const store: Store = {
           seen: (...args: Parameters<Store['seen']>) => ports.track('store', () => grouped.seen(...args)),
           record: (...args: Parameters<Store['record']>) =>
@@ -410,6 +418,7 @@ export async function runSchedule(
       time,
       settings,
       subscription: 'projects/docline-sim/subscriptions/docline-push',
+      ...(schedule.pubsub.initialWindow ? { initialWindow: schedule.pubsub.initialWindow } : {}),
       onAnswer: (id, status) => {
         answers[id] = [...(answers[id] ?? []), { status, atMs: time.nowMs() }];
         if (![102, 200, 201, 202, 204].includes(status)) return;

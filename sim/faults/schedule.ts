@@ -41,6 +41,7 @@ export const FAULT_KINDS = [
   'cloudRun.clockSkew',
   'cloudRun.pendingTime',
   'rollout.analyzerVersion',
+  'gemini.largeAnalysis',
 ] as const;
 
 export type FaultKind = (typeof FAULT_KINDS)[number];
@@ -62,6 +63,11 @@ export interface DocumentPlan {
   publishAtMs: number;
   /** How long Gemini takes over it when no fault says otherwise (3–9 s). */
   analysisMs: number;
+  /**
+   * A long invoice: Gemini's analysis of it is about this many bytes of JSON, in
+   * {@link LARGE_ANALYSIS.lineItems} line items (unset: the usual analysis, under 1 KB).
+   */
+  analysisBytes?: number;
 }
 
 /** One call to a service: its latency, and the fault it meets (if any). */
@@ -131,6 +137,11 @@ export interface FaultSchedule {
     redeliveries: Array<{ push: number; afterMs: number }>;
     /** The a-th ack Pub/Sub gets is followed, `afterMs` later, by one more push of that message. */
     afterAck?: Array<{ ack: number; afterMs: number }>;
+    /**
+     * Outstanding pushes allowed at the start (default 5, a new subscription's): a subscription that
+     * has served steady traffic before the run has grown its window.
+     */
+    initialWindow?: number;
   };
   /** A document's generation deleted (`gone`) or replaced by a new upload (`overwritten`) at `atMs`. */
   storage?: Array<{ document: number; atMs: number; change: 'gone' | 'overwritten' }>;
@@ -197,6 +208,29 @@ export const FAULT_RATES = Object.freeze({
    * instance, so that several refused rows meet in one statement (fleets alone made too few).
    */
   poisonBatch: 0.2,
+  /** Per good invoice: a long one, whose analysis is large ({@link LARGE_ANALYSIS}). */
+  largeAnalysis: 0.06,
+  /**
+   * Outside a fleet: a burst of long invoices uploaded together (a supplier's month-end
+   * statements), enough that their rows together pass BigQuery's 10 MB request limit unless the
+   * worker bounds its batches by bytes.
+   */
+  largeBurst: 0.03,
+});
+
+/**
+ * How large a long invoice's analysis is. Gemini's answer is bounded by its output tokens (65,536
+ * on the current Flash models, about 4 bytes of JSON each) and the schema by 500 line items, so
+ * the largest analysis Gemini can give is ~250 KB: drawn log-uniform in 100–250 KB, always in the
+ * schema's 500 lines at most. A burst holds 150–250 of them, uploaded within 5 s, to a subscription
+ * whose push window has grown on the steady traffic before it (assumed 300 outstanding pushes:
+ * the documentation says only that the window grows on acks, linearly past ~3,000).
+ */
+export const LARGE_ANALYSIS = Object.freeze({
+  minBytes: 100_000,
+  maxBytes: 250_000,
+  lineItems: 500,
+  burst: { min: 150, max: 250, withinMs: 5_000, window: 300 },
 });
 
 /** The model name the new revision of a rollout configures (another analyzer version). */
@@ -331,6 +365,7 @@ export function generateSchedule(seed: number, rates: FaultRates = FAULT_RATES):
   const schedule: FaultSchedule = { seed, instances, documents, gemini, memo, bigquery, cloudRun, pubsub };
   addLongerFaults(schedule, rates);
   addRetryAskedFaults(schedule, rates);
+  addLargeAnalyses(schedule, rates);
   return schedule;
 }
 
@@ -353,6 +388,43 @@ function addRetryAskedFaults(s: FaultSchedule, rates: FaultRates): void {
     if (call.fault || !(random() < rates.geminiRetryAsked)) continue;
     Object.assign(call, { fault: 'clientError', latencyMs: 300, clientError: 'retryAsked' });
   }
+}
+
+/**
+ * Long invoices, drawn from a fourth stream of the seed after every other draw (so each seed's
+ * schedule above stays what it was): some good invoices become long ones, and some seeds get a
+ * burst of long invoices uploaded together on the seed's instances, whose rows meet in batches
+ * over BigQuery's request limit unless the worker bounds its batches by bytes. The burst is added
+ * last, after the documents it could otherwise displace.
+ */
+function addLargeAnalyses(s: FaultSchedule, rates: FaultRates): void {
+  const random = seededRandom(s.seed * 75_011 + 29);
+  const between = (low: number, high: number) => low + (high - low) * random();
+  const whole = (low: number, high: number) => Math.floor(between(low, high + 1));
+  const bytes = () =>
+    Math.round(Math.exp(between(Math.log(LARGE_ANALYSIS.minBytes), Math.log(LARGE_ANALYSIS.maxBytes))));
+  for (const d of s.documents)
+    if (d.kind === 'invoice' && random() < rates.largeAnalysis) d.analysisBytes = bytes();
+  const fleet = s.documents.length > 100;
+  if (fleet || !(random() < rates.largeBurst)) return;
+  const { burst } = LARGE_ANALYSIS;
+  const count = whole(burst.min, burst.max);
+  const atMs = Math.round(between(0, 20_000));
+  s.pubsub.initialWindow = burst.window;
+  const base = Math.max(...s.documents.map((d) => d.index)) + 1;
+  for (let i = 0; i < count; i++) {
+    const index = base + i;
+    s.documents.push({
+      index,
+      name: `sim/${s.seed}/${String(index).padStart(3, '0')}-invoice.txt`,
+      kind: 'invoice',
+      notifications: 1,
+      publishAtMs: atMs + Math.round(between(0, burst.withinMs)),
+      analysisMs: Math.round(between(3_000, 9_000)),
+      analysisBytes: bytes(),
+    });
+  }
+  s.documents.sort((a, b) => a.publishAtMs - b.publishAtMs || a.index - b.index);
 }
 
 function addLongerFaults(s: FaultSchedule, rates: FaultRates): void {

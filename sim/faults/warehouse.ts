@@ -1,9 +1,13 @@
+import { BigQuery } from '@google-cloud/bigquery';
 import {
   batchMergeSql,
+  batchMergeStatement,
   bigQueryError,
+  MAX_KEY_DAYS_PER_STATEMENT,
+  type Statement,
   statementTimeoutMs,
 } from '../../worker/src/adapters/stores/bigquery-store';
-import type { Row } from '../../worker/src/contract/row';
+import { keyDay, type Row } from '../../worker/src/contract/row';
 import { BIGQUERY_DML_LIMITS } from '../../worker/src/contract/settings';
 import type { Deadline } from '../../worker/src/core/deadline';
 import * as errors from '../../worker/src/core/errors';
@@ -21,7 +25,9 @@ import type { FaultLog, FaultSchedule } from './schedule';
  * started and inserts when it ends, so two MERGEs of one new key that overlap both insert; at most 2
  * DML statements run and 20 wait per table, beyond that "Too many DML statements outstanding"; a
  * statement holding a row BigQuery refuses (a poison document's row) fails whole, with a 400 that
- * names no row. The schedule adds, per statement: concurrent-update errors, a full DML queue, slow
+ * names no row; a request over BigQuery's request size limit (10 MB, {@link REQUEST_LIMIT_BYTES},
+ * measured as the client library serializes the statement's parameters) is refused before it
+ * becomes a job, with the 400 BigQuery answers for it. The schedule adds, per statement: concurrent-update errors, a full DML queue, slow
  * statements (which commit late, whoever still waits for them) and hung ones (never answer, never
  * commit). A statement sent by an instance that has been killed never arrives.
  *
@@ -54,6 +60,49 @@ export interface StatementRecord {
 }
 
 const TABLE = 'docline-sim:docline.documents';
+
+/**
+ * BigQuery's limit on the size of one request (jobs.insert, jobs.query), parameters included:
+ * "Maximum request size: 10 MB" (BigQuery quotas, query jobs). The API's refusal names it in bytes
+ * ("Request payload size exceeds the limit: 10485760 bytes."), so the model takes 10 MiB.
+ */
+export const REQUEST_LIMIT_BYTES = 10_485_760;
+
+/** A client to build statements with, as the adapter does (no call is ever made with it). */
+const STATEMENT_BUILDER = new BigQuery({ projectId: 'docline-sim' });
+
+/**
+ * The bytes of a statement's jobs.insert request as the client library sends it: the SQL and its
+ * named parameters, each turned into its REST form (`queryParameters`) by the library's own
+ * `valueToQueryParameter_`, then JSON.
+ */
+export function requestBytes(statement: Pick<Statement, 'query' | 'params' | 'types'>): number {
+  const types = statement.types as Record<string, Parameters<typeof BigQuery.valueToQueryParameter_>[1]>;
+  const queryParameters = Object.entries(statement.params as Record<string, unknown>).map(
+    ([name, value]) => ({ name, ...BigQuery.valueToQueryParameter_(value, types[name]) }),
+  );
+  return Buffer.byteLength(
+    JSON.stringify({
+      configuration: {
+        query: { query: statement.query, useLegacySql: false, parameterMode: 'named', queryParameters },
+      },
+    }),
+  );
+}
+
+/** The bytes of the batched MERGE that writes `rows` (the adapter's own statement for them). */
+export function mergeRequestBytes(rows: readonly Row[], now: Date): number {
+  const dayOf = (row: Row) => keyDay(row, now);
+  const days = [...new Set(rows.map(dayOf))].slice(0, MAX_KEY_DAYS_PER_STATEMENT);
+  return requestBytes(
+    batchMergeStatement(STATEMENT_BUILDER, 'docline-sim.docline.documents', rows, days, dayOf),
+  );
+}
+
+/** BigQuery's answer to a request over {@link REQUEST_LIMIT_BYTES}: a 400 before any job exists. */
+export function requestTooLarge(): Error {
+  return apiError(400, 'badRequest', `Request payload size exceeds the limit: ${REQUEST_LIMIT_BYTES} bytes.`);
+}
 
 /**
  * Whether the store's MERGE stamps `processed_at` itself with `CURRENT_TIMESTAMP()`. GoogleSQL
@@ -134,6 +183,24 @@ export class Warehouse {
     return mapped;
   }
 
+  /** Records a MERGE request refused for its size (it never became a job). */
+  refusedTooLarge(instance: number, keys: string[]): void {
+    this.statements.push({
+      index: this.statements.length,
+      kind: 'merge',
+      instance,
+      keys,
+      startedAtMs: this.time.nowMs(),
+      endedAtMs: this.time.nowMs(),
+      outcome: 'refused: request too large',
+    });
+  }
+
+  /** Whether the MERGE of `rows` is a request over BigQuery's size limit. */
+  tooLarge(rows: readonly Row[]): boolean {
+    return mergeRequestBytes(rows, this.time.clock.now()) > REQUEST_LIMIT_BYTES;
+  }
+
   /**
    * One statement, as BigQuery runs it: `done` settles with the keys found (a lookup) or inserted
    * (a MERGE), or fails with BigQuery's error as its API answers it. `lost` says that the client
@@ -155,6 +222,12 @@ export class Warehouse {
     const kind: StatementRecord['kind'] = rows ? 'merge' : 'lookup';
     // A killed instance sends nothing.
     if (!alive()) return { index: -1, done: new Promise(() => {}), lostAfterMs: 0 };
+    // A request over the size limit is refused as it arrives: no job, no DML slot, no plan of the
+    // schedule's (those belong to statements that run).
+    if (rows && this.tooLarge(rows)) {
+      this.refusedTooLarge(instance, keys);
+      return { index: -1, done: Promise.reject(requestTooLarge()), lostAfterMs: 0 };
+    }
     const stopAtMs = timeoutMs === undefined ? Number.POSITIVE_INFINITY : this.time.nowMs() + timeoutMs;
     const plan = this.schedule.statements[this.next++] ?? { latencyMs: 1_000 };
     const record: StatementRecord = {

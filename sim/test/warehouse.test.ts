@@ -1,9 +1,23 @@
-import { JOB_INSERT_ALLOWANCE_MS } from '../../worker/src/adapters/stores/bigquery-store';
+import { BigQueryStore, JOB_INSERT_ALLOWANCE_MS } from '../../worker/src/adapters/stores/bigquery-store';
 import { Deadline } from '../../worker/src/core/deadline';
+import { RowRefusalError } from '../../worker/src/core/errors';
 import { realTimers } from '../../worker/src/core/ports';
+import { testRow } from '../../worker/test/support/builders';
+import { BigQueryClients } from '../faults/bigquery-client';
 import { FaultLog } from '../faults/schedule';
 import { VirtualTime } from '../faults/virtual-time';
-import { Warehouse } from '../faults/warehouse';
+import { mergeRequestBytes, REQUEST_LIMIT_BYTES, Warehouse } from '../faults/warehouse';
+
+/** Rows of ~1 MB each (an analysis with long line items): ten of them pass the request limit. */
+const largeRows = (count: number) =>
+  Array.from({ length: count }, () =>
+    testRow({
+      analysis: {
+        document_type: 'invoice',
+        line_items: Array.from({ length: 500 }, (_, i) => ({ description: `${i} ${'x'.repeat(2_000)}` })),
+      },
+    }),
+  );
 
 describe('the warehouse model', () => {
   it('stops a queued statement at its jobTimeoutMs, as a running one: it leaves the queue then, not when a slot frees (soak I6, seed 517)', async () => {
@@ -37,6 +51,56 @@ describe('the warehouse model', () => {
       expect(queued.endedAtMs! - queued.startedAtMs).toBeLessThanOrEqual(5_000);
       // It failed first, at its bound (the time left less the jobs.insert allowance), then a and b.
       expect(results).toEqual([`c failed at ${5_000 - JOB_INSERT_ALLOWANCE_MS}`, 'a ok', 'b ok']);
+    } finally {
+      time.uninstall();
+    }
+  });
+
+  it('refuses a MERGE request over 10 MB with the 400 BigQuery answers, which the store takes for a refusal of its rows; one under it goes in', async () => {
+    const time = new VirtualTime();
+    time.install();
+    try {
+      const warehouse = new Warehouse(
+        time,
+        { statements: [{ latencyMs: 500 }] },
+        new Set(),
+        new FaultLog(() => time.nowMs()),
+      );
+      const over = largeRows(11);
+      expect(mergeRequestBytes(over, time.clock.now())).toBeGreaterThan(REQUEST_LIMIT_BYTES);
+      expect(mergeRequestBytes(over.slice(0, 9), time.clock.now())).toBeLessThan(REQUEST_LIMIT_BYTES);
+      // At the port: the adapter's own mapping of BigQuery's answer.
+      const store = warehouse.store(0, () => true);
+      const refused = store.recordMany(over).catch((error: unknown) => error);
+      await time.run(() => warehouse.statements.length > 0, time.nowMs() + 10_000);
+      const error = await refused;
+      expect(error).toBeInstanceOf(RowRefusalError);
+      expect((error as RowRefusalError).code).toBe('bigquery_request_too_large');
+      expect(warehouse.statements[0]!.outcome).toBe('refused: request too large');
+      // Through the real BigQueryStore over the client model: jobs.insert itself refuses it.
+      const clients = new BigQueryClients(time, warehouse, 'docline-sim.docline.documents');
+      const adapter = new BigQueryStore({
+        bigquery: clients.client(0, () => true),
+        table: 'docline-sim.docline.documents',
+      });
+      const viaClient = adapter
+        .recordMany(over, Deadline.after(60_000, time.clock, realTimers))
+        .catch((error: unknown) => error);
+      let settled = false;
+      void viaClient.finally(() => {
+        settled = true;
+      });
+      await time.run(() => settled, time.nowMs() + 60_000);
+      expect(await viaClient).toBeInstanceOf(RowRefusalError);
+      expect(warehouse.raw).toHaveLength(0);
+      // Under the limit, the schedule's first statement runs and commits.
+      const inserted = store.recordMany(over.slice(0, 9));
+      let done = false;
+      void inserted.finally(() => {
+        done = true;
+      });
+      await time.run(() => done, time.nowMs() + 10_000);
+      expect((await inserted).size).toBe(9);
     } finally {
       time.uninstall();
     }
