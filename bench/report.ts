@@ -241,7 +241,6 @@ export function renderReport(results: BenchResults): string {
     );
   }
   lines.push(
-    `| append: seen() (≤ 1.25 days of keys) + Storage Write | ${bytes(cost.append.billedBytes)} + ${bytes(cost.append.ingestedBytes)} ingested | ${usd(cost.append.usd)} | — | no |`,
     `| the plain sample (no dedup): Storage Write only | ${bytes(cost.noDedup.ingestedBytes)} ingested | ${usd(cost.noDedup.usd)} | — | — |`,
     `| each redelivery caught by seen() | ${bytes(cost.redelivery.billedBytes)} | ${usd(cost.redelivery.usd)} | — | — |`,
     `| Gemini ${cost.gemini.model ?? '2.5 Flash'} | ${int(cost.gemini.promptTokens)} in + ${int(cost.gemini.outputTokens)} out tokens | ${usd(cost.gemini.usd)} | — | — |`,

@@ -25,7 +25,6 @@ import {
   MIN_MAXIMUM_BYTES_BILLED,
   mergeMinIntervalMsFor,
   settingsProblems,
-  type WriteMode,
 } from '../worker/src/contract/settings';
 import { normalisedLocation, regionProblems } from './stack-guards';
 
@@ -414,6 +413,12 @@ export function parseStackConfig(
       (value) => `${key} must be a list of strings (got ${value}); in a stack file write it as a YAML list.`,
     );
 
+  if (given('writeMode') !== undefined) {
+    problems.push(
+      'writeMode is not a setting: rows reach BigQuery only by the conditional MERGE. Remove docline:writeMode ' +
+        'from the stack file.',
+    );
+  }
   const documentsPerDay = number('documentsPerDay', STACK_DEFAULTS.documentsPerDay);
   const volumeValid = Number.isInteger(documentsPerDay) && documentsPerDay >= 1;
   if (!volumeValid) {
@@ -452,7 +457,6 @@ export function parseStackConfig(
     maxObjectBytes: number('maxObjectBytes', DELIVERY_DEFAULTS.maxObjectBytes),
     pushBodyLimitBytes: number('pushBodyLimitBytes', DELIVERY_DEFAULTS.pushBodyLimitBytes),
     dedupKeyMode: text('dedupKeyMode', DELIVERY_DEFAULTS.dedupKeyMode) as DedupKeyMode,
-    writeMode: text('writeMode', DELIVERY_DEFAULTS.writeMode) as WriteMode,
     geminiModel: text('geminiModel', DELIVERY_DEFAULTS.geminiModel),
     batchMaxRows: number('batchMaxRows', DELIVERY_DEFAULTS.batchMaxRows),
     batchMaxWaitMs: number('batchMaxWaitMs', DELIVERY_DEFAULTS.batchMaxWaitMs),
@@ -468,7 +472,6 @@ export function parseStackConfig(
   const requiredCap = requiredMaximumBytesBilled(volume);
   if (
     volumeValid &&
-    delivery.writeMode === 'merge' &&
     delivery.maximumBytesBilled >= MIN_MAXIMUM_BYTES_BILLED &&
     delivery.maximumBytesBilled < requiredCap
   ) {
@@ -547,15 +550,13 @@ export function parseStackConfig(
         'Raise maxInstances (or unset it: it is derived from documentsPerDay) or concurrency, or lower documentsPerDay.',
     );
   }
-  // Group commit's MERGEs share the table's DML budget; append mode writes through the Storage Write API.
-  if (delivery.writeMode === 'merge') {
-    problems.push(
-      ...dmlBudgetProblems({
-        maxInstances: worker.maxInstances,
-        mergeMinIntervalMs: delivery.mergeMinIntervalMs,
-      }),
-    );
-  }
+  // Group commit's MERGEs share the table's DML budget.
+  problems.push(
+    ...dmlBudgetProblems({
+      maxInstances: worker.maxInstances,
+      mergeMinIntervalMs: delivery.mergeMinIntervalMs,
+    }),
+  );
   if (worker.allowedContentTypes.length === 0) {
     problems.push('allowedContentTypes must name at least one content type, or every document is rejected.');
   }
@@ -677,7 +678,6 @@ export const CONFIG_KEYS = [
   'maxObjectBytes',
   'pushBodyLimitBytes',
   'dedupKeyMode',
-  'writeMode',
   'geminiModel',
   'batchMaxRows',
   'batchMaxWaitMs',
@@ -715,7 +715,7 @@ export const CONFIG_KEYS = [
 export function readStackConfig(today: Date = new Date()): StackConfig {
   const docline = new pulumi.Config('docline');
   const raw: Record<string, string | undefined> = {};
-  for (const key of CONFIG_KEYS) raw[key] = docline.get(key);
+  for (const key of [...CONFIG_KEYS, 'writeMode']) raw[key] = docline.get(key);
   const config = parseStackConfig(new pulumi.Config('gcp').get('project'), pulumi.getStack(), raw, today);
   // The engine shows the warning in the preview; the log call's own promise carries nothing to wait for.
   for (const warning of modelLifecycle(config.delivery.geminiModel, today).warnings)

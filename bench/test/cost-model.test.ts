@@ -53,7 +53,7 @@ describe('costModel', () => {
     expect(clustered.billedBytesPerQueryHigh).toBe(clustered.estimateBytesPerQuery);
   });
 
-  it('prices Gemini per token and append mode as one lookup plus ingestion', () => {
+  it('prices Gemini per token and the plain sample as ingestion only', () => {
     const model = costModel({
       promptTokensPerDocument: 2_000,
       outputTokensPerDocument: 1_000,
@@ -63,7 +63,6 @@ describe('costModel', () => {
     expect(model.gemini.usd).toBeCloseTo(0.6 + 2.5, 10);
     const ingestion = ((1000 * 1024) / 1024 ** 3) * PRICES.storageWriteUsdPerGiB;
     expect(model.noDedup.usd).toBeCloseTo(ingestion, 12);
-    expect(model.append.usd).toBeCloseTo(((1000 * 10 * MIB) / TIB) * 6.25 + ingestion, 12);
   });
 
   it('derives the MERGE rate from two running statements per table', () => {

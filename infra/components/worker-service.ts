@@ -121,7 +121,6 @@ export function workerEnvironment(input: {
     BIGQUERY_LOCATION: input.dataLocation,
     MEMO_BUCKET: input.memoBucket,
     DEDUP_KEY: s.dedupKeyMode,
-    WRITE_MODE: s.writeMode,
     DEDUP_WINDOW_DAYS: String(s.dedupWindowDays),
     MAXIMUM_BYTES_BILLED: String(s.maximumBytesBilled),
     ANALYZER_TIMEOUT_MS: String(s.analyzerTimeoutMs),

@@ -78,6 +78,13 @@ describe('parseStackConfig', () => {
     ]);
   });
 
+  it('refuses writeMode, which is not a setting: rows reach BigQuery only by the conditional MERGE', () => {
+    expect(problemsOf({ writeMode: 'append' })).toEqual([
+      expect.stringMatching(/^writeMode is not a setting/),
+    ]);
+    expect(problemsOf({ writeMode: '' })).toEqual([]);
+  });
+
   it('refuses an unknown dedup key mode', () => {
     expect(problemsOf({ dedupKeyMode: 'content' })).toEqual([
       'dedupKeyMode must be one of object, message (got content).',
@@ -271,7 +278,6 @@ describe('parseStackConfig: delivery relations', () => {
     // Within the budget; its longer pace needs the longer request timeout, as in Pulumi.prod.yaml.
     const longer = { ackDeadlineSeconds: '600', workerTimeoutSeconds: '560' };
     expect(problemsOf({ maxInstances: '20', mergeMinIntervalMs: '8000', ...longer })).toEqual([]);
-    expect(problemsOf({ maxInstances: '20', mergeMinIntervalMs: '5000', writeMode: 'append' })).toEqual([]);
   });
 
   it("refuses a worker timeout that does not cover a delivery's longest path: both batches, the memo, the line, a read and both analyzer calls", () => {
@@ -402,11 +408,8 @@ describe('parseStackConfig: the volume (documentsPerDay)', () => {
     expect(() =>
       parseStackConfig('p', 'dev', { documentsPerDay: '1000000', maximumBytesBilled: '100000000' }),
     ).toThrow(StackConfigError);
-    // The same cap carries the volume it is enough for; append mode runs no MERGE.
+    // The same cap carries the volume it is enough for.
     expect(volumeProblems({ documentsPerDay: '10000', maximumBytesBilled: '100000000' })).toEqual([]);
-    expect(
-      volumeProblems({ documentsPerDay: '1000000', maximumBytesBilled: '100000000', writeMode: 'append' }),
-    ).toEqual([]);
   });
 
   it('derives the instances from the volume and refuses an explicit count that cannot carry it', () => {

@@ -275,7 +275,6 @@ describe('the docline program with the dev stack file', () => {
         BIGQUERY_LOCATION: 'EU',
         MEMO_BUCKET: `docline-dev-memo-${project}`,
         DEDUP_KEY: 'object',
-        WRITE_MODE: 'merge',
         DEDUP_WINDOW_DAYS: '15',
         MAXIMUM_BYTES_BILLED: '100000000',
         ANALYZER_TIMEOUT_MS: '60000',

@@ -52,7 +52,6 @@ describe('the worker variables table of docs/configuration.md', () => {
     const applied = {
       DEDUP_WINDOW_DAYS: String(config.store.dedupWindowDays),
       MAXIMUM_BYTES_BILLED: String(config.store.maximumBytesBilled),
-      WRITE_MODE: config.store.writeMode,
       DEDUP_KEY: config.dedupKeyMode,
       MAX_OBJECT_BYTES: String(config.maxObjectBytes),
       PUSH_BODY_LIMIT_BYTES: String(config.pushBodyLimitBytes),

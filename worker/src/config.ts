@@ -13,8 +13,6 @@ import {
   MIN_MAXIMUM_BYTES_BILLED,
   minDedupWindowDays,
   storePace,
-  WRITE_MODES,
-  type WriteMode,
 } from './contract/settings';
 import { BUCKET_NAME } from './contract/storage';
 import { ConfigError } from './core/errors';
@@ -35,7 +33,6 @@ export type StoreConfig =
       location: string | undefined;
       dedupWindowDays: number;
       maximumBytesBilled: number;
-      writeMode: WriteMode;
     };
 
 export type ReaderConfig = { kind: 'local'; root: string } | { kind: 'gcs'; timeoutMs: number };
@@ -167,11 +164,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Worke
         DELIVERY_DEFAULTS.maximumBytesBilled,
         MIN_MAXIMUM_BYTES_BILLED,
       ),
-      writeMode: oneOf('WRITE_MODE', WRITE_MODES, DELIVERY_DEFAULTS.writeMode),
     };
   } else {
-    if (text('WRITE_MODE') === 'append')
-      problems.push('WRITE_MODE=append needs BIGQUERY_TABLE (SQLite has one mode).');
     store = { kind: 'sqlite', path: data.sqlite };
   }
 

@@ -40,7 +40,7 @@ export interface Adapters {
 
 /**
  * Wraps a store that takes batches in group commit, when the configuration asks for it; a store
- * that cannot take batches (the append store) is returned as it is.
+ * that cannot take batches is returned as it is.
  */
 export async function withGroupCommit(
   store: Store,
@@ -86,10 +86,6 @@ async function buildBaseStore(config: WorkerConfig, logger: Logger): Promise<Sto
     },
     logger,
   };
-  if (store.writeMode === 'append') {
-    const { BigQueryAppendStore } = await import('./adapters/stores/bigquery-append-store.js');
-    return BigQueryAppendStore.create(common);
-  }
   return new BigQueryStore(common);
 }
 

@@ -33,7 +33,6 @@ describe('loadConfig', () => {
     const config = loadConfig({
       BIGQUERY_TABLE: 'acme-dev.docline.rows',
       BIGQUERY_LOCATION: 'EU',
-      WRITE_MODE: 'append',
       DOCLINE_READER: 'gcs',
       GOOGLE_CLOUD_PROJECT: 'acme-dev',
       DOCLINE_ANALYZER: 'gemini',
@@ -48,7 +47,6 @@ describe('loadConfig', () => {
       location: 'EU',
       dedupWindowDays: DELIVERY_DEFAULTS.dedupWindowDays,
       maximumBytesBilled: DELIVERY_DEFAULTS.maximumBytesBilled,
-      writeMode: 'append',
     });
     expect(config.reader.kind).toBe('gcs');
     expect(config.analyzer).toMatchObject({
@@ -113,10 +111,6 @@ describe('loadConfig', () => {
     expect(loadConfig({ ...vertex, GOOGLE_CLOUD_LOCATION: 'global' }).analyzer).toMatchObject({
       location: 'global',
     });
-  });
-
-  it('refuses append mode without BigQuery', () => {
-    expect(() => loadConfig({ WRITE_MODE: 'append' })).toThrow('WRITE_MODE=append needs BIGQUERY_TABLE');
   });
 
   it('turns group commit on by default, with no DML pacing on SQLite', () => {

@@ -68,12 +68,8 @@ describe('buildAdapters (the composition root)', () => {
     await adapters.store.close?.();
   });
 
-  it('leaves the append store unbatched: it writes through the Storage Write API, not DML', async () => {
-    const config = loadConfig({
-      DOCLINE_DATA_DIR: dir,
-      BIGQUERY_TABLE: 'acme-dev.docline.rows',
-      WRITE_MODE: 'append',
-    });
+  it('leaves a store that cannot take batches unbatched', async () => {
+    const config = loadConfig({ DOCLINE_DATA_DIR: dir, BIGQUERY_TABLE: 'acme-dev.docline.rows' });
     expect(config.groupCommit).not.toBeNull();
     const plain = { seen: async () => false, record: async () => true, ping: async () => {} };
     expect(await withGroupCommit(plain, config, new MemoryLogger())).toBe(plain);

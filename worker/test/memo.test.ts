@@ -587,46 +587,37 @@ describe('handle with the memo', () => {
     expect(store.rowsFor(retry.dedupKey)[0]).toMatchObject({ total_tokens: 1500, model: 'scripted' });
   });
 
-  it.each([
-    ['read first (a conditional write)', true],
-    ['not read first (append mode: the store is asked first)', false],
-  ])(
-    'writes the kept, paid analysis of a PDF whose generation is gone by the retry, never `object_gone` (issue 45, item 4): the memo %s',
-    async (_, conditional) => {
-      const { store, reader, analyzer, deps } = setup();
-      if (!conditional) Object.assign(store, { conditionalRecord: false });
-      // A PDF may carry an e-invoice: it is read before the paid work (here it carries none).
-      const eInvoices = {
-        accepts: (mime: string) => mime === 'application/pdf',
-        read: async () => ({ kind: 'none' as const }),
-      };
-      const pdf = Buffer.from('%PDF-1.7\n1 0 obj <<>> endobj\ntrailer <<>>\n%%EOF\n');
-      const body = pushBody('7', {
-        name: '2026/11/facture-0007.pdf',
-        contentType: 'application/pdf',
-        size: pdf.length,
-      });
-      const attrs = (body.message as { attributes: Record<string, string> }).attributes;
-      reader.put(attrs.bucketId!, attrs.objectId!, attrs.objectGeneration!, pdf);
-      const record = store.record.bind(store);
-      let failures = 1;
-      store.record = async (row) => {
-        if (failures-- > 0) throw new TransientError('store_busy', 'the SQLite database is busy');
-        return record(row);
-      };
-      await expect(handle(parsePush(body), { ...deps, eInvoices })).rejects.toMatchObject({
-        code: 'store_busy',
-      });
-      // The object is overwritten (or deleted) before Pub/Sub delivers again.
-      reader.objects.clear();
-      const retry = await handle(parsePush(body), { ...deps, eInvoices });
-      expect(retry).toMatchObject({ status: 'ok', memo: 'hit', analysed: false });
-      expect(analyzer.calls).toHaveLength(1);
-      expect(store.rowsFor(retry.dedupKey)).toEqual([
-        expect.objectContaining({ status: 'ok', reason: null }),
-      ]);
-    },
-  );
+  it('writes the kept, paid analysis of a PDF whose generation is gone by the retry, never `object_gone`', async () => {
+    const { store, reader, analyzer, deps } = setup();
+    // A PDF may carry an e-invoice: it is read before the paid work (here it carries none).
+    const eInvoices = {
+      accepts: (mime: string) => mime === 'application/pdf',
+      read: async () => ({ kind: 'none' as const }),
+    };
+    const pdf = Buffer.from('%PDF-1.7\n1 0 obj <<>> endobj\ntrailer <<>>\n%%EOF\n');
+    const body = pushBody('7', {
+      name: '2026/11/facture-0007.pdf',
+      contentType: 'application/pdf',
+      size: pdf.length,
+    });
+    const attrs = (body.message as { attributes: Record<string, string> }).attributes;
+    reader.put(attrs.bucketId!, attrs.objectId!, attrs.objectGeneration!, pdf);
+    const record = store.record.bind(store);
+    let failures = 1;
+    store.record = async (row) => {
+      if (failures-- > 0) throw new TransientError('store_busy', 'the SQLite database is busy');
+      return record(row);
+    };
+    await expect(handle(parsePush(body), { ...deps, eInvoices })).rejects.toMatchObject({
+      code: 'store_busy',
+    });
+    // The object is overwritten (or deleted) before Pub/Sub delivers again.
+    reader.objects.clear();
+    const retry = await handle(parsePush(body), { ...deps, eInvoices });
+    expect(retry).toMatchObject({ status: 'ok', memo: 'hit', analysed: false });
+    expect(analyzer.calls).toHaveLength(1);
+    expect(store.rowsFor(retry.dedupKey)).toEqual([expect.objectContaining({ status: 'ok', reason: null })]);
+  });
 
   it('still rejects a PDF whose generation is gone when nothing was paid for it (object_gone)', async () => {
     const { store, analyzer, deps } = setup();
@@ -860,18 +851,6 @@ describe('handle with the memo', () => {
     expect(outcome).toMatchObject({ status: 'ok', analysed: false, memo: 'shared' });
     expect(analyzer.calls).toHaveLength(0);
     expect(store.rowsFor(outcome.dedupKey)).toHaveLength(1);
-  });
-
-  it('asks the store first, memo or not, when its write inserts anyway (append mode)', async () => {
-    const { store, analyzer, deps, body, counts } = counting();
-    Object.assign(store, { conditionalRecord: false });
-    const first = await handle(parsePush(body), deps);
-    const again = await handle(parsePush(body), deps);
-    expect(first.status).toBe('ok');
-    expect(again).toMatchObject({ status: 'duplicate', duplicateAt: 'seen', analysed: false });
-    // Two lookups; the memo is read by the analysis only (no read ahead of the lookup).
-    expect(counts).toEqual({ seen: 2, memoReads: 1 });
-    expect(analyzer.calls).toHaveLength(1);
   });
 
   it('asks the store first for a message that is not work (no memo read)', async () => {

@@ -2,8 +2,8 @@ import { DELIVERY_DEFAULTS, MIN_MAXIMUM_BYTES_BILLED } from './settings';
 
 /**
  * The cost model of exactly-once on BigQuery, computed from documented prices and limits (never
- * run): what `seen()` + the insert-only MERGE bill per 1,000 documents, what append mode and Gemini
- * cost, and the document rate at which the per-table DML limits bite.
+ * run): what `seen()` + the insert-only MERGE bill per 1,000 documents, what Gemini costs, and the
+ * document rate at which the per-table DML limits bite.
  *
  * The table's layout (contract/row.ts, adapters/stores/bigquery-store.ts): partitioned by the key's
  * day (`key_day`), clustered by `dedup_key`. A MERGE reads the key days of the rows it carries (a
@@ -172,8 +172,6 @@ export interface CostModel {
   tableRows: number;
   /** The MERGE, one per document: pruned to its key day or not × clustered or not. */
   merge: DedupScenario[];
-  /** Append mode: a seen() per document (≤ 1.25 days of keys) + Storage Write ingestion of each row. */
-  append: { billedBytes: number; ingestedBytes: number; usd: number };
   /** The plain sample (no dedup): Storage Write ingestion only. */
   noDedup: { ingestedBytes: number; usd: number };
   /** A redelivery that seen() catches costs one lookup (≤ 1.25 days of keys). */
@@ -254,11 +252,6 @@ export function costModel(overrides: Partial<CostParams> = {}): CostModel {
     params,
     tableRows,
     merge,
-    append: {
-      billedBytes: lookup * documents,
-      ingestedBytes,
-      usd: onDemandUsd(lookup * documents) + ingestionUsd,
-    },
     noDedup: { ingestedBytes, usd: ingestionUsd },
     redelivery: { billedBytes: lookup, usd: onDemandUsd(lookup) },
     gemini: {

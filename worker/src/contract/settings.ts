@@ -8,9 +8,6 @@ import { DEFAULT_GEMINI_MODEL } from './models';
 export type DedupKeyMode = 'object' | 'message';
 export const DEDUP_KEY_MODES: readonly DedupKeyMode[] = ['object', 'message'];
 
-export type WriteMode = 'merge' | 'append';
-export const WRITE_MODES: readonly WriteMode[] = ['merge', 'append'];
-
 /** Cloud Logging severity names, lowest first: the worker's LOG_LEVEL and the stack's logLevel take them. */
 export const LOG_LEVELS = ['DEBUG', 'INFO', 'WARNING', 'ERROR'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -59,8 +56,6 @@ export interface DeliverySettings {
   pushBodyLimitBytes: number;
   /** How the lookup key is built. */
   dedupKeyMode: DedupKeyMode;
-  /** How rows reach BigQuery. */
-  writeMode: WriteMode;
   /** The Gemini model: one of contract/models.ts's known ids (the stack's preview checks it). */
   geminiModel: string;
   /** Group commit: a batch of rows closes at this many rows (one MERGE over `UNNEST(@rows)`). */
@@ -123,7 +118,6 @@ export const DELIVERY_DEFAULTS: Readonly<DeliverySettings> = Object.freeze({
   maxObjectBytes: 20 * 1024 * 1024,
   pushBodyLimitBytes: 256 * 1024,
   dedupKeyMode: 'object',
-  writeMode: 'merge',
   // Served until at least 2027-07-21 (contract/models.ts, read from Google's lifecycle page).
   geminiModel: DEFAULT_GEMINI_MODEL,
   batchMaxRows: 500,
@@ -487,9 +481,6 @@ export function settingsProblems(s: DeliverySettings): string[] {
   }
   if (!DEDUP_KEY_MODES.includes(s.dedupKeyMode)) {
     problems.push(`dedupKeyMode must be one of ${DEDUP_KEY_MODES.join(', ')} (got ${s.dedupKeyMode}).`);
-  }
-  if (!WRITE_MODES.includes(s.writeMode)) {
-    problems.push(`writeMode must be one of ${WRITE_MODES.join(', ')} (got ${s.writeMode}).`);
   }
   if (!Number.isInteger(s.batchMaxRows) || s.batchMaxRows < 1 || s.batchMaxRows > 2_000) {
     problems.push(

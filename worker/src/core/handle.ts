@@ -112,9 +112,9 @@ export async function handle(
   // With a memo of paid analyses, it is read first: no analysis kept for the key means no delivery
   // of it has paid yet, and the store's lookup is skipped when the write is conditional (a
   // redelivery of a document written without a kept analysis, an e-invoice or a rejection, finds its
-  // row there). A store whose write inserts anyway is always asked first.
+  // row there).
   const peeked =
-    deps.memo && event.kind !== 'not_work' && deps.store.conditionalRecord !== false
+    deps.memo && event.kind !== 'not_work'
       ? await deps.memo.peek(key, deps.analyzer.version, deadline)
       : undefined;
   if (peeked?.state !== 'none' && (await deadline.race('lookup', deps.store.seen(key, deadline))))

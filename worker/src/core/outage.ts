@@ -179,7 +179,6 @@ export class OutageBreaker {
       seen: (key: string, deadline?: Deadline) => this.watch('store', inner.seen(key, deadline)),
       record: (row: Row, deadline?: Deadline) => this.watch('store', inner.record(row, deadline)),
       ping: () => inner.ping(),
-      ...(inner.conditionalRecord !== undefined ? { conditionalRecord: inner.conditionalRecord } : {}),
       ...(inner.drain ? { drain: () => inner.drain?.() } : {}),
       ...(inner.close ? { close: () => inner.close?.() ?? Promise.resolve() } : {}),
     };

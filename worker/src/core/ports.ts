@@ -22,11 +22,6 @@ export interface Store {
    * which is why the key's lease keeps a second writer out while the first runs).
    */
   record(row: Row, deadline?: Deadline): Promise<boolean>;
-  /**
-   * False when `record()` cannot tell that the key is already there and inserts anyway (BigQuery's
-   * append mode): a delivery then always asks `seen()` first. Absent: the write is conditional.
-   */
-  readonly conditionalRecord?: boolean;
   /** Throws when the store cannot be reached (for /healthz). */
   ping(): Promise<void>;
   /** Scale-in: sends what waits to be written now (a batching store), without waiting for more. */

@@ -35,8 +35,7 @@ import {
  * Covered: BigQueryStore's statements, one delivery at a time and group commit's (STATEMENTS,
  * checked against what the store itself sends: the same SQL, the same parameter types); the views
  * of contract/views.ts (GoogleSQL, every view name); the scheduled duplicate check of
- * infra/components/alerts.ts (it reads the table's recent partitions). The append
- * store (Storage Write API) sends no SQL of its own: its seen() is BigQueryStore's lookup.
+ * infra/components/alerts.ts (it reads the table's recent partitions).
  */
 
 const PROJECT = 'docline-zetasql';
