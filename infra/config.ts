@@ -413,11 +413,8 @@ export function parseStackConfig(
       (value) => `${key} must be a list of strings (got ${value}); in a stack file write it as a YAML list.`,
     );
 
-  if (given('writeMode') !== undefined) {
-    problems.push(
-      'writeMode is not a setting: rows reach BigQuery only by the conditional MERGE. Remove docline:writeMode ' +
-        'from the stack file.',
-    );
+  for (const [key, instead] of Object.entries(RETIRED_KEYS)) {
+    if (given(key) !== undefined) problems.push(`${key} is not a setting: ${instead}`);
   }
   const documentsPerDay = number('documentsPerDay', STACK_DEFAULTS.documentsPerDay);
   const volumeValid = Number.isInteger(documentsPerDay) && documentsPerDay >= 1;
@@ -451,7 +448,7 @@ export function parseStackConfig(
     analyzerQuotaWaitMs: number('analyzerQuotaWaitMs', DELIVERY_DEFAULTS.analyzerQuotaWaitMs),
     analyzerMaxInFlight: number('analyzerMaxInFlight', DELIVERY_DEFAULTS.analyzerMaxInFlight),
     readTimeoutMs: number('readTimeoutMs', DELIVERY_DEFAULTS.readTimeoutMs),
-    dedupWindowDays: number('dedupWindowDays', DELIVERY_DEFAULTS.dedupWindowDays),
+    redeliveryWindowDays: number('redeliveryWindowDays', DELIVERY_DEFAULTS.redeliveryWindowDays),
     // 0 (the default) derives the cap from documentsPerDay (contract/cost-model.ts).
     maximumBytesBilled: number('maximumBytesBilled', 0) || derivedMaximumBytesBilled(volume),
     maxObjectBytes: number('maxObjectBytes', DELIVERY_DEFAULTS.maxObjectBytes),
@@ -655,6 +652,14 @@ export function parseStackConfig(
 }
 
 /** The `docline:*` keys this program reads (and Pulumi.yaml declares). */
+/** Keys a stack file may still carry that no longer mean anything, with what to do instead. */
+const RETIRED_KEYS: Readonly<Record<string, string>> = {
+  writeMode:
+    'rows reach BigQuery only by the conditional MERGE. Remove docline:writeMode from the stack file.',
+  dedupWindowDays:
+    'it is called redeliveryWindowDays (the days a delivery can still arrive). Rename the key.',
+};
+
 export const CONFIG_KEYS = [
   'image',
   'region',
@@ -673,7 +678,7 @@ export const CONFIG_KEYS = [
   'analyzerQuotaWaitMs',
   'analyzerMaxInFlight',
   'readTimeoutMs',
-  'dedupWindowDays',
+  'redeliveryWindowDays',
   'maximumBytesBilled',
   'maxObjectBytes',
   'pushBodyLimitBytes',
@@ -715,7 +720,7 @@ export const CONFIG_KEYS = [
 export function readStackConfig(today: Date = new Date()): StackConfig {
   const docline = new pulumi.Config('docline');
   const raw: Record<string, string | undefined> = {};
-  for (const key of [...CONFIG_KEYS, 'writeMode']) raw[key] = docline.get(key);
+  for (const key of [...CONFIG_KEYS, ...Object.keys(RETIRED_KEYS)]) raw[key] = docline.get(key);
   const config = parseStackConfig(new pulumi.Config('gcp').get('project'), pulumi.getStack(), raw, today);
   // The engine shows the warning in the preview; the log call's own promise carries nothing to wait for.
   for (const warning of modelLifecycle(config.delivery.geminiModel, today).warnings)

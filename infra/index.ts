@@ -127,7 +127,7 @@ async function docline() {
       project,
       name: memoBucketName,
       location: config.dataLocation,
-      expiryDays: config.delivery.dedupWindowDays,
+      expiryDays: config.delivery.redeliveryWindowDays,
       labels: fixedSettingLabels(fixed),
       // A cache of paid analyses, never a document: destroy empties it rather than failing on it.
       forceDestroy: true,
@@ -201,7 +201,7 @@ async function docline() {
       tableRef: warehouse.tableRef,
       table: warehouse.table,
       duplicateObjectsView: warehouse.views.duplicate_objects,
-      dedupWindowDays: config.delivery.dedupWindowDays,
+      redeliveryWindowDays: config.delivery.redeliveryWindowDays,
       datasetId: warehouse.dataset.datasetId,
       dataLocation: config.dataLocation,
     },

@@ -14,7 +14,6 @@ export function bigQueryStoreFor({ bigquery, table, clock, settings }: InstanceC
     table,
     location: 'EU',
     clock,
-    dedupWindowDays: settings.dedupWindowDays,
     maximumBytesBilled: settings.maximumBytesBilled,
   });
 }
@@ -46,7 +45,7 @@ export const groupCommitWiring = (): Wiring => {
     },
     extraDeps: ({ time, settings }) => ({
       memo: new AnalysisMemo(memoStore, {
-        ttlMs: settings.dedupWindowDays * DAY_MS,
+        ttlMs: settings.redeliveryWindowDays * DAY_MS,
         clock: time.clock,
         // The lease's wait runs on the simulated clock, like every other delay here.
         sleep: (ms) => time.sleep(ms),

@@ -93,7 +93,7 @@ export async function runMemoryDeliveries(options: MemoryRunOptions): Promise<Me
     admission: new QuotaGate(config.admission),
     memo: new AnalysisMemo(new WindowedMemoStore(MEMO_WINDOW_KEYS), {
       // The memo is on, as in production (the offline analyzer's config turns it off: it is free).
-      ttlMs: DELIVERY_DEFAULTS.dedupWindowDays * 86_400_000,
+      ttlMs: DELIVERY_DEFAULTS.redeliveryWindowDays * 86_400_000,
     }),
   };
   const deadlines = new Deadlines(deliveryBudgetMs({ workerTimeoutSeconds: config.requestTimeoutSeconds }));

@@ -448,7 +448,7 @@ export async function runConsumer(
   const mergeSeconds = spec.mergeSeconds ?? flow?.mergeSeconds;
   const warehouse = new SweepWarehouse(time, {
     seed: spec.seed + 5,
-    dedupWindowDays: settings.dedupWindowDays,
+    redeliveryWindowDays: settings.redeliveryWindowDays,
     maximumBytesBilled: flow?.stack.maximumBytesBilled ?? settings.maximumBytesBilled,
     ...(flow
       ? {

@@ -246,7 +246,7 @@ describe('the memo bucket answers every call of the real GcsMemoStore', () => {
 });
 
 describe('the pre-filled warehouse', () => {
-  const options = { seed: 1, dedupWindowDays: 15, maximumBytesBilled: 100_000_000 };
+  const options = { seed: 1, redeliveryWindowDays: 15, maximumBytesBilled: 100_000_000 };
 
   it('starts with 15 days at the documented daily volume and bills at least 10 MiB a statement', async () => {
     const time = new VirtualTime();

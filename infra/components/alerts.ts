@@ -48,8 +48,8 @@ export interface AlertsArgs extends ObservedPipelineArgs {
   /** The table and the duplicate_objects view resources: the check starts after both exist. */
   table: pulumi.Resource;
   duplicateObjectsView: pulumi.Resource;
-  /** Days of partitions the check reads: the worker's dedup window. */
-  dedupWindowDays: pulumi.Input<number>;
+  /** Days of partitions the check reads: the redelivery window. */
+  redeliveryWindowDays: pulumi.Input<number>;
   /** The dataset of that view (the check's account may read it) and its location. */
   datasetId: pulumi.Input<string>;
   dataLocation: pulumi.Input<string>;
@@ -340,7 +340,7 @@ export class Alerts extends DoclineComponent {
         serviceAccountName: checker.email,
         params: {
           query: pulumi
-            .all([args.tableRef, args.dedupWindowDays])
+            .all([args.tableRef, args.redeliveryWindowDays])
             .apply(([table, days]) => duplicateObjectsCheckSql(table, days)),
         },
       },

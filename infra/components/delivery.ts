@@ -120,8 +120,8 @@ export class Delivery extends DoclineComponent {
     const pubsubAgent = this.pubsubAgent.member;
     const keep = guarded(args.keepData);
 
-    // Dead letters stay replayable (subscription and topic seek) only as long as the dedup window
-    // still sees their rows: settingsProblems binds deadLetterRetentionSeconds to dedupWindowDays.
+    // Dead letters stay replayable (subscription and topic seek) only as long as the redelivery window
+    // still sees their rows: settingsProblems binds deadLetterRetentionSeconds to redeliveryWindowDays.
     const deadLetters = settings.apply(deadLetterSubscriptionSettings);
     this.deadLetterTopic = new gcp.pubsub.Topic(
       `${name}-dead-letters`,

@@ -10,7 +10,7 @@ export interface MemoBucketArgs extends PrivateBucketArgs {
    * environment (MEMO_BUCKET) is then known too, and the policy pack can check it.
    */
   name: pulumi.Input<string>;
-  /** Entries are deleted this many days after they were written (the dedup window: past it, a delivery is new work anyway). */
+  /** Entries are deleted this many days after they were written (the redelivery window: past it, a delivery is new work anyway). */
   expiryDays: pulumi.Input<number>;
   /** Labels beside its role: the deployed fixed settings (infra/stack-guards.ts, FIXED_SETTING_LABELS). */
   labels?: Record<string, string>;

@@ -121,7 +121,7 @@ export function workerEnvironment(input: {
     BIGQUERY_LOCATION: input.dataLocation,
     MEMO_BUCKET: input.memoBucket,
     DEDUP_KEY: s.dedupKeyMode,
-    DEDUP_WINDOW_DAYS: String(s.dedupWindowDays),
+    REDELIVERY_WINDOW_DAYS: String(s.redeliveryWindowDays),
     MAXIMUM_BYTES_BILLED: String(s.maximumBytesBilled),
     ANALYZER_TIMEOUT_MS: String(s.analyzerTimeoutMs),
     ANALYZER_QUOTA_WAIT_MS: String(s.analyzerQuotaWaitMs),

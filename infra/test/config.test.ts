@@ -78,7 +78,10 @@ describe('parseStackConfig', () => {
     ]);
   });
 
-  it('refuses writeMode, which is not a setting: rows reach BigQuery only by the conditional MERGE', () => {
+  it('refuses keys that are no longer settings, saying what to do instead', () => {
+    expect(problemsOf({ dedupWindowDays: '15' })).toEqual([
+      expect.stringMatching(/^dedupWindowDays is not a setting: it is called redeliveryWindowDays/),
+    ]);
     expect(problemsOf({ writeMode: 'append' })).toEqual([
       expect.stringMatching(/^writeMode is not a setting/),
     ]);
@@ -238,19 +241,21 @@ describe('parseStackConfig: cpu, memory and concurrency together', () => {
 });
 
 describe('parseStackConfig: delivery relations', () => {
-  it('refuses a dedup window that a replayed dead letter can outlive, saying how long it must be', () => {
-    expect(problemsOf({ dedupWindowDays: '8' })).toEqual([
+  it('refuses a redelivery window that a replayed dead letter can outlive, saying how long it must be', () => {
+    expect(problemsOf({ redeliveryWindowDays: '8' })).toEqual([
       expect.stringMatching(
-        /^dedupWindowDays \(8\) must cover more than messageRetentionSeconds \(604800s\) \+ deadLetterRetentionSeconds \(604800s\), i\.e\. at least 15 days/,
+        /^redeliveryWindowDays \(8\) must cover more than messageRetentionSeconds \(604800s\) \+ deadLetterRetentionSeconds \(604800s\), i\.e\. at least 15 days/,
       ),
     ]);
   });
 
   it('binds the window to the dead-letter retention: a longer retention needs a longer window', () => {
-    expect(problemsOf({ deadLetterRetentionSeconds: String(31 * 86400), dedupWindowDays: '38' })).toEqual([
-      expect.stringMatching(/at least 39 days/),
-    ]);
-    expect(problemsOf({ deadLetterRetentionSeconds: String(31 * 86400), dedupWindowDays: '39' })).toEqual([]);
+    expect(
+      problemsOf({ deadLetterRetentionSeconds: String(31 * 86400), redeliveryWindowDays: '38' }),
+    ).toEqual([expect.stringMatching(/at least 39 days/)]);
+    expect(
+      problemsOf({ deadLetterRetentionSeconds: String(31 * 86400), redeliveryWindowDays: '39' }),
+    ).toEqual([]);
   });
 
   it('never lets the dead-letter retention drop below 7 days', () => {

@@ -407,7 +407,10 @@ describe('retentions lowered on a running stack', () => {
 
   it('accepts a raise, the same value, a first deploy, and a decrease declared once with allowKnobChange', async () => {
     const raised = await runProgram(
-      stackConfig('prod', { 'docline:messageRetentionSeconds': '691200', 'docline:dedupWindowDays': '17' }),
+      stackConfig('prod', {
+        'docline:messageRetentionSeconds': '691200',
+        'docline:redeliveryWindowDays': '17',
+      }),
       { stack: 'prod', deployed },
     );
     expect(raised.outputs.deployedRetention).toEqual({ ...RETAINED, messageRetentionSeconds: 691200 });

@@ -173,7 +173,7 @@ describe('the docline program with the dev stack file', () => {
       });
     });
 
-    it('keeps dead letters in a pull subscription that never expires, for no longer than the dedup window covers', () => {
+    it('keeps dead letters in a pull subscription that never expires, for no longer than the redelivery window covers', () => {
       const deadLetters = one(run, T.subscription, '-dead-letters');
 
       expect(deadLetters.inputs).toMatchObject({
@@ -183,7 +183,7 @@ describe('the docline program with the dev stack file', () => {
         messageRetentionDuration: '604800s',
       });
       expect(one(run, T.topic, '-dead-letters').inputs.messageRetentionDuration).toBe('604800s');
-      expect(DELIVERY_DEFAULTS.dedupWindowDays * 86400).toBeGreaterThan(
+      expect(DELIVERY_DEFAULTS.redeliveryWindowDays * 86400).toBeGreaterThan(
         DELIVERY_DEFAULTS.messageRetentionSeconds + DELIVERY_DEFAULTS.deadLetterRetentionSeconds,
       );
       expect(deadLetters.inputs.pushConfig).toBeUndefined();
@@ -275,7 +275,7 @@ describe('the docline program with the dev stack file', () => {
         BIGQUERY_LOCATION: 'EU',
         MEMO_BUCKET: `docline-dev-memo-${project}`,
         DEDUP_KEY: 'object',
-        DEDUP_WINDOW_DAYS: '15',
+        REDELIVERY_WINDOW_DAYS: '15',
         MAXIMUM_BYTES_BILLED: '100000000',
         ANALYZER_TIMEOUT_MS: '60000',
         ANALYZER_QUOTA_WAIT_MS: String(DELIVERY_DEFAULTS.analyzerQuotaWaitMs),
@@ -409,7 +409,7 @@ describe('the docline program with the dev stack file', () => {
       expect(condition.thresholdValue).toBe(0.01);
     });
 
-    it("checks for duplicate objects hourly, on the dedup window's partitions only, with a scheduled query whose failures raise an alert", () => {
+    it("checks for duplicate objects hourly, on the redelivery window's partitions only, with a scheduled query whose failures raise an alert", () => {
       const check = one(run, 'gcp:bigquery/dataTransferConfig:DataTransferConfig');
       const params = check.inputs.params as { query: string };
 
@@ -420,7 +420,7 @@ describe('the docline program with the dev stack file', () => {
       });
       expect(params.query).toContain(`FROM \`${project}.docline_dev.${TABLE_ID}\``);
       expect(params.query).toContain(
-        `WHERE key_day >= DATE_SUB(CURRENT_DATE(), INTERVAL ${DELIVERY_DEFAULTS.dedupWindowDays} DAY)`,
+        `WHERE key_day >= DATE_SUB(CURRENT_DATE(), INTERVAL ${DELIVERY_DEFAULTS.redeliveryWindowDays} DAY)`,
       );
       expect(params.query).toContain('ERROR(');
       const alert = one(run, T.alert, '-duplicate-objects');

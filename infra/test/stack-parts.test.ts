@@ -110,14 +110,14 @@ describe('the stack parts of the dev stack', () => {
       });
     });
 
-    it('makes the memo a private bucket next to the data whose entries expire after the dedup window', () => {
+    it('makes the memo a private bucket next to the data whose entries expire after the redelivery window', () => {
       expect(one(run, T.bucket, '-memo-bucket').inputs).toMatchObject({
         name: `docline-dev-memo-${project}`,
         location: 'EU',
         uniformBucketLevelAccess: true,
         publicAccessPrevention: 'enforced',
         lifecycleRules: [
-          { action: { type: 'Delete' }, condition: { age: DELIVERY_DEFAULTS.dedupWindowDays } },
+          { action: { type: 'Delete' }, condition: { age: DELIVERY_DEFAULTS.redeliveryWindowDays } },
         ],
         labels: { 'docline-role': 'memo' },
       });

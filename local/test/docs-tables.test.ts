@@ -50,7 +50,7 @@ describe('the worker variables table of docs/configuration.md', () => {
     const config = loadConfig({ BIGQUERY_TABLE: 'acme-dev.docline_dev.deliveries' });
     if (config.store.kind !== 'bigquery') throw new Error('expected the BigQuery store');
     const applied = {
-      DEDUP_WINDOW_DAYS: String(config.store.dedupWindowDays),
+      REDELIVERY_WINDOW_DAYS: String(config.store.redeliveryWindowDays),
       MAXIMUM_BYTES_BILLED: String(config.store.maximumBytesBilled),
       DEDUP_KEY: config.dedupKeyMode,
       MAX_OBJECT_BYTES: String(config.maxObjectBytes),

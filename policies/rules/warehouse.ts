@@ -1,7 +1,7 @@
 /**
  * The layout of the table the worker deduplicates on. Every `seen()` lookup filters on the lookup key
- * inside the dedup window; partitioning on the write time and clustering on the key first is what
- * keeps that lookup from scanning (and billing) the whole table.
+ * and its day; partitioning on that day and clustering on the key first is what keeps that lookup
+ * from scanning (and billing) the whole table.
  */
 import type * as gcp from '@pulumi/gcp';
 import type { ResourceValidationPolicy } from '@pulumi/policy';
@@ -24,7 +24,7 @@ const dedupTableSchema = {
     partitionColumn: {
       type: 'string' as const,
       default: PARTITION_COLUMN,
-      description: 'The time column the table is partitioned on (the dedup window filters on it).',
+      description: 'The day column the table is partitioned on (every lookup filters on it).',
     },
   },
 };
@@ -79,7 +79,7 @@ export const dedupTableLayout: ResourceValidationPolicy = {
       );
     } else if (!partitionField.known || partitionField.value !== partitionColumn) {
       reportViolation(
-        `Table '${args.name}' is partitioned on ${partitionField.known ? String(partitionField.value ?? 'ingestion time') : 'an unknown column'}, but the dedup window filters on ${partitionColumn}. Set timePartitioning.field: '${partitionColumn}'.`,
+        `Table '${args.name}' is partitioned on ${partitionField.known ? String(partitionField.value ?? 'ingestion time') : 'an unknown column'}, but every lookup filters on ${partitionColumn}. Set timePartitioning.field: '${partitionColumn}'.`,
       );
     }
     const clustering = peek(() => props.clusterings);

@@ -82,11 +82,11 @@ export class SweepWarehouse {
     private readonly time: SimClock,
     private readonly options: {
       seed: number;
-      dedupWindowDays: number;
+      redeliveryWindowDays: number;
       maximumBytesBilled: number;
       /** Rows a day in the pre-filled table (default: the cost model's documentsPerDay). */
       documentsPerDay?: number;
-      /** The table's age: days pre-filled before the start (default: the dedup window). */
+      /** The table's age: days pre-filled before the start (default: the redelivery window). */
       prefilledDays?: number;
       /** A MERGE's latency (default: the cost model's). */
       mergeLatency?: Latency;
@@ -101,7 +101,7 @@ export class SweepWarehouse {
     const perDay = options.documentsPerDay ?? COST_DEFAULTS.documentsPerDay;
     // Key days are wall-clock days: the simulated clock as the worker sees it.
     const startMs = time.clock.now().getTime();
-    const fromMs = startMs - (options.prefilledDays ?? options.dedupWindowDays) * DAY_MS;
+    const fromMs = startMs - (options.prefilledDays ?? options.redeliveryWindowDays) * DAY_MS;
     let total = 0;
     for (let dayStart = Math.floor(fromMs / DAY_MS) * DAY_MS; dayStart < startMs; dayStart += DAY_MS) {
       const overlap = Math.min(startMs, dayStart + DAY_MS) - Math.max(fromMs, dayStart);

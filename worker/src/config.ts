@@ -7,11 +7,11 @@ import {
   DEFAULT_DATA_LOCATION,
   DELIVERY_DEFAULTS,
   type DedupKeyMode,
-  dedupWindowTooShort,
   defaultGeminiLocation,
   LOG_LEVELS,
   MIN_MAXIMUM_BYTES_BILLED,
-  minDedupWindowDays,
+  minRedeliveryWindowDays,
+  redeliveryWindowTooShort,
   storePace,
 } from './contract/settings';
 import { BUCKET_NAME } from './contract/storage';
@@ -31,7 +31,7 @@ export type StoreConfig =
       /** `project.dataset.table` */
       table: string;
       location: string | undefined;
-      dedupWindowDays: number;
+      redeliveryWindowDays: number;
       maximumBytesBilled: number;
     };
 
@@ -146,10 +146,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Worke
   if (table) {
     if (!TABLE_ID.test(table))
       problems.push(`BIGQUERY_TABLE must be project.dataset.table (got "${table}").`);
-    const dedupWindowDays = integer('DEDUP_WINDOW_DAYS', DELIVERY_DEFAULTS.dedupWindowDays, 1, 3650);
-    if (dedupWindowTooShort({ ...DELIVERY_DEFAULTS, dedupWindowDays }) && text('DEDUP_WINDOW_DAYS')) {
+    const redeliveryWindowDays = integer(
+      'REDELIVERY_WINDOW_DAYS',
+      DELIVERY_DEFAULTS.redeliveryWindowDays,
+      1,
+      3650,
+    );
+    if (
+      redeliveryWindowTooShort({ ...DELIVERY_DEFAULTS, redeliveryWindowDays }) &&
+      text('REDELIVERY_WINDOW_DAYS')
+    ) {
       problems.push(
-        `DEDUP_WINDOW_DAYS (${dedupWindowDays}) must be at least ${minDedupWindowDays(DELIVERY_DEFAULTS)}: the push ` +
+        `REDELIVERY_WINDOW_DAYS (${redeliveryWindowDays}) must be at least ${minRedeliveryWindowDays(DELIVERY_DEFAULTS)}: the push ` +
           "subscription's message retention plus the dead-letter retention (by default), or late redeliveries and " +
           'replayed dead letters are not seen.',
       );
@@ -158,7 +166,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Worke
       kind: 'bigquery',
       table,
       location: text('BIGQUERY_LOCATION'),
-      dedupWindowDays,
+      redeliveryWindowDays,
       maximumBytesBilled: integer(
         'MAXIMUM_BYTES_BILLED',
         DELIVERY_DEFAULTS.maximumBytesBilled,
@@ -226,7 +234,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Worke
     });
 
   const ttlMs =
-    (store.kind === 'bigquery' ? store.dedupWindowDays : DELIVERY_DEFAULTS.dedupWindowDays) * 86_400_000;
+    (store.kind === 'bigquery' ? store.redeliveryWindowDays : DELIVERY_DEFAULTS.redeliveryWindowDays) *
+    86_400_000;
   const memoBucket = text('MEMO_BUCKET');
   let memo: MemoConfig | null = null;
   // The memo keeps *paid* analyses. The offline analyzer is free: keeping its answers costs more

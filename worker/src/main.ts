@@ -75,7 +75,6 @@ async function buildBaseStore(config: WorkerConfig, logger: Logger): Promise<Sto
     bigquery,
     table: store.table,
     location: store.location,
-    dedupWindowDays: store.dedupWindowDays,
     maximumBytesBilled: store.maximumBytesBilled,
     labels: {
       app: 'docline',

@@ -45,7 +45,7 @@ describe('loadConfig', () => {
       kind: 'bigquery',
       table: 'acme-dev.docline.rows',
       location: 'EU',
-      dedupWindowDays: DELIVERY_DEFAULTS.dedupWindowDays,
+      redeliveryWindowDays: DELIVERY_DEFAULTS.redeliveryWindowDays,
       maximumBytesBilled: DELIVERY_DEFAULTS.maximumBytesBilled,
     });
     expect(config.reader.kind).toBe('gcs');
@@ -75,7 +75,7 @@ describe('loadConfig', () => {
         MAX_OBJECT_BYTES: '0',
         BIGQUERY_TABLE: 'not a table',
         MAXIMUM_BYTES_BILLED: '1000',
-        DEDUP_WINDOW_DAYS: '3',
+        REDELIVERY_WINDOW_DAYS: '3',
         DOCLINE_ANALYZER: 'gemini',
         PUSH_AUTH_AUDIENCE: 'x',
         ALLOWED_CONTENT_TYPES: 'application/pdf,not a type',
@@ -91,7 +91,7 @@ describe('loadConfig', () => {
       'MAX_OBJECT_BYTES',
       'BIGQUERY_TABLE',
       'MAXIMUM_BYTES_BILLED',
-      'DEDUP_WINDOW_DAYS',
+      'REDELIVERY_WINDOW_DAYS',
       'GEMINI_API_KEY',
       'PUSH_AUTH_SERVICE_ACCOUNT',
       'ALLOWED_CONTENT_TYPES',
@@ -131,7 +131,7 @@ describe('loadConfig', () => {
     expect(config.memo).toEqual({
       kind: 'file',
       root: '/tmp/docline-config/memo',
-      ttlMs: DELIVERY_DEFAULTS.dedupWindowDays * 86_400_000,
+      ttlMs: DELIVERY_DEFAULTS.redeliveryWindowDays * 86_400_000,
     });
   });
 
@@ -172,11 +172,11 @@ describe('loadConfig', () => {
     });
   });
 
-  it('keeps the memo in a bucket when MEMO_BUCKET is set, for as long as the dedup window', () => {
+  it('keeps the memo in a bucket when MEMO_BUCKET is set, for as long as the redelivery window', () => {
     const config = loadConfig({
       GEMINI_API_KEY: 'k',
       BIGQUERY_TABLE: 'acme-dev.docline.rows',
-      DEDUP_WINDOW_DAYS: '20',
+      REDELIVERY_WINDOW_DAYS: '20',
       MEMO_BUCKET: 'acme-dev-docline-memo',
     });
     expect(config.memo).toEqual({ kind: 'gcs', bucket: 'acme-dev-docline-memo', ttlMs: 20 * 86_400_000 });

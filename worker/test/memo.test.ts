@@ -130,7 +130,7 @@ describe('AnalysisMemo', () => {
     expect(work).toHaveBeenCalledTimes(1);
   });
 
-  it('ignores an entry older than the dedup window', async () => {
+  it('ignores an entry older than the redelivery window', async () => {
     const memo = memoOn(new MemoryMemoStore());
     const work = jest.fn(async () => paid());
     await memo.analyse(KEY, 'v1', work);

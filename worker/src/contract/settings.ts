@@ -44,10 +44,12 @@ export interface DeliverySettings {
   /** Timeout of one object read. */
   readTimeoutMs: number;
   /**
-   * Days of `processed_at` partitions that `seen()` and `record()` look at. Above the message
-   * retention plus the dead-letter retention: a dead letter replayed on its last day must still be seen.
+   * Days a delivery of a message can still arrive: the memo keeps a paid analysis that long, and the
+   * duplicate check reads that many days of the table. Above the message retention plus the dead-letter
+   * retention: a dead letter replayed on its last day must still find its analysis. (`seen()` and
+   * `record()` look a key up in its own day, whatever its age.)
    */
-  dedupWindowDays: number;
+  redeliveryWindowDays: number;
   /** `maximumBytesBilled` on every BigQuery query (BigQuery refuses caps under 10 MiB). */
   maximumBytesBilled: number;
   /** Objects above this size are rejected as `too_large` before any byte is downloaded. */
@@ -113,7 +115,7 @@ export const DELIVERY_DEFAULTS: Readonly<DeliverySettings> = Object.freeze({
   analyzerMaxInFlight: 40,
   readTimeoutMs: 20_000,
   // 7 days of message retention + 7 days of dead-letter retention + 1 day of margin.
-  dedupWindowDays: 15,
+  redeliveryWindowDays: 15,
   maximumBytesBilled: 100 * 1000 * 1000,
   maxObjectBytes: 20 * 1024 * 1024,
   pushBodyLimitBytes: 256 * 1024,
@@ -369,8 +371,8 @@ export const DEFAULT_CONTENT_TYPES: readonly string[] = [
   'text/xml',
 ];
 
-/** The smallest dedup window that still sees the row of a dead letter replayed on its last day. */
-export function minDedupWindowDays(s: {
+/** The shortest redelivery window that still covers a dead letter replayed on its last day. */
+export function minRedeliveryWindowDays(s: {
   messageRetentionSeconds: number;
   deadLetterRetentionSeconds: number;
 }): number {
@@ -378,14 +380,17 @@ export function minDedupWindowDays(s: {
 }
 
 /**
- * Whether the dedup window is too short to see the row of a dead letter replayed on its last day:
+ * Whether the redelivery window is too short to cover a dead letter replayed on its last day:
  * a message is dead-lettered at the latest when its retention ends and can be replayed until the
  * dead-letter retention ends.
  */
-export function dedupWindowTooShort(
-  s: Pick<DeliverySettings, 'dedupWindowDays' | 'messageRetentionSeconds' | 'deadLetterRetentionSeconds'>,
+export function redeliveryWindowTooShort(
+  s: Pick<
+    DeliverySettings,
+    'redeliveryWindowDays' | 'messageRetentionSeconds' | 'deadLetterRetentionSeconds'
+  >,
 ): boolean {
-  return s.dedupWindowDays * DAY_SECONDS <= s.messageRetentionSeconds + s.deadLetterRetentionSeconds;
+  return s.redeliveryWindowDays * DAY_SECONDS <= s.messageRetentionSeconds + s.deadLetterRetentionSeconds;
 }
 
 /** Where the bucket and the dataset live unless a stack says otherwise. */
@@ -466,12 +471,12 @@ export function settingsProblems(s: DeliverySettings): string[] {
         'shorter leaves an operator too little time to replay a dead letter.',
     );
   }
-  if (dedupWindowTooShort(s)) {
+  if (redeliveryWindowTooShort(s)) {
     problems.push(
-      `dedupWindowDays (${s.dedupWindowDays}) must cover more than messageRetentionSeconds (${s.messageRetentionSeconds}s) + ` +
-        `deadLetterRetentionSeconds (${s.deadLetterRetentionSeconds}s), i.e. at least ${minDedupWindowDays(s)} days: a message is ` +
+      `redeliveryWindowDays (${s.redeliveryWindowDays}) must cover more than messageRetentionSeconds (${s.messageRetentionSeconds}s) + ` +
+        `deadLetterRetentionSeconds (${s.deadLetterRetentionSeconds}s), i.e. at least ${minRedeliveryWindowDays(s)} days: a message is ` +
         'dead-lettered at the latest when its retention ends and can be replayed until the dead-letter retention ends, ' +
-        'and the window must still see the row it may already have. Raise dedupWindowDays or shorten a retention.',
+        'and its paid analysis must still be kept then. Raise redeliveryWindowDays or shorten a retention.',
     );
   }
   if (s.maximumBytesBilled < MIN_MAXIMUM_BYTES_BILLED) {

@@ -28,7 +28,7 @@ import {
  *
  * It is a cache, never a claim: a miss, an unreadable entry or a memo that is down means the
  * delivery does the work itself; nothing is written before the analysis is paid, so a crash still
- * leaves only the message. Entries older than the dedup window are ignored (and pruned by the
+ * leaves only the message. Entries older than the redelivery window are ignored (and pruned by the
  * store). Within one instance, concurrent deliveries of one key share one analysis (single flight);
  * across instances a lease makes a concurrent delivery wait for the holder's analysis, at most until
  * the lease expires on its own; then it does the work. Neither wait can block a document.
@@ -45,7 +45,7 @@ import {
  */
 
 export interface AnalysisMemoOptions {
-  /** Entries older than this are ignored: the dedup window. */
+  /** Entries older than this are ignored: the redelivery window. */
   ttlMs: number;
   /**
    * How long a lease lasts without a renewal: the holder renews it every third of this while it

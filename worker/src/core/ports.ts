@@ -34,7 +34,7 @@ export interface Store {
  * concurrent `seen()`/`record()` calls into one call of each here.
  */
 export interface BatchStore extends Store {
-  /** The keys among `keys` that have a row within the dedup window (one lookup), before `deadline`. */
+  /** The keys among `keys` that have a row (one lookup), before `deadline`. */
   seenMany(keys: readonly string[], deadline?: Deadline): Promise<Set<string>>;
   /**
    * Inserts each row unless its key exists, in one statement that ends by `deadline` (the earliest
@@ -56,7 +56,7 @@ export interface BatchStore extends Store {
  * ({@link MemoProgress}).
  */
 export type MemoEntry = (MemoOutcome | MemoProgress) & {
-  /** ISO timestamp; entries older than the dedup window are ignored and pruned. */
+  /** ISO timestamp; entries older than the redelivery window are ignored and pruned. */
   createdAt: string;
 };
 
@@ -100,7 +100,7 @@ export interface MemoStore {
    */
   renew(key: string, expiresAt: Date): Promise<void>;
   /**
-   * Whether a lease on `key` was ever taken (and not yet pruned with the dedup window), without
+   * Whether a lease on `key` was ever taken (and not yet pruned with the redelivery window), without
    * taking it. Optional: a store without it is never asked, and a delivery whose analyzer version
    * kept nothing then skips the store's lookup as before.
    */

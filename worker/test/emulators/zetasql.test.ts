@@ -230,8 +230,8 @@ describe('ZetaSQL analysis of every statement docline sends to BigQuery', () => 
     ]);
   });
 
-  it('accepts the scheduled duplicate check, which reads the table over the dedup window', async () => {
-    const sql = duplicateObjectsCheckSql(TABLE, DELIVERY_DEFAULTS.dedupWindowDays);
+  it('accepts the scheduled duplicate check, which reads the table over the redelivery window', async () => {
+    const sql = duplicateObjectsCheckSql(TABLE, DELIVERY_DEFAULTS.redeliveryWindowDays);
     const check = await zetasql.analyze(catalog, sql, {});
     expect(check.outputColumns).toEqual([{ name: 'result', type: 'STRING' }]);
   });

@@ -75,7 +75,7 @@ export class FileMemoStore implements MemoStore {
     return this.file(key).replace(/\.json$/, '.lease');
   }
 
-  /** Deletes entries (and leases) last written before `cutoff` (the dedup window); returns how many. */
+  /** Deletes entries (and leases) last written before `cutoff` (the redelivery window); returns how many. */
   async prune(cutoff: Date): Promise<number> {
     let removed = 0;
     let versions: string[];

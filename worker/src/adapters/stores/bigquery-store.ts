@@ -45,11 +45,6 @@ export interface BigQueryStoreOptions {
   table: string;
   /** The dataset's location (jobs run there); the client's default when unset. */
   location?: string | undefined;
-  /**
-   * Kept for the configuration's shape: the key-day layout needs no dedup window in its statements
-   * (a key is looked for in its own day, whatever its age); the memo still expires by it.
-   */
-  dedupWindowDays?: number;
   /** `maximumBytesBilled` of every query. */
   maximumBytesBilled?: number;
   /** Job labels, for billing reports (keys and values: lower case, ≤ 63 characters). */
@@ -344,7 +339,7 @@ export function bigQueryError(error: unknown, operation: string): Error {
     return new ConfigurationError(
       'bigquery_bytes_billed_limit',
       `BigQuery refused the ${operation} query: its estimate is over maximumBytesBilled (${firstLine(text)}). ` +
-        'Raise MAXIMUM_BYTES_BILLED (Pulumi: maximumBytesBilled) to the required value, or lower DEDUP_WINDOW_DAYS; ' +
+        'Raise MAXIMUM_BYTES_BILLED (Pulumi: maximumBytesBilled) to the required value; ' +
         'then replay the dead-lettered messages.',
       options,
     );
@@ -462,7 +457,6 @@ export class BigQueryStore implements BatchStore {
   protected readonly bigquery: BigQuery;
   protected readonly table: string;
   protected readonly location: string | undefined;
-  protected readonly dedupWindowDays: number;
   protected readonly maximumBytesBilled: number;
   protected readonly labels: Record<string, string>;
   protected readonly logger: Logger | undefined;
@@ -479,19 +473,12 @@ export class BigQueryStore implements BatchStore {
     this.bigquery = options.bigquery;
     this.table = options.table;
     this.location = options.location;
-    this.dedupWindowDays = options.dedupWindowDays ?? DELIVERY_DEFAULTS.dedupWindowDays;
     this.maximumBytesBilled = options.maximumBytesBilled ?? DELIVERY_DEFAULTS.maximumBytesBilled;
     this.labels = { app: 'docline', ...options.labels };
     this.logger = options.logger;
     this.clock = options.clock ?? systemClock;
     this.outcomePollMs = options.outcomePollMs ?? OUTCOME_POLL_MS;
     this.sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
-    if (!Number.isInteger(this.dedupWindowDays) || this.dedupWindowDays < 1) {
-      throw new ConfigurationError(
-        'bigquery_dedup_window',
-        'dedupWindowDays must be a whole number of days ≥ 1',
-      );
-    }
     if (this.maximumBytesBilled < MIN_MAXIMUM_BYTES_BILLED) {
       throw new ConfigurationError(
         'bigquery_bytes_billed_limit',
