@@ -465,7 +465,7 @@ function addLongerFaults(s: FaultSchedule, rates: FaultRates): void {
     forMs: logBetween(r.outageMs.min, r.outageMs.max),
   });
   if (chance(r.geminiOutage)) {
-    // One draw, as before: a third of Gemini's outages answer 400 "Please retry" (an incident that
+    // One draw, so a seed's later draws do not move: a third of Gemini's outages answer 400 "Please retry" (an incident that
     // names the input), the others 429 or 503.
     const o = outage();
     const u = random();

@@ -396,7 +396,8 @@ export class AnalysisMemo {
    * Whether a delivery of `dedupKey` ever took its lease (every write takes one): with no analysis
    * kept, that is how a delivery learns that another may have written its row all the same (its
    * keep failed, or the row needed no paid analysis), so that it asks the store before paying.
-   * `false` when the store cannot tell (no `leased`) or leases are off: then as before.
+   * `false` when the store cannot tell (no `leased`) or leases are off: the delivery then trusts the
+   * memo's answer and skips the store's lookup.
    */
   private async everLeased(dedupKey: string, deadline: Deadline): Promise<boolean | 'unknown'> {
     if (this.leaseMs <= 0 || !this.store.hasLease) return false;
@@ -815,7 +816,7 @@ export class AnalysisMemo {
    * Keeps a paid answer that came after its delivery was cut ({@link AnalysisCutError}), if it comes
    * before Cloud Run's own deadline (the worker's plus the answer margin): past it the instance may
    * be gone and the message is Pub/Sub's again. Nobody waits for it; a keep that fails costs the
-   * retry one more analysis, as before.
+   * retry one more analysis.
    */
   private keepLate(key: string, dedupKey: string, late: Promise<AnalysisResult>, deadline: Deadline): void {
     const cloudRun = new Deadline(deadline.atMs + ANSWER_MARGIN_MS, this.clock, this.timers);

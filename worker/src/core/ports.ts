@@ -102,7 +102,7 @@ export interface MemoStore {
   /**
    * Whether a lease on `key` was ever taken (and not yet pruned with the redelivery window), without
    * taking it. Optional: a store without it is never asked, and a delivery whose analyzer version
-   * kept nothing then skips the store's lookup as before.
+   * kept nothing then skips the store's lookup.
    */
   hasLease?(key: string): Promise<boolean>;
 }

@@ -536,7 +536,7 @@ function* summaryTableRows(
 }
 
 function lastOf(found: readonly FoundAmount[], bare: FoundAmount | null): FoundAmount | null {
-  // A labelled total ("Total TTC") over a bare "Total", as before.
+  // A labelled total ("Total TTC") wins over a bare "Total".
   const labelled = found.filter((amount) => amount !== bare);
   return labelled[labelled.length - 1] ?? bare;
 }
