@@ -18,10 +18,7 @@ import { type RunSummary, summarize } from './stats';
 /** Wraps an analyzer and counts its calls (stage 4: analyses per unique document). */
 export class CountingAnalyzer implements Analyzer {
   calls = 0;
-  readonly version: string;
-  constructor(private readonly inner: Analyzer) {
-    this.version = inner.version;
-  }
+  constructor(private readonly inner: Analyzer) {}
 
   analyze(input: AnalyzerInput): Promise<AnalysisResult> {
     this.calls += 1;

@@ -185,10 +185,7 @@ class SampleReader implements Reader {
 
 /** The offline analyzer, run once per sample invoice; each copy of a sample gets its answer. */
 class ReplayingAnalyzer implements Analyzer {
-  readonly version: string;
-  private constructor(private readonly answers: Map<string, AnalysisResult>) {
-    this.version = new OfflineAnalyzer().version;
-  }
+  private constructor(private readonly answers: Map<string, AnalysisResult>) {}
   static async of(samples: Array<{ name: string; bytes: Buffer }>): Promise<ReplayingAnalyzer> {
     const offline = new OfflineAnalyzer();
     const answers = new Map<string, AnalysisResult>();

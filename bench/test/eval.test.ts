@@ -30,7 +30,6 @@ const stated = (overrides: Partial<Analysis> = {}): Analysis => ({
 
 /** An analyzer that answers the same analysis for every document. */
 const answering = (analysis: Analysis): Analyzer => ({
-  version: 'fixed',
   analyze: async () => ({
     analysis,
     model: 'fixed',

@@ -19,7 +19,6 @@ const REPO_ROOT = path.join(__dirname, '..', '..');
 
 /** An analyzer that answers the same analysis for every document. */
 const answering = (analysis: Analysis, model = 'fixed'): Analyzer => ({
-  version: 'fixed',
   analyze: async () => ({ analysis, model, usage: { promptTokens: 0, outputTokens: 0, totalTokens: 0 } }),
 });
 

@@ -18,7 +18,7 @@ export interface MemoBucketArgs extends PrivateBucketArgs {
 
 /**
  * The memo of paid analyses, so that a redelivery never pays for the same analysis twice: a
- * private bucket of create-only entries keyed by dedup key and analysis version. It is a cache,
+ * private bucket of create-only entries keyed by a hash of the dedup key. It is a cache,
  * never a claim, so it has no notification (only the documents bucket feeds the pipeline; the
  * policy pack enforces it) and no soft delete (an expired entry is worth nothing).
  */

@@ -228,10 +228,8 @@ export async function runSchedule(
     (name) => keyOfName.get(name) ?? name,
     () => cloudRunRef?.current()?.id,
   );
-  const versionOf = (model: string | undefined) =>
-    new GeminiAnalyzer({ client: gemini.client(), model }).version;
-  const analyzerVersion = versionOf(config.analyzer.kind === 'gemini' ? config.analyzer.model : undefined);
-  // During a rollout, the spares run the new revision: another model, so another analyzer version.
+  const model = config.analyzer.kind === 'gemini' ? config.analyzer.model : DELIVERY_DEFAULTS.geminiModel;
+  // During a rollout, the spares run the new revision: another model, whose analyses share the memo.
   const rolloutConfig = schedule.rollout
     ? loadConfig({ ...SIM_ENV, ...schedule.env, GEMINI_MODEL: schedule.rollout.model })
     : undefined;
@@ -338,7 +336,6 @@ export async function runSchedule(
           logger: silentLogger,
         });
         const tracked: Analyzer = {
-          version: adapter.version,
           analyze: (...args: Parameters<Analyzer['analyze']>) =>
             ports.track('analyze', () => adapter.analyze(...args)),
         };
@@ -391,7 +388,7 @@ export async function runSchedule(
         faults.injected(
           'rollout.analyzerVersion',
           [],
-          `instance ${old.index} (analyzer ${analyzerVersion}) replaced by the new revision (${schedule.rollout!.model})`,
+          `instance ${old.index} (model ${model}) replaced by the new revision (${schedule.rollout!.model})`,
         );
         cloudRun.signal(old.index, 'SIGTERM');
       });

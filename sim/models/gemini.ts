@@ -296,9 +296,8 @@ export class GeminiSweepModel {
   }
 
   /** The Analyzer port for one worker instance; every instance shares this quota and these counts. */
-  analyzer(): Analyzer & { version: string } {
+  analyzer(): Analyzer {
     return {
-      version: 'sweep-sim-gemini-1',
       analyze: async (input: AnalyzerInput): Promise<AnalysisResult> => {
         if (!(await this.call(input.name))) {
           throw geminiError(

@@ -11,7 +11,7 @@ import {
   winnersSql,
 } from '../src/adapters/stores/bigquery-store';
 import { GroupCommitStore } from '../src/adapters/stores/group-commit-store';
-import { bigQuerySchema, COLUMN_NAMES, COLUMNS, keyDay, type Row } from '../src/contract/row';
+import { COLUMN_NAMES, COLUMNS, keyDay, type Row } from '../src/contract/row';
 import { DELIVERY_DEFAULTS } from '../src/contract/settings';
 import { Deadline, DeadlineError } from '../src/core/deadline';
 import {

@@ -55,8 +55,8 @@ describe('lease rounds under dependency trouble', () => {
         usage: { promptTokens: 1, outputTokens: 1, totalTokens: 2 },
       }),
     );
-    await expect(memo.analyse(key, 'v1', work)).rejects.toBeInstanceOf(LeaseRoundsUsedUpError);
-    await expect(memo.writeTurn(key, 'v1')).rejects.toMatchObject({ code: 'lease_rounds_used_up' });
+    await expect(memo.analyse(key, work)).rejects.toBeInstanceOf(LeaseRoundsUsedUpError);
+    await expect(memo.writeTurn(key)).rejects.toMatchObject({ code: 'lease_rounds_used_up' });
     expect(work).not.toHaveBeenCalled();
     expect(logger.entries.some((e) => e.severity === 'ERROR' && /no lease round left/.test(e.message))).toBe(
       true,

@@ -45,12 +45,12 @@ describe("the memo's per-key memories", () => {
     const store = new MemoryMemoStore();
     const memo = new AnalysisMemo(store, { ttlMs: 8 * DAY_MS, clock, maxRememberedKeys: 10 });
     for (let i = 0; i < 30; i++)
-      await expect(memo.analyse(`gs://b/f-${i}.pdf#1`, 'v1', failing)).rejects.toMatchObject({
+      await expect(memo.analyse(`gs://b/f-${i}.pdf#1`, failing)).rejects.toMatchObject({
         code: 'analyzer_unavailable',
       });
     expect(memo.footprint().heldHere).toBe(10);
     // The latest failure is still remembered: its retry here takes its live round up, no wait.
-    expect(await memo.analyse('gs://b/f-29.pdf#1', 'v1', async () => paid())).toMatchObject({
+    expect(await memo.analyse('gs://b/f-29.pdf#1', async () => paid())).toMatchObject({
       source: 'analyzer',
     });
   });
@@ -63,7 +63,7 @@ describe("the memo's per-key memories", () => {
       // An earlier holder's round, long expired: the delivery passes over it and takes the next.
       await store.lease(AnalysisMemo.leaseKey(`gs://b/g-${i}.pdf#1`), new Date(clock.ms - 60_000));
       // Analysed, never written (its deadline ended the delivery): its write turn stays behind.
-      await memo.analyse(`gs://b/g-${i}.pdf#1`, 'v1', async () => paid());
+      await memo.analyse(`gs://b/g-${i}.pdf#1`, async () => paid());
     }
     const { expiredRounds, writing } = memo.footprint();
     expect(expiredRounds).toBe(10);

@@ -91,8 +91,8 @@ describe('AnalysisMemo', () => {
   it('serves a second delivery of the same key from the memo without paying again', async () => {
     const memo = memoOn(new MemoryMemoStore());
     const work = jest.fn(async () => paid());
-    expect(await memo.analyse(KEY, 'v1', work)).toMatchObject({ source: 'analyzer' });
-    const again = await memo.analyse(KEY, 'v1', work);
+    expect(await memo.analyse(KEY, work)).toMatchObject({ source: 'analyzer' });
+    const again = await memo.analyse(KEY, work);
     expect(again).toEqual({ result: paid(), source: 'memo', holderSeen: true });
     expect(work).toHaveBeenCalledTimes(1);
   });
@@ -104,13 +104,13 @@ describe('AnalysisMemo', () => {
     // The admission lets the delivery in only after another instance kept its analysis.
     const admission = {
       run: async <T>(admitted: (waitedMs: number) => Promise<T>) => {
-        await new AnalysisMemo(store, { ttlMs: 8 * DAY_MS, clock, leaseMs: 0 }).analyse(KEY, 'v1', async () =>
+        await new AnalysisMemo(store, { ttlMs: 8 * DAY_MS, clock, leaseMs: 0 }).analyse(KEY, async () =>
           paid(1900),
         );
         return admitted(30_000);
       },
     };
-    expect(await memo.analyse(KEY, 'v1', work, admission)).toEqual({
+    expect(await memo.analyse(KEY, work, admission)).toEqual({
       result: paid(1900),
       source: 'shared',
       holderSeen: true,
@@ -121,8 +121,8 @@ describe('AnalysisMemo', () => {
   it('replays an analysis another analyzer version paid for: a document is analysed once, whichever version pays', async () => {
     const store = new MemoryMemoStore();
     const work = jest.fn(async () => paid());
-    await memoOn(store).analyse(KEY, 'v1', work);
-    expect(await memoOn(store).analyse(KEY, 'v2', work)).toEqual({
+    await memoOn(store).analyse(KEY, work);
+    expect(await memoOn(store).analyse(KEY, work)).toEqual({
       result: paid(),
       source: 'memo',
       holderSeen: true,
@@ -133,11 +133,11 @@ describe('AnalysisMemo', () => {
   it('ignores an entry older than the redelivery window', async () => {
     const memo = memoOn(new MemoryMemoStore());
     const work = jest.fn(async () => paid());
-    await memo.analyse(KEY, 'v1', work);
+    await memo.analyse(KEY, work);
     clock.ms += 8 * DAY_MS;
-    expect(await memo.analyse(KEY, 'v1', work)).toMatchObject({ source: 'memo' });
+    expect(await memo.analyse(KEY, work)).toMatchObject({ source: 'memo' });
     clock.ms += 1;
-    expect(await memo.analyse(KEY, 'v1', work)).toMatchObject({ source: 'analyzer' });
+    expect(await memo.analyse(KEY, work)).toMatchObject({ source: 'analyzer' });
     expect(work).toHaveBeenCalledTimes(2);
   });
 
@@ -145,8 +145,8 @@ describe('AnalysisMemo', () => {
     const memo = memoOn(new MemoryMemoStore());
     let finish: (r: AnalysisResult) => void = () => {};
     const work = jest.fn(() => new Promise<AnalysisResult>((resolve) => (finish = resolve)));
-    const first = memo.analyse(KEY, 'v1', work);
-    const second = memo.analyse(KEY, 'v1', work);
+    const first = memo.analyse(KEY, work);
+    const second = memo.analyse(KEY, work);
     await new Promise((resolve) => setImmediate(resolve));
     finish(paid());
     expect((await Promise.all([first, second])).map((r) => r.source).sort()).toEqual(['analyzer', 'shared']);
@@ -158,16 +158,16 @@ describe('AnalysisMemo', () => {
     const failing = jest.fn(async () => {
       throw new TransientError('analyzer_unavailable', 'the analyzer answered 503');
     });
-    await expect(memo.analyse(KEY, 'v1', failing)).rejects.toMatchObject({ code: 'analyzer_unavailable' });
+    await expect(memo.analyse(KEY, failing)).rejects.toMatchObject({ code: 'analyzer_unavailable' });
     const work = jest.fn(async () => paid());
-    expect(await memo.analyse(KEY, 'v1', work)).toMatchObject({ source: 'analyzer' });
+    expect(await memo.analyse(KEY, work)).toMatchObject({ source: 'analyzer' });
   });
 
   it('still does the work and answers when the memo store is down, and says so in a warning', async () => {
     const memo = memoOn(new DownMemoStore());
     const work = jest.fn(async () => paid());
-    expect(await memo.analyse(KEY, 'v1', work)).toEqual({ result: paid(), source: 'analyzer' });
-    expect(await memo.analyse(KEY, 'v1', work)).toMatchObject({ source: 'analyzer' });
+    expect(await memo.analyse(KEY, work)).toEqual({ result: paid(), source: 'analyzer' });
+    expect(await memo.analyse(KEY, work)).toMatchObject({ source: 'analyzer' });
     expect(work).toHaveBeenCalledTimes(2);
     const once = [
       'the memo of paid analyses could not be read: analysing again',
@@ -200,9 +200,9 @@ describe('AnalysisMemo across instances (the lease)', () => {
     let finish: (r: AnalysisResult) => void = () => {};
     const workA = jest.fn(() => new Promise<AnalysisResult>((resolve) => (finish = resolve)));
     const workB = jest.fn(async () => paid(9999));
-    const first = a.analyse(KEY, 'v1', workA);
+    const first = a.analyse(KEY, workA);
     await new Promise((resolve) => setImmediate(resolve));
-    const second = b.analyse(KEY, 'v1', workB);
+    const second = b.analyse(KEY, workB);
     await new Promise((resolve) => setImmediate(resolve));
     finish(paid());
     expect(await first).toMatchObject({ source: 'analyzer' });
@@ -216,16 +216,16 @@ describe('AnalysisMemo across instances (the lease)', () => {
     const [a, b] = twoInstances(store, clock);
     let peeked: Awaited<ReturnType<AnalysisMemo['peek']>> | undefined;
     // B's first read comes while A holds the key's lease and has kept nothing yet.
-    await a.analyse(KEY, 'v1', async () => {
-      peeked = await b.peek(KEY, 'v1');
+    await a.analyse(KEY, async () => {
+      peeked = await b.peek(KEY);
       return paid();
     });
     expect(peeked?.state).toBe('worked');
     // A writes and ends its round; then B, its lookup missed A's row, goes on to pay.
-    (await a.writeTurn(KEY, 'v1')).done();
+    (await a.writeTurn(KEY)).done();
     await new Promise((resolve) => setImmediate(resolve));
     const work = jest.fn(async () => paid(9999));
-    expect(await b.analyse(KEY, 'v1', work, undefined, undefined, peeked)).toEqual({
+    expect(await b.analyse(KEY, work, undefined, undefined, peeked)).toEqual({
       result: paid(),
       source: 'memo',
       holderSeen: true,
@@ -242,11 +242,11 @@ describe('AnalysisMemo across instances (the lease)', () => {
     const progress = { attemptsDone: 1, problems: 'total_amount: expected a number' };
     const usage = { promptTokens: 1200, outputTokens: 300, totalTokens: 1500 };
     const refused = new TransientError('dependency_refused', 'Gemini: 404 NOT_FOUND', { usage, progress });
-    await expect(a.analyse(KEY, 'v1', () => Promise.reject(refused))).rejects.toThrow('404');
+    await expect(a.analyse(KEY, () => Promise.reject(refused))).rejects.toThrow('404');
     // A's round expires; the retry reaches B.
     clock.ms += 120_000;
     const work = jest.fn(async (_context: WorkContext) => paid());
-    expect(await b.analyse(KEY, 'v1', work)).toMatchObject({ source: 'analyzer' });
+    expect(await b.analyse(KEY, work)).toMatchObject({ source: 'analyzer' });
     expect(work).toHaveBeenCalledWith({ afterHolder: false, resume: progress });
   });
 
@@ -257,7 +257,7 @@ describe('AnalysisMemo across instances (the lease)', () => {
     await store.lease(AnalysisMemo.leaseKey(KEY), new Date(clock.ms + 60_000));
     const work = jest.fn(async () => paid());
     const started = clock.ms;
-    expect(await b.analyse(KEY, 'v1', work)).toMatchObject({ source: 'analyzer' });
+    expect(await b.analyse(KEY, work)).toMatchObject({ source: 'analyzer' });
     expect(work).toHaveBeenCalledTimes(1);
     // It waited for the lease, and not a moment longer.
     expect(clock.ms - started).toBe(60_000);
@@ -270,11 +270,11 @@ describe('AnalysisMemo across instances (the lease)', () => {
     const failing = async (): Promise<AnalysisResult> => {
       throw new TransientError('analyzer_unavailable', 'the analyzer answered 503');
     };
-    await expect(a.analyse(KEY, 'v1', failing)).rejects.toMatchObject({ code: 'analyzer_unavailable' });
+    await expect(a.analyse(KEY, failing)).rejects.toMatchObject({ code: 'analyzer_unavailable' });
     clock.ms += 10_000; // Pub/Sub's retry backoff
     const work = jest.fn(async () => paid());
     const started = clock.ms;
-    expect(await b.analyse(KEY, 'v1', work)).toMatchObject({ source: 'analyzer' });
+    expect(await b.analyse(KEY, work)).toMatchObject({ source: 'analyzer' });
     expect(clock.ms - started).toBe(50_000);
   });
 
@@ -285,9 +285,9 @@ describe('AnalysisMemo across instances (the lease)', () => {
     const failing = async (): Promise<AnalysisResult> => {
       throw new TransientError('analyzer_rate_limited', 'Gemini: 429');
     };
-    await expect(a.analyse(KEY, 'v1', failing)).rejects.toMatchObject({ code: 'analyzer_rate_limited' });
+    await expect(a.analyse(KEY, failing)).rejects.toMatchObject({ code: 'analyzer_rate_limited' });
     const started = clock.ms;
-    expect(await a.analyse(KEY, 'v1', async () => paid())).toMatchObject({ source: 'analyzer' });
+    expect(await a.analyse(KEY, async () => paid())).toMatchObject({ source: 'analyzer' });
     expect(clock.ms).toBe(started);
   });
 
@@ -298,15 +298,15 @@ describe('AnalysisMemo across instances (the lease)', () => {
     const failing = async (): Promise<AnalysisResult> => {
       throw new TransientError('analyzer_unavailable', 'the analyzer answered 503');
     };
-    await expect(a.analyse(KEY, 'v1', failing)).rejects.toMatchObject({ code: 'analyzer_unavailable' });
+    await expect(a.analyse(KEY, failing)).rejects.toMatchObject({ code: 'analyzer_unavailable' });
     // Pub/Sub's backoff outlasts the failed holder's lease: the first round has expired.
     clock.ms += 61_000;
     let finish: (r: AnalysisResult) => void = () => {};
     const workA = jest.fn(() => new Promise<AnalysisResult>((resolve) => (finish = resolve)));
     const workB = jest.fn(async () => paid(9999));
-    const retryA = a.analyse(KEY, 'v1', workA);
+    const retryA = a.analyse(KEY, workA);
     await new Promise((resolve) => setImmediate(resolve));
-    const retryB = b.analyse(KEY, 'v1', workB);
+    const retryB = b.analyse(KEY, workB);
     await new Promise((resolve) => setImmediate(resolve));
     finish(paid());
     expect(await retryA).toMatchObject({ source: 'analyzer' });
@@ -323,10 +323,10 @@ describe('AnalysisMemo across instances (the lease)', () => {
     await store.lease(key, new Date(clock.ms - 1));
     await store.lease(`${key}~1`, new Date(clock.ms - 1));
     let finish: (r: AnalysisResult) => void = () => {};
-    const first = a.analyse(KEY, 'v1', () => new Promise<AnalysisResult>((resolve) => (finish = resolve)));
+    const first = a.analyse(KEY, () => new Promise<AnalysisResult>((resolve) => (finish = resolve)));
     await new Promise((resolve) => setImmediate(resolve));
     const workB = jest.fn(async () => paid(9999));
-    const second = b.analyse(KEY, 'v1', workB);
+    const second = b.analyse(KEY, workB);
     await new Promise((resolve) => setImmediate(resolve));
     expect(store.leases.has(`${key}~2`)).toBe(true);
     finish(paid());
@@ -340,7 +340,7 @@ describe('AnalysisMemo across instances (the lease)', () => {
     const store = new MemoryMemoStore();
     const [a] = twoInstances(store, clock);
     // An earlier delivery analysed and kept its result; its lease has long expired.
-    await a.analyse(KEY, 'v1', async () => paid());
+    await a.analyse(KEY, async () => paid());
     clock.ms += 120_000;
     let reads = 0;
     const flaky: MemoStore = {
@@ -357,7 +357,7 @@ describe('AnalysisMemo across instances (the lease)', () => {
     };
     const retry = new AnalysisMemo(flaky, { ttlMs: DAY, clock, leaseMs: 60_000, pollMs: 1_000 });
     const work = jest.fn(async () => paid(9999));
-    expect(await retry.analyse(KEY, 'v1', work)).toEqual({
+    expect(await retry.analyse(KEY, work)).toEqual({
       result: paid(),
       source: 'memo',
       holderSeen: true,
@@ -370,7 +370,7 @@ describe('AnalysisMemo across instances (the lease)', () => {
     const clock = new ManualClock();
     const store = new MemoryMemoStore();
     const [a] = twoInstances(store, clock);
-    await a.analyse(KEY, 'v1', async () => paid());
+    await a.analyse(KEY, async () => paid());
     clock.ms += 120_000;
     let reads = 0;
     const flaky: MemoStore = {
@@ -382,7 +382,7 @@ describe('AnalysisMemo across instances (the lease)', () => {
     };
     const retry = new AnalysisMemo(flaky, { ttlMs: DAY, clock, leaseMs: 60_000, pollMs: 1_000 });
     const work = jest.fn(async () => paid(9999));
-    expect(await retry.analyse(KEY, 'v1', work)).toEqual({
+    expect(await retry.analyse(KEY, work)).toEqual({
       result: paid(),
       source: 'memo',
       holderSeen: true,
@@ -396,7 +396,7 @@ describe('AnalysisMemo across instances (the lease)', () => {
     const [, b] = twoInstances(store, clock);
     await store.lease(AnalysisMemo.leaseKey(KEY), new Date(clock.ms - 1));
     const started = clock.ms;
-    expect(await b.analyse(KEY, 'v1', async () => paid())).toMatchObject({ source: 'analyzer' });
+    expect(await b.analyse(KEY, async () => paid())).toMatchObject({ source: 'analyzer' });
     expect(clock.ms).toBe(started);
   });
 });
@@ -841,9 +841,9 @@ describe('handle with the memo', () => {
     store.seen = async (key) => {
       // While this delivery's lookup runs, another instance's delivery pays and keeps the analysis.
       const elsewhere = new AnalysisMemo(memoStore, { ttlMs: 8 * DAY_MS, clock: new ManualClock() });
-      await elsewhere.analyse(key, deps.analyzer.version, async () => paid());
+      await elsewhere.analyse(key, async () => paid());
       // Its write is refused (no row yet), and its turn ends.
-      (await elsewhere.writeTurn(key, deps.analyzer.version)).done();
+      (await elsewhere.writeTurn(key)).done();
       return seen(key);
     };
     const outcome = await handle(parsePush(body), deps);
@@ -873,10 +873,10 @@ describe('handle with the memo', () => {
   });
 });
 
-describe('an analyzer rollout: two revisions with different analyzer versions', () => {
+describe('an analyzer rollout: two revisions, another model each, share one memo and one lease', () => {
   const INVOICE = 'FACTURE N° F-2026-0042\nTotal TTC : 1 234,56 €\n';
 
-  /** The old revision (analyzer v1) and the new one (v2): one memo bucket, one table. */
+  /** The old revision and the new one: one memo bucket, one table. */
   function revisions(time: ManualTime) {
     const memoStore = new MemoryMemoStore();
     const options = {
@@ -892,8 +892,6 @@ describe('an analyzer rollout: two revisions with different analyzer versions', 
       memo: new AnalysisMemo(memoStore, options),
       store: old.store,
     });
-    old.analyzer.version = 'v1';
-    next.analyzer.version = 'v2';
     const body = pushBody('1', { size: Buffer.byteLength(INVOICE) });
     const attrs = (body.message as { attributes: Record<string, string> }).attributes;
     for (const { reader } of [old, next])
@@ -1009,7 +1007,7 @@ describe("the delivery's deadline during a memo call", () => {
     });
     const deadline = Deadline.after(deadlineMs, time.clock, time);
     const settled = memo
-      .analyse(KEY, 'v1', async () => paid(), undefined, deadline)
+      .analyse(KEY, async () => paid(), undefined, deadline)
       .then(
         (analysed) => analysed,
         (error: unknown) => error,
@@ -1049,9 +1047,9 @@ describe('interleaving 4: a lease shorter than the work', () => {
     const workA = jest.fn(() => new Promise<AnalysisResult>((resolve) => (finish = resolve)));
     const workB = jest.fn(async () => paid(9999));
     // A doubled notification: the same upload reaches two instances together.
-    const first = a.analyse(KEY, 'v1', workA, undefined, deadline(time, 498_000));
+    const first = a.analyse(KEY, workA, undefined, deadline(time, 498_000));
     await settle();
-    const second = b.analyse(KEY, 'v1', workB, undefined, deadline(time, 498_000));
+    const second = b.analyse(KEY, workB, undefined, deadline(time, 498_000));
     await time.advance(100_000);
     finish(paid());
     await time.advance(1_000);
@@ -1064,16 +1062,16 @@ describe('interleaving 4: a lease shorter than the work', () => {
     const time = new ManualTime();
     const { a, b } = twoInstances(time);
     // A doubled notification: A analyses and starts its write; B arrives just after.
-    const first = a.analyse(KEY, 'v1', async () => paid(), undefined, deadline(time, 498_000));
+    const first = a.analyse(KEY, async () => paid(), undefined, deadline(time, 498_000));
     await settle();
-    const second = b.analyse(KEY, 'v1', async () => paid(9999), undefined, deadline(time, 498_000));
+    const second = b.analyse(KEY, async () => paid(9999), undefined, deadline(time, 498_000));
     await first;
-    const turnA = await a.writeTurn(KEY, 'v1', deadline(time, 498_000));
+    const turnA = await a.writeTurn(KEY, deadline(time, 498_000));
     await time.advance(1_000);
     // B found A's analysis in the memo while A's write runs.
     expect(await second).toEqual({ result: paid(), source: 'memo', holderSeen: true });
     let bWrites = false;
-    const turnB = b.writeTurn(KEY, 'v1', deadline(time, 498_000)).then((turn) => {
+    const turnB = b.writeTurn(KEY, deadline(time, 498_000)).then((turn) => {
       bWrites = true;
       return turn;
     });
@@ -1102,21 +1100,19 @@ describe('interleaving 4: a lease shorter than the work', () => {
     const b = new AnalysisMemo(store, options);
     // On A, a delivery whose lease call failed analyses and is cut at its deadline before its write.
     await expect(
-      a.analyse(KEY, 'v1', async () => {
+      a.analyse(KEY, async () => {
         throw new TransientError('analyzer_unavailable', 'the analyzer answered 503');
       }),
     ).rejects.toMatchObject({ code: 'analyzer_unavailable' });
     failLease = false;
     // Later, B analyses and writes slowly; A's next delivery finds the analysis in the memo.
-    await b.analyse(KEY, 'v1', async () => paid(), undefined, deadline(time, 498_000));
-    const turnB = await b.writeTurn(KEY, 'v1', deadline(time, 498_000));
-    expect(
-      await a.analyse(KEY, 'v1', async () => paid(9999), undefined, deadline(time, 498_000)),
-    ).toMatchObject({
+    await b.analyse(KEY, async () => paid(), undefined, deadline(time, 498_000));
+    const turnB = await b.writeTurn(KEY, deadline(time, 498_000));
+    expect(await a.analyse(KEY, async () => paid(9999), undefined, deadline(time, 498_000))).toMatchObject({
       source: 'memo',
     });
     let aWrites = false;
-    const turnA = a.writeTurn(KEY, 'v1', deadline(time, 498_000)).then((turn) => {
+    const turnA = a.writeTurn(KEY, deadline(time, 498_000)).then((turn) => {
       aWrites = true;
       return turn;
     });
@@ -1136,13 +1132,13 @@ describe('interleaving 4: a lease shorter than the work', () => {
     const holder = new AnalysisMemo(store, options);
     const reader = new AnalysisMemo(failing, options);
     // The holder kept its analysis and is writing (it keeps before its write).
-    await holder.analyse(KEY, 'v1', async () => paid(), undefined, deadline(time, 498_000));
-    const turnHolder = await holder.writeTurn(KEY, 'v1', deadline(time, 498_000));
-    const found = await reader.analyse(KEY, 'v1', async () => paid(), undefined, deadline(time, 498_000));
+    await holder.analyse(KEY, async () => paid(), undefined, deadline(time, 498_000));
+    const turnHolder = await holder.writeTurn(KEY, deadline(time, 498_000));
+    const found = await reader.analyse(KEY, async () => paid(), undefined, deadline(time, 498_000));
     expect(found).toMatchObject({ source: 'memo', holderSeen: true });
     let writes = false;
     const turnReader = reader
-      .writeTurn(KEY, 'v1', deadline(time, 498_000), { holderSeen: found.holderSeen })
+      .writeTurn(KEY, deadline(time, 498_000), { holderSeen: found.holderSeen })
       .then((turn) => {
         writes = true;
         return turn;
@@ -1165,10 +1161,10 @@ describe('interleaving 4: a lease shorter than the work', () => {
     const options = { ttlMs: 8 * DAY_MS, clock: time.clock, sleep: time.sleep, timers: time };
     const holder = new AnalysisMemo(store, options);
     const waiter = new AnalysisMemo(flaky, options);
-    await holder.analyse(KEY, 'v1', async () => paid(), undefined, deadline(time, 498_000));
-    const turnHolder = await holder.writeTurn(KEY, 'v1', deadline(time, 498_000));
+    await holder.analyse(KEY, async () => paid(), undefined, deadline(time, 498_000));
+    const turnHolder = await holder.writeTurn(KEY, deadline(time, 498_000));
     let writes = false;
-    const turnWaiter = waiter.writeTurn(KEY, 'v1', deadline(time, 498_000)).then((turn) => {
+    const turnWaiter = waiter.writeTurn(KEY, deadline(time, 498_000)).then((turn) => {
       writes = true;
       return turn;
     });
@@ -1194,17 +1190,16 @@ describe('interleaving 4: a lease shorter than the work', () => {
     let answer: () => void = () => {};
     const holding = holder.analyse(
       KEY,
-      'v1',
       () => new Promise<AnalysisResult>((resolve) => (answer = () => resolve(paid()))),
       undefined,
       deadline(time, 498_000),
     );
-    const waiting = waiter.analyse(KEY, 'v1', async () => paid(9_999), undefined, deadline(time, 498_000));
+    const waiting = waiter.analyse(KEY, async () => paid(9_999), undefined, deadline(time, 498_000));
     await time.advance(3_000);
     answer();
     await holding;
     // The holder writes (a long MERGE): its turn is the lease its analysis took.
-    const turnHolder = await holder.writeTurn(KEY, 'v1', deadline(time, 498_000));
+    const turnHolder = await holder.writeTurn(KEY, deadline(time, 498_000));
     await time.advance(2_000);
     const shared = await waiting;
     expect(shared).toMatchObject({ source: 'shared', holderSeen: true });
@@ -1212,7 +1207,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
     leasesFail = true;
     let writes = false;
     const turnWaiter = waiter
-      .writeTurn(KEY, 'v1', deadline(time, 498_000), { holderSeen: shared.holderSeen })
+      .writeTurn(KEY, deadline(time, 498_000), { holderSeen: shared.holderSeen })
       .then((turn) => {
         writes = true;
         return turn;
@@ -1241,14 +1236,14 @@ describe('interleaving 4: a lease shorter than the work', () => {
     const workB = jest.fn(async () => paid(9999));
     // Both analyse without a lease (the memo failing never stops the work)...
     await Promise.all([
-      a.analyse(KEY, 'v1', workA, undefined, deadline(time, 498_000)),
-      b.analyse(KEY, 'v1', workB, undefined, deadline(time, 498_000)),
+      a.analyse(KEY, workA, undefined, deadline(time, 498_000)),
+      b.analyse(KEY, workB, undefined, deadline(time, 498_000)),
     ]);
     expect([workA.mock.calls.length, workB.mock.calls.length]).toEqual([1, 1]);
     // ...but only one writes at a time: B waits while A's MERGE runs.
-    const turnA = await a.writeTurn(KEY, 'v1', deadline(time, 498_000));
+    const turnA = await a.writeTurn(KEY, deadline(time, 498_000));
     let bWrites = false;
-    const turnB = b.writeTurn(KEY, 'v1', deadline(time, 498_000)).then((turn) => {
+    const turnB = b.writeTurn(KEY, deadline(time, 498_000)).then((turn) => {
       bWrites = true;
       return turn;
     });
@@ -1274,7 +1269,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
       sleep: time.sleep,
       timers: time,
     });
-    const analysed = memo.analyse(KEY, 'v1', async () => paid(), undefined, deadline(time, 498_000));
+    const analysed = memo.analyse(KEY, async () => paid(), undefined, deadline(time, 498_000));
     await settle();
     await time.advance(5_000);
     expect(await analysed).toMatchObject({ source: 'analyzer' });
@@ -1283,7 +1278,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
     const round0 = store.leases.get(AnalysisMemo.leaseKey(KEY))!.getTime();
     expect(round0).toBe(time.ms - 8_000 + 15_000);
     let writes = false;
-    const turn = memo.writeTurn(KEY, 'v1', deadline(time, 498_000)).then((t) => {
+    const turn = memo.writeTurn(KEY, deadline(time, 498_000)).then((t) => {
       writes = true;
       return t;
     });
@@ -1308,16 +1303,16 @@ describe('interleaving 4: a lease shorter than the work', () => {
         writesOutliveInstance: true,
       });
     const [a, b] = [make(), make()];
-    await a.analyse(KEY, 'v1', async () => paid(), undefined, deadline(time, 300_000));
+    await a.analyse(KEY, async () => paid(), undefined, deadline(time, 300_000));
     const holderDeadline = time.ms + 298_000;
-    const turnA = await a.writeTurn(KEY, 'v1', deadline(time, 298_000));
+    const turnA = await a.writeTurn(KEY, deadline(time, 298_000));
     // On taking the turn the lease already runs past the deadline (the bound of the MERGE's
     // jobTimeoutMs) by one lease time: no renewal is needed after that, so a killed holder is covered.
     expect(store.leases.get(AnalysisMemo.leaseKey(KEY))!.getTime()).toBe(holderDeadline + 15_000);
     // The holder's write is cut at shutdown (its statement may still run): the lease stays.
     turnA.done(false);
     let bWrites = false;
-    const turnB = b.writeTurn(KEY, 'v1', deadline(time, 498_000)).then((turn) => {
+    const turnB = b.writeTurn(KEY, deadline(time, 498_000)).then((turn) => {
       bWrites = true;
       return turn;
     });
@@ -1340,14 +1335,13 @@ describe('interleaving 4: a lease shorter than the work', () => {
     let finish: (r: AnalysisResult) => void = () => {};
     const first = holder.analyse(
       KEY,
-      'v1',
       () => new Promise<AnalysisResult>((resolve) => (finish = resolve)),
       undefined,
       deadline(time, 498_000),
     );
     await settle();
     const work = jest.fn(async () => paid(9999));
-    const second = waiter.analyse(KEY, 'v1', work, undefined, deadline(time, 498_000));
+    const second = waiter.analyse(KEY, work, undefined, deadline(time, 498_000));
     // The holder's analysis takes 40 s; the lease call at 15 s fails, and the waiter still waits.
     for (let t = 0; t < 40; t++) await time.advance(1_000);
     expect(leaseCalls()).toBeGreaterThanOrEqual(3);
@@ -1362,8 +1356,8 @@ describe('interleaving 4: a lease shorter than the work', () => {
   it('keeps the write’s lease to its heartbeat on a store whose writes die with their process (SQLite): a killed holder holds up the next writer one lease time at most', async () => {
     const time = new ManualTime();
     const { store, a } = twoInstances(time);
-    await a.analyse(KEY, 'v1', async () => paid(), undefined, deadline(time, 300_000));
-    const turn = await a.writeTurn(KEY, 'v1', deadline(time, 298_000));
+    await a.analyse(KEY, async () => paid(), undefined, deadline(time, 300_000));
+    const turn = await a.writeTurn(KEY, deadline(time, 298_000));
     expect(store.leases.get(AnalysisMemo.leaseKey(KEY))!.getTime()).toBeLessThanOrEqual(time.ms + 15_000);
     turn.done(true);
   });
@@ -1385,7 +1379,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
     });
     const work = jest.fn(async () => paid());
     // It sees the holder until 15 s; then no lease call answers: it waits until 30 s, not longer.
-    const outcome = waiter.analyse(KEY, 'v1', work, undefined, deadline(time, 498_000));
+    const outcome = waiter.analyse(KEY, work, undefined, deadline(time, 498_000));
     for (let t = 0; t < 29; t++) await time.advance(1_000);
     expect(work).not.toHaveBeenCalled();
     for (let t = 0; t < 3; t++) await time.advance(1_000);
@@ -1414,7 +1408,6 @@ describe('interleaving 4: a lease shorter than the work', () => {
     });
     const outcome = holder.analyse(
       KEY,
-      'v1',
       () => new Promise<AnalysisResult>(() => {}),
       undefined,
       deadline(time, 60_000),
@@ -1432,7 +1425,6 @@ describe('interleaving 4: a lease shorter than the work', () => {
     let finish: (r: AnalysisResult) => void = () => {};
     const outcome = a.analyse(
       KEY,
-      'v1',
       () => new Promise<AnalysisResult>((resolve) => (finish = resolve)),
       undefined,
       deadline(time, 498_000),
@@ -1447,7 +1439,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
     finish(paid());
     await outcome;
     // The lease now guards the write: still renewed while the delivery writes its row.
-    const turn = await a.writeTurn(KEY, 'v1', deadline(time, 300_000));
+    const turn = await a.writeTurn(KEY, deadline(time, 300_000));
     await time.advance(30_000);
     expect(leaseOf()).toBeGreaterThan(time.ms + 10_000);
     turn.done();
@@ -1463,7 +1455,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
     // The holder took its 15 s lease, then its instance was killed: nobody renews it.
     await store.lease(AnalysisMemo.leaseKey(KEY), new Date(time.ms + 15_000));
     const work = jest.fn(async () => paid());
-    const outcome = b.analyse(KEY, 'v1', work, undefined, deadline(time, 498_000));
+    const outcome = b.analyse(KEY, work, undefined, deadline(time, 498_000));
     await time.advance(14_000);
     expect(work).not.toHaveBeenCalled();
     await time.advance(2_000);
@@ -1476,7 +1468,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
     const { store, b } = twoInstances(time);
     await store.lease(AnalysisMemo.leaseKey(KEY), new Date(time.ms + 400_000));
     const work = jest.fn(async () => paid());
-    const outcome = b.analyse(KEY, 'v1', work, undefined, deadline(time, 30_000)).catch((e: unknown) => e);
+    const outcome = b.analyse(KEY, work, undefined, deadline(time, 30_000)).catch((e: unknown) => e);
     await time.advance(31_000);
     expect(await outcome).toBeInstanceOf(DeadlineError);
     expect(work).not.toHaveBeenCalled();

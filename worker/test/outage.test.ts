@@ -164,7 +164,6 @@ describe('a 6-hour outage of a dependency', () => {
     const out = () => nowMs < start + OUTAGE_MS;
     const calls = { analyzer: 0, paid: 0, reads: 0, writes: 0 };
     const analyzer: Analyzer = {
-      version: 'v1',
       async analyze(): Promise<AnalysisResult> {
         calls.analyzer++;
         if (dependency === 'analyzer' && out())

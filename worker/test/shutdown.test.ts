@@ -23,7 +23,6 @@ const INVOICE = 'FACTURE N° F-2026-0042\nTotal TTC : 1 234,56 €\n';
 
 /** Answers at once, except for the objects it is told to hold: those stay in analysis. */
 class GatedAnalyzer implements Analyzer {
-  readonly version = 'gated-1';
   readonly started: string[] = [];
   constructor(private readonly held: Set<string>) {}
   analyze(input: AnalyzerInput): Promise<AnalysisResult> {

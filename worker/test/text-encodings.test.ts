@@ -106,7 +106,6 @@ describe('a text/plain upload through the handler', () => {
     const offline = new OfflineAnalyzer();
     const given: string[] = [];
     const analyzer = {
-      version: offline.version,
       analyze: (input: AnalyzerInput) => {
         given.push(input.contentType);
         return offline.analyze(input);

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { z } from 'zod';
 
 /**
@@ -145,15 +144,4 @@ export function parseAnalysis(
       .map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`)
       .join('; '),
   };
-}
-
-/**
- * The analysis version: a short hash of what decides how the same bytes are analysed (the
- * analyzer's model and prompt, given as `parts`) and of the invoice schema. Part of the memo's key,
- * so changing any of them means new work.
- */
-export function analysisVersion(...parts: string[]): string {
-  const hash = createHash('sha256');
-  for (const part of [...parts, JSON.stringify(analysisJsonSchema())]) hash.update(part).update('\0');
-  return hash.digest('hex').slice(0, 16);
 }

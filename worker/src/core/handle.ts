@@ -113,10 +113,7 @@ export async function handle(
   // of it has paid yet, and the store's lookup is skipped when the write is conditional (a
   // redelivery of a document written without a kept analysis, an e-invoice or a rejection, finds its
   // row there).
-  const peeked =
-    deps.memo && event.kind !== 'not_work'
-      ? await deps.memo.peek(key, deps.analyzer.version, deadline)
-      : undefined;
+  const peeked = deps.memo && event.kind !== 'not_work' ? await deps.memo.peek(key, deadline) : undefined;
   if (peeked?.state !== 'none' && (await deadline.race('lookup', deps.store.seen(key, deadline))))
     return { ...base, status: 'duplicate', duplicateAt: 'seen', analysed: false };
 
@@ -196,7 +193,7 @@ export async function handle(
             ),
         };
         const paid = deps.memo
-          ? await deps.memo.analyse(key, deps.analyzer.version, work, admission, deadline, peeked)
+          ? await deps.memo.analyse(key, work, admission, deadline, peeked)
           : { result: await admission.run(() => work(), deadline), source: 'analyzer' as const };
         holderSeen = 'holderSeen' in paid && paid.holderSeen === true;
         if (paid.source === 'memo') memo = 'hit';
@@ -231,7 +228,7 @@ export async function handle(
   }
 
   // No other instance's MERGE of this key may overlap ours (the view's answer must not change).
-  const turn = await deps.memo?.writeTurn(key, deps.analyzer.version, deadline, { holderSeen });
+  const turn = await deps.memo?.writeTurn(key, deadline, { holderSeen });
   let inserted: boolean;
   let ended = false;
   try {

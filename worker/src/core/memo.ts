@@ -326,8 +326,7 @@ export class AnalysisMemo {
 
   /**
    * The analysis of `dedupKey`: from the memo when it holds one (whichever analyzer version paid for
-   * it: `_version`, the asking analyzer's, is not part of the memo's key), from the
-   * same analysis when one is already running in this instance, else from `work()` (which reads and
+   * it: the memo's key names the document only), from the same analysis when one is already running in this instance, else from `work()` (which reads and
    * pays), kept in the memo afterwards. Errors of `work()` propagate; the memo's own never do. A
    * paid refusal kept in the memo is thrown again, marked with where it came from.
    *
@@ -337,7 +336,6 @@ export class AnalysisMemo {
    */
   async analyse(
     dedupKey: string,
-    _version: string,
     work: (context: WorkContext) => Promise<AnalysisResult>,
     admission: Admission = admitAtOnce,
     deadline: Deadline = Deadline.none(),
@@ -379,7 +377,7 @@ export class AnalysisMemo {
    * whose row was written is one more paid analysis, never a second row: a cache that fails costs
    * money, never a document. Errors never propagate (`unknown`).
    */
-  async peek(dedupKey: string, _version: string, deadline: Deadline = Deadline.none()): Promise<MemoPeek> {
+  async peek(dedupKey: string, deadline: Deadline = Deadline.none()): Promise<MemoPeek> {
     const reads = { failed: false };
     // Read together with the entry, so that a miss costs no extra wait: whether any delivery of the
     // key, of any analyzer version, ever took its lease.
@@ -589,8 +587,6 @@ export class AnalysisMemo {
    */
   async writeTurn(
     dedupKey: string,
-    /** The analyzer's version: not part of the write's lease, which every version shares. */
-    _version: string,
     deadline: Deadline = Deadline.none(),
     /**
      * The delivery's analysis came from a holder it saw ({@link Analysed.holderSeen}): that holder
@@ -882,11 +878,7 @@ function hashOf(dedupKey: string): string {
   return createHash('sha256').update(dedupKey).digest('hex');
 }
 
-/**
- * Where paid analyses, leases and paid attempts live: namespaces, never an analyzer version (those are 16 hex
- * digits, contract/analysis.ts `analysisVersion`), so neither meets the folders of the earlier
- * layout, which kept analyses per version.
- */
+/** Where paid analyses, leases and paid attempts live: three namespaces of one bucket. */
 const ANALYSIS_NAMESPACE = 'analysis';
 const LEASE_NAMESPACE = 'lease';
 const PROGRESS_NAMESPACE = 'progress';

@@ -167,7 +167,6 @@ export class OutageBreaker {
   /** The analyzer, its calls counted by this breaker. */
   analyzer(inner: Analyzer): Analyzer {
     return {
-      version: inner.version,
       analyze: (input: AnalyzerInput): Promise<AnalysisResult> =>
         this.watch('analyzer', inner.analyze(input)),
     };

@@ -139,11 +139,6 @@ export interface AnalyzerInput {
 
 /** Extracts the invoice fields. Throws RejectionError for permanent refusals, TransientError otherwise. */
 export interface Analyzer {
-  /**
-   * Changes whenever the same bytes could be analysed differently (model, prompt, schema): part of
-   * the memo's key, so a new version means new work.
-   */
-  readonly version: string;
   analyze(input: AnalyzerInput): Promise<AnalysisResult>;
 }
 

@@ -58,7 +58,6 @@ export const sampleAnalysis = (overrides: Record<string, unknown> = {}): Analysi
  * errors; `gate` holds every call until the test opens it.
  */
 export class ScriptedAnalyzer implements Analyzer {
-  version = 'scripted-1';
   calls: AnalyzerInput[] = [];
   private failures: Error[] = [];
   private gateOpen: Promise<void> = Promise.resolve();

@@ -10,7 +10,6 @@ import {
   type AnalysisProgress,
   type AnalysisResult,
   analysisJsonSchema,
-  analysisVersion,
   parseAnalysis,
   type Usage,
 } from '../../contract/analysis';
@@ -235,12 +234,10 @@ export class GeminiAnalyzer implements Analyzer {
   private readonly afterAnswerMs: number;
   private readonly logger: Logger | undefined;
   private readonly thinkingConfig: ThinkingConfig | undefined;
-  readonly version: string;
 
   constructor(options: GeminiAnalyzerOptions) {
     this.client = options.client;
     this.model = options.model ?? DELIVERY_DEFAULTS.geminiModel;
-    this.version = analysisVersion('gemini', this.model, INVOICE_PROMPT);
     this.thinkingConfig = thinkingConfigFor(this.model);
     this.timeoutMs = options.timeoutMs ?? DELIVERY_DEFAULTS.analyzerTimeoutMs;
     this.afterAnswerMs = options.afterAnswerMs ?? 0;

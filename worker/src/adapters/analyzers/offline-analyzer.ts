@@ -1,9 +1,4 @@
-import {
-  type AnalysisResult,
-  analysisVersion,
-  type FieldReading,
-  parseAnalysis,
-} from '../../contract/analysis';
+import { type AnalysisResult, type FieldReading, parseAnalysis } from '../../contract/analysis';
 import { baseMimeType, decodeText } from '../../core/document-checks';
 import { RejectionError } from '../../core/errors';
 import type { Analyzer, AnalyzerInput } from '../../core/ports';
@@ -42,15 +37,12 @@ const IMAGE_TYPES = new Set(['image/png', 'image/jpeg', 'image/webp']);
  * inside the admission line, as any analysis does: OCR is its paid work, in CPU.
  */
 export class OfflineAnalyzer implements Analyzer {
-  readonly version: string;
   private readonly pdf: PdfJsParser;
   private readonly ocr: Ocr | undefined;
 
   constructor(options: OfflineAnalyzerOptions = {}) {
     this.pdf = options.pdf ?? new PdfJsParser();
     this.ocr = options.ocr;
-    // Bump the parsers' revision when they would read the same invoice differently.
-    this.version = analysisVersion(OFFLINE_MODEL, `parsers-4${this.ocr ? `+ocr:${this.ocr.name}` : ''}`);
   }
 
   async analyze(input: AnalyzerInput): Promise<AnalysisResult> {

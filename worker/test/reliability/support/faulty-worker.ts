@@ -56,7 +56,6 @@ async function main(): Promise<void> {
   const started = new Map<string, number>();
   const waiting = new Map<string, () => void>();
   const analyzer: Analyzer = {
-    version: adapters.analyzer.version,
     async analyze(input) {
       const line: AnalysisLogLine = { name: input.name, pid: process.pid };
       appendFileSync(analysesLog, `${JSON.stringify(line)}\n`);
