@@ -651,7 +651,6 @@ export function parseStackConfig(
   });
 }
 
-/** The `docline:*` keys this program reads (and Pulumi.yaml declares). */
 /** Keys a stack file may still carry that no longer mean anything, with what to do instead. */
 const RETIRED_KEYS: Readonly<Record<string, string>> = {
   writeMode:
@@ -660,6 +659,7 @@ const RETIRED_KEYS: Readonly<Record<string, string>> = {
     'it is called redeliveryWindowDays (the days a delivery can still arrive). Rename the key.',
 };
 
+/** The `docline:*` keys this program reads (and Pulumi.yaml declares). */
 export const CONFIG_KEYS = [
   'image',
   'region',

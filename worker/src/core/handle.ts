@@ -110,7 +110,7 @@ export async function handle(
   const key = dedupKey(event, deps.dedupKeyMode);
   const base = { messageId: event.messageId, dedupKey: key };
   // With a memo of paid analyses, it is read first: no analysis kept for the key means no delivery
-  // of it has paid yet, and the store's lookup is skipped when the write is conditional (a
+  // of it has paid yet, and the store's lookup is skipped, since the write is conditional (a
   // redelivery of a document written without a kept analysis, an e-invoice or a rejection, finds its
   // row there).
   const peeked = deps.memo && event.kind !== 'not_work' ? await deps.memo.peek(key, deadline) : undefined;
