@@ -114,6 +114,10 @@ export class LocalTarget implements Target {
     const pipeline = await startPipeline({
       dataDir: dir,
       settings: { minRetryBackoffSeconds: 1, maxRetryBackoffSeconds: 2, maxDeliveryAttempts: 5 },
+      // The memo on, as in front of a paid analyzer: the doubled notification's two deliveries may
+      // overlap, and only the memo's lease makes the second wait for the first's analysis (without
+      // it, the free offline analyzer is simply run twice and the check of one analysis races).
+      workerEnv: { MEMO: 'on' },
     });
     const tap = new Tap(pipeline.pubsub);
     await tap.create(LOCAL_NAMES.topic);
