@@ -22,7 +22,7 @@ import { broken, coveringSeeds, type FaultsSection, runSoak, SOAK_BAR, soakShort
  *                                           seeds in parts of 100, J processes at a time
  *                                           (the same figures)
  *   npm run sim -- --scenario NAME|all      one of the eight named scenarios (or all)
- *   npm run sim -- --cover N                seeds among 1…N that hold I1–I7 and together
+ *   npm run sim -- --cover N                seeds among 1…N that hold I1–I8 and together
  *                                           inject every fault kind (test:sim's fixed set)
  *   npm run sim -- --mutant NAME|all        a named bug injected into the worker at run time,
  *                [--seeds N]                run over seeds 1…N (default: its own bound)
@@ -76,7 +76,7 @@ async function replay(seed: number, replays: number): Promise<number> {
     for (const v of list) console.log(`seed ${seed} breaks ${id} (${INVARIANTS[id]}): ${v}`);
   for (const x of verdict.extraRawRows)
     console.log(`extra raw row: ${x.key} (${x.messageId}), causes: ${x.causes.join('; ') || 'none'}`);
-  if (bad.length === 0) console.log(`seed ${seed}: I1–I7 hold`);
+  if (bad.length === 0) console.log(`seed ${seed}: I1–I8 hold`);
   if (replays > 1) {
     const same = hashes.filter((h) => h === hashes[0]).length;
     console.log(`replays: ${same} of ${replays} identical to the first (trace ${hashes[0]})`);
@@ -311,7 +311,7 @@ async function main(): Promise<number> {
   const cover = arg('cover');
   if (cover !== undefined) {
     const { seeds: chosen, uncovered } = await coveringSeeds(wholeNumber('cover', cover));
-    console.log(`seeds that hold I1–I7 and cover every fault kind: ${chosen.join(', ')}`);
+    console.log(`seeds that hold I1–I8 and cover every fault kind: ${chosen.join(', ')}`);
     if (uncovered.length > 0) console.log(`no passing seed injects: ${uncovered.join(', ')}`);
     return uncovered.length > 0 ? 1 : 0;
   }

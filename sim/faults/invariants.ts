@@ -1,4 +1,5 @@
 import type { RunRecord } from './run';
+import { REFUSED_TOO_LARGE } from './warehouse';
 
 /**
  * The promise, checked at the end of every run from the simulated world's ground truth only: the
@@ -18,6 +19,7 @@ export const INVARIANTS = {
   I5: "paid once: per document, paid analyses on Gemini's bill ≤ 1 + the faults that lost that document's paid answer",
   I6: "no work past the deadline: every request answered by the worker's own deadline (brought forward at SIGTERM), no call started after Cloud Run's (the request timeout, SIGTERM + the grace), no Gemini call or BigQuery statement of it still running past the worker's",
   I7: 'the right outcome: an invoice ends `ok` with an analysis Gemini gave for it, a refused document `rejected` with its reason, a generation gone before its read `rejected` `object_gone`, a poison one dead-lettered with no row',
+  I8: 'no batch refused for its size: every MERGE BigQuery refused as a request over its 10 MB limit carried one row (a row too large on its own), never a batch that a byte budget would have split',
 } as const;
 
 export type InvariantId = keyof typeof INVARIANTS;
@@ -290,6 +292,15 @@ export function checkInvariants(record: RunRecord): Verdict {
     else if (row.invoiceNumber === null || !answered.includes(row.invoiceNumber))
       violations.I7.push(
         `${d.name} ends ok with analysis ${row.invoiceNumber ?? 'none'}, which Gemini never gave for it (it gave ${answered.join(', ') || 'none'})`,
+      );
+  }
+
+  // I8: a refused request costs a statement and its deliveries' time: group commit closes a batch
+  // before its MERGE would pass the limit, so only a row over the limit on its own may be refused.
+  for (const st of record.statements) {
+    if (st.outcome === REFUSED_TOO_LARGE && st.keys.length > 1)
+      violations.I8.push(
+        `statement ${st.index} (instance ${st.instance}, at ${st.startedAtMs} ms): a MERGE of ${st.keys.length} rows refused as a request over 10 MB`,
       );
   }
 

@@ -25,7 +25,7 @@ export interface Scenario {
   /** The invariants that break when the interleaving happens. */
   breaks: Array<InvariantId | 'good-rows' | 'scale-in' | 'durability' | 'outage' | 'rollout'>;
   schedule?: FaultSchedule;
-  /** A check of its own, beyond I1–I7: problems found (empty: it holds). */
+  /** A check of its own, beyond I1–I8: problems found (empty: it holds). */
   check?: (record: RunRecord | undefined) => string[];
   /**
    * Set while the worker still lets the interleaving happen: why. The suite then expects the

@@ -99,7 +99,7 @@ export async function runSoak(
 }
 
 /**
- * A small set of seeds among `1 … candidates` that hold I1–I7 and together inject every fault kind
+ * A small set of seeds among `1 … candidates` that hold I1–I8 and together inject every fault kind
  * (greedy: each pick adds the most kinds not yet covered). test:sim runs such a set.
  */
 export async function coveringSeeds(

@@ -68,6 +68,9 @@ const TABLE = 'docline-sim:docline.documents';
  */
 export const REQUEST_LIMIT_BYTES = 10_485_760;
 
+/** The outcome recorded for a MERGE request refused for its size (it never became a job). */
+export const REFUSED_TOO_LARGE = 'refused: request too large';
+
 /** A client to build statements with, as the adapter does (no call is ever made with it). */
 const STATEMENT_BUILDER = new BigQuery({ projectId: 'docline-sim' });
 
@@ -192,7 +195,7 @@ export class Warehouse {
       keys,
       startedAtMs: this.time.nowMs(),
       endedAtMs: this.time.nowMs(),
-      outcome: 'refused: request too large',
+      outcome: REFUSED_TOO_LARGE,
     });
   }
 

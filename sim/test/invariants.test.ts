@@ -1,5 +1,6 @@
 import { checkInvariants, INVARIANT_IDS } from '../faults/invariants';
 import type { RunRecord } from '../faults/run';
+import { REFUSED_TOO_LARGE } from '../faults/warehouse';
 
 const KEY = 'gs://b/a.txt#1';
 
@@ -99,8 +100,8 @@ describe('the invariants', () => {
     expect(broken(kept())).toEqual([]);
   });
 
-  it('are seven, each shown to fail on its own below', () => {
-    expect(INVARIANT_IDS).toEqual(['I1', 'I2', 'I3', 'I4', 'I5', 'I6', 'I7']);
+  it('are eight, each shown to fail on its own below', () => {
+    expect(INVARIANT_IDS).toEqual(['I1', 'I2', 'I3', 'I4', 'I5', 'I6', 'I7', 'I8']);
   });
 
   it('I1: an ack given before its row committed breaks it, even when the row comes later', () => {
@@ -357,6 +358,24 @@ describe('the invariants', () => {
     // The row (committed at 7.9 s) said gone before the generation went, or it never went.
     expect(broken(gone(8_500))).toEqual(['I7']);
     expect(broken(gone())).toEqual(['I7']);
+  });
+
+  it('I8: a MERGE of several rows refused for its size breaks it; a single row too large on its own does not', () => {
+    const refused = (keys: string[]) => {
+      const r = kept();
+      r.statements.splice(1, 0, {
+        index: 1,
+        kind: 'merge',
+        instance: 0,
+        keys,
+        startedAtMs: 6_150,
+        endedAtMs: 6_150,
+        outcome: REFUSED_TOO_LARGE,
+      });
+      return r;
+    };
+    expect(broken(refused([KEY, 'sim/other.pdf#2']))).toEqual(['I8']);
+    expect(broken(refused([KEY]))).toEqual([]);
   });
 
   it('I7: a rejected row for a good invoice breaks it', () => {
