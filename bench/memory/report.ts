@@ -73,11 +73,11 @@ export function renderMemoryReport(m: MemorySection): string {
             .join(', ')}.`
         : ''),
     '',
-    '| Deliveries | RSS | Heap used | Memo: held here · write turns · rounds seen expired |',
+    '| Deliveries | RSS | Heap used | Memo: analyses in flight · write turns |',
     '|---|---|---|---|',
     ...m.samples.map(
       (s) =>
-        `| ${int(s.deliveries)} | ${mib(s.rssBytes)} | ${mib(s.heapUsedBytes)} | ${int(s.memo.heldHere)} · ${int(s.memo.writing)} · ${int(s.memo.expiredRounds)} |`,
+        `| ${int(s.deliveries)} | ${mib(s.rssBytes)} | ${mib(s.heapUsedBytes)} | ${int(s.memo.inFlight)} · ${int(s.memo.writing)} |`,
     ),
     '',
     `RSS growth: **${percent(m.rssGrowth)}** (heap ${percent(m.heapGrowth)}); goal ${m.goal.goal}: ${m.goal.met ? 'met' : '**missed**'}.`,

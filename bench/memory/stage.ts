@@ -3,6 +3,11 @@ import os from 'node:os';
 import path from 'node:path';
 import type { ObjectResource } from '../../local/lib/local-bucket';
 import { OfflineAnalyzer } from '../../worker/src/adapters/analyzers/offline-analyzer';
+import {
+  type LeaseState,
+  renewLease,
+  takeLease,
+} from '../../worker/src/adapters/memo-stores/memory-memo-store';
 import { QuotaGate } from '../../worker/src/adapters/quota-gate';
 import { SqliteStore } from '../../worker/src/adapters/stores/sqlite-store';
 import { loadConfig } from '../../worker/src/config';
@@ -16,6 +21,7 @@ import { OutageBreaker } from '../../worker/src/core/outage';
 import {
   type Analyzer,
   type AnalyzerInput,
+  type LeaseTaken,
   type MemoEntry,
   type MemoStore,
   type ObjectRef,
@@ -210,7 +216,8 @@ class ReplayingAnalyzer implements Analyzer {
  */
 export class WindowedMemoStore implements MemoStore {
   private readonly entries = new Map<string, MemoEntry>();
-  private readonly leases = new Map<string, Date>();
+  private readonly leases = new Map<string, LeaseState>();
+  private nextHolder = 1;
   constructor(private readonly capacity: number) {}
   async get(key: string): Promise<MemoEntry | undefined> {
     return this.entries.get(key);
@@ -218,14 +225,13 @@ export class WindowedMemoStore implements MemoStore {
   async create(key: string, entry: MemoEntry): Promise<void> {
     if (!this.entries.has(key)) this.keep(this.entries, key, entry);
   }
-  async lease(key: string, expiresAt: Date): Promise<Date | undefined> {
-    const held = this.leases.get(key);
-    if (held) return held;
-    this.keep(this.leases, key, expiresAt);
-    return undefined;
+  async lease(key: string, expiresAt: Date, now: Date): Promise<LeaseTaken | { heldUntil: Date }> {
+    const taken = takeLease(this.leases, key, expiresAt, now, () => String(this.nextHolder++));
+    this.keep(this.leases, key, this.leases.get(key)!);
+    return taken;
   }
-  async renew(key: string, expiresAt: Date): Promise<void> {
-    this.leases.set(key, expiresAt);
+  async renew(key: string, token: string, expiresAt: Date, release = false): Promise<string | undefined> {
+    return renewLease(this.leases, key, token, expiresAt, release);
   }
   async hasLease(key: string): Promise<boolean> {
     return this.leases.has(key);

@@ -15,7 +15,7 @@ const sample = (deliveries: number, rssMib: number, heapMib = 40): MemorySample 
   deliveries,
   rssBytes: rssMib * MIB,
   heapUsedBytes: heapMib * MIB,
-  memo: { inFlight: 0, heldHere: 0, writing: 0, expiredRounds: 0 },
+  memo: { inFlight: 0, writing: 0 },
 });
 /** Samples every 50,000 deliveries, RSS rising linearly from `atStart` to `atEnd` MiB. */
 const run = (atStart: number, atEnd: number) =>

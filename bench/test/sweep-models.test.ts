@@ -207,27 +207,31 @@ describe('the memo bucket (Cloud Storage-like)', () => {
       sleep: (ms) => time.sleep(ms),
       random: () => 1,
     });
+    const now = new Date(Date.parse('2026-11-30T23:59:45Z'));
     const expires = new Date(Date.parse('2026-12-01T00:00:00Z'));
-    const first = memo.lease('k', expires);
+    const first = memo.lease('k', expires, now);
     await advanceTo(time, 300);
-    await expect(first).resolves.toBeUndefined();
-    // A second write to the same object within the second: the bucket answers 429 ...
-    await advanceTo(time, 400);
-    const second = memo.lease('k', expires);
+    await expect(first).resolves.toMatchObject({ earlier: false });
+    // The holder renews within the second: the bucket answers 429 ...
+    const token = ((await first) as { token: string }).token;
+    const renewed = memo.renew('k', token, new Date(expires.getTime() + 5_000));
     await time.run(() => false, 1_000);
     expect(bucket.refusedObjectRate).toBe(1);
-    // ... and the memo's retry a second later reaches the precondition: the lease exists (412 → its expiry).
+    // ... and the memo's retry a second later lands; a waiter reads the lease without a write.
     await time.run(() => false, 3_000);
-    await expect(second).resolves.toEqual(expires);
+    await expect(renewed).resolves.toBeDefined();
+    const waiter = memo.lease('k', expires, now);
+    await time.run(() => false, 4_000);
+    await expect(waiter).resolves.toEqual({ heldUntil: new Date(expires.getTime() + 5_000) });
     expect(bucket.refusedObjectRate).toBe(1);
-    // Three writes, and the listing of the lease's renewals (class A too).
-    expect(bucket.classA).toBe(4);
+    // Three writes (one refused); the reads of the lease are class B.
+    expect(bucket.classA).toBe(3);
     expect(bucket.classB).toBeGreaterThan(0);
   });
 });
 
 describe('the memo bucket answers every call of the real GcsMemoStore', () => {
-  it('tells a key never leased from a leased one (hasLease), lists renewals and reads kept analyses back', async () => {
+  it('tells a key never leased from a leased one (hasLease) and reads kept analyses back', async () => {
     const time = new VirtualTime();
     const bucket = new SimBucketStore(time, 1);
     const memo = new GcsMemoStore({ storage: bucket.storage(), bucket: 'm', sleep: (ms) => time.sleep(ms) });
@@ -238,7 +242,7 @@ describe('the memo bucket answers every call of the real GcsMemoStore', () => {
     // A model without exists() made every peek "cannot tell", and every delivery asked BigQuery first.
     await expect(settled(memo.hasLease('k'))).resolves.toBe(false);
     const reads = bucket.classB;
-    await settled(memo.lease('k', new Date(Date.parse('2026-12-01T00:00:00Z'))));
+    await settled(memo.lease('k', new Date(Date.parse('2026-12-01T00:00:00Z')), new Date(0)));
     await expect(settled(memo.hasLease('k'))).resolves.toBe(true);
     expect(bucket.classB).toBeGreaterThan(reads);
     await expect(settled(memo.get('nothing'))).resolves.toBeUndefined();

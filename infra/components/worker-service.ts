@@ -1,6 +1,7 @@
 import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
 import type { DeliverySettings } from '../../worker/src/contract/settings';
+import { MEMO_LEASE_PREFIX } from '../../worker/src/contract/storage';
 import type { StackConfig } from '../config';
 import { DoclineComponent } from './component';
 import { grantsSettled } from './lifecycle';
@@ -196,8 +197,9 @@ export class WorkerService extends DoclineComponent {
       { bucket: args.bucketName, role: 'roles/storage.objectViewer', member: worker },
       this.child,
     );
-    // The memo is create-only: objectCreator can create but not overwrite or delete (an overwrite
-    // needs storage.objects.delete), objectViewer reads. The lifecycle rule does the deleting.
+    // Kept analyses are create-only: objectCreator can create but not overwrite or delete (an
+    // overwrite needs storage.objects.delete), objectViewer reads. The lifecycle rule does the
+    // deleting.
     const memoCreator = new gcp.storage.BucketIAMMember(
       `${name}-memo-creator`,
       { bucket: args.memoBucketName, role: 'roles/storage.objectCreator', member: worker },
@@ -206,6 +208,23 @@ export class WorkerService extends DoclineComponent {
     const memoViewer = new gcp.storage.BucketIAMMember(
       `${name}-memo-viewer`,
       { bucket: args.memoBucketName, role: 'roles/storage.objectViewer', member: worker },
+      this.child,
+    );
+    // A key's lease is one object, rewritten in place by compare-and-swap on its generation (taken
+    // over once it ended, renewed, released): an overwrite needs storage.objects.delete, granted on
+    // the `leases/` prefix alone, so no kept analysis can be overwritten or deleted by the worker.
+    const memoLeases = new gcp.storage.BucketIAMMember(
+      `${name}-memo-leases`,
+      {
+        bucket: args.memoBucketName,
+        role: 'roles/storage.objectUser',
+        member: worker,
+        condition: {
+          title: 'memo leases only',
+          description: "The worker rewrites its keys' lease objects in place; nothing else in the memo.",
+          expression: pulumi.interpolate`resource.name.startsWith("projects/_/buckets/${args.memoBucketName}/objects/${MEMO_LEASE_PREFIX}")`,
+        },
+      },
       this.child,
     );
     const dataEditor = new gcp.bigquery.DatasetIamMember(
@@ -242,7 +261,16 @@ export class WorkerService extends DoclineComponent {
               this.child,
             ),
           ];
-    this.grants = [objectViewer, memoCreator, memoViewer, dataEditor, jobUser, vertexUser, ...imagePull];
+    this.grants = [
+      objectViewer,
+      memoCreator,
+      memoViewer,
+      memoLeases,
+      dataEditor,
+      jobUser,
+      vertexUser,
+      ...imagePull,
+    ];
     const grantsPropagated = grantsSettled(`${name}-grants-settle`, this.grants, this.child);
 
     // Derived from the account id rather than read from the account, so that the environment is

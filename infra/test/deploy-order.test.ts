@@ -170,6 +170,7 @@ describe.each([
       'roles/bigquery.dataEditor',
       'roles/bigquery.jobUser',
       'roles/storage.objectCreator',
+      'roles/storage.objectUser',
       'roles/storage.objectViewer',
       'roles/storage.objectViewer',
     ]);

@@ -332,9 +332,10 @@ describe('the docline program with the dev stack file', () => {
           `roles/pubsub.subscriber → ${PUBSUB_AGENT} @ pubsub/subscriptionIAMMember:SubscriptionIAMMember`,
           `roles/run.invoker → ${push} @ cloudrunv2/serviceIamMember:ServiceIamMember`,
           `roles/storage.objectViewer → ${worker} @ storage/bucketIAMMember:BucketIAMMember`,
-          // The memo: create and read, nothing that deletes or overwrites.
+          // The memo: create and read; overwrite (delete) its lease objects only (see below).
           `roles/storage.objectCreator → ${worker} @ storage/bucketIAMMember:BucketIAMMember`,
           `roles/storage.objectViewer → ${worker} @ storage/bucketIAMMember:BucketIAMMember`,
+          `roles/storage.objectUser → ${worker} @ storage/bucketIAMMember:BucketIAMMember`,
           // Reconcile (report mode: no publisher grant) and the scheduler that may only run its job.
           `roles/storage.objectViewer → ${reconciler} @ storage/bucketIAMMember:BucketIAMMember`,
           `roles/bigquery.dataViewer → ${reconciler} @ bigquery/datasetIamMember:DatasetIamMember`,
@@ -354,6 +355,14 @@ describe('the docline program with the dev stack file', () => {
       expect(one(run, T.bucketIam, '-memo-viewer').inputs.bucket).toBe(
         one(run, T.bucket, '-memo-bucket').outputs.name,
       );
+      // Overwriting (a lease's compare-and-swap) is granted on the lease objects alone: an IAM
+      // condition on the `leases/` prefix, so no kept analysis can be overwritten or deleted.
+      const leases = one(run, T.bucketIam, '-memo-leases');
+      const memoBucket = one(run, T.bucket, '-memo-bucket').outputs.name;
+      expect(leases.inputs.bucket).toBe(memoBucket);
+      expect(leases.inputs.condition).toMatchObject({
+        expression: `resource.name.startsWith("projects/_/buckets/${memoBucket}/objects/leases/")`,
+      });
       expect(one(run, T.datasetIam, '-data-editor').inputs.datasetId).toBe('docline_dev');
       expect(one(run, T.datasetIam, '-dupcheck-data-viewer').inputs.datasetId).toBe('docline_dev');
       expect(one(run, T.topicIam, '-dead-letter-publisher').inputs.topic).toBe(

@@ -93,8 +93,7 @@ export function checkInvariants(record: RunRecord): Verdict {
   // memo failed a lease call of the key (its writers could not exclude each other: a lease that
   // cannot be had never stops the work), and only one that lies between the two rows' stories:
   // begun once a request for either row's message had arrived, and before the extra row committed.
-  // Each is listed. Running out of lease rounds is no excuse: the worker then answers 503 instead
-  // of working unguarded.
+  // Each is listed.
   const requestStarts = new Map<string, number>();
   for (const r of record.requests)
     requestStarts.set(r.messageId, Math.min(requestStarts.get(r.messageId) ?? Infinity, r.startMs));
@@ -119,7 +118,7 @@ export function checkInvariants(record: RunRecord): Verdict {
 
   // I4: whatever row the view returned for a key is the row it returns at the end. A change is
   // excused only when the memo failed a lease call of the key while its rows were being made (its
-  // writers could not exclude each other; listed), not even by a key that used every lease round.
+  // writers could not exclude each other; listed).
   const viewChanges: Verdict['viewChanges'] = [];
   for (const [key, seen] of Object.entries(record.viewReads)) {
     const final = record.viewAtEnd[key];

@@ -21,11 +21,13 @@ function optional<N extends string>(
 
 /**
  * The memo bucket: the worker's real `GcsMemoStore`, one per instance, over a model of the Cloud
- * Storage bucket they share (`bucket(b).file(n).save()/download()`, `getFiles({ prefix })`), so
- * the adapter's object names, create-only writes, lease renewals and listings all run. What the
+ * Storage bucket they share (`bucket(b).file(n).save()/download()/getMetadata()/exists()`), so the
+ * adapter's object names, create-only writes and compare-and-swap lease rewrites all run. What the
  * bucket holds to:
  *
- * - create-only writes (`ifGenerationMatch: 0`) answer 412 when the object exists (documented);
+ * - a write with `ifGenerationMatch` answers 412 unless the object's generation is that one (0: it
+ *   does not exist) (documented); every write gives the object a new generation, which the client's
+ *   `file.metadata` holds after it, with the custom metadata written with it;
  * - one write per second per object name (documented "up to once per second"): a write sooner
  *   than that answers 429, whether or not it would have met its precondition;
  * - a missing object answers 404; a listing is strongly consistent and gives each object's name,
@@ -47,10 +49,11 @@ export class MemoBucket {
   readonly leaseFailures = new Map<string, DatedCause[]>();
   /** Keeps that landed: the dedup key and the instance that sent it. */
   readonly kept: Array<{ dedupKey: string; instance: number; atMs: number }> = [];
-  /** Lease objects created (their memo key, round included), for the rounds a key used. */
-  readonly leaseNames = new Set<string>();
-  /** The bucket's objects: name → bytes, generation, creation time. */
-  private readonly objects = new Map<string, { bytes: Buffer; generation: number; createdMs: number }>();
+  /** The bucket's objects: name → bytes, custom metadata, generation, creation time. */
+  private readonly objects = new Map<
+    string,
+    { bytes: Buffer; metadata: Record<string, string>; generation: number; createdMs: number }
+  >();
   private readonly lastWriteMs = new Map<string, number>();
   private nextGeneration = 1;
   private next = 0;
@@ -89,12 +92,9 @@ export class MemoBucket {
           const dedupKey = this.dedupKeyOf(key);
           if (dedupKey) this.kept.push({ dedupKey, instance, atMs: this.time.nowMs() });
         }),
-      lease: (key, expiresAt) =>
-        this.watch('lease', key, real.lease(key, expiresAt)).then((held) => {
-          if (!held) this.leaseNames.add(key);
-          return held;
-        }),
-      renew: (key, expiresAt) => this.watch('renew', key, real.renew(key, expiresAt)),
+      lease: (key, expiresAt, now) => this.watch('lease', key, real.lease(key, expiresAt, now)),
+      renew: (key, token, expiresAt, release) =>
+        this.watch('renew', key, real.renew(key, token, expiresAt, release)),
       // An optional call of the port, when the adapter has it (whether a key was ever leased).
       ...optional(real, 'hasLease', (call) => (key: string) => this.watch('hasLease', key, call(key))),
     };
@@ -102,8 +102,8 @@ export class MemoBucket {
 
   /**
    * When the bucket first held what tells a delivery that `dedupKey` was worked on: its kept
-   * analysis or its first lease round (undefined: never). From then on the worker asks the store
-   * before paying for it.
+   * analysis or its lease (undefined: never). From then on the worker asks the store before paying
+   * for it.
    */
   workedOnSince(memoKeyOf: { analysis: string; lease: string }): number | undefined {
     const times = [`analyses/${memoKeyOf.analysis}.json`, `leases/${memoKeyOf.lease}.json`]
@@ -153,41 +153,47 @@ export class MemoBucket {
 
   /** A stand-in for `@google-cloud/storage`'s `Storage`, enough for `GcsMemoStore`. */
   private storage(): Storage {
-    const file = (name: string) => ({
-      save: (data: string | Buffer, options?: { preconditionOpts?: { ifGenerationMatch?: number } }) =>
-        this.call('save', name, () =>
-          this.write(name, Buffer.from(data), options?.preconditionOpts?.ifGenerationMatch === 0),
-        ),
-      download: () => this.call('download', name, async () => this.read(name)),
-      exists: () => this.call('exists', name, async (): Promise<[boolean]> => [this.objects.has(name)]),
-    });
-    return {
-      bucket: () => ({
-        file,
-        getFiles: (query?: { prefix?: string }) =>
-          this.call('list', query?.prefix ?? '', async () => this.list(query?.prefix ?? '')),
-      }),
-    } as unknown as Storage;
-  }
-
-  private list(
-    prefix: string,
-  ): [Array<{ name: string; metadata: { generation: string; timeCreated: string } }>] {
-    const files = [...this.objects]
-      .filter(([name]) => name.startsWith(prefix))
-      .map(([name, o]) => ({
-        name,
-        metadata: {
-          generation: String(o.generation),
-          timeCreated: new Date(
-            this.time.clock.now().getTime() - (this.time.nowMs() - o.createdMs),
-          ).toISOString(),
+    const file = (name: string) => {
+      const handle = {
+        metadata: {} as { generation?: string; metadata?: Record<string, string> },
+        save: async (
+          data: string | Buffer,
+          options?: {
+            metadata?: { metadata?: Record<string, string> };
+            preconditionOpts?: { ifGenerationMatch?: number };
+          },
+        ) => {
+          handle.metadata = await this.call('save', name, () =>
+            this.write(
+              name,
+              Buffer.from(data),
+              options?.metadata?.metadata ?? {},
+              options?.preconditionOpts?.ifGenerationMatch,
+            ),
+          );
         },
-      }));
-    return [files];
+        download: () => this.call('download', name, async () => this.read(name)),
+        getMetadata: () => this.call('getMetadata', name, async () => [this.metadataOf(name)]),
+        exists: () => this.call('exists', name, async (): Promise<[boolean]> => [this.objects.has(name)]),
+      };
+      return handle;
+    };
+    return { bucket: () => ({ file }) } as unknown as Storage;
   }
 
-  private write(name: string, bytes: Buffer, createOnly: boolean): void {
+  /** An object's metadata as the JSON API answers it: generation, custom metadata. */
+  private metadataOf(name: string): { generation: string; metadata: Record<string, string> } {
+    const o = this.objects.get(name);
+    if (!o) throw Object.assign(new Error('No such object.'), { code: 404 });
+    return { generation: String(o.generation), metadata: { ...o.metadata } };
+  }
+
+  private write(
+    name: string,
+    bytes: Buffer,
+    metadata: Record<string, string>,
+    ifGenerationMatch: number | undefined,
+  ): { generation: string; metadata: Record<string, string> } {
     const now = this.time.nowMs();
     const last = this.lastWriteMs.get(name);
     this.lastWriteMs.set(name, now);
@@ -198,13 +204,21 @@ export class MemoBucket {
         code: 429,
       });
     }
-    if (createOnly && this.objects.has(name)) {
+    const existing = this.objects.get(name);
+    if (ifGenerationMatch !== undefined && (existing?.generation ?? 0) !== ifGenerationMatch) {
       this.faults.injected('memo.preconditionFailed', [this.keyFor(key)], `412 on ${name}`);
       throw Object.assign(new Error('At least one of the pre-conditions you specified did not hold.'), {
         code: 412,
       });
     }
-    this.objects.set(name, { bytes, generation: this.nextGeneration++, createdMs: now });
+    const generation = this.nextGeneration++;
+    this.objects.set(name, {
+      bytes,
+      metadata: { ...metadata },
+      generation,
+      createdMs: existing?.createdMs ?? now,
+    });
+    return { generation: String(generation), metadata: { ...metadata } };
   }
 
   private read(name: string): [Buffer] {
@@ -213,7 +227,7 @@ export class MemoBucket {
     return [o.bytes];
   }
 
-  /** The memo key an object is about (`analyses/<key>.json`, `leases/<key>.json`, `leases/<key>/…`). */
+  /** The memo key an object is about (`analyses/<key>.json`, `leases/<key>.json`). */
   private memoKeyOf(name: string): string {
     const m = /^(?:analyses|leases)\/([^/]+\/[0-9a-f]{64}(?:~\d+)?)/.exec(name);
     return m?.[1] ?? name;

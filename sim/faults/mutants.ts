@@ -164,7 +164,7 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'lease-not-taken',
     bug: 'every lease call answers "taken by you": concurrent deliveries of one key on two instances both work and write',
-    memo: (memo) => override(memo, { lease: async () => undefined }),
+    memo: (memo) => override(memo, { lease: async () => ({ token: 'everyone', earlier: false }) }),
   },
   {
     name: 'renewal-shortens-lease',
@@ -172,20 +172,20 @@ export const MUTANTS: readonly Mutant[] = [
     // A lease lapsing under its holder matters only to a concurrent duplicate: every upload announced twice.
     rates: { doubled: 1 },
     memo: (memo, { time }) =>
-      override(memo, { renew: (key) => memo.renew(key, new Date(time.clock.now().getTime() + 1_000)) }),
+      override(memo, {
+        renew: (key, token, expiresAt, release) =>
+          memo.renew(key, token, release ? expiresAt : new Date(time.clock.now().getTime() + 1_000), release),
+      }),
   },
   {
     name: 'write-lease-ended-early',
     bug: "the write's lease is ended as the write starts instead of held past its statement's bound",
     memo: (memo, { time }) =>
       override(memo, {
-        renew: (key, expiresAt) =>
-          memo.renew(
-            key,
-            expiresAt.getTime() > time.clock.now().getTime() + LEASE_MS + 1
-              ? new Date(time.clock.now().getTime())
-              : expiresAt,
-          ),
+        renew: (key, token, expiresAt, release) =>
+          expiresAt.getTime() > time.clock.now().getTime() + LEASE_MS + 1
+            ? memo.renew(key, token, new Date(time.clock.now().getTime()), true)
+            : memo.renew(key, token, expiresAt, release),
       }),
   },
   {
@@ -193,8 +193,14 @@ export const MUTANTS: readonly Mutant[] = [
     bug: 'a lease is taken and renewed for a day: a holder that died blocks its document for good',
     memo: (memo, { time }) =>
       override(memo, {
-        lease: (key) => memo.lease(key, new Date(time.clock.now().getTime() + DAY_MS)),
-        renew: (key) => memo.renew(key, new Date(time.clock.now().getTime() + DAY_MS)),
+        lease: (key, _expiresAt, now) => memo.lease(key, new Date(time.clock.now().getTime() + DAY_MS), now),
+        renew: (key, token, expiresAt, release) =>
+          memo.renew(
+            key,
+            token,
+            release ? expiresAt : new Date(time.clock.now().getTime() + DAY_MS),
+            release,
+          ),
       }),
   },
   {

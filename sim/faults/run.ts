@@ -11,7 +11,7 @@ import {
 } from '../../worker/src/contract/settings';
 import { RejectionError } from '../../worker/src/core/errors';
 import { objectUri } from '../../worker/src/core/event';
-import { AnalysisMemo, MAX_LEASE_ROUNDS } from '../../worker/src/core/memo';
+import { AnalysisMemo } from '../../worker/src/core/memo';
 import type { Analyzer, BatchStore, MemoStore, ObjectRef, Reader, Store } from '../../worker/src/core/ports';
 import { serve, withGroupCommit } from '../../worker/src/main';
 import { finalizeAttributes } from '../../worker/src/reconcile/notification';
@@ -121,9 +121,6 @@ export interface RunRecord {
   statements: StatementRecord[];
   /** Per key, the memo's lease calls that failed from the worker's view (when each began, and its kind). */
   leaseFailures: Record<string, DatedCause[]>;
-  /** Per key, the lease rounds created in the memo bucket, and the most a key may use. */
-  leaseRounds: Record<string, number>;
-  maxLeaseRounds: number;
   /**
    * The worker's own deadline, as configured: a delivery's budget from its request's arrival, and
    * the time left to work once its instance is told to stop (SIGTERM).
@@ -234,11 +231,10 @@ export async function runSchedule(
     ? loadConfig({ ...SIM_ENV, ...schedule.env, GEMINI_MODEL: schedule.rollout.model })
     : undefined;
   const configOf = (index: number) => (rolloutConfig && index >= schedule.instances ? rolloutConfig : config);
-  // A memo object is named after a hash of its dedup key (whatever the version or lease round in
-  // its name): that hash ties it to its document.
+  // A memo object is named after a hash of its dedup key (whatever its namespace): that hash ties
+  // it to its document.
   const byHash = new Map(documents.map((d) => [createHash('sha256').update(d.key).digest('hex'), d.key]));
   const memoKeys = { get: (memoKey: string) => byHash.get(/[0-9a-f]{64}/.exec(memoKey)?.[0] ?? '') };
-  // A lease round after the first is named `<memo key>~<round>`: it is about the same document.
   const poison = new Set(documents.filter((d) => d.kind === 'poison').map((d) => d.key));
   const warehouse = new Warehouse(time, schedule.bigquery, poison, faults);
   const bucket = new MemoBucket(
@@ -520,8 +516,6 @@ export async function runSchedule(
       requests: cloudRun.requests,
       statements: warehouse.statements,
       leaseFailures: Object.fromEntries(bucket.leaseFailures),
-      leaseRounds: leaseRoundsByKey(bucket.leaseNames, (name) => memoKeys.get(name)),
-      maxLeaseRounds: MAX_LEASE_ROUNDS,
       budget: {
         deliveryMs: deliveryBudgetMs({ workerTimeoutSeconds: config.requestTimeoutSeconds }),
         drainMs: Math.max(0, SHUTDOWN_GRACE_MS - ANSWER_MARGIN_MS),
@@ -586,20 +580,6 @@ function answerLosses(
   return [...losses, ...(bucket.losses.get(d.key) ?? [])];
 }
 
-/** Per dedup key, how many lease rounds were created for it. */
-function leaseRoundsByKey(
-  names: ReadonlySet<string>,
-  dedupKeyOf: (name: string) => string | undefined,
-): Record<string, number> {
-  const rounds: Record<string, number> = {};
-  for (const name of names) {
-    const key = dedupKeyOf(name);
-    if (key) rounds[key] = (rounds[key] ?? 0) + 1;
-  }
-  return rounds;
-}
-
-/** The invoice number of a row's analysis (each simulated Gemini answer has its own), or null. */
 function invoiceNumberOf(analysis: unknown): string | null {
   const n = (analysis as { invoice_number?: unknown } | null)?.invoice_number;
   return typeof n === 'string' ? n : null;

@@ -241,7 +241,7 @@ export const SCENARIOS: readonly Scenario[] = [
     name: 'gemini-incident-six-hours-doubled',
     interleaving: 9,
     title:
-      'Gemini answers every call 400 "Unable to process input image. Please retry" for six hours while a document announced twice arrives every two minutes: every document ok, one raw row per key, ≤ 1.01 paid analyses per document (no rejection for a retry asked, no lease round used up)',
+      'Gemini answers every call 400 "Unable to process input image. Please retry" for six hours while a document announced twice arrives every two minutes: every document ok, one raw row per key, ≤ 1.01 paid analyses per document (no rejection for a retry asked)',
     breaks: ['I2', 'I3', 'I7', 'outage'],
     schedule: plain(
       9_039,

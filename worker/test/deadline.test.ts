@@ -7,7 +7,7 @@ import { Deadline, DeadlineError, Deadlines, ShuttingDownError } from '../src/co
 import { parsePush } from '../src/core/event';
 import { handle } from '../src/core/handle';
 import { AnalysisMemo } from '../src/core/memo';
-import type { MemoEntry, MemoStore, ObjectRef, Reader } from '../src/core/ports';
+import type { LeaseTaken, MemoEntry, MemoStore, ObjectRef, Reader } from '../src/core/ports';
 import { pushBody, testRow } from './support/builders';
 import { MemoryLogger } from './support/fakes';
 import { handlerDeps } from './support/handler';
@@ -36,11 +36,11 @@ class HangingMemoStore implements MemoStore {
     this.calls.push('create');
     return new Promise(() => {});
   }
-  lease(): Promise<Date | undefined> {
+  lease(): Promise<LeaseTaken | { heldUntil: Date }> {
     this.calls.push('lease');
     return new Promise(() => {});
   }
-  renew(): Promise<void> {
+  renew(): Promise<string | undefined> {
     this.calls.push('renew');
     return new Promise(() => {});
   }

@@ -1,71 +1,125 @@
 import type { Storage } from '@google-cloud/storage';
 import { GcsMemoStore } from '../src/adapters/memo-stores/gcs-memo-store';
 
-/** A bucket whose create-only writes answer from a script of codes (undefined: the write succeeds). */
-function scriptedBucket(codes: Array<number | undefined>) {
+/**
+ * A bucket as Cloud Storage answers the memo: a write with `ifGenerationMatch` answers 412 unless
+ * the object's generation is that one (0: it does not exist), every write makes a new generation
+ * (which `file.metadata` holds after it, with the custom metadata), `getMetadata()` reads both. A
+ * script of codes can refuse the next writes (undefined: the write goes on), and the next write can
+ * be held until released (a slow request that lands after a later one).
+ */
+function bucketModel(codes: Array<number | undefined> = []) {
+  const objects = new Map<string, { data: string; generation: number; metadata: Record<string, string> }>();
   const writes: string[] = [];
-  const objects = new Map<string, string>();
+  let generation = 0;
+  let hold: Promise<void> | undefined;
+  let release = () => {};
   const storage = {
     bucket: () => ({
-      file: (name: string) => ({
-        save: async (data: string) => {
-          writes.push(name);
-          const code = codes.shift();
-          if (code !== undefined) throw Object.assign(new Error(`HTTP ${code}`), { code });
-          objects.set(name, data);
-        },
-        download: async () => {
-          const data = objects.get(name);
-          if (data === undefined) throw Object.assign(new Error('No such object.'), { code: 404 });
-          return [Buffer.from(data)];
-        },
-      }),
-      // The lease's renewals, listed after a 412 (none in these cases).
-      getFiles: async ({ prefix }: { prefix: string }) => [
-        [...objects.keys()]
-          .filter((n) => n.startsWith(prefix))
-          .map((n, i) => ({ name: n, metadata: { generation: String(i + 1) } })),
-      ],
+      file: (name: string) => {
+        const handle = {
+          metadata: {} as Record<string, unknown>,
+          save: async (
+            data: string,
+            options: {
+              metadata?: { metadata?: Record<string, string> };
+              preconditionOpts?: { ifGenerationMatch?: number };
+            },
+          ) => {
+            writes.push(name);
+            if (hold) {
+              const gate = hold;
+              hold = undefined;
+              await gate;
+            }
+            const code = codes.shift();
+            if (code !== undefined) throw Object.assign(new Error(`HTTP ${code}`), { code });
+            const expected = options.preconditionOpts?.ifGenerationMatch;
+            if (expected !== undefined && (objects.get(name)?.generation ?? 0) !== expected)
+              throw Object.assign(
+                new Error('At least one of the pre-conditions you specified did not hold.'),
+                {
+                  code: 412,
+                },
+              );
+            const metadata = { ...(options.metadata?.metadata ?? {}) };
+            objects.set(name, { data, generation: ++generation, metadata });
+            handle.metadata = { generation: String(generation), metadata };
+          },
+          download: async () => {
+            const object = objects.get(name);
+            if (!object) throw Object.assign(new Error('No such object.'), { code: 404 });
+            return [Buffer.from(object.data)];
+          },
+          getMetadata: async () => {
+            const object = objects.get(name);
+            if (!object) throw Object.assign(new Error('No such object.'), { code: 404 });
+            return [{ generation: String(object.generation), metadata: { ...object.metadata } }];
+          },
+          exists: async () => [objects.has(name)],
+        };
+        return handle;
+      },
     }),
   } as unknown as Storage;
-  return { storage, writes, objects };
+  return {
+    storage,
+    objects,
+    writes,
+    /** The next write waits until `release()`. */
+    holdNextWrite() {
+      hold = new Promise<void>((resolve) => (release = resolve));
+    },
+    release: () => release(),
+  };
 }
 
+function store(codes: Array<number | undefined> = []) {
+  const bucket = bucketModel(codes);
+  const pauses: number[] = [];
+  let holder = 0;
+  const memo = new GcsMemoStore({
+    storage: bucket.storage,
+    bucket: 'memo',
+    sleep: async (ms) => {
+      pauses.push(ms);
+    },
+    // Pauses at their full length; each holder a new id.
+    random: () => (holder++ === 0 ? 1 : 1 - holder / 1e6),
+  });
+  return { memo, pauses, ...bucket };
+}
+
+const t0 = Date.parse('2026-12-01T09:00:00.000Z');
+const at = (ms: number) => new Date(t0 + ms);
+
 describe('GcsMemoStore under the one-write-per-second limit of an object', () => {
-  const expiresAt = new Date('2026-12-01T00:00:15Z');
+  it("answers a live lease from one read, with no write (every write counts against the holder's renewals)", async () => {
+    const { memo, writes, objects } = store();
+    const held = { expiresAt: at(15_000).toISOString(), holder: 'another' };
+    objects.set('leases/k.json', { data: JSON.stringify(held), generation: 3, metadata: held });
+    await expect(memo.lease('k', at(16_000), at(1_000))).resolves.toEqual({ heldUntil: at(15_000) });
+    expect(writes).toEqual([]);
+  });
 
-  function store(codes: Array<number | undefined>) {
-    const bucket = scriptedBucket(codes);
-    const pauses: number[] = [];
-    const memo = new GcsMemoStore({
-      storage: bucket.storage,
-      bucket: 'memo',
-      sleep: async (ms) => {
-        pauses.push(ms);
-      },
-      random: () => 1,
-    });
-    return { memo, pauses, ...bucket };
-  }
-
-  it('tries a lease refused by the rate (429) again after a second, and then sees the holder (412)', async () => {
-    const { memo, pauses, writes, objects } = store([429, 412]);
-    objects.set('leases/k.json', JSON.stringify({ expiresAt: expiresAt.toISOString() }));
-    // 412 on the retry: another delivery holds the lease; its expiry is read back.
-    await expect(memo.lease('k', new Date(expiresAt.getTime() + 1_000))).resolves.toEqual(expiresAt);
+  it('tries a takeover refused by the rate (429) again after a second', async () => {
+    const { memo, pauses, writes, objects } = store([429]);
+    const ended = { expiresAt: at(0).toISOString(), holder: 'another' };
+    objects.set('leases/k.json', { data: JSON.stringify(ended), generation: 3, metadata: ended });
+    await expect(memo.lease('k', at(16_000), at(1_000))).resolves.toMatchObject({ earlier: true });
     expect(writes).toEqual(['leases/k.json', 'leases/k.json']);
     expect(pauses).toEqual([1_000]);
   });
 
   it('takes the lease when the retry succeeds', async () => {
-    const { memo, pauses } = store([429, undefined]);
-    await expect(memo.lease('k', expiresAt)).resolves.toBeUndefined();
+    const { memo, pauses } = store([429]);
+    await expect(memo.lease('k', at(15_000), at(0))).resolves.toMatchObject({ earlier: false });
     expect(pauses).toEqual([1_000]);
   });
 
   it('gives the 429 up after its retries (the memo then counts as failing), and never retries other errors', async () => {
     const spent = store([429, 429, 429]);
-    await expect(spent.memo.lease('k', expiresAt)).rejects.toMatchObject({ code: 429 });
+    await expect(spent.memo.lease('k', at(15_000), at(0))).rejects.toMatchObject({ code: 429 });
     expect(spent.pauses).toEqual([1_000, 2_000]);
 
     const broken = store([503]);
@@ -73,122 +127,81 @@ describe('GcsMemoStore under the one-write-per-second limit of an object', () =>
     expect(broken.pauses).toEqual([]);
   });
 
-  it('keeps an analysis refused by the rate on its retry', async () => {
-    const { memo, writes, objects } = store([429, undefined]);
+  it('keeps an analysis refused by the rate on its retry, and never replaces a kept one', async () => {
+    const { memo, writes, objects } = store([429]);
     await memo.create('k', { result: { ok: true } } as never);
-    expect(writes).toEqual(['analyses/k.json', 'analyses/k.json']);
-    expect(objects.has('analyses/k.json')).toBe(true);
+    await memo.create('k', { result: { ok: false } } as never);
+    expect(writes).toEqual(['analyses/k.json', 'analyses/k.json', 'analyses/k.json']);
+    expect(JSON.parse(objects.get('analyses/k.json')!.data)).toEqual({ result: { ok: true } });
   });
 });
 
-/**
- * A bucket that honours create-only writes as Cloud Storage does (412 when the name exists), numbers
- * generations in the order writes land, and can hold the next renewal's write until released (a
- * slow request that lands after a later one).
- */
-function landingOrderBucket() {
-  const objects = new Map<string, { data: string; generation: number }>();
-  let generation = 0;
-  let hold: Promise<void> | undefined;
-  let release = () => {};
-  const storage = {
-    bucket: () => ({
-      file: (name: string) => ({
-        save: async (data: string, options: { preconditionOpts?: { ifGenerationMatch?: number } }) => {
-          if (hold && /^leases\/.+\/.+\.json$/.test(name)) {
-            const gate = hold;
-            hold = undefined;
-            await gate;
-          }
-          if (options.preconditionOpts?.ifGenerationMatch === 0 && objects.has(name))
-            throw Object.assign(new Error('At least one of the pre-conditions you specified did not hold.'), {
-              code: 412,
-            });
-          objects.set(name, { data, generation: ++generation });
-        },
-        download: async () => {
-          const object = objects.get(name);
-          if (!object) throw Object.assign(new Error('No such object.'), { code: 404 });
-          return [Buffer.from(object.data)];
-        },
-      }),
-      getFiles: async ({ prefix }: { prefix: string }) => [
-        [...objects.entries()]
-          .filter(([n]) => n.startsWith(prefix))
-          .map(([n, o]) => ({ name: n, metadata: { generation: String(o.generation) } })),
-      ],
-    }),
-  } as unknown as Storage;
-  return {
-    storage,
-    objects,
-    /** The next renewal's write waits until `release()`. */
-    holdNextRenewal() {
-      hold = new Promise<void>((resolve) => (release = resolve));
-    },
-    release: () => release(),
-  };
-}
-
-describe('GcsMemoStore renewals', () => {
-  it('counts the renewal issued last, not the one that landed last: a slow older renewal never shortens the lease, and renewals to the same bound are not refused', async () => {
-    const bucket = landingOrderBucket();
-    let nowMs = Date.parse('2026-12-01T09:00:00.000Z');
-    const memo = new GcsMemoStore({
-      storage: bucket.storage,
-      bucket: 'memo',
-      clock: { now: () => new Date(nowMs) },
-    });
-    const t0 = nowMs;
-    expect(await memo.lease('k', new Date(t0 + 15_000))).toBeUndefined();
-    // A heartbeat renews to now + 15 s; its request is slow.
-    nowMs = t0 + 5_000;
-    bucket.holdNextRenewal();
-    const slow = memo.renew('k', new Date(t0 + 20_000));
-    // The write turn moves the lease past its statement's bound meanwhile; that lands first.
-    nowMs = t0 + 6_000;
-    await memo.renew('k', new Date(t0 + 513_000));
-    bucket.release();
-    await slow;
-    expect((await memo.lease('k', new Date(t0 + 30_000)))?.getTime()).toBe(t0 + 513_000);
-    // The next heartbeat renews to the same bound: a renewal of its own, not a silent 412.
-    nowMs = t0 + 10_000;
-    await memo.renew('k', new Date(t0 + 513_000));
-    expect([...bucket.objects.keys()].filter((n) => n.startsWith('leases/k/'))).toHaveLength(3);
-    expect((await memo.lease('k', new Date(t0 + 30_000)))?.getTime()).toBe(t0 + 513_000);
-    // The write answered: the lease ends now, whatever lands after.
-    nowMs = t0 + 12_000;
-    await memo.renew('k', new Date(t0 + 12_000));
-    expect((await memo.lease('k', new Date(t0 + 30_000)))?.getTime()).toBe(t0 + 12_000);
+describe('GcsMemoStore: a lease is one object', () => {
+  it('answers the expiry of a live lease, takes over one that expired or was released, and says the key was leased before', async () => {
+    const { memo, objects } = store();
+    const first = await memo.lease('k', at(15_000), at(0));
+    expect(first).toMatchObject({ earlier: false });
+    expect(await memo.lease('k', at(20_000), at(5_000))).toEqual({ heldUntil: at(15_000) });
+    // Expired: taken over, by a rewrite of the same object.
+    const second = await memo.lease('k', at(31_000), at(16_000));
+    expect(second).toMatchObject({ earlier: true });
+    expect([...objects.keys()]).toEqual(['leases/k.json']);
+    // Released by its holder: the next delivery takes it at once.
+    await memo.renew('k', (second as { token: string }).token, at(17_000), true);
+    expect(await memo.lease('k', at(33_000), at(18_000))).toMatchObject({ earlier: true });
   });
 
-  it('stamps renewals issued in the same millisecond in order', async () => {
-    const bucket = landingOrderBucket();
-    const memo = new GcsMemoStore({
-      storage: bucket.storage,
-      bucket: 'memo',
-      clock: { now: () => new Date(1_000) },
-    });
-    expect(await memo.lease('k', new Date(15_000))).toBeUndefined();
-    await memo.renew('k', new Date(90_000));
-    await memo.renew('k', new Date(5_000));
-    expect([...bucket.objects.keys()].sort()).toEqual([
-      'leases/k.json',
-      'leases/k/1000-90000.json',
-      'leases/k/1001-5000.json',
+  it('lets one of two deliveries that find a lease expired take it: the other sees it held (412, read again)', async () => {
+    const shared = bucketModel();
+    const a = new GcsMemoStore({ storage: shared.storage, bucket: 'memo', random: () => 0.1 });
+    const b = new GcsMemoStore({ storage: shared.storage, bucket: 'memo', random: () => 0.2 });
+    await a.lease('k', at(15_000), at(0));
+    const [one, two] = await Promise.all([
+      a.lease('k', at(40_000), at(20_000)),
+      b.lease('k', at(41_000), at(20_000)),
     ]);
-    expect((await memo.lease('k', new Date(1)))?.getTime()).toBe(5_000);
+    const taken = [one, two].filter((x) => 'token' in x);
+    expect(taken).toHaveLength(1);
+    expect([one, two].filter((x) => 'heldUntil' in x)).toHaveLength(1);
   });
 
-  it('reads a renewal named after its expiry alone (written by an earlier revision) by when it was created', async () => {
-    const bucket = landingOrderBucket();
-    const memo = new GcsMemoStore({
-      storage: bucket.storage,
-      bucket: 'memo',
-      clock: { now: () => new Date(0) },
+  it('renews only for its holder: once another delivery took the lease over, a renewal says it is no longer ours', async () => {
+    const { memo } = store();
+    const mine = (await memo.lease('k', at(15_000), at(0))) as { token: string };
+    const renewed = await memo.renew('k', mine.token, at(20_000));
+    expect(renewed).toBeDefined();
+    expect(await memo.lease('k', at(25_000), at(10_000))).toEqual({ heldUntil: at(20_000) });
+    // It lapsed (the holder stalled); another delivery takes it over.
+    await memo.lease('k', at(36_000), at(21_000));
+    await expect(memo.renew('k', renewed!, at(40_000))).resolves.toBeUndefined();
+  });
+
+  it('never lets a slow renewal that lands after a later one shorten the lease, nor bring back one released', async () => {
+    const { memo, holdNextWrite, release } = store();
+    const mine = (await memo.lease('k', at(15_000), at(0))) as { token: string };
+    // A heartbeat renews to +20 s; its request is slow. The write turn moves the lease past its
+    // statement's bound meanwhile, with the same token: that lands first.
+    holdNextWrite();
+    const slow = memo.renew('k', mine.token, at(20_000));
+    const bound = await memo.renew('k', mine.token, at(513_000));
+    release();
+    await expect(slow).resolves.toBeDefined();
+    expect(await memo.lease('k', at(30_000), at(15_000))).toEqual({ heldUntil: at(513_000) });
+    // The write answered: the lease ends now; a late renewal after it leaves it ended.
+    await memo.renew('k', bound!, at(16_000), true);
+    await expect(memo.renew('k', bound!, at(40_000))).resolves.toBeUndefined();
+    expect(await memo.lease('k', at(45_000), at(17_000))).toMatchObject({ earlier: true });
+  });
+
+  it('takes over a lease object without an expiry it can read (one an earlier layout wrote)', async () => {
+    const { memo, objects } = store();
+    objects.set('leases/k.json', {
+      data: '{"expiresAt":"2026-12-01T09:00:15.000Z"}',
+      generation: 7,
+      metadata: {},
     });
-    expect(await memo.lease('k', new Date(15_000))).toBeUndefined();
-    bucket.objects.set('leases/k/40000.json', { data: '{}', generation: 99 });
-    expect((await memo.lease('k', new Date(1)))?.getTime()).toBe(40_000);
+    expect(await memo.lease('k', at(15_000), at(0))).toMatchObject({ earlier: true });
+    expect(await memo.hasLease('k')).toBe(true);
+    expect(await memo.hasLease('other')).toBe(false);
   });
 });

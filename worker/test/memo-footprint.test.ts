@@ -1,5 +1,6 @@
 import { MemoryMemoStore } from '../src/adapters/memo-stores/memory-memo-store';
 import type { AnalysisResult } from '../src/contract/analysis';
+import { Deadline } from '../src/core/deadline';
 import { TransientError } from '../src/core/errors';
 import { parsePush } from '../src/core/event';
 import { handle } from '../src/core/handle';
@@ -7,7 +8,7 @@ import { AnalysisMemo } from '../src/core/memo';
 import { pushBody } from './support/builders';
 import { sampleAnalysis } from './support/fakes';
 import { handlerDeps } from './support/handler';
-import { ManualClock } from './support/manual-time';
+import { ManualClock, ManualTime } from './support/manual-time';
 
 /**
  * Issue 45, item 1: an instance handles millions of deliveries; every per-key memory of its memo
@@ -37,36 +38,38 @@ describe("the memo's per-key memories", () => {
       reader.put(attrs.bucketId!, attrs.objectId!, attrs.objectGeneration!, INVOICE);
       expect(await handle(parsePush(body), deps)).toMatchObject({ status: 'ok' });
     }
-    expect(memo.footprint()).toEqual({ inFlight: 0, heldHere: 0, writing: 0, expiredRounds: 0 });
+    expect(memo.footprint()).toEqual({ inFlight: 0, writing: 0 });
   });
 
-  it("forget the oldest failed round past their bound, and still let the latest failure's retry take its round up at once", async () => {
+  it('hold nothing for failed work: the lease is released, and the retry takes it at once', async () => {
     const clock = new ManualClock();
     const store = new MemoryMemoStore();
-    const memo = new AnalysisMemo(store, { ttlMs: 8 * DAY_MS, clock, maxRememberedKeys: 10 });
+    const memo = new AnalysisMemo(store, { ttlMs: 8 * DAY_MS, clock });
     for (let i = 0; i < 30; i++)
       await expect(memo.analyse(`gs://b/f-${i}.pdf#1`, failing)).rejects.toMatchObject({
         code: 'analyzer_unavailable',
       });
-    expect(memo.footprint().heldHere).toBe(10);
-    // The latest failure is still remembered: its retry here takes its live round up, no wait.
-    expect(await memo.analyse('gs://b/f-29.pdf#1', async () => paid())).toMatchObject({
-      source: 'analyzer',
-    });
+    expect(memo.footprint()).toEqual({ inFlight: 0, writing: 0 });
+    expect([...store.leases.values()].every((l) => l.released)).toBe(true);
+    // The retry takes the released lease at once: no wait, no second holder.
+    expect(await memo.analyse('gs://b/f-29.pdf#1', async () => paid())).toMatchObject({ source: 'analyzer' });
   });
 
-  it('bound the rounds seen expired, and the write turns of analyses that never came to write', async () => {
-    const clock = new ManualClock();
-    const store = new MemoryMemoStore();
-    const memo = new AnalysisMemo(store, { ttlMs: 8 * DAY_MS, clock, maxRememberedKeys: 10 });
+  it("drop the write turn of an analysis that never came to write, at its delivery's deadline", async () => {
+    const time = new ManualTime();
+    const memo = new AnalysisMemo(new MemoryMemoStore(), {
+      ttlMs: 8 * DAY_MS,
+      clock: time.clock,
+      timers: time,
+      sleep: time.sleep,
+    });
     for (let i = 0; i < 30; i++) {
-      // An earlier holder's round, long expired: the delivery passes over it and takes the next.
-      await store.lease(AnalysisMemo.leaseKey(`gs://b/g-${i}.pdf#1`), new Date(clock.ms - 60_000));
-      // Analysed, never written (its deadline ended the delivery): its write turn stays behind.
-      await memo.analyse(`gs://b/g-${i}.pdf#1`, async () => paid());
+      const deadline = new Deadline(time.ms + 60_000, time.clock, time);
+      await memo.analyse(`gs://b/g-${i}.pdf#1`, async () => paid(), undefined, deadline);
     }
-    const { expiredRounds, writing } = memo.footprint();
-    expect(expiredRounds).toBe(10);
-    expect(writing).toBeLessThanOrEqual(10);
+    expect(memo.footprint().writing).toBe(30);
+    // Past the deliveries' deadline, the heartbeats stop on their own, and their turns go.
+    await time.advance(80_000);
+    expect(memo.footprint()).toEqual({ inFlight: 0, writing: 0 });
   });
 });

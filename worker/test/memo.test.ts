@@ -1,4 +1,4 @@
-import { mkdtempSync, readdirSync, rmSync, utimesSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { OfflineAnalyzer } from '../src/adapters/analyzers/offline-analyzer';
@@ -11,8 +11,8 @@ import { Deadline, DeadlineError } from '../src/core/deadline';
 import { OutcomeUnknownError, RejectionError, TransientError } from '../src/core/errors';
 import { dedupKey, parsePush } from '../src/core/event';
 import { handle } from '../src/core/handle';
-import { AnalysisMemo, type WorkContext } from '../src/core/memo';
-import type { Clock, MemoEntry, MemoStore } from '../src/core/ports';
+import { AnalysisCutError, AnalysisMemo, type WorkContext } from '../src/core/memo';
+import type { Clock, LeaseTaken, MemoEntry, MemoStore } from '../src/core/ports';
 import { pushBody } from './support/builders';
 import { MemoryLogger, sampleAnalysis } from './support/fakes';
 import { handlerDeps } from './support/handler';
@@ -43,13 +43,15 @@ class DownMemoStore implements MemoStore {
   async create(): Promise<void> {
     throw new Error('503 Service Unavailable');
   }
-  async lease(): Promise<Date | undefined> {
+  async lease(): Promise<LeaseTaken | { heldUntil: Date }> {
     throw new Error('503 Service Unavailable');
   }
-  async renew(): Promise<void> {
+  async renew(): Promise<string | undefined> {
     throw new Error('503 Service Unavailable');
   }
 }
+
+type LeaseAnswer = LeaseTaken | { heldUntil: Date };
 
 /**
  * `store`, with its lease calls answered by `answer` (`call` counts them from 1), as a bucket that
@@ -57,22 +59,22 @@ class DownMemoStore implements MemoStore {
  */
 function leasing(
   store: MemoStore,
-  answer: (call: number, key: string, until: Date) => Promise<Date | undefined>,
+  answer: (call: number, key: string, until: Date, now: Date) => Promise<LeaseAnswer>,
 ): MemoStore & { leaseCalls(): number } {
   let calls = 0;
   return {
     get: (key) => store.get(key),
     create: (key, entry) => store.create(key, entry),
-    lease: (key, until) => answer(++calls, key, until),
-    renew: (key, until) => store.renew(key, until),
+    lease: (key, until, now) => answer(++calls, key, until, now),
+    renew: (key, token, until, release) => store.renew(key, token, until, release),
     leaseCalls: () => calls,
   };
 }
 
 /** `store`, except that its second lease call answers 503 (a bucket's hiccup). */
 function secondLeaseFails(store: MemoStore): { flaky: MemoStore; leaseCalls: () => number } {
-  const flaky = leasing(store, (call, key, until) =>
-    call === 2 ? Promise.reject(new Error('503')) : store.lease(key, until),
+  const flaky = leasing(store, (call, key, until, now) =>
+    call === 2 ? Promise.reject(new Error('503')) : store.lease(key, until, now),
   );
   return { flaky, leaseCalls: () => flaky.leaseCalls() };
 }
@@ -93,7 +95,7 @@ describe('AnalysisMemo', () => {
     const work = jest.fn(async () => paid());
     expect(await memo.analyse(KEY, work)).toMatchObject({ source: 'analyzer' });
     const again = await memo.analyse(KEY, work);
-    expect(again).toEqual({ result: paid(), source: 'memo', holderSeen: true });
+    expect(again).toEqual({ result: paid(), source: 'memo' });
     expect(work).toHaveBeenCalledTimes(1);
   });
 
@@ -113,7 +115,6 @@ describe('AnalysisMemo', () => {
     expect(await memo.analyse(KEY, work, admission)).toEqual({
       result: paid(1900),
       source: 'shared',
-      holderSeen: true,
     });
     expect(work).not.toHaveBeenCalled();
   });
@@ -125,7 +126,6 @@ describe('AnalysisMemo', () => {
     expect(await memoOn(store).analyse(KEY, work)).toEqual({
       result: paid(),
       source: 'memo',
-      holderSeen: true,
     });
     expect(work).toHaveBeenCalledTimes(1);
   });
@@ -169,7 +169,9 @@ describe('AnalysisMemo', () => {
     expect(await memo.analyse(KEY, work)).toEqual({ result: paid(), source: 'analyzer' });
     expect(await memo.analyse(KEY, work)).toMatchObject({ source: 'analyzer' });
     expect(work).toHaveBeenCalledTimes(2);
+    // Read, read again right before paying (the memo may answer by then), keep.
     const once = [
+      'the memo of paid analyses could not be read: analysing again',
       'the memo of paid analyses could not be read: analysing again',
       'the memo of paid analyses could not keep an analysis: a retry would pay again',
     ];
@@ -206,11 +208,11 @@ describe('AnalysisMemo across instances (the lease)', () => {
     await new Promise((resolve) => setImmediate(resolve));
     finish(paid());
     expect(await first).toMatchObject({ source: 'analyzer' });
-    expect(await second).toEqual({ result: paid(), source: 'shared', holderSeen: true });
+    expect(await second).toEqual({ result: paid(), source: 'shared' });
     expect(workB).not.toHaveBeenCalled();
   });
 
-  it('reads the memo again before paying once a holder has ended its round: it kept its analysis after the delivery first read the memo', async () => {
+  it('reads the memo again before paying once a holder has ended its lease: it kept its analysis after the delivery first read the memo', async () => {
     const clock = new ManualClock();
     const store = new MemoryMemoStore();
     const [a, b] = twoInstances(store, clock);
@@ -221,14 +223,13 @@ describe('AnalysisMemo across instances (the lease)', () => {
       return paid();
     });
     expect(peeked?.state).toBe('worked');
-    // A writes and ends its round; then B, its lookup missed A's row, goes on to pay.
+    // A writes and ends its lease; then B, its lookup missed A's row, goes on to pay.
     (await a.writeTurn(KEY)).done();
     await new Promise((resolve) => setImmediate(resolve));
     const work = jest.fn(async () => paid(9999));
     expect(await b.analyse(KEY, work, undefined, undefined, peeked)).toEqual({
       result: paid(),
       source: 'memo',
-      holderSeen: true,
     });
     expect(work).not.toHaveBeenCalled();
   });
@@ -243,7 +244,7 @@ describe('AnalysisMemo across instances (the lease)', () => {
     const usage = { promptTokens: 1200, outputTokens: 300, totalTokens: 1500 };
     const refused = new TransientError('dependency_refused', 'Gemini: 404 NOT_FOUND', { usage, progress });
     await expect(a.analyse(KEY, () => Promise.reject(refused))).rejects.toThrow('404');
-    // A's round expires; the retry reaches B.
+    // The retry reaches B.
     clock.ms += 120_000;
     const work = jest.fn(async (_context: WorkContext) => paid());
     expect(await b.analyse(KEY, work)).toMatchObject({ source: 'analyzer' });
@@ -254,7 +255,7 @@ describe('AnalysisMemo across instances (the lease)', () => {
     const clock = new ManualClock();
     const store = new MemoryMemoStore();
     const [, b] = twoInstances(store, clock);
-    await store.lease(AnalysisMemo.leaseKey(KEY), new Date(clock.ms + 60_000));
+    await store.lease(AnalysisMemo.leaseKey(KEY), new Date(clock.ms + 60_000), new Date(clock.ms));
     const work = jest.fn(async () => paid());
     const started = clock.ms;
     expect(await b.analyse(KEY, work)).toMatchObject({ source: 'analyzer' });
@@ -263,35 +264,36 @@ describe('AnalysisMemo across instances (the lease)', () => {
     expect(clock.ms - started).toBe(60_000);
   });
 
-  it('keeps a retry after a failed holder waiting no longer than the rest of its lease', async () => {
+  it('lets a retry after a failed holder go at once, here or on another instance: the holder ended its lease', async () => {
     const clock = new ManualClock();
     const store = new MemoryMemoStore();
     const [a, b] = twoInstances(store, clock);
-    const failing = async (): Promise<AnalysisResult> => {
-      throw new TransientError('analyzer_unavailable', 'the analyzer answered 503');
-    };
-    await expect(a.analyse(KEY, failing)).rejects.toMatchObject({ code: 'analyzer_unavailable' });
-    clock.ms += 10_000; // Pub/Sub's retry backoff
-    const work = jest.fn(async () => paid());
-    const started = clock.ms;
-    expect(await b.analyse(KEY, work)).toMatchObject({ source: 'analyzer' });
-    expect(clock.ms - started).toBe(50_000);
-  });
-
-  it('lets a retry in the instance whose work failed go at once, without waiting out its own lease', async () => {
-    const clock = new ManualClock();
-    const store = new MemoryMemoStore();
-    const [a] = twoInstances(store, clock);
     const failing = async (): Promise<AnalysisResult> => {
       throw new TransientError('analyzer_rate_limited', 'Gemini: 429');
     };
     await expect(a.analyse(KEY, failing)).rejects.toMatchObject({ code: 'analyzer_rate_limited' });
+    expect(store.leases.get(AnalysisMemo.leaseKey(KEY))?.released).toBe(true);
     const started = clock.ms;
-    expect(await a.analyse(KEY, async () => paid())).toMatchObject({ source: 'analyzer' });
+    expect(await b.analyse(KEY, async () => paid())).toMatchObject({ source: 'analyzer' });
+    await expect(a.analyse(`${KEY}-2`, failing)).rejects.toMatchObject({ code: 'analyzer_rate_limited' });
+    expect(await a.analyse(`${KEY}-2`, async () => paid())).toMatchObject({ source: 'analyzer' });
     expect(clock.ms).toBe(started);
   });
 
-  it('serialises a second round of concurrent retries after a failed first round: one paid analysis (soak I5, seed 13)', async () => {
+  it('leaves the lease of an analysis cut at its deadline to expire on its own: its answer may still be kept', async () => {
+    const clock = new ManualClock();
+    const store = new MemoryMemoStore();
+    const [a, b] = twoInstances(store, clock);
+    const late = new Promise<AnalysisResult>(() => {});
+    const cut = new AnalysisCutError(new DeadlineError('analysis', 'SIGTERM'), late);
+    await expect(a.analyse(KEY, () => Promise.reject(cut))).rejects.toBe(cut);
+    expect(store.leases.get(AnalysisMemo.leaseKey(KEY))?.released).toBe(false);
+    const started = clock.ms;
+    expect(await b.analyse(KEY, async () => paid())).toMatchObject({ source: 'analyzer' });
+    expect(clock.ms - started).toBe(60_000);
+  });
+
+  it('serialises a second wave of concurrent retries after a failed first holder: one paid analysis (soak I5, seed 13)', async () => {
     const clock = new ManualClock();
     const store = new MemoryMemoStore();
     const [a, b] = twoInstances(store, clock);
@@ -299,7 +301,7 @@ describe('AnalysisMemo across instances (the lease)', () => {
       throw new TransientError('analyzer_unavailable', 'the analyzer answered 503');
     };
     await expect(a.analyse(KEY, failing)).rejects.toMatchObject({ code: 'analyzer_unavailable' });
-    // Pub/Sub's backoff outlasts the failed holder's lease: the first round has expired.
+    // Pub/Sub's backoff: both retries come after the failed holder ended its lease.
     clock.ms += 61_000;
     let finish: (r: AnalysisResult) => void = () => {};
     const workA = jest.fn(() => new Promise<AnalysisResult>((resolve) => (finish = resolve)));
@@ -310,28 +312,29 @@ describe('AnalysisMemo across instances (the lease)', () => {
     await new Promise((resolve) => setImmediate(resolve));
     finish(paid());
     expect(await retryA).toMatchObject({ source: 'analyzer' });
-    expect(await retryB).toEqual({ result: paid(), source: 'shared', holderSeen: true });
+    expect(await retryB).toEqual({ result: paid(), source: 'shared' });
     expect(workA).toHaveBeenCalledTimes(1);
     expect(workB).not.toHaveBeenCalled();
   });
 
-  it('passes over expired rounds and makes a later delivery wait for the holder of the live one', async () => {
+  it('takes over a lease that expired, and makes a later delivery wait for its new holder', async () => {
     const clock = new ManualClock();
     const store = new MemoryMemoStore();
     const [a, b] = twoInstances(store, clock);
     const key = AnalysisMemo.leaseKey(KEY);
-    await store.lease(key, new Date(clock.ms - 1));
-    await store.lease(`${key}~1`, new Date(clock.ms - 1));
+    await store.lease(key, new Date(clock.ms - 1), new Date(clock.ms - 60_000));
+    const expired = store.leases.get(key)!.holder;
     let finish: (r: AnalysisResult) => void = () => {};
     const first = a.analyse(KEY, () => new Promise<AnalysisResult>((resolve) => (finish = resolve)));
     await new Promise((resolve) => setImmediate(resolve));
     const workB = jest.fn(async () => paid(9999));
     const second = b.analyse(KEY, workB);
     await new Promise((resolve) => setImmediate(resolve));
-    expect(store.leases.has(`${key}~2`)).toBe(true);
+    expect(store.leases.get(key)!.holder).not.toBe(expired);
+    expect(store.leases.size).toBe(1);
     finish(paid());
     expect(await first).toMatchObject({ source: 'analyzer' });
-    expect(await second).toEqual({ result: paid(), source: 'shared', holderSeen: true });
+    expect(await second).toEqual({ result: paid(), source: 'shared' });
     expect(workB).not.toHaveBeenCalled();
   });
 
@@ -352,21 +355,20 @@ describe('AnalysisMemo across instances (the lease)', () => {
             ? Promise.reject(new Error('503 from the memo bucket'))
             : store.get(key),
       create: (key, entry) => store.create(key, entry),
-      lease: (key, until) => store.lease(key, until),
-      renew: (key, until) => store.renew(key, until),
+      lease: (key, until, now) => store.lease(key, until, now),
+      renew: (key, token, until, release) => store.renew(key, token, until, release),
     };
     const retry = new AnalysisMemo(flaky, { ttlMs: DAY, clock, leaseMs: 60_000, pollMs: 1_000 });
     const work = jest.fn(async () => paid(9999));
     expect(await retry.analyse(KEY, work)).toEqual({
       result: paid(),
-      source: 'memo',
-      holderSeen: true,
+      source: 'shared',
     });
     expect(work).not.toHaveBeenCalled();
     expect(reads).toBe(2);
   });
 
-  it('reads the memo once more before paying when its first read failed, an earlier lease has expired and the next round could not be taken', async () => {
+  it('reads the memo once more before paying when its first read failed and the lease could not be taken', async () => {
     const clock = new ManualClock();
     const store = new MemoryMemoStore();
     const [a] = twoInstances(store, clock);
@@ -376,16 +378,14 @@ describe('AnalysisMemo across instances (the lease)', () => {
     const flaky: MemoStore = {
       get: (key) => (++reads === 1 ? Promise.reject(new Error('503 from the memo bucket')) : store.get(key)),
       create: (key, entry) => store.create(key, entry),
-      lease: (key, until) =>
-        key.endsWith('~1') ? Promise.reject(new Error('503 from the memo bucket')) : store.lease(key, until),
-      renew: (key, until) => store.renew(key, until),
+      lease: () => Promise.reject(new Error('503 from the memo bucket')),
+      renew: (key, token, until, release) => store.renew(key, token, until, release),
     };
     const retry = new AnalysisMemo(flaky, { ttlMs: DAY, clock, leaseMs: 60_000, pollMs: 1_000 });
     const work = jest.fn(async () => paid(9999));
     expect(await retry.analyse(KEY, work)).toEqual({
       result: paid(),
-      source: 'memo',
-      holderSeen: true,
+      source: 'shared',
     });
     expect(work).not.toHaveBeenCalled();
   });
@@ -394,7 +394,7 @@ describe('AnalysisMemo across instances (the lease)', () => {
     const clock = new ManualClock();
     const store = new MemoryMemoStore();
     const [, b] = twoInstances(store, clock);
-    await store.lease(AnalysisMemo.leaseKey(KEY), new Date(clock.ms - 1));
+    await store.lease(AnalysisMemo.leaseKey(KEY), new Date(clock.ms - 1), new Date(clock.ms - 60_000));
     const started = clock.ms;
     expect(await b.analyse(KEY, async () => paid())).toMatchObject({ source: 'analyzer' });
     expect(clock.ms).toBe(started);
@@ -442,35 +442,49 @@ describe('FileMemoStore', () => {
 
   it('gives a lease to the first caller only and tells the others when it expires', async () => {
     const store = new FileMemoStore(dir);
+    const now = new Date('2026-11-30T04:00:00.000Z');
     const until = new Date('2026-11-30T04:01:00.000Z');
-    const answers = await Promise.all([1, 2, 3].map(() => store.lease(key(1), until)));
-    expect(answers.filter((a) => a === undefined)).toHaveLength(1);
-    expect(answers.filter((a) => a?.getTime() === until.getTime())).toHaveLength(2);
+    const answers = await Promise.all([1, 2, 3].map(() => store.lease(key(1), until, now)));
+    expect(answers.filter((a) => 'token' in a)).toHaveLength(1);
+    expect(answers.filter((a) => 'heldUntil' in a && a.heldUntil.getTime() === until.getTime())).toHaveLength(
+      2,
+    );
   });
 
-  it('renews a lease by replacing its file whole, and tells the others the renewed expiry', async () => {
+  it('renews a lease for its holder only, by replacing its file whole, and takes over one that ended', async () => {
     const store = new FileMemoStore(dir);
-    await store.lease(key(2), new Date('2026-11-30T04:00:15.000Z'));
-    await store.renew(key(2), new Date('2026-11-30T04:00:35.000Z'));
-    expect(await store.lease(key(2), new Date('2026-11-30T04:00:36.000Z'))).toEqual(
-      new Date('2026-11-30T04:00:35.000Z'),
+    const t = (s: number) => new Date(Date.parse('2026-11-30T04:00:00.000Z') + s * 1000);
+    const mine = (await store.lease(key(2), t(15), t(0))) as { token: string };
+    expect(await store.renew(key(2), mine.token, t(35))).toBe(mine.token);
+    expect(await store.lease(key(2), t(36), t(20))).toEqual({ heldUntil: t(35) });
+    expect(await store.renew(key(2), 'someone else', t(90))).toBeUndefined();
+    // Released: the next caller takes it at once, and the holder's late renewal leaves it ended.
+    await store.renew(key(2), mine.token, t(21), true);
+    expect(await store.renew(key(2), mine.token, t(40))).toBeUndefined();
+    expect(await store.lease(key(2), t(37), t(22))).toMatchObject({ earlier: true });
+    expect(readdirSync(path.dirname(path.join(dir, key(2)))).filter((f) => /\.(tmp|lock)$/.test(f))).toEqual(
+      [],
     );
-    expect(readdirSync(path.dirname(path.join(dir, key(2)))).filter((f) => f.endsWith('.tmp'))).toEqual([]);
   });
 
   it('refuses a key that is not namespace/sha256, so no name can escape its folder', async () => {
     await expect(new FileMemoStore(dir).get('../../etc/passwd')).rejects.toThrow('not a memo key');
-    await expect(new FileMemoStore(dir).lease(`${key(1)}~../x`, new Date())).rejects.toThrow(
+    await expect(new FileMemoStore(dir).lease(`${key(1)}~../x`, new Date(), new Date())).rejects.toThrow(
       'not a memo key',
     );
   });
 
-  it('gives the lease rounds after the first their own lease (`lease/sha256~N`)', async () => {
+  it('breaks a lock left by a process that died mid-change', async () => {
     const store = new FileMemoStore(dir);
-    const until = new Date('2026-11-30T04:00:15.000Z');
-    expect(await store.lease(key(1), until)).toBeUndefined();
-    expect(await store.lease(`${key(1)}~1`, until)).toBeUndefined();
-    expect(await store.lease(`${key(1)}~1`, new Date(until.getTime() + 1))).toEqual(until);
+    const lease = AnalysisMemo.leaseKey(KEY);
+    const file = path.join(dir, `${lease}.lease.lock`);
+    mkdirSync(path.dirname(file), { recursive: true });
+    writeFileSync(file, '4242');
+    const old = new Date(Date.now() - 60_000);
+    utimesSync(file, old, old);
+    expect(await store.lease(lease, new Date(Date.now() + 15_000), new Date())).toMatchObject({
+      earlier: false,
+    });
   });
 
   it('tells whether a key was ever leased, without taking its lease (leases are `lease/sha256`, one for every version)', async () => {
@@ -479,7 +493,10 @@ describe('FileMemoStore', () => {
     expect(lease).toMatch(/^lease\/[a-f0-9]{64}$/);
     expect(await store.hasLease(lease)).toBe(false);
     expect(await store.hasLease(lease)).toBe(false);
-    expect(await store.lease(lease, new Date('2026-11-30T04:00:15.000Z'))).toBeUndefined();
+    const now = new Date('2026-11-30T04:00:00.000Z');
+    expect(await store.lease(lease, new Date('2026-11-30T04:00:15.000Z'), now)).toMatchObject({
+      earlier: false,
+    });
     expect(await store.hasLease(lease)).toBe(true);
   });
 });
@@ -507,7 +524,8 @@ describe('handle with the memo', () => {
     const usage = { promptTokens: 1200, outputTokens: 300, totalTokens: 1500 };
     const createdAt = new ManualClock().now().toISOString();
     await memoStore.create(AnalysisMemo.progressKey(key), { progress, usage, createdAt });
-    await memoStore.lease(AnalysisMemo.leaseKey(key), new ManualClock().now());
+    const then = new ManualClock().now();
+    await memoStore.lease(AnalysisMemo.leaseKey(key), then, new Date(then.getTime() - 60_000));
     expect(await handle(parsePush(body), deps)).toMatchObject({ status: 'ok', analysed: true });
     expect(analyzer.calls.map((c) => c.resume)).toEqual([progress]);
   });
@@ -697,7 +715,8 @@ describe('handle with the memo', () => {
       reader.put(attrs.bucketId!, attrs.objectId!, attrs.objectGeneration!, INVOICE);
       return parsePush(body);
     };
-    const leaseOf = (dedupKey: string) => memoStore.leases.get(AnalysisMemo.leaseKey(dedupKey))!.getTime();
+    const leaseOf = (dedupKey: string) =>
+      memoStore.leases.get(AnalysisMemo.leaseKey(dedupKey))!.expiresAt.getTime();
 
     const answered = await handle(delivery('1', 'a.txt'), deps, deadline(498_000));
     expect(answered.status).toBe('ok');
@@ -734,7 +753,7 @@ describe('handle with the memo', () => {
     for (const { reader } of [a, b])
       reader.put(attrs.bucketId!, attrs.objectId!, attrs.objectGeneration!, INVOICE);
     const key = dedupKey(parsePush(body), 'object');
-    const leaseOf = () => memoStore.leases.get(AnalysisMemo.leaseKey(key))!.getTime();
+    const leaseOf = () => memoStore.leases.get(AnalysisMemo.leaseKey(key))!.expiresAt.getTime();
 
     // A's MERGE was sent and its answer lost; jobs.get could not tell whether it committed.
     const record = a.store.record.bind(a.store);
@@ -1054,7 +1073,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
     finish(paid());
     await time.advance(1_000);
     expect(await first).toMatchObject({ source: 'analyzer' });
-    expect(await second).toEqual({ result: paid(), source: 'shared', holderSeen: true });
+    expect(await second).toEqual({ result: paid(), source: 'shared' });
     expect(workB).not.toHaveBeenCalled();
   });
 
@@ -1069,7 +1088,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
     const turnA = await a.writeTurn(KEY, deadline(time, 498_000));
     await time.advance(1_000);
     // B found A's analysis in the memo while A's write runs.
-    expect(await second).toEqual({ result: paid(), source: 'memo', holderSeen: true });
+    expect(await second).toEqual({ result: paid(), source: 'memo' });
     let bWrites = false;
     const turnB = b.writeTurn(KEY, deadline(time, 498_000)).then((turn) => {
       bWrites = true;
@@ -1079,7 +1098,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
     await time.advance(20_000);
     expect(bWrites).toBe(false);
     turnA.done();
-    // Once A's lease runs out (at most one lease time after its write), B takes the next round.
+    // Once A's lease runs out (at most one lease time after its write), B takes it over.
     await time.advance(15_000);
     expect(bWrites).toBe(true);
     (await turnB).done();
@@ -1092,8 +1111,9 @@ describe('interleaving 4: a lease shorter than the work', () => {
     const flaky: MemoStore = {
       get: (key) => store.get(key),
       create: (key, entry) => store.create(key, entry),
-      lease: (key, until) => (failLease ? Promise.reject(new Error('503')) : store.lease(key, until)),
-      renew: (key, until) => store.renew(key, until),
+      lease: (key, until, now) =>
+        failLease ? Promise.reject(new Error('503')) : store.lease(key, until, now),
+      renew: (key, token, until, release) => store.renew(key, token, until, release),
     };
     const options = { ttlMs: 8 * DAY_MS, clock: time.clock, sleep: time.sleep, timers: time };
     const a = new AnalysisMemo(flaky, options);
@@ -1124,110 +1144,13 @@ describe('interleaving 4: a lease shorter than the work', () => {
     (await turnA).done();
   });
 
-  it('counts a delivery that found the analysis kept in the memo as having seen its holder (issue 45, item 7, N7): its write waits when the lease calls then fail', async () => {
-    const time = new ManualTime();
-    const store = new MemoryMemoStore();
-    const failing = leasing(store, () => Promise.reject(new Error('503 Service Unavailable')));
-    const options = { ttlMs: 8 * DAY_MS, clock: time.clock, sleep: time.sleep, timers: time };
-    const holder = new AnalysisMemo(store, options);
-    const reader = new AnalysisMemo(failing, options);
-    // The holder kept its analysis and is writing (it keeps before its write).
-    await holder.analyse(KEY, async () => paid(), undefined, deadline(time, 498_000));
-    const turnHolder = await holder.writeTurn(KEY, deadline(time, 498_000));
-    const found = await reader.analyse(KEY, async () => paid(), undefined, deadline(time, 498_000));
-    expect(found).toMatchObject({ source: 'memo', holderSeen: true });
-    let writes = false;
-    const turnReader = reader
-      .writeTurn(KEY, deadline(time, 498_000), { holderSeen: found.holderSeen })
-      .then((turn) => {
-        writes = true;
-        return turn;
-      })
-      .catch((error: unknown) => error);
-    await time.advance(40_000);
-    expect(writes).toBe(false);
-    turnHolder.done();
-    // The memo never answers a lease call: the write never goes unguarded, it ends at its deadline.
-    await time.advance(520_000);
-    expect(await turnReader).toBeInstanceOf(DeadlineError);
-    expect(writes).toBe(false);
-  });
-
-  it('keeps waiting for a holder seen writing when the memo then fails to give the lease (soak I4, seed 240)', async () => {
-    const time = new ManualTime();
-    const store = new MemoryMemoStore();
-    // The waiter's second lease call fails (a 503 from the bucket).
-    const { flaky, leaseCalls } = secondLeaseFails(store);
-    const options = { ttlMs: 8 * DAY_MS, clock: time.clock, sleep: time.sleep, timers: time };
-    const holder = new AnalysisMemo(store, options);
-    const waiter = new AnalysisMemo(flaky, options);
-    await holder.analyse(KEY, async () => paid(), undefined, deadline(time, 498_000));
-    const turnHolder = await holder.writeTurn(KEY, deadline(time, 498_000));
-    let writes = false;
-    const turnWaiter = waiter.writeTurn(KEY, deadline(time, 498_000)).then((turn) => {
-      writes = true;
-      return turn;
-    });
-    await time.advance(40_000);
-    expect(leaseCalls()).toBeGreaterThanOrEqual(3);
-    expect(writes).toBe(false);
-    turnHolder.done();
-    await time.advance(20_000);
-    expect(writes).toBe(true);
-    (await turnWaiter).done();
-  });
-
-  it('waits for the holder whose analysis it shared when its own write lease call then fails: the two writes do not overlap (soak I4, seeds 243, 486, 942)', async () => {
-    const time = new ManualTime();
-    const store = new MemoryMemoStore();
-    const options = { ttlMs: 8 * DAY_MS, clock: time.clock, sleep: time.sleep, timers: time };
-    const holder = new AnalysisMemo(store, options);
-    let leasesFail = false;
-    const flaky = leasing(store, (_call, key, until) =>
-      leasesFail ? Promise.reject(new Error('503')) : store.lease(key, until),
-    );
-    const waiter = new AnalysisMemo(flaky, options);
-    let answer: () => void = () => {};
-    const holding = holder.analyse(
-      KEY,
-      () => new Promise<AnalysisResult>((resolve) => (answer = () => resolve(paid()))),
-      undefined,
-      deadline(time, 498_000),
-    );
-    const waiting = waiter.analyse(KEY, async () => paid(9_999), undefined, deadline(time, 498_000));
-    await time.advance(3_000);
-    answer();
-    await holding;
-    // The holder writes (a long MERGE): its turn is the lease its analysis took.
-    const turnHolder = await holder.writeTurn(KEY, deadline(time, 498_000));
-    await time.advance(2_000);
-    const shared = await waiting;
-    expect(shared).toMatchObject({ source: 'shared', holderSeen: true });
-    // The waiter's write: the bucket now fails its lease calls.
-    leasesFail = true;
-    let writes = false;
-    const turnWaiter = waiter
-      .writeTurn(KEY, deadline(time, 498_000), { holderSeen: shared.holderSeen })
-      .then((turn) => {
-        writes = true;
-        return turn;
-      });
-    await time.advance(30_000);
-    expect(writes).toBe(false);
-    leasesFail = false;
-    turnHolder.done();
-    await time.advance(5_000);
-    expect(writes).toBe(true);
-    (await turnWaiter).done();
-  });
-
   it('takes the lease for the write when the memo refused both analyses theirs: the two writes do not overlap (soak I4, seeds 70, 272)', async () => {
     const time = new ManualTime();
     const store = new MemoryMemoStore();
     // A doubled notification: on each instance the first lease call (the analysis's) answers 503.
     const refusingFirstLease = (): MemoStore =>
-      leasing(store, (call, key, until) =>
-        call === 1 ? Promise.reject(new Error('503')) : store.lease(key, until),
+      leasing(store, (call, key, until, now) =>
+        call === 1 ? Promise.reject(new Error('503')) : store.lease(key, until, now),
       );
     const options = { ttlMs: 8 * DAY_MS, clock: time.clock, sleep: time.sleep, timers: time };
     const a = new AnalysisMemo(refusingFirstLease(), options);
@@ -1256,12 +1179,12 @@ describe('interleaving 4: a lease shorter than the work', () => {
     (await turnB).done(true);
   });
 
-  it('waits out a lease its own timed-out call created, then takes the next round, within its deadline', async () => {
+  it('waits out a lease its own timed-out call created, then takes it over, within its deadline', async () => {
     const time = new ManualTime();
     const store = new MemoryMemoStore();
     // The analysis's lease call takes 7 s: past the 5 s call timeout, yet the bucket creates it.
-    const slowFirst = leasing(store, (call, key, until) =>
-      call === 1 ? time.sleep(7_000).then(() => store.lease(key, until)) : store.lease(key, until),
+    const slowFirst = leasing(store, (call, key, until, now) =>
+      call === 1 ? time.sleep(7_000).then(() => store.lease(key, until, now)) : store.lease(key, until, now),
     );
     const memo = new AnalysisMemo(slowFirst, {
       ttlMs: 8 * DAY_MS,
@@ -1275,7 +1198,8 @@ describe('interleaving 4: a lease shorter than the work', () => {
     expect(await analysed).toMatchObject({ source: 'analyzer' });
     await time.advance(3_000);
     // The orphan lease (nobody renews it) runs until 15 s; the write waits for it, then goes.
-    const round0 = store.leases.get(AnalysisMemo.leaseKey(KEY))!.getTime();
+    const orphan = store.leases.get(AnalysisMemo.leaseKey(KEY))!;
+    const round0 = orphan.expiresAt.getTime();
     expect(round0).toBe(time.ms - 8_000 + 15_000);
     let writes = false;
     const turn = memo.writeTurn(KEY, deadline(time, 498_000)).then((t) => {
@@ -1286,7 +1210,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
     expect(writes).toBe(false);
     await time.advance(2_000);
     expect(writes).toBe(true);
-    expect(store.leases.has(`${AnalysisMemo.leaseKey(KEY)}~1`)).toBe(true);
+    expect(store.leases.get(AnalysisMemo.leaseKey(KEY))!.holder).not.toBe(orphan.holder);
     (await turn).done(true);
   });
 
@@ -1308,7 +1232,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
     const turnA = await a.writeTurn(KEY, deadline(time, 298_000));
     // On taking the turn the lease already runs past the deadline (the bound of the MERGE's
     // jobTimeoutMs) by one lease time: no renewal is needed after that, so a killed holder is covered.
-    expect(store.leases.get(AnalysisMemo.leaseKey(KEY))!.getTime()).toBe(holderDeadline + 15_000);
+    expect(store.leases.get(AnalysisMemo.leaseKey(KEY))!.expiresAt.getTime()).toBe(holderDeadline + 15_000);
     // The holder's write is cut at shutdown (its statement may still run): the lease stays.
     turnA.done(false);
     let bWrites = false;
@@ -1324,67 +1248,43 @@ describe('interleaving 4: a lease shorter than the work', () => {
     (await turnB).done(true);
   });
 
-  it('keeps waiting for the analysis of a holder it saw when the memo then fails a lease call (sim seed 22)', async () => {
-    const time = new ManualTime();
-    const store = new MemoryMemoStore();
-    // The waiter's second lease call (when the lease it saw runs out) answers 503.
-    const { flaky, leaseCalls } = secondLeaseFails(store);
-    const options = { ttlMs: 8 * DAY_MS, clock: time.clock, sleep: time.sleep, timers: time };
-    const holder = new AnalysisMemo(store, options);
-    const waiter = new AnalysisMemo(flaky, options);
-    let finish: (r: AnalysisResult) => void = () => {};
-    const first = holder.analyse(
-      KEY,
-      () => new Promise<AnalysisResult>((resolve) => (finish = resolve)),
-      undefined,
-      deadline(time, 498_000),
-    );
-    await settle();
-    const work = jest.fn(async () => paid(9999));
-    const second = waiter.analyse(KEY, work, undefined, deadline(time, 498_000));
-    // The holder's analysis takes 40 s; the lease call at 15 s fails, and the waiter still waits.
-    for (let t = 0; t < 40; t++) await time.advance(1_000);
-    expect(leaseCalls()).toBeGreaterThanOrEqual(3);
-    expect(work).not.toHaveBeenCalled();
-    finish(paid());
-    await first;
-    await time.advance(1_000);
-    expect(await second).toEqual({ result: paid(), source: 'shared', holderSeen: true });
-    expect(work).not.toHaveBeenCalled();
-  });
-
   it('keeps the write’s lease to its heartbeat on a store whose writes die with their process (SQLite): a killed holder holds up the next writer one lease time at most', async () => {
     const time = new ManualTime();
     const { store, a } = twoInstances(time);
     await a.analyse(KEY, async () => paid(), undefined, deadline(time, 300_000));
     const turn = await a.writeTurn(KEY, deadline(time, 298_000));
-    expect(store.leases.get(AnalysisMemo.leaseKey(KEY))!.getTime()).toBeLessThanOrEqual(time.ms + 15_000);
+    expect(store.leases.get(AnalysisMemo.leaseKey(KEY))!.expiresAt.getTime()).toBeLessThanOrEqual(
+      time.ms + 15_000,
+    );
     turn.done(true);
   });
 
-  it('gives a holder it saw one more lease time, once, when the memo keeps failing: then it works', async () => {
+  it('never holds the work up when a lease call fails after it saw a holder: it goes on, and says so (the excuse the invariants name)', async () => {
     const time = new ManualTime();
     const store = new MemoryMemoStore();
-    // Every lease call after the first answers 503.
-    const failing = leasing(store, (call, key, until) =>
-      call === 1 ? store.lease(key, until) : Promise.reject(new Error('503')),
+    // The waiter's second lease call (after the holder's lease was seen) answers 503.
+    const { flaky, leaseCalls } = secondLeaseFails(store);
+    const logger = new MemoryLogger();
+    const options = { ttlMs: 8 * DAY_MS, clock: time.clock, sleep: time.sleep, timers: time };
+    const holder = new AnalysisMemo(store, options);
+    const waiter = new AnalysisMemo(flaky, { ...options, logger });
+    const first = holder.analyse(
+      KEY,
+      () => new Promise<AnalysisResult>(() => {}),
+      undefined,
+      deadline(time, 498_000),
     );
-    // A holder took the lease until 15 s and died.
-    await store.lease(AnalysisMemo.leaseKey(KEY), new Date(time.ms + 15_000));
-    const waiter = new AnalysisMemo(failing, {
-      ttlMs: 8 * DAY_MS,
-      clock: time.clock,
-      sleep: time.sleep,
-      timers: time,
-    });
-    const work = jest.fn(async () => paid());
-    // It sees the holder until 15 s; then no lease call answers: it waits until 30 s, not longer.
-    const outcome = waiter.analyse(KEY, work, undefined, deadline(time, 498_000));
-    for (let t = 0; t < 29; t++) await time.advance(1_000);
-    expect(work).not.toHaveBeenCalled();
+    first.catch(() => {});
+    await settle();
+    const work = jest.fn(async () => paid(9999));
+    const second = waiter.analyse(KEY, work, undefined, deadline(time, 498_000));
     for (let t = 0; t < 3; t++) await time.advance(1_000);
-    expect(await outcome).toMatchObject({ source: 'analyzer' });
-    expect(work).toHaveBeenCalledTimes(1);
+    expect(await second).toMatchObject({ source: 'analyzer' });
+    expect(leaseCalls()).toBe(2);
+    expect(work).toHaveBeenCalledWith({ afterHolder: true });
+    expect(logger.entries.map((e) => e.message)).toContain(
+      'the memo could not take a lease: working without one',
+    );
   });
 
   it('renews every third of the lease even while an earlier renewal hangs (soak I4, seed 240)', async () => {
@@ -1394,7 +1294,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
     const slow: MemoStore = {
       get: (key) => store.get(key),
       create: (key, entry) => store.create(key, entry),
-      lease: (key, until) => store.lease(key, until),
+      lease: (key, until, now) => store.lease(key, until, now),
       renew: () => {
         renewals += 1;
         return new Promise(() => {});
@@ -1429,7 +1329,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
       undefined,
       deadline(time, 498_000),
     );
-    const leaseOf = () => store.leases.get(AnalysisMemo.leaseKey(KEY))!.getTime();
+    const leaseOf = () => store.leases.get(AnalysisMemo.leaseKey(KEY))!.expiresAt.getTime();
     await settle();
     const taken = leaseOf();
     expect(taken).toBe(time.ms + 15_000);
@@ -1453,7 +1353,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
     const time = new ManualTime();
     const { store, b } = twoInstances(time);
     // The holder took its 15 s lease, then its instance was killed: nobody renews it.
-    await store.lease(AnalysisMemo.leaseKey(KEY), new Date(time.ms + 15_000));
+    await store.lease(AnalysisMemo.leaseKey(KEY), new Date(time.ms + 15_000), new Date(time.ms));
     const work = jest.fn(async () => paid());
     const outcome = b.analyse(KEY, work, undefined, deadline(time, 498_000));
     await time.advance(14_000);
@@ -1466,7 +1366,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
   it("answers 503 without paying when its own deadline comes before the holder's analysis", async () => {
     const time = new ManualTime();
     const { store, b } = twoInstances(time);
-    await store.lease(AnalysisMemo.leaseKey(KEY), new Date(time.ms + 400_000));
+    await store.lease(AnalysisMemo.leaseKey(KEY), new Date(time.ms + 400_000), new Date(time.ms));
     const work = jest.fn(async () => paid());
     const outcome = b.analyse(KEY, work, undefined, deadline(time, 30_000)).catch((e: unknown) => e);
     await time.advance(31_000);

@@ -11,7 +11,7 @@ import type { AnalysisResult } from '../src/contract/analysis';
 import { Deadlines } from '../src/core/deadline';
 import { objectDedupKey } from '../src/core/event';
 import { AnalysisMemo } from '../src/core/memo';
-import type { Analyzer, AnalyzerInput, Store } from '../src/core/ports';
+import type { Analyzer, AnalyzerInput, LeaseTaken, Store } from '../src/core/ports';
 import { type RunningWorker, serve } from '../src/main';
 import { pushBody } from './support/builders';
 import { MemoryLogger, MemoryReader, sampleAnalysis } from './support/fakes';
@@ -39,9 +39,9 @@ class GatedAnalyzer implements Analyzer {
 /** A memo store that tells which keys were leased. */
 class LeaseSpy extends MemoryMemoStore {
   readonly leased: string[] = [];
-  override async lease(key: string, expiresAt: Date): Promise<Date | undefined> {
+  override async lease(key: string, expiresAt: Date, now: Date): Promise<LeaseTaken | { heldUntil: Date }> {
     this.leased.push(key);
-    return super.lease(key, expiresAt);
+    return super.lease(key, expiresAt, now);
   }
 }
 
@@ -83,7 +83,7 @@ describe('interleaving 8: scale-in', () => {
     const dedupKeyOf = (name: string) => objectDedupKey({ bucket: BUCKET, name, generation: GENERATION });
     const keyOf = (name: string) => AnalysisMemo.leaseKey(dedupKeyOf(name));
     // Another instance holds the lease of d.txt and is still analysing it.
-    await memo.lease(keyOf('d.txt'), new Date(Date.now() + 300_000));
+    await memo.lease(keyOf('d.txt'), new Date(Date.now() + 300_000), new Date());
     const sqlite = new SqliteStore({ path: dbPath });
     const batches = new GroupCommitStore(sqlite, { maxRows: 500, maxWaitMs: 10_000, minIntervalMs: 0 });
     // Lookups go straight to SQLite, so that each delivery reaches its place at once; writes wait

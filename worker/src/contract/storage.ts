@@ -15,3 +15,9 @@ export const PUSH_FILTER = `attributes.eventType = "${NOTIFIED_EVENT_TYPE}"`;
 
 /** A Cloud Storage bucket name (3–222 characters; dots allowed, as in domain-named buckets). */
 export const BUCKET_NAME = /^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$/;
+
+/**
+ * Where the memo bucket keeps its keys' lease objects: the one prefix of it the worker may
+ * overwrite (the stack's IAM condition names it; GcsMemoStore writes there).
+ */
+export const MEMO_LEASE_PREFIX = 'leases/';

@@ -119,8 +119,6 @@ export async function handle(
 
   let analysed = false;
   let memo: Outcome['memo'];
-  /** The analysis came from a concurrent delivery seen holding the key's lease (it writes too). */
-  let holderSeen = false;
   let verdict: RowVerdict;
   if (event.kind === 'not_work') {
     verdict = { status: 'rejected', reason: event.reason, detail: event.detail };
@@ -178,9 +176,9 @@ export async function handle(
         // The gate weighs a work by its document's declared size (the largest allowed when unknown).
         const gate = deps.admission ?? admitAtOnce;
         const bytes = event.object.sizeBytes ?? deps.limits.maxObjectBytes;
-        // An analyzer that is out is not paid for, nor the document read for it, nor a lease round
-        // of its key taken: the breaker answers once the work is admitted, before the memo's lease
-        // (an attempt that took a round and failed would use it up; hours of them, every round).
+        // An analyzer that is out is not paid for, nor the document read for it, nor its key's lease
+        // taken: the breaker answers once the work is admitted, before the memo's lease (a
+        // concurrent delivery would wait for an attempt that cannot succeed).
         const admission: Admission = {
           run: (w, d) =>
             gate.run(
@@ -195,7 +193,6 @@ export async function handle(
         const paid = deps.memo
           ? await deps.memo.analyse(key, work, admission, deadline, peeked)
           : { result: await admission.run(() => work(), deadline), source: 'analyzer' as const };
-        holderSeen = 'holderSeen' in paid && paid.holderSeen === true;
         if (paid.source === 'memo') memo = 'hit';
         else if (paid.source === 'shared') memo = 'shared';
         const analysis = paid.result;
@@ -221,14 +218,12 @@ export async function handle(
         return { ...base, status: 'duplicate', duplicateAt: 'seen', analysed: false };
       if (!isRejection(error)) throw error;
       memo = error.memo;
-      // A refusal replayed from the memo was kept by a holder that writes its row too.
-      if (error.memo) holderSeen = true;
       verdict = { status: 'rejected', reason: error.code, detail: error.message, usage: error.usage };
     }
   }
 
   // No other instance's MERGE of this key may overlap ours (the view's answer must not change).
-  const turn = await deps.memo?.writeTurn(key, deadline, { holderSeen });
+  const turn = await deps.memo?.writeTurn(key, deadline);
   let inserted: boolean;
   let ended = false;
   try {

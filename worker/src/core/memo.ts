@@ -34,14 +34,13 @@ import {
  * the lease expires on its own; then it does the work. Neither wait can block a document.
  *
  * The lease guards the holder's work, so it must outlive it: the holder renews it (a heartbeat
- * every third of the lease) for as long as its read and analysis run, however long that is. A
- * holder that dies stops renewing, and its lease expires on its own within one lease time. A lease
- * is create-only (the first writer wins, nothing is overwritten or deleted), so a key's leases come
- * in rounds: once round n has expired, the next delivery takes round n + 1, and the deliveries of a
- * second round of retries wait for one holder just as the first round did. An instance whose work
- * failed still holds its round while that round lives, and its own retry takes it up again. Every
- * memo call is bounded by a short timeout and by the delivery's deadline, and every wait ends at
- * the deadline (503) or at once when the instance shuts down.
+ * every third of the lease) for as long as its read and analysis run, however long that is. A key
+ * has one lease, one object in the memo: taken create-only, renewed by a compare-and-swap rewrite
+ * that only its holder can make, ended by its holder as soon as its work is over (or its write has
+ * answered), and taken over by the next delivery once it has ended or expired. A holder that dies
+ * stops renewing, and its lease expires on its own within one lease time. Every memo call is bounded
+ * by a short timeout and by the delivery's deadline, and every wait ends at the deadline (503) or at
+ * once when the instance shuts down.
  */
 
 export interface AnalysisMemoOptions {
@@ -65,14 +64,6 @@ export interface AnalysisMemoOptions {
   writesOutliveInstance?: boolean;
   /** The longest one memo call (read, keep, lease) may take; past it the memo is passed by. */
   callTimeoutMs?: number;
-  /**
-   * The most keys each of the instance's per-key memories holds (its failed rounds, the rounds it
-   * saw expired, its stale write turns); past it the oldest is forgotten (default
-   * {@link MAX_REMEMBERED_KEYS}). Forgetting costs a wait or a memo call, never a guarantee.
-   */
-  maxRememberedKeys?: number;
-  /** Lease rounds one key may use (default {@link MAX_LEASE_ROUNDS}). */
-  maxLeaseRounds?: number;
   clock?: Clock;
   /** Waits this long (injectable for simulations). */
   sleep?: (ms: number) => Promise<void>;
@@ -88,35 +79,6 @@ export const MEMO_LEASE_DEFAULTS = Object.freeze({
   callTimeoutMs: MEMO_CALL_TIMEOUT_MS,
 });
 
-/**
- * Lease rounds one key may use. A round is used up only when its holder stopped renewing (its work
- * failed, or its instance died); the outage breaker answers before a round is taken, so hours of
- * dependency trouble use a round per attempt that got past it (a probe), not per delivery. Past the
- * last round a delivery is answered 503 ({@link LeaseRoundsUsedUpError}), never analysed or written
- * unguarded. 999: the largest round a memo object's name holds (`lease/sha256~N`, N of 1–3 digits).
- */
-export const MAX_LEASE_ROUNDS = 999;
-
-/**
- * Every lease round of a key is used up: the delivery is answered 503 (alerted) rather than
- * analysed or written without a lease, where a concurrent delivery of the key would pay and write
- * too.
- */
-export class LeaseRoundsUsedUpError extends TransientError {
-  constructor(rounds: number) {
-    super(
-      'lease_rounds_used_up',
-      `every one of the key's ${rounds} lease rounds is used up: answered 503 instead of working without a lease`,
-    );
-  }
-}
-
-/**
- * Keys each per-key memory of an instance holds at most: an instance writes millions of documents,
- * and a memory that grew by one entry per document would end in an out-of-memory kill with no drain.
- */
-export const MAX_REMEMBERED_KEYS = 10_000;
-
 /** A lease's heartbeat: renews it until stopped (or until its delivery's deadline). */
 interface Heartbeat {
   readonly stopped: boolean;
@@ -127,13 +89,15 @@ interface Heartbeat {
   holdUntil(atMs: number): Promise<void>;
   /** Stops renewing; with `release`, ends the lease now (its work is over: nobody need wait). */
   stop(release?: boolean): void;
+  /** Ends the lease now, renewed or not (unless another delivery took it over since). */
+  release(): void;
+  /** Calls `callback` once it stops, however (stopped, its deadline past, its lease taken over). */
+  whenStopped(callback: () => void): void;
 }
 
 /** This instance's turn to write a key: the heartbeat of its lease and the deliveries using it. */
 interface WriteTurn {
   heartbeat: Heartbeat;
-  /** The lease round the turn holds. */
-  leaseKey: string;
   users: number;
   /** Whether every write under it answered: only then may the lease end before its bound. */
   ended: boolean;
@@ -150,12 +114,12 @@ export interface WriteTurnHandle {
 }
 
 /**
- * What one lease call found: `leaseKey` when this delivery holds a round now, `holderUntil` when
- * another delivery holds a live one, neither when leases are off or the memo gave none (`failed`).
- * `earlier`: a delivery held a round of this key before.
+ * What one lease call found: `token` when this delivery holds the key's lease now (`earlier`: a
+ * delivery held it before), `holderUntil` when another delivery holds it, neither when leases are
+ * off or the memo gave no answer (`failed`).
  */
 interface Lease {
-  leaseKey?: string;
+  token?: string;
   holderUntil?: Date;
   earlier?: boolean;
   failed?: true;
@@ -219,35 +183,18 @@ export interface MemoPeek {
   readonly kept?: Kept;
 }
 
-type Analysed = {
-  result: AnalysisResult;
-  source: AnalysisSource;
-  /**
-   * The analysis came from another instance's delivery seen holding the key's lease: that delivery
-   * is about to write, so this one's write must not overlap it (handed to {@link AnalysisMemo.writeTurn}).
-   */
-  holderSeen?: boolean;
-};
+type Analysed = { result: AnalysisResult; source: AnalysisSource };
 
 export class AnalysisMemo {
   private readonly inFlight = new Map<string, Promise<Analysed>>();
+  /** Keys whose write turn this instance holds: the lease's heartbeat and the deliveries using it. */
+  private readonly writing = new Map<string, WriteTurn>();
   private readonly clock: Clock;
   private readonly leaseMs: number;
   private readonly pollMs: number;
   private readonly callTimeoutMs: number;
   private readonly sleep: (ms: number) => Promise<void>;
   private readonly timers: Timers;
-  /**
-   * The lease round this instance took for a key whose work then failed (a lease cannot be
-   * released): its retry here takes that round up again while it lives, instead of waiting it out.
-   */
-  private readonly heldHere = new Map<string, string>();
-  /** Keys whose write turn this instance holds: the lease round, its heartbeat, its users. */
-  private readonly writing = new Map<string, WriteTurn>();
-  /** Per key, the first lease round this instance has not seen expired. */
-  private readonly expiredRounds = new Map<string, number>();
-  private readonly maxRememberedKeys: number;
-  private readonly maxLeaseRounds: number;
 
   constructor(
     private readonly store: MemoStore,
@@ -259,39 +206,14 @@ export class AnalysisMemo {
     this.callTimeoutMs = options.callTimeoutMs ?? MEMO_LEASE_DEFAULTS.callTimeoutMs;
     this.sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
     this.timers = options.timers ?? realTimers;
-    this.maxRememberedKeys = options.maxRememberedKeys ?? MAX_REMEMBERED_KEYS;
-    this.maxLeaseRounds = options.maxLeaseRounds ?? MAX_LEASE_ROUNDS;
   }
 
   /**
-   * How many keys each per-key memory holds now (the memory benchmark and the tests read it): every
-   * one is bounded, and `heldHere` and `writing` empty again once the writes under them answered.
+   * How many keys each per-key memory holds now (the memory benchmark and the tests read it): both
+   * empty again once the analyses and writes under them are over.
    */
-  footprint(): { inFlight: number; heldHere: number; writing: number; expiredRounds: number } {
-    return {
-      inFlight: this.inFlight.size,
-      heldHere: this.heldHere.size,
-      writing: this.writing.size,
-      expiredRounds: this.expiredRounds.size,
-    };
-  }
-
-  /** Remembers `value` under `key` in a bounded memory: past the bound, the oldest key is forgotten. */
-  private remember<V>(memory: Map<string, V>, key: string, value: V): void {
-    memory.delete(key);
-    memory.set(key, value);
-    while (memory.size > this.maxRememberedKeys) memory.delete(memory.keys().next().value!);
-  }
-
-  /**
-   * A write turn, in the bounded memory of turns: a turn whose delivery never came to write (its
-   * deadline ended it after the analysis) has a stopped heartbeat and is swept out before any live
-   * turn is forgotten.
-   */
-  private rememberTurn(key: string, turn: WriteTurn): void {
-    if (this.writing.size >= this.maxRememberedKeys)
-      for (const [k, t] of this.writing) if (t.heartbeat.stopped) this.writing.delete(k);
-    this.remember(this.writing, key, turn);
+  footprint(): { inFlight: number; writing: number } {
+    return { inFlight: this.inFlight.size, writing: this.writing.size };
   }
 
   /**
@@ -307,7 +229,7 @@ export class AnalysisMemo {
   }
 
   /**
-   * The key's lease (its first round; later rounds add `~N`): the same for every analyzer version.
+   * The key's lease: the same for every analyzer version.
    * The lease excludes the writes of every delivery of a key, and during a deploy two revisions
    * with different versions deliver the same keys: a lease per version would let both write at
    * once. The analyses are shared by every version too ({@link key}).
@@ -346,10 +268,11 @@ export class AnalysisMemo {
     const running = this.inFlight.get(key);
     if (running) return this.share(running, deadline);
 
-    // A peek that could not read the memo is read again once admitted, right before paying: the
-    // lookup may have taken long meanwhile, and a concurrent delivery may have kept its analysis.
-    const readAgain = peeked?.state === 'unknown';
-    const kept = peeked ? peeked.kept : await this.lookup(key, dedupKey, deadline);
+    // A first read that failed is read again once admitted, right before paying: the memo may
+    // answer now, the lookup may have taken long meanwhile, and a concurrent delivery may have kept
+    // its analysis.
+    const reads = { failed: peeked?.state === 'unknown' };
+    const kept = peeked ? peeked.kept : await this.lookup(key, dedupKey, deadline, reads);
     if (kept) return replay(kept, 'memo');
 
     // A lookup ran meanwhile: another delivery may have started the work in between.
@@ -357,7 +280,7 @@ export class AnalysisMemo {
     if (started) return this.share(started, deadline);
     const promise = admission.run(async (waitedMs) => {
       const keptMeanwhile =
-        waitedMs > 0 || readAgain ? await this.lookup(key, dedupKey, deadline) : undefined;
+        waitedMs > 0 || reads.failed ? await this.lookup(key, dedupKey, deadline) : undefined;
       if (keptMeanwhile) return replay(keptMeanwhile, 'shared');
       return this.leaseThenWork(key, dedupKey, work, deadline);
     }, deadline);
@@ -420,12 +343,11 @@ export class AnalysisMemo {
   }
 
   /**
-   * Across instances: the first delivery takes a lease and renews it while it works; a concurrent
-   * one (two notifications of one upload reaching two instances) waits for the holder's analysis to
-   * appear in the memo for as long as the lease lives (renewals included), then works itself; when
-   * its own deadline comes first it is answered 503 and finds the analysis in the memo on its
-   * retry. A lease that cannot be taken, read or renewed never stops the work; a holder already
-   * seen is waited for one more lease time when the next lease call fails, once.
+   * Across instances: the first delivery takes the key's lease and renews it while it works; a
+   * concurrent one (two notifications of one upload reaching two instances) waits for the holder's
+   * analysis to appear in the memo for as long as the lease lives (renewals included), then works
+   * itself; when its own deadline comes first it is answered 503 and finds the analysis in the memo
+   * on its retry. A lease that cannot be taken, read or renewed never stops the work.
    *
    * A delivery that waited for a holder and found no analysis kept works with `afterHolder`: the
    * holder may have written the row all the same (a holder whose keep failed, or whose row needed no
@@ -440,33 +362,30 @@ export class AnalysisMemo {
     const base = AnalysisMemo.leaseKey(dedupKey);
     const waited = await this.waitForHolder(base, dedupKey, deadline, {
       what: 'waiting for the analysis of a concurrent delivery (its lease)',
-      holderSeen: false,
       look: () => this.lookup(key, dedupKey, deadline),
-      // Paying alongside a holder seen working costs an analysis: it is given one more lease time
-      // when the memo then fails a lease call (as if it had renewed), once, so that a memo that
-      // keeps failing holds the work up no longer than a lease would.
-      grace: { ms: this.leaseMs, times: 1 },
     });
-    if ('found' in waited) return { ...replay(waited.found, 'shared'), holderSeen: true };
+    if ('found' in waited) return replay(waited.found, 'shared');
     const { lease, holderSeen } = waited;
     // The memo gave no lease (it is failing): the work goes on; the write asks again (writeTurn).
-    const leaseKey = lease.leaseKey;
-    // An earlier delivery held a lease on this key (even if the next round could not be taken): it
-    // may well have kept its analysis since this delivery last read the memo (a holder keeps its
-    // analysis before its write, and ends its round only after it), and this delivery may not have
-    // waited for it at all (it ended its round first, or it is a delivery of this instance, whose
-    // round is taken up at once). One more read costs a memo call; paying again costs an analysis.
-    // Read with it: the attempts an earlier delivery paid for before it failed, to go on after them.
+    const heartbeat = lease.token ? this.renewWhileWorking(base, lease.token, dedupKey, deadline) : undefined;
+    // An earlier delivery held this key's lease: it may well have kept
+    // its analysis since this delivery last read the memo (a holder keeps its analysis before its
+    // write, and ends its lease only after it), and this delivery may not have waited for it at
+    // all. One more read costs a memo call; paying again costs an analysis. Read with it: the
+    // attempts an earlier delivery paid for before it failed, to go on after them.
     let resume: AnalysisProgress | undefined;
     if (lease.earlier) {
       const [kept, progress] = await Promise.all([
         this.lookup(key, dedupKey, deadline),
         this.progressOf(dedupKey, deadline),
       ]);
-      if (kept) return replay(kept, 'memo');
+      if (kept) {
+        // Its row is next, under the lease this delivery holds.
+        this.handOver(base, heartbeat);
+        return replay(kept, 'memo');
+      }
       resume = progress;
     }
-    const heartbeat = leaseKey ? this.renewWhileWorking(leaseKey, dedupKey, deadline) : undefined;
     let result: AnalysisResult;
     try {
       result = await work({ afterHolder: holderSeen, ...(resume ? { resume } : {}) });
@@ -474,33 +393,32 @@ export class AnalysisMemo {
       // A paid refusal is an outcome: kept, so that a retry after a failed write does not pay again;
       // its row is written next, under the same lease (as a result's is, below).
       if (isRejection(error) && error.usage) {
-        this.handOver(base, leaseKey, heartbeat);
+        this.handOver(base, heartbeat);
         const rejection = { reason: error.code, detail: error.message };
         await this.keep(key, dedupKey, { rejection, usage: error.usage }, deadline);
         throw error;
       }
-      // The row is there: nothing is left to guard, nobody need wait.
-      if (error instanceof WrittenMeanwhile) {
-        heartbeat?.stop(true);
-        throw error;
-      }
       // Attempts paid before a failure that is not about the document (a first answer outside the
-      // schema, then a 503, a refusal or the deadline): kept while the round still lives, so that
-      // the retry, here or elsewhere, goes on after them instead of paying them again.
+      // schema, then a 503, a refusal or the deadline): kept, so that the retry, here or elsewhere,
+      // goes on after them instead of paying them again.
       if (error instanceof TransientError && error.progress && error.usage) {
         const progress = { progress: error.progress, usage: error.usage };
         await this.keep(AnalysisMemo.progressKey(dedupKey), dedupKey, progress, deadline);
       }
-      if (error instanceof AnalysisCutError) this.keepLate(key, dedupKey, error.late, deadline);
-      heartbeat?.stop();
-      if (leaseKey) {
-        // The lease cannot be released (the worker may not delete memo objects); this instance
-        // remembers its round instead, so a retry landing here takes it up again at once.
-        this.remember(this.heldHere, base, leaseKey);
+      if (error instanceof AnalysisCutError) {
+        // The call runs on, paid: its answer is kept when it comes, and the lease ends then. Till
+        // then it is left to expire on its own (the heartbeat stopped at the deadline), so that a
+        // retry meanwhile waits for the answer instead of paying again.
+        this.keepLate(key, dedupKey, error.late, deadline, heartbeat);
+        heartbeat?.stop();
+      } else {
+        // Nothing of this work runs on: the lease ends now, and the retry, here or elsewhere, takes
+        // it at once. The row is there (WrittenMeanwhile): nobody need wait either.
+        heartbeat?.stop(true);
       }
       throw error;
     }
-    this.handOver(base, leaseKey, heartbeat);
+    this.handOver(base, heartbeat);
     await this.keep(key, dedupKey, result, deadline);
     return { result, source: 'analyzer' };
   }
@@ -508,57 +426,33 @@ export class AnalysisMemo {
   /**
    * The one wait for a key's holder, for the analysis and for the write: takes the key's lease, or,
    * while another delivery holds it, waits, looking every poll for what the caller needs (`look`:
-   * the holder's analysis) and asking the lease again (a holder whose write answered ends its lease
-   * at once, long before the bound it was moved to; a holder whose row needed no paid analysis
-   * keeps none this delivery could find). `mine` ends the wait when this instance already holds what
-   * the caller needs (its own write turn). A holder seen is waited for `grace.ms` past its lease as
-   * last read when a lease call then fails (the memo is failing, the holder likely still works), at
-   * most `grace.times` times; the last grace is waited out whole. Every wait ends at the deadline
-   * (503).
+   * the holder's analysis) and asking the lease again (a holder whose work is over ends its lease at
+   * once, long before the bound it was moved to; a holder whose row needed no paid analysis keeps
+   * none this delivery could find). `mine` ends the wait when this instance already holds what the
+   * caller needs (its own write turn). Every wait ends at the deadline (503).
    *
-   * Ends with what was found, or with the lease as last asked (`leaseKey` when taken; neither
-   * `leaseKey` nor a holder when none is to be had: the caller goes on unguarded).
+   * Ends with what was found, or with the lease as last asked (`token` when taken; neither `token`
+   * nor a holder when none is to be had: the caller goes on unguarded).
    */
   private async waitForHolder<T>(
     base: string,
     dedupKey: string,
     deadline: Deadline,
-    how: {
-      what: string;
-      holderSeen: boolean;
-      mine?: () => T | undefined;
-      look?: () => Promise<T | undefined>;
-      grace: { ms: number; times: number };
-    },
+    how: { what: string; mine?: () => T | undefined; look?: () => Promise<T | undefined> },
   ): Promise<{ found: T } | { lease: Lease; holderSeen: boolean }> {
-    let holderSeen = how.holderSeen;
-    let graces = how.grace.times;
-    /** The holder's lease as last read: a grace runs from there, not from a failed call. */
-    let lastUntilMs = Number.NEGATIVE_INFINITY;
+    let holderSeen = false;
     for (;;) {
       const before = how.mine?.();
       if (before !== undefined) return { found: before };
       const lease = await this.takeLease(base, dedupKey, deadline);
-      // Another delivery of this instance may have taken the turn while the lease call ran.
-      const meanwhile = how.mine?.();
-      if (meanwhile !== undefined) return { found: meanwhile };
-      const grace = !lease.holderUntil && lease.failed === true && holderSeen && graces > 0;
-      if (lease.leaseKey || !(lease.holderUntil || grace)) return { lease, holderSeen };
-      if (grace) graces -= 1;
+      if (!lease.holderUntil) return { lease, holderSeen };
       holderSeen = true;
-      if (lease.holderUntil) lastUntilMs = lease.holderUntil.getTime();
-      const untilMs =
-        lease.holderUntil?.getTime() ?? Math.max(lastUntilMs, this.clock.now().getTime()) + how.grace.ms;
-      // A live holder's lease is asked again every poll (it ends as soon as the holder's write
-      // answers); so is a grace while more are left. The last grace is waited out whole.
-      const askAgain = lease.holderUntil !== undefined || graces > 0;
-      do {
-        deadline.check(how.what);
-        const napMs = Math.min(this.pollMs, untilMs - this.clock.now().getTime(), deadline.remainingMs());
-        await deadline.race(how.what, this.sleep(Math.max(0, napMs)), { wait: true });
-        const found = await how.look?.();
-        if (found !== undefined) return { found };
-      } while (!askAgain && this.clock.now().getTime() < untilMs);
+      deadline.check(how.what);
+      const untilMs = lease.holderUntil.getTime();
+      const napMs = Math.min(this.pollMs, untilMs - this.clock.now().getTime(), deadline.remainingMs());
+      await deadline.race(how.what, this.sleep(Math.max(0, napMs)), { wait: true });
+      const found = await how.look?.();
+      if (found !== undefined) return { found };
     }
   }
 
@@ -566,34 +460,26 @@ export class AnalysisMemo {
    * The key's turn to write its row, across instances. BigQuery's insert-only MERGEs of one new key
    * that overlap both insert, and the one that started first sorts first in the `documents` view
    * whichever committed first, so a reader could see the view's answer change. The key's lease
-   * therefore guards the write as well as the analysis: a delivery holds a live round (the one its
-   * analysis took, else it takes one, waiting while another delivery holds one: also when its
-   * analysis ran without a lease because the memo failed then) and keeps it until `done()`, after
-   * its write has answered. The next writer's MERGE then finds the row and inserts nothing.
-   * Deliveries of one instance share the turn (group commit sends one MERGE at a time).
+   * therefore guards the write as well as the analysis: a delivery holds it (the lease its analysis
+   * took, else it takes it, waiting while another delivery holds it: also when its analysis ran
+   * without a lease because the memo failed then) and keeps it until `done()`, after its write has
+   * answered. The next writer's MERGE then finds the row and inserts nothing. Deliveries of one
+   * instance share the turn (group commit sends one MERGE at a time).
    *
    * The lease must outlive the statement it guards, even when this instance is killed mid-statement
    * (a BigQuery job runs on without its client): with `writesOutliveInstance`, on taking the turn it
    * is moved to the delivery's deadline plus one lease time, past the bound of any statement the
    * write starts (BigQueryStore gives each statement a `jobTimeoutMs` that ends at the earliest
-   * deadline of its rows).
-   * `done(true)` ends it at once, so a concurrent delivery need not wait that long after a write that
-   * answered; `done(false)` (the write was cut at the deadline or by shutdown, its statement may run
-   * on) leaves it to that bound.
+   * deadline of its rows). `done(true)` ends it at once, so a concurrent delivery need not wait that
+   * long after a write that answered; `done(false)` (the write was cut at the deadline or by
+   * shutdown, its statement may run on) leaves it to that bound, and this instance's own retry waits
+   * for it like any other delivery.
    *
    * A lease that cannot be taken never stops the write; every wait ends at the deadline (503). A
-   * lease call that timed out may still have created the lease: the retry then sees it held (by
-   * this delivery, unknowingly) and waits it out, at most one lease time, like any other holder's.
+   * lease call that timed out may still have taken the lease: the retry then sees it held (by this
+   * delivery, unknowingly) and waits it out, at most one lease time, like any other holder's.
    */
-  async writeTurn(
-    dedupKey: string,
-    deadline: Deadline = Deadline.none(),
-    /**
-     * The delivery's analysis came from a holder it saw ({@link Analysed.holderSeen}): that holder
-     * is writing or about to, so a lease call that fails is waited out like a holder seen here.
-     */
-    options: { holderSeen?: boolean } = {},
-  ): Promise<WriteTurnHandle> {
+  async writeTurn(dedupKey: string, deadline: Deadline = Deadline.none()): Promise<WriteTurnHandle> {
     const none = { done: () => {} };
     if (this.leaseMs <= 0) return none;
     // One lease for every analyzer version: two revisions of a deploy exclude each other's writes.
@@ -606,34 +492,38 @@ export class AnalysisMemo {
     };
     const waited = await this.waitForHolder(base, dedupKey, deadline, {
       what: 'waiting for the write of a concurrent delivery (its lease)',
-      holderSeen: options.holderSeen ?? false,
       mine: ours,
-      // A holder seen writing is waited for even when the memo then fails to answer: writing
-      // alongside it could change the view's answer; waiting costs at most this delivery's deadline.
-      grace: { ms: this.pollMs, times: Number.POSITIVE_INFINITY },
     });
-    if ('found' in waited) return this.join(base, waited.found, deadline);
-    const { leaseKey } = waited.lease;
-    if (!leaseKey) return none;
-    this.remember(this.heldHere, base, leaseKey);
+    if ('found' in waited) return this.join(waited.found, deadline);
+    const { token } = waited.lease;
+    if (!token) return none;
     const turn = {
-      heartbeat: this.renewWhileWorking(leaseKey, dedupKey, deadline),
-      leaseKey,
+      heartbeat: this.renewWhileWorking(base, token, dedupKey, deadline),
       users: 0,
       ended: true,
     };
-    this.rememberTurn(base, turn);
-    return this.join(base, turn, deadline);
+    this.holdTurn(base, turn);
+    return this.join(turn, deadline);
   }
 
   /**
    * The lease now guards the write: kept alive (the same heartbeat) until the delivery's
    * {@link writeTurn} is done, so that no other instance's MERGE of this key overlaps ours.
    */
-  private handOver(key: string, leaseKey: string | undefined, heartbeat: Heartbeat | undefined): void {
-    if (!leaseKey || !heartbeat) return;
-    this.remember(this.heldHere, key, leaseKey);
-    this.rememberTurn(key, { heartbeat, leaseKey, users: 0, ended: true });
+  private handOver(key: string, heartbeat: Heartbeat | undefined): void {
+    if (heartbeat) this.holdTurn(key, { heartbeat, users: 0, ended: true });
+  }
+
+  /**
+   * This instance's turn to write `key`, in {@link writing} until its heartbeat stops: once its
+   * writes are done, or at its delivery's deadline when that delivery never came to write.
+   */
+  private holdTurn(key: string, turn: WriteTurn): void {
+    this.writing.get(key)?.heartbeat.stop();
+    this.writing.set(key, turn);
+    turn.heartbeat.whenStopped(() => {
+      if (this.writing.get(key) === turn) this.writing.delete(key);
+    });
   }
 
   /**
@@ -641,7 +531,7 @@ export class AnalysisMemo {
    * statements first (its deadline plus one lease time); the last one done stops the heartbeat, and
    * ends the lease when every write under the turn answered.
    */
-  private async join(key: string, turn: WriteTurn, deadline: Deadline): Promise<WriteTurnHandle> {
+  private async join(turn: WriteTurn, deadline: Deadline): Promise<WriteTurnHandle> {
     turn.users += 1;
     let done = false;
     const handle = {
@@ -652,12 +542,6 @@ export class AnalysisMemo {
         if (!ended) turn.ended = false;
         if (turn.users > 0) return;
         turn.heartbeat.stop(turn.ended);
-        if (this.writing.get(key) === turn) this.writing.delete(key);
-        // The round is over either way: a write that answered ended it (nothing is left to take up),
-        // and a statement that may still commit guards it to its bound against this instance's own
-        // retry too (the retry waits for the round like any other delivery, never takes it up).
-        // Kept, it would be one entry per document written, forever.
-        if (this.heldHere.get(key) === turn.leaseKey) this.heldHere.delete(key);
       },
     };
     if (this.options.writesOutliveInstance && Number.isFinite(deadline.atMs))
@@ -668,28 +552,61 @@ export class AnalysisMemo {
   /**
    * The holder's heartbeat: renews its lease every third of the lease time until stopped, to one
    * lease time from now, or to the bound a write asked for ({@link Heartbeat.holdUntil}) when later.
+   * Each renewal shows the token the last one answered; a lease taken over since (it expired under
+   * a holder whose renewals failed) is no longer renewed.
    */
-  private renewWhileWorking(key: string, dedupKey: string, deadline: Deadline): Heartbeat {
+  private renewWhileWorking(key: string, token: string, dedupKey: string, deadline: Deadline): Heartbeat {
     let timer: { cancel(): void } | undefined;
     let stopped = false;
     let floorMs = Number.NEGATIVE_INFINITY;
-    const renew = (untilMs: number, on: Deadline) =>
-      this.call('renew', this.store.renew(key, new Date(untilMs)), on).catch((error: unknown) => {
-        this.options.logger?.warn('the memo could not renew a lease: a concurrent delivery may work too', {
-          dedupKey,
-          error: error instanceof Error ? error.message : String(error),
-        });
+    let current = token;
+    const onStop: Array<() => void> = [];
+    const warn = (message: string, error?: unknown) =>
+      this.options.logger?.warn(message, {
+        dedupKey,
+        ...(error === undefined ? {} : { error: error instanceof Error ? error.message : String(error) }),
       });
+    const renew = async (untilMs: number) => {
+      try {
+        const next = await this.call('renew', this.store.renew(key, current, new Date(untilMs)), deadline);
+        if (next) current = next;
+        else if (!lost) {
+          lost = true;
+          warn('the lease expired and another delivery took it: a concurrent delivery may work too');
+          stop();
+        }
+      } catch (error) {
+        warn('the memo could not renew a lease: a concurrent delivery may work too', error);
+      }
+    };
+    const stop = () => {
+      if (stopped) return;
+      stopped = true;
+      timer?.cancel();
+      for (const callback of onStop.splice(0)) callback();
+    };
+    let lost = false;
+    // The work is over: the lease ends now instead of at its last renewal (or bound). Nobody waits
+    // for the answer, past the delivery's deadline too; one that fails leaves the lease to expire
+    // on its own.
+    const release = () => {
+      stop();
+      if (lost) return;
+      lost = true;
+      this.store.renew(key, current, this.clock.now(), true).catch((error: unknown) => {
+        warn('the memo could not end a lease: a concurrent delivery waits it out', error);
+      });
+    };
     const target = () => Math.max(this.clock.now().getTime() + this.leaseMs, floorMs);
     const beat = () => {
       timer = this.timers.after(this.leaseMs / 3, () => {
         // Past its delivery's deadline nothing it guards still runs (a write's statement is bounded
         // by then, and its lease moved past that bound): it stops on its own.
-        if (deadline.remainingMs() <= 0) stopped = true;
+        if (deadline.remainingMs() <= 0) stop();
         if (stopped) return;
         // The next beat does not wait for this renewal: a slow one must not leave the lease to expire.
         beat();
-        void renew(target(), deadline);
+        void renew(target());
       });
     };
     beat();
@@ -698,67 +615,45 @@ export class AnalysisMemo {
         return stopped;
       },
       holdUntil: async (atMs) => {
-        if (atMs <= floorMs) return;
+        if (atMs <= floorMs || stopped) return;
         floorMs = atMs;
-        await renew(target(), deadline);
+        await renew(target());
       },
-      stop: (release = false) => {
+      whenStopped: (callback) => {
+        if (stopped) callback();
+        else onStop.push(callback);
+      },
+      stop: (end = false) => {
         if (stopped) return;
-        stopped = true;
-        timer?.cancel();
-        // The work is over: the lease ends now instead of at its last renewal (or bound).
-        // Nobody waits for its answer; one that fails leaves the lease to expire on its own.
-        if (release)
-          this.store.renew(key, this.clock.now()).catch((error: unknown) => {
-            this.options.logger?.warn('the memo could not end a lease: a concurrent delivery waits it out', {
-              dedupKey,
-              error: error instanceof Error ? error.message : String(error),
-            });
-          });
+        stop();
+        if (end) release();
       },
+      release,
     };
   }
 
   /**
-   * The lease for this delivery's work: `leaseKey` when this delivery holds a round now (taken, or
-   * taken up again after this instance's own failed work), `holderUntil` when another delivery
-   * holds a live round, neither when leases are off or the memo cannot give one (the work goes on).
-   * Rounds that have expired are passed over: the first free round is taken.
+   * The key's lease for this delivery: `token` when this delivery holds it now, `holderUntil` when
+   * another delivery holds it, neither when leases are off or the memo cannot give one (the work
+   * goes on).
    */
   private async takeLease(key: string, dedupKey: string, deadline: Deadline): Promise<Lease> {
     if (this.leaseMs <= 0) return {};
-    let round = this.expiredRounds.get(key) ?? 0;
     try {
-      // Rounds this instance saw expired are not asked about again (one memo call each).
-      for (; round < this.maxLeaseRounds; round++) {
-        const leaseKey = round === 0 ? key : `${key}~${round}`;
-        const until = new Date(this.clock.now().getTime() + this.leaseMs);
-        const held = await this.call('lease', this.store.lease(leaseKey, until), deadline);
-        if (!held) return { leaseKey, earlier: round > 0 };
-        if (held <= this.clock.now()) {
-          this.remember(this.expiredRounds, key, round + 1);
-          continue;
-        }
-        if (this.heldHere.get(key) !== leaseKey) return { holderUntil: held };
-        // This instance's own round, still alive: renewed now, so that it outlives the work again.
-        await this.call('renew', this.store.renew(leaseKey, until), deadline);
-        return { leaseKey, earlier: true };
-      }
+      const now = this.clock.now();
+      const until = new Date(now.getTime() + this.leaseMs);
+      const taken = await this.call('lease', this.store.lease(key, until, now), deadline);
+      return 'token' in taken
+        ? { token: taken.token, earlier: taken.earlier }
+        : { holderUntil: taken.heldUntil };
     } catch (error) {
       this.endIfOver(error, deadline, 'lease');
-      this.options.logger?.warn('the memo could not take a lease: analysing without one', {
+      this.options.logger?.warn('the memo could not take a lease: working without one', {
         dedupKey,
         error: error instanceof Error ? error.message : String(error),
       });
-      // Past round 0, an earlier delivery held a lease on this key.
-      return { failed: true, earlier: round > 0 };
+      return { failed: true };
     }
-    // Running out of rounds never means working unguarded: 503, and an operator is told.
-    this.options.logger?.error('the memo has no lease round left for this key: answered 503', {
-      dedupKey,
-      rounds: this.maxLeaseRounds,
-    });
-    throw new LeaseRoundsUsedUpError(this.maxLeaseRounds);
   }
 
   /** What the memo holds for `key`; a read that fails is a miss, and is noted in `reads`. */
@@ -812,16 +707,24 @@ export class AnalysisMemo {
    * Keeps a paid answer that came after its delivery was cut ({@link AnalysisCutError}), if it comes
    * before Cloud Run's own deadline (the worker's plus the answer margin): past it the instance may
    * be gone and the message is Pub/Sub's again. Nobody waits for it; a keep that fails costs the
-   * retry one more analysis.
+   * retry one more analysis. Once the call has ended (its answer kept, or its failure), its lease
+   * ends too: the retry need not wait it out.
    */
-  private keepLate(key: string, dedupKey: string, late: Promise<AnalysisResult>, deadline: Deadline): void {
+  private keepLate(
+    key: string,
+    dedupKey: string,
+    late: Promise<AnalysisResult>,
+    deadline: Deadline,
+    heartbeat: Heartbeat | undefined,
+  ): void {
     const cloudRun = new Deadline(deadline.atMs + ANSWER_MARGIN_MS, this.clock, this.timers);
     late.then(
-      (result) => {
+      async (result) => {
         if (cloudRun.remainingMs() <= 0) return;
-        void this.keep(key, dedupKey, result, cloudRun).catch(() => {});
+        await this.keep(key, dedupKey, result, cloudRun).catch(() => {});
+        heartbeat?.release();
       },
-      () => {},
+      () => heartbeat?.release(),
     );
   }
 
@@ -862,13 +765,9 @@ export class AnalysisMemo {
   }
 }
 
-/**
- * What the memo held, as this delivery's analysis: the result, or the refusal thrown again. Whoever
- * kept it is writing its row or about to (an analysis is kept before its write): the delivery has
- * seen a holder (`holderSeen`), so its write waits for it even when a lease call then fails.
- */
+/** What the memo held, as this delivery's analysis: the result, or the refusal thrown again. */
 function replay(kept: Kept, source: 'memo' | 'shared'): Analysed {
-  if ('result' in kept) return { result: kept.result, source, holderSeen: true };
+  if ('result' in kept) return { result: kept.result, source };
   const { code, message, usage } = kept.refused;
   throw new RejectionError(code, message, { usage, memo: source === 'memo' ? 'hit' : 'shared' });
 }

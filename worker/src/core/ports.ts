@@ -86,25 +86,35 @@ export interface MemoStore {
   /** Create-only: when `key` exists the first entry stays and this resolves all the same. */
   create(key: string, entry: MemoEntry): Promise<void>;
   /**
-   * Takes a short lease on `key` until `expiresAt` (create-only, so one delivery gets it). Resolves
-   * undefined when this call took it, else the expiry of the lease that exists, renewals included.
-   * A lease only makes a concurrent delivery wait for the holder's analysis, never longer than its
-   * expiry.
+   * Takes the lease on `key` until `expiresAt`. A key has one lease object: created when there is
+   * none; taken over by a compare-and-swap rewrite when the one there expired before `now` (two
+   * deliveries that find it expired cannot both take it); else left alone. Resolves the holder's
+   * token when this call took it (`earlier`: the key was leased before), else the expiry of the
+   * live lease another holder has, renewals included. A lease only makes a concurrent delivery wait,
+   * never longer than its expiry.
    */
-  lease(key: string, expiresAt: Date): Promise<Date | undefined>;
+  lease(key: string, expiresAt: Date, now: Date): Promise<LeaseTaken | { heldUntil: Date }>;
   /**
-   * The holder's heartbeat: moves the expiry of its lease on `key` to `expiresAt`, so that a lease
-   * outlives the work it guards however long that work takes, and still expires soon after a
-   * holder that died stops renewing it. The last renewal counts, whether it moves the expiry ahead
-   * (past the bound of a write's statement) or back (to now: the work is over).
+   * The holder's heartbeat, and its end: moves the expiry of the lease `token` holds to
+   * `expiresAt` (a compare-and-swap rewrite: a lease taken over since is left alone), ahead (past
+   * the bound of a write's statement) or back (to now: the work is over, the next delivery need not
+   * wait). Never back while it is held unless `release`: a slow renewal that lands after a later one
+   * cannot shorten the lease. Resolves the token that holds it now, or undefined when the lease is
+   * no longer this holder's.
    */
-  renew(key: string, expiresAt: Date): Promise<void>;
+  renew(key: string, token: string, expiresAt: Date, release?: boolean): Promise<string | undefined>;
   /**
    * Whether a lease on `key` was ever taken (and not yet pruned with the redelivery window), without
-   * taking it. Optional: a store without it is never asked, and a delivery whose analyzer version
-   * kept nothing then skips the store's lookup.
+   * taking it. Optional: a store without it is never asked, and a delivery whose key the memo knows
+   * nothing of then skips the store's lookup.
    */
   hasLease?(key: string): Promise<boolean>;
+}
+
+/** A lease this call took: the token its renewals show, and whether the key was leased before. */
+export interface LeaseTaken {
+  token: string;
+  earlier: boolean;
 }
 
 /** One generation of one object. */

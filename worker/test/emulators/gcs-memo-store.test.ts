@@ -61,7 +61,8 @@ describe(`GcsMemoStore on fake-gcs-server ${toolVersion('fake-gcs-server')}`, ()
     const lease = AnalysisMemo.leaseKey('gs://b/leased#1');
     expect(await store.hasLease(lease)).toBe(false);
     expect(await store.hasLease(lease)).toBe(false);
-    expect(await store.lease(lease, new Date(Date.parse('2026-11-30T09:00:15.000Z')))).toBeUndefined();
+    const t0 = Date.parse('2026-11-30T09:00:00.000Z');
+    expect(await store.lease(lease, new Date(t0 + 15_000), new Date(t0))).toMatchObject({ earlier: false });
     expect(await store.hasLease(lease)).toBe(true);
   });
 
@@ -76,51 +77,55 @@ describe(`GcsMemoStore on fake-gcs-server ${toolVersion('fake-gcs-server')}`, ()
     expect(files.filter((f) => f.name.endsWith(`${key.split('/')[1]}.json`))).toHaveLength(1);
   });
 
-  it('interleaving 4: renews a lease with create-only objects, and a concurrent delivery reads the renewal', async () => {
-    const key = AnalysisMemo.key('gs://b/lease#1');
+  it('interleaving 4: a lease is one object, renewed in place for its holder; a concurrent delivery reads the renewal', async () => {
+    const key = AnalysisMemo.leaseKey('gs://b/lease#1');
     const t0 = Date.parse('2026-11-30T09:00:00.000Z');
-    expect(await store.lease(key, new Date(t0 + 15_000))).toBeUndefined();
+    const mine = (await store.lease(key, new Date(t0 + 15_000), new Date(t0))) as { token: string };
+    expect(mine.token).toBeDefined();
     // 20 s later the holder is still working and renews; a concurrent delivery asks now.
-    await store.renew(key, new Date(t0 + 35_000));
-    expect((await store.lease(key, new Date(t0 + 36_000)))?.getTime()).toBe(t0 + 35_000);
-    // Renewals stop (the holder died): the lease reads as its last renewal left it, and expires.
-    expect((await store.lease(key, new Date(t0 + 90_000)))?.getTime()).toBe(t0 + 35_000);
+    const renewed = await store.renew(key, mine.token, new Date(t0 + 35_000));
+    expect(renewed).toBeDefined();
+    expect(await store.lease(key, new Date(t0 + 36_000), new Date(t0 + 21_000))).toEqual({
+      heldUntil: new Date(t0 + 35_000),
+    });
     const [objects] = await storage.bucket(BUCKET).getFiles({ prefix: `leases/${key}` });
-    // The renewal is named after when it was issued and the expiry it sets.
-    const names = objects.map((o) => o.name).sort();
-    expect(names).toHaveLength(2);
-    expect(names[0]).toBe(`leases/${key}.json`);
-    expect(names[1]).toMatch(new RegExp(`^leases/${key}/\\d+-${t0 + 35_000}\\.json$`));
+    expect(objects.map((o) => o.name)).toEqual([`leases/${key}.json`]);
+    // Renewals stop (the holder died): once expired, the next delivery takes it over, and the
+    // old holder's token renews nothing.
+    const next = await store.lease(key, new Date(t0 + 51_000), new Date(t0 + 36_000));
+    expect(next).toMatchObject({ earlier: true });
+    await expect(store.renew(key, renewed!, new Date(t0 + 60_000))).resolves.toBeUndefined();
   });
 
-  it('soak I4: the last renewal counts, whether it moves the lease far ahead (a write’s bound) or back to now (its write answered)', async () => {
-    const key = AnalysisMemo.key('gs://b/lease#2');
+  it('lets one of two deliveries that find a lease ended take it (ifGenerationMatch on the real server)', async () => {
+    const key = AnalysisMemo.leaseKey('gs://b/lease#2');
     const t0 = Date.parse('2026-11-30T09:00:00.000Z');
-    expect(await store.lease(key, new Date(t0 + 15_000))).toBeUndefined();
-    await store.renew(key, new Date(t0 + 20_000));
-    // The write turn moves it past its statement's bound: far beyond any caller's own expiry.
-    await store.renew(key, new Date(t0 + 513_000));
-    expect((await store.lease(key, new Date(t0 + 25_000)))?.getTime()).toBe(t0 + 513_000);
-    // A heartbeat after that renews to the same bound (never shorter); then the write answers.
-    await store.renew(key, new Date(t0 + 513_000));
-    await store.renew(key, new Date(t0 + 40_000));
-    expect((await store.lease(key, new Date(t0 + 55_000)))?.getTime()).toBe(t0 + 40_000);
+    const first = (await store.lease(key, new Date(t0 + 15_000), new Date(t0))) as { token: string };
+    // Released by its holder (its write answered).
+    await store.renew(key, first.token, new Date(t0 + 2_000), true);
+    const other = new GcsMemoStore({ storage, bucket: BUCKET, sleep: async () => {} });
+    const answers = await Promise.all([
+      store.lease(key, new Date(t0 + 20_000), new Date(t0 + 5_000)),
+      other.lease(key, new Date(t0 + 21_000), new Date(t0 + 5_000)),
+    ]);
+    expect(answers.filter((a) => 'token' in a)).toHaveLength(1);
+    expect(answers.filter((a) => 'heldUntil' in a)).toHaveLength(1);
   });
-  it('counts the renewal issued last, not the one that landed last: a slow older renewal never shortens a write’s bound', async () => {
-    const key = AnalysisMemo.key('gs://b/lease#3');
+
+  it('never lets a slow renewal that lands after a later one shorten a write’s bound', async () => {
+    const key = AnalysisMemo.leaseKey('gs://b/lease#3');
     const t0 = Date.parse('2026-11-30T09:00:00.000Z');
-    let nowMs = t0;
     // The same real client, except that the next renewal's upload waits until released.
     const slow = createStorageClient({ apiEndpoint: server.url, projectId: 'docline-emu', timeoutMs: 5_000 });
     let release = () => {};
-    let hold: Promise<void> | undefined = new Promise<void>((resolve) => (release = resolve));
+    let hold: Promise<void> | undefined;
     const bucketOf = slow.bucket.bind(slow);
     slow.bucket = ((name: string, options?: object) => {
       const bucket = bucketOf(name, options);
       const fileOf = bucket.file.bind(bucket);
       bucket.file = ((objectName: string, fileOptions?: object) => {
         const file = fileOf(objectName, fileOptions);
-        if (hold && objectName.startsWith(`leases/${key}/`)) {
+        if (hold) {
           const gate = hold;
           hold = undefined;
           const save = file.save.bind(file);
@@ -133,22 +138,18 @@ describe(`GcsMemoStore on fake-gcs-server ${toolVersion('fake-gcs-server')}`, ()
       }) as typeof bucket.file;
       return bucket;
     }) as typeof slow.bucket;
-    const holder = new GcsMemoStore({ storage: slow, bucket: BUCKET, clock: { now: () => new Date(nowMs) } });
+    const holder = new GcsMemoStore({ storage: slow, bucket: BUCKET, sleep: async () => {} });
 
-    expect(await holder.lease(key, new Date(t0 + 15_000))).toBeUndefined();
-    nowMs = t0 + 5_000;
-    const heartbeat = holder.renew(key, new Date(t0 + 20_000));
+    const mine = (await holder.lease(key, new Date(t0 + 15_000), new Date(t0))) as { token: string };
+    hold = new Promise<void>((resolve) => (release = resolve));
+    const heartbeat = holder.renew(key, mine.token, new Date(t0 + 20_000));
     // The write turn moves the lease past its statement's bound; that renewal lands first.
-    nowMs = t0 + 6_000;
-    await holder.renew(key, new Date(t0 + 513_000));
+    await holder.renew(key, mine.token, new Date(t0 + 513_000));
     release();
     await heartbeat;
-    // The next heartbeat renews to the same bound.
-    nowMs = t0 + 10_000;
-    await holder.renew(key, new Date(t0 + 513_000));
     // A concurrent delivery (another instance, the plain client) reads the bound.
-    expect((await store.lease(key, new Date(t0 + 30_000)))?.getTime()).toBe(t0 + 513_000);
-    const [renewals] = await storage.bucket(BUCKET).getFiles({ prefix: `leases/${key}/` });
-    expect(renewals).toHaveLength(3);
+    expect(await store.lease(key, new Date(t0 + 30_000), new Date(t0 + 15_000))).toEqual({
+      heldUntil: new Date(t0 + 513_000),
+    });
   });
 });

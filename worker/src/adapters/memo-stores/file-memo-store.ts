@@ -1,7 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { link, mkdir, readdir, readFile, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { MemoEntry, MemoStore } from '../../core/ports';
+import type { LeaseTaken, MemoEntry, MemoStore } from '../../core/ports';
+import { type LeaseState, renewLease, takeLease } from './memory-memo-store';
+
+/** A lease's lock older than this was left by a process that died mid-change: it is broken. */
+export const STALE_LOCK_MS = 5_000;
 
 /**
  * The memo of paid analyses in a local folder (`<data dir>/memo`), one JSON file per entry. It lives
@@ -38,27 +42,18 @@ export class FileMemoStore implements MemoStore {
     }
   }
 
-  /** A lease is a file beside the entry's, created with 'wx' (exclusive), holding its expiry. */
-  async lease(key: string, expiresAt: Date): Promise<Date | undefined> {
-    const file = this.leaseFile(key);
-    await mkdir(path.dirname(file), { recursive: true });
-    try {
-      await writeFile(file, expiresAt.toISOString(), { flag: 'wx' });
-      return undefined;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-      const held = new Date((await readFile(file, 'utf8')).trim());
-      // A lease being written right now reads empty: treat it as held for the full time asked.
-      return Number.isNaN(held.getTime()) ? expiresAt : held;
-    }
+  /**
+   * A lease is a file beside the entry's, holding its expiry and holder, read and rewritten
+   * whole (a private file renamed over it) under a lock file taken with 'wx': two processes sharing
+   * the folder take turns, and a lock left by a process that died is broken after
+   * {@link STALE_LOCK_MS}.
+   */
+  async lease(key: string, expiresAt: Date, now: Date): Promise<LeaseTaken | { heldUntil: Date }> {
+    return this.underLock(key, (leases) => takeLease(leases, key, expiresAt, now, randomUUID));
   }
 
-  /** Renews by replacing the lease file whole (a private file renamed over it): never half written. */
-  async renew(key: string, expiresAt: Date): Promise<void> {
-    const file = this.leaseFile(key);
-    const temporary = `${file}.${randomUUID()}.tmp`;
-    await writeFile(temporary, expiresAt.toISOString(), { flag: 'wx' });
-    await rename(temporary, file);
+  async renew(key: string, token: string, expiresAt: Date, release = false): Promise<string | undefined> {
+    return this.underLock(key, (leases) => renewLease(leases, key, token, expiresAt, release));
   }
 
   async hasLease(key: string): Promise<boolean> {
@@ -68,6 +63,29 @@ export class FileMemoStore implements MemoStore {
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
       throw error;
+    }
+  }
+
+  /** Reads the key's lease, applies `change` to it and writes it back, all under the key's lock. */
+  private async underLock<T>(key: string, change: (leases: Map<string, LeaseState>) => T): Promise<T> {
+    const file = this.leaseFile(key);
+    await mkdir(path.dirname(file), { recursive: true });
+    const lock = `${file}.lock`;
+    await takeLock(lock);
+    try {
+      const leases = new Map<string, LeaseState>();
+      const held = await readLease(file);
+      if (held) leases.set(key, held);
+      const result = change(leases);
+      const after = leases.get(key);
+      if (after && after !== held) {
+        const temporary = `${file}.${randomUUID()}.tmp`;
+        await writeFile(temporary, JSON.stringify(after), { flag: 'wx' });
+        await rename(temporary, file);
+      }
+      return result;
+    } finally {
+      await rm(lock, { force: true });
     }
   }
 
@@ -99,9 +117,43 @@ export class FileMemoStore implements MemoStore {
   }
 
   private file(key: string): string {
-    // Keys are `version/sha256`, leases `lease/sha256` (a round after the first `lease/sha256~N`):
-    // two safe path segments. Anything else is a programming error.
-    if (!/^[a-z0-9-]+\/[a-f0-9]{64}(~\d{1,3})?$/.test(key)) throw new Error(`not a memo key: ${key}`);
+    // Keys are `namespace/sha256` (`analysis/…`, `lease/…`, `progress/…`): two safe path segments.
+    // Anything else is a programming error.
+    if (!/^[a-z0-9-]+\/[a-f0-9]{64}$/.test(key)) throw new Error(`not a memo key: ${key}`);
     return path.join(this.root, `${key}.json`);
   }
+}
+
+/** Takes the lock file `lock` ('wx'), waiting while another holds it; a stale one is broken. */
+async function takeLock(lock: string): Promise<void> {
+  for (;;) {
+    try {
+      await writeFile(lock, String(process.pid), { flag: 'wx' });
+      return;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+    const since = await stat(lock).then(
+      (s) => Date.now() - s.mtimeMs,
+      () => 0,
+    );
+    if (since > STALE_LOCK_MS) await rm(lock, { force: true });
+    else await new Promise((resolve) => setTimeout(resolve, 2));
+  }
+}
+
+/** The lease a lease file holds; undefined when there is none. */
+async function readLease(file: string): Promise<LeaseState | undefined> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+  // An earlier layout's lease file holds its expiry alone, and no holder: nobody renews it.
+  const held = text.startsWith('{')
+    ? (JSON.parse(text) as { expiresAt: string; holder: string; released: boolean })
+    : { expiresAt: text.trim(), holder: '', released: false };
+  return { expiresAt: new Date(held.expiresAt), holder: held.holder, released: held.released };
 }

@@ -1,11 +1,15 @@
 import type { Storage } from '@google-cloud/storage';
-import { type Clock, type MemoEntry, type MemoStore, systemClock } from '../../core/ports';
+import { MEMO_LEASE_PREFIX } from '../../contract/storage';
+import type { LeaseTaken, MemoEntry, MemoStore } from '../../core/ports';
 
 /**
  * The memo of paid analyses in a private Cloud Storage bucket of its own (the stack creates it with
  * uniform access, public access prevention, a lifecycle rule that deletes entries after the dedup
- * window, and no notification). Writes are create-only (`ifGenerationMatch: 0`): a second analysis
- * of the same key never replaces the first, and the worker needs no right to overwrite or delete.
+ * window, and no notification). Entries are create-only (`ifGenerationMatch: 0`): a second analysis
+ * of the same key never replaces the first. A lease is one object under `leases/`, rewritten in
+ * place by compare-and-swap (`ifGenerationMatch` its generation): overwriting needs the delete
+ * permission, which the stack grants on that prefix only (an IAM condition), so an entry can never
+ * be overwritten or deleted by the worker.
  */
 export interface GcsMemoStoreOptions {
   /** A client built by `createStorageClient` (no retries inside the library). */
@@ -20,9 +24,8 @@ export interface GcsMemoStoreOptions {
   rateLimitRetryMs?: readonly number[];
   /** Waits `ms` (injectable for tests). */
   sleep?: (ms: number) => Promise<void>;
+  /** Draws the pauses' jitter and each holder's id (seeded in simulations). */
   random?: () => number;
-  /** Stamps each renewal with the time it is issued (see {@link GcsMemoStore.renew}). */
-  clock?: Clock;
 }
 
 /**
@@ -41,109 +44,131 @@ export class GcsMemoStore implements MemoStore {
   private readonly retryMs: readonly number[];
   private readonly sleep: (ms: number) => Promise<void>;
   private readonly random: () => number;
-  private readonly clock: Clock;
-  /** The issue stamp of this store's last renewal: the next one is stamped later. */
-  private lastIssuedMs = 0;
 
   constructor(private readonly options: GcsMemoStoreOptions) {
     this.prefix = options.prefix ?? 'analyses/';
     this.retryMs = options.rateLimitRetryMs ?? OBJECT_RATE_RETRY_MS;
     this.sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
     this.random = options.random ?? Math.random;
-    this.clock = options.clock ?? systemClock;
   }
 
   async get(key: string): Promise<MemoEntry | undefined> {
-    return this.readJson<MemoEntry>(this.objectName(key));
-  }
-
-  async create(key: string, entry: MemoEntry): Promise<void> {
-    // false: the key exists already; the first entry stays, as create-only means.
-    await this.createOnly(this.objectName(key), JSON.stringify(entry));
-  }
-
-  /**
-   * A lease is an object of its own, created with `ifGenerationMatch: 0`, holding its expiry. When
-   * it exists, its expiry is the one its last renewal (below) moved it to, else its own.
-   */
-  async lease(key: string, expiresAt: Date): Promise<Date | undefined> {
-    if (await this.createOnly(`leases/${key}.json`, expiryBody(expiresAt))) return undefined;
-    return (await this.lastRenewal(key)) ?? (await this.readExpiry(`leases/${key}.json`)) ?? expiresAt;
-  }
-
-  /**
-   * A renewal is one more create-only object under the lease's folder, named after the moment it was
-   * issued and the expiry it moves the lease to (so the worker needs no right to overwrite, and a
-   * reader needs no download): a few small objects per long analysis, deleted by the bucket's
-   * lifecycle rule with the rest. The renewal issued last counts, so a renewal may move the lease
-   * far ahead (a write's bound) or back to now (its work is over).
-   *
-   * Issued, not landed: a heartbeat's renewal that is slow to land after a later one (the write's
-   * bound, or the end of the lease) must not take the lease back to its older expiry. And each
-   * renewal has a name of its own: were it named after its expiry alone, every renewal to the same
-   * bound would meet the first one's object and be refused (412) without a word.
-   */
-  async renew(key: string, expiresAt: Date): Promise<void> {
-    // Stamped as it is issued, before any await: strictly increasing within this store.
-    const issuedMs = Math.max(this.lastIssuedMs + 1, this.clock.now().getTime());
-    this.lastIssuedMs = issuedMs;
-    await this.createOnly(`leases/${key}/${issuedMs}-${expiresAt.getTime()}.json`, expiryBody(expiresAt));
-  }
-
-  /** Whether the lease object of `key` exists: one metadata read. */
-  async hasLease(key: string): Promise<boolean> {
-    const [exists] = await this.options.storage
-      .bucket(this.options.bucket)
-      .file(`leases/${key}.json`)
-      .exists();
-    return exists;
-  }
-
-  /**
-   * The expiry the renewal of `key` issued last set: one listing of its folder (listings are
-   * strongly consistent), the renewal with the latest issue stamp. A renewal named after its expiry
-   * only (written before renewals were stamped) counts as issued when it was created.
-   */
-  private async lastRenewal(key: string): Promise<Date | undefined> {
-    const [files] = await this.options.storage
-      .bucket(this.options.bucket)
-      .getFiles({ prefix: `leases/${key}/` });
-    let last: { issuedMs: number; generation: bigint; expiresAtMs: number } | undefined;
-    for (const file of files) {
-      const stamped = /\/(\d+)-(\d+)\.json$/.exec(file.name);
-      const unstamped = /\/(\d+)\.json$/.exec(file.name);
-      const expiresAtMs = Number(stamped?.[2] ?? unstamped?.[1]);
-      const issuedMs = stamped ? Number(stamped[1]) : Date.parse(String(file.metadata.timeCreated ?? ''));
-      const generation = BigInt(file.metadata.generation ?? 0);
-      if (!Number.isFinite(expiresAtMs)) continue;
-      const issued = Number.isFinite(issuedMs) ? issuedMs : 0;
-      if (!last || issued > last.issuedMs || (issued === last.issuedMs && generation > last.generation))
-        last = { issuedMs: issued, generation, expiresAtMs };
-    }
-    return last ? new Date(last.expiresAtMs) : undefined;
-  }
-
-  /** Creates the object `name` holding `body`; false when it exists already (412). */
-  private async createOnly(name: string, body: string): Promise<boolean> {
     try {
-      await this.retryingObjectRate(() =>
-        this.options.storage
-          .bucket(this.options.bucket)
-          .file(name)
-          .save(body, {
-            resumable: false,
-            contentType: 'application/json',
-            preconditionOpts: { ifGenerationMatch: 0 },
-          }),
-      );
-      return true;
+      const [bytes] = await this.file(this.objectName(key)).download();
+      return JSON.parse(bytes.toString('utf8')) as MemoEntry;
     } catch (error) {
-      if ((error as { code?: unknown }).code === 412) return false;
+      if (codeOf(error) === 404) return undefined;
       throw error;
     }
   }
 
-  /** A create-only write, tried again after the per-object rate limit's 429 (see {@link OBJECT_RATE_RETRY_MS}). */
+  async create(key: string, entry: MemoEntry): Promise<void> {
+    // undefined: the key exists already; the first entry stays, as create-only means.
+    await this.write(this.objectName(key), JSON.stringify(entry), 0);
+  }
+
+  /**
+   * Read first (one metadata call gives its holder, expiry and generation): a live lease is
+   * answered without a write, since every write to the object, refused or not, counts against its
+   * one write a second, which its holder's renewals need. None: created with `ifGenerationMatch: 0`;
+   * ended: rewritten for this holder with `ifGenerationMatch` its generation. Another delivery that
+   * got there first (412) is read again: it holds the lease now.
+   */
+  async lease(key: string, expiresAt: Date, now: Date): Promise<LeaseTaken | { heldUntil: Date }> {
+    const name = leaseName(key);
+    const holder = Math.floor(this.random() * 2 ** 48).toString(36);
+    const body: LeaseBody = { expiresAt: expiresAt.toISOString(), holder };
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const held = await this.readLease(name);
+      if (held?.live(now)) return { heldUntil: held.expiresAt };
+      const taken = await this.write(name, body, held?.generation ?? 0);
+      if (taken) return { token: tokenOf(taken, holder), earlier: held !== undefined };
+    }
+    // Three deliveries in a row took it first: it is held, for as long as it says.
+    const held = await this.readLease(name);
+    return { heldUntil: held?.expiresAt ?? expiresAt };
+  }
+
+  /**
+   * A compare-and-swap rewrite of the lease object for the same holder. Refused (412) when the
+   * object changed: by another delivery that took the lease over (it is no longer this holder's),
+   * or by this holder's own renewal whose answer was lost; then the rewrite is tried again on the
+   * generation it made, unless the lease already lasts as long (a late renewal never shortens it)
+   * or was released.
+   */
+  async renew(key: string, token: string, expiresAt: Date, release = false): Promise<string | undefined> {
+    const name = leaseName(key);
+    const { generation, holder } = parseToken(token);
+    const body: LeaseBody = {
+      expiresAt: expiresAt.toISOString(),
+      holder,
+      ...(release ? { released: 'true' as const } : {}),
+    };
+    let expected = generation;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const written = await this.write(name, body, expected);
+      if (written) return tokenOf(written, holder);
+      const held = await this.readLease(name);
+      if (!held || held.holder !== holder || held.released) return undefined;
+      if (!release && held.expiresAt >= expiresAt) return tokenOf(held.generation, holder);
+      expected = held.generation;
+    }
+    return undefined;
+  }
+
+  /** Whether the lease object of `key` exists: one metadata read. */
+  async hasLease(key: string): Promise<boolean> {
+    const [exists] = await this.file(leaseName(key)).exists();
+    return exists;
+  }
+
+  /** The lease object `name` as it is now (holder, expiry, generation); undefined when there is none. */
+  private async readLease(name: string): Promise<LeaseObject | undefined> {
+    try {
+      const [metadata] = await this.file(name).getMetadata();
+      const fields = (metadata.metadata ?? {}) as Record<string, unknown>;
+      // A lease object without a readable expiry (one an earlier layout wrote, whose renewals were
+      // objects of their own) counts as ended: taken over, never waited for without a bound.
+      const expiresAtMs = Date.parse(String(fields.expiresAt ?? ''));
+      const released = fields.released === 'true';
+      const expiresAt = new Date(Number.isNaN(expiresAtMs) ? 0 : expiresAtMs);
+      return {
+        generation: String(metadata.generation),
+        holder: String(fields.holder ?? ''),
+        expiresAt,
+        released,
+        live: (now: Date) => !released && expiresAt > now,
+      };
+    } catch (error) {
+      if (codeOf(error) === 404) return undefined;
+      throw error;
+    }
+  }
+
+  /**
+   * Writes `body` to `name` if its generation is `ifGenerationMatch` (0: it does not exist): the
+   * generation written, or undefined when the precondition failed (412).
+   */
+  private async write(name: string, body: LeaseBody | string, ifGenerationMatch: number | string) {
+    const file = this.file(name);
+    const fields = typeof body === 'string' ? undefined : body;
+    try {
+      await this.retryingObjectRate(() =>
+        file.save(fields ? JSON.stringify(fields) : (body as string), {
+          resumable: false,
+          contentType: 'application/json',
+          ...(fields ? { metadata: { metadata: fields } } : {}),
+          preconditionOpts: { ifGenerationMatch: Number(ifGenerationMatch) },
+        }),
+      );
+      return String(file.metadata.generation ?? '');
+    } catch (error) {
+      if (codeOf(error) === 412) return undefined;
+      throw error;
+    }
+  }
+
+  /** A write, tried again after the per-object rate limit's 429 (see {@link OBJECT_RATE_RETRY_MS}). */
   private async retryingObjectRate(write: () => Promise<unknown>): Promise<void> {
     for (let attempt = 0; ; attempt++) {
       try {
@@ -151,27 +176,14 @@ export class GcsMemoStore implements MemoStore {
         return;
       } catch (error) {
         const pauseMs = this.retryMs[attempt];
-        if ((error as { code?: unknown }).code !== 429 || pauseMs === undefined) throw error;
+        if (codeOf(error) !== 429 || pauseMs === undefined) throw error;
         await this.sleep(Math.round(pauseMs * (0.5 + this.random() / 2)));
       }
     }
   }
 
-  private async readExpiry(name: string): Promise<Date | undefined> {
-    const held = await this.readJson<{ expiresAt: string }>(name);
-    const expiry = held ? new Date(held.expiresAt) : undefined;
-    return expiry && !Number.isNaN(expiry.getTime()) ? expiry : undefined;
-  }
-
-  /** The JSON object `name` holds; undefined when there is none (404). */
-  private async readJson<T>(name: string): Promise<T | undefined> {
-    try {
-      const [bytes] = await this.options.storage.bucket(this.options.bucket).file(name).download();
-      return JSON.parse(bytes.toString('utf8')) as T;
-    } catch (error) {
-      if ((error as { code?: unknown }).code === 404) return undefined;
-      throw error;
-    }
+  private file(name: string) {
+    return this.options.storage.bucket(this.options.bucket).file(name);
   }
 
   private objectName(key: string): string {
@@ -179,7 +191,35 @@ export class GcsMemoStore implements MemoStore {
   }
 }
 
-/** What a lease or renewal object holds. */
-function expiryBody(expiresAt: Date): string {
-  return JSON.stringify({ expiresAt: expiresAt.toISOString() });
+/**
+ * What a lease object says, in its custom metadata (read with its generation in one call) and its
+ * body (for a person reading the bucket). Custom metadata values are strings.
+ */
+type LeaseBody = { expiresAt: string; holder: string; released?: 'true' };
+
+interface LeaseObject {
+  generation: string;
+  holder: string;
+  expiresAt: Date;
+  released: boolean;
+  live(now: Date): boolean;
+}
+
+/** The one lease object of a key. */
+function leaseName(key: string): string {
+  return `${MEMO_LEASE_PREFIX}${key}.json`;
+}
+
+/** A holder's token: the generation it wrote and its id (which tells its own lost renewal from a takeover). */
+function tokenOf(generation: string, holder: string): string {
+  return `${generation}:${holder}`;
+}
+
+function parseToken(token: string): { generation: string; holder: string } {
+  const at = token.indexOf(':');
+  return { generation: token.slice(0, at), holder: token.slice(at + 1) };
+}
+
+function codeOf(error: unknown): unknown {
+  return (error as { code?: unknown }).code;
 }
