@@ -102,6 +102,8 @@ export class PushSubscription {
   private idleWaiters: Array<() => void> = [];
   private closed = false;
   private nextId = 1;
+  /** Dead letters already taken off the dead-letter subscription (acknowledged there). */
+  private readonly replayed = new Set<string>();
 
   constructor(options: PushSubscriptionOptions) {
     this.options = {
@@ -128,6 +130,16 @@ export class PushSubscription {
   /** Messages neither acked nor dead-lettered. */
   get pending(): number {
     return this.stats.published - this.settled;
+  }
+
+  /**
+   * The messages in the dead-letter topic's subscription (dead-lettered, not yet taken off it by
+   * {@link takeDeadLetters}), each with its data and attributes.
+   */
+  takeDeadLetters(): Array<{ id: string; data: string; attributes: Record<string, string> }> {
+    const letters = [...this.messages.values()].filter((m) => m.state === 'dead' && !this.replayed.has(m.id));
+    for (const m of letters) this.replayed.add(m.id);
+    return letters.map((m) => ({ id: m.id, data: m.data, attributes: { ...m.attributes } }));
   }
 
   /** Publishes one message now; returns its messageId. */

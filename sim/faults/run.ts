@@ -14,7 +14,7 @@ import { objectUri } from '../../worker/src/core/event';
 import { AnalysisMemo } from '../../worker/src/core/memo';
 import type { Analyzer, BatchStore, MemoStore, ObjectRef, Reader, Store } from '../../worker/src/core/ports';
 import { serve, withGroupCommit } from '../../worker/src/main';
-import { finalizeAttributes } from '../../worker/src/reconcile/notification';
+import { finalizeAttributes, reconcileNotification } from '../../worker/src/reconcile/notification';
 import { silentLogger } from '../logger';
 import { PushSubscription } from '../pubsub';
 import { seededRandom } from '../random';
@@ -462,10 +462,55 @@ export async function runSchedule(
         published++;
       });
     }
-    const ended = await time.run(
-      () => published === resources.length + overwrites.length && sub.idle,
-      runBoundMs(settings),
-    );
+    // A message published by an operator belongs to the document of its object's key.
+    const announced = (id: string, key: string) => {
+      keyOfMessage.set(id, key);
+      documents.find((d) => d.key === key)?.messageIds.push(id);
+    };
+    // `npm run reconcile -- --apply`: every object in the bucket older than the cutoff whose key has
+    // no row yet is announced again (the reconcile notification), whatever is still at work on it.
+    const reconciles = schedule.operator?.reconcileAtMs ?? [];
+    let reconciled = 0;
+    for (const atMs of reconciles)
+      time.after(atMs, () => {
+        reconciled++;
+        const cutoffMs = time.nowMs() - (schedule.operator?.olderThanMs ?? 0);
+        const written = new Set(warehouse.raw.map((r) => r.row.dedup_key));
+        const missing = [...resources, ...overwrites].filter(
+          ({ plan, doc }) => plan.publishAtMs <= cutoffMs && objects.has(doc.key) && !written.has(doc.key),
+        );
+        if (missing.length === 0) return;
+        faults.injected(
+          'operator.reconcileApply',
+          missing.map((m) => m.doc.key),
+          `reconcile --apply announced ${missing.length} object(s) with no row again`,
+        );
+        const runAt = time.clock.now();
+        for (const { doc, resource } of missing) {
+          const message = reconcileNotification(resource, runAt);
+          announced(sub.publish(message.data.toString(), message.attributes), doc.key);
+        }
+      });
+    const settledAll = () =>
+      published === resources.length + overwrites.length && reconciled === reconciles.length && sub.idle;
+    let ended = await time.run(settledAll, runBoundMs(settings));
+    // In the aftermath: `npm run dlq -- replay` publishes every dead letter again (its data and
+    // attributes, less the dead-letter ones), and the run goes on until those settle too.
+    const letters = ended === 'done' && schedule.operator?.replayDeadLetters ? sub.takeDeadLetters() : [];
+    if (letters.length > 0) {
+      faults.injected(
+        'operator.deadLetterReplay',
+        [...new Set(letters.map((l) => keyOfMessage.get(l.id) ?? l.id))],
+        `${letters.length} dead letter(s) replayed to the topic`,
+      );
+      for (const l of letters) {
+        const attributes = Object.fromEntries(
+          Object.entries(l.attributes).filter(([k]) => !k.startsWith('CloudPubSubDeadLetter')),
+        );
+        announced(sub.publish(l.data, attributes), keyOfMessage.get(l.id) ?? l.id);
+      }
+      ended = await time.run(settledAll, time.nowMs() + runBoundMs(settings));
+    }
     // Late work (handlers past their request, slow statements) may still change the table: let it end.
     const settled = await time.run(() => false, time.nowMs() + 2 * config.requestTimeoutSeconds * 1000);
     const end =

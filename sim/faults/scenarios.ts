@@ -254,6 +254,34 @@ export const SCENARIOS: readonly Scenario[] = [
     check: (record) => outageProblems(record, LONG_OUTAGE.atMs + LONG_OUTAGE.forMs),
   },
   {
+    name: 'gemini-incident-six-hours-aftermath',
+    interleaving: 9,
+    title:
+      'Gemini answers every call 400 "Unable to process input image. Please retry" for six hours while a document announced twice arrives every two minutes (two of them poison); two minutes after the recovery an operator runs reconcile --apply, and once all is settled replays the dead letters: every good document ok, one raw row per key, ≤ 1.01 paid analyses per document, the poison ones dead-lettered again with no row',
+    breaks: ['I2', 'I3', 'I5', 'I7', 'outage'],
+    schedule: plain(
+      9_049,
+      steady(2 * MINUTE_MS, 6 * HOUR_MS + 30 * MINUTE_MS).map((d, i) => ({
+        ...d,
+        notifications: 2,
+        ...(i === 3 || i === 150 ? { kind: 'poison' as const } : {}),
+      })),
+      {
+        instances: 3,
+        gemini: { calls: [], busy: [], outages: [{ ...LONG_OUTAGE, status: 400 }] },
+        operator: {
+          reconcileAtMs: [LONG_OUTAGE.atMs + LONG_OUTAGE.forMs + 2 * MINUTE_MS],
+          olderThanMs: 0,
+          replayDeadLetters: true,
+        },
+      },
+    ),
+    check: (record) => [
+      ...outageProblems(record, LONG_OUTAGE.atMs + LONG_OUTAGE.forMs),
+      ...operatorProblems(record),
+    ],
+  },
+  {
     name: 'gemini-quota-storm-six-hours',
     interleaving: 9,
     title:
@@ -326,7 +354,8 @@ export function outageProblems(record: RunRecord | undefined, recoveredAtMs: num
   if (!record) return ['no run'];
   const problems: string[] = [];
   const byId = new Map(record.rawRows.map((r) => [r.id, r]));
-  for (const d of record.documents) {
+  // A poison document is refused by BigQuery whatever happens: I7 holds it to no row, dead-lettered.
+  for (const d of record.documents.filter((x) => x.kind !== 'poison')) {
     const id = record.viewAtEnd[d.key];
     const row = id === undefined ? undefined : byId.get(id);
     if (row?.status !== 'ok')
@@ -342,6 +371,27 @@ export function outageProblems(record: RunRecord | undefined, recoveredAtMs: num
   const perDocument = paid / Math.max(1, record.documents.length);
   if (perDocument > 1.01)
     problems.push(`${perDocument.toFixed(3)} paid analyses per document (at most 1.01)`);
+  return problems;
+}
+
+/**
+ * An operator's reconcile and dead-letter replay took part: some document was announced more often
+ * than its notifications (the reconcile found work still going on), and every poison document's
+ * replayed copy was dead-lettered again.
+ */
+export function operatorProblems(record: RunRecord | undefined): string[] {
+  if (!record) return ['no run'];
+  const problems: string[] = [];
+  const poison = record.documents.filter((d) => d.kind === 'poison');
+  for (const d of poison) {
+    const dead = d.messageIds.filter((m) => record.messageStates[m] === 'dead');
+    if (dead.length < 4)
+      problems.push(
+        `${d.name}: ${dead.length} dead letters, not its two notifications and one replay of each`,
+      );
+  }
+  if (!record.documents.some((d) => d.kind !== 'poison' && d.messageIds.length > 2))
+    problems.push('the reconcile announced no document again: it found nothing without a row');
   return problems;
 }
 

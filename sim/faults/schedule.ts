@@ -42,6 +42,8 @@ export const FAULT_KINDS = [
   'cloudRun.pendingTime',
   'rollout.analyzerVersion',
   'gemini.largeAnalysis',
+  'operator.reconcileApply',
+  'operator.deadLetterReplay',
 ] as const;
 
 export type FaultKind = (typeof FAULT_KINDS)[number];
@@ -151,6 +153,14 @@ export interface FaultSchedule {
    * revision).
    */
   rollout?: { stopsAtMs: number[]; model: string };
+  /**
+   * What an operator does during the run: `npm run reconcile -- --apply` at each of `reconcileAtMs`
+   * (every object older than `olderThanMs` with no row is announced again, as an OBJECT_FINALIZE of
+   * its own, while the first announcement may still be at work), and, once every message is acked
+   * or dead-lettered, a replay of the dead letters to the topic (`npm run dlq -- replay`), after
+   * which the run goes on until those settle too.
+   */
+  operator?: { reconcileAtMs?: number[]; olderThanMs?: number; replayDeadLetters?: boolean };
 }
 
 export type StallPoint = 'read' | 'analyze' | 'memo' | 'store';
@@ -216,6 +226,10 @@ export const FAULT_RATES = Object.freeze({
    * worker bounds its batches by bytes.
    */
   largeBurst: 0.03,
+  /** A reconcile `--apply` during the run (2–90 s in, objects older than 0–10 s). */
+  reconcileApply: 0.15,
+  /** A replay of the dead letters once the run has settled (counted when there are some). */
+  deadLetterReplay: 0.4,
 });
 
 /**
@@ -366,7 +380,26 @@ export function generateSchedule(seed: number, rates: FaultRates = FAULT_RATES):
   addLongerFaults(schedule, rates);
   addRetryAskedFaults(schedule, rates);
   addLargeAnalyses(schedule, rates);
+  addOperatorActions(schedule, rates);
   return schedule;
+}
+
+/**
+ * An operator's actions, drawn from a fifth stream of the seed after every other draw (so each
+ * seed's schedule above stays what it was): a reconcile `--apply` while documents are at work, and
+ * a replay of the dead letters in the run's aftermath.
+ */
+function addOperatorActions(s: FaultSchedule, rates: FaultRates): void {
+  const random = seededRandom(s.seed * 97_787 + 13);
+  const reconcile = random() < rates.reconcileApply;
+  const atMs = Math.round(2_000 + 88_000 * random());
+  const olderThanMs = Math.round(10_000 * random());
+  const replay = random() < rates.deadLetterReplay;
+  if (!reconcile && !replay) return;
+  s.operator = {
+    ...(reconcile ? { reconcileAtMs: [atMs], olderThanMs } : {}),
+    ...(replay ? { replayDeadLetters: true } : {}),
+  };
 }
 
 /**
