@@ -390,6 +390,26 @@ describe('AnalysisMemo across instances (the lease)', () => {
     expect(work).not.toHaveBeenCalled();
   });
 
+  it('asks the store before paying when it takes over a lease an earlier holder ended and the memo cannot be read (soak I5, seed 22)', async () => {
+    const clock = new ManualClock();
+    const store = new MemoryMemoStore();
+    const [a] = twoInstances(store, clock);
+    // The holder analysed, kept, wrote its row and ended its lease.
+    await a.analyse(KEY, async () => paid());
+    (await a.writeTurn(KEY)).done();
+    await new Promise((resolve) => setImmediate(resolve));
+    const unreadable: MemoStore = {
+      get: () => Promise.reject(new Error('503 from the memo bucket')),
+      create: (key, entry) => store.create(key, entry),
+      lease: (key, until, now) => store.lease(key, until, now),
+      renew: (key, token, until, release) => store.renew(key, token, until, release),
+    };
+    const retry = new AnalysisMemo(unreadable, { ttlMs: DAY, clock, leaseMs: 60_000, pollMs: 1_000 });
+    const work = jest.fn(async (_context: WorkContext) => paid(9999));
+    await retry.analyse(KEY, work);
+    expect(work).toHaveBeenCalledWith({ afterHolder: true });
+  });
+
   it('ignores an expired lease and works at once', async () => {
     const clock = new ManualClock();
     const store = new MemoryMemoStore();

@@ -374,9 +374,15 @@ export class AnalysisMemo {
     // all. One more read costs a memo call; paying again costs an analysis. Read with it: the
     // attempts an earlier delivery paid for before it failed, to go on after them.
     let resume: AnalysisProgress | undefined;
+    // The earlier holder may have written its row, and the memo cannot say whether it kept an
+    // analysis: the work asks the store before paying, as after a holder seen (soak I5, seed 22 of
+    // a world where BigQuery loses answers: the holder wrote and ended its lease, the memo failed
+    // every read of this delivery).
+    let afterHolder = holderSeen;
     if (lease.earlier) {
+      const reads = { failed: false };
       const [kept, progress] = await Promise.all([
-        this.lookup(key, dedupKey, deadline),
+        this.lookup(key, dedupKey, deadline, reads),
         this.progressOf(dedupKey, deadline),
       ]);
       if (kept) {
@@ -385,10 +391,11 @@ export class AnalysisMemo {
         return replay(kept, 'memo');
       }
       resume = progress;
+      afterHolder ||= reads.failed;
     }
     let result: AnalysisResult;
     try {
-      result = await work({ afterHolder: holderSeen, ...(resume ? { resume } : {}) });
+      result = await work({ afterHolder, ...(resume ? { resume } : {}) });
     } catch (error) {
       // A paid refusal is an outcome: kept, so that a retry after a failed write does not pay again;
       // its row is written next, under the same lease (as a result's is, below).
@@ -587,11 +594,12 @@ export class AnalysisMemo {
     };
     let lost = false;
     // The work is over: the lease ends now instead of at its last renewal (or bound). Nobody waits
-    // for the answer, past the delivery's deadline too; one that fails leaves the lease to expire
-    // on its own.
+    // for the answer; one that fails leaves the lease to expire on its own. Past Cloud Run's
+    // deadline (the delivery's plus the answer margin) the instance may be gone and the message is
+    // Pub/Sub's again: no call starts then, and the lease expires on its own.
     const release = () => {
       stop();
-      if (lost) return;
+      if (lost || this.clock.now().getTime() > deadline.atMs + ANSWER_MARGIN_MS) return;
       lost = true;
       this.store.renew(key, current, this.clock.now(), true).catch((error: unknown) => {
         warn('the memo could not end a lease: a concurrent delivery waits it out', error);
