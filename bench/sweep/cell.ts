@@ -30,6 +30,8 @@ import { serve, withGroupCommit } from '../../worker/src/main';
 import { finalizeAttributes, type ObjectResource } from '../../worker/src/reconcile/notification';
 import {
   announceMissing,
+  type ComparisonQuery,
+  comparisonLeastBytes,
   findMissing,
   type LineIndex,
   type ObjectLister,
@@ -304,10 +306,10 @@ async function publishBacklog(
       }
     },
   };
+  const bytesPerRow = comparisonLeastBytes(docs.slice(0, 1).map((d) => d.resource));
   const index: LineIndex = {
-    async objectUris() {
-      // One windowed query over the table: billed like any windowed statement (the estimate).
-      const bytes = Math.max(10 * 1024 * 1024, warehouse.estimateBytes());
+    async objectUris(query) {
+      const bytes = comparisonBilledBytes(warehouse, query, bytesPerRow);
       figures.queryBytesBilled += bytes;
       figures.queryUsd += onDemandUsd(bytes);
       await time.sleep(2_000);
@@ -334,6 +336,22 @@ async function publishBacklog(
   figures.publishSeconds = (time.nowMs() - started) / 1000;
   onPublished();
   return figures;
+}
+
+/**
+ * What one statement of reconcile's comparison bills in the sweep's warehouse: every row of its key
+ * days, from its `since`'s (the oldest object's creation, for the first) to before `until`'s, at the
+ * bytes of its columns (`bytesPerRow`: object_uri, bucket, object_name, key_day), at least 10 MiB.
+ * Not a lookup's last 6 hours: a backfill's objects may go back months.
+ */
+export function comparisonBilledBytes(
+  warehouse: Pick<SweepWarehouse, 'rowsBetween'>,
+  query: ComparisonQuery,
+  bytesPerRow: number,
+): number {
+  const day = (d: Date) => d.toISOString().slice(0, 10);
+  const rows = warehouse.rowsBetween(day(query.since), query.until && day(query.until));
+  return Math.max(10 * 1024 * 1024, rows * bytesPerRow);
 }
 
 /**

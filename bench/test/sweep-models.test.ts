@@ -8,6 +8,7 @@ import { GcsMemoStore } from '../../worker/src/adapters/memo-stores/gcs-memo-sto
 import { COST_DEFAULTS, MERGE_LATENCY_SECONDS } from '../../worker/src/contract/cost-model';
 import { ConfigurationError, TransientError } from '../../worker/src/core/errors';
 import { testRow as sampleRow } from '../../worker/test/support/builders';
+import { comparisonBilledBytes } from '../sweep/cell';
 
 /** Moves a virtual time (not installed: only the models' own timers) to `ms`. */
 async function advanceTo(time: VirtualTime, ms: number): Promise<void> {
@@ -269,6 +270,38 @@ describe('the pre-filled warehouse', () => {
     await expect(done).resolves.toBe(true);
     expect(w.stats.billedBytes).toBe(10 * 1024 * 1024);
     expect(w.viewRows).toBe(1);
+  });
+
+  it("bills reconcile's comparison every row since its oldest object's key day, not a lookup's last 6 hours", () => {
+    const time = new VirtualTime();
+    const perDay = 1_000_000;
+    const w = new SweepWarehouse(time, { ...options, documentsPerDay: perDay, prefilledDays: 365 });
+    const now = time.clock.now().getTime();
+    const monthAgo = new Date(now - 30 * 86_400_000);
+    const bytesPerRow = 100;
+    // 30 whole days before today's, and today's rows before now.
+    const open = comparisonBilledBytes(w, { bucket: 'b', prefix: '', since: monthAgo }, bytesPerRow);
+    expect(open).toBeGreaterThanOrEqual(30 * perDay * bytesPerRow);
+    expect(open).toBeLessThanOrEqual(31 * perDay * bytesPerRow);
+    expect(open).toBeGreaterThan(w.estimateBytes() * 10);
+    // A bounded statement bills its days only; contiguous statements bill the whole range together.
+    const split = new Date(Math.floor((now - 10 * 86_400_000) / 86_400_000) * 86_400_000);
+    const first = comparisonBilledBytes(
+      w,
+      { bucket: 'b', prefix: '', since: monthAgo, until: split },
+      bytesPerRow,
+    );
+    const rest = comparisonBilledBytes(w, { bucket: 'b', prefix: '', since: split }, bytesPerRow);
+    expect(first).toBe(20 * perDay * bytesPerRow);
+    expect(first + rest).toBeCloseTo(open, 0);
+    // A recent object's comparison still bills BigQuery's minimum.
+    expect(
+      comparisonBilledBytes(
+        new SweepWarehouse(time, options),
+        { bucket: 'b', prefix: '', since: new Date(now - 3_600_000) },
+        100,
+      ),
+    ).toBe(10 * 1024 * 1024);
   });
 
   it('counts, for each instance, the instances whose MERGE started in the last minute (jobs.list), itself included, for free', async () => {

@@ -125,9 +125,20 @@ export class SweepWarehouse {
     return [...this.partitionRows.keys()].filter((d) => d >= since);
   }
 
-  /** The pre-run estimate of a lookup made now (reconcile's query reads the same recent days). */
+  /** The pre-run estimate of a lookup made now. */
   estimateBytes(): number {
     return this.estimateBytesOf(this.lookupDays());
+  }
+
+  /**
+   * The rows of the key days from `since` on, and before `until` when given: what one statement of
+   * reconcile's comparison reads (every row of its days, of any prefix), however far back `since` is.
+   */
+  rowsBetween(since: string, until?: string): number {
+    let rows = 0;
+    for (const [day, n] of this.partitionRows)
+      if (day >= since && (until === undefined || day < until)) rows += n;
+    return rows;
   }
 
   /** Distinct keys with a row (the `documents` view's row count). */

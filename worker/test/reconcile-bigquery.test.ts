@@ -66,6 +66,9 @@ describe('the reconcile query on BigQuery', () => {
       'SELECT DISTINCT object_uri FROM `acme-dev.docline.rows` WHERE key_day >= DATE(@since) AND bucket = @bucket AND STARTS_WITH(object_name, @prefix)',
     );
     expect(sql).not.toMatch(/'|"|\d{4}-/);
+    expect(reconcileSql(TABLE, { bounded: true })).toBe(
+      'SELECT DISTINCT object_uri FROM `acme-dev.docline.rows` WHERE key_day >= DATE(@since) AND key_day < DATE(@until) AND bucket = @bucket AND STARTS_WITH(object_name, @prefix)',
+    );
   });
 
   it('sends the parameters, the byte cap, the labels and the location, and returns the URIs of rows of any status', async () => {
@@ -103,8 +106,35 @@ describe('the reconcile query on BigQuery', () => {
     ]);
   });
 
-  it("refuses, before running it, a comparison whose dry run is over the cap (other prefixes' rows included), naming --prefix", async () => {
-    // 30 days of rows under other prefixes, 50 a day: an old object under in/ makes the query read them all.
+  /** Runs reconcile over `in/` with a 20,000-byte cap, listing these objects. */
+  const runUnderSmallCap = (objects: ReturnType<typeof object>[], lines: string[] = []) =>
+    runReconcile(
+      {
+        prefix: 'in/',
+        olderThanMs: 0,
+        apply: false,
+        yes: false,
+        json: false,
+        dedupKeyMode: 'object',
+        maximumBytesBilled: 20_000,
+      },
+      {
+        lister: new MemoryLister(objects),
+        index: index(20_000),
+        clock: { now: () => new Date('2026-11-30T12:00:00.000Z') },
+        print: (line) => lines.push(line),
+      },
+    );
+  const posts = (dryRun: boolean) =>
+    fake.requests
+      .filter(
+        (r) =>
+          r.method === 'POST' &&
+          Boolean((r.body as { configuration?: { dryRun?: boolean } }).configuration?.dryRun) === dryRun,
+      )
+      .map((r) => r.body as Record<string, unknown>);
+  /** 30 days of rows under other prefixes, 50 a day: an old object under in/ makes a statement read them. */
+  const addMonthOfOtherRows = () => {
     for (let d = 0; d < 30; d++)
       for (let i = 0; i < 50; i++)
         fake.addRow(
@@ -115,43 +145,87 @@ describe('the reconcile query on BigQuery', () => {
             new Date(Date.parse('2026-11-30T11:00:00.000Z') - d * 86_400_000).toISOString(),
           ),
         );
-    const run = (minutesAgo: number) =>
-      runReconcile(
-        {
-          prefix: 'in/',
-          olderThanMs: 0,
-          apply: false,
-          yes: false,
-          json: false,
-          dedupKeyMode: 'object',
-          maximumBytesBilled: 20_000,
-        },
-        {
-          lister: new MemoryLister([object('in/a.pdf', minutesAgo)]),
-          index: index(20_000),
-          clock: { now: () => new Date('2026-11-30T12:00:00.000Z') },
-          print: () => {},
-        },
-      );
-    const old = await run(29 * 24 * 60);
-    expect(old.error?.code).toBe('bytes_billed_limit');
-    expect(old.error?.message).toMatch(
-      /^the comparison is estimated at \d+ bytes \(a dry run: every row since 2026-11-01, the oldest of the 1 objects listed, whatever the prefix\), over the byte cap of 20000 bytes: .*--prefix 2026\/11\//,
-    );
-    const ran = () =>
-      fake.requests.filter(
-        (r) =>
-          r.method === 'POST' && !(r.body as { configuration?: { dryRun?: boolean } }).configuration?.dryRun,
-      );
-    expect(ran()).toEqual([]);
-    // A recent object: the dry run reads one day of rows, under the cap, and the comparison runs
-    // (the fake checks a query that runs against the estimate a test sets, here one under this small cap).
+  };
+
+  it("splits a comparison whose dry run is over the cap (other prefixes' rows included) into statements by key day, each under it, and finds the rows of every day", async () => {
+    addMonthOfOtherRows();
+    // Listed objects under in/ across the month: every third has its row, on its creation day.
+    const listed = Array.from({ length: 30 }, (_, d) => object(`in/${d}.pdf`, d * 24 * 60 + 60));
+    listed.forEach((o, d) => {
+      if (d % 3 === 0) fake.addRow(rowOf('acme', o.name, o.generation, o.timeCreated));
+    });
+    // The fake checks a statement that runs against the estimate a test sets: one under this small cap.
     fake.setEstimatedBytes(1);
-    const recent = await run(10);
+    const whole = await index(20_000).estimateBytes({
+      bucket: 'acme',
+      prefix: 'in/',
+      since: new Date(listed.at(-1)!.timeCreated),
+    });
+    expect(whole).toBeGreaterThan(20_000);
+    fake.requests.length = 0;
+
+    const lines: string[] = [];
+    const result = await runUnderSmallCap(listed, lines);
+
+    expect(result.error).toBeUndefined();
+    expect(result.report).toMatchObject({ listed: 30, withLine: 10, missing: 20, orphanRows: 0 });
+    const ran = posts(false);
+    expect(ran.length).toBe(result.report!.comparisonQueries);
+    expect(ran.length).toBeGreaterThanOrEqual(Math.ceil(whole / 20_000));
+    // What ran is what was dry-run and found under the cap, the statements side by side by key day.
+    let estimated = 0;
+    for (const statement of ran) {
+      const params = Object.fromEntries(
+        (statement.queryParameters as Array<{ name: string; parameterValue: { value: string } }>).map((p) => [
+          p.name,
+          p.parameterValue.value,
+        ]),
+      );
+      const bounded = params.until !== undefined;
+      expect(statement.query).toBe(reconcileSql(TABLE, { bounded }));
+      const estimate = await index(20_000).estimateBytes({
+        bucket: 'acme',
+        prefix: 'in/',
+        since: new Date(params.since!),
+        ...(bounded ? { until: new Date(params.until!) } : {}),
+      });
+      expect(estimate).toBeLessThanOrEqual(20_000);
+      estimated += estimate;
+    }
+    expect(estimated).toBe(whole);
+    expect(result.report!.comparisonEstimateBytes).toBe(whole);
+    expect(lines[1]).toMatch(
+      new RegExp(
+        `^the comparison ran as ${ran.length} queries by key day, each under the byte cap, estimated at ${whole} bytes together \\(dry runs\\)$`,
+      ),
+    );
+  });
+
+  it('runs one statement when the dry run is under the cap', async () => {
+    addMonthOfOtherRows();
+    fake.setEstimatedBytes(1);
+    const lines: string[] = [];
+    const recent = await runUnderSmallCap([object('in/a.pdf', 10)], lines);
     expect(recent.error).toBeUndefined();
     expect(recent.report?.comparisonEstimateBytes).toBeGreaterThan(0);
     expect(recent.report?.comparisonEstimateBytes).toBeLessThanOrEqual(20_000);
-    expect(ran()).toHaveLength(1);
+    expect(posts(false)).toHaveLength(1);
+    expect(posts(false)[0]!.query).toBe(reconcileSql(TABLE));
+    expect(lines[1]).toBe(
+      `the comparison query was estimated at ${recent.report?.comparisonEstimateBytes} bytes (a dry run)`,
+    );
+  });
+
+  it('refuses, before running any statement, a run in which one key day alone is over the cap, and says to raise the cap', async () => {
+    // 400 rows of other prefixes on 2026-11-20: that day's partition alone is over 20,000 bytes.
+    for (let i = 0; i < 400; i++)
+      fake.addRow(rowOf('acme', `2026/11/20/${i}.pdf`, '1', '2026-11-20T09:00:00.000Z'));
+    const result = await runUnderSmallCap([object('in/a.pdf', 14 * 24 * 60)]);
+    expect(result.error?.code).toBe('bytes_billed_limit');
+    expect(result.error?.message).toMatch(
+      /^the comparison of key day 2026-11-20 alone is estimated at \d+ bytes \(a dry run: that day's rows, whatever the prefix\), over the byte cap of 20000 bytes: BigQuery would refuse it\. .*raise the cap for this run \(--maximum-bytes-billed; MAXIMUM_BYTES_BILLED for the job\)/,
+    );
+    expect(posts(false)).toEqual([]);
   });
 
   it('fails with one line naming the flag that raises the byte cap', async () => {

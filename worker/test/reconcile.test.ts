@@ -1,9 +1,10 @@
 import { derivedMaximumBytesBilled } from '../src/contract/cost-model';
 import { parsePush } from '../src/core/event';
 import { jobLogLine, main as jobMain } from '../src/reconcile/main';
-import { RECONCILE_ATTRIBUTE } from '../src/reconcile/notification';
+import { type ObjectResource, objectUri, RECONCILE_ATTRIBUTE } from '../src/reconcile/notification';
 import {
   APPLY_CONFIRM_THRESHOLD,
+  type ComparisonQuery,
   comparisonLeastBytes,
   estimateCost,
   findMissing,
@@ -12,7 +13,15 @@ import {
   RECONCILE_EXIT,
 } from '../src/reconcile/reconcile';
 import { type RunOptions, runReconcile } from '../src/reconcile/run';
-import { clock, MemoryIndex, MemoryLister, NOW, object, RecordingPublisher } from './support/reconcile-fakes';
+import {
+  clock,
+  DryRunIndex,
+  MemoryIndex,
+  MemoryLister,
+  NOW,
+  object,
+  RecordingPublisher,
+} from './support/reconcile-fakes';
 
 const HOUR_MS = 60 * 60 * 1000;
 const uri = (name: string, generation = '1764460800123456') => `gs://acme/${name}#${generation}`;
@@ -218,13 +227,30 @@ describe('the comparison query and the byte cap', () => {
     object(`2025/${String(i).padStart(6, '0')}.pdf`, i * 288),
   );
 
+  /** The listed objects created in a statement's range. */
+  const objectsOf = (q: ComparisonQuery, all: readonly ObjectResource[]) =>
+    all.filter((o) => {
+      const t = Date.parse(o.timeCreated);
+      return t >= q.since.getTime() && (q.until === undefined || t < q.until.getTime());
+    });
+
+  /** The statements cover every day from the oldest object's creation on, each once, in order. */
+  const expectContiguousFrom = (queries: readonly ComparisonQuery[], all: readonly ObjectResource[]) => {
+    expect(queries[0]!.since.getTime()).toBe(Math.min(...all.map((o) => Date.parse(o.timeCreated))));
+    for (let i = 1; i < queries.length; i++) {
+      expect(queries[i - 1]!.until).toEqual(queries[i]!.since);
+      expect(queries[i]!.since.getTime() % 86_400_000).toBe(0);
+    }
+    expect(queries.at(-1)!.until).toBeUndefined();
+  };
+
   it('counts the least bytes the query reads: object_uri, bucket, object_name and key_day of the listed rows', () => {
     const one = object('2026/11/facture-0042.pdf', 90);
     const uriBytes = Buffer.byteLength(`gs://acme/2026/11/facture-0042.pdf#1764460800123456`);
     expect(comparisonLeastBytes([one])).toBe(2 + uriBytes + 2 + 4 + 2 + 24 + 8);
   });
 
-  it('refuses a run whose comparison cannot fit under the cap before querying, and says what narrows it', async () => {
+  it('splits a run whose listed objects alone are over the cap into statements by key day, contiguous from the oldest object on', async () => {
     const index = new MemoryIndex([]);
     const cap = comparisonLeastBytes(objects) - 1;
     const result = await runReconcile(options({ maximumBytesBilled: cap }), {
@@ -233,22 +259,122 @@ describe('the comparison query and the byte cap', () => {
       clock,
       print: () => {},
     });
+    expect(result.error).toBeUndefined();
+    expect(result.report).toMatchObject({ listed: 2_000, missing: 1_999, tooYoung: 1, comparisonQueries: 2 });
+    expectContiguousFrom(index.queries, objects);
+    // Without a dry run, a statement's size is the least bytes of the objects of its days.
+    for (const q of index.queries)
+      expect(comparisonLeastBytes(objectsOf(q, objects))).toBeLessThanOrEqual(cap);
+  });
+
+  it('finds the line of every object whichever statement reads it', async () => {
+    const rows = objects
+      .filter((_, i) => i % 3 === 0)
+      .map((o) => ({ uri: objectUri(o), processedAt: new Date(o.timeCreated) }));
+    const index = new MemoryIndex(rows);
+    const result = await runReconcile(
+      options({ maximumBytesBilled: comparisonLeastBytes(objects.slice(0, 300)) }),
+      {
+        lister: new MemoryLister(objects, 500),
+        index,
+        clock,
+        print: () => {},
+      },
+    );
+    expect(result.error).toBeUndefined();
+    expect(index.queries.length).toBeGreaterThan(4);
+    expect(result.report).toMatchObject({
+      withLine: rows.length,
+      missing: 2_000 - rows.length,
+      orphanRows: 0,
+    });
+  });
+
+  it('refuses before querying a run in which one day alone is over the cap, and says to raise the cap', async () => {
+    const sameDay = Array.from({ length: 50 }, (_, i) => object(`2026/11/30/${i}.pdf`, 120 + i));
+    const index = new MemoryIndex([]);
+    const result = await runReconcile(options({ maximumBytesBilled: comparisonLeastBytes(sameDay) - 1 }), {
+      lister: new MemoryLister(sameDay, 500),
+      index,
+      clock,
+      print: () => {},
+    });
     expect(result.code).toBe(RECONCILE_EXIT.error);
     expect(result.error?.code).toBe('bytes_billed_limit');
     expect(result.error?.message).toMatch(
-      /every row since \d{4}-\d{2}-\d{2} \(the oldest of the 2000 objects listed\)/,
+      /^the comparison must read key day 2026-11-30 whole: at least \d+ bytes for the rows of the 50 objects listed from that day alone, over the byte cap of \d+ bytes: BigQuery would refuse it\. .*raise the cap for this run \(--maximum-bytes-billed; MAXIMUM_BYTES_BILLED for the job\)/,
     );
-    expect(result.error?.message).toMatch(/--prefix 2026\/11\//);
     expect(index.queries).toEqual([]);
   });
 
-  it('at a million documents a day, cannot compare a month-old bucket whole under the derived cap', () => {
-    // A day's objects at that volume, each with a name like the date-shaped ones a bucket holds.
+  it('at a million documents a day, compares a month-old bucket whole under the derived cap, in statements by key day', async () => {
+    // A day of rows at that volume, with names like the date-shaped ones a bucket holds: what a dry
+    // run of a range reports (every row of its days, of any prefix). One object a day is listed.
     const perDay = 1_000_000 * comparisonLeastBytes([object('2026/11/30/invoice-0000001.pdf', 0)]);
     const cap = derivedMaximumBytesBilled(1_000_000);
-    const wholeDays = Math.floor(cap / perDay);
-    expect(wholeDays).toBeGreaterThanOrEqual(1);
-    expect(wholeDays).toBeLessThanOrEqual(14);
+    expect(perDay * 30).toBeGreaterThan(cap);
+    const month = Array.from({ length: 30 }, (_, d) =>
+      object(`2026/11/${String(d).padStart(2, '0')}/invoice-0000001.pdf`, d * 24 * 60 + 90),
+    );
+    const index = new DryRunIndex(perDay);
+    const result = await runReconcile(options({ maximumBytesBilled: cap }), {
+      lister: new MemoryLister(month, 500),
+      index,
+      clock,
+      print: () => {},
+    });
+    expect(result.error).toBeUndefined();
+    expect(result.report!.comparisonQueries).toBeGreaterThanOrEqual(Math.ceil((perDay * 30) / cap));
+    expectContiguousFrom(index.queries, month);
+    for (const q of index.queries) expect(index.estimate(q)).toBeLessThanOrEqual(cap);
+    expect(result.report!.comparisonEstimateBytes).toBe(
+      index.queries.reduce((n, q) => n + index.estimate(q), 0),
+    );
+  });
+
+  it('says how many statements a split comparison ran, in the summary and in --json', async () => {
+    const perDay = 1_000;
+    const week = Array.from({ length: 7 }, (_, d) => object(`2026/11/${d}.pdf`, d * 24 * 60 + 90));
+    const summary = await runReconcile(options({ maximumBytesBilled: 2 * perDay }), {
+      lister: new MemoryLister(week, 500),
+      index: new DryRunIndex(perDay),
+      clock,
+      print: () => {},
+    });
+    const lines: string[] = [];
+    await runReconcile(options({ maximumBytesBilled: 2 * perDay }), {
+      lister: new MemoryLister(week, 500),
+      index: new DryRunIndex(perDay),
+      clock,
+      print: (line) => lines.push(line),
+    });
+    const n = summary.report!.comparisonQueries!;
+    expect(n).toBeGreaterThan(1);
+    expect(lines[1]).toBe(
+      `the comparison ran as ${n} queries by key day, each under the byte cap, estimated at ${summary.report!.comparisonEstimateBytes} bytes together (dry runs)`,
+    );
+    const json: string[] = [];
+    await runReconcile(options({ maximumBytesBilled: 2 * perDay, json: true }), {
+      lister: new MemoryLister(week, 500),
+      index: new DryRunIndex(perDay),
+      clock,
+      print: (line) => json.push(line),
+    });
+    expect(JSON.parse(json[0]!)).toMatchObject({ comparisonQueries: n });
+  });
+
+  it('compares a listing of 250,000 objects (a whole bucket at volume holds millions)', async () => {
+    const many = Array.from({ length: 250_000 }, (_, i) => object(`2026/${i}.pdf`, 90 + (i % 10_000)));
+    const index = new MemoryIndex([]);
+    const result = await runReconcile(options({ maximumBytesBilled: derivedMaximumBytesBilled(1_000_000) }), {
+      lister: new MemoryLister(many, 1_000),
+      index,
+      clock,
+      print: () => {},
+    });
+    expect(result.error).toBeUndefined();
+    expect(result.report).toMatchObject({ listed: 250_000, missing: 250_000 });
+    expect(index.queries[0]!.since.toISOString()).toBe(object('x', 90 + 9_999).timeCreated);
   });
 
   it('runs it when the cap holds it', async () => {

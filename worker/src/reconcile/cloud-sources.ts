@@ -5,7 +5,13 @@ import { bigQueryError, quotedTable } from '../adapters/stores/bigquery-store';
 import { PARTITION_COLUMN } from '../contract/row';
 import { ConfigurationError } from '../core/errors';
 import type { ObjectResource } from './notification';
-import { type LineIndex, type NotificationPublisher, type ObjectLister, ReconcileError } from './reconcile';
+import {
+  type ComparisonQuery,
+  type LineIndex,
+  type NotificationPublisher,
+  type ObjectLister,
+  ReconcileError,
+} from './reconcile';
 
 /**
  * Reconcile's ports on Google Cloud, each through its client library: Cloud Storage lists the live
@@ -38,19 +44,23 @@ export class GcsObjectLister implements ObjectLister {
   }
 }
 
-/** The named parameters of {@link reconcileSql}. */
+/** The named parameters of {@link reconcileSql}; `until` only in a bounded statement. */
 export const RECONCILE_PARAMETER_TYPES = { bucket: 'STRING', prefix: 'STRING', since: 'TIMESTAMP' } as const;
+export const RECONCILE_UNTIL_TYPE = 'TIMESTAMP';
 
 /**
  * The reconcile query: the object URIs that have a row, any status, for one bucket and prefix.
  * `key_day >= DATE(@since)` (the oldest listed object's creation: an object's rows carry its
- * creation day, or a later publish day) restricts the partitions it reads, so its estimate stays
- * under the byte cap.
+ * creation day, or a later publish day) restricts the partitions it reads; a `bounded` statement
+ * also stops before `DATE(@until)`, so a run too large for the byte cap is split into statements
+ * by key day (reconcile.ts), each under it.
  */
-export function reconcileSql(table: string): string {
+export function reconcileSql(table: string, options: { bounded?: boolean } = {}): string {
   return (
     `SELECT DISTINCT object_uri FROM ${quotedTable(table)} ` +
-    `WHERE ${PARTITION_COLUMN} >= DATE(@since) AND bucket = @bucket AND STARTS_WITH(object_name, @prefix)`
+    `WHERE ${PARTITION_COLUMN} >= DATE(@since) ` +
+    (options.bounded ? `AND ${PARTITION_COLUMN} < DATE(@until) ` : '') +
+    'AND bucket = @bucket AND STARTS_WITH(object_name, @prefix)'
   );
 }
 
@@ -65,18 +75,21 @@ export interface BigQueryLineIndexOptions {
 }
 
 export class BigQueryLineIndex implements LineIndex {
-  private readonly sql: string;
-  constructor(private readonly options: BigQueryLineIndexOptions) {
-    this.sql = reconcileSql(options.table);
-  }
+  constructor(private readonly options: BigQueryLineIndexOptions) {}
 
-  /** The comparison statement for one bucket, prefix and oldest object. */
-  private statement(query: { bucket: string; prefix: string; since: Date }) {
+  /** The comparison statement for one bucket, prefix and key-day range. */
+  private statement(query: ComparisonQuery) {
     const { bigquery } = this.options;
+    const bounded = query.until !== undefined;
     return {
-      query: this.sql,
-      params: { bucket: query.bucket, prefix: query.prefix, since: bigquery.timestamp(query.since) },
-      types: { ...RECONCILE_PARAMETER_TYPES },
+      query: reconcileSql(this.options.table, { bounded }),
+      params: {
+        bucket: query.bucket,
+        prefix: query.prefix,
+        since: bigquery.timestamp(query.since),
+        ...(bounded ? { until: bigquery.timestamp(query.until!) } : {}),
+      },
+      types: { ...RECONCILE_PARAMETER_TYPES, ...(bounded ? { until: RECONCILE_UNTIL_TYPE } : {}) },
       useLegacySql: false,
       ...(this.options.location ? { location: this.options.location } : {}),
     };
@@ -84,9 +97,9 @@ export class BigQueryLineIndex implements LineIndex {
 
   /**
    * The comparison's pre-run estimate, by a dry run of the very statement {@link objectUris} runs
-   * (free, runs nothing): every row since the oldest object's key day, of any prefix.
+   * (free, runs nothing): every row of its key days, of any prefix.
    */
-  async estimateBytes(query: { bucket: string; prefix: string; since: Date }): Promise<number> {
+  async estimateBytes(query: ComparisonQuery): Promise<number> {
     try {
       const [job] = await this.options.bigquery.createQueryJob({ ...this.statement(query), dryRun: true });
       const bytes = Number(job.metadata?.statistics?.totalBytesProcessed);
@@ -103,7 +116,7 @@ export class BigQueryLineIndex implements LineIndex {
     }
   }
 
-  async objectUris(query: { bucket: string; prefix: string; since: Date }): Promise<Set<string>> {
+  async objectUris(query: ComparisonQuery): Promise<Set<string>> {
     const { bigquery } = this.options;
     try {
       // autoPaginate (the default) follows every page of the results.

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { SQLITE_TABLE } from '../adapters/stores/sqlite-store';
 import type { ObjectResource } from './notification';
-import type { LineIndex, ObjectLister } from './reconcile';
+import type { ComparisonQuery, LineIndex, ObjectLister } from './reconcile';
 
 /**
  * Reconcile's ports for the local pipeline: the folder bucket of `LocalBucket`
@@ -55,18 +55,27 @@ export class LocalBucketLister implements ObjectLister {
 export class SqliteLineIndex implements LineIndex {
   constructor(private readonly file: string) {}
 
-  async objectUris(query: { bucket: string; prefix: string; since: Date }): Promise<Set<string>> {
+  async objectUris(query: ComparisonQuery): Promise<Set<string>> {
     // No database yet: the worker has written no row.
     if (!existsSync(this.file)) return new Set();
     const db = new DatabaseSync(this.file, { readOnly: true });
     try {
       db.exec('PRAGMA busy_timeout = 5000');
+      // processed_at stands for the range's time column: the ranges of one run are contiguous, so
+      // together they read every row since the first `since`, whichever column bounds them.
+      const until = query.until === undefined ? '' : ' AND processed_at < ?';
       const rows = db
         .prepare(
           `SELECT DISTINCT object_uri FROM ${SQLITE_TABLE} WHERE bucket = ? ` +
-            'AND substr(object_name, 1, length(?)) = ? AND processed_at >= ?',
+            `AND substr(object_name, 1, length(?)) = ? AND processed_at >= ?${until}`,
         )
-        .all(query.bucket, query.prefix, query.prefix, query.since.toISOString()) as Array<{
+        .all(
+          query.bucket,
+          query.prefix,
+          query.prefix,
+          query.since.toISOString(),
+          ...(query.until === undefined ? [] : [query.until.toISOString()]),
+        ) as Array<{
         object_uri: string;
       }>;
       return new Set(rows.map((r) => r.object_uri));

@@ -19,18 +19,36 @@ export interface ObjectLister {
   pages(prefix: string): AsyncIterable<ObjectResource[]>;
 }
 
+/**
+ * One comparison statement: the rows of one bucket and prefix from `since` on and, unless it is the
+ * last of a run, before `until`. A run's statements cover contiguous ranges (each `until` is the
+ * next one's `since`, the last has none), so together they read exactly what one statement from the
+ * oldest object on would.
+ */
+export interface ComparisonQuery {
+  bucket: string;
+  prefix: string;
+  /**
+   * The first statement's: the oldest listed object's creation time (a row is never older than its
+   * object, so older rows cannot matter); a later statement's: the start of its first key day.
+   */
+  since: Date;
+  /** The start of the day after the statement's last key day; absent on a run's last statement. */
+  until?: Date;
+}
+
 /** The object URIs that have at least one row (any status), among rows of one bucket and prefix. */
 export interface LineIndex {
   /**
-   * @param since the oldest listed object's creation time: a row is never older than its object, so
-   *   older rows cannot matter (and on BigQuery this bounds the partitions read).
+   * The rows of {@link ComparisonQuery}'s range, by the index's own time column (BigQuery: the key
+   * day, which bounds the partitions read; SQLite: `processed_at`).
    */
-  objectUris(query: { bucket: string; prefix: string; since: Date }): Promise<Set<string>>;
+  objectUris(query: ComparisonQuery): Promise<Set<string>>;
   /**
    * The pre-run estimate of {@link objectUris} for the same query, in bytes, where the index can
    * tell it before running (BigQuery: a dry run); absent, only the least bytes are known.
    */
-  estimateBytes?(query: { bucket: string; prefix: string; since: Date }): Promise<number>;
+  estimateBytes?(query: ComparisonQuery): Promise<number>;
 }
 
 /** Publishes messages to the pipeline's topic; resolves with their messageIds, in order. */
@@ -75,11 +93,10 @@ export interface ReconcileOptions {
 }
 
 /**
- * The least the comparison query's pre-run estimate can be for these listed objects: the bytes of
- * the columns it reads (`object_uri`, `bucket`, `object_name`, `key_day`) in their own rows. The
- * query reads every row since the oldest listed object's day, of any prefix (a prefix does not prune
- * partitions; clustering does not shrink the estimate), so the real estimate is at least this, and
- * grows with how far back the oldest object goes, not with how few objects the prefix holds.
+ * The least the comparison's pre-run estimate can be for these listed objects: the bytes of the
+ * columns it reads (`object_uri`, `bucket`, `object_name`, `key_day`) in their own rows. A statement
+ * reads every row of its key days, of any prefix (a prefix does not prune partitions; clustering
+ * does not shrink the estimate), so its real estimate is at least this for the objects of its days.
  */
 export function comparisonLeastBytes(objects: readonly ObjectResource[]): number {
   let bytes = 0;
@@ -105,15 +122,23 @@ export interface ReconcileReport {
   orphanRows: number;
   /** The missing objects, oldest first. */
   missingObjects: ObjectResource[];
-  /** The comparison query's pre-run estimate in bytes, where the index could tell it (BigQuery's dry run). */
+  /**
+   * The comparison's pre-run estimate in bytes, where the index could tell it (BigQuery's dry run):
+   * the sum over its statements.
+   */
   comparisonEstimateBytes?: number;
+  /** The comparison's statements, by key-day range: more than one when one would be over the cap. */
+  comparisonQueries?: number;
 }
 
-/** What a run refused by the byte cap can do instead. */
-const NARROWER_RUN =
-  'A prefix narrows the run only if its objects are recent (the query reads every ' +
-  'key day since its oldest object, whatever the prefix): run it per recent date-shaped prefix (--prefix 2026/11/), ' +
-  'or raise the cap for this run (--maximum-bytes-billed; MAXIMUM_BYTES_BILLED for the job).';
+const DAY_MS = 86_400_000;
+const dayOf = (ms: number) => Math.floor(ms / DAY_MS);
+const isoDay = (day: number) => new Date(day * DAY_MS).toISOString().slice(0, 10);
+
+/** What a run refused by the byte cap can do instead, when one key day alone is over it. */
+const RAISE_CAP =
+  'No split by key day makes it smaller (a prefix prunes no partition): raise the cap for this run ' +
+  '(--maximum-bytes-billed; MAXIMUM_BYTES_BILLED for the job).';
 
 /** Compares the listing with the rows. */
 export async function findMissing(
@@ -143,39 +168,18 @@ export async function findMissing(
   };
   if (objects.length === 0) return report;
   const created = (o: ObjectResource) => Date.parse(o.timeCreated);
-  const oldest = Math.min(...objects.map(created));
-  const leastBytes = comparisonLeastBytes(objects);
-  if (options.maximumBytesBilled !== undefined && leastBytes > options.maximumBytesBilled) {
-    const since = new Date(oldest).toISOString().slice(0, 10);
-    throw new ReconcileError(
-      'bytes_billed_limit',
-      `the comparison would read every row since ${since} (the oldest of the ${objects.length} objects listed), ` +
-        `at least ${leastBytes} bytes for their own rows alone, over the byte cap of ${options.maximumBytesBilled} bytes: ` +
-        `BigQuery would refuse it. ${NARROWER_RUN}`,
-    );
-  }
-  const comparison = { bucket: deps.lister.bucket, prefix: options.prefix, since: new Date(oldest) };
-  if (options.maximumBytesBilled !== undefined && deps.index.estimateBytes) {
-    // The honest figure: what BigQuery estimates for the comparison itself, rows of other prefixes included.
-    const estimate = await deps.index.estimateBytes(comparison);
-    if (estimate > options.maximumBytesBilled) {
-      const since = new Date(oldest).toISOString().slice(0, 10);
-      throw new ReconcileError(
-        'bytes_billed_limit',
-        `the comparison is estimated at ${estimate} bytes (a dry run: every row since ${since}, the oldest of the ` +
-          `${objects.length} objects listed, whatever the prefix), over the byte cap of ${options.maximumBytesBilled} bytes: ` +
-          `BigQuery would refuse it. ${NARROWER_RUN}`,
-      );
-    }
-    report.comparisonEstimateBytes = estimate;
-  }
-  let lines: Set<string>;
+  const statements = await planComparison(objects, options, deps);
+  if (statements.some((s) => s.estimateBytes !== undefined))
+    report.comparisonEstimateBytes = statements.reduce((n, s) => n + (s.estimateBytes ?? 0), 0);
+  const lines = new Set<string>();
   try {
-    lines = await deps.index.objectUris(comparison);
+    for (const statement of statements)
+      for (const uri of await deps.index.objectUris(statement.query)) lines.add(uri);
   } catch (error) {
     if (error instanceof ReconcileError) throw error;
     throw new ReconcileError('query_failed', `cannot read the rows: ${oneLine(error)}`, { cause: error });
   }
+  report.comparisonQueries = statements.length;
   const cutoff = deps.clock.now().getTime() - options.olderThanMs;
   const live = new Set<string>();
   for (const object of objects) {
@@ -189,6 +193,84 @@ export async function findMissing(
   report.missing = report.missingObjects.length;
   report.orphanRows = [...lines].filter((uri) => !live.has(uri)).length;
   return report;
+}
+
+/**
+ * The comparison's statements, each under the byte cap: one from the oldest listed object on when
+ * it fits, else the range split in two by key day, again and again, until every part fits. A
+ * statement's size is the index's dry run where it has one, else the least bytes of the listed
+ * objects created in its days. Everything is planned before any statement runs; a single key day
+ * over the cap is refused (no split makes it smaller), before any statement runs.
+ */
+async function planComparison(
+  objects: readonly ObjectResource[],
+  options: ReconcileOptions,
+  deps: { lister: ObjectLister; index: LineIndex; clock: Clock },
+): Promise<Array<{ query: ComparisonQuery; estimateBytes?: number }>> {
+  const created = objects.map((o) => Date.parse(o.timeCreated));
+  // A loop, not Math.min(...created): spreading a listing of some 100,000 objects or more into
+  // arguments overflows the stack, and a whole bucket at volume holds millions.
+  let oldest = Number.POSITIVE_INFINITY;
+  let newest = Number.NEGATIVE_INFINITY;
+  for (const t of created) {
+    if (t < oldest) oldest = t;
+    if (t > newest) newest = t;
+  }
+  const firstDay = dayOf(oldest);
+  // Key days are UTC days from the oldest object's on; an open range has no last day.
+  const query = (from: number, to: number | undefined): ComparisonQuery => ({
+    bucket: deps.lister.bucket,
+    prefix: options.prefix,
+    since: new Date(from === firstDay ? oldest : from * DAY_MS),
+    ...(to === undefined ? {} : { until: new Date(to * DAY_MS) }),
+  });
+  const cap = options.maximumBytesBilled;
+  if (cap === undefined) return [{ query: query(firstDay, undefined) }];
+
+  const byDay = new Map<number, ObjectResource[]>();
+  objects.forEach((o, i) => {
+    const day = dayOf(created[i]!);
+    const own = byDay.get(day);
+    if (own) own.push(o);
+    else byDay.set(day, [o]);
+  });
+  for (const [day, own] of [...byDay].sort(([a], [b]) => a - b)) {
+    const least = comparisonLeastBytes(own);
+    if (least > cap)
+      throw new ReconcileError(
+        'bytes_billed_limit',
+        `the comparison must read key day ${isoDay(day)} whole: at least ${least} bytes for the rows of the ` +
+          `${own.length} objects listed from that day alone, over the byte cap of ${cap} bytes: BigQuery would refuse it. ${RAISE_CAP}`,
+      );
+  }
+  const leastOf = (from: number, to: number | undefined) =>
+    comparisonLeastBytes(
+      objects.filter((_, i) => dayOf(created[i]!) >= from && (to === undefined || dayOf(created[i]!) < to)),
+    );
+  const sizeOf = async (q: ComparisonQuery, from: number, to: number | undefined) =>
+    deps.index.estimateBytes ? deps.index.estimateBytes(q) : leastOf(from, to);
+  // An open range's days end with today's, or the newest object's if later.
+  const lastDay = Math.max(dayOf(deps.clock.now().getTime()), dayOf(newest));
+
+  const plan = async (
+    from: number,
+    to: number | undefined,
+  ): Promise<Array<{ query: ComparisonQuery; estimateBytes?: number }>> => {
+    const q = query(from, to);
+    const bytes = await sizeOf(q, from, to);
+    const known = deps.index.estimateBytes ? { estimateBytes: bytes } : {};
+    if (bytes <= cap) return [{ query: q, ...known }];
+    const end = to ?? lastDay + 1;
+    if (end - from <= 1)
+      throw new ReconcileError(
+        'bytes_billed_limit',
+        `the comparison of key day ${isoDay(from)}${to === undefined ? ' (and any later)' : ''} alone is estimated at ${bytes} bytes ` +
+          `(a dry run: that day's rows, whatever the prefix), over the byte cap of ${cap} bytes: BigQuery would refuse it. ${RAISE_CAP}`,
+      );
+    const middle = from + Math.floor((end - from) / 2);
+    return [...(await plan(from, middle)), ...(await plan(middle, to))];
+  };
+  return plan(firstDay, undefined);
 }
 
 /** The estimate printed before publishing: the benchmark's cost model for this many documents. */
@@ -281,7 +363,12 @@ export function summaryLines(report: ReconcileReport): string[] {
       `${report.orphanRows} rows whose object is gone (for information)`,
     ...(report.comparisonEstimateBytes === undefined
       ? []
-      : [`the comparison query was estimated at ${report.comparisonEstimateBytes} bytes (a dry run)`]),
+      : (report.comparisonQueries ?? 1) > 1
+        ? [
+            `the comparison ran as ${report.comparisonQueries} queries by key day, each under the byte cap, ` +
+              `estimated at ${report.comparisonEstimateBytes} bytes together (dry runs)`,
+          ]
+        : [`the comparison query was estimated at ${report.comparisonEstimateBytes} bytes (a dry run)`]),
   ];
 }
 

@@ -122,6 +122,7 @@ export function jsonReport(report: ReconcileReport) {
     ...(report.comparisonEstimateBytes === undefined
       ? {}
       : { comparisonEstimateBytes: report.comparisonEstimateBytes }),
+    ...((report.comparisonQueries ?? 1) > 1 ? { comparisonQueries: report.comparisonQueries } : {}),
   };
 }
 

@@ -495,25 +495,36 @@ export async function startFakeBigQuery(
         dmlStats: { insertedRowCount: String(inserted), updatedRowCount: '0', deletedRowCount: '0' },
       };
     }
-    if (names.join() === 'bucket,prefix,since') return reconcileOutcome(params);
+    if (names.join() === 'bucket,prefix,since' || names.join() === 'bucket,prefix,since,until')
+      return reconcileOutcome(params);
     throw invalid(`fake-bigquery knows only docline's statements (parameters: ${names.join(', ')})`);
   }
 
-  /** reconcile's query: the distinct object URIs of one bucket and name prefix, since a time. */
+  /**
+   * reconcile's query: the distinct object URIs of one bucket and name prefix, from the key day of
+   * a time on, and before the key day of `until` when it has one.
+   */
   function reconcileOutcome(params: Map<string, Bound>): Outcome {
     const bucket = params.get('bucket')!;
     const prefix = params.get('prefix')!;
     const since = params.get('since')!;
-    if (bucket.type !== 'STRING' || prefix.type !== 'STRING' || since.type !== 'TIMESTAMP')
-      throw invalid('reconcile parameters must be bucket STRING, prefix STRING, since TIMESTAMP');
-    const from = Date.parse(since.value ?? '');
+    const until = params.get('until');
+    if (
+      bucket.type !== 'STRING' ||
+      prefix.type !== 'STRING' ||
+      since.type !== 'TIMESTAMP' ||
+      (until !== undefined && until.type !== 'TIMESTAMP')
+    )
+      throw invalid('reconcile parameters must be bucket STRING, prefix STRING, since (and until) TIMESTAMP');
+    const day = (b: Bound) => new Date(Date.parse(b.value ?? '')).toISOString().slice(0, 10);
     const uris = new Set(
       table
         .filter(
           (r) =>
             r.bucket === bucket.value &&
             (r.object_name ?? '').startsWith(prefix.value ?? '') &&
-            dayOf(r) >= new Date(from).toISOString().slice(0, 10),
+            dayOf(r) >= day(since) &&
+            (until === undefined || dayOf(r) < day(until)),
         )
         .map((r) => r.object_uri!),
     );
@@ -527,8 +538,8 @@ export async function startFakeBigQuery(
   /**
    * A dry run's `totalBytesProcessed`: the bytes of the columns the statement reads in the
    * partitions its key-day filter names. A filter counts only when it compares the target's
-   * `key_day` with parameters (`key_day >= @p`, `key_day >= DATE(@ts)`, `key_day = @p`,
-   * `key_day IN (@p, …)`), as BigQuery prunes by constants; `T.key_day = S.key_day`, a join
+   * `key_day` with parameters (`key_day >= @p`, `key_day >= DATE(@ts)`, `key_day < DATE(@ts)`,
+   * `key_day = @p`, `key_day IN (@p, …)`; comparisons joined by AND all hold), as BigQuery prunes by constants; `T.key_day = S.key_day`, a join
    * condition, prunes nothing, and a statement without such a filter is estimated at the whole
    * table. A MERGE reads `dedup_key` + `key_day` of its target; a SELECT the columns it names.
    */
@@ -539,19 +550,28 @@ export async function startFakeBigQuery(
       config.queryParameters === undefined ? new Map<string, Bound>() : parameters(config.queryParameters);
     const sql = String(config.query ?? '');
     const column = KEY_DAY_COLUMN.name;
-    const compare = new RegExp(`\\b(?:T\\.)?${column}\\s*(>=|=)\\s*(?:DATE\\()?@(\\w+)`).exec(sql);
+    const compares = [
+      ...sql.matchAll(new RegExp(`\\b(?:T\\.)?${column}\\s*(>=|<|=)\\s*(?:DATE\\()?@(\\w+)`, 'g')),
+    ];
     const among = new RegExp(`\\b(?:T\\.)?${column}\\s+IN\\s*\\(([^)]*)\\)`).exec(sql);
     let read: (day: string) => boolean = () => true;
     if (among) {
       const days = new Set(among[1]!.split(',').map((p) => dateParam(params, p.trim().replace(/^@/, ''))));
       read = (day) => days.has(day);
-    } else if (compare) {
-      const p = params.get(compare[2]!);
-      const bound =
-        p?.type === 'TIMESTAMP' && p.value !== null
-          ? new Date(Date.parse(p.value)).toISOString().slice(0, 10)
-          : dateParam(params, compare[2]!);
-      read = compare[1] === '>=' ? (day) => day >= bound : (day) => day === bound;
+    } else if (compares.length > 0) {
+      const tests = compares.map((compare) => {
+        const p = params.get(compare[2]!);
+        const bound =
+          p?.type === 'TIMESTAMP' && p.value !== null
+            ? new Date(Date.parse(p.value)).toISOString().slice(0, 10)
+            : dateParam(params, compare[2]!);
+        return compare[1] === '>='
+          ? (day: string) => day >= bound
+          : compare[1] === '<'
+            ? (day: string) => day < bound
+            : (day: string) => day === bound;
+      });
+      read = (day) => tests.every((t) => t(day));
     }
     const columns = /^\s*MERGE\b/i.test(sql)
       ? ['dedup_key', column]

@@ -1,5 +1,10 @@
 import type { ObjectResource } from '../../src/reconcile/notification';
-import type { LineIndex, NotificationPublisher, ObjectLister } from '../../src/reconcile/reconcile';
+import type {
+  ComparisonQuery,
+  LineIndex,
+  NotificationPublisher,
+  ObjectLister,
+} from '../../src/reconcile/reconcile';
 
 /** In-memory ports for reconcile: a bucket listing in pages, a set of rows, a recording publisher. */
 
@@ -43,16 +48,44 @@ export class MemoryLister implements ObjectLister {
 
 /** Rows as (object_uri, processed_at); answers the query as the SQL does. */
 export class MemoryIndex implements LineIndex {
-  readonly queries: Array<{ bucket: string; prefix: string; since: Date }> = [];
+  readonly queries: ComparisonQuery[] = [];
   constructor(readonly rows: Array<{ uri: string; processedAt: Date }>) {}
-  async objectUris(query: { bucket: string; prefix: string; since: Date }): Promise<Set<string>> {
+  async objectUris(query: ComparisonQuery): Promise<Set<string>> {
     this.queries.push(query);
     const start = `gs://${query.bucket}/${query.prefix}`;
+    const t = (r: { processedAt: Date }) => r.processedAt.getTime();
     return new Set(
       this.rows
-        .filter((r) => r.uri.startsWith(start) && r.processedAt.getTime() >= query.since.getTime())
+        .filter(
+          (r) =>
+            r.uri.startsWith(start) &&
+            t(r) >= query.since.getTime() &&
+            (query.until === undefined || t(r) < query.until.getTime()),
+        )
         .map((r) => r.uri),
     );
+  }
+}
+
+/**
+ * A table with `bytesPerDay` of the comparison's columns in every key day up to {@link NOW}'s, and no
+ * row of the listed objects: its dry run is what BigQuery's would be, every row of a statement's days.
+ */
+export class DryRunIndex implements LineIndex {
+  readonly queries: ComparisonQuery[] = [];
+  constructor(private readonly bytesPerDay: number) {}
+  /** The estimate of a statement: the days from its `since`'s to the day before `until` (or today). */
+  estimate(query: ComparisonQuery): number {
+    const day = (d: Date) => Math.floor(d.getTime() / 86_400_000);
+    const end = query.until === undefined ? day(NOW) + 1 : day(query.until);
+    return Math.max(0, end - day(query.since)) * this.bytesPerDay;
+  }
+  async estimateBytes(query: ComparisonQuery): Promise<number> {
+    return this.estimate(query);
+  }
+  async objectUris(query: ComparisonQuery): Promise<Set<string>> {
+    this.queries.push(query);
+    return new Set();
   }
 }
 
