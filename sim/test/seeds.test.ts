@@ -10,10 +10,13 @@ import { broken, runSeed } from '../faults/soak';
  * Seeds 159 and 1259 stay as regression cases of the simulator itself: an instance whose clock is
  * skewed read its drain's deadline on the true clock, and its requests' on its own (159); its batch
  * timers read the true clock, so a MERGE started in a batch timer was bounded by a deadline set on
- * the skewed clock and ran past the true one (1259, I6).
+ * the skewed clock and ran past the true one (1259, I6). Seed 62 adds an operator's actions (a
+ * reconcile --apply while a poison document is at work, and the replay of its dead letters), drawn
+ * from the seed's fifth stream after the others, so the seeds above kept their faults.
  */
 const SUITE_SEEDS: readonly number[] = [
-  1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 53, 65, 159, 233, 246, 1259,
+  1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 53, 62, 65, 159, 233, 246,
+  1259,
 ];
 
 describe('a fixed set of seeds', () => {
