@@ -1,7 +1,7 @@
-import type { Storage } from '@google-cloud/storage';
 import { GcsMemoStore } from '../../worker/src/adapters/memo-stores/gcs-memo-store';
 import { MEMO_CALL_TIMEOUT_MS } from '../../worker/src/contract/settings';
 import type { MemoStore } from '../../worker/src/core/ports';
+import { type BucketCall, BucketObjects } from '../models/cloud-storage';
 import { seededRandom } from '../random';
 import type { SimClock } from '../time';
 import type { DatedCause } from './invariants';
@@ -20,18 +20,11 @@ function optional<N extends string>(
 }
 
 /**
- * The memo bucket: the worker's real `GcsMemoStore`, one per instance, over a model of the Cloud
- * Storage bucket they share (`bucket(b).file(n).save()/download()/getMetadata()/exists()`), so the
- * adapter's object names, create-only writes and compare-and-swap lease rewrites all run. What the
- * bucket holds to:
+ * The memo bucket: the worker's real `GcsMemoStore`, one per instance, over the Cloud Storage
+ * bucket they share (`sim/models/cloud-storage.ts`: generations, custom metadata, 412 to a write
+ * whose `ifGenerationMatch` does not hold, 429 past one write a second per object, 404), so the
+ * adapter's object names, create-only writes and compare-and-swap lease rewrites all run. Here:
  *
- * - a write with `ifGenerationMatch` answers 412 unless the object's generation is that one (0: it
- *   does not exist) (documented); every write gives the object a new generation, which the client's
- *   `file.metadata` holds after it, with the custom metadata written with it;
- * - one write per second per object name (documented "up to once per second"): a write sooner
- *   than that answers 429, whether or not it would have met its precondition;
- * - a missing object answers 404; a listing is strongly consistent and gives each object's name,
- *   generation and creation time;
  * - tens of milliseconds per call, and the schedule's faults per call: slow calls (seconds), errors
  *   (a 503 the client surfaces), hangs (no answer, ever: only a caller's own timeout ends the wait).
  *   A write takes effect when its latency ends, not when it is sent.
@@ -49,13 +42,13 @@ export class MemoBucket {
   readonly leaseFailures = new Map<string, DatedCause[]>();
   /** Keeps that landed: the dedup key and the instance that sent it. */
   readonly kept: Array<{ dedupKey: string; instance: number; atMs: number }> = [];
-  /** The bucket's objects: name → bytes, custom metadata, generation, creation time. */
-  private readonly objects = new Map<
-    string,
-    { bytes: Buffer; metadata: Record<string, string>; generation: number; createdMs: number }
-  >();
-  private readonly lastWriteMs = new Map<string, number>();
-  private nextGeneration = 1;
+  /** The bucket's objects, and its answers to writes: 429 past one a second per object, 412. */
+  private readonly bucket = new BucketObjects({
+    rateLimited: (name) =>
+      this.faults.injected('memo.objectRateLimited', [this.keyFor(this.memoKeyOf(name))], `429 on ${name}`),
+    preconditionFailed: (name) =>
+      this.faults.injected('memo.preconditionFailed', [this.keyFor(this.memoKeyOf(name))], `412 on ${name}`),
+  });
   private next = 0;
   private readonly random: () => number;
 
@@ -80,8 +73,8 @@ export class MemoBucket {
   /** The MemoStore one instance's AnalysisMemo uses: the real GcsMemoStore on this bucket. */
   store(instance = -1): MemoStore {
     const real = new GcsMemoStore({
-      storage: this.storage(),
-      bucket: 'docline-sim-memo',
+      storage: this.bucket.storage((operation, name, act) => this.call(operation, name, act)),
+      bucket: MEMO_BUCKET,
       sleep: (ms) => this.time.sleep(ms),
       random: this.random,
     });
@@ -107,7 +100,7 @@ export class MemoBucket {
    */
   workedOnSince(memoKeyOf: { analysis: string; lease: string }): number | undefined {
     const times = [`analyses/${memoKeyOf.analysis}.json`, `leases/${memoKeyOf.lease}.json`]
-      .map((name) => this.objects.get(name)?.createdMs)
+      .map((name) => this.bucket.object(MEMO_BUCKET, name)?.createdMs)
       .filter((ms): ms is number => ms !== undefined);
     return times.length > 0 ? Math.min(...times) : undefined;
   }
@@ -116,7 +109,7 @@ export class MemoBucket {
   private watch<T>(operation: string, key: string, call: Promise<T>): Promise<T> {
     const dedupKey = this.dedupKeyOf(key);
     if (!dedupKey) return call;
-    const existed = this.objects.has(`analyses/${key}.json`);
+    const existed = this.bucket.object(MEMO_BUCKET, `analyses/${key}.json`) !== undefined;
     // A failed call is dated from its start: the worker may give up on it (and act) before the
     // bucket's own timeout notes it, never before it began.
     const startedMs = this.time.nowMs();
@@ -151,85 +144,9 @@ export class MemoBucket {
     return call;
   }
 
-  /** A stand-in for `@google-cloud/storage`'s `Storage`, enough for `GcsMemoStore`. */
-  private storage(): Storage {
-    const file = (name: string) => {
-      const handle = {
-        metadata: {} as { generation?: string; metadata?: Record<string, string> },
-        save: async (
-          data: string | Buffer,
-          options?: {
-            metadata?: { metadata?: Record<string, string> };
-            preconditionOpts?: { ifGenerationMatch?: number };
-          },
-        ) => {
-          handle.metadata = await this.call('save', name, () =>
-            this.write(
-              name,
-              Buffer.from(data),
-              options?.metadata?.metadata ?? {},
-              options?.preconditionOpts?.ifGenerationMatch,
-            ),
-          );
-        },
-        download: () => this.call('download', name, async () => this.read(name)),
-        getMetadata: () => this.call('getMetadata', name, async () => [this.metadataOf(name)]),
-        exists: () => this.call('exists', name, async (): Promise<[boolean]> => [this.objects.has(name)]),
-      };
-      return handle;
-    };
-    return { bucket: () => ({ file }) } as unknown as Storage;
-  }
-
-  /** An object's metadata as the JSON API answers it: generation, custom metadata. */
-  private metadataOf(name: string): { generation: string; metadata: Record<string, string> } {
-    const o = this.objects.get(name);
-    if (!o) throw Object.assign(new Error('No such object.'), { code: 404 });
-    return { generation: String(o.generation), metadata: { ...o.metadata } };
-  }
-
-  private write(
-    name: string,
-    bytes: Buffer,
-    metadata: Record<string, string>,
-    ifGenerationMatch: number | undefined,
-  ): { generation: string; metadata: Record<string, string> } {
-    const now = this.time.nowMs();
-    const last = this.lastWriteMs.get(name);
-    this.lastWriteMs.set(name, now);
-    const key = this.memoKeyOf(name);
-    if (last !== undefined && now - last < 1_000) {
-      this.faults.injected('memo.objectRateLimited', [this.keyFor(key)], `429 on ${name}`);
-      throw Object.assign(new Error('The object exceeded the rate limits for object mutation operations.'), {
-        code: 429,
-      });
-    }
-    const existing = this.objects.get(name);
-    if (ifGenerationMatch !== undefined && (existing?.generation ?? 0) !== ifGenerationMatch) {
-      this.faults.injected('memo.preconditionFailed', [this.keyFor(key)], `412 on ${name}`);
-      throw Object.assign(new Error('At least one of the pre-conditions you specified did not hold.'), {
-        code: 412,
-      });
-    }
-    const generation = this.nextGeneration++;
-    this.objects.set(name, {
-      bytes,
-      metadata: { ...metadata },
-      generation,
-      createdMs: existing?.createdMs ?? now,
-    });
-    return { generation: String(generation), metadata: { ...metadata } };
-  }
-
-  private read(name: string): [Buffer] {
-    const o = this.objects.get(name);
-    if (!o) throw Object.assign(new Error('No such object.'), { code: 404 });
-    return [o.bytes];
-  }
-
-  /** The memo key an object is about (`analyses/<key>.json`, `leases/<key>.json`). */
+  /** The memo key an object is about (`<bucket>/analyses/<key>.json`, `<bucket>/leases/<key>.json`). */
   private memoKeyOf(name: string): string {
-    const m = /^(?:analyses|leases)\/([^/]+\/[0-9a-f]{64}(?:~\d+)?)/.exec(name);
+    const m = /(?:^|\/)(?:analyses|leases)\/([^/]+\/[0-9a-f]{64})/.exec(name);
     return m?.[1] ?? name;
   }
 
@@ -238,7 +155,7 @@ export class MemoBucket {
   }
 
   /** One call to the bucket: the schedule's latency and fault, then the act (when the latency ends). */
-  private async call<T>(operation: string, name: string, act: () => Promise<T> | T): Promise<T> {
+  private async call<T>(operation: BucketCall, name: string, act: (atMs: number) => T): Promise<T> {
     const plan = this.schedule.calls[this.next++] ?? { latencyMs: 50 };
     const keys = [this.keyFor(this.memoKeyOf(name))];
     if (plan.fault === 'hang') {
@@ -252,6 +169,8 @@ export class MemoBucket {
       this.faults.injected('memo.error', keys, `${operation} ${name}: 503`);
       throw Object.assign(new Error('We encountered an internal error. Please try again.'), { code: 503 });
     }
-    return act();
+    return act(this.time.nowMs());
   }
 }
+
+const MEMO_BUCKET = 'docline-sim-memo';
