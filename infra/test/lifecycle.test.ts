@@ -330,12 +330,14 @@ describe.each(['dev', 'prod'] as const)('the lifecycle of the %s stack', (stack)
     expect(sleeps).toHaveLength(6);
     // Each wait follows the grants it waits for, and is re-run only when one of them is replaced.
     const imageReaders = ofType(run, 'gcp:artifactregistry/repositoryIamMember:RepositoryIamMember');
-    expect(Object.keys(serviceWait.inputs.triggers as object)).toHaveLength(6 + imageReaders.length);
+    // The worker's seven grants: bucket viewer, memo creator, viewer and lease writer, dataset
+    // editor, job user, Vertex user.
+    expect(Object.keys(serviceWait.inputs.triggers as object)).toHaveLength(7 + imageReaders.length);
     expect(Object.keys(checkWait.inputs.triggers as object)).toHaveLength(3);
     const workerGrants = run.resources.filter(
       (r) => /IAMMember|IamMember/.test(r.type) && String(r.inputs.member).includes('-worker@'),
     );
-    expect(workerGrants).toHaveLength(6);
+    expect(workerGrants).toHaveLength(7);
     for (const grant of workerGrants) expect(waitsFor(run, serviceWait).has(grant.urn)).toBe(true);
   });
 
