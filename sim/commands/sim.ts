@@ -26,7 +26,9 @@ import { broken, coveringSeeds, type FaultsSection, runSoak, SOAK_BAR, soakShort
  *                                           inject every fault kind (test:sim's fixed set)
  *   npm run sim -- --mutant NAME|all        a named bug injected into the worker at run time,
  *                [--seeds N]                run over seeds 1…N (default: its own bound)
- *                                           until an invariant catches it
+ *                [--record]                 until an invariant catches it; --record writes the
+ *                                           catches into bench/results.json → faults → mutants
+ *                                           (the soak's other figures stay) and docs/testing.md
  *
  * The soak also runs every mutant and writes which invariant caught it (faults → mutants).
  *
@@ -237,6 +239,26 @@ async function soak(count: number, first: number, replays: number, jobs: number)
   return brokenSeeds.length > 0 || catches.some((c) => !c.caught) ? 1 : 0;
 }
 
+/**
+ * Writes which invariant caught each mutant into bench/results.json → faults → mutants, the soak's
+ * other figures as they are, and regenerates docs/testing.md's figures from them: a mutant
+ * redefined after a soak is hunted again alone, without the soak's hour.
+ */
+function recordCatches(catches: readonly Catch[]): void {
+  const previous = JSON.parse(readFileSync(RESULTS, 'utf8')) as { faults: FaultsSection } & Record<
+    string,
+    unknown
+  >;
+  const mutants = { ...previous.faults.mutants };
+  for (const c of catches) mutants[c.mutant] = c.caught?.invariant ?? 'not caught';
+  const faults = { ...previous.faults, mutants };
+  writeFileSync(RESULTS, `${JSON.stringify({ ...previous, faults }, null, 2)}\n`);
+  writeFileSync(TESTING_DOC, replaceFaultFigures(readFileSync(TESTING_DOC, 'utf8'), faults));
+  console.log(
+    `catches written to ${path.relative(process.cwd(), RESULTS)} → faults → mutants, and docs/testing.md`,
+  );
+}
+
 /** Hunts each mutant over seeds 1…bound, printing which invariant caught it. */
 async function huntAll(mutants: readonly Mutant[], bound?: number): Promise<Catch[]> {
   const catches: Catch[] = [];
@@ -306,6 +328,7 @@ async function main(): Promise<number> {
     const chosen = mutant === 'all' ? MUTANTS : [mutantNamed(mutant)];
     const bound = seeds === undefined ? undefined : wholeNumber('seeds', seeds);
     const catches = await huntAll(chosen, bound);
+    if (process.argv.includes('--record')) recordCatches(catches);
     return catches.every((c) => c.caught) ? 0 : 1;
   }
   const cover = arg('cover');

@@ -105,8 +105,11 @@ export const MUTANTS: readonly Mutant[] = [
     name: 'seen-skipped',
     bug: 'the lookup is skipped (always "not seen"): a redelivery of a written document whose memo lost its analysis pays again',
     // The lookup matters only for a delivery of a written document whose kept analysis was lost or
-    // cannot be read (a failed keep, failed reads): rarer than the others.
-    seeds: 150,
+    // cannot be read (a failed keep, failed reads): hunted where the memo fails one call in four
+    // and every ack is followed by one more push of its message. Hung statements are left out: a
+    // redelivery whose lookup meets one waits out its own deadline past the run's end (I6 "never
+    // answered"), which says nothing of the lookup.
+    rates: { memoError: 0.25, redeliveryAfterAck: 1, hungStatement: 0 },
     store: (store) => override(store, { seen: async () => false }),
   },
   {

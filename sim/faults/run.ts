@@ -55,10 +55,23 @@ const COLD_START_MS = 2_000;
  * (every delivery attempt at the request timeout, and the backoffs between them), plus the longest
  * outage a seed draws, so a message still pending then is stuck.
  */
-function runBoundMs(settings: typeof DELIVERY_DEFAULTS): number {
+function runBoundMs(settings: typeof DELIVERY_DEFAULTS, poisonMessages = 0): number {
   const attemptsMs = settings.maxDeliveryAttempts * settings.workerTimeoutSeconds * 1000;
-  return retryHorizonSeconds(settings) * 1000 + attemptsMs + FAULT_RATES.outageMs.max;
+  return (
+    retryHorizonSeconds(settings) * 1000 +
+    attemptsMs +
+    FAULT_RATES.outageMs.max +
+    poisonMessages * settings.maxDeliveryAttempts * POISON_PUSH_MS
+  );
 }
+
+/**
+ * What one more push of a poison message may cost the whole subscription once nothing else is left
+ * to ack: its refusal (about a second) and the push backoff every nack brings (up to 60 s,
+ * sim/pubsub.ts). Many poison messages (a fleet's, announced again by a reconcile) then go to the
+ * dead letter one push a minute: the run's bound leaves them that time.
+ */
+const POISON_PUSH_MS = 61_000;
 
 export interface SimDocument {
   name: string;
@@ -493,7 +506,11 @@ export async function runSchedule(
       });
     const settledAll = () =>
       published === resources.length + overwrites.length && reconciled === reconciles.length && sub.idle;
-    let ended = await time.run(settledAll, runBoundMs(settings));
+    // Every poison upload's notifications, and a reconcile's announcement of each.
+    const poisonMessages = [...resources, ...overwrites]
+      .filter(({ plan }) => plan.kind === 'poison')
+      .reduce((n, { plan }) => n + plan.notifications + reconciles.length, 0);
+    let ended = await time.run(settledAll, runBoundMs(settings, poisonMessages));
     // In the aftermath: `npm run dlq -- replay` publishes every dead letter again (its data and
     // attributes, less the dead-letter ones), and the run goes on until those settle too.
     const letters = ended === 'done' && schedule.operator?.replayDeadLetters ? sub.takeDeadLetters() : [];
@@ -509,7 +526,7 @@ export async function runSchedule(
         );
         announced(sub.publish(l.data, attributes), keyOfMessage.get(l.id) ?? l.id);
       }
-      ended = await time.run(settledAll, time.nowMs() + runBoundMs(settings));
+      ended = await time.run(settledAll, time.nowMs() + runBoundMs(settings, letters.length));
     }
     // Late work (handlers past their request, slow statements) may still change the table: let it end.
     const settled = await time.run(() => false, time.nowMs() + 2 * config.requestTimeoutSeconds * 1000);

@@ -217,7 +217,7 @@ export const FAULT_RATES = Object.freeze({
    * Outside a fleet: a good document and four poison ones uploaded together on one
    * instance, so that several refused rows meet in one statement (fleets alone made too few).
    */
-  poisonBatch: 0.2,
+  poisonBatch: 0.3,
   /** Per good invoice: a long one, whose analysis is large ({@link LARGE_ANALYSIS}). */
   largeAnalysis: 0.06,
   /**

@@ -368,16 +368,15 @@ export class AnalysisMemo {
     const { lease, holderSeen } = waited;
     // The memo gave no lease (it is failing): the work goes on; the write asks again (writeTurn).
     const heartbeat = lease.token ? this.renewWhileWorking(base, lease.token, dedupKey, deadline) : undefined;
-    // An earlier delivery held this key's lease: it may well have kept
-    // its analysis since this delivery last read the memo (a holder keeps its analysis before its
-    // write, and ends its lease only after it), and this delivery may not have waited for it at
-    // all. One more read costs a memo call; paying again costs an analysis. Read with it: the
-    // attempts an earlier delivery paid for before it failed, to go on after them.
+    // An earlier delivery held this key's lease: it may well have kept its analysis since this
+    // delivery last read the memo (a holder keeps its analysis before its write, and ends its lease
+    // only after it), and this delivery may not have waited for it at all. One more read costs a
+    // memo call; paying again costs an analysis. Read with it: the attempts an earlier delivery paid
+    // for before it failed, to go on after them. When that read fails, the earlier holder may have
+    // written its row: the work asks the store before paying, as after a holder seen (soak I5, seed
+    // 22 of a world where BigQuery loses answers: the holder wrote and ended its lease, and the memo
+    // failed every read of this delivery).
     let resume: AnalysisProgress | undefined;
-    // The earlier holder may have written its row, and the memo cannot say whether it kept an
-    // analysis: the work asks the store before paying, as after a holder seen (soak I5, seed 22 of
-    // a world where BigQuery loses answers: the holder wrote and ended its lease, the memo failed
-    // every read of this delivery).
     let afterHolder = holderSeen;
     if (lease.earlier) {
       const reads = { failed: false };
