@@ -65,7 +65,7 @@ export function override<T extends object>(target: T, methods: Partial<T>): T {
 }
 
 const LEASE_MS = MEMO_LEASE_DEFAULTS.leaseMs;
-const DAY_MS = 24 * 60 * 60 * 1000;
+const MONTH_MS = 30 * 24 * 60 * 60 * 1000;
 
 /** Stable: the same document, the same draw (a bug that hits some documents, not all). */
 const everyThird = (name: string) => createHash('sha256').update(name).digest()[0]! % 3 === 0;
@@ -193,15 +193,18 @@ export const MUTANTS: readonly Mutant[] = [
   },
   {
     name: 'lease-never-expires',
-    bug: 'a lease is taken and renewed for a day: a holder that died blocks its document for good',
+    bug: 'a lease is taken and renewed for a month: a holder that died blocks its document for good',
+    // Longer than any run's bound (a run that must leave many poison messages their pushes at one
+    // a minute lasts more than a day): the document blocked is dead-lettered or stuck at the end.
     memo: (memo, { time }) =>
       override(memo, {
-        lease: (key, _expiresAt, now) => memo.lease(key, new Date(time.clock.now().getTime() + DAY_MS), now),
+        lease: (key, _expiresAt, now) =>
+          memo.lease(key, new Date(time.clock.now().getTime() + MONTH_MS), now),
         renew: (key, token, expiresAt, release) =>
           memo.renew(
             key,
             token,
-            release ? expiresAt : new Date(time.clock.now().getTime() + DAY_MS),
+            release ? expiresAt : new Date(time.clock.now().getTime() + MONTH_MS),
             release,
           ),
       }),
