@@ -116,13 +116,12 @@ export interface WriteTurnHandle {
 /**
  * What one lease call found: `token` when this delivery holds the key's lease now (`earlier`: a
  * delivery held it before), `holderUntil` when another delivery holds it, neither when leases are
- * off or the memo gave no answer (`failed`).
+ * off or the memo gave no answer.
  */
 interface Lease {
   token?: string;
   holderUntil?: Date;
   earlier?: boolean;
-  failed?: true;
 }
 
 /** What the memo tells the paid work it runs. */
@@ -490,15 +489,10 @@ export class AnalysisMemo {
     if (this.leaseMs <= 0) return none;
     // One lease for every analyzer version: two revisions of a deploy exclude each other's writes.
     const base = AnalysisMemo.leaseKey(dedupKey);
-    const ours = (): WriteTurn | undefined => {
-      const turn = this.writing.get(base);
-      if (turn && !turn.heartbeat.stopped) return turn;
-      if (turn) this.writing.delete(base);
-      return undefined;
-    };
+    // A turn leaves `writing` as its heartbeat stops (holdTurn): the one there is live.
     const waited = await this.waitForHolder(base, dedupKey, deadline, {
       what: 'waiting for the write of a concurrent delivery (its lease)',
-      mine: ours,
+      mine: () => this.writing.get(base),
     });
     if ('found' in waited) return this.join(waited.found, deadline);
     const { token } = waited.lease;
@@ -659,7 +653,7 @@ export class AnalysisMemo {
         dedupKey,
         error: error instanceof Error ? error.message : String(error),
       });
-      return { failed: true };
+      return {};
     }
   }
 

@@ -1,6 +1,7 @@
 import type { Storage } from '@google-cloud/storage';
 import { MEMO_LEASE_PREFIX } from '../../contract/storage';
 import type { LeaseTaken, MemoEntry, MemoStore } from '../../core/ports';
+import { isLive } from './memory-memo-store';
 
 /**
  * The memo of paid analyses in a private Cloud Storage bucket of its own (the stack creates it with
@@ -80,7 +81,7 @@ export class GcsMemoStore implements MemoStore {
     const body: LeaseBody = { expiresAt: expiresAt.toISOString(), holder };
     for (let attempt = 0; attempt < 3; attempt++) {
       const held = await this.readLease(name);
-      if (held?.live(now)) return { heldUntil: held.expiresAt };
+      if (held && isLive(held, now)) return { heldUntil: held.expiresAt };
       const taken = await this.write(name, body, held?.generation ?? 0);
       if (taken) return { token: tokenOf(taken, holder), earlier: held !== undefined };
     }
@@ -137,7 +138,6 @@ export class GcsMemoStore implements MemoStore {
         holder: String(fields.holder ?? ''),
         expiresAt,
         released,
-        live: (now: Date) => !released && expiresAt > now,
       };
     } catch (error) {
       if (codeOf(error) === 404) return undefined;
@@ -202,7 +202,6 @@ interface LeaseObject {
   holder: string;
   expiresAt: Date;
   released: boolean;
-  live(now: Date): boolean;
 }
 
 /** The one lease object of a key. */

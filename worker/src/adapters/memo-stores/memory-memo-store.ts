@@ -51,10 +51,15 @@ export function takeLease(
   newHolder: () => string,
 ): LeaseTaken | { heldUntil: Date } {
   const held = leases.get(key);
-  if (held && !held.released && held.expiresAt > now) return { heldUntil: held.expiresAt };
+  if (held && isLive(held, now)) return { heldUntil: held.expiresAt };
   const holder = newHolder();
   leases.set(key, { expiresAt, holder, released: false });
   return { token: holder, earlier: held !== undefined };
+}
+
+/** Whether a lease still holds at `now`: neither released nor expired. Every store reads it so. */
+export function isLive(lease: Pick<LeaseState, 'expiresAt' | 'released'>, now: Date): boolean {
+  return !lease.released && lease.expiresAt > now;
 }
 
 /**
