@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { attachedXml } from '../worker/test/support/e-invoices';
 
 /** The repository's root (this file sits one folder below it). */
 const ROOT = path.join(__dirname, '..');
@@ -15,4 +16,39 @@ export function textInvoices(): Array<{ name: string; bytes: Buffer }> {
     .sort();
   if (files.length === 0) throw new Error(`no text invoices in ${dir}`);
   return files.map((f) => ({ name: f, bytes: readFileSync(path.join(dir, f)) }));
+}
+
+/** The PDF invoices of samples/invoices (text-layer PDFs with no e-invoice in them), in a stable order. */
+export function pdfInvoices(): Array<{ name: string; bytes: Buffer }> {
+  const dir = path.join(ROOT, 'samples/invoices');
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.pdf'))
+    .sort()
+    .map((f) => ({ name: f, bytes: readFileSync(path.join(dir, f)) }));
+}
+
+/**
+ * One e-invoice of each kind the simulator uploads, with the invoice number its XML states (read
+ * here with a pattern, independently of the worker's reader): a CII and a UBL XML of the EN 16931
+ * examples (sim/e-invoices, Apache-2.0, from ZUGFeRD/corpus) and a Factur-X PDF of the evaluation's
+ * tuning corpus.
+ */
+export async function eInvoiceSamples(): Promise<
+  Record<'facturX' | 'cii' | 'ubl', { bytes: Buffer; invoiceNumber: string }>
+> {
+  const read = (...parts: string[]) => readFileSync(path.join(ROOT, ...parts));
+  const numberOf = (xml: string, pattern: RegExp) => {
+    const found = pattern.exec(xml)?.[1];
+    if (!found) throw new Error(`no invoice number in the sample e-invoice (${pattern.source})`);
+    return found.trim();
+  };
+  const cii = /<rsm:ExchangedDocument>\s*<ram:ID>([^<]+)<\/ram:ID>/u;
+  const facturXPath = path.join(ROOT, 'bench/corpus/zugferd-tuning/zugferd_2p1_EN16931_2_Teilrechnung.pdf');
+  const ciiBytes = read('sim/e-invoices/EN16931_Einfach.cii.xml');
+  const ublBytes = read('sim/e-invoices/EN16931_Einfach.ubl.xml');
+  return {
+    facturX: { bytes: readFileSync(facturXPath), invoiceNumber: numberOf(await attachedXml(facturXPath), cii) },
+    cii: { bytes: ciiBytes, invoiceNumber: numberOf(ciiBytes.toString('utf8'), cii) },
+    ubl: { bytes: ublBytes, invoiceNumber: numberOf(ublBytes.toString('utf8'), /<cbc:ID>([^<]+)<\/cbc:ID>/u) },
+  };
 }

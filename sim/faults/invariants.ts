@@ -16,9 +16,9 @@ export const INVARIANTS = {
   I2: 'nothing stuck, nothing wrongly dead-lettered: every message is acked or dead-lettered, and only a poison document is dead-lettered',
   I3: 'one raw row per key: an extra row needs a named cause that can produce one, between the two rows (each listed)',
   I4: 'the view never changes its answer: the row (by identity) the documents view returned for a key is the one it returns at the end (unless the memo failed a lease call of the key; each listed)',
-  I5: "paid once: per document, paid analyses on Gemini's bill ≤ 1 + the faults that lost that document's paid answer",
+  I5: "paid once: per document, paid analyses on Gemini's bill ≤ 1 + the faults that lost that document's paid answer, and none for an e-invoice",
   I6: "no work past the deadline: every request answered by the worker's own deadline (brought forward at SIGTERM), no call started after Cloud Run's (the request timeout, SIGTERM + the grace), no Gemini call or BigQuery statement of it still running past the worker's",
-  I7: 'the right outcome: an invoice ends `ok` with an analysis Gemini gave for it, a refused document `rejected` with its reason, a generation gone before its read `rejected` `object_gone`, a poison one dead-lettered with no row',
+  I7: 'the right outcome: an invoice ends `ok` with an analysis Gemini gave for it (an e-invoice with the one its XML states), a refused document `rejected` with its reason, a generation gone before its read and before any analysis of it was kept `rejected` `object_gone`, a poison one dead-lettered with no row',
   I8: 'no batch refused for its size: every MERGE BigQuery refused as a request over its 10 MB limit carried one row (a row too large on its own), never a batch that a byte budget would have split',
 } as const;
 
@@ -151,6 +151,10 @@ export function checkInvariants(record: RunRecord): Verdict {
   for (const d of record.documents) {
     const n = record.paidAnalysesByDocument[d.name] ?? 0;
     paid += n;
+    // An e-invoice states its data: reading it is free, and nothing of it is ever paid for.
+    const billed = record.paidCallsByDocument[d.name] ?? 0;
+    if (d.statedNumber !== undefined && billed > 0)
+      violations.I5.push(`${d.name} is an e-invoice (${d.format}), and Gemini was paid ${billed} call(s) for it`);
     const losses = record.answerLosses[d.name] ?? [];
     const said = (list: DatedCause[]) => (list.length > 0 ? ` (${list.map((l) => l.what).join('; ')})` : '');
     if (n > 1 + losses.length)
@@ -275,6 +279,20 @@ export function checkInvariants(record: RunRecord): Verdict {
         violations.I7.push(
           `${d.name} ends rejected object_gone (committed at ${row.committedAtMs} ms), and its generation ${d.goneAtMs === undefined ? 'never went' : `went only at ${d.goneAtMs} ms`}`,
         );
+      // An analysis paid for and kept is the document's answer, whether or not its generation can
+      // still be read: only a failure of the memo's calls for the key (from the keep on) or of a
+      // lease call (two holders) can hide it from the delivery that wrote this row.
+      const keptAtMs = record.keptAtMs?.[d.key];
+      if (keptAtMs !== undefined && keptAtMs < row.committedAtMs) {
+        const hidden = [
+          ...(record.answerLosses[d.name] ?? []).filter((l) => l.atMs >= keptAtMs),
+          ...(record.leaseFailures[d.key] ?? []),
+        ].filter((l) => l.atMs <= row.committedAtMs);
+        if (hidden.length === 0)
+          violations.I7.push(
+            `${d.name} ends rejected object_gone (committed at ${row.committedAtMs} ms), though its analysis was kept at ${keptAtMs} ms and no memo call of it failed since`,
+          );
+      }
       continue;
     }
     const reason = REFUSAL_REASON[d.kind];
@@ -285,12 +303,14 @@ export function checkInvariants(record: RunRecord): Verdict {
         );
       continue;
     }
-    const answered = record.geminiAnswers[d.name] ?? [];
+    const answered = d.statedNumber !== undefined ? [d.statedNumber] : (record.geminiAnswers[d.name] ?? []);
     if (row.status !== 'ok')
       violations.I7.push(`${d.name} (an invoice) ends ${row.status} ${row.reason ?? ''}, not ok`);
     else if (row.invoiceNumber === null || !answered.includes(row.invoiceNumber))
       violations.I7.push(
-        `${d.name} ends ok with analysis ${row.invoiceNumber ?? 'none'}, which Gemini never gave for it (it gave ${answered.join(', ') || 'none'})`,
+        d.statedNumber !== undefined
+          ? `${d.name} ends ok with analysis ${row.invoiceNumber ?? 'none'}, not the one its XML states (${d.statedNumber})`
+          : `${d.name} ends ok with analysis ${row.invoiceNumber ?? 'none'}, which Gemini never gave for it (it gave ${answered.join(', ') || 'none'})`,
       );
   }
 

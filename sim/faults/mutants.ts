@@ -13,6 +13,8 @@ export interface MutantContext {
   time: SimClock;
   /** The live (latest) generation of an object name, if any. */
   liveGeneration(bucket: string, name: string): string | undefined;
+  /** The dedup key (`gs://bucket/name#generation`) a memo key is about, when known. */
+  dedupKeyOf(memoKey: string): string | undefined;
 }
 
 /**
@@ -219,6 +221,22 @@ export const MUTANTS: readonly Mutant[] = [
             { ...ref, generation: liveGeneration(ref.bucket, ref.name) ?? ref.generation },
             maxBytes,
           ),
+      }),
+  },
+  {
+    name: 'gone-before-memo',
+    bug: 'a PDF or XML is read before the memo is asked: once its generation is gone, the analysis an earlier delivery paid for and kept is never found, and the retry writes rejected object_gone',
+    // Hot where every upload is a PDF whose generation goes after its first read, and BigQuery
+    // fails writes for a while (so a delivery that kept its analysis is retried after the
+    // generation went); the memo itself never fails there, so nothing excuses the lost answer.
+    rates: { pdf: 1, eInvoice: 0, generationGone: 1, bigqueryOutage: 1, memoError: 0, memoHang: 0 },
+    memo: (memo, { dedupKeyOf, liveGeneration }) =>
+      override(memo, {
+        get: async (key) => {
+          const uri = /^gs:\/\/([^/]+)\/(.+\.(?:pdf|xml))#(\d+)$/.exec(dedupKeyOf(key) ?? '');
+          if (uri && liveGeneration(uri[1]!, uri[2]!) !== uri[3]) return undefined;
+          return memo.get(key);
+        },
       }),
   },
   {

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { GeminiAnalyzer } from '../../worker/src/adapters/analyzers/gemini-analyzer';
+import { En16931Reader } from '../../worker/src/adapters/e-invoice/en16931-reader';
 import { BigQueryStore } from '../../worker/src/adapters/stores/bigquery-store';
 import { loadConfig } from '../../worker/src/config';
 import {
@@ -18,7 +19,7 @@ import { finalizeAttributes, reconcileNotification } from '../../worker/src/reco
 import { silentLogger } from '../logger';
 import { PushSubscription } from '../pubsub';
 import { seededRandom } from '../random';
-import { textInvoices } from '../samples';
+import { eInvoiceSamples, pdfInvoices, textInvoices } from '../samples';
 import { BigQueryClients } from './bigquery-client';
 import { CloudRunModel, type RequestRecord } from './cloud-run';
 import { DOCUMENT_MARKER, type GeminiCall, GeminiModel } from './gemini';
@@ -26,6 +27,8 @@ import type { DatedCause } from './invariants';
 import { MemoBucket } from './memo';
 import type { Mutant, MutantContext } from './mutants';
 import {
+  DOCUMENT_FORMATS,
+  type DocumentFormat,
   type DocumentKind,
   type DocumentPlan,
   FAULT_RATES,
@@ -47,6 +50,9 @@ import { type StatementRecord, Warehouse } from './warehouse';
 
 export const SIM_BUCKET = 'docline-sim-uploads';
 const SIM_TABLE = 'docline-sim.docline.documents';
+
+/** The e-invoices the runs upload, read once per process. */
+const E_INVOICES = eInvoiceSamples();
 /** Cloud Run's grace period between SIGTERM and SIGKILL. */
 export const SIGTERM_GRACE_MS = 10_000;
 const COLD_START_MS = 2_000;
@@ -77,6 +83,10 @@ export interface SimDocument {
   name: string;
   key: string;
   kind: DocumentKind;
+  /** How it was uploaded (unset: a text invoice). */
+  format?: DocumentFormat;
+  /** An e-invoice's number, as its XML states it: its row's, never one Gemini gave. */
+  statedNumber?: string;
   messageIds: string[];
   /** When its generation was deleted or overwritten (it may then end `rejected` `object_gone`). */
   goneAtMs?: number;
@@ -128,6 +138,8 @@ export interface RunRecord {
    * delivery that finds either asks the store before paying); absent: never.
    */
   memoWorkedOnSinceMs: Record<string, number>;
+  /** Per dedup key, when the memo bucket first held its kept analysis (absent: never). */
+  keptAtMs: Record<string, number>;
   /** Every Gemini call: which document and request, when, paid or not, and what became of its answer. */
   geminiCalls: GeminiCall[];
   requests: RequestRecord[];
@@ -175,7 +187,7 @@ export async function runSchedule(
   const config = loadConfig({ ...SIM_ENV, ...schedule.env });
 
   // The documents: sample invoices, each marked with its name so Gemini's model knows which it reads.
-  const samples = textInvoices();
+  const samples = { text: textInvoices(), pdf: pdfInvoices(), ...(await E_INVOICES) };
   const epochMs = time.epochNowMs();
   const objects = new Map<string, Buffer>();
   const documents: SimDocument[] = [];
@@ -186,8 +198,17 @@ export async function runSchedule(
    * marker line, for Gemini's model): the object name, or the name with `#2` for a second upload of it.
    */
   const upload = (plan: DocumentPlan, label: string, generationNumber: number) => {
-    const sample = samples[plan.index % samples.length]!;
-    const bytes = Buffer.concat([sample.bytes, Buffer.from(`\n${DOCUMENT_MARKER}${label}\n`)]);
+    const format = plan.format ?? 'text';
+    const marker = `\n${DOCUMENT_MARKER}${label}\n`;
+    const sample =
+      format === 'text' || format === 'pdf'
+        ? samples[format][plan.index % samples[format].length]!
+        : samples[format];
+    // After an XML's root, the marker is a comment (anything else there is not XML).
+    const bytes = Buffer.concat([
+      sample.bytes,
+      Buffer.from(format === 'cii' || format === 'ubl' ? `<!--${marker}-->\n` : marker),
+    ]);
     const generation = String(generationNumber);
     const created = new Date(epochMs + plan.publishAtMs).toISOString();
     const key = objectUri(SIM_BUCKET, plan.name, generation);
@@ -198,7 +219,14 @@ export async function runSchedule(
       analysisMs: plan.analysisMs,
       ...(plan.analysisBytes ? { analysisBytes: plan.analysisBytes } : {}),
     });
-    const doc: SimDocument = { name: label, key, kind: plan.kind, messageIds: [] };
+    const doc: SimDocument = {
+      name: label,
+      key,
+      kind: plan.kind,
+      messageIds: [],
+      ...(plan.format ? { format: plan.format } : {}),
+      ...('invoiceNumber' in sample ? { statedNumber: sample.invoiceNumber } : {}),
+    };
     documents.push(doc);
     return {
       plan,
@@ -209,7 +237,7 @@ export async function runSchedule(
         bucket: SIM_BUCKET,
         generation,
         metageneration: '1',
-        contentType: 'text/plain',
+        contentType: DOCUMENT_FORMATS[format].contentType,
         size: String(bytes.length),
         timeCreated: created,
         updated: created,
@@ -304,6 +332,7 @@ export async function runSchedule(
           }
         return live;
       },
+      dedupKeyOf: (memoKey) => memoKeys.get(memoKey),
     };
     await cloudRun.start(
       async (index, ports) => {
@@ -371,7 +400,9 @@ export async function runSchedule(
           Object.assign(memo, {
             hasLease: (key: string) => ports.track('lease', () => hasLease.call(memoStore, key)),
           });
-        return serve(config, { store, reader, analyzer, memo }, silentLogger);
+        // E-invoices are read by the worker's real EN 16931 reader (no validator: Saxon is not run here).
+        const eInvoices = new En16931Reader();
+        return serve(config, { store, reader, analyzer, memo, eInvoices }, silentLogger);
       },
       schedule.instances,
       schedule.cloudRun.signals.length + (schedule.rollout ? schedule.instances : 0),
@@ -564,6 +595,9 @@ export async function runSchedule(
       ),
       answerLosses: Object.fromEntries(
         documents.map((d) => [d.name, answerLosses(d, gemini.record.calls, cloudRun, bucket)]),
+      ),
+      keptAtMs: Object.fromEntries(
+        [...bucket.kept].reverse().map((k) => [k.dedupKey, k.atMs] as const),
       ),
       memoWorkedOnSinceMs: Object.fromEntries(
         documents.flatMap((d) => {

@@ -56,10 +56,33 @@ export type FaultKind = (typeof FAULT_KINDS)[number];
  */
 export type DocumentKind = 'invoice' | 'safetyBlocked' | 'unreadable' | 'poison';
 
+/**
+ * How a document is uploaded: a text invoice (the default), a PDF with no e-invoice in it (read
+ * for its attachments, then analysed by Gemini), a Factur-X PDF or a CII or UBL XML (an e-invoice:
+ * its XML states its data, read for free, never paid for).
+ */
+export type DocumentFormat = 'text' | 'pdf' | 'facturX' | 'cii' | 'ubl';
+
+/** The content type and the name's extension of each format. */
+export const DOCUMENT_FORMATS: Readonly<Record<DocumentFormat, { contentType: string; extension: string }>> =
+  Object.freeze({
+    text: { contentType: 'text/plain', extension: 'txt' },
+    pdf: { contentType: 'application/pdf', extension: 'pdf' },
+    facturX: { contentType: 'application/pdf', extension: 'pdf' },
+    cii: { contentType: 'application/xml', extension: 'xml' },
+    ubl: { contentType: 'application/xml', extension: 'xml' },
+  });
+
+/** Whether a document of this format states its own data (an e-invoice, read for free). */
+export const statesItsData = (format: DocumentFormat | undefined) =>
+  format === 'facturX' || format === 'cii' || format === 'ubl';
+
 export interface DocumentPlan {
   index: number;
   name: string;
   kind: DocumentKind;
+  /** How it is uploaded (unset: a text invoice). */
+  format?: DocumentFormat;
   /** 2: a second notification config publishes the same upload again, at the same moment. */
   notifications: 1 | 2;
   publishAtMs: number;
@@ -230,6 +253,12 @@ export const FAULT_RATES = Object.freeze({
   reconcileApply: 0.15,
   /** A replay of the dead letters once the run has settled (counted when there are some). */
   deadLetterReplay: 0.4,
+  /**
+   * Per document: uploaded as a PDF with no e-invoice in it (read before the memo is asked, then
+   * paid for), or as an e-invoice (a Factur-X PDF, a CII or a UBL XML, each a third), read free.
+   */
+  pdf: 0.25,
+  eInvoice: 0.15,
 });
 
 /**
@@ -381,7 +410,30 @@ export function generateSchedule(seed: number, rates: FaultRates = FAULT_RATES):
   addRetryAskedFaults(schedule, rates);
   addLargeAnalyses(schedule, rates);
   addOperatorActions(schedule, rates);
+  addDocumentFormats(schedule, rates);
   return schedule;
+}
+
+/**
+ * How each document is uploaded, drawn from a sixth stream of the seed after every other draw (so
+ * each seed's schedule above stays what it was): some are PDFs, read once for an e-invoice before
+ * the paid analysis, and some are e-invoices, which state their data. Gemini's refusals (a safety
+ * block, an answer outside the schema) are of documents it reads, so those are never e-invoices;
+ * nor is a long invoice (its large analysis is Gemini's answer).
+ */
+function addDocumentFormats(s: FaultSchedule, rates: FaultRates): void {
+  const random = seededRandom(s.seed * 31_337 + 7);
+  const eInvoices: DocumentFormat[] = ['facturX', 'cii', 'ubl'];
+  for (const d of s.documents) {
+    const u = random();
+    const pick = eInvoices[Math.min(2, Math.floor(random() * 3))]!;
+    const statesData = d.kind !== 'safetyBlocked' && d.kind !== 'unreadable' && !d.analysisBytes;
+    const format: DocumentFormat =
+      u < rates.pdf ? 'pdf' : u < rates.pdf + rates.eInvoice && statesData ? pick : 'text';
+    if (format === 'text') continue;
+    d.format = format;
+    d.name = d.name.replace(/\.txt$/, `.${DOCUMENT_FORMATS[format].extension}`);
+  }
 }
 
 /**

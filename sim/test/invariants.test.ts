@@ -31,6 +31,7 @@ function kept(): RunRecord {
     paidCallsByDocument: { 'a.txt': 1 },
     answerLosses: { 'a.txt': [] },
     memoWorkedOnSinceMs: {},
+    keptAtMs: {},
     geminiCalls: [
       {
         index: 0,
