@@ -47,8 +47,14 @@ export async function eInvoiceSamples(): Promise<
   const ciiBytes = read('sim/e-invoices/EN16931_Einfach.cii.xml');
   const ublBytes = read('sim/e-invoices/EN16931_Einfach.ubl.xml');
   return {
-    facturX: { bytes: readFileSync(facturXPath), invoiceNumber: numberOf(await attachedXml(facturXPath), cii) },
+    facturX: {
+      bytes: readFileSync(facturXPath),
+      invoiceNumber: numberOf(await attachedXml(facturXPath), cii),
+    },
     cii: { bytes: ciiBytes, invoiceNumber: numberOf(ciiBytes.toString('utf8'), cii) },
-    ubl: { bytes: ublBytes, invoiceNumber: numberOf(ublBytes.toString('utf8'), /<cbc:ID>([^<]+)<\/cbc:ID>/u) },
+    ubl: {
+      bytes: ublBytes,
+      invoiceNumber: numberOf(ublBytes.toString('utf8'), /<cbc:ID>([^<]+)<\/cbc:ID>/u),
+    },
   };
 }

@@ -190,6 +190,8 @@ async function soakInJobs(count: number, first: number, jobs: number): Promise<S
       paidCallsPerDocument: weighted('paidCallsPerDocument'),
       extraRawRowCauses: read.flatMap((r) => r.section.extraRawRowCauses ?? []),
       excusedViewChanges: read.flatMap((r) => r.section.excusedViewChanges ?? []),
+      documentsByFormat: sum((r) => r.section.documentsByFormat!),
+      keptThenGone: read.reduce((n, r) => n + (r.section.keptThenGone ?? 0), 0),
     },
     documents,
     brokenSeeds: read.flatMap((r) => r.brokenSeeds),
@@ -215,6 +217,10 @@ async function soak(count: number, first: number, replays: number, jobs: number)
   console.log('violations by invariant (seeds):');
   for (const id of Object.keys(section.violations) as InvariantId[])
     console.log(`  ${id} ${String(section.violations[id]).padStart(5)}  ${INVARIANTS[id]}`);
+  const formats = Object.entries(section.documentsByFormat ?? {}).map(([f, n]) => `${f} ${n}`);
+  console.log(
+    `documents by format: ${formats.join(', ')}; delivered again after their analysis was kept and their generation went: ${section.keptThenGone ?? 0}`,
+  );
   console.log(
     `extra raw rows: ${section.extraRawRows}; paid analyses per document: ${section.analysesPerDocument.toFixed(3)} (paid calls: ${section.paidCallsPerDocument.toFixed(3)})`,
   );

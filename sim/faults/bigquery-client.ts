@@ -2,6 +2,7 @@ import type { BigQuery } from '@google-cloud/bigquery';
 import {
   batchLookupSql,
   batchMergeSql,
+  LOOKUP_PARAMETER,
   lookupSql,
   MAX_KEY_DAYS_PER_STATEMENT,
   mergeSql,
@@ -10,6 +11,7 @@ import {
 } from '../../worker/src/adapters/stores/bigquery-store';
 import { COLUMNS, type Row } from '../../worker/src/contract/row';
 import type { SimClock } from '../time';
+import type { FaultLog, FaultSchedule } from './schedule';
 import { REQUEST_LIMIT_BYTES, requestBytes, requestTooLarge, type Warehouse } from './warehouse';
 
 /**
@@ -27,6 +29,12 @@ import { REQUEST_LIMIT_BYTES, requestBytes, requestTooLarge, type Warehouse } fr
  * A job whose answer the schedule loses (`outcomeUnknown`) answers getQueryResults with a 503: after
  * it committed, or while it still runs; jobs.get still tells the truth. A killed instance's calls
  * never answer.
+ *
+ * The schedule's `inserts` lose the answer of a jobs.insert (a 503 the client surfaces): after the
+ * job was created, when jobs.get answers 404 until the job is visible and an insert of its id
+ * again answers 409 (BigQuery's `duplicate`, "Already Exists"); or before it reached BigQuery, when
+ * no job exists. They also rate-limit a job's first polls (getQueryResults and jobs.get answer 403
+ * `rateLimitExceeded`). Job ids are unique in a project: an insert of an id that exists is refused.
  */
 
 /** How long jobs.query and getQueryResults wait for a job before `jobComplete: false` (BigQuery's ~10 s). */
@@ -47,6 +55,11 @@ interface SimJob {
   /** Its lost answer has been given (once). */
   reported?: boolean;
   settled: Promise<void>;
+  /** jobs.get answers 404 before this (a job whose insert answer was lost is not visible yet). */
+  visibleAtMs?: number;
+  /** Polls still to be answered 403 `rateLimitExceeded`. */
+  rateLimitedPolls?: number;
+  keys: string[];
 }
 
 type Parameter = string | null | { value: string };
@@ -56,10 +69,15 @@ export class BigQueryClients {
   private readonly jobs = new Map<string, SimJob>();
   private next = 0;
 
+  /** jobs.insert calls made so far (the index of the schedule's next `inserts` entry). */
+  private inserted = 0;
+
   constructor(
     private readonly time: SimClock,
     private readonly warehouse: Warehouse,
     private readonly table: string,
+    private readonly inserts: NonNullable<FaultSchedule['bigquery']['inserts']> = [],
+    private readonly faults?: FaultLog,
   ) {}
 
   /** The client of instance `instance`; `alive()` false once it is killed. */
@@ -73,8 +91,12 @@ export class BigQueryClients {
     };
     const handle = (job: SimJob) => ({
       id: job.id,
-      getQueryResults: () => call(() => this.results(job)),
-      getMetadata: () => call(() => [this.metadata(job)]),
+      getQueryResults: () => call(() => this.polled(job, 'getQueryResults', () => this.results(job))),
+      getMetadata: () =>
+        call(() => {
+          if (job.visibleAtMs !== undefined && this.time.nowMs() < job.visibleAtMs) throw notFound(job.id);
+          return this.polled(job, 'jobs.get', () => [this.metadata(job)]);
+        }),
     });
     return {
       timestamp: (value: Date | string) => ({
@@ -84,7 +106,27 @@ export class BigQueryClients {
       date: (value: string) => ({ value }),
       createQueryJob: (query: QueryLike) =>
         call(() => {
+          if (query.jobId !== undefined && this.jobs.has(query.jobId)) throw alreadyExists(query.jobId);
+          const plan = this.inserts[this.inserted++] ?? {};
+          if (plan.answer === 'neverArrived') {
+            this.faults?.injected(
+              'bigquery.insertAnswerLost',
+              [],
+              'a jobs.insert lost before it reached BigQuery',
+            );
+            throw lostAnswer();
+          }
           const job = this.start(instance, alive, query);
+          if (plan.rateLimitedPolls) job.rateLimitedPolls = plan.rateLimitedPolls;
+          if (plan.answer === 'lost') {
+            job.visibleAtMs = this.time.nowMs() + (plan.visibleAfterMs ?? 0);
+            this.faults?.injected(
+              'bigquery.insertAnswerLost',
+              job.keys,
+              `job ${job.id} created, its jobs.insert answer lost (visible to jobs.get after ${plan.visibleAfterMs ?? 0} ms)`,
+            );
+            throw lostAnswer();
+          }
           return [handle(job)];
         }),
       job: (id: string) => {
@@ -93,8 +135,7 @@ export class BigQueryClients {
           ? handle(job)
           : {
               id,
-              getMetadata: () =>
-                call(() => Promise.reject(Object.assign(new Error(`Not found: Job ${id}`), { code: 404 }))),
+              getMetadata: () => call(() => Promise.reject(notFound(id))),
             };
       },
       query: (query: QueryLike) =>
@@ -145,9 +186,14 @@ export class BigQueryClients {
       this.warehouse.refusedTooLarge(instance, keys);
       throw requestTooLarge();
     }
-    const run = this.warehouse.execute(instance, alive, keys, rows, timeoutMs);
+    // A lookup reads the key days from its parameter on (the table's partitions).
+    const since = params[LOOKUP_PARAMETER] as Parameter | undefined;
+    const sinceDay =
+      since === undefined || since === null ? undefined : typeof since === 'object' ? since.value : since;
+    const run = this.warehouse.execute(instance, alive, keys, rows, timeoutMs, sinceDay);
     const job: SimJob = {
       id,
+      keys,
       createdMs: this.time.nowMs(),
       state: 'RUNNING',
       lostAtMs: this.time.nowMs() + run.lostAfterMs,
@@ -171,6 +217,20 @@ export class BigQueryClients {
     );
     this.jobs.set(id, job);
     return job;
+  }
+
+  /** A poll of `job`, answered 403 `rateLimitExceeded` while the schedule rate-limits its polls. */
+  private polled<T>(job: SimJob, method: string, answer: () => T): T {
+    if (job.rateLimitedPolls) {
+      job.rateLimitedPolls--;
+      this.faults?.injected(
+        'bigquery.pollRateLimited',
+        job.keys,
+        `${method} of job ${job.id}: 403 rateLimitExceeded`,
+      );
+      throw rateLimited();
+    }
+    return answer();
   }
 
   /** getQueryResults: waits up to 10 s for the job; its rows or DML statistics, or its error. */
@@ -224,6 +284,28 @@ function lostAnswer(): Error {
     code: 503,
     errors: [{ reason: 'backendError', message: 'Error encountered during execution.' }],
   });
+}
+
+/** jobs.get of a job that does not exist (or is not visible yet). */
+function notFound(id: string): Error {
+  return Object.assign(new Error(`Not found: Job docline-sim:EU.${id}`), {
+    code: 404,
+    errors: [{ reason: 'notFound', message: `Not found: Job docline-sim:EU.${id}` }],
+  });
+}
+
+/** jobs.insert of an id that exists: BigQuery's 409. */
+function alreadyExists(id: string): Error {
+  return Object.assign(new Error(`Already Exists: Job docline-sim:EU.${id}`), {
+    code: 409,
+    errors: [{ reason: 'duplicate', message: `Already Exists: Job docline-sim:EU.${id}` }],
+  });
+}
+
+/** A call refused for the API's request rate: BigQuery's 403 `rateLimitExceeded`. */
+function rateLimited(): Error {
+  const message = 'Exceeded rate limits: too many api requests per user per method for this user_method.';
+  return Object.assign(new Error(message), { code: 403, errors: [{ reason: 'rateLimitExceeded', message }] });
 }
 
 /** A row back from its query parameters (the inverse of `rowParameters`). */

@@ -154,7 +154,9 @@ export function checkInvariants(record: RunRecord): Verdict {
     // An e-invoice states its data: reading it is free, and nothing of it is ever paid for.
     const billed = record.paidCallsByDocument[d.name] ?? 0;
     if (d.statedNumber !== undefined && billed > 0)
-      violations.I5.push(`${d.name} is an e-invoice (${d.format}), and Gemini was paid ${billed} call(s) for it`);
+      violations.I5.push(
+        `${d.name} is an e-invoice (${d.format}), and Gemini was paid ${billed} call(s) for it`,
+      );
     const losses = record.answerLosses[d.name] ?? [];
     const said = (list: DatedCause[]) => (list.length > 0 ? ` (${list.map((l) => l.what).join('; ')})` : '');
     if (n > 1 + losses.length)

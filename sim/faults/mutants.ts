@@ -240,6 +240,17 @@ export const MUTANTS: readonly Mutant[] = [
       }),
   },
   {
+    name: 'key-day-from-clock',
+    bug: "a row's key day is taken from the clock of its write, not from its event: a document written before midnight and delivered again after it is written again, in the next day's partition",
+    // Hot where every run starts seconds before midnight, every ack is pushed again later, and
+    // half the documents are e-invoices (no kept analysis sends their redelivery to the lookup).
+    rates: { acrossMidnight: 1, redeliveryAfterAck: 1, eInvoice: 0.5 },
+    store: (store) =>
+      override(store, {
+        record: (row, deadline) => store.record({ ...row, event_time: null, publish_time: null }, deadline),
+      }),
+  },
+  {
     name: 'retry-asked-400-rejected',
     bug: 'a Gemini 400 that asks for a retry ("Unable to process input image. Please retry") is taken for a refusal of the document: a good invoice gets a rejected row',
     analyzer: (analyzer) =>

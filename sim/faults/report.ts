@@ -30,6 +30,16 @@ export function renderFaultFigures(f: FaultsSection): string {
     '| fault kind | injected |',
     '|---|---:|',
     ...FAULT_KINDS.map((k) => `| \`${k}\` | ${int(f.faultsByKind[k] ?? 0)} |`),
+    ...(f.documentsByFormat
+      ? [
+          '',
+          '| documents uploaded as | count |',
+          '|---|---:|',
+          ...Object.entries(f.documentsByFormat).map(([format, n]) => `| ${format} | ${int(n)} |`),
+          '',
+          `Delivered again after their analysis was kept and their generation went (the kept analysis must answer): ${int(f.keptThenGone ?? 0)} documents.`,
+        ]
+      : []),
     ...(f.extraRawRowCauses && f.extraRawRowCauses.length > 0
       ? [
           '',

@@ -35,6 +35,7 @@ import {
   type FaultKind,
   FaultLog,
   type FaultSchedule,
+  RUN_START_MS,
 } from './schedule';
 import { VirtualTime } from './virtual-time';
 import { type StatementRecord, Warehouse } from './warehouse';
@@ -181,8 +182,14 @@ export async function runSchedule(
   options: { mutant?: Mutant } = {},
 ): Promise<RunResult> {
   const mutant = options.mutant;
-  const time = new VirtualTime();
+  const time = new VirtualTime(schedule.startsAtMs ?? RUN_START_MS);
   const faults = new FaultLog(() => time.nowMs());
+  if (schedule.startsAtMs !== undefined)
+    faults.injected(
+      'clock.acrossMidnight',
+      [],
+      `the run starts at ${new Date(schedule.startsAtMs).toISOString()}: uploads and writes on both sides of midnight`,
+    );
   const settings = DELIVERY_DEFAULTS;
   const config = loadConfig({ ...SIM_ENV, ...schedule.env });
 
@@ -286,7 +293,7 @@ export async function runSchedule(
     (dedupKey) => warehouse.raw.some((r) => r.row.dedup_key === dedupKey),
     schedule.seed,
   );
-  const bigqueryClients = new BigQueryClients(time, warehouse, SIM_TABLE);
+  const bigqueryClients = new BigQueryClients(time, warehouse, SIM_TABLE, schedule.bigquery.inserts, faults);
   const cloudRun = new CloudRunModel(time, {
     // Cloud Run's request timeout is the one the worker is configured with (the stack sets both from one value).
     requestTimeoutMs: config.requestTimeoutSeconds * 1000,
@@ -559,8 +566,18 @@ export async function runSchedule(
       }
       ended = await time.run(settledAll, time.nowMs() + runBoundMs(settings, letters.length));
     }
-    // Late work (handlers past their request, slow statements) may still change the table: let it end.
-    const settled = await time.run(() => false, time.nowMs() + 2 * config.requestTimeoutSeconds * 1000);
+    // Late work (handlers past their request, slow statements) may still change the table: let it
+    // end. A request that arrived late in that window (a push of an acked message again) is given
+    // its whole deadline, so that the record never ends on a handler cut short by the run's end.
+    const lateMs = 2 * config.requestTimeoutSeconds * 1000;
+    let settled = await time.run(() => false, time.nowMs() + lateMs);
+    for (let extensions = 0; settled !== 'stalled' && extensions < 5; extensions++) {
+      const open = cloudRun.requests.filter(
+        (r) => r.endMs === undefined && r.killedAtMs === undefined && r.deadlineMs >= time.nowMs(),
+      );
+      if (open.length === 0) break;
+      settled = await time.run(() => false, Math.max(...open.map((r) => r.deadlineMs)) + lateMs);
+    }
     const end =
       ended === 'done'
         ? `drained (${settled === 'stalled' ? 'then quiet' : 'late work still pending'})`
@@ -596,9 +613,7 @@ export async function runSchedule(
       answerLosses: Object.fromEntries(
         documents.map((d) => [d.name, answerLosses(d, gemini.record.calls, cloudRun, bucket)]),
       ),
-      keptAtMs: Object.fromEntries(
-        [...bucket.kept].reverse().map((k) => [k.dedupKey, k.atMs] as const),
-      ),
+      keptAtMs: Object.fromEntries([...bucket.kept].reverse().map((k) => [k.dedupKey, k.atMs] as const)),
       memoWorkedOnSinceMs: Object.fromEntries(
         documents.flatMap((d) => {
           const since = bucket.workedOnSince({

@@ -44,6 +44,9 @@ export const FAULT_KINDS = [
   'gemini.largeAnalysis',
   'operator.reconcileApply',
   'operator.deadLetterReplay',
+  'bigquery.insertAnswerLost',
+  'bigquery.pollRateLimited',
+  'clock.acrossMidnight',
 ] as const;
 
 export type FaultKind = (typeof FAULT_KINDS)[number];
@@ -140,6 +143,14 @@ export interface FaultSchedule {
     /** Outages: every statement that starts in the window fails (503, backendError). */
     outages?: Array<{ atMs: number; forMs: number }>;
     /**
+     * With `via: 'client'`, per jobs.insert (the k-th, re-inserts included): its answer lost after
+     * the job was created (`lost`: jobs.get answers 404 until the job is visible, `visibleAfterMs`
+     * later, and an insert of its id again 409), or lost before it reached BigQuery (`neverArrived`:
+     * no job); and how many of the job's first polls (getQueryResults, jobs.get) answer 403
+     * `rateLimitExceeded`.
+     */
+    inserts?: Array<{ answer?: 'lost' | 'neverArrived'; visibleAfterMs?: number; rateLimitedPolls?: number }>;
+    /**
      * `client`: the worker's real `BigQueryStore` runs, over a model of the BigQuery client (jobs,
      * polling, jobs.get, jobs.list); otherwise the warehouse serves the `BatchStore` port directly.
      */
@@ -168,6 +179,12 @@ export interface FaultSchedule {
      */
     initialWindow?: number;
   };
+  /**
+   * The run's start on the UTC clock (ms since the epoch; unset: 08:00 on 2026-11-30). A start
+   * seconds before midnight puts uploads on both sides of it: rows of two key days, redeliveries and
+   * writes of yesterday's keys today.
+   */
+  startsAtMs?: number;
   /** A document's generation deleted (`gone`) or replaced by a new upload (`overwritten`) at `atMs`. */
   storage?: Array<{ document: number; atMs: number; change: 'gone' | 'overwritten' }>;
   /**
@@ -259,7 +276,18 @@ export const FAULT_RATES = Object.freeze({
    */
   pdf: 0.25,
   eInvoice: 0.15,
+  /** Per jobs.insert of the real BigQueryStore: its answer lost (half after the job was created, half before). */
+  insertAnswerLost: 0.03,
+  /** Per jobs.insert of the real BigQueryStore: its job's first 1–3 polls are rate-limited (403). */
+  pollRateLimited: 0.04,
+  /** A run that starts 15 s before midnight UTC. */
+  acrossMidnight: 0.1,
 });
+
+/** The start of a run on the UTC clock, unless its schedule says otherwise. */
+export const RUN_START_MS = Date.parse('2026-11-30T08:00:00.000Z');
+/** The start of a run across midnight: 15 s before it, while its first uploads arrive. */
+export const BEFORE_MIDNIGHT_MS = Date.parse('2026-11-29T23:59:45.000Z');
 
 /**
  * How large a long invoice's analysis is. Gemini's answer is bounded by its output tokens (65,536
@@ -411,7 +439,31 @@ export function generateSchedule(seed: number, rates: FaultRates = FAULT_RATES):
   addLargeAnalyses(schedule, rates);
   addOperatorActions(schedule, rates);
   addDocumentFormats(schedule, rates);
+  addJobsAndDays(schedule, rates);
   return schedule;
+}
+
+/**
+ * BigQuery's jobs as the real store meets them, and the day the run falls on, drawn from a seventh
+ * stream of the seed after every other draw (so each seed's schedule above stays what it was): a
+ * jobs.insert whose answer is lost (after or before its job was created), polls answered
+ * `rateLimitExceeded`, and a run that starts seconds before midnight UTC.
+ */
+function addJobsAndDays(s: FaultSchedule, rates: FaultRates): void {
+  const random = seededRandom(s.seed * 52_361 + 3);
+  if (random() < rates.acrossMidnight) s.startsAtMs = BEFORE_MIDNIGHT_MS;
+  if (s.bigquery.via !== 'client') return;
+  s.bigquery.inserts = Array.from({ length: 120 }, () => {
+    const lost = random() < rates.insertAnswerLost;
+    const created = random() < 0.5;
+    const visibleAfterMs = Math.round(3_000 * random());
+    const limited = random() < rates.pollRateLimited;
+    const polls = 1 + Math.floor(3 * random());
+    return {
+      ...(lost ? { answer: created ? ('lost' as const) : ('neverArrived' as const), visibleAfterMs } : {}),
+      ...(limited ? { rateLimitedPolls: polls } : {}),
+    };
+  });
 }
 
 /**

@@ -1,6 +1,12 @@
 import { checkInvariants, INVARIANT_IDS, type InvariantId, type Verdict } from './invariants';
 import { type RunResult, runSchedule } from './run';
-import { FAULT_KINDS, type FaultKind, generateSchedule } from './schedule';
+import {
+  DOCUMENT_FORMATS,
+  type DocumentFormat,
+  FAULT_KINDS,
+  type FaultKind,
+  generateSchedule,
+} from './schedule';
 
 /** bench/results.json → `faults`: what a soak of many seeds found. */
 export interface FaultsSection {
@@ -18,6 +24,36 @@ export interface FaultsSection {
   excusedViewChanges?: Array<{ seed: number; key: string; causes: string[] }>;
   /** Each named bug injected at run time, and the invariant that caught it (sim/faults/mutants.ts). */
   mutants?: Record<string, InvariantId | 'not caught'>;
+  /** Documents uploaded, by format (a text invoice, a PDF, an e-invoice of each kind). */
+  documentsByFormat?: Record<DocumentFormat, number>;
+  /**
+   * Documents whose analysis was kept and whose generation went, delivered again after both: the
+   * path where the kept analysis, not a read, must give the answer (I7).
+   */
+  keptThenGone?: number;
+}
+
+/** Per format, the documents of a run; and how many were delivered again after their analysis was kept and their generation went. */
+export function documentFigures(result: RunResult): {
+  byFormat: Record<DocumentFormat, number>;
+  keptThenGone: number;
+} {
+  const { record } = result;
+  const byFormat = Object.fromEntries(Object.keys(DOCUMENT_FORMATS).map((f) => [f, 0])) as Record<
+    DocumentFormat,
+    number
+  >;
+  let keptThenGone = 0;
+  const messageKey = new Map(record.documents.flatMap((d) => d.messageIds.map((id) => [id, d.key] as const)));
+  for (const d of record.documents) {
+    byFormat[d.format ?? 'text']++;
+    const kept = record.keptAtMs?.[d.key];
+    if (kept === undefined || d.goneAtMs === undefined) continue;
+    const after = Math.max(kept, d.goneAtMs);
+    if (record.requests.some((r) => messageKey.get(r.messageId) === d.key && r.startMs > after))
+      keptThenGone++;
+  }
+  return { byFormat, keptThenGone };
 }
 
 /**
@@ -74,8 +110,17 @@ export async function runSoak(
   let paid = 0;
   let paidCalls = 0;
   let documents = 0;
+  const documentsByFormat = Object.fromEntries(Object.keys(DOCUMENT_FORMATS).map((f) => [f, 0])) as Record<
+    DocumentFormat,
+    number
+  >;
+  let keptThenGone = 0;
   for (let seed = first; seed < first + count; seed++) {
     const { result, verdict } = await runSeed(seed);
+    const figures = documentFigures(result);
+    for (const f of Object.keys(figures.byFormat) as DocumentFormat[])
+      documentsByFormat[f] += figures.byFormat[f];
+    keptThenGone += figures.keptThenGone;
     for (const k of FAULT_KINDS) faultsByKind[k] += result.faults.counts[k];
     for (const [id] of broken(verdict)) violations[id]++;
     extraRawRows += verdict.extraRawRows.length;
@@ -95,6 +140,8 @@ export async function runSoak(
     paidCallsPerDocument: paidCalls / Math.max(1, documents),
     extraRawRowCauses,
     excusedViewChanges,
+    documentsByFormat,
+    keptThenGone,
   };
 }
 

@@ -47,6 +47,8 @@ export interface RawRow {
   committedAtMs: number;
   statement: number;
   instance: number;
+  /** Its key day (the table's partition), as its MERGE computed it. */
+  keyDay: string;
 }
 
 export interface StatementRecord {
@@ -209,6 +211,9 @@ export class Warehouse {
    * (a MERGE), or fails with BigQuery's error as its API answers it. `lost` says that the client
    * does not get that answer (the schedule's `outcomeUnknown`): after the commit, or while the job
    * runs on (`lostAfterMs` after it starts). `timeoutMs`: the job's `jobTimeoutMs`.
+   *
+   * The table is partitioned by key day: a MERGE matches a key in the row's own key day only, and a
+   * lookup given `since` (its first key day) finds only rows of that day or later.
    */
   execute(
     instance: number,
@@ -216,6 +221,7 @@ export class Warehouse {
     keys: string[],
     rows: readonly Row[] | undefined,
     timeoutMs: number | undefined,
+    since?: string,
   ): {
     index: number;
     done: Promise<Set<string>>;
@@ -306,7 +312,9 @@ export class Warehouse {
           throw timedOut(timeoutMs ?? 0);
         }
         await this.time.sleep(plan.latencyMs / 2);
-        const present = new Set(this.raw.map((r) => r.row.dedup_key));
+        const present = new Set(
+          this.raw.filter((r) => since === undefined || r.keyDay >= since).map((r) => r.row.dedup_key),
+        );
         end('ok');
         return new Set(keys.filter((k) => present.has(k)));
       }
@@ -331,7 +339,7 @@ export class Warehouse {
         }
       } else this.running++;
       try {
-        const present = new Set(this.raw.map((r) => r.row.dedup_key));
+        const present = new Set(this.raw.map((r) => `${r.row.dedup_key} ${r.keyDay}`));
         const startedAt = this.time.clock.now().toISOString();
         // Stopped at its jobTimeoutMs: still running then (queued included), it never commits.
         if (this.time.nowMs() + plan.latencyMs > stopAtMs) {
@@ -362,7 +370,8 @@ export class Warehouse {
         }
         const inserted = new Set<string>();
         for (const row of rows ?? []) {
-          if (present.has(row.dedup_key)) continue;
+          const day = keyDay(row, new Date(startedAt));
+          if (present.has(`${row.dedup_key} ${day}`)) continue;
           const stored = MERGE_STAMPS_PROCESSED_AT ? { ...row, processed_at: startedAt } : row;
           this.raw.push({
             id: this.raw.length,
@@ -370,6 +379,7 @@ export class Warehouse {
             committedAtMs: this.time.nowMs(),
             statement: record.index,
             instance,
+            keyDay: day,
           });
           inserted.add(row.dedup_key);
         }

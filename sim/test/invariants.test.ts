@@ -353,6 +353,43 @@ describe('the invariants', () => {
     expect(broken(gone())).toEqual(['I7']);
   });
 
+  it('I7: rejected object_gone is wrong once an analysis of it was kept, unless a memo call of the key failed since', () => {
+    const keptThenGone = (keptAtMs: number, failure?: { atMs: number; lease?: boolean }) => {
+      const r = kept();
+      Object.assign(r.rawRows[0]!, { status: 'rejected', reason: 'object_gone', invoiceNumber: null });
+      r.documents[0]!.goneAtMs = 5_000;
+      r.keptAtMs = { [KEY]: keptAtMs };
+      const cause = { atMs: failure?.atMs ?? 0, what: 'memo get failed' };
+      if (failure && !failure.lease) r.answerLosses['a.txt'] = [cause];
+      if (failure?.lease) r.leaseFailures[KEY] = [cause];
+      return r;
+    };
+    // Kept at 6.5 s, the row (7.9 s) threw the paid analysis away.
+    expect(broken(keptThenGone(6_500))).toEqual(['I7']);
+    // Kept only after the row was written: the delivery could not have found it.
+    expect(broken(keptThenGone(8_000))).toEqual([]);
+    // A memo call that failed after the keep, or a lease call that failed, hid it.
+    expect(broken(keptThenGone(6_500, { atMs: 7_000 }))).toEqual([]);
+    expect(broken(keptThenGone(6_500, { atMs: 1_000, lease: true }))).toEqual([]);
+    // A failure before the keep hid nothing.
+    expect(broken(keptThenGone(6_500, { atMs: 6_000 }))).toEqual(['I7']);
+  });
+
+  it('I5 and I7: an e-invoice is never paid for, and ends ok with the number its XML states', () => {
+    const eInvoice = (rowNumber: string, paidCalls: number) => {
+      const r = kept();
+      Object.assign(r.documents[0]!, { format: 'cii', statedNumber: '471102' });
+      r.rawRows[0]!.invoiceNumber = rowNumber;
+      r.paidCallsByDocument['a.txt'] = paidCalls;
+      r.paidAnalysesByDocument['a.txt'] = paidCalls;
+      if (paidCalls === 0) r.geminiCalls = [];
+      return r;
+    };
+    expect(broken(eInvoice('471102', 0))).toEqual([]);
+    expect(broken(eInvoice('SIM-0', 0))).toEqual(['I7']);
+    expect(broken(eInvoice('471102', 1))).toEqual(['I5']);
+  });
+
   it('I8: a MERGE of several rows refused for its size breaks it; a single row too large on its own does not', () => {
     const refused = (keys: string[]) => {
       const r = kept();
