@@ -280,6 +280,17 @@ describe('GeminiAnalyzer', () => {
       });
     });
 
+    it('interleaving 5: a 404 for the model after a paid first call is a configuration fault that carries how far the analysis got (soak I5, seed 168)', async () => {
+      fake.respondWith(() => {
+        fake.failNext(404, 1);
+        return geminiResponse('not json at all', { usage: { prompt: 10, candidates: 5, thoughts: 1 } });
+      });
+      const error = (await analyzer.analyze(input).catch((e: unknown) => e)) as ConfigurationError;
+      expect(error).toBeInstanceOf(ConfigurationError);
+      expect(error.progress).toEqual({ attemptsDone: 1, problems: expect.any(String) });
+      expect(error.usage).toEqual({ promptTokens: 10, outputTokens: 6, totalTokens: 16 });
+    });
+
     it('interleaving 5: a resumed run that meets a 429 again still carries how far the analysis got', async () => {
       fake.failNext(429);
       const error = (await analyzer

@@ -8,7 +8,7 @@ import { QuotaGate, RATE_LIMITED } from '../src/adapters/quota-gate';
 import type { AnalysisResult } from '../src/contract/analysis';
 import type { Row } from '../src/contract/row';
 import { Deadline, DeadlineError } from '../src/core/deadline';
-import { OutcomeUnknownError, RejectionError, TransientError } from '../src/core/errors';
+import { ConfigurationError, OutcomeUnknownError, RejectionError, TransientError } from '../src/core/errors';
 import { dedupKey, parsePush } from '../src/core/event';
 import { handle } from '../src/core/handle';
 import { AnalysisCutError, AnalysisMemo, type WorkContext } from '../src/core/memo';
@@ -245,6 +245,23 @@ describe('AnalysisMemo across instances (the lease)', () => {
     const refused = new TransientError('dependency_refused', 'Gemini: 404 NOT_FOUND', { usage, progress });
     await expect(a.analyse(KEY, () => Promise.reject(refused))).rejects.toThrow('404');
     // The retry reaches B.
+    clock.ms += 120_000;
+    const work = jest.fn(async (_context: WorkContext) => paid());
+    expect(await b.analyse(KEY, work)).toMatchObject({ source: 'analyzer' });
+    expect(work).toHaveBeenCalledWith({ afterHolder: false, resume: progress });
+  });
+
+  it('keeps the attempts paid before a configuration fault (a 404 for the model): the retry after the fix goes on after them', async () => {
+    const clock = new ManualClock();
+    const store = new MemoryMemoStore();
+    const [a, b] = twoInstances(store, clock);
+    const progress = { attemptsDone: 1, problems: 'total_amount: expected a number' };
+    const usage = { promptTokens: 1200, outputTokens: 300, totalTokens: 1500 };
+    const fault = new ConfigurationError('analyzer_model_not_found', 'Gemini: 404 NOT_FOUND', {
+      usage,
+      progress,
+    });
+    await expect(a.analyse(KEY, () => Promise.reject(fault))).rejects.toThrow('404');
     clock.ms += 120_000;
     const work = jest.fn(async (_context: WorkContext) => paid());
     expect(await b.analyse(KEY, work)).toMatchObject({ source: 'analyzer' });

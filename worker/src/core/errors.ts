@@ -151,6 +151,33 @@ export class DependencyRefusedError extends TransientError {
  */
 export class ConfigurationError extends CodedError<string> {
   readonly answer = ERROR_ANSWERS.configuration;
+  /** Tokens paid before the fault showed (a first attempt, then a 404 for the model), as on a TransientError. */
+  readonly usage: Usage | undefined;
+  /** The paid attempts the failed run made: the retry, once the fault is fixed, goes on after them. */
+  readonly progress: AnalysisProgress | undefined;
+  constructor(
+    code: string,
+    message: string,
+    options?: { cause?: unknown; usage?: Usage; progress?: AnalysisProgress },
+  ) {
+    super(code, message, options);
+    this.usage = options?.usage;
+    this.progress = options?.progress;
+  }
+}
+
+/**
+ * What a failed run had paid for, when its failure is not about the document (a transient failure,
+ * or a fault of the configuration an operator fixes): the attempts to go on after, and their tokens.
+ */
+export function paidBeforeFailing(
+  error: unknown,
+): { progress?: AnalysisProgress; usage?: Usage } | undefined {
+  if (!(error instanceof TransientError || error instanceof ConfigurationError)) return undefined;
+  return {
+    ...(error.progress ? { progress: error.progress } : {}),
+    ...(error.usage ? { usage: error.usage } : {}),
+  };
 }
 
 /**

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { AnalysisProgress, AnalysisResult } from '../contract/analysis';
 import { ANSWER_MARGIN_MS, MEMO_CALL_TIMEOUT_MS } from '../contract/settings';
 import { Deadline, DeadlineError, ShuttingDownError } from './deadline';
-import { isRejection, RejectionError, TransientError } from './errors';
+import { isRejection, paidBeforeFailing, RejectionError } from './errors';
 import {
   type Admission,
   admitAtOnce,
@@ -406,8 +406,9 @@ export class AnalysisMemo {
       // Attempts paid before a failure that is not about the document (a first answer outside the
       // schema, then a 503, a refusal or the deadline): kept, so that the retry, here or elsewhere,
       // goes on after them instead of paying them again.
-      if (error instanceof TransientError && error.progress && error.usage) {
-        const progress = { progress: error.progress, usage: error.usage };
+      const paid = paidBeforeFailing(error);
+      if (paid?.progress && paid.usage) {
+        const progress = { progress: paid.progress, usage: paid.usage };
         await this.keep(AnalysisMemo.progressKey(dedupKey), dedupKey, progress, deadline);
       }
       if (error instanceof AnalysisCutError) {

@@ -20,6 +20,7 @@ import { baseMimeType } from '../../core/document-checks';
 import {
   ConfigurationError,
   DependencyRefusedError,
+  paidBeforeFailing,
   RejectionError,
   TransientError,
 } from '../../core/errors';
@@ -347,9 +348,13 @@ export class GeminiAnalyzer implements Analyzer {
  * the analysis got, so that the next run of the delivery does not pay those attempts again.
  */
 function paidSoFar(error: unknown, usage: Usage, progress: AnalysisProgress): unknown {
-  if (!(error instanceof TransientError) || error.usage || error.progress) return error;
+  const paid = paidBeforeFailing(error);
+  if (!paid || paid.usage || paid.progress) return error;
   if (usage.totalTokens === 0 && progress.attemptsDone === 0) return error;
-  return new TransientError(error.code, error.message, {
+  // A fault of the configuration stays one (its answer and its alert), now carrying what was paid.
+  const Kind = error instanceof ConfigurationError ? ConfigurationError : TransientError;
+  const { code, message } = error as TransientError | ConfigurationError;
+  return new Kind(code, message, {
     cause: error,
     ...(usage.totalTokens > 0 ? { usage: { ...usage } } : {}),
     ...(progress.attemptsDone > 0 ? { progress } : {}),
