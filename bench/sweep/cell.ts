@@ -3,6 +3,7 @@ import { CloudRunModel } from '../../sim/faults/cloud-run';
 import { SIM_ENV } from '../../sim/faults/run';
 import { FaultLog } from '../../sim/faults/schedule';
 import { VirtualTime } from '../../sim/faults/virtual-time';
+import { geminiCallUsd, SpendWindow } from '../../sim/gemini-quota';
 import { silentLogger } from '../../sim/logger';
 import { SimBucketStore } from '../../sim/models/cloud-storage';
 import {
@@ -21,7 +22,8 @@ import { seededRandom } from '../../sim/random';
 import type { SimClock } from '../../sim/time';
 import { GcsMemoStore } from '../../worker/src/adapters/memo-stores/gcs-memo-store';
 import { loadConfig } from '../../worker/src/config';
-import { onDemandUsd, PRICES } from '../../worker/src/contract/cost-model';
+import { onDemandUsd } from '../../worker/src/contract/cost-model';
+import { GEMINI_API_TIERS } from '../../worker/src/contract/gemini-tiers';
 import { DELIVERY_DEFAULTS } from '../../worker/src/contract/settings';
 import { RejectionError } from '../../worker/src/core/errors';
 import { objectUri } from '../../worker/src/core/event';
@@ -81,6 +83,11 @@ export interface CellSpec {
   mergeSeconds?: { low: number; high: number };
   /** The tier model counts refused calls against its windows (Google does not say a 429 is free). */
   refusedCount?: boolean;
+  /**
+   * The Gemini API tier (worker/src/contract/gemini-tiers.ts, by name) whose spend-based rate limit,
+   * USD per rolling 10 minutes, stands in front of the tier's windows (sim/gemini-quota.ts, `SpendWindow`).
+   */
+  spendTier?: string;
 }
 
 /**
@@ -109,7 +116,8 @@ export interface SteadyFlow {
 export function cellName(c: Omit<CellSpec, 'seed'>): string {
   return (
     `${c.analyzer}-${c.quota}rpm-${c.latency}-${c.window}-${c.documents}${c.backlog === 'backfill' ? '-backfill' : ''}` +
-    `${c.mergeSeconds ? `-merge${c.mergeSeconds.low}to${c.mergeSeconds.high}s` : ''}${c.refusedCount ? '-refusedCount' : ''}`
+    `${c.mergeSeconds ? `-merge${c.mergeSeconds.low}to${c.mergeSeconds.high}s` : ''}${c.refusedCount ? '-refusedCount' : ''}` +
+    `${c.spendTier ? `-${c.spendTier.replace(/\s+/g, '').toLowerCase()}spend` : ''}`
   );
 }
 
@@ -229,6 +237,15 @@ export function flowGapMs(flow: SteadyFlow): number {
 
 function quotaModel(spec: CellSpec, time: SimClock): QuotaModel {
   if (spec.flow?.tier) return new TierQuota(time, spec.flow.tier);
+  const windows = windowsModel(spec, time);
+  if (spec.spendTier === undefined) return windows;
+  const tier = GEMINI_API_TIERS.find((t) => t.name === spec.spendTier);
+  if (!tier || spec.analyzer !== 'tiers')
+    throw new Error(`no Gemini API tier named ${spec.spendTier} for a ${spec.analyzer} cell`);
+  return new SpendWindow(time, windows, tier.spendUsdPer10Minutes);
+}
+
+function windowsModel(spec: CellSpec, time: SimClock): QuotaModel {
   return spec.analyzer === 'tiers'
     ? // The tier's input-token limit sits just under RPM × the mean document: it binds now and then.
       new TierQuota(time, {
@@ -686,8 +703,5 @@ export async function runConsumer(
 
 /** Gemini's price of one paid analysis of a document (its input tokens, 400 output tokens). */
 export function analysisUsd(name: string): number {
-  return (
-    (tokensOf(name) / 1e6) * PRICES.geminiInputUsdPerMillionTokens +
-    (400 / 1e6) * PRICES.geminiOutputUsdPerMillionTokens
-  );
+  return geminiCallUsd(tokensOf(name));
 }

@@ -191,6 +191,23 @@ function fullGrid(): GridCell[] {
       seed++,
     ),
   );
+  // The Gemini API's Tier 1 spend limit ($10 over any rolling 10 minutes) in front of the tier's
+  // windows, where a backlog spends past it: 10,000 uploads drained in ~5 minutes spend ~$15. A
+  // thousand uploads spend ~$1.5 and the window-bound cells drain too slowly to reach it.
+  cells.push(
+    cell(
+      {
+        analyzer: 'tiers',
+        quota: 4_000,
+        latency: 'fast',
+        window: 'everyAck',
+        documents: 10_000,
+        backlog: 'upload',
+        spendTier: 'Tier 1',
+      },
+      seed++,
+    ),
+  );
   return cells;
 }
 

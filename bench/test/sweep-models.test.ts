@@ -1,14 +1,17 @@
 import { VirtualTime } from '../../sim/faults/virtual-time';
+import { geminiCallUsd, SPEND_WINDOW_MS, SpendWindow } from '../../sim/gemini-quota';
 import { SimBucketStore } from '../../sim/models/cloud-storage';
 import { GeminiSweepModel, SharedCapacity, slotDraw, TierQuota } from '../../sim/models/gemini';
 import { GEMINI_LATENCIES, latencyFrom, mergeLatency } from '../../sim/models/latency';
 import { EVERY_ACK, FAST_ACKS_ONLY } from '../../sim/models/push-window';
 import { SweepWarehouse } from '../../sim/models/warehouse';
 import { GcsMemoStore } from '../../worker/src/adapters/memo-stores/gcs-memo-store';
-import { COST_DEFAULTS, MERGE_LATENCY_SECONDS } from '../../worker/src/contract/cost-model';
+import { COST_DEFAULTS, MERGE_LATENCY_SECONDS, PRICES } from '../../worker/src/contract/cost-model';
+import { GEMINI_API_TIERS } from '../../worker/src/contract/gemini-tiers';
 import { ConfigurationError, TransientError } from '../../worker/src/core/errors';
 import { testRow as sampleRow } from '../../worker/test/support/builders';
-import { comparisonBilledBytes } from '../sweep/cell';
+import { analysisUsd, comparisonBilledBytes } from '../sweep/cell';
+import { sweepGrid } from '../sweep/grid';
 
 /** Moves a virtual time (not installed: only the models' own timers) to `ms`. */
 async function advanceTo(time: VirtualTime, ms: number): Promise<void> {
@@ -131,6 +134,61 @@ describe('Gemini tiers (RPM and TPM windows)', () => {
     expect(gemini.paid).toBe(1);
     // The accepted call took its latency: far longer than the refusal.
     expect(time.nowMs()).toBeGreaterThan(refusedAt);
+  });
+});
+
+describe("the Gemini API's spend-based rate limit (USD over a rolling 10 minutes)", () => {
+  const roomy = (time: VirtualTime) =>
+    new TierQuota(time, { requestsPerMinute: 1_000, tokensPerMinute: 1e9 });
+
+  it('prices a call at the priced model: its input tokens and 400 output tokens', () => {
+    expect(geminiCallUsd(1_000)).toBeCloseTo(
+      (1_000 * PRICES.geminiInputUsdPerMillionTokens + 400 * PRICES.geminiOutputUsdPerMillionTokens) / 1e6,
+      15,
+    );
+    expect(analysisUsd('sweep/000001-a.txt')).toBeGreaterThan(geminiCallUsd(1_000) - 1e-12);
+  });
+
+  it('refuses the call that would spend past the limit, spends nothing for it, and accepts again when the oldest spend leaves', async () => {
+    const time = new VirtualTime();
+    const spend = new SpendWindow(time, roomy(time), 2.5 * geminiCallUsd(1_000));
+    expect(spend.tryAccept(1_000)).toBe(true);
+    await advanceTo(time, 60_000);
+    expect(spend.tryAccept(1_000)).toBe(true);
+    expect(spend.tryAccept(1_000)).toBe(false);
+    expect(spend.refusedForSpend).toBe(1);
+    expect(spend.spentUsd()).toBeCloseTo(2 * geminiCallUsd(1_000), 15);
+    // The first call's spend leaves the window 10 minutes after it: not a minute, as RPM would.
+    const at = spend.nextAcceptMs(1_000);
+    expect(at).toBeCloseTo(SPEND_WINDOW_MS, 0);
+    await advanceTo(time, SPEND_WINDOW_MS - 1);
+    expect(spend.tryAccept(1_000)).toBe(false);
+    await advanceTo(time, at);
+    expect(spend.tryAccept(1_000)).toBe(true);
+  });
+
+  it("answers the oracle with the later of its own window and the tier's", async () => {
+    const time = new VirtualTime();
+    const spend = new SpendWindow(
+      time,
+      new TierQuota(time, { requestsPerMinute: 1, tokensPerMinute: 1e9 }),
+      100 * geminiCallUsd(1_000),
+    );
+    expect(spend.tryAccept(1_000)).toBe(true);
+    // Spend to spare: the tier's minute decides.
+    expect(spend.nextAcceptMs(1_000)).toBeCloseTo(60_000, 0);
+    // A call the tier refuses is not counted as spent.
+    expect(spend.tryAccept(1_000)).toBe(false);
+    expect(spend.spentUsd()).toBeCloseTo(geminiCallUsd(1_000), 15);
+    expect(spend.refusedForSpend).toBe(0);
+  });
+
+  it('is in the sweep at Tier 1, where a 10,000-upload backlog spends past it', () => {
+    const tier1 = GEMINI_API_TIERS.find((t) => t.name === 'Tier 1')!;
+    const [spendCell] = sweepGrid(false, ['tiers-4000rpm-fast-everyAck-10000-tier1spend']);
+    expect(spendCell).toMatchObject({ spendTier: 'Tier 1', documents: 10_000, tuning: false });
+    // The backlog's analyses cost more than Tier 1 lets through in 10 minutes.
+    expect(10_000 * geminiCallUsd(1_000)).toBeGreaterThan(tier1.spendUsdPer10Minutes);
   });
 });
 

@@ -85,12 +85,14 @@ describe('the grid', () => {
       'shared-1000rpm-slow-everyAck-1000',
       'tiers-1000rpm-fast-everyAck-10000',
     ]);
-    // 28 cells, then 7 with the public reports' MERGE latency (2–4.5 s) and 4 whose tier counts refused calls.
-    expect(grid.filter((c) => !c.tuning)).toHaveLength(39);
+    // 28 cells, then 7 with the public reports' MERGE latency (2–4.5 s), 4 whose tier counts refused
+    // calls and 1 with Tier 1's spend limit.
+    expect(grid.filter((c) => !c.tuning)).toHaveLength(40);
     expect(grid.filter((c) => c.mergeSeconds?.low === 2 && c.mergeSeconds.high === 4.5)).toHaveLength(7);
     expect(grid.filter((c) => c.refusedCount && c.analyzer === 'tiers')).toHaveLength(4);
+    expect(grid.filter((c) => c.spendTier === 'Tier 1' && c.analyzer === 'tiers')).toHaveLength(1);
     // None of them is a tuning cell: the defaults were never chosen on them.
-    expect(grid.filter((c) => c.tuning && (c.mergeSeconds || c.refusedCount))).toEqual([]);
+    expect(grid.filter((c) => c.tuning && (c.mergeSeconds || c.refusedCount || c.spendTier))).toEqual([]);
     expect(new Set(grid.map((c) => c.quota))).toEqual(new Set([60, 1_000, 4_000]));
     expect(new Set(grid.map((c) => c.analyzer))).toEqual(new Set(['tiers', 'shared']));
     expect(new Set(grid.map((c) => c.window))).toEqual(new Set(['everyAck', 'fastAcksOnly']));
