@@ -136,6 +136,24 @@ describe('field confidence', () => {
     expect(c.supplier_siret!.confidence).toBeGreaterThan(0.9);
   });
 
+  it('is not raised by net + tax = total when one of the three was computed from the other two', () => {
+    // "Subtotaal 717,97" read as the net, the total 717,97 beside it: the tax is derived as 0.00,
+    // and the three add up whatever the net really is.
+    const readings = {
+      net_amount: { source: 'text_layer' as const, how: 'labelled' as const },
+      tax_amount: { source: 'text_layer' as const, how: 'derived' as const },
+      total_amount: { source: 'text_layer' as const, how: 'labelled' as const },
+    };
+    const c = fieldConfidences({
+      analysis: invoice({ net_amount: 717.97, tax_amount: 0, total_amount: 717.97 }),
+      model: 'offline',
+      readings,
+    });
+    expect(c.net_amount).toMatchObject({ how: 'labelled', confidence: 0.9 });
+    expect(c.total_amount).toMatchObject({ how: 'labelled', confidence: 0.9 });
+    expect(c.tax_amount).toMatchObject({ how: 'derived', confidence: 0.8 });
+  });
+
   it('is lowered by a failed check digit, amounts that do not add up, a due date before the issue', () => {
     const base = fieldConfidences({ analysis: invoice({ supplier_siren: '732829320' }), model: 'offline' });
     const bad = fieldConfidences({

@@ -170,6 +170,9 @@ export function fieldConfidences(
   const fallback = sourceOfModel(result.model);
   const confidences: RowConfidence = {};
   const addUp = amountsAddUp(analysis);
+  // When one amount was computed from the other two, net + tax = total holds by construction: it
+  // checks none of the three, so it neither raises nor lowers them.
+  const amountsChecked = !AMOUNTS.some((field) => result.readings?.[field]?.how === 'derived');
   const idValid = new Map(CHECKED_IDS.map(([field, check]) => [field, check]));
   for (const field of CONFIDENCE_FIELDS) {
     const value = analysis[field];
@@ -182,10 +185,9 @@ export function fieldConfidences(
     if (how !== 'stated') {
       const check = idValid.get(field);
       if (check) confidence = check(String(value)) ? Math.min(0.99, confidence + 0.05) : confidence * 0.3;
-      if ((AMOUNTS as readonly string[]).includes(field) && addUp !== undefined) {
-        // A derived amount adds up by construction: the check says nothing about it.
-        if (addUp && how !== 'derived') confidence = Math.max(confidence, BASE.cross_checked);
-        if (!addUp) confidence *= 0.5;
+      if ((AMOUNTS as readonly string[]).includes(field) && addUp !== undefined && amountsChecked) {
+        if (addUp) confidence = Math.max(confidence, BASE.cross_checked);
+        else confidence *= 0.5;
       }
       if (
         (field === 'issue_date' || field === 'due_date') &&
