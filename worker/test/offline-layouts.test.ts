@@ -215,6 +215,33 @@ describe('general rules for layouts not seen before', () => {
     ).toMatchObject({ supplier_name: 'QualityHosting AG', customer_name: 'iViveLabs Ltd.' });
   });
 
+  it('takes the name under a delivery-address heading in the window, not the heading', () => {
+    // The FNFE-MPE Factur-X examples' layout: the window's first line is the heading of its block.
+    const analysis = read(
+      [
+        "Au bon moulin SARL - 1242 chemin de l'olive - 84340 Malaucène - France",
+        '',
+        'Facture FA-2017-0010',
+        '',
+        'Adresse de livraison',
+        'Ma jolie boutique',
+        '35 rue de la République',
+        '69001 Lyon',
+      ].join('\n'),
+    );
+    expect(analysis).toMatchObject({
+      supplier_name: 'Au bon moulin SARL',
+      customer_name: 'Ma jolie boutique',
+    });
+    expect(
+      read(
+        ['Bei Spiel GmbH - Ecke 12 - 12345 Stadthausen', '', 'Delivery Address:', 'Me gusta olive'].join(
+          '\n',
+        ),
+      ).customer_name,
+    ).toBe('Me gusta olive');
+  });
+
   it('prefers the currency a label names over the symbols of the amounts', () => {
     const analysis = read(
       ['Rechnungswährung\t: GBP', 'Währung der Umsatzsteuerbuchung : EUR', 'Gesamtbetrag\t100,00 EUR'].join(

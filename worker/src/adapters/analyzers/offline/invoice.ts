@@ -8,6 +8,7 @@ import {
   CREDIT_NOTE_NUMBER_LABELS,
   CURRENCY_LABEL,
   CUSTOMER_LABEL,
+  DELIVERY_HEADING,
   DUE_DATE_LABEL,
   INVOICE_HEADING,
   INVOICE_NUMBER_LABELS,
@@ -201,6 +202,8 @@ function looksLikeName(cell: string): boolean {
     !/:\s*\S/u.test(cell) &&
     !/@|www\.|https?:/iu.test(cell) &&
     !TITLE.test(cell) &&
+    // A heading over the delivery address: its name is below it.
+    !DELIVERY_HEADING.test(cell) &&
     // A remark in brackets, or a heading that names the document ("Retail Invoices/Bill").
     !/^[([*\-–]/u.test(cell) &&
     // A label whose value is elsewhere ("Globale Nummer:"), or a legal form alone ("GmbH").
