@@ -154,6 +154,49 @@ describe('field confidence', () => {
     expect(c.tax_amount).toMatchObject({ how: 'derived', confidence: 0.8 });
   });
 
+  it('is raised for a value another place of the page bears out, lowered for one that stands alone', () => {
+    const named = (agreed?: boolean) =>
+      fieldConfidences({
+        analysis: invoice(),
+        model: 'offline',
+        readings: {
+          supplier_name: {
+            source: 'text_layer',
+            how: 'labelled',
+            ...(agreed === undefined ? {} : { agreed }),
+          },
+        },
+      }).supplier_name!.confidence;
+    expect(named(true)).toBeGreaterThan(named());
+    expect(named(false)).toBeLessThan(named());
+  });
+
+  it('learns from the offline analyzer whether the page bears out the seller’s name and the issue date', () => {
+    const page = (seller: string, dates: string[]) =>
+      readInvoice([
+        'Verkäufer:',
+        seller,
+        'Rechnungsnummer: 4711',
+        ...dates,
+        'Nettobetrag  100,00',
+        'MwSt. 19 %  19,00',
+        'Gesamtbetrag  119,00',
+      ]).agreed;
+    // A legal form, or the name written again (a footer), bears it out; a word alone does not.
+    expect(page('Lieferant GmbH', ['Rechnungsdatum: 05.03.2018']).supplier_name).toBe(true);
+    expect(page('Artikel', ['Rechnungsdatum: 05.03.2018']).supplier_name).toBe(false);
+    expect(page('Artikel', ['Rechnungsdatum: 05.03.2018', 'Artikel']).supplier_name).toBe(true);
+    // A due date a month on bears the issue date out; a misread year sets it apart from every other date.
+    expect(page('Lieferant GmbH', ['Rechnungsdatum: 05.03.2018', 'Fällig am: 04.04.2018']).issue_date).toBe(
+      true,
+    );
+    expect(page('Lieferant GmbH', ['Rechnungsdatum: 05.03.2017', 'Fällig am: 04.04.2018']).issue_date).toBe(
+      false,
+    );
+    // One date on the page: nothing to compare it with.
+    expect(page('Lieferant GmbH', ['Rechnungsdatum: 05.03.2018']).issue_date).toBeUndefined();
+  });
+
   it('is lowered by a failed check digit, amounts that do not add up, a due date before the issue', () => {
     const base = fieldConfidences({ analysis: invoice({ supplier_siren: '732829320' }), model: 'offline' });
     const bad = fieldConfidences({

@@ -105,11 +105,16 @@ export type ReadHow =
   | 'guess'
   | 'model';
 
-/** How one field was read: its source, how it was found, and for OCR the read's mean word confidence (0-100). */
+/**
+ * How one field was read: its source, how it was found, for OCR the read's mean word confidence
+ * (0-100), and whether another place of the document agrees with the value (`agreed`: true, it is
+ * borne out; false, contradicted; absent, nothing to compare with).
+ */
 export interface FieldReading {
   source: FieldSource;
   how: ReadHow;
   ocrConfidence?: number;
+  agreed?: boolean;
 }
 
 /** What every analyzer returns. */

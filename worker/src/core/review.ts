@@ -71,6 +71,10 @@ const BASE: Readonly<Record<FieldConfidence['how'], number>> = {
   guess: 0.5,
 };
 
+/** What a value borne out by another place of the document gains, and what one that is not keeps. */
+const AGREED_RAISE = 0.05;
+const UNAGREED_FACTOR = 0.8;
+
 /** net + tax may differ from total by the rounding of each to the cent, no more. */
 export const ROUNDING_TOLERANCE = 0.01;
 
@@ -203,6 +207,9 @@ export function fieldConfidences(
         normalised(analysis.customer_name) === normalised(String(value))
       )
         confidence *= 0.4;
+      // Borne out by another place of the page, or standing alone against it (offline analyzer).
+      if (reading?.agreed === true) confidence = Math.min(0.99, confidence + AGREED_RAISE);
+      if (reading?.agreed === false) confidence *= UNAGREED_FACTOR;
       if (reading?.ocrConfidence !== undefined)
         confidence *= 0.6 + (0.4 * Math.max(0, Math.min(100, reading.ocrConfidence))) / 100;
     }

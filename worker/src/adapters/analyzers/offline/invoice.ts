@@ -597,11 +597,68 @@ export function extractInvoice(rawLines: readonly string[]): Analysis {
 /** How each field the page gave was found (core/review.ts weighs it). */
 export type FieldHows = Partial<Record<keyof Analysis, ReadHow>>;
 
-/** {@link extractInvoice}, with how each field it found was found. */
-export function readInvoice(rawLines: readonly string[]): { analysis: Analysis; how: FieldHows } {
+/**
+ * Per field, whether another place of the page agrees with the value read (true), contradicts it
+ * (false), or says nothing (absent); core/review.ts raises or lowers the field's confidence by it.
+ */
+export type FieldAgreements = Partial<Record<'supplier_name' | 'issue_date', boolean>>;
+
+// Within this many days of another date of the page (a due date, a delivery date), an issue date is
+// borne out: a misread digit moves it by a year or a month's worth of days past every other date.
+const RELATED_DATES_DAYS = 183;
+const DAY_MS = 86_400_000;
+
+/**
+ * What the rest of the page says of the supplier's name and the issue date. A name is borne out by
+ * a legal form ("GmbH", "SAS": it names a company, not a column or a month), by being written on
+ * another line of the page too (a footer, a return address), or by a word of it in the page's mail or
+ * web address; otherwise it stands alone. An issue date is borne out by another date of the page
+ * within {@link RELATED_DATES_DAYS}, contradicted when the page has other dates but none that close.
+ */
+export function agreements(lines: readonly string[], analysis: Analysis, order: DateOrder): FieldAgreements {
+  const agreed: FieldAgreements = {};
+  const name = analysis.supplier_name;
+  if (name !== null) {
+    const lower = name.toLowerCase();
+    const written = lines.filter((line) => line.toLowerCase().includes(lower)).length;
+    const addresses = (
+      lines
+        .join(' ')
+        .toLowerCase()
+        .match(/[\p{L}\d._-]+@[\p{L}\d.-]+|www\.[\p{L}\d.-]+|https?:\/\/[\p{L}\d.-]+/gu) ?? []
+    ).join(' ');
+    const inAddress = (lower.match(/\p{L}{4,}/gu) ?? []).some((word) => addresses.includes(word));
+    agreed.supplier_name = LEGAL_FORM.test(name) || written >= 2 || inAddress;
+  }
+  const issued = analysis.issue_date;
+  if (issued !== null) {
+    const others: string[] = [];
+    let seenItself = false;
+    for (const line of lines)
+      for (const cell of splitCells(line)) {
+        const date = findDate(cell, order);
+        if (date === null) continue;
+        // The issue date's own place is not a second witness; a second writing of it is.
+        if (date === issued && !seenItself) seenItself = true;
+        else others.push(date);
+      }
+    if (others.length > 0)
+      agreed.issue_date = others.some(
+        (date) => Math.abs(Date.parse(date) - Date.parse(issued)) <= RELATED_DATES_DAYS * DAY_MS,
+      );
+  }
+  return agreed;
+}
+
+/** {@link extractInvoice}, with how each field it found was found and what the page says of it. */
+export function readInvoice(rawLines: readonly string[]): {
+  analysis: Analysis;
+  how: FieldHows;
+  agreed: FieldAgreements;
+} {
   const lines = rawLines.map(normalizeLine);
   const text = lines.join('\n');
-  if (text.trim() === '') return { analysis: emptyAnalysis(), how: {} };
+  if (text.trim() === '') return { analysis: emptyAnalysis(), how: {}, agreed: {} };
 
   const language = detectLanguage(text);
   const dateOrder = numericDateOrder(text);
@@ -662,5 +719,5 @@ export function readInvoice(rawLines: readonly string[]): { analysis: Analysis; 
   // Only the fields found: a field left null has no "how".
   for (const field of Object.keys(how) as Array<keyof FieldHows>)
     if (analysis[field] === null || how[field] === undefined) delete how[field];
-  return { analysis, how };
+  return { analysis, how, agreed: agreements(lines, analysis, dateOrder) };
 }
