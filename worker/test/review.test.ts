@@ -154,47 +154,71 @@ describe('field confidence', () => {
     expect(c.tax_amount).toMatchObject({ how: 'derived', confidence: 0.8 });
   });
 
-  it('is raised for a value another place of the page bears out, lowered for one that stands alone', () => {
-    const named = (agreed?: boolean) =>
+  it('is raised for a value another place of the page bears out, lowered for one alone or contradicted', () => {
+    const named = (agreement?: 'borne_out' | 'alone' | 'contradicted') =>
       fieldConfidences({
         analysis: invoice(),
         model: 'offline',
         readings: {
-          supplier_name: {
-            source: 'text_layer',
-            how: 'labelled',
-            ...(agreed === undefined ? {} : { agreed }),
-          },
+          supplier_name: { source: 'text_layer', how: 'labelled', ...(agreement ? { agreement } : {}) },
         },
       }).supplier_name!.confidence;
-    expect(named(true)).toBeGreaterThan(named());
-    expect(named(false)).toBeLessThan(named());
+    expect(named('borne_out')).toBeGreaterThan(named());
+    expect(named('alone')).toBeLessThan(named());
+    expect(named('contradicted')).toBeLessThan(named('alone'));
   });
 
-  it('learns from the offline analyzer whether the page bears out the seller’s name and the issue date', () => {
-    const page = (seller: string, dates: string[]) =>
+  it('learns from the offline analyzer what the page says of the seller’s name and the issue date', () => {
+    const page = (seller: string, dates: string[], after: string[] = []) =>
       readInvoice([
         'Verkäufer:',
         seller,
+        '',
         'Rechnungsnummer: 4711',
         ...dates,
+        '',
+        ...after,
         'Nettobetrag  100,00',
         'MwSt. 19 %  19,00',
         'Gesamtbetrag  119,00',
       ]).agreed;
     // A legal form, or the name written again (a footer), bears it out; a word alone does not.
-    expect(page('Lieferant GmbH', ['Rechnungsdatum: 05.03.2018']).supplier_name).toBe(true);
-    expect(page('Artikel', ['Rechnungsdatum: 05.03.2018']).supplier_name).toBe(false);
-    expect(page('Artikel', ['Rechnungsdatum: 05.03.2018', 'Artikel']).supplier_name).toBe(true);
+    expect(page('Lieferant GmbH', ['Rechnungsdatum: 05.03.2018']).supplier_name).toBe('borne_out');
+    expect(page('Artikel', ['Rechnungsdatum: 05.03.2018']).supplier_name).toBe('alone');
+    expect(page('Artikel', ['Rechnungsdatum: 05.03.2018', 'Artikel']).supplier_name).toBe('borne_out');
+    // The page names it as the buyer: the other party's name, not the seller's.
+    expect(
+      page('Kunden AG', ['Rechnungsdatum: 05.03.2018'], ['Käufer:', 'Kunden AG', 'Hauptstraße 1', ''])
+        .supplier_name,
+    ).toBe('contradicted');
     // A due date a month on bears the issue date out; a misread year sets it apart from every other date.
     expect(page('Lieferant GmbH', ['Rechnungsdatum: 05.03.2018', 'Fällig am: 04.04.2018']).issue_date).toBe(
-      true,
+      'borne_out',
     );
     expect(page('Lieferant GmbH', ['Rechnungsdatum: 05.03.2017', 'Fällig am: 04.04.2018']).issue_date).toBe(
-      false,
+      'alone',
     );
     // One date on the page: nothing to compare it with.
     expect(page('Lieferant GmbH', ['Rechnungsdatum: 05.03.2018']).issue_date).toBeUndefined();
+  });
+
+  it('weighs OCR’s word confidence half as much on a value the page checks', () => {
+    const read = (agreement?: 'borne_out') =>
+      fieldConfidences({
+        analysis: invoice(),
+        model: 'offline+ocr:tesseract',
+        readings: {
+          supplier_name: {
+            source: 'ocr',
+            how: 'labelled',
+            ocrConfidence: 50,
+            ...(agreement ? { agreement } : {}),
+          },
+        },
+      }).supplier_name!.confidence;
+    // 0.9 × (0.6 + 0.4 × 0.5) unchecked; (0.9 + 0.05) × (0.8 + 0.2 × 0.5) borne out.
+    expect(read()).toBeCloseTo(0.72, 3);
+    expect(read('borne_out')).toBeCloseTo(0.855, 3);
   });
 
   it('is lowered by a failed check digit, amounts that do not add up, a due date before the issue', () => {

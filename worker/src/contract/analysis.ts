@@ -106,15 +106,21 @@ export type ReadHow =
   | 'model';
 
 /**
+ * What the rest of the document says of a value: `borne_out` (another place agrees: the name written
+ * again, a date beside a related one), `alone` (nothing else supports it), `contradicted` (the page
+ * gives it to something else: the seller's name in the customer's block).
+ */
+export type Agreement = 'borne_out' | 'alone' | 'contradicted';
+
+/**
  * How one field was read: its source, how it was found, for OCR the read's mean word confidence
- * (0-100), and whether another place of the document agrees with the value (`agreed`: true, it is
- * borne out; false, contradicted; absent, nothing to compare with).
+ * (0-100), and what the rest of the document says of the value (absent: nothing to compare with).
  */
 export interface FieldReading {
   source: FieldSource;
   how: ReadHow;
   ocrConfidence?: number;
-  agreed?: boolean;
+  agreement?: Agreement;
 }
 
 /** What every analyzer returns. */

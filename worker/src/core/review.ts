@@ -71,9 +71,10 @@ const BASE: Readonly<Record<FieldConfidence['how'], number>> = {
   guess: 0.5,
 };
 
-/** What a value borne out by another place of the document gains, and what one that is not keeps. */
-const AGREED_RAISE = 0.05;
-const UNAGREED_FACTOR = 0.8;
+/** What a value borne out by another place of the document gains; what one alone, or contradicted, keeps. */
+const BORNE_OUT_RAISE = 0.05;
+const ALONE_FACTOR = 0.8;
+const CONTRADICTED_FACTOR = 0.4;
 
 /** net + tax may differ from total by the rounding of each to the cent, no more. */
 export const ROUNDING_TOLERANCE = 0.01;
@@ -207,11 +208,21 @@ export function fieldConfidences(
         normalised(analysis.customer_name) === normalised(String(value))
       )
         confidence *= 0.4;
-      // Borne out by another place of the page, or standing alone against it (offline analyzer).
-      if (reading?.agreed === true) confidence = Math.min(0.99, confidence + AGREED_RAISE);
-      if (reading?.agreed === false) confidence *= UNAGREED_FACTOR;
-      if (reading?.ocrConfidence !== undefined)
-        confidence *= 0.6 + (0.4 * Math.max(0, Math.min(100, reading.ocrConfidence))) / 100;
+      // What the rest of the page says of the value (offline analyzer).
+      if (reading?.agreement === 'borne_out') confidence = Math.min(0.99, confidence + BORNE_OUT_RAISE);
+      if (reading?.agreement === 'alone') confidence *= ALONE_FACTOR;
+      if (reading?.agreement === 'contradicted') confidence *= CONTRADICTED_FACTOR;
+      if (reading?.ocrConfidence !== undefined) {
+        // The page's mean word confidence says how often a word is misread; a value checked
+        // against the rest of the page (amounts that add up, a check digit, a second writing) has
+        // already been through that, so it weighs half as much on it.
+        const checked =
+          reading.agreement === 'borne_out' ||
+          (idValid.get(field)?.(String(value)) ?? false) ||
+          ((AMOUNTS as readonly string[]).includes(field) && amountsChecked && addUp === true);
+        const ocr = Math.max(0, Math.min(100, reading.ocrConfidence)) / 100;
+        confidence *= checked ? 0.8 + 0.2 * ocr : 0.6 + 0.4 * ocr;
+      }
     }
     confidences[field] = { source, how, confidence: Math.round(confidence * 1000) / 1000 };
   }

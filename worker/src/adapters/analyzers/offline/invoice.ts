@@ -1,4 +1,4 @@
-import type { Analysis, ReadHow } from '../../../contract/analysis';
+import type { Agreement, Analysis, ReadHow } from '../../../contract/analysis';
 import { type DecimalHint, detectCurrency, type FoundAmount, findAmounts, roundCents } from './amounts';
 import { type DateOrder, findDate, numericDateOrder } from './dates';
 import { findSiren, findSiret, findVatId, sirenFrom } from './ids';
@@ -598,10 +598,10 @@ export function extractInvoice(rawLines: readonly string[]): Analysis {
 export type FieldHows = Partial<Record<keyof Analysis, ReadHow>>;
 
 /**
- * Per field, whether another place of the page agrees with the value read (true), contradicts it
- * (false), or says nothing (absent); core/review.ts raises or lowers the field's confidence by it.
+ * Per field, what the rest of the page says of the value read (contract/analysis.ts `Agreement`);
+ * absent: nothing to compare it with. core/review.ts raises or lowers the field's confidence by it.
  */
-export type FieldAgreements = Partial<Record<'supplier_name' | 'issue_date', boolean>>;
+export type FieldAgreements = Partial<Record<'supplier_name' | 'issue_date', Agreement>>;
 
 // Within this many days of another date of the page (a due date, a delivery date), an issue date is
 // borne out: a misread digit moves it by a year or a month's worth of days past every other date.
@@ -609,18 +609,24 @@ const RELATED_DATES_DAYS = 183;
 const DAY_MS = 86_400_000;
 
 /**
- * What the rest of the page says of the supplier's name and the issue date. A name is borne out by
- * a legal form ("GmbH", "SAS": it names a company, not a column or a month), by being written on
+ * What the rest of the page says of the supplier's name and the issue date. A name written in the
+ * customer's block is contradicted (the page gives it to the other party). Otherwise it is borne out
+ * by a legal form ("GmbH", "SAS": it names a company, not a column or a month), by being written on
  * another line of the page too (a footer, a return address), or by a word of it in the page's mail or
- * web address; otherwise it stands alone. An issue date is borne out by another date of the page
- * within {@link RELATED_DATES_DAYS}, contradicted when the page has other dates but none that close.
+ * web address; else it stands alone. An issue date is borne out by another date of the page within
+ * {@link RELATED_DATES_DAYS}, stands alone when the page has other dates but none that close.
  */
-export function agreements(lines: readonly string[], analysis: Analysis, order: DateOrder): FieldAgreements {
+export function agreements(
+  lines: readonly string[],
+  analysis: Analysis,
+  order: DateOrder,
+  customerLines: ReadonlySet<number> = new Set(),
+): FieldAgreements {
   const agreed: FieldAgreements = {};
   const name = analysis.supplier_name;
   if (name !== null) {
     const lower = name.toLowerCase();
-    const written = lines.filter((line) => line.toLowerCase().includes(lower)).length;
+    const writtenAt = [...lines.keys()].filter((index) => lines[index]!.toLowerCase().includes(lower));
     const addresses = (
       lines
         .join(' ')
@@ -628,7 +634,11 @@ export function agreements(lines: readonly string[], analysis: Analysis, order: 
         .match(/[\p{L}\d._-]+@[\p{L}\d.-]+|www\.[\p{L}\d.-]+|https?:\/\/[\p{L}\d.-]+/gu) ?? []
     ).join(' ');
     const inAddress = (lower.match(/\p{L}{4,}/gu) ?? []).some((word) => addresses.includes(word));
-    agreed.supplier_name = LEGAL_FORM.test(name) || written >= 2 || inAddress;
+    agreed.supplier_name = writtenAt.some((index) => customerLines.has(index))
+      ? 'contradicted'
+      : LEGAL_FORM.test(name) || writtenAt.length >= 2 || inAddress
+        ? 'borne_out'
+        : 'alone';
   }
   const issued = analysis.issue_date;
   if (issued !== null) {
@@ -645,7 +655,9 @@ export function agreements(lines: readonly string[], analysis: Analysis, order: 
     if (others.length > 0)
       agreed.issue_date = others.some(
         (date) => Math.abs(Date.parse(date) - Date.parse(issued)) <= RELATED_DATES_DAYS * DAY_MS,
-      );
+      )
+        ? 'borne_out'
+        : 'alone';
   }
   return agreed;
 }
@@ -719,5 +731,5 @@ export function readInvoice(rawLines: readonly string[]): {
   // Only the fields found: a field left null has no "how".
   for (const field of Object.keys(how) as Array<keyof FieldHows>)
     if (analysis[field] === null || how[field] === undefined) delete how[field];
-  return { analysis, how, agreed: agreements(lines, analysis, dateOrder) };
+  return { analysis, how, agreed: agreements(lines, analysis, dateOrder, customer.lineIndexes) };
 }
