@@ -220,6 +220,8 @@ describe('general rules for layouts not seen before', () => {
     const analysis = read(
       [
         "Au bon moulin SARL - 1242 chemin de l'olive - 84340 Malaucène - France",
+        '+33 4 50 44 68 99 - http://www.aubonmoulin.fr',
+        'TVA : FR11999999998 - SIRET : 99999999800010 - APE : 4778C',
         '',
         'Facture FA-2017-0010',
         '',

@@ -279,8 +279,10 @@ function senderLine(lines: readonly string[]): { index: number; name: string } |
 function addresseeAfter(lines: readonly string[], sender: number): number | null {
   for (let index = sender + 1, seen = 0; index < lines.length && seen < 4; index += 1) {
     if (isBlank(lines[index])) continue;
-    seen += 1;
     const cell = splitCells(lines[index]!)[0];
+    // The heading of the window's block ("Adresse de livraison") is not one of its lines.
+    if (cell && DELIVERY_HEADING.test(cell)) continue;
+    seen += 1;
     if (cell && looksLikeName(cell) && !/\d/u.test(cell)) return index;
   }
   return null;
