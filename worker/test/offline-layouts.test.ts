@@ -121,6 +121,30 @@ describe('totals by arithmetic', () => {
     expect(analysis).toMatchObject({ net_amount: 198, tax_amount: 37.62, total_amount: 235.62 });
   });
 
+  it('takes no tax from an items row whose rate column names the VAT, nor a tax total twice', () => {
+    // An items table it does not recognise, a per-rate summary, then the tax total under another
+    // name; the gross total's label is unreadable (its letters spaced apart), so the tax decides it.
+    const analysis = read(
+      [
+        'Taxi GmbH',
+        'Rechnung Nr. TX-471102 vom 30.10.2019',
+        'Pos\tBeschreibung\tNettopreis\tMenge\tSteuer\tEntgelt',
+        '1\tGrundpreis\t3,90\t1 Stk\t7 % VAT (S)\t3,90',
+        '',
+        '2\tStadtfahrt\t2,00\t6 Stk\t7 % VAT (S)\t13,00',
+        '',
+        'VAT (S)\t16,90\t7\t1,18',
+        '',
+        'Rechnungssumme ohne USt.\t16,90',
+        'Steuerbetrag\t1,18',
+        'Br uttosumme\t18,08',
+      ].join('\n'),
+    );
+    expect(analysis).toMatchObject({ net_amount: 16.9, tax_amount: 1.18, total_amount: 18.08 });
+    // Two rates whose taxes differ are still added up.
+    expect(read('Nettobetrag\t200,00\nMwSt 19 %\t19,00\nMwSt 7 %\t7,00').tax_amount).toBe(26);
+  });
+
   it('accepts a zero tax when net and total are equal', () => {
     const analysis = read(
       'Physio\nRechnung Nr. R18-31\nNettobetrag\t380,00\nUSt 0 %\t0,00\nGesamtbetrag\t380,00',

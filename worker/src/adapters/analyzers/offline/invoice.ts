@@ -477,7 +477,12 @@ function findTotals(lines: readonly string[], skip: ReadonlySet<number>, hint: D
       label: line.slice(i === 0 ? 0 : amounts[i - 1]!.end, amount.index),
       amount,
     }));
-    const labelled = segments.filter((segment, i) => i === 0 || totalKind(segment.label) !== null);
+    // The first amount is a label's only when a label comes before it: on an items row ("1
+    // Grundpreis 3,90 1 Stk 7 % VAT (S) 3,90") the leading position number is not a total, and the
+    // rate column's "VAT" does not make the row's amount a tax.
+    const isLabel = (label: string) =>
+      totalKind(label) !== null || BARE_TOTAL.test(label.replace(/[\t:]/gu, ' '));
+    const labelled = segments.filter((segment) => isLabel(segment.label));
     const pairs =
       labelled.length > 1
         ? labelled.map((segment) => ({ label: segment.label, amount: segment.amount, all: [segment.amount] }))
@@ -496,11 +501,7 @@ function findTotals(lines: readonly string[], skip: ReadonlySet<number>, hint: D
     }
   }
   for (const row of summaryTableRows(lines, skip, hint)) candidates[row.kind].push(row.amount);
-  const summedTax =
-    taxTotal ??
-    (taxes.length === 0
-      ? null
-      : { ...taxes[0]!, value: roundCents(taxes.reduce((sum, tax) => sum + tax.value, 0)) });
+  const summedTax = taxTotal ?? sumOfTaxes(taxes);
   if (summedTax) candidates.tax.push(summedTax);
   const consistent = consistentTotals(candidates);
   if (consistent) return consistent;
@@ -509,6 +510,19 @@ function findTotals(lines: readonly string[], skip: ReadonlySet<number>, hint: D
     tax: summedTax,
     total: lastOf(candidates.total, bareTotal),
   };
+}
+
+/**
+ * The tax of several tax lines: their sum (one line per VAT rate), unless the last one is the sum of
+ * the others, which makes it their total under another name ("VAT (S) 16,90 7 1,18", then
+ * "Steuerbetrag 1,18").
+ */
+function sumOfTaxes(taxes: readonly FoundAmount[]): FoundAmount | null {
+  if (taxes.length === 0) return null;
+  const last = taxes[taxes.length - 1]!;
+  const before = roundCents(taxes.slice(0, -1).reduce((sum, tax) => sum + tax.value, 0));
+  if (taxes.length > 1 && Math.abs(before - last.value) < CENT) return last;
+  return { ...taxes[0]!, value: roundCents(before + last.value) };
 }
 
 /**
