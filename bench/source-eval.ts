@@ -199,6 +199,7 @@ export async function scoreSource(
         document: truth.document,
         field,
         confidence: assessed?.confidence ?? null,
+        ...(assessed ? { how: assessed.how } : {}),
         right: fieldMatches(field, stated, result.analysis),
       });
     }
