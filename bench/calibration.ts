@@ -39,38 +39,51 @@ export interface ConfidencePoint {
   field: ConfidenceField;
   /** null: the analyzer gave no value (never confident). */
   confidence: number | null;
+  /** How the value was found (core/review.ts `FieldConfidence.how`), for a look at the calibration. */
+  how?: string;
   right: boolean;
 }
 
 /**
- * The least confidence `t` such that the tuning fields of confidence ≥ t are right at least `goal`
- * of the time; null when no `t` does (that source never marks that field confident). A pair with no
- * tuning field takes the threshold chosen over all the source's fields together.
+ * The fewest tuning fields a threshold may rest on: four right SIRETs say nothing of a 98 % rate (the
+ * FNFE-MPE examples' SIRETs, all invented, fail their check digit and are right against their XML, and
+ * alone they set the text layer's SIRET threshold at the confidence of a failed check).
+ */
+export const MIN_TUNING_FIELDS = 10;
+
+/**
+ * The least confidence `t` such that at least {@link MIN_TUNING_FIELDS} tuning fields have a
+ * confidence ≥ t and they are right at least `goal` of the time; null when no `t` does (that source
+ * never marks that field confident). A field with fewer tuning fields than that takes the threshold
+ * chosen over all the source's fields together.
  */
 export function chooseThresholds(
   points: readonly ConfidencePoint[],
   goal = CONFIDENT_ACCURACY_GOAL,
+  minFields = MIN_TUNING_FIELDS,
 ): Partial<Record<CalibratedSource, ThresholdsOf>> {
   const tuning = points.filter((p) => p.role === 'tuning' && p.confidence !== null);
   const chosen: Partial<Record<CalibratedSource, Record<string, number | null>>> = {};
   for (const source of CALIBRATED_SOURCES) {
     const ofSource = tuning.filter((p) => p.source === source);
     if (ofSource.length === 0) continue;
-    const pooled = leastThreshold(ofSource, goal);
+    const pooled = leastThreshold(ofSource, goal, minFields);
     const thresholds: Record<string, number | null> = {};
     for (const field of CONFIDENCE_FIELDS) {
       const ofField = ofSource.filter((p) => p.field === field);
-      thresholds[field] = ofField.length === 0 ? pooled : leastThreshold(ofField, goal);
+      thresholds[field] = ofField.length < minFields ? pooled : leastThreshold(ofField, goal, minFields);
     }
     chosen[source] = thresholds;
   }
   return chosen;
 }
 
-function leastThreshold(points: readonly ConfidencePoint[], goal: number): number | null {
+function leastThreshold(points: readonly ConfidencePoint[], goal: number, minFields: number): number | null {
   const candidates = [...new Set(points.map((p) => p.confidence!))].sort((a, b) => a - b);
   for (const t of candidates) {
     const above = points.filter((p) => p.confidence! >= t);
+    // Higher thresholds keep fewer fields still: none of them rests on enough.
+    if (above.length < minFields) return null;
     const right = above.filter((p) => p.right).length;
     if (right / above.length >= goal) return t;
   }

@@ -31,6 +31,7 @@ describe('the confidence calibration', () => {
       point(0.5, false),
       point(0.5, true),
       point(0.75, true),
+      ...Array.from({ length: 9 }, () => point(0.9, true, { field: 'supplier_name' })),
       point(0.9, false, { field: 'supplier_name' }),
       point(0.5, true, { field: 'supplier_name' }),
     ];
@@ -40,6 +41,23 @@ describe('the confidence calibration', () => {
     // A field with no tuning point takes the source's pooled threshold.
     expect(chosen.text_layer?.due_date).toBe(0.75);
     expect(chosen.ocr).toBeUndefined();
+  });
+
+  it('rests no threshold on fewer than ten tuning fields', () => {
+    const points = [
+      ...Array.from({ length: 40 }, () => point(0.9, true)),
+      point(0.5, false),
+      // Four SIRETs that fail their check digit and are right: too few to make 0.27 confident.
+      ...Array.from({ length: 4 }, () => point(0.27, true, { field: 'supplier_siret' })),
+      // Nine right names above 0.95, one wrong below: 0.95 would rest on nine fields.
+      ...Array.from({ length: 9 }, () => point(0.95, true, { field: 'supplier_name' })),
+      ...Array.from({ length: 3 }, () => point(0.8, false, { field: 'supplier_name' })),
+    ];
+    const chosen = chooseThresholds(points);
+    expect(chosen.text_layer?.supplier_siret).toBe(0.9);
+    expect(chosen.text_layer?.supplier_name).toBeNull();
+    expect(chosen.text_layer?.invoice_number).toBe(0.9);
+    expect(chooseThresholds(points, 0.98, 1).text_layer?.supplier_siret).toBe(0.27);
   });
 
   it('reports on held-out fields what the tuning ones chose, a missing value never confident', () => {

@@ -121,6 +121,30 @@ describe('totals by arithmetic', () => {
     expect(analysis).toMatchObject({ net_amount: 198, tax_amount: 37.62, total_amount: 235.62 });
   });
 
+  it('takes no tax from an items row whose rate column names the VAT, nor a tax total twice', () => {
+    // An items table it does not recognise, a per-rate summary, then the tax total under another
+    // name; the gross total's label is unreadable (its letters spaced apart), so the tax decides it.
+    const analysis = read(
+      [
+        'Taxi GmbH',
+        'Rechnung Nr. TX-471102 vom 30.10.2019',
+        'Pos\tBeschreibung\tNettopreis\tMenge\tSteuer\tEntgelt',
+        '1\tGrundpreis\t3,90\t1 Stk\t7 % VAT (S)\t3,90',
+        '',
+        '2\tStadtfahrt\t2,00\t6 Stk\t7 % VAT (S)\t13,00',
+        '',
+        'VAT (S)\t16,90\t7\t1,18',
+        '',
+        'Rechnungssumme ohne USt.\t16,90',
+        'Steuerbetrag\t1,18',
+        'Br uttosumme\t18,08',
+      ].join('\n'),
+    );
+    expect(analysis).toMatchObject({ net_amount: 16.9, tax_amount: 1.18, total_amount: 18.08 });
+    // Two rates whose taxes differ are still added up.
+    expect(read('Nettobetrag\t200,00\nMwSt 19 %\t19,00\nMwSt 7 %\t7,00').tax_amount).toBe(26);
+  });
+
   it('accepts a zero tax when net and total are equal', () => {
     const analysis = read(
       'Physio\nRechnung Nr. R18-31\nNettobetrag\t380,00\nUSt 0 %\t0,00\nGesamtbetrag\t380,00',
@@ -213,6 +237,35 @@ describe('general rules for layouts not seen before', () => {
         ),
       ),
     ).toMatchObject({ supplier_name: 'QualityHosting AG', customer_name: 'iViveLabs Ltd.' });
+  });
+
+  it('takes the name under a delivery-address heading in the window, not the heading', () => {
+    // The FNFE-MPE Factur-X examples' layout: the window's first line is the heading of its block.
+    const analysis = read(
+      [
+        "Au bon moulin SARL - 1242 chemin de l'olive - 84340 Malaucène - France",
+        '+33 4 50 44 68 99 - http://www.aubonmoulin.fr',
+        'TVA : FR11999999998 - SIRET : 99999999800010 - APE : 4778C',
+        '',
+        'Facture FA-2017-0010',
+        '',
+        'Adresse de livraison',
+        'Ma jolie boutique',
+        '35 rue de la République',
+        '69001 Lyon',
+      ].join('\n'),
+    );
+    expect(analysis).toMatchObject({
+      supplier_name: 'Au bon moulin SARL',
+      customer_name: 'Ma jolie boutique',
+    });
+    expect(
+      read(
+        ['Bei Spiel GmbH - Ecke 12 - 12345 Stadthausen', '', 'Delivery Address:', 'Me gusta olive'].join(
+          '\n',
+        ),
+      ).customer_name,
+    ).toBe('Me gusta olive');
   });
 
   it('prefers the currency a label names over the symbols of the amounts', () => {

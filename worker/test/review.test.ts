@@ -136,6 +136,103 @@ describe('field confidence', () => {
     expect(c.supplier_siret!.confidence).toBeGreaterThan(0.9);
   });
 
+  it('takes the date on a labelled number’s line for labelled, and a guessed date for a guess', () => {
+    const titled = readInvoice([
+      'Lieferant GmbH',
+      'Rechnung Nr. 471113 vom 13.06.2018',
+      'Gesamtbetrag 119,00',
+    ]);
+    expect(titled.analysis.issue_date).toBe('2018-06-13');
+    expect(titled.how.issue_date).toBe('labelled');
+    const dated = readInvoice(['Lieferant GmbH', 'Paris, le 30 novembre 2026', 'Total TTC 120,00 €']);
+    expect(dated.how.issue_date).toBe('guess');
+  });
+
+  it('is not raised by net + tax = total when one of the three was computed from the other two', () => {
+    // "Subtotaal 717,97" read as the net, the total 717,97 beside it: the tax is derived as 0.00,
+    // and the three add up whatever the net really is.
+    const readings = {
+      net_amount: { source: 'text_layer' as const, how: 'labelled' as const },
+      tax_amount: { source: 'text_layer' as const, how: 'derived' as const },
+      total_amount: { source: 'text_layer' as const, how: 'labelled' as const },
+    };
+    const c = fieldConfidences({
+      analysis: invoice({ net_amount: 717.97, tax_amount: 0, total_amount: 717.97 }),
+      model: 'offline',
+      readings,
+    });
+    expect(c.net_amount).toMatchObject({ how: 'labelled', confidence: 0.9 });
+    expect(c.total_amount).toMatchObject({ how: 'labelled', confidence: 0.9 });
+    expect(c.tax_amount).toMatchObject({ how: 'derived', confidence: 0.8 });
+  });
+
+  it('is raised for a value another place of the page bears out, lowered for one alone or contradicted', () => {
+    const named = (agreement?: 'borne_out' | 'alone' | 'contradicted') =>
+      fieldConfidences({
+        analysis: invoice(),
+        model: 'offline',
+        readings: {
+          supplier_name: { source: 'text_layer', how: 'labelled', ...(agreement ? { agreement } : {}) },
+        },
+      }).supplier_name!.confidence;
+    expect(named('borne_out')).toBeGreaterThan(named());
+    expect(named('alone')).toBeLessThan(named());
+    expect(named('contradicted')).toBeLessThan(named('alone'));
+  });
+
+  it('learns from the offline analyzer what the page says of the seller’s name and the issue date', () => {
+    const page = (seller: string, dates: string[], after: string[] = []) =>
+      readInvoice([
+        'Verkäufer:',
+        seller,
+        '',
+        'Rechnungsnummer: 4711',
+        ...dates,
+        '',
+        ...after,
+        'Nettobetrag  100,00',
+        'MwSt. 19 %  19,00',
+        'Gesamtbetrag  119,00',
+      ]).agreed;
+    // A legal form, or the name written again (a footer), bears it out; a word alone does not.
+    expect(page('Lieferant GmbH', ['Rechnungsdatum: 05.03.2018']).supplier_name).toBe('borne_out');
+    expect(page('Artikel', ['Rechnungsdatum: 05.03.2018']).supplier_name).toBe('alone');
+    expect(page('Artikel', ['Rechnungsdatum: 05.03.2018', 'Artikel']).supplier_name).toBe('borne_out');
+    // The page names it as the buyer: the other party's name, not the seller's.
+    expect(
+      page('Kunden AG', ['Rechnungsdatum: 05.03.2018'], ['Käufer:', 'Kunden AG', 'Hauptstraße 1', ''])
+        .supplier_name,
+    ).toBe('contradicted');
+    // A due date a month on bears the issue date out; a misread year sets it apart from every other date.
+    expect(page('Lieferant GmbH', ['Rechnungsdatum: 05.03.2018', 'Fällig am: 04.04.2018']).issue_date).toBe(
+      'borne_out',
+    );
+    expect(page('Lieferant GmbH', ['Rechnungsdatum: 05.03.2017', 'Fällig am: 04.04.2018']).issue_date).toBe(
+      'alone',
+    );
+    // One date on the page: nothing to compare it with.
+    expect(page('Lieferant GmbH', ['Rechnungsdatum: 05.03.2018']).issue_date).toBeUndefined();
+  });
+
+  it('weighs OCR’s word confidence half as much on a value the page checks', () => {
+    const read = (agreement?: 'borne_out') =>
+      fieldConfidences({
+        analysis: invoice(),
+        model: 'offline+ocr:tesseract',
+        readings: {
+          supplier_name: {
+            source: 'ocr',
+            how: 'labelled',
+            ocrConfidence: 50,
+            ...(agreement ? { agreement } : {}),
+          },
+        },
+      }).supplier_name!.confidence;
+    // 0.9 × (0.6 + 0.4 × 0.5) unchecked; (0.9 + 0.05) × (0.8 + 0.2 × 0.5) borne out.
+    expect(read()).toBeCloseTo(0.72, 3);
+    expect(read('borne_out')).toBeCloseTo(0.855, 3);
+  });
+
   it('is lowered by a failed check digit, amounts that do not add up, a due date before the issue', () => {
     const base = fieldConfidences({ analysis: invoice({ supplier_siren: '732829320' }), model: 'offline' });
     const bad = fieldConfidences({

@@ -105,11 +105,22 @@ export type ReadHow =
   | 'guess'
   | 'model';
 
-/** How one field was read: its source, how it was found, and for OCR the read's mean word confidence (0-100). */
+/**
+ * What the rest of the document says of a value: `borne_out` (another place agrees: the name written
+ * again, a date beside a related one), `alone` (nothing else supports it), `contradicted` (the page
+ * gives it to something else: the seller's name in the customer's block).
+ */
+export type Agreement = 'borne_out' | 'alone' | 'contradicted';
+
+/**
+ * How one field was read: its source, how it was found, for OCR the read's mean word confidence
+ * (0-100), and what the rest of the document says of the value (absent: nothing to compare with).
+ */
 export interface FieldReading {
   source: FieldSource;
   how: ReadHow;
   ocrConfidence?: number;
+  agreement?: Agreement;
 }
 
 /** What every analyzer returns. */

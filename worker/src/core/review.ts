@@ -71,6 +71,11 @@ const BASE: Readonly<Record<FieldConfidence['how'], number>> = {
   guess: 0.5,
 };
 
+/** What a value borne out by another place of the document gains; what one alone, or contradicted, keeps. */
+const BORNE_OUT_RAISE = 0.05;
+const ALONE_FACTOR = 0.8;
+const CONTRADICTED_FACTOR = 0.4;
+
 /** net + tax may differ from total by the rounding of each to the cent, no more. */
 export const ROUNDING_TOLERANCE = 0.01;
 
@@ -170,6 +175,9 @@ export function fieldConfidences(
   const fallback = sourceOfModel(result.model);
   const confidences: RowConfidence = {};
   const addUp = amountsAddUp(analysis);
+  // When one amount was computed from the other two, net + tax = total holds by construction: it
+  // checks none of the three, so it neither raises nor lowers them.
+  const amountsChecked = !AMOUNTS.some((field) => result.readings?.[field]?.how === 'derived');
   const idValid = new Map(CHECKED_IDS.map(([field, check]) => [field, check]));
   for (const field of CONFIDENCE_FIELDS) {
     const value = analysis[field];
@@ -182,10 +190,9 @@ export function fieldConfidences(
     if (how !== 'stated') {
       const check = idValid.get(field);
       if (check) confidence = check(String(value)) ? Math.min(0.99, confidence + 0.05) : confidence * 0.3;
-      if ((AMOUNTS as readonly string[]).includes(field) && addUp !== undefined) {
-        // A derived amount adds up by construction: the check says nothing about it.
-        if (addUp && how !== 'derived') confidence = Math.max(confidence, BASE.cross_checked);
-        if (!addUp) confidence *= 0.5;
+      if ((AMOUNTS as readonly string[]).includes(field) && addUp !== undefined && amountsChecked) {
+        if (addUp) confidence = Math.max(confidence, BASE.cross_checked);
+        else confidence *= 0.5;
       }
       if (
         (field === 'issue_date' || field === 'due_date') &&
@@ -201,8 +208,21 @@ export function fieldConfidences(
         normalised(analysis.customer_name) === normalised(String(value))
       )
         confidence *= 0.4;
-      if (reading?.ocrConfidence !== undefined)
-        confidence *= 0.6 + (0.4 * Math.max(0, Math.min(100, reading.ocrConfidence))) / 100;
+      // What the rest of the page says of the value (offline analyzer).
+      if (reading?.agreement === 'borne_out') confidence = Math.min(0.99, confidence + BORNE_OUT_RAISE);
+      if (reading?.agreement === 'alone') confidence *= ALONE_FACTOR;
+      if (reading?.agreement === 'contradicted') confidence *= CONTRADICTED_FACTOR;
+      if (reading?.ocrConfidence !== undefined) {
+        // The page's mean word confidence says how often a word is misread; a value checked
+        // against the rest of the page (amounts that add up, a check digit, a second writing) has
+        // already been through that, so it weighs half as much on it.
+        const checked =
+          reading.agreement === 'borne_out' ||
+          (idValid.get(field)?.(String(value)) ?? false) ||
+          ((AMOUNTS as readonly string[]).includes(field) && amountsChecked && addUp === true);
+        const ocr = Math.max(0, Math.min(100, reading.ocrConfidence)) / 100;
+        confidence *= checked ? 0.8 + 0.2 * ocr : 0.6 + 0.4 * ocr;
+      }
     }
     confidences[field] = { source, how, confidence: Math.round(confidence * 1000) / 1000 };
   }

@@ -59,6 +59,8 @@ export class OfflineAnalyzer implements Analyzer {
       Object.entries(read.how).map(([field, how]) => {
         const reading: FieldReading = { source, how };
         if (ocrConfidence !== undefined) reading.ocrConfidence = Math.round(ocrConfidence * 10) / 10;
+        const agreement = read.agreed[field as keyof typeof read.agreed];
+        if (agreement !== undefined) reading.agreement = agreement;
         return [field, reading];
       }),
     );

@@ -1,4 +1,4 @@
-import type { Analysis, ReadHow } from '../../../contract/analysis';
+import type { Agreement, Analysis, ReadHow } from '../../../contract/analysis';
 import { type DecimalHint, detectCurrency, type FoundAmount, findAmounts, roundCents } from './amounts';
 import { type DateOrder, findDate, numericDateOrder } from './dates';
 import { findSiren, findSiret, findVatId, sirenFrom } from './ids';
@@ -8,6 +8,7 @@ import {
   CREDIT_NOTE_NUMBER_LABELS,
   CURRENCY_LABEL,
   CUSTOMER_LABEL,
+  DELIVERY_HEADING,
   DUE_DATE_LABEL,
   INVOICE_HEADING,
   INVOICE_NUMBER_LABELS,
@@ -201,6 +202,8 @@ function looksLikeName(cell: string): boolean {
     !/:\s*\S/u.test(cell) &&
     !/@|www\.|https?:/iu.test(cell) &&
     !TITLE.test(cell) &&
+    // A heading over the delivery address: its name is below it.
+    !DELIVERY_HEADING.test(cell) &&
     // A remark in brackets, or a heading that names the document ("Retail Invoices/Bill").
     !/^[([*\-–]/u.test(cell) &&
     // A label whose value is elsewhere ("Globale Nummer:"), or a legal form alone ("GmbH").
@@ -276,8 +279,10 @@ function senderLine(lines: readonly string[]): { index: number; name: string } |
 function addresseeAfter(lines: readonly string[], sender: number): number | null {
   for (let index = sender + 1, seen = 0; index < lines.length && seen < 4; index += 1) {
     if (isBlank(lines[index])) continue;
-    seen += 1;
     const cell = splitCells(lines[index]!)[0];
+    // The heading of the window's block ("Adresse de livraison") is not one of its lines.
+    if (cell && DELIVERY_HEADING.test(cell)) continue;
+    seen += 1;
     if (cell && looksLikeName(cell) && !/\d/u.test(cell)) return index;
   }
   return null;
@@ -389,13 +394,20 @@ function documentNumber(
   return { number: null, lineIndex: null };
 }
 
-function issueDate(lines: readonly string[], order: DateOrder, numberLine: number | null): Found<string> {
+function issueDate(
+  lines: readonly string[],
+  order: DateOrder,
+  numberLine: number | null,
+  numberHow?: ReadHow,
+): Found<string> {
   const labelled = findLabel(lines, ISSUE_DATE_LABELS, (value) => findDate(value, order) !== null);
   if (labelled?.value) return { value: findDate(labelled.value, order), how: 'labelled' };
   // "Rechnung Nr. 471113 vom 13.06.2018", "Invoice # RE-507 issued at 2019-06-10": the number's date.
+  // On the line of a labelled number it is labelled too: the title names the invoice and the date
+  // dates it (on the tuning corpora, 60 of 60 such dates are right, text layer and OCR alike).
   const besideNumber = numberLine === null ? null : findDate(lines[numberLine] ?? '', order);
   if (besideNumber && !DUE_DATE_LABEL.test(lines[numberLine!]!))
-    return { value: besideNumber, how: 'layout' };
+    return { value: besideNumber, how: numberHow === 'labelled' ? 'labelled' : 'layout' };
   // "Paris, le 30 novembre 2026", or a date beside the number: the first date that is not a due date.
   for (const line of lines) {
     const date = findDate(line, order);
@@ -472,7 +484,12 @@ function findTotals(lines: readonly string[], skip: ReadonlySet<number>, hint: D
       label: line.slice(i === 0 ? 0 : amounts[i - 1]!.end, amount.index),
       amount,
     }));
-    const labelled = segments.filter((segment, i) => i === 0 || totalKind(segment.label) !== null);
+    // The first amount is a label's only when a label comes before it: on an items row ("1
+    // Grundpreis 3,90 1 Stk 7 % VAT (S) 3,90") the leading position number is not a total, and the
+    // rate column's "VAT" does not make the row's amount a tax.
+    const isLabel = (label: string) =>
+      totalKind(label) !== null || BARE_TOTAL.test(label.replace(/[\t:]/gu, ' '));
+    const labelled = segments.filter((segment) => isLabel(segment.label));
     const pairs =
       labelled.length > 1
         ? labelled.map((segment) => ({ label: segment.label, amount: segment.amount, all: [segment.amount] }))
@@ -491,11 +508,7 @@ function findTotals(lines: readonly string[], skip: ReadonlySet<number>, hint: D
     }
   }
   for (const row of summaryTableRows(lines, skip, hint)) candidates[row.kind].push(row.amount);
-  const summedTax =
-    taxTotal ??
-    (taxes.length === 0
-      ? null
-      : { ...taxes[0]!, value: roundCents(taxes.reduce((sum, tax) => sum + tax.value, 0)) });
+  const summedTax = taxTotal ?? sumOfTaxes(taxes);
   if (summedTax) candidates.tax.push(summedTax);
   const consistent = consistentTotals(candidates);
   if (consistent) return consistent;
@@ -504,6 +517,19 @@ function findTotals(lines: readonly string[], skip: ReadonlySet<number>, hint: D
     tax: summedTax,
     total: lastOf(candidates.total, bareTotal),
   };
+}
+
+/**
+ * The tax of several tax lines: their sum (one line per VAT rate), unless the last one is the sum of
+ * the others, which makes it their total under another name ("VAT (S) 16,90 7 1,18", then
+ * "Steuerbetrag 1,18").
+ */
+function sumOfTaxes(taxes: readonly FoundAmount[]): FoundAmount | null {
+  if (taxes.length === 0) return null;
+  const last = taxes[taxes.length - 1]!;
+  const before = roundCents(taxes.slice(0, -1).reduce((sum, tax) => sum + tax.value, 0));
+  if (taxes.length > 1 && Math.abs(before - last.value) < CENT) return last;
+  return { ...taxes[0]!, value: roundCents(before + last.value) };
 }
 
 /**
@@ -594,11 +620,80 @@ export function extractInvoice(rawLines: readonly string[]): Analysis {
 /** How each field the page gave was found (core/review.ts weighs it). */
 export type FieldHows = Partial<Record<keyof Analysis, ReadHow>>;
 
-/** {@link extractInvoice}, with how each field it found was found. */
-export function readInvoice(rawLines: readonly string[]): { analysis: Analysis; how: FieldHows } {
+/**
+ * Per field, what the rest of the page says of the value read (contract/analysis.ts `Agreement`);
+ * absent: nothing to compare it with. core/review.ts raises or lowers the field's confidence by it.
+ */
+export type FieldAgreements = Partial<Record<'supplier_name' | 'issue_date', Agreement>>;
+
+// Within this many days of another date of the page (a due date, a delivery date), an issue date is
+// borne out: a misread digit moves it by a year or a month's worth of days past every other date.
+const RELATED_DATES_DAYS = 183;
+const DAY_MS = 86_400_000;
+
+/**
+ * What the rest of the page says of the supplier's name and the issue date. A name written in the
+ * customer's block is contradicted (the page gives it to the other party). Otherwise it is borne out
+ * by a legal form ("GmbH", "SAS": it names a company, not a column or a month), by being written on
+ * another line of the page too (a footer, a return address), or by a word of it in the page's mail or
+ * web address; else it stands alone. An issue date is borne out by another date of the page within
+ * {@link RELATED_DATES_DAYS}, stands alone when the page has other dates but none that close.
+ */
+export function agreements(
+  lines: readonly string[],
+  analysis: Analysis,
+  order: DateOrder,
+  customerLines: ReadonlySet<number> = new Set(),
+): FieldAgreements {
+  const agreed: FieldAgreements = {};
+  const name = analysis.supplier_name;
+  if (name !== null) {
+    const lower = name.toLowerCase();
+    const writtenAt = [...lines.keys()].filter((index) => lines[index]!.toLowerCase().includes(lower));
+    const addresses = (
+      lines
+        .join(' ')
+        .toLowerCase()
+        .match(/[\p{L}\d._-]+@[\p{L}\d.-]+|www\.[\p{L}\d.-]+|https?:\/\/[\p{L}\d.-]+/gu) ?? []
+    ).join(' ');
+    const inAddress = (lower.match(/\p{L}{4,}/gu) ?? []).some((word) => addresses.includes(word));
+    agreed.supplier_name = writtenAt.some((index) => customerLines.has(index))
+      ? 'contradicted'
+      : LEGAL_FORM.test(name) || writtenAt.length >= 2 || inAddress
+        ? 'borne_out'
+        : 'alone';
+  }
+  const issued = analysis.issue_date;
+  if (issued !== null) {
+    const others: string[] = [];
+    let seenItself = false;
+    for (const line of lines)
+      for (const cell of splitCells(line)) {
+        const date = findDate(cell, order);
+        if (date === null) continue;
+        // The issue date's own place is not a second witness; a second writing of it is.
+        if (date === issued && !seenItself) seenItself = true;
+        else others.push(date);
+      }
+    if (others.length > 0)
+      agreed.issue_date = others.some(
+        (date) => Math.abs(Date.parse(date) - Date.parse(issued)) <= RELATED_DATES_DAYS * DAY_MS,
+      )
+        ? 'borne_out'
+        : 'alone';
+  }
+  return agreed;
+}
+
+/** {@link extractInvoice}, with how each field it found was found and what the page says of it. */
+export function readInvoice(rawLines: readonly string[]): {
+  analysis: Analysis;
+  how: FieldHows;
+  agreed: FieldAgreements;
+} {
   const lines = rawLines.map(normalizeLine);
   const text = lines.join('\n');
-  if (text.trim() === '') return { analysis: emptyAnalysis(), how: {} };
+  if (text.trim() === '') return { analysis: emptyAnalysis(), how: {}, agreed: {} };
 
   const language = detectLanguage(text);
   const dateOrder = numericDateOrder(text);
@@ -620,7 +715,7 @@ export function readInvoice(rawLines: readonly string[]): { analysis: Analysis; 
   const labelledSiren = findSiren(supplierText);
   const number = documentNumber(lines, documentType);
   const supplier = supplierName(lines, customer.lineIndexes);
-  const issued = issueDate(lines, dateOrder, number.lineIndex);
+  const issued = issueDate(lines, dateOrder, number.lineIndex, number.how);
   const labelledCode = labelledCurrency(lines);
   const amountCurrency = found.total?.currency ?? found.net?.currency ?? found.tax?.currency ?? null;
   const amountHow = (kind: 'net' | 'tax' | 'total'): ReadHow =>
@@ -659,5 +754,5 @@ export function readInvoice(rawLines: readonly string[]): { analysis: Analysis; 
   // Only the fields found: a field left null has no "how".
   for (const field of Object.keys(how) as Array<keyof FieldHows>)
     if (analysis[field] === null || how[field] === undefined) delete how[field];
-  return { analysis, how };
+  return { analysis, how, agreed: agreements(lines, analysis, dateOrder, customer.lineIndexes) };
 }

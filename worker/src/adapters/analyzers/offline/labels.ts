@@ -47,6 +47,13 @@ export const CUSTOMER_LABEL =
 export const NOT_A_NAME =
   /^(?:n[°º]|no\b|nr\.?\b|nummer|nummer\b|\d|number|num[ée]ro|#|r[ée]f|code|id\b|account|(?:VAT|TVA|tax|SIRE[NT])\b)/iu;
 
+/**
+ * A heading over a delivery address ("Adresse de livraison", "Delivery Address", "Lieferanschrift"):
+ * a label whose name is on the lines below, never a party's name itself.
+ */
+export const DELIVERY_HEADING =
+  /^(?:adresse\s+de\s+livraison|lieu\s+de\s+livraison|livr[ée]\s+[àa]|delivery\s+address|shipping\s+address|ship\s+to|deliver\s+to|liefer(?:adresse|anschrift)|versand(?:adresse|anschrift)|afleveradres|leveringsadres|direcci[óo]n\s+de\s+(?:entrega|env[íi]o)|indirizzo\s+di\s+(?:consegna|spedizione))\s*:?\s*$/iu;
+
 /** Lines that mention the customer, whose identifiers are not the supplier's. */
 export const MENTIONS_CUSTOMER =
   /(?<!\p{L})(?:client|customer|buyer|acheteur|bill(?:ed)?\s+to|billing\s+address|factur[ée]\s+[àa]|kunde|k[äa]ufer|rechnungsempf[äa]nger|leistungsempf[äa]nger|klant|uw\s+BTW|cliente|comprador)(?!\p{L})/iu;
