@@ -2,7 +2,7 @@ import { BATCH_MAX_BYTES, GroupCommitStore, rowBytes } from '../src/adapters/sto
 import type { Row } from '../src/contract/row';
 import { mergeIntervalForLatencyMs } from '../src/contract/settings';
 import { Deadline, DeadlineError } from '../src/core/deadline';
-import { ConfigurationError, RowRefusalError, TransientError } from '../src/core/errors';
+import { ConfigurationError, OutcomeUnknownError, RowRefusalError, TransientError } from '../src/core/errors';
 import type { BatchStore, Logger } from '../src/core/ports';
 import { testRow } from './support/builders';
 
@@ -82,6 +82,33 @@ describe('GroupCommitStore', () => {
 
   const store = (options: Partial<ConstructorParameters<typeof GroupCommitStore>[1]> = {}) =>
     new GroupCommitStore(inner, { maxRows: 3, maxWaitMs: 1_000, minIntervalMs: 0, ...options });
+
+  describe('a statement that may still commit', () => {
+    it("sends no other row of its key before the statement's bound, and answers it as unknown (sim: seed 56 of a world of slow statements and lost answers)", async () => {
+      const s = store({ maxRows: 1, maxWaitMs: 0 });
+      const row = testRow();
+      inner.failNext = new OutcomeUnknownError('bigquery_outcome_unknown', 'the answer of the job was lost');
+      const first = s.record(row, Deadline.after(60_000)).catch((e: unknown) => e);
+      await jest.advanceTimersByTimeAsync(0);
+      expect(await first).toBeInstanceOf(OutcomeUnknownError);
+      // The twin delivery of the same upload, on this instance, sharing the key's write turn.
+      const twin = { ...row, message_id: 'twin' };
+      const second = s.record(twin, Deadline.after(120_000)).catch((e: unknown) => e);
+      await jest.advanceTimersByTimeAsync(0);
+      expect(await second).toBeInstanceOf(OutcomeUnknownError);
+      expect(inner.writes).toHaveLength(1);
+      // Another key is written meanwhile.
+      const other = s.record(testRow(), Deadline.after(120_000));
+      await jest.advanceTimersByTimeAsync(0);
+      expect(await other).toBe(true);
+      // Past the first statement's bound, its row is sent.
+      await jest.advanceTimersByTimeAsync(60_001);
+      const third = s.record(twin, Deadline.after(120_000));
+      await jest.advanceTimersByTimeAsync(0);
+      expect(await third).toBe(true);
+      expect(inner.writes.map((w) => w[0]!.message_id)).toEqual([row.message_id, expect.any(String), 'twin']);
+    });
+  });
 
   describe('batch boundaries', () => {
     it('closes a batch as soon as it holds maxRows rows, without waiting for the timer', async () => {

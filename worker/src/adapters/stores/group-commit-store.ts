@@ -1,7 +1,8 @@
 import type { Row } from '../../contract/row';
 import { MIN_STATEMENT_MS, mergeIntervalForLatencyMs } from '../../contract/settings';
 import { Deadline, DeadlineError } from '../../core/deadline';
-import { ConfigurationError, RowRefusalError, TransientError } from '../../core/errors';
+import { ConfigurationError, OutcomeUnknownError, RowRefusalError, TransientError } from '../../core/errors';
+import { writeMayStillCommit } from '../../core/handle';
 import type { BatchStore, Logger, Store } from '../../core/ports';
 
 /**
@@ -260,6 +261,14 @@ export class GroupCommitStore implements Store {
    * failing a whole batch and spending the search's statements again. Bounded: oldest forgotten.
    */
   private readonly refusedKeys = new Set<string>();
+  /**
+   * Keys whose statement may still commit (its answer was lost, or its delivery's deadline cut the
+   * wait), each until that statement's bound (the earliest deadline of its rows, its `jobTimeoutMs`).
+   * Another row of such a key (a second delivery of it on this instance, sharing the key's write
+   * turn) is not sent before that bound: two MERGEs of a new key that overlap both insert. It is
+   * answered as unknown too, so its delivery keeps the key's lease to the bound and is retried.
+   */
+  private readonly mayStillCommit = new Map<string, Deadline>();
 
   constructor(
     private readonly inner: BatchStore,
@@ -371,7 +380,9 @@ export class GroupCommitStore implements Store {
    * same key shares the fate of that first row.
    */
   private async commit(items: Array<Pending<Row>>): Promise<Array<PromiseSettledResult<boolean>>> {
-    const { ready, late } = this.splitByTime(items, 'write');
+    const timed = this.splitByTime(items, 'write');
+    const { late } = timed;
+    const ready = this.afterEarlierStatements(timed.ready, late, items);
     const firstOfKey = new Map<string, Pending<Row>>();
     for (const item of ready)
       if (!firstOfKey.has(item.value.dedup_key)) firstOfKey.set(item.value.dedup_key, item);
@@ -383,6 +394,7 @@ export class GroupCommitStore implements Store {
     try {
       outcome = together.length > 0 ? await this.write(together) : { inserted: new Set(), failed: new Map() };
     } catch (error) {
+      if (writeMayStillCommit(error)) this.noteMayStillCommit(together, earliest(together));
       // One row refused alone is proven refused: it goes alone next time.
       if (together.length === 1 && error instanceof RowRefusalError)
         this.rememberRefused(together[0]!.value.dedup_key);
@@ -398,8 +410,11 @@ export class GroupCommitStore implements Store {
     const aloneOutcome = await this.writeAlone(alone);
     for (const key of aloneOutcome.inserted) outcome.inserted.add(key);
     for (const [key, error] of aloneOutcome.failed) outcome.failed.set(key, error);
-    for (const [key, error] of outcome.failed)
+    for (const [key, error] of outcome.failed) {
       if (error instanceof RowRefusalError) this.rememberRefused(key);
+      const item = firstOfKey.get(key);
+      if (item && writeMayStillCommit(error)) this.noteMayStillCommit([item], item.deadline);
+    }
     const { inserted, failed } = outcome;
     this.options.logger?.debug('group commit', {
       rows: items.length,
@@ -409,6 +424,36 @@ export class GroupCommitStore implements Store {
       late: items.length - ready.length,
     });
     return items.map((item, i) => late[i] ?? answerOf(item, firstOfKey, { inserted, failed }));
+  }
+
+  /**
+   * The ready rows whose key has no earlier statement that may still commit; each other one is
+   * answered now (in `late`, by its place in `items`) as an outcome unknown, not sent.
+   */
+  private afterEarlierStatements(
+    ready: Array<Pending<Row>>,
+    late: Array<PromiseSettledResult<boolean> | undefined>,
+    items: Array<Pending<Row>>,
+  ): Array<Pending<Row>> {
+    for (const [key, bound] of this.mayStillCommit)
+      if (bound.remainingMs() <= 0) this.mayStillCommit.delete(key);
+    if (this.mayStillCommit.size === 0) return ready;
+    return ready.filter((item) => {
+      const bound = this.mayStillCommit.get(item.value.dedup_key);
+      if (!bound) return true;
+      late[items.indexOf(item)] = {
+        status: 'rejected',
+        reason: new OutcomeUnknownError(
+          'bigquery_outcome_unknown',
+          `an earlier statement of ${item.value.dedup_key} may still commit for ${Math.ceil(bound.remainingMs())} ms: not sent before then`,
+        ),
+      };
+      return false;
+    });
+  }
+
+  private noteMayStillCommit(items: Array<Pending<Row>>, bound: Deadline): void {
+    for (const item of items) this.mayStillCommit.set(item.value.dedup_key, bound);
   }
 
   /** Rows of keys refused before, each in a statement of its own (paced like any write). */
