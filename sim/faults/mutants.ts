@@ -185,6 +185,9 @@ export const MUTANTS: readonly Mutant[] = [
   {
     name: 'write-lease-ended-early',
     bug: "the write's lease is ended as the write starts instead of held past its statement's bound",
+    // It matters only while a statement runs on after its delivery gave up on it: hunted where
+    // statements are often slow and instances often told to stop (the drain cuts the wait).
+    rates: { slowStatement: 0.25, sigterm: 0.5 },
     memo: (memo, { time }) =>
       override(memo, {
         renew: (key, token, expiresAt, release) =>
@@ -267,10 +270,9 @@ export const MUTANTS: readonly Mutant[] = [
     name: 'unknown-outcome-taken-as-failure',
     bug: "a write whose outcome is unknown (a lost jobs.insert answer, a poll that failed) is reported as a plain failure: the key's lease ends while its MERGE may still commit",
     // Hunted where BigQuery loses answers often (at the store port, where an unknown outcome is
-    // answered as such) and every upload is announced twice. The lease ended early matters only
-    // while the lost job still runs (up to 2 s) and the twin delivery writes within it: caught on
-    // seed 56 of this world since a lease is one object (the twin's timing moved).
-    rates: { outcomeUnknown: 0.3, bigqueryStore: 0, doubled: 1 },
+    // answered as such), every upload is announced twice, and statements are often slow: the lease
+    // ended early matters only while the lost job still runs and the twin delivery writes within it.
+    rates: { outcomeUnknown: 0.3, bigqueryStore: 0, doubled: 1, slowStatement: 0.3 },
     seeds: 60,
     store: (store) =>
       override(store, {
