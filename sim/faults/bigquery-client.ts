@@ -123,7 +123,8 @@ export class BigQueryClients {
             this.faults?.injected(
               'bigquery.insertAnswerLost',
               job.keys,
-              `job ${job.id} created, its jobs.insert answer lost (visible to jobs.get after ${plan.visibleAfterMs ?? 0} ms)`,
+              // Job ids are the worker's own random choice: no fault's words name one (a seed replays them).
+              `a job created, its jobs.insert answer lost (visible to jobs.get after ${plan.visibleAfterMs ?? 0} ms)`,
             );
             throw lostAnswer();
           }
@@ -226,7 +227,7 @@ export class BigQueryClients {
       this.faults?.injected(
         'bigquery.pollRateLimited',
         job.keys,
-        `${method} of job ${job.id}: 403 rateLimitExceeded`,
+        `${method} of a job of ${job.keys.length} key(s): 403 rateLimitExceeded`,
       );
       throw rateLimited();
     }

@@ -282,6 +282,12 @@ export const FAULT_RATES = Object.freeze({
   pollRateLimited: 0.04,
   /** A run that starts 15 s before midnight UTC. */
   acrossMidnight: 0.1,
+  /**
+   * Per MERGE whose answer is lost while its job runs on: that job is also slow (30–400 s), so it
+   * commits long after its client gave up. 0 in the soak (whose schedules this leaves as they
+   * are); a mutant's world raises it.
+   */
+  slowLostJob: 0,
 });
 
 /** The start of a run on the UTC clock, unless its schedule says otherwise. */
@@ -440,7 +446,20 @@ export function generateSchedule(seed: number, rates: FaultRates = FAULT_RATES):
   addOperatorActions(schedule, rates);
   addDocumentFormats(schedule, rates);
   addJobsAndDays(schedule, rates);
+  if (rates.slowLostJob > 0) addSlowLostJobs(schedule, rates);
   return schedule;
+}
+
+/**
+ * Jobs lost while they run on that are slow too, drawn from an eighth stream only when the rate is
+ * set (so every schedule of the soak stays what it was): the client hears nothing for a second, and
+ * the job commits minutes later.
+ */
+function addSlowLostJobs(s: FaultSchedule, rates: FaultRates): void {
+  const random = seededRandom(s.seed * 83_299 + 11);
+  for (const statement of s.bigquery.statements)
+    if (statement.unknown === 'resetWhilePolling' && random() < rates.slowLostJob)
+      statement.latencyMs = Math.round(30_000 + 370_000 * random());
 }
 
 /**

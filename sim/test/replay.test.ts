@@ -16,6 +16,9 @@ describe('a seed', () => {
         s.bigquery.statements.filter((st) => st.fault === 'outcomeUnknown'),
       ).length;
     expect(lost({ ...FAULT_RATES, outcomeUnknown: 0.3 })).toBeGreaterThan(3 * lost(FAULT_RATES));
+    // A rate the soak leaves at 0 draws from a stream of its own: raising it moves nothing else.
+    const slow = generateSchedule(42, { ...FAULT_RATES, slowLostJob: 1 });
+    expect({ ...slow, bigquery: undefined }).toEqual({ ...generateSchedule(42), bigquery: undefined });
   });
 
   it('replays the same run: the same answers, rows, requests and faults, step for step', async () => {
@@ -24,6 +27,17 @@ describe('a seed', () => {
     expect(second.traceHash).toBe(first.traceHash);
     expect(second.record.answers).toEqual(first.record.answers);
     expect(second.faults.counts).toEqual(first.faults.counts);
+  });
+
+  it('replays a run of the real BigQuery store whose jobs.insert answers are lost, though the worker picks its job ids at random', async () => {
+    // Seed 2 runs the real store over the client model, with lost jobs.insert answers and
+    // rate-limited polls: a fault's words that named a job id made two runs differ.
+    const schedule = generateSchedule(2);
+    expect(schedule.bigquery.via).toBe('client');
+    const first = await runSchedule(schedule);
+    expect(first.faults.counts['bigquery.insertAnswerLost']).toBeGreaterThan(0);
+    const second = await runSchedule(generateSchedule(2));
+    expect(second.traceHash).toBe(first.traceHash);
   });
 
   it('leaves the real timers, clock and Math.random as it found them', async () => {
