@@ -104,9 +104,11 @@ export class RejectionError extends CodedError<RejectionReason> {
   }
 }
 
-/** A failure that a later delivery may not meet (store busy, analyzer rate-limited): Pub/Sub retries. */
-export class TransientError extends CodedError<string> {
-  readonly answer = ERROR_ANSWERS.transient;
+/**
+ * A failure that is not about the document, after which the delivery is retried: it carries what
+ * the failed run had paid for (the tokens, and the attempts to go on after), never lost.
+ */
+abstract class FailureAfterPaying extends CodedError<string> {
   /** Tokens this delivery paid before the failure (a first attempt, then a 429): logged, never lost. */
   readonly usage: Usage | undefined;
   /** The paid attempts the failed run made: the next run of this delivery goes on after them. */
@@ -120,6 +122,11 @@ export class TransientError extends CodedError<string> {
     this.usage = options?.usage;
     this.progress = options?.progress;
   }
+}
+
+/** A failure that a later delivery may not meet (store busy, analyzer rate-limited): Pub/Sub retries. */
+export class TransientError extends FailureAfterPaying {
+  readonly answer = ERROR_ANSWERS.transient;
 }
 
 /**
@@ -149,21 +156,8 @@ export class DependencyRefusedError extends TransientError {
  * message still refused after it ends in the dead-letter topic, to be replayed after the fix.
  * Logged at ERROR with what to change (the stack alerts on it).
  */
-export class ConfigurationError extends CodedError<string> {
+export class ConfigurationError extends FailureAfterPaying {
   readonly answer = ERROR_ANSWERS.configuration;
-  /** Tokens paid before the fault showed (a first attempt, then a 404 for the model), as on a TransientError. */
-  readonly usage: Usage | undefined;
-  /** The paid attempts the failed run made: the retry, once the fault is fixed, goes on after them. */
-  readonly progress: AnalysisProgress | undefined;
-  constructor(
-    code: string,
-    message: string,
-    options?: { cause?: unknown; usage?: Usage; progress?: AnalysisProgress },
-  ) {
-    super(code, message, options);
-    this.usage = options?.usage;
-    this.progress = options?.progress;
-  }
 }
 
 /**
@@ -173,7 +167,7 @@ export class ConfigurationError extends CodedError<string> {
 export function paidBeforeFailing(
   error: unknown,
 ): { progress?: AnalysisProgress; usage?: Usage } | undefined {
-  if (!(error instanceof TransientError || error instanceof ConfigurationError)) return undefined;
+  if (!(error instanceof FailureAfterPaying)) return undefined;
   return {
     ...(error.progress ? { progress: error.progress } : {}),
     ...(error.usage ? { usage: error.usage } : {}),
