@@ -33,16 +33,17 @@ export interface FaultsSection {
   keptThenGone?: number;
 }
 
+/** No document of any format yet. */
+const noDocuments = () =>
+  Object.fromEntries(Object.keys(DOCUMENT_FORMATS).map((f) => [f, 0])) as Record<DocumentFormat, number>;
+
 /** Per format, the documents of a run; and how many were delivered again after their analysis was kept and their generation went. */
 export function documentFigures(result: RunResult): {
   byFormat: Record<DocumentFormat, number>;
   keptThenGone: number;
 } {
   const { record } = result;
-  const byFormat = Object.fromEntries(Object.keys(DOCUMENT_FORMATS).map((f) => [f, 0])) as Record<
-    DocumentFormat,
-    number
-  >;
+  const byFormat = noDocuments();
   let keptThenGone = 0;
   const messageKey = new Map(record.documents.flatMap((d) => d.messageIds.map((id) => [id, d.key] as const)));
   for (const d of record.documents) {
@@ -110,10 +111,7 @@ export async function runSoak(
   let paid = 0;
   let paidCalls = 0;
   let documents = 0;
-  const documentsByFormat = Object.fromEntries(Object.keys(DOCUMENT_FORMATS).map((f) => [f, 0])) as Record<
-    DocumentFormat,
-    number
-  >;
+  const documentsByFormat = noDocuments();
   let keptThenGone = 0;
   for (let seed = first; seed < first + count; seed++) {
     const { result, verdict } = await runSeed(seed);
