@@ -188,9 +188,7 @@ export class BigQueryClients {
       throw requestTooLarge();
     }
     // A lookup reads the key days from its parameter on (the table's partitions).
-    const since = params[LOOKUP_PARAMETER] as Parameter | undefined;
-    const sinceDay =
-      since === undefined || since === null ? undefined : typeof since === 'object' ? since.value : since;
+    const sinceDay = textOf(params[LOOKUP_PARAMETER] as Parameter | undefined) ?? undefined;
     const run = this.warehouse.execute(instance, alive, keys, rows, timeoutMs, sinceDay);
     const job: SimJob = {
       id,
@@ -309,16 +307,21 @@ function rateLimited(): Error {
   return Object.assign(new Error(message), { code: 403, errors: [{ reason: 'rateLimitExceeded', message }] });
 }
 
+/** A parameter's value as text (a typed one, such as a DATE, carries it in `value`); null when unset. */
+function textOf(parameter: Parameter | undefined): string | null {
+  if (parameter === null || parameter === undefined) return null;
+  return typeof parameter === 'object' ? parameter.value : parameter;
+}
+
 /** A row back from its query parameters (the inverse of `rowParameters`). */
 function rowOf(params: Record<string, Parameter>): Row {
   const row: Record<string, unknown> = {};
   for (const column of COLUMNS) {
-    const value = params[column.name];
-    if (value === null || value === undefined) {
+    const text = textOf(params[column.name]);
+    if (text === null) {
       row[column.name] = null;
       continue;
     }
-    const text = typeof value === 'object' ? value.value : value;
     row[column.name] =
       column.type === 'INT64' ? Number(text) : column.type === 'JSON' ? JSON.parse(text) : String(text);
   }
