@@ -5,26 +5,27 @@ import { attachedXml } from '../worker/test/support/e-invoices';
 /** The repository's root (this file sits one folder below it). */
 const ROOT = path.join(__dirname, '..');
 
+/** The invoices of samples/invoices whose name ends with `extension` (name and bytes), in a stable order. */
+function sampleInvoices(extension: string, what: string): Array<{ name: string; bytes: Buffer }> {
+  const dir = path.join(ROOT, 'samples/invoices');
+  const files = readdirSync(dir)
+    .filter((f) => f.endsWith(extension))
+    .sort();
+  if (files.length === 0) throw new Error(`no ${what} in ${dir}`);
+  return files.map((f) => ({ name: f, bytes: readFileSync(path.join(dir, f)) }));
+}
+
 /**
  * The text invoices of samples/invoices (name and bytes), in a stable order: the documents of the
  * fault simulator's runs and of the benchmark's loads.
  */
 export function textInvoices(): Array<{ name: string; bytes: Buffer }> {
-  const dir = path.join(ROOT, 'samples/invoices');
-  const files = readdirSync(dir)
-    .filter((f) => f.endsWith('.txt'))
-    .sort();
-  if (files.length === 0) throw new Error(`no text invoices in ${dir}`);
-  return files.map((f) => ({ name: f, bytes: readFileSync(path.join(dir, f)) }));
+  return sampleInvoices('.txt', 'text invoices');
 }
 
 /** The PDF invoices of samples/invoices (text-layer PDFs with no e-invoice in them), in a stable order. */
 export function pdfInvoices(): Array<{ name: string; bytes: Buffer }> {
-  const dir = path.join(ROOT, 'samples/invoices');
-  return readdirSync(dir)
-    .filter((f) => f.endsWith('.pdf'))
-    .sort()
-    .map((f) => ({ name: f, bytes: readFileSync(path.join(dir, f)) }));
+  return sampleInvoices('.pdf', 'PDF invoices');
 }
 
 /**

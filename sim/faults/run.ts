@@ -52,8 +52,12 @@ import { type StatementRecord, Warehouse } from './warehouse';
 export const SIM_BUCKET = 'docline-sim-uploads';
 const SIM_TABLE = 'docline-sim.docline.documents';
 
-/** The e-invoices the runs upload, read once per process. */
-const E_INVOICES = eInvoiceSamples();
+/** The documents the runs upload, read once per process (a soak runs hundreds of seeds in one). */
+const SAMPLES = eInvoiceSamples().then((eInvoices) => ({
+  text: textInvoices(),
+  pdf: pdfInvoices(),
+  ...eInvoices,
+}));
 /** Cloud Run's grace period between SIGTERM and SIGKILL. */
 export const SIGTERM_GRACE_MS = 10_000;
 const COLD_START_MS = 2_000;
@@ -194,7 +198,7 @@ export async function runSchedule(
   const config = loadConfig({ ...SIM_ENV, ...schedule.env });
 
   // The documents: sample invoices, each marked with its name so Gemini's model knows which it reads.
-  const samples = { text: textInvoices(), pdf: pdfInvoices(), ...(await E_INVOICES) };
+  const samples = await SAMPLES;
   const epochMs = time.epochNowMs();
   const objects = new Map<string, Buffer>();
   const documents: SimDocument[] = [];
