@@ -9,6 +9,7 @@ import { pushBody } from './support/builders';
 import { sampleAnalysis } from './support/fakes';
 import { handlerDeps } from './support/handler';
 import { ManualClock, ManualTime } from './support/manual-time';
+import { analyse } from './support/memo';
 
 /**
  * Issue 45, item 1: an instance handles millions of deliveries; every per-key memory of its memo
@@ -46,13 +47,15 @@ describe("the memo's per-key memories", () => {
     const store = new MemoryMemoStore();
     const memo = new AnalysisMemo(store, { ttlMs: 8 * DAY_MS, clock });
     for (let i = 0; i < 30; i++)
-      await expect(memo.analyse(`gs://b/f-${i}.pdf#1`, failing)).rejects.toMatchObject({
+      await expect(analyse(memo, `gs://b/f-${i}.pdf#1`, failing)).rejects.toMatchObject({
         code: 'analyzer_unavailable',
       });
     expect(memo.footprint()).toEqual({ inFlight: 0, writing: 0 });
     expect([...store.leases.values()].every((l) => l.released)).toBe(true);
     // The retry takes the released lease at once: no wait, no second holder.
-    expect(await memo.analyse('gs://b/f-29.pdf#1', async () => paid())).toMatchObject({ source: 'analyzer' });
+    expect(await analyse(memo, 'gs://b/f-29.pdf#1', async () => paid())).toMatchObject({
+      source: 'analyzer',
+    });
   });
 
   it("drop the write turn of an analysis that never came to write, at its delivery's deadline", async () => {
@@ -65,7 +68,7 @@ describe("the memo's per-key memories", () => {
     });
     for (let i = 0; i < 30; i++) {
       const deadline = new Deadline(time.ms + 60_000, time.clock, time);
-      await memo.analyse(`gs://b/g-${i}.pdf#1`, async () => paid(), undefined, deadline);
+      await analyse(memo, `gs://b/g-${i}.pdf#1`, async () => paid(), undefined, deadline);
     }
     expect(memo.footprint().writing).toBe(30);
     // Past the deliveries' deadline, the heartbeats stop on their own, and their turns go.

@@ -5,18 +5,19 @@ import { OfflineAnalyzer } from '../src/adapters/analyzers/offline-analyzer';
 import { FileMemoStore } from '../src/adapters/memo-stores/file-memo-store';
 import { MemoryMemoStore } from '../src/adapters/memo-stores/memory-memo-store';
 import { QuotaGate, RATE_LIMITED } from '../src/adapters/quota-gate';
-import type { AnalysisResult } from '../src/contract/analysis';
+import type { AnalysisProgress, AnalysisResult } from '../src/contract/analysis';
 import type { Row } from '../src/contract/row';
 import { Deadline, DeadlineError } from '../src/core/deadline';
 import { ConfigurationError, OutcomeUnknownError, RejectionError, TransientError } from '../src/core/errors';
 import { dedupKey, parsePush } from '../src/core/event';
 import { handle } from '../src/core/handle';
-import { AnalysisCutError, AnalysisMemo, type WorkContext } from '../src/core/memo';
+import { AnalysisCutError, AnalysisMemo } from '../src/core/memo';
 import type { Clock, LeaseTaken, MemoEntry, MemoStore } from '../src/core/ports';
 import { pushBody } from './support/builders';
 import { MemoryLogger, sampleAnalysis } from './support/fakes';
 import { handlerDeps } from './support/handler';
 import { ManualTime, settle } from './support/manual-time';
+import { analyse } from './support/memo';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 const KEY = 'gs://acme-invoices-dev/2026/11/facture-0042.txt#1764460800123456';
@@ -93,8 +94,8 @@ describe('AnalysisMemo', () => {
   it('serves a second delivery of the same key from the memo without paying again', async () => {
     const memo = memoOn(new MemoryMemoStore());
     const work = jest.fn(async () => paid());
-    expect(await memo.analyse(KEY, work)).toMatchObject({ source: 'analyzer' });
-    const again = await memo.analyse(KEY, work);
+    expect(await analyse(memo, KEY, work)).toMatchObject({ source: 'analyzer' });
+    const again = await analyse(memo, KEY, work);
     expect(again).toEqual({ result: paid(), source: 'memo' });
     expect(work).toHaveBeenCalledTimes(1);
   });
@@ -106,13 +107,13 @@ describe('AnalysisMemo', () => {
     // The admission lets the delivery in only after another instance kept its analysis.
     const admission = {
       run: async <T>(admitted: (waitedMs: number) => Promise<T>) => {
-        await new AnalysisMemo(store, { ttlMs: 8 * DAY_MS, clock, leaseMs: 0 }).analyse(KEY, async () =>
+        await analyse(new AnalysisMemo(store, { ttlMs: 8 * DAY_MS, clock, leaseMs: 0 }), KEY, async () =>
           paid(1900),
         );
         return admitted(30_000);
       },
     };
-    expect(await memo.analyse(KEY, work, admission)).toEqual({
+    expect(await analyse(memo, KEY, work, admission)).toEqual({
       result: paid(1900),
       source: 'shared',
     });
@@ -122,8 +123,8 @@ describe('AnalysisMemo', () => {
   it('replays an analysis another analyzer version paid for: a document is analysed once, whichever version pays', async () => {
     const store = new MemoryMemoStore();
     const work = jest.fn(async () => paid());
-    await memoOn(store).analyse(KEY, work);
-    expect(await memoOn(store).analyse(KEY, work)).toEqual({
+    await analyse(memoOn(store), KEY, work);
+    expect(await analyse(memoOn(store), KEY, work)).toEqual({
       result: paid(),
       source: 'memo',
     });
@@ -133,11 +134,11 @@ describe('AnalysisMemo', () => {
   it('ignores an entry older than the redelivery window', async () => {
     const memo = memoOn(new MemoryMemoStore());
     const work = jest.fn(async () => paid());
-    await memo.analyse(KEY, work);
+    await analyse(memo, KEY, work);
     clock.ms += 8 * DAY_MS;
-    expect(await memo.analyse(KEY, work)).toMatchObject({ source: 'memo' });
+    expect(await analyse(memo, KEY, work)).toMatchObject({ source: 'memo' });
     clock.ms += 1;
-    expect(await memo.analyse(KEY, work)).toMatchObject({ source: 'analyzer' });
+    expect(await analyse(memo, KEY, work)).toMatchObject({ source: 'analyzer' });
     expect(work).toHaveBeenCalledTimes(2);
   });
 
@@ -145,11 +146,14 @@ describe('AnalysisMemo', () => {
     const memo = memoOn(new MemoryMemoStore());
     let finish: (r: AnalysisResult) => void = () => {};
     const work = jest.fn(() => new Promise<AnalysisResult>((resolve) => (finish = resolve)));
-    const first = memo.analyse(KEY, work);
-    const second = memo.analyse(KEY, work);
+    const first = analyse(memo, KEY, work);
+    const second = analyse(memo, KEY, work);
     await new Promise((resolve) => setImmediate(resolve));
     finish(paid());
-    expect((await Promise.all([first, second])).map((r) => r.source).sort()).toEqual(['analyzer', 'shared']);
+    expect((await Promise.all([first, second])).map((r) => (r === 'written' ? r : r.source)).sort()).toEqual([
+      'analyzer',
+      'shared',
+    ]);
     expect(work).toHaveBeenCalledTimes(1);
   });
 
@@ -158,16 +162,16 @@ describe('AnalysisMemo', () => {
     const failing = jest.fn(async () => {
       throw new TransientError('analyzer_unavailable', 'the analyzer answered 503');
     });
-    await expect(memo.analyse(KEY, failing)).rejects.toMatchObject({ code: 'analyzer_unavailable' });
+    await expect(analyse(memo, KEY, failing)).rejects.toMatchObject({ code: 'analyzer_unavailable' });
     const work = jest.fn(async () => paid());
-    expect(await memo.analyse(KEY, work)).toMatchObject({ source: 'analyzer' });
+    expect(await analyse(memo, KEY, work)).toMatchObject({ source: 'analyzer' });
   });
 
   it('still does the work and answers when the memo store is down, and says so in a warning', async () => {
     const memo = memoOn(new DownMemoStore());
     const work = jest.fn(async () => paid());
-    expect(await memo.analyse(KEY, work)).toEqual({ result: paid(), source: 'analyzer' });
-    expect(await memo.analyse(KEY, work)).toMatchObject({ source: 'analyzer' });
+    expect(await analyse(memo, KEY, work)).toEqual({ result: paid(), source: 'analyzer' });
+    expect(await analyse(memo, KEY, work)).toMatchObject({ source: 'analyzer' });
     expect(work).toHaveBeenCalledTimes(2);
     // Read, read again right before paying (the memo may answer by then), keep.
     const once = [
@@ -202,9 +206,9 @@ describe('AnalysisMemo across instances (the lease)', () => {
     let finish: (r: AnalysisResult) => void = () => {};
     const workA = jest.fn(() => new Promise<AnalysisResult>((resolve) => (finish = resolve)));
     const workB = jest.fn(async () => paid(9999));
-    const first = a.analyse(KEY, workA);
+    const first = analyse(a, KEY, workA);
     await new Promise((resolve) => setImmediate(resolve));
-    const second = b.analyse(KEY, workB);
+    const second = analyse(b, KEY, workB);
     await new Promise((resolve) => setImmediate(resolve));
     finish(paid());
     expect(await first).toMatchObject({ source: 'analyzer' });
@@ -218,16 +222,16 @@ describe('AnalysisMemo across instances (the lease)', () => {
     const [a, b] = twoInstances(store, clock);
     let peeked: Awaited<ReturnType<AnalysisMemo['peek']>> | undefined;
     // B's first read comes while A holds the key's lease and has kept nothing yet.
-    await a.analyse(KEY, async () => {
+    await analyse(a, KEY, async () => {
       peeked = await b.peek(KEY);
       return paid();
     });
     expect(peeked?.state).toBe('worked');
     // A writes and ends its lease; then B, its lookup missed A's row, goes on to pay.
-    (await a.writeTurn(KEY)).done();
+    (await a.leases.writeTurn(KEY)).done();
     await new Promise((resolve) => setImmediate(resolve));
     const work = jest.fn(async () => paid(9999));
-    expect(await b.analyse(KEY, work, undefined, undefined, peeked)).toEqual({
+    expect(await analyse(b, KEY, work, undefined, undefined, peeked)).toEqual({
       result: paid(),
       source: 'memo',
     });
@@ -243,12 +247,12 @@ describe('AnalysisMemo across instances (the lease)', () => {
     const progress = { attemptsDone: 1, problems: 'total_amount: expected a number' };
     const usage = { promptTokens: 1200, outputTokens: 300, totalTokens: 1500 };
     const refused = new TransientError('dependency_refused', 'Gemini: 404 NOT_FOUND', { usage, progress });
-    await expect(a.analyse(KEY, () => Promise.reject(refused))).rejects.toThrow('404');
+    await expect(analyse(a, KEY, () => Promise.reject(refused))).rejects.toThrow('404');
     // The retry reaches B.
     clock.ms += 120_000;
-    const work = jest.fn(async (_context: WorkContext) => paid());
-    expect(await b.analyse(KEY, work)).toMatchObject({ source: 'analyzer' });
-    expect(work).toHaveBeenCalledWith({ afterHolder: false, resume: progress });
+    const work = jest.fn(async (_resume?: AnalysisProgress) => paid());
+    expect(await analyse(b, KEY, work)).toMatchObject({ source: 'analyzer' });
+    expect(work).toHaveBeenCalledWith(progress);
   });
 
   it('keeps the attempts paid before a configuration fault (a 404 for the model): the retry after the fix goes on after them', async () => {
@@ -261,11 +265,11 @@ describe('AnalysisMemo across instances (the lease)', () => {
       usage,
       progress,
     });
-    await expect(a.analyse(KEY, () => Promise.reject(fault))).rejects.toThrow('404');
+    await expect(analyse(a, KEY, () => Promise.reject(fault))).rejects.toThrow('404');
     clock.ms += 120_000;
-    const work = jest.fn(async (_context: WorkContext) => paid());
-    expect(await b.analyse(KEY, work)).toMatchObject({ source: 'analyzer' });
-    expect(work).toHaveBeenCalledWith({ afterHolder: false, resume: progress });
+    const work = jest.fn(async (_resume?: AnalysisProgress) => paid());
+    expect(await analyse(b, KEY, work)).toMatchObject({ source: 'analyzer' });
+    expect(work).toHaveBeenCalledWith(progress);
   });
 
   it('does the work itself once the lease expires, when the holder never finished (a crash)', async () => {
@@ -275,7 +279,7 @@ describe('AnalysisMemo across instances (the lease)', () => {
     await store.lease(AnalysisMemo.leaseKey(KEY), new Date(clock.ms + 60_000), new Date(clock.ms));
     const work = jest.fn(async () => paid());
     const started = clock.ms;
-    expect(await b.analyse(KEY, work)).toMatchObject({ source: 'analyzer' });
+    expect(await analyse(b, KEY, work)).toMatchObject({ source: 'analyzer' });
     expect(work).toHaveBeenCalledTimes(1);
     // It waited for the lease, and not a moment longer.
     expect(clock.ms - started).toBe(60_000);
@@ -288,12 +292,12 @@ describe('AnalysisMemo across instances (the lease)', () => {
     const failing = async (): Promise<AnalysisResult> => {
       throw new TransientError('analyzer_rate_limited', 'Gemini: 429');
     };
-    await expect(a.analyse(KEY, failing)).rejects.toMatchObject({ code: 'analyzer_rate_limited' });
+    await expect(analyse(a, KEY, failing)).rejects.toMatchObject({ code: 'analyzer_rate_limited' });
     expect(store.leases.get(AnalysisMemo.leaseKey(KEY))?.released).toBe(true);
     const started = clock.ms;
-    expect(await b.analyse(KEY, async () => paid())).toMatchObject({ source: 'analyzer' });
-    await expect(a.analyse(`${KEY}-2`, failing)).rejects.toMatchObject({ code: 'analyzer_rate_limited' });
-    expect(await a.analyse(`${KEY}-2`, async () => paid())).toMatchObject({ source: 'analyzer' });
+    expect(await analyse(b, KEY, async () => paid())).toMatchObject({ source: 'analyzer' });
+    await expect(analyse(a, `${KEY}-2`, failing)).rejects.toMatchObject({ code: 'analyzer_rate_limited' });
+    expect(await analyse(a, `${KEY}-2`, async () => paid())).toMatchObject({ source: 'analyzer' });
     expect(clock.ms).toBe(started);
   });
 
@@ -303,10 +307,10 @@ describe('AnalysisMemo across instances (the lease)', () => {
     const [a, b] = twoInstances(store, clock);
     const late = new Promise<AnalysisResult>(() => {});
     const cut = new AnalysisCutError(new DeadlineError('analysis', 'SIGTERM'), late);
-    await expect(a.analyse(KEY, () => Promise.reject(cut))).rejects.toBe(cut);
+    await expect(analyse(a, KEY, () => Promise.reject(cut))).rejects.toBe(cut);
     expect(store.leases.get(AnalysisMemo.leaseKey(KEY))?.released).toBe(false);
     const started = clock.ms;
-    expect(await b.analyse(KEY, async () => paid())).toMatchObject({ source: 'analyzer' });
+    expect(await analyse(b, KEY, async () => paid())).toMatchObject({ source: 'analyzer' });
     expect(clock.ms - started).toBe(60_000);
   });
 
@@ -317,15 +321,15 @@ describe('AnalysisMemo across instances (the lease)', () => {
     const failing = async (): Promise<AnalysisResult> => {
       throw new TransientError('analyzer_unavailable', 'the analyzer answered 503');
     };
-    await expect(a.analyse(KEY, failing)).rejects.toMatchObject({ code: 'analyzer_unavailable' });
+    await expect(analyse(a, KEY, failing)).rejects.toMatchObject({ code: 'analyzer_unavailable' });
     // Pub/Sub's backoff: both retries come after the failed holder ended its lease.
     clock.ms += 61_000;
     let finish: (r: AnalysisResult) => void = () => {};
     const workA = jest.fn(() => new Promise<AnalysisResult>((resolve) => (finish = resolve)));
     const workB = jest.fn(async () => paid(9999));
-    const retryA = a.analyse(KEY, workA);
+    const retryA = analyse(a, KEY, workA);
     await new Promise((resolve) => setImmediate(resolve));
-    const retryB = b.analyse(KEY, workB);
+    const retryB = analyse(b, KEY, workB);
     await new Promise((resolve) => setImmediate(resolve));
     finish(paid());
     expect(await retryA).toMatchObject({ source: 'analyzer' });
@@ -342,10 +346,10 @@ describe('AnalysisMemo across instances (the lease)', () => {
     await store.lease(key, new Date(clock.ms - 1), new Date(clock.ms - 60_000));
     const expired = store.leases.get(key)!.holder;
     let finish: (r: AnalysisResult) => void = () => {};
-    const first = a.analyse(KEY, () => new Promise<AnalysisResult>((resolve) => (finish = resolve)));
+    const first = analyse(a, KEY, () => new Promise<AnalysisResult>((resolve) => (finish = resolve)));
     await new Promise((resolve) => setImmediate(resolve));
     const workB = jest.fn(async () => paid(9999));
-    const second = b.analyse(KEY, workB);
+    const second = analyse(b, KEY, workB);
     await new Promise((resolve) => setImmediate(resolve));
     expect(store.leases.get(key)!.holder).not.toBe(expired);
     expect(store.leases.size).toBe(1);
@@ -360,7 +364,7 @@ describe('AnalysisMemo across instances (the lease)', () => {
     const store = new MemoryMemoStore();
     const [a] = twoInstances(store, clock);
     // An earlier delivery analysed and kept its result; its lease has long expired.
-    await a.analyse(KEY, async () => paid());
+    await analyse(a, KEY, async () => paid());
     clock.ms += 120_000;
     let reads = 0;
     const flaky: MemoStore = {
@@ -377,7 +381,7 @@ describe('AnalysisMemo across instances (the lease)', () => {
     };
     const retry = new AnalysisMemo(flaky, { ttlMs: DAY, clock, leaseMs: 60_000, pollMs: 1_000 });
     const work = jest.fn(async () => paid(9999));
-    expect(await retry.analyse(KEY, work)).toEqual({
+    expect(await analyse(retry, KEY, work)).toEqual({
       result: paid(),
       source: 'shared',
     });
@@ -389,7 +393,7 @@ describe('AnalysisMemo across instances (the lease)', () => {
     const clock = new ManualClock();
     const store = new MemoryMemoStore();
     const [a] = twoInstances(store, clock);
-    await a.analyse(KEY, async () => paid());
+    await analyse(a, KEY, async () => paid());
     clock.ms += 120_000;
     let reads = 0;
     const flaky: MemoStore = {
@@ -400,7 +404,7 @@ describe('AnalysisMemo across instances (the lease)', () => {
     };
     const retry = new AnalysisMemo(flaky, { ttlMs: DAY, clock, leaseMs: 60_000, pollMs: 1_000 });
     const work = jest.fn(async () => paid(9999));
-    expect(await retry.analyse(KEY, work)).toEqual({
+    expect(await analyse(retry, KEY, work)).toEqual({
       result: paid(),
       source: 'shared',
     });
@@ -412,8 +416,8 @@ describe('AnalysisMemo across instances (the lease)', () => {
     const store = new MemoryMemoStore();
     const [a] = twoInstances(store, clock);
     // The holder analysed, kept, wrote its row and ended its lease.
-    await a.analyse(KEY, async () => paid());
-    (await a.writeTurn(KEY)).done();
+    await analyse(a, KEY, async () => paid());
+    (await a.leases.writeTurn(KEY)).done();
     await new Promise((resolve) => setImmediate(resolve));
     const unreadable: MemoStore = {
       get: () => Promise.reject(new Error('503 from the memo bucket')),
@@ -422,9 +426,11 @@ describe('AnalysisMemo across instances (the lease)', () => {
       renew: (key, token, until, release) => store.renew(key, token, until, release),
     };
     const retry = new AnalysisMemo(unreadable, { ttlMs: DAY, clock, leaseMs: 60_000, pollMs: 1_000 });
-    const work = jest.fn(async (_context: WorkContext) => paid(9999));
-    await retry.analyse(KEY, work);
-    expect(work).toHaveBeenCalledWith({ afterHolder: true });
+    const work = jest.fn(async () => paid(9999));
+    const rows = { seen: jest.fn(async () => false) };
+    await analyse(retry, KEY, work, undefined, undefined, undefined, rows);
+    expect(rows.seen).toHaveBeenCalledWith(KEY, expect.anything());
+    expect(work).toHaveBeenCalledTimes(1);
   });
 
   it('ignores an expired lease and works at once', async () => {
@@ -433,7 +439,7 @@ describe('AnalysisMemo across instances (the lease)', () => {
     const [, b] = twoInstances(store, clock);
     await store.lease(AnalysisMemo.leaseKey(KEY), new Date(clock.ms - 1), new Date(clock.ms - 60_000));
     const started = clock.ms;
-    expect(await b.analyse(KEY, async () => paid())).toMatchObject({ source: 'analyzer' });
+    expect(await analyse(b, KEY, async () => paid())).toMatchObject({ source: 'analyzer' });
     expect(clock.ms).toBe(started);
   });
 });
@@ -897,9 +903,9 @@ describe('handle with the memo', () => {
     store.seen = async (key) => {
       // While this delivery's lookup runs, another instance's delivery pays and keeps the analysis.
       const elsewhere = new AnalysisMemo(memoStore, { ttlMs: 8 * DAY_MS, clock: new ManualClock() });
-      await elsewhere.analyse(key, async () => paid());
+      await analyse(elsewhere, key, async () => paid());
       // Its write is refused (no row yet), and its turn ends.
-      (await elsewhere.writeTurn(key)).done();
+      (await elsewhere.leases.writeTurn(key)).done();
       return seen(key);
     };
     const outcome = await handle(parsePush(body), deps);
@@ -995,7 +1001,7 @@ describe('an analyzer rollout: two revisions, another model each, share one memo
   it('asks the store when the memo cannot tell whether the key was leased', async () => {
     const time = new ManualTime();
     const { next, body, seen, deadline } = revisions(time);
-    const memoStore = (next.deps.memo as unknown as { store: MemoryMemoStore }).store;
+    const memoStore = (next.deps.memo?.leases as unknown as { store: MemoryMemoStore }).store;
     memoStore.hasLease = () => Promise.reject(new Error('503 from the memo bucket'));
     expect(await handle(parsePush(body), next.deps, deadline())).toMatchObject({ status: 'ok' });
     expect(seen.count).toBe(1);
@@ -1062,12 +1068,10 @@ describe("the delivery's deadline during a memo call", () => {
       callTimeoutMs,
     });
     const deadline = Deadline.after(deadlineMs, time.clock, time);
-    const settled = memo
-      .analyse(KEY, async () => paid(), undefined, deadline)
-      .then(
-        (analysed) => analysed,
-        (error: unknown) => error,
-      );
+    const settled = analyse(memo, KEY, async () => paid(), undefined, deadline).then(
+      (analysed) => analysed,
+      (error: unknown) => error,
+    );
     return { time, settled };
   }
 
@@ -1103,9 +1107,9 @@ describe('interleaving 4: a lease shorter than the work', () => {
     const workA = jest.fn(() => new Promise<AnalysisResult>((resolve) => (finish = resolve)));
     const workB = jest.fn(async () => paid(9999));
     // A doubled notification: the same upload reaches two instances together.
-    const first = a.analyse(KEY, workA, undefined, deadline(time, 498_000));
+    const first = analyse(a, KEY, workA, undefined, deadline(time, 498_000));
     await settle();
-    const second = b.analyse(KEY, workB, undefined, deadline(time, 498_000));
+    const second = analyse(b, KEY, workB, undefined, deadline(time, 498_000));
     await time.advance(100_000);
     finish(paid());
     await time.advance(1_000);
@@ -1118,16 +1122,16 @@ describe('interleaving 4: a lease shorter than the work', () => {
     const time = new ManualTime();
     const { a, b } = twoInstances(time);
     // A doubled notification: A analyses and starts its write; B arrives just after.
-    const first = a.analyse(KEY, async () => paid(), undefined, deadline(time, 498_000));
+    const first = analyse(a, KEY, async () => paid(), undefined, deadline(time, 498_000));
     await settle();
-    const second = b.analyse(KEY, async () => paid(9999), undefined, deadline(time, 498_000));
+    const second = analyse(b, KEY, async () => paid(9999), undefined, deadline(time, 498_000));
     await first;
-    const turnA = await a.writeTurn(KEY, deadline(time, 498_000));
+    const turnA = await a.leases.writeTurn(KEY, deadline(time, 498_000));
     await time.advance(1_000);
     // B found A's analysis in the memo while A's write runs.
     expect(await second).toEqual({ result: paid(), source: 'memo' });
     let bWrites = false;
-    const turnB = b.writeTurn(KEY, deadline(time, 498_000)).then((turn) => {
+    const turnB = b.leases.writeTurn(KEY, deadline(time, 498_000)).then((turn) => {
       bWrites = true;
       return turn;
     });
@@ -1157,19 +1161,19 @@ describe('interleaving 4: a lease shorter than the work', () => {
     const b = new AnalysisMemo(store, options);
     // On A, a delivery whose lease call failed analyses and is cut at its deadline before its write.
     await expect(
-      a.analyse(KEY, async () => {
+      analyse(a, KEY, async () => {
         throw new TransientError('analyzer_unavailable', 'the analyzer answered 503');
       }),
     ).rejects.toMatchObject({ code: 'analyzer_unavailable' });
     failLease = false;
     // Later, B analyses and writes slowly; A's next delivery finds the analysis in the memo.
-    await b.analyse(KEY, async () => paid(), undefined, deadline(time, 498_000));
-    const turnB = await b.writeTurn(KEY, deadline(time, 498_000));
-    expect(await a.analyse(KEY, async () => paid(9999), undefined, deadline(time, 498_000))).toMatchObject({
+    await analyse(b, KEY, async () => paid(), undefined, deadline(time, 498_000));
+    const turnB = await b.leases.writeTurn(KEY, deadline(time, 498_000));
+    expect(await analyse(a, KEY, async () => paid(9999), undefined, deadline(time, 498_000))).toMatchObject({
       source: 'memo',
     });
     let aWrites = false;
-    const turnA = a.writeTurn(KEY, deadline(time, 498_000)).then((turn) => {
+    const turnA = a.leases.writeTurn(KEY, deadline(time, 498_000)).then((turn) => {
       aWrites = true;
       return turn;
     });
@@ -1196,14 +1200,14 @@ describe('interleaving 4: a lease shorter than the work', () => {
     const workB = jest.fn(async () => paid(9999));
     // Both analyse without a lease (the memo failing never stops the work)...
     await Promise.all([
-      a.analyse(KEY, workA, undefined, deadline(time, 498_000)),
-      b.analyse(KEY, workB, undefined, deadline(time, 498_000)),
+      analyse(a, KEY, workA, undefined, deadline(time, 498_000)),
+      analyse(b, KEY, workB, undefined, deadline(time, 498_000)),
     ]);
     expect([workA.mock.calls.length, workB.mock.calls.length]).toEqual([1, 1]);
     // ...but only one writes at a time: B waits while A's MERGE runs.
-    const turnA = await a.writeTurn(KEY, deadline(time, 498_000));
+    const turnA = await a.leases.writeTurn(KEY, deadline(time, 498_000));
     let bWrites = false;
-    const turnB = b.writeTurn(KEY, deadline(time, 498_000)).then((turn) => {
+    const turnB = b.leases.writeTurn(KEY, deadline(time, 498_000)).then((turn) => {
       bWrites = true;
       return turn;
     });
@@ -1229,7 +1233,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
       sleep: time.sleep,
       timers: time,
     });
-    const analysed = memo.analyse(KEY, async () => paid(), undefined, deadline(time, 498_000));
+    const analysed = analyse(memo, KEY, async () => paid(), undefined, deadline(time, 498_000));
     await settle();
     await time.advance(5_000);
     expect(await analysed).toMatchObject({ source: 'analyzer' });
@@ -1239,7 +1243,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
     const round0 = orphan.expiresAt.getTime();
     expect(round0).toBe(time.ms - 8_000 + 15_000);
     let writes = false;
-    const turn = memo.writeTurn(KEY, deadline(time, 498_000)).then((t) => {
+    const turn = memo.leases.writeTurn(KEY, deadline(time, 498_000)).then((t) => {
       writes = true;
       return t;
     });
@@ -1264,16 +1268,16 @@ describe('interleaving 4: a lease shorter than the work', () => {
         writesOutliveInstance: true,
       });
     const [a, b] = [make(), make()];
-    await a.analyse(KEY, async () => paid(), undefined, deadline(time, 300_000));
+    await analyse(a, KEY, async () => paid(), undefined, deadline(time, 300_000));
     const holderDeadline = time.ms + 298_000;
-    const turnA = await a.writeTurn(KEY, deadline(time, 298_000));
+    const turnA = await a.leases.writeTurn(KEY, deadline(time, 298_000));
     // On taking the turn the lease already runs past the deadline (the bound of the MERGE's
     // jobTimeoutMs) by one lease time: no renewal is needed after that, so a killed holder is covered.
     expect(store.leases.get(AnalysisMemo.leaseKey(KEY))!.expiresAt.getTime()).toBe(holderDeadline + 15_000);
     // The holder's write is cut at shutdown (its statement may still run): the lease stays.
     turnA.done(false);
     let bWrites = false;
-    const turnB = b.writeTurn(KEY, deadline(time, 498_000)).then((turn) => {
+    const turnB = b.leases.writeTurn(KEY, deadline(time, 498_000)).then((turn) => {
       bWrites = true;
       return turn;
     });
@@ -1288,8 +1292,8 @@ describe('interleaving 4: a lease shorter than the work', () => {
   it('keeps the write’s lease to its heartbeat on a store whose writes die with their process (SQLite): a killed holder holds up the next writer one lease time at most', async () => {
     const time = new ManualTime();
     const { store, a } = twoInstances(time);
-    await a.analyse(KEY, async () => paid(), undefined, deadline(time, 300_000));
-    const turn = await a.writeTurn(KEY, deadline(time, 298_000));
+    await analyse(a, KEY, async () => paid(), undefined, deadline(time, 300_000));
+    const turn = await a.leases.writeTurn(KEY, deadline(time, 298_000));
     expect(store.leases.get(AnalysisMemo.leaseKey(KEY))!.expiresAt.getTime()).toBeLessThanOrEqual(
       time.ms + 15_000,
     );
@@ -1305,7 +1309,8 @@ describe('interleaving 4: a lease shorter than the work', () => {
     const options = { ttlMs: 8 * DAY_MS, clock: time.clock, sleep: time.sleep, timers: time };
     const holder = new AnalysisMemo(store, options);
     const waiter = new AnalysisMemo(flaky, { ...options, logger });
-    const first = holder.analyse(
+    const first = analyse(
+      holder,
       KEY,
       () => new Promise<AnalysisResult>(() => {}),
       undefined,
@@ -1314,11 +1319,12 @@ describe('interleaving 4: a lease shorter than the work', () => {
     first.catch(() => {});
     await settle();
     const work = jest.fn(async () => paid(9999));
-    const second = waiter.analyse(KEY, work, undefined, deadline(time, 498_000));
+    const rows = { seen: jest.fn(async () => false) };
+    const second = analyse(waiter, KEY, work, undefined, deadline(time, 498_000), undefined, rows);
     for (let t = 0; t < 3; t++) await time.advance(1_000);
     expect(await second).toMatchObject({ source: 'analyzer' });
     expect(leaseCalls()).toBe(2);
-    expect(work).toHaveBeenCalledWith({ afterHolder: true });
+    expect(rows.seen).toHaveBeenCalledWith(KEY, expect.anything());
     expect(logger.entries.map((e) => e.message)).toContain(
       'the memo could not take a lease: working without one',
     );
@@ -1343,7 +1349,8 @@ describe('interleaving 4: a lease shorter than the work', () => {
       sleep: time.sleep,
       timers: time,
     });
-    const outcome = holder.analyse(
+    const outcome = analyse(
+      holder,
       KEY,
       () => new Promise<AnalysisResult>(() => {}),
       undefined,
@@ -1360,7 +1367,8 @@ describe('interleaving 4: a lease shorter than the work', () => {
     const time = new ManualTime();
     const { store, a } = twoInstances(time);
     let finish: (r: AnalysisResult) => void = () => {};
-    const outcome = a.analyse(
+    const outcome = analyse(
+      a,
       KEY,
       () => new Promise<AnalysisResult>((resolve) => (finish = resolve)),
       undefined,
@@ -1376,7 +1384,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
     finish(paid());
     await outcome;
     // The lease now guards the write: still renewed while the delivery writes its row.
-    const turn = await a.writeTurn(KEY, deadline(time, 300_000));
+    const turn = await a.leases.writeTurn(KEY, deadline(time, 300_000));
     await time.advance(30_000);
     expect(leaseOf()).toBeGreaterThan(time.ms + 10_000);
     turn.done();
@@ -1392,7 +1400,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
     // The holder took its 15 s lease, then its instance was killed: nobody renews it.
     await store.lease(AnalysisMemo.leaseKey(KEY), new Date(time.ms + 15_000), new Date(time.ms));
     const work = jest.fn(async () => paid());
-    const outcome = b.analyse(KEY, work, undefined, deadline(time, 498_000));
+    const outcome = analyse(b, KEY, work, undefined, deadline(time, 498_000));
     await time.advance(14_000);
     expect(work).not.toHaveBeenCalled();
     await time.advance(2_000);
@@ -1405,7 +1413,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
     const { store, b } = twoInstances(time);
     await store.lease(AnalysisMemo.leaseKey(KEY), new Date(time.ms + 400_000), new Date(time.ms));
     const work = jest.fn(async () => paid());
-    const outcome = b.analyse(KEY, work, undefined, deadline(time, 30_000)).catch((e: unknown) => e);
+    const outcome = analyse(b, KEY, work, undefined, deadline(time, 30_000)).catch((e: unknown) => e);
     await time.advance(31_000);
     expect(await outcome).toBeInstanceOf(DeadlineError);
     expect(work).not.toHaveBeenCalled();

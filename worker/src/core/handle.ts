@@ -14,12 +14,14 @@ import {
   type FallbackReason,
   isRejection,
   OutcomeUnknownError,
+  paidBeforeFailing,
   RejectionError,
   type RejectionReason,
   TransientError,
 } from './errors';
 import { dedupKey, type PushEvent } from './event';
-import { AnalysisCutError, type AnalysisMemo, type WorkContext, WrittenMeanwhile } from './memo';
+import type { HeldLease } from './key-lease';
+import { type Analysed, AnalysisCutError, type AnalysisMemo, type MemoPeek, replay } from './memo';
 import type { OutageBreaker } from './outage';
 import {
   type Admission,
@@ -95,10 +97,15 @@ interface RowVerdict {
 }
 
 /**
- * The idempotent handler: seen → check → read the exact generation → analyse → one conditional
- * write. Nothing is written before the end, so a crash anywhere leaves no trace but the message,
- * which Pub/Sub delivers again. Transient errors propagate (the caller answers 503). Every call is
- * bounded by the delivery's `deadline` (core/deadline.ts): past it, a DeadlineError (503).
+ * The idempotent handler: one delivery, told in the order it happens. Nothing is written before the
+ * end, so a crash anywhere leaves no trace but the message, which Pub/Sub delivers again. Transient
+ * errors propagate (the caller answers 503). Every call is bounded by the delivery's `deadline`
+ * (core/deadline.ts): past it, a DeadlineError (503).
+ *
+ * 1. lookup: the memo first, the store's lookup only when the memo says a delivery may have written;
+ * 2. the verdict ({@link verdictOf}): checks → e-invoice → cached? → lease → read and analyse under
+ *    admission → keep;
+ * 3. the write turn, then the one conditional write ({@link recordOnce}).
  */
 export async function handle(
   event: PushEvent,
@@ -109,134 +116,22 @@ export async function handle(
   deps.outage?.admit('store');
   const key = dedupKey(event, deps.dedupKeyMode);
   const base = { messageId: event.messageId, dedupKey: key };
-  // With a memo of paid analyses, it is read first: no analysis kept for the key means no delivery
-  // of it has paid yet, and the store's lookup is skipped, since the write is conditional (a
-  // redelivery of a document written without a kept analysis, an e-invoice or a rejection, finds its
-  // row there).
+  const duplicate = { ...base, status: 'duplicate', duplicateAt: 'seen', analysed: false } as const;
+
+  // With a memo of paid analyses, it is read first: no analysis kept for the key and no lease of it
+  // ever taken means no delivery of it has paid or written yet, and the store's lookup is skipped,
+  // since the write is conditional (a redelivery of a document written without a kept analysis, an
+  // e-invoice or a rejection, finds its row there).
   const peeked = deps.memo && event.kind !== 'not_work' ? await deps.memo.peek(key, deadline) : undefined;
   if (peeked?.state !== 'none' && (await deadline.race('lookup', deps.store.seen(key, deadline))))
-    return { ...base, status: 'duplicate', duplicateAt: 'seen', analysed: false };
+    return duplicate;
 
-  let analysed = false;
-  let memo: Outcome['memo'];
-  let verdict: RowVerdict;
-  if (event.kind === 'not_work') {
-    verdict = { status: 'rejected', reason: event.reason, detail: event.detail };
-  } else {
-    try {
-      const mime = checkDeclared(event.object, deps.limits);
-      const { bucket, name, generation } = event.object;
-      const read = async () => {
-        const bytes = await deadline.race(
-          'read',
-          deps.reader.read({ bucket, name, generation }, deps.limits.maxObjectBytes),
-        );
-        checkContent(mime, bytes, deps.limits);
-        return bytes;
-      };
-      // An e-invoice states its own data: read it for free, never in the paid work's line or memo.
-      // With an analysis kept too (a PDF whose XML was unusable, paid for by an earlier delivery),
-      // it is still read, for the reason and the checks the row records; a generation gone since
-      // leaves the kept analysis as this document's answer (readEInvoice answers nothing then).
-      const structured = deps.eInvoices?.accepts(mime)
-        ? await readEInvoice(deps.eInvoices, { read, mime, name, memoAsks: deps.memo !== undefined })
-        : undefined;
-      if (structured?.kind === 'read') {
-        const { analysis, model, usage, readings } = structured.result;
-        const validation = structured.validation ? { validation: structured.validation } : {};
-        verdict = { status: 'ok', analysis, model, usage, readings, ...validation };
-      } else {
-        const analyze = keepingSpentTokens(deps.analyzer);
-        const work = async (context?: WorkContext) => {
-          // After a holder of the key's lease that kept no analysis (its keep failed, or its row needed
-          // none): its row may be there, and paying again would be waste.
-          if (context?.afterHolder && (await deadline.race('lookup', deps.store.seen(key, deadline))))
-            throw new WrittenMeanwhile();
-          // Read again inside the line: a delivery waiting its turn holds no document in memory.
-          const bytes = await read();
-          analysed = true;
-          const analysing = analyze(
-            {
-              bytes,
-              contentType: analyzedContentType(mime, event.object.contentType),
-              name,
-              deadline,
-            },
-            context?.resume,
-          );
-          try {
-            return await deadline.race('analysis', analysing);
-          } catch (error) {
-            // Cut at a deadline that SIGTERM brought forward: the call runs on and is paid; its
-            // answer is handed to the memo to keep when it comes (the retry then pays nothing).
-            if (error instanceof DeadlineError) throw new AnalysisCutError(error, analysing);
-            throw error;
-          }
-        };
-        // The gate weighs a work by its document's declared size (the largest allowed when unknown).
-        const gate = deps.admission ?? admitAtOnce;
-        const bytes = event.object.sizeBytes ?? deps.limits.maxObjectBytes;
-        // An analyzer that is out is not paid for, nor the document read for it, nor its key's lease
-        // taken: the breaker answers once the work is admitted, before the memo's lease (a
-        // concurrent delivery would wait for an attempt that cannot succeed).
-        const admission: Admission = {
-          run: (w, d) =>
-            gate.run(
-              (waitedMs) => {
-                deps.outage?.admit('analyzer');
-                return w(waitedMs);
-              },
-              d,
-              bytes,
-            ),
-        };
-        const paid = deps.memo
-          ? await deps.memo.analyse(key, work, admission, deadline, peeked)
-          : { result: await admission.run(() => work(), deadline), source: 'analyzer' as const };
-        if (paid.source === 'memo') memo = 'hit';
-        else if (paid.source === 'shared') memo = 'shared';
-        const analysis = paid.result;
-        const fallback =
-          structured?.kind === 'fallback'
-            ? {
-                fallback: structured.reason,
-                detail: structured.detail,
-                ...(structured.validation ? { validation: structured.validation } : {}),
-              }
-            : {};
-        verdict = {
-          status: 'ok',
-          analysis: analysis.analysis,
-          model: analysis.model,
-          usage: analysis.usage,
-          readings: analysis.readings,
-          ...fallback,
-        };
-      }
-    } catch (error) {
-      if (error instanceof WrittenMeanwhile)
-        return { ...base, status: 'duplicate', duplicateAt: 'seen', analysed: false };
-      if (!isRejection(error)) throw error;
-      memo = error.memo;
-      verdict = { status: 'rejected', reason: error.code, detail: error.message, usage: error.usage };
-    }
-  }
+  const found = await verdictOf(event, key, deps, peeked, deadline);
+  if (found === 'written') return duplicate;
+  const { verdict, analysed } = found;
 
-  // No other instance's MERGE of this key may overlap ours (the view's answer must not change).
-  const turn = await deps.memo?.writeTurn(key, deadline);
-  let inserted: boolean;
-  let ended = false;
-  try {
-    inserted = await deadline.race('write', deps.store.record(buildRow(event, key, verdict, deps), deadline));
-    ended = true;
-  } catch (error) {
-    // A statement that may still run keeps the key's lease to its bound.
-    ended = !writeMayStillCommit(error);
-    throw error;
-  } finally {
-    turn?.done(ended);
-  }
-  const from = memo ? { memo } : {};
+  const inserted = await recordOnce(buildRow(event, key, verdict, deps), deps, deadline);
+  const from = found.memo ? { memo: found.memo } : {};
   if (!inserted)
     return { ...base, status: 'duplicate', duplicateAt: 'record', analysed, ...from, usage: verdict.usage };
   return {
@@ -248,6 +143,264 @@ export async function handle(
     ...(verdict.fallback ? { fallback: verdict.fallback, detail: verdict.detail } : {}),
     ...(verdict.usage ? { usage: verdict.usage } : {}),
   };
+}
+
+/** A document's verdict, whether it was analysed here, and where its analysis came from. */
+interface Found {
+  verdict: RowVerdict;
+  analysed: boolean;
+  memo?: Outcome['memo'];
+}
+
+/**
+ * The verdict on a delivery: a message that is not work is rejected as such; a document has its
+ * declared type and size checked, then its e-invoice read when it states one (free: never in the
+ * paid work's line or memo), else its paid analysis ({@link paidAnalysis}). A rejection is a
+ * verdict too. `written`: the row was written meanwhile by the holder this delivery waited for.
+ */
+async function verdictOf(
+  event: PushEvent,
+  key: string,
+  deps: HandlerDeps,
+  peeked: MemoPeek | undefined,
+  deadline: Deadline,
+): Promise<Found | 'written'> {
+  if (event.kind === 'not_work')
+    return { verdict: { status: 'rejected', reason: event.reason, detail: event.detail }, analysed: false };
+  let analysed = false;
+  try {
+    const mime = checkDeclared(event.object, deps.limits);
+    const { bucket, name, generation } = event.object;
+    const read = async () => {
+      const bytes = await deadline.race(
+        'read',
+        deps.reader.read({ bucket, name, generation }, deps.limits.maxObjectBytes),
+      );
+      checkContent(mime, bytes, deps.limits);
+      return bytes;
+    };
+    // With an analysis kept too (a PDF whose XML was unusable, paid for by an earlier delivery),
+    // the e-invoice is still read, for the reason and the checks the row records; a generation gone
+    // since leaves the kept analysis as this document's answer (readEInvoice answers nothing then).
+    const structured = deps.eInvoices?.accepts(mime)
+      ? await readEInvoice(deps.eInvoices, { read, mime, name, memoAsks: deps.memo !== undefined })
+      : undefined;
+    if (structured?.kind === 'read') {
+      const { analysis, model, usage, readings } = structured.result;
+      const validation = structured.validation ? { validation: structured.validation } : {};
+      return { verdict: { status: 'ok', analysis, model, usage, readings, ...validation }, analysed };
+    }
+    // Read again inside the line: a delivery waiting its turn holds no document in memory.
+    const analyze = keepingSpentTokens(deps.analyzer);
+    const readAndAnalyse = async (resume?: AnalysisProgress) => {
+      const bytes = await read();
+      analysed = true;
+      const contentType = analyzedContentType(mime, event.object.contentType);
+      return within(deadline, analyze({ bytes, contentType, name, deadline }, resume));
+    };
+    const admission = admitted(deps, event.object.sizeBytes ?? deps.limits.maxObjectBytes);
+    const paid = await paidAnalysis(key, { ...deps, admission, readAndAnalyse }, peeked, deadline);
+    if (paid === 'written') return paid;
+    const { analysis, model, usage, readings } = paid.result;
+    const fallback =
+      structured?.kind === 'fallback'
+        ? {
+            fallback: structured.reason,
+            detail: structured.detail,
+            ...(structured.validation ? { validation: structured.validation } : {}),
+          }
+        : {};
+    const memo = paid.source === 'memo' ? 'hit' : paid.source === 'shared' ? 'shared' : undefined;
+    return { verdict: { status: 'ok', analysis, model, usage, readings, ...fallback }, analysed, memo };
+  } catch (error) {
+    if (!isRejection(error)) throw error;
+    const verdict = {
+      status: 'rejected',
+      reason: error.code,
+      detail: error.message,
+      usage: error.usage,
+    } as const;
+    return { verdict, analysed, memo: error.memo };
+  }
+}
+
+/**
+ * The one conditional write, in the key's write turn: no other instance's MERGE of this key may
+ * overlap ours (the view's answer must not change). A statement that may still run when the write
+ * fails keeps the key's lease to its bound. True when this write inserted the row.
+ */
+async function recordOnce(row: Row, deps: HandlerDeps, deadline: Deadline): Promise<boolean> {
+  const turn = await deps.memo?.leases.writeTurn(row.dedup_key, deadline);
+  let ended = false;
+  try {
+    const inserted = await deadline.race('write', deps.store.record(row, deadline));
+    ended = true;
+    return inserted;
+  } catch (error) {
+    ended = !writeMayStillCommit(error);
+    throw error;
+  } finally {
+    turn?.done(ended);
+  }
+}
+
+/** What the paid analysis needs, as `handle` wires it for one delivery. */
+export interface AnalysisSteps {
+  /** Without it every delivery that gets this far pays. */
+  memo?: AnalysisMemo;
+  store: Pick<Store, 'seen'>;
+  /** Admission to the paid work: the quota gate, then the outage breaker's answer. */
+  admission: Admission;
+  /** Reads the document's exact generation and pays for its analysis, after `resume`'s attempts. */
+  readAndAnalyse(resume?: AnalysisProgress): Promise<AnalysisResult>;
+}
+
+/**
+ * The document's analysis, paid at most once: concurrent deliveries of the key on this instance
+ * share one run (`shared`); its steps are {@link analyseOnce}. `written`: the key's row was written
+ * meanwhile, by the holder this delivery waited for.
+ */
+export async function paidAnalysis(
+  key: string,
+  steps: AnalysisSteps,
+  peeked?: MemoPeek,
+  deadline: Deadline = Deadline.none(),
+): Promise<Analysed | 'written'> {
+  const { memo } = steps;
+  if (!memo)
+    return { result: await steps.admission.run(() => steps.readAndAnalyse(), deadline), source: 'analyzer' };
+  const run = () => analyseOnce(key, memo, steps, peeked, deadline);
+  const { value, shared } = await memo.flights.once(key, run, deadline);
+  return shared && value !== 'written' ? { result: value.result, source: 'shared' } : value;
+}
+
+/**
+ * Cached? → admitted → the key's lease → read and analyse → kept. Each step that finds the analysis
+ * (kept by an earlier delivery, or by a concurrent one while this one waited its turn or for the
+ * holder) replays it instead of paying. The lease is taken only once admitted, so a delivery
+ * waiting its turn holds no lease that could expire under it; once the analysis is paid (or
+ * replayed after an earlier holder), the lease guards the write that comes next.
+ */
+async function analyseOnce(
+  key: string,
+  memo: AnalysisMemo,
+  steps: AnalysisSteps,
+  peeked: MemoPeek | undefined,
+  deadline: Deadline,
+): Promise<Analysed | 'written'> {
+  const { cache, leases } = memo;
+  // The delivery's first read of the memo stands for this one; one that failed is read again once
+  // admitted: the memo may answer now, and a concurrent delivery may have kept its analysis.
+  const reads = { failed: peeked?.state === 'unknown' };
+  const kept = peeked ? peeked.kept : await cache.get(key, deadline, reads);
+  if (kept) return replay(kept, 'memo');
+  return steps.admission.run(async (waitedMs) => {
+    const keptMeanwhile = waitedMs > 0 || reads.failed ? await cache.get(key, deadline) : undefined;
+    if (keptMeanwhile) return replay(keptMeanwhile, 'shared');
+    const lease = await leases.acquire(key, deadline, () => cache.get(key, deadline));
+    if ('found' in lease) return replay(lease.found, 'shared');
+    // An earlier delivery held this key's lease: it may well have kept its analysis since this
+    // delivery last read the memo (a holder keeps its analysis before its write, and ends its lease
+    // only after it), and this delivery may not have waited for it at all. One more read costs a
+    // memo call; paying again costs an analysis. Read with it: the attempts an earlier delivery paid
+    // for before it failed, to go on after them.
+    let resume: AnalysisProgress | undefined;
+    let afterHolder = lease.holderSeen;
+    if (lease.earlier) {
+      const again = { failed: false };
+      const [keptBefore, progress] = await Promise.all([
+        cache.get(key, deadline, again),
+        cache.progress(key, deadline),
+      ]);
+      if (keptBefore) {
+        lease.guardWrite();
+        return replay(keptBefore, 'memo');
+      }
+      resume = progress;
+      // That read failed: the earlier holder may have written its row (soak I5, seed 22).
+      afterHolder ||= again.failed;
+    }
+    let result: AnalysisResult;
+    try {
+      // After a holder that kept no analysis (its keep failed, or its row needed none): its row may
+      // be there, and paying again would be waste.
+      if (afterHolder && (await deadline.race('lookup', steps.store.seen(key, deadline)))) {
+        lease.end();
+        return 'written';
+      }
+      result = await steps.readAndAnalyse(resume);
+    } catch (error) {
+      await keepWhatWasPaid(key, memo, lease, error, deadline);
+      throw error;
+    }
+    lease.guardWrite();
+    await cache.keep(key, result, deadline);
+    return { result, source: 'analyzer' };
+  }, deadline);
+}
+
+/**
+ * A failed analysis keeps what it paid for, and leaves the lease as its work leaves the key:
+ * - a paid refusal is an outcome: kept, and its row is written next under the same lease;
+ * - attempts paid before a failure that is not about the document (a first answer outside the
+ *   schema, then a 503, a refusal or the deadline) are kept, so that the retry goes on after them;
+ * - a call cut at the deadline runs on, paid: its answer is kept when it comes, and the lease, left
+ *   to expire meanwhile (a retry waits for the answer instead of paying again), ends then;
+ * - otherwise nothing of the work runs on: the lease ends now, and the retry takes it at once.
+ */
+async function keepWhatWasPaid(
+  key: string,
+  memo: AnalysisMemo,
+  lease: HeldLease,
+  error: unknown,
+  deadline: Deadline,
+): Promise<void> {
+  if (isRejection(error) && error.usage) {
+    lease.guardWrite();
+    const rejection = { reason: error.code, detail: error.message };
+    await memo.cache.keep(key, { rejection, usage: error.usage }, deadline);
+    return;
+  }
+  const paid = paidBeforeFailing(error);
+  if (paid?.progress && paid.usage)
+    await memo.cache.keepProgress(key, { progress: paid.progress, usage: paid.usage }, deadline);
+  if (error instanceof AnalysisCutError) {
+    lease.leave();
+    void memo.cache.keepLate(key, error.late, deadline).then(() => lease.end());
+  } else lease.end();
+}
+
+/** Admission to the paid work: the quota gate by the document's size, then the outage breaker. */
+function admitted(deps: HandlerDeps, bytes: number): Admission {
+  const gate = deps.admission ?? admitAtOnce;
+  // An analyzer that is out is not paid for, nor the document read for it, nor its key's lease
+  // taken: the breaker answers once the work is admitted (a concurrent delivery would wait for an
+  // attempt that cannot succeed).
+  return {
+    run: (work, deadline) =>
+      gate.run(
+        (waitedMs) => {
+          deps.outage?.admit('analyzer');
+          return work(waitedMs);
+        },
+        deadline,
+        bytes,
+      ),
+  };
+}
+
+/**
+ * The analyzer's answer within the delivery's deadline. Cut at a deadline that SIGTERM brought
+ * forward, the call runs on and is paid: its answer is handed to the memo to keep when it comes
+ * (the retry then pays nothing).
+ */
+async function within(deadline: Deadline, analysing: Promise<AnalysisResult>): Promise<AnalysisResult> {
+  try {
+    return await deadline.race('analysis', analysing);
+  } catch (error) {
+    if (error instanceof DeadlineError) throw new AnalysisCutError(error, analysing);
+    throw error;
+  }
 }
 
 /**

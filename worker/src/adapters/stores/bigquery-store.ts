@@ -857,7 +857,7 @@ export const JOB_INSERT_ALLOWANCE_MS = 1_000;
  * deadline, no bound). BigQuery stops a
  * job at its timeout with a `timeout` error and without committing, but documents that it "may not
  * always succeed in canceling it before the job completes": the bound is best effort, which is why
- * the key's lease also outlives it (core/memo.ts, writeTurn). The fault simulator's warehouse
+ * the key's lease also outlives it (core/key-lease.ts, writeTurn). The fault simulator's warehouse
  * bounds its statements with this same function.
  */
 export function statementTimeoutMs(deadline: Deadline | undefined): number | undefined {
