@@ -1001,7 +1001,7 @@ describe('an analyzer rollout: two revisions, another model each, share one memo
   it('asks the store when the memo cannot tell whether the key was leased', async () => {
     const time = new ManualTime();
     const { next, body, seen, deadline } = revisions(time);
-    const memoStore = (next.deps.memo?.leases as unknown as { store: MemoryMemoStore }).store;
+    const memoStore = (next.deps.memo!.leases as unknown as { store: MemoryMemoStore }).store;
     memoStore.hasLease = () => Promise.reject(new Error('503 from the memo bucket'));
     expect(await handle(parsePush(body), next.deps, deadline())).toMatchObject({ status: 'ok' });
     expect(seen.count).toBe(1);
