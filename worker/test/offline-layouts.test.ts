@@ -310,6 +310,7 @@ describe('general rules for layouts not seen before', () => {
     ['Rechnungs-Nr.: RE-2024-001', 'RE-2024-001'],
     ['Belegnummer\t4711', '4711'],
     ['Gutschrift (Selbst ausgestellte Rechnung) Nr. 471102', '471102'],
+    ['Handelsrechnung (380) Nr. 471102 vom 05.06.2018', '471102'],
     ['Invoice ID: INV-88', 'INV-88'],
     ['Re.-Nr.: 2024-17', '2024-17'],
     ['Inv. No. 5521', '5521'],
@@ -349,6 +350,25 @@ describe('general rules for layouts not seen before', () => {
       supplier_name: 'Lieferant GmbH',
       customer_name: 'Kunden AG Mitte',
     });
+  });
+
+  it('reads a form whose fields have their values a column apart, under each party’s heading', () => {
+    const analysis = read(
+      [
+        'Verkäufer',
+        'Nummer:\t549910',
+        'Name:\tLieferant GmbH',
+        'Anschrift:\tLieferantenstraße 20',
+        'DE 80333 München',
+        '',
+        'Käufer/Leistungsempfänger',
+        'Nummer:\tGE2020211',
+        'Name:\tKunden AG Mitte',
+        '',
+        'Bruttosumme\t235,62',
+      ].join('\n'),
+    );
+    expect(analysis).toMatchObject({ supplier_name: 'Lieferant GmbH', customer_name: 'Kunden AG Mitte' });
   });
 
   it('reads a label over its value in the same column of a two-column form', () => {

@@ -56,3 +56,89 @@ function joinRow(row: readonly PlacedText[]): string {
   }
   return line.trimEnd();
 }
+
+/**
+ * One show-text operation of a page, as pdf.js's operator list gives it: the glyphs' text, and
+ * between them the TJ offsets in thousandths of an em (negative: the next glyph moves right).
+ */
+export type TextRun = ReadonlyArray<string | number>;
+
+// pdf.js turns a gap of 0.102 em or more between two glyphs of a run into a space, and ends the
+// piece past 0.6 em (its getTextContent's trackingSpaceMin and spaceInFlowMax).
+const PDFJS_SPACE_EM = 0.102;
+const PDFJS_NEW_PIECE_EM = 0.6;
+// A gap pdf.js does not take for a space either (its notASpace): letters that merely stand apart.
+const OPEN_GAP_EM = 0.03;
+// A word space is a space glyph's width or near it (0.25-0.33 em in common fonts, a justified line
+// squeezes it somewhat); below this, in a letter-spaced run, a gap is spacing between letters.
+const WORD_SPACE_EM = 0.2;
+
+/**
+ * The spaces pdf.js puts inside words of letter-spaced text, as (what pdf.js reads, the words it
+ * drew) pairs. Some producers draw bold text with a regular font placed by the bold font's widths:
+ * every letter is then followed by an offset (0.055 em after most, 0.11 em after an `r`, whose bold
+ * width is wider by a third), and pdf.js, which reads any gap of 0.102 em as a space, writes
+ * `Liefer ant GmbH`. In a run where at least a third of the gaps between letters are open, a gap
+ * narrower than a word space is spacing, not a space.
+ */
+export function letterSpacingRepairs(runs: readonly TextRun[]): Array<[spaced: string, joined: string]> {
+  const repairs = new Map<string, string>();
+  for (const run of runs) {
+    for (const segment of segmentsOf(run)) {
+      const letterGaps = segment.gaps.filter(
+        (_, i) => inked(segment.glyphs[i]) && inked(segment.glyphs[i + 1]),
+      );
+      const open = letterGaps.filter((gap) => gap >= OPEN_GAP_EM).length;
+      if (letterGaps.length < 2 || open * 3 < letterGaps.length) continue;
+      let spaced = segment.glyphs[0]!;
+      let joined = spaced;
+      segment.gaps.forEach((gap, i) => {
+        const next = segment.glyphs[i + 1]!;
+        const pdfJsSpace = gap >= PDFJS_SPACE_EM && inked(segment.glyphs[i]) && inked(next);
+        spaced += (pdfJsSpace ? ' ' : '') + next;
+        joined += (pdfJsSpace && gap >= WORD_SPACE_EM ? ' ' : '') + next;
+      });
+      if (spaced !== joined) repairs.set(spaced.trim(), joined.trim());
+    }
+  }
+  return [...repairs];
+}
+
+/** A run's glyphs and the gap (em) after each but the last, cut where pdf.js starts a new piece. */
+function segmentsOf(run: TextRun): Array<{ glyphs: string[]; gaps: number[] }> {
+  const segments: Array<{ glyphs: string[]; gaps: number[] }> = [];
+  let current = { glyphs: [] as string[], gaps: [] as number[] };
+  let offset = 0;
+  for (const entry of run) {
+    if (typeof entry === 'number') {
+      offset -= entry / 1000;
+      continue;
+    }
+    if (current.glyphs.length > 0) {
+      if (offset > PDFJS_NEW_PIECE_EM) {
+        segments.push(current);
+        current = { glyphs: [], gaps: [] };
+      } else current.gaps.push(offset);
+    }
+    current.glyphs.push(entry);
+    offset = 0;
+  }
+  if (current.glyphs.length > 0) segments.push(current);
+  return segments;
+}
+
+/** A glyph that leaves ink: not a space. */
+const inked = (glyph: string | undefined) => glyph !== undefined && glyph.trim() !== '';
+
+/** `pieces` with the repairs of {@link letterSpacingRepairs} made in their text. */
+export function repairLetterSpacing(
+  pieces: readonly PlacedText[],
+  repairs: ReadonlyArray<[spaced: string, joined: string]>,
+): PlacedText[] {
+  if (repairs.length === 0) return [...pieces];
+  return pieces.map((piece) => {
+    let str = piece.str;
+    for (const [spaced, joined] of repairs) str = str.replaceAll(spaced, joined);
+    return str === piece.str ? piece : { ...piece, str };
+  });
+}

@@ -3,7 +3,13 @@ import { extractTextItems, getDocumentProxy, getResolvedPDFJS } from 'unpdf';
 import { ConfigurationError } from '../../core/errors';
 import { checkEmbeddedStreams, E_INVOICE_ATTACHMENTS, mayCarryAttachment } from '../e-invoice/factur-x';
 import type { GreyImage } from './grey-image';
-import { type PlacedText, placedTextToLines } from './pdf-text';
+import {
+  letterSpacingRepairs,
+  type PlacedText,
+  placedTextToLines,
+  repairLetterSpacing,
+  type TextRun,
+} from './pdf-text';
 
 /**
  * Every PDF docline reads goes through pdf.js (through unpdf), once per delivery: one load gives the
@@ -198,8 +204,12 @@ export class PdfJsParser {
     for (let index = 0; index < pages; index++) {
       const pieces = (items[index] ?? []) as PlacedText[];
       if (index > 0) lines.push('');
+      if (pieces.filter((p) => p.str.trim() !== '').length >= MIN_TEXT_PIECES) {
+        const repairs = letterSpacingRepairs(await textRuns(pdf, index + 1, ops));
+        lines.push(...placedTextToLines(repairLetterSpacing(pieces, repairs)));
+        continue;
+      }
       lines.push(...placedTextToLines(pieces));
-      if (pieces.filter((p) => p.str.trim() !== '').length >= MIN_TEXT_PIECES) continue;
       if (scans.length >= this.limits.maxScanPages) {
         scansSkipped++;
         continue;
@@ -221,6 +231,28 @@ function asUnreadable(error: unknown): unknown {
 
 function digestOf(bytes: Uint8Array): string {
   return createHash('sha256').update(bytes).digest('base64');
+}
+
+/**
+ * The show-text operations of a page, each as its glyphs' text and TJ offsets: what pdf.js's text
+ * layer was built from, to see which of its spaces are letter spacing (pdf-text.ts).
+ */
+async function textRuns(
+  pdf: Awaited<ReturnType<typeof getDocumentProxy>>,
+  pageNumber: number,
+  ops: Record<string, number>,
+): Promise<TextRun[]> {
+  const page = await pdf.getPage(pageNumber);
+  const list = await page.getOperatorList();
+  const runs: TextRun[] = [];
+  for (let i = 0; i < list.fnArray.length; i++) {
+    const fn = list.fnArray[i];
+    if (fn !== ops.showText && fn !== ops.showSpacedText) continue;
+    const glyphs = (list.argsArray[i]?.[0] ?? []) as Array<number | { unicode?: string } | null>;
+    runs.push(glyphs.map((glyph) => (typeof glyph === 'number' ? glyph : (glyph?.unicode ?? ''))));
+  }
+  page.cleanup();
+  return runs;
 }
 
 interface PdfJsImage {

@@ -240,10 +240,12 @@ function nameAfterLabel(lines: readonly string[], hit: LabelHit): string | null 
     }
     seen += 1;
     const below = splitCells(lines[index]!);
-    const cell = below.length === cells.length ? below[hit.cellIndex] : below[0];
-    // A form under the party's heading: "Name: Lieferant GmbH".
+    const at = below.length === cells.length ? hit.cellIndex : 0;
+    const cell = below[at];
+    // A form under the party's heading: "Name: Lieferant GmbH", or its value a column apart.
     const field = cell && NAME_FIELD.exec(cell);
-    if (field && looksLikeName(cell.slice(field[0].length))) return cell.slice(field[0].length).trim();
+    const value = field ? cell.slice(field[0].length).trim() || (below[at + 1] ?? '') : '';
+    if (field && looksLikeName(value)) return value;
     // In the block, a line with digits is an address or an identifier, not the name.
     if (cell && looksLikeName(cell) && !/\d/u.test(cell)) return cell;
   }

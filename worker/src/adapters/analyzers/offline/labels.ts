@@ -88,9 +88,10 @@ export const INVOICE_NUMBER_LABELS: readonly RegExp[] = [
     'iu',
   ),
   /^(?:invoice|facture|rechnung|factuur|factura|fattura)\s*:\s*/iu,
-  // A title whose number comes a few words later ("Gutschrift (Selbst ausgestellte Rechnung) Nr. 471102").
+  // A title whose number comes a few words later ("Gutschrift (Selbst ausgestellte Rechnung) Nr. 471102"),
+  // its type code in brackets maybe (UNTDID 1001: "Handelsrechnung (380) Nr. 471102").
   new RegExp(
-    String.raw`^(?:${INVOICE_WORD}|gutschrift|creditnota|credit\s+note|avoir)(?!\p{L})(?:(?!${OTHER_DOCUMENT})[^:\d\t]){0,48}?(?<!\p{L})(?:n[°º]\.?|no\.|nr\.?|number|nummer|num[ée]ro)\s*:?\s*`,
+    String.raw`^(?:${INVOICE_WORD}|gutschrift|creditnota|credit\s+note|avoir)(?!\p{L})(?:(?!${OTHER_DOCUMENT})(?:\(\d{3}\)|[^:\d\t])){0,48}?(?<!\p{L})(?:n[°º]\.?|no\.|nr\.?|number|nummer|num[ée]ro)\s*:?\s*`,
     'iu',
   ),
   // A title followed by the reference itself ("Facture FA-2017-0010").
