@@ -1,9 +1,8 @@
 import { bigQuerySchema, CLUSTER_COLUMNS, PARTITION_COLUMN } from '../../worker/src/contract/row';
-import { DELIVERY_DEFAULTS } from '../../worker/src/contract/settings';
+import { DELIVERY_DEFAULTS, SETTINGS } from '../../worker/src/contract/settings';
 import { VIEW_NAMES, viewSql } from '../../worker/src/contract/views';
 import { REQUIRED_APIS } from '../components/foundation';
 import { TABLE_ID } from '../components/warehouse';
-import { STACK_DEFAULTS } from '../config';
 import {
   type CapturedResource,
   MOCK_PROJECT_NUMBER,
@@ -239,7 +238,7 @@ describe('the docline program with the dev stack file', () => {
       expect(template).toMatchObject({
         serviceAccount: one(run, T.account, '-worker-runtime').outputs.email,
         timeout: `${DELIVERY_DEFAULTS.workerTimeoutSeconds}s`,
-        maxInstanceRequestConcurrency: STACK_DEFAULTS.concurrency,
+        maxInstanceRequestConcurrency: SETTINGS.concurrency.default,
         scaling: { minInstanceCount: 0, maxInstanceCount: 3 },
       });
       // No docline:image in the dev stack: the image the stack built and pushed, by digest.
@@ -275,17 +274,15 @@ describe('the docline program with the dev stack file', () => {
         BIGQUERY_LOCATION: 'EU',
         MEMO_BUCKET: `docline-dev-memo-${project}`,
         DEDUP_KEY: 'object',
+        // Derived from the two retentions: 7 + 7 days + 1.
         REDELIVERY_WINDOW_DAYS: '15',
         MAXIMUM_BYTES_BILLED: '100000000',
-        ANALYZER_TIMEOUT_MS: '60000',
         ANALYZER_QUOTA_WAIT_MS: String(DELIVERY_DEFAULTS.analyzerQuotaWaitMs),
         ANALYZER_MAX_IN_FLIGHT: String(DELIVERY_DEFAULTS.analyzerMaxInFlight),
-        READ_TIMEOUT_MS: '20000',
         REQUEST_TIMEOUT_SECONDS: String(DELIVERY_DEFAULTS.workerTimeoutSeconds),
         MAX_OBJECT_BYTES: String(20 * 1024 * 1024),
-        PUSH_BODY_LIMIT_BYTES: String(256 * 1024),
-        BATCH_MAX_ROWS: '500',
-        BATCH_MAX_WAIT_MS: '0',
+        // The worker's own settings (timeouts of a read and an analysis, push body limit, batch
+        // size and wait) are not passed: the stack has no key for them, the worker's defaults rule.
         // Derived from Pulumi.dev.yaml's 3 instances: 3 × 10 s / 20 statements.
         MERGE_MIN_INTERVAL_MS: '1500',
         ALLOWED_CONTENT_TYPES:
@@ -582,14 +579,11 @@ describe('the docline program with the prod stack file', () => {
 });
 
 describe('the docline program with other settings', () => {
-  it('leaves push token verification to Cloud Run alone when verifyPushTokenInApp is false, and passes message mode on', async () => {
-    const run = await runProgram(
-      stackConfig('dev', { 'docline:verifyPushTokenInApp': 'false', 'docline:dedupKeyMode': 'message' }),
-    );
+  it('passes message mode on, and always has the push token verified in the app too', async () => {
+    const run = await runProgram(stackConfig('dev', { 'docline:dedupKeyMode': 'message' }));
     const variables = env(one(run, T.run));
 
-    expect(variables.PUSH_AUTH_AUDIENCE).toBeUndefined();
-    expect(variables.PUSH_AUTH_SERVICE_ACCOUNT).toBeUndefined();
+    expect(variables.PUSH_AUTH_AUDIENCE).toBe('https://docline-dev.docline.invalid/push');
     expect(variables.DEDUP_KEY).toBe('message');
     expect(one(run, T.subscription, '-push').inputs.pushConfig).toMatchObject({
       oidcToken: expect.any(Object),
@@ -620,9 +614,9 @@ describe('the docline program with other settings', () => {
     await expect(attempt).rejects.toThrow(/docline configuration is invalid \(4 problems\)/);
     await expect(attempt).rejects.toThrow(/ackDeadlineSeconds \(60\) must be at least workerTimeoutSeconds/);
     await expect(attempt).rejects.toThrow(
-      /maxDeliveryAttempts must be a whole number from 5 to 100 \(got 3\)/,
+      /maxDeliveryAttempts is not a setting: .* Remove docline:maxDeliveryAttempts from the stack file\./,
     );
-    await expect(attempt).rejects.toThrow(/maximumBytesBilled must be at least 10485760/);
+    await expect(attempt).rejects.toThrow(/maximumBytesBilled must be a whole number from 10485760/);
     await expect(attempt).rejects.toThrow(/dedupKeyMode must be one of object, message \(got hash\)/);
   });
 });
