@@ -1,5 +1,5 @@
 import { bigQuerySchema, CLUSTER_COLUMNS, PARTITION_COLUMN } from '../../worker/src/contract/row';
-import { DELIVERY_DEFAULTS, SETTINGS } from '../../worker/src/contract/settings';
+import { DELIVERY_DEFAULTS, SETTINGS, type SettingDeclaration } from '../../worker/src/contract/settings';
 import { VIEW_NAMES, viewSql } from '../../worker/src/contract/views';
 import { REQUIRED_APIS } from '../components/foundation';
 import { TABLE_ID } from '../components/warehouse';
@@ -263,34 +263,42 @@ describe('the docline program with the dev stack file', () => {
     });
 
     it('derives the worker environment from the stack', () => {
+      // Every setting the stack has a value for, in its variable (at its default unless said below).
+      const settings = Object.fromEntries(
+        Object.values(SETTINGS as Record<string, SettingDeclaration>).flatMap((s) =>
+          s.env !== undefined && s.stack !== undefined ? [[s.env, [s.default].flat().join(',')]] : [],
+        ),
+      );
       expect(env(one(run, T.run))).toEqual({
+        ...settings,
         DOCLINE_READER: 'gcs',
         DOCLINE_ANALYZER: 'gemini',
         GOOGLE_CLOUD_PROJECT: project,
         // Next to the data (EU), not `global`.
         GOOGLE_CLOUD_LOCATION: 'europe-west1',
-        GEMINI_MODEL: 'gemini-3.5-flash-lite',
         BIGQUERY_TABLE: `${project}.docline_dev.${TABLE_ID}`,
         BIGQUERY_LOCATION: 'EU',
         MEMO_BUCKET: `docline-dev-memo-${project}`,
-        DEDUP_KEY: 'object',
-        // Derived from the two retentions: 7 + 7 days + 1.
-        REDELIVERY_WINDOW_DAYS: '15',
-        MAXIMUM_BYTES_BILLED: '100000000',
-        ANALYZER_QUOTA_WAIT_MS: String(DELIVERY_DEFAULTS.analyzerQuotaWaitMs),
-        ANALYZER_MAX_IN_FLIGHT: String(DELIVERY_DEFAULTS.analyzerMaxInFlight),
-        REQUEST_TIMEOUT_SECONDS: String(DELIVERY_DEFAULTS.workerTimeoutSeconds),
-        MAX_OBJECT_BYTES: String(20 * 1024 * 1024),
-        // The worker's own settings (timeouts of a read and an analysis, push body limit, batch
-        // size and wait) are not passed: the stack has no key for them, the worker's defaults rule.
         // Derived from Pulumi.dev.yaml's 3 instances: 3 × 10 s / 20 statements.
         MERGE_MIN_INTERVAL_MS: '1500',
-        ALLOWED_CONTENT_TYPES:
-          'application/pdf,image/png,image/jpeg,image/webp,text/plain,application/xml,text/xml',
         LOG_LEVEL: 'DEBUG',
         PUSH_AUTH_AUDIENCE: 'https://docline-dev.docline.invalid/push',
         PUSH_AUTH_SERVICE_ACCOUNT: `docline-dev-push@${project}.iam.gserviceaccount.com`,
       });
+      // As the worker reads them: the contract's values, the window derived from the two retentions.
+      expect(env(one(run, T.run))).toMatchObject({
+        GEMINI_MODEL: 'gemini-3.5-flash-lite',
+        DEDUP_KEY: 'object',
+        REDELIVERY_WINDOW_DAYS: '15',
+        MAXIMUM_BYTES_BILLED: '100000000',
+        REQUEST_TIMEOUT_SECONDS: String(DELIVERY_DEFAULTS.workerTimeoutSeconds),
+        MAX_OBJECT_BYTES: String(20 * 1024 * 1024),
+        ALLOWED_CONTENT_TYPES:
+          'application/pdf,image/png,image/jpeg,image/webp,text/plain,application/xml,text/xml',
+      });
+      // The worker's own settings (read and analysis timeouts, push body limit, batch size and
+      // wait) have no stack key: the worker's defaults rule, the stack passes nothing.
+      expect(env(one(run, T.run)).BATCH_MAX_ROWS).toBeUndefined();
     });
 
     it('is not publicly invokable: the push account is its only invoker, on this service only', () => {
