@@ -1,10 +1,5 @@
 import * as pulumi from '@pulumi/pulumi';
-import {
-  booleanText,
-  ConfigValues,
-  finiteNumber,
-  jsonStringList,
-} from '../worker/src/contract/config-values';
+import { SettingReader } from '../worker/src/contract/config-values';
 import {
   BUSIEST_DAY_FACTOR,
   derivedMaximumBytesBilled,
@@ -13,17 +8,17 @@ import {
 import { geminiCapacityNote } from '../worker/src/contract/gemini-tiers';
 import { modelLifecycle } from '../worker/src/contract/models';
 import {
-  DEFAULT_CONTENT_TYPES,
-  DEFAULT_DATA_LOCATION,
   DEFAULT_MAX_INSTANCES,
   DELIVERY_DEFAULTS,
-  type DedupKeyMode,
   type DeliverySettings,
   defaultGeminiLocation,
   dmlBudgetProblems,
-  LOG_LEVELS,
-  MIN_MAXIMUM_BYTES_BILLED,
   mergeMinIntervalMsFor,
+  minRedeliveryWindowDays,
+  type ReconcileMode,
+  type SettingValue,
+  STACK_KEYS,
+  type StackKey,
   settingsProblems,
 } from '../worker/src/contract/settings';
 import { normalisedLocation, regionProblems } from './stack-guards';
@@ -56,24 +51,19 @@ export function derivedMaxInstances(documentsPerDay: number, concurrency: number
   return Math.max(DEFAULT_MAX_INSTANCES, instancesForVolume(documentsPerDay, concurrency));
 }
 
-/** BigQuery's pace for a valid instance count; an invalid one is reported on its own, not twice. */
-const derivedMergeMinIntervalMs = (maxInstances: number): number =>
-  Number.isInteger(maxInstances) && maxInstances >= 1
-    ? mergeMinIntervalMsFor(maxInstances)
-    : DELIVERY_DEFAULTS.mergeMinIntervalMs;
-
 /**
- * The stack's configuration: the only module that reads `pulumi.Config`. Every `docline:*` key is
- * declared in Pulumi.yaml with the same default as here; delivery defaults come from the worker's
- * contract (DELIVERY_DEFAULTS), so the stack and the local pipeline cannot drift apart.
+ * The stack's configuration: the only module that reads `pulumi.Config`. Every `docline:*` key is a
+ * row of the settings table (worker/src/contract/settings.ts), which Pulumi.yaml's block is written
+ * from, so the stack, the worker and the local pipeline cannot drift apart.
  */
+
+/** Every `docline:*` key's value, read and checked against its row (0 where 0 derives it). */
+export type StackSettings = { readonly [K in StackKey]: SettingValue<K> };
 
 /** Everything the worker service needs beyond the delivery settings. */
 export interface WorkerSettings {
   /** Container image reference; unset: the stack builds worker/Dockerfile and pushes it itself. */
   readonly image: string | undefined;
-  /** Images the Artifact Registry cleanup policy keeps (the most recent versions). */
-  readonly imageKeepCount: number;
   readonly minInstances: number;
   readonly maxInstances: number;
   /** Requests one instance serves at once (Cloud Run `maxInstanceRequestConcurrency`). */
@@ -82,31 +72,19 @@ export interface WorkerSettings {
   readonly memory: string;
   readonly logLevel: string;
   readonly allowedContentTypes: readonly string[];
-  /** Also verify the push OIDC token inside the worker, on top of Cloud Run's IAM check. */
-  readonly verifyPushTokenInApp: boolean;
 }
 
 /** Thresholds of the alert policies. */
 export interface AlertSettings {
-  /** Alert when the dead-letter subscription holds more than this many messages. */
-  readonly deadLetterMessagesThreshold: number;
-  /** Alert when the oldest unacknowledged push message is older than this. */
-  readonly oldestUnackedAgeSeconds: number;
   /** Alert when `duplicate` answers exceed this many per thousand answers (10 = 1 %). */
   readonly duplicateRatePerMille: number;
   /** Monitoring notification channel ids (`projects/P/notificationChannels/N`). */
   readonly notificationChannels: readonly string[];
 }
 
-/** What the daily reconcile job does: report missing documents, announce them again, or nothing. */
-export type ReconcileMode = 'report' | 'apply' | 'off';
-export const RECONCILE_MODES: readonly ReconcileMode[] = ['report', 'apply', 'off'];
-
 /** The daily Cloud Run job that compares the bucket with the table, to find uploads that have no row. */
 export interface ReconcileSettings {
   readonly mode: ReconcileMode;
-  /** Cloud Scheduler cron expression (five fields), in UTC. */
-  readonly schedule: string;
 }
 
 // --- Delivery and data-keeping settings: what a routine change may not do to the data. ---
@@ -136,37 +114,17 @@ export interface BudgetSettings {
   readonly monthlyAmount: number;
 }
 
-/** The longest retention docline states: Cloud Storage takes under 3,155,760,000 s (100 years). */
-export const MAX_DOCUMENT_RETENTION_YEARS = 99;
-
 function keepingProblems(
   k: KeepingSettings,
-  budget: { billingAccount: string; monthlyAmount: number },
+  budget: { billingAccount: string | undefined; monthlyAmount: number },
 ): string[] {
   const problems: string[] = [];
-  if (!Number.isInteger(k.tableVersion) || k.tableVersion < 1) {
-    problems.push(`tableVersion must be a whole number from 1 (got ${k.tableVersion}).`);
-  }
-  if (
-    !Number.isInteger(k.documentRetentionYears) ||
-    k.documentRetentionYears < 0 ||
-    k.documentRetentionYears > MAX_DOCUMENT_RETENTION_YEARS
-  ) {
-    problems.push(
-      `documentRetentionYears must be a whole number from 0 (no retention policy) to ${MAX_DOCUMENT_RETENTION_YEARS} (got ${k.documentRetentionYears}).`,
-    );
-  }
   if (k.documentRetentionLocked && k.documentRetentionYears === 0) {
     problems.push(
       'documentRetentionLocked needs documentRetentionYears above 0: there is no retention policy to lock.',
     );
   }
-  if (budget.billingAccount !== '' && !/^[0-9A-F]{6}-[0-9A-F]{6}-[0-9A-F]{6}$/.test(budget.billingAccount)) {
-    problems.push(
-      `budgetBillingAccount must be a billing account id such as 012345-6789AB-CDEF01 (got "${budget.billingAccount}").`,
-    );
-  }
-  if (budget.billingAccount !== '' && !(budget.monthlyAmount > 0)) {
+  if (budget.billingAccount !== undefined && !(budget.monthlyAmount > 0)) {
     problems.push(
       `budgetMonthlyAmount must be above 0 when budgetBillingAccount is set (got ${budget.monthlyAmount}).`,
     );
@@ -191,6 +149,8 @@ export interface StackConfig {
   readonly deletionProtection: boolean;
   /** Documents a day the stack is sized for (the cap, the instances and the pace follow from it). */
   readonly documentsPerDay: number;
+  /** Every key as set (or its default): what the stack passes to the worker comes from here. */
+  readonly settings: StackSettings;
   readonly delivery: Readonly<DeliverySettings>;
   readonly worker: WorkerSettings;
   readonly alerts: AlertSettings;
@@ -211,30 +171,6 @@ export class StackConfigError extends pulumi.RunError {
     this.name = 'StackConfigError';
   }
 }
-
-/** Defaults of the keys that are not delivery settings (those come from DELIVERY_DEFAULTS). */
-export const STACK_DEFAULTS = Object.freeze({
-  region: 'europe-west1',
-  dataLocation: DEFAULT_DATA_LOCATION,
-  deletionProtection: true,
-  imageKeepCount: 10,
-  minInstances: 0,
-  /** At the default documentsPerDay; `docline:maxInstances` 0 (its declared default) derives it from the volume. */
-  maxInstances: DEFAULT_MAX_INSTANCES,
-  // A modest deployment: its derived cap and instances are the defaults (contract/cost-model.ts).
-  documentsPerDay: 10_000,
-  concurrency: 400,
-  cpu: '1',
-  memory: '4Gi',
-  logLevel: 'INFO',
-  verifyPushTokenInApp: true,
-  deadLetterMessagesThreshold: 0,
-  oldestUnackedAgeSeconds: 1800,
-  duplicateRatePerMille: 10,
-  reconcileMode: 'report' as ReconcileMode,
-  // Daily at 03:00 UTC, after the day's uploads have had their hour to arrive.
-  reconcileSchedule: '0 3 * * *',
-});
 
 /**
  * Memory the worker needs per document in flight, as a multiple of its size: the downloaded bytes
@@ -375,12 +311,6 @@ export function resourceProblems(s: {
   return problems;
 }
 
-/** Whether a Cloud Scheduler schedule has the five fields of a unix-cron expression. */
-function isCron(schedule: string): boolean {
-  const fields = schedule.trim().split(/\s+/);
-  return fields.length === 5 && fields.every((f) => /^[\d*,/\-A-Za-z?]+$/.test(f));
-}
-
 /** Raw `docline:*` values as strings, the way the CLI hands them over. */
 export type RawConfig = Readonly<Record<string, string | undefined>>;
 
@@ -397,81 +327,40 @@ export function parseStackConfig(
   today: Date = new Date(),
 ): StackConfig {
   // The CLI hands over an empty string for a key set to nothing: that means the default too.
-  const given = (key: string): string | undefined => (raw[key] === '' ? undefined : raw[key]);
-  const values = new ConfigValues(given);
+  const values = new SettingReader((key) => (raw[key] === '' ? undefined : raw[key]), 'stack');
   const problems = values.problems;
-  const text = (key: string, fallback: string): string => given(key) ?? fallback;
-  const number = (key: string, fallback: number): number =>
-    values.read(key, finiteNumber, fallback, (value) => `${key} must be a number (got "${value}").`);
-  const boolean = (key: string, fallback: boolean): boolean =>
-    values.read(key, booleanText, fallback, (value) => `${key} must be true or false (got "${value}").`);
-  const list = (key: string, fallback: readonly string[]): readonly string[] =>
-    values.read<readonly string[]>(
-      key,
-      jsonStringList,
-      fallback,
-      (value) => `${key} must be a list of strings (got ${value}); in a stack file write it as a YAML list.`,
-    );
-
   for (const [key, instead] of Object.entries(RETIRED_KEYS)) {
-    if (given(key) !== undefined) problems.push(`${key} is not a setting: ${instead}`);
+    if (raw[key] !== undefined && raw[key] !== '')
+      problems.push(`${key} is not a setting: ${instead}. Remove docline:${key} from the stack file.`);
   }
-  const documentsPerDay = number('documentsPerDay', STACK_DEFAULTS.documentsPerDay);
-  const volumeValid = Number.isInteger(documentsPerDay) && documentsPerDay >= 1;
-  if (!volumeValid) {
-    problems.push(
-      `documentsPerDay must be a whole number of documents a day, at least 1 (got ${documentsPerDay}).`,
-    );
-  }
-  const volume = volumeValid ? documentsPerDay : STACK_DEFAULTS.documentsPerDay;
-  // Read without reporting: `concurrency` is read, and reported if wrong, with the worker's keys.
-  const givenConcurrency = Number(given('concurrency') ?? STACK_DEFAULTS.concurrency);
-  const maxInstancesDefault = derivedMaxInstances(
-    volume,
-    givenConcurrency >= 1 ? givenConcurrency : STACK_DEFAULTS.concurrency,
-  );
+  const settings = Object.fromEntries(STACK_KEYS.map((key) => [key, values.setting(key)])) as StackSettings;
+  const { documentsPerDay, concurrency } = settings;
+  const maxInstances = settings.maxInstances || derivedMaxInstances(documentsPerDay, concurrency);
 
   const delivery: DeliverySettings = {
-    ackDeadlineSeconds: number('ackDeadlineSeconds', DELIVERY_DEFAULTS.ackDeadlineSeconds),
-    minRetryBackoffSeconds: number('minRetryBackoffSeconds', DELIVERY_DEFAULTS.minRetryBackoffSeconds),
-    maxRetryBackoffSeconds: number('maxRetryBackoffSeconds', DELIVERY_DEFAULTS.maxRetryBackoffSeconds),
-    maxDeliveryAttempts: number('maxDeliveryAttempts', DELIVERY_DEFAULTS.maxDeliveryAttempts),
-    messageRetentionSeconds: number('messageRetentionSeconds', DELIVERY_DEFAULTS.messageRetentionSeconds),
-    deadLetterRetentionSeconds: number(
-      'deadLetterRetentionSeconds',
-      DELIVERY_DEFAULTS.deadLetterRetentionSeconds,
-    ),
-    workerTimeoutSeconds: number('workerTimeoutSeconds', DELIVERY_DEFAULTS.workerTimeoutSeconds),
-    // Not configurable: the margin is what keeps the ack deadline honest.
-    ackDeadlineMarginSeconds: DELIVERY_DEFAULTS.ackDeadlineMarginSeconds,
-    analyzerTimeoutMs: number('analyzerTimeoutMs', DELIVERY_DEFAULTS.analyzerTimeoutMs),
-    analyzerQuotaWaitMs: number('analyzerQuotaWaitMs', DELIVERY_DEFAULTS.analyzerQuotaWaitMs),
-    analyzerMaxInFlight: number('analyzerMaxInFlight', DELIVERY_DEFAULTS.analyzerMaxInFlight),
-    readTimeoutMs: number('readTimeoutMs', DELIVERY_DEFAULTS.readTimeoutMs),
-    redeliveryWindowDays: number('redeliveryWindowDays', DELIVERY_DEFAULTS.redeliveryWindowDays),
+    ...DELIVERY_DEFAULTS,
+    ackDeadlineSeconds: settings.ackDeadlineSeconds,
+    messageRetentionSeconds: settings.messageRetentionSeconds,
+    deadLetterRetentionSeconds: settings.deadLetterRetentionSeconds,
+    workerTimeoutSeconds: settings.workerTimeoutSeconds,
+    analyzerQuotaWaitMs: settings.analyzerQuotaWaitMs,
+    analyzerMaxInFlight: settings.analyzerMaxInFlight,
+    // Long enough that a dead letter replayed on its last day still finds its paid analysis.
+    redeliveryWindowDays: minRedeliveryWindowDays(settings),
     // 0 (the default) derives the cap from documentsPerDay (contract/cost-model.ts).
-    maximumBytesBilled: number('maximumBytesBilled', 0) || derivedMaximumBytesBilled(volume),
-    maxObjectBytes: number('maxObjectBytes', DELIVERY_DEFAULTS.maxObjectBytes),
-    pushBodyLimitBytes: number('pushBodyLimitBytes', DELIVERY_DEFAULTS.pushBodyLimitBytes),
-    dedupKeyMode: text('dedupKeyMode', DELIVERY_DEFAULTS.dedupKeyMode) as DedupKeyMode,
-    geminiModel: text('geminiModel', DELIVERY_DEFAULTS.geminiModel),
-    batchMaxRows: number('batchMaxRows', DELIVERY_DEFAULTS.batchMaxRows),
-    batchMaxWaitMs: number('batchMaxWaitMs', DELIVERY_DEFAULTS.batchMaxWaitMs),
-    // 0 (the default) derives the pace from the stack's own maxInstances, so a bigger deployment
-    // slows each instance down instead of overrunning the table's DML budget.
-    mergeMinIntervalMs:
-      number('mergeMinIntervalMs', 0) ||
-      derivedMergeMinIntervalMs(number('maxInstances', 0) || maxInstancesDefault),
+    maximumBytesBilled: settings.maximumBytesBilled || derivedMaximumBytesBilled(documentsPerDay),
+    maxObjectBytes: settings.maxObjectBytes,
+    dedupKeyMode: settings.dedupKeyMode,
+    geminiModel: settings.geminiModel,
+    // Derived from the stack's own maxInstances, so a bigger deployment slows each instance down
+    // instead of overrunning the table's DML budget.
+    mergeMinIntervalMs: mergeMinIntervalMsFor(maxInstances),
   };
   problems.push(...settingsProblems(delivery));
   // A retired model answers 404: every document would wait 503s out to the dead-letter topic.
   problems.push(...modelLifecycle(delivery.geminiModel, today).errors);
-  const requiredCap = requiredMaximumBytesBilled(volume);
-  if (
-    volumeValid &&
-    delivery.maximumBytesBilled >= MIN_MAXIMUM_BYTES_BILLED &&
-    delivery.maximumBytesBilled < requiredCap
-  ) {
+  const requiredCap = requiredMaximumBytesBilled(documentsPerDay);
+  if (delivery.maximumBytesBilled < requiredCap) {
     problems.push(
       `maximumBytesBilled (${delivery.maximumBytesBilled}) is below what the table's statements are estimated at for ` +
         `documentsPerDay (${documentsPerDay}): BigQuery would refuse every statement over it, and every document ` +
@@ -479,55 +368,22 @@ export function parseStackConfig(
         'is derived from documentsPerDay), or lower documentsPerDay.',
     );
   }
-  if (delivery.workerTimeoutSeconds > 3600 || delivery.workerTimeoutSeconds < 1) {
-    problems.push(
-      `workerTimeoutSeconds must be from 1 to 3600, Cloud Run's limit (got ${delivery.workerTimeoutSeconds}).`,
-    );
-  }
-  if (delivery.readTimeoutMs >= delivery.workerTimeoutSeconds * 1000) {
-    problems.push(
-      `readTimeoutMs (${delivery.readTimeoutMs}) must be below workerTimeoutSeconds (${delivery.workerTimeoutSeconds}s).`,
-    );
-  }
 
   const worker: WorkerSettings = {
-    image: given('image'),
-    imageKeepCount: number('imageKeepCount', STACK_DEFAULTS.imageKeepCount),
-    minInstances: number('minInstances', STACK_DEFAULTS.minInstances),
+    image: settings.image,
+    minInstances: settings.minInstances,
     // 0 (the default) derives the instances from documentsPerDay and concurrency.
-    maxInstances: number('maxInstances', 0) || maxInstancesDefault,
-    concurrency: number('concurrency', STACK_DEFAULTS.concurrency),
-    cpu: text('cpu', STACK_DEFAULTS.cpu),
-    memory: text('memory', STACK_DEFAULTS.memory),
-    logLevel: text('logLevel', STACK_DEFAULTS.logLevel),
-    allowedContentTypes: list('allowedContentTypes', DEFAULT_CONTENT_TYPES),
-    verifyPushTokenInApp: boolean('verifyPushTokenInApp', STACK_DEFAULTS.verifyPushTokenInApp),
+    maxInstances,
+    concurrency,
+    cpu: settings.cpu,
+    memory: settings.memory,
+    logLevel: settings.logLevel,
+    allowedContentTypes: settings.allowedContentTypes,
   };
-  if (worker.image !== undefined && /\s/.test(worker.image)) {
+  if (worker.maxInstances < worker.minInstances) {
     problems.push(
-      `image must be an image reference such as REGION-docker.pkg.dev/PROJECT/REPO/worker:TAG (got "${worker.image}").`,
+      `maxInstances must be at least minInstances (${worker.minInstances}) (got ${worker.maxInstances}).`,
     );
-  }
-  if (!Number.isInteger(worker.minInstances) || worker.minInstances < 0) {
-    problems.push(`minInstances must be a whole number from 0 (got ${worker.minInstances}).`);
-  }
-  if (
-    !Number.isInteger(worker.maxInstances) ||
-    worker.maxInstances < 1 ||
-    worker.maxInstances < worker.minInstances
-  ) {
-    problems.push(
-      `maxInstances must be a whole number, at least 1 and at least minInstances (${worker.minInstances}) (got ${worker.maxInstances}).`,
-    );
-  }
-  if (!Number.isInteger(worker.concurrency) || worker.concurrency < 1 || worker.concurrency > 1000) {
-    problems.push(`concurrency must be a whole number from 1 to 1000 (got ${worker.concurrency}).`);
-  }
-  if (!(LOG_LEVELS as readonly string[]).includes(worker.logLevel)) {
-    problems.push(`logLevel must be one of ${LOG_LEVELS.join(', ')} (got ${worker.logLevel}).`);
-  }
-  if (!Number.isInteger(worker.imageKeepCount) || worker.imageKeepCount < 1 || worker.imageKeepCount > 100) {
-    problems.push(`imageKeepCount must be a whole number from 1 to 100 (got ${worker.imageKeepCount}).`);
   }
   problems.push(
     ...resourceProblems({
@@ -539,8 +395,8 @@ export function parseStackConfig(
       pushBodyLimitBytes: delivery.pushBodyLimitBytes,
     }),
   );
-  const neededInstances = instancesForVolume(volume, worker.concurrency > 0 ? worker.concurrency : 1);
-  if (volumeValid && Number.isInteger(worker.maxInstances) && worker.maxInstances < neededInstances) {
+  const neededInstances = instancesForVolume(documentsPerDay, worker.concurrency);
+  if (worker.maxInstances < neededInstances) {
     problems.push(
       `maxInstances (${worker.maxInstances}) cannot carry documentsPerDay (${documentsPerDay}): at ${VOLUME.peakFactor} × the ` +
         `average rate, ${VOLUME.secondsInFlight} s a delivery and concurrency ${worker.concurrency}, it needs ${neededInstances}. ` +
@@ -558,48 +414,10 @@ export function parseStackConfig(
     problems.push('allowedContentTypes must name at least one content type, or every document is rejected.');
   }
 
-  const alerts: AlertSettings = {
-    deadLetterMessagesThreshold: number(
-      'deadLetterMessagesThreshold',
-      STACK_DEFAULTS.deadLetterMessagesThreshold,
-    ),
-    oldestUnackedAgeSeconds: number('oldestUnackedAgeSeconds', STACK_DEFAULTS.oldestUnackedAgeSeconds),
-    duplicateRatePerMille: number('duplicateRatePerMille', STACK_DEFAULTS.duplicateRatePerMille),
-    notificationChannels: list('notificationChannels', []),
-  };
-  if (alerts.deadLetterMessagesThreshold < 0) {
-    problems.push(
-      `deadLetterMessagesThreshold must be 0 or more (got ${alerts.deadLetterMessagesThreshold}).`,
-    );
-  }
-  if (alerts.oldestUnackedAgeSeconds < 60) {
-    problems.push(`oldestUnackedAgeSeconds must be at least 60 (got ${alerts.oldestUnackedAgeSeconds}).`);
-  }
-  if (
-    !Number.isInteger(alerts.duplicateRatePerMille) ||
-    alerts.duplicateRatePerMille < 1 ||
-    alerts.duplicateRatePerMille > 999
-  ) {
-    problems.push(
-      `duplicateRatePerMille must be a whole number from 1 to 999, e.g. 10 for 1 % (got ${alerts.duplicateRatePerMille}).`,
-    );
-  }
-
-  const reconcile: ReconcileSettings = {
-    mode: text('reconcileMode', STACK_DEFAULTS.reconcileMode) as ReconcileMode,
-    schedule: text('reconcileSchedule', STACK_DEFAULTS.reconcileSchedule),
-  };
-  if (!RECONCILE_MODES.includes(reconcile.mode)) {
-    problems.push(`reconcileMode must be one of ${RECONCILE_MODES.join(', ')} (got ${reconcile.mode}).`);
-  }
+  const reconcile: ReconcileSettings = { mode: settings.reconcileMode };
   if (reconcile.mode === 'apply' && delivery.dedupKeyMode === 'message') {
     problems.push(
       'reconcileMode apply needs dedupKeyMode object: in message mode an announcement made again is a new message, so new work and a second row. Use reconcileMode report.',
-    );
-  }
-  if (!isCron(reconcile.schedule)) {
-    problems.push(
-      `reconcileSchedule must be a five-field cron expression such as "0 3 * * *" (got "${reconcile.schedule}").`,
     );
   }
 
@@ -615,20 +433,18 @@ export function parseStackConfig(
 
   // Delivery and data-keeping settings (a block of its own).
   const keeping: KeepingSettings = {
-    tableVersion: number('tableVersion', 1),
-    promotedImage: boolean('promotedImage', false),
-    allowKnobChange: given('allowKnobChange'),
-    documentRetentionYears: number('documentRetentionYears', 0),
-    documentRetentionLocked: boolean('documentRetentionLocked', false),
+    tableVersion: settings.tableVersion,
+    promotedImage: settings.promotedImage,
+    allowKnobChange: settings.allowKnobChange,
+    documentRetentionYears: settings.documentRetentionYears,
+    documentRetentionLocked: settings.documentRetentionLocked,
   };
-  const budgetRaw = {
-    billingAccount: text('budgetBillingAccount', ''),
-    monthlyAmount: number('budgetMonthlyAmount', 0),
-  };
-  problems.push(...keepingProblems(keeping, budgetRaw));
+  const billingAccount = settings.budgetBillingAccount;
+  const monthlyAmount = settings.budgetMonthlyAmount;
+  problems.push(...keepingProblems(keeping, { billingAccount, monthlyAmount }));
   // Normalised once: every later comparison (the region check, the fixed-knob guards) is exact.
-  const region = normalisedLocation(text('region', STACK_DEFAULTS.region));
-  const dataLocation = normalisedLocation(text('dataLocation', STACK_DEFAULTS.dataLocation));
+  const region = normalisedLocation(settings.region);
+  const dataLocation = normalisedLocation(settings.dataLocation);
   problems.push(...regionProblems(region, dataLocation));
 
   if (problems.length > 0) throw new StackConfigError(problems);
@@ -636,81 +452,57 @@ export function parseStackConfig(
     project: project ?? '',
     stack,
     documentsPerDay,
+    settings: Object.freeze(settings),
     prefix: `docline-${stack}`,
     region,
     dataLocation,
     // One default for the worker and the stack, next to the data (contract/settings.ts).
-    geminiLocation: text('geminiLocation', defaultGeminiLocation(dataLocation)),
-    deletionProtection: boolean('deletionProtection', STACK_DEFAULTS.deletionProtection),
+    geminiLocation: settings.geminiLocation ?? defaultGeminiLocation(dataLocation),
+    deletionProtection: settings.deletionProtection,
     delivery: Object.freeze(delivery),
     worker: Object.freeze(worker),
-    alerts: Object.freeze(alerts),
+    alerts: Object.freeze({
+      duplicateRatePerMille: settings.duplicateRatePerMille,
+      notificationChannels: settings.notificationChannels,
+    }),
     reconcile: Object.freeze(reconcile),
     keeping: Object.freeze(keeping),
-    budget: budgetRaw.billingAccount === '' ? undefined : Object.freeze(budgetRaw),
+    budget: billingAccount === undefined ? undefined : Object.freeze({ billingAccount, monthlyAmount }),
   });
 }
 
 /** Keys a stack file may still carry that no longer mean anything, with what to do instead. */
 const RETIRED_KEYS: Readonly<Record<string, string>> = {
-  writeMode:
-    'rows reach BigQuery only by the conditional MERGE. Remove docline:writeMode from the stack file.',
-  dedupWindowDays:
-    'it is called redeliveryWindowDays (the days a delivery can still arrive). Rename the key.',
+  writeMode: 'rows reach BigQuery only by the conditional MERGE',
+  // Knobs nobody should turn: constants, or derived from the keys that stay.
+  ...Object.fromEntries(
+    Object.entries({
+      "Pub/Sub's retry and dead-letter policy are constants, which ride out a 6-hour outage (DELIVERY_POLICY, worker/src/contract/settings.ts)":
+        ['minRetryBackoffSeconds', 'maxRetryBackoffSeconds', 'maxDeliveryAttempts'],
+      'the worker runs with its own default (docs/configuration.md)': [
+        'analyzerTimeoutMs',
+        'readTimeoutMs',
+        'pushBodyLimitBytes',
+        'batchMaxRows',
+        'batchMaxWaitMs',
+      ],
+      'the MERGE pace is derived from maxInstances: set maxInstances instead': ['mergeMinIntervalMs'],
+      'the redelivery window is derived: messageRetentionSeconds + deadLetterRetentionSeconds + 1 day': [
+        'redeliveryWindowDays',
+        'dedupWindowDays',
+      ],
+      'the alerts fire on any dead letter and on a push message unacknowledged for 30 minutes': [
+        'deadLetterMessagesThreshold',
+        'oldestUnackedAgeSeconds',
+      ],
+      'the image repository keeps the 10 most recent images': ['imageKeepCount'],
+      'the reconcile job runs daily at 03:00 UTC': ['reconcileSchedule'],
+      "the worker always verifies the push token too, on top of Cloud Run's invoker check": [
+        'verifyPushTokenInApp',
+      ],
+    }).flatMap(([why, keys]) => keys.map((key) => [key, why])),
+  ),
 };
-
-/** The `docline:*` keys this program reads (and Pulumi.yaml declares). */
-export const CONFIG_KEYS = [
-  'image',
-  'region',
-  'dataLocation',
-  'geminiLocation',
-  'deletionProtection',
-  'documentsPerDay',
-  'ackDeadlineSeconds',
-  'minRetryBackoffSeconds',
-  'maxRetryBackoffSeconds',
-  'maxDeliveryAttempts',
-  'messageRetentionSeconds',
-  'deadLetterRetentionSeconds',
-  'workerTimeoutSeconds',
-  'analyzerTimeoutMs',
-  'analyzerQuotaWaitMs',
-  'analyzerMaxInFlight',
-  'readTimeoutMs',
-  'redeliveryWindowDays',
-  'maximumBytesBilled',
-  'maxObjectBytes',
-  'pushBodyLimitBytes',
-  'dedupKeyMode',
-  'geminiModel',
-  'batchMaxRows',
-  'batchMaxWaitMs',
-  'mergeMinIntervalMs',
-  'imageKeepCount',
-  'minInstances',
-  'maxInstances',
-  'concurrency',
-  'cpu',
-  'memory',
-  'logLevel',
-  'allowedContentTypes',
-  'verifyPushTokenInApp',
-  'deadLetterMessagesThreshold',
-  'oldestUnackedAgeSeconds',
-  'duplicateRatePerMille',
-  'notificationChannels',
-  'reconcileMode',
-  'reconcileSchedule',
-  // Delivery and data-keeping settings.
-  'tableVersion',
-  'promotedImage',
-  'allowKnobChange',
-  'documentRetentionYears',
-  'documentRetentionLocked',
-  'budgetBillingAccount',
-  'budgetMonthlyAmount',
-] as const;
 
 /**
  * Reads the stack's configuration from Pulumi and validates it (throws {@link StackConfigError}).
@@ -720,7 +512,7 @@ export const CONFIG_KEYS = [
 export function readStackConfig(today: Date = new Date()): StackConfig {
   const docline = new pulumi.Config('docline');
   const raw: Record<string, string | undefined> = {};
-  for (const key of [...CONFIG_KEYS, ...Object.keys(RETIRED_KEYS)]) raw[key] = docline.get(key);
+  for (const key of [...STACK_KEYS, ...Object.keys(RETIRED_KEYS)]) raw[key] = docline.get(key);
   const config = parseStackConfig(new pulumi.Config('gcp').get('project'), pulumi.getStack(), raw, today);
   // The engine shows the warning in the preview; the log call's own promise carries nothing to wait for.
   for (const warning of modelLifecycle(config.delivery.geminiModel, today).warnings)

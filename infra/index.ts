@@ -92,7 +92,6 @@ async function docline() {
   const foundation = new Foundation(prefix, {
     project,
     region: config.region,
-    imageKeepCount: config.worker.imageKeepCount,
     buildsImage: givenImage === undefined,
   });
   const after = { dependsOn: foundation.apis };
@@ -194,8 +193,6 @@ async function docline() {
     `${prefix}-alerts`,
     {
       ...observed,
-      deadLetterMessagesThreshold: config.alerts.deadLetterMessagesThreshold,
-      oldestUnackedAgeSeconds: config.alerts.oldestUnackedAgeSeconds,
       duplicateRateThreshold: config.alerts.duplicateRatePerMille / 1000,
       notificationChannels: [...config.alerts.notificationChannels],
       tableRef: warehouse.tableRef,
@@ -229,7 +226,6 @@ async function docline() {
             image,
             mode: reconcileMode,
             maximumBytesBilled: config.delivery.maximumBytesBilled,
-            schedule: config.reconcile.schedule,
             bucketName: documents.bucket.name,
             topicName: documents.topic.name,
             tableRef: warehouse.tableRef,

@@ -1,5 +1,6 @@
 import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
+import { SETTINGS, type SettingDeclaration, type SettingKey } from '../worker/src/contract/settings';
 
 /**
  * Checks that depend on more than one key, or on what the stack deployed before: where the worker
@@ -79,21 +80,22 @@ export function regionProblems(region: string, dataLocation: string): string[] {
   ];
 }
 
-/**
- * The knobs a deployed stack must not change in place, and why. The stack exports their deployed
- * values (`deployedSettings`) and compares them with its configuration on every later run.
- */
-export const FIXED_AT_DEPLOY = Object.freeze({
-  dedupKeyMode:
-    'the old and the new revisions would look rows up by different keys while both run, and a redelivery of a message recorded under the old key would get a second row',
-  region:
-    'the topics keep their messages in this region, and the worker, its repository and its jobs would be created anew elsewhere while the old subscription still holds undelivered uploads',
-  dataLocation:
-    'the bucket and the dataset cannot move: their replacements would be new, empty resources (or a dataset id that collides with the kept one), and uploads made to the old bucket would never be seen',
-} as const);
+/** A knob a deployed stack must not change in place: its row of the settings table says why. */
+export type FixedKnob = {
+  [K in SettingKey]: (typeof SETTINGS)[K] extends { fixedAtDeploy: string } ? K : never;
+}[SettingKey];
 
-/** A knob of {@link FIXED_AT_DEPLOY}. */
-export type FixedKnob = keyof typeof FIXED_AT_DEPLOY;
+/**
+ * The {@link FixedKnob}s and why each is fixed. The stack exports their deployed values
+ * (`deployedSettings`) and compares them with its configuration on every later run.
+ */
+export const FIXED_AT_DEPLOY = Object.freeze(
+  Object.fromEntries(
+    Object.entries(SETTINGS as Record<string, SettingDeclaration>).flatMap(([key, s]) =>
+      s.fixedAtDeploy === undefined ? [] : [[key, s.fixedAtDeploy]],
+    ),
+  ),
+) as Readonly<Record<FixedKnob, string>>;
 
 /** The values of the {@link FIXED_AT_DEPLOY} knobs, as the stack exports them. */
 export type FixedSettings = Readonly<Record<FixedKnob, string>>;

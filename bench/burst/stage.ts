@@ -1,5 +1,4 @@
-import { STACK_DEFAULTS } from '../../infra/config';
-import { DELIVERY_DEFAULTS, type DeliverySettings } from '../../worker/src/contract/settings';
+import { DELIVERY_DEFAULTS, type DeliverySettings, SETTINGS } from '../../worker/src/contract/settings';
 import {
   type BurstDetails,
   type BurstFigures,
@@ -22,8 +21,8 @@ export const BURST_SETTINGS = {
   geminiRequestsPerMinute: 1_000,
   geminiLatencyMs: 6_000,
   readLatencyMs: 50,
-  instances: STACK_DEFAULTS.maxInstances,
-  concurrency: STACK_DEFAULTS.concurrency,
+  instances: SETTINGS.maxInstances.default,
+  concurrency: SETTINGS.concurrency.default,
   /** perDelivery is stopped here if it has not drained (simulated seconds). */
   perDeliveryBoundSeconds: 9_000,
   /** groupCommit gets the same bound. */

@@ -1,4 +1,3 @@
-import { STACK_DEFAULTS } from '../../infra/config';
 import { CloudRunModel } from '../../sim/faults/cloud-run';
 import { SIM_ENV } from '../../sim/faults/run';
 import { FaultLog } from '../../sim/faults/schedule';
@@ -24,7 +23,7 @@ import { GcsMemoStore } from '../../worker/src/adapters/memo-stores/gcs-memo-sto
 import { loadConfig } from '../../worker/src/config';
 import { onDemandUsd } from '../../worker/src/contract/cost-model';
 import { GEMINI_API_TIERS } from '../../worker/src/contract/gemini-tiers';
-import { DELIVERY_DEFAULTS } from '../../worker/src/contract/settings';
+import { DELIVERY_DEFAULTS, SETTINGS } from '../../worker/src/contract/settings';
 import { RejectionError } from '../../worker/src/core/errors';
 import { objectUri } from '../../worker/src/core/event';
 import type { ObjectRef } from '../../worker/src/core/ports';
@@ -495,8 +494,8 @@ export async function runConsumer(
       ? { mergeLatency: uniformLatency(mergeSeconds.low * 1000, mergeSeconds.high * 1000, spec.seed + 5) }
       : {}),
   });
-  const instances = flow?.stack.maxInstances ?? STACK_DEFAULTS.maxInstances;
-  const concurrency = flow?.stack.concurrency ?? STACK_DEFAULTS.concurrency;
+  const instances = flow?.stack.maxInstances ?? SETTINGS.maxInstances.default;
+  const concurrency = flow?.stack.concurrency ?? SETTINGS.concurrency.default;
   const flowEnv: Record<string, string> = flow
     ? {
         MAXIMUM_BYTES_BILLED: String(flow.stack.maximumBytesBilled),
@@ -531,7 +530,7 @@ export async function runConsumer(
         ...(autoscale
           ? {
               autoscale: {
-                minInstances: STACK_DEFAULTS.minInstances,
+                minInstances: SETTINGS.minInstances.default,
                 maxInstances: instances,
                 concurrency,
                 targetUtilization: TARGET_UTILIZATION,

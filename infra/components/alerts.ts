@@ -33,12 +33,11 @@ export interface ObservedPipelineArgs extends ProjectArgs {
   serviceName: pulumi.Input<string>;
 }
 
+/** A push message unacknowledged this long means the pipeline is stuck (30 minutes). */
+const OLDEST_UNACKED_AGE_SECONDS = 1800;
+
 /** Arguments of {@link Alerts}. */
 export interface AlertsArgs extends ObservedPipelineArgs {
-  /** Alert when the dead-letter subscription holds more messages than this. Default 0. */
-  deadLetterMessagesThreshold?: pulumi.Input<number>;
-  /** Alert when the oldest unacked push message is older than this. */
-  oldestUnackedAgeSeconds: pulumi.Input<number>;
   /** Alert when duplicate answers exceed this share of all answers. */
   duplicateRateThreshold: pulumi.Input<number>;
   /** Notification channels every policy notifies. Default none (incidents show in the console). */
@@ -122,7 +121,8 @@ export class Alerts extends DoclineComponent {
             conditionThreshold: {
               filter: subscriptionMetric('num_undelivered_messages', args.deadLetterSubscriptionName),
               comparison: 'COMPARISON_GT',
-              thresholdValue: args.deadLetterMessagesThreshold ?? 0,
+              // Any dead letter is an incident.
+              thresholdValue: 0,
               duration: '0s',
               aggregations: [{ alignmentPeriod: '300s', perSeriesAligner: 'ALIGN_MAX' }],
             },
@@ -152,7 +152,7 @@ export class Alerts extends DoclineComponent {
             conditionThreshold: {
               filter: subscriptionMetric('oldest_unacked_message_age', args.pushSubscriptionName),
               comparison: 'COMPARISON_GT',
-              thresholdValue: args.oldestUnackedAgeSeconds,
+              thresholdValue: OLDEST_UNACKED_AGE_SECONDS,
               duration: '300s',
               aggregations: [{ alignmentPeriod: '60s', perSeriesAligner: 'ALIGN_MAX' }],
             },

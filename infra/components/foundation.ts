@@ -27,6 +27,9 @@ export const REQUIRED_APIS = [
   'storage.googleapis.com',
 ] as const;
 
+/** Images the cleanup policy keeps whatever their age (the most recent versions). */
+const IMAGE_KEEP_COUNT = 10;
+
 /** Images older than this are deleted by the cleanup policy, unless among the most recent kept. */
 const IMAGE_MAX_AGE_SECONDS = 30 * 24 * 60 * 60;
 
@@ -34,8 +37,6 @@ const IMAGE_MAX_AGE_SECONDS = 30 * 24 * 60 * 60;
 export interface FoundationArgs extends ProjectArgs {
   /** Region of the Artifact Registry repository (the worker's region, so pulls stay local). */
   region: pulumi.Input<string>;
-  /** Images the cleanup policy keeps whatever their age (the most recent versions). */
-  imageKeepCount: pulumi.Input<number>;
   /**
    * Whether the stack builds the worker image itself (`docline:image` unset). Only then does it
    * create a repository: an image built elsewhere lives in a repository outside the stack, which
@@ -89,7 +90,7 @@ export class Foundation extends DoclineComponent {
           {
             id: 'keep-most-recent',
             action: 'KEEP',
-            mostRecentVersions: { keepCount: args.imageKeepCount },
+            mostRecentVersions: { keepCount: IMAGE_KEEP_COUNT },
           },
           {
             id: 'delete-old',

@@ -32,6 +32,9 @@ export const FAILED_EXECUTION_DOCUMENTATION =
 /** How long one run may take: listing a large bucket and one windowed query. */
 const JOB_TIMEOUT_SECONDS = 3600;
 
+/** Daily at 03:00 UTC (Cloud Scheduler cron), after the day's uploads have had their hour to arrive. */
+const RECONCILE_SCHEDULE = '0 3 * * *';
+
 /** Arguments of {@link Reconcile}. */
 export interface ReconcileArgs extends ProjectArgs {
   region: pulumi.Input<string>;
@@ -41,8 +44,6 @@ export interface ReconcileArgs extends ProjectArgs {
   mode: 'report' | 'apply';
   /** MAXIMUM_BYTES_BILLED of the reconcile query, the worker's cap. */
   maximumBytesBilled: number;
-  /** Cloud Scheduler cron, UTC. */
-  schedule: pulumi.Input<string>;
   /** The documents bucket (DOCLINE_BUCKET). */
   bucketName: pulumi.Input<string>;
   /** The uploads topic's short name (DOCLINE_TOPIC); published to in apply mode only. */
@@ -187,7 +188,7 @@ export class Reconcile extends DoclineComponent {
         project: args.project,
         region: args.region,
         description: `${args.accountIdPrefix}: daily reconcile (${args.mode})`,
-        schedule: args.schedule,
+        schedule: RECONCILE_SCHEDULE,
         timeZone: 'Etc/UTC',
         retryConfig: { retryCount: 0 },
         httpTarget: {

@@ -1,6 +1,6 @@
 import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
-import type { DeliverySettings } from '../../worker/src/contract/settings';
+import { SETTINGS, type SettingDeclaration, type SettingKey } from '../../worker/src/contract/settings';
 import { MEMO_LEASE_PREFIX } from '../../worker/src/contract/storage';
 import type { StackConfig } from '../config';
 import { DoclineComponent } from './component';
@@ -40,6 +40,7 @@ export interface WorkerServiceArgs {
     | 'dataLocation'
     | 'geminiLocation'
     | 'deletionProtection'
+    | 'settings'
     | 'delivery'
     | 'worker'
   >;
@@ -97,51 +98,36 @@ export function cloudRunServiceAgent(projectNumber: string): string {
 }
 
 /**
- * The worker's environment, in the names worker/src/config.ts reads. PORT and K_REVISION come from
- * Cloud Run; WORKER_VERSION is left unset so that rows carry the revision that wrote them.
+ * The worker's environment, in the names worker/src/config.ts reads: every setting the stack has a
+ * value for (its key, or what it derives), in the variable its row of the settings table names,
+ * then the resources the worker uses. PORT and K_REVISION come from Cloud Run; WORKER_VERSION is
+ * left unset so that rows carry the revision that wrote them.
  */
 export function workerEnvironment(input: {
   project: string;
   tableRef: string;
   memoBucket: string;
   dataLocation: string;
-  geminiLocation: string;
-  settings: DeliverySettings;
-  allowedContentTypes: readonly string[];
-  logLevel: string;
-  pushAuth?: { audience: string; serviceAccountEmail: string };
+  /** Each stack setting's value, derived ones included. */
+  values: Readonly<Partial<Record<SettingKey, unknown>>>;
+  pushAuth: { audience: string; serviceAccountEmail: string };
 }): Record<string, string> {
-  const s = input.settings;
+  const settings: Record<string, string> = {};
+  for (const [key, s] of Object.entries(SETTINGS) as [SettingKey, SettingDeclaration][]) {
+    const value = input.values[key];
+    if (s.env === undefined || s.stack === undefined || value === undefined) continue;
+    settings[s.env] = Array.isArray(value) ? value.join(',') : String(value);
+  }
   return {
     DOCLINE_READER: 'gcs',
     DOCLINE_ANALYZER: 'gemini',
     GOOGLE_CLOUD_PROJECT: input.project,
-    GOOGLE_CLOUD_LOCATION: input.geminiLocation,
-    GEMINI_MODEL: s.geminiModel,
     BIGQUERY_TABLE: input.tableRef,
     BIGQUERY_LOCATION: input.dataLocation,
     MEMO_BUCKET: input.memoBucket,
-    DEDUP_KEY: s.dedupKeyMode,
-    REDELIVERY_WINDOW_DAYS: String(s.redeliveryWindowDays),
-    MAXIMUM_BYTES_BILLED: String(s.maximumBytesBilled),
-    ANALYZER_TIMEOUT_MS: String(s.analyzerTimeoutMs),
-    ANALYZER_QUOTA_WAIT_MS: String(s.analyzerQuotaWaitMs),
-    ANALYZER_MAX_IN_FLIGHT: String(s.analyzerMaxInFlight),
-    READ_TIMEOUT_MS: String(s.readTimeoutMs),
-    REQUEST_TIMEOUT_SECONDS: String(s.workerTimeoutSeconds),
-    MAX_OBJECT_BYTES: String(s.maxObjectBytes),
-    PUSH_BODY_LIMIT_BYTES: String(s.pushBodyLimitBytes),
-    BATCH_MAX_ROWS: String(s.batchMaxRows),
-    BATCH_MAX_WAIT_MS: String(s.batchMaxWaitMs),
-    MERGE_MIN_INTERVAL_MS: String(s.mergeMinIntervalMs),
-    ALLOWED_CONTENT_TYPES: input.allowedContentTypes.join(','),
-    LOG_LEVEL: input.logLevel,
-    ...(input.pushAuth === undefined
-      ? {}
-      : {
-          PUSH_AUTH_AUDIENCE: input.pushAuth.audience,
-          PUSH_AUTH_SERVICE_ACCOUNT: input.pushAuth.serviceAccountEmail,
-        }),
+    ...settings,
+    PUSH_AUTH_AUDIENCE: input.pushAuth.audience,
+    PUSH_AUTH_SERVICE_ACCOUNT: input.pushAuth.serviceAccountEmail,
   };
 }
 
@@ -290,13 +276,8 @@ export class WorkerService extends DoclineComponent {
             tableRef,
             memoBucket,
             dataLocation: config.dataLocation,
-            geminiLocation: config.geminiLocation,
-            settings: config.delivery,
-            allowedContentTypes: config.worker.allowedContentTypes,
-            logLevel: config.worker.logLevel,
-            pushAuth: config.worker.verifyPushTokenInApp
-              ? { audience, serviceAccountEmail: email }
-              : undefined,
+            values: { ...config.settings, ...config.delivery, geminiLocation: config.geminiLocation },
+            pushAuth: { audience, serviceAccountEmail: email },
           }),
         ).map(([envName, value]) => ({ name: envName, value })),
       );

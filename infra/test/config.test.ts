@@ -1,16 +1,16 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { maximumEstimateBytes, requiredMaximumBytesBilled } from '../../worker/src/contract/cost-model';
-import { DEFAULT_CONTENT_TYPES, DELIVERY_DEFAULTS } from '../../worker/src/contract/settings';
 import {
-  CONFIG_KEYS,
+  DEFAULT_CONTENT_TYPES,
+  DEFAULT_MAX_INSTANCES,
+  DELIVERY_DEFAULTS,
+} from '../../worker/src/contract/settings';
+import {
   instancesForVolume,
   MEMORY_PER_OBJECT_FACTOR,
   minCpuForMemory,
   parseCpu,
   parseMemoryMib,
   parseStackConfig,
-  STACK_DEFAULTS,
   StackConfigError,
   WORKER_BASELINE_MEMORY_MIB,
 } from '../config';
@@ -66,26 +66,40 @@ describe('parseStackConfig', () => {
   });
 
   it.each([
-    ['4', 'maxDeliveryAttempts must be a whole number from 5 to 100 (got 4).'],
-    ['101', 'maxDeliveryAttempts must be a whole number from 5 to 100 (got 101).'],
-  ])('refuses maxDeliveryAttempts %s', (value, message) => {
-    expect(problemsOf({ maxDeliveryAttempts: value })).toEqual([message]);
+    ['9', 'ackDeadlineSeconds must be a whole number from 10 to 600 (got 9).'],
+    ['601', 'ackDeadlineSeconds must be a whole number from 10 to 600 (got 601).'],
+    ['5e2', 'ackDeadlineSeconds must be a whole number from 10 to 600 (got 5e2).'],
+  ])("refuses ackDeadlineSeconds %s, by its row's bounds", (value, message) => {
+    expect(problemsOf({ ackDeadlineSeconds: value })).toEqual([message]);
   });
 
-  it('refuses a byte cap under 10 MiB', () => {
+  it('refuses a byte cap under 10 MiB, 0 aside (it derives the cap)', () => {
     expect(problemsOf({ maximumBytesBilled: String(10 * 1024 * 1024 - 1) })).toEqual([
-      expect.stringMatching(/^maximumBytesBilled must be at least 10485760 \(10 MiB\)/),
+      'maximumBytesBilled must be a whole number from 10485760, or 0 to derive it (got 10485759).',
     ]);
+    expect(problemsOf({ maximumBytesBilled: '0' })).toEqual([]);
   });
 
   it('refuses keys that are no longer settings, saying what to do instead', () => {
     expect(problemsOf({ dedupWindowDays: '15' })).toEqual([
-      expect.stringMatching(/^dedupWindowDays is not a setting: it is called redeliveryWindowDays/),
+      expect.stringMatching(/^dedupWindowDays is not a setting: the redelivery window is derived/),
     ]);
     expect(problemsOf({ writeMode: 'append' })).toEqual([
-      expect.stringMatching(/^writeMode is not a setting/),
+      'writeMode is not a setting: rows reach BigQuery only by the conditional MERGE. Remove docline:writeMode from the stack file.',
     ]);
     expect(problemsOf({ writeMode: '' })).toEqual([]);
+    // Knobs nobody should turn, now constants or derived.
+    expect(
+      problemsOf({ maxDeliveryAttempts: '100', batchMaxRows: '500', mergeMinIntervalMs: '5000' }),
+    ).toEqual([
+      expect.stringMatching(
+        /^maxDeliveryAttempts is not a setting: Pub\/Sub's retry and dead-letter policy are constants.*Remove docline:maxDeliveryAttempts from the stack file\.$/,
+      ),
+      expect.stringMatching(/^batchMaxRows is not a setting: the worker runs with its own default/),
+      expect.stringMatching(
+        /^mergeMinIntervalMs is not a setting: the MERGE pace is derived from maxInstances/,
+      ),
+    ]);
   });
 
   it('refuses an unknown dedup key mode', () => {
@@ -96,11 +110,13 @@ describe('parseStackConfig', () => {
 
   it('lists every problem in one error that says how to set a key', () => {
     const attempt = () =>
-      parseStackConfig('p', 'dev', { maxDeliveryAttempts: '200', dedupKeyMode: 'x', concurrency: 'many' });
+      parseStackConfig('p', 'dev', { ackDeadlineSeconds: '700', dedupKeyMode: 'x', concurrency: 'many' });
 
     expect(attempt).toThrow(StackConfigError);
     expect(attempt).toThrow(/3 problems\); set keys with `pulumi config set docline:<key> <value>`/);
-    expect(attempt).toThrow(/maxDeliveryAttempts[\s\S]*dedupKeyMode[\s\S]*concurrency must be a number/);
+    expect(attempt).toThrow(
+      /dedupKeyMode[\s\S]*ackDeadlineSeconds[\s\S]*concurrency must be a whole number from 1 to 1000 \(got many\)/,
+    );
   });
 
   it('refuses a missing project, with the command that sets it', () => {
@@ -117,13 +133,15 @@ describe('parseStackConfig', () => {
 
   it('refuses instance bounds that contradict each other', () => {
     expect(problemsOf({ minInstances: '5', maxInstances: '2' })).toEqual([
-      'maxInstances must be a whole number, at least 1 and at least minInstances (5) (got 2).',
+      'maxInstances must be at least minInstances (5) (got 2).',
     ]);
   });
 
   it('refuses a list that is not a list of strings', () => {
     expect(problemsOf({ allowedContentTypes: 'application/pdf' })).toEqual([
-      expect.stringMatching(/^allowedContentTypes must be a list of strings/),
+      expect.stringMatching(
+        /^allowedContentTypes must be a list of items each a MIME type; in a stack file write it as a YAML list/,
+      ),
     ]);
   });
 });
@@ -241,26 +259,15 @@ describe('parseStackConfig: cpu, memory and concurrency together', () => {
 });
 
 describe('parseStackConfig: delivery relations', () => {
-  it('refuses a redelivery window that a replayed dead letter can outlive, saying how long it must be', () => {
-    expect(problemsOf({ redeliveryWindowDays: '8' })).toEqual([
-      expect.stringMatching(
-        /^redeliveryWindowDays \(8\) must cover more than messageRetentionSeconds \(604800s\) \+ deadLetterRetentionSeconds \(604800s\), i\.e\. at least 15 days/,
-      ),
-    ]);
-  });
-
-  it('binds the window to the dead-letter retention: a longer retention needs a longer window', () => {
-    expect(
-      problemsOf({ deadLetterRetentionSeconds: String(31 * 86400), redeliveryWindowDays: '38' }),
-    ).toEqual([expect.stringMatching(/at least 39 days/)]);
-    expect(
-      problemsOf({ deadLetterRetentionSeconds: String(31 * 86400), redeliveryWindowDays: '39' }),
-    ).toEqual([]);
+  it('derives the redelivery window from the two retentions, so a replayed dead letter still finds its analysis', () => {
+    expect(parseStackConfig('p', 'dev', {}).delivery.redeliveryWindowDays).toBe(15);
+    const longer = parseStackConfig('p', 'dev', { deadLetterRetentionSeconds: String(31 * 86400) });
+    expect(longer.delivery.redeliveryWindowDays).toBe(39);
   });
 
   it('never lets the dead-letter retention drop below 7 days', () => {
     expect(problemsOf({ deadLetterRetentionSeconds: String(86400) })).toEqual([
-      expect.stringMatching(/^deadLetterRetentionSeconds must be from 604800 \(7 days\)/),
+      'deadLetterRetentionSeconds must be a whole number from 604800 to 2678400 (got 86400).',
     ]);
   });
 
@@ -274,32 +281,29 @@ describe('parseStackConfig: delivery relations', () => {
     expect(problemsOf(twenty)).toEqual([]);
   });
 
-  it('refuses an explicit pace over the per-table DML budget in merge mode, naming the knob', () => {
-    expect(problemsOf({ maxInstances: '20', mergeMinIntervalMs: '5000' })).toEqual([
-      expect.stringMatching(
-        /^maxInstances \(20\) × one MERGE every mergeMinIntervalMs \(5000 ms\) can reach 40\.0 DML statements.*raise mergeMinIntervalMs to at least 8000/,
-      ),
-    ]);
-    // Within the budget; its longer pace needs the longer request timeout, as in Pulumi.prod.yaml.
+  it("refuses more instances than BigQuery's DML queue takes, one MERGE in flight each", () => {
     const longer = { ackDeadlineSeconds: '600', workerTimeoutSeconds: '560' };
-    expect(problemsOf({ maxInstances: '20', mergeMinIntervalMs: '8000', ...longer })).toEqual([]);
+    expect(problemsOf({ maxInstances: '23', ...longer })).toEqual([
+      expect.stringMatching(/^maxInstances \(23\) is over 22: .* Lower maxInstances\./),
+    ]);
+    expect(problemsOf({ maxInstances: '22', ...longer })).toEqual([]);
   });
 
   it("refuses a worker timeout that does not cover a delivery's longest path: both batches, the memo, the line, a read and both analyzer calls", () => {
-    // (10 + 25 + 2) + (10 + 3 × 25 + 2) + 6 × 5 + 300 + 20 + 2 × 60 = 594 s, over 500 s less the 2 s
-    // to answer (the write's interval counts three times: it stretches with slow MERGEs and with the
-    // instances writing).
-    expect(problemsOf({ batchMaxWaitMs: '10000', mergeMinIntervalMs: '25000' })).toEqual([
+    // 20 instances pace MERGEs 10 s apart: (10 + 2) + 6 × 5 + 300 + 20 + 2 × 60 + (3 × 10 + 2) = 514 s,
+    // over 500 s less the 2 s to answer (the write's interval counts three times: it stretches with
+    // slow MERGEs and with the instances writing).
+    expect(problemsOf({ maxInstances: '20' })).toEqual([
       expect.stringMatching(
-        /^A delivery's longest path takes 594000 ms: .*6 memo calls of 5000 ms.*analyzerQuotaWaitMs 300000.*2 analyzer calls \(analyzerTimeoutMs 60000\).*workerTimeoutSeconds \(500s\) less 2000 ms to answer \(498000 ms\)/,
+        /^A delivery's longest path takes 514000 ms: .*6 memo calls of 5000 ms.*analyzerQuotaWaitMs 300000.*2 analyzer calls \(analyzerTimeoutMs 60000\).*workerTimeoutSeconds \(500s\) less 2000 ms to answer \(498000 ms\)/,
       ),
     ]);
-    // The defaults fit (494 s); an 8 s MERGE interval (506 s) needs a shorter line or a longer timeout.
+    // The defaults fit (494 s); 20 instances need a shorter line or a longer timeout.
     expect(problemsOf({})).toEqual([]);
-    expect(problemsOf({ mergeMinIntervalMs: '8000' })).toHaveLength(1);
-    expect(problemsOf({ mergeMinIntervalMs: '8000', analyzerQuotaWaitMs: '290000' })).toEqual([]);
-    // The analyzer's second call counts: a 120 s timeout no longer fits.
-    expect(problemsOf({ analyzerTimeoutMs: '120000' })).toHaveLength(1);
+    expect(problemsOf({ maxInstances: '20', analyzerQuotaWaitMs: '280000' })).toEqual([]);
+    expect(
+      problemsOf({ maxInstances: '20', ackDeadlineSeconds: '600', workerTimeoutSeconds: '560' }),
+    ).toEqual([]);
   });
 
   it('chooses the Gemini location from the data location unless one is set', () => {
@@ -313,75 +317,11 @@ describe('parseStackConfig: delivery relations', () => {
     expect(parseStackConfig('p', 'dev', { geminiLocation: 'global' }).geminiLocation).toBe('global');
   });
 
-  it('validates the reconcile mode and schedule', () => {
-    expect(problemsOf({ reconcileMode: 'fix', reconcileSchedule: 'daily' })).toEqual([
+  it('validates the reconcile mode', () => {
+    expect(problemsOf({ reconcileMode: 'fix' })).toEqual([
       'reconcileMode must be one of report, apply, off (got fix).',
-      'reconcileSchedule must be a five-field cron expression such as "0 3 * * *" (got "daily").',
     ]);
-    expect(parseStackConfig('p', 'dev', {}).reconcile).toEqual({ mode: 'report', schedule: '0 3 * * *' });
-  });
-});
-
-describe('Pulumi.yaml', () => {
-  const { load } = require('js-yaml') as { load(text: string): unknown };
-  type Declaration = { type: string; default: unknown; description: string; items?: { type: string } };
-  const project = load(readFileSync(join(__dirname, '..', '..', 'Pulumi.yaml'), 'utf8')) as {
-    name: string;
-    main: string;
-    config: Record<string, Declaration>;
-  };
-
-  it('names the project docline and points at the infra program', () => {
-    expect(project.name).toBe('docline');
-    expect(project.main).toBe('infra/');
-  });
-
-  it('declares exactly the keys the program reads, each with a type, a default and a description', () => {
-    expect(Object.keys(project.config).sort()).toEqual([...CONFIG_KEYS].sort());
-    for (const [key, declaration] of Object.entries(project.config)) {
-      expect({ key, type: typeof declaration.type, description: typeof declaration.description }).toEqual({
-        key,
-        type: 'string',
-        description: 'string',
-      });
-      expect(declaration).toHaveProperty('default');
-    }
-  });
-
-  it('declares the same defaults as the program uses', () => {
-    const declared = Object.fromEntries(
-      Object.entries(project.config).map(([key, d]) => [
-        key,
-        Array.isArray(d.default) ? JSON.stringify(d.default) : String(d.default),
-      ]),
-    );
-    // Parsing the declared defaults as if the CLI had passed them must give the built-in defaults.
-    const fromYaml = parseStackConfig('p', 'dev', declared);
-    const builtIn = parseStackConfig('p', 'dev', {});
-
-    expect(fromYaml).toEqual(builtIn);
-    expect(Number(declared.duplicateRatePerMille)).toBe(STACK_DEFAULTS.duplicateRatePerMille);
-    expect(Number(declared.ackDeadlineSeconds)).toBe(DELIVERY_DEFAULTS.ackDeadlineSeconds);
-  });
-
-  it('is what docs/configuration.md lists, key by key, with the same defaults', () => {
-    const doc = readFileSync(join(__dirname, '..', '..', 'docs', 'configuration.md'), 'utf8');
-    const section = doc.split('<!-- stack-config:start -->')[1]?.split('<!-- stack-config:end -->')[0] ?? '';
-    const listed = section
-      .split('\n')
-      .filter((l) => l.startsWith('| `docline:'))
-      .map((l) => {
-        const [key, , fallback] = l
-          .split('|')
-          .slice(1, 4)
-          .map((c) => c.trim().replaceAll('`', ''));
-        return [key!.replace('docline:', ''), fallback];
-      });
-    const declared = Object.entries(project.config).map(([key, d]) => [
-      key,
-      Array.isArray(d.default) ? JSON.stringify(d.default) : d.default === '' ? '""' : String(d.default),
-    ]);
-    expect(listed).toEqual(declared);
+    expect(parseStackConfig('p', 'dev', {}).reconcile).toEqual({ mode: 'report' });
   });
 });
 
@@ -418,12 +358,12 @@ describe('parseStackConfig: the volume (documentsPerDay)', () => {
   });
 
   it('derives the instances from the volume and refuses an explicit count that cannot carry it', () => {
-    expect(parseStackConfig('p', 'dev', {}).worker.maxInstances).toBe(STACK_DEFAULTS.maxInstances);
+    expect(parseStackConfig('p', 'dev', {}).worker.maxInstances).toBe(DEFAULT_MAX_INSTANCES);
     // A shorter wait in line keeps a delivery's longest path inside the timeout at 21 instances' pace.
     const busyRaw = { documentsPerDay: '2000000', concurrency: '100', analyzerQuotaWaitMs: '200000' };
     const busy = parseStackConfig('p', 'dev', busyRaw);
     expect(busy.worker.maxInstances).toBe(instancesForVolume(2_000_000, 100));
-    expect(busy.worker.maxInstances).toBeGreaterThan(STACK_DEFAULTS.maxInstances);
+    expect(busy.worker.maxInstances).toBeGreaterThan(DEFAULT_MAX_INSTANCES);
     // The pace follows the derived instances, so the DML budget still holds.
     expect(busy.delivery.mergeMinIntervalMs).toBeGreaterThan(
       parseStackConfig('p', 'dev', {}).delivery.mergeMinIntervalMs,
@@ -435,7 +375,7 @@ describe('parseStackConfig: the volume (documentsPerDay)', () => {
 
   it('refuses a volume that is not a whole positive number', () => {
     expect(volumeProblems({ documentsPerDay: '0' })).toEqual([
-      'documentsPerDay must be a whole number of documents a day, at least 1 (got 0).',
+      'documentsPerDay must be a whole number from 1 (got 0).',
     ]);
     expect(volumeProblems({ documentsPerDay: '1.5' })).toHaveLength(1);
   });

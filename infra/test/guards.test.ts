@@ -409,7 +409,6 @@ describe('retentions lowered on a running stack', () => {
     const raised = await runProgram(
       stackConfig('prod', {
         'docline:messageRetentionSeconds': '691200',
-        'docline:redeliveryWindowDays': '17',
       }),
       { stack: 'prod', deployed },
     );

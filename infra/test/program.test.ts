@@ -1,9 +1,8 @@
 import { bigQuerySchema, CLUSTER_COLUMNS, PARTITION_COLUMN } from '../../worker/src/contract/row';
-import { DELIVERY_DEFAULTS } from '../../worker/src/contract/settings';
+import { DELIVERY_DEFAULTS, SETTINGS, type SettingDeclaration } from '../../worker/src/contract/settings';
 import { VIEW_NAMES, viewSql } from '../../worker/src/contract/views';
 import { REQUIRED_APIS } from '../components/foundation';
 import { TABLE_ID } from '../components/warehouse';
-import { STACK_DEFAULTS } from '../config';
 import {
   type CapturedResource,
   MOCK_PROJECT_NUMBER,
@@ -239,7 +238,7 @@ describe('the docline program with the dev stack file', () => {
       expect(template).toMatchObject({
         serviceAccount: one(run, T.account, '-worker-runtime').outputs.email,
         timeout: `${DELIVERY_DEFAULTS.workerTimeoutSeconds}s`,
-        maxInstanceRequestConcurrency: STACK_DEFAULTS.concurrency,
+        maxInstanceRequestConcurrency: SETTINGS.concurrency.default,
         scaling: { minInstanceCount: 0, maxInstanceCount: 3 },
       });
       // No docline:image in the dev stack: the image the stack built and pushed, by digest.
@@ -264,36 +263,42 @@ describe('the docline program with the dev stack file', () => {
     });
 
     it('derives the worker environment from the stack', () => {
+      // Every setting the stack has a value for, in its variable (at its default unless said below).
+      const settings = Object.fromEntries(
+        Object.values(SETTINGS as Record<string, SettingDeclaration>).flatMap((s) =>
+          s.env !== undefined && s.stack !== undefined ? [[s.env, [s.default].flat().join(',')]] : [],
+        ),
+      );
       expect(env(one(run, T.run))).toEqual({
+        ...settings,
         DOCLINE_READER: 'gcs',
         DOCLINE_ANALYZER: 'gemini',
         GOOGLE_CLOUD_PROJECT: project,
         // Next to the data (EU), not `global`.
         GOOGLE_CLOUD_LOCATION: 'europe-west1',
-        GEMINI_MODEL: 'gemini-3.5-flash-lite',
         BIGQUERY_TABLE: `${project}.docline_dev.${TABLE_ID}`,
         BIGQUERY_LOCATION: 'EU',
         MEMO_BUCKET: `docline-dev-memo-${project}`,
-        DEDUP_KEY: 'object',
-        REDELIVERY_WINDOW_DAYS: '15',
-        MAXIMUM_BYTES_BILLED: '100000000',
-        ANALYZER_TIMEOUT_MS: '60000',
-        ANALYZER_QUOTA_WAIT_MS: String(DELIVERY_DEFAULTS.analyzerQuotaWaitMs),
-        ANALYZER_MAX_IN_FLIGHT: String(DELIVERY_DEFAULTS.analyzerMaxInFlight),
-        READ_TIMEOUT_MS: '20000',
-        REQUEST_TIMEOUT_SECONDS: String(DELIVERY_DEFAULTS.workerTimeoutSeconds),
-        MAX_OBJECT_BYTES: String(20 * 1024 * 1024),
-        PUSH_BODY_LIMIT_BYTES: String(256 * 1024),
-        BATCH_MAX_ROWS: '500',
-        BATCH_MAX_WAIT_MS: '0',
         // Derived from Pulumi.dev.yaml's 3 instances: 3 × 10 s / 20 statements.
         MERGE_MIN_INTERVAL_MS: '1500',
-        ALLOWED_CONTENT_TYPES:
-          'application/pdf,image/png,image/jpeg,image/webp,text/plain,application/xml,text/xml',
         LOG_LEVEL: 'DEBUG',
         PUSH_AUTH_AUDIENCE: 'https://docline-dev.docline.invalid/push',
         PUSH_AUTH_SERVICE_ACCOUNT: `docline-dev-push@${project}.iam.gserviceaccount.com`,
       });
+      // As the worker reads them: the contract's values, the window derived from the two retentions.
+      expect(env(one(run, T.run))).toMatchObject({
+        GEMINI_MODEL: 'gemini-3.5-flash-lite',
+        DEDUP_KEY: 'object',
+        REDELIVERY_WINDOW_DAYS: '15',
+        MAXIMUM_BYTES_BILLED: '100000000',
+        REQUEST_TIMEOUT_SECONDS: String(DELIVERY_DEFAULTS.workerTimeoutSeconds),
+        MAX_OBJECT_BYTES: String(20 * 1024 * 1024),
+        ALLOWED_CONTENT_TYPES:
+          'application/pdf,image/png,image/jpeg,image/webp,text/plain,application/xml,text/xml',
+      });
+      // The worker's own settings (read and analysis timeouts, push body limit, batch size and
+      // wait) have no stack key: the worker's defaults rule, the stack passes nothing.
+      expect(env(one(run, T.run)).BATCH_MAX_ROWS).toBeUndefined();
     });
 
     it('is not publicly invokable: the push account is its only invoker, on this service only', () => {
@@ -582,14 +587,11 @@ describe('the docline program with the prod stack file', () => {
 });
 
 describe('the docline program with other settings', () => {
-  it('leaves push token verification to Cloud Run alone when verifyPushTokenInApp is false, and passes message mode on', async () => {
-    const run = await runProgram(
-      stackConfig('dev', { 'docline:verifyPushTokenInApp': 'false', 'docline:dedupKeyMode': 'message' }),
-    );
+  it('passes message mode on, and always has the push token verified in the app too', async () => {
+    const run = await runProgram(stackConfig('dev', { 'docline:dedupKeyMode': 'message' }));
     const variables = env(one(run, T.run));
 
-    expect(variables.PUSH_AUTH_AUDIENCE).toBeUndefined();
-    expect(variables.PUSH_AUTH_SERVICE_ACCOUNT).toBeUndefined();
+    expect(variables.PUSH_AUTH_AUDIENCE).toBe('https://docline-dev.docline.invalid/push');
     expect(variables.DEDUP_KEY).toBe('message');
     expect(one(run, T.subscription, '-push').inputs.pushConfig).toMatchObject({
       oidcToken: expect.any(Object),
@@ -620,9 +622,9 @@ describe('the docline program with other settings', () => {
     await expect(attempt).rejects.toThrow(/docline configuration is invalid \(4 problems\)/);
     await expect(attempt).rejects.toThrow(/ackDeadlineSeconds \(60\) must be at least workerTimeoutSeconds/);
     await expect(attempt).rejects.toThrow(
-      /maxDeliveryAttempts must be a whole number from 5 to 100 \(got 3\)/,
+      /maxDeliveryAttempts is not a setting: .* Remove docline:maxDeliveryAttempts from the stack file\./,
     );
-    await expect(attempt).rejects.toThrow(/maximumBytesBilled must be at least 10485760/);
+    await expect(attempt).rejects.toThrow(/maximumBytesBilled must be a whole number from 10485760/);
     await expect(attempt).rejects.toThrow(/dedupKeyMode must be one of object, message \(got hash\)/);
   });
 });

@@ -25,6 +25,8 @@ const NOT_LOCAL_COMMANDS: Record<string, string> = {
   build: 'compiles the worker for its container image; nobody runs it by hand',
   bench: 'the benchmark, described in bench/README.md',
   eval: 'a measurement of the analyzers against e-invoice XML, described in docs/e-invoices.md',
+  settings:
+    "writes Pulumi.yaml's config block and docs/configuration.md from the settings table, described there",
   'check:notifications': "checks a deployed bucket's notifications in the cloud, described in docs/deploy.md",
 };
 

@@ -1,11 +1,4 @@
-import {
-  booleanText,
-  ConfigValues,
-  finiteNumber,
-  jsonStringList,
-  oneOf,
-  wholeNumber,
-} from '../src/contract/config-values';
+import { booleanText, ConfigValues, jsonStringList, oneOf, wholeNumber } from '../src/contract/config-values';
 
 describe('ConfigValues', () => {
   const values = (raw: Record<string, string>) => new ConfigValues((name) => raw[name]);
@@ -35,10 +28,7 @@ describe('the value schemas', () => {
     expect(wholeNumber(1).safeParse('9007199254740993').success).toBe(false);
   });
 
-  it('reads finite numbers, booleans and JSON lists of strings', () => {
-    expect(finiteNumber.parse('1.5')).toBe(1.5);
-    expect(finiteNumber.safeParse('Infinity').success).toBe(false);
-    expect(finiteNumber.safeParse('many').success).toBe(false);
+  it('reads booleans and JSON lists of strings', () => {
     expect(booleanText.parse('false')).toBe(false);
     expect(booleanText.safeParse('yes').success).toBe(false);
     expect(jsonStringList.parse('["application/pdf"]')).toEqual(['application/pdf']);

@@ -393,6 +393,26 @@ ${anchor}`,
     }
   });
 
+  it('a stack file that still sets a key that became a constant is refused at preview, saying what to do', () => {
+    // As Pulumi.prod.yaml did before the retry policy became a constant.
+    const ws = workspace((dir) =>
+      writeFileSync(
+        path.join(dir, 'Pulumi.dev.yaml'),
+        `${readFileSync(path.join(dir, 'Pulumi.dev.yaml'), 'utf8')}  docline:maxDeliveryAttempts: 100\n`,
+      ),
+    );
+    try {
+      ok(ws.pulumi(['stack', 'init', 'dev']));
+      const preview = ws.pulumi(['preview', '-s', 'dev']);
+      expect(preview.status).not.toBe(0);
+      expect(preview.output).toMatch(
+        /maxDeliveryAttempts is not a setting: .*Remove docline:maxDeliveryAttempts from the stack file\./,
+      );
+    } finally {
+      rmSync(path.dirname(ws.dir), { recursive: true, force: true });
+    }
+  });
+
   it('without infra/tsconfig.json (the compile fix reverted), the first preview fails to compile', () => {
     const ws = workspace((dir) => rmSync(path.join(dir, 'infra/tsconfig.json')));
     try {

@@ -1,4 +1,11 @@
 import { z } from 'zod';
+import {
+  declarationOf,
+  type SettingDeclaration,
+  type SettingKey,
+  type SettingValue,
+  stackDefault,
+} from './settings';
 
 /**
  * How the worker's environment and the stack's `docline:*` keys are read: each value through a zod
@@ -10,7 +17,7 @@ export class ConfigValues {
   readonly problems: string[] = [];
 
   /** @param textOf The raw text of a value, or undefined when it is unset. */
-  constructor(private readonly textOf: (name: string) => string | undefined) {}
+  constructor(protected readonly textOf: (name: string) => string | undefined) {}
 
   /**
    * The value of `name` as `schema` parses it: `fallback` when unset, and also when invalid, after
@@ -36,9 +43,6 @@ export function oneOf<T extends string>(allowed: readonly T[]): z.ZodType<T> {
   return z.enum(allowed as readonly [T, ...T[]]) as unknown as z.ZodType<T>;
 }
 
-/** Any finite number, as `Number()` reads it. */
-export const finiteNumber: z.ZodType<number> = z.string().transform(Number).pipe(z.number());
-
 /** `true` or `false`. */
 export const booleanText: z.ZodType<boolean> = z.enum(['true', 'false']).transform((v) => v === 'true');
 
@@ -54,3 +58,85 @@ export const jsonStringList: z.ZodType<string[]> = z
     }
   })
   .pipe(z.array(z.string()));
+
+/** The schema a setting's text is read with, on the worker's side (`env`) or the stack's. */
+function schemaOf(s: SettingDeclaration, side: 'env' | 'stack'): z.ZodType<unknown> {
+  const { kind, pattern } = s;
+  if (kind === 'integer') {
+    const whole = wholeNumber(s.min ?? 0, s.max);
+    return side === 'stack' && s.zeroDerives
+      ? z
+          .literal('0')
+          .transform(() => 0)
+          .or(whole)
+      : whole;
+  }
+  if (kind === 'boolean') return booleanText;
+  if (kind === 'string') return pattern ? z.string().regex(pattern.test) : z.string();
+  if (kind === 'list') {
+    const list =
+      side === 'stack'
+        ? jsonStringList
+        : z.string().transform((text) =>
+            text
+              .split(',')
+              .map((item) => item.trim())
+              .filter(Boolean),
+          );
+    return pattern ? list.pipe(z.array(z.string().regex(pattern.test))) : list;
+  }
+  return oneOf(kind);
+}
+
+/** What a setting's text must be, as a problem says it. */
+function expectation(s: SettingDeclaration, side: 'env' | 'stack'): string {
+  const { kind, pattern } = s;
+  if (kind === 'integer')
+    return `a whole number from ${s.min ?? 0}${s.max === undefined ? '' : ` to ${s.max}`}${side === 'stack' && s.zeroDerives ? ', or 0 to derive it' : ''}`;
+  if (kind === 'boolean') return 'true or false';
+  if (kind === 'string') return pattern?.says ?? 'a text';
+  if (kind === 'list')
+    return `a list${pattern ? ` of items each ${pattern.says}` : ' of strings'}${side === 'stack' ? '; in a stack file write it as a YAML list' : ', comma-separated'}`;
+  return `one of ${kind.join(', ')}`;
+}
+
+/**
+ * Reads settings by their row in the table (contract/settings.ts): from the worker's environment by
+ * variable name (`env`), or from a stack's `docline:*` keys (`stack`). Every value is checked against
+ * its row's kind and bounds; a wrong one is a problem and falls back to its default.
+ */
+export class SettingReader extends ConfigValues {
+  constructor(
+    textOf: (name: string) => string | undefined,
+    private readonly side: 'env' | 'stack',
+  ) {
+    super(textOf);
+  }
+
+  /**
+   * The value of `key`: `fallback` when unset or wrong; by default the table's default (a stack key's
+   * as declared: 0 where 0 derives it), a string's '' being no value.
+   */
+  setting<K extends SettingKey>(key: K, fallback?: SettingValue<K>): SettingValue<K> {
+    const declared = this.side === 'stack' ? stackDefault(key) : declarationOf(key).default;
+    fallback ??= (declared === '' ? undefined : declared) as SettingValue<K>;
+    const s = declarationOf(key);
+    const name = this.nameOf(key);
+    const got = (raw: string) => (this.side === 'env' ? `"${raw}"` : raw);
+    return this.read(
+      name,
+      schemaOf(s, this.side) as z.ZodType<SettingValue<K>>,
+      fallback,
+      (raw) => `${name} must be ${expectation(s, this.side)} (got ${got(raw)}).`,
+    );
+  }
+
+  /** Whether `key` is set at all, right or wrong. */
+  given(key: SettingKey): boolean {
+    return this.textOf(this.nameOf(key)) !== undefined;
+  }
+
+  private nameOf(key: SettingKey): string {
+    return this.side === 'env' ? (declarationOf(key).env ?? key) : key;
+  }
+}

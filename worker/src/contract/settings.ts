@@ -1,8 +1,11 @@
 import { DEFAULT_GEMINI_MODEL } from './models';
+import { BUCKET_NAME } from './storage';
 
 /**
- * Delivery settings and their defaults: the one definition that the Pulumi stack's config
- * defaults, the local emulator setup and the worker all read. Units are in the names.
+ * Every setting of docline, declared once in {@link SETTINGS}: its name in the worker's environment
+ * and as a stack key, its default, bounds and meaning. The worker's config, the stack's config, the
+ * environment the stack gives the worker, Pulumi.yaml's config block and docs/configuration.md all
+ * follow from it. Units are in the names. Knobs nobody should turn are constants, not settings.
  */
 
 export type DedupKeyMode = 'object' | 'message';
@@ -12,69 +15,9 @@ export const DEDUP_KEY_MODES: readonly DedupKeyMode[] = ['object', 'message'];
 export const LOG_LEVELS = ['DEBUG', 'INFO', 'WARNING', 'ERROR'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
-export interface DeliverySettings {
-  /** Push subscription ack deadline; for push it is also the request timeout (10–600). */
-  ackDeadlineSeconds: number;
-  /** Retry policy of the push subscription. */
-  minRetryBackoffSeconds: number;
-  maxRetryBackoffSeconds: number;
-  /** Dead-letter policy: deliveries before a message moves to the dead-letter topic (5–100). */
-  maxDeliveryAttempts: number;
-  /** How long an unacknowledged message is kept by the push subscription. */
-  messageRetentionSeconds: number;
-  /** How long the dead-letter topic and subscription keep a dead letter for replay (at least 7 days). */
-  deadLetterRetentionSeconds: number;
-  /** Cloud Run request timeout of the worker; must stay below the ack deadline minus the margin. */
-  workerTimeoutSeconds: number;
-  /** The gap the ack deadline keeps above the worker timeout, so a slow request ends before Pub/Sub gives up on it. */
-  ackDeadlineMarginSeconds: number;
-  /** Timeout of one analyzer call, well below the worker timeout. */
-  analyzerTimeoutMs: number;
-  /**
-   * How long a delivery waits, all waits together, for its turn at the analyzer (the line of
-   * deliveries past `analyzerMaxInFlight`, and a spent quota's 429s); past it, 503.
-   */
-  analyzerQuotaWaitMs: number;
-  /**
-   * The ceiling of reads + analyses one instance runs at once (the quota gate learns the number under
-   * it). Each holds its document in memory, so this bounds
-   * memory; deliveries past it wait in line holding only their push body.
-   */
-  analyzerMaxInFlight: number;
-  /** Timeout of one object read. */
-  readTimeoutMs: number;
-  /**
-   * Days a delivery of a message can still arrive: the memo keeps a paid analysis that long, and the
-   * duplicate check reads that many days of the table. Above the message retention plus the dead-letter
-   * retention: a dead letter replayed on its last day must still find its analysis. (`seen()` and
-   * `record()` look a key up in its own day, whatever its age.)
-   */
-  redeliveryWindowDays: number;
-  /** `maximumBytesBilled` on every BigQuery query (BigQuery refuses caps under 10 MiB). */
-  maximumBytesBilled: number;
-  /** Objects above this size are rejected as `too_large` before any byte is downloaded. */
-  maxObjectBytes: number;
-  /** Push bodies above this size are answered 413 (a notification is a few KiB). */
-  pushBodyLimitBytes: number;
-  /** How the lookup key is built. */
-  dedupKeyMode: DedupKeyMode;
-  /** The Gemini model: one of contract/models.ts's known ids (the stack's preview checks it). */
-  geminiModel: string;
-  /** Group commit: a batch of rows closes at this many rows (one MERGE over `UNNEST(@rows)`). */
-  batchMaxRows: number;
-  /**
-   * Group commit: … or this long after its first row arrived. 0 by default: the pace gathers (the
-   * rows that arrive while a statement runs, or while `mergeMinIntervalMs` runs, form the next one),
-   * and an idle instance sends a row at once instead of holding it for rows that rarely come.
-   */
-  batchMaxWaitMs: number;
-  /**
-   * Group commit: an instance's share of the per-table DML budget when all `maxInstances` write. The
-   * pace until a MERGE answered; then the latency-led pace stays between one writer's share and
-   * twice this ({@link mergeIntervalForLatencyMs}).
-   */
-  mergeMinIntervalMs: number;
-}
+/** What the daily reconcile job does: report missing documents, announce them again, or nothing. */
+export const RECONCILE_MODES = ['report', 'apply', 'off'] as const;
+export type ReconcileMode = (typeof RECONCILE_MODES)[number];
 
 const DAY_SECONDS = 24 * 60 * 60;
 
@@ -99,33 +42,552 @@ export const STEADY_DML_SHARE = 0.8;
 /** Cloud Run instances of the worker unless the stack says otherwise. */
 export const DEFAULT_MAX_INSTANCES = 10;
 
-export const DELIVERY_DEFAULTS: Readonly<DeliverySettings> = Object.freeze({
-  ackDeadlineSeconds: 510,
+/** The smallest `maximumBytesBilled` BigQuery accepts: any query bills at least 10 MiB. */
+export const MIN_MAXIMUM_BYTES_BILLED = 10 * 1024 * 1024;
+
+/** Content types the worker analyses by default. */
+export const DEFAULT_CONTENT_TYPES: readonly string[] = [
+  'application/pdf',
+  'image/png',
+  'image/jpeg',
+  'image/webp',
+  'text/plain',
+  // EN 16931 e-invoices (CII, UBL): read from their structure, never analysed.
+  'application/xml',
+  'text/xml',
+];
+
+/** Where the bucket and the dataset live unless a stack says otherwise. */
+export const DEFAULT_DATA_LOCATION = 'EU';
+
+/** One setting. */
+export interface SettingDeclaration {
+  /** The worker's environment variable. */
+  readonly env?: string;
+  /**
+   * `key`: a `docline:*` stack key, whose value the stack also passes to the worker (`env`);
+   * `derived`: no key, the stack works the value out and passes it. Unset: the worker's alone.
+   */
+  readonly stack?: 'key' | 'derived';
+  /** How the text is read; a list of texts is "one of these". */
+  readonly kind: 'integer' | 'string' | 'boolean' | 'list' | readonly string[];
+  /** Unset (or a string's ''): no value, or what `defaultDoc` says. */
+  readonly default?: number | string | boolean | readonly string[];
+  readonly min?: number;
+  readonly max?: number;
+  /** An integer stack key whose 0 (its declared default) means "derived", as `doc` says. */
+  readonly zeroDerives?: boolean;
+  /** What a string, or each item of a list, must match, and how a problem says it. */
+  readonly pattern?: { readonly test: RegExp; readonly says: string };
+  /** The default in words, where it depends on other settings. */
+  readonly defaultDoc?: string;
+  /** A stack key a deployed stack must not change in place, and why (infra/stack-guards.ts). */
+  readonly fixedAtDeploy?: string;
+  readonly doc: string;
+}
+
+const WHOLE_DAYS = (days: number): number => days * DAY_SECONDS;
+
+/**
+ * The settings. Adding one: a row here, and the code that reads it (`readSetting` on the worker's
+ * side in worker/src/config.ts, `StackConfig.settings` on the stack's); Pulumi.yaml's config block
+ * and the tables of docs/configuration.md are written from this (`npm run settings`), and tests
+ * check both files against it.
+ */
+export const SETTINGS = {
+  // --- The worker's process and its adapters ---
+  port: {
+    env: 'PORT',
+    kind: 'integer',
+    default: 8080,
+    min: 0,
+    max: 65535,
+    doc: 'HTTP port (`0`: any free port, logged at start).',
+  },
+  dataDir: {
+    env: 'DOCLINE_DATA_DIR',
+    kind: 'string',
+    defaultDoc: '`./.docline`',
+    doc: 'SQLite file (`docline.sqlite`) and local bucket (`bucket/`).',
+  },
+  bigqueryTable: {
+    env: 'BIGQUERY_TABLE',
+    kind: 'string',
+    pattern: {
+      test: /^[a-z][a-z0-9-]{4,61}[a-z0-9]\.[A-Za-z0-9_]{1,1024}\.[A-Za-z0-9_-]{1,1024}$/,
+      says: 'project.dataset.table',
+    },
+    doc: '`project.dataset.table`; set: the BigQuery store instead of SQLite (the stack passes its table).',
+  },
+  bigqueryLocation: {
+    env: 'BIGQUERY_LOCATION',
+    kind: 'string',
+    doc: "The dataset's location (e.g. `EU`) for query jobs (the stack passes dataLocation).",
+  },
+  reader: {
+    env: 'DOCLINE_READER',
+    kind: ['local', 'gcs'],
+    default: 'local',
+    doc: '`gcs`: read objects from Cloud Storage at their generation (the stack passes `gcs`).',
+  },
+  analyzer: {
+    env: 'DOCLINE_ANALYZER',
+    kind: ['offline', 'gemini'],
+    defaultDoc: '`gemini` if `GEMINI_API_KEY` is set, else `offline`',
+    doc: 'Which analyzer (the stack passes `gemini`).',
+  },
+  geminiApiKey: {
+    env: 'GEMINI_API_KEY',
+    kind: 'string',
+    doc: 'Gemini API-key mode; without it Gemini runs in Vertex AI mode.',
+  },
+  googleCloudProject: {
+    env: 'GOOGLE_CLOUD_PROJECT',
+    kind: 'string',
+    doc: 'Vertex AI project (and the log trace project); the stack passes gcp:project.',
+  },
+  geminiBaseUrl: {
+    env: 'GEMINI_BASE_URL',
+    kind: 'string',
+    doc: 'Another endpoint for the Gemini API (tests).',
+  },
+  memo: {
+    env: 'MEMO',
+    kind: ['on', 'off'],
+    defaultDoc: '`on` with Gemini, `off` with the offline analyzer',
+    doc: '`off`: no memo of paid analyses (a retry after a failed write pays again). The offline analyzer is free, and keeping its answers costs more than working them out again.',
+  },
+  memoBucket: {
+    env: 'MEMO_BUCKET',
+    kind: 'string',
+    pattern: { test: BUCKET_NAME, says: 'a Cloud Storage bucket name' },
+    doc: 'Cloud Storage bucket of the memo (the stack passes its own); unset: the folder `memo/` in `DOCLINE_DATA_DIR`.',
+  },
+  pushAuthAudience: {
+    env: 'PUSH_AUTH_AUDIENCE',
+    kind: 'string',
+    doc: "With `PUSH_AUTH_SERVICE_ACCOUNT`: verify the push OIDC token in the app (401/403 otherwise); the stack passes both, on top of Cloud Run's invoker check.",
+  },
+  pushAuthServiceAccount: {
+    env: 'PUSH_AUTH_SERVICE_ACCOUNT',
+    kind: 'string',
+    doc: 'The account push tokens must be signed for (with `PUSH_AUTH_AUDIENCE`).',
+  },
+  workerVersion: {
+    env: 'WORKER_VERSION',
+    kind: 'string',
+    defaultDoc: '`K_REVISION`, else `dev`',
+    doc: 'Stored in every row; the stack leaves it unset, so rows carry the revision that wrote them.',
+  },
+  revision: { env: 'K_REVISION', kind: 'string', doc: 'The revision, set by Cloud Run.' },
+  eInvoiceValidator: {
+    env: 'EN16931_VALIDATOR',
+    kind: 'string',
+    defaultDoc: '`.tools/en16931` of the repository',
+    doc: "The e-invoice validator's folder (Saxon-HE and the official artefacts, `scripts/install-en16931.sh`); `off`: no validation; not installed: every e-invoice's verdict is `unchecked` ([docs/e-invoices.md](e-invoices.md#validation-on-receipt)).",
+  },
+  groupCommit: {
+    env: 'GROUP_COMMIT',
+    kind: ['on', 'off'],
+    default: 'on',
+    doc: '`on`: concurrent lookups become one query and concurrent writes one MERGE over `UNNEST(@rows)`; `off`: one statement per delivery.',
+  },
+  // --- What the worker does with a delivery, and how long it may take ---
+  dedupKeyMode: {
+    env: 'DEDUP_KEY',
+    stack: 'key',
+    kind: DEDUP_KEY_MODES,
+    default: 'object',
+    fixedAtDeploy:
+      'the old and the new revisions would look rows up by different keys while both run, and a redelivery of a message recorded under the old key would get a second row',
+    doc: 'The lookup key: `object` (`gs://bucket/name#generation`, absorbs duplicate notifications) or `message` (the messageId).',
+  },
+  maxObjectBytes: {
+    env: 'MAX_OBJECT_BYTES',
+    stack: 'key',
+    kind: 'integer',
+    default: 20 * 1024 * 1024,
+    min: 1,
+    doc: 'Objects above this size are rejected `too_large` before any download.',
+  },
+  allowedContentTypes: {
+    env: 'ALLOWED_CONTENT_TYPES',
+    stack: 'key',
+    kind: 'list',
+    default: DEFAULT_CONTENT_TYPES,
+    pattern: { test: /^[a-z0-9.+-]+\/[a-z0-9.+-]+$/i, says: 'a MIME type' },
+    doc: 'Content types that are work (the variable: comma-separated); others are rejected. XML is read as an EN 16931 e-invoice, never analysed ([docs/e-invoices.md](e-invoices.md)).',
+  },
+  pushBodyLimitBytes: {
+    env: 'PUSH_BODY_LIMIT_BYTES',
+    kind: 'integer',
+    default: 256 * 1024,
+    min: 1024,
+    max: 16 * 1024 * 1024,
+    doc: 'Larger push bodies are answered 413 (a notification is a few KiB).',
+  },
+  workerTimeoutSeconds: {
+    env: 'REQUEST_TIMEOUT_SECONDS',
+    stack: 'key',
+    kind: 'integer',
+    default: 500,
+    min: 3,
+    max: 3600,
+    doc: "Cloud Run's request timeout of the worker: each delivery's deadline is this less 2 s, and a call that could outlive it is not started (503). Below ackDeadlineSeconds - 10.",
+  },
+  readTimeoutMs: {
+    env: 'READ_TIMEOUT_MS',
+    kind: 'integer',
+    default: 20_000,
+    min: 100,
+    doc: 'Per-request timeout of Cloud Storage reads.',
+  },
+  geminiModel: {
+    env: 'GEMINI_MODEL',
+    stack: 'key',
+    kind: 'string',
+    // Served until at least 2027-07-21 (contract/models.ts, read from Google's lifecycle page).
+    default: DEFAULT_GEMINI_MODEL,
+    doc: 'Gemini model (worker/src/contract/models.ts lists the known ids and their retirement dates): preview refuses one already retired and warns 60 days before; the worker checks it at start-up, and one Gemini does not know keeps `/healthz` at 503.',
+  },
+  geminiLocation: {
+    env: 'GOOGLE_CLOUD_LOCATION',
+    stack: 'key',
+    kind: 'string',
+    default: '',
+    defaultDoc: 'a region inside the data location (EU: `europe-west1`, US: `us-central1`, a region: itself)',
+    doc: 'Vertex AI location Gemini is called in; `global` may process documents anywhere.',
+  },
+  analyzerTimeoutMs: {
+    env: 'ANALYZER_TIMEOUT_MS',
+    kind: 'integer',
+    default: 60_000,
+    min: 100,
+    doc: "The least time a Gemini call is started with (less left: 503); once started, a call is awaited until the delivery's deadline less the memo calls and the write that follow it, since it is paid whether or not its answer is awaited.",
+  },
+  analyzerQuotaWaitMs: {
+    env: 'ANALYZER_QUOTA_WAIT_MS',
+    stack: 'key',
+    kind: 'integer',
+    default: 300_000,
+    min: 0,
+    max: 3_600_000,
+    doc: "The longest a delivery waits inside the request for its turn at the analyzer (the line past analyzerMaxInFlight, and Gemini's 429s when the quota is spent) before answering 503, instead of a 503 that Pub/Sub would back off on.",
+  },
+  analyzerMaxInFlight: {
+    env: 'ANALYZER_MAX_IN_FLIGHT',
+    stack: 'key',
+    kind: 'integer',
+    default: 40,
+    min: 1,
+    max: 1000,
+    doc: "The ceiling of reads + analyses one instance runs at once: this many documents of maxObjectBytes are the memory they may hold (the other deliveries wait in line holding only their push body). Under it the number is learnt from Gemini's answers: it grows on successes, halves when most answers are 429s, shrinks when latency inflates, never under an eighth of this (docs/architecture.md).",
+  },
+  redeliveryWindowDays: {
+    env: 'REDELIVERY_WINDOW_DAYS',
+    stack: 'derived',
+    kind: 'integer',
+    // 7 days of message retention + 7 days of dead-letter retention + 1 day of margin.
+    default: 15,
+    min: 1,
+    max: 3650,
+    defaultDoc: '`15`; the stack passes messageRetentionSeconds + deadLetterRetentionSeconds + 1 day',
+    doc: 'Days a delivery of a message can still arrive: the memo keeps a paid analysis that long, so a replayed dead letter still finds its analysis (BigQuery deduplicates by key day, without a window). Must exceed the message retention plus the dead-letter retention.',
+  },
+  maximumBytesBilled: {
+    env: 'MAXIMUM_BYTES_BILLED',
+    stack: 'key',
+    kind: 'integer',
+    default: 100 * 1000 * 1000,
+    min: MIN_MAXIMUM_BYTES_BILLED,
+    zeroDerives: true,
+    doc: "Byte cap on every BigQuery query (at least 10 MiB). As a stack key, 0 (its default) derives it from documentsPerDay (at least 100000000), and preview refuses a cap below what the table's statements are estimated at for that volume.",
+  },
+  batchMaxRows: {
+    env: 'BATCH_MAX_ROWS',
+    kind: 'integer',
+    default: 500,
+    min: 1,
+    max: 2000,
+    doc: "A write batch closes at this many rows (a MERGE request must stay under BigQuery's 10 MB).",
+  },
+  batchMaxWaitMs: {
+    env: 'BATCH_MAX_WAIT_MS',
+    kind: 'integer',
+    // Chosen on the sweep's tuning cells (docs/sweep.md): 1 s of gathering cost a window-bound
+    // deployment ~15 % of its drain time (1.85 → 1.57 × the oracle) for ~3 % fewer bytes billed.
+    default: 0,
+    min: 0,
+    max: 10_000,
+    doc: '… or this long after its first row; at 0 the pace gathers: rows arriving while a statement or `MERGE_MIN_INTERVAL_MS` runs form the next batch, and an idle instance sends a row at once (docs/sweep.md).',
+  },
+  mergeMinIntervalMs: {
+    env: 'MERGE_MIN_INTERVAL_MS',
+    stack: 'derived',
+    kind: 'integer',
+    min: 0,
+    max: 600_000,
+    defaultDoc: '`5000` on BigQuery (the stack passes maxInstances × 500 ms), `0` on SQLite',
+    doc: "An instance's share of the table's 25 DML statements per 10 s when all maxInstances write (the instances together use 20): the pace until a MERGE answered, then the MERGE latency observed, between this / the instances it was derived for and three times this, and at least 1.5 s × the instances that wrote in the last minute (docs/architecture.md). SQLite has no DML budget, so it takes no pacing.",
+  },
+  logLevel: {
+    env: 'LOG_LEVEL',
+    stack: 'key',
+    kind: LOG_LEVELS,
+    default: 'INFO',
+    doc: 'The least severity logged.',
+  },
+  // --- The stack: where it runs, how it delivers and keeps data ---
+  image: {
+    stack: 'key',
+    kind: 'string',
+    default: '',
+    pattern: {
+      test: /^\S+$/,
+      says: 'an image reference such as REGION-docker.pkg.dev/PROJECT/REPO/worker:TAG',
+    },
+    doc: "Worker image reference built elsewhere (e.g. by CI, in a repository outside the stack), used as it is; the stack then creates no repository. Empty: pulumi up builds worker/Dockerfile and pushes it to a repository of the stack's own, tagged with a hash of its sources.",
+  },
+  region: {
+    stack: 'key',
+    kind: 'string',
+    default: 'europe-west1',
+    fixedAtDeploy:
+      'the topics keep their messages in this region, and the worker, its repository and its jobs would be created anew elsewhere while the old subscription still holds undelivered uploads',
+    doc: 'Region of the Cloud Run worker and the Artifact Registry repository.',
+  },
+  dataLocation: {
+    stack: 'key',
+    kind: 'string',
+    default: DEFAULT_DATA_LOCATION,
+    fixedAtDeploy:
+      'the bucket and the dataset cannot move: their replacements would be new, empty resources (or a dataset id that collides with the kept one), and uploads made to the old bucket would never be seen',
+    doc: 'Location of the bucket and the BigQuery dataset (multi-region EU/US, or a region).',
+  },
+  deletionProtection: {
+    stack: 'key',
+    kind: 'boolean',
+    default: true,
+    doc: "Keep the data: destroy leaves the documents bucket, the dataset and table, and the log bucket in the project, and the delivery path's topics and subscriptions are protected from replacement (docs/deploy.md, Lifecycle). Set false only for throwaway stacks.",
+  },
+  ackDeadlineSeconds: {
+    stack: 'key',
+    kind: 'integer',
+    default: 510,
+    min: 10,
+    max: 600,
+    doc: 'Push subscription ack deadline, for push also the request timeout; at least workerTimeoutSeconds + 10 s margin.',
+  },
+  messageRetentionSeconds: {
+    stack: 'key',
+    kind: 'integer',
+    default: WHOLE_DAYS(7),
+    min: 600,
+    max: WHOLE_DAYS(31),
+    doc: 'How long the push subscription keeps unacknowledged messages.',
+  },
+  deadLetterRetentionSeconds: {
+    stack: 'key',
+    kind: 'integer',
+    default: WHOLE_DAYS(7),
+    min: WHOLE_DAYS(7),
+    max: WHOLE_DAYS(31),
+    doc: 'How long dead letters can be replayed (shorter leaves an operator too little time to replay one). The redelivery window the worker is given covers it plus messageRetentionSeconds.',
+  },
+  documentsPerDay: {
+    stack: 'key',
+    kind: 'integer',
+    // A modest deployment: its derived cap and instances are the defaults (contract/cost-model.ts).
+    default: 10_000,
+    min: 1,
+    doc: "Documents a day the stack is sized for. The byte cap and the instances (hence the MERGE pace) are derived from it when left at 0, and preview refuses a cap below what the table's statements are estimated at for it.",
+  },
+  minInstances: { stack: 'key', kind: 'integer', default: 0, min: 0, doc: 'Minimum Cloud Run instances.' },
+  maxInstances: {
+    stack: 'key',
+    kind: 'integer',
+    default: DEFAULT_MAX_INSTANCES,
+    min: 1,
+    zeroDerives: true,
+    doc: 'Maximum Cloud Run instances (caps BigQuery DML and Gemini concurrency; the MERGE pace is derived from it). 0 (its default): derived from documentsPerDay and concurrency (at least 10).',
+  },
+  concurrency: {
+    stack: 'key',
+    kind: 'integer',
+    default: 400,
+    min: 1,
+    max: 1000,
+    doc: 'Requests one worker instance serves at once.',
+  },
+  cpu: {
+    stack: 'key',
+    kind: 'string',
+    default: '1',
+    doc: 'CPU limit of the worker container (0.08 to below 1 with concurrency 1, or 1, 2, 4, 6, 8).',
+  },
+  memory: {
+    stack: 'key',
+    kind: 'string',
+    default: '4Gi',
+    doc: "Memory limit of the worker container; at least min(concurrency, analyzerMaxInFlight) x maxObjectBytes x 4 + concurrency x 256 KiB of push body + 256 MiB, and within Cloud Run's range for the cpu.",
+  },
+  duplicateRatePerMille: {
+    stack: 'key',
+    kind: 'integer',
+    default: 10,
+    min: 1,
+    max: 999,
+    doc: 'Alert when duplicate answers exceed this many per thousand answers over 10 minutes (a few per mille is at-least-once delivery; a few percent means the ack deadline is too short or a notification is doubled).',
+  },
+  notificationChannels: {
+    stack: 'key',
+    kind: 'list',
+    default: [],
+    doc: 'Monitoring notification channels (projects/PROJECT/notificationChannels/ID) every alert notifies.',
+  },
+  reconcileMode: {
+    stack: 'key',
+    kind: RECONCILE_MODES,
+    default: 'report',
+    doc: 'Daily reconcile job: report (log documents without a row, alert), apply (also announce them again) or off (no job).',
+  },
+  // --- Delivery and data-keeping settings (docs/deploy.md, "Lifecycle") ---
+  tableVersion: {
+    stack: 'key',
+    kind: 'integer',
+    default: 1,
+    min: 1,
+    doc: 'Schema version of the table: 1 is `deliveries_by_key_day`, N is `deliveries_by_key_day_vN`, a new table beside the old one. Raise it only with the migration of docs/deploy.md (a schema change BigQuery cannot apply in place).',
+  },
+  promotedImage: {
+    stack: 'key',
+    kind: 'boolean',
+    default: false,
+    doc: 'Run only the image CI built and promoted: docline:image when set, else the image the stack runs now; never build. A first up without docline:image is refused.',
+  },
+  allowKnobChange: {
+    stack: 'key',
+    kind: 'string',
+    default: '',
+    doc: 'The one guarded change the stack accepts, once: dedupKeyMode after the drain of docs/deploy.md, or a lower messageRetentionSeconds or deadLetterRetentionSeconds once nothing older is held. Empty: dedupKeyMode, region and dataLocation are refused in place, and so is a lower retention.',
+  },
+  documentRetentionYears: {
+    stack: 'key',
+    kind: 'integer',
+    default: 0,
+    min: 0,
+    // Cloud Storage takes a retention under 3,155,760,000 s (100 years).
+    max: 99,
+    doc: 'Years no document in the bucket can be deleted or overwritten (a bucket retention policy, locked only with documentRetentionLocked). 0: none. See docs/deploy.md for the French and EU rules and for locking.',
+  },
+  documentRetentionLocked: {
+    stack: 'key',
+    kind: 'boolean',
+    default: false,
+    doc: "Lock the documents' retention policy: permanent, the period can then only grow. Lock here, never by hand (a hand-made lock makes the provider replace the bucket). Needs documentRetentionYears above 0.",
+  },
+  budgetBillingAccount: {
+    stack: 'key',
+    kind: 'string',
+    default: '',
+    pattern: {
+      test: /^[0-9A-F]{6}-[0-9A-F]{6}-[0-9A-F]{6}$/,
+      says: 'a billing account id such as 012345-6789AB-CDEF01',
+    },
+    doc: 'Billing account id (XXXXXX-XXXXXX-XXXXXX) of a monthly budget on the project that notifies the alert channels. Empty: no budget.',
+  },
+  budgetMonthlyAmount: {
+    stack: 'key',
+    kind: 'integer',
+    default: 0,
+    min: 0,
+    doc: "Monthly budget in the billing account's currency; required above 0 with budgetBillingAccount.",
+  },
+} as const satisfies Record<string, SettingDeclaration>;
+
+export type SettingKey = keyof typeof SETTINGS;
+
+/** The value a setting's text is read as. */
+export type SettingValue<K extends SettingKey> = ValueOf<(typeof SETTINGS)[K]>;
+type ValueOf<D> = D extends { kind: 'integer' }
+  ? number
+  : D extends { kind: 'boolean' }
+    ? boolean
+    : D extends { kind: 'list' }
+      ? readonly string[]
+      : D extends { kind: readonly (infer T extends string)[] }
+        ? T
+        : D extends { default: infer V extends string }
+          ? V extends ''
+            ? string | undefined
+            : string
+          : string | undefined;
+
+/** The settings that are `docline:*` stack keys, in the order Pulumi.yaml declares them. */
+export const STACK_KEYS = (Object.keys(SETTINGS) as SettingKey[]).filter(
+  (key) => (SETTINGS[key] as SettingDeclaration).stack === 'key',
+);
+export type StackKey = {
+  [K in SettingKey]: (typeof SETTINGS)[K] extends { stack: 'key' } ? K : never;
+}[SettingKey];
+
+/** A setting's declaration, without its literal types. */
+export function declarationOf(key: SettingKey): SettingDeclaration {
+  return SETTINGS[key];
+}
+
+/** The default of a setting, as its stack key declares it (0 where 0 derives it). */
+export function stackDefault(key: SettingKey): SettingDeclaration['default'] {
+  const s = declarationOf(key);
+  return s.zeroDerives ? 0 : s.default;
+}
+
+/**
+ * Pub/Sub's retry and dead-letter policy and the margin the ack deadline keeps above the worker's
+ * timeout: constants, not settings. The backoffs span 10 s to Pub/Sub's most (600 s); 100 attempts,
+ * Pub/Sub's most, give a retry horizon that covers a dependency outage of DEPENDENCY_OUTAGE_SECONDS
+ * (retryHorizonSeconds: 15.7 h; 10 attempts covered 40 minutes). The margin keeps the ack deadline
+ * honest: a slow request ends before Pub/Sub gives up on it.
+ */
+export const DELIVERY_POLICY = Object.freeze({
+  ackDeadlineMarginSeconds: 10,
   minRetryBackoffSeconds: 10,
   maxRetryBackoffSeconds: 600,
-  // Pub/Sub's most: its retry horizon covers a dependency outage of DEPENDENCY_OUTAGE_SECONDS
-  // (retryHorizonSeconds: 15.7 h with the backoffs above; 10 attempts covered 40 minutes).
   maxDeliveryAttempts: 100,
-  messageRetentionSeconds: 7 * DAY_SECONDS,
-  deadLetterRetentionSeconds: 7 * DAY_SECONDS,
-  workerTimeoutSeconds: 500,
-  ackDeadlineMarginSeconds: 10,
-  analyzerTimeoutMs: 60_000,
-  analyzerQuotaWaitMs: 300_000,
-  analyzerMaxInFlight: 40,
-  readTimeoutMs: 20_000,
-  // 7 days of message retention + 7 days of dead-letter retention + 1 day of margin.
-  redeliveryWindowDays: 15,
-  maximumBytesBilled: 100 * 1000 * 1000,
-  maxObjectBytes: 20 * 1024 * 1024,
-  pushBodyLimitBytes: 256 * 1024,
-  dedupKeyMode: 'object',
-  // Served until at least 2027-07-21 (contract/models.ts, read from Google's lifecycle page).
-  geminiModel: DEFAULT_GEMINI_MODEL,
-  batchMaxRows: 500,
-  // Chosen on the sweep's tuning cells (docs/sweep.md): 1 s of gathering cost a window-bound
-  // deployment ~15 % of its drain time (1.85 → 1.57 × the oracle) for ~3 % fewer bytes billed.
-  batchMaxWaitMs: 0,
+});
+
+/** The settings that shape a delivery, which the stack, the local pipeline and the worker agree on. */
+const DELIVERY_KEYS = [
+  'ackDeadlineSeconds',
+  'messageRetentionSeconds',
+  'deadLetterRetentionSeconds',
+  'workerTimeoutSeconds',
+  'analyzerTimeoutMs',
+  'analyzerQuotaWaitMs',
+  'analyzerMaxInFlight',
+  'readTimeoutMs',
+  'redeliveryWindowDays',
+  'maximumBytesBilled',
+  'maxObjectBytes',
+  'pushBodyLimitBytes',
+  'dedupKeyMode',
+  'geminiModel',
+  'batchMaxRows',
+  'batchMaxWaitMs',
+  'mergeMinIntervalMs',
+] as const satisfies readonly SettingKey[];
+
+/** The delivery settings and the delivery policy. Units are in the names. */
+export type DeliverySettings = { [K in (typeof DELIVERY_KEYS)[number]]: NonNullable<SettingValue<K>> } & {
+  [K in keyof typeof DELIVERY_POLICY]: number;
+};
+
+export const DELIVERY_DEFAULTS: Readonly<DeliverySettings> = Object.freeze({
+  ...DELIVERY_POLICY,
+  ...(Object.fromEntries(DELIVERY_KEYS.map((key) => [key, declarationOf(key).default])) as Omit<
+    DeliverySettings,
+    keyof typeof DELIVERY_POLICY | 'mergeMinIntervalMs'
+  >),
   mergeMinIntervalMs: mergeMinIntervalMsFor(DEFAULT_MAX_INSTANCES),
 });
 
@@ -356,21 +818,6 @@ export function afterAnswerMs(s: Pick<DeliverySettings, 'batchMaxWaitMs' | 'merg
   return MEMO_CALLS_AFTER_ANSWER * MEMO_CALL_TIMEOUT_MS + writePartMs(s);
 }
 
-/** The smallest `maximumBytesBilled` BigQuery accepts: any query bills at least 10 MiB. */
-export const MIN_MAXIMUM_BYTES_BILLED = 10 * 1024 * 1024;
-
-/** Content types the worker analyses by default. */
-export const DEFAULT_CONTENT_TYPES: readonly string[] = [
-  'application/pdf',
-  'image/png',
-  'image/jpeg',
-  'image/webp',
-  'text/plain',
-  // EN 16931 e-invoices (CII, UBL): read from their structure, never analysed.
-  'application/xml',
-  'text/xml',
-];
-
 /** The shortest redelivery window that still covers a dead letter replayed on its last day. */
 export function minRedeliveryWindowDays(s: {
   messageRetentionSeconds: number;
@@ -392,9 +839,6 @@ export function redeliveryWindowTooShort(
 ): boolean {
   return s.redeliveryWindowDays * DAY_SECONDS <= s.messageRetentionSeconds + s.deadLetterRetentionSeconds;
 }
-
-/** Where the bucket and the dataset live unless a stack says otherwise. */
-export const DEFAULT_DATA_LOCATION = 'EU';
 
 /**
  * The Vertex AI location Gemini is called in when none is set, chosen from where the data lives so
@@ -437,76 +881,15 @@ export function deadLetterSubscriptionSettings(s: Pick<DeliverySettings, 'deadLe
 
 /**
  * Checks a combination of settings and returns every problem, each naming the setting and the fix.
- * The Pulumi config module and the worker's config both use it.
+ * Each value's own bounds are the table's ({@link SETTINGS}); these are the ones between values.
  */
 export function settingsProblems(s: DeliverySettings): string[] {
   const problems: string[] = [];
-  if (!Number.isInteger(s.ackDeadlineSeconds) || s.ackDeadlineSeconds < 10 || s.ackDeadlineSeconds > 600) {
-    problems.push(`ackDeadlineSeconds must be a whole number from 10 to 600 (got ${s.ackDeadlineSeconds}).`);
-  }
   if (s.ackDeadlineSeconds < s.workerTimeoutSeconds + s.ackDeadlineMarginSeconds) {
     problems.push(
       `ackDeadlineSeconds (${s.ackDeadlineSeconds}) must be at least workerTimeoutSeconds (${s.workerTimeoutSeconds}) + ` +
         `${s.ackDeadlineMarginSeconds}s margin: raise ackDeadlineSeconds or lower workerTimeoutSeconds, ` +
         'otherwise Pub/Sub redelivers messages that are still being processed.',
-    );
-  }
-  if (!Number.isInteger(s.maxDeliveryAttempts) || s.maxDeliveryAttempts < 5 || s.maxDeliveryAttempts > 100) {
-    problems.push(`maxDeliveryAttempts must be a whole number from 5 to 100 (got ${s.maxDeliveryAttempts}).`);
-  }
-  if (s.minRetryBackoffSeconds < 0 || s.minRetryBackoffSeconds > 600) {
-    problems.push(`minRetryBackoffSeconds must be from 0 to 600 (got ${s.minRetryBackoffSeconds}).`);
-  }
-  if (s.maxRetryBackoffSeconds < s.minRetryBackoffSeconds || s.maxRetryBackoffSeconds > 600) {
-    problems.push(
-      `maxRetryBackoffSeconds must be from minRetryBackoffSeconds (${s.minRetryBackoffSeconds}) to 600 (got ${s.maxRetryBackoffSeconds}).`,
-    );
-  }
-  if (s.messageRetentionSeconds < 600 || s.messageRetentionSeconds > 31 * DAY_SECONDS) {
-    problems.push(`messageRetentionSeconds must be from 600 (10 minutes) to ${31 * DAY_SECONDS} (31 days).`);
-  }
-  if (s.deadLetterRetentionSeconds < 7 * DAY_SECONDS || s.deadLetterRetentionSeconds > 31 * DAY_SECONDS) {
-    problems.push(
-      `deadLetterRetentionSeconds must be from ${7 * DAY_SECONDS} (7 days) to ${31 * DAY_SECONDS} (31 days) (got ${s.deadLetterRetentionSeconds}): ` +
-        'shorter leaves an operator too little time to replay a dead letter.',
-    );
-  }
-  if (redeliveryWindowTooShort(s)) {
-    problems.push(
-      `redeliveryWindowDays (${s.redeliveryWindowDays}) must cover more than messageRetentionSeconds (${s.messageRetentionSeconds}s) + ` +
-        `deadLetterRetentionSeconds (${s.deadLetterRetentionSeconds}s), i.e. at least ${minRedeliveryWindowDays(s)} days: a message is ` +
-        'dead-lettered at the latest when its retention ends and can be replayed until the dead-letter retention ends, ' +
-        'and its paid analysis must still be kept then. Raise redeliveryWindowDays or shorten a retention.',
-    );
-  }
-  if (s.maximumBytesBilled < MIN_MAXIMUM_BYTES_BILLED) {
-    problems.push(
-      `maximumBytesBilled must be at least ${MIN_MAXIMUM_BYTES_BILLED} (10 MiB): BigQuery bills every query at least that much, so a lower cap fails every query.`,
-    );
-  }
-  if (!DEDUP_KEY_MODES.includes(s.dedupKeyMode)) {
-    problems.push(`dedupKeyMode must be one of ${DEDUP_KEY_MODES.join(', ')} (got ${s.dedupKeyMode}).`);
-  }
-  if (!Number.isInteger(s.batchMaxRows) || s.batchMaxRows < 1 || s.batchMaxRows > 2_000) {
-    problems.push(
-      `batchMaxRows must be a whole number from 1 to 2000 (got ${s.batchMaxRows}): a MERGE request must stay under BigQuery's 10 MB.`,
-    );
-  }
-  if (!Number.isInteger(s.batchMaxWaitMs) || s.batchMaxWaitMs < 0 || s.batchMaxWaitMs > 10_000) {
-    problems.push(`batchMaxWaitMs must be a whole number from 0 to 10000 (got ${s.batchMaxWaitMs}).`);
-  }
-  if (
-    !Number.isInteger(s.analyzerMaxInFlight) ||
-    s.analyzerMaxInFlight < 1 ||
-    s.analyzerMaxInFlight > 1_000
-  ) {
-    problems.push(
-      `analyzerMaxInFlight must be a whole number from 1 to 1000 (got ${s.analyzerMaxInFlight}).`,
-    );
-  }
-  if (!Number.isInteger(s.analyzerQuotaWaitMs) || s.analyzerQuotaWaitMs < 0) {
-    problems.push(
-      `analyzerQuotaWaitMs must be a whole number of milliseconds ≥ 0 (got ${s.analyzerQuotaWaitMs}).`,
     );
   }
   const path = deliveryPathMs(s);
@@ -520,11 +903,6 @@ export function settingsProblems(s: DeliverySettings): string[] {
         `workerTimeoutSeconds (${s.workerTimeoutSeconds}s) less ${ANSWER_MARGIN_MS} ms to answer (${deliveryBudgetMs(s)} ms), ` +
         'or deliveries run out of time and are answered 503. Lower analyzerQuotaWaitMs first, or raise workerTimeoutSeconds ' +
         '(and ackDeadlineSeconds with it).',
-    );
-  }
-  if (s.analyzerTimeoutMs >= s.workerTimeoutSeconds * 1000) {
-    problems.push(
-      `analyzerTimeoutMs (${s.analyzerTimeoutMs}) must be below workerTimeoutSeconds (${s.workerTimeoutSeconds}s).`,
     );
   }
   return problems;
