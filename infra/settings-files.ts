@@ -1,6 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { dump } from 'js-yaml';
+import { replaceBlock } from '../sim/doc-blocks';
 import {
   declarationOf,
   SETTINGS,
@@ -19,7 +20,7 @@ import {
 const REPO_ROOT = path.join(__dirname, '..');
 
 /** The files written, each as a function of its current text. */
-export const SETTINGS_FILES: Readonly<Record<string, (current: string) => string>> = {
+const SETTINGS_FILES: Readonly<Record<string, (current: string) => string>> = {
   'Pulumi.yaml': (current) => `${current.slice(0, current.indexOf('\nconfig:\n'))}\n${pulumiConfig()}`,
   'docs/configuration.md': (current) =>
     between(between(current, 'worker-env', workerTable()), 'stack-config', stackTable()),
@@ -90,9 +91,14 @@ function stackTable(): string {
 
 /** `text` with the part between `<!-- NAME:start -->` and `<!-- NAME:end -->` replaced by `body`. */
 function between(text: string, name: string, body: string): string {
-  const start = `<!-- ${name}:start -->\n`;
-  const end = `\n<!-- ${name}:end -->`;
-  return `${text.slice(0, text.indexOf(start) + start.length)}${body}${text.slice(text.indexOf(end))}`;
+  return replaceBlock(
+    text,
+    `<!-- ${name}:start -->`,
+    `<!-- ${name}:end -->`,
+    `${body}\n`,
+    name,
+    'docs/configuration.md',
+  );
 }
 
 /** Each file's path, its text now, and its text as the table writes it. */

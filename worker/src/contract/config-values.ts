@@ -118,9 +118,9 @@ export class SettingReader extends ConfigValues {
    * as declared: 0 where 0 derives it), a string's '' being no value.
    */
   setting<K extends SettingKey>(key: K, fallback?: SettingValue<K>): SettingValue<K> {
-    const declared = this.side === 'stack' ? stackDefault(key) : declarationOf(key).default;
-    fallback ??= (declared === '' ? undefined : declared) as SettingValue<K>;
     const s = declarationOf(key);
+    const declared = this.side === 'stack' ? stackDefault(key) : s.default;
+    fallback ??= (declared === '' ? undefined : declared) as SettingValue<K>;
     const name = this.nameOf(key);
     const got = (raw: string) => (this.side === 'env' ? `"${raw}"` : raw);
     return this.read(
