@@ -1,4 +1,5 @@
-import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { findValidator } from '../../src/adapters/e-invoice/validation/saxon-runner';
@@ -21,13 +22,21 @@ import { MemoryLogger } from '../support/fakes';
 
 const REPO_ROOT = path.join(__dirname, '..', '..', '..');
 
-/** KEY=VALUE pairs of the ENV lines of the Dockerfile's last stage (the runtime). */
-function runtimeEnv(): Record<string, string> {
+/** The lines of one stage of worker/Dockerfile (the last one when unnamed), continuations joined. */
+function stageLines(name?: string): string[] {
   const text = readFileSync(path.join(REPO_ROOT, 'worker/Dockerfile'), 'utf8').replace(/\\\n/g, ' ');
   const lines = text.split('\n').map((l) => l.trim());
-  const lastFrom = lines.findLastIndex((l) => /^FROM\s/i.test(l));
+  const from = name
+    ? lines.findIndex((l) => /^FROM\s/i.test(l) && l.endsWith(` AS ${name}`))
+    : lines.findLastIndex((l) => /^FROM\s/i.test(l));
+  const next = lines.findIndex((l, i) => i > from && /^FROM\s/i.test(l));
+  return lines.slice(from + 1, next === -1 ? undefined : next).filter((l) => l && !l.startsWith('#'));
+}
+
+/** KEY=VALUE pairs of the ENV lines of the Dockerfile's last stage (the runtime). */
+function runtimeEnv(): Record<string, string> {
   const env: Record<string, string> = {};
-  for (const line of lines.slice(lastFrom).filter((l) => /^ENV\s/i.test(l)))
+  for (const line of stageLines().filter((l) => /^ENV\s/i.test(l)))
     for (const pair of line.replace(/^ENV\s+/i, '').split(/\s+/)) {
       const [key = '', ...value] = pair.split('=');
       env[key] = value.join('=');
@@ -140,4 +149,45 @@ describe('the validator as the worker image runs it', () => {
     );
     expect(peak / 1024).toBeLessThan(RSS_BUDGET_MIB);
   });
+});
+
+describe("the image's validator stage", () => {
+  it('installs the same validator from only what it copies: the install script and Validate.java', () => {
+    // The stage's WORKDIR laid out under a scratch root with exactly its COPY lines, then its RUN.
+    const lines = stageLines('validator');
+    const stageRoot = mkdtempSync(path.join(os.tmpdir(), 'docline-validator-stage-'));
+    try {
+      let workdir = '/';
+      let ran = false;
+      for (const line of lines) {
+        const [op = '', ...words] = line.split(/\s+/);
+        if (op === 'WORKDIR') workdir = path.posix.resolve(workdir, words[0]!);
+        if (op === 'COPY') {
+          const dest = path.join(stageRoot, path.posix.resolve(workdir, words.at(-1)!));
+          mkdirSync(dest, { recursive: true });
+          for (const source of words.slice(0, -1))
+            cpSync(path.join(REPO_ROOT, source), path.join(dest, path.basename(source)));
+        }
+        if (op === 'RUN' && line.includes('install-en16931.sh')) {
+          const script = /bash (\S+)/.exec(line)![1]!;
+          execFileSync('bash', [script], {
+            cwd: path.join(stageRoot, workdir),
+            env: { ...process.env, EN16931_FORCE: '1' },
+            stdio: 'pipe',
+          });
+          ran = true;
+        }
+      }
+      expect(ran).toBe(true);
+      // What the runtime copies (COPY --from=validator SOURCE): the same artefacts, byte for byte.
+      const copy = stageLines()
+        .find((l) => l.startsWith('COPY --from=validator '))!
+        .split(/\s+/)[2]!;
+      const built = findValidator(path.join(stageRoot, copy));
+      expect(built?.manifest.artefacts).toEqual(installed.manifest.artefacts);
+      expect(built?.manifest.classpath).toEqual(installed.manifest.classpath);
+    } finally {
+      rmSync(stageRoot, { recursive: true, force: true });
+    }
+  }, 300_000);
 });
