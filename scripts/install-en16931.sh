@@ -51,6 +51,13 @@ for tool in java javac jar "$MVN"; do
   fi
 done
 
+# Checked before anything is fetched: `sha256sum` below runs inside a substitution, where a missing
+# file would not stop the script (a build stage that forgot to copy the runner would fail minutes later).
+if [[ ! -f "$runner" ]]; then
+  echo "install-en16931: the runner $runner is missing" >&2
+  exit 1
+fi
+
 pins="$SAXON $XMLRESOLVER $XMLRESOLVER_DATA $PHIVE_EN16931 $EN16931_RELEASE $MUSTANG_VALIDATOR $FACTURX_FOLDER $BR_FR_FILE"
 version="$(printf '%s %s' "$pins" "$(sha256sum "$runner" | cut -d' ' -f1)" | sha256sum | cut -d' ' -f1)"
 if [[ "${EN16931_FORCE:-0}" != "1" && -f "$stamp" && "$(cat "$stamp")" == "$version" ]]; then

@@ -7,9 +7,11 @@ import * as pulumi from '@pulumi/pulumi';
 import { DoclineComponent } from './component';
 
 /**
- * What worker/Dockerfile copies into the image (keep in step with its COPY lines). The tag is a hash
- * of exactly these files, so a code change gives a new tag and a new revision, and no change gives
- * the same tag and nothing to roll out.
+ * What worker/Dockerfile copies into the image (keep in step with its COPY lines; infra/test/
+ * image-tag.test.ts checks every COPY source is covered). The tag is a hash of exactly these files,
+ * so a code change gives a new tag and a new revision, and no change gives the same tag and nothing
+ * to roll out. The e-invoice validator's inputs are here too: its install script (the pinned
+ * artefacts) and its runner, Validate.java, which `worker/src` covers.
  */
 export const IMAGE_SOURCES = [
   'worker/Dockerfile',
@@ -18,6 +20,7 @@ export const IMAGE_SOURCES = [
   'tsconfig.json',
   'worker/tsconfig.build.json',
   'worker/src',
+  'scripts/install-en16931.sh',
 ] as const;
 
 function filesUnder(root: string, path: string): string[] {
