@@ -21,6 +21,7 @@ import {
   type StackKey,
   settingsProblems,
 } from '../worker/src/contract/settings';
+import { IMAGE_KEEP_COUNT, OLDEST_UNACKED_AGE_SECONDS, RECONCILE_SCHEDULE } from './fixed';
 import { normalisedLocation, regionProblems } from './stack-guards';
 
 /**
@@ -491,12 +492,12 @@ const RETIRED_KEYS: Readonly<Record<string, string>> = {
         'redeliveryWindowDays',
         'dedupWindowDays',
       ],
-      'the alerts fire on any dead letter and on a push message unacknowledged for 30 minutes': [
-        'deadLetterMessagesThreshold',
-        'oldestUnackedAgeSeconds',
+      [`the alerts fire on any dead letter and on a push message unacknowledged for ${OLDEST_UNACKED_AGE_SECONDS / 60} minutes`]:
+        ['deadLetterMessagesThreshold', 'oldestUnackedAgeSeconds'],
+      [`the image repository keeps the ${IMAGE_KEEP_COUNT} most recent images`]: ['imageKeepCount'],
+      [`the reconcile job runs on the fixed schedule "${RECONCILE_SCHEDULE}" (cron, UTC)`]: [
+        'reconcileSchedule',
       ],
-      'the image repository keeps the 10 most recent images': ['imageKeepCount'],
-      'the reconcile job runs daily at 03:00 UTC': ['reconcileSchedule'],
       "the worker always verifies the push token too, on top of Cloud Run's invoker check": [
         'verifyPushTokenInApp',
       ],

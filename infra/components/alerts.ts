@@ -3,6 +3,7 @@ import * as pulumi from '@pulumi/pulumi';
 import * as time from '@pulumiverse/time';
 import { PARTITION_COLUMN } from '../../worker/src/contract/row';
 import { CANARY_PREFIX } from '../../worker/src/contract/views';
+import { OLDEST_UNACKED_AGE_SECONDS } from '../fixed';
 import { DoclineComponent, type ProjectArgs } from './component';
 import { grantsSettled, LOG_METRIC_SETTLE_DURATION } from './lifecycle';
 
@@ -32,9 +33,6 @@ export interface ObservedPipelineArgs extends ProjectArgs {
   /** The worker's Cloud Run service name; its log lines feed the outcome metrics. */
   serviceName: pulumi.Input<string>;
 }
-
-/** A push message unacknowledged this long means the pipeline is stuck (30 minutes). */
-const OLDEST_UNACKED_AGE_SECONDS = 1800;
 
 /** Arguments of {@link Alerts}. */
 export interface AlertsArgs extends ObservedPipelineArgs {

@@ -1,5 +1,6 @@
 import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
+import { IMAGE_KEEP_COUNT } from '../fixed';
 import { DoclineComponent, type ProjectArgs } from './component';
 
 /**
@@ -26,9 +27,6 @@ export const REQUIRED_APIS = [
   'run.googleapis.com',
   'storage.googleapis.com',
 ] as const;
-
-/** Images the cleanup policy keeps whatever their age (the most recent versions). */
-const IMAGE_KEEP_COUNT = 10;
 
 /** Images older than this are deleted by the cleanup policy, unless among the most recent kept. */
 const IMAGE_MAX_AGE_SECONDS = 30 * 24 * 60 * 60;

@@ -2,6 +2,7 @@ import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
 import * as time from '@pulumiverse/time';
 import { RECONCILE_EXIT } from '../../worker/src/reconcile/reconcile';
+import { RECONCILE_SCHEDULE } from '../fixed';
 import { STACK_LABEL } from './alerts';
 import { DoclineComponent, type ProjectArgs } from './component';
 import { LOG_METRIC_SETTLE_DURATION } from './lifecycle';
@@ -31,9 +32,6 @@ export const FAILED_EXECUTION_DOCUMENTATION =
 
 /** How long one run may take: listing a large bucket and one windowed query. */
 const JOB_TIMEOUT_SECONDS = 3600;
-
-/** Daily at 03:00 UTC (Cloud Scheduler cron), after the day's uploads have had their hour to arrive. */
-const RECONCILE_SCHEDULE = '0 3 * * *';
 
 /** Arguments of {@link Reconcile}. */
 export interface ReconcileArgs extends ProjectArgs {

@@ -14,6 +14,7 @@ import {
   StackConfigError,
   WORKER_BASELINE_MEMORY_MIB,
 } from '../config';
+import { IMAGE_KEEP_COUNT, OLDEST_UNACKED_AGE_SECONDS, RECONCILE_SCHEDULE } from '../fixed';
 
 /** Problems the parser reports for the given raw `docline:*` values. */
 function problemsOf(raw: Record<string, string>, stack = 'dev'): readonly string[] {
@@ -99,6 +100,14 @@ describe('parseStackConfig', () => {
       expect.stringMatching(
         /^mergeMinIntervalMs is not a setting: the MERGE pace is derived from maxInstances/,
       ),
+    ]);
+    // Constants the stack fixes are named from the values the components use.
+    expect(
+      problemsOf({ imageKeepCount: '3', reconcileSchedule: '0 4 * * *', oldestUnackedAgeSeconds: '60' }),
+    ).toEqual([
+      expect.stringContaining(`unacknowledged for ${OLDEST_UNACKED_AGE_SECONDS / 60} minutes`),
+      expect.stringContaining(`keeps the ${IMAGE_KEEP_COUNT} most recent images`),
+      expect.stringContaining(`the fixed schedule "${RECONCILE_SCHEDULE}"`),
     ]);
   });
 
