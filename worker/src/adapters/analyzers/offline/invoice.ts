@@ -689,10 +689,12 @@ export function agreements(
         .match(/[\p{L}\d._-]+@[\p{L}\d.-]+|www\.[\p{L}\d.-]+|https?:\/\/[\p{L}\d.-]+/gu) ?? []
     ).join(' ');
     const inAddress = (lower.match(/\p{L}{4,}/gu) ?? []).some((word) => addresses.includes(word));
-    agreed.supplier_name =
-      writtenAt.some((index) => customerLines.has(index)) || (!LEGAL_FORM.test(name) && nameGoesOn(lines, name))
-        ? 'contradicted'
-        : LEGAL_FORM.test(name) || writtenAt.length >= 2 || inAddress
+    const formal = LEGAL_FORM.test(name);
+    const contradicted =
+      writtenAt.some((index) => customerLines.has(index)) || (!formal && nameGoesOn(lines, name));
+    agreed.supplier_name = contradicted
+      ? 'contradicted'
+      : formal || writtenAt.length >= 2 || inAddress
         ? 'borne_out'
         : 'alone';
   }
