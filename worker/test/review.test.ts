@@ -214,6 +214,32 @@ describe('field confidence', () => {
     expect(page('Lieferant GmbH', ['Rechnungsdatum: 05.03.2018']).issue_date).toBeUndefined();
   });
 
+  it('doubts a seller’s name that the page writes on, onto the line under it', () => {
+    const agreed = (...block: string[]) =>
+      readInvoice([
+        'Verkäufer:',
+        ...block,
+        '',
+        'Rechnungsnummer: 4711',
+        'Rechnungsdatum: 05.03.2018',
+        '',
+        'Nettobetrag  100,00',
+        'MwSt. 19 %  19,00',
+        'Gesamtbetrag  119,00',
+      ]).agreed.supplier_name;
+    // A name too long for its column, wrapped: the value read may be its first line only.
+    expect(agreed('Stadtwerke Beispielstadt', 'Energie und Wasser', 'Hauptstraße 5')).toBe('contradicted');
+    // A name, then a contact (a tuning invoice's seller block): the page does not say where the name ends.
+    expect(agreed('Physiotherapeutin', 'Tanja Tinder', 'Musterstraße 12')).toBe('contradicted');
+    // In a column of its own, a column apart from the next line's cell: the same.
+    expect(agreed('Stadtwerke Beispielstadt    Kundennummer', 'Energie und Wasser')).toBe('contradicted');
+    // An address or an identifier under the name does not go on with it; a legal form ends a name.
+    expect(agreed('Stadtwerke Beispielstadt', 'Hauptstraße 5')).toBe('alone');
+    expect(agreed('Lieferant GmbH', 'Vertrieb Süd', 'Hauptstraße 5')).toBe('borne_out');
+    // A blank line between: another block, not the name's second line.
+    expect(agreed('Stadtwerke Beispielstadt', '', 'Energie und Wasser')).toBe('alone');
+  });
+
   it('weighs OCR’s word confidence half as much on a value the page checks', () => {
     const read = (agreement?: 'borne_out') =>
       fieldConfidences({

@@ -633,9 +633,39 @@ export type FieldAgreements = Partial<Record<'supplier_name' | 'issue_date', Agr
 const RELATED_DATES_DAYS = 183;
 const DAY_MS = 86_400_000;
 
+// A cell of a line: its text and the column it starts at (cells are apart by a tab or two spaces).
+function cellsAt(line: string): { text: string; at: number }[] {
+  return [...line.matchAll(/[^\t ]+(?: [^\t ]+)*/gu)].map((m) => ({ text: m[0], at: m.index }));
+}
+
+// How far apart, in characters, two cells may start and still be one column.
+const SAME_COLUMN = 3;
+
+/**
+ * Whether the page writes the name on, past where it was read: on a line where the name is a cell of
+ * its own, the line right under it (no blank line between) has, in the same column, another cell
+ * that looks like a name and holds no digit, as a name too long for its column wraps onto a second
+ * line ("Musterhafter Versicherungsverein" / "Musterstadt a.G."). Then the value read may be the
+ * name's first line only. A name ending in a legal form is whole and is not asked about; an address
+ * or an identifier under the name (digits) does not go on with it.
+ */
+function nameGoesOn(lines: readonly string[], name: string): boolean {
+  for (const [index, line] of lines.entries()) {
+    const own = cellsAt(line).find((cell) => cell.text === name);
+    if (!own) continue;
+    const next = lines[index + 1];
+    if (isBlank(next)) continue;
+    const below = cellsAt(next!).find((cell) => Math.abs(cell.at - own.at) <= SAME_COLUMN);
+    if (below && looksLikeName(below.text) && !/\d/u.test(below.text)) return true;
+  }
+  return false;
+}
+
 /**
  * What the rest of the page says of the supplier's name and the issue date. A name written in the
- * customer's block is contradicted (the page gives it to the other party). Otherwise it is borne out
+ * customer's block is contradicted (the page gives it to the other party), and so is a name without a
+ * legal form that the page writes on, onto the line under it ({@link nameGoesOn}: the page does not
+ * say where the name ends, and the value read may be its first line only). Otherwise it is borne out
  * by a legal form ("GmbH", "SAS": it names a company, not a column or a month), by being written on
  * another line of the page too (a footer, a return address), or by a word of it in the page's mail or
  * web address; else it stands alone. An issue date is borne out by another date of the page within
@@ -659,9 +689,12 @@ export function agreements(
         .match(/[\p{L}\d._-]+@[\p{L}\d.-]+|www\.[\p{L}\d.-]+|https?:\/\/[\p{L}\d.-]+/gu) ?? []
     ).join(' ');
     const inAddress = (lower.match(/\p{L}{4,}/gu) ?? []).some((word) => addresses.includes(word));
-    agreed.supplier_name = writtenAt.some((index) => customerLines.has(index))
+    const formal = LEGAL_FORM.test(name);
+    const contradicted =
+      writtenAt.some((index) => customerLines.has(index)) || (!formal && nameGoesOn(lines, name));
+    agreed.supplier_name = contradicted
       ? 'contradicted'
-      : LEGAL_FORM.test(name) || writtenAt.length >= 2 || inAddress
+      : formal || writtenAt.length >= 2 || inAddress
         ? 'borne_out'
         : 'alone';
   }
