@@ -31,9 +31,13 @@ import { type SimTime, type SimTimer, SlidingWindowLimit } from './time';
  * upper bound), at least 10 MiB, or the estimate a test sets; refused statements bill nothing. A
  * dry run estimates the partitions the statement's key-day filter names.
  *
- * Without `simulated`, every statement runs at once and the tests script failures (`failNext`,
- * `loseAnswerNext`, …); every request is recorded. With `simulated`, the *published* limits hold in
- * simulated time:
+ * A statement that fails (a scripted failure, a bad parameter, over its byte cap) is, through
+ * jobs.insert, a job created DONE with the error in its status; a published limit refuses the call
+ * itself, before any job exists.
+ *
+ * Without `simulated`, every statement runs at once (so two MERGEs of one key run one after the
+ * other), the tests script failures (`failNext`, `loseAnswerNext`, …) and every request is
+ * recorded. With `simulated`, the *published* limits hold in simulated time:
  * - mutating DML (every MERGE) per table: 2 running, 20 queued (PENDING), and beyond that the job
  *   is refused with "Too many DML statements outstanding against table …, limit is 20" (HTTP 400,
  *   reason `resourcesExceeded`);
@@ -43,13 +47,13 @@ import { type SimTime, type SimTimer, SlidingWindowLimit } from './time';
  *   one service account): beyond that HTTP 403 `rateLimitExceeded`;
  * - a MERGE runs for 1–3 s, a SELECT for 0.5–1.5 s; jobs.query and getQueryResults wait at most
  *   10 s for the job, then answer `jobComplete: false` and the client polls again.
- * Requests are then counted in `stats`, not kept (a burst sends hundreds of thousands). A
+ * Requests are then counted in `stats`, not kept (a burst sends tens of thousands). A
  * statement's `jobTimeoutMs` is accepted but not enforced: the burst's statements end within
  * seconds (the fault simulator's warehouse, sim/faults/warehouse.ts, models the bound).
  */
 
 /** BigQuery's error body: `error.errors[].reason` is what the client and the worker read. */
-export function errorBody(code: number, status: string, reason: string, message: string, domain = 'global') {
+function errorBody(code: number, status: string, reason: string, message: string, domain = 'global') {
   return { error: { code, message, errors: [{ message, domain, reason }], status } };
 }
 
