@@ -1,85 +1,212 @@
 import { randomUUID } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { MERGE_LATENCY_SECONDS } from '../worker/src/contract/cost-model';
-import { COLUMN_NAMES, COLUMNS, KEY_DAY_COLUMN } from '../worker/src/contract/row';
-import { BIGQUERY_DML_LIMITS, MIN_MAXIMUM_BYTES_BILLED } from '../worker/src/contract/settings';
 import {
-  answerFailure,
-  bigQueryError,
-  type CreatedJob,
-  errorBody,
-  HttpFailure,
-  jobListBody,
-  sendJson,
-} from '../worker/test/support/bigquery-rest';
+  COLUMN_NAMES,
+  COLUMNS,
+  type ColumnName,
+  KEY_DAY_COLUMN,
+  keyDay,
+  type Row,
+} from '../worker/src/contract/row';
+import { BIGQUERY_DML_LIMITS, MIN_MAXIMUM_BYTES_BILLED } from '../worker/src/contract/settings';
 import { seededRandom } from './random';
 import { type SimTime, type SimTimer, SlidingWindowLimit } from './time';
 
 /**
- * A BigQuery REST server (v2) that the real @google-cloud/bigquery client talks to, holding to the
- * *published* limits in simulated time:
+ * A BigQuery REST server (v2) that the real @google-cloud/bigquery client talks to: jobs.query,
+ * jobs.insert (dry runs included), getQueryResults, jobs.get, jobs.list and tables.get.
  *
+ * It does not parse SQL: it recognises docline's statements by their named parameters (`dedup_key`
+ * + `lookup_since` is the lookup; every column + `key_day` the MERGE; `rows` + `key_day_0…` the
+ * batched MERGE; `keys` + `lookup_since` or `key_day_0…` the batched lookup or the winners;
+ * `bucket`, `prefix`, `since` (and `until`) reconcile's query) and executes their meaning on rows
+ * kept in memory, one table per name the statement quotes. Parameters are checked as BigQuery binds
+ * them: values are strings of the column's type, REQUIRED columns are not null, every value arrives
+ * as a typed parameter. A MERGE matches against the table as it was when the statement *started*
+ * and inserts when it ends, so two MERGEs of one new key that run together both insert, as BigQuery
+ * allows (insert-only MERGEs do not conflict); within one statement two source rows of one key both
+ * insert too. A statement bills its table's `dedup_key` + `key_day` bytes (every row counted, an
+ * upper bound), at least 10 MiB, or the estimate a test sets; refused statements bill nothing. A
+ * dry run estimates the partitions the statement's key-day filter names.
+ *
+ * A statement that fails (a scripted failure, a bad parameter, over its byte cap) is, through
+ * jobs.insert, a job created DONE with the error in its status; a published limit refuses the call
+ * itself, before any job exists.
+ *
+ * Without `simulated`, every statement runs at once (so two MERGEs of one key run one after the
+ * other), the tests script failures (`failNext`, `loseAnswerNext`, …) and every request is
+ * recorded. With `simulated`, the *published* limits hold in simulated time:
  * - mutating DML (every MERGE) per table: 2 running, 20 queued (PENDING), and beyond that the job
- *   fails with "Too many DML statements outstanding against table …, limit is 20" (HTTP 400,
+ *   is refused with "Too many DML statements outstanding against table …, limit is 20" (HTTP 400,
  *   reason `resourcesExceeded`);
  * - at most 25 DML statements per 10 s per table: the 26th is refused (HTTP 403, reason
  *   `rateLimitExceeded`, "too many table dml insert operations for this table");
- * - about 100 jobs.query calls per second per user (all instances run as one service account):
- *   beyond that HTTP 403 `rateLimitExceeded` ("too many api requests per user per method");
- * - a MERGE runs for a configurable 1–3 s, a SELECT for 0.5–1.5 s; jobs.query waits at most 10 s
- *   for the job, then answers `jobComplete: false` and the client polls getQueryResults;
- * - every statement that runs bills at least 10 MiB (more when the table's `dedup_key` +
- *   `key_day` bytes are larger: this burst server counts every row, an upper bound); refused
- *   statements bill nothing.
- *
- * It executes, in memory, docline's statements, recognised by their text and checked parameter by
- * parameter: the per-delivery lookup and MERGE, the batched `IN UNNEST(@keys)` lookup, the MERGE
- * over `UNNEST(@rows)` (an ARRAY<STRUCT<every column>> parameter) and the winners query. A MERGE
- * matches against the table as it was when the statement *started* and inserts when it ends, so
- * two MERGEs of one new key that run together both insert, as BigQuery allows (insert-only MERGEs
- * do not conflict). Every value must arrive as a typed parameter.
- *
- * A statement with a `jobTimeoutMs` (the worker bounds each one by its delivery's deadline) comes
- * through jobs.insert + getQueryResults instead of jobs.query; the burst's statements end within
- * seconds, far inside any deadline, so the bound is accepted but not enforced here (the fault
- * simulator's warehouse, sim/faults/warehouse.ts, models it).
+ * - about 100 jobs.query (and as many jobs.insert) calls per second per user (all instances run as
+ *   one service account): beyond that HTTP 403 `rateLimitExceeded`;
+ * - a MERGE runs for 1–3 s, a SELECT for 0.5–1.5 s; jobs.query and getQueryResults wait at most
+ *   10 s for the job, then answer `jobComplete: false` and the client polls again.
+ * Requests are then counted in `stats`, not kept (a burst sends tens of thousands). A
+ * statement's `jobTimeoutMs` is accepted but not enforced: the burst's statements end within
+ * seconds (the fault simulator's warehouse, sim/faults/warehouse.ts, models the bound).
  */
 
-/** BigQuery's documented 403 for a rate limit (per table DML, or per user per method). */
-function rateLimited(what: string): HttpFailure {
-  return new HttpFailure(
-    403,
-    errorBody(
-      403,
-      'PERMISSION_DENIED',
-      'rateLimitExceeded',
-      `Exceeded rate limits: ${what}. For more information, see https://cloud.google.com/bigquery/docs/troubleshoot-quotas`,
-      'usageLimits',
-    ),
-  );
+/** BigQuery's error body: `error.errors[].reason` is what the client and the worker read. */
+function errorBody(code: number, status: string, reason: string, message: string, domain = 'global') {
+  return { error: { code, message, errors: [{ message, domain, reason }], status } };
 }
 
-export interface BigQuerySimOptions {
+/** A failure to answer with, thrown anywhere while a request is routed. */
+class HttpFailure extends Error {
+  constructor(
+    readonly status: number,
+    readonly body: unknown,
+  ) {
+    super(`HTTP ${status}`);
+  }
+}
+
+const failWith = (code: number, status: string, reason: string, message: string, domain?: string) =>
+  new HttpFailure(code, errorBody(code, status, reason, message, domain));
+
+const notFound = (what: string) => failWith(404, 'NOT_FOUND', 'notFound', `Not found: ${what}`);
+const invalid = (message: string) => failWith(400, 'INVALID_ARGUMENT', 'invalidQuery', message);
+const backendError = (message: string) => failWith(503, 'UNAVAILABLE', 'backendError', message);
+/** BigQuery's documented 403 for a rate limit (per table DML, or per user per method). */
+const rateLimited = (what: string) =>
+  failWith(
+    403,
+    'PERMISSION_DENIED',
+    'rateLimitExceeded',
+    `Exceeded rate limits: ${what}. For more information, see https://cloud.google.com/bigquery/docs/troubleshoot-quotas`,
+    'usageLimits',
+  );
+/** The refusal of a query whose bytes would pass its `maximumBytesBilled`, before it runs. */
+const bytesBilledExceeded = (cap: number, required: number) =>
+  failWith(
+    400,
+    'INVALID_ARGUMENT',
+    'bytesBilledLimitExceeded',
+    `Query exceeded limit for bytes billed: ${cap}. ${required} or higher required.`,
+  );
+const tooManyDml = (table: string) =>
+  failWith(
+    400,
+    'INVALID_ARGUMENT',
+    'resourcesExceeded',
+    `Resources exceeded during query execution: Too many DML statements outstanding against table ${table}, limit is ${BIGQUERY_DML_LIMITS.queued}`,
+  );
+
+/** Documented failures a test can script. */
+export type BigQueryFailure =
+  | 'concurrentUpdate'
+  | 'tooManyDml'
+  | 'rateLimit'
+  | 'internalError'
+  | 'backendError'
+  | 'bytesBilledLimit'
+  | 'accessDenied'
+  | 'notFound';
+
+/** The REST error each failure answers with (messages as BigQuery words them). */
+export function failureResponse(
+  failure: BigQueryFailure,
+  table = 'p:d.t',
+  maximumBytesBilled = '100000000',
+): { status: number; body: unknown } {
+  const { status, body } = ((): HttpFailure => {
+    switch (failure) {
+      case 'concurrentUpdate':
+        return invalid(`Could not serialize access to table ${table} due to concurrent update`);
+      case 'tooManyDml':
+        return tooManyDml(table);
+      case 'rateLimit':
+        return rateLimited('too many table dml insert operations for this table');
+      case 'internalError':
+        return failWith(
+          500,
+          'INTERNAL',
+          'internalError',
+          'An internal error occurred and the request could not be completed. This is usually caused by a transient issue. Retrying the job with back-off as described in the BigQuery SLA should solve the problem: https://cloud.google.com/bigquery/sla.',
+        );
+      case 'backendError':
+        return backendError('Error encountered during execution. Retrying may solve the problem.');
+      case 'bytesBilledLimit':
+        return bytesBilledExceeded(Number(maximumBytesBilled), Number(maximumBytesBilled) * 2);
+      case 'accessDenied':
+        return failWith(
+          403,
+          'PERMISSION_DENIED',
+          'accessDenied',
+          'Access Denied: Table p:d.t: User does not have permission to query table p:d.t, or perhaps it does not exist.',
+        );
+      case 'notFound':
+        return notFound('Table p:d.t was not found in location EU');
+    }
+  })();
+  return { status, body };
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  res.writeHead(status, { 'content-type': 'application/json; charset=UTF-8' });
+  res.end(JSON.stringify(body));
+}
+
+/** The published limits and latencies, in simulated time. */
+export interface SimulatedLimits {
   time: SimTime;
-  projectId?: string;
-  /** Simulated latency of one MERGE while running (default: MERGE_LATENCY_SECONDS, uniform 1–3 s). */
+  /** Latency of one MERGE while running (default: MERGE_LATENCY_SECONDS, uniform 1–3 s). */
   mergeLatencyMs?: () => number;
-  /** Simulated latency of one SELECT (default: uniform 0.5–1.5 s). */
+  /** Latency of one SELECT (default: uniform 0.5–1.5 s). */
   selectLatencyMs?: () => number;
-  /** jobs.query calls accepted per second (default 100). */
+  /** jobs.query (and jobs.insert) calls accepted per second (default 100). */
   queryCallsPerSecond?: number;
   /** How long jobs.query / getQueryResults wait for a job before `jobComplete: false` (default 10 s). */
   queryWaitMs?: number;
-  /** Bytes of `dedup_key` + `processed_at` read per row in the window (default 75). */
-  bytesReadPerRow?: number;
   random?: () => number;
 }
 
-/** A stored row: each column as BigQuery's REST API represents it (strings, or null). */
-export type SimRow = Record<string, string | null>;
+export interface BigQueryServerOptions {
+  projectId?: string;
+  /** The clock of job creation times and of `CURRENT_TIMESTAMP()` (default: the simulated clock, or the wall clock). */
+  now?: () => Date;
+  /** What tables.get answers as `creationTime` (default: when the server starts). */
+  tableCreatedAt?: Date;
+  /** Bytes of `dedup_key` + `key_day` billed per row of the table (default 75). */
+  bytesReadPerRow?: number;
+  /** The published limits in simulated time; without, every statement runs at once. */
+  simulated?: SimulatedLimits;
+}
 
-export interface BigQuerySimStats {
+/** A request as the server received it. */
+export interface RecordedRequest {
+  method: string;
+  path: string;
+  query: Record<string, string>;
+  headers: Record<string, string | string[] | undefined>;
+  body: unknown;
+}
+
+/** A stored row: every column as BigQuery's REST API represents it (strings, or null), and the key day (absent on rows a test put in directly). */
+export type StoredRow = Record<ColumnName, string | null> & { key_day?: string | null };
+
+/** A row as the server stores it: every value in its REST form, a string (JSON for the analysis) or null. */
+export function storedRow(row: Row): StoredRow {
+  const out = {} as StoredRow;
+  for (const name of COLUMN_NAMES) {
+    const value = row[name] as unknown;
+    out[name] =
+      value === null || value === undefined
+        ? null
+        : typeof value === 'object'
+          ? JSON.stringify(value)
+          : String(value);
+  }
+  return out;
+}
+
+export interface BigQueryStats {
   /** Every jobs.query call received, refused ones included. */
   queryCalls: number;
   /** Every jobs.insert call received (statements bounded by a jobTimeoutMs), refused ones included. */
@@ -90,7 +217,7 @@ export interface BigQuerySimStats {
   /** MERGE statements that ran (refused ones not included). */
   mergeStatements: number;
   selectStatements: number;
-  /** jobs.query calls refused for the per-user rate. */
+  /** jobs.query and jobs.insert calls refused for the per-user rate. */
   refusedApiRate: number;
   /** MERGEs refused for the 25-per-10-s table rate. */
   refusedDmlRate: number;
@@ -103,59 +230,106 @@ export interface BigQuerySimStats {
   insertedRows: number;
 }
 
-export interface BigQuerySim {
+export interface BigQueryServer {
+  /** The `apiEndpoint` to give the client. */
   url: string;
   projectId: string;
-  stats: BigQuerySimStats;
-  /** Every row of every table, in insertion order. */
-  rows(table?: string): SimRow[];
+  stats: BigQueryStats;
+  /** Every request received, in order (none with `simulated`). */
+  requests: RecordedRequest[];
+  /** The statements (SQL text) of every query received, in order. */
+  statements(): string[];
+  /** The next `count` query requests (jobs.query / jobs.insert) and tables.get fail with this documented error. */
+  failNext(count: number, failure: BigQueryFailure): void;
+  /** The next `count` jobs.query answers say `jobComplete: false`; results come from getQueryResults. */
+  deferNext(count: number): void;
+  /** The next `count` getQueryResults answers say `jobComplete: false` (a job still queued or running). */
+  deferResultsNext(count: number): void;
+  /**
+   * The next `count` answers of `where` (jobs.insert, or getQueryResults) are lost after the job ran
+   * and committed: the caller gets a 503 `backendError`, a 429 or a connection reset instead.
+   */
+  loseAnswerNext(count: number, where: 'insert' | 'results', how: 'reset' | 503 | 429): void;
+  /** The next `count` getQueryResults answers of a winners query (`SELECT dedup_key, message_id`) are lost (503). */
+  loseWinnersNext(count: number): void;
+  /** The next `count` jobs.insert requests are lost on their way: the socket resets, no job is created. */
+  dropInsertNext(count: number): void;
+  /**
+   * The next `count` jobs.get answers: a 503, the job still `RUNNING`, or a 404 (a job not visible
+   * yet, or never created). A jobs.insert of an id that exists answers 409, as BigQuery does.
+   */
+  jobGetNext(count: number, answer: 503 | 'RUNNING' | 404): void;
+  /** The bytes every statement reports and bills from now on, instead of its table's. */
+  setEstimatedBytes(bytes: number): void;
+  /** Every row of a table (of every table without one), in insertion order. */
+  rows(table?: string): StoredRow[];
+  /** Puts a row in a table, as if written earlier. */
+  addRow(table: string, row: StoredRow): void;
   /** What the `documents` view returns: one row per dedup key, the first by processed_at. */
-  viewRows(table?: string): SimRow[];
+  viewRows(table?: string): StoredRow[];
   /** Mutating DML running and queued on a table now. */
   outstanding(table: string): { running: number; queued: number };
   stop(): Promise<void>;
 }
 
-const invalid = (message: string) => bigQueryError.invalidQuery(message);
+/** A bound parameter: a scalar (string or null), or an ARRAY of scalars or of STRUCTs. */
+interface Bound {
+  type: string;
+  value: string | null;
+  /** ARRAY<scalar>: the element type and values. */
+  items?: { type: string; values: Array<string | null> };
+  /** ARRAY<STRUCT>: each element's fields, by name, with their declared types. */
+  structs?: { fields: Map<string, string>; values: Array<Map<string, string | null>> };
+}
 
-interface Param {
-  type: {
-    type?: string;
-    arrayType?: Param['type'];
-    structTypes?: Array<{ name?: string; type?: Param['type'] }>;
-  };
-  value: {
-    value?: unknown;
-    arrayValues?: Param['value'][];
-    structValues?: Record<string, Param['value']>;
-  };
+interface ParameterType {
+  type?: string;
+  arrayType?: ParameterType;
+  structTypes?: Array<{ name?: string; type?: ParameterType }>;
+}
+interface ParameterValue {
+  value?: unknown;
+  arrayValues?: ParameterValue[];
+  structValues?: Record<string, ParameterValue>;
 }
 
 interface Outcome {
-  schema?: unknown;
-  rows?: unknown[];
+  schema?: { fields: Array<{ name: string; type: string; mode: string }> };
+  rows?: Array<{ f: Array<{ v: string }> }>;
   totalRows?: string;
   numDmlAffectedRows?: string;
   dmlStats?: { insertedRowCount: string; updatedRowCount: string; deletedRowCount: string };
 }
 
+/** A statement recognised and checked, ready to run against its table. */
+interface Statement {
+  sql: string;
+  table: TableState;
+  merge: boolean;
+  /** Bytes it reports processed (and bills, at least 10 MiB). */
+  bytes: number;
+  /** Executes it; a MERGE matches against the table's first `startedWith` rows (the table when it started). */
+  run(startedWith: number): Outcome;
+}
+
 interface Job {
-  id: string;
   reference: { projectId: string; jobId: string; location: string };
+  configuration: unknown;
+  sql: string;
+  bytes: number;
   done: Promise<Outcome | HttpFailure>;
   outcome?: Outcome | HttpFailure;
-  bytes: number;
 }
 
 interface TableState {
-  rows: SimRow[];
-  /** Index of the first row of each dedup key (for matching within the window). */
+  name: string;
+  rows: StoredRow[];
   running: number;
   queue: Array<() => void>;
-  dmlRate: SlidingWindowLimit;
+  dmlRate?: SlidingWindowLimit;
 }
 
-const COLUMN_TYPE = new Map<string, { type: string; required: boolean }>(
+const COLUMN_TYPES = new Map<string, { type: string; required: boolean }>(
   [...COLUMNS, KEY_DAY_COLUMN].map((c) => [c.name, { type: c.type, required: c.mode === 'REQUIRED' }]),
 );
 /** What a MERGE row carries, in order: every column, then the layout's key day. */
@@ -163,25 +337,144 @@ const MERGE_COLUMNS = [...COLUMN_NAMES, KEY_DAY_COLUMN.name];
 
 const uniform = (random: () => number, low: number, high: number) => () => low + (high - low) * random();
 
-export async function startBigQuerySim(options: BigQuerySimOptions): Promise<BigQuerySim> {
-  const { time } = options;
-  const projectId = options.projectId ?? 'docline-bench';
-  const random = options.random ?? seededRandom(13);
+const stringField = (name: string) => ({ name, type: 'STRING', mode: 'NULLABLE' });
+const selectOutcome = (fields: Outcome['schema'] & object, rows: string[][]): Outcome => ({
+  schema: fields,
+  totalRows: String(rows.length),
+  ...(rows.length ? { rows: rows.map((r) => ({ f: r.map((v) => ({ v })) })) } : {}),
+});
+
+/** A scalar parameter value: the REST API's QueryParameterValue.value is a string; protobuf JSON refuses a number. */
+function scalar(name: string, raw: unknown): string | null {
+  if (raw !== undefined && raw !== null && typeof raw !== 'string') {
+    throw invalid(
+      `Invalid value at 'query_parameters.parameter_value.value' (TYPE_STRING), ${JSON.stringify(raw)} (${name})`,
+    );
+  }
+  return (raw as string | null | undefined) ?? null;
+}
+
+function parameters(list: unknown): Map<string, Bound> {
+  if (!Array.isArray(list)) throw invalid('Query parameters are missing: docline always binds its values');
+  const out = new Map<string, Bound>();
+  for (const p of list as Array<{
+    name?: string;
+    parameterType?: ParameterType;
+    parameterValue?: ParameterValue;
+  }>) {
+    const type = p.parameterType?.type;
+    if (!p.name || !type) throw invalid(`Query parameter ${p.name ?? '(unnamed)'} has no type`);
+    if (type !== 'ARRAY') {
+      out.set(p.name, { type, value: scalar(p.name, p.parameterValue?.value) });
+      continue;
+    }
+    const element = p.parameterType?.arrayType;
+    const values = p.parameterValue?.arrayValues ?? [];
+    if (element?.type === 'STRUCT') {
+      const fields = new Map<string, string>();
+      for (const f of element.structTypes ?? []) {
+        if (!f.name || !f.type?.type) throw invalid(`STRUCT field of ${p.name} has no name or type`);
+        fields.set(f.name, f.type.type);
+      }
+      const structs = values.map((v) => {
+        const row = new Map<string, string | null>();
+        for (const name of fields.keys()) row.set(name, scalar(name, v.structValues?.[name]?.value));
+        return row;
+      });
+      out.set(p.name, { type: 'ARRAY', value: null, structs: { fields, values: structs } });
+    } else if (element?.type) {
+      out.set(p.name, {
+        type: 'ARRAY',
+        value: null,
+        items: { type: element.type, values: values.map((v) => scalar(p.name!, v.value)) },
+      });
+    } else throw invalid(`ARRAY parameter ${p.name} has no element type`);
+  }
+  return out;
+}
+
+function checkValue(column: string, type: string, value: string | null): void {
+  const expected = COLUMN_TYPES.get(column)!;
+  if (type !== expected.type) {
+    throw invalid(`Value of type ${type} cannot be assigned to ${column}, which has type ${expected.type}`);
+  }
+  if (value === null) {
+    if (expected.required) throw invalid(`Required field ${column} cannot be null`);
+    return;
+  }
+  if (type === 'INT64' && !/^-?\d{1,19}$/.test(value)) throw invalid(`Invalid INT64 value: ${value}`);
+  if (type === 'TIMESTAMP' && Number.isNaN(Date.parse(value))) throw invalid(`Invalid timestamp: '${value}'`);
+  if (type === 'JSON') {
+    try {
+      JSON.parse(value);
+    } catch {
+      throw invalid(`Invalid JSON literal: ${value.slice(0, 40)}`);
+    }
+  }
+}
+
+function dateParam(params: Map<string, Bound>, name: string): string {
+  const d = params.get(name);
+  if (d?.type !== 'DATE' || d.value === null || !/^\d{4}-\d{2}-\d{2}$/.test(d.value)) {
+    throw invalid(`${name} must be a non-null DATE parameter`);
+  }
+  return d.value;
+}
+
+/** The key days a batched MERGE or a winners query prunes to: `@key_day_0` … in order. */
+function keyDays(params: Map<string, Bound>): Set<string> {
+  const days = new Set<string>();
+  for (let i = 0; params.has(`key_day_${i}`); i++) days.add(dateParam(params, `key_day_${i}`));
+  if (days.size === 0) throw invalid('a MERGE of a batch names its key days (@key_day_0, …)');
+  return days;
+}
+
+/** A row's key day (a row put in directly has its day computed from it). */
+const dayOf = (row: StoredRow) =>
+  row.key_day ?? keyDay(row as unknown as Row, new Date(row.processed_at ?? 0));
+
+/** The table a statement names: its first backquoted identifier. */
+function tableOf(sql: string): string {
+  const m = /`([^`]+)`/.exec(sql);
+  if (!m) throw invalid('the statement names no table');
+  return m[1]!;
+}
+
+/** A job's statistics as jobs.insert and jobs.get report them. */
+function jobStatistics(outcome: Outcome): Record<string, unknown> {
+  return {
+    totalBytesProcessed: '0',
+    ...(outcome.numDmlAffectedRows !== undefined
+      ? { numDmlAffectedRows: outcome.numDmlAffectedRows, dmlStats: outcome.dmlStats, statementType: 'MERGE' }
+      : { statementType: 'SELECT' }),
+  };
+}
+
+/** Starts the server on 127.0.0.1 on a free port. */
+export async function startBigQueryServer(options: BigQueryServerOptions = {}): Promise<BigQueryServer> {
+  const projectId = options.projectId ?? 'acme-dev';
+  const sim = options.simulated;
+  const now = options.now ?? (sim ? () => sim.time.clock.now() : () => new Date());
+  const tableCreationMs = (options.tableCreatedAt ?? now()).getTime();
+  const bytesReadPerRow = options.bytesReadPerRow ?? 75;
+  const random = sim?.random ?? seededRandom(13);
   // The one MERGE latency the cost model uses too (contract/cost-model.ts).
   const mergeLatencyMs =
-    options.mergeLatencyMs ??
+    sim?.mergeLatencyMs ??
     uniform(random, MERGE_LATENCY_SECONDS.low * 1_000, MERGE_LATENCY_SECONDS.high * 1_000);
-  const selectLatencyMs = options.selectLatencyMs ?? uniform(random, 500, 1_500);
-  const queryWaitMs = options.queryWaitMs ?? 10_000;
-  const bytesReadPerRow = options.bytesReadPerRow ?? 75;
-  const apiRate = new SlidingWindowLimit(options.queryCallsPerSecond ?? 100, 1_000, () => time.nowMs());
+  const selectLatencyMs = sim?.selectLatencyMs ?? uniform(random, 500, 1_500);
+  const queryWaitMs = sim?.queryWaitMs ?? 10_000;
+  const simNowMs = () => sim!.time.nowMs();
+  const apiRate = sim && new SlidingWindowLimit(sim.queryCallsPerSecond ?? 100, 1_000, simNowMs);
   // The same per-user limit, per method: jobs.insert has its own.
-  const insertRate = new SlidingWindowLimit(options.queryCallsPerSecond ?? 100, 1_000, () => time.nowMs());
+  const insertRate = sim && new SlidingWindowLimit(sim.queryCallsPerSecond ?? 100, 1_000, simNowMs);
+
   const tables = new Map<string, TableState>();
   const jobs = new Map<string, Job>();
   /** Jobs created by jobs.insert, in order, with their creation time (the worker's clock), for jobs.list. */
-  const created: CreatedJob[] = [];
-  const stats: BigQuerySimStats = {
+  const created: Array<{ reference: Job['reference']; creationMs: number }> = [];
+  const requests: RecordedRequest[] = [];
+  const stats: BigQueryStats = {
     queryCalls: 0,
     jobInsertCalls: 0,
     jobsListCalls: 0,
@@ -195,290 +488,350 @@ export async function startBigQuerySim(options: BigQuerySimOptions): Promise<Big
     maxQueued: 0,
     insertedRows: 0,
   };
+  // What the tests script.
+  const failures: BigQueryFailure[] = [];
+  let deferred = 0;
+  let deferredResults = 0;
+  const lost: Array<{ where: 'insert' | 'results'; how: 'reset' | 503 | 429 }> = [];
+  const jobGets: Array<503 | 'RUNNING' | 404> = [];
+  let droppedInserts = 0;
+  let lostWinners = 0;
+  let estimatedBytes: number | undefined;
 
   const tableState = (name: string): TableState => {
     let t = tables.get(name);
     if (!t) {
-      t = {
-        rows: [],
-        running: 0,
-        queue: [],
-        dmlRate: new SlidingWindowLimit(
+      t = { name, rows: [], running: 0, queue: [] };
+      if (sim)
+        t.dmlRate = new SlidingWindowLimit(
           BIGQUERY_DML_LIMITS.statementsPerWindow,
           BIGQUERY_DML_LIMITS.windowSeconds * 1000,
-          () => time.nowMs(),
-        ),
-      };
+          simNowMs,
+        );
       tables.set(name, t);
     }
     return t;
   };
 
-  const billed = (t: TableState) => Math.max(MIN_MAXIMUM_BYTES_BILLED, t.rows.length * bytesReadPerRow);
-
-  /** The table a statement names: its first backquoted identifier. */
-  function tableOf(sql: string): string {
-    const m = /`([^`]+)`/.exec(sql);
-    if (!m) throw invalid('the statement names no table');
-    return m[1]!;
+  /** Throws the next scripted failure, if any. */
+  function scriptedFailure(table?: string, maximumBytesBilled?: unknown): void {
+    const failure = failures.shift();
+    if (!failure) return;
+    const f = failureResponse(
+      failure,
+      table,
+      maximumBytesBilled === undefined ? undefined : String(maximumBytesBilled),
+    );
+    throw new HttpFailure(f.status, f.body);
   }
 
-  function parameters(list: unknown): Map<string, Param> {
-    if (!Array.isArray(list)) throw invalid('Query parameters are missing: docline always binds its values');
-    const out = new Map<string, Param>();
-    for (const p of list as Array<{
-      name?: string;
-      parameterType?: Param['type'];
-      parameterValue?: Param['value'];
-    }>) {
-      if (!p.name || !p.parameterType?.type)
-        throw invalid(`Query parameter ${p.name ?? '(unnamed)'} has no type`);
-      out.set(p.name, { type: p.parameterType, value: p.parameterValue ?? {} });
+  /** Answers a request whose work is done with the loss scripted for `where`, if any: true when lost. */
+  function lose(res: ServerResponse, where: 'insert' | 'results'): boolean {
+    if (lost[0]?.where !== where) return false;
+    const { how } = lost.shift()!;
+    if (how === 'reset') res.socket?.destroy();
+    else if (how === 429)
+      sendJson(
+        res,
+        429,
+        errorBody(
+          429,
+          'RESOURCE_EXHAUSTED',
+          'rateLimitExceeded',
+          'Exceeded rate limits: too many API requests per user per method',
+        ),
+      );
+    else {
+      const { status, body } = backendError(
+        'Error encountered during execution. Retrying may solve the problem.',
+      );
+      sendJson(res, status, body);
     }
-    return out;
+    return true;
   }
 
-  function scalar(p: Param | undefined, name: string, type: string): string {
-    if (!p || p.type.type !== type) throw invalid(`@${name} must be a ${type} parameter`);
-    const v = p.value.value;
-    if (typeof v !== 'string') throw invalid(`@${name} must be a non-null ${type}`);
-    return v;
-  }
+  /** Recognises one statement by its parameters and checks them; throws HttpFailure as BigQuery would answer. */
+  function prepare(config: Record<string, unknown>): Statement {
+    scriptedFailure(`${projectId}:d.t`, config.maximumBytesBilled ?? '100000000');
+    if (config.useLegacySql !== false)
+      throw invalid('docline queries must use GoogleSQL (useLegacySql: false)');
+    const sql = typeof config.query === 'string' ? config.query.trim() : '';
+    const table = tableState(tableOf(sql));
+    const bytes = estimatedBytes ?? Math.max(MIN_MAXIMUM_BYTES_BILLED, table.rows.length * bytesReadPerRow);
+    const cap = config.maximumBytesBilled === undefined ? undefined : Number(config.maximumBytesBilled);
+    if (cap !== undefined && cap < bytes)
+      throw bytesBilledExceeded(cap, Math.max(bytes, MIN_MAXIMUM_BYTES_BILLED));
+    const params = parameters(config.queryParameters);
+    const names = [...params.keys()].sort();
+    const scalarNames = names.filter((n) => !/^key_day_\d+$/.test(n));
+    const select = (run: () => Outcome): Statement => ({ sql, table, merge: false, bytes, run });
 
-  function dateParam(params: Map<string, Param>, name: string): string {
-    const d = scalar(params.get(name), name, 'DATE');
-    if (!/^\d{4}-\d{2}-\d{2}$/.test(d)) throw invalid(`Invalid date in @${name}`);
-    return d;
-  }
-
-  /** What a statement reads: the key days since `@lookup_since`, or exactly `@key_day_0…` (or `@key_day`). */
-  function dayFilter(params: Map<string, Param>): (day: string) => boolean {
-    if (params.has('lookup_since')) {
+    if (names.join() === 'dedup_key,lookup_since') {
+      const key = params.get('dedup_key')!;
+      if (key.type !== 'STRING' || key.value === null) throw invalid('dedup_key must be a non-null STRING');
       const since = dateParam(params, 'lookup_since');
-      return (day) => day >= since;
-    }
-    const days = new Set<string>();
-    for (let i = 0; params.has(`key_day_${i}`); i++) days.add(dateParam(params, `key_day_${i}`));
-    if (days.size === 0 && params.has('key_day')) days.add(dateParam(params, 'key_day'));
-    if (days.size === 0) throw invalid('the statement names no key day');
-    return (day) => days.has(day);
-  }
-
-  function keys(params: Map<string, Param>): string[] {
-    const p = params.get('keys');
-    if (p?.type.type !== 'ARRAY' || p.type.arrayType?.type !== 'STRING')
-      throw invalid('@keys must be an ARRAY<STRING> parameter');
-    return (p.value.arrayValues ?? []).map((v) => {
-      if (typeof v.value !== 'string') throw invalid('@keys holds a null');
-      return v.value;
-    });
-  }
-
-  function checkValue(column: string, type: string | undefined, value: unknown): string | null {
-    const expected = COLUMN_TYPE.get(column);
-    if (!expected) throw invalid(`Unrecognized name: ${column}`);
-    if (type !== expected.type)
-      throw invalid(`Value of type ${type} cannot be assigned to ${column}, which has type ${expected.type}`);
-    if (value === null || value === undefined) {
-      if (expected.required) throw invalid(`Required field ${column} cannot be null`);
-      return null;
-    }
-    if (typeof value !== 'string') throw invalid(`Invalid value of ${column}: ${JSON.stringify(value)}`);
-    if (type === 'INT64' && !/^-?\d{1,19}$/.test(value)) throw invalid(`Invalid INT64 value: ${value}`);
-    if (type === 'TIMESTAMP' && Number.isNaN(Date.parse(value)))
-      throw invalid(`Invalid timestamp: '${value}'`);
-    return value;
-  }
-
-  /** The rows a MERGE wants to insert, from either the per-delivery or the batched form. */
-  function sourceRows(params: Map<string, Param>): SimRow[] {
-    const rows = params.get('rows');
-    if (rows) {
-      const struct = rows.type.arrayType;
-      if (rows.type.type !== 'ARRAY' || struct?.type !== 'STRUCT')
-        throw invalid('@rows must be an ARRAY<STRUCT<…>> parameter');
-      const fields = (struct.structTypes ?? []).map((f) => ({ name: f.name ?? '', type: f.type?.type }));
-      if (fields.map((f) => f.name).join() !== MERGE_COLUMNS.join())
-        throw invalid(
-          `@rows must have the table's columns in order (got ${fields.map((f) => f.name).join(', ')})`,
+      return select(() => {
+        const found = table.rows.some((r) => r.dedup_key === key.value && dayOf(r) >= since);
+        return selectOutcome(
+          { fields: [{ name: 'found', type: 'INTEGER', mode: 'NULLABLE' }] },
+          found ? [['1']] : [],
         );
-      return (rows.value.arrayValues ?? []).map((item) => {
-        const row: SimRow = {};
-        for (const f of fields) row[f.name] = checkValue(f.name, f.type, item.structValues?.[f.name]?.value);
-        return row;
       });
     }
-    const row: SimRow = {};
-    for (const column of MERGE_COLUMNS) {
-      const p = params.get(column);
-      if (!p) throw invalid(`Query parameter '${column}' not found`);
-      row[column] = checkValue(column, p.type.type, p.value.value);
+    if (names.join() === 'keys,lookup_since' || (scalarNames.join() === 'keys' && names.length > 1)) {
+      const keys = params.get('keys')!;
+      if (keys.items?.type !== 'STRING' || keys.items.values.some((k) => k === null))
+        throw invalid('keys must be an ARRAY<STRING> without nulls');
+      const wanted = new Set(keys.items.values as string[]);
+      // The batched lookup selects the keys; the winners query also selects who holds each key.
+      const withMessage = /\bmessage_id\b/.test(sql.split(/\bFROM\b/)[0] ?? '');
+      const matches: (day: string) => boolean = params.has('lookup_since')
+        ? (
+            (since) => (day: string) =>
+              day >= since
+          )(dateParam(params, 'lookup_since'))
+        : (
+            (days) => (day: string) =>
+              days.has(day)
+          )(keyDays(params));
+      return select(() => {
+        const hits = table.rows.filter((r) => wanted.has(r.dedup_key!) && matches(dayOf(r)));
+        const fields = [stringField('dedup_key'), ...(withMessage ? [stringField('message_id')] : [])];
+        return selectOutcome(
+          { fields },
+          hits.map((r) => [r.dedup_key!, ...(withMessage ? [r.message_id!] : [])]),
+        );
+      });
     }
-    return [row];
+    if (names.join() === 'bucket,prefix,since' || names.join() === 'bucket,prefix,since,until')
+      return select(reconcileQuery(table, params));
+
+    let source: StoredRow[];
+    if (names.join() === [...MERGE_COLUMNS].sort().join()) {
+      const row = {} as StoredRow;
+      for (const column of MERGE_COLUMNS) {
+        const p = params.get(column)!;
+        checkValue(column, p.type, p.value);
+        (row as Record<string, string | null>)[column] = p.value;
+      }
+      source = [row];
+    } else if (scalarNames.join() === 'rows') {
+      const rows = params.get('rows')!;
+      if (!rows.structs) throw invalid('rows must be an ARRAY<STRUCT<…>>');
+      const declared = [...rows.structs.fields.keys()];
+      if (declared.join() !== MERGE_COLUMNS.join())
+        throw invalid(
+          `rows must carry every column in table order, then key_day (got ${declared.join(', ')})`,
+        );
+      const days = keyDays(params);
+      source = rows.structs.values.map((fields) => {
+        const row = {} as StoredRow;
+        for (const column of MERGE_COLUMNS) {
+          const value = fields.get(column) ?? null;
+          checkValue(column, rows.structs!.fields.get(column)!, value);
+          (row as Record<string, string | null>)[column] = value;
+        }
+        // BigQuery would read only the named partitions: a row of another day would be matched against nothing.
+        if (!days.has(row.key_day!))
+          throw invalid(`a row's key_day ${row.key_day} is not among the statement's key days`);
+        return row;
+      });
+    } else
+      throw invalid(
+        `docline's BigQuery server knows only docline's statements (parameters: ${names.join(', ')})`,
+      );
+
+    // `CURRENT_TIMESTAMP()` is the statement's start time.
+    const startedAt = /CURRENT_TIMESTAMP\(\)/.test(sql) ? now().toISOString() : undefined;
+    return {
+      sql,
+      table,
+      merge: true,
+      bytes,
+      run(startedWith) {
+        const wanted = new Set(source.map((r) => r.dedup_key));
+        const existing = new Set<string>();
+        for (let i = 0; i < startedWith; i++) {
+          const r = table.rows[i]!;
+          if (wanted.has(r.dedup_key)) existing.add(`${r.dedup_key}\n${dayOf(r)}`);
+        }
+        let inserted = 0;
+        // A row matches a target row of its key in its own key day (the ON clause); the statement is
+        // atomic (it failed whole, above, before inserting anything).
+        for (const row of source) {
+          if (existing.has(`${row.dedup_key}\n${row.key_day}`)) continue;
+          if (startedAt) row.processed_at = startedAt;
+          table.rows.push(row);
+          inserted++;
+        }
+        return {
+          numDmlAffectedRows: String(inserted),
+          dmlStats: { insertedRowCount: String(inserted), updatedRowCount: '0', deletedRowCount: '0' },
+        };
+      },
+    };
   }
 
-  function keysInDays(
-    t: TableState,
-    wanted: Set<string>,
-    inDays: (day: string) => boolean,
-    upTo = t.rows.length,
-  ): SimRow[] {
-    const found: SimRow[] = [];
-    for (let i = 0; i < upTo; i++) {
-      const r = t.rows[i]!;
-      if (wanted.has(r.dedup_key!) && inDays(r.key_day ?? '')) found.push(r);
-    }
-    return found;
-  }
-
-  const selectOutcome = (names: string[], rows: Array<Array<string | null>>): Outcome => ({
-    schema: {
-      fields: names.map((name) => ({
-        name,
-        type: name === 'found' ? 'INTEGER' : 'STRING',
-        mode: 'NULLABLE',
-      })),
-    },
-    totalRows: String(rows.length),
-    ...(rows.length ? { rows: rows.map((r) => ({ f: r.map((v) => ({ v })) })) } : {}),
-  });
-
-  /** Starts a job for one statement; throws HttpFailure for refusals that happen before it runs. */
-  function submit(request: Record<string, unknown>, location: string, jobId?: string): Job {
-    if (request.useLegacySql !== false)
-      throw invalid('docline queries must use GoogleSQL (useLegacySql: false)');
-    const sql = typeof request.query === 'string' ? request.query.trim() : '';
-    const params = parameters(request.queryParameters);
-    const tableName = tableOf(sql);
-    const t = tableState(tableName);
-    const id = jobId ?? `job_${randomUUID().replaceAll('-', '')}`;
-    const reference = { projectId, jobId: id, location };
-    const cap =
-      request.maximumBytesBilled === undefined
-        ? Number.POSITIVE_INFINITY
-        : Number(request.maximumBytesBilled);
-    const bytes = billed(t);
-    if (cap < bytes) {
-      throw bigQueryError.bytesBilledExceeded(cap, bytes);
-    }
-    let run: () => Promise<Outcome>;
-    /** A lookup: it takes a SELECT's latency and bills like any statement, then answers. */
-    const lookup =
-      (answer: () => Outcome): (() => Promise<Outcome>) =>
-      async () => {
-        await time.sleep(selectLatencyMs());
-        stats.selectStatements++;
-        stats.billedBytes += bytes;
-        return answer();
+  /**
+   * reconcile's query: the distinct object URIs of one bucket and name prefix, from the key day of
+   * a time on, and before the key day of `until` when it has one.
+   */
+  function reconcileQuery(table: TableState, params: Map<string, Bound>): () => Outcome {
+    const bucket = params.get('bucket')!;
+    const prefix = params.get('prefix')!;
+    const since = params.get('since')!;
+    const until = params.get('until');
+    if (
+      bucket.type !== 'STRING' ||
+      prefix.type !== 'STRING' ||
+      since.type !== 'TIMESTAMP' ||
+      (until !== undefined && until.type !== 'TIMESTAMP')
+    )
+      throw invalid('reconcile parameters must be bucket STRING, prefix STRING, since (and until) TIMESTAMP');
+    const day = (b: Bound) => new Date(Date.parse(b.value ?? '')).toISOString().slice(0, 10);
+    return () => {
+      const uris = new Set(
+        table.rows
+          .filter(
+            (r) =>
+              r.bucket === bucket.value &&
+              (r.object_name ?? '').startsWith(prefix.value ?? '') &&
+              dayOf(r) >= day(since) &&
+              (until === undefined || dayOf(r) < day(until)),
+          )
+          .map((r) => r.object_uri!),
+      );
+      return {
+        schema: { fields: [stringField('object_uri')] },
+        totalRows: String(uris.size),
+        rows: [...uris].map((v) => ({ f: [{ v }] })),
       };
-    if (/^MERGE\b/i.test(sql)) {
-      const inDays = dayFilter(params);
-      const source = sourceRows(params);
-      for (const row of source)
-        if (!inDays(row.key_day ?? ''))
-          throw invalid(`key_day ${row.key_day} is not among the statement's key days`);
-      if (!t.dmlRate.tryTake()) {
+    };
+  }
+
+  /**
+   * A dry run's `totalBytesProcessed`: the bytes of the columns the statement reads in the
+   * partitions its key-day filter names. A filter counts only when it compares the target's
+   * `key_day` with parameters (`key_day >= @p`, `key_day >= DATE(@ts)`, `key_day < DATE(@ts)`,
+   * `key_day = @p`, `key_day IN (@p, …)`; comparisons joined by AND all hold), as BigQuery prunes by
+   * constants; `T.key_day = S.key_day`, a join condition, prunes nothing, and a statement without
+   * such a filter is estimated at the whole table. A MERGE reads `dedup_key` + `key_day` of its
+   * target; a SELECT the columns it names.
+   */
+  function dryRunEstimate(config: Record<string, unknown>): number {
+    if (config.useLegacySql !== false)
+      throw invalid('docline queries must use GoogleSQL (useLegacySql: false)');
+    const params =
+      config.queryParameters === undefined ? new Map<string, Bound>() : parameters(config.queryParameters);
+    const sql = String(config.query ?? '');
+    const column = KEY_DAY_COLUMN.name;
+    const compares = [
+      ...sql.matchAll(new RegExp(`\\b(?:T\\.)?${column}\\s*(>=|<|=)\\s*(?:DATE\\()?@(\\w+)`, 'g')),
+    ];
+    const among = new RegExp(`\\b(?:T\\.)?${column}\\s+IN\\s*\\(([^)]*)\\)`).exec(sql);
+    let read: (day: string) => boolean = () => true;
+    if (among) {
+      const days = new Set(among[1]!.split(',').map((p) => dateParam(params, p.trim().replace(/^@/, ''))));
+      read = (day) => days.has(day);
+    } else if (compares.length > 0) {
+      const tests = compares.map((compare) => {
+        const p = params.get(compare[2]!);
+        const bound =
+          p?.type === 'TIMESTAMP' && p.value !== null
+            ? new Date(Date.parse(p.value)).toISOString().slice(0, 10)
+            : dateParam(params, compare[2]!);
+        return compare[1] === '>='
+          ? (day: string) => day >= bound
+          : compare[1] === '<'
+            ? (day: string) => day < bound
+            : (day: string) => day === bound;
+      });
+      read = (day) => tests.every((t) => t(day));
+    }
+    const columns = /^\s*MERGE\b/i.test(sql)
+      ? ['dedup_key', column]
+      : MERGE_COLUMNS.filter((c) => new RegExp(`\\b${c}\\b`).test(sql));
+    const bytesOf = (r: StoredRow, c: string) => {
+      if (c === column) return 8;
+      const type = COLUMN_TYPES.get(c)!.type;
+      const value = (r as Record<string, string | null>)[c];
+      return type === 'STRING' || type === 'JSON' ? 2 + Buffer.byteLength(value ?? '', 'utf8') : 8;
+    };
+    return tableState(tableOf(sql))
+      .rows.filter((r) => read(dayOf(r)))
+      .reduce((bytes, r) => bytes + columns.reduce((n, c) => n + bytesOf(r, c), 0), 0);
+  }
+
+  /** Counts a statement that ran and what it billed. */
+  function ran(statement: Statement, outcome: Outcome): Outcome {
+    if (statement.merge) {
+      stats.mergeStatements++;
+      stats.insertedRows += Number(outcome.numDmlAffectedRows);
+    } else stats.selectStatements++;
+    stats.billedBytes += Math.max(statement.bytes, MIN_MAXIMUM_BYTES_BILLED);
+    return outcome;
+  }
+
+  /** Runs a statement in simulated time: its latency, and for a MERGE a slot among the table's running DML. */
+  async function runSimulated(statement: Statement): Promise<Outcome> {
+    const t = statement.table;
+    if (!statement.merge) {
+      await sim!.time.sleep(selectLatencyMs());
+      return ran(statement, statement.run(t.rows.length));
+    }
+    if (t.running >= BIGQUERY_DML_LIMITS.running) {
+      await new Promise<void>((resolve) => t.queue.push(resolve));
+      // The slot was handed over by the statement that finished (running stays counted).
+    } else t.running++;
+    try {
+      const startedWith = t.rows.length;
+      await sim!.time.sleep(mergeLatencyMs());
+      return ran(statement, statement.run(startedWith));
+    } finally {
+      const next = t.queue.shift();
+      if (next) next();
+      else t.running--;
+    }
+  }
+
+  /** Creates the job of a statement: refused here when a published limit is reached, else it runs. */
+  function start(statement: Statement, reference: Job['reference'], configuration: unknown): Job {
+    const t = statement.table;
+    if (sim && statement.merge) {
+      if (!t.dmlRate!.tryTake()) {
         stats.refusedDmlRate++;
         throw rateLimited('too many table dml insert operations for this table');
       }
       if (t.running >= BIGQUERY_DML_LIMITS.running && t.queue.length >= BIGQUERY_DML_LIMITS.queued) {
         stats.refusedDmlQueue++;
-        throw new HttpFailure(
-          400,
-          errorBody(
-            400,
-            'INVALID_ARGUMENT',
-            'resourcesExceeded',
-            `Resources exceeded during query execution: Too many DML statements outstanding against table ${projectId}:${tableName.split('.').slice(1).join('.')}, limit is ${BIGQUERY_DML_LIMITS.queued}.`,
-          ),
-        );
+        throw tooManyDml(`${projectId}:${t.name.split('.').slice(1).join('.')}`);
       }
-      run = async () => {
-        if (t.running >= BIGQUERY_DML_LIMITS.running) {
-          await new Promise<void>((resolve) => t.queue.push(resolve));
-          // The slot was handed over by the statement that finished (running stays counted).
-        } else t.running++;
-        try {
-          const startedWith = t.rows.length;
-          await time.sleep(mergeLatencyMs());
-          const existing = new Set(
-            keysInDays(t, new Set(source.map((r) => r.dedup_key!)), inDays, startedWith).map(
-              (r) => `${r.dedup_key}\n${r.key_day}`,
-            ),
-          );
-          let inserted = 0;
-          for (const row of source) {
-            // A row matches a target row of its key in its own key day (the ON clause).
-            if (existing.has(`${row.dedup_key}\n${row.key_day}`)) continue;
-            // Within one statement, the source is matched once: two source rows of one key both insert.
-            t.rows.push(row);
-            inserted++;
-          }
-          stats.mergeStatements++;
-          stats.insertedRows += inserted;
-          stats.billedBytes += bytes;
-          return {
-            numDmlAffectedRows: String(inserted),
-            dmlStats: { insertedRowCount: String(inserted), updatedRowCount: '0', deletedRowCount: '0' },
-          };
-        } finally {
-          const next = t.queue.shift();
-          if (next) next();
-          else t.running--;
-        }
-      };
-    } else if (/^SELECT 1 AS found\b/i.test(sql)) {
-      const key = scalar(params.get('dedup_key'), 'dedup_key', 'STRING');
-      const inDays = dayFilter(params);
-      run = lookup(() => {
-        const found = keysInDays(t, new Set([key]), inDays).length > 0;
-        return selectOutcome(['found'], found ? [['1']] : []);
-      });
-    } else if (/^SELECT dedup_key, message_id\b/i.test(sql)) {
-      const wanted = new Set(keys(params));
-      const inDays = dayFilter(params);
-      run = lookup(() =>
-        selectOutcome(
-          ['dedup_key', 'message_id'],
-          keysInDays(t, wanted, inDays).map((r) => [r.dedup_key!, r.message_id!]),
-        ),
-      );
-    } else if (/^SELECT dedup_key FROM\b/i.test(sql)) {
-      const wanted = new Set(keys(params));
-      const inDays = dayFilter(params);
-      run = lookup(() => {
-        const found = [...new Set(keysInDays(t, wanted, inDays).map((r) => r.dedup_key!))];
-        return selectOutcome(
-          ['dedup_key'],
-          found.map((k) => [k]),
-        );
-      });
-    } else {
-      throw invalid(`the burst simulator does not know this statement: ${sql.slice(0, 80)}`);
     }
-    const job: Job = {
-      id,
-      reference,
-      bytes,
-      done: run().then(
-        (o) => o,
-        (e: unknown) => (e instanceof HttpFailure ? e : bigQueryError.internal(String(e))),
-      ),
-    };
-    void job.done.then((o) => {
-      job.outcome = o;
-    });
-    jobs.set(id, job);
-    stats.maxQueued = Math.max(stats.maxQueued, t.queue.length);
+    const outcome = sim ? undefined : ran(statement, statement.run(t.rows.length));
+    const done = sim
+      ? runSimulated(statement).then(
+          (o) => o,
+          (e: unknown) =>
+            e instanceof HttpFailure ? e : failWith(500, 'INTERNAL', 'internalError', String(e)),
+        )
+      : Promise.resolve(outcome!);
+    const job: Job = { reference, configuration, sql: statement.sql, bytes: statement.bytes, done, outcome };
+    if (sim) {
+      void done.then((o) => {
+        job.outcome = o;
+      });
+      stats.maxQueued = Math.max(stats.maxQueued, t.queue.length);
+    }
+    jobs.set(reference.jobId, job);
     return job;
   }
 
   /** Waits for the job at most `queryWaitMs` (simulated); undefined when it is still running. */
-  async function waitFor(job: Job): Promise<Outcome | HttpFailure | undefined> {
-    if (job.outcome) return job.outcome;
+  async function settled(job: Job): Promise<Outcome | HttpFailure | undefined> {
+    if (job.outcome || !sim) return job.outcome;
     let timer: SimTimer | undefined;
     const timeout = new Promise<undefined>((resolve) => {
-      timer = time.after(queryWaitMs, () => resolve(undefined));
+      timer = sim.time.after(queryWaitMs, () => resolve(undefined));
     });
     try {
       return await Promise.race([job.done, timeout]);
@@ -487,127 +840,209 @@ export async function startBigQuerySim(options: BigQuerySimOptions): Promise<Big
     }
   }
 
-  function answer(
+  /** jobs.query's and getQueryResults' answer (getQueryResults has no dmlStats, only numDmlAffectedRows). */
+  function answerResults(
     res: ServerResponse,
+    kind: string,
     job: Job,
     outcome: Outcome | HttpFailure | undefined,
-    kind: string,
-    dmlStats: boolean,
   ) {
     if (outcome instanceof HttpFailure) return sendJson(res, outcome.status, outcome.body);
     if (!outcome) return sendJson(res, 200, { kind, jobReference: job.reference, jobComplete: false });
-    const body = dmlStats
-      ? outcome
-      : Object.fromEntries(Object.entries(outcome).filter(([k]) => k !== 'dmlStats'));
+    const body =
+      kind === 'bigquery#queryResponse'
+        ? outcome
+        : Object.fromEntries(Object.entries(outcome).filter(([k]) => k !== 'dmlStats'));
     return sendJson(res, 200, {
       kind,
       jobReference: job.reference,
       jobComplete: true,
       cacheHit: false,
       totalBytesProcessed: String(job.bytes),
-      totalBytesBilled: String(job.bytes),
+      totalBytesBilled: String(Math.max(job.bytes, MIN_MAXIMUM_BYTES_BILLED)),
       ...body,
     });
   }
 
-  async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const url = new URL(req.url ?? '/', 'http://sim');
+  /** A job resource as jobs.insert and jobs.get answer it. */
+  function jobResource(reference: Job['reference'], configuration: unknown, outcome?: Outcome | HttpFailure) {
+    const resource = {
+      kind: 'bigquery#job',
+      id: `${projectId}:${reference.location}.${reference.jobId}`,
+      jobReference: reference,
+      configuration,
+    };
+    if (!outcome) return { ...resource, status: { state: 'RUNNING' } };
+    if (outcome instanceof HttpFailure) {
+      const failed = (outcome.body as { error: { errors: unknown[] } }).error.errors[0];
+      return { ...resource, status: { state: 'DONE', errorResult: failed, errors: [failed] } };
+    }
+    return { ...resource, status: { state: 'DONE' }, statistics: { query: jobStatistics(outcome) } };
+  }
+
+  const newReference = (location: unknown, jobId = `job_${randomUUID().replaceAll('-', '')}`) => ({
+    projectId,
+    jobId,
+    location: typeof location === 'string' ? location : 'US',
+  });
+
+  async function route(req: IncomingMessage, res: ServerResponse, body: unknown, url: URL): Promise<void> {
+    const prefix = `/bigquery/v2/projects/${projectId}`;
+    const path = url.pathname.startsWith(prefix) ? url.pathname.slice(prefix.length) : null;
+    if (req.method === 'POST' && path === '/queries') {
+      stats.queryCalls++;
+      if (apiRate && !apiRate.tryTake()) {
+        stats.refusedApiRate++;
+        throw rateLimited('too many api requests per user per method for this user_method');
+      }
+      const request = body as Record<string, unknown>;
+      const job = start(prepare(request), newReference(request.location), { query: request });
+      if (deferred > 0) {
+        deferred -= 1;
+        return answerResults(res, 'bigquery#queryResponse', job, undefined);
+      }
+      return answerResults(res, 'bigquery#queryResponse', job, await settled(job));
+    }
+    if (req.method === 'POST' && path === '/jobs') {
+      stats.jobInsertCalls++;
+      if (insertRate && !insertRate.tryTake()) {
+        stats.refusedApiRate++;
+        throw rateLimited('too many api requests per user per method for this user_method');
+      }
+      const insert = body as {
+        jobReference?: { jobId?: string; location?: string };
+        configuration?: { query?: Record<string, unknown>; dryRun?: boolean };
+      };
+      const configuration = insert.configuration;
+      const reference = newReference(insert.jobReference?.location, insert.jobReference?.jobId);
+      if (configuration?.dryRun === true) {
+        // A dry run is answered at once, with its estimate; no job is kept and nothing runs.
+        const estimate = String(dryRunEstimate(configuration.query ?? {}));
+        return sendJson(res, 200, {
+          kind: 'bigquery#job',
+          jobReference: reference,
+          configuration,
+          status: { state: 'DONE' },
+          statistics: { totalBytesProcessed: estimate, query: { totalBytesProcessed: estimate } },
+        });
+      }
+      if (droppedInserts > 0) {
+        droppedInserts -= 1;
+        res.socket?.destroy();
+        return;
+      }
+      if (jobs.has(reference.jobId))
+        throw failWith(
+          409,
+          'ALREADY_EXISTS',
+          'duplicate',
+          `Already Exists: Job ${projectId}:${reference.location}.${reference.jobId}`,
+        );
+      let statement: Statement;
+      try {
+        statement = prepare(configuration?.query ?? {});
+      } catch (error) {
+        if (!(error instanceof HttpFailure)) throw error;
+        // A statement that fails is a job created DONE, with its error in the status (none is kept).
+        return sendJson(res, 200, jobResource(reference, configuration, error));
+      }
+      const job = start(statement, reference, configuration);
+      created.push({ reference, creationMs: now().getTime() });
+      if (lose(res, 'insert')) return;
+      return sendJson(res, 200, jobResource(reference, configuration, job.outcome));
+    }
+    const results = path === null ? null : /^\/queries\/([^/]+)$/.exec(path);
+    if (req.method === 'GET' && results) {
+      stats.getQueryResultsCalls++;
+      const job = jobs.get(decodeURIComponent(results[1]!));
+      if (!job) throw notFound('Job');
+      if (deferredResults > 0) {
+        deferredResults -= 1;
+        return answerResults(res, 'bigquery#getQueryResultsResponse', job, undefined);
+      }
+      if (lostWinners > 0 && job.sql.startsWith('SELECT dedup_key, message_id')) {
+        lostWinners -= 1;
+        throw backendError('Backend error.');
+      }
+      if (lose(res, 'results')) return;
+      return answerResults(res, 'bigquery#getQueryResultsResponse', job, await settled(job));
+    }
+    // jobs.list (free, no bytes): the caller's jobs created at or after minCreationTime (ms), newest first.
+    if (req.method === 'GET' && path === '/jobs') {
+      stats.jobsListCalls++;
+      const since = Number(url.searchParams.get('minCreationTime') ?? 0);
+      const listed = created
+        .filter((j) => j.creationMs >= since)
+        .reverse()
+        .map(({ reference, creationMs }) => ({
+          kind: 'bigquery#job',
+          id: `${reference.projectId}:${reference.location}.${reference.jobId}`,
+          jobReference: reference,
+          statistics: { creationTime: String(creationMs) },
+        }));
+      return sendJson(res, 200, { kind: 'bigquery#jobList', jobs: listed });
+    }
+    const jobGet = path === null ? null : /^\/jobs\/([^/]+)$/.exec(path);
+    if (req.method === 'GET' && jobGet) {
+      const job = jobs.get(decodeURIComponent(jobGet[1]!));
+      if (!job) throw notFound('Job');
+      const scripted = jobGets.shift();
+      if (scripted === 404) throw notFound('Job');
+      if (scripted === 503) throw backendError('Backend error.');
+      const resource = jobResource(
+        job.reference,
+        job.configuration,
+        scripted === 'RUNNING' ? undefined : job.outcome,
+      );
+      return sendJson(res, 200, resource);
+    }
+    const tableGet = path === null ? null : /^\/datasets\/([^/]+)\/tables\/([^/]+)$/.exec(path);
+    if (req.method === 'GET' && tableGet) {
+      scriptedFailure();
+      const [, dataset, tableId] = tableGet as unknown as [string, string, string];
+      return sendJson(res, 200, {
+        kind: 'bigquery#table',
+        id: `${projectId}:${dataset}.${tableId}`,
+        tableReference: { projectId, datasetId: dataset, tableId },
+        timePartitioning: { type: 'DAY', field: KEY_DAY_COLUMN.name },
+        numRows: String(tables.get(`${projectId}.${dataset}.${tableId}`)?.rows.length ?? 0),
+        creationTime: String(tableCreationMs),
+      });
+    }
+    throw notFound(`${req.method} ${url.pathname}`);
+  }
+
+  async function receive(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://bigquery');
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const text = Buffer.concat(chunks).toString('utf8');
-    const prefix = `/bigquery/v2/projects/${projectId}`;
-    const path = url.pathname.startsWith(prefix) ? url.pathname.slice(prefix.length) : null;
+    let body: unknown;
     try {
-      if (req.method === 'POST' && path === '/queries') {
-        stats.queryCalls++;
-        if (!apiRate.tryTake()) {
-          stats.refusedApiRate++;
-          throw rateLimited('too many api requests per user per method for this user_method');
-        }
-        const request = JSON.parse(text) as Record<string, unknown>;
-        const job = submit(request, typeof request.location === 'string' ? request.location : 'US');
-        return answer(res, job, await waitFor(job), 'bigquery#queryResponse', true);
-      }
-      if (req.method === 'POST' && path === '/jobs') {
-        // jobs.insert: the job is created at once; the client then polls getQueryResults.
-        stats.jobInsertCalls++;
-        if (!insertRate.tryTake()) {
-          stats.refusedApiRate++;
-          throw rateLimited('too many api requests per user per method for this user_method');
-        }
-        const body = JSON.parse(text) as {
-          jobReference?: { jobId?: string; location?: string };
-          configuration?: { query?: Record<string, unknown> };
-        };
-        const job = submit(
-          body.configuration?.query ?? {},
-          body.jobReference?.location ?? 'US',
-          body.jobReference?.jobId,
-        );
-        created.push({ reference: job.reference, creationMs: time.clock.now().getTime() });
-        return sendJson(res, 200, {
-          kind: 'bigquery#job',
-          jobReference: job.reference,
-          configuration: body.configuration,
-          status: { state: 'RUNNING' },
-        });
-      }
-      const results = path === null ? null : /^\/queries\/([^/]+)$/.exec(path);
-      if (req.method === 'GET' && results) {
-        stats.getQueryResultsCalls++;
-        const job = jobs.get(decodeURIComponent(results[1]!));
-        if (!job) throw bigQueryError.notFound('Job');
-        return answer(res, job, await waitFor(job), 'bigquery#getQueryResultsResponse', false);
-      }
-      // jobs.list (free, no bytes): the caller's jobs created at or after minCreationTime (ms).
-      if (req.method === 'GET' && path === '/jobs') {
-        stats.jobsListCalls++;
-        return sendJson(res, 200, jobListBody(created, url.searchParams.get('minCreationTime')));
-      }
-      const jobGet = path === null ? null : /^\/jobs\/([^/]+)$/.exec(path);
-      if (req.method === 'GET' && jobGet) {
-        const job = jobs.get(decodeURIComponent(jobGet[1]!));
-        if (!job) throw bigQueryError.notFound('Job');
-        const o = job.outcome;
-        return sendJson(res, 200, {
-          kind: 'bigquery#job',
-          jobReference: job.reference,
-          status:
-            o instanceof HttpFailure
-              ? { state: 'DONE', errorResult: (o.body as { error: { errors: unknown[] } }).error.errors[0] }
-              : { state: o ? 'DONE' : 'RUNNING' },
-          statistics:
-            o && !(o instanceof HttpFailure) && o.dmlStats
-              ? {
-                  query: {
-                    numDmlAffectedRows: o.numDmlAffectedRows,
-                    dmlStats: o.dmlStats,
-                    statementType: 'MERGE',
-                  },
-                }
-              : { query: { statementType: 'SELECT' } },
-        });
-      }
-      const tableGet = path === null ? null : /^\/datasets\/([^/]+)\/tables\/([^/]+)$/.exec(path);
-      if (req.method === 'GET' && tableGet) {
-        return sendJson(res, 200, {
-          kind: 'bigquery#table',
-          tableReference: { projectId, datasetId: tableGet[1], tableId: tableGet[2] },
-          timePartitioning: { type: 'DAY', field: 'processed_at' },
-        });
-      }
-      throw bigQueryError.notFound(`${req.method} ${url.pathname}`);
+      body = text ? JSON.parse(text) : undefined;
     } catch (error) {
       // A request body that is not JSON: BigQuery's 400 `invalid`.
-      if (error instanceof SyntaxError)
-        return sendJson(res, 400, errorBody(400, 'INVALID_ARGUMENT', 'invalid', error.message));
-      answerFailure(res, error);
+      return sendJson(res, 400, errorBody(400, 'INVALID_ARGUMENT', 'invalid', (error as Error).message));
+    }
+    if (!sim)
+      requests.push({
+        method: req.method ?? 'GET',
+        path: url.pathname,
+        query: Object.fromEntries(url.searchParams),
+        headers: req.headers,
+        body,
+      });
+    try {
+      await route(req, res, body, url);
+    } catch (error) {
+      if (!(error instanceof HttpFailure)) throw error;
+      sendJson(res, error.status, error.body);
     }
   }
 
-  const server: Server = createServer({ keepAliveTimeout: 60_000 }, (req, res) => {
-    route(req, res).catch((error: unknown) => {
-      sendJson(res, 500, errorBody(500, 'INTERNAL', 'internalError', `bigquery-sim: ${String(error)}`));
+  const server = createServer({ keepAliveTimeout: 60_000 }, (req, res) => {
+    receive(req, res).catch((error: unknown) => {
+      sendJson(res, 500, errorBody(500, 'INTERNAL', 'internalError', `bigquery-rest: ${String(error)}`));
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -619,9 +1054,46 @@ export async function startBigQuerySim(options: BigQuerySimOptions): Promise<Big
     url: `http://127.0.0.1:${port}`,
     projectId,
     stats,
+    requests,
+    statements: () =>
+      requests
+        .map((r) => {
+          const b = r.body as
+            | { query?: unknown; configuration?: { query?: { query?: unknown } } }
+            | undefined;
+          return b?.configuration?.query?.query ?? b?.query;
+        })
+        .filter((q): q is string => typeof q === 'string'),
+    failNext(count, failure) {
+      for (let i = 0; i < count; i += 1) failures.push(failure);
+    },
+    deferNext(count) {
+      deferred += count;
+    },
+    deferResultsNext(count) {
+      deferredResults += count;
+    },
+    loseAnswerNext(count, where, how) {
+      for (let i = 0; i < count; i += 1) lost.push({ where, how });
+    },
+    loseWinnersNext(count) {
+      lostWinners += count;
+    },
+    dropInsertNext(count) {
+      droppedInserts += count;
+    },
+    jobGetNext(count, answer) {
+      for (let i = 0; i < count; i += 1) jobGets.push(answer);
+    },
+    setEstimatedBytes(bytes) {
+      estimatedBytes = bytes;
+    },
     rows: (table) => all(table).map((r) => ({ ...r })),
+    addRow(table, row) {
+      tableState(table).rows.push({ ...row });
+    },
     viewRows(table) {
-      const first = new Map<string, SimRow>();
+      const first = new Map<string, StoredRow>();
       for (const r of all(table)) {
         const seen = first.get(r.dedup_key!);
         const at = Date.parse(r.processed_at!);
@@ -641,4 +1113,17 @@ export async function startBigQuerySim(options: BigQuerySimOptions): Promise<Big
         server.close((error) => (error ? reject(error) : resolve()));
       }),
   };
+}
+
+/**
+ * Credentials for a client pointed at a local server: a real google-auth-library client holding a
+ * static, unexpired access token, so the library's own auth path runs and sends `Authorization: Bearer`.
+ */
+export async function staticTokenAuth(
+  token = 'fake-token',
+): Promise<import('google-auth-library').GoogleAuth> {
+  const { GoogleAuth, OAuth2Client } = await import('google-auth-library');
+  const client = new OAuth2Client();
+  client.setCredentials({ access_token: token, expiry_date: Date.now() + 60 * 60 * 1000 });
+  return new GoogleAuth({ authClient: client });
 }

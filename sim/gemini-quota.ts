@@ -3,8 +3,8 @@ import type { AnalysisResult } from '../worker/src/contract/analysis';
 import { PRICES } from '../worker/src/contract/cost-model';
 import { DELIVERY_DEFAULTS } from '../worker/src/contract/settings';
 import type { Analyzer, AnalyzerInput } from '../worker/src/core/ports';
-import { sampleAnalysis } from '../worker/test/support/fakes';
 import type { QuotaModel } from './models/gemini';
+import { sampleAnalysis } from './samples';
 import { type SimClock, type SimTime, SlidingWindowLimit } from './time';
 
 /**

@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { attachedXml } from '../worker/test/support/e-invoices';
+import { inflateSync } from 'node:zlib';
+import type { AnalysisResult } from '../worker/src/contract/analysis';
 
 /** The repository's root (this file sits one folder below it). */
 const ROOT = path.join(__dirname, '..');
@@ -59,3 +60,48 @@ export async function eInvoiceSamples(): Promise<
     },
   };
 }
+
+/**
+ * The XML of a Factur-X PDF: its embedded file's stream, found in the raw bytes by
+ * its dictionary's `/Type /EmbeddedFile` (a stream is never inside an object stream) and inflated
+ * here, without pdf.js, so that the worker's reader is checked against bytes it did not read.
+ */
+export async function attachedXml(pdfPath: string): Promise<string> {
+  const bytes = readFileSync(pdfPath);
+  const text = bytes.toString('latin1');
+  for (const match of text.matchAll(/\/Type\s*\/EmbeddedFile(?![A-Za-z0-9])/gu)) {
+    const objStart = text.lastIndexOf(' obj', match.index);
+    const keyword = text.indexOf('stream', match.index);
+    if (keyword < 0 || text.lastIndexOf('endobj', keyword) > match.index) continue;
+    const dictionary = text.slice(objStart, keyword);
+    let start = keyword + 'stream'.length;
+    if (bytes[start] === 0x0d) start++;
+    if (bytes[start] === 0x0a) start++;
+    const stored = bytes.subarray(start, text.indexOf('endstream', start));
+    // The stream's end of line before `endstream` is left to the inflater, which stops at its end.
+    return (/\/FlateDecode/u.test(dictionary) ? inflateSync(stored, { finishFlush: 2 }) : stored)
+      .toString('utf8')
+      .replace(/\r?\n?$/u, '');
+  }
+  throw new Error(`${pdfPath} has no embedded file`);
+}
+
+/** An analysis as the analyzers answer it: a French invoice of a small supplier; `overrides` replace fields. */
+export const sampleAnalysis = (overrides: Record<string, unknown> = {}): AnalysisResult['analysis'] => ({
+  document_type: 'invoice',
+  language: 'fr',
+  supplier_name: 'Atelier Dupont SARL',
+  supplier_vat_id: 'FR12345678901',
+  supplier_siren: '345678901',
+  supplier_siret: null,
+  customer_name: 'Client SA',
+  invoice_number: 'F-2026-0042',
+  issue_date: '2026-11-30',
+  due_date: '2026-12-30',
+  currency: 'EUR',
+  net_amount: 1028.8,
+  tax_amount: 205.76,
+  total_amount: 1234.56,
+  line_items: [],
+  ...overrides,
+});

@@ -1,7 +1,7 @@
 import { Agent, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { BigQuery } from '@google-cloud/bigquery';
-import { type BigQuerySim, startBigQuerySim } from '../../sim/bigquery-rest';
+import { type BigQueryServer, startBigQueryServer, staticTokenAuth } from '../../sim/bigquery-rest';
 import { GeminiSim } from '../../sim/gemini-quota';
 import { silentLogger } from '../../sim/logger';
 import { PushSubscription } from '../../sim/pubsub';
@@ -13,7 +13,6 @@ import { objectUri } from '../../worker/src/core/event';
 import type { HandlerDeps } from '../../worker/src/core/handle';
 import type { Clock, ObjectRef, Reader, Store } from '../../worker/src/core/ports';
 import { finalizeAttributes } from '../../worker/src/reconcile/notification';
-import { staticTokenAuth } from '../../worker/test/support/fake-bigquery';
 import { textInvoices } from '../documents';
 import { bigQueryStoreFor } from './wiring';
 
@@ -296,7 +295,10 @@ export async function runScenario(
   const progress = options.progress ?? (() => {});
   const time = new SimTime(options.timeScale);
   const wallStart = performance.now();
-  const bigquerySim: BigQuerySim = await startBigQuerySim({ time, random: seededRandom(13) });
+  const bigquerySim: BigQueryServer = await startBigQueryServer({
+    projectId: 'docline-bench',
+    simulated: { time, random: seededRandom(13) },
+  });
   const gemini = new GeminiSim({
     time,
     requestsPerMinute: options.geminiRequestsPerMinute,

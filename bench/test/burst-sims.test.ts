@@ -1,5 +1,5 @@
 import { BigQuery } from '@google-cloud/bigquery';
-import { type BigQuerySim, startBigQuerySim } from '../../sim/bigquery-rest';
+import { type BigQueryServer, startBigQueryServer, staticTokenAuth } from '../../sim/bigquery-rest';
 import { GeminiSim } from '../../sim/gemini-quota';
 import { PushSubscription } from '../../sim/pubsub';
 import { SimTime, type SimTimer } from '../../sim/time';
@@ -7,7 +7,6 @@ import { BigQueryStore } from '../../worker/src/adapters/stores/bigquery-store';
 import { Deadline } from '../../worker/src/core/deadline';
 import { TransientError } from '../../worker/src/core/errors';
 import { testRow } from '../../worker/test/support/builders';
-import { staticTokenAuth } from '../../worker/test/support/fake-bigquery';
 
 const TABLE = 'docline-bench.docline.documents';
 
@@ -33,7 +32,7 @@ class InstantTime extends SimTime {
   }
 }
 
-async function storeOn(sim: BigQuerySim, time: SimTime): Promise<BigQueryStore> {
+async function storeOn(sim: BigQueryServer, time: SimTime): Promise<BigQueryStore> {
   const bigquery = new BigQuery({
     projectId: sim.projectId,
     apiEndpoint: sim.url,
@@ -48,7 +47,7 @@ async function until(condition: () => boolean): Promise<void> {
 }
 
 describe('the BigQuery simulator', () => {
-  let sim: BigQuerySim | undefined;
+  let sim: BigQueryServer | undefined;
   afterEach(async () => {
     await sim?.stop();
     sim = undefined;
@@ -56,7 +55,7 @@ describe('the BigQuery simulator', () => {
 
   it('runs 2 mutating statements, queues 20, and refuses the 21st queued one with the documented error', async () => {
     const time = new HeldTime(1);
-    sim = await startBigQuerySim({ time });
+    sim = await startBigQueryServer({ projectId: 'docline-bench', simulated: { time } });
     const store = await storeOn(sim, time);
     const outcomes: Array<'pending' | unknown> = Array.from({ length: 23 }, () => 'pending');
     const records = Array.from({ length: 23 }, (_, i) =>
@@ -83,7 +82,7 @@ describe('the BigQuery simulator', () => {
 
   it('runs a statement bounded by a delivery deadline (jobTimeoutMs: jobs.insert + getQueryResults) like any other', async () => {
     const time = new InstantTime(0.1);
-    sim = await startBigQuerySim({ time });
+    sim = await startBigQueryServer({ projectId: 'docline-bench', simulated: { time } });
     const store = await storeOn(sim, time);
     const deadline = new Deadline(time.clock.now().getTime() + 300_000, time.clock);
     const row = testRow();
@@ -100,7 +99,7 @@ describe('the BigQuery simulator', () => {
   it('refuses the 26th DML statement within 10 seconds, and bills each one that ran 10 MiB', async () => {
     // One real second is a tenth of a simulated one: 26 statements fit in the window however slow the machine.
     const time = new InstantTime(0.1);
-    sim = await startBigQuerySim({ time });
+    sim = await startBigQueryServer({ projectId: 'docline-bench', simulated: { time } });
     const store = await storeOn(sim, time);
     for (let i = 0; i < 25; i++) expect(await store.record(testRow())).toBe(true);
     await expect(store.record(testRow())).rejects.toMatchObject({ code: 'bigquery_rate_limited' });
@@ -111,7 +110,7 @@ describe('the BigQuery simulator', () => {
 
   it('refuses jobs.query calls above 100 a second for the user', async () => {
     const time = new InstantTime(0.01);
-    sim = await startBigQuerySim({ time });
+    sim = await startBigQueryServer({ projectId: 'docline-bench', simulated: { time } });
     const store = await storeOn(sim, time);
     for (let i = 0; i < 100; i++) expect(await store.seen(`gs://b/n#${i}`)).toBe(false);
     await expect(store.seen('gs://b/n#100')).rejects.toMatchObject({ code: 'bigquery_rate_limited' });
@@ -121,7 +120,7 @@ describe('the BigQuery simulator', () => {
 
   it("executes the store's batched statements: lookup IN UNNEST(@keys), MERGE over UNNEST(@rows), winners only when the count is short", async () => {
     const time = new InstantTime(1);
-    sim = await startBigQuerySim({ time });
+    sim = await startBigQueryServer({ projectId: 'docline-bench', simulated: { time } });
     const store = await storeOn(sim, time);
     const existing = testRow();
     expect(await store.record(existing)).toBe(true);

@@ -1,19 +1,19 @@
 /**
- * The post-deploy pruning check (local/lib/pruning-check.ts) against fake-bigquery, whose dry runs
+ * The post-deploy pruning check (local/lib/pruning-check.ts) against sim/bigquery-rest.ts, whose dry runs
  * estimate the partitions a statement's key-day filter names (the whole table without one): the
  * worker's statements pass on a month-old table, a MERGE without its key-day filter fails, a young
  * table is said to be too young to tell, and what is dry-run is what the store sends.
  */
 import { BigQuery } from '@google-cloud/bigquery';
-import { BigQueryStore, lookupSinceDay } from '../../worker/src/adapters/stores/bigquery-store';
-import { testRow } from '../../worker/test/support/builders';
 import {
-  type FakeBigQuery,
+  type BigQueryServer,
   type StoredRow,
-  startFakeBigQuery,
+  startBigQueryServer,
   staticTokenAuth,
   storedRow,
-} from '../../worker/test/support/fake-bigquery';
+} from '../../sim/bigquery-rest';
+import { BigQueryStore, lookupSinceDay } from '../../worker/src/adapters/stores/bigquery-store';
+import { testRow } from '../../worker/test/support/builders';
 import { checkPruning, type PruningStatement, pruningStatements } from '../lib/pruning-check';
 
 const NOW = new Date('2026-12-03T15:00:00.000Z');
@@ -26,22 +26,22 @@ const dayOf = (daysAgo: number) => new Date(NOW.getTime() - daysAgo * DAY_MS).to
 const keyBytes = (rows: StoredRow[]) =>
   rows.reduce((n, r) => n + 2 + Buffer.byteLength(r.dedup_key ?? '', 'utf8') + 8, 0);
 
-let fake: FakeBigQuery | undefined;
+let fake: BigQueryServer | undefined;
 afterEach(async () => {
   await fake?.stop();
   fake = undefined;
 });
 
 /** A fake table `days` days old holding {@link PER_DAY} rows in each of its key days. */
-async function tableOf(days: number): Promise<{ fake: FakeBigQuery; bigquery: BigQuery }> {
-  fake = await startFakeBigQuery({
+async function tableOf(days: number): Promise<{ fake: BigQueryServer; bigquery: BigQuery }> {
+  fake = await startBigQueryServer({
     projectId: 'acme-dev',
     now: () => NOW,
     tableCreatedAt: new Date(NOW.getTime() - days * DAY_MS),
   });
   for (let d = 0; d < days; d++)
     for (let i = 0; i < PER_DAY; i++)
-      fake.addRow({
+      fake.addRow(TABLE, {
         ...storedRow(testRow({ dedup_key: `gs://b/${dayOf(d)}/invoice-${i}.pdf#1` })),
         key_day: dayOf(d),
       });

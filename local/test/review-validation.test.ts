@@ -1,11 +1,11 @@
 import type { AddressInfo } from 'node:net';
+import { sampleAnalysis } from '../../sim/samples';
 import type { Analysis } from '../../worker/src/contract/analysis';
 import { correctionOf } from '../../worker/src/contract/corrections';
 import { parsePush } from '../../worker/src/core/event';
 import { handle } from '../../worker/src/core/handle';
 import type { EInvoiceReader, EInvoiceValidationRecord } from '../../worker/src/core/ports';
 import { pushBody } from '../../worker/test/support/builders';
-import { sampleAnalysis } from '../../worker/test/support/fakes';
 import { handlerDeps } from '../../worker/test/support/handler';
 import { createReviewServer, type ReviewBackend, type ReviewItem, reviewQueue } from '../lib/review-server';
 

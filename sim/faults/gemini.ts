@@ -1,7 +1,7 @@
 import type { GoogleGenAI } from '@google/genai';
 import type { LineItem } from '../../worker/src/contract/analysis';
 import { DELIVERY_DEFAULTS } from '../../worker/src/contract/settings';
-import { sampleAnalysis } from '../../worker/test/support/fakes';
+import { sampleAnalysis } from '../samples';
 import type { SimClock } from '../time';
 import { type DocumentKind, type FaultLog, type FaultSchedule, LARGE_ANALYSIS } from './schedule';
 

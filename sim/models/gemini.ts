@@ -2,8 +2,8 @@ import { geminiError } from '../../worker/src/adapters/analyzers/gemini-analyzer
 import type { AnalysisResult } from '../../worker/src/contract/analysis';
 import { DELIVERY_DEFAULTS } from '../../worker/src/contract/settings';
 import type { Analyzer, AnalyzerInput } from '../../worker/src/core/ports';
-import { sampleAnalysis } from '../../worker/test/support/fakes';
 import { seededRandom } from '../random';
+import { sampleAnalysis } from '../samples';
 import type { SimClock } from '../time';
 import { type Latency, type LatencySpec, latencyFrom, REFUSAL_LATENCY } from './latency';
 

@@ -14,11 +14,21 @@ function sources(dir: string): string[] {
   );
 }
 
+/** Whether a file's text imports (statically or not) a module under worker/test/. */
+const importsWorkerTests = (text: string) => /['"](\.\.\/)+worker\/test\//.test(text);
+
 describe('the simulator', () => {
   const files = sources(SIM);
 
   it('takes nothing from bench/ (what both need lives in sim/, bench imports it from there)', () => {
     const offenders = files.filter((f) => /from '(\.\.\/)+bench\//.test(readFileSync(f, 'utf8')));
+    expect(offenders.map((f) => path.relative(SIM, f))).toEqual([]);
+  });
+
+  it('takes nothing from the worker’s tests outside its own tests (shared stand-ins live in sim/)', () => {
+    const offenders = files.filter(
+      (f) => !f.startsWith(path.join(SIM, 'test') + path.sep) && importsWorkerTests(readFileSync(f, 'utf8')),
+    );
     expect(offenders.map((f) => path.relative(SIM, f))).toEqual([]);
   });
 

@@ -1,5 +1,12 @@
 import { BigQuery } from '@google-cloud/bigquery';
 import {
+  type BigQueryFailure,
+  type BigQueryServer,
+  type StoredRow,
+  startBigQueryServer,
+  staticTokenAuth,
+} from '../../sim/bigquery-rest';
+import {
   BigQueryStore,
   batchLookupSql,
   batchMergeSql,
@@ -24,18 +31,11 @@ import {
 import { writeMayStillCommit } from '../src/core/handle';
 import type { Clock } from '../src/core/ports';
 import { testRow } from './support/builders';
-import {
-  type BigQueryFailure,
-  type FakeBigQuery,
-  type StoredRow,
-  startFakeBigQuery,
-  staticTokenAuth,
-} from './support/fake-bigquery';
 import { MemoryLogger } from './support/fakes';
 import { describeBatchStoreContract, describeStoreContract } from './support/store-contract';
 
 /*
- * BigQueryStore runs through @google-cloud/bigquery against fake-bigquery, a local server that
+ * BigQueryStore runs through @google-cloud/bigquery against sim/bigquery-rest.ts, a local server that
  * answers the REST calls the library makes (jobs.query) with the documented shapes and errors.
  *
  * Not covered here, and why:
@@ -66,7 +66,7 @@ function fromStored(stored: StoredRow): Row {
   return row as unknown as Row;
 }
 
-async function client(fake: FakeBigQuery): Promise<BigQuery> {
+async function client(fake: BigQueryServer): Promise<BigQuery> {
   return new BigQuery({
     projectId: fake.projectId,
     apiEndpoint: fake.url,
@@ -77,7 +77,7 @@ async function client(fake: FakeBigQuery): Promise<BigQuery> {
 }
 
 async function storeOn(
-  fake: FakeBigQuery,
+  fake: BigQueryServer,
   extra: Partial<ConstructorParameters<typeof BigQueryStore>[0]> = {},
 ) {
   return new BigQueryStore({
@@ -91,7 +91,7 @@ async function storeOn(
 
 /** A BigQueryStore on a fresh fake, with the contract suites' read-back and cleanup. */
 async function harnessOnFake() {
-  const fake = await startFakeBigQuery({ projectId: 'acme-dev' });
+  const fake = await startBigQueryServer({ projectId: 'acme-dev' });
   // The contract's rows are events of 2026-11-30 00:00: a clock four hours later puts them inside
   // the lookup's horizon, as a delivery's own redelivery is.
   const store = await storeOn(fake, { clock: { now: () => new Date('2026-11-30T04:00:00.000Z') } });
@@ -106,22 +106,22 @@ async function harnessOnFake() {
   };
 }
 
-describeStoreContract('BigQueryStore on fake-bigquery', harnessOnFake, {
+describeStoreContract('BigQueryStore on sim/bigquery-rest.ts', harnessOnFake, {
   unsupported: {
     'lets exactly one of two concurrent records of one key insert':
       'BigQuery does not promise it (two insert-only MERGEs may both insert) and the fake serialises requests; the documents view deduplicates instead',
   },
 });
 
-describeBatchStoreContract('BigQueryStore on fake-bigquery', harnessOnFake);
+describeBatchStoreContract('BigQueryStore on sim/bigquery-rest.ts', harnessOnFake);
 
 describe('BigQueryStore', () => {
-  let fake: FakeBigQuery;
+  let fake: BigQueryServer;
   let logger: MemoryLogger;
   let store: BigQueryStore;
 
   beforeEach(async () => {
-    fake = await startFakeBigQuery({ projectId: 'acme-dev' });
+    fake = await startBigQueryServer({ projectId: 'acme-dev' });
     logger = new MemoryLogger();
     store = await storeOn(fake, { logger, labels: { env: 'test' } });
   });
@@ -611,7 +611,7 @@ describe('BigQueryStore', () => {
     it('treats an unreachable BigQuery as transient', async () => {
       await fake.stop();
       await expect(store.seen('gs://b/o#1')).rejects.toBeInstanceOf(TransientError);
-      fake = await startFakeBigQuery(); // for afterEach
+      fake = await startBigQueryServer(); // for afterEach
     });
   });
 
@@ -693,7 +693,7 @@ describe('BigQueryStore', () => {
 
     it('names its MERGE jobs by writer, and counts the instances that wrote in the last minute with jobs.list', async () => {
       let nowMs = NOW.getTime();
-      const own = await startFakeBigQuery({ projectId: 'acme-dev', now: () => new Date(nowMs) });
+      const own = await startBigQueryServer({ projectId: 'acme-dev', now: () => new Date(nowMs) });
       try {
         const at = { now: () => new Date(nowMs) };
         const [a, b, idle] = await Promise.all([0, 1, 2].map(() => storeOn(own, { clock: at })));

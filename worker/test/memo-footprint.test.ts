@@ -1,3 +1,4 @@
+import { sampleAnalysis } from '../../sim/samples';
 import { MemoryMemoStore } from '../src/adapters/memo-stores/memory-memo-store';
 import type { AnalysisResult } from '../src/contract/analysis';
 import { Deadline } from '../src/core/deadline';
@@ -6,7 +7,6 @@ import { parsePush } from '../src/core/event';
 import { handle } from '../src/core/handle';
 import { AnalysisMemo } from '../src/core/memo';
 import { pushBody } from './support/builders';
-import { sampleAnalysis } from './support/fakes';
 import { handlerDeps } from './support/handler';
 import { ManualClock, ManualTime } from './support/manual-time';
 import { analyse } from './support/memo';

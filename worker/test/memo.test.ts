@@ -1,6 +1,7 @@
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { sampleAnalysis } from '../../sim/samples';
 import { OfflineAnalyzer } from '../src/adapters/analyzers/offline-analyzer';
 import { FileMemoStore } from '../src/adapters/memo-stores/file-memo-store';
 import { MemoryMemoStore } from '../src/adapters/memo-stores/memory-memo-store';
@@ -14,7 +15,7 @@ import { handle } from '../src/core/handle';
 import { AnalysisCutError, AnalysisMemo } from '../src/core/memo';
 import type { Clock, LeaseTaken, MemoEntry, MemoStore } from '../src/core/ports';
 import { pushBody } from './support/builders';
-import { MemoryLogger, sampleAnalysis } from './support/fakes';
+import { MemoryLogger } from './support/fakes';
 import { handlerDeps } from './support/handler';
 import { ManualTime, settle } from './support/manual-time';
 import { analyse } from './support/memo';

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { sampleAnalysis } from '../../sim/samples';
 import { MemoryMemoStore } from '../src/adapters/memo-stores/memory-memo-store';
 import type { AnalysisResult } from '../src/contract/analysis';
 import {
@@ -15,7 +16,7 @@ import { AnalysisMemo } from '../src/core/memo';
 import { DependencyOutageError, OUTAGE_DEFAULTS, OutageBreaker } from '../src/core/outage';
 import type { Analyzer, Clock } from '../src/core/ports';
 import { pushBody } from './support/builders';
-import { MemoryLogger, sampleAnalysis } from './support/fakes';
+import { MemoryLogger } from './support/fakes';
 import { handlerDeps } from './support/handler';
 
 const HOUR_S = 3_600;

@@ -1,13 +1,18 @@
 import { BigQuery } from '@google-cloud/bigquery';
+import {
+  type BigQueryServer,
+  startBigQueryServer,
+  staticTokenAuth,
+  storedRow,
+} from '../../sim/bigquery-rest';
 import { BigQueryLineIndex, reconcileSql } from '../src/reconcile/cloud-sources';
 import { RECONCILE_EXIT } from '../src/reconcile/reconcile';
 import { runReconcile } from '../src/reconcile/run';
 import { testRow } from './support/builders';
-import { type FakeBigQuery, startFakeBigQuery, staticTokenAuth, storedRow } from './support/fake-bigquery';
 import { MemoryLister, object } from './support/reconcile-fakes';
 
 /*
- * The reconcile query through @google-cloud/bigquery against fake-bigquery: what the library sends
+ * The reconcile query through @google-cloud/bigquery against sim/bigquery-rest.ts: what the library sends
  * (typed parameters, the partition filter, the byte cap, labels, location) and how the answers and
  * errors come back. The fake recognises the query by its parameters and runs its meaning.
  */
@@ -37,11 +42,11 @@ const rowOf = (
   );
 
 describe('the reconcile query on BigQuery', () => {
-  let fake: FakeBigQuery;
+  let fake: BigQueryServer;
   let bigquery: BigQuery;
 
   beforeEach(async () => {
-    fake = await startFakeBigQuery();
+    fake = await startBigQueryServer();
     bigquery = new BigQuery({
       projectId: fake.projectId,
       apiEndpoint: fake.url,
@@ -72,12 +77,12 @@ describe('the reconcile query on BigQuery', () => {
   });
 
   it('sends the parameters, the byte cap, the labels and the location, and returns the URIs of rows of any status', async () => {
-    fake.addRow(rowOf('acme', 'in/a.pdf', '1', '2026-11-30T11:00:00.000Z'));
-    fake.addRow(rowOf('acme', 'in/b.pdf', '1', '2026-11-30T11:00:00.000Z', 'rejected'));
+    fake.addRow(TABLE, rowOf('acme', 'in/a.pdf', '1', '2026-11-30T11:00:00.000Z'));
+    fake.addRow(TABLE, rowOf('acme', 'in/b.pdf', '1', '2026-11-30T11:00:00.000Z', 'rejected'));
     // Partitions are days: a row of the day before the oldest object's day is not read.
-    fake.addRow(rowOf('acme', 'in/old.pdf', '1', '2026-11-29T23:59:59.999Z'));
-    fake.addRow(rowOf('other', 'in/c.pdf', '1', '2026-11-30T11:00:00.000Z'));
-    fake.addRow(rowOf('acme', 'out/d.pdf', '1', '2026-11-30T11:00:00.000Z'));
+    fake.addRow(TABLE, rowOf('acme', 'in/old.pdf', '1', '2026-11-29T23:59:59.999Z'));
+    fake.addRow(TABLE, rowOf('other', 'in/c.pdf', '1', '2026-11-30T11:00:00.000Z'));
+    fake.addRow(TABLE, rowOf('acme', 'out/d.pdf', '1', '2026-11-30T11:00:00.000Z'));
 
     const uris = await index(50_000_000).objectUris({ bucket: 'acme', prefix: 'in/', since: SINCE });
 
@@ -138,6 +143,7 @@ describe('the reconcile query on BigQuery', () => {
     for (let d = 0; d < 30; d++)
       for (let i = 0; i < 50; i++)
         fake.addRow(
+          TABLE,
           rowOf(
             'acme',
             `2026/${d}/${i}.pdf`,
@@ -152,7 +158,7 @@ describe('the reconcile query on BigQuery', () => {
     // Listed objects under in/ across the month: every third has its row, on its creation day.
     const listed = Array.from({ length: 30 }, (_, d) => object(`in/${d}.pdf`, d * 24 * 60 + 60));
     listed.forEach((o, d) => {
-      if (d % 3 === 0) fake.addRow(rowOf('acme', o.name, o.generation, o.timeCreated));
+      if (d % 3 === 0) fake.addRow(TABLE, rowOf('acme', o.name, o.generation, o.timeCreated));
     });
     // The fake checks a statement that runs against the estimate a test sets: one under this small cap.
     fake.setEstimatedBytes(1);
@@ -219,7 +225,7 @@ describe('the reconcile query on BigQuery', () => {
   it('refuses, before running any statement, a run in which one key day alone is over the cap, and says to raise the cap', async () => {
     // 400 rows of other prefixes on 2026-11-20: that day's partition alone is over 20,000 bytes.
     for (let i = 0; i < 400; i++)
-      fake.addRow(rowOf('acme', `2026/11/20/${i}.pdf`, '1', '2026-11-20T09:00:00.000Z'));
+      fake.addRow(TABLE, rowOf('acme', `2026/11/20/${i}.pdf`, '1', '2026-11-20T09:00:00.000Z'));
     const result = await runUnderSmallCap([object('in/a.pdf', 14 * 24 * 60)]);
     expect(result.error?.code).toBe('bytes_billed_limit');
     expect(result.error?.message).toMatch(

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { attachedXml } from '../../../sim/samples';
 import { E_INVOICE_MODELS, En16931Reader } from '../../src/adapters/e-invoice/en16931-reader';
 import { MemoryMemoStore } from '../../src/adapters/memo-stores/memory-memo-store';
 import { DEFAULT_CONTENT_TYPES } from '../../src/contract/settings';
@@ -8,7 +9,6 @@ import { AnalysisMemo } from '../../src/core/memo';
 import type { Admission } from '../../src/core/ports';
 import { pushBody } from '../support/builders';
 import {
-  attachedXml,
   E_INVOICE_FIXTURES,
   type Fixture,
   fixtures,

@@ -1,5 +1,6 @@
 import type { DatabaseSync } from 'node:sqlite';
 import type { BigQuery } from '@google-cloud/bigquery';
+import { staticTokenAuth } from '../../../sim/bigquery-rest';
 import { BigQueryStore, createBigQueryClient, migrationSql } from '../../src/adapters/stores/bigquery-store';
 import { bigQueryCorrectionsSchema, type Correction } from '../../src/contract/corrections';
 import {
@@ -16,7 +17,6 @@ import { VIEW_NAMES, type ViewName, viewSql } from '../../src/contract/views';
 import { ConfigurationError } from '../../src/core/errors';
 import type { Clock } from '../../src/core/ports';
 import { testRow } from '../support/builders';
-import { staticTokenAuth } from '../support/fake-bigquery';
 import { describeStoreContract } from '../support/store-contract';
 import {
   CORRECTION_FIXTURE,
@@ -30,7 +30,7 @@ import { type BigQueryEmulator, startBigQueryEmulator } from './support/bigquery
 /*
  * BigQueryStore and the GoogleSQL views against bigquery-emulator (goccy, v0.8.1, its own GoogleSQL
  * engine): SQL that nobody here wrote an interpreter for. worker/test/bigquery-store.test.ts runs the
- * same adapter against fake-bigquery, our reading of the REST documentation; this file checks the
+ * same adapter against sim/bigquery-rest.ts, our reading of the REST documentation; this file checks the
  * parts an independent engine can execute.
  *
  * Runs here: the dataset and the table created from the row definition (bigQuerySchema(), DAY
@@ -44,18 +44,18 @@ import { type BigQueryEmulator, startBigQueryEmulator } from './support/bigquery
  *    from its value: a typed null arrives as INT64 ("Value has type INT64 which cannot be inserted
  *    into column reason, which has type STRING") and the JSON analysis as STRING ("... column
  *    analysis, which has type JSON"). Every row holds a null or a JSON value. BigQuery binds both
- *    as declared (fake-bigquery checks the declared types).
+ *    as declared (sim/bigquery-rest.ts checks the declared types).
  * 2. Past that, `MERGE … USING (SELECT @a AS a, …) AS S`, our statement's shape, fails ("MERGE:
  *    source must be a single-table reference"); only `USING dataset.table` works, and @parameters
  *    in a MERGE's ON clause are not bound (re-runs silently insert again).
  * 3. DML returns no job statistics (no dmlStats, no numDmlAffectedRows, statementType SELECT), so
  *    record() could not read its outcome: it would throw TransientError('bigquery_no_dml_stats').
  *    → The contract cases that call record() are reported as todo below; record()'s statement
- *    shape, its typed parameters and its reading of dmlStats stay on the fake-bigquery tests. One
+ *    shape, its typed parameters and its reading of dmlStats stay on the tests on sim/bigquery-rest.ts. One
  *    tripwire test per gap ("gap 1/2/3" below) asserts that it is still there, so a newer emulator
  *    that closes one is noticed: then move the covered contract cases out of the todo list.
  * 4. No byte cap (maximumBytesBilled is ignored, no pre-run estimate) and no partition pruning:
- *    covered by the fake-bigquery tests.
+ *    covered by the tests on sim/bigquery-rest.ts.
  * 5. A query on a missing table answers 400 "Table not found" (BigQuery: 404 notFound), so
  *    seen() there maps to bigquery_rejected_query instead of bigquery_not_found; ping() (tables.get)
  *    answers 404 as BigQuery does and is tested.
@@ -196,7 +196,7 @@ describeStoreContract(
         'interleaving 7: stamps processed_at with the time of its commit, not the time the row was built',
       ].map((title) => [
         title,
-        'record() needs typed parameters, a MERGE with a SELECT source and dmlStats, which bigquery-emulator v0.8.1 lacks (gaps 1–3 at the top of this file); covered on fake-bigquery',
+        'record() needs typed parameters, a MERGE with a SELECT source and dmlStats, which bigquery-emulator v0.8.1 lacks (gaps 1–3 at the top of this file); covered on sim/bigquery-rest.ts',
       ]),
     ),
   },

@@ -28,7 +28,7 @@ import {
  * Every statement docline sends to BigQuery, analysed by ZetaSQL (the open-source GoogleSQL
  * analyzer) against the table of contract/row.ts, with the parameters' real types and every
  * language feature on. No emulator here can run all of them (bigquery-emulator refuses a MERGE over
- * a SELECT, see bigquery-store.test.ts), and fake-bigquery only checks what we thought of; this is
+ * a SELECT, see bigquery-store.test.ts), and sim/bigquery-rest.ts only checks what we thought of; this is
  * the independent check that each one names real columns and functions, types its parameters so
  * that they bind, and has the shape BigQuery accepts.
  *

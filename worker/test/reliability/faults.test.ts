@@ -2,9 +2,9 @@ import { DatabaseSync } from 'node:sqlite';
 import { listDeadLetters, replayDeadLetters } from '../../../local/lib/dead-letter-subscription';
 import { LOCAL_NAMES, type Pipeline, startPipeline } from '../../../local/lib/pipeline';
 import type { WorkerProcess } from '../../../local/lib/worker-process';
+import { type BigQueryServer, startBigQueryServer } from '../../../sim/bigquery-rest';
 import type { SqliteStore } from '../../src/adapters/stores/sqlite-store';
 import { objectUri } from '../../src/core/event';
-import { type FakeBigQuery, startFakeBigQuery } from '../support/fake-bigquery';
 import { type FakeGemini, startFakeGemini } from '../support/fake-gemini';
 import { type ConflictingBigQuery, startConflictingBigQuery } from './support/bigquery-conflicts';
 import type { CrashPoint } from './support/fault-switches';
@@ -48,12 +48,12 @@ describe('docline under faults (worker process, SQLite, Pub/Sub emulator)', () =
   let pipeline: Pipeline;
   let rows: SqliteStore;
   let gemini: FakeGemini;
-  let bigquery: FakeBigQuery;
+  let bigquery: BigQueryServer;
   let conflicting: ConflictingBigQuery;
 
   beforeAll(async () => {
     gemini = await startFakeGemini();
-    bigquery = await startFakeBigQuery({ projectId: 'acme-dev' });
+    bigquery = await startBigQueryServer({ projectId: 'acme-dev' });
     conflicting = await startConflictingBigQuery(bigquery.url, 'acme-dev:docline.rows');
     pipeline = await startPipeline({
       dataDir: data.dir,

@@ -1,6 +1,5 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import path from 'node:path';
-import { inflateSync } from 'node:zlib';
 import { XMLParser } from 'fast-xml-parser';
 
 /**
@@ -35,31 +34,6 @@ export function fixtures(folder: Fixture['folder']): Fixture[] {
 /** The corpus lists these as failing validation: they are not part of "every valid file". */
 export const isListedInvalid = (f: Fixture) =>
   f.folder === 'factur-x-fr-invalid' || f.file.startsWith('not_validating');
-
-/**
- * The XML a test reads from a Factur-X PDF: its embedded file's stream, found in the raw bytes by
- * its dictionary's `/Type /EmbeddedFile` (a stream is never inside an object stream) and inflated
- * here, without pdf.js, so that the worker's reader is checked against bytes it did not read.
- */
-export async function attachedXml(pdfPath: string): Promise<string> {
-  const bytes = readFileSync(pdfPath);
-  const text = bytes.toString('latin1');
-  for (const match of text.matchAll(/\/Type\s*\/EmbeddedFile(?![A-Za-z0-9])/gu)) {
-    const objStart = text.lastIndexOf(' obj', match.index);
-    const keyword = text.indexOf('stream', match.index);
-    if (keyword < 0 || text.lastIndexOf('endobj', keyword) > match.index) continue;
-    const dictionary = text.slice(objStart, keyword);
-    let start = keyword + 'stream'.length;
-    if (bytes[start] === 0x0d) start++;
-    if (bytes[start] === 0x0a) start++;
-    const stored = bytes.subarray(start, text.indexOf('endstream', start));
-    // The stream's end of line before `endstream` is left to the inflater, which stops at its end.
-    return (/\/FlateDecode/u.test(dictionary) ? inflateSync(stored, { finishFlush: 2 }) : stored)
-      .toString('utf8')
-      .replace(/\r?\n?$/u, '');
-  }
-  throw new Error(`${pdfPath} has no embedded file`);
-}
 
 /** The fields every valid file's row must equal, as the XML states them. */
 export interface StatedFields {

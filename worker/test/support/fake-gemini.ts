@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { sampleAnalysis } from './fakes';
+import { sampleAnalysis } from '../../../sim/samples';
 
 /**
  * A local stand-in for Gemini's generateContent, in both URL shapes @google/genai uses:

@@ -1,3 +1,4 @@
+import { sampleAnalysis } from '../../../sim/samples';
 import type { AnalysisResult } from '../../src/contract/analysis';
 import { RejectionError, TransientError } from '../../src/core/errors';
 import type {
@@ -33,25 +34,6 @@ export class MemoryReader implements Reader {
     return bytes;
   }
 }
-
-export const sampleAnalysis = (overrides: Record<string, unknown> = {}): AnalysisResult['analysis'] => ({
-  document_type: 'invoice',
-  language: 'fr',
-  supplier_name: 'Atelier Dupont SARL',
-  supplier_vat_id: 'FR12345678901',
-  supplier_siren: '345678901',
-  supplier_siret: null,
-  customer_name: 'Client SA',
-  invoice_number: 'F-2026-0042',
-  issue_date: '2026-11-30',
-  due_date: '2026-12-30',
-  currency: 'EUR',
-  net_amount: 1028.8,
-  tax_amount: 205.76,
-  total_amount: 1234.56,
-  line_items: [],
-  ...overrides,
-});
 
 /**
  * An analyzer whose answers the test scripts: by default a fixed analysis; `failNext` queues

@@ -1,11 +1,11 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { failureResponse } from '../../support/fake-bigquery';
+import { failureResponse } from '../../../../sim/bigquery-rest';
 
 /**
- * A proxy in front of fake-bigquery that answers the next MERGE statements with BigQuery's
+ * A proxy in front of sim/bigquery-rest.ts that answers the next MERGE statements with BigQuery's
  * "Could not serialize access to table … due to concurrent update" (what a conflicting DML job
- * gets), and forwards everything else. fake-bigquery's own `failNext` hits whichever query comes
+ * gets), and forwards everything else. The server's own `failNext` hits whichever query comes
  * next, usually the `seen()` lookup; a conflict is a property of the MERGE, so it is injected here.
  */
 export interface ConflictingBigQuery {

@@ -80,7 +80,7 @@ async function main(): Promise<void> {
     if (config.store.kind !== 'bigquery') throw new Error('FAULT_BIGQUERY_URL needs BIGQUERY_TABLE');
     const { BigQuery } = await import('@google-cloud/bigquery');
     const { BigQueryStore } = await import('../../../src/adapters/stores/bigquery-store.js');
-    const { staticTokenAuth } = await import('../../support/fake-bigquery.js');
+    const { staticTokenAuth } = await import('../../../../sim/bigquery-rest.js');
     const [project] = config.store.table.split('.');
     store = new BigQueryStore({
       bigquery: new BigQuery({
