@@ -43,7 +43,7 @@ import { type SimTime, type SimTimer, SlidingWindowLimit } from './time';
  * A statement with a `jobTimeoutMs` (the worker bounds each one by its delivery's deadline) comes
  * through jobs.insert + getQueryResults instead of jobs.query; the burst's statements end within
  * seconds, far inside any deadline, so the bound is accepted but not enforced here (the fault
- * simulator's warehouse, sim/faults/warehouse.ts, models it).
+ * simulator's warehouse, sim/models/warehouse.ts, models it).
  */
 
 /** BigQuery's documented 403 for a rate limit (per table DML, or per user per method). */

@@ -17,6 +17,7 @@ import type { Analyzer, BatchStore, MemoStore, ObjectRef, Reader, Store } from '
 import { serve, withGroupCommit } from '../../worker/src/main';
 import { finalizeAttributes, reconcileNotification } from '../../worker/src/reconcile/notification';
 import { silentLogger } from '../logger';
+import { type StatementRecord, Warehouse } from '../models/warehouse';
 import { PushSubscription } from '../pubsub';
 import { seededRandom } from '../random';
 import { eInvoiceSamples, pdfInvoices, textInvoices } from '../samples';
@@ -38,7 +39,6 @@ import {
   RUN_START_MS,
 } from './schedule';
 import { VirtualTime } from './virtual-time';
-import { type StatementRecord, Warehouse } from './warehouse';
 
 /**
  * One run of the fault simulator: the seed's documents uploaded within 20 simulated seconds (some
@@ -288,13 +288,16 @@ export async function runSchedule(
   const byHash = new Map(documents.map((d) => [createHash('sha256').update(d.key).digest('hex'), d.key]));
   const memoKeys = { get: (memoKey: string) => byHash.get(/[0-9a-f]{64}/.exec(memoKey)?.[0] ?? '') };
   const poison = new Set(documents.filter((d) => d.kind === 'poison').map((d) => d.key));
-  const warehouse = new Warehouse(time, schedule.bigquery, poison, faults);
+  const warehouse = new Warehouse(time, {
+    table: 'docline-sim:docline.documents',
+    faults: { schedule: schedule.bigquery, poisonKeys: poison, log: faults },
+  });
   const bucket = new MemoBucket(
     time,
     schedule.memo,
     faults,
     (memoKey) => memoKeys.get(memoKey),
-    (dedupKey) => warehouse.raw.some((r) => r.row.dedup_key === dedupKey),
+    (dedupKey) => warehouse.has(dedupKey),
     schedule.seed,
   );
   const bigqueryClients = new BigQueryClients(time, warehouse, SIM_TABLE, schedule.bigquery.inserts, faults);
