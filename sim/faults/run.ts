@@ -14,6 +14,7 @@ import { RejectionError } from '../../worker/src/core/errors';
 import { objectUri } from '../../worker/src/core/event';
 import { AnalysisMemo } from '../../worker/src/core/memo';
 import type { Analyzer, BatchStore, MemoStore, ObjectRef, Reader, Store } from '../../worker/src/core/ports';
+import { type ProbeName, probeCounts, resetProbes } from '../../worker/src/core/probes';
 import { serve, withGroupCommit } from '../../worker/src/main';
 import { finalizeAttributes, reconcileNotification } from '../../worker/src/reconcile/notification';
 import { silentLogger } from '../logger';
@@ -166,6 +167,8 @@ export interface RunResult {
   faults: { counts: Record<FaultKind, number>; entries: FaultLog['entries'] };
   /** A digest of the whole record and fault log: two runs of one seed that agree have the same one. */
   traceHash: string;
+  /** The worker's coverage probes this run reached (worker/src/core/probes.ts); not in the trace. */
+  probes: Record<ProbeName, number>;
 }
 
 /** The environment the simulated instances are configured from (the real config parser reads it). */
@@ -186,6 +189,7 @@ export async function runSchedule(
   options: { mutant?: Mutant } = {},
 ): Promise<RunResult> {
   const mutant = options.mutant;
+  resetProbes();
   const time = new VirtualTime(schedule.startsAtMs ?? RUN_START_MS);
   const faults = new FaultLog(() => time.nowMs());
   if (schedule.startsAtMs !== undefined)
@@ -647,6 +651,7 @@ export async function runSchedule(
     return {
       ...result,
       traceHash: createHash('sha256').update(JSON.stringify(result)).digest('hex').slice(0, 16),
+      probes: probeCounts(),
     };
   } finally {
     subscription?.close();

@@ -1,3 +1,4 @@
+import { PROBES, type ProbeName } from '../../worker/src/core/probes';
 import { checkInvariants, INVARIANT_IDS, type InvariantId, type Verdict } from './invariants';
 import { type RunResult, runSchedule } from './run';
 import {
@@ -31,6 +32,8 @@ export interface FaultsSection {
    * path where the kept analysis, not a read, must give the answer (I7).
    */
   keptThenGone?: number;
+  /** How often the soak's seeds reached each of the worker's coverage probes (worker/src/core/probes.ts). */
+  probes?: Record<ProbeName, number>;
 }
 
 /** No document of any format yet. */
@@ -58,8 +61,8 @@ export function documentFigures(result: RunResult): {
 }
 
 /**
- * The bar a recorded soak is held to: at least 2,000 seeds, no invariant broken on any, and every
- * fault kind injected at least 100 times over them.
+ * The bar a recorded soak is held to: at least 2,000 seeds, no invariant broken on any, every fault
+ * kind injected at least 100 times over them, and every coverage probe of the worker reached.
  */
 export const SOAK_BAR = Object.freeze({ seeds: 2_000, injectedPerKind: 100 });
 
@@ -74,6 +77,8 @@ export function soakShortfalls(section: FaultsSection): string[] {
       short.push(
         `${kind} injected ${section.faultsByKind[kind]} times, fewer than ${SOAK_BAR.injectedPerKind}`,
       );
+  for (const name of Object.keys(PROBES) as ProbeName[])
+    if (!((section.probes?.[name] ?? 0) > 0)) short.push(`probe ${name} never reached (${PROBES[name]})`);
   return short;
 }
 
@@ -113,6 +118,7 @@ export async function runSoak(
   let documents = 0;
   const documentsByFormat = noDocuments();
   let keptThenGone = 0;
+  const probes = Object.fromEntries(Object.keys(PROBES).map((p) => [p, 0])) as Record<ProbeName, number>;
   for (let seed = first; seed < first + count; seed++) {
     const { result, verdict } = await runSeed(seed);
     const figures = documentFigures(result);
@@ -120,6 +126,7 @@ export async function runSoak(
       documentsByFormat[f] += figures.byFormat[f];
     keptThenGone += figures.keptThenGone;
     for (const k of FAULT_KINDS) faultsByKind[k] += result.faults.counts[k];
+    for (const p of Object.keys(probes) as ProbeName[]) probes[p] += result.probes[p];
     for (const [id] of broken(verdict)) violations[id]++;
     extraRawRows += verdict.extraRawRows.length;
     for (const x of verdict.extraRawRows) extraRawRowCauses.push({ seed, key: x.key, causes: x.causes });
@@ -140,6 +147,7 @@ export async function runSoak(
     excusedViewChanges,
     documentsByFormat,
     keptThenGone,
+    probes,
   };
 }
 
