@@ -343,8 +343,8 @@ async function main(): Promise<number> {
   const cover = arg('cover');
   if (cover !== undefined) {
     const { seeds: chosen, uncovered } = await coveringSeeds(wholeNumber('cover', cover));
-    console.log(`seeds that hold I1–I8 and cover every fault kind: ${chosen.join(', ')}`);
-    if (uncovered.length > 0) console.log(`no passing seed injects: ${uncovered.join(', ')}`);
+    console.log(`seeds that hold I1–I8, inject every fault kind and reach every probe: ${chosen.join(', ')}`);
+    if (uncovered.length > 0) console.log(`no passing seed injects or reaches: ${uncovered.join(', ')}`);
     return uncovered.length > 0 ? 1 : 0;
   }
   console.error(

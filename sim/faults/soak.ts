@@ -153,29 +153,32 @@ export async function runSoak(
 
 /**
  * A small set of seeds among `1 … candidates` that hold I1–I8 and together inject every fault kind
- * (greedy: each pick adds the most kinds not yet covered). test:sim runs such a set.
+ * and reach every coverage probe (greedy: each pick adds the most not yet covered). test:sim runs
+ * such a set.
  */
 export async function coveringSeeds(
   candidates: number,
-): Promise<{ seeds: number[]; uncovered: FaultKind[] }> {
-  const kindsOf = new Map<number, Set<FaultKind>>();
+): Promise<{ seeds: number[]; uncovered: Array<FaultKind | ProbeName> }> {
+  const coveredBy = new Map<number, Set<FaultKind | ProbeName>>();
   for (let seed = 1; seed <= candidates; seed++) {
     const { result, verdict } = await runSeed(seed);
     if (broken(verdict).length > 0) continue;
-    kindsOf.set(seed, new Set(FAULT_KINDS.filter((k) => result.faults.counts[k] > 0)));
+    const kinds = FAULT_KINDS.filter((k) => result.faults.counts[k] > 0);
+    const probes = (Object.keys(PROBES) as ProbeName[]).filter((p) => result.probes[p] > 0);
+    coveredBy.set(seed, new Set([...kinds, ...probes]));
   }
-  const uncovered = new Set<FaultKind>(FAULT_KINDS);
+  const uncovered = new Set<FaultKind | ProbeName>([...FAULT_KINDS, ...(Object.keys(PROBES) as ProbeName[])]);
   const seeds: number[] = [];
   while (uncovered.size > 0) {
     let best: number | undefined;
     let gain = 0;
-    for (const [seed, kinds] of kindsOf) {
-      const g = [...kinds].filter((k) => uncovered.has(k)).length;
+    for (const [seed, covered] of coveredBy) {
+      const g = [...covered].filter((k) => uncovered.has(k)).length;
       if (g > gain) [best, gain] = [seed, g];
     }
     if (best === undefined) break;
     seeds.push(best);
-    for (const k of kindsOf.get(best)!) uncovered.delete(k);
+    for (const k of coveredBy.get(best)!) uncovered.delete(k);
   }
   return { seeds: seeds.sort((a, b) => a - b), uncovered: [...uncovered] };
 }
