@@ -49,7 +49,7 @@ import { type SimTime, type SimTimer, SlidingWindowLimit } from './time';
  *   10 s for the job, then answer `jobComplete: false` and the client polls again.
  * Requests are then counted in `stats`, not kept (a burst sends tens of thousands). A
  * statement's `jobTimeoutMs` is accepted but not enforced: the burst's statements end within
- * seconds (the fault simulator's warehouse, sim/faults/warehouse.ts, models the bound).
+ * seconds (the fault simulator's warehouse, sim/models/warehouse.ts, models the bound).
  */
 
 /** BigQuery's error body: `error.errors[].reason` is what the client and the worker read. */

@@ -15,7 +15,7 @@ import {
 } from '../../sim/models/gemini';
 import { GEMINI_LATENCIES, latencyFrom, mergeLatency, uniformLatency } from '../../sim/models/latency';
 import { PUSH_WINDOW_MODELS } from '../../sim/models/push-window';
-import { SweepWarehouse } from '../../sim/models/warehouse';
+import { Warehouse } from '../../sim/models/warehouse';
 import { PushSubscription } from '../../sim/pubsub';
 import { seededRandom } from '../../sim/random';
 import type { SimClock } from '../../sim/time';
@@ -268,7 +268,7 @@ async function publishBacklog(
   time: VirtualTime,
   docs: Document[],
   subscription: PushSubscription,
-  warehouse: SweepWarehouse,
+  warehouse: Warehouse,
   onPublished: () => void,
   publishedAtMs: Map<string, number> = new Map(),
 ): Promise<ReconcileFigures | undefined> {
@@ -361,7 +361,7 @@ async function publishBacklog(
  * Not a lookup's last 6 hours: a backfill's objects may go back months.
  */
 export function comparisonBilledBytes(
-  warehouse: Pick<SweepWarehouse, 'rowsBetween'>,
+  warehouse: Pick<Warehouse, 'rowsBetween'>,
   query: ComparisonQuery,
   bytesPerRow: number,
 ): number {
@@ -480,19 +480,22 @@ export async function runConsumer(
   const settings = DELIVERY_DEFAULTS;
   const flow = spec.flow;
   const mergeSeconds = spec.mergeSeconds ?? flow?.mergeSeconds;
-  const warehouse = new SweepWarehouse(time, {
-    seed: spec.seed + 5,
-    redeliveryWindowDays: settings.redeliveryWindowDays,
-    maximumBytesBilled: flow?.stack.maximumBytesBilled ?? settings.maximumBytesBilled,
-    ...(flow
-      ? {
-          documentsPerDay: flow.documentsPerDay,
-          prefilledDays: flow.tableAgeDays,
-        }
-      : {}),
-    ...(mergeSeconds
-      ? { mergeLatency: uniformLatency(mergeSeconds.low * 1000, mergeSeconds.high * 1000, spec.seed + 5) }
-      : {}),
+  const warehouse = new Warehouse(time, {
+    table: 'docline-sweep:docline.documents',
+    published: {
+      seed: spec.seed + 5,
+      redeliveryWindowDays: settings.redeliveryWindowDays,
+      maximumBytesBilled: flow?.stack.maximumBytesBilled ?? settings.maximumBytesBilled,
+      ...(flow
+        ? {
+            documentsPerDay: flow.documentsPerDay,
+            prefilledDays: flow.tableAgeDays,
+          }
+        : {}),
+      ...(mergeSeconds
+        ? { mergeLatency: uniformLatency(mergeSeconds.low * 1000, mergeSeconds.high * 1000, spec.seed + 5) }
+        : {}),
+    },
   });
   const instances = flow?.stack.maxInstances ?? SETTINGS.maxInstances.default;
   const concurrency = flow?.stack.concurrency ?? SETTINGS.concurrency.default;

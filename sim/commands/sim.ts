@@ -192,6 +192,7 @@ async function soakInJobs(count: number, first: number, jobs: number): Promise<S
       excusedViewChanges: read.flatMap((r) => r.section.excusedViewChanges ?? []),
       documentsByFormat: sum((r) => r.section.documentsByFormat!),
       keptThenGone: read.reduce((n, r) => n + (r.section.keptThenGone ?? 0), 0),
+      probes: sum((r) => r.section.probes!),
     },
     documents,
     brokenSeeds: read.flatMap((r) => r.brokenSeeds),
@@ -221,6 +222,8 @@ async function soak(count: number, first: number, replays: number, jobs: number)
   console.log(
     `documents by format: ${formats.join(', ')}; delivered again after their analysis was kept and their generation went: ${section.keptThenGone ?? 0}`,
   );
+  console.log('coverage probes reached:');
+  for (const [name, n] of Object.entries(section.probes ?? {})) console.log(`  ${name.padEnd(32)} ${n}`);
   console.log(
     `extra raw rows: ${section.extraRawRows}; paid analyses per document: ${section.analysesPerDocument.toFixed(3)} (paid calls: ${section.paidCallsPerDocument.toFixed(3)})`,
   );
@@ -236,7 +239,7 @@ async function soak(count: number, first: number, replays: number, jobs: number)
   const short = soakShortfalls(section);
   console.log(
     short.length === 0
-      ? `the bar is met: ${SOAK_BAR.seeds} seeds or more, no invariant broken, every fault kind injected ${SOAK_BAR.injectedPerKind} times or more`
+      ? `the bar is met: ${SOAK_BAR.seeds} seeds or more, no invariant broken, every fault kind injected ${SOAK_BAR.injectedPerKind} times or more, every coverage probe reached`
       : `below the bar: ${short.join('; ')}`,
   );
   console.log(
@@ -340,8 +343,8 @@ async function main(): Promise<number> {
   const cover = arg('cover');
   if (cover !== undefined) {
     const { seeds: chosen, uncovered } = await coveringSeeds(wholeNumber('cover', cover));
-    console.log(`seeds that hold I1–I8 and cover every fault kind: ${chosen.join(', ')}`);
-    if (uncovered.length > 0) console.log(`no passing seed injects: ${uncovered.join(', ')}`);
+    console.log(`seeds that hold I1–I8, inject every fault kind and reach every probe: ${chosen.join(', ')}`);
+    if (uncovered.length > 0) console.log(`no passing seed injects or reaches: ${uncovered.join(', ')}`);
     return uncovered.length > 0 ? 1 : 0;
   }
   console.error(

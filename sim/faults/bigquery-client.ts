@@ -10,9 +10,9 @@ import {
   winnersSql,
 } from '../../worker/src/adapters/stores/bigquery-store';
 import { COLUMNS, type Row } from '../../worker/src/contract/row';
+import { REQUEST_LIMIT_BYTES, requestBytes, requestTooLarge, type Warehouse } from '../models/warehouse';
 import type { SimClock } from '../time';
 import type { FaultLog, FaultSchedule } from './schedule';
-import { REQUEST_LIMIT_BYTES, requestBytes, requestTooLarge, type Warehouse } from './warehouse';
 
 /**
  * The `@google-cloud/bigquery` client as the worker's real `BigQueryStore` uses it, over the

@@ -1,5 +1,5 @@
+import { REFUSED_TOO_LARGE } from '../models/warehouse';
 import type { RunRecord } from './run';
-import { REFUSED_TOO_LARGE } from './warehouse';
 
 /**
  * The promise, checked at the end of every run from the simulated world's ground truth only: the

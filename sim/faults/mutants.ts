@@ -6,7 +6,7 @@ import type { Analyzer, MemoStore, Reader, Store } from '../../worker/src/core/p
 import type { SimClock } from '../time';
 import { checkInvariants, INVARIANT_IDS, type InvariantId } from './invariants';
 import { runSchedule } from './run';
-import { FAULT_RATES, type FaultRates, generateSchedule } from './schedule';
+import { type FaultRates, generateSchedule, swarmRates } from './schedule';
 
 /** What a mutant's changes may use: the simulated clock, and the bucket's live generations. */
 export interface MutantContext {
@@ -362,7 +362,7 @@ async function holdsUnmutated(seed: number, rates: Partial<FaultRates> | undefin
 }
 
 const scheduleOf = (seed: number, rates: Partial<FaultRates> | undefined) =>
-  generateSchedule(seed, rates ? { ...FAULT_RATES, ...rates } : FAULT_RATES);
+  generateSchedule(seed, rates ? { ...swarmRates(seed), ...rates } : swarmRates(seed));
 
 /**
  * Runs `mutant` over the soak's seeds 1 … `bound` until an invariant breaks; the invariant that

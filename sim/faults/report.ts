@@ -1,3 +1,4 @@
+import { PROBES, type ProbeName } from '../../worker/src/core/probes';
 import { replaceBlock } from '../doc-blocks';
 import { INVARIANT_IDS, INVARIANTS } from './invariants';
 import { MUTANT_SEED_BOUND, MUTANTS } from './mutants';
@@ -30,6 +31,16 @@ export function renderFaultFigures(f: FaultsSection): string {
     '| fault kind | injected |',
     '|---|---:|',
     ...FAULT_KINDS.map((k) => `| \`${k}\` | ${int(f.faultsByKind[k] ?? 0)} |`),
+    ...(f.probes
+      ? [
+          '',
+          '| coverage probe (worker/src/core/probes.ts): the branch | reached |',
+          '|---|---:|',
+          ...(Object.keys(PROBES) as ProbeName[]).map(
+            (p) => `| \`${p}\`: ${PROBES[p]} | ${int(f.probes?.[p] ?? 0)} |`,
+          ),
+        ]
+      : []),
     ...(f.documentsByFormat
       ? [
           '',

@@ -14,9 +14,11 @@ import { RejectionError } from '../../worker/src/core/errors';
 import { objectUri } from '../../worker/src/core/event';
 import { AnalysisMemo } from '../../worker/src/core/memo';
 import type { Analyzer, BatchStore, MemoStore, ObjectRef, Reader, Store } from '../../worker/src/core/ports';
+import { type ProbeName, probeCounts, resetProbes } from '../../worker/src/core/probes';
 import { serve, withGroupCommit } from '../../worker/src/main';
 import { finalizeAttributes, reconcileNotification } from '../../worker/src/reconcile/notification';
 import { silentLogger } from '../logger';
+import { type StatementRecord, Warehouse } from '../models/warehouse';
 import { PushSubscription } from '../pubsub';
 import { seededRandom } from '../random';
 import { eInvoiceSamples, pdfInvoices, textInvoices } from '../samples';
@@ -38,7 +40,6 @@ import {
   RUN_START_MS,
 } from './schedule';
 import { VirtualTime } from './virtual-time';
-import { type StatementRecord, Warehouse } from './warehouse';
 
 /**
  * One run of the fault simulator: the seed's documents uploaded within 20 simulated seconds (some
@@ -166,6 +167,8 @@ export interface RunResult {
   faults: { counts: Record<FaultKind, number>; entries: FaultLog['entries'] };
   /** A digest of the whole record and fault log: two runs of one seed that agree have the same one. */
   traceHash: string;
+  /** The worker's coverage probes this run reached (worker/src/core/probes.ts); not in the trace. */
+  probes: Record<ProbeName, number>;
 }
 
 /** The environment the simulated instances are configured from (the real config parser reads it). */
@@ -186,6 +189,7 @@ export async function runSchedule(
   options: { mutant?: Mutant } = {},
 ): Promise<RunResult> {
   const mutant = options.mutant;
+  resetProbes();
   const time = new VirtualTime(schedule.startsAtMs ?? RUN_START_MS);
   const faults = new FaultLog(() => time.nowMs());
   if (schedule.startsAtMs !== undefined)
@@ -194,6 +198,8 @@ export async function runSchedule(
       [],
       `the run starts at ${new Date(schedule.startsAtMs).toISOString()}: uploads and writes on both sides of midnight`,
     );
+  if (schedule.env?.GROUP_COMMIT === 'off')
+    faults.injected('config.perRowWrites', [], 'the instances write row by row (GROUP_COMMIT=off)');
   const settings = DELIVERY_DEFAULTS;
   const config = loadConfig({ ...SIM_ENV, ...schedule.env });
 
@@ -288,13 +294,16 @@ export async function runSchedule(
   const byHash = new Map(documents.map((d) => [createHash('sha256').update(d.key).digest('hex'), d.key]));
   const memoKeys = { get: (memoKey: string) => byHash.get(/[0-9a-f]{64}/.exec(memoKey)?.[0] ?? '') };
   const poison = new Set(documents.filter((d) => d.kind === 'poison').map((d) => d.key));
-  const warehouse = new Warehouse(time, schedule.bigquery, poison, faults);
+  const warehouse = new Warehouse(time, {
+    table: 'docline-sim:docline.documents',
+    faults: { schedule: schedule.bigquery, poisonKeys: poison, log: faults },
+  });
   const bucket = new MemoBucket(
     time,
     schedule.memo,
     faults,
     (memoKey) => memoKeys.get(memoKey),
-    (dedupKey) => warehouse.raw.some((r) => r.row.dedup_key === dedupKey),
+    (dedupKey) => warehouse.has(dedupKey),
     schedule.seed,
   );
   const bigqueryClients = new BigQueryClients(time, warehouse, SIM_TABLE, schedule.bigquery.inserts, faults);
@@ -644,6 +653,7 @@ export async function runSchedule(
     return {
       ...result,
       traceHash: createHash('sha256').update(JSON.stringify(result)).digest('hex').slice(0, 16),
+      probes: probeCounts(),
     };
   } finally {
     subscription?.close();

@@ -47,6 +47,7 @@ export const FAULT_KINDS = [
   'bigquery.insertAnswerLost',
   'bigquery.pollRateLimited',
   'clock.acrossMidnight',
+  'config.perRowWrites',
 ] as const;
 
 export type FaultKind = (typeof FAULT_KINDS)[number];
@@ -283,6 +284,11 @@ export const FAULT_RATES = Object.freeze({
   /** A run that starts 15 s before midnight UTC. */
   acrossMidnight: 0.1,
   /**
+   * A seed whose instances write row by row (GROUP_COMMIT=off): one lookup and one MERGE per
+   * delivery, the path the burst benchmark measures group commit against, held to the same invariants.
+   */
+  perRowWrites: 0.1,
+  /**
    * Per MERGE whose answer is lost while its job runs on: that job is also slow (30–400 s), so it
    * commits long after its client gave up. 0 in the soak (whose schedules this leaves as they
    * are); a mutant's world raises it.
@@ -318,11 +324,69 @@ export type FaultRates = Widened<typeof FAULT_RATES>;
 type Widened<T> = T extends number ? number : { readonly [K in keyof T]: Widened<T[K]> };
 
 /**
- * The schedule of `seed`: the same seed (and rates), the same documents and faults. Other rates
- * give a world where some path is hot (a mutant's hunt: {@link Mutant.rates}); the soak keeps
- * {@link FAULT_RATES}.
+ * The fault probabilities each seed draws its own mix of (swarm testing, as TigerBeetle's VOPR):
+ * the per-call and per-document faults. What shapes a run (documents, instances, fleets, poison
+ * batches, bursts) keeps its rate.
  */
-export function generateSchedule(seed: number, rates: FaultRates = FAULT_RATES): FaultSchedule {
+const SWARMED = [
+  'doubled',
+  'safetyBlocked',
+  'unreadable',
+  'geminiSlowTail',
+  'geminiServerError',
+  'geminiHang',
+  'geminiClientError',
+  'geminiRetryAsked',
+  'geminiOutage',
+  'memoSlow',
+  'memoError',
+  'memoHang',
+  'concurrentUpdate',
+  'dmlQueueFull',
+  'slowStatement',
+  'hungStatement',
+  'outcomeUnknown',
+  'bigqueryOutage',
+  'stall',
+  'sigterm',
+  'sigkill',
+  'redelivery',
+  'redeliveryAfterAck',
+  'generationGone',
+  'generationOverwritten',
+  'clockSkew',
+  'pendingTime',
+  'insertAnswerLost',
+  'pollRateLimited',
+] as const satisfies ReadonlyArray<keyof FaultRates>;
+
+/** A swarmed fault is off on this share of seeds, and otherwise its rate × log-uniform in [low, high]. */
+export const SWARM = Object.freeze({ off: 0.25, low: 0.25, high: 4, atMost: 0.9 });
+
+/**
+ * The rates of `seed`'s world: {@link FAULT_RATES} with each swarmed fault turned off or scaled,
+ * drawn from a stream of its own. One mix for every seed lets a frequent fault hide the paths a
+ * rarer one opens (a retry that always meets a 503 never meets a slow memo); seeds that each
+ * leave some faults out and press others reach more of them. Averaged over seeds, a rate is
+ * about what {@link FAULT_RATES} says.
+ */
+export function swarmRates(seed: number, base: FaultRates = FAULT_RATES): FaultRates {
+  const random = seededRandom(seed * 2_246_822_519 + 0x5a4d);
+  const rates: Record<string, unknown> = { ...base };
+  for (const name of SWARMED) {
+    const off = random() < SWARM.off;
+    const factor = SWARM.low * (SWARM.high / SWARM.low) ** random();
+    rates[name] = off ? 0 : Math.min(SWARM.atMost, base[name] * factor);
+  }
+  return rates as FaultRates;
+}
+
+/**
+ * The schedule of `seed`: the same seed (and rates), the same documents and faults. The soak's
+ * rates are the seed's swarm ({@link swarmRates}); other rates give a world where some path is hot
+ * (a mutant's hunt: {@link Mutant.rates}).
+ */
+export function generateSchedule(seed: number, rates: FaultRates = swarmRates(seed)): FaultSchedule {
   const random = seededRandom(seed * 2_654_435_761);
   const r = rates;
   const between = (low: number, high: number) => low + (high - low) * random();
@@ -446,8 +510,15 @@ export function generateSchedule(seed: number, rates: FaultRates = FAULT_RATES):
   addOperatorActions(schedule, rates);
   addDocumentFormats(schedule, rates);
   addJobsAndDays(schedule, rates);
+  addWritePath(schedule, rates);
   if (rates.slowLostJob > 0) addSlowLostJobs(schedule, rates);
   return schedule;
+}
+
+/** The write path of the seed's instances, drawn from a stream of its own: group commit, or row by row. */
+function addWritePath(s: FaultSchedule, rates: FaultRates): void {
+  const random = seededRandom(s.seed * 69_621 + 5);
+  if (random() < rates.perRowWrites) s.env = { ...s.env, GROUP_COMMIT: 'off' };
 }
 
 /**

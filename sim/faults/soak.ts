@@ -1,3 +1,4 @@
+import { PROBES, type ProbeName } from '../../worker/src/core/probes';
 import { checkInvariants, INVARIANT_IDS, type InvariantId, type Verdict } from './invariants';
 import { type RunResult, runSchedule } from './run';
 import {
@@ -31,6 +32,8 @@ export interface FaultsSection {
    * path where the kept analysis, not a read, must give the answer (I7).
    */
   keptThenGone?: number;
+  /** How often the soak's seeds reached each of the worker's coverage probes (worker/src/core/probes.ts). */
+  probes?: Record<ProbeName, number>;
 }
 
 /** No document of any format yet. */
@@ -58,8 +61,8 @@ export function documentFigures(result: RunResult): {
 }
 
 /**
- * The bar a recorded soak is held to: at least 2,000 seeds, no invariant broken on any, and every
- * fault kind injected at least 100 times over them.
+ * The bar a recorded soak is held to: at least 2,000 seeds, no invariant broken on any, every fault
+ * kind injected at least 100 times over them, and every coverage probe of the worker reached.
  */
 export const SOAK_BAR = Object.freeze({ seeds: 2_000, injectedPerKind: 100 });
 
@@ -74,6 +77,8 @@ export function soakShortfalls(section: FaultsSection): string[] {
       short.push(
         `${kind} injected ${section.faultsByKind[kind]} times, fewer than ${SOAK_BAR.injectedPerKind}`,
       );
+  for (const name of Object.keys(PROBES) as ProbeName[])
+    if (!((section.probes?.[name] ?? 0) > 0)) short.push(`probe ${name} never reached (${PROBES[name]})`);
   return short;
 }
 
@@ -113,6 +118,7 @@ export async function runSoak(
   let documents = 0;
   const documentsByFormat = noDocuments();
   let keptThenGone = 0;
+  const probes = Object.fromEntries(Object.keys(PROBES).map((p) => [p, 0])) as Record<ProbeName, number>;
   for (let seed = first; seed < first + count; seed++) {
     const { result, verdict } = await runSeed(seed);
     const figures = documentFigures(result);
@@ -120,6 +126,7 @@ export async function runSoak(
       documentsByFormat[f] += figures.byFormat[f];
     keptThenGone += figures.keptThenGone;
     for (const k of FAULT_KINDS) faultsByKind[k] += result.faults.counts[k];
+    for (const p of Object.keys(probes) as ProbeName[]) probes[p] += result.probes[p];
     for (const [id] of broken(verdict)) violations[id]++;
     extraRawRows += verdict.extraRawRows.length;
     for (const x of verdict.extraRawRows) extraRawRowCauses.push({ seed, key: x.key, causes: x.causes });
@@ -140,34 +147,38 @@ export async function runSoak(
     excusedViewChanges,
     documentsByFormat,
     keptThenGone,
+    probes,
   };
 }
 
 /**
  * A small set of seeds among `1 … candidates` that hold I1–I8 and together inject every fault kind
- * (greedy: each pick adds the most kinds not yet covered). test:sim runs such a set.
+ * and reach every coverage probe (greedy: each pick adds the most not yet covered). test:sim runs
+ * such a set.
  */
 export async function coveringSeeds(
   candidates: number,
-): Promise<{ seeds: number[]; uncovered: FaultKind[] }> {
-  const kindsOf = new Map<number, Set<FaultKind>>();
+): Promise<{ seeds: number[]; uncovered: Array<FaultKind | ProbeName> }> {
+  const coveredBy = new Map<number, Set<FaultKind | ProbeName>>();
   for (let seed = 1; seed <= candidates; seed++) {
     const { result, verdict } = await runSeed(seed);
     if (broken(verdict).length > 0) continue;
-    kindsOf.set(seed, new Set(FAULT_KINDS.filter((k) => result.faults.counts[k] > 0)));
+    const kinds = FAULT_KINDS.filter((k) => result.faults.counts[k] > 0);
+    const probes = (Object.keys(PROBES) as ProbeName[]).filter((p) => result.probes[p] > 0);
+    coveredBy.set(seed, new Set([...kinds, ...probes]));
   }
-  const uncovered = new Set<FaultKind>(FAULT_KINDS);
+  const uncovered = new Set<FaultKind | ProbeName>([...FAULT_KINDS, ...(Object.keys(PROBES) as ProbeName[])]);
   const seeds: number[] = [];
   while (uncovered.size > 0) {
     let best: number | undefined;
     let gain = 0;
-    for (const [seed, kinds] of kindsOf) {
-      const g = [...kinds].filter((k) => uncovered.has(k)).length;
+    for (const [seed, covered] of coveredBy) {
+      const g = [...covered].filter((k) => uncovered.has(k)).length;
       if (g > gain) [best, gain] = [seed, g];
     }
     if (best === undefined) break;
     seeds.push(best);
-    for (const k of kindsOf.get(best)!) uncovered.delete(k);
+    for (const k of coveredBy.get(best)!) uncovered.delete(k);
   }
   return { seeds: seeds.sort((a, b) => a - b), uncovered: [...uncovered] };
 }

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { PROBES } from '../../worker/src/core/probes';
 import { INVARIANT_IDS, type InvariantId } from '../faults/invariants';
 import { MUTANTS, UNCAUGHT_MUTANTS } from '../faults/mutants';
 import {
@@ -77,9 +78,10 @@ describe('the soak bar', () => {
     extraRawRows: 0,
     analysesPerDocument: 1,
     paidCallsPerDocument: 1,
+    probes: Object.fromEntries(Object.keys(PROBES).map((p) => [p, 1])) as FaultsSection['probes'],
   };
 
-  it('is met by 2,000 seeds with no violation and every fault kind injected 100 times', () => {
+  it('is met by 2,000 seeds with no violation, every fault kind injected 100 times and every probe reached', () => {
     expect(soakShortfalls(meeting)).toEqual([]);
   });
 
@@ -96,6 +98,14 @@ describe('the soak bar', () => {
     expect(soakShortfalls({ ...meeting, faultsByKind: missing as FaultsSection['faultsByKind'] })).toEqual([
       'rollout.analyzerVersion injected undefined times, fewer than 100',
     ]);
+  });
+
+  it('is missed by a coverage probe no seed reached, and by a soak that counted none', () => {
+    expect(
+      soakShortfalls({ ...meeting, probes: { ...meeting.probes!, 'lease.writtenMeanwhile': 0 } }),
+    ).toEqual([`probe lease.writtenMeanwhile never reached (${PROBES['lease.writtenMeanwhile']})`]);
+    const { probes: _, ...uncounted } = meeting;
+    expect(soakShortfalls(uncounted)).toHaveLength(Object.keys(PROBES).length);
   });
 });
 

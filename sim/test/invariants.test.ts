@@ -1,6 +1,6 @@
 import { checkInvariants, INVARIANT_IDS } from '../faults/invariants';
 import type { RunRecord } from '../faults/run';
-import { REFUSED_TOO_LARGE } from '../faults/warehouse';
+import { REFUSED_TOO_LARGE } from '../models/warehouse';
 
 const KEY = 'gs://b/a.txt#1';
 

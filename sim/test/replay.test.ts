@@ -1,5 +1,12 @@
 import { runSchedule } from '../faults/run';
-import { FAULT_KINDS, FAULT_RATES, type FaultRates, generateSchedule } from '../faults/schedule';
+import {
+  FAULT_KINDS,
+  FAULT_RATES,
+  type FaultRates,
+  generateSchedule,
+  SWARM,
+  swarmRates,
+} from '../faults/schedule';
 
 describe('a seed', () => {
   it('fixes the documents and the whole fault schedule', () => {
@@ -7,8 +14,9 @@ describe('a seed', () => {
     expect(generateSchedule(42)).not.toEqual(generateSchedule(43));
   });
 
-  it("is drawn with the soak's rates unless a world of other rates is asked for (a mutant's hunt)", () => {
-    expect(generateSchedule(42, FAULT_RATES)).toEqual(generateSchedule(42));
+  it("is drawn with its own swarm of the soak's rates unless a world of other rates is asked for (a mutant's hunt)", () => {
+    expect(generateSchedule(42, swarmRates(42))).toEqual(generateSchedule(42));
+    expect(generateSchedule(42, FAULT_RATES)).not.toEqual(generateSchedule(42));
     const everyDoubled = generateSchedule(42, { ...FAULT_RATES, doubled: 1 });
     expect(everyDoubled.documents.every((d) => d.notifications === 2 || d.kind === 'poison')).toBe(true);
     const lost = (rates: FaultRates) =>
@@ -17,8 +25,30 @@ describe('a seed', () => {
       ).length;
     expect(lost({ ...FAULT_RATES, outcomeUnknown: 0.3 })).toBeGreaterThan(3 * lost(FAULT_RATES));
     // A rate the soak leaves at 0 draws from a stream of its own: raising it moves nothing else.
-    const slow = generateSchedule(42, { ...FAULT_RATES, slowLostJob: 1 });
+    const slow = generateSchedule(42, { ...swarmRates(42), slowLostJob: 1 });
     expect({ ...slow, bigquery: undefined }).toEqual({ ...generateSchedule(42), bigquery: undefined });
+  });
+
+  it('draws its own mix of faults (swarm testing): each fault off on some seeds, pressed on others, about the same on average', () => {
+    const seeds = Array.from({ length: 400 }, (_, i) => swarmRates(i + 1));
+    expect(swarmRates(5)).toEqual(swarmRates(5));
+    const swarmed = (Object.keys(FAULT_RATES) as Array<keyof FaultRates>).filter((k) =>
+      seeds.some((r) => r[k] !== FAULT_RATES[k]),
+    );
+    expect(swarmed.length).toBeGreaterThan(20);
+    // What shapes a run keeps its rate.
+    for (const shape of ['documents', 'instances', 'fleet', 'poisonBatch', 'largeBurst', 'poison'] as const)
+      expect(swarmed).not.toContain(shape);
+    for (const k of swarmed) {
+      const values = seeds.map((r) => r[k] as number);
+      const off = values.filter((v) => v === 0).length / values.length;
+      expect(off).toBeGreaterThan(SWARM.off / 2);
+      expect(off).toBeLessThan(SWARM.off * 2);
+      expect(Math.max(...values)).toBeGreaterThan(2 * (FAULT_RATES[k] as number));
+      const mean = values.reduce((a, b) => a + b, 0) / values.length;
+      expect(mean / (FAULT_RATES[k] as number)).toBeGreaterThan(0.7);
+      expect(mean / (FAULT_RATES[k] as number)).toBeLessThan(1.4);
+    }
   });
 
   it('replays the same run: the same answers, rows, requests and faults, step for step', async () => {
@@ -30,13 +60,14 @@ describe('a seed', () => {
   });
 
   it('replays a run of the real BigQuery store whose jobs.insert answers are lost, though the worker picks its job ids at random', async () => {
-    // Seed 2 runs the real store over the client model, with lost jobs.insert answers and
+    // Seed 1 runs the real store over the client model, with lost jobs.insert answers and
     // rate-limited polls: a fault's words that named a job id made two runs differ.
-    const schedule = generateSchedule(2);
+    const schedule = generateSchedule(1);
     expect(schedule.bigquery.via).toBe('client');
     const first = await runSchedule(schedule);
     expect(first.faults.counts['bigquery.insertAnswerLost']).toBeGreaterThan(0);
-    const second = await runSchedule(generateSchedule(2));
+    expect(first.faults.counts['bigquery.pollRateLimited']).toBeGreaterThan(0);
+    const second = await runSchedule(generateSchedule(1));
     expect(second.traceHash).toBe(first.traceHash);
   });
 

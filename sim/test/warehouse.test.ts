@@ -6,7 +6,7 @@ import { testRow } from '../../worker/test/support/builders';
 import { BigQueryClients } from '../faults/bigquery-client';
 import { FaultLog } from '../faults/schedule';
 import { VirtualTime } from '../faults/virtual-time';
-import { mergeRequestBytes, REQUEST_LIMIT_BYTES, Warehouse } from '../faults/warehouse';
+import { mergeRequestBytes, REQUEST_LIMIT_BYTES, Warehouse } from '../models/warehouse';
 
 /** Rows of ~1 MB each (an analysis with long line items): ten of them pass the request limit. */
 const largeRows = (count: number) =>
@@ -26,12 +26,14 @@ describe('the warehouse model', () => {
     try {
       // Two MERGEs of 60 s fill BigQuery's running DML slots; a third, bounded at 5 s, queues.
       const slow = { latencyMs: 60_000, fault: 'slow' as const };
-      const warehouse = new Warehouse(
-        time,
-        { statements: [slow, slow, { latencyMs: 500 }] },
-        new Set(),
-        new FaultLog(() => time.nowMs()),
-      );
+      const warehouse = new Warehouse(time, {
+        table: 'docline-sim:docline.documents',
+        faults: {
+          schedule: { statements: [slow, slow, { latencyMs: 500 }] },
+          poisonKeys: new Set(),
+          log: new FaultLog(() => time.nowMs()),
+        },
+      });
       const store = warehouse.store(0, () => true);
       const row = (key: string) => ({ dedup_key: key }) as never;
       const results: string[] = [];
@@ -60,12 +62,14 @@ describe('the warehouse model', () => {
     const time = new VirtualTime();
     time.install();
     try {
-      const warehouse = new Warehouse(
-        time,
-        { statements: [{ latencyMs: 500 }] },
-        new Set(),
-        new FaultLog(() => time.nowMs()),
-      );
+      const warehouse = new Warehouse(time, {
+        table: 'docline-sim:docline.documents',
+        faults: {
+          schedule: { statements: [{ latencyMs: 500 }] },
+          poisonKeys: new Set(),
+          log: new FaultLog(() => time.nowMs()),
+        },
+      });
       const over = largeRows(11);
       expect(mergeRequestBytes(over, time.clock.now())).toBeGreaterThan(REQUEST_LIMIT_BYTES);
       expect(mergeRequestBytes(over.slice(0, 9), time.clock.now())).toBeLessThan(REQUEST_LIMIT_BYTES);

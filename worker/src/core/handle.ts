@@ -35,6 +35,7 @@ import {
   type Reader,
   type Store,
 } from './ports';
+import { probe } from './probes';
 import { assess } from './review';
 
 /** Everything `handle` needs; built once by the composition root. */
@@ -238,6 +239,7 @@ async function recordOnce(row: Row, deps: HandlerDeps, deadline: Deadline): Prom
     return inserted;
   } catch (error) {
     ended = !writeMayStillCommit(error);
+    if (error instanceof OutcomeUnknownError) probe('write.outcomeUnknown');
     throw error;
   } finally {
     turn?.done(ended);
@@ -293,12 +295,21 @@ async function analyseOnce(
   // admitted: the memo may answer now, and a concurrent delivery may have kept its analysis.
   const reads = { failed: peeked?.state === 'unknown' };
   const kept = peeked ? peeked.kept : await cache.get(key, deadline, reads);
-  if (kept) return replay(kept, 'memo');
+  if (kept) {
+    probe('memo.replayed');
+    return replay(kept, 'memo');
+  }
   return steps.admission.run(async (waitedMs) => {
     const keptMeanwhile = waitedMs > 0 || reads.failed ? await cache.get(key, deadline) : undefined;
-    if (keptMeanwhile) return replay(keptMeanwhile, 'shared');
+    if (keptMeanwhile) {
+      probe('memo.keptWhileQueued');
+      return replay(keptMeanwhile, 'shared');
+    }
     const lease = await leases.acquire(key, deadline, () => cache.get(key, deadline));
-    if ('found' in lease) return replay(lease.found, 'shared');
+    if ('found' in lease) {
+      probe('lease.holderKept');
+      return replay(lease.found, 'shared');
+    }
     // An earlier delivery held this key's lease: it may well have kept its analysis since this
     // delivery last read the memo (a holder keeps its analysis before its write, and ends its lease
     // only after it), and this delivery may not have waited for it at all. One more read costs a
@@ -307,6 +318,7 @@ async function analyseOnce(
     let resume: AnalysisProgress | undefined;
     let afterHolder = lease.holderSeen;
     if (lease.earlier) {
+      probe('lease.afterEarlierHolder');
       const again = { failed: false };
       const [keptBefore, progress] = await Promise.all([
         cache.get(key, deadline, again),
@@ -325,6 +337,7 @@ async function analyseOnce(
       // After a holder that kept no analysis (its keep failed, or its row needed none): its row may
       // be there, and paying again would be waste.
       if (afterHolder && (await deadline.race('lookup', steps.store.seen(key, deadline)))) {
+        probe('lease.writtenMeanwhile');
         lease.end();
         return 'written';
       }
@@ -365,6 +378,7 @@ async function keepWhatWasPaid(
   if (paid?.progress && paid.usage)
     await memo.cache.keepProgress(key, { progress: paid.progress, usage: paid.usage }, deadline);
   if (error instanceof AnalysisCutError) {
+    probe('analysis.cutKeptLate');
     lease.leave();
     void memo.cache.keepLate(key, error.late, deadline).then(() => lease.end());
   } else lease.end();

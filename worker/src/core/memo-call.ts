@@ -1,6 +1,7 @@
 import type { Deadline } from './deadline';
 import { ShuttingDownError } from './deadline';
 import type { Logger } from './ports';
+import { probe } from './probes';
 
 /**
  * How the memo's parts (core/memo.ts, core/key-lease.ts) call their store: every call bounded by
@@ -27,6 +28,7 @@ export class MemoCalls {
   passBy(error: unknown, deadline: Deadline, what: string, warning: string, dedupKey: string): void {
     if (error instanceof ShuttingDownError) throw error;
     deadline.check(`memo ${what}`);
+    probe('memo.callPassedBy');
     this.warn(warning, dedupKey, error);
   }
 

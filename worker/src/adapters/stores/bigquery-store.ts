@@ -21,6 +21,7 @@ import {
   TransientError,
 } from '../../core/errors';
 import { type BatchStore, type Clock, type Logger, systemClock } from '../../core/ports';
+import { probe } from '../../core/probes';
 
 /**
  * The production store: one BigQuery table, written by one insert-only MERGE per delivery (or per
@@ -545,6 +546,7 @@ export class BigQueryStore implements BatchStore {
     );
     const keys = rows.map((r) => r.dedup_key);
     if (insertedCount(response) === rows.length) return new Set(keys);
+    probe('batch.fewerInserted');
     const winners = await this.winners(
       {
         query: winnersSql(this.table, days.length),

@@ -4,6 +4,7 @@ import { Deadline, DeadlineError } from '../../core/deadline';
 import { ConfigurationError, OutcomeUnknownError, RowRefusalError, TransientError } from '../../core/errors';
 import { writeMayStillCommit } from '../../core/handle';
 import type { BatchStore, Logger, Store } from '../../core/ports';
+import { probe } from '../../core/probes';
 
 /**
  * Group commit: a {@link Store} decorator that turns the `seen()` and `record()` calls of concurrent
@@ -551,6 +552,7 @@ export class GroupCommitStore implements Store {
     failed: Map<string, unknown>,
     budget: { left: number },
   ): Promise<Set<string>> {
+    probe('batch.rowRefused');
     const middle = Math.ceil(rows.length / 2);
     const inserted = new Set<string>();
     const refused: Array<{ half: Array<Pending<Row>>; error: unknown }> = [];
