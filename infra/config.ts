@@ -8,6 +8,7 @@ import {
 import { geminiCapacityNote } from '../worker/src/contract/gemini-tiers';
 import { modelLifecycle } from '../worker/src/contract/models';
 import {
+  ackDeadlineSecondsFor,
   DEFAULT_MAX_INSTANCES,
   DELIVERY_DEFAULTS,
   type DeliverySettings,
@@ -15,13 +16,19 @@ import {
   dmlBudgetProblems,
   mergeMinIntervalMsFor,
   minRedeliveryWindowDays,
+  PUBSUB_MAX_ACK_DEADLINE_SECONDS,
   type ReconcileMode,
   type SettingValue,
   STACK_KEYS,
   type StackKey,
   settingsProblems,
 } from '../worker/src/contract/settings';
-import { IMAGE_KEEP_COUNT, OLDEST_UNACKED_AGE_SECONDS, RECONCILE_SCHEDULE } from './fixed';
+import {
+  DUPLICATE_RATE_PER_MILLE,
+  IMAGE_KEEP_COUNT,
+  OLDEST_UNACKED_AGE_SECONDS,
+  RECONCILE_SCHEDULE,
+} from './fixed';
 import { normalisedLocation, regionProblems } from './stack-guards';
 
 /**
@@ -75,10 +82,8 @@ export interface WorkerSettings {
   readonly allowedContentTypes: readonly string[];
 }
 
-/** Thresholds of the alert policies. */
+/** Where the alert policies notify (their thresholds are constants: infra/fixed.ts). */
 export interface AlertSettings {
-  /** Alert when `duplicate` answers exceed this many per thousand answers (10 = 1 %). */
-  readonly duplicateRatePerMille: number;
   /** Monitoring notification channel ids (`projects/P/notificationChannels/N`). */
   readonly notificationChannels: readonly string[];
 }
@@ -340,11 +345,11 @@ export function parseStackConfig(
 
   const delivery: DeliverySettings = {
     ...DELIVERY_DEFAULTS,
-    ackDeadlineSeconds: settings.ackDeadlineSeconds,
+    // The worker's timeout plus the margin: a push request is never cut short by a redelivery.
+    ackDeadlineSeconds: ackDeadlineSecondsFor(settings.workerTimeoutSeconds),
     messageRetentionSeconds: settings.messageRetentionSeconds,
     deadLetterRetentionSeconds: settings.deadLetterRetentionSeconds,
     workerTimeoutSeconds: settings.workerTimeoutSeconds,
-    analyzerQuotaWaitMs: settings.analyzerQuotaWaitMs,
     analyzerMaxInFlight: settings.analyzerMaxInFlight,
     // Long enough that a dead letter replayed on its last day still finds its paid analysis.
     redeliveryWindowDays: minRedeliveryWindowDays(settings),
@@ -463,7 +468,6 @@ export function parseStackConfig(
     delivery: Object.freeze(delivery),
     worker: Object.freeze(worker),
     alerts: Object.freeze({
-      duplicateRatePerMille: settings.duplicateRatePerMille,
       notificationChannels: settings.notificationChannels,
     }),
     reconcile: Object.freeze(reconcile),
@@ -482,6 +486,7 @@ const RETIRED_KEYS: Readonly<Record<string, string>> = {
         ['minRetryBackoffSeconds', 'maxRetryBackoffSeconds', 'maxDeliveryAttempts'],
       'the worker runs with its own default (docs/configuration.md)': [
         'analyzerTimeoutMs',
+        'analyzerQuotaWaitMs',
         'readTimeoutMs',
         'pushBodyLimitBytes',
         'batchMaxRows',
@@ -494,6 +499,11 @@ const RETIRED_KEYS: Readonly<Record<string, string>> = {
       ],
       [`the alerts fire on any dead letter and on a push message unacknowledged for ${OLDEST_UNACKED_AGE_SECONDS / 60} minutes`]:
         ['deadLetterMessagesThreshold', 'oldestUnackedAgeSeconds'],
+      [`the push subscription's ack deadline is derived: workerTimeoutSeconds + ${DELIVERY_DEFAULTS.ackDeadlineMarginSeconds} s, at most ${PUBSUB_MAX_ACK_DEADLINE_SECONDS} s (set workerTimeoutSeconds instead)`]:
+        ['ackDeadlineSeconds'],
+      [`the duplicate-answers alert fires above ${DUPLICATE_RATE_PER_MILLE} per mille of the answers`]: [
+        'duplicateRatePerMille',
+      ],
       [`the image repository keeps the ${IMAGE_KEEP_COUNT} most recent images`]: ['imageKeepCount'],
       [`the reconcile job runs on the fixed schedule "${RECONCILE_SCHEDULE}" (cron, UTC)`]: [
         'reconcileSchedule',

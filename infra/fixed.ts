@@ -11,3 +11,10 @@ export const OLDEST_UNACKED_AGE_SECONDS = 1800;
 
 /** Daily at 03:00 UTC (Cloud Scheduler cron), after the day's uploads have had their hour to arrive. */
 export const RECONCILE_SCHEDULE = '0 3 * * *';
+
+/**
+ * The duplicate-answers alert fires above this many `duplicate` answers per thousand over 10 minutes
+ * (10 = 1 %): a few per mille is at-least-once delivery, a few percent means a doubled notification
+ * or an ack deadline too short for the worker.
+ */
+export const DUPLICATE_RATE_PER_MILLE = 10;

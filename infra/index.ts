@@ -193,7 +193,6 @@ async function docline() {
     `${prefix}-alerts`,
     {
       ...observed,
-      duplicateRateThreshold: config.alerts.duplicateRatePerMille / 1000,
       notificationChannels: [...config.alerts.notificationChannels],
       tableRef: warehouse.tableRef,
       table: warehouse.table,

@@ -3,7 +3,7 @@ import * as pulumi from '@pulumi/pulumi';
 import * as time from '@pulumiverse/time';
 import { PARTITION_COLUMN } from '../../worker/src/contract/row';
 import { CANARY_PREFIX } from '../../worker/src/contract/views';
-import { OLDEST_UNACKED_AGE_SECONDS } from '../fixed';
+import { DUPLICATE_RATE_PER_MILLE, OLDEST_UNACKED_AGE_SECONDS } from '../fixed';
 import { DoclineComponent, type ProjectArgs } from './component';
 import { grantsSettled, LOG_METRIC_SETTLE_DURATION } from './lifecycle';
 
@@ -17,6 +17,8 @@ export const notCanaryLog = `NOT jsonPayload.objectUri =~ "^gs://[^/]+/${CANARY_
 
 /** Window over which the duplicate share is computed; long enough to hold a few hundred answers. */
 const DUPLICATE_WINDOW_SECONDS = 600;
+/** The share of all answers above which duplicate answers alert (infra/fixed.ts). */
+const DUPLICATE_RATE_THRESHOLD = DUPLICATE_RATE_PER_MILLE / 1000;
 
 /** The parts of the pipeline that {@link Alerts} watches and the dashboard charts. */
 export interface ObservedPipelineArgs extends ProjectArgs {
@@ -36,8 +38,6 @@ export interface ObservedPipelineArgs extends ProjectArgs {
 
 /** Arguments of {@link Alerts}. */
 export interface AlertsArgs extends ObservedPipelineArgs {
-  /** Alert when duplicate answers exceed this share of all answers. */
-  duplicateRateThreshold: pulumi.Input<number>;
   /** Notification channels every policy notifies. Default none (incidents show in the console). */
   notificationChannels?: pulumi.Input<pulumi.Input<string>[]>;
   /** The table the hourly check reads (`project.dataset.table`), recent partitions only. */
@@ -251,7 +251,7 @@ export class Alerts extends DoclineComponent {
       `${name}-duplicate-rate`,
       {
         project: args.project,
-        displayName: pulumi.interpolate`${args.prefix}: duplicate answers above ${args.duplicateRateThreshold} of all answers`,
+        displayName: pulumi.interpolate`${args.prefix}: duplicate answers above ${DUPLICATE_RATE_THRESHOLD} of all answers`,
         combiner: 'OR',
         conditions: [
           {
@@ -263,7 +263,7 @@ export class Alerts extends DoclineComponent {
               denominatorFilter: userMetric(this.allAnswers),
               denominatorAggregations: sumOverWindow,
               comparison: 'COMPARISON_GT',
-              thresholdValue: args.duplicateRateThreshold,
+              thresholdValue: DUPLICATE_RATE_THRESHOLD,
               duration: '0s',
               evaluationMissingData: 'EVALUATION_MISSING_DATA_INACTIVE',
             },
@@ -273,7 +273,7 @@ export class Alerts extends DoclineComponent {
           mimeType: 'text/markdown',
           content:
             'A few duplicates per mille are normal at-least-once delivery. More usually means the ack deadline is ' +
-            'shorter than the worker needs (raise ackDeadlineSeconds or lower workerTimeoutSeconds) or that the ' +
+            'shorter than the worker needs (changed by hand: `pulumi up` sets it to workerTimeoutSeconds + 10 s) or that the ' +
             'bucket has a second notification (`gcloud storage buckets notifications list gs://BUCKET`).',
         },
         notificationChannels,

@@ -8,7 +8,7 @@ import { LOG_METRIC_SETTLE_DURATION } from './lifecycle';
 
 /**
  * The error code a delivery's failure line carries (`jsonPayload.cause.code`) when Gemini still
- * answered 429 after the delivery waited its turn (analyzerQuotaWaitMs): the worker's
+ * answered 429 after the delivery waited its turn (ANALYZER_QUOTA_WAIT_MS): the worker's
  * `RATE_LIMITED`, which infra/test keeps equal to this.
  */
 export const GEMINI_RATE_LIMITED_CODE = 'analyzer_rate_limited';
@@ -291,7 +291,7 @@ export class OperationsAlerts extends DoclineComponent {
           },
         ],
         documentation: documentation(
-          'Gemini kept answering 429 after deliveries waited their turn (analyzerQuotaWaitMs): the quota is spent ' +
+          'Gemini kept answering 429 after deliveries waited their turn (ANALYZER_QUOTA_WAIT_MS): the quota is spent ' +
             '(a tier\u2019s per-minute or per-day limit) or shared capacity is short. Pub/Sub retries them. Raise the ' +
             'quota or buy Provisioned Throughput; lower maxInstances or analyzerMaxInFlight to spread the load.',
         ),

@@ -14,7 +14,12 @@ import {
   StackConfigError,
   WORKER_BASELINE_MEMORY_MIB,
 } from '../config';
-import { IMAGE_KEEP_COUNT, OLDEST_UNACKED_AGE_SECONDS, RECONCILE_SCHEDULE } from '../fixed';
+import {
+  DUPLICATE_RATE_PER_MILLE,
+  IMAGE_KEEP_COUNT,
+  OLDEST_UNACKED_AGE_SECONDS,
+  RECONCILE_SCHEDULE,
+} from '../fixed';
 
 /** Problems the parser reports for the given raw `docline:*` values. */
 function problemsOf(raw: Record<string, string>, stack = 'dev'): readonly string[] {
@@ -40,38 +45,40 @@ describe('parseStackConfig', () => {
 
   it('parses numbers, booleans and lists the way the CLI passes them', () => {
     const config = parseStackConfig('p', 'dev', {
-      ackDeadlineSeconds: '600',
+      workerTimeoutSeconds: '590',
       deletionProtection: 'false',
       allowedContentTypes: '["application/pdf"]',
       notificationChannels: '["projects/p/notificationChannels/1"]',
     });
 
-    expect(config.delivery.ackDeadlineSeconds).toBe(600);
+    expect(config.delivery.workerTimeoutSeconds).toBe(590);
     expect(config.deletionProtection).toBe(false);
     expect(config.worker.allowedContentTypes).toEqual(['application/pdf']);
     expect(config.alerts.notificationChannels).toEqual(['projects/p/notificationChannels/1']);
   });
 
-  it('refuses an ack deadline that is not above the worker timeout plus the margin, naming both keys and the fix', () => {
-    const problems = problemsOf({
-      ackDeadlineSeconds: '205',
-      workerTimeoutSeconds: '200',
-      analyzerQuotaWaitMs: '3000',
-    });
-
-    expect(problems).toEqual([
-      expect.stringMatching(
-        /^ackDeadlineSeconds \(205\) must be at least workerTimeoutSeconds \(200\) \+ 10s margin: raise/,
-      ),
-    ]);
+  it('derives the ack deadline from the worker timeout plus the margin', () => {
+    expect(parseStackConfig('p', 'dev', {}).delivery.ackDeadlineSeconds).toBe(
+      DELIVERY_DEFAULTS.workerTimeoutSeconds + DELIVERY_DEFAULTS.ackDeadlineMarginSeconds,
+    );
+    expect(parseStackConfig('p', 'dev', { workerTimeoutSeconds: '560' }).delivery.ackDeadlineSeconds).toBe(
+      570,
+    );
+    // Pub/Sub's longest ack deadline, reached by the longest timeout the stack takes.
+    expect(parseStackConfig('p', 'dev', { workerTimeoutSeconds: '590' }).delivery.ackDeadlineSeconds).toBe(
+      600,
+    );
   });
 
-  it.each([
-    ['9', 'ackDeadlineSeconds must be a whole number from 10 to 600 (got 9).'],
-    ['601', 'ackDeadlineSeconds must be a whole number from 10 to 600 (got 601).'],
-    ['5e2', 'ackDeadlineSeconds must be a whole number from 10 to 600 (got 5e2).'],
-  ])("refuses ackDeadlineSeconds %s, by its row's bounds", (value, message) => {
-    expect(problemsOf({ ackDeadlineSeconds: value })).toEqual([message]);
+  it("refuses a worker timeout whose derived ack deadline would pass Pub/Sub's 600 s, naming workerTimeoutSeconds", () => {
+    expect(problemsOf({ workerTimeoutSeconds: '591' })).toEqual([
+      "workerTimeoutSeconds (591) must be at most 590: the push subscription's ack deadline is derived as " +
+        'workerTimeoutSeconds + 10s margin, and Pub/Sub allows at most 600s, so Pub/Sub would redeliver messages ' +
+        'that are still being processed. Lower workerTimeoutSeconds to 590 or less.',
+    ]);
+    expect(problemsOf({ workerTimeoutSeconds: '3600' })).toEqual([
+      expect.stringMatching(/^workerTimeoutSeconds \(3600\) must be at most 590/),
+    ]);
   });
 
   it('refuses a byte cap under 10 MiB, 0 aside (it derives the cap)', () => {
@@ -109,6 +116,18 @@ describe('parseStackConfig', () => {
       expect.stringContaining(`keeps the ${IMAGE_KEEP_COUNT} most recent images`),
       expect.stringContaining(`the fixed schedule "${RECONCILE_SCHEDULE}"`),
     ]);
+    // The ack deadline is derived, the duplicate alert's threshold fixed, the line's wait the worker's own.
+    expect(
+      problemsOf({ analyzerQuotaWaitMs: '280000', ackDeadlineSeconds: '600', duplicateRatePerMille: '5' }),
+    ).toEqual([
+      expect.stringMatching(
+        /^analyzerQuotaWaitMs is not a setting: the worker runs with its own default .*Remove docline:analyzerQuotaWaitMs from the stack file\.$/,
+      ),
+      "ackDeadlineSeconds is not a setting: the push subscription's ack deadline is derived: workerTimeoutSeconds + 10 s, " +
+        'at most 600 s (set workerTimeoutSeconds instead). Remove docline:ackDeadlineSeconds from the stack file.',
+      `duplicateRatePerMille is not a setting: the duplicate-answers alert fires above ${DUPLICATE_RATE_PER_MILLE} per mille ` +
+        'of the answers. Remove docline:duplicateRatePerMille from the stack file.',
+    ]);
   });
 
   it('refuses an unknown dedup key mode', () => {
@@ -119,12 +138,12 @@ describe('parseStackConfig', () => {
 
   it('lists every problem in one error that says how to set a key', () => {
     const attempt = () =>
-      parseStackConfig('p', 'dev', { ackDeadlineSeconds: '700', dedupKeyMode: 'x', concurrency: 'many' });
+      parseStackConfig('p', 'dev', { workerTimeoutSeconds: '700', dedupKeyMode: 'x', concurrency: 'many' });
 
     expect(attempt).toThrow(StackConfigError);
     expect(attempt).toThrow(/3 problems\); set keys with `pulumi config set docline:<key> <value>`/);
     expect(attempt).toThrow(
-      /dedupKeyMode[\s\S]*ackDeadlineSeconds[\s\S]*concurrency must be a whole number from 1 to 1000 \(got many\)/,
+      /dedupKeyMode[\s\S]*concurrency must be a whole number from 1 to 1000 \(got many\)[\s\S]*workerTimeoutSeconds \(700\) must be at most 590/,
     );
   });
 
@@ -283,7 +302,7 @@ describe('parseStackConfig: delivery relations', () => {
   it('derives the MERGE pace from maxInstances, at 80 % of the per-table DML budget', () => {
     expect(parseStackConfig('p', 'dev', {}).delivery.mergeMinIntervalMs).toBe(5_000);
     // As in Pulumi.prod.yaml: the longer pace needs the longer request timeout.
-    const twenty = { maxInstances: '20', ackDeadlineSeconds: '600', workerTimeoutSeconds: '560' };
+    const twenty = { maxInstances: '20', workerTimeoutSeconds: '560' };
     expect(parseStackConfig('p', 'dev', twenty).delivery.mergeMinIntervalMs).toBe(10_000);
     expect(parseStackConfig('p', 'dev', { maxInstances: '3' }).delivery.mergeMinIntervalMs).toBe(1_500);
     // 20 instances, one MERGE each per 10 s: 20 of the 25 statements per 10 s.
@@ -291,7 +310,7 @@ describe('parseStackConfig: delivery relations', () => {
   });
 
   it("refuses more instances than BigQuery's DML queue takes, one MERGE in flight each", () => {
-    const longer = { ackDeadlineSeconds: '600', workerTimeoutSeconds: '560' };
+    const longer = { workerTimeoutSeconds: '560' };
     expect(problemsOf({ maxInstances: '23', ...longer })).toEqual([
       expect.stringMatching(/^maxInstances \(23\) is over 22: .* Lower maxInstances\./),
     ]);
@@ -307,12 +326,13 @@ describe('parseStackConfig: delivery relations', () => {
         /^A delivery's longest path takes 514000 ms: .*6 memo calls of 5000 ms.*analyzerQuotaWaitMs 300000.*2 analyzer calls \(analyzerTimeoutMs 60000\).*workerTimeoutSeconds \(500s\) less 2000 ms to answer \(498000 ms\)/,
       ),
     ]);
-    // The defaults fit (494 s); 20 instances need a shorter line or a longer timeout.
+    expect(problemsOf({ maxInstances: '20' })[0]).toMatch(
+      /Raise workerTimeoutSeconds \(at most 590; the ack deadline follows it\), or lower maxInstances/,
+    );
+    // The defaults fit (494 s); 20 instances need a longer timeout (the ack deadline follows it).
     expect(problemsOf({})).toEqual([]);
-    expect(problemsOf({ maxInstances: '20', analyzerQuotaWaitMs: '280000' })).toEqual([]);
-    expect(
-      problemsOf({ maxInstances: '20', ackDeadlineSeconds: '600', workerTimeoutSeconds: '560' }),
-    ).toEqual([]);
+    expect(problemsOf({ maxInstances: '20', workerTimeoutSeconds: '515' })).toHaveLength(1);
+    expect(problemsOf({ maxInstances: '20', workerTimeoutSeconds: '516' })).toEqual([]);
   });
 
   it('chooses the Gemini location from the data location unless one is set', () => {
@@ -368,8 +388,8 @@ describe('parseStackConfig: the volume (documentsPerDay)', () => {
 
   it('derives the instances from the volume and refuses an explicit count that cannot carry it', () => {
     expect(parseStackConfig('p', 'dev', {}).worker.maxInstances).toBe(DEFAULT_MAX_INSTANCES);
-    // A shorter wait in line keeps a delivery's longest path inside the timeout at 21 instances' pace.
-    const busyRaw = { documentsPerDay: '2000000', concurrency: '100', analyzerQuotaWaitMs: '200000' };
+    // A longer timeout keeps a delivery's longest path inside it at 21 instances' pace.
+    const busyRaw = { documentsPerDay: '2000000', concurrency: '100', workerTimeoutSeconds: '560' };
     const busy = parseStackConfig('p', 'dev', busyRaw);
     expect(busy.worker.maxInstances).toBe(instancesForVolume(2_000_000, 100));
     expect(busy.worker.maxInstances).toBeGreaterThan(DEFAULT_MAX_INSTANCES);

@@ -3,6 +3,7 @@ import { DELIVERY_DEFAULTS, SETTINGS, type SettingDeclaration } from '../../work
 import { VIEW_NAMES, viewSql } from '../../worker/src/contract/views';
 import { REQUIRED_APIS } from '../components/foundation';
 import { TABLE_ID } from '../components/warehouse';
+import { DUPLICATE_RATE_PER_MILLE } from '../fixed';
 import {
   type CapturedResource,
   MOCK_PROJECT_NUMBER,
@@ -420,7 +421,7 @@ describe('the docline program with the dev stack file', () => {
       expect(all.inputs.filter).toContain('jsonPayload.status = ("ok" OR "rejected" OR "duplicate")');
       expect(condition.filter).toContain(`logging.googleapis.com/user/${duplicates.outputs.name}`);
       expect(condition.denominatorFilter).toContain(`logging.googleapis.com/user/${all.outputs.name}`);
-      expect(condition.thresholdValue).toBe(0.01);
+      expect(condition.thresholdValue).toBe(DUPLICATE_RATE_PER_MILLE / 1000);
     });
 
     it("checks for duplicate objects hourly, on the redelivery window's partitions only, with a scheduled query whose failures raise an alert", () => {
@@ -560,7 +561,8 @@ describe('the docline program with the prod stack file', () => {
     const template = one(run, T.run).inputs.template as Record<string, unknown>;
 
     expect(push.inputs).toMatchObject({
-      ackDeadlineSeconds: 600,
+      // Derived: workerTimeoutSeconds 560 + the 10 s margin.
+      ackDeadlineSeconds: 570,
       deadLetterPolicy: { maxDeliveryAttempts: 100 },
     });
     expect(template).toMatchObject({
@@ -578,7 +580,6 @@ describe('the docline program with the prod stack file', () => {
         'projects/docline-prod-example/notificationChannels/1234567890',
       ]);
     }
-    expect(thresholdOf(one(run, T.alert, '-duplicate-rate')).thresholdValue).toBe(0.005);
   });
 
   it('still declares exactly one notification', () => {
@@ -612,7 +613,7 @@ describe('the docline program with other settings', () => {
   it('fails before declaring anything when the config is invalid, listing every problem', async () => {
     const attempt = runProgram(
       stackConfig('dev', {
-        'docline:ackDeadlineSeconds': '60',
+        'docline:workerTimeoutSeconds': '600',
         'docline:maxDeliveryAttempts': '3',
         'docline:maximumBytesBilled': '1000',
         'docline:dedupKeyMode': 'hash',
@@ -620,7 +621,7 @@ describe('the docline program with other settings', () => {
     );
 
     await expect(attempt).rejects.toThrow(/docline configuration is invalid \(4 problems\)/);
-    await expect(attempt).rejects.toThrow(/ackDeadlineSeconds \(60\) must be at least workerTimeoutSeconds/);
+    await expect(attempt).rejects.toThrow(/workerTimeoutSeconds \(600\) must be at most 590: .*derived/);
     await expect(attempt).rejects.toThrow(
       /maxDeliveryAttempts is not a setting: .* Remove docline:maxDeliveryAttempts from the stack file\./,
     );

@@ -30,6 +30,8 @@ const COPIED = [
   'infra',
   'policies',
   'worker',
+  // One of the image's sources (IMAGE_SOURCES in infra/components/worker-image.ts): its content tag hashes it.
+  'scripts/install-en16931.sh',
 ];
 
 type Props = Record<string, unknown>;

@@ -233,7 +233,7 @@ export const SETTINGS = {
     default: 500,
     min: 3,
     max: 3600,
-    doc: "Cloud Run's request timeout of the worker: each delivery's deadline is this less 2 s, and a call that could outlive it is not started (503). Below ackDeadlineSeconds - 10.",
+    doc: "Cloud Run's request timeout of the worker: each delivery's deadline is this less 2 s, and a call that could outlive it is not started (503). The stack derives the push subscription's ack deadline from it (this + 10 s), so as a stack key it is at most 590 (Pub/Sub's ack deadline is at most 600 s).",
   },
   readTimeoutMs: {
     env: 'READ_TIMEOUT_MS',
@@ -267,7 +267,6 @@ export const SETTINGS = {
   },
   analyzerQuotaWaitMs: {
     env: 'ANALYZER_QUOTA_WAIT_MS',
-    stack: 'key',
     kind: 'integer',
     default: 300_000,
     min: 0,
@@ -370,14 +369,6 @@ export const SETTINGS = {
     default: true,
     doc: "Keep the data: destroy leaves the documents bucket, the dataset and table, and the log bucket in the project, and the delivery path's topics and subscriptions are protected from replacement (docs/deploy.md, Lifecycle). Set false only for throwaway stacks.",
   },
-  ackDeadlineSeconds: {
-    stack: 'key',
-    kind: 'integer',
-    default: 510,
-    min: 10,
-    max: 600,
-    doc: 'Push subscription ack deadline, for push also the request timeout; at least workerTimeoutSeconds + 10 s margin.',
-  },
   messageRetentionSeconds: {
     stack: 'key',
     kind: 'integer',
@@ -430,14 +421,6 @@ export const SETTINGS = {
     kind: 'string',
     default: '4Gi',
     doc: "Memory limit of the worker container; at least min(concurrency, analyzerMaxInFlight) x maxObjectBytes x 4 + concurrency x 256 KiB of push body + 256 MiB, and within Cloud Run's range for the cpu.",
-  },
-  duplicateRatePerMille: {
-    stack: 'key',
-    kind: 'integer',
-    default: 10,
-    min: 1,
-    max: 999,
-    doc: 'Alert when duplicate answers exceed this many per thousand answers over 10 minutes (a few per mille is at-least-once delivery; a few percent means the ack deadline is too short or a notification is doubled).',
   },
   notificationChannels: {
     stack: 'key',
@@ -556,9 +539,24 @@ export const DELIVERY_POLICY = Object.freeze({
   maxDeliveryAttempts: 100,
 });
 
+/** Pub/Sub's longest ack deadline: for push, also the longest it waits for the worker's answer. */
+export const PUBSUB_MAX_ACK_DEADLINE_SECONDS = 600;
+
+/**
+ * The push subscription's ack deadline: the worker's timeout plus the margin, at most Pub/Sub's
+ * {@link PUBSUB_MAX_ACK_DEADLINE_SECONDS}. Derived, not a setting: any other value either redelivers
+ * messages still being processed (shorter) or holds a lost delivery longer than needed (longer).
+ * {@link settingsProblems} refuses a timeout whose deadline the cap would cut.
+ */
+export function ackDeadlineSecondsFor(workerTimeoutSeconds: number): number {
+  return Math.min(
+    PUBSUB_MAX_ACK_DEADLINE_SECONDS,
+    workerTimeoutSeconds + DELIVERY_POLICY.ackDeadlineMarginSeconds,
+  );
+}
+
 /** The settings that shape a delivery, which the stack, the local pipeline and the worker agree on. */
 const DELIVERY_KEYS = [
-  'ackDeadlineSeconds',
   'messageRetentionSeconds',
   'deadLetterRetentionSeconds',
   'workerTimeoutSeconds',
@@ -577,17 +575,21 @@ const DELIVERY_KEYS = [
   'mergeMinIntervalMs',
 ] as const satisfies readonly SettingKey[];
 
-/** The delivery settings and the delivery policy. Units are in the names. */
+/**
+ * The delivery settings and the delivery policy, and the push subscription's ack deadline (derived
+ * from workerTimeoutSeconds: {@link ackDeadlineSecondsFor}). Units are in the names.
+ */
 export type DeliverySettings = { [K in (typeof DELIVERY_KEYS)[number]]: NonNullable<SettingValue<K>> } & {
   [K in keyof typeof DELIVERY_POLICY]: number;
-};
+} & { ackDeadlineSeconds: number };
 
 export const DELIVERY_DEFAULTS: Readonly<DeliverySettings> = Object.freeze({
   ...DELIVERY_POLICY,
   ...(Object.fromEntries(DELIVERY_KEYS.map((key) => [key, declarationOf(key).default])) as Omit<
     DeliverySettings,
-    keyof typeof DELIVERY_POLICY | 'mergeMinIntervalMs'
+    keyof typeof DELIVERY_POLICY | 'mergeMinIntervalMs' | 'ackDeadlineSeconds'
   >),
+  ackDeadlineSeconds: ackDeadlineSecondsFor(SETTINGS.workerTimeoutSeconds.default),
   mergeMinIntervalMs: mergeMinIntervalMsFor(DEFAULT_MAX_INSTANCES),
 });
 
@@ -885,7 +887,16 @@ export function deadLetterSubscriptionSettings(s: Pick<DeliverySettings, 'deadLe
  */
 export function settingsProblems(s: DeliverySettings): string[] {
   const problems: string[] = [];
-  if (s.ackDeadlineSeconds < s.workerTimeoutSeconds + s.ackDeadlineMarginSeconds) {
+  const longestTimeout = PUBSUB_MAX_ACK_DEADLINE_SECONDS - s.ackDeadlineMarginSeconds;
+  if (s.workerTimeoutSeconds > longestTimeout) {
+    problems.push(
+      `workerTimeoutSeconds (${s.workerTimeoutSeconds}) must be at most ${longestTimeout}: the push subscription's ack ` +
+        `deadline is derived as workerTimeoutSeconds + ${s.ackDeadlineMarginSeconds}s margin, and Pub/Sub allows at most ` +
+        `${PUBSUB_MAX_ACK_DEADLINE_SECONDS}s, so Pub/Sub would redeliver messages that are still being processed. ` +
+        `Lower workerTimeoutSeconds to ${longestTimeout} or less.`,
+    );
+  } else if (s.ackDeadlineSeconds < s.workerTimeoutSeconds + s.ackDeadlineMarginSeconds) {
+    // The stack derives the deadline; this holds callers that pass their own.
     problems.push(
       `ackDeadlineSeconds (${s.ackDeadlineSeconds}) must be at least workerTimeoutSeconds (${s.workerTimeoutSeconds}) + ` +
         `${s.ackDeadlineMarginSeconds}s margin: raise ackDeadlineSeconds or lower workerTimeoutSeconds, ` +
@@ -901,8 +912,8 @@ export function settingsProblems(s: DeliverySettings): string[] {
         `its wait in line (analyzerQuotaWaitMs ${s.analyzerQuotaWaitMs}), a read (readTimeoutMs ${s.readTimeoutMs}), ` +
         `${ANALYZER_CALLS_PER_ANALYSIS} analyzer calls (analyzerTimeoutMs ${s.analyzerTimeoutMs}) and its write batch (its interval up to ${MERGE_PACE_STRETCH}× with slow MERGEs or many writers); it must fit in ` +
         `workerTimeoutSeconds (${s.workerTimeoutSeconds}s) less ${ANSWER_MARGIN_MS} ms to answer (${deliveryBudgetMs(s)} ms), ` +
-        'or deliveries run out of time and are answered 503. Lower analyzerQuotaWaitMs first, or raise workerTimeoutSeconds ' +
-        '(and ackDeadlineSeconds with it).',
+        'or deliveries run out of time and are answered 503. Raise workerTimeoutSeconds (at most ' +
+        `${longestTimeout}; the ack deadline follows it), or lower maxInstances (the MERGE pace follows it).`,
     );
   }
   return problems;
