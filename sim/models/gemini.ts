@@ -96,9 +96,14 @@ class WeightedWindow {
     }
   }
 
-  fits(now: number, w: number, limit = this.limit): boolean {
+  fits(now: number, w: number): boolean {
+    return this.used(now) + w <= this.limit;
+  }
+
+  /** The weight inside the window at `now`. */
+  used(now: number): number {
     this.expire(now);
-    return this.sum + w <= limit;
+    return this.sum;
   }
 
   take(now: number, w: number): void {
@@ -107,17 +112,17 @@ class WeightedWindow {
     this.sum += w;
   }
 
-  /** The earliest time ≥ `from` (itself ≥ now) at which `w` fits under `limit`; changes nothing. */
-  nextFit(now: number, from: number, w: number, limit = this.limit): number {
+  /** The earliest time ≥ `from` (itself ≥ now) at which `w` fits under the limit; changes nothing. */
+  nextFit(now: number, from: number, w: number): number {
     this.expire(now);
     let sum = this.sum;
     let i = this.head;
     // Entries that have left the window by `from`.
     for (; i < this.at.length && this.at[i]! <= from - this.windowMs; i++) sum -= this.weight[i]!;
-    if (sum + w <= limit) return from;
+    if (sum + w <= this.limit) return from;
     for (; i < this.at.length; i++) {
       sum -= this.weight[i]!;
-      if (sum + w <= limit) return this.at[i]! + this.windowMs + 1e-6;
+      if (sum + w <= this.limit) return this.at[i]! + this.windowMs + 1e-6;
     }
     return Number.POSITIVE_INFINITY; // w alone exceeds the limit
   }
@@ -227,63 +232,36 @@ export class SpendWindow implements QuotaModel {
   readonly kind = 'tiers';
   /** Calls the spend limit refused. */
   refusedForSpend = 0;
-  private readonly at: number[] = [];
-  private readonly usd: number[] = [];
-  private head = 0;
-  private spent = 0;
+  private readonly spend: WeightedWindow;
 
   constructor(
     private readonly time: SimClock,
     private readonly inner: QuotaModel,
-    readonly usdPer10Minutes: number,
-  ) {}
+    usdPer10Minutes: number,
+  ) {
+    this.spend = new WeightedWindow(usdPer10Minutes, SPEND_WINDOW_MS);
+  }
 
   /** USD spent over the last 10 minutes (rolling). */
   spentUsd(): number {
-    this.expire(this.time.nowMs());
-    return this.spent;
+    return this.spend.used(this.time.nowMs());
   }
 
   tryAccept(tokens: number): boolean {
     const now = this.time.nowMs();
     const usd = geminiCallUsd(tokens);
-    this.expire(now);
-    if (this.spent + usd > this.usdPer10Minutes) {
+    if (!this.spend.fits(now, usd)) {
       this.refusedForSpend++;
       return false;
     }
     if (!this.inner.tryAccept(tokens)) return false;
-    this.at.push(now);
-    this.usd.push(usd);
-    this.spent += usd;
+    this.spend.take(now, usd);
     return true;
   }
 
   nextAcceptMs(tokens: number): number {
     const now = this.time.nowMs();
-    this.expire(now);
-    const usd = geminiCallUsd(tokens);
-    let spent = this.spent;
-    let fits = now;
-    // The spend leaves the window call by call, oldest first, until this call's fits.
-    for (let i = this.head; spent + usd > this.usdPer10Minutes && i < this.at.length; i++) {
-      spent -= this.usd[i]!;
-      fits = this.at[i]! + SPEND_WINDOW_MS + 1e-6;
-    }
-    if (spent + usd > this.usdPer10Minutes) return Number.POSITIVE_INFINITY; // one call over the limit
-    return Math.max(fits, this.inner.nextAcceptMs(tokens));
-  }
-
-  private expire(now: number): void {
-    while (this.head < this.at.length && this.at[this.head]! <= now - SPEND_WINDOW_MS) {
-      this.spent -= this.usd[this.head]!;
-      this.head++;
-    }
-    if (this.head > 4096) {
-      this.at.splice(0, this.head);
-      this.usd.splice(0, this.head);
-      this.head = 0;
-    }
+    return Math.max(this.spend.nextFit(now, now, geminiCallUsd(tokens)), this.inner.nextAcceptMs(tokens));
   }
 }
 
