@@ -1,7 +1,7 @@
 import type { GoogleGenAI } from '@google/genai';
 import { geminiError } from '../../worker/src/adapters/analyzers/gemini-analyzer';
 import type { AnalysisResult, LineItem } from '../../worker/src/contract/analysis';
-import { PRICES } from '../../worker/src/contract/cost-model';
+import { geminiUsdPerDocument } from '../../worker/src/contract/cost-model';
 import { DELIVERY_DEFAULTS } from '../../worker/src/contract/settings';
 import type { Analyzer, AnalyzerInput } from '../../worker/src/core/ports';
 import { sampleAnalysis } from '../../worker/test/support/fakes';
@@ -51,15 +51,14 @@ export function tokensOf(name: string): number {
 }
 
 /**
- * What one Gemini call spends, USD: its input tokens and `outputTokens` at the priced model's
- * prices (worker/src/contract/cost-model.ts). The spend window and the sweep's dollars per
- * document both price a call with it.
+ * What one Gemini call spends, USD: the cost model's price of an analysis, for these tokens. The
+ * spend window and the sweep's dollars per document both price a call with it.
  */
 export function geminiCallUsd(inputTokens: number, outputTokens = OUTPUT_TOKENS): number {
-  return (
-    (inputTokens / 1e6) * PRICES.geminiInputUsdPerMillionTokens +
-    (outputTokens / 1e6) * PRICES.geminiOutputUsdPerMillionTokens
-  );
+  return geminiUsdPerDocument({
+    promptTokensPerDocument: inputTokens,
+    outputTokensPerDocument: outputTokens,
+  });
 }
 
 // ── 1. Quota ─────────────────────────────────────────────────────────────────────────────────
