@@ -2,8 +2,8 @@ import { Agent, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { BigQuery } from '@google-cloud/bigquery';
 import { type BigQueryServer, startBigQueryServer, staticTokenAuth } from '../../sim/bigquery-rest';
-import { GeminiSim } from '../../sim/gemini-quota';
 import { silentLogger } from '../../sim/logger';
+import { GeminiPortModel, TierQuota } from '../../sim/models/gemini';
 import { PushSubscription } from '../../sim/pubsub';
 import { seededRandom } from '../../sim/random';
 import { SimTime } from '../../sim/time';
@@ -299,11 +299,16 @@ export async function runScenario(
     projectId: 'docline-bench',
     simulated: { time, random: seededRandom(13) },
   });
-  const gemini = new GeminiSim({
+  // One requests-per-minute quota for every instance; an analysis of 1,500 input tokens; a 429 in 0.1 s.
+  const gemini = new GeminiPortModel(
     time,
-    requestsPerMinute: options.geminiRequestsPerMinute,
-    latencyMs: () => options.geminiLatencyMs,
-  });
+    new TierQuota(time, {
+      requestsPerMinute: options.geminiRequestsPerMinute,
+      tokensPerMinute: Number.POSITIVE_INFINITY,
+    }),
+    { latency: () => options.geminiLatencyMs, refusalLatency: () => 100 },
+    () => 1_500,
+  );
   const epochMs = time.clock.now().getTime();
   const { objects, keys, announcements } = burstAnnouncements(
     options.documents,

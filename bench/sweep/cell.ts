@@ -2,13 +2,15 @@ import { CloudRunModel } from '../../sim/faults/cloud-run';
 import { SIM_ENV } from '../../sim/faults/run';
 import { FaultLog } from '../../sim/faults/schedule';
 import { VirtualTime } from '../../sim/faults/virtual-time';
-import { geminiCallUsd, SpendWindow } from '../../sim/gemini-quota';
 import { silentLogger } from '../../sim/logger';
 import { SimBucketStore } from '../../sim/models/cloud-storage';
 import {
-  GeminiSweepModel,
+  GeminiPortModel,
+  geminiCallUsd,
   type QuotaModel,
   SharedCapacity,
+  SpendWindow,
+  sweepLatencies,
   type TierLimits,
   TierQuota,
   tokensOf,
@@ -84,7 +86,7 @@ export interface CellSpec {
   refusedCount?: boolean;
   /**
    * The Gemini API tier (worker/src/contract/gemini-tiers.ts, by name) whose spend-based rate limit,
-   * USD per rolling 10 minutes, stands in front of the tier's windows (sim/gemini-quota.ts, `SpendWindow`).
+   * USD per rolling 10 minutes, stands in front of the tier's windows (sim/models/gemini.ts, `SpendWindow`).
    */
   spendTier?: string;
 }
@@ -427,7 +429,7 @@ class QuotaQueue {
 
   constructor(
     private readonly time: SimClock,
-    private readonly gemini: GeminiSweepModel,
+    private readonly gemini: GeminiPortModel,
   ) {}
 
   /** Resolves true once analysed, false after a refusal the model could not foresee. */
@@ -471,11 +473,10 @@ export async function runConsumer(
   const epochMs = time.epochNowMs();
   const docs = documentsOf(spec, epochMs);
   const byKey = new Map(docs.map((d) => [d.key, d]));
-  const gemini = new GeminiSweepModel(
+  const gemini = new GeminiPortModel(
     time,
     quotaModel(spec, time),
-    GEMINI_LATENCIES[spec.latency],
-    spec.seed,
+    sweepLatencies(GEMINI_LATENCIES[spec.latency], spec.seed),
   );
   const settings = DELIVERY_DEFAULTS;
   const flow = spec.flow;

@@ -1,6 +1,6 @@
 import { BigQuery } from '@google-cloud/bigquery';
 import { type BigQueryServer, startBigQueryServer, staticTokenAuth } from '../../sim/bigquery-rest';
-import { GeminiSim } from '../../sim/gemini-quota';
+import { GeminiPortModel, TierQuota } from '../../sim/models/gemini';
 import { PushSubscription } from '../../sim/pubsub';
 import { SimTime, type SimTimer } from '../../sim/time';
 import { BigQueryStore } from '../../worker/src/adapters/stores/bigquery-store';
@@ -229,7 +229,11 @@ describe('the Pub/Sub push simulator', () => {
 describe('the Gemini simulator', () => {
   it('answers 429 (the adapter’s analyzer_rate_limited) above the requests-per-minute quota, and counts only paid analyses', async () => {
     const time = new InstantTime(1);
-    const gemini = new GeminiSim({ time, requestsPerMinute: 3 });
+    const gemini = new GeminiPortModel(
+      time,
+      new TierQuota(time, { requestsPerMinute: 3, tokensPerMinute: Number.POSITIVE_INFINITY }),
+      { latency: () => 6_000, refusalLatency: () => 100 },
+    );
     const analyzer = gemini.analyzer();
     const input = { bytes: Buffer.from('Facture'), contentType: 'text/plain', name: 'a.txt' };
     for (let i = 0; i < 3; i++) await expect(analyzer.analyze(input)).resolves.toHaveProperty('analysis');

@@ -1,7 +1,15 @@
 import { VirtualTime } from '../../sim/faults/virtual-time';
-import { geminiCallUsd, SPEND_WINDOW_MS, SpendWindow } from '../../sim/gemini-quota';
 import { SimBucketStore } from '../../sim/models/cloud-storage';
-import { GeminiSweepModel, SharedCapacity, slotDraw, TierQuota } from '../../sim/models/gemini';
+import {
+  GeminiPortModel,
+  geminiCallUsd,
+  SharedCapacity,
+  SPEND_WINDOW_MS,
+  SpendWindow,
+  slotDraw,
+  sweepLatencies,
+  TierQuota,
+} from '../../sim/models/gemini';
 import { GEMINI_LATENCIES, latencyFrom, mergeLatency } from '../../sim/models/latency';
 import { EVERY_ACK, FAST_ACKS_ONLY } from '../../sim/models/push-window';
 import { Warehouse } from '../../sim/models/warehouse';
@@ -110,11 +118,10 @@ describe('Gemini tiers (RPM and TPM windows)', () => {
 
   it('a 429 takes time and is not paid', async () => {
     const time = new VirtualTime();
-    const gemini = new GeminiSweepModel(
+    const gemini = new GeminiPortModel(
       time,
       new TierQuota(time, { requestsPerMinute: 1, tokensPerMinute: 1e9 }),
-      GEMINI_LATENCIES.fast,
-      1,
+      sweepLatencies(GEMINI_LATENCIES.fast, 1),
     );
     const first = gemini.call('a');
     const second = gemini.call('b');

@@ -1,4 +1,4 @@
-import { GeminiSweepModel } from '../../sim/models/gemini';
+import { GeminiPortModel } from '../../sim/models/gemini';
 import { MERGE_LATENCY_SECONDS } from '../../worker/src/contract/cost-model';
 import { type CellSpec, runConsumer } from '../sweep/cell';
 import { sweepGrid } from '../sweep/grid';
@@ -39,9 +39,9 @@ describe('the oracle consumer', () => {
 
   it('acks only once its line is written: each push outlasts its analysis by at least one MERGE', async () => {
     const analysedMs: number[] = [];
-    const call = GeminiSweepModel.prototype.call;
-    const spy = jest.spyOn(GeminiSweepModel.prototype, 'call').mockImplementation(async function (
-      this: GeminiSweepModel,
+    const call = GeminiPortModel.prototype.call;
+    const spy = jest.spyOn(GeminiPortModel.prototype, 'call').mockImplementation(async function (
+      this: GeminiPortModel,
       name: string,
     ) {
       const startedMs = Date.now(); // virtual time: the cell installs it

@@ -18,13 +18,13 @@ import { type ProbeName, probeCounts, resetProbes } from '../../worker/src/core/
 import { serve, withGroupCommit } from '../../worker/src/main';
 import { finalizeAttributes, reconcileNotification } from '../../worker/src/reconcile/notification';
 import { silentLogger } from '../logger';
+import { DOCUMENT_MARKER, type GeminiCall, GeminiClientModel } from '../models/gemini';
 import { type StatementRecord, Warehouse } from '../models/warehouse';
 import { PushSubscription } from '../pubsub';
 import { seededRandom } from '../random';
 import { eInvoiceSamples, pdfInvoices, textInvoices } from '../samples';
 import { BigQueryClients } from './bigquery-client';
 import { CloudRunModel, type RequestRecord } from './cloud-run';
-import { DOCUMENT_MARKER, type GeminiCall, GeminiModel } from './gemini';
 import type { DatedCause } from './invariants';
 import { MemoBucket } from './memo';
 import type { Mutant, MutantContext } from './mutants';
@@ -126,7 +126,7 @@ export interface RunRecord {
   /** Per document, the invoice numbers of the analyses Gemini answered for it. */
   geminiAnswers: Record<string, string[]>;
   /**
-   * Paid analyses per document, from Gemini's bill (sim/faults/gemini.ts: a paid call is a new
+   * Paid analyses per document, from Gemini's bill (sim/models/gemini.ts: a paid call is a new
    * analysis unless it is the second attempt after an answer outside the schema), and the paid calls.
    */
   paidAnalysesByDocument: Record<string, number>;
@@ -275,7 +275,7 @@ export async function runSchedule(
   const keyOfMessage = new Map<string, string>();
 
   let cloudRunRef: CloudRunModel | undefined;
-  const gemini = new GeminiModel(
+  const gemini = new GeminiClientModel(
     time,
     schedule.gemini,
     kinds,

@@ -1,5 +1,5 @@
+import { GEMINI_CLIENT_ERRORS, type GeminiClientError } from '../models/gemini';
 import { seededRandom } from '../random';
-import { GEMINI_CLIENT_ERRORS, type GeminiClientError } from './gemini';
 
 /**
  * The fault schedule of one run: plain data, generated from the seed alone, written beside the

@@ -15,7 +15,7 @@ export interface FaultsSection {
   faultsByKind: Record<FaultKind, number>;
   violations: Record<InvariantId, number>;
   extraRawRows: number;
-  /** Paid analyses per document (an analysis: one billed run of the analyzer, see sim/faults/gemini.ts). */
+  /** Paid analyses per document (an analysis: one billed run of the analyzer, see sim/models/gemini.ts). */
   analysesPerDocument: number;
   /** Paid Gemini calls per document (an analysis makes two when the first answer misses the schema). */
   paidCallsPerDocument: number;

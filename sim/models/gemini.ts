@@ -1,41 +1,46 @@
+import type { GoogleGenAI } from '@google/genai';
 import { geminiError } from '../../worker/src/adapters/analyzers/gemini-analyzer';
-import type { AnalysisResult } from '../../worker/src/contract/analysis';
+import type { AnalysisResult, LineItem } from '../../worker/src/contract/analysis';
+import { geminiUsdPerDocument } from '../../worker/src/contract/cost-model';
 import { DELIVERY_DEFAULTS } from '../../worker/src/contract/settings';
 import type { Analyzer, AnalyzerInput } from '../../worker/src/core/ports';
+import { type DocumentKind, type FaultLog, type FaultSchedule, LARGE_ANALYSIS } from '../faults/schedule';
 import { seededRandom } from '../random';
 import { sampleAnalysis } from '../samples';
 import type { SimClock } from '../time';
 import { type Latency, type LatencySpec, latencyFrom, REFUSAL_LATENCY } from './latency';
 
 /**
- * Gemini as the sweep sees it: two models of the quota, because the documentation gives two and
- * neither is a fixed number for docline's deployment (Vertex AI's Gemini 2.x runs on Dynamic Shared
- * Quota; the Developer API has per-tier limits). Both are at the worker's Analyzer port, refused
- * calls mapped by the real adapter's own `geminiError`, so the worker answers what it would answer
- * to Gemini's 429.
+ * Gemini, as every simulator of docline sees it, in three layers that share its errors, its
+ * answers and its prices:
  *
- * - {@link TierQuota} (Developer API): requests per minute and input tokens per minute, each a
- *   sliding 60 s window over accepted calls; a call past either is refused.
- * - {@link SharedCapacity} (Dynamic Shared Quota): an average share of `requestsPerMinute`
- *   (a sliding 60 s window, an assumption: DSQ publishes no figure), plus busy bursts of the shared
- *   capacity during which a share of calls is refused whatever this project's own rate. Bursts
- *   start at random (mean one every `meanGapMs`), last 10–120 s, and their intensity (the refused
- *   share) follows a slow daily-like swell times a random draw: it varies over time.
+ * 1. **Quota** ({@link QuotaModel}): whether Gemini accepts a call now. The documentation gives two
+ *    models and neither is a fixed number for docline's deployment (Vertex AI's Gemini 2.x runs on
+ *    Dynamic Shared Quota; the Developer API has per-tier limits), so both are here:
+ *    {@link TierQuota} (RPM, TPM, RPD), {@link SpendWindow} (a tier's spend-based limit, in front
+ *    of its other windows) and {@link SharedCapacity} (DSQ). Whether a call is accepted is a
+ *    deterministic function of the time it arrives and the windows' content, so the sweep's
+ *    oracle ({@link QuotaModel.nextAcceptMs}) can know the quota exactly.
+ * 2. **At the worker's Analyzer port** ({@link GeminiPortModel}): a quota, a latency per call, a
+ *    429's latency, and an answer for every accepted call. The sweep, the growth stage and the
+ *    burst run the worker on it: cheap enough to run thousands of documents on 2 cores.
+ * 3. **At the @google/genai client** ({@link GeminiClientModel}): the fault simulator's Gemini,
+ *    under the real `GeminiAnalyzer` (its retry, schema check, safety handling, timeout and error
+ *    mapping all run), with the faults the seed's schedule draws, and the bill the invariants read.
  *
- * Both assume, unless a tier is built with `countsRefused` (the cautious reading: Google does not
- * say a 429 is free): a refused call does not count towards any window; a 429 takes time
- * ({@link REFUSAL_LATENCY}); an accepted call is paid, takes a latency from the cell's distribution
- * (with a tail) and always answers. Token counts per document vary (1,000–2,600 input tokens).
- * Whether a call is accepted is a deterministic function of the time it arrives and the window's
- * content, so the oracle consumer ({@link QuotaModel.nextAcceptMs}) can know the quota exactly.
+ * Refusals, at both levels, are the errors the real API raises, so the worker answers what it
+ * would answer to Gemini (at the port, mapped by the real adapter's own `geminiError`).
  */
 
-export interface QuotaModel {
-  readonly kind: 'tiers' | 'shared';
-  /** Accepts a call of `tokens` input tokens now (and counts it), or refuses it. */
-  tryAccept(tokens: number): boolean;
-  /** The earliest simulated time ≥ now at which a call of `tokens` would be accepted (the oracle's knowledge). */
-  nextAcceptMs(tokens: number): number;
+/** The message of Gemini's 429 RESOURCE_EXHAUSTED. */
+const QUOTA_EXHAUSTED = 'Resource has been exhausted (e.g. check quota).';
+
+/** Output tokens of an analysis (a long invoice's counts its bytes instead, see layer 3). */
+const OUTPUT_TOKENS = 400;
+
+/** An error as @google/genai raises it for an HTTP status. */
+function apiError(status: number, message: string): Error {
+  return Object.assign(new Error(message), { name: 'ApiError', status });
 }
 
 /** Input tokens of a document: 1,000–2,600, fixed per name (a hash), so every design sees the same. */
@@ -45,8 +50,26 @@ export function tokensOf(name: string): number {
   return 1_000 + ((h >>> 0) % 1_601);
 }
 
-/** Mean input tokens of {@link tokensOf}. */
-export const MEAN_TOKENS = 1_800;
+/**
+ * What one Gemini call spends, USD: the cost model's price of an analysis, for these tokens. The
+ * spend window and the sweep's dollars per document both price a call with it.
+ */
+export function geminiCallUsd(inputTokens: number, outputTokens = OUTPUT_TOKENS): number {
+  return geminiUsdPerDocument({
+    promptTokensPerDocument: inputTokens,
+    outputTokensPerDocument: outputTokens,
+  });
+}
+
+// ── 1. Quota ─────────────────────────────────────────────────────────────────────────────────
+
+export interface QuotaModel {
+  readonly kind: 'tiers' | 'shared';
+  /** Accepts a call of `tokens` input tokens now (and counts it), or refuses it. */
+  tryAccept(tokens: number): boolean;
+  /** The earliest simulated time ≥ now at which a call of `tokens` would be accepted (the oracle's knowledge). */
+  nextAcceptMs(tokens: number): number;
+}
 
 /** A sliding window of weighted entries (weight 1 for requests, tokens for TPM). */
 class WeightedWindow {
@@ -72,9 +95,14 @@ class WeightedWindow {
     }
   }
 
-  fits(now: number, w: number, limit = this.limit): boolean {
+  fits(now: number, w: number): boolean {
+    return this.used(now) + w <= this.limit;
+  }
+
+  /** The weight inside the window at `now`. */
+  used(now: number): number {
     this.expire(now);
-    return this.sum + w <= limit;
+    return this.sum;
   }
 
   take(now: number, w: number): void {
@@ -83,17 +111,17 @@ class WeightedWindow {
     this.sum += w;
   }
 
-  /** The earliest time ≥ `from` (itself ≥ now) at which `w` fits under `limit`; changes nothing. */
-  nextFit(now: number, from: number, w: number, limit = this.limit): number {
+  /** The earliest time ≥ `from` (itself ≥ now) at which `w` fits under the limit; changes nothing. */
+  nextFit(now: number, from: number, w: number): number {
     this.expire(now);
     let sum = this.sum;
     let i = this.head;
     // Entries that have left the window by `from`.
     for (; i < this.at.length && this.at[i]! <= from - this.windowMs; i++) sum -= this.weight[i]!;
-    if (sum + w <= limit) return from;
+    if (sum + w <= this.limit) return from;
     for (; i < this.at.length; i++) {
       sum -= this.weight[i]!;
-      if (sum + w <= limit) return this.at[i]! + this.windowMs + 1e-6;
+      if (sum + w <= this.limit) return this.at[i]! + this.windowMs + 1e-6;
     }
     return Number.POSITIVE_INFINITY; // w alone exceeds the limit
   }
@@ -118,7 +146,11 @@ export interface TierLimits {
   requestsInPastDay?: number;
 }
 
-/** Developer API tiers: requests per minute, input tokens per minute and, optionally, requests per day. */
+/**
+ * Developer API tiers: requests per minute and input tokens per minute, each a sliding 60 s window
+ * over accepted calls, and optionally requests per day (24 h); a call past any of them is refused.
+ * Unless built with `countsRefused`, a refused call counts towards no window.
+ */
 export class TierQuota implements QuotaModel {
   readonly kind = 'tiers';
   private readonly rpm: WeightedWindow;
@@ -177,6 +209,61 @@ export class TierQuota implements QuotaModel {
   }
 }
 
+/** The Gemini API's spend-based rate limit: USD over any rolling 10 minutes. */
+export const SPEND_WINDOW_MS = 10 * 60_000;
+
+/**
+ * A Gemini API tier's spend-based rate limit in front of its other windows (a {@link QuotaModel}
+ * such as {@link TierQuota}). Documented (https://ai.google.dev/gemini-api/docs/rate-limits,
+ * "Spend-based rate limits", read on 2026-12-04, `GEMINI_TIERS_AS_OF`): each tier has a spend limit
+ * "evaluated over a rolling 10-minute window" (worker/src/contract/gemini-tiers.ts holds the
+ * figures), and past it the API answers 429 RESOURCE_EXHAUSTED. Assumed: a call's spend counts when
+ * it is accepted, at its price ({@link geminiCallUsd}: Google does not say whether the window
+ * counts a call at its start or once billed); a call the spend limit refuses spends nothing and is
+ * not passed on to the other windows (so it does not count there, whatever they do with refusals);
+ * a call that would take the window past the limit is refused whole. The monthly billing cap is
+ * not modelled: no sweep cell spends near it.
+ *
+ * Exact for the oracle ({@link nextAcceptMs}) over windows that only free up with time, as a tier's
+ * RPM, TPM and RPD windows do: the answer is the later of the spend window's and the inner model's.
+ */
+export class SpendWindow implements QuotaModel {
+  readonly kind = 'tiers';
+  /** Calls the spend limit refused. */
+  refusedForSpend = 0;
+  private readonly spend: WeightedWindow;
+
+  constructor(
+    private readonly time: SimClock,
+    private readonly inner: QuotaModel,
+    usdPer10Minutes: number,
+  ) {
+    this.spend = new WeightedWindow(usdPer10Minutes, SPEND_WINDOW_MS);
+  }
+
+  /** USD spent over the last 10 minutes (rolling). */
+  spentUsd(): number {
+    return this.spend.used(this.time.nowMs());
+  }
+
+  tryAccept(tokens: number): boolean {
+    const now = this.time.nowMs();
+    const usd = geminiCallUsd(tokens);
+    if (!this.spend.fits(now, usd)) {
+      this.refusedForSpend++;
+      return false;
+    }
+    if (!this.inner.tryAccept(tokens)) return false;
+    this.spend.take(now, usd);
+    return true;
+  }
+
+  nextAcceptMs(tokens: number): number {
+    const now = this.time.nowMs();
+    return Math.max(this.spend.nextFit(now, now, geminiCallUsd(tokens)), this.inner.nextAcceptMs(tokens));
+  }
+}
+
 /** One busy period of the shared capacity. */
 export interface Burst {
   atMs: number;
@@ -188,8 +275,7 @@ export interface Burst {
 /**
  * A uniform draw in [0, 1) for a 250 ms slot, a hash of the slot and the seed. The last step keeps
  * the value unsigned (`>>> 0`): JavaScript's `^` answers a signed 32-bit integer, and a signed draw
- * (sessions 5–8) refused half of every burst's slots on top of its intensity (a burst of 0.34
- * refused 84 % of its slots, one of 0.5 or more all of them).
+ * would refuse half of every burst's slots on top of its intensity.
  */
 export function slotDraw(slot: number, seed: number): number {
   let h = Math.imul(slot ^ seed, 2654435761) >>> 0;
@@ -198,9 +284,13 @@ export function slotDraw(slot: number, seed: number): number {
 }
 
 /**
- * Dynamic Shared Quota: an average share plus random busy bursts whose intensity varies over time.
- * Inside a burst, a call is refused when a deterministic draw for its 250 ms slot falls under the
- * intensity (so the oracle can know it; a real client cannot).
+ * Dynamic Shared Quota: an average share of `requestsPerMinute` (a sliding 60 s window, an
+ * assumption: DSQ publishes no figure), plus busy bursts of the shared capacity during which a
+ * share of calls is refused whatever this project's own rate. Bursts start at random (mean one
+ * every `meanGapMs`), last 10–120 s, and their intensity (the refused share) follows a slow
+ * daily-like swell times a random draw: it varies over time. Inside a burst, a call is refused when
+ * a deterministic draw for its 250 ms slot falls under the intensity (so the oracle can know it; a
+ * real client cannot).
  */
 export class SharedCapacity implements QuotaModel {
   readonly kind = 'shared';
@@ -264,10 +354,31 @@ export class SharedCapacity implements QuotaModel {
   }
 }
 
-/** The analyzer the sweep gives to docline's worker (and, through {@link call}, to the oracle). */
-export class GeminiSweepModel {
+// ── 2. At the Analyzer port ──────────────────────────────────────────────────────────────────
+
+/** How long calls take at the port: an accepted call's latency, and a 429's. */
+export interface PortLatencies {
+  latency: Latency;
+  refusalLatency: Latency;
+}
+
+/** The sweep's latencies: the cell's distribution (with its tail), and {@link REFUSAL_LATENCY}, each its own stream. */
+export function sweepLatencies(latency: LatencySpec, seed: number): PortLatencies {
+  return { latency: latencyFrom(latency, seed), refusalLatency: latencyFrom(REFUSAL_LATENCY, seed + 1) };
+}
+
+/**
+ * Gemini at the worker's Analyzer port (and, through {@link call}, at the sweep's oracle). A call
+ * the quota refuses is free and ends with a 429 after its latency; an accepted call is paid when
+ * accepted, takes its latency and always answers, with `promptTokens(name)` input tokens (by
+ * default {@link tokensOf}). Every worker instance shares one model: one quota, one bill.
+ */
+export class GeminiPortModel {
   paid = 0;
   refused = 0;
+  /** When each paid call was accepted (simulated ms). */
+  readonly paidAtMs: number[] = [];
+  /** Paid calls per object name. */
   readonly paidByObject = new Map<string, number>();
   private readonly latency: Latency;
   private readonly refusalLatency: Latency;
@@ -275,45 +386,384 @@ export class GeminiSweepModel {
   constructor(
     private readonly time: SimClock,
     readonly quota: QuotaModel,
-    latency: LatencySpec,
-    seed: number,
+    latencies: PortLatencies,
+    private readonly promptTokens: (name: string) => number = tokensOf,
   ) {
-    this.latency = latencyFrom(latency, seed);
-    this.refusalLatency = latencyFrom(REFUSAL_LATENCY, seed + 1);
+    this.latency = latencies.latency;
+    this.refusalLatency = latencies.refusalLatency;
   }
 
   /** One call: resolves true once analysed (paid), false after a 429's latency. */
   async call(name: string): Promise<boolean> {
-    if (!this.quota.tryAccept(tokensOf(name))) {
+    if (!this.quota.tryAccept(this.promptTokens(name))) {
       this.refused++;
       await this.time.sleep(this.refusalLatency());
       return false;
     }
     this.paid++;
+    this.paidAtMs.push(this.time.nowMs());
     this.paidByObject.set(name, (this.paidByObject.get(name) ?? 0) + 1);
     await this.time.sleep(this.latency());
     return true;
   }
 
-  /** The Analyzer port for one worker instance; every instance shares this quota and these counts. */
+  /** The Analyzer port for one worker instance. */
   analyzer(): Analyzer {
     return {
       analyze: async (input: AnalyzerInput): Promise<AnalysisResult> => {
-        if (!(await this.call(input.name))) {
-          throw geminiError(
-            Object.assign(new Error('Resource has been exhausted (e.g. check quota).'), {
-              name: 'ApiError',
-              status: 429,
-            }),
-          );
-        }
-        const tokens = tokensOf(input.name);
+        if (!(await this.call(input.name))) throw geminiError(apiError(429, QUOTA_EXHAUSTED));
+        const tokens = this.promptTokens(input.name);
         return {
           analysis: sampleAnalysis(),
           model: DELIVERY_DEFAULTS.geminiModel,
-          usage: { promptTokens: tokens, outputTokens: 400, totalTokens: tokens + 400 },
+          usage: { promptTokens: tokens, outputTokens: OUTPUT_TOKENS, totalTokens: tokens + OUTPUT_TOKENS },
         };
       },
     };
   }
+}
+
+// ── 3. At the @google/genai client, with the fault schedule ──────────────────────────────────
+/**
+ * Gemini as the real `GeminiAnalyzer` sees it: a stand-in for the @google/genai client's
+ * `models.generateContent`, so the adapter's own retry, schema check, safety handling, timeout and
+ * error mapping all run. Its faults come from the seed's schedule (sim/faults/schedule.ts), whose
+ * draws keep each seed's streams in order, rather than from layer 1's quota models. What it models:
+ *
+ * - latency around 6 s with a slow tail (the schedule's `slowTail` calls take 30–150 s, often past
+ *   the adapter's timeout);
+ * - Dynamic Shared Quota: no per-minute figure, but bursts of busy shared capacity during which a
+ *   share of the calls is refused with 429 (free, not counted towards anything);
+ * - outages: windows (minutes to hours) in which every call is refused, with 429 or 503 (free);
+ * - 4xx answers that are not about the document (a billing or region FAILED_PRECONDITION, a model
+ *   that refuses the schema, a 409, a 499): free, and no verdict on the document;
+ * - 5xx (free), and hangs: the call is accepted and paid, and no answer ever comes (the client's
+ *   timeout or abort signal ends the wait, when it has one);
+ * - per document: an analysis, a safety block (paid, answered with finishReason SAFETY) or an
+ *   answer outside the schema (paid, each time). Every analysis it answers is a different one (its
+ *   invoice number names the call), so a row shows which answer it carries. A long invoice's
+ *   analysis carries its 500 line items (about `analysisBytes` of JSON; its output tokens counted
+ *   at 4 bytes each).
+ *
+ * Its bill is the ground truth the invariants read, call by call: which document, which request
+ * and instance, when it started and ended, whether it was paid, whether its answer reached a live
+ * process. A paid call is a new *analysis* unless it is the second attempt that follows an answer
+ * outside the schema delivered for that document (the analyzer asks twice before it refuses); a
+ * paid call whose answer never reached a live process is a *lost answer* (the only reason a
+ * document may be paid again).
+ */
+
+/** The marker line that ties a document's bytes to its name (the request carries only bytes). */
+export const DOCUMENT_MARKER = 'sim-document: ';
+
+/** The classes of 4xx Gemini answers that say nothing about the document. */
+export const GEMINI_CLIENT_ERRORS = {
+  failedPrecondition: {
+    status: 400,
+    message:
+      'FAILED_PRECONDITION: User location is not supported for the API use, or billing is not enabled.',
+    apiStatus: 'FAILED_PRECONDITION',
+  },
+  schemaRefused: {
+    status: 400,
+    message: 'INVALID_ARGUMENT: The model does not support the response schema given.',
+    apiStatus: 'INVALID_ARGUMENT',
+  },
+  permissionDenied: {
+    status: 403,
+    message: 'PERMISSION_DENIED: The caller does not have permission.',
+    apiStatus: 'PERMISSION_DENIED',
+  },
+  notFound: {
+    status: 404,
+    message: 'NOT_FOUND: models/gemini is not found for API version v1beta.',
+    apiStatus: 'NOT_FOUND',
+  },
+  conflict: {
+    status: 409,
+    message: 'ABORTED: The operation was aborted due to a conflict.',
+    apiStatus: 'ABORTED',
+  },
+  cancelled: { status: 499, message: 'CANCELLED: The operation was cancelled.', apiStatus: 'CANCELLED' },
+  /**
+   * A 400 that names the input and asks for a retry: Gemini failed on its side
+   * this time; the document is good, and must never be refused for it.
+   */
+  retryAsked: {
+    status: 400,
+    message:
+      'INVALID_ARGUMENT: Unable to process input image. Please retry or report in https://developers.generativeai.google/guide/troubleshooting',
+    apiStatus: 'INVALID_ARGUMENT',
+  },
+} as const;
+export type GeminiClientError = keyof typeof GEMINI_CLIENT_ERRORS;
+
+/** One call, as Gemini billed and answered it. */
+export interface GeminiCall {
+  index: number;
+  document: string;
+  /** The Cloud Run request the call was made for (undefined: outside any request). */
+  request?: number;
+  instance: number;
+  startMs: number;
+  /** When its answer (or refusal) left, or the client gave up (undefined: still running). */
+  endMs?: number;
+  paid: boolean;
+  /** A paid call that starts a new analysis of its document (see above). */
+  newAnalysis: boolean;
+  /** `answered` reached a live process; `lost`: paid, and the answer reached none; `refused`: free. */
+  outcome?: 'answered' | 'lost' | 'refused';
+  /** The invoice number of the analysis it answered (an answer in the schema). */
+  invoiceNumber?: string;
+}
+
+export interface GeminiRecord {
+  calls: GeminiCall[];
+  /** Calls Gemini accepted and billed, per object name. */
+  paidByDocument: Map<string, number>;
+  /** Paid analyses per object name (see above). */
+  analysesByDocument: Map<string, number>;
+  /** Per object name, the invoice numbers of every analysis answered for it. */
+  answersByDocument: Map<string, string[]>;
+}
+
+interface CallConfig {
+  httpOptions?: { timeout?: number };
+  abortSignal?: AbortSignal;
+}
+
+/** The instance a client belongs to: its index, and whether its process still lives. */
+export interface CallerInstance {
+  index: number;
+  alive(): boolean;
+}
+
+export class GeminiClientModel {
+  readonly record: GeminiRecord = {
+    calls: [],
+    paidByDocument: new Map(),
+    analysesByDocument: new Map(),
+    answersByDocument: new Map(),
+  };
+  private next = 0;
+  /** Documents whose last delivered answer missed the schema: their next paid call is the second attempt. */
+  private readonly secondAttemptDue = new Set<string>();
+
+  constructor(
+    private readonly time: SimClock,
+    private readonly schedule: FaultSchedule['gemini'],
+    private readonly documents: Map<
+      string,
+      { kind: DocumentKind; analysisMs: number; analysisBytes?: number }
+    >,
+    private readonly faults: FaultLog,
+    private readonly keyOf: (name: string) => string,
+    /** The request whose handler makes the current call. */
+    private readonly requestOf: () => number | undefined = () => undefined,
+  ) {}
+
+  /** The client one worker instance builds its `GeminiAnalyzer` on (all share this model). */
+  client(instance: CallerInstance = { index: -1, alive: () => true }): GoogleGenAI {
+    return {
+      models: { generateContent: (params: unknown) => this.generate(params, instance) },
+    } as unknown as GoogleGenAI;
+  }
+
+  private async generate(params: unknown, instance: CallerInstance): Promise<unknown> {
+    const p = params as {
+      contents: Array<{ parts: Array<{ inlineData?: { data: string } }> }>;
+      config?: CallConfig;
+    };
+    const data = p.contents[0]?.parts.find((part) => part.inlineData)?.inlineData?.data ?? '';
+    const text = Buffer.from(data, 'base64').toString('utf8');
+    const name =
+      text
+        .split('\n')
+        .find((l) => l.startsWith(DOCUMENT_MARKER))
+        ?.slice(DOCUMENT_MARKER.length) ?? '';
+    const doc = this.documents.get(name) ?? { kind: 'invoice', analysisMs: 6_000 };
+    const kind = doc.kind;
+    const scheduled = this.schedule.calls[this.next++] ?? { draw: 1 };
+    const plan = { ...scheduled, latencyMs: scheduled.latencyMs ?? doc.analysisMs };
+    const key = this.keyOf(name);
+    const request = this.requestOf();
+    const call: GeminiCall = {
+      index: this.record.calls.length,
+      document: name,
+      ...(request === undefined ? {} : { request }),
+      instance: instance.index,
+      startMs: this.time.nowMs(),
+      paid: false,
+      newAnalysis: false,
+    };
+    this.record.calls.push(call);
+    const end = (outcome: GeminiCall['outcome']) => {
+      call.endMs = this.time.nowMs();
+      call.outcome = outcome;
+    };
+
+    const now = this.time.nowMs();
+    const outage = (this.schedule.outages ?? []).find((o) => now >= o.atMs && now < o.atMs + o.forMs);
+    try {
+      if (outage) {
+        this.faults.injected('gemini.outage', [key], `${outage.status} (outage of ${outage.forMs} ms)`);
+        await this.wait(200, p.config);
+        throw apiError(
+          outage.status,
+          outage.status === 429
+            ? QUOTA_EXHAUSTED
+            : outage.status === 400
+              ? GEMINI_CLIENT_ERRORS.retryAsked.message
+              : 'The service is currently unavailable.',
+        );
+      }
+      const busy = this.schedule.busy.find((b) => now >= b.atMs && now < b.atMs + b.forMs);
+      if (busy && plan.draw < busy.refuseShare) {
+        this.faults.injected('gemini.rateLimited', [key], 'shared capacity busy: 429');
+        await this.wait(100, p.config);
+        throw apiError(429, QUOTA_EXHAUSTED);
+      }
+      if (plan.fault === 'serverError') {
+        this.faults.injected('gemini.serverError', [key], '503 before any work');
+        await this.wait(plan.latencyMs, p.config);
+        throw apiError(503, 'The model is overloaded. Please try again later.');
+      }
+      if (plan.fault === 'clientError') {
+        const c = GEMINI_CLIENT_ERRORS[plan.clientError ?? 'failedPrecondition'];
+        this.faults.injected(
+          'gemini.clientError',
+          [key],
+          `${c.status} ${c.apiStatus}, not about the document`,
+        );
+        await this.wait(plan.latencyMs, p.config);
+        throw apiError(c.status, c.message);
+      }
+    } catch (error) {
+      end('refused');
+      throw error;
+    }
+    // Accepted: from here the call is billed, whether or not its answer arrives.
+    call.paid = true;
+    call.newAnalysis = !this.secondAttemptDue.delete(name);
+    const bump = (m: Map<string, number>) => m.set(name, (m.get(name) ?? 0) + 1);
+    bump(this.record.paidByDocument);
+    if (call.newAnalysis) bump(this.record.analysesByDocument);
+    try {
+      if (plan.fault === 'hang') {
+        this.faults.injected('gemini.hang', [key], 'accepted, never answers');
+        await this.wait(Number.POSITIVE_INFINITY, p.config);
+      }
+      if (plan.fault === 'slowTail') this.faults.injected('gemini.slowTail', [key], `${plan.latencyMs} ms`);
+      await this.wait(plan.latencyMs, p.config);
+    } catch (error) {
+      // Paid, and the answer never reached the worker.
+      end('lost');
+      throw error;
+    }
+    // An answer that reaches a killed process is paid and lost.
+    const delivered = instance.alive();
+    end(delivered ? 'answered' : 'lost');
+    const lineItems = doc.analysisBytes ? longInvoiceLines(doc.analysisBytes, call.index) : [];
+    const outputTokens = doc.analysisBytes ? Math.ceil(doc.analysisBytes / 4) : OUTPUT_TOKENS;
+    const usageMetadata = {
+      promptTokenCount: 1_500,
+      candidatesTokenCount: outputTokens,
+      totalTokenCount: 1_500 + outputTokens,
+    };
+    const modelVersion = DELIVERY_DEFAULTS.geminiModel;
+    if (kind === 'safetyBlocked')
+      return { candidates: [{ finishReason: 'SAFETY' }], usageMetadata, modelVersion };
+    if (kind === 'unreadable') {
+      // The analyzer asks again once; the second answer ends its analysis either way.
+      if (delivered && call.newAnalysis) this.secondAttemptDue.add(name);
+      return {
+        candidates: [{ content: { parts: [{ text: 'I cannot read this.' }] }, finishReason: 'STOP' }],
+        usageMetadata,
+        modelVersion,
+      };
+    }
+    call.invoiceNumber = `SIM-${call.index}`;
+    if (doc.analysisBytes)
+      this.faults.injected(
+        'gemini.largeAnalysis',
+        [key],
+        `an analysis of ${lineItems.length} line items (~${doc.analysisBytes} bytes)`,
+      );
+    this.record.answersByDocument.set(name, [
+      ...(this.record.answersByDocument.get(name) ?? []),
+      call.invoiceNumber,
+    ]);
+    return {
+      candidates: [
+        {
+          content: {
+            parts: [
+              {
+                text: JSON.stringify(
+                  sampleAnalysis({ invoice_number: call.invoiceNumber, line_items: lineItems }),
+                ),
+              },
+            ],
+          },
+          finishReason: 'STOP',
+        },
+      ],
+      usageMetadata,
+      modelVersion,
+    };
+  }
+
+  /** Waits `ms`, unless the client's timeout or abort signal ends the call first (AbortError). */
+  private wait(ms: number, config: CallConfig | undefined): Promise<void> {
+    const timeoutMs = config?.httpOptions?.timeout;
+    const signal = config?.abortSignal;
+    if (signal?.aborted) return Promise.reject(abortError());
+    return new Promise((resolve, reject) => {
+      const timers: Array<{ cancel(): void }> = [];
+      const abort = () => {
+        for (const t of timers) t.cancel();
+        reject(abortError());
+      };
+      if (Number.isFinite(ms))
+        timers.push(
+          this.time.after(ms, () => {
+            for (const t of timers) t.cancel();
+            signal?.removeEventListener('abort', abort);
+            resolve();
+          }),
+        );
+      if (timeoutMs !== undefined && timeoutMs < ms) timers.push(this.time.after(timeoutMs, abort));
+      signal?.addEventListener('abort', abort, { once: true });
+    });
+  }
+}
+
+/**
+ * The line items of a long invoice: {@link LARGE_ANALYSIS.lineItems} lines whose descriptions make
+ * the analysis about `bytes` of JSON (a line's other fields take ~80 bytes), different per call.
+ */
+function longInvoiceLines(bytes: number, call: number): LineItem[] {
+  const count = LARGE_ANALYSIS.lineItems;
+  const descriptionChars = Math.max(16, Math.floor(bytes / count) - 80);
+  const words = 'Fourniture vis inox A2 M6x20 boite de 100 pieces livraison atelier reference lot ';
+  return Array.from({ length: count }, (_, i) => {
+    const head = `Ligne ${i + 1} appel ${call}: `;
+    const description = (head + words.repeat(Math.ceil(descriptionChars / words.length))).slice(
+      0,
+      descriptionChars,
+    );
+    const quantity = (i % 12) + 1;
+    const unitPrice = 2.5 + (i % 40) * 0.25;
+    return {
+      description,
+      quantity,
+      unit_price: unitPrice,
+      amount: Math.round(quantity * unitPrice * 100) / 100,
+      vat_rate: 20,
+    };
+  });
+}
+
+function abortError(): Error {
+  return Object.assign(new Error('The operation was aborted.'), { name: 'AbortError' });
 }
