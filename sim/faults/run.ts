@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { GeminiAnalyzer } from '../../worker/src/adapters/analyzers/gemini-analyzer';
 import { En16931Reader } from '../../worker/src/adapters/e-invoice/en16931-reader';
 import { BigQueryStore } from '../../worker/src/adapters/stores/bigquery-store';
-import { loadConfig } from '../../worker/src/config';
+import { loadConfig, type WorkerConfig } from '../../worker/src/config';
 import {
   ANSWER_MARGIN_MS,
   DELIVERY_DEFAULTS,
@@ -16,7 +16,11 @@ import { AnalysisMemo } from '../../worker/src/core/memo';
 import type { Analyzer, BatchStore, MemoStore, ObjectRef, Reader, Store } from '../../worker/src/core/ports';
 import { type ProbeName, probeCounts, resetProbes } from '../../worker/src/core/probes';
 import { serve, withGroupCommit } from '../../worker/src/main';
-import { finalizeAttributes, reconcileNotification } from '../../worker/src/reconcile/notification';
+import {
+  finalizeAttributes,
+  type ObjectResource,
+  reconcileNotification,
+} from '../../worker/src/reconcile/notification';
 import { silentLogger } from '../logger';
 import { DOCUMENT_MARKER, type GeminiCall, GeminiClientModel } from '../models/gemini';
 import { type StatementRecord, Warehouse } from '../models/warehouse';
@@ -184,12 +188,64 @@ export const SIM_ENV: Readonly<Record<string, string>> = Object.freeze({
 });
 
 /** Runs one schedule. Only one run at a time per process (it takes the global timers and clock). */
+/** One upload: its plan, its document and the object resource its notification carries. */
+interface Upload {
+  plan: DocumentPlan;
+  doc: SimDocument;
+  resource: ObjectResource;
+}
+
+/** The world of one run: its documents, the platform models around the real worker, what it records. */
+interface World {
+  schedule: FaultSchedule;
+  mutant: Mutant | undefined;
+  time: VirtualTime;
+  faults: FaultLog;
+  settings: typeof DELIVERY_DEFAULTS;
+  config: WorkerConfig;
+  configOf: (index: number) => WorkerConfig;
+  model: string;
+  documents: SimDocument[];
+  objects: Map<string, Buffer>;
+  resources: Upload[];
+  overwrites: Array<Upload & { change: NonNullable<FaultSchedule['storage']>[number] }>;
+  keyOfMessage: Map<string, string>;
+  memoKeys: { get: (memoKey: string) => string | undefined };
+  gemini: GeminiClientModel;
+  warehouse: Warehouse;
+  bucket: MemoBucket;
+  bigqueryClients: BigQueryClients;
+  cloudRun: CloudRunModel;
+  viewReads: Map<string, number[]>;
+  answers: RunRecord['answers'];
+  subscription?: PushSubscription;
+}
+
+/** Runs one schedule. Only one run at a time per process (it takes the global timers and clock). */
 export async function runSchedule(
   schedule: FaultSchedule,
   options: { mutant?: Mutant } = {},
 ): Promise<RunResult> {
-  const mutant = options.mutant;
   resetProbes();
+  const w = await buildWorld(schedule, options.mutant);
+  const realRandom = Math.random;
+  Math.random = seededRandom(schedule.seed ^ 0x5eed);
+  w.time.install();
+  try {
+    await startInstances(w);
+    triggerFaults(w);
+    const end = await deliver(w);
+    return resultOf(w, end);
+  } finally {
+    w.subscription?.close();
+    w.time.uninstall();
+    Math.random = realRandom;
+    for (const s of w.cloudRun.states()) w.cloudRun.instance(s.index).worker.server.close();
+  }
+}
+
+/** The documents uploaded, and the platform models the instances will run on. */
+async function buildWorld(schedule: FaultSchedule, mutant: Mutant | undefined): Promise<World> {
   const time = new VirtualTime(schedule.startsAtMs ?? RUN_START_MS);
   const faults = new FaultLog(() => time.nowMs());
   if (schedule.startsAtMs !== undefined)
@@ -328,339 +384,408 @@ export async function runSchedule(
     }
   };
 
-  const realRandom = Math.random;
-  Math.random = seededRandom(schedule.seed ^ 0x5eed);
-  time.install();
   const answers: RunRecord['answers'] = {};
-  let subscription: PushSubscription | undefined;
-  try {
-    const reading = async (ref: ObjectRef): Promise<Buffer> => {
-      await time.sleep(80);
-      const bytes = objects.get(objectUri(ref.bucket, ref.name, ref.generation));
-      if (!bytes) throw new RejectionError('object_gone', `no generation ${ref.generation} of ${ref.name}`);
-      return bytes;
-    };
-    const context: MutantContext = {
-      time,
-      liveGeneration: (bucket, name) => {
-        const prefix = objectUri(bucket, name, '');
-        let live: string | undefined;
-        for (const key of objects.keys())
-          if (key.startsWith(prefix)) {
-            const g = key.slice(prefix.length);
-            if (live === undefined || BigInt(g) > BigInt(live)) live = g;
-          }
-        return live;
-      },
-      dedupKeyOf: (memoKey) => memoKeys.get(memoKey),
-    };
-    await cloudRun.start(
-      async (index, ports) => {
-        const alive = () => index >= cloudRunSize(cloudRun) || cloudRun.instance(index).alive;
-        const config = configOf(index);
-        const below: BatchStore =
-          schedule.bigquery.via === 'client'
-            ? new BigQueryStore({
-                bigquery: bigqueryClients.client(index, alive),
-                table: SIM_TABLE,
-                logger: silentLogger,
-              })
-            : warehouse.store(index, alive);
-        const batching =
-          mutant?.groupCommit && config.groupCommit
-            ? { groupCommit: mutant.groupCommit(config.groupCommit) }
-            : config;
-        const grouped = mutate(mutant?.store, await withGroupCommit(below, batching, silentLogger), context);
-        const store: Store = {
-          seen: (...args: Parameters<Store['seen']>) => ports.track('store', () => grouped.seen(...args)),
-          record: (...args: Parameters<Store['record']>) =>
-            ports.track('store', () => grouped.record(...args)),
-          ping: () => grouped.ping(),
-          close: () => grouped.close?.() ?? Promise.resolve(),
-        };
-        copyExtras(grouped, store);
-        const reader = mutate(
-          mutant?.reader,
-          {
-            read: (...args: Parameters<Reader['read']>) => ports.track('read', () => reading(args[0])),
-          },
-          context,
-        );
-        const adapter = new GeminiAnalyzer({
-          client: gemini.client({ index, alive }),
-          model: config.analyzer.kind === 'gemini' ? config.analyzer.model : undefined,
-          timeoutMs: config.analyzer.kind === 'gemini' ? config.analyzer.timeoutMs : undefined,
-          afterAnswerMs: config.analyzer.kind === 'gemini' ? config.analyzer.afterAnswerMs : undefined,
-          logger: silentLogger,
-        });
-        const tracked: Analyzer = {
-          analyze: (...args: Parameters<Analyzer['analyze']>) =>
-            ports.track('analyze', () => adapter.analyze(...args)),
-        };
-        copyExtras(adapter, tracked);
-        const analyzer = mutate(mutant?.analyzer, tracked, context);
-        const memoStore = mutate(mutant?.memo, bucket.store(index), context);
-        const memo: MemoStore = {
-          get: (...args: Parameters<MemoStore['get']>) => ports.track('memo', () => memoStore.get(...args)),
-          create: (...args: Parameters<MemoStore['create']>) => {
-            const dedupKey = memoKeys.get(args[0]);
-            // A killed process keeps nothing: the analysis it paid for is lost.
-            if (!alive() && dedupKey)
-              bucket.lost(dedupKey, `instance ${index} killed before it kept the analysis`);
-            return ports.track('memo', () => memoStore.create(...args));
-          },
-          lease: (...args: Parameters<MemoStore['lease']>) =>
-            ports.track('lease', () => memoStore.lease(...args)),
-          renew: (...args: Parameters<MemoStore['renew']>) =>
-            ports.track('lease', () => memoStore.renew(...args)),
-        };
-        // An optional call of the port the store may have (whether a key was ever leased): kept.
-        const hasLease = (memoStore as { hasLease?: (key: string) => Promise<boolean> }).hasLease;
-        if (hasLease)
-          Object.assign(memo, {
-            hasLease: (key: string) => ports.track('lease', () => hasLease.call(memoStore, key)),
-          });
-        // E-invoices are read by the worker's real EN 16931 reader (no validator: Saxon is not run here).
-        const eInvoices = new En16931Reader();
-        return serve(config, { store, reader, analyzer, memo, eInvoices }, silentLogger);
-      },
-      schedule.instances,
-      schedule.cloudRun.signals.length + (schedule.rollout ? schedule.instances : 0),
-    );
-    // Clock skew: the worker's clock, in any code of an instance (a request, its SIGTERM handler,
-    // the timers it set, its start-up), is off by its instance's skew.
-    const skews = schedule.cloudRun.skewMs;
-    if (skews) {
-      time.bindTimer = (callback) => cloudRun.bindToCurrentInstance(callback);
-      time.skewMs = () => {
-        const instance = cloudRun.currentInstance();
-        return instance === undefined ? 0 : (skews[instance] ?? 0);
+  return {
+    schedule,
+    mutant,
+    time,
+    faults,
+    settings,
+    config,
+    configOf,
+    model,
+    documents,
+    objects,
+    resources,
+    overwrites,
+    keyOfMessage,
+    memoKeys,
+    gemini,
+    warehouse,
+    bucket,
+    bigqueryClients,
+    cloudRun,
+    viewReads,
+    answers,
+  };
+}
+
+/** Each instance: the real worker on ports that the models answer, through the mutant when there is one. */
+async function startInstances(w: World): Promise<void> {
+  const {
+    schedule,
+    mutant,
+    time,
+    configOf,
+    objects,
+    memoKeys,
+    gemini,
+    warehouse,
+    bucket,
+    bigqueryClients,
+    cloudRun,
+  } = w;
+  const reading = async (ref: ObjectRef): Promise<Buffer> => {
+    await time.sleep(80);
+    const bytes = objects.get(objectUri(ref.bucket, ref.name, ref.generation));
+    if (!bytes) throw new RejectionError('object_gone', `no generation ${ref.generation} of ${ref.name}`);
+    return bytes;
+  };
+  const context: MutantContext = {
+    time,
+    liveGeneration: (bucket, name) => {
+      const prefix = objectUri(bucket, name, '');
+      let live: string | undefined;
+      for (const key of objects.keys())
+        if (key.startsWith(prefix)) {
+          const g = key.slice(prefix.length);
+          if (live === undefined || BigInt(g) > BigInt(live)) live = g;
+        }
+      return live;
+    },
+    dedupKeyOf: (memoKey) => memoKeys.get(memoKey),
+  };
+  await cloudRun.start(
+    async (index, ports) => {
+      const alive = () => index >= cloudRunSize(cloudRun) || cloudRun.instance(index).alive;
+      const config = configOf(index);
+      const below: BatchStore =
+        schedule.bigquery.via === 'client'
+          ? new BigQueryStore({
+              bigquery: bigqueryClients.client(index, alive),
+              table: SIM_TABLE,
+              logger: silentLogger,
+            })
+          : warehouse.store(index, alive);
+      const batching =
+        mutant?.groupCommit && config.groupCommit
+          ? { groupCommit: mutant.groupCommit(config.groupCommit) }
+          : config;
+      const grouped = mutate(mutant?.store, await withGroupCommit(below, batching, silentLogger), context);
+      const store: Store = {
+        seen: (...args: Parameters<Store['seen']>) => ports.track('store', () => grouped.seen(...args)),
+        record: (...args: Parameters<Store['record']>) => ports.track('store', () => grouped.record(...args)),
+        ping: () => grouped.ping(),
+        close: () => grouped.close?.() ?? Promise.resolve(),
       };
-      for (const [i, ms] of Object.entries(skews))
-        if (ms !== 0 && Number(i) < cloudRunSize(cloudRun))
-          faults.injected('cloudRun.clockSkew', [], `instance ${i}: clock off by ${ms} ms`);
-    }
-    // A rollout: each old instance told to stop in turn; a spare of the new revision takes its slot.
-    for (const atMs of schedule.rollout?.stopsAtMs ?? []) {
-      time.after(atMs, () => {
-        const old = cloudRun.states().find((x) => x.index < schedule.instances && x.serving && x.alive);
-        if (!old) return;
-        faults.injected(
-          'rollout.analyzerVersion',
-          [],
-          `instance ${old.index} (model ${model}) replaced by the new revision (${schedule.rollout!.model})`,
-        );
-        cloudRun.signal(old.index, 'SIGTERM');
-      });
-    }
-    // A generation deleted, or overwritten by a new upload, before (or after) it is read.
-    for (const c of schedule.storage ?? []) {
-      const plan = schedule.documents.find((d) => d.index === c.document);
-      const doc = plan && documents.find((d) => d.name === plan.name);
-      if (!doc) continue;
-      time.after(c.atMs, () => {
-        objects.delete(doc.key);
-        doc.goneAtMs = time.nowMs();
-        faults.injected(
-          c.change === 'gone' ? 'storage.generationGone' : 'storage.generationOverwritten',
-          [doc.key],
-          c.change === 'gone' ? 'the generation was deleted' : 'a new upload replaced the generation',
-        );
-      });
-    }
-
-    let pushes = 0;
-    let acks = 0;
-    const sub = new PushSubscription({
-      time,
-      settings,
-      subscription: 'projects/docline-sim/subscriptions/docline-push',
-      ...(schedule.pubsub.initialWindow ? { initialWindow: schedule.pubsub.initialWindow } : {}),
-      onAnswer: (id, status) => {
-        answers[id] = [...(answers[id] ?? []), { status, atMs: time.nowMs() }];
-        if (![102, 200, 201, 202, 204].includes(status)) return;
-        const ack = acks++;
-        for (const a of (schedule.pubsub.afterAck ?? []).filter((x) => x.ack === ack)) {
-          time.after(a.afterMs, () => {
-            if (sub.redeliverAcked(id))
-              faults.injected(
-                'pubsub.redeliveryAfterAck',
-                [keyOfMessage.get(id) ?? id],
-                `message ${id} pushed again ${a.afterMs} ms after its ack`,
-              );
-          });
-        }
-      },
-      endpoint: (body) => {
-        const id = (JSON.parse(body) as { message: { messageId: string } }).message.messageId;
-        const push = pushes++;
-        for (const r of schedule.pubsub.redeliveries.filter((x) => x.push === push)) {
-          time.after(r.afterMs, () => {
-            if (sub.redeliver(id))
-              faults.injected(
-                'pubsub.redeliveryWhileRunning',
-                [keyOfMessage.get(id) ?? id],
-                `push ${push} pushed again while running`,
-              );
-          });
-        }
-        return cloudRun.push(body, id);
-      },
-    });
-    subscription = sub;
-    let published = 0;
-    for (const { plan, doc, resource } of [...resources, ...overwrites]) {
-      time.after(plan.publishAtMs, () => {
-        if (plan.notifications === 2)
-          faults.injected('pubsub.doubledNotification', [doc.key], 'two notification configs');
-        for (let c = 1; c <= plan.notifications; c++) {
-          const id = sub.publish(
-            JSON.stringify(resource),
-            finalizeAttributes(resource, {
-              notificationConfig: `projects/_/buckets/${SIM_BUCKET}/notificationConfigs/${c}`,
-            }),
-          );
-          keyOfMessage.set(id, doc.key);
-          doc.messageIds.push(id);
-        }
-        published++;
-      });
-    }
-    // A message published by an operator belongs to the document of its object's key.
-    const announced = (id: string, key: string) => {
-      keyOfMessage.set(id, key);
-      documents.find((d) => d.key === key)?.messageIds.push(id);
-    };
-    // `npm run reconcile -- --apply`: every object in the bucket older than the cutoff whose key has
-    // no row yet is announced again (the reconcile notification), whatever is still at work on it.
-    const reconciles = schedule.operator?.reconcileAtMs ?? [];
-    let reconciled = 0;
-    for (const atMs of reconciles)
-      time.after(atMs, () => {
-        reconciled++;
-        const cutoffMs = time.nowMs() - (schedule.operator?.olderThanMs ?? 0);
-        const written = new Set(warehouse.raw.map((r) => r.row.dedup_key));
-        const missing = [...resources, ...overwrites].filter(
-          ({ plan, doc }) => plan.publishAtMs <= cutoffMs && objects.has(doc.key) && !written.has(doc.key),
-        );
-        if (missing.length === 0) return;
-        faults.injected(
-          'operator.reconcileApply',
-          missing.map((m) => m.doc.key),
-          `reconcile --apply announced ${missing.length} object(s) with no row again`,
-        );
-        const runAt = time.clock.now();
-        for (const { doc, resource } of missing) {
-          const message = reconcileNotification(resource, runAt);
-          announced(sub.publish(message.data.toString(), message.attributes), doc.key);
-        }
-      });
-    const settledAll = () =>
-      published === resources.length + overwrites.length && reconciled === reconciles.length && sub.idle;
-    // Every poison upload's notifications, and a reconcile's announcement of each.
-    const poisonMessages = [...resources, ...overwrites]
-      .filter(({ plan }) => plan.kind === 'poison')
-      .reduce((n, { plan }) => n + plan.notifications + reconciles.length, 0);
-    let ended = await time.run(settledAll, runBoundMs(settings, poisonMessages));
-    // In the aftermath: `npm run dlq -- replay` publishes every dead letter again (its data and
-    // attributes, less the dead-letter ones), and the run goes on until those settle too.
-    const letters = ended === 'done' && schedule.operator?.replayDeadLetters ? sub.takeDeadLetters() : [];
-    if (letters.length > 0) {
-      faults.injected(
-        'operator.deadLetterReplay',
-        [...new Set(letters.map((l) => keyOfMessage.get(l.id) ?? l.id))],
-        `${letters.length} dead letter(s) replayed to the topic`,
+      copyExtras(grouped, store);
+      const reader = mutate(
+        mutant?.reader,
+        {
+          read: (...args: Parameters<Reader['read']>) => ports.track('read', () => reading(args[0])),
+        },
+        context,
       );
-      for (const l of letters) {
-        const attributes = Object.fromEntries(
-          Object.entries(l.attributes).filter(([k]) => !k.startsWith('CloudPubSubDeadLetter')),
-        );
-        announced(sub.publish(l.data, attributes), keyOfMessage.get(l.id) ?? l.id);
-      }
-      ended = await time.run(settledAll, time.nowMs() + runBoundMs(settings, letters.length));
-    }
-    // Late work (handlers past their request, slow statements) may still change the table: let it
-    // end. A request that arrived late in that window (a push of an acked message again) is given
-    // its whole deadline, so that the record never ends on a handler cut short by the run's end.
-    const lateMs = 2 * config.requestTimeoutSeconds * 1000;
-    let settled = await time.run(() => false, time.nowMs() + lateMs);
-    for (let extensions = 0; settled !== 'stalled' && extensions < 5; extensions++) {
-      const open = cloudRun.requests.filter(
-        (r) => r.endMs === undefined && r.killedAtMs === undefined && r.deadlineMs >= time.nowMs(),
-      );
-      if (open.length === 0) break;
-      settled = await time.run(() => false, Math.max(...open.map((r) => r.deadlineMs)) + lateMs);
-    }
-    const end =
-      ended === 'done'
-        ? `drained (${settled === 'stalled' ? 'then quiet' : 'late work still pending'})`
-        : ended;
+      const adapter = new GeminiAnalyzer({
+        client: gemini.client({ index, alive }),
+        model: config.analyzer.kind === 'gemini' ? config.analyzer.model : undefined,
+        timeoutMs: config.analyzer.kind === 'gemini' ? config.analyzer.timeoutMs : undefined,
+        afterAnswerMs: config.analyzer.kind === 'gemini' ? config.analyzer.afterAnswerMs : undefined,
+        logger: silentLogger,
+      });
+      const tracked: Analyzer = {
+        analyze: (...args: Parameters<Analyzer['analyze']>) =>
+          ports.track('analyze', () => adapter.analyze(...args)),
+      };
+      copyExtras(adapter, tracked);
+      const analyzer = mutate(mutant?.analyzer, tracked, context);
+      const memoStore = mutate(mutant?.memo, bucket.store(index), context);
+      const memo: MemoStore = {
+        get: (...args: Parameters<MemoStore['get']>) => ports.track('memo', () => memoStore.get(...args)),
+        create: (...args: Parameters<MemoStore['create']>) => {
+          const dedupKey = memoKeys.get(args[0]);
+          // A killed process keeps nothing: the analysis it paid for is lost.
+          if (!alive() && dedupKey)
+            bucket.lost(dedupKey, `instance ${index} killed before it kept the analysis`);
+          return ports.track('memo', () => memoStore.create(...args));
+        },
+        lease: (...args: Parameters<MemoStore['lease']>) =>
+          ports.track('lease', () => memoStore.lease(...args)),
+        renew: (...args: Parameters<MemoStore['renew']>) =>
+          ports.track('lease', () => memoStore.renew(...args)),
+      };
+      // An optional call of the port the store may have (whether a key was ever leased): kept.
+      const hasLease = (memoStore as { hasLease?: (key: string) => Promise<boolean> }).hasLease;
+      if (hasLease)
+        Object.assign(memo, {
+          hasLease: (key: string) => ports.track('lease', () => hasLease.call(memoStore, key)),
+        });
+      // E-invoices are read by the worker's real EN 16931 reader (no validator: Saxon is not run here).
+      const eInvoices = new En16931Reader();
+      return serve(config, { store, reader, analyzer, memo, eInvoices }, silentLogger);
+    },
+    schedule.instances,
+    schedule.cloudRun.signals.length + (schedule.rollout ? schedule.instances : 0),
+  );
+}
 
-    const record: RunRecord = {
-      seed: schedule.seed,
-      documents,
-      answers,
-      messageStates: Object.fromEntries(sub.states()),
-      rawRows: warehouse.raw.map((r) => ({
-        id: r.id,
-        key: r.row.dedup_key,
-        messageId: r.row.message_id,
-        status: r.row.status,
-        reason: r.row.reason,
-        invoiceNumber: invoiceNumberOf(r.row.analysis),
-        processedAt: r.row.processed_at,
-        committedAtMs: r.committedAtMs,
-        statement: r.statement,
-      })),
-      viewReads: Object.fromEntries(viewReads),
-      viewAtEnd: Object.fromEntries([...warehouse.view()].map(([k, r]) => [k, r.id])),
-      geminiAnswers: Object.fromEntries(
-        documents.map((d) => [d.name, gemini.record.answersByDocument.get(d.name) ?? []]),
-      ),
-      paidAnalysesByDocument: Object.fromEntries(
-        documents.map((d) => [d.name, gemini.record.analysesByDocument.get(d.name) ?? 0]),
-      ),
-      paidCallsByDocument: Object.fromEntries(
-        documents.map((d) => [d.name, gemini.record.paidByDocument.get(d.name) ?? 0]),
-      ),
-      answerLosses: Object.fromEntries(
-        documents.map((d) => [d.name, answerLosses(d, gemini.record.calls, cloudRun, bucket)]),
-      ),
-      keptAtMs: Object.fromEntries([...bucket.kept].reverse().map((k) => [k.dedupKey, k.atMs] as const)),
-      memoWorkedOnSinceMs: Object.fromEntries(
-        documents.flatMap((d) => {
-          const since = bucket.workedOnSince({
-            analysis: AnalysisMemo.key(d.key),
-            lease: AnalysisMemo.leaseKey(d.key),
-          });
-          return since === undefined ? [] : [[d.key, since]];
-        }),
-      ),
-      geminiCalls: gemini.record.calls,
-      requests: cloudRun.requests,
-      statements: warehouse.statements,
-      leaseFailures: Object.fromEntries(bucket.leaseFailures),
-      budget: {
-        deliveryMs: deliveryBudgetMs({ workerTimeoutSeconds: config.requestTimeoutSeconds }),
-        drainMs: Math.max(0, SHUTDOWN_GRACE_MS - ANSWER_MARGIN_MS),
-        // Cloud Run's own deadline is the worker's plus this (its request timeout; SIGTERM + grace).
-        answerMarginMs: ANSWER_MARGIN_MS,
-      },
-      end,
-      simulatedMs: time.nowMs(),
+/** The faults that come at a time of their own: clock skew, a rollout, generations deleted or overwritten. */
+function triggerFaults(w: World): void {
+  const { schedule, time, faults, model, documents, objects, cloudRun } = w;
+  // Clock skew: the worker's clock, in any code of an instance (a request, its SIGTERM handler,
+  // the timers it set, its start-up), is off by its instance's skew.
+  const skews = schedule.cloudRun.skewMs;
+  if (skews) {
+    time.bindTimer = (callback) => cloudRun.bindToCurrentInstance(callback);
+    time.skewMs = () => {
+      const instance = cloudRun.currentInstance();
+      return instance === undefined ? 0 : (skews[instance] ?? 0);
     };
-    const result = { record, faults: { counts: faults.counts, entries: faults.entries } };
-    return {
-      ...result,
-      traceHash: createHash('sha256').update(JSON.stringify(result)).digest('hex').slice(0, 16),
-      probes: probeCounts(),
-    };
-  } finally {
-    subscription?.close();
-    time.uninstall();
-    Math.random = realRandom;
-    for (const s of cloudRun.states()) cloudRun.instance(s.index).worker.server.close();
+    for (const [i, ms] of Object.entries(skews))
+      if (ms !== 0 && Number(i) < cloudRunSize(cloudRun))
+        faults.injected('cloudRun.clockSkew', [], `instance ${i}: clock off by ${ms} ms`);
   }
+  // A rollout: each old instance told to stop in turn; a spare of the new revision takes its slot.
+  for (const atMs of schedule.rollout?.stopsAtMs ?? []) {
+    time.after(atMs, () => {
+      const old = cloudRun.states().find((x) => x.index < schedule.instances && x.serving && x.alive);
+      if (!old) return;
+      faults.injected(
+        'rollout.analyzerVersion',
+        [],
+        `instance ${old.index} (model ${model}) replaced by the new revision (${schedule.rollout!.model})`,
+      );
+      cloudRun.signal(old.index, 'SIGTERM');
+    });
+  }
+  // A generation deleted, or overwritten by a new upload, before (or after) it is read.
+  for (const c of schedule.storage ?? []) {
+    const plan = schedule.documents.find((d) => d.index === c.document);
+    const doc = plan && documents.find((d) => d.name === plan.name);
+    if (!doc) continue;
+    time.after(c.atMs, () => {
+      objects.delete(doc.key);
+      doc.goneAtMs = time.nowMs();
+      faults.injected(
+        c.change === 'gone' ? 'storage.generationGone' : 'storage.generationOverwritten',
+        [doc.key],
+        c.change === 'gone' ? 'the generation was deleted' : 'a new upload replaced the generation',
+      );
+    });
+  }
+}
+
+/**
+ * The uploads announced through the push subscription, an operator's reconcile and replay, and the
+ * run until it settles; how it ended.
+ */
+async function deliver(w: World): Promise<string> {
+  const {
+    schedule,
+    time,
+    faults,
+    settings,
+    config,
+    documents,
+    objects,
+    resources,
+    overwrites,
+    keyOfMessage,
+    warehouse,
+    cloudRun,
+    answers,
+  } = w;
+  let pushes = 0;
+  let acks = 0;
+  const sub = new PushSubscription({
+    time,
+    settings,
+    subscription: 'projects/docline-sim/subscriptions/docline-push',
+    ...(schedule.pubsub.initialWindow ? { initialWindow: schedule.pubsub.initialWindow } : {}),
+    onAnswer: (id, status) => {
+      answers[id] = [...(answers[id] ?? []), { status, atMs: time.nowMs() }];
+      if (![102, 200, 201, 202, 204].includes(status)) return;
+      const ack = acks++;
+      for (const a of (schedule.pubsub.afterAck ?? []).filter((x) => x.ack === ack)) {
+        time.after(a.afterMs, () => {
+          if (sub.redeliverAcked(id))
+            faults.injected(
+              'pubsub.redeliveryAfterAck',
+              [keyOfMessage.get(id) ?? id],
+              `message ${id} pushed again ${a.afterMs} ms after its ack`,
+            );
+        });
+      }
+    },
+    endpoint: (body) => {
+      const id = (JSON.parse(body) as { message: { messageId: string } }).message.messageId;
+      const push = pushes++;
+      for (const r of schedule.pubsub.redeliveries.filter((x) => x.push === push)) {
+        time.after(r.afterMs, () => {
+          if (sub.redeliver(id))
+            faults.injected(
+              'pubsub.redeliveryWhileRunning',
+              [keyOfMessage.get(id) ?? id],
+              `push ${push} pushed again while running`,
+            );
+        });
+      }
+      return cloudRun.push(body, id);
+    },
+  });
+  w.subscription = sub;
+  let published = 0;
+  for (const { plan, doc, resource } of [...resources, ...overwrites]) {
+    time.after(plan.publishAtMs, () => {
+      if (plan.notifications === 2)
+        faults.injected('pubsub.doubledNotification', [doc.key], 'two notification configs');
+      for (let c = 1; c <= plan.notifications; c++) {
+        const id = sub.publish(
+          JSON.stringify(resource),
+          finalizeAttributes(resource, {
+            notificationConfig: `projects/_/buckets/${SIM_BUCKET}/notificationConfigs/${c}`,
+          }),
+        );
+        keyOfMessage.set(id, doc.key);
+        doc.messageIds.push(id);
+      }
+      published++;
+    });
+  }
+  // A message published by an operator belongs to the document of its object's key.
+  const announced = (id: string, key: string) => {
+    keyOfMessage.set(id, key);
+    documents.find((d) => d.key === key)?.messageIds.push(id);
+  };
+  // `npm run reconcile -- --apply`: every object in the bucket older than the cutoff whose key has
+  // no row yet is announced again (the reconcile notification), whatever is still at work on it.
+  const reconciles = schedule.operator?.reconcileAtMs ?? [];
+  let reconciled = 0;
+  for (const atMs of reconciles)
+    time.after(atMs, () => {
+      reconciled++;
+      const cutoffMs = time.nowMs() - (schedule.operator?.olderThanMs ?? 0);
+      const written = new Set(warehouse.raw.map((r) => r.row.dedup_key));
+      const missing = [...resources, ...overwrites].filter(
+        ({ plan, doc }) => plan.publishAtMs <= cutoffMs && objects.has(doc.key) && !written.has(doc.key),
+      );
+      if (missing.length === 0) return;
+      faults.injected(
+        'operator.reconcileApply',
+        missing.map((m) => m.doc.key),
+        `reconcile --apply announced ${missing.length} object(s) with no row again`,
+      );
+      const runAt = time.clock.now();
+      for (const { doc, resource } of missing) {
+        const message = reconcileNotification(resource, runAt);
+        announced(sub.publish(message.data.toString(), message.attributes), doc.key);
+      }
+    });
+  const settledAll = () =>
+    published === resources.length + overwrites.length && reconciled === reconciles.length && sub.idle;
+  // Every poison upload's notifications, and a reconcile's announcement of each.
+  const poisonMessages = [...resources, ...overwrites]
+    .filter(({ plan }) => plan.kind === 'poison')
+    .reduce((n, { plan }) => n + plan.notifications + reconciles.length, 0);
+  let ended = await time.run(settledAll, runBoundMs(settings, poisonMessages));
+  // In the aftermath: `npm run dlq -- replay` publishes every dead letter again (its data and
+  // attributes, less the dead-letter ones), and the run goes on until those settle too.
+  const letters = ended === 'done' && schedule.operator?.replayDeadLetters ? sub.takeDeadLetters() : [];
+  if (letters.length > 0) {
+    faults.injected(
+      'operator.deadLetterReplay',
+      [...new Set(letters.map((l) => keyOfMessage.get(l.id) ?? l.id))],
+      `${letters.length} dead letter(s) replayed to the topic`,
+    );
+    for (const l of letters) {
+      const attributes = Object.fromEntries(
+        Object.entries(l.attributes).filter(([k]) => !k.startsWith('CloudPubSubDeadLetter')),
+      );
+      announced(sub.publish(l.data, attributes), keyOfMessage.get(l.id) ?? l.id);
+    }
+    ended = await time.run(settledAll, time.nowMs() + runBoundMs(settings, letters.length));
+  }
+  // Late work (handlers past their request, slow statements) may still change the table: let it
+  // end. A request that arrived late in that window (a push of an acked message again) is given
+  // its whole deadline, so that the record never ends on a handler cut short by the run's end.
+  const lateMs = 2 * config.requestTimeoutSeconds * 1000;
+  let settled = await time.run(() => false, time.nowMs() + lateMs);
+  for (let extensions = 0; settled !== 'stalled' && extensions < 5; extensions++) {
+    const open = cloudRun.requests.filter(
+      (r) => r.endMs === undefined && r.killedAtMs === undefined && r.deadlineMs >= time.nowMs(),
+    );
+    if (open.length === 0) break;
+    settled = await time.run(() => false, Math.max(...open.map((r) => r.deadlineMs)) + lateMs);
+  }
+  return ended === 'done'
+    ? `drained (${settled === 'stalled' ? 'then quiet' : 'late work still pending'})`
+    : ended;
+}
+
+/** What the run recorded, and its digest. */
+function resultOf(w: World, end: string): RunResult {
+  const {
+    schedule,
+    time,
+    faults,
+    config,
+    documents,
+    gemini,
+    warehouse,
+    bucket,
+    cloudRun,
+    viewReads,
+    answers,
+  } = w;
+  const record: RunRecord = {
+    seed: schedule.seed,
+    documents,
+    answers,
+    messageStates: Object.fromEntries(w.subscription!.states()),
+    rawRows: warehouse.raw.map((r) => ({
+      id: r.id,
+      key: r.row.dedup_key,
+      messageId: r.row.message_id,
+      status: r.row.status,
+      reason: r.row.reason,
+      invoiceNumber: invoiceNumberOf(r.row.analysis),
+      processedAt: r.row.processed_at,
+      committedAtMs: r.committedAtMs,
+      statement: r.statement,
+    })),
+    viewReads: Object.fromEntries(viewReads),
+    viewAtEnd: Object.fromEntries([...warehouse.view()].map(([k, r]) => [k, r.id])),
+    geminiAnswers: Object.fromEntries(
+      documents.map((d) => [d.name, gemini.record.answersByDocument.get(d.name) ?? []]),
+    ),
+    paidAnalysesByDocument: Object.fromEntries(
+      documents.map((d) => [d.name, gemini.record.analysesByDocument.get(d.name) ?? 0]),
+    ),
+    paidCallsByDocument: Object.fromEntries(
+      documents.map((d) => [d.name, gemini.record.paidByDocument.get(d.name) ?? 0]),
+    ),
+    answerLosses: Object.fromEntries(
+      documents.map((d) => [d.name, answerLosses(d, gemini.record.calls, cloudRun, bucket)]),
+    ),
+    keptAtMs: Object.fromEntries([...bucket.kept].reverse().map((k) => [k.dedupKey, k.atMs] as const)),
+    memoWorkedOnSinceMs: Object.fromEntries(
+      documents.flatMap((d) => {
+        const since = bucket.workedOnSince({
+          analysis: AnalysisMemo.key(d.key),
+          lease: AnalysisMemo.leaseKey(d.key),
+        });
+        return since === undefined ? [] : [[d.key, since]];
+      }),
+    ),
+    geminiCalls: gemini.record.calls,
+    requests: cloudRun.requests,
+    statements: warehouse.statements,
+    leaseFailures: Object.fromEntries(bucket.leaseFailures),
+    budget: {
+      deliveryMs: deliveryBudgetMs({ workerTimeoutSeconds: config.requestTimeoutSeconds }),
+      drainMs: Math.max(0, SHUTDOWN_GRACE_MS - ANSWER_MARGIN_MS),
+      // Cloud Run's own deadline is the worker's plus this (its request timeout; SIGTERM + grace).
+      answerMarginMs: ANSWER_MARGIN_MS,
+    },
+    end,
+    simulatedMs: time.nowMs(),
+  };
+  const result = { record, faults: { counts: faults.counts, entries: faults.entries } };
+  return {
+    ...result,
+    traceHash: createHash('sha256').update(JSON.stringify(result)).digest('hex').slice(0, 16),
+    probes: probeCounts(),
+  };
 }
 
 /**
