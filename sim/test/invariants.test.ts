@@ -340,6 +340,14 @@ describe('the invariants', () => {
     expect(broken(statement)).toEqual(['I6']);
   });
 
+  it('I6: a statement still running when the record ends breaks it only if the run went past its deadline (a run cut by its bound, soak of the key-day-from-clock world, seed 19)', () => {
+    const open = kept();
+    open.statements.push({ index: 2, kind: 'lookup', instance: 0, keys: [KEY], startedAtMs: 7_950 });
+    expect(broken(open)).toEqual([]);
+    open.simulatedMs = 600_000;
+    expect(broken(open)).toEqual(['I6']);
+  });
+
   it('I7: rejected object_gone is right only when written after its generation went', () => {
     const gone = (goneAtMs?: number) => {
       const r = kept();
