@@ -1,5 +1,6 @@
 import { BigQueryStore, JOB_INSERT_ALLOWANCE_MS } from '../../worker/src/adapters/stores/bigquery-store';
-import { Deadline } from '../../worker/src/core/deadline';
+import { MIN_STATEMENT_MS } from '../../worker/src/contract/settings';
+import { Deadline, DeadlineError } from '../../worker/src/core/deadline';
 import { RowRefusalError } from '../../worker/src/core/errors';
 import { realTimers } from '../../worker/src/core/ports';
 import { testRow } from '../../worker/test/support/builders';
@@ -20,6 +21,39 @@ const largeRows = (count: number) =>
   );
 
 describe('the warehouse model', () => {
+  it('does not send a statement the delivery has too little time left for, as BigQueryStore does not (a per-row write sent 0.5 ms before its deadline ran past it)', async () => {
+    const time = new VirtualTime();
+    time.install();
+    try {
+      const warehouse = new Warehouse(time, {
+        table: 'docline-sim:docline.documents',
+        faults: {
+          schedule: { statements: [{ latencyMs: 500 }] },
+          poisonKeys: new Set(),
+          log: new FaultLog(() => time.nowMs()),
+        },
+      });
+      const store = warehouse.store(0, () => true);
+      const late = store.record(
+        { dedup_key: 'a' } as never,
+        Deadline.after(MIN_STATEMENT_MS - 1, time.clock, realTimers),
+      );
+      await expect(late).rejects.toBeInstanceOf(DeadlineError);
+      expect(warehouse.statements).toEqual([]);
+      const inTime = store.record(
+        { dedup_key: 'a' } as never,
+        Deadline.after(60_000, time.clock, realTimers),
+      );
+      await time.run(
+        () => warehouse.statements.length > 0 && warehouse.statements[0]!.outcome !== undefined,
+        time.nowMs() + 10_000,
+      );
+      await expect(inTime).resolves.toBe(true);
+    } finally {
+      time.uninstall();
+    }
+  });
+
   it('stops a queued statement at its jobTimeoutMs, as a running one: it leaves the queue then, not when a slot frees (soak I6, seed 517)', async () => {
     const time = new VirtualTime();
     time.install();
