@@ -206,8 +206,14 @@ async function soak(count: number, first: number, replays: number, jobs: number)
   const { section, brokenSeeds } = part;
   const replay = 'replay' in part ? (part.replay as Replays) : undefined;
   for (const seed of part.holding) noteUnmutated(seed, true);
-  const catches = await huntAll(MUTANTS);
-  section.mutants = Object.fromEntries(catches.map((c) => [c.mutant, c.caught?.invariant ?? 'not caught']));
+  // `--no-hunts`: the mutants' lines are kept from bench/results.json (hunted alone, `--mutant NAME --record`).
+  const hunting = !process.argv.includes('--no-hunts');
+  const catches = hunting ? await huntAll(MUTANTS) : [];
+  const previousMutants = (JSON.parse(readFileSync(RESULTS, 'utf8')) as { faults?: FaultsSection }).faults
+    ?.mutants;
+  section.mutants = hunting
+    ? Object.fromEntries(catches.map((c) => [c.mutant, c.caught?.invariant ?? 'not caught']))
+    : previousMutants;
   const seconds = (performance.now() - started) / 1000;
   const previous = JSON.parse(readFileSync(RESULTS, 'utf8')) as Record<string, unknown>;
   writeFileSync(RESULTS, `${JSON.stringify({ ...previous, faults: section }, null, 2)}\n`);
@@ -348,7 +354,7 @@ async function main(): Promise<number> {
     return uncovered.length > 0 ? 1 : 0;
   }
   console.error(
-    'usage: npm run sim -- --seed N [--replays K] | --seeds COUNT [--from S] | --scenario NAME|all | --mutant NAME|all [--seeds N] | --cover N',
+    'usage: npm run sim -- --seed N [--replays K] | --seeds COUNT [--from S] [--no-hunts] | --scenario NAME|all | --mutant NAME|all [--seeds N] | --cover N',
   );
   return 2;
 }

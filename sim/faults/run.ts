@@ -254,8 +254,6 @@ async function buildWorld(schedule: FaultSchedule, mutant: Mutant | undefined): 
       [],
       `the run starts at ${new Date(schedule.startsAtMs).toISOString()}: uploads and writes on both sides of midnight`,
     );
-  if (schedule.env?.GROUP_COMMIT === 'off')
-    faults.injected('config.perRowWrites', [], 'the instances write row by row (GROUP_COMMIT=off)');
   const settings = DELIVERY_DEFAULTS;
   const config = loadConfig({ ...SIM_ENV, ...schedule.env });
 

@@ -47,7 +47,6 @@ export const FAULT_KINDS = [
   'bigquery.insertAnswerLost',
   'bigquery.pollRateLimited',
   'clock.acrossMidnight',
-  'config.perRowWrites',
 ] as const;
 
 export type FaultKind = (typeof FAULT_KINDS)[number];
@@ -284,11 +283,6 @@ export const FAULT_RATES = Object.freeze({
   /** A run that starts 15 s before midnight UTC. */
   acrossMidnight: 0.1,
   /**
-   * A seed whose instances write row by row (GROUP_COMMIT=off): one lookup and one MERGE per
-   * delivery, the path the burst benchmark measures group commit against, held to the same invariants.
-   */
-  perRowWrites: 0.1,
-  /**
    * Per MERGE whose answer is lost while its job runs on: that job is also slow (30–400 s), so it
    * commits long after its client gave up. 0 in the soak (whose schedules this leaves as they
    * are); a mutant's world raises it.
@@ -510,15 +504,8 @@ export function generateSchedule(seed: number, rates: FaultRates = swarmRates(se
   addOperatorActions(schedule, rates);
   addDocumentFormats(schedule, rates);
   addJobsAndDays(schedule, rates);
-  addWritePath(schedule, rates);
   if (rates.slowLostJob > 0) addSlowLostJobs(schedule, rates);
   return schedule;
-}
-
-/** The write path of the seed's instances, drawn from a stream of its own: group commit, or row by row. */
-function addWritePath(s: FaultSchedule, rates: FaultRates): void {
-  const random = seededRandom(s.seed * 69_621 + 5);
-  if (random() < rates.perRowWrites) s.env = { ...s.env, GROUP_COMMIT: 'off' };
 }
 
 /**

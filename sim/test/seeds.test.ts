@@ -30,7 +30,7 @@ const SUITE_SEEDS: readonly number[] = [
  * --apply while a poison document is at work, and the replay of its dead letters (62).
  */
 const REGRESSION_SEEDS: readonly number[] = [62, 159, 1259];
-const ONE_MIX: FaultRates = { ...FAULT_RATES, perRowWrites: 0 };
+const ONE_MIX: FaultRates = FAULT_RATES;
 
 describe('a fixed set of seeds', () => {
   const injected = new Map<FaultKind, number>(FAULT_KINDS.map((k) => [k, 0]));
