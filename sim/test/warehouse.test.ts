@@ -5,7 +5,7 @@ import { RowRefusalError } from '../../worker/src/core/errors';
 import { realTimers } from '../../worker/src/core/ports';
 import { testRow } from '../../worker/test/support/builders';
 import { BigQueryClients } from '../faults/bigquery-client';
-import { FaultLog } from '../faults/schedule';
+import { FaultLog, type FaultSchedule } from '../faults/schedule';
 import { VirtualTime } from '../faults/virtual-time';
 import { mergeRequestBytes, REQUEST_LIMIT_BYTES, Warehouse } from '../models/warehouse';
 
@@ -20,19 +20,19 @@ const largeRows = (count: number) =>
     }),
   );
 
+/** The fault simulator's warehouse, its statements following `statements`, with no poison document. */
+const faultWarehouse = (time: VirtualTime, statements: FaultSchedule['bigquery']['statements']) =>
+  new Warehouse(time, {
+    table: 'docline-sim:docline.documents',
+    faults: { schedule: { statements }, poisonKeys: new Set(), log: new FaultLog(() => time.nowMs()) },
+  });
+
 describe('the warehouse model', () => {
   it('does not send a statement the delivery has too little time left for, as BigQueryStore does not (a per-row write sent 0.5 ms before its deadline ran past it)', async () => {
     const time = new VirtualTime();
     time.install();
     try {
-      const warehouse = new Warehouse(time, {
-        table: 'docline-sim:docline.documents',
-        faults: {
-          schedule: { statements: [{ latencyMs: 500 }] },
-          poisonKeys: new Set(),
-          log: new FaultLog(() => time.nowMs()),
-        },
-      });
+      const warehouse = faultWarehouse(time, [{ latencyMs: 500 }]);
       const store = warehouse.store(0, () => true);
       const late = store.record(
         { dedup_key: 'a' } as never,
@@ -60,14 +60,7 @@ describe('the warehouse model', () => {
     try {
       // Two MERGEs of 60 s fill BigQuery's running DML slots; a third, bounded at 5 s, queues.
       const slow = { latencyMs: 60_000, fault: 'slow' as const };
-      const warehouse = new Warehouse(time, {
-        table: 'docline-sim:docline.documents',
-        faults: {
-          schedule: { statements: [slow, slow, { latencyMs: 500 }] },
-          poisonKeys: new Set(),
-          log: new FaultLog(() => time.nowMs()),
-        },
-      });
+      const warehouse = faultWarehouse(time, [slow, slow, { latencyMs: 500 }]);
       const store = warehouse.store(0, () => true);
       const row = (key: string) => ({ dedup_key: key }) as never;
       const results: string[] = [];
@@ -96,14 +89,7 @@ describe('the warehouse model', () => {
     const time = new VirtualTime();
     time.install();
     try {
-      const warehouse = new Warehouse(time, {
-        table: 'docline-sim:docline.documents',
-        faults: {
-          schedule: { statements: [{ latencyMs: 500 }] },
-          poisonKeys: new Set(),
-          log: new FaultLog(() => time.nowMs()),
-        },
-      });
+      const warehouse = faultWarehouse(time, [{ latencyMs: 500 }]);
       const over = largeRows(11);
       expect(mergeRequestBytes(over, time.clock.now())).toBeGreaterThan(REQUEST_LIMIT_BYTES);
       expect(mergeRequestBytes(over.slice(0, 9), time.clock.now())).toBeLessThan(REQUEST_LIMIT_BYTES);
