@@ -209,13 +209,14 @@ async function soak(count: number, first: number, replays: number, jobs: number)
   // `--no-hunts`: the mutants' lines are kept from bench/results.json (hunted alone, `--mutant NAME --record`).
   const hunting = !process.argv.includes('--no-hunts');
   const catches = hunting ? await huntAll(MUTANTS) : [];
-  const previousMutants = (JSON.parse(readFileSync(RESULTS, 'utf8')) as { faults?: FaultsSection }).faults
-    ?.mutants;
+  const previous = JSON.parse(readFileSync(RESULTS, 'utf8')) as { faults?: FaultsSection } & Record<
+    string,
+    unknown
+  >;
   section.mutants = hunting
     ? Object.fromEntries(catches.map((c) => [c.mutant, c.caught?.invariant ?? 'not caught']))
-    : previousMutants;
+    : previous.faults?.mutants;
   const seconds = (performance.now() - started) / 1000;
-  const previous = JSON.parse(readFileSync(RESULTS, 'utf8')) as Record<string, unknown>;
   writeFileSync(RESULTS, `${JSON.stringify({ ...previous, faults: section }, null, 2)}\n`);
   writeFileSync(TESTING_DOC, replaceFaultFigures(readFileSync(TESTING_DOC, 'utf8'), section));
   console.log(`seeds run: ${section.seeds} (${first}–${first + count - 1}) in ${seconds.toFixed(0)} s`);
