@@ -498,7 +498,9 @@ export class Warehouse {
     }
     try {
       this.bill(
-        this.estimateBytesOf(kind === 'merge' ? new Set(rows!.map((r) => this.dayOf(r))) : this.lookupDays()),
+        this.estimateBytesOf(
+          kind === 'merge' ? new Set(rows!.map((r) => keyDay(r, this.time.clock.now()))) : this.lookupDays(),
+        ),
       );
     } catch (error) {
       return refuse('over maximumBytesBilled', error as Error);
@@ -555,10 +557,6 @@ export class Warehouse {
       return { index: record.index, done, lost, lostAfterMs: Math.min(plan.durationMs() / 2, 1_000) };
     }
     return job(done);
-  }
-
-  private dayOf(row: Row): string {
-    return keyDay(row, this.time.clock.now());
   }
 
   private async lookup(
