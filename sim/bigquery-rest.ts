@@ -18,9 +18,9 @@ import { type SimTime, type SimTimer, SlidingWindowLimit } from './time';
  * A BigQuery REST server (v2) that the real @google-cloud/bigquery client talks to: jobs.query,
  * jobs.insert (dry runs included), getQueryResults, jobs.get, jobs.list and tables.get.
  *
- * It does not parse SQL: it recognises docline's statements by their named parameters (`dedup_key`
- * + `lookup_since` is the lookup; every column + `key_day` the MERGE; `rows` + `key_day_0…` the
- * batched MERGE; `keys` + `lookup_since` or `key_day_0…` the batched lookup or the winners;
+ * It does not parse SQL: it recognises docline's statements by their named parameters (`rows` +
+ * `key_day_0…` is the batched MERGE; `keys` + `lookup_since` or `key_day_0…` the batched lookup or
+ * the winners;
  * `bucket`, `prefix`, `since` (and `until`) reconcile's query) and executes their meaning on rows
  * kept in memory, one table per name the statement quotes. Parameters are checked as BigQuery binds
  * them: values are strings of the column's type, REQUIRED columns are not null, every value arrives
@@ -566,18 +566,6 @@ export async function startBigQueryServer(options: BigQueryServerOptions = {}): 
     const scalarNames = names.filter((n) => !/^key_day_\d+$/.test(n));
     const select = (run: () => Outcome): Statement => ({ sql, table, merge: false, bytes, run });
 
-    if (names.join() === 'dedup_key,lookup_since') {
-      const key = params.get('dedup_key')!;
-      if (key.type !== 'STRING' || key.value === null) throw invalid('dedup_key must be a non-null STRING');
-      const since = dateParam(params, 'lookup_since');
-      return select(() => {
-        const found = table.rows.some((r) => r.dedup_key === key.value && dayOf(r) >= since);
-        return selectOutcome(
-          { fields: [{ name: 'found', type: 'INTEGER', mode: 'NULLABLE' }] },
-          found ? [['1']] : [],
-        );
-      });
-    }
     if (names.join() === 'keys,lookup_since' || (scalarNames.join() === 'keys' && names.length > 1)) {
       const keys = params.get('keys')!;
       if (keys.items?.type !== 'STRING' || keys.items.values.some((k) => k === null))
@@ -606,40 +594,28 @@ export async function startBigQueryServer(options: BigQueryServerOptions = {}): 
     if (names.join() === 'bucket,prefix,since' || names.join() === 'bucket,prefix,since,until')
       return select(reconcileQuery(table, params));
 
-    let source: StoredRow[];
-    if (names.join() === [...MERGE_COLUMNS].sort().join()) {
-      const row = {} as StoredRow;
-      for (const column of MERGE_COLUMNS) {
-        const p = params.get(column)!;
-        checkValue(column, p.type, p.value);
-        (row as Record<string, string | null>)[column] = p.value;
-      }
-      source = [row];
-    } else if (scalarNames.join() === 'rows') {
-      const rows = params.get('rows')!;
-      if (!rows.structs) throw invalid('rows must be an ARRAY<STRUCT<…>>');
-      const declared = [...rows.structs.fields.keys()];
-      if (declared.join() !== MERGE_COLUMNS.join())
-        throw invalid(
-          `rows must carry every column in table order, then key_day (got ${declared.join(', ')})`,
-        );
-      const days = keyDays(params);
-      source = rows.structs.values.map((fields) => {
-        const row = {} as StoredRow;
-        for (const column of MERGE_COLUMNS) {
-          const value = fields.get(column) ?? null;
-          checkValue(column, rows.structs!.fields.get(column)!, value);
-          (row as Record<string, string | null>)[column] = value;
-        }
-        // BigQuery would read only the named partitions: a row of another day would be matched against nothing.
-        if (!days.has(row.key_day!))
-          throw invalid(`a row's key_day ${row.key_day} is not among the statement's key days`);
-        return row;
-      });
-    } else
+    if (scalarNames.join() !== 'rows')
       throw invalid(
         `docline's BigQuery server knows only docline's statements (parameters: ${names.join(', ')})`,
       );
+    const rows = params.get('rows')!;
+    if (!rows.structs) throw invalid('rows must be an ARRAY<STRUCT<…>>');
+    const declared = [...rows.structs.fields.keys()];
+    if (declared.join() !== MERGE_COLUMNS.join())
+      throw invalid(`rows must carry every column in table order, then key_day (got ${declared.join(', ')})`);
+    const days = keyDays(params);
+    const source = rows.structs.values.map((fields) => {
+      const row = {} as StoredRow;
+      for (const column of MERGE_COLUMNS) {
+        const value = fields.get(column) ?? null;
+        checkValue(column, rows.structs!.fields.get(column)!, value);
+        (row as Record<string, string | null>)[column] = value;
+      }
+      // BigQuery would read only the named partitions: a row of another day would be matched against nothing.
+      if (!days.has(row.key_day!))
+        throw invalid(`a row's key_day ${row.key_day} is not among the statement's key days`);
+      return row;
+    });
 
     // `CURRENT_TIMESTAMP()` is the statement's start time.
     const startedAt = /CURRENT_TIMESTAMP\(\)/.test(sql) ? now().toISOString() : undefined;

@@ -14,7 +14,7 @@ import type { HandlerDeps } from '../../worker/src/core/handle';
 import type { Clock, ObjectRef, Reader, Store } from '../../worker/src/core/ports';
 import { finalizeAttributes } from '../../worker/src/reconcile/notification';
 import { textInvoices } from '../documents';
-import { bigQueryStoreFor } from './wiring';
+import { bigQueryStoreFor, statementPerDelivery } from './wiring';
 
 /**
  * One run of the burst: 10,000 distinct documents uploaded within 60 simulated seconds, 5 % of them
@@ -479,7 +479,7 @@ function byMinute(atMs: readonly number[], startMs: number): number[] {
   return minutes;
 }
 
-/** The seed's design: the BigQuery store as it is, one MERGE per delivery, no memo. */
+/** The seed's design: one lookup and one MERGE per delivery, no memo. */
 export const perDeliveryWiring: Wiring = {
-  store: (context) => bigQueryStoreFor(context),
+  store: (context) => statementPerDelivery(bigQueryStoreFor(context)),
 };

@@ -3,6 +3,7 @@ import { QuotaGate } from '../../worker/src/adapters/quota-gate';
 import { BigQueryStore } from '../../worker/src/adapters/stores/bigquery-store';
 import { GroupCommitStore } from '../../worker/src/adapters/stores/group-commit-store';
 import { AnalysisMemo } from '../../worker/src/core/memo';
+import type { BatchStore, Store } from '../../worker/src/core/ports';
 import type { InstanceContext, Wiring } from './scenario';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -16,6 +17,19 @@ export function bigQueryStoreFor({ bigquery, table, clock, settings }: InstanceC
     clock,
     maximumBytesBilled: settings.maximumBytesBilled,
   });
+}
+
+/**
+ * The seed's design as a baseline: each delivery's lookup and MERGE are a statement of their own,
+ * sent at once, as many at a time as deliveries run (no batching, no pacing). The statements are
+ * the store's batched ones, carrying one key or one row.
+ */
+export function statementPerDelivery(store: BatchStore): Store {
+  return {
+    seen: async (key, deadline) => (await store.seenMany([key], deadline)).has(key),
+    record: async (row, deadline) => (await store.recordMany([row], deadline)).has(row.dedup_key),
+    ping: () => store.ping(),
+  };
 }
 
 /**

@@ -7,6 +7,7 @@ import { BigQueryStore } from '../../worker/src/adapters/stores/bigquery-store';
 import { Deadline } from '../../worker/src/core/deadline';
 import { TransientError } from '../../worker/src/core/errors';
 import { testRow } from '../../worker/test/support/builders';
+import { statementPerDelivery } from '../burst/wiring';
 
 const TABLE = 'docline-bench.docline.documents';
 
@@ -59,14 +60,16 @@ describe('the BigQuery simulator', () => {
     const store = await storeOn(sim, time);
     const outcomes: Array<'pending' | unknown> = Array.from({ length: 23 }, () => 'pending');
     const records = Array.from({ length: 23 }, (_, i) =>
-      store.record(testRow()).then(
-        (v) => {
-          outcomes[i] = v;
-        },
-        (e: unknown) => {
-          outcomes[i] = e;
-        },
-      ),
+      statementPerDelivery(store)
+        .record(testRow())
+        .then(
+          (v) => {
+            outcomes[i] = v;
+          },
+          (e: unknown) => {
+            outcomes[i] = e;
+          },
+        ),
     );
     await until(() => outcomes.filter((o) => o !== 'pending').length === 1 && time.sleeping === 2);
     expect(sim.outstanding(TABLE)).toEqual({ running: 2, queued: 20 });
@@ -88,7 +91,7 @@ describe('the BigQuery simulator', () => {
     const row = testRow();
     expect(await store.recordMany([row], deadline)).toEqual(new Set([row.dedup_key]));
     expect(await store.recordMany([{ ...row, message_id: 'again' }], deadline)).toEqual(new Set());
-    expect(await store.seen(row.dedup_key, deadline)).toBe(true);
+    expect(await statementPerDelivery(store).seen(row.dedup_key, deadline)).toBe(true);
     expect(sim.stats.mergeStatements).toBe(2);
     // None of them went through jobs.query.
     expect(sim.stats.queryCalls).toBe(0);
@@ -101,8 +104,10 @@ describe('the BigQuery simulator', () => {
     const time = new InstantTime(0.1);
     sim = await startBigQueryServer({ projectId: 'docline-bench', simulated: { time } });
     const store = await storeOn(sim, time);
-    for (let i = 0; i < 25; i++) expect(await store.record(testRow())).toBe(true);
-    await expect(store.record(testRow())).rejects.toMatchObject({ code: 'bigquery_rate_limited' });
+    for (let i = 0; i < 25; i++) expect(await statementPerDelivery(store).record(testRow())).toBe(true);
+    await expect(statementPerDelivery(store).record(testRow())).rejects.toMatchObject({
+      code: 'bigquery_rate_limited',
+    });
     expect(sim.stats.refusedDmlRate).toBe(1);
     expect(sim.stats.mergeStatements).toBe(25);
     expect(sim.stats.billedBytes).toBe(25 * 10 * 1024 * 1024);
@@ -112,8 +117,10 @@ describe('the BigQuery simulator', () => {
     const time = new InstantTime(0.01);
     sim = await startBigQueryServer({ projectId: 'docline-bench', simulated: { time } });
     const store = await storeOn(sim, time);
-    for (let i = 0; i < 100; i++) expect(await store.seen(`gs://b/n#${i}`)).toBe(false);
-    await expect(store.seen('gs://b/n#100')).rejects.toMatchObject({ code: 'bigquery_rate_limited' });
+    for (let i = 0; i < 100; i++) expect(await statementPerDelivery(store).seen(`gs://b/n#${i}`)).toBe(false);
+    await expect(statementPerDelivery(store).seen('gs://b/n#100')).rejects.toMatchObject({
+      code: 'bigquery_rate_limited',
+    });
     expect(sim.stats.refusedApiRate).toBe(1);
     expect(sim.stats.queryCalls).toBe(101);
   });
@@ -123,7 +130,7 @@ describe('the BigQuery simulator', () => {
     sim = await startBigQueryServer({ projectId: 'docline-bench', simulated: { time } });
     const store = await storeOn(sim, time);
     const existing = testRow();
-    expect(await store.record(existing)).toBe(true);
+    expect(await statementPerDelivery(store).record(existing)).toBe(true);
     const fresh = [testRow(), testRow()];
     expect(await store.recordMany(fresh)).toEqual(new Set(fresh.map((r) => r.dedup_key)));
     expect(sim.stats.selectStatements).toBe(0);

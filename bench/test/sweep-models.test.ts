@@ -333,9 +333,9 @@ describe('the pre-filled warehouse', () => {
     });
     expect(year.prefilledRows).toBe(COST_DEFAULTS.documentsPerDay * 365);
     expect(year.estimateBytes()).toBe(w.estimateBytes());
-    const done = w.store().record(sampleRow({ dedup_key: 'gs://b/x#1' }));
+    const done = w.store().recordMany([sampleRow({ dedup_key: 'gs://b/x#1' })]);
     await time.run(() => false, 10_000);
-    await expect(done).resolves.toBe(true);
+    await expect(done).resolves.toEqual(new Set(['gs://b/x#1']));
     expect(w.stats.billedBytes).toBe(10 * 1024 * 1024);
     expect(w.viewRows).toBe(1);
   });
@@ -385,14 +385,14 @@ describe('the pre-filled warehouse', () => {
       return n;
     };
     expect(await count(a)).toBe(1);
-    void a.record(sampleRow({ dedup_key: 'gs://b/a#1' }));
-    void b.record(sampleRow({ dedup_key: 'gs://b/b#1' }));
+    void a.recordMany([sampleRow({ dedup_key: 'gs://b/a#1' })]);
+    void b.recordMany([sampleRow({ dedup_key: 'gs://b/b#1' })]);
     await advanceTo(time, 5_000);
     expect(await count(idle)).toBe(3);
     expect(await count(a)).toBe(2);
     // A minute on, only a writes again.
     await advanceTo(time, 66_000);
-    void a.record(sampleRow({ dedup_key: 'gs://b/a#2' }));
+    void a.recordMany([sampleRow({ dedup_key: 'gs://b/a#2' })]);
     await advanceTo(time, 70_000);
     expect(await count(b)).toBe(2);
     expect(await count(idle)).toBe(2);
@@ -405,7 +405,7 @@ describe('the pre-filled warehouse', () => {
       table: 'docline-sweep:docline.documents',
       published: { ...options, maximumBytesBilled: 1_000 },
     });
-    await expect(w.store().seen('gs://b/x#1')).rejects.toBeInstanceOf(ConfigurationError);
+    await expect(w.store().seenMany(['gs://b/x#1'])).rejects.toBeInstanceOf(ConfigurationError);
     expect(w.stats.refusedBytesBilled).toBe(1);
   });
 
@@ -415,7 +415,7 @@ describe('the pre-filled warehouse', () => {
     const submit = (i: number) =>
       w
         .store()
-        .record(sampleRow({ dedup_key: `gs://b/x#${i}` }))
+        .recordMany([sampleRow({ dedup_key: `gs://b/x#${i}` })])
         .then(
           () => 'ok',
           (e: unknown) => e,

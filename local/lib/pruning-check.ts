@@ -16,10 +16,6 @@ import {
   batchLookupSql,
   batchLookupStatement,
   batchMergeStatement,
-  lookupSql,
-  lookupStatement,
-  mergeSql,
-  mergeStatement,
   quotedTable,
   type Statement,
 } from '../../worker/src/adapters/stores/bigquery-store';
@@ -82,22 +78,16 @@ export function probeRow(now: Date): Row {
   } as unknown as Row;
 }
 
-/** The worker's four statements on `table`, for one probe row of today, from the store's builders. */
+/** The worker's two statements on `table`, for one probe row of today, from the store's builders. */
 export function pruningStatements(bigquery: BigQuery, table: string, now: Date): PruningStatement[] {
   const row = probeRow(now);
   const day = keyDay(row, now);
   return [
     {
-      name: 'seen() lookup',
-      kind: 'lookup',
-      statement: lookupStatement(bigquery, lookupSql(table), row.dedup_key, now),
-    },
-    {
       name: 'batched lookup (group commit)',
       kind: 'lookup',
       statement: batchLookupStatement(bigquery, batchLookupSql(table), [row.dedup_key], now),
     },
-    { name: 'record() MERGE', kind: 'merge', statement: mergeStatement(bigquery, mergeSql(table), row, day) },
     {
       name: 'batched MERGE (group commit)',
       kind: 'merge',

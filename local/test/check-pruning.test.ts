@@ -71,9 +71,7 @@ describe('checkPruning', () => {
     const today = keyBytes(fake.rows().filter((r) => r.key_day === dayOf(0)));
     const sinceLookup = keyBytes(fake.rows().filter((r) => r.key_day! >= lookupSinceDay(NOW)));
     expect(verdict.results.map((r) => [r.name, r.estimateBytes, r.conclusive])).toEqual([
-      ['seen() lookup', sinceLookup, true],
       ['batched lookup (group commit)', sinceLookup, true],
-      ['record() MERGE', today, true],
       ['batched MERGE (group commit)', today, true],
     ]);
     expect(verdict.ok).toBe(true);
@@ -107,7 +105,7 @@ describe('checkPruning', () => {
     });
     expect(verdict.ok).toBe(true);
     expect(verdict.results.every((r) => !r.conclusive)).toBe(true);
-    expect(verdict.lines[3]).toMatch(/inconclusive: the table is too young .* more than 3 days of rows/);
+    expect(verdict.lines[1]).toMatch(/inconclusive: the table is too young .* more than 3 days of rows/);
   });
 
   it("fails with BigQuery's words when a statement does not fit the table", async () => {
@@ -115,13 +113,13 @@ describe('checkPruning', () => {
     const [lookup] = pruningStatements(bigquery, TABLE, NOW);
     const broken = {
       ...lookup!,
-      statement: { ...lookup!.statement, types: { dedup_key: 'STRING', lookup_since: 'STRING' } },
+      statement: { ...lookup!.statement, types: { keys: ['STRING'], lookup_since: 'STRING' } },
     };
     const verdict = await checkPruning({ bigquery, table: TABLE, now: NOW, statements: [broken] });
     expect(verdict.ok).toBe(false);
     expect(verdict.lines).toEqual([
       expect.stringMatching(
-        /^check-pruning FAILED: BigQuery refused the dry run of the seen\(\) lookup on acme-dev\.docline\.rows: .*lookup_since/,
+        /^check-pruning FAILED: BigQuery refused the dry run of the batched lookup \(group commit\) on acme-dev\.docline\.rows: .*lookup_since/,
       ),
     ]);
   });
@@ -132,10 +130,8 @@ describe('pruningStatements', () => {
     const { fake, bigquery } = await tableOf(3);
     const store = new BigQueryStore({ bigquery, table: TABLE, clock: { now: () => NOW } });
     const row = testRow({ event_time: NOW.toISOString() });
-    await store.seen(row.dedup_key);
     await store.seenMany([row.dedup_key]);
-    await store.record(row);
-    await store.recordMany([testRow({ event_time: NOW.toISOString() })]);
+    await store.recordMany([row]);
     await checkPruning({ bigquery, table: TABLE, now: NOW });
     const shape = (q: {
       query?: unknown;
@@ -151,7 +147,7 @@ describe('pruningStatements', () => {
       .filter((r) => (r.body as { configuration?: { dryRun?: boolean } })?.configuration?.dryRun === true)
       .map((r) => shape((r.body as { configuration: { query: never } }).configuration.query))
       .slice(1); // the first dry run measures the whole table's keys
-    expect(sent).toHaveLength(4);
+    expect(sent).toHaveLength(2);
     expect(dryRuns).toEqual(sent);
   });
 });

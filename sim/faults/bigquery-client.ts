@@ -3,9 +3,7 @@ import {
   batchLookupSql,
   batchMergeSql,
   LOOKUP_PARAMETER,
-  lookupSql,
   MAX_KEY_DAYS_PER_STATEMENT,
-  mergeSql,
   type Statement,
   winnersSql,
 } from '../../worker/src/adapters/stores/bigquery-store';
@@ -174,15 +172,12 @@ export class BigQueryClients {
     if (days(batchMergeSql)) {
       rows = (params.rows as Array<Record<string, Parameter>>).map(rowOf);
       keys = rows.map((r) => r.dedup_key);
-    } else if (text === mergeSql(this.table)) {
-      rows = [rowOf(params as Record<string, Parameter>)];
-      keys = [rows[0]!.dedup_key];
     } else if (text === batchLookupSql(this.table)) keys = params.keys as string[];
     else if (days(winnersSql)) {
       keys = params.keys as string[];
       winners = true;
-    } else if (text === lookupSql(this.table)) keys = [params.dedup_key as string];
-    else throw Object.assign(new Error(`the warehouse does not know this statement: ${text}`), { code: 400 });
+    } else
+      throw Object.assign(new Error(`the warehouse does not know this statement: ${text}`), { code: 400 });
     if (requestBytes({ query: text, params, types: query.types ?? {} }) > REQUEST_LIMIT_BYTES) {
       this.warehouse.refusedTooLarge(instance, keys);
       throw requestTooLarge();

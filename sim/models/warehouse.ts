@@ -329,8 +329,6 @@ export class Warehouse {
     return {
       seenMany,
       recordMany,
-      seen: async (key, deadline) => (await seenMany([key], deadline)).has(key),
-      record: async (row, deadline) => (await recordMany([row], deadline)).has(row.dedup_key),
       ping: async () => {},
       ...(listLatency ? { writers } : {}),
     };

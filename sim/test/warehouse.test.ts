@@ -28,27 +28,27 @@ const faultWarehouse = (time: VirtualTime, statements: FaultSchedule['bigquery']
   });
 
 describe('the warehouse model', () => {
-  it('does not send a statement the delivery has too little time left for, as BigQueryStore does not (a per-row write sent 0.5 ms before its deadline ran past it)', async () => {
+  it('does not send a statement the delivery has too little time left for, as BigQueryStore does not (a write sent 0.5 ms before its deadline ran past it)', async () => {
     const time = new VirtualTime();
     time.install();
     try {
       const warehouse = faultWarehouse(time, [{ latencyMs: 500 }]);
       const store = warehouse.store(0, () => true);
-      const late = store.record(
-        { dedup_key: 'a' } as never,
+      const late = store.recordMany(
+        [{ dedup_key: 'a' } as never],
         Deadline.after(MIN_STATEMENT_MS - 1, time.clock, realTimers),
       );
       await expect(late).rejects.toBeInstanceOf(DeadlineError);
       expect(warehouse.statements).toEqual([]);
-      const inTime = store.record(
-        { dedup_key: 'a' } as never,
+      const inTime = store.recordMany(
+        [{ dedup_key: 'a' } as never],
         Deadline.after(60_000, time.clock, realTimers),
       );
       await time.run(
         () => warehouse.statements.length > 0 && warehouse.statements[0]!.outcome !== undefined,
         time.nowMs() + 10_000,
       );
-      await expect(inTime).resolves.toBe(true);
+      await expect(inTime).resolves.toEqual(new Set(['a']));
     } finally {
       time.uninstall();
     }

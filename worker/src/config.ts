@@ -72,8 +72,8 @@ export interface WorkerConfig {
    * maxInFlight × maxObjectBytes), and where the learnt limit starts; smaller documents let it grow.
    */
   admission: { maxInFlight: number; maxBytesInFlight: number; maxWaitMs: number };
-  /** Group commit of lookups and writes; null when off (one statement per delivery). */
-  groupCommit: { maxRows: number; maxWaitMs: number; minIntervalMs: number } | null;
+  /** Group commit of lookups and writes: every delivery's statements go through it. */
+  groupCommit: { maxRows: number; maxWaitMs: number; minIntervalMs: number };
   /** The memo of paid analyses; null when off. */
   memo: MemoConfig | null;
   /** In-app verification of the push OIDC token; null when off (Cloud Run IAM checks it instead). */
@@ -159,18 +159,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<Worke
   // The pace belongs to the store: BigQuery's per-table DML budget sets a gathering wait and an
   // interval between MERGEs; SQLite has no such budget, so its batches form only while a commit runs.
   const pace = storePace(store.kind);
-  const groupCommit =
-    read('groupCommit') === 'on'
-      ? {
-          maxRows: read('batchMaxRows'),
-          maxWaitMs: read('batchMaxWaitMs', pace.batchMaxWaitMs),
-          minIntervalMs: read('mergeMinIntervalMs', pace.mergeMinIntervalMs),
-        }
-      : null;
+  const groupCommit = {
+    maxRows: read('batchMaxRows'),
+    maxWaitMs: read('batchMaxWaitMs', pace.batchMaxWaitMs),
+    minIntervalMs: read('mergeMinIntervalMs', pace.mergeMinIntervalMs),
+  };
   if (analyzer.kind === 'gemini')
     analyzer.afterAnswerMs = afterAnswerMs({
-      batchMaxWaitMs: groupCommit?.maxWaitMs ?? 0,
-      mergeMinIntervalMs: groupCommit?.minIntervalMs ?? 0,
+      batchMaxWaitMs: groupCommit.maxWaitMs,
+      mergeMinIntervalMs: groupCommit.minIntervalMs,
     });
 
   const ttlMs =

@@ -38,30 +38,18 @@ export interface Adapters {
   authenticate?: (authorization: string | undefined) => Promise<void>;
 }
 
-/**
- * Wraps a store that takes batches in group commit, when the configuration asks for it; a store
- * that cannot take batches is returned as it is.
- */
+/** Group commit over a store that takes batches: every delivery's lookup and write go through it. */
 export async function withGroupCommit(
-  store: Store,
+  store: BatchStore,
   config: Pick<WorkerConfig, 'groupCommit'>,
   logger: Logger,
 ): Promise<Store> {
-  if (!config.groupCommit || !isBatchStore(store)) return store;
   const { GroupCommitStore } = await import('./adapters/stores/group-commit-store.js');
   return new GroupCommitStore(store, { ...config.groupCommit, logger });
 }
 
-function isBatchStore(store: Store): store is BatchStore {
-  const s = store as Partial<BatchStore>;
-  return typeof s.seenMany === 'function' && typeof s.recordMany === 'function';
-}
-
-async function buildStore(config: WorkerConfig, logger: Logger): Promise<Store> {
-  return withGroupCommit(await buildBaseStore(config, logger), config, logger);
-}
-
-async function buildBaseStore(config: WorkerConfig, logger: Logger): Promise<Store> {
+/** The store the configuration names, before group commit goes around it. */
+export async function buildBaseStore(config: WorkerConfig, logger: Logger): Promise<BatchStore> {
   const store = config.store;
   if (store.kind === 'sqlite') {
     const { SqliteStore } = await import('./adapters/stores/sqlite-store.js');
@@ -195,12 +183,19 @@ async function buildAuthenticator(config: WorkerConfig): Promise<Adapters['authe
   return createPushVerifier(config.pushAuth);
 }
 
-/** Builds the adapters the configuration names. */
-export async function buildAdapters(config: WorkerConfig, logger: Logger): Promise<Adapters> {
+/**
+ * Builds the adapters the configuration names; `base`, when given, is the store group commit goes
+ * around instead of the configured one (a test composition's fault switches).
+ */
+export async function buildAdapters(
+  config: WorkerConfig,
+  logger: Logger,
+  base?: BatchStore,
+): Promise<Adapters> {
   const pdf = await buildSharedPdfParser(config);
   const analyzer = await buildAnalyzer(config, logger, pdf);
   return {
-    store: await buildStore(config, logger),
+    store: await withGroupCommit(base ?? (await buildBaseStore(config, logger)), config, logger),
     reader: await buildReader(config),
     analyzer,
     memo: await buildMemo(config, logger),
@@ -285,7 +280,6 @@ export async function serve(
     analyzer: config.analyzer.kind,
     dedupKeyMode: config.dedupKeyMode,
     workerVersion: config.workerVersion,
-    groupCommit: config.groupCommit !== null,
     memo: config.memo?.kind ?? 'off',
   });
   let stopping: Promise<void> | undefined;

@@ -13,8 +13,6 @@ import {
   bigQueryError,
   keyDayGroups,
   lookupSinceDay,
-  lookupSql,
-  mergeSql,
   winnersSql,
 } from '../src/adapters/stores/bigquery-store';
 import { GroupCommitStore } from '../src/adapters/stores/group-commit-store';
@@ -89,6 +87,16 @@ async function storeOn(
   });
 }
 
+/** One key's lookup, as group commit sends it for a lone delivery. */
+async function seenOne(store: BigQueryStore, key: string, deadline?: Deadline): Promise<boolean> {
+  return (await store.seenMany([key], deadline)).has(key);
+}
+
+/** One row's MERGE, as group commit sends it for a lone delivery: true when it inserted the row. */
+async function recordOne(store: BigQueryStore, row: Row, deadline?: Deadline): Promise<boolean> {
+  return (await store.recordMany([row], deadline)).has(row.dedup_key);
+}
+
 /** A BigQueryStore on a fresh fake, with the contract suites' read-back and cleanup. */
 async function harnessOnFake() {
   const fake = await startBigQueryServer({ projectId: 'acme-dev' });
@@ -106,7 +114,14 @@ async function harnessOnFake() {
   };
 }
 
-describeStoreContract('BigQueryStore on sim/bigquery-rest.ts', harnessOnFake, {
+/** The contract holds for the store as the worker composes it: group commit over BigQueryStore. */
+async function composedOnFake() {
+  const h = await harnessOnFake();
+  const store = new GroupCommitStore(h.store, { maxRows: 500, maxWaitMs: 0, minIntervalMs: 0 });
+  return { ...h, store };
+}
+
+describeStoreContract('group commit over BigQueryStore on sim/bigquery-rest.ts', composedOnFake, {
   unsupported: {
     'lets exactly one of two concurrent records of one key insert':
       'BigQuery does not promise it (two insert-only MERGEs may both insert) and the fake serialises requests; the documents view deduplicates instead',
@@ -147,8 +162,8 @@ describe('BigQueryStore', () => {
         object_name: "'; DROP TABLE x; --",
         message_id: "m'1",
       });
-      await store.seen(hostile);
-      await store.record(row);
+      await seenOne(store, hostile);
+      await recordOne(store, row);
       const statements = fake.statements();
       expect(statements).toHaveLength(2);
       for (const sql of statements) {
@@ -164,25 +179,28 @@ describe('BigQueryStore', () => {
         }
         expect(sql).not.toMatch(/'/); // no string literal of any kind
       }
-      expect(statements).toEqual([lookupSql(TABLE), mergeSql(TABLE)]);
+      expect(statements).toEqual([batchLookupSql(TABLE), batchMergeSql(TABLE)]);
     });
 
+    /** The values of the first row of the first MERGE's `@rows`, by column (the REST representation). */
+    const firstRowValues = () => {
+      const rows = (
+        queryBodies()[0]!.queryParameters as Array<{
+          name: string;
+          parameterValue: { arrayValues?: Array<{ structValues: Record<string, { value?: unknown }> }> };
+        }>
+      ).find((p) => p.name === 'rows')!;
+      const struct = rows.parameterValue.arrayValues![0]!.structValues;
+      return Object.fromEntries(Object.entries(struct).map(([name, v]) => [name, v.value ?? null]));
+    };
+
     it('binds every value as a typed named parameter, nulls included', async () => {
-      await store.record(testRow({ reason: null, delivery_attempt: null, analysis: null }));
-      const [merge] = queryBodies();
-      const parameters = merge!.queryParameters as Array<{
-        name: string;
-        parameterType: { type: string };
-        parameterValue: { value: unknown };
-      }>;
-      expect(merge!.parameterMode).toBe('named');
-      expect(parameters.map((p) => p.name).sort()).toEqual([...COLUMN_NAMES, 'key_day'].sort());
-      for (const column of COLUMNS) {
-        const p = parameters.find((x) => x.name === column.name)!;
-        expect(p.parameterType.type).toBe(column.type);
-        expect(p.parameterValue.value === null || typeof p.parameterValue.value === 'string').toBe(true);
-      }
-      const byName = Object.fromEntries(parameters.map((p) => [p.name, p.parameterValue.value]));
+      await recordOne(store, testRow({ reason: null, delivery_attempt: null, analysis: null }));
+      expect(queryBodies()[0]!.parameterMode).toBe('named');
+      const byName = firstRowValues();
+      expect(Object.keys(byName).sort()).toEqual([...COLUMN_NAMES, 'key_day'].sort());
+      for (const value of Object.values(byName))
+        expect(value === null || typeof value === 'string').toBe(true);
       expect(byName.reason).toBeNull();
       expect(byName.analysis).toBeNull();
       expect(byName.delivery_attempt).toBeNull();
@@ -190,20 +208,16 @@ describe('BigQueryStore', () => {
 
     it('sends generations and INT64 values as decimal strings and the analysis as JSON text', async () => {
       const analysis = { supplier_name: 'Société Générale', total_amount: 1234.56, line_items: [] };
-      await store.record(testRow({ generation: '9223372036854775807', size_bytes: 120, analysis }));
-      const parameters = queryBodies()[0]!.queryParameters as Array<{
-        name: string;
-        parameterValue: { value: unknown };
-      }>;
-      const byName = Object.fromEntries(parameters.map((p) => [p.name, p.parameterValue.value]));
+      await recordOne(store, testRow({ generation: '9223372036854775807', size_bytes: 120, analysis }));
+      const byName = firstRowValues();
       expect(byName.generation).toBe('9223372036854775807');
       expect(byName.size_bytes).toBe('120');
       expect(JSON.parse(byName.analysis as string)).toEqual(analysis);
     });
 
     it('caps bytes billed, labels the job, runs in the dataset location and uses GoogleSQL', async () => {
-      await store.seen('gs://b/o#1');
-      await store.record(testRow());
+      await seenOne(store, 'gs://b/o#1');
+      await recordOne(store, testRow());
       const bodies = queryBodies();
       expect(bodies).toHaveLength(2);
       for (const body of bodies) {
@@ -218,12 +232,12 @@ describe('BigQueryStore', () => {
     });
 
     it('authenticates with the client credentials', async () => {
-      await store.seen('gs://b/o#1');
+      await seenOne(store, 'gs://b/o#1');
       expect(fake.requests[0]!.headers.authorization).toBe('Bearer fake-token');
     });
 
     it('interleaving 7: stamps processed_at in the MERGE itself, with the statement time', async () => {
-      for (const sql of [mergeSql(TABLE), batchMergeSql(TABLE)]) {
+      for (const sql of [batchMergeSql(TABLE)]) {
         const [columns, values] = sql.split('WHEN NOT MATCHED THEN INSERT')[1]!.split(' VALUES ');
         const names = columns!.trim().slice(1, -1).split(', ');
         const inserted = values!.trim().slice(1, -1).split(', ');
@@ -238,8 +252,8 @@ describe('BigQueryStore', () => {
       await store.recordMany([testRow()], new Deadline(NOW.getTime() + 45_000, clock));
       expect(jobBodies()).toHaveLength(1);
       const late = new Deadline(NOW.getTime() + 1_500, clock);
-      await expect(store.seen('gs://b/o#1', late)).rejects.toBeInstanceOf(DeadlineError);
-      await expect(store.record(testRow(), late)).rejects.toMatchObject({ code: 'deadline_exceeded' });
+      await expect(seenOne(store, 'gs://b/o#1', late)).rejects.toBeInstanceOf(DeadlineError);
+      await expect(recordOne(store, testRow(), late)).rejects.toMatchObject({ code: 'deadline_exceeded' });
       await expect(store.recordMany([testRow()], late)).rejects.toBeInstanceOf(DeadlineError);
       expect(jobBodies()).toHaveLength(1);
       expect(queryBodies()).toHaveLength(0);
@@ -249,14 +263,14 @@ describe('BigQueryStore', () => {
       const deadline = new Deadline(NOW.getTime() + 45_000, clock);
       const row = testRow();
       expect(await store.recordMany([row], deadline)).toEqual(new Set([row.dedup_key]));
-      expect(await store.seen(row.dedup_key, deadline)).toBe(true);
+      expect(await seenOne(store, row.dedup_key, deadline)).toBe(true);
       expect(jobBodies().map((b) => [b.configuration.query.query, b.configuration.jobTimeoutMs])).toEqual([
         // The time left, less what a jobs.insert may take to reach BigQuery (its timeout runs from there).
         [batchMergeSql(TABLE), '44000'],
-        [lookupSql(TABLE), '44000'],
+        [batchLookupSql(TABLE), '44000'],
       ]);
       // Without a deadline (tools, tests) a statement is not bounded and keeps jobs.query.
-      await store.seen(row.dedup_key);
+      await seenOne(store, row.dedup_key);
       expect(queryBodies()).toHaveLength(1);
       expect(jobBodies()).toHaveLength(2);
     });
@@ -273,19 +287,20 @@ describe('BigQueryStore', () => {
     });
 
     it('prunes every statement to key-day partitions with DATE parameters', async () => {
-      expect(lookupSql(TABLE)).toMatch(/WHERE dedup_key = @dedup_key AND key_day >= @lookup_since LIMIT 1$/);
-      expect(mergeSql(TABLE)).toContain('ON T.dedup_key = S.dedup_key AND T.key_day = @key_day');
+      expect(batchLookupSql(TABLE)).toMatch(
+        /WHERE dedup_key IN UNNEST\(@keys\) AND key_day >= @lookup_since$/,
+      );
       expect(batchMergeSql(TABLE, 2)).toContain(
         'ON T.dedup_key = S.dedup_key AND T.key_day = S.key_day AND T.key_day IN (@key_day_0, @key_day_1)',
       );
       expect(winnersSql(TABLE, 1)).toMatch(/AND key_day IN \(@key_day_0\)$/);
-      for (const sql of [mergeSql(TABLE), batchMergeSql(TABLE)]) {
+      for (const sql of [batchMergeSql(TABLE, 1), batchMergeSql(TABLE, 2)]) {
         expect(sql).toContain('WHEN NOT MATCHED THEN INSERT');
         expect(sql).not.toContain('WHEN MATCHED');
         expect(sql).not.toContain('processed_at >=');
       }
 
-      await store.seen('gs://b/o#1');
+      await seenOne(store, 'gs://b/o#1');
       const since = (
         queryBodies()[0]!.queryParameters as Array<{
           name: string;
@@ -302,7 +317,7 @@ describe('BigQueryStore', () => {
 
     it('uses a configured byte cap', async () => {
       const custom = await storeOn(fake, { maximumBytesBilled: 50_000_000 });
-      await custom.seen('gs://b/o#1');
+      await seenOne(custom, 'gs://b/o#1');
       expect(queryBodies()[0]!.maximumBytesBilled).toBe('50000000');
     });
   });
@@ -313,12 +328,12 @@ describe('BigQueryStore', () => {
         event_time: '2026-11-01T09:00:00.000Z',
         processed_at: '2026-11-01T09:00:05.000Z',
       });
-      expect(await store.record(old)).toBe(true);
+      expect(await recordOne(store, old)).toBe(true);
       expect(fake.rows()[0]!.key_day).toBe('2026-11-01');
       // A month later: the lookup reads the last hours' key days only (a shortcut, not the guarantee)…
-      expect(await store.seen(old.dedup_key)).toBe(false);
+      expect(await seenOne(store, old.dedup_key)).toBe(false);
       // …and the MERGE reads the key's own day, whatever its age: no second row.
-      expect(await store.record({ ...old, message_id: '77' })).toBe(false);
+      expect(await recordOne(store, { ...old, message_id: '77' })).toBe(false);
       expect(await store.recordMany([{ ...old, message_id: '78' }])).toEqual(new Set());
       expect(fake.rows().filter((r) => r.dedup_key === old.dedup_key)).toHaveLength(1);
     });
@@ -357,8 +372,8 @@ describe('BigQueryStore', () => {
     it('reads numDmlAffectedRows when the job completes after jobs.query returned', async () => {
       fake.deferNext(2);
       const row = testRow();
-      expect(await store.record(row)).toBe(true);
-      expect(await store.record({ ...row, message_id: '2' })).toBe(false);
+      expect(await recordOne(store, row)).toBe(true);
+      expect(await recordOne(store, { ...row, message_id: '2' })).toBe(false);
       expect(fake.requests.filter((r) => r.method === 'GET' && r.path.includes('/queries/'))).toHaveLength(2);
     });
   });
@@ -450,7 +465,7 @@ describe('BigQueryStore', () => {
     it("issue 45, item 7: asks the winners query again when its answer is lost, never reading it as a job outcome (no rows: every key 'duplicate')", async () => {
       const { store: s, deadline } = await timed();
       const old = testRow({ message_id: 'earlier' });
-      await s.record(old);
+      await recordOne(s, old);
       const fresh = testRow();
       fake.loseWinnersNext(1);
       const inserted = await s.recordMany([{ ...old, message_id: 'later' }, fresh], deadline);
@@ -486,7 +501,9 @@ describe('BigQueryStore', () => {
     it('does not read a lookup whose answer was lost: nothing can commit, it is only transient', async () => {
       const { store: s, deadline } = await timed();
       fake.loseAnswerNext(1, 'results', 503);
-      await expect(s.seen('gs://b/o#1', deadline)).rejects.toMatchObject({ code: 'bigquery_unavailable' });
+      await expect(seenOne(s, 'gs://b/o#1', deadline)).rejects.toMatchObject({
+        code: 'bigquery_unavailable',
+      });
       expect(jobGets()).toHaveLength(0);
     });
   });
@@ -518,7 +535,7 @@ describe('BigQueryStore', () => {
 
     it.each(cases)('maps %s on record() to %p (%s)', async (failure, kind, code) => {
       fake.failNext(1, failure);
-      const error = await store.record(testRow()).catch((e: unknown) => e);
+      const error = await recordOne(store, testRow()).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(kind);
       expect(error).not.toBeInstanceOf(RejectionError);
       expect((error as TransientError).code).toBe(code);
@@ -529,7 +546,7 @@ describe('BigQueryStore', () => {
 
     it.each(cases)('maps %s on seen() to %p (%s)', async (failure, kind, code) => {
       fake.failNext(1, failure);
-      const error = await store.seen('gs://b/o#1').catch((e: unknown) => e);
+      const error = await seenOne(store, 'gs://b/o#1').catch((e: unknown) => e);
       expect(error).toBeInstanceOf(kind);
       expect((error as TransientError).code).toBe(code);
     });
@@ -537,13 +554,13 @@ describe('BigQueryStore', () => {
     it('succeeds on the delivery after a transient failure', async () => {
       fake.failNext(1, 'concurrentUpdate');
       const row = testRow();
-      await expect(store.record(row)).rejects.toBeInstanceOf(TransientError);
-      await expect(store.record(row)).resolves.toBe(true);
+      await expect(recordOne(store, row)).rejects.toBeInstanceOf(TransientError);
+      await expect(recordOne(store, row)).resolves.toBe(true);
     });
 
     it('logs a byte-cap refusal at ERROR with what to change, and does not acknowledge it', async () => {
       fake.setEstimatedBytes(200_000_000);
-      const error = await store.record(testRow()).catch((e: unknown) => e);
+      const error = await recordOne(store, testRow()).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(ConfigurationError);
       expect((error as Error).message).toContain('200000000 or higher required');
       expect((error as Error).message).toContain('MAXIMUM_BYTES_BILLED');
@@ -610,7 +627,7 @@ describe('BigQueryStore', () => {
 
     it('treats an unreachable BigQuery as transient', async () => {
       await fake.stop();
-      await expect(store.seen('gs://b/o#1')).rejects.toBeInstanceOf(TransientError);
+      await expect(seenOne(store, 'gs://b/o#1')).rejects.toBeInstanceOf(TransientError);
       fake = await startBigQueryServer(); // for afterEach
     });
   });
@@ -680,11 +697,11 @@ describe('BigQueryStore', () => {
 
     it('asks who won only when BigQuery inserted fewer rows than the batch held', async () => {
       const old = testRow({ message_id: 'earlier' });
-      await store.record(old);
+      await recordOne(store, old);
       const all = [testRow(), testRow()];
       await store.recordMany(all);
       // Every row went in: no follow-up.
-      expect(fake.statements()).toEqual([mergeSql(TABLE), batchMergeSql(TABLE)]);
+      expect(fake.statements()).toEqual([batchMergeSql(TABLE), batchMergeSql(TABLE)]);
       const fresh = testRow();
       const inserted = await store.recordMany([{ ...old, message_id: 'later' }, fresh]);
       expect([...inserted]).toEqual([fresh.dedup_key]);

@@ -186,7 +186,6 @@ describe('loadConfig', () => {
   it('names every wrong group-commit or memo setting', () => {
     expect(() =>
       loadConfig({
-        GROUP_COMMIT: 'maybe',
         BATCH_MAX_ROWS: '5000',
         BATCH_MAX_WAIT_MS: '-1',
         MEMO_BUCKET: 'Not A Bucket',
@@ -194,7 +193,6 @@ describe('loadConfig', () => {
     ).toThrow(
       expect.objectContaining({
         problems: [
-          'GROUP_COMMIT must be one of on, off (got "maybe").',
           'BATCH_MAX_ROWS must be a whole number from 1 to 2000 (got "5000").',
           'BATCH_MAX_WAIT_MS must be a whole number from 0 to 10000 (got "-1").',
           expect.stringContaining('MEMO_BUCKET must be a Cloud Storage bucket name'),
@@ -211,9 +209,8 @@ describe('loadConfig', () => {
     );
   });
 
-  it('switches group commit and the memo off on request', () => {
-    const config = loadConfig({ GROUP_COMMIT: 'off', MEMO: 'off', MEMO_BUCKET: 'ignored-bucket' });
-    expect(config.groupCommit).toBeNull();
+  it('switches the memo off on request', () => {
+    const config = loadConfig({ MEMO: 'off', MEMO_BUCKET: 'ignored-bucket' });
     expect(config.memo).toBeNull();
   });
 });

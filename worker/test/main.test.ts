@@ -11,7 +11,7 @@ import { BigQueryStore } from '../src/adapters/stores/bigquery-store';
 import { GroupCommitStore } from '../src/adapters/stores/group-commit-store';
 import { SqliteStore } from '../src/adapters/stores/sqlite-store';
 import { loadConfig } from '../src/config';
-import { buildAdapters, withGroupCommit } from '../src/main';
+import { buildAdapters } from '../src/main';
 import { MemoryLogger } from './support/fakes';
 
 describe('buildAdapters (the composition root)', () => {
@@ -60,19 +60,12 @@ describe('buildAdapters (the composition root)', () => {
     await expect(adapters.authenticate?.(undefined)).rejects.toMatchObject({ code: 'unauthenticated' });
   });
 
-  it('writes one statement per delivery and keeps no memo when both are switched off', async () => {
-    const config = loadConfig({ DOCLINE_DATA_DIR: dir, GROUP_COMMIT: 'off', MEMO: 'off' });
+  it('keeps no memo when it is switched off, and writes through group commit all the same', async () => {
+    const config = loadConfig({ DOCLINE_DATA_DIR: dir, MEMO: 'off' });
     const adapters = await buildAdapters(config, new MemoryLogger());
-    expect(adapters.store).toBeInstanceOf(SqliteStore);
+    expect(inner(adapters.store)).toBeInstanceOf(SqliteStore);
     expect(adapters.memo).toBeUndefined();
     await adapters.store.close?.();
-  });
-
-  it('leaves a store that cannot take batches unbatched', async () => {
-    const config = loadConfig({ DOCLINE_DATA_DIR: dir, BIGQUERY_TABLE: 'acme-dev.docline.rows' });
-    expect(config.groupCommit).not.toBeNull();
-    const plain = { seen: async () => false, record: async () => true, ping: async () => {} };
-    expect(await withGroupCommit(plain, config, new MemoryLogger())).toBe(plain);
   });
 });
 

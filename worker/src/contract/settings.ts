@@ -186,12 +186,6 @@ export const SETTINGS = {
     defaultDoc: '`.tools/en16931` of the repository',
     doc: "The e-invoice validator's folder (Saxon-HE and the official artefacts, `scripts/install-en16931.sh`); `off`: no validation; not installed: every e-invoice's verdict is `unchecked` ([docs/e-invoices.md](e-invoices.md#validation-on-receipt)).",
   },
-  groupCommit: {
-    env: 'GROUP_COMMIT',
-    kind: ['on', 'off'],
-    default: 'on',
-    doc: '`on`: concurrent lookups become one query and concurrent writes one MERGE over `UNNEST(@rows)`; `off`: one statement per delivery, for benchmarks only: under the fault simulator it broke I3 and I4 (two raw rows of a key with no cause, the view changing its answer) on 15 of about 200 seeds (docs/testing.md), so no deployment should run it.',
-  },
   // --- What the worker does with a delivery, and how long it may take ---
   dedupKeyMode: {
     env: 'DEDUP_KEY',

@@ -33,7 +33,7 @@ export interface Store {
  * A store that can take many rows at once. Group commit (adapters/stores/group-commit-store.ts) turns
  * concurrent `seen()`/`record()` calls into one call of each here.
  */
-export interface BatchStore extends Store {
+export interface BatchStore extends Pick<Store, 'ping' | 'close'> {
   /** The keys among `keys` that have a row (one lookup), before `deadline`. */
   seenMany(keys: readonly string[], deadline?: Deadline): Promise<Set<string>>;
   /**

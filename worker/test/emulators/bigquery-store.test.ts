@@ -2,6 +2,7 @@ import type { DatabaseSync } from 'node:sqlite';
 import type { BigQuery } from '@google-cloud/bigquery';
 import { staticTokenAuth } from '../../../sim/bigquery-rest';
 import { BigQueryStore, createBigQueryClient, migrationSql } from '../../src/adapters/stores/bigquery-store';
+import { GroupCommitStore } from '../../src/adapters/stores/group-commit-store';
 import { bigQueryCorrectionsSchema, type Correction } from '../../src/contract/corrections';
 import {
   bigQuerySchema,
@@ -35,29 +36,28 @@ import { type BigQueryEmulator, startBigQueryEmulator } from './support/bigquery
  *
  * Runs here: the dataset and the table created from the row definition (bigQuerySchema(), DAY
  * partitioning on key_day, clustering — accepted and echoed, without behavioural effect);
- * BigQueryStore.seen() (the lookup by key day: a STRING and a DATE named parameter); ping()
+ * BigQueryStore.seenMany() (the lookup by key day: an ARRAY<STRING> and a DATE named parameter); ping()
  * (tables.get); insertAll of whole rows; the migration of a table of the earlier layout
  * (migrationSql); the views, created as views and compared with the SQLite views on the same rows.
  *
  * Emulator gaps (v0.8.1) and where each part is covered instead:
- * 1. record() cannot run. The emulator ignores `parameterType` and infers each parameter's type
- *    from its value: a typed null arrives as INT64 ("Value has type INT64 which cannot be inserted
- *    into column reason, which has type STRING") and the JSON analysis as STRING ("... column
- *    analysis, which has type JSON"). Every row holds a null or a JSON value. BigQuery binds both
- *    as declared (sim/bigquery-rest.ts checks the declared types).
- * 2. Past that, `MERGE … USING (SELECT @a AS a, …) AS S`, our statement's shape, fails ("MERGE:
- *    source must be a single-table reference"); only `USING dataset.table` works, and @parameters
+ * 1. The MERGE cannot run. The emulator ignores `parameterType` and infers each parameter's type
+ *    from its value: the batch's `@rows`, an ARRAY<STRUCT<…>>, arrives as a STRING ("Values
+ *    referenced in UNNEST must be arrays"), as a typed null arrives as INT64 and a JSON value as
+ *    STRING. BigQuery binds each as declared (sim/bigquery-rest.ts checks the declared types).
+ * 2. Past that, a MERGE whose source is a subquery (ours: `USING (SELECT * FROM UNNEST(@rows)) AS S`)
+ *    fails ("MERGE: source must be a single-table reference"); only `USING dataset.table` works, and @parameters
  *    in a MERGE's ON clause are not bound (re-runs silently insert again).
  * 3. DML returns no job statistics (no dmlStats, no numDmlAffectedRows, statementType SELECT), so
- *    record() could not read its outcome: it would throw TransientError('bigquery_no_dml_stats').
- *    → The contract cases that call record() are reported as todo below; record()'s statement
+ *    the store could not read a MERGE's outcome: it would throw TransientError('bigquery_no_dml_stats').
+ *    → The contract cases that call record() are reported as todo below; the MERGE's statement
  *    shape, its typed parameters and its reading of dmlStats stay on the tests on sim/bigquery-rest.ts. One
  *    tripwire test per gap ("gap 1/2/3" below) asserts that it is still there, so a newer emulator
  *    that closes one is noticed: then move the covered contract cases out of the todo list.
  * 4. No byte cap (maximumBytesBilled is ignored, no pre-run estimate) and no partition pruning:
  *    covered by the tests on sim/bigquery-rest.ts.
  * 5. A query on a missing table answers 400 "Table not found" (BigQuery: 404 notFound), so
- *    seen() there maps to bigquery_rejected_query instead of bigquery_not_found; ping() (tables.get)
+ *    a lookup there maps to bigquery_rejected_query instead of bigquery_not_found; ping() (tables.get)
  *    answers 404 as BigQuery does and is tested.
  * Query results come back as the client library returns them for BigQuery: TIMESTAMP and DATE as
  * objects with `value`, JSON as its text.
@@ -158,6 +158,11 @@ function storeOn(table: string, extra: Partial<ConstructorParameters<typeof BigQ
   return new BigQueryStore({ bigquery, table, clock, ...extra });
 }
 
+/** One key's lookup, as group commit sends it for a lone delivery. */
+async function seenOne(store: BigQueryStore, key: string): Promise<boolean> {
+  return (await store.seenMany([key])).has(key);
+}
+
 describe(`bigquery-emulator: the table from the row definition`, () => {
   it('accepts the schema, partitioning and clustering that the row definition gives', async () => {
     const table = await createRowsTable();
@@ -169,11 +174,11 @@ describe(`bigquery-emulator: the table from the row definition`, () => {
 });
 
 describeStoreContract(
-  'BigQueryStore on bigquery-emulator',
+  'group commit over BigQueryStore on bigquery-emulator',
   async () => {
     const table = await createRowsTable();
     return {
-      store: storeOn(table),
+      store: new GroupCommitStore(storeOn(table), { maxRows: 500, maxWaitMs: 0, minIntervalMs: 0 }),
       rowsFor: async (key) => {
         const rows = await query(`SELECT * FROM \`${table}\` WHERE dedup_key = @key`, { key });
         return rows.map((r) => Object.fromEntries(COLUMN_NAMES.map((c) => [c, r[c]])) as unknown as Row);
@@ -196,7 +201,7 @@ describeStoreContract(
         'interleaving 7: stamps processed_at with the time of its commit, not the time the row was built',
       ].map((title) => [
         title,
-        'record() needs typed parameters, a MERGE with a SELECT source and dmlStats, which bigquery-emulator v0.8.1 lacks (gaps 1–3 at the top of this file); covered on sim/bigquery-rest.ts',
+        'the MERGE needs typed parameters, a MERGE with a SELECT source and dmlStats, which bigquery-emulator v0.8.1 lacks (gaps 1–3 at the top of this file); covered on sim/bigquery-rest.ts',
       ]),
     ),
   },
@@ -212,9 +217,9 @@ describe('BigQueryStore on bigquery-emulator', () => {
     const row = testRow();
     await insertRows(table, [row, testRow()]);
     const store = storeOn(table);
-    expect(await store.seen(row.dedup_key)).toBe(true);
-    expect(await store.seen(`${row.dedup_key}0`)).toBe(false);
-    expect(await store.seen('gs://acme-invoices-dev/2026/11/never.txt#1')).toBe(false);
+    expect(await seenOne(store, row.dedup_key)).toBe(true);
+    expect(await seenOne(store, `${row.dedup_key}0`)).toBe(false);
+    expect(await seenOne(store, 'gs://acme-invoices-dev/2026/11/never.txt#1')).toBe(false);
   });
 
   it('looks back by key day: a key of the day before the horizon is not read by seen()', async () => {
@@ -223,22 +228,19 @@ describe('BigQueryStore on bigquery-emulator', () => {
     const inside = testRow({ event_time: '2026-11-29T00:00:00.000Z' });
     await insertRows(table, [old, inside]);
     const store = storeOn(table);
-    expect(await store.seen(old.dedup_key)).toBe(false);
-    expect(await store.seen(inside.dedup_key)).toBe(true);
+    expect(await seenOne(store, old.dedup_key)).toBe(false);
+    expect(await seenOne(store, inside.dedup_key)).toBe(true);
     // The same old row is read from a clock a day earlier: the key day, not the key, excluded it.
-    expect(
-      await storeOn(table, { clock: { now: () => new Date('2026-11-29T04:00:00.000Z') } }).seen(
-        old.dedup_key,
-      ),
-    ).toBe(true);
+    const dayEarlier = storeOn(table, { clock: { now: () => new Date('2026-11-29T04:00:00.000Z') } });
+    expect(await seenOne(dayEarlier, old.dedup_key)).toBe(true);
   });
 
   it('finds hostile keys verbatim: the key is a parameter, never SQL', async () => {
     const hostile = 'gs://b/\'; DROP TABLE x; --"`\\#1';
     await insertRows(table, [testRow({ dedup_key: hostile })]);
     const store = storeOn(table);
-    expect(await store.seen(hostile)).toBe(true);
-    expect(await store.seen("gs://b/' OR '1'='1#1")).toBe(false);
+    expect(await seenOne(store, hostile)).toBe(true);
+    expect(await seenOne(store, "gs://b/' OR '1'='1#1")).toBe(false);
     expect(await query(`SELECT COUNT(*) AS n FROM \`${table}\``)).toEqual([{ n: 1 }]);
   });
 
@@ -316,11 +318,11 @@ describe('BigQueryStore on bigquery-emulator', () => {
       const keys = after.map((r) => r.dedup_key);
       expect(new Set(keys).size).toBe(keys.length);
       // The writer finds a migrated key in its key day: a redelivery of it is a duplicate.
-      expect(await storeOn(table).seen(only.dedup_key)).toBe(true);
+      expect(await seenOne(storeOn(table), only.dedup_key)).toBe(true);
     });
   });
 
-  describe('tripwires for the gaps that keep record() off this emulator', () => {
+  describe('tripwires for the gaps that keep the MERGE off this emulator', () => {
     let keys: string;
     beforeEach(async () => {
       tables += 1;
@@ -331,19 +333,19 @@ describe('BigQueryStore on bigquery-emulator', () => {
       keys = `${PROJECT}.${DATASET}.${name}`;
     });
 
-    it('gap 1: refuses record() (a typed null arrives as INT64, the JSON analysis as STRING) and writes nothing', async () => {
+    it('gap 1: refuses the MERGE (its ARRAY<STRUCT> of rows arrives as a STRING) and writes nothing', async () => {
       const error = await storeOn(table)
-        .record(testRow())
+        .recordMany([testRow()])
         .catch((e: unknown) => e);
       // A 400 from the emulator's analyzer maps to an operator's fix, as a refused statement would in BigQuery.
       expect(error).toBeInstanceOf(ConfigurationError);
       expect(error).toMatchObject({ code: 'bigquery_rejected_query' });
-      expect((error as Error).message).toMatch(/cannot be inserted into column/);
+      expect((error as Error).message).toMatch(/Values referenced in UNNEST must be arrays/);
       expect(await query(`SELECT COUNT(*) AS n FROM \`${table}\``)).toEqual([{ n: 0 }]);
     });
 
     it('gap 2: refuses a MERGE whose source is a SELECT of parameters, even with one STRING column', async () => {
-      // The shape of mergeSql(), reduced to a column whose type the emulator infers correctly.
+      // A MERGE from a SELECT of parameters, reduced to a column whose type the emulator infers correctly.
       const merge =
         `MERGE \`${keys}\` AS T USING (SELECT @k AS k) AS S ON T.k = S.k ` +
         'WHEN NOT MATCHED THEN INSERT (k) VALUES (S.k)';

@@ -6,8 +6,6 @@ import {
   batchLookupSql,
   batchMergeSql,
   LOOKUP_PARAMETER,
-  lookupSql,
-  mergeSql,
   migrationSql,
   winnersSql,
 } from '../../src/adapters/stores/bigquery-store';
@@ -98,9 +96,6 @@ const merge = (name: string, sql: string, parameters: Parameters): Statement => 
  * listed here fails "analyses every statement builder that bigquery-store.ts exports".
  */
 const STATEMENTS: readonly Statement[] = [
-  // One delivery at a time: seen(), record().
-  query('lookupSql', lookupSql(TABLE), { dedup_key: 'STRING', ...LOOKUP }, ['found']),
-  merge('mergeSql', mergeSql(TABLE), { ...ROW_STRUCT }),
   // Group commit: seenMany(), recordMany(), and its follow-up when the MERGE inserted fewer rows.
   query('batchLookupSql', batchLookupSql(TABLE), { keys: ['STRING'], ...LOOKUP }, ['dedup_key']),
   merge('batchMergeSql', batchMergeSql(TABLE), { rows: [ROW_STRUCT], ...DAY }),
@@ -127,7 +122,7 @@ const KINDS = {
 } as const;
 
 /**
- * What BigQueryStore really sends: seen(), record(), seenMany() and recordMany() (whose MERGE
+ * What BigQueryStore really sends: seenMany() and recordMany() (whose MERGE
  * reports fewer rows than it carried, so that the follow-up runs too) against a client whose `query`,
  * the one call to BigQuery, records each request.
  */
@@ -142,8 +137,6 @@ async function sentByTheStore(): Promise<Query[]> {
   // Every nullable column null, so that no parameter's type could come from its value.
   const nulls = () =>
     testRow(Object.fromEntries(COLUMNS.filter((c) => c.mode === 'NULLABLE').map((c) => [c.name, null])));
-  await store.seen('gs://bucket/a.pdf#1');
-  await store.record(nulls());
   await store.seenMany(['gs://bucket/a.pdf#1', 'gs://bucket/b.pdf#1']);
   await store.recordMany([nulls(), nulls()]);
   return sent;
@@ -165,8 +158,6 @@ describe('ZetaSQL analysis of every statement docline sends to BigQuery', () => 
   it('lists each statement BigQueryStore sends, with the parameter types it declares', async () => {
     const sent = await sentByTheStore();
     expect(sent.map((q) => STATEMENTS.find((s) => s.sql === q.query)?.name ?? q.query)).toEqual([
-      'lookupSql',
-      'mergeSql',
       'batchLookupSql',
       'batchMergeSql',
       'winnersSql',
@@ -184,7 +175,7 @@ describe('ZetaSQL analysis of every statement docline sends to BigQuery', () => 
 
   it('analyses every statement builder that bigquery-store.ts exports (every exported …Sql)', () => {
     const exported = Object.keys(bigQueryStoreModule).filter((name) => /Sql$/.test(name));
-    expect(exported).toEqual(expect.arrayContaining(['lookupSql', 'mergeSql']));
+    expect(exported).toEqual(expect.arrayContaining(['batchLookupSql', 'batchMergeSql']));
     expect(STATEMENTS.map((s) => s.name).sort()).toEqual(expect.arrayContaining(exported.sort()));
   });
 
@@ -238,10 +229,10 @@ describe('ZetaSQL analysis of every statement docline sends to BigQuery', () => 
 
   describe('refuses what BigQuery would refuse', () => {
     it('fails a statement that names a column the table does not have', async () => {
-      const sql = lookupSql(TABLE).replace('dedup_key =', 'dedup_id =');
+      const sql = batchLookupSql(TABLE).replace('WHERE dedup_key IN', 'WHERE dedup_id IN');
       expect(sql).toContain('dedup_id');
       await expect(
-        zetasql.analyze(catalog, sql, { dedup_key: 'STRING', [LOOKUP_PARAMETER]: 'DATE' }),
+        zetasql.analyze(catalog, sql, { keys: ['STRING'], [LOOKUP_PARAMETER]: 'DATE' }),
       ).rejects.toMatchObject({
         name: ZetaSqlAnalysisError.name,
         code: 'zetasql_analysis_failed',
@@ -261,7 +252,7 @@ describe('ZetaSQL analysis of every statement docline sends to BigQuery', () => 
 
     it('fails the lookup when the key-day parameter is not a DATE', async () => {
       await expect(
-        zetasql.analyze(catalog, lookupSql(TABLE), { dedup_key: 'STRING', [LOOKUP_PARAMETER]: 'INT64' }),
+        zetasql.analyze(catalog, batchLookupSql(TABLE), { keys: ['STRING'], [LOOKUP_PARAMETER]: 'INT64' }),
       ).rejects.toThrow(/^No matching signature for operator >=/);
     });
 

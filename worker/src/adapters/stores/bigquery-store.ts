@@ -24,12 +24,12 @@ import { type BatchStore, type Clock, type Logger, systemClock } from '../../cor
 import { probe } from '../../core/probes';
 
 /**
- * The production store: one BigQuery table, written by one insert-only MERGE per delivery (or per
- * batch, with group commit).
+ * The production store: one BigQuery table, written by one insert-only MERGE per batch of
+ * deliveries (group commit, adapters/stores/group-commit-store.ts, is its only caller).
  *
  * The table is partitioned by the key's day (`key_day`, contract/row.ts): every delivery of one key
  * computes the same day from its own event, so a MERGE and the winners query read only the day
- * partitions of the keys they carry, and `seen()` only the partitions of the last
+ * partitions of the keys they carry, and the lookup only the partitions of the last
  * {@link LOOKUP_HORIZON_MS}. BigQuery's pre-run estimate, which `maximumBytesBilled` is checked
  * against, honours partition pruning by constant parameters (clustering it does not), so what a
  * statement is estimated and billed at depends on the documents a day, never on the table's age.
@@ -121,25 +121,6 @@ function keyDaysFilter(alias: string, dayCount: number): string {
   return `${alias}${PARTITION_COLUMN} IN (${days})`;
 }
 
-/** The point lookup of `seen()`. Parameters: `@dedup_key`, `@lookup_since`. */
-export function lookupSql(table: string): string {
-  return (
-    `SELECT 1 AS found FROM ${quotedTable(table)} ` +
-    `WHERE dedup_key = @dedup_key AND ${PARTITION_COLUMN} >= @${LOOKUP_PARAMETER} LIMIT 1`
-  );
-}
-
-/** The insert-only MERGE of `record()`. Parameters: one per column, plus `@key_day`. */
-export function mergeSql(table: string): string {
-  const source = [...COLUMN_NAMES, PARTITION_COLUMN].map((c) => `@${c} AS ${c}`).join(', ');
-  return (
-    `MERGE ${quotedTable(table)} AS T USING (SELECT ${source}) AS S ` +
-    // The key day as a parameter on the target prunes its partitions (the documented way for MERGE).
-    `ON T.dedup_key = S.dedup_key AND T.${PARTITION_COLUMN} = @${PARTITION_COLUMN} ` +
-    `WHEN NOT MATCHED THEN INSERT (${insertColumns()}) VALUES (${insertValues()})`
-  );
-}
-
 function insertColumns(): string {
   return [...COLUMN_NAMES, PARTITION_COLUMN].join(', ');
 }
@@ -218,15 +199,6 @@ type ParameterValue = string | null | { value: string };
 /** One statement as the store sends it: its SQL, its named parameters and their types. */
 export type Statement = Required<Pick<Query, 'query' | 'params' | 'types'>>;
 
-/** `seen()`'s statement: {@link lookupSql} (`sql`) for one key, over the key days since {@link lookupSinceDay}. */
-export function lookupStatement(bigquery: BigQuery, sql: string, dedupKey: string, now: Date): Statement {
-  return {
-    query: sql,
-    params: { dedup_key: dedupKey, [LOOKUP_PARAMETER]: bigquery.date(lookupSinceDay(now)) },
-    types: { dedup_key: 'STRING', [LOOKUP_PARAMETER]: 'DATE' },
-  };
-}
-
 /** `seenMany()`'s statement: {@link batchLookupSql} (`sql`) for a batch of keys. */
 export function batchLookupStatement(
   bigquery: BigQuery,
@@ -238,16 +210,6 @@ export function batchLookupStatement(
     query: sql,
     params: { keys: [...keys], [LOOKUP_PARAMETER]: bigquery.date(lookupSinceDay(now)) },
     types: { keys: ['STRING'], [LOOKUP_PARAMETER]: 'DATE' },
-  };
-}
-
-/** `record()`'s statement: {@link mergeSql} (`sql`) for one row, pruned to its key day `day`. */
-export function mergeStatement(bigquery: BigQuery, sql: string, row: Row, day: string): Statement {
-  const { params, types } = rowParameters(bigquery, row);
-  return {
-    query: sql,
-    params: { ...params, [PARTITION_COLUMN]: bigquery.date(day) },
-    types: { ...types, [PARTITION_COLUMN]: KEY_DAY_COLUMN.type },
   };
 }
 
@@ -451,8 +413,8 @@ function insertedCount(response: QueryApiResponse | undefined): number {
 }
 
 /**
- * {@link Store} on BigQuery with an insert-only MERGE. `record()` reads its outcome from the job's
- * `dmlStats.insertedRowCount` (or `numDmlAffectedRows` when the job outlived jobs.query's wait).
+ * {@link BatchStore} on BigQuery with an insert-only MERGE. `recordMany()` reads its outcome from the
+ * job's `dmlStats.insertedRowCount` (or `numDmlAffectedRows` when the job outlived jobs.query's wait).
  */
 export class BigQueryStore implements BatchStore {
   protected readonly bigquery: BigQuery;
@@ -462,8 +424,6 @@ export class BigQueryStore implements BatchStore {
   protected readonly labels: Record<string, string>;
   protected readonly logger: Logger | undefined;
   protected readonly clock: Clock;
-  private readonly lookup: string;
-  private readonly merge: string;
   private readonly batchLookup: string;
   /** This store's MERGE jobs are named `docline_w_<writerId>_…`, so that `writers()` can count instances. */
   private readonly writerId = randomBytes(6).toString('hex');
@@ -486,29 +446,7 @@ export class BigQueryStore implements BatchStore {
         `maximumBytesBilled must be at least ${MIN_MAXIMUM_BYTES_BILLED}: BigQuery bills every query at least 10 MiB`,
       );
     }
-    this.lookup = lookupSql(this.table);
-    this.merge = mergeSql(this.table);
     this.batchLookup = batchLookupSql(this.table);
-  }
-
-  /** Whether a row with this key was recorded with a key day within {@link LOOKUP_HORIZON_MS}. */
-  async seen(dedupKey: string, deadline?: Deadline): Promise<boolean> {
-    const [rows] = await this.run(
-      'seen',
-      deadline,
-      lookupStatement(this.bigquery, this.lookup, dedupKey, this.clock.now()),
-    );
-    return rows.length > 0;
-  }
-
-  /** Inserts the row unless its key has a row in its key day; true when this MERGE inserted it. */
-  async record(row: Row, deadline?: Deadline): Promise<boolean> {
-    const [, , response] = await this.run(
-      'record',
-      deadline,
-      mergeStatement(this.bigquery, this.merge, row, this.keyDayOf(row)),
-    );
-    return insertedCount(response) > 0;
   }
 
   /** The keys among `keys` with a row of a recent key day: one query for a whole batch. */

@@ -21,15 +21,13 @@ import path from 'node:path';
 import { loadConfig } from '../../../src/config';
 import type { Analyzer, BatchStore, ObjectRef, Reader } from '../../../src/core/ports';
 import { JsonLogger } from '../../../src/log';
-import { type Adapters, buildAdapters, serve, withGroupCommit } from '../../../src/main';
+import { type Adapters, buildAdapters, buildBaseStore, serve } from '../../../src/main';
 import { ANALYSES_LOG, type AnalysisLogLine, type CrashPoint } from './fault-switches';
 
 async function main(): Promise<void> {
   const env = process.env;
   const config = loadConfig(env);
   const logger = new JsonLogger({ level: config.logLevel });
-  // Group commit goes around the fault switches (below), as production puts it around the store.
-  const adapters: Adapters = await buildAdapters({ ...config, groupCommit: null }, logger);
 
   const crashAt = env.FAULT_CRASH_AT as CrashPoint | undefined;
   const crashName = env.FAULT_CRASH_NAME;
@@ -43,6 +41,59 @@ async function main(): Promise<void> {
     process.kill(process.pid, 'SIGKILL');
   };
 
+  const analysesLog = path.join(config.dataDir, ANALYSES_LOG);
+  const holdName = env.FAULT_HOLD_NAME;
+  const started = new Map<string, number>();
+  const waiting = new Map<string, () => void>();
+
+  let store: BatchStore;
+  if (env.FAULT_BIGQUERY_URL) {
+    if (config.store.kind !== 'bigquery') throw new Error('FAULT_BIGQUERY_URL needs BIGQUERY_TABLE');
+    const { BigQuery } = await import('@google-cloud/bigquery');
+    const { BigQueryStore } = await import('../../../src/adapters/stores/bigquery-store.js');
+    const { staticTokenAuth } = await import('../../../../sim/bigquery-rest.js');
+    const [project] = config.store.table.split('.');
+    store = new BigQueryStore({
+      bigquery: new BigQuery({
+        projectId: project,
+        apiEndpoint: env.FAULT_BIGQUERY_URL,
+        authClient: (await staticTokenAuth()) as never,
+        autoRetry: false,
+      }),
+      table: config.store.table,
+      location: config.store.location,
+      logger,
+    });
+  } else store = await buildBaseStore(config, logger);
+  const inner = store;
+  const lookups = new Map<string, number>();
+  const lookedUp = (key: string) => {
+    const count = (lookups.get(key) ?? 0) + 1;
+    lookups.set(key, count);
+    // The second lookup of the held object is the overlapping redelivery: let the first go on.
+    if (holdName && count >= 2 && key.includes(`/${holdName}#`)) waiting.get(holdName)?.();
+  };
+  const afterRecord = (rows: readonly { object_name: string | null }[]) => {
+    for (const row of rows) if (row.object_name) crash('after_record', row.object_name);
+  };
+  const recordingStore: BatchStore = {
+    seenMany: (keys) => {
+      for (const key of keys) lookedUp(key);
+      return inner.seenMany(keys);
+    },
+    // The crash comes after the batch's MERGE and before any delivery's answer.
+    async recordMany(rows) {
+      const inserted = await inner.recordMany(rows);
+      afterRecord(rows);
+      return inserted;
+    },
+    ping: () => inner.ping(),
+    close: async () => inner.close?.(),
+  };
+
+  // Group commit goes around the fault switches, as production puts it around the store.
+  const adapters: Adapters = await buildAdapters(config, logger, recordingStore);
+
   const reader: Reader = {
     async read(ref: ObjectRef, maxBytes: number) {
       const bytes = await adapters.reader.read(ref, maxBytes);
@@ -51,10 +102,6 @@ async function main(): Promise<void> {
     },
   };
 
-  const analysesLog = path.join(config.dataDir, ANALYSES_LOG);
-  const holdName = env.FAULT_HOLD_NAME;
-  const started = new Map<string, number>();
-  const waiting = new Map<string, () => void>();
   const analyzer: Analyzer = {
     async analyze(input) {
       const line: AnalysisLogLine = { name: input.name, pid: process.pid };
@@ -73,60 +120,6 @@ async function main(): Promise<void> {
       crash('after_analysis', input.name);
       return result;
     },
-  };
-
-  let store: BatchStore = adapters.store as BatchStore;
-  if (env.FAULT_BIGQUERY_URL) {
-    if (config.store.kind !== 'bigquery') throw new Error('FAULT_BIGQUERY_URL needs BIGQUERY_TABLE');
-    const { BigQuery } = await import('@google-cloud/bigquery');
-    const { BigQueryStore } = await import('../../../src/adapters/stores/bigquery-store.js');
-    const { staticTokenAuth } = await import('../../../../sim/bigquery-rest.js');
-    const [project] = config.store.table.split('.');
-    store = new BigQueryStore({
-      bigquery: new BigQuery({
-        projectId: project,
-        apiEndpoint: env.FAULT_BIGQUERY_URL,
-        authClient: (await staticTokenAuth()) as never,
-        autoRetry: false,
-      }),
-      table: config.store.table,
-      location: config.store.location,
-      logger,
-    });
-  }
-  const inner = store;
-  const lookups = new Map<string, number>();
-  const lookedUp = (key: string) => {
-    const count = (lookups.get(key) ?? 0) + 1;
-    lookups.set(key, count);
-    // The second lookup of the held object is the overlapping redelivery: let the first go on.
-    if (holdName && count >= 2 && key.includes(`/${holdName}#`)) waiting.get(holdName)?.();
-  };
-  const afterRecord = (rows: readonly { object_name: string | null }[]) => {
-    for (const row of rows) if (row.object_name) crash('after_record', row.object_name);
-  };
-  const recordingStore: BatchStore = {
-    seen: (key) => {
-      lookedUp(key);
-      return inner.seen(key);
-    },
-    seenMany: (keys) => {
-      for (const key of keys) lookedUp(key);
-      return inner.seenMany(keys);
-    },
-    async record(row) {
-      const inserted = await inner.record(row);
-      afterRecord([row]);
-      return inserted;
-    },
-    // With group commit the crash comes after the batch's MERGE and before any delivery's answer.
-    async recordMany(rows) {
-      const inserted = await inner.recordMany(rows);
-      afterRecord(rows);
-      return inserted;
-    },
-    ping: () => inner.ping(),
-    close: async () => inner.close?.(),
   };
 
   let authenticate = adapters.authenticate;
@@ -158,7 +151,6 @@ async function main(): Promise<void> {
     {
       ...adapters,
       ...(memo ? { memo } : {}),
-      store: await withGroupCommit(recordingStore, config, logger),
       reader,
       analyzer,
       authenticate,
