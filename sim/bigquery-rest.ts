@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { MERGE_LATENCY_SECONDS } from '../worker/src/contract/cost-model';
 import {
   COLUMN_NAMES,
   COLUMNS,
@@ -11,8 +10,6 @@ import {
   type Row,
 } from '../worker/src/contract/row';
 import { BIGQUERY_DML_LIMITS, MIN_MAXIMUM_BYTES_BILLED } from '../worker/src/contract/settings';
-import { seededRandom } from './random';
-import { type SimTime, type SimTimer, SlidingWindowLimit } from './time';
 
 /**
  * A BigQuery REST server (v2) that the real @google-cloud/bigquery client talks to: jobs.query,
@@ -35,21 +32,10 @@ import { type SimTime, type SimTimer, SlidingWindowLimit } from './time';
  * jobs.insert, a job created DONE with the error in its status; a published limit refuses the call
  * itself, before any job exists.
  *
- * Without `simulated`, every statement runs at once (so two MERGEs of one key run one after the
- * other), the tests script failures (`failNext`, `loseAnswerNext`, …) and every request is
- * recorded. With `simulated`, the *published* limits hold in simulated time:
- * - mutating DML (every MERGE) per table: 2 running, 20 queued (PENDING), and beyond that the job
- *   is refused with "Too many DML statements outstanding against table …, limit is 20" (HTTP 400,
- *   reason `resourcesExceeded`);
- * - at most 25 DML statements per 10 s per table: the 26th is refused (HTTP 403, reason
- *   `rateLimitExceeded`, "too many table dml insert operations for this table");
- * - about 100 jobs.query (and as many jobs.insert) calls per second per user (all instances run as
- *   one service account): beyond that HTTP 403 `rateLimitExceeded`;
- * - a MERGE runs for 1–3 s, a SELECT for 0.5–1.5 s; jobs.query and getQueryResults wait at most
- *   10 s for the job, then answer `jobComplete: false` and the client polls again.
- * Requests are then counted in `stats`, not kept (a burst sends tens of thousands). A
- * statement's `jobTimeoutMs` is accepted but not enforced: the burst's statements end within
- * seconds (the fault simulator's warehouse, sim/models/warehouse.ts, models the bound).
+ * Every statement runs at once (so two MERGEs of one key run one after the other), the tests
+ * script failures (`failNext`, `loseAnswerNext`, …) and every request is recorded. BigQuery's
+ * published limits in time (DML queue and rate, latencies) are the fault simulator's warehouse
+ * model's (sim/models/warehouse.ts), which the sweep and the burst run on too.
  */
 
 /** BigQuery's error body: `error.errors[].reason` is what the client and the worker read. */
@@ -153,30 +139,14 @@ function sendJson(res: ServerResponse, status: number, body: unknown): void {
   res.end(JSON.stringify(body));
 }
 
-/** The published limits and latencies, in simulated time. */
-export interface SimulatedLimits {
-  time: SimTime;
-  /** Latency of one MERGE while running (default: MERGE_LATENCY_SECONDS, uniform 1–3 s). */
-  mergeLatencyMs?: () => number;
-  /** Latency of one SELECT (default: uniform 0.5–1.5 s). */
-  selectLatencyMs?: () => number;
-  /** jobs.query (and jobs.insert) calls accepted per second (default 100). */
-  queryCallsPerSecond?: number;
-  /** How long jobs.query / getQueryResults wait for a job before `jobComplete: false` (default 10 s). */
-  queryWaitMs?: number;
-  random?: () => number;
-}
-
 export interface BigQueryServerOptions {
   projectId?: string;
-  /** The clock of job creation times and of `CURRENT_TIMESTAMP()` (default: the simulated clock, or the wall clock). */
+  /** The clock of job creation times and of `CURRENT_TIMESTAMP()` (default: the wall clock). */
   now?: () => Date;
   /** What tables.get answers as `creationTime` (default: when the server starts). */
   tableCreatedAt?: Date;
   /** Bytes of `dedup_key` + `key_day` billed per row of the table (default 75). */
   bytesReadPerRow?: number;
-  /** The published limits in simulated time; without, every statement runs at once. */
-  simulated?: SimulatedLimits;
 }
 
 /** A request as the server received it. */
@@ -206,36 +176,11 @@ export function storedRow(row: Row): StoredRow {
   return out;
 }
 
-export interface BigQueryStats {
-  /** Every jobs.query call received, refused ones included. */
-  queryCalls: number;
-  /** Every jobs.insert call received (statements bounded by a jobTimeoutMs), refused ones included. */
-  jobInsertCalls: number;
-  /** jobs.list calls (group commit counting the instances that write). */
-  jobsListCalls: number;
-  getQueryResultsCalls: number;
-  /** MERGE statements that ran (refused ones not included). */
-  mergeStatements: number;
-  selectStatements: number;
-  /** jobs.query and jobs.insert calls refused for the per-user rate. */
-  refusedApiRate: number;
-  /** MERGEs refused for the 25-per-10-s table rate. */
-  refusedDmlRate: number;
-  /** MERGEs refused because 20 were already queued. */
-  refusedDmlQueue: number;
-  billedBytes: number;
-  /** The most DML statements queued at once. */
-  maxQueued: number;
-  /** Rows that MERGEs reported inserted. */
-  insertedRows: number;
-}
-
 export interface BigQueryServer {
   /** The `apiEndpoint` to give the client. */
   url: string;
   projectId: string;
-  stats: BigQueryStats;
-  /** Every request received, in order (none with `simulated`). */
+  /** Every request received, in order. */
   requests: RecordedRequest[];
   /** The statements (SQL text) of every query received, in order. */
   statements(): string[];
@@ -267,8 +212,6 @@ export interface BigQueryServer {
   addRow(table: string, row: StoredRow): void;
   /** What the `documents` view returns: one row per dedup key, the first by processed_at. */
   viewRows(table?: string): StoredRow[];
-  /** Mutating DML running and queued on a table now. */
-  outstanding(table: string): { running: number; queued: number };
   stop(): Promise<void>;
 }
 
@@ -317,16 +260,12 @@ interface Job {
   configuration: unknown;
   sql: string;
   bytes: number;
-  done: Promise<Outcome | HttpFailure>;
-  outcome?: Outcome | HttpFailure;
+  outcome: Outcome;
 }
 
 interface TableState {
   name: string;
   rows: StoredRow[];
-  running: number;
-  queue: Array<() => void>;
-  dmlRate?: SlidingWindowLimit;
 }
 
 const COLUMN_TYPES = new Map<string, { type: string; required: boolean }>(
@@ -334,8 +273,6 @@ const COLUMN_TYPES = new Map<string, { type: string; required: boolean }>(
 );
 /** What a MERGE row carries, in order: every column, then the layout's key day. */
 const MERGE_COLUMNS = [...COLUMN_NAMES, KEY_DAY_COLUMN.name];
-
-const uniform = (random: () => number, low: number, high: number) => () => low + (high - low) * random();
 
 const stringField = (name: string) => ({ name, type: 'STRING', mode: 'NULLABLE' });
 const selectOutcome = (fields: Outcome['schema'] & object, rows: string[][]): Outcome => ({
@@ -453,41 +390,15 @@ function jobStatistics(outcome: Outcome): Record<string, unknown> {
 /** Starts the server on 127.0.0.1 on a free port. */
 export async function startBigQueryServer(options: BigQueryServerOptions = {}): Promise<BigQueryServer> {
   const projectId = options.projectId ?? 'acme-dev';
-  const sim = options.simulated;
-  const now = options.now ?? (sim ? () => sim.time.clock.now() : () => new Date());
+  const now = options.now ?? (() => new Date());
   const tableCreationMs = (options.tableCreatedAt ?? now()).getTime();
   const bytesReadPerRow = options.bytesReadPerRow ?? 75;
-  const random = sim?.random ?? seededRandom(13);
-  // The one MERGE latency the cost model uses too (contract/cost-model.ts).
-  const mergeLatencyMs =
-    sim?.mergeLatencyMs ??
-    uniform(random, MERGE_LATENCY_SECONDS.low * 1_000, MERGE_LATENCY_SECONDS.high * 1_000);
-  const selectLatencyMs = sim?.selectLatencyMs ?? uniform(random, 500, 1_500);
-  const queryWaitMs = sim?.queryWaitMs ?? 10_000;
-  const simNowMs = () => sim!.time.nowMs();
-  const apiRate = sim && new SlidingWindowLimit(sim.queryCallsPerSecond ?? 100, 1_000, simNowMs);
-  // The same per-user limit, per method: jobs.insert has its own.
-  const insertRate = sim && new SlidingWindowLimit(sim.queryCallsPerSecond ?? 100, 1_000, simNowMs);
 
   const tables = new Map<string, TableState>();
   const jobs = new Map<string, Job>();
   /** Jobs created by jobs.insert, in order, with their creation time (the worker's clock), for jobs.list. */
   const created: Array<{ reference: Job['reference']; creationMs: number }> = [];
   const requests: RecordedRequest[] = [];
-  const stats: BigQueryStats = {
-    queryCalls: 0,
-    jobInsertCalls: 0,
-    jobsListCalls: 0,
-    getQueryResultsCalls: 0,
-    mergeStatements: 0,
-    selectStatements: 0,
-    refusedApiRate: 0,
-    refusedDmlRate: 0,
-    refusedDmlQueue: 0,
-    billedBytes: 0,
-    maxQueued: 0,
-    insertedRows: 0,
-  };
   // What the tests script.
   const failures: BigQueryFailure[] = [];
   let deferred = 0;
@@ -501,13 +412,7 @@ export async function startBigQueryServer(options: BigQueryServerOptions = {}): 
   const tableState = (name: string): TableState => {
     let t = tables.get(name);
     if (!t) {
-      t = { name, rows: [], running: 0, queue: [] };
-      if (sim)
-        t.dmlRate = new SlidingWindowLimit(
-          BIGQUERY_DML_LIMITS.statementsPerWindow,
-          BIGQUERY_DML_LIMITS.windowSeconds * 1000,
-          simNowMs,
-        );
+      t = { name, rows: [] };
       tables.set(name, t);
     }
     return t;
@@ -738,82 +643,12 @@ export async function startBigQueryServer(options: BigQueryServerOptions = {}): 
       .reduce((bytes, r) => bytes + columns.reduce((n, c) => n + bytesOf(r, c), 0), 0);
   }
 
-  /** Counts a statement that ran and what it billed. */
-  function ran(statement: Statement, outcome: Outcome): Outcome {
-    if (statement.merge) {
-      stats.mergeStatements++;
-      stats.insertedRows += Number(outcome.numDmlAffectedRows);
-    } else stats.selectStatements++;
-    stats.billedBytes += Math.max(statement.bytes, MIN_MAXIMUM_BYTES_BILLED);
-    return outcome;
-  }
-
-  /** Runs a statement in simulated time: its latency, and for a MERGE a slot among the table's running DML. */
-  async function runSimulated(statement: Statement): Promise<Outcome> {
-    const t = statement.table;
-    if (!statement.merge) {
-      await sim!.time.sleep(selectLatencyMs());
-      return ran(statement, statement.run(t.rows.length));
-    }
-    if (t.running >= BIGQUERY_DML_LIMITS.running) {
-      await new Promise<void>((resolve) => t.queue.push(resolve));
-      // The slot was handed over by the statement that finished (running stays counted).
-    } else t.running++;
-    try {
-      const startedWith = t.rows.length;
-      await sim!.time.sleep(mergeLatencyMs());
-      return ran(statement, statement.run(startedWith));
-    } finally {
-      const next = t.queue.shift();
-      if (next) next();
-      else t.running--;
-    }
-  }
-
-  /** Creates the job of a statement: refused here when a published limit is reached, else it runs. */
+  /** Creates the job of a statement and runs it at once. */
   function start(statement: Statement, reference: Job['reference'], configuration: unknown): Job {
-    const t = statement.table;
-    if (sim && statement.merge) {
-      if (!t.dmlRate!.tryTake()) {
-        stats.refusedDmlRate++;
-        throw rateLimited('too many table dml insert operations for this table');
-      }
-      if (t.running >= BIGQUERY_DML_LIMITS.running && t.queue.length >= BIGQUERY_DML_LIMITS.queued) {
-        stats.refusedDmlQueue++;
-        throw tooManyDml(`${projectId}:${t.name.split('.').slice(1).join('.')}`);
-      }
-    }
-    const outcome = sim ? undefined : ran(statement, statement.run(t.rows.length));
-    const done = sim
-      ? runSimulated(statement).then(
-          (o) => o,
-          (e: unknown) =>
-            e instanceof HttpFailure ? e : failWith(500, 'INTERNAL', 'internalError', String(e)),
-        )
-      : Promise.resolve(outcome!);
-    const job: Job = { reference, configuration, sql: statement.sql, bytes: statement.bytes, done, outcome };
-    if (sim) {
-      void done.then((o) => {
-        job.outcome = o;
-      });
-      stats.maxQueued = Math.max(stats.maxQueued, t.queue.length);
-    }
+    const outcome = statement.run(statement.table.rows.length);
+    const job: Job = { reference, configuration, sql: statement.sql, bytes: statement.bytes, outcome };
     jobs.set(reference.jobId, job);
     return job;
-  }
-
-  /** Waits for the job at most `queryWaitMs` (simulated); undefined when it is still running. */
-  async function settled(job: Job): Promise<Outcome | HttpFailure | undefined> {
-    if (job.outcome || !sim) return job.outcome;
-    let timer: SimTimer | undefined;
-    const timeout = new Promise<undefined>((resolve) => {
-      timer = sim.time.after(queryWaitMs, () => resolve(undefined));
-    });
-    try {
-      return await Promise.race([job.done, timeout]);
-    } finally {
-      timer?.cancel();
-    }
   }
 
   /** jobs.query's and getQueryResults' answer (getQueryResults has no dmlStats, only numDmlAffectedRows). */
@@ -866,25 +701,15 @@ export async function startBigQueryServer(options: BigQueryServerOptions = {}): 
     const prefix = `/bigquery/v2/projects/${projectId}`;
     const path = url.pathname.startsWith(prefix) ? url.pathname.slice(prefix.length) : null;
     if (req.method === 'POST' && path === '/queries') {
-      stats.queryCalls++;
-      if (apiRate && !apiRate.tryTake()) {
-        stats.refusedApiRate++;
-        throw rateLimited('too many api requests per user per method for this user_method');
-      }
       const request = body as Record<string, unknown>;
       const job = start(prepare(request), newReference(request.location), { query: request });
       if (deferred > 0) {
         deferred -= 1;
         return answerResults(res, 'bigquery#queryResponse', job, undefined);
       }
-      return answerResults(res, 'bigquery#queryResponse', job, await settled(job));
+      return answerResults(res, 'bigquery#queryResponse', job, job.outcome);
     }
     if (req.method === 'POST' && path === '/jobs') {
-      stats.jobInsertCalls++;
-      if (insertRate && !insertRate.tryTake()) {
-        stats.refusedApiRate++;
-        throw rateLimited('too many api requests per user per method for this user_method');
-      }
       const insert = body as {
         jobReference?: { jobId?: string; location?: string };
         configuration?: { query?: Record<string, unknown>; dryRun?: boolean };
@@ -929,7 +754,6 @@ export async function startBigQueryServer(options: BigQueryServerOptions = {}): 
     }
     const results = path === null ? null : /^\/queries\/([^/]+)$/.exec(path);
     if (req.method === 'GET' && results) {
-      stats.getQueryResultsCalls++;
       const job = jobs.get(decodeURIComponent(results[1]!));
       if (!job) throw notFound('Job');
       if (deferredResults > 0) {
@@ -941,11 +765,10 @@ export async function startBigQueryServer(options: BigQueryServerOptions = {}): 
         throw backendError('Backend error.');
       }
       if (lose(res, 'results')) return;
-      return answerResults(res, 'bigquery#getQueryResultsResponse', job, await settled(job));
+      return answerResults(res, 'bigquery#getQueryResultsResponse', job, job.outcome);
     }
     // jobs.list (free, no bytes): the caller's jobs created at or after minCreationTime (ms), newest first.
     if (req.method === 'GET' && path === '/jobs') {
-      stats.jobsListCalls++;
       const since = Number(url.searchParams.get('minCreationTime') ?? 0);
       const listed = created
         .filter((j) => j.creationMs >= since)
@@ -1000,14 +823,13 @@ export async function startBigQueryServer(options: BigQueryServerOptions = {}): 
       // A request body that is not JSON: BigQuery's 400 `invalid`.
       return sendJson(res, 400, errorBody(400, 'INVALID_ARGUMENT', 'invalid', (error as Error).message));
     }
-    if (!sim)
-      requests.push({
-        method: req.method ?? 'GET',
-        path: url.pathname,
-        query: Object.fromEntries(url.searchParams),
-        headers: req.headers,
-        body,
-      });
+    requests.push({
+      method: req.method ?? 'GET',
+      path: url.pathname,
+      query: Object.fromEntries(url.searchParams),
+      headers: req.headers,
+      body,
+    });
     try {
       await route(req, res, body, url);
     } catch (error) {
@@ -1029,7 +851,6 @@ export async function startBigQueryServer(options: BigQueryServerOptions = {}): 
   return {
     url: `http://127.0.0.1:${port}`,
     projectId,
-    stats,
     requests,
     statements: () =>
       requests
@@ -1078,10 +899,6 @@ export async function startBigQueryServer(options: BigQueryServerOptions = {}): 
         if (earlier) first.set(r.dedup_key!, r);
       }
       return [...first.values()];
-    },
-    outstanding(table) {
-      const t = tables.get(table);
-      return { running: t?.running ?? 0, queued: t?.queue.length ?? 0 };
     },
     stop: () =>
       new Promise<void>((resolve, reject) => {

@@ -2,7 +2,6 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { renderBurstReport, replaceBurstFigures } from '../report';
 import { type BurstSection, runBurstStage } from './stage';
-import { groupCommitWiring } from './wiring';
 
 /**
  * `npm run bench -- --stage burst`: runs the burst stage alone, merges its `burst` section into
@@ -12,7 +11,6 @@ import { groupCommitWiring } from './wiring';
 export async function runBurst(options: { quick: boolean; progress: (text: string) => void }): Promise<void> {
   const started = performance.now();
   const burst: BurstSection = await runBurstStage({
-    groupCommit: groupCommitWiring?.(),
     documents: options.quick ? 1_000 : undefined,
     progress: options.progress,
   });

@@ -28,7 +28,7 @@ import { GEMINI_API_TIERS } from '../../worker/src/contract/gemini-tiers';
 import { DELIVERY_DEFAULTS, SETTINGS } from '../../worker/src/contract/settings';
 import { RejectionError } from '../../worker/src/core/errors';
 import { objectUri } from '../../worker/src/core/event';
-import type { ObjectRef } from '../../worker/src/core/ports';
+import type { BatchStore, ObjectRef, Store } from '../../worker/src/core/ports';
 import { serve, withGroupCommit } from '../../worker/src/main';
 import { finalizeAttributes, type ObjectResource } from '../../worker/src/reconcile/notification';
 import {
@@ -459,10 +459,26 @@ class QuotaQueue {
   }
 }
 
+/**
+ * Who consumes a cell: docline as it is served; `perDelivery`, the seed's design that the burst
+ * stage measures docline against (the same worker, but each delivery's lookup and MERGE a statement
+ * of its own, sent at once, and no memo); or the ideal `oracle`.
+ */
+export type ConsumerName = 'docline' | 'perDelivery' | 'oracle';
+
+/** The seed's write path: the store's batched statements, each carrying one key or one row. */
+export function statementPerDelivery(store: BatchStore): Store {
+  return {
+    seen: async (key, deadline) => (await store.seenMany([key], deadline)).has(key),
+    record: async (row, deadline) => (await store.recordMany([row], deadline)).has(row.dedup_key),
+    ping: () => store.ping(),
+  };
+}
+
 /** Runs one consumer on one cell. Only one run at a time per process (it takes the global timers). */
 export async function runConsumer(
   spec: CellSpec,
-  consumer: 'docline' | 'oracle',
+  consumer: ConsumerName,
   /** Worker settings to try on top of the defaults (tuning only; the sweep runs the defaults). */
   env: Readonly<Record<string, string>> = {},
   cloudRunChoice: CloudRunChoice = {},
@@ -522,7 +538,7 @@ export async function runConsumer(
     const oracleDone = new Set<string>();
     let slots: Slots | undefined;
     let cloudRunModel: CloudRunModel | undefined;
-    if (consumer === 'docline') {
+    if (consumer !== 'oracle') {
       const config = loadConfig({ ...SIM_ENV, WORKER_VERSION: 'sweep', ...flowEnv, ...env });
       const cloudRun = new CloudRunModel(time, {
         requestTimeoutMs: config.requestTimeoutSeconds * 1000,
@@ -546,11 +562,14 @@ export async function runConsumer(
       });
       cloudRunModel = cloudRun;
       const memoStore = new GcsMemoStore({ storage: memoBucket.storage(), bucket: 'docline-sweep-memo' });
+      const seedDesign = consumer === 'perDelivery';
       const factory = async () =>
         serve(
           config,
           {
-            store: await withGroupCommit(warehouse.store(), config, silentLogger),
+            store: seedDesign
+              ? statementPerDelivery(warehouse.store())
+              : await withGroupCommit(warehouse.store(), config, silentLogger),
             reader: {
               read: async (ref: ObjectRef) => {
                 await time.sleep(readLatency());
@@ -561,7 +580,7 @@ export async function runConsumer(
               },
             },
             analyzer: gemini.analyzer(),
-            memo: memoStore,
+            ...(seedDesign ? {} : { memo: memoStore }),
           },
           silentLogger,
         );
@@ -650,11 +669,11 @@ export async function runConsumer(
     // From the last upload too: a backlog published over a minute flatters a drain timed from the first.
     const drainFromLastMs = time.nowMs() - Math.max(0, lastPublishMs);
     // Late work (a batch still committing) may still add rows: let it end before counting.
-    if (consumer === 'docline')
-      await time.run(() => false, time.nowMs() + 2 * settings.workerTimeoutSeconds * 1000);
-    const isDone = (k: string) => (consumer === 'docline' ? warehouse.has(k) : oracleDone.has(k));
+    const worker = consumer !== 'oracle';
+    if (worker) await time.run(() => false, time.nowMs() + 2 * settings.workerTimeoutSeconds * 1000);
+    const isDone = (k: string) => (worker ? warehouse.has(k) : oracleDone.has(k));
     const lost = docs.filter((d) => !isDone(d.key)).length;
-    const viewRows = consumer === 'docline' ? warehouse.viewRows : oracleDone.size;
+    const viewRows = worker ? warehouse.viewRows : oracleDone.size;
     const figures: ConsumerFigures = {
       drainMs,
       drainFromLastMs,
@@ -665,7 +684,7 @@ export async function runConsumer(
       deadLetters: sub.stats.deadLetters,
       lost,
       viewRows,
-      extraRawRows: consumer === 'docline' ? warehouse.raw.length - warehouse.viewRows : 0,
+      extraRawRows: worker ? warehouse.raw.length - warehouse.viewRows : 0,
       billedBytes: warehouse.stats.billedBytes,
       lookups: warehouse.stats.lookups,
       merges: warehouse.stats.merges,

@@ -11,9 +11,9 @@ const figures = (overrides: Partial<BurstRunFigures> = {}): BurstRunFigures => (
   simulatedSeconds: 700,
   analysesPerDocument: 1,
   mergeStatements: 200,
-  queryCalls: 400,
+  lookupStatements: 400,
   bytesBilledPerDocument: 50_000,
-  http503: 0,
+  nacks: 0,
   deadLetters: 0,
   tableRows: 10_000,
   viewRows: 10_000,
@@ -22,8 +22,8 @@ const figures = (overrides: Partial<BurstRunFigures> = {}): BurstRunFigures => (
 });
 
 const burst = (groupCommit: BurstRunFigures | undefined): BurstReportInput => ({
+  cell: 'tiers-1000rpm-fast-everyAck-10000',
   documents: 10_000,
-  timeScale: 100,
   analyzerBoundSeconds: 600,
   perDelivery: figures({
     simulatedSeconds: 9_000,

@@ -60,6 +60,19 @@ describe('the oracle consumer', () => {
     }
   });
 
+  it("perDelivery, the burst's baseline, writes each delivery's row in a MERGE of its own and keeps no memo", async () => {
+    const baseline = await runConsumer(spec(), 'perDelivery');
+    const docline = await runConsumer(spec(), 'docline');
+    expect(baseline.figures.viewRows).toBe(60);
+    // A MERGE per delivery that came to write (a doubled notification's second one too)…
+    expect(baseline.figures.merges).toBeGreaterThanOrEqual(60);
+    expect(baseline.figures.lookups).toBeGreaterThanOrEqual(60);
+    expect(baseline.figures.memoClassA + baseline.figures.memoClassB).toBe(0);
+    // …where group commit gathers them, and the memo is used.
+    expect(docline.figures.merges).toBeLessThan(baseline.figures.merges);
+    expect(docline.figures.memoClassA).toBeGreaterThan(0);
+  });
+
   it('replays exactly for one seed', async () => {
     const a = await runConsumer(spec({ analyzer: 'shared' }), 'docline');
     const b = await runConsumer(spec({ analyzer: 'shared' }), 'docline');
