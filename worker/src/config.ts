@@ -85,11 +85,19 @@ export interface WorkerConfig {
   eInvoiceValidator: string | undefined;
 }
 
+/** Variables that were settings once, with why they are refused rather than ignored. */
+const RETIRED_VARIABLES: Readonly<Record<string, string>> = {
+  GROUP_COMMIT:
+    'every write goes through group commit (one statement per delivery broke the exactly-once invariants under the fault simulator, docs/testing.md)',
+};
+
 /** Reads and validates the worker configuration from an environment. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Readonly<WorkerConfig> {
   const values = new SettingReader((name) => env[name]?.trim() || undefined, 'env');
   const { problems } = values;
   const read = values.setting.bind(values);
+  for (const [name, why] of Object.entries(RETIRED_VARIABLES))
+    if (env[name] !== undefined) problems.push(`${name} is no longer a setting: ${why}. Remove it.`);
 
   const { root: dataDir, ...data } = dataDirLayout(read('dataDir'));
   // Read in the order a listing of problems gives them.

@@ -209,6 +209,19 @@ describe('loadConfig', () => {
     );
   });
 
+  it('refuses GROUP_COMMIT, a setting no more, instead of ignoring it', () => {
+    for (const value of ['off', 'on'])
+      expect(() => loadConfig({ GROUP_COMMIT: value })).toThrow(
+        expect.objectContaining({
+          problems: [
+            expect.stringMatching(
+              /^GROUP_COMMIT is no longer a setting: every write goes through group commit .*Remove it\.$/,
+            ),
+          ],
+        }),
+      );
+  });
+
   it('switches the memo off on request', () => {
     const config = loadConfig({ MEMO: 'off', MEMO_BUCKET: 'ignored-bucket' });
     expect(config.memo).toBeNull();
