@@ -4,7 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { RATE_LIMITED } from '../../worker/src/adapters/quota-gate';
+import { RATE_LIMITED } from '../../worker/src/core/errors';
 import { STACK_LABEL } from '../components/alerts';
 import {
   BUDGET_THRESHOLDS,

@@ -1,5 +1,5 @@
-import { QuotaGate, RATE_LIMITED } from '../src/adapters/quota-gate';
-import { RejectionError, TransientError } from '../src/core/errors';
+import { QuotaGate } from '../src/adapters/quota-gate';
+import { RATE_LIMITED, RejectionError, TransientError } from '../src/core/errors';
 import { parsePush } from '../src/core/event';
 import { type HandlerDeps, handle } from '../src/core/handle';
 import { type ObjectSpec, pushBody } from './support/builders';

@@ -5,11 +5,17 @@ import { sampleAnalysis } from '../../sim/samples';
 import { OfflineAnalyzer } from '../src/adapters/analyzers/offline-analyzer';
 import { FileMemoStore } from '../src/adapters/memo-stores/file-memo-store';
 import { MemoryMemoStore } from '../src/adapters/memo-stores/memory-memo-store';
-import { QuotaGate, RATE_LIMITED } from '../src/adapters/quota-gate';
+import { QuotaGate } from '../src/adapters/quota-gate';
 import type { AnalysisProgress, AnalysisResult } from '../src/contract/analysis';
 import type { Row } from '../src/contract/row';
 import { Deadline, DeadlineError } from '../src/core/deadline';
-import { ConfigurationError, OutcomeUnknownError, RejectionError, TransientError } from '../src/core/errors';
+import {
+  ConfigurationError,
+  OutcomeUnknownError,
+  RATE_LIMITED,
+  RejectionError,
+  TransientError,
+} from '../src/core/errors';
 import { dedupKey, parsePush } from '../src/core/event';
 import { handle } from '../src/core/handle';
 import { AnalysisCutError, AnalysisMemo } from '../src/core/memo';
@@ -548,16 +554,42 @@ describe('FileMemoStore', () => {
 describe('handle with the memo', () => {
   const INVOICE = 'FACTURE N° F-2026-0042\nTotal TTC : 1 234,56 €\n';
 
-  function setup(memoStore: MemoStore = new MemoryMemoStore()) {
+  function setup(memoStore: MemoStore = new MemoryMemoStore(), admission?: QuotaGate) {
     const { store, reader, analyzer, deps } = handlerDeps({
       clock: new ManualClock(),
       memo: new AnalysisMemo(memoStore, { ttlMs: 8 * DAY_MS, clock: new ManualClock() }),
+      ...(admission ? { admission } : {}),
     });
     const body = pushBody('1', { size: Buffer.byteLength(INVOICE) });
     const attrs = (body.message as { attributes: Record<string, string> }).attributes;
     reader.put(attrs.bucketId!, attrs.objectId!, attrs.objectGeneration!, INVOICE);
     return { store, reader, analyzer, deps, body };
   }
+
+  it("keeps the key's lease across the gate's retry of a call the quota refused: taken once, not ended and taken again", async () => {
+    // Ended and taken again within a second, the lease object would be written twice (Cloud Storage
+    // refuses the second write) and the retry would wait out its own lease, then look the key up.
+    const memoStore = new MemoryMemoStore();
+    const leases = jest.spyOn(memoStore, 'lease');
+    const gate = new QuotaGate({ maxInFlight: 2, maxWaitMs: 60_000, initialPauseMs: 0, maxPauseMs: 0 });
+    const { store, analyzer, deps, body } = setup(memoStore, gate);
+    const seen = jest.spyOn(store, 'seen');
+    analyzer.failNext(new TransientError(RATE_LIMITED, 'Gemini: 429 RESOURCE_EXHAUSTED'));
+    expect(await handle(parsePush(body), deps)).toMatchObject({ status: 'ok', analysed: true });
+    expect(analyzer.calls).toHaveLength(2);
+    expect(leases).toHaveBeenCalledTimes(1);
+    expect(seen).not.toHaveBeenCalled();
+  });
+
+  it("ends a lease kept for the gate's retry when the gate gives up: the next delivery takes it at once", async () => {
+    const memoStore = new MemoryMemoStore();
+    const gate = new QuotaGate({ maxInFlight: 2, maxWaitMs: 0, initialPauseMs: 0, maxPauseMs: 0 });
+    const { analyzer, deps, body } = setup(memoStore, gate);
+    analyzer.failNext(new TransientError(RATE_LIMITED, 'Gemini: 429 RESOURCE_EXHAUSTED'));
+    await expect(handle(parsePush(body), deps)).rejects.toMatchObject({ code: RATE_LIMITED });
+    const key = dedupKey(parsePush(body), 'object');
+    expect(memoStore.leases.get(AnalysisMemo.leaseKey(key))?.released).toBe(true);
+  });
 
   it('asks the analyzer to go on after the attempts an earlier delivery paid for and did not end (soak I5, seed 168)', async () => {
     const memoStore = new MemoryMemoStore();

@@ -1,12 +1,5 @@
-import {
-  AdaptiveLimit,
-  floorFor,
-  isRateLimited,
-  QuotaGate,
-  RATE_LIMITED,
-  RecentCount,
-} from '../src/adapters/quota-gate';
-import { RejectionError, TransientError } from '../src/core/errors';
+import { AdaptiveLimit, floorFor, QuotaGate, RecentCount } from '../src/adapters/quota-gate';
+import { isRateLimited, RATE_LIMITED, RejectionError, TransientError } from '../src/core/errors';
 import { ManualTime, settle } from './support/manual-time';
 
 const quotaSpent = () => new TransientError(RATE_LIMITED, 'Gemini: 429 RESOURCE_EXHAUSTED');

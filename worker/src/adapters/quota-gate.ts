@@ -1,17 +1,10 @@
 import { Deadline, DeadlineError, ShuttingDownError } from '../core/deadline';
-import { TransientError } from '../core/errors';
+import { isRateLimited, RATE_LIMITED, TransientError } from '../core/errors';
 import type { Admission, Clock, Timers } from '../core/ports';
 import { realTimers, systemClock } from '../core/ports';
 
 /** The span over which the gate measures the rate the analyzer accepts (quotas are per minute). */
 export const THROUGHPUT_WINDOW_MS = 60_000;
-
-/** The error code adapters give a spent quota (Gemini's 429). */
-export const RATE_LIMITED = 'analyzer_rate_limited';
-
-export function isRateLimited(error: unknown): boolean {
-  return error instanceof TransientError && error.code === RATE_LIMITED;
-}
 
 /** A cancellable timer (injectable, so the burst simulation runs the gate on simulated time). */
 export type GateTimers = Timers;

@@ -129,6 +129,13 @@ export class TransientError extends FailureAfterPaying {
   readonly answer = ERROR_ANSWERS.transient;
 }
 
+/** The code an analyzer gives a spent quota (Gemini's 429): nothing paid, and the quota gate runs the work again. */
+export const RATE_LIMITED = 'analyzer_rate_limited';
+
+export function isRateLimited(error: unknown): boolean {
+  return error instanceof TransientError && error.code === RATE_LIMITED;
+}
+
 /**
  * A write whose outcome is unknown: its statement was sent, and neither its answer nor a read of
  * its job by id said whether it committed (a 5xx or a reset while polling, an answer lost after the

@@ -12,6 +12,7 @@ import { Deadline, DeadlineError, ShuttingDownError } from './deadline';
 import { type CheckLimits, checkContent, checkDeclared, declaredCharset } from './document-checks';
 import {
   type FallbackReason,
+  isRateLimited,
   isRejection,
   OutcomeUnknownError,
   paidBeforeFailing,
@@ -290,7 +291,7 @@ async function analyseOnce(
   peeked: MemoPeek | undefined,
   deadline: Deadline,
 ): Promise<Analysed | 'written'> {
-  const { cache, leases } = memo;
+  const { cache } = memo;
   // The delivery's first read of the memo stands for this one; one that failed is read again once
   // admitted: the memo may answer now, and a concurrent delivery may have kept its analysis.
   const reads = { failed: peeked?.state === 'unknown' };
@@ -299,57 +300,80 @@ async function analyseOnce(
     probe('memo.replayed');
     return replay(kept, 'memo');
   }
-  return steps.admission.run(async (waitedMs) => {
-    const keptMeanwhile = waitedMs > 0 || reads.failed ? await cache.get(key, deadline) : undefined;
-    if (keptMeanwhile) {
-      probe('memo.keptWhileQueued');
-      return replay(keptMeanwhile, 'shared');
-    }
-    const lease = await leases.acquire(key, deadline, () => cache.get(key, deadline));
-    if ('found' in lease) {
-      probe('lease.holderKept');
-      return replay(lease.found, 'shared');
-    }
-    // An earlier delivery held this key's lease: it may well have kept its analysis since this
-    // delivery last read the memo (a holder keeps its analysis before its write, and ends its lease
-    // only after it), and this delivery may not have waited for it at all. One more read costs a
-    // memo call; paying again costs an analysis. Read with it: the attempts an earlier delivery paid
-    // for before it failed, to go on after them.
-    let resume: AnalysisProgress | undefined;
-    let afterHolder = lease.holderSeen;
-    if (lease.earlier) {
-      probe('lease.afterEarlierHolder');
-      const again = { failed: false };
-      const [keptBefore, progress] = await Promise.all([
-        cache.get(key, deadline, again),
-        cache.progress(key, deadline),
-      ]);
-      if (keptBefore) {
-        lease.guardWrite();
-        return replay(keptBefore, 'memo');
+  // A call the quota refused paid nothing, and the gate runs the work again in a moment: the lease
+  // is kept for that try. Ended and taken again, its object would be written twice within a second
+  // (Cloud Storage refuses the second) and the retry would wait out its own lease.
+  let refusedUnder: HeldLease | undefined;
+  try {
+    return await steps.admission.run(async (waitedMs) => {
+      const retried = refusedUnder;
+      refusedUnder = undefined;
+      const keptMeanwhile = waitedMs > 0 || reads.failed ? await cache.get(key, deadline) : undefined;
+      if (keptMeanwhile) {
+        probe('memo.keptWhileQueued');
+        retried?.guardWrite();
+        return replay(keptMeanwhile, 'shared');
       }
-      resume = progress;
-      // That read failed: the earlier holder may have written its row (soak I5, seed 22).
-      afterHolder ||= again.failed;
-    }
-    let result: AnalysisResult;
-    try {
-      // After a holder that kept no analysis (its keep failed, or its row needed none): its row may
-      // be there, and paying again would be waste.
-      if (afterHolder && (await deadline.race('lookup', steps.store.seen(key, deadline)))) {
-        probe('lease.writtenMeanwhile');
-        lease.end();
-        return 'written';
+      const taken = retried ? { lease: retried, afterHolder: false } : await leaseOf(key, memo, deadline);
+      if (!('lease' in taken)) return taken;
+      const { lease, resume, afterHolder } = taken;
+      let result: AnalysisResult;
+      try {
+        // After a holder that kept no analysis (its keep failed, or its row needed none): its row may
+        // be there, and paying again would be waste.
+        if (afterHolder && (await deadline.race('lookup', steps.store.seen(key, deadline)))) {
+          probe('lease.writtenMeanwhile');
+          lease.end();
+          return 'written';
+        }
+        result = await steps.readAndAnalyse(resume);
+      } catch (error) {
+        if (isRateLimited(error) && !paidBeforeFailing(error)?.progress) refusedUnder = lease;
+        else await keepWhatWasPaid(key, memo, lease, error, deadline);
+        throw error;
       }
-      result = await steps.readAndAnalyse(resume);
-    } catch (error) {
-      await keepWhatWasPaid(key, memo, lease, error, deadline);
-      throw error;
-    }
+      lease.guardWrite();
+      await cache.keep(key, result, deadline);
+      return { result, source: 'analyzer' };
+    }, deadline);
+  } catch (error) {
+    refusedUnder?.end();
+    throw error;
+  }
+}
+
+/**
+ * The key's lease for the paid work, or the analysis found while waiting for it. After an earlier
+ * delivery held it, the memo is read once more: a holder keeps its analysis before its write, and
+ * ends its lease only after it, and this delivery may not have waited for it at all (one more read
+ * costs a memo call; paying again costs an analysis). Read with it: the attempts an earlier delivery
+ * paid for before it failed, to go on after them (`resume`). `afterHolder`: the row may have been
+ * written by a holder that kept no analysis.
+ */
+async function leaseOf(
+  key: string,
+  memo: AnalysisMemo,
+  deadline: Deadline,
+): Promise<Analysed | { lease: HeldLease; resume?: AnalysisProgress; afterHolder: boolean }> {
+  const { cache, leases } = memo;
+  const lease = await leases.acquire(key, deadline, () => cache.get(key, deadline));
+  if ('found' in lease) {
+    probe('lease.holderKept');
+    return replay(lease.found, 'shared');
+  }
+  if (!lease.earlier) return { lease, afterHolder: lease.holderSeen };
+  probe('lease.afterEarlierHolder');
+  const again = { failed: false };
+  const [keptBefore, resume] = await Promise.all([
+    cache.get(key, deadline, again),
+    cache.progress(key, deadline),
+  ]);
+  if (keptBefore) {
     lease.guardWrite();
-    await cache.keep(key, result, deadline);
-    return { result, source: 'analyzer' };
-  }, deadline);
+    return replay(keptBefore, 'memo');
+  }
+  // That read failed: the earlier holder may have written its row (soak I5, seed 22).
+  return { lease, resume, afterHolder: lease.holderSeen || again.failed };
 }
 
 /**

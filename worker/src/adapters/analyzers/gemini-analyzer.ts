@@ -21,12 +21,12 @@ import {
   ConfigurationError,
   DependencyRefusedError,
   paidBeforeFailing,
+  RATE_LIMITED,
   RejectionError,
   TransientError,
 } from '../../core/errors';
 import { MODEL_NOT_FOUND } from '../../core/outage';
 import type { Analyzer, AnalyzerInput, Logger } from '../../core/ports';
-import { RATE_LIMITED } from '../quota-gate';
 import { INVOICE_PROMPT } from './gemini-prompt';
 
 /**
