@@ -36,13 +36,17 @@ const QUOTAS = [60, 1_000, 4_000] as const;
  * - Vertex AI's shared capacity with its random 429 bursts and the slow latency (shared, 1,000 per
  *   minute, slow, everyAck): chose where the quota gate's limit starts (its ceiling);
  * - a quota far under the upload rate (tiers, 60 per minute, fast, everyAck): deliveries wait
- *   minutes in line; the bytes billed per document are at their worst there.
+ *   minutes in line; the bytes billed per document are at their worst there;
+ * - a tier that counts refused calls against its window (tiers, 250 per minute, fast, everyAck,
+ *   `-refusedCount`): retries into a full window keep it full, so the quota gate's answer to a 429
+ *   is chosen here too. Its quota is none of the reported `-refusedCount` cells' (60, 1,000, 4,000).
  */
 export const TUNING_CELLS: readonly string[] = Object.freeze([
   'tiers-1000rpm-fast-everyAck-10000',
   'tiers-1000rpm-fast-fastAcksOnly-1000',
   'shared-1000rpm-slow-everyAck-1000',
   'tiers-60rpm-fast-everyAck-1000',
+  'tiers-250rpm-fast-everyAck-1000-refusedCount',
 ]);
 
 function cell(spec: Omit<CellSpec, 'seed'>, seed: number): GridCell {
@@ -204,6 +208,23 @@ function fullGrid(): GridCell[] {
         documents: 10_000,
         backlog: 'upload',
         spendTier: 'Tier 1',
+      },
+      seed++,
+    ),
+  );
+  // A tuning cell whose tier counts refused calls, at a quota no reported cell has (250 per
+  // minute binds on 1,000 uploads within 60 s): the quota gate's answer to a 429 is chosen on it, so
+  // that the reported `-refusedCount` cells above stay cells the defaults never saw.
+  cells.push(
+    cell(
+      {
+        analyzer: 'tiers',
+        quota: 250,
+        latency: 'fast',
+        window: 'everyAck',
+        documents: 1_000,
+        backlog: 'upload',
+        refusedCount: true,
       },
       seed++,
     ),

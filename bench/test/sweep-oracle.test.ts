@@ -97,16 +97,21 @@ describe('the grid', () => {
       'tiers-1000rpm-fast-fastAcksOnly-1000',
       'shared-1000rpm-slow-everyAck-1000',
       'tiers-1000rpm-fast-everyAck-10000',
+      'tiers-250rpm-fast-everyAck-1000-refusedCount',
     ]);
     // 28 cells, then 7 with the public reports' MERGE latency (2–4.5 s), 4 whose tier counts refused
     // calls and 1 with Tier 1's spend limit.
     expect(grid.filter((c) => !c.tuning)).toHaveLength(40);
     expect(grid.filter((c) => c.mergeSeconds?.low === 2 && c.mergeSeconds.high === 4.5)).toHaveLength(7);
-    expect(grid.filter((c) => c.refusedCount && c.analyzer === 'tiers')).toHaveLength(4);
+    expect(grid.filter((c) => !c.tuning && c.refusedCount && c.analyzer === 'tiers')).toHaveLength(4);
     expect(grid.filter((c) => c.spendTier === 'Tier 1' && c.analyzer === 'tiers')).toHaveLength(1);
-    // None of them is a tuning cell: the defaults were never chosen on them.
-    expect(grid.filter((c) => c.tuning && (c.mergeSeconds || c.refusedCount || c.spendTier))).toEqual([]);
-    expect(new Set(grid.map((c) => c.quota))).toEqual(new Set([60, 1_000, 4_000]));
+    // None of them is a tuning cell: the defaults were never chosen on them. The one tuning cell whose
+    // tier counts refused calls has a quota no reported cell has.
+    expect(grid.filter((c) => c.tuning && (c.mergeSeconds || c.spendTier))).toEqual([]);
+    const refusedCountTuning = grid.filter((c) => c.tuning && c.refusedCount);
+    expect(refusedCountTuning.map((c) => c.quota)).toEqual([250]);
+    expect(grid.filter((c) => !c.tuning && c.quota === 250)).toEqual([]);
+    expect(new Set(grid.map((c) => c.quota))).toEqual(new Set([60, 250, 1_000, 4_000]));
     expect(new Set(grid.map((c) => c.analyzer))).toEqual(new Set(['tiers', 'shared']));
     expect(new Set(grid.map((c) => c.window))).toEqual(new Set(['everyAck', 'fastAcksOnly']));
     expect(new Set(grid.map((c) => c.documents))).toEqual(new Set([1_000, 10_000, 100_000]));
