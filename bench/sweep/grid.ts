@@ -166,35 +166,18 @@ function fullGrid(): GridCell[] {
     ),
   );
   // A tier that counts refused calls against its windows (Google does not say a 429 is free).
-  for (const quota of QUOTAS)
-    cells.push(
-      cell(
-        {
-          analyzer: 'tiers',
-          quota,
-          latency: 'fast',
-          window: 'everyAck',
-          documents: 1_000,
-          backlog: 'upload',
-          refusedCount: true,
-        },
-        seed++,
-      ),
-    );
-  cells.push(
-    cell(
-      {
-        analyzer: 'tiers',
-        quota: 1_000,
-        latency: 'fast',
-        window: 'everyAck',
-        documents: 10_000,
-        backlog: 'upload',
-        refusedCount: true,
-      },
-      seed++,
-    ),
-  );
+  const countingRefusals = (quota: number, documents: number) =>
+    ({
+      analyzer: 'tiers',
+      quota,
+      latency: 'fast',
+      window: 'everyAck',
+      documents,
+      backlog: 'upload',
+      refusedCount: true,
+    }) as const;
+  for (const quota of QUOTAS) cells.push(cell(countingRefusals(quota, 1_000), seed++));
+  cells.push(cell(countingRefusals(1_000, 10_000), seed++));
   // The Gemini API's Tier 1 spend limit ($10 over any rolling 10 minutes) in front of the tier's
   // windows, where a backlog spends past it: 10,000 uploads drained in ~5 minutes spend ~$15. A
   // thousand uploads spend ~$1.5 and the window-bound cells drain too slowly to reach it.
@@ -215,20 +198,7 @@ function fullGrid(): GridCell[] {
   // A tuning cell whose tier counts refused calls, at a quota no reported cell has (250 per
   // minute binds on 1,000 uploads within 60 s): the quota gate's answer to a 429 is chosen on it, so
   // that the reported `-refusedCount` cells above stay cells the defaults never saw.
-  cells.push(
-    cell(
-      {
-        analyzer: 'tiers',
-        quota: 250,
-        latency: 'fast',
-        window: 'everyAck',
-        documents: 1_000,
-        backlog: 'upload',
-        refusedCount: true,
-      },
-      seed++,
-    ),
-  );
+  cells.push(cell(countingRefusals(250, 1_000), seed++));
   return cells;
 }
 
