@@ -350,17 +350,42 @@ describe('QuotaGate', () => {
 
   it('waits out a pause before admitting anyone after a 429 with room to spare', async () => {
     const { time, gate, works } = setup(8);
-    const result = gate.run(works.work('a'));
+    const refused = gate.run(works.work('a'));
     await settle();
     await works.finish('a', quotaSpent());
-    expect(works.running).toEqual([]);
+    // The gate pauses for 100 ms: a delivery that arrives meanwhile waits it out.
+    const next = gate.run(works.work('b'));
+    await settle();
     await time.advance(99);
     expect(works.running).toEqual([]);
     await time.advance(1);
-    expect(works.running).toEqual(['a']);
-    expect(works.waited.get('a')).toBe(100);
+    expect(works.running).toEqual(['b']);
+    expect(works.waited.get('b')).toBe(100);
+    await works.finish('b');
+    await expect(next).resolves.toBe('b');
+    await time.advance(1_000);
     await works.finish('a');
-    await expect(result).resolves.toBe('a');
+    await expect(refused).resolves.toBe('a');
+  });
+
+  it('lets a refused work back off on its own, holding its turn: 1 s, doubling, truncated at 16 s', async () => {
+    const { time, gate, works } = setup(1);
+    const refused = gate.run(works.work('a'));
+    const behind = gate.run(works.work('b'));
+    await settle();
+    for (const backoffMs of [1_000, 2_000, 4_000, 8_000, 16_000, 16_000]) {
+      expect(works.running).toEqual(['a']);
+      await works.finish('a', quotaSpent());
+      await time.advance(backoffMs - 1);
+      // Its turn is kept: the delivery behind it is not admitted during its backoff.
+      expect(works.running).toEqual([]);
+      await time.advance(1);
+    }
+    expect(works.running).toEqual(['a']);
+    await works.finish('a');
+    await expect(refused).resolves.toBe('a');
+    await works.finish('b');
+    await expect(behind).resolves.toBe('b');
   });
 
   it('gives a delivery not admitted within maxWaitMs a 429 transient failure, and never runs its work', async () => {
