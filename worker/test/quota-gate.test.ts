@@ -1,4 +1,5 @@
 import { AdaptiveLimit, floorFor, QuotaGate, RecentCount } from '../src/adapters/quota-gate';
+import { Deadline, ShuttingDownError } from '../src/core/deadline';
 import { isRateLimited, RATE_LIMITED, RejectionError, TransientError } from '../src/core/errors';
 import { ManualTime, settle } from './support/manual-time';
 
@@ -386,6 +387,24 @@ describe('QuotaGate', () => {
     await expect(refused).resolves.toBe('a');
     await works.finish('b');
     await expect(behind).resolves.toBe('b');
+  });
+
+  it("ends a refused work's backoff at once when the instance drains: answered now, not after the backoff", async () => {
+    const { time, gate, works } = setup(1);
+    const deadline = new Deadline(time.clock.now().getTime() + 300_000, time.clock, time);
+    const refused = gate.run(works.work('a'), deadline).catch((e: unknown) => e);
+    await settle();
+    await works.finish('a', quotaSpent());
+    await time.advance(500);
+    deadline.drain(time.clock.now().getTime() + 5_000);
+    await settle();
+    expect(await refused).toBeInstanceOf(ShuttingDownError);
+    // Its turn is given back: the next delivery is admitted without waiting for the backoff's end.
+    const next = gate.run(works.work('b'));
+    await settle();
+    expect(works.running).toEqual(['b']);
+    await works.finish('b');
+    await expect(next).resolves.toBe('b');
   });
 
   it('gives a delivery not admitted within maxWaitMs a 429 transient failure, and never runs its work', async () => {

@@ -3,6 +3,9 @@ import { isRateLimited, RATE_LIMITED, TransientError } from '../core/errors';
 import type { Admission, Clock, Timers } from '../core/ports';
 import { realTimers, systemClock } from '../core/ports';
 
+/** What a delivery does while it waits at the gate (its line, or a refused work's backoff). */
+const WAITING_FOR_A_TURN = 'waiting for a turn at the analyzer';
+
 /** The span over which the gate measures the rate the analyzer accepts (quotas are per minute). */
 export const THROUGHPUT_WINDOW_MS = 60_000;
 
@@ -319,7 +322,7 @@ export class QuotaGate implements Admission {
         this.rateLimited(admission);
         if (this.nowMs() >= deadlineMs) throw error;
         refusals += 1;
-        await this.backOff(refusals, Math.min(deadlineMs, deadline.atMs));
+        await this.backOff(refusals, deadlineMs, deadline);
         again = true;
       } finally {
         this.running--;
@@ -335,14 +338,24 @@ export class QuotaGate implements Admission {
     return this.clock.now().getTime();
   }
 
-  /** A refused work's backoff before its next try, holding its turn; none that would end past `untilMs`. */
-  private backOff(refusals: number, untilMs: number): Promise<void> {
+  /**
+   * A refused work's backoff before its next try, holding its turn; none that would end past the
+   * line's `waitUntilMs` or the delivery's deadline. A wait like the line's: it ends at once when the
+   * instance drains (ShuttingDownError: answered 503 now, not past Cloud Run's grace period).
+   */
+  private async backOff(refusals: number, waitUntilMs: number, deadline: Deadline): Promise<void> {
     const { first, max } = REFUSED_WORK_BACKOFF_MS;
     const ms = Math.round(Math.min(first * 2 ** (refusals - 1), max) * (0.5 + this.random() / 2));
-    if (this.nowMs() + ms >= untilMs) return Promise.resolve();
-    return new Promise((resolve) => {
-      this.timers.after(ms, resolve);
+    if (this.nowMs() + ms >= Math.min(waitUntilMs, deadline.atMs)) return;
+    let timer: { cancel(): void } | undefined;
+    const pause = new Promise<void>((resolve) => {
+      timer = this.timers.after(ms, resolve);
     });
+    try {
+      await deadline.race(WAITING_FOR_A_TURN, pause, { wait: true });
+    } finally {
+      timer?.cancel();
+    }
   }
 
   /** Whether a work holding `bytes` may start now: the limit, the memory budget (one alone always fits), no pause. */
@@ -356,7 +369,7 @@ export class QuotaGate implements Admission {
   }
 
   private acquire(waitUntilMs: number, front: boolean, deadline: Deadline, bytes: number): Promise<void> {
-    const what = 'waiting for a turn at the analyzer';
+    const what = WAITING_FOR_A_TURN;
     if (deadline.isDraining) return Promise.reject(new ShuttingDownError(what));
     deadline.check(what);
     if ((front || this.waiting.length === 0) && this.hasRoom(bytes)) {
