@@ -21,10 +21,8 @@ import { BIGQUERY_DML_LIMITS, MIN_MAXIMUM_BYTES_BILLED } from '../worker/src/con
  * `bucket`, `prefix`, `since` (and `until`) reconcile's query) and executes their meaning on rows
  * kept in memory, one table per name the statement quotes. Parameters are checked as BigQuery binds
  * them: values are strings of the column's type, REQUIRED columns are not null, every value arrives
- * as a typed parameter. A MERGE matches against the table as it was when the statement *started*
- * and inserts when it ends, so two MERGEs of one new key that run together both insert, as BigQuery
- * allows (insert-only MERGEs do not conflict); within one statement two source rows of one key both
- * insert too. A statement bills its table's `dedup_key` + `key_day` bytes (every row counted, an
+ * as a typed parameter. Within one MERGE two source rows of one key both insert, as BigQuery
+ * allows (an insert-only MERGE matches against the table as it was when it started). A statement bills its table's `dedup_key` + `key_day` bytes (every row counted, an
  * upper bound), at least 10 MiB, or the estimate a test sets; refused statements bill nothing. A
  * dry run estimates the partitions the statement's key-day filter names.
  *
@@ -248,11 +246,10 @@ interface Outcome {
 interface Statement {
   sql: string;
   table: TableState;
-  merge: boolean;
   /** Bytes it reports processed (and bills, at least 10 MiB). */
   bytes: number;
-  /** Executes it; a MERGE matches against the table's first `startedWith` rows (the table when it started). */
-  run(startedWith: number): Outcome;
+  /** Executes it on the table as it is now. */
+  run(): Outcome;
 }
 
 interface Job {
@@ -469,7 +466,7 @@ export async function startBigQueryServer(options: BigQueryServerOptions = {}): 
     const params = parameters(config.queryParameters);
     const names = [...params.keys()].sort();
     const scalarNames = names.filter((n) => !/^key_day_\d+$/.test(n));
-    const select = (run: () => Outcome): Statement => ({ sql, table, merge: false, bytes, run });
+    const select = (run: () => Outcome): Statement => ({ sql, table, bytes, run });
 
     if (names.join() === 'keys,lookup_since' || (scalarNames.join() === 'keys' && names.length > 1)) {
       const keys = params.get('keys')!;
@@ -527,15 +524,11 @@ export async function startBigQueryServer(options: BigQueryServerOptions = {}): 
     return {
       sql,
       table,
-      merge: true,
       bytes,
-      run(startedWith) {
+      run() {
         const wanted = new Set(source.map((r) => r.dedup_key));
         const existing = new Set<string>();
-        for (let i = 0; i < startedWith; i++) {
-          const r = table.rows[i]!;
-          if (wanted.has(r.dedup_key)) existing.add(`${r.dedup_key}\n${dayOf(r)}`);
-        }
+        for (const r of table.rows) if (wanted.has(r.dedup_key)) existing.add(`${r.dedup_key}\n${dayOf(r)}`);
         let inserted = 0;
         // A row matches a target row of its key in its own key day (the ON clause); the statement is
         // atomic (it failed whole, above, before inserting anything).
@@ -645,7 +638,7 @@ export async function startBigQueryServer(options: BigQueryServerOptions = {}): 
 
   /** Creates the job of a statement and runs it at once. */
   function start(statement: Statement, reference: Job['reference'], configuration: unknown): Job {
-    const outcome = statement.run(statement.table.rows.length);
+    const outcome = statement.run();
     const job: Job = { reference, configuration, sql: statement.sql, bytes: statement.bytes, outcome };
     jobs.set(reference.jobId, job);
     return job;

@@ -61,14 +61,14 @@ export async function runBurstStage(options: {
 }): Promise<BurstSection> {
   const [grid] = sweepGrid(false, [BURST_CELL]) as [GridCell];
   const cell: GridCell = { ...grid, documents: options.documents ?? grid.documents };
-  const runs = {} as Record<'perDelivery' | 'groupCommit', ConsumerFigures>;
-  for (const [name, consumer] of [
-    ['groupCommit', 'docline'],
-    ['perDelivery', 'perDelivery'],
-  ] as Array<['perDelivery' | 'groupCommit', ConsumerName]>) {
+  const run = async (name: string, consumer: ConsumerName) => {
     options.progress(`burst: ${name} on ${BURST_CELL} (${cell.documents} documents)`);
-    runs[name] = (await runConsumer(cell, consumer)).figures;
-  }
+    return (await runConsumer(cell, consumer)).figures;
+  };
+  const runs = {
+    groupCommit: await run('groupCommit', 'docline'),
+    perDelivery: await run('perDelivery', 'perDelivery'),
+  };
   const groupCommit = burstFigures(runs.groupCommit);
   const perDelivery = burstFigures(runs.perDelivery);
   const analyzerBoundSeconds = Math.round((cell.documents / cell.quota) * 60);

@@ -46,14 +46,15 @@ async function main(): Promise<void> {
   const started = new Map<string, number>();
   const waiting = new Map<string, () => void>();
 
-  let store: BatchStore;
+  // The store group commit goes around, under the fault switches below.
+  let inner: BatchStore;
   if (env.FAULT_BIGQUERY_URL) {
     if (config.store.kind !== 'bigquery') throw new Error('FAULT_BIGQUERY_URL needs BIGQUERY_TABLE');
     const { BigQuery } = await import('@google-cloud/bigquery');
     const { BigQueryStore } = await import('../../../src/adapters/stores/bigquery-store.js');
     const { staticTokenAuth } = await import('../../../../sim/bigquery-rest.js');
     const [project] = config.store.table.split('.');
-    store = new BigQueryStore({
+    inner = new BigQueryStore({
       bigquery: new BigQuery({
         projectId: project,
         apiEndpoint: env.FAULT_BIGQUERY_URL,
@@ -64,8 +65,7 @@ async function main(): Promise<void> {
       location: config.store.location,
       logger,
     });
-  } else store = await buildBaseStore(config, logger);
-  const inner = store;
+  } else inner = await buildBaseStore(config, logger);
   const lookups = new Map<string, number>();
   const lookedUp = (key: string) => {
     const count = (lookups.get(key) ?? 0) + 1;
