@@ -35,6 +35,40 @@ import { type Latency, type LatencySpec, latencyFrom, REFUSAL_LATENCY } from './
 /** The message of Gemini's 429 RESOURCE_EXHAUSTED. */
 const QUOTA_EXHAUSTED = 'Resource has been exhausted (e.g. check quota).';
 
+/**
+ * The body of the Gemini API's 429 for a full window of the project's tier, as the SDK puts it in
+ * its error's message: a `QuotaFailure` naming the quota and a `google.rpc.RetryInfo` whose
+ * `retryDelay` is the wait in whole seconds, while the message gives it to the nanosecond (reported
+ * bodies: "Please retry in 58.934310785s." with `"retryDelay": "58s"`; googleapis/python-genai
+ * pull request 2114, read on 2026-12-07). Assumed: the wait is until the window would accept the
+ * call, truncated to the second; Google does not document how it is computed.
+ */
+export function windowFullBody(waitMs: number): string {
+  return JSON.stringify({
+    error: {
+      code: 429,
+      message: `You exceeded your current quota, please check your plan and billing details. Please retry in ${(waitMs / 1000).toFixed(3)}s.`,
+      status: 'RESOURCE_EXHAUSTED',
+      details: [
+        {
+          '@type': 'type.googleapis.com/google.rpc.QuotaFailure',
+          violations: [{ quotaId: 'GenerateRequestsPerMinutePerProjectPerModel' }],
+        },
+        { '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: `${Math.floor(waitMs / 1000)}s` },
+      ],
+    },
+  });
+}
+
+/** Vertex AI's 429 when its shared pay-as-you-go capacity is busy (its error-code-429 page): no wait named. */
+const SHARED_CAPACITY_BUSY = JSON.stringify({
+  error: {
+    code: 429,
+    message: 'Resource exhausted, please try again later.',
+    status: 'RESOURCE_EXHAUSTED',
+  },
+});
+
 /** Output tokens of an analysis (a long invoice's counts its bytes instead, see layer 3). */
 const OUTPUT_TOKENS = 400;
 
@@ -69,6 +103,11 @@ export interface QuotaModel {
   tryAccept(tokens: number): boolean;
   /** The earliest simulated time ≥ now at which a call of `tokens` would be accepted (the oracle's knowledge). */
   nextAcceptMs(tokens: number): number;
+  /**
+   * Whether a 429 of this model names its wait (the Gemini API's `google.rpc.RetryInfo`: a full
+   * window of the project's tier); Vertex AI's shared capacity names none.
+   */
+  readonly namesItsWait: boolean;
 }
 
 /** A sliding window of weighted entries (weight 1 for requests, tokens for TPM). */
@@ -153,6 +192,7 @@ export interface TierLimits {
  */
 export class TierQuota implements QuotaModel {
   readonly kind = 'tiers';
+  readonly namesItsWait = true;
   private readonly rpm: WeightedWindow;
   private readonly tpm: WeightedWindow;
   private readonly rpd: WeightedWindow | undefined;
@@ -229,6 +269,7 @@ export const SPEND_WINDOW_MS = 10 * 60_000;
  */
 export class SpendWindow implements QuotaModel {
   readonly kind = 'tiers';
+  readonly namesItsWait = true;
   /** Calls the spend limit refused. */
   refusedForSpend = 0;
   private readonly spend: WeightedWindow;
@@ -294,6 +335,7 @@ export function slotDraw(slot: number, seed: number): number {
  */
 export class SharedCapacity implements QuotaModel {
   readonly kind = 'shared';
+  readonly namesItsWait = false;
   readonly bursts: Burst[] = [];
   private readonly share: WeightedWindow;
   private readonly slotSeed: number;
@@ -395,10 +437,19 @@ export class GeminiPortModel {
 
   /** One call: resolves true once analysed (paid), false after a 429's latency. */
   async call(name: string): Promise<boolean> {
-    if (!this.quota.tryAccept(this.promptTokens(name))) {
+    return (await this.attempt(name)) === true;
+  }
+
+  /** One call: true once analysed (paid), or after a 429's latency the body of the 429. */
+  private async attempt(name: string): Promise<true | string> {
+    const tokens = this.promptTokens(name);
+    if (!this.quota.tryAccept(tokens)) {
       this.refused++;
+      const body = this.quota.namesItsWait
+        ? windowFullBody(this.quota.nextAcceptMs(tokens) - this.time.nowMs())
+        : SHARED_CAPACITY_BUSY;
       await this.time.sleep(this.refusalLatency());
-      return false;
+      return body;
     }
     this.paid++;
     this.paidAtMs.push(this.time.nowMs());
@@ -411,7 +462,8 @@ export class GeminiPortModel {
   analyzer(): Analyzer {
     return {
       analyze: async (input: AnalyzerInput): Promise<AnalysisResult> => {
-        if (!(await this.call(input.name))) throw geminiError(apiError(429, QUOTA_EXHAUSTED));
+        const answer = await this.attempt(input.name);
+        if (answer !== true) throw geminiError(apiError(429, answer));
         const tokens = this.promptTokens(input.name);
         return {
           analysis: sampleAnalysis(),

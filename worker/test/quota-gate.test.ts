@@ -4,6 +4,9 @@ import { isRateLimited, RATE_LIMITED, RejectionError, TransientError } from '../
 import { ManualTime, settle } from './support/manual-time';
 
 const quotaSpent = () => new TransientError(RATE_LIMITED, 'Gemini: 429 RESOURCE_EXHAUSTED');
+/** A 429 of a full tier window, naming its wait (the Gemini API's RetryInfo). */
+const windowFull = (retryAfterMs: number) =>
+  new TransientError(RATE_LIMITED, 'Gemini: 429 RESOURCE_EXHAUSTED, retry in …', { retryAfterMs });
 
 /** A work the test finishes by hand: records when it started and how long its delivery waited. */
 class Works {
@@ -385,6 +388,43 @@ describe('QuotaGate', () => {
     expect(works.running).toEqual(['a']);
     await works.finish('a');
     await expect(refused).resolves.toBe('a');
+    await works.finish('b');
+    await expect(behind).resolves.toBe('b');
+  });
+
+  it('waits out the wait a 429 names (a full window: RetryInfo), holding its turn, instead of its own backoff', async () => {
+    const { time, gate, works } = setup(1, 300_000);
+    const refused = gate.run(works.work('a'));
+    const behind = gate.run(works.work('b'));
+    await settle();
+    for (const namedMs of [20_000, 5_000]) {
+      expect(works.running).toEqual(['a']);
+      await works.finish('a', windowFull(namedMs));
+      // The named wait, and the random part of the second after it (here all of it: random() is 1).
+      await time.advance(namedMs + 1_000 - 1);
+      expect(works.running).toEqual([]);
+      await time.advance(1);
+    }
+    expect(works.running).toEqual(['a']);
+    await works.finish('a');
+    await expect(refused).resolves.toBe('a');
+    await works.finish('b');
+    await expect(behind).resolves.toBe('b');
+  });
+
+  it('answers at once a 429 whose named wait ends past maxWaitMs: no call can succeed before it', async () => {
+    const { time, gate, works } = setup(1, 30_000);
+    const refused = gate.run(works.work('a')).catch((e: unknown) => e);
+    const behind = gate.run(works.work('b'));
+    await settle();
+    await works.finish('a', windowFull(40_000));
+    const error = await refused;
+    expect(isRateLimited(error)).toBe(true);
+    expect((error as TransientError).retryAfterMs).toBe(40_000);
+    expect(works.started).toEqual(['a']);
+    // Its turn is given back: the next delivery runs after the gate's pause (100 ms), not 40 s.
+    await time.advance(100);
+    expect(works.running).toEqual(['b']);
     await works.finish('b');
     await expect(behind).resolves.toBe('b');
   });

@@ -67,12 +67,14 @@ export const LATENCY_TOLERANCE = 2;
 export const OVER_QUOTA_SHARE = 0.5;
 
 /**
- * A refused work's own backoff before its next try: 1 s, doubling with each refusal of that work,
- * truncated at 16 s, jittered over its upper half; the work keeps its turn meanwhile, so the refused
- * works do not come back as a spike (Google's advice for a 429: truncated exponential backoff, and
- * no sharp spikes on Dynamic Shared Quota). Chosen on the sweep's tuning set (docs/sweep.md): 16 s
- * kept every cell where refusals are free within its goals and took the cell whose window counts
- * refusals from 5.40 to 1.54 × the oracle; 32 s and 64 s did no better there.
+ * A refused work's own backoff before its next try, when its 429 names no wait (Vertex AI's shared
+ * capacity: "Resource exhausted, please try again later"): 1 s, doubling with each refusal of that
+ * work, truncated at 16 s, jittered over its upper half; the work keeps its turn meanwhile, so the
+ * refused works do not come back as a spike (Google's advice for a 429: truncated exponential
+ * backoff, and no sharp spikes on Dynamic Shared Quota). A 429 that names its wait (the Gemini
+ * API's `RetryInfo`: a full window of the tier) is waited out instead. Chosen on the sweep's tuning
+ * set (docs/sweep.md); 4 s and 1 s were slower on its shared-capacity cell (1.11 and 1.16 × the
+ * oracle against 1.09), 32 s and 64 s no better where refusals counted.
  */
 export const REFUSED_WORK_BACKOFF_MS = { first: 1_000, max: 16_000 } as const;
 
@@ -245,8 +247,8 @@ interface Waiter {
  * and are needed, halves on a 429 (once per round: works admitted before the cut do not cut again;
  * never under what the last minute's accepted rate needs at once) and shrinks when the analyses'
  * latency inflates, never past `maxInFlight` (memory). A 429 also pauses admissions for a jittered,
- * doubling moment. The refused work keeps its turn through a backoff of its own
- * ({@link REFUSED_WORK_BACKOFF_MS}), then tries again ahead of the line. A delivery still not
+ * doubling moment. The refused work keeps its turn through the wait its 429 names, or else a
+ * backoff of its own ({@link REFUSED_WORK_BACKOFF_MS}), then tries again ahead of the line. A delivery still not
  * admitted after `maxWaitMs` gets the 429 as a transient failure (503: Pub/Sub retries it later).
  */
 export class QuotaGate implements Admission {
@@ -319,10 +321,12 @@ export class QuotaGate implements Admission {
         return result;
       } catch (error) {
         if (!isRateLimited(error)) throw error;
+        const retryAfterMs = (error as TransientError).retryAfterMs;
         this.rateLimited(admission);
         if (this.nowMs() >= deadlineMs) throw error;
         refusals += 1;
-        await this.backOff(refusals, deadlineMs, deadline);
+        // A full window that frees only past this delivery's wait: answered now (503), not held.
+        if (!(await this.backOff(refusals, retryAfterMs, deadlineMs, deadline))) throw error;
         again = true;
       } finally {
         this.running--;
@@ -339,14 +343,28 @@ export class QuotaGate implements Admission {
   }
 
   /**
-   * A refused work's backoff before its next try, holding its turn; none that would end past the
-   * line's `waitUntilMs` or the delivery's deadline. A wait like the line's: it ends at once when the
-   * instance drains (ShuttingDownError: answered 503 now, not past Cloud Run's grace period).
+   * A refused work's backoff before its next try, holding its turn. After a 429 that names its wait
+   * (a full quota window: {@link TransientError.retryAfterMs}), that wait, plus a random part of the
+   * second after it (the delay is given in whole seconds, and instances refused together should not
+   * come back together); after one that does not (a shared capacity's busy burst), its own
+   * truncated exponential backoff ({@link REFUSED_WORK_BACKOFF_MS}). False, without waiting, when
+   * the wait would end past the line's `waitUntilMs` or the delivery's deadline: a named wait means
+   * no call can succeed before then, so the delivery is answered now; an unnamed one is tried again
+   * at once. A wait like the line's: it ends at once when the instance drains (ShuttingDownError:
+   * answered 503 now, not past Cloud Run's grace period).
    */
-  private async backOff(refusals: number, waitUntilMs: number, deadline: Deadline): Promise<void> {
+  private async backOff(
+    refusals: number,
+    retryAfterMs: number | undefined,
+    waitUntilMs: number,
+    deadline: Deadline,
+  ): Promise<boolean> {
     const { first, max } = REFUSED_WORK_BACKOFF_MS;
-    const ms = Math.round(Math.min(first * 2 ** (refusals - 1), max) * (0.5 + this.random() / 2));
-    if (this.nowMs() + ms >= Math.min(waitUntilMs, deadline.atMs)) return;
+    const ms =
+      retryAfterMs !== undefined
+        ? retryAfterMs + Math.round(1_000 * this.random())
+        : Math.round(Math.min(first * 2 ** (refusals - 1), max) * (0.5 + this.random() / 2));
+    if (this.nowMs() + ms >= Math.min(waitUntilMs, deadline.atMs)) return retryAfterMs === undefined;
     let timer: { cancel(): void } | undefined;
     const pause = new Promise<void>((resolve) => {
       timer = this.timers.after(ms, resolve);
@@ -356,6 +374,7 @@ export class QuotaGate implements Admission {
     } finally {
       timer?.cancel();
     }
+    return true;
   }
 
   /** Whether a work holding `bytes` may start now: the limit, the memory budget (one alone always fits), no pause. */

@@ -127,6 +127,19 @@ abstract class FailureAfterPaying extends CodedError<string> {
 /** A failure that a later delivery may not meet (store busy, analyzer rate-limited): Pub/Sub retries. */
 export class TransientError extends FailureAfterPaying {
   readonly answer = ERROR_ANSWERS.transient;
+  /**
+   * How long the service asked the caller to wait before trying again (the Gemini API's
+   * `google.rpc.RetryInfo` on a 429 of a full quota window); undefined when it did not say.
+   */
+  readonly retryAfterMs: number | undefined;
+  constructor(
+    code: string,
+    message: string,
+    options?: { cause?: unknown; usage?: Usage; progress?: AnalysisProgress; retryAfterMs?: number },
+  ) {
+    super(code, message, options);
+    this.retryAfterMs = options?.retryAfterMs;
+  }
 }
 
 /** The code an analyzer gives a spent quota (Gemini's 429): nothing paid, and the quota gate runs the work again. */

@@ -124,6 +124,18 @@ function errorBody(message: string): { state?: string; text: string } {
 }
 
 /**
+ * The wait a 429 asks for: the `retryDelay` of the `google.rpc.RetryInfo` in its body's details, a
+ * protobuf Duration ("58s", "1.5s"). The Gemini API sends one when a quota window of the project
+ * is full (with a `QuotaFailure` naming it); Vertex AI's shared capacity ("Resource exhausted,
+ * please try again later") sends none.
+ */
+export function retryDelayMs(message: string): number | undefined {
+  // The body as the SDK puts it in its message: JSON, or JSON quoted inside another's string.
+  const match = /google\.rpc\.RetryInfo[^}]*?retryDelay\\?"\s*:\s*\\?"(\d+(?:\.\d+)?)s/.exec(message);
+  return match ? Math.round(Number(match[1]) * 1000) : undefined;
+}
+
+/**
  * Whether a refusal is about the document: only then may it become a `rejected` row, which nothing
  * retries. A 400 `INVALID_ARGUMENT` that names the document and not the request, or a 413. Any
  * other 4xx (billing or region `FAILED_PRECONDITION`, a schema the model refuses, a bare "invalid
@@ -154,7 +166,13 @@ export function geminiError(error: unknown): Error {
   if (status === undefined) {
     return new TransientError('analyzer_unavailable', `Gemini could not be reached: ${detail}`, options);
   }
-  if (status === 429) return new TransientError(RATE_LIMITED, `Gemini: ${detail}`, options);
+  if (status === 429) {
+    const retryAfterMs = retryDelayMs(e.message ?? '');
+    return new TransientError(RATE_LIMITED, `Gemini: ${detail}`, {
+      ...options,
+      ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+    });
+  }
   if (status === 408 || status >= 500)
     return new TransientError('analyzer_unavailable', `Gemini: ${detail}`, options);
   const { state, text } = errorBody(e.message ?? '');
@@ -354,8 +372,10 @@ function paidSoFar(error: unknown, usage: Usage, progress: AnalysisProgress): un
   // A fault of the configuration stays one (its answer and its alert), now carrying what was paid.
   const Kind = error instanceof ConfigurationError ? ConfigurationError : TransientError;
   const { code, message } = error as TransientError | ConfigurationError;
+  const retryAfterMs = error instanceof TransientError ? error.retryAfterMs : undefined;
   return new Kind(code, message, {
     cause: error,
+    ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
     ...(usage.totalTokens > 0 ? { usage: { ...usage } } : {}),
     ...(progress.attemptsDone > 0 ? { progress } : {}),
   });
