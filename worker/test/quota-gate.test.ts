@@ -1,4 +1,10 @@
-import { AdaptiveLimit, floorFor, QuotaGate, RecentCount } from '../src/adapters/quota-gate';
+import {
+  AdaptiveLimit,
+  floorFor,
+  NAMED_WAIT_SPREAD_MS,
+  QuotaGate,
+  RecentCount,
+} from '../src/adapters/quota-gate';
 import { Deadline, ShuttingDownError } from '../src/core/deadline';
 import { isRateLimited, RATE_LIMITED, RejectionError, TransientError } from '../src/core/errors';
 import { ManualTime, settle } from './support/manual-time';
@@ -400,8 +406,8 @@ describe('QuotaGate', () => {
     for (const namedMs of [20_000, 5_000]) {
       expect(works.running).toEqual(['a']);
       await works.finish('a', windowFull(namedMs));
-      // The named wait, and the random part of the second after it (here all of it: random() is 1).
-      await time.advance(namedMs + 1_000 - 1);
+      // The named wait, and the random part of the spread after it (here all of it: random() is 1).
+      await time.advance(namedMs + NAMED_WAIT_SPREAD_MS - 1);
       expect(works.running).toEqual([]);
       await time.advance(1);
     }
