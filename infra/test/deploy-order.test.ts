@@ -17,31 +17,9 @@ import {
   type ProgramRun,
   runProgram,
   stackConfig,
+  T,
   waitsFor,
 } from './harness';
-
-const T = {
-  api: 'gcp:projects/service:Service',
-  bucketIam: 'gcp:storage/bucketIAMMember:BucketIAMMember',
-  datasetIam: 'gcp:bigquery/datasetIamMember:DatasetIamMember',
-  projectIam: 'gcp:projects/iAMMember:IAMMember',
-  topicIam: 'gcp:pubsub/topicIAMMember:TopicIAMMember',
-  accountIam: 'gcp:serviceaccount/iAMMember:IAMMember',
-  runIam: 'gcp:cloudrunv2/serviceIamMember:ServiceIamMember',
-  jobIam: 'gcp:cloudrunv2/jobIamMember:JobIamMember',
-  run: 'gcp:cloudrunv2/service:Service',
-  job: 'gcp:cloudrunv2/job:Job',
-  scheduler: 'gcp:cloudscheduler/job:Job',
-  subscription: 'gcp:pubsub/subscription:Subscription',
-  notification: 'gcp:storage/notification:Notification',
-  transfer: 'gcp:bigquery/dataTransferConfig:DataTransferConfig',
-  table: 'gcp:bigquery/table:Table',
-  metric: 'gcp:logging/metric:Metric',
-  alert: 'gcp:monitoring/alertPolicy:AlertPolicy',
-  sleep: 'time:index/sleep:Sleep',
-  image: 'docker-build:index:Image',
-  repository: 'gcp:artifactregistry/repository:Repository',
-};
 
 /** The cases below, by name: each row of the order table in docs/deploy.md names those that prove it. */
 const CASE = {
