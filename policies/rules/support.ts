@@ -2,7 +2,7 @@
  * Helpers every rule shares: reading values that may be unknown during a preview, filling policy
  * config defaults, and following a resource's dependencies instead of its (possibly unknown) values.
  */
-import type { PolicyConfigSchema, PolicyResource, StackValidationArgs } from '@pulumi/policy';
+import type { PolicyConfigSchema, PolicyResource } from '@pulumi/policy';
 import { UnknownValueError } from '@pulumi/policy';
 import type { Unwrap } from '@pulumi/pulumi';
 
@@ -111,6 +111,3 @@ export function shortName(id: string): string {
 export function describe(resource: { name: string; type: string }): string {
   return `'${resource.name}' (${resource.type})`;
 }
-
-/** The arguments a stack validation receives; re-exported so the rule files share one import. */
-export type StackArgs = StackValidationArgs;
