@@ -73,18 +73,6 @@ describe('data-bearing resources', () => {
     expect(dataBearing(dev).filter((r) => r.options.protect || r.options.retainOnDelete)).toEqual([]);
   });
 
-  it('keep their messages at rest in the region, and never refuse a publish for the region it came from', async () => {
-    const run = await runProgram(stackConfig('dev'));
-    // Cloud Storage and Pub/Sub's dead-lettering publish from regions Google does not document:
-    // with enforceInTransit such a publish is refused (FAILED_PRECONDITION) and the upload is lost.
-    for (const topic of ofType(run, T.topic)) {
-      expect([topic.name, topic.inputs.messageStoragePolicy]).toEqual([
-        topic.name,
-        { allowedPersistenceRegions: ['europe-west1'], enforceInTransit: false },
-      ]);
-    }
-  });
-
   it('keep the uploads on the topic as long as the subscription does, so a replacement can be seeked back', async () => {
     const run = await runProgram(stackConfig('prod', { 'docline:messageRetentionSeconds': '86400' }), {
       stack: 'prod',

@@ -82,13 +82,8 @@ describe('the lifecycle table of docs/deploy.md', () => {
       // Every case the row quotes is one of its own, so a renamed case cannot linger in the docs.
       const quoted = [...proof.matchAll(/“([^”]+)”/g)].map((m) => m[1]);
       expect({ phase: cells[1], quoted }).toEqual({ phase: cells[1], quoted: DOCUMENTED[cells[1]!] });
-      for (const name of DOCUMENTED[cells[1]!] ?? []) {
-        expect({ phase: cells[1], names: name, named: proof.includes(`“${name}”`) }).toEqual({
-          phase: cells[1],
-          names: name,
-          named: true,
-        });
-      }
+      const unnamed = (DOCUMENTED[cells[1]!] ?? []).filter((name) => !proof.includes(`“${name}”`));
+      expect({ phase: cells[1], unnamed }).toEqual({ phase: cells[1], unnamed: [] });
     }
     expect(new Set(Object.values(DOCUMENTED).flat())).toEqual(new Set(Object.values(CASE)));
   });
@@ -362,14 +357,10 @@ describe.each(['dev', 'prod'] as const)('the lifecycle of the %s stack', (stack)
 
   it(CASE.noMachinePath, () => {
     const machinePaths = [REPO_ROOT, process.cwd(), require('node:os').homedir()];
-    for (const resource of run.resources) {
-      for (const text of stringsIn(resource.inputs)) {
-        expect({ resource: resource.name, machinePath: machinePaths.some((p) => text.includes(p)) }).toEqual({
-          resource: resource.name,
-          machinePath: false,
-        });
-      }
-    }
+    const leaking = run.resources.filter((r) =>
+      stringsIn(r.inputs).some((text) => machinePaths.some((p) => text.includes(p))),
+    );
+    expect(leaking.map((r) => r.name)).toEqual([]);
     for (const image of ofType(run, T.image)) {
       expect(image.inputs).toMatchObject({
         context: { location: BUILD_CONTEXT },
