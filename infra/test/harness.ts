@@ -303,16 +303,15 @@ export async function runProgram(
   })) as Record<string, unknown> | undefined;
   // Registrations still in flight finish before the run counts as done.
   await pulumi.runtime.disconnect();
+  const registeredResources = resources.filter((r) => r.type !== 'pulumi:pulumi:Stack');
   if (failure !== undefined) {
     if (failure.error !== null && typeof failure.error === 'object') {
-      Object.defineProperty(failure.error, REGISTERED_BEFORE_FAILURE, {
-        value: resources.filter((r) => r.type !== 'pulumi:pulumi:Stack'),
-      });
+      Object.defineProperty(failure.error, REGISTERED_BEFORE_FAILURE, { value: registeredResources });
     }
     throw failure.error;
   }
   return {
-    resources: resources.filter((r) => r.type !== 'pulumi:pulumi:Stack'),
+    resources: registeredResources,
     invokes,
     outputs: outputs ?? {},
     preview,
