@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
-import { Alerts, type ObservedPipelineArgs } from './components/alerts';
+import { Alerts, type ObservedPipelineArgs, workerLogs } from './components/alerts';
 import { firstComponentNames } from './components/component';
 import { Dashboard } from './components/dashboard';
 import { Delivery } from './components/delivery';
@@ -271,7 +271,7 @@ async function docline() {
       keepData,
       stableName: first.logs,
       sources: [
-        pulumi.interpolate`resource.type = "cloud_run_revision" AND resource.labels.service_name = "${worker.service.name}"`,
+        workerLogs(worker.service.name),
         ...(reconcile === undefined
           ? []
           : [

@@ -318,19 +318,14 @@ export async function readDeployed(): Promise<DeployedStack> {
   ]);
   const value = (details: pulumi.StackReferenceOutputDetails): unknown =>
     details.value ?? details.secretValue;
-  const settingsValue = value(settings);
   const imageValue = value(image);
-  const retentionValue = value(retention);
   const object = <T>(v: unknown): T | undefined =>
     v !== null && typeof v === 'object' ? (v as T) : undefined;
   return {
-    settings:
-      settingsValue !== null && typeof settingsValue === 'object'
-        ? (settingsValue as Partial<FixedSettings>)
-        : undefined,
+    settings: object<Partial<FixedSettings>>(value(settings)),
     image: typeof imageValue === 'string' && imageValue !== '' ? imageValue : undefined,
     tableVersion: typeof value(tableVersion) === 'number' ? (value(tableVersion) as number) : undefined,
-    retention: object<Partial<RetentionSettings>>(retentionValue),
+    retention: object<Partial<RetentionSettings>>(value(retention)),
     documentRetention: object<Partial<DocumentRetention>>(value(documentRetention)),
   };
 }

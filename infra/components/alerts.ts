@@ -12,6 +12,25 @@ export { LOG_METRIC_SETTLE_DURATION };
 /** The user label every alert policy carries: the stack's prefix, to tell two stacks in one project apart. */
 export const STACK_LABEL = 'docline-stack';
 
+/** What every alert policy of a stack shares: its project, its channels, its label, conditions joined by OR. */
+export function alertPolicyBasics(
+  project: pulumi.Input<string>,
+  prefix: string,
+  notificationChannels: pulumi.Input<pulumi.Input<string>[]>,
+) {
+  return { project, combiner: 'OR', notificationChannels, userLabels: { [STACK_LABEL]: prefix } };
+}
+
+/** An alert policy's documentation, in Markdown. */
+export const markdown = (content: string) => ({ mimeType: 'text/markdown', content });
+
+/** The worker's log lines: those of its Cloud Run service. */
+export const workerLogs = (serviceName: pulumi.Input<string>) =>
+  pulumi.interpolate`resource.type = "cloud_run_revision" AND resource.labels.service_name = "${serviceName}"`;
+
+/** The descriptor of a log metric that counts lines. */
+export const COUNTER = { metricKind: 'DELTA', valueType: 'INT64', unit: '1' };
+
 /** A log filter term that leaves out the worker's lines about the deploy canary's objects. */
 export const notCanaryLog = `NOT jsonPayload.objectUri =~ "^gs://[^/]+/${CANARY_PREFIX}"`;
 
@@ -102,17 +121,15 @@ export class Alerts extends DoclineComponent {
 
   constructor(name: string, args: AlertsArgs, opts?: pulumi.ComponentResourceOptions) {
     super('docline:index:Alerts', name, opts);
-    const notificationChannels = args.notificationChannels ?? [];
-    const userLabels = { [STACK_LABEL]: args.prefix };
+    const common = alertPolicyBasics(args.project, args.prefix, args.notificationChannels ?? []);
     const subscriptionMetric = (metric: string, subscription: pulumi.Input<string>) =>
       pulumi.interpolate`resource.type = "pubsub_subscription" AND resource.labels.subscription_id = "${subscription}" AND metric.type = "pubsub.googleapis.com/subscription/${metric}"`;
 
     this.deadLetters = new gcp.monitoring.AlertPolicy(
       `${name}-dead-letters`,
       {
-        project: args.project,
+        ...common,
         displayName: pulumi.interpolate`${args.prefix}: dead letters in ${args.deadLetterSubscriptionName}`,
-        combiner: 'OR',
         conditions: [
           {
             displayName: 'Undelivered dead letters',
@@ -126,14 +143,10 @@ export class Alerts extends DoclineComponent {
             },
           },
         ],
-        documentation: {
-          mimeType: 'text/markdown',
-          content:
-            'Messages reached the dead-letter topic after the maximum delivery attempts. Inspect them with ' +
+        documentation: markdown(
+          'Messages reached the dead-letter topic after the maximum delivery attempts. Inspect them with ' +
             '`gcloud pubsub subscriptions pull SUBSCRIPTION --limit 10`, fix the cause, then replay them.',
-        },
-        notificationChannels,
-        userLabels,
+        ),
       },
       this.child,
     );
@@ -141,9 +154,8 @@ export class Alerts extends DoclineComponent {
     this.backlogAge = new gcp.monitoring.AlertPolicy(
       `${name}-backlog-age`,
       {
-        project: args.project,
+        ...common,
         displayName: pulumi.interpolate`${args.prefix}: old unacked messages in ${args.pushSubscriptionName}`,
-        combiner: 'OR',
         conditions: [
           {
             displayName: 'Oldest unacked message age',
@@ -156,20 +168,15 @@ export class Alerts extends DoclineComponent {
             },
           },
         ],
-        documentation: {
-          mimeType: 'text/markdown',
-          content:
-            'The worker is not acknowledging messages: it is failing (503s retry until dead-lettered), too slow, ' +
+        documentation: markdown(
+          'The worker is not acknowledging messages: it is failing (503s retry until dead-lettered), too slow, ' +
             'or not reachable. Check the worker logs and the push subscription metrics.',
-        },
-        notificationChannels,
-        userLabels,
+        ),
       },
       this.child,
     );
 
-    const workerLogs = pulumi.interpolate`resource.type = "cloud_run_revision" AND resource.labels.service_name = "${args.serviceName}"`;
-    const counter = { metricKind: 'DELTA', valueType: 'INT64', unit: '1' };
+    const logs = workerLogs(args.serviceName);
     this.duplicateAnswers = new gcp.logging.Metric(
       `${name}-duplicate-answers`,
       {
@@ -177,8 +184,8 @@ export class Alerts extends DoclineComponent {
         description: 'docline worker answers with status duplicate (a redelivery, or a lost race).',
         // The deploy canary is left out of the duplicate share (it is one invoice per deploy, not
         // traffic); it still counts as an answer, so a canary alone is never "uploads, no answer".
-        filter: pulumi.interpolate`${workerLogs} AND jsonPayload.status = "duplicate" AND ${notCanaryLog}`,
-        metricDescriptor: counter,
+        filter: pulumi.interpolate`${logs} AND jsonPayload.status = "duplicate" AND ${notCanaryLog}`,
+        metricDescriptor: COUNTER,
       },
       this.child,
     );
@@ -187,9 +194,9 @@ export class Alerts extends DoclineComponent {
       {
         project: args.project,
         description: 'docline worker answers of every status (ok, rejected, duplicate), by status.',
-        filter: pulumi.interpolate`${workerLogs} AND jsonPayload.status = ("ok" OR "rejected" OR "duplicate")`,
+        filter: pulumi.interpolate`${logs} AND jsonPayload.status = ("ok" OR "rejected" OR "duplicate")`,
         // The dashboard charts answers by status; the alert sums over it.
-        metricDescriptor: { ...counter, labels: [{ key: 'status', valueType: 'STRING' }] },
+        metricDescriptor: { ...COUNTER, labels: [{ key: 'status', valueType: 'STRING' }] },
         labelExtractors: { status: 'EXTRACT(jsonPayload.status)' },
       },
       this.child,
@@ -211,30 +218,25 @@ export class Alerts extends DoclineComponent {
     this.dependencyOutage = new gcp.monitoring.AlertPolicy(
       `${name}-dependency-outage`,
       {
-        project: args.project,
+        ...common,
         displayName: `${args.prefix}: a dependency of the worker is out`,
-        combiner: 'OR',
         conditions: [
           {
             displayName: 'The worker reports a dependency outage or refusal',
             conditionMatchedLog: {
-              filter: pulumi.interpolate`${workerLogs} AND severity >= ERROR AND (jsonPayload.outage:* OR jsonPayload.error = ("dependency_refused" OR "configuration"))`,
+              filter: pulumi.interpolate`${logs} AND severity >= ERROR AND (jsonPayload.outage:* OR jsonPayload.error = ("dependency_refused" OR "configuration"))`,
             },
           },
         ],
         // Re-logged every 5 minutes while it lasts: the incident stays open until 30 minutes after.
         alertStrategy: { notificationRateLimit: { period: '300s' }, autoClose: '1800s' },
-        documentation: {
-          mimeType: 'text/markdown',
-          content:
-            'Gemini or BigQuery is failing every call (`outage`: which one, since when, the last error), or refuses ' +
+        documentation: markdown(
+          'Gemini or BigQuery is failing every call (`outage`: which one, since when, the last error), or refuses ' +
             'the worker itself (`dependency_refused`: billing, region, credentials, model; `configuration`: a statement ' +
             'BigQuery refuses for its byte cap, access or a missing table). Deliveries answer 503 and ' +
             'Pub/Sub retries them for about 15 hours with the default settings, so nothing is lost if the cause is ' +
             'fixed within 6 hours; after that, replay the dead letters or run the reconcile job.',
-        },
-        notificationChannels,
-        userLabels,
+        ),
       },
       this.child,
     );
@@ -250,9 +252,8 @@ export class Alerts extends DoclineComponent {
     this.duplicateRate = new gcp.monitoring.AlertPolicy(
       `${name}-duplicate-rate`,
       {
-        project: args.project,
+        ...common,
         displayName: pulumi.interpolate`${args.prefix}: duplicate answers above ${DUPLICATE_RATE_THRESHOLD} of all answers`,
-        combiner: 'OR',
         conditions: [
           {
             displayName: 'Share of duplicate answers',
@@ -269,15 +270,11 @@ export class Alerts extends DoclineComponent {
             },
           },
         ],
-        documentation: {
-          mimeType: 'text/markdown',
-          content:
-            'A few duplicates per mille are normal at-least-once delivery. More usually means the ack deadline is ' +
+        documentation: markdown(
+          'A few duplicates per mille are normal at-least-once delivery. More usually means the ack deadline is ' +
             'shorter than the worker needs (changed by hand: `pulumi up` sets it to workerTimeoutSeconds + 10 s) or that the ' +
             'bucket has a second notification (`gcloud storage buckets notifications list gs://BUCKET`).',
-        },
-        notificationChannels,
-        userLabels,
+        ),
       },
       this.childAfter(this.metricsSettled),
     );
@@ -350,9 +347,8 @@ export class Alerts extends DoclineComponent {
     this.duplicateObjects = new gcp.monitoring.AlertPolicy(
       `${name}-duplicate-objects`,
       {
-        project: args.project,
+        ...common,
         displayName: `${args.prefix}: objects with more than one ok row`,
-        combiner: 'OR',
         conditions: [
           {
             displayName: 'The duplicate-objects check failed',
@@ -362,15 +358,11 @@ export class Alerts extends DoclineComponent {
           },
         ],
         alertStrategy: { notificationRateLimit: { period: '3600s' }, autoClose: '86400s' },
-        documentation: {
-          mimeType: 'text/markdown',
-          content:
-            'Some objects got two ok rows: a notification was created twice on the bucket while the worker runs in ' +
+        documentation: markdown(
+          'Some objects got two ok rows: a notification was created twice on the bucket while the worker runs in ' +
             'message mode (or the check itself failed: read the log entry). Query the duplicate_objects view, delete ' +
             'the extra notification (`npm run check:notifications -- --bucket BUCKET`), keep DEDUP_KEY=object.',
-        },
-        notificationChannels,
-        userLabels,
+        ),
       },
       this.child,
     );

@@ -1,6 +1,6 @@
 import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
-import type { ObservedPipelineArgs } from './alerts';
+import { type ObservedPipelineArgs, workerLogs } from './alerts';
 import { DoclineComponent } from './component';
 
 /**
@@ -195,7 +195,7 @@ export class Dashboard extends DoclineComponent {
       {
         project: args.project,
         description: 'Gemini tokens (prompt + output, thinking included) of each docline worker answer.',
-        filter: pulumi.interpolate`resource.type = "cloud_run_revision" AND resource.labels.service_name = "${args.serviceName}" AND jsonPayload.tokens > 0`,
+        filter: pulumi.interpolate`${workerLogs(args.serviceName)} AND jsonPayload.tokens > 0`,
         valueExtractor: 'EXTRACT(jsonPayload.tokens)',
         ...distribution('1'),
       },

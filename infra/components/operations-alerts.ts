@@ -1,7 +1,7 @@
 import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
 import * as time from '@pulumiverse/time';
-import { STACK_LABEL } from './alerts';
+import { alertPolicyBasics, COUNTER, markdown, STACK_LABEL, workerLogs } from './alerts';
 import { DoclineComponent, type ProjectArgs } from './component';
 import { promqlMetricName } from './dashboard';
 import { LOG_METRIC_SETTLE_DURATION } from './lifecycle';
@@ -185,28 +185,19 @@ export class OperationsAlerts extends DoclineComponent {
 
   constructor(name: string, args: OperationsAlertsArgs, opts?: pulumi.ComponentResourceOptions) {
     super('docline:index:OperationsAlerts', name, opts);
-    const userLabels = { [STACK_LABEL]: args.prefix };
-    const common = {
-      project: args.project,
-      combiner: 'OR',
-      notificationChannels: args.notificationChannels,
-      userLabels,
-    };
+    const common = alertPolicyBasics(args.project, args.prefix, args.notificationChannels);
     const promql = (query: pulumi.Input<string>, duration: string) => ({
       conditionPrometheusQueryLanguage: { query, duration, evaluationInterval: '60s' },
     });
-    const documentation = (content: string) => ({ mimeType: 'text/markdown', content });
 
-    const workerLogs = pulumi.interpolate`resource.type = "cloud_run_revision" AND resource.labels.service_name = "${args.serviceName}"`;
-    const counter = { metricKind: 'DELTA', valueType: 'INT64', unit: '1' };
     this.geminiGaveUp = new gcp.logging.Metric(
       `${name}-gemini-gave-up`,
       {
         project: args.project,
         description:
           'docline deliveries answered 503 because Gemini still answered 429 after their wait in line.',
-        filter: pulumi.interpolate`${workerLogs} AND jsonPayload.status = "error" AND jsonPayload.cause.code = "${GEMINI_RATE_LIMITED_CODE}"`,
-        metricDescriptor: counter,
+        filter: pulumi.interpolate`${workerLogs(args.serviceName)} AND jsonPayload.status = "error" AND jsonPayload.cause.code = "${GEMINI_RATE_LIMITED_CODE}"`,
+        metricDescriptor: COUNTER,
       },
       this.child,
     );
@@ -218,7 +209,7 @@ export class OperationsAlerts extends DoclineComponent {
         description:
           'Log lines of the hourly duplicate-objects check (every run writes some, passed or failed).',
         filter: pulumi.interpolate`resource.type = "bigquery_dts_config" AND resource.labels.config_id = "${configId}"`,
-        metricDescriptor: counter,
+        metricDescriptor: COUNTER,
       },
       this.child,
     );
@@ -242,7 +233,7 @@ export class OperationsAlerts extends DoclineComponent {
         conditions: pulumi
           .all([args.uploadsTopicName, args.allAnswersMetric])
           .apply(([topic, metric]) => noThroughputConditions(topic, metric)),
-        documentation: documentation(
+        documentation: markdown(
           'Uploads are published to the topic but the worker answered none of them: the push subscription is ' +
             'gone or detached, pushes are refused before the worker logs (401/403: its invoker grant), or the ' +
             'worker does not start. See docs/operations.md, "What each alert means".',
@@ -262,7 +253,7 @@ export class OperationsAlerts extends DoclineComponent {
             conditionThreshold: pulumi.output(args.serviceName).apply(serverErrorCondition),
           },
         ],
-        documentation: documentation(
+        documentation: markdown(
           'The worker answers 503 for transient failures (BigQuery, Gemini, the bucket, the memo), which Pub/Sub ' +
             'retries with backoff and counts towards the dead letter. A sustained share means a dependency is down ' +
             'or refusing. Read the worker\u2019s error lines (`jsonPayload.error`, `jsonPayload.cause`).',
@@ -290,7 +281,7 @@ export class OperationsAlerts extends DoclineComponent {
             },
           },
         ],
-        documentation: documentation(
+        documentation: markdown(
           'Gemini kept answering 429 after deliveries waited their turn (ANALYZER_QUOTA_WAIT_MS): the quota is spent ' +
             '(a tier\u2019s per-minute or per-day limit) or shared capacity is short. Pub/Sub retries them. Raise the ' +
             'quota or buy Provisioned Throughput; lower maxInstances or analyzerMaxInFlight to spread the load.',
@@ -316,7 +307,7 @@ export class OperationsAlerts extends DoclineComponent {
             },
           },
         ],
-        documentation: documentation(
+        documentation: markdown(
           'The scheduled query that looks for objects with two ok rows has not run: it was paused, deleted, or ' +
             'its account lost its grants. Until it runs, a doubled notification in message mode goes unseen.',
         ),
@@ -352,7 +343,7 @@ export class OperationsAlerts extends DoclineComponent {
                   ),
                 },
               ],
-              documentation: documentation(
+              documentation: markdown(
                 'No execution of the reconcile job completed for more than a day: its Cloud Scheduler trigger is ' +
                   'paused or failing (its account lost run.invoker), or the job cannot start. Documents without a ' +
                   'row go unseen until it runs again.',

@@ -3,7 +3,7 @@ import * as pulumi from '@pulumi/pulumi';
 import * as time from '@pulumiverse/time';
 import { RECONCILE_EXIT } from '../../worker/src/reconcile/reconcile';
 import { RECONCILE_SCHEDULE } from '../fixed';
-import { STACK_LABEL } from './alerts';
+import { alertPolicyBasics, COUNTER, markdown } from './alerts';
 import { DoclineComponent, type ProjectArgs } from './component';
 import { LOG_METRIC_SETTLE_DURATION } from './lifecycle';
 
@@ -201,7 +201,6 @@ export class Reconcile extends DoclineComponent {
       this.childAfter(runner),
     );
 
-    const notificationChannels = args.notificationChannels ?? [];
     const jobLogs = pulumi.interpolate`resource.type = "cloud_run_job" AND resource.labels.job_name = "${this.job.name}"`;
     this.missingMetric = new gcp.logging.Metric(
       `${name}-missing`,
@@ -209,7 +208,7 @@ export class Reconcile extends DoclineComponent {
         project: args.project,
         description: 'docline reconcile runs that found documents without a row (summary line, missing > 0).',
         filter: pulumi.interpolate`${jobLogs} AND jsonPayload.component = "reconcile" AND jsonPayload.missing > 0`,
-        metricDescriptor: { metricKind: 'DELTA', valueType: 'INT64', unit: '1' },
+        metricDescriptor: COUNTER,
       },
       this.child,
     );
@@ -229,9 +228,8 @@ export class Reconcile extends DoclineComponent {
       new gcp.monitoring.AlertPolicy(
         `${name}-${suffix}`,
         {
-          project: args.project,
+          ...alertPolicyBasics(args.project, args.accountIdPrefix, args.notificationChannels ?? []),
           displayName: alert.displayName,
-          combiner: 'OR',
           conditions: [
             {
               displayName: alert.condition,
@@ -252,9 +250,7 @@ export class Reconcile extends DoclineComponent {
             },
           ],
           alertStrategy: { autoClose: '86400s' },
-          documentation: { mimeType: 'text/markdown', content: alert.content },
-          notificationChannels,
-          userLabels: { [STACK_LABEL]: args.accountIdPrefix },
+          documentation: markdown(alert.content),
         },
         childOptions,
       );

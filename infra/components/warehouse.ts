@@ -13,14 +13,6 @@ import { keptData } from './lifecycle';
  */
 export const TABLE_ID = 'deliveries_by_key_day';
 
-/**
- * The id of the table of the earlier layout (partitioned by `processed_at`). A stack deployed
- * before the key-day layout keeps it, rows included (retained on replacement), until its rows are
- * moved by `migrationSql` (worker/src/adapters/stores/bigquery-store.ts; docs/architecture.md, "Table
- * layout").
- */
-export const LEGACY_TABLE_ID = 'deliveries';
-
 // --- Table versions: the migration path for a schema change BigQuery cannot apply in place. ---
 /**
  * The table of a schema version: version 1 is {@link TABLE_ID} under the logical name `<name>-table`

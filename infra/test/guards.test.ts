@@ -25,21 +25,9 @@ import {
   REGISTERED_BEFORE_FAILURE,
   runProgram,
   stackConfig,
+  T,
   waitsFor,
 } from './harness';
-
-const T = {
-  bucket: 'gcp:storage/bucket:Bucket',
-  notification: 'gcp:storage/notification:Notification',
-  topic: 'gcp:pubsub/topic:Topic',
-  subscription: 'gcp:pubsub/subscription:Subscription',
-  dataset: 'gcp:bigquery/dataset:Dataset',
-  table: 'gcp:bigquery/table:Table',
-  logBucket: 'gcp:logging/projectBucketConfig:ProjectBucketConfig',
-  run: 'gcp:cloudrunv2/service:Service',
-  image: 'docker-build:index:Image',
-  repository: 'gcp:artifactregistry/repository:Repository',
-};
 
 const DEPLOYED = { dedupKeyMode: 'object', region: 'europe-west1', dataLocation: 'EU' };
 const deployedStack = (settings: Record<string, string> = DEPLOYED) => ({
@@ -83,18 +71,6 @@ describe('data-bearing resources', () => {
       expect([r.name, r.options.retainOnDelete]).toEqual([r.name, true]);
     }
     expect(dataBearing(dev).filter((r) => r.options.protect || r.options.retainOnDelete)).toEqual([]);
-  });
-
-  it('keep their messages at rest in the region, and never refuse a publish for the region it came from', async () => {
-    const run = await runProgram(stackConfig('dev'));
-    // Cloud Storage and Pub/Sub's dead-lettering publish from regions Google does not document:
-    // with enforceInTransit such a publish is refused (FAILED_PRECONDITION) and the upload is lost.
-    for (const topic of ofType(run, T.topic)) {
-      expect([topic.name, topic.inputs.messageStoragePolicy]).toEqual([
-        topic.name,
-        { allowedPersistenceRegions: ['europe-west1'], enforceInTransit: false },
-      ]);
-    }
   });
 
   it('keep the uploads on the topic as long as the subscription does, so a replacement can be seeked back', async () => {
@@ -582,7 +558,7 @@ describe('the image of a promoted-image stack (prod)', () => {
       stack: 'prod',
       deployed: deployedStack(),
     });
-    const grant = one(run, 'gcp:artifactregistry/repositoryIamMember:RepositoryIamMember');
+    const grant = one(run, T.repositoryIam);
     expect(grant.inputs).toEqual({
       project: 'ci',
       location: 'europe-west1',
@@ -593,12 +569,11 @@ describe('the image of a promoted-image stack (prod)', () => {
     // The agent exists once the Run API is on; the first revision pulls only after the grant settled.
     expect(
       waitsFor(run, grant).has(
-        ofType(run, 'gcp:projects/service:Service').find((a) => a.inputs.service === 'run.googleapis.com')!
-          .urn,
+        ofType(run, T.api).find((a) => a.inputs.service === 'run.googleapis.com')!.urn,
       ),
     ).toBe(true);
     expect(waitsFor(run, one(run, T.run)).has(grant.urn)).toBe(true);
-    const settle = one(run, 'time:index/sleep:Sleep', '-worker-grants-settle');
+    const settle = one(run, T.sleep, '-worker-grants-settle');
     expect(waitsFor(run, settle).has(grant.urn)).toBe(true);
   });
 
@@ -608,7 +583,7 @@ describe('the image of a promoted-image stack (prod)', () => {
       stack: 'prod',
       deployed: deployedStack(),
     });
-    expect(ofType(run, 'gcp:artifactregistry/repositoryIamMember:RepositoryIamMember')).toEqual([]);
+    expect(ofType(run, T.repositoryIam)).toEqual([]);
   });
 
   it('refuses a first deploy without a promoted digest, saying how to get one', async () => {

@@ -303,16 +303,15 @@ export async function runProgram(
   })) as Record<string, unknown> | undefined;
   // Registrations still in flight finish before the run counts as done.
   await pulumi.runtime.disconnect();
+  const registeredResources = resources.filter((r) => r.type !== 'pulumi:pulumi:Stack');
   if (failure !== undefined) {
     if (failure.error !== null && typeof failure.error === 'object') {
-      Object.defineProperty(failure.error, REGISTERED_BEFORE_FAILURE, {
-        value: resources.filter((r) => r.type !== 'pulumi:pulumi:Stack'),
-      });
+      Object.defineProperty(failure.error, REGISTERED_BEFORE_FAILURE, { value: registeredResources });
     }
     throw failure.error;
   }
   return {
-    resources: resources.filter((r) => r.type !== 'pulumi:pulumi:Stack'),
+    resources: registeredResources,
     invokes,
     outputs: outputs ?? {},
     preview,
@@ -354,6 +353,42 @@ export function stackConfig(
   }
   return config;
 }
+
+/** Type tokens of the resources the tests look at. */
+export const T = {
+  api: 'gcp:projects/service:Service',
+  identity: 'gcp:projects/serviceIdentity:ServiceIdentity',
+  projectIam: 'gcp:projects/iAMMember:IAMMember',
+  account: 'gcp:serviceaccount/account:Account',
+  accountIam: 'gcp:serviceaccount/iAMMember:IAMMember',
+  bucket: 'gcp:storage/bucket:Bucket',
+  bucketIam: 'gcp:storage/bucketIAMMember:BucketIAMMember',
+  notification: 'gcp:storage/notification:Notification',
+  topic: 'gcp:pubsub/topic:Topic',
+  topicIam: 'gcp:pubsub/topicIAMMember:TopicIAMMember',
+  subscription: 'gcp:pubsub/subscription:Subscription',
+  subscriptionIam: 'gcp:pubsub/subscriptionIAMMember:SubscriptionIAMMember',
+  dataset: 'gcp:bigquery/dataset:Dataset',
+  datasetIam: 'gcp:bigquery/datasetIamMember:DatasetIamMember',
+  table: 'gcp:bigquery/table:Table',
+  transfer: 'gcp:bigquery/dataTransferConfig:DataTransferConfig',
+  run: 'gcp:cloudrunv2/service:Service',
+  runIam: 'gcp:cloudrunv2/serviceIamMember:ServiceIamMember',
+  job: 'gcp:cloudrunv2/job:Job',
+  jobIam: 'gcp:cloudrunv2/jobIamMember:JobIamMember',
+  scheduler: 'gcp:cloudscheduler/job:Job',
+  image: 'docker-build:index:Image',
+  repository: 'gcp:artifactregistry/repository:Repository',
+  repositoryIam: 'gcp:artifactregistry/repositoryIamMember:RepositoryIamMember',
+  sleep: 'time:index/sleep:Sleep',
+  metric: 'gcp:logging/metric:Metric',
+  alert: 'gcp:monitoring/alertPolicy:AlertPolicy',
+  dashboard: 'gcp:monitoring/dashboard:Dashboard',
+  budget: 'gcp:billing/budget:Budget',
+  logBucket: 'gcp:logging/projectBucketConfig:ProjectBucketConfig',
+  sink: 'gcp:logging/projectSink:ProjectSink',
+  exclusion: 'gcp:logging/projectExclusion:ProjectExclusion',
+};
 
 /** Resources of one type. */
 export function ofType(run: ProgramRun, type: string): CapturedResource[] {

@@ -23,18 +23,9 @@ import {
   type ProgramRun,
   runProgram,
   stackConfig,
+  T,
 } from './harness';
 
-const T = {
-  alert: 'gcp:monitoring/alertPolicy:AlertPolicy',
-  metric: 'gcp:logging/metric:Metric',
-  budget: 'gcp:billing/budget:Budget',
-  sleep: 'time:index/sleep:Sleep',
-  topic: 'gcp:pubsub/topic:Topic',
-  run: 'gcp:cloudrunv2/service:Service',
-  job: 'gcp:cloudrunv2/job:Job',
-  transfer: 'gcp:bigquery/dataTransferConfig:DataTransferConfig',
-};
 const BUDGET = {
   'docline:budgetBillingAccount': '012345-6789AB-CDEF01',
   'docline:budgetMonthlyAmount': '300',

@@ -61,6 +61,22 @@ const isPulumi = (s: Step) => s.uses?.startsWith('pulumi/actions@') === true;
 const isPulumiCommand = (s: Step) => isPulumi(s) && s.with?.command !== undefined;
 const envName = (j: Job) => (typeof j.environment === 'string' ? j.environment : j.environment?.name);
 const needsOf = (j: Job) => (j.needs === undefined ? [] : Array.isArray(j.needs) ? j.needs : [j.needs]);
+const onPullRequests = (files: readonly WorkflowFile[]) =>
+  files.filter((f) => 'pull_request' in f.workflow.on);
+
+/** What `check` reports for each job of each file, every problem prefixed with the file and the job. */
+function perJob(
+  files: readonly WorkflowFile[],
+  check: (job: Job, problem: (text: string) => void, wf: WorkflowFile, name: string) => void,
+): string[] {
+  const problems: string[] = [];
+  for (const wf of files) {
+    for (const [name, job] of Object.entries(wf.workflow.jobs)) {
+      check(job, (text) => problems.push(`${wf.file} ${name}: ${text}`), wf, name);
+    }
+  }
+  return problems;
+}
 
 /** Whether a job previews a stack (and so runs the program) without deploying it. */
 export function isPreviewJob(job: Job): boolean {
@@ -70,44 +86,39 @@ export function isPreviewJob(job: Job): boolean {
 
 /** Every action is pinned to a full commit SHA, with the tag it is named after in a comment. */
 export function pinningProblems(files: readonly WorkflowFile[]): string[] {
-  const problems: string[] = [];
-  for (const wf of files) {
-    for (const { job, step } of stepsOf(wf)) {
-      const uses = step.uses;
+  return perJob(files, (job, problem, wf) => {
+    for (const { uses } of job.steps) {
       if (uses === undefined || uses.startsWith('./')) continue;
       if (!FULL_SHA.test(uses)) {
-        problems.push(`${wf.file} ${job}: ${uses} is not pinned to a commit SHA`);
+        problem(`${uses} is not pinned to a commit SHA`);
       } else if (!new RegExp(`${uses.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')} # v\\d`).test(wf.text)) {
-        problems.push(`${wf.file} ${job}: ${uses} has no "# vX.Y.Z" comment naming its tag`);
+        problem(`${uses} has no "# vX.Y.Z" comment naming its tag`);
       }
     }
-  }
-  return problems;
+  });
 }
 
 /** The Pulumi CLI, the Cloud SDK and Node are pinned to exact versions wherever they are installed. */
 export function toolVersionProblems(files: readonly WorkflowFile[]): string[] {
-  const problems: string[] = [];
-  for (const wf of files) {
-    for (const { job, step } of stepsOf(wf)) {
+  return perJob(files, (job, problem) => {
+    for (const step of job.steps) {
       if (isPulumi(step) && !EXACT_VERSION.test(String(step.with?.['pulumi-version'] ?? ''))) {
-        problems.push(`${wf.file} ${job}: the Pulumi CLI is not pinned (pulumi-version X.Y.Z)`);
+        problem('the Pulumi CLI is not pinned (pulumi-version X.Y.Z)');
       }
       if (
         step.uses?.startsWith('google-github-actions/setup-gcloud@') &&
         !EXACT_VERSION.test(String(step.with?.version ?? ''))
       ) {
-        problems.push(`${wf.file} ${job}: the Cloud SDK is not pinned (version X.Y.Z, not latest)`);
+        problem('the Cloud SDK is not pinned (version X.Y.Z, not latest)');
       }
       if (
         step.uses?.startsWith('actions/setup-node@') &&
         !EXACT_VERSION.test(String(step.with?.['node-version']))
       ) {
-        problems.push(`${wf.file} ${job}: Node is not pinned (node-version X.Y.Z)`);
+        problem('Node is not pinned (node-version X.Y.Z)');
       }
     }
-  }
-  return problems;
+  });
 }
 
 /**
@@ -116,76 +127,66 @@ export function toolVersionProblems(files: readonly WorkflowFile[]): string[] {
  * Pulumi token and Google identity are the preview ones.
  */
 export function previewCredentialProblems(files: readonly WorkflowFile[]): string[] {
-  const problems: string[] = [];
-  for (const wf of files) {
-    const pr = 'pull_request' in wf.workflow.on || 'pull_request_target' in wf.workflow.on;
-    if ('pull_request_target' in wf.workflow.on) {
-      problems.push(`${wf.file}: pull_request_target runs with the base repository's secrets`);
-    }
-    for (const [name, job] of Object.entries(wf.workflow.jobs)) {
-      if (!pr && !isPreviewJob(job)) continue;
+  const targets = files
+    .filter((wf) => 'pull_request_target' in wf.workflow.on)
+    .map((wf) => `${wf.file}: pull_request_target runs with the base repository's secrets`);
+  return [
+    ...targets,
+    ...perJob(files, (job, problem, wf) => {
+      const pr = 'pull_request' in wf.workflow.on || 'pull_request_target' in wf.workflow.on;
+      if (!pr && !isPreviewJob(job)) return;
       const text = JSON.stringify(job);
       const secrets = [...text.matchAll(/secrets\.([A-Za-z0-9_]+)/g)].map((m) => m[1]);
       for (const secret of secrets.filter((s) => s !== 'GITHUB_TOKEN')) {
-        problems.push(`${wf.file} ${name}: a preview job reads secrets.${secret}`);
+        problem(`a preview job reads secrets.${secret}`);
       }
       const environment = envName(job);
       if (environment !== undefined && (DEPLOY_ENVIRONMENTS as readonly string[]).includes(environment)) {
-        problems.push(`${wf.file} ${name}: a preview job runs in the deploy environment ${environment}`);
+        problem(`a preview job runs in the deploy environment ${environment}`);
       }
       if (/PULUMI_ACCESS_TOKEN/.test(text)) {
-        problems.push(`${wf.file} ${name}: a preview job sets PULUMI_ACCESS_TOKEN`);
+        problem(`a preview job sets PULUMI_ACCESS_TOKEN`);
       }
       for (const step of job.steps) {
         if (step.uses?.startsWith('pulumi/auth-actions@') && !/PREVIEW_TEAM/.test(String(step.with?.scope))) {
-          problems.push(
-            `${wf.file} ${name}: a preview job exchanges its token for a team that is not a preview team`,
-          );
+          problem(`a preview job exchanges its token for a team that is not a preview team`);
         }
         if (
           step.uses?.startsWith('google-github-actions/auth@') &&
           !/PREVIEW_SERVICE_ACCOUNT/.test(String(step.with?.service_account))
         ) {
-          problems.push(
-            `${wf.file} ${name}: a preview job acts as an identity that is not a preview identity`,
-          );
+          problem(`a preview job acts as an identity that is not a preview identity`);
         }
       }
       if (job.steps.some(isPulumi) && !job.steps.some((s) => s.uses?.startsWith('pulumi/auth-actions@'))) {
-        problems.push(`${wf.file} ${name}: a preview job runs Pulumi without a short-lived token`);
+        problem(`a preview job runs Pulumi without a short-lived token`);
       }
-    }
-  }
-  return problems;
+    }),
+  ];
 }
 
 /** No workflow-wide concurrency; every job has its own group, deploys never cancelled halfway. */
 export function concurrencyProblems(files: readonly WorkflowFile[]): string[] {
-  const problems: string[] = [];
-  for (const wf of files) {
-    if (wf.workflow.concurrency !== undefined) {
-      problems.push(`${wf.file}: concurrency is set for the whole workflow, not per job`);
-    }
-    const groups = new Map<string, string>();
-    for (const [name, job] of Object.entries(wf.workflow.jobs)) {
+  const wide = files
+    .filter((wf) => wf.workflow.concurrency !== undefined)
+    .map((wf) => `${wf.file}: concurrency is set for the whole workflow, not per job`);
+  // By file and group: the job last seen in it.
+  const groups = new Map<string, string>();
+  return [
+    ...wide,
+    ...perJob(files, (job, problem, wf, name) => {
       const c = job.concurrency;
       const group = typeof c === 'string' ? c : c?.group;
-      if (group === undefined) {
-        problems.push(`${wf.file} ${name}: no concurrency group`);
-        continue;
-      }
-      if (groups.has(group))
-        problems.push(`${wf.file} ${name}: shares concurrency group ${group} with ${groups.get(group)}`);
-      groups.set(group, name);
+      if (group === undefined) return problem('no concurrency group');
+      const other = groups.get(`${wf.file} ${group}`);
+      if (other !== undefined) problem(`shares concurrency group ${group} with ${other}`);
+      groups.set(`${wf.file} ${group}`, name);
       const deploys = job.steps.some((s) => isPulumiCommand(s) && s.with?.command === 'up');
       if (deploys && (typeof c === 'string' || c?.['cancel-in-progress'] !== false)) {
-        problems.push(
-          `${wf.file} ${name}: a deploy may be cancelled halfway (cancel-in-progress must be false)`,
-        );
+        problem('a deploy may be cancelled halfway (cancel-in-progress must be false)');
       }
-    }
-  }
-  return problems;
+    }),
+  ];
 }
 
 /**
@@ -196,58 +197,48 @@ export function concurrencyProblems(files: readonly WorkflowFile[]): string[] {
  * it (the pull request's program runs during the preview).
  */
 export function packSourceProblems(files: readonly WorkflowFile[]): string[] {
-  const problems: string[] = [];
-  for (const wf of files.filter((f) => 'pull_request' in f.workflow.on)) {
-    for (const [name, job] of Object.entries(wf.workflow.jobs)) {
-      const steps = job.steps;
-      const at = (pred: (s: Step) => boolean) => steps.findIndex(pred);
-      const base = at(
-        (s) =>
-          s.uses?.startsWith('actions/checkout@') === true &&
-          s.with?.ref === gh('github.event.pull_request.base.sha'),
-      );
-      for (const step of steps.filter(isPulumiCommand)) {
-        const preview = steps.indexOf(step);
-        const pack = String(step.with?.policyPacks ?? '');
-        if (pack === '') {
-          problems.push(`${wf.file} ${name}: the preview runs no policy pack`);
-          continue;
-        }
-        if (base === -1 || !pack.startsWith(`${gh('runner.temp')}/`)) {
-          problems.push(
-            base === -1 || !pack.includes(String(steps[base]!.with?.path ?? '\0'))
-              ? `${wf.file} ${name}: the policy pack (${pack}) is loaded from the pull request's tree`
-              : `${wf.file} ${name}: the policy pack (${pack}) sits in the pull request's workspace, where its modules can resolve to the pull request's node_modules`,
-          );
-          continue;
-        }
-        const prInstalls = steps.flatMap((s, i) => (/\bnpm ci\b(?!.*--prefix)/.test(s.run ?? '') ? [i] : []));
-        if (prInstalls.some((i) => i > base)) {
-          problems.push(
-            `${wf.file} ${name}: the base branch's pack is checked out before the pull request's packages are installed`,
-          );
-        }
-        const baseInstall = at((s) => /npm ci --ignore-scripts --prefix .*policy-base/.test(s.run ?? ''));
-        if (baseInstall === -1) {
-          problems.push(`${wf.file} ${name}: the base branch's pack loads the pull request's packages`);
-          continue;
-        }
-        const record = at((s) => /check-policy-base\.sh record/.test(s.run ?? ''));
-        if (record === -1 || record < baseInstall || record > preview) {
-          problems.push(
-            `${wf.file} ${name}: the base branch's pack is not checked untouched before the preview`,
-          );
-        }
-        const verify = at((s) => /check-policy-base\.sh verify/.test(s.run ?? ''));
-        if (verify === -1 || verify < preview || !/failure\(\)|always\(\)/.test(steps[verify]!.if ?? '')) {
-          problems.push(
-            `${wf.file} ${name}: the base branch's pack is not checked untouched after the preview`,
-          );
-        }
+  return perJob(onPullRequests(files), (job, problem) => {
+    const steps = job.steps;
+    const at = (pred: (s: Step) => boolean) => steps.findIndex(pred);
+    const base = at(
+      (s) =>
+        s.uses?.startsWith('actions/checkout@') === true &&
+        s.with?.ref === gh('github.event.pull_request.base.sha'),
+    );
+    for (const step of steps.filter(isPulumiCommand)) {
+      const preview = steps.indexOf(step);
+      const pack = String(step.with?.policyPacks ?? '');
+      if (pack === '') {
+        problem(`the preview runs no policy pack`);
+        continue;
+      }
+      if (base === -1 || !pack.startsWith(`${gh('runner.temp')}/`)) {
+        problem(
+          base === -1 || !pack.includes(String(steps[base]!.with?.path ?? '\0'))
+            ? `the policy pack (${pack}) is loaded from the pull request's tree`
+            : `the policy pack (${pack}) sits in the pull request's workspace, where its modules can resolve to the pull request's node_modules`,
+        );
+        continue;
+      }
+      const prInstalls = steps.flatMap((s, i) => (/\bnpm ci\b(?!.*--prefix)/.test(s.run ?? '') ? [i] : []));
+      if (prInstalls.some((i) => i > base)) {
+        problem(`the base branch's pack is checked out before the pull request's packages are installed`);
+      }
+      const baseInstall = at((s) => /npm ci --ignore-scripts --prefix .*policy-base/.test(s.run ?? ''));
+      if (baseInstall === -1) {
+        problem(`the base branch's pack loads the pull request's packages`);
+        continue;
+      }
+      const record = at((s) => /check-policy-base\.sh record/.test(s.run ?? ''));
+      if (record === -1 || record < baseInstall || record > preview) {
+        problem(`the base branch's pack is not checked untouched before the preview`);
+      }
+      const verify = at((s) => /check-policy-base\.sh verify/.test(s.run ?? ''));
+      if (verify === -1 || verify < preview || !/failure\(\)|always\(\)/.test(steps[verify]!.if ?? '')) {
+        problem(`the base branch's pack is not checked untouched after the preview`);
       }
     }
-  }
-  return problems;
+  });
 }
 
 /**
@@ -256,23 +247,17 @@ export function packSourceProblems(files: readonly WorkflowFile[]): string[] {
  * the pack installed after it.
  */
 export function installScriptProblems(files: readonly WorkflowFile[]): string[] {
-  const problems: string[] = [];
-  for (const wf of files) {
-    for (const [name, job] of Object.entries(wf.workflow.jobs)) {
-      const perms = typeof job.permissions === 'object' ? job.permissions : {};
-      if (perms['id-token'] !== 'write') continue;
-      for (const step of job.steps) {
-        for (const m of (step.run ?? '').matchAll(/\bnpm (ci|install|i)\b[^\n&|;]*/g)) {
-          if (!m[0].includes('--ignore-scripts')) {
-            problems.push(
-              `${wf.file} ${name}: \`${m[0].trim()}\` runs lifecycle scripts in a job that can obtain a token`,
-            );
-          }
+  return perJob(files, (job, problem) => {
+    const perms = typeof job.permissions === 'object' ? job.permissions : {};
+    if (perms['id-token'] !== 'write') return;
+    for (const step of job.steps) {
+      for (const m of (step.run ?? '').matchAll(/\bnpm (ci|install|i)\b[^\n&|;]*/g)) {
+        if (!m[0].includes('--ignore-scripts')) {
+          problem(`\`${m[0].trim()}\` runs lifecycle scripts in a job that can obtain a token`);
         }
       }
     }
-  }
-  return problems;
+  });
 }
 
 /**
@@ -281,23 +266,19 @@ export function installScriptProblems(files: readonly WorkflowFile[]): string[] 
  * that main, which deploys a promoted digest, would not.
  */
 export function previewImageProblems(files: readonly WorkflowFile[]): string[] {
-  const problems: string[] = [];
-  for (const wf of files.filter((f) => 'pull_request' in f.workflow.on)) {
-    for (const [name, job] of Object.entries(wf.workflow.jobs)) {
-      for (const step of job.steps.filter(isPulumiCommand)) {
-        const configMap = String(step.with?.['config-map'] ?? '');
-        if (
-          !/docline:promotedImage: \{value: 'true'/.test(configMap) &&
-          !/docline:image: \{value:/.test(configMap)
-        ) {
-          problems.push(
-            `${wf.file} ${name}: the preview builds an image main would not deploy (no docline:promotedImage or docline:image)`,
-          );
-        }
+  return perJob(onPullRequests(files), (job, problem) => {
+    for (const step of job.steps.filter(isPulumiCommand)) {
+      const configMap = String(step.with?.['config-map'] ?? '');
+      if (
+        !/docline:promotedImage: \{value: 'true'/.test(configMap) &&
+        !/docline:image: \{value:/.test(configMap)
+      ) {
+        problem(
+          'the preview builds an image main would not deploy (no docline:promotedImage or docline:image)',
+        );
       }
     }
-  }
-  return problems;
+  });
 }
 
 /**
@@ -305,21 +286,15 @@ export function previewImageProblems(files: readonly WorkflowFile[]): string[] {
  * that runs a Pulumi command first checks the stack exists and its file names a real project.
  */
 export function stackCheckProblems(files: readonly WorkflowFile[]): string[] {
-  const problems: string[] = [];
-  for (const wf of files) {
-    for (const [name, job] of Object.entries(wf.workflow.jobs)) {
-      const first = job.steps.findIndex(isPulumiCommand);
-      if (first === -1) continue;
-      const check = job.steps.findIndex((s) => /\.github\/scripts\/check-stack\.sh/.test(s.run ?? ''));
-      if (check === -1 || check > first) {
-        problems.push(`${wf.file} ${name}: runs Pulumi without first checking the stack exists`);
-      }
-      if (job.steps.some((s) => isPulumiCommand(s) && String(s.with?.upsert) === 'true')) {
-        problems.push(`${wf.file} ${name}: creates the stack when it is missing (upsert)`);
-      }
+  return perJob(files, (job, problem) => {
+    const first = job.steps.findIndex(isPulumiCommand);
+    if (first === -1) return;
+    const check = job.steps.findIndex((s) => /\.github\/scripts\/check-stack\.sh/.test(s.run ?? ''));
+    if (check === -1 || check > first) problem('runs Pulumi without first checking the stack exists');
+    if (job.steps.some((s) => isPulumiCommand(s) && String(s.with?.upsert) === 'true')) {
+      problem('creates the stack when it is missing (upsert)');
     }
-  }
-  return problems;
+  });
 }
 
 /** Pull requests run the tests, the policy-pack suite, actionlint and an image build. */
@@ -391,39 +366,33 @@ export function promotionProblems(deploy: WorkflowFile): string[] {
  * IMAGE_ or shared ones), and checks every one it reads is set before using it.
  */
 export function settingsProblems(files: readonly WorkflowFile[]): string[] {
-  const problems: string[] = [];
   const own: Record<string, RegExp> = {
     dev: /^(PROD_|IMAGE_GCP)/,
     prod: /^(DEV_|IMAGE_GCP)/,
     'prod-preview': /^(DEV_|IMAGE_GCP)/,
     image: /^(DEV_|PROD_)/,
   };
-  for (const wf of files) {
-    for (const [name, job] of Object.entries(wf.workflow.jobs)) {
-      const used = [
-        ...new Set([...JSON.stringify(job).matchAll(/vars\.([A-Za-z0-9_]+)/g)].map((m) => m[1]!)),
-      ];
-      if (used.length === 0) continue;
-      const check = job.steps.find((s) => s.run?.includes('.github/scripts/require-settings.sh'));
-      const checkIndex = check === undefined ? -1 : job.steps.indexOf(check);
-      const firstUse = job.steps.findIndex((s, i) => i !== checkIndex && /vars\./.test(JSON.stringify(s)));
-      if (check === undefined || checkIndex > firstUse) {
-        problems.push(`${wf.file} ${name}: reads vars without first failing when one is unset`);
-        continue;
-      }
-      for (const v of used.filter((v) => !new RegExp(`\\b${v}\\b`).test(check.run ?? ''))) {
-        problems.push(`${wf.file} ${name}: vars.${v} is not checked for being set`);
-      }
-      const foreign = own[envName(job) ?? ''];
-      for (const v of used.filter((v) => foreign?.test(v))) {
-        problems.push(`${wf.file} ${name}: reads vars.${v}, another environment's setting`);
-      }
-      if (/vars\.[A-Za-z0-9_]+\s*\|\|/.test(JSON.stringify(job))) {
-        problems.push(`${wf.file} ${name}: a variable falls back to a default when unset`);
-      }
+  return perJob(files, (job, problem) => {
+    const used = [...new Set([...JSON.stringify(job).matchAll(/vars\.([A-Za-z0-9_]+)/g)].map((m) => m[1]!))];
+    if (used.length === 0) return;
+    const check = job.steps.find((s) => s.run?.includes('.github/scripts/require-settings.sh'));
+    const checkIndex = check === undefined ? -1 : job.steps.indexOf(check);
+    const firstUse = job.steps.findIndex((s, i) => i !== checkIndex && /vars\./.test(JSON.stringify(s)));
+    if (check === undefined || checkIndex > firstUse) {
+      problem(`reads vars without first failing when one is unset`);
+      return;
     }
-  }
-  return problems;
+    for (const v of used.filter((v) => !new RegExp(`\\b${v}\\b`).test(check.run ?? ''))) {
+      problem(`vars.${v} is not checked for being set`);
+    }
+    const foreign = own[envName(job) ?? ''];
+    for (const v of used.filter((v) => foreign?.test(v))) {
+      problem(`reads vars.${v}, another environment's setting`);
+    }
+    if (/vars\.[A-Za-z0-9_]+\s*\|\|/.test(JSON.stringify(job))) {
+      problem(`a variable falls back to a default when unset`);
+    }
+  });
 }
 
 /**

@@ -103,10 +103,6 @@ function targetService(subscription: PolicyResource, services: PolicyResource[])
   });
 }
 
-interface AckDeadlineConfig {
-  marginSeconds: number;
-}
-
 const ackDeadlineSchema = {
   properties: {
     marginSeconds: {
@@ -128,7 +124,7 @@ export const ackDeadlineCoversWorkerTimeout: StackValidationPolicy = {
   enforcementLevel: 'mandatory',
   configSchema: ackDeadlineSchema,
   validateStack: (args, reportViolation) => {
-    const { marginSeconds } = configOf<AckDeadlineConfig>(ackDeadlineSchema, args);
+    const { marginSeconds } = configOf(ackDeadlineSchema, args);
     const services = ofTypes(args.resources, RUN_SERVICE_TYPES);
     for (const subscription of ofTypes(args.resources, [TYPES.subscription]).filter(isPush)) {
       const service = targetService(subscription, services);

@@ -79,10 +79,6 @@ function grantsOf(args: ResourceValidationArgs): Grant[] {
   return isIamType(args.type) ? iamGrants(args, args.type) : [];
 }
 
-interface PrimitiveRolesConfig {
-  forbiddenRoles: string[];
-}
-
 const primitiveRolesSchema = {
   properties: {
     forbiddenRoles: {
@@ -101,7 +97,7 @@ export const noPrimitiveRoles: ResourceValidationPolicy = {
   enforcementLevel: 'mandatory',
   configSchema: primitiveRolesSchema,
   validateResource: (args, reportViolation) => {
-    const { forbiddenRoles } = configOf<PrimitiveRolesConfig>(primitiveRolesSchema, args);
+    const { forbiddenRoles } = configOf(primitiveRolesSchema, args);
     for (const grant of grantsOf(args)) {
       if (forbiddenRoles.includes(grant.role)) {
         reportViolation(
@@ -111,10 +107,6 @@ export const noPrimitiveRoles: ResourceValidationPolicy = {
     }
   },
 };
-
-interface TokenCreatorConfig {
-  tokenCreatorRoles: string[];
-}
 
 const tokenCreatorSchema = {
   properties: {
@@ -135,7 +127,7 @@ export const noProjectWideTokenCreator: ResourceValidationPolicy = {
   configSchema: tokenCreatorSchema,
   validateResource: (args, reportViolation) => {
     if (!isProjectWideIamType(args.type)) return;
-    const { tokenCreatorRoles } = configOf<TokenCreatorConfig>(tokenCreatorSchema, args);
+    const { tokenCreatorRoles } = configOf(tokenCreatorSchema, args);
     for (const grant of grantsOf(args)) {
       if (tokenCreatorRoles.includes(grant.role)) {
         reportViolation(

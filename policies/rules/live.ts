@@ -23,14 +23,8 @@ import {
   type NotificationLister,
   unmanagedNotifications,
 } from '../live/notifications';
-import { configOf, knownString, ofTypes, peek, propertySources, propsOf } from './support';
+import { type ConfigOf, configOf, knownString, ofTypes, peek, propertySources, propsOf } from './support';
 import { TYPES } from './types';
-
-interface LiveConfig {
-  enabled: boolean;
-  apiEndpoint: string;
-  timeoutMs: number;
-}
 
 const liveSchema = {
   properties: {
@@ -106,7 +100,7 @@ export const LIVE_UNCHECKED_POLICY = 'live-bucket-notifications-unchecked';
 /** Lists the buckets of the stack's notifications once and sorts what it sees. */
 async function look(
   resources: readonly PolicyResource[],
-  config: LiveConfig,
+  config: ConfigOf<typeof liveSchema>,
   deps: LiveCheckDeps,
 ): Promise<LiveFindings> {
   const notifications = ofTypes(resources, [TYPES.notification]);
@@ -169,7 +163,7 @@ export function liveBucketNotificationsPolicies(
 ): readonly [StackValidationPolicy, StackValidationPolicy] {
   // Each policy lists the buckets itself: the engine gives each its own arguments, and a listing is one
   // request per bucket.
-  const configFor = (args: { getConfig<C extends object>(): C }) => configOf<LiveConfig>(liveSchema, args);
+  const configFor = (args: { getConfig<C extends object>(): C }) => configOf(liveSchema, args);
   const found: StackValidationPolicy = {
     name: LIVE_POLICY,
     description:

@@ -93,11 +93,6 @@ export const oneNotificationPerBucket: StackValidationPolicy = {
   },
 };
 
-interface NotificationFormatConfig {
-  eventTypes: string[];
-  payloadFormat: string;
-}
-
 const notificationFormatSchema = {
   properties: {
     eventTypes: {
@@ -126,7 +121,7 @@ export const notificationFormat: ResourceValidationPolicy = {
   configSchema: notificationFormatSchema,
   validateResource: (args, reportViolation) => {
     if (args.type !== TYPES.notification) return;
-    const config = configOf<NotificationFormatConfig>(notificationFormatSchema, args);
+    const config = configOf(notificationFormatSchema, args);
     const allowed = config.eventTypes;
     const events = eventTypesOf(args);
     if (events.kind === 'all') {
@@ -154,11 +149,6 @@ export const notificationFormat: ResourceValidationPolicy = {
     }
   },
 };
-
-interface DocumentsBucketConfig {
-  roleLabel: string;
-  documentsRole: string;
-}
 
 const documentsBucketSchema = {
   properties: {
@@ -189,7 +179,7 @@ export const onlyDocumentsBucketNotifies: StackValidationPolicy = {
   enforcementLevel: 'mandatory',
   configSchema: documentsBucketSchema,
   validateStack: (args, reportViolation) => {
-    const { roleLabel, documentsRole } = configOf<DocumentsBucketConfig>(documentsBucketSchema, args);
+    const { roleLabel, documentsRole } = configOf(documentsBucketSchema, args);
     const buckets = ofTypes(args.resources, [TYPES.bucket]);
     const byName = new Map<string, PolicyResource>();
     for (const bucket of buckets) {

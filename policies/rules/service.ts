@@ -18,10 +18,6 @@ const RUN_IAM_TYPES: readonly string[] = [
   TYPES.runV1IamPolicy,
 ];
 
-interface WorkerNotPublicConfig {
-  publicPrincipals: string[];
-}
-
 const workerNotPublicSchema = {
   properties: {
     publicPrincipals: {
@@ -40,7 +36,7 @@ export const workerNotPublic: ResourceValidationPolicy = {
   enforcementLevel: 'mandatory',
   configSchema: workerNotPublicSchema,
   validateResource: (args, reportViolation) => {
-    const { publicPrincipals } = configOf<WorkerNotPublicConfig>(workerNotPublicSchema, args);
+    const { publicPrincipals } = configOf(workerNotPublicSchema, args);
     if (args.type === TYPES.runService) {
       // With invoker IAM disabled Cloud Run serves every caller without checking a token at all.
       const disabled = peek(() => propsOf<gcp.cloudrunv2.ServiceState>(args).invokerIamDisabled);

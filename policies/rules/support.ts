@@ -2,7 +2,7 @@
  * Helpers every rule shares: reading values that may be unknown during a preview, filling policy
  * config defaults, and following a resource's dependencies instead of its (possibly unknown) values.
  */
-import type { PolicyConfigSchema, PolicyResource, StackValidationArgs } from '@pulumi/policy';
+import type { PolicyConfigSchema, PolicyResource } from '@pulumi/policy';
 import { UnknownValueError } from '@pulumi/policy';
 import type { Unwrap } from '@pulumi/pulumi';
 
@@ -65,22 +65,38 @@ export function knownString(read: () => unknown): string | undefined {
   return v.known && typeof v.value === 'string' ? v.value : undefined;
 }
 
+/** The value a config schema property declares: a list of strings, a string, a number or a flag. */
+type Declared<P> = P extends { type: 'array' }
+  ? string[]
+  : P extends { type: 'string' }
+    ? string
+    : P extends { type: 'integer' }
+      ? number
+      : P extends { type: 'boolean' }
+        ? boolean
+        : unknown;
+
+/** A policy's configuration, typed by its schema. */
+export type ConfigOf<S extends PolicyConfigSchema> = {
+  [K in keyof S['properties']]: Declared<S['properties'][K]>;
+};
+
 /**
  * The policy's configuration with the schema's defaults filled in. The Pulumi CLI fills defaults
  * before it configures the pack, but a pack run without configuration (and every test harness) sees
  * `{}`: the rules must never depend on who filled them.
  */
-export function configOf<T extends object>(
-  schema: PolicyConfigSchema,
+export function configOf<S extends PolicyConfigSchema>(
+  schema: S,
   args: { getConfig<C extends object>(): C },
-): T {
+): ConfigOf<S> {
   const given = args.getConfig<Record<string, unknown>>();
   const filled: Record<string, unknown> = {};
   for (const [key, property] of Object.entries(schema.properties)) {
     const value = given[key] ?? (property as { default?: unknown }).default;
     if (value !== undefined) filled[key] = value;
   }
-  return { ...given, ...filled } as T;
+  return { ...given, ...filled } as ConfigOf<S>;
 }
 
 /** Resources of the stack with one of the given types. */
@@ -111,6 +127,3 @@ export function shortName(id: string): string {
 export function describe(resource: { name: string; type: string }): string {
   return `'${resource.name}' (${resource.type})`;
 }
-
-/** The arguments a stack validation receives; re-exported so the rule files share one import. */
-export type StackArgs = StackValidationArgs;

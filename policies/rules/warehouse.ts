@@ -9,11 +9,6 @@ import { CLUSTER_COLUMNS, PARTITION_COLUMN } from '../../worker/src/contract/row
 import { configOf, peek, propsOf } from './support';
 import { TYPES } from './types';
 
-interface DedupTableConfig {
-  lookupKeyColumn: string;
-  partitionColumn: string;
-}
-
 const dedupTableSchema = {
   properties: {
     lookupKeyColumn: {
@@ -60,7 +55,7 @@ export const dedupTableLayout: ResourceValidationPolicy = {
     const view = peek(() => props.view);
     const materialized = peek(() => props.materializedView);
     if ((view.known && view.value) || (materialized.known && materialized.value)) return;
-    const { lookupKeyColumn, partitionColumn } = configOf<DedupTableConfig>(dedupTableSchema, args);
+    const { lookupKeyColumn, partitionColumn } = configOf(dedupTableSchema, args);
     const schema = peek(() => props.schema);
     if (!schema.known) {
       reportViolation(
