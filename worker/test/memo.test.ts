@@ -18,24 +18,25 @@ import {
 } from '../src/core/errors';
 import { dedupKey, parsePush } from '../src/core/event';
 import { handle } from '../src/core/handle';
-import { AnalysisCutError, AnalysisMemo } from '../src/core/memo';
-import type { Clock, LeaseTaken, MemoEntry, MemoStore } from '../src/core/ports';
+import { AnalysisCutError, AnalysisMemo, type AnalysisMemoOptions } from '../src/core/memo';
+import type { LeaseTaken, MemoEntry, MemoStore } from '../src/core/ports';
 import { pushBody } from './support/builders';
 import { MemoryLogger } from './support/fakes';
 import { handlerDeps } from './support/handler';
-import { ManualTime, settle } from './support/manual-time';
+import { ManualClock, ManualTime, settle } from './support/manual-time';
 import { analyse } from './support/memo';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 const KEY = 'gs://acme-invoices-dev/2026/11/facture-0042.txt#1764460800123456';
 
-/** A clock the test moves. */
-class ManualClock implements Clock {
-  constructor(public ms = Date.parse('2026-11-30T04:00:00.000Z')) {}
-  now() {
-    return new Date(this.ms);
-  }
-}
+/** A memo's options on `time`, the clock and timers a test moves (`extra` on top). */
+const onTime = (time: ManualTime, extra: Partial<AnalysisMemoOptions> = {}): AnalysisMemoOptions => ({
+  ttlMs: 8 * DAY_MS,
+  clock: time.clock,
+  sleep: time.sleep,
+  timers: time,
+  ...extra,
+});
 
 const paid = (total = 1500): AnalysisResult => ({
   analysis: sampleAnalysis(),
@@ -61,6 +62,17 @@ class DownMemoStore implements MemoStore {
 
 type LeaseAnswer = LeaseTaken | { heldUntil: Date };
 
+/** `store`, with the calls in `overrides` answered by them instead (a bucket failing or slow in those). */
+function over(store: MemoStore, overrides: Partial<MemoStore>): MemoStore {
+  return {
+    get: (key) => store.get(key),
+    create: (key, entry) => store.create(key, entry),
+    lease: (key, until, now) => store.lease(key, until, now),
+    renew: (key, token, until, release) => store.renew(key, token, until, release),
+    ...overrides,
+  };
+}
+
 /**
  * `store`, with its lease calls answered by `answer` (`call` counts them from 1), as a bucket that
  * fails or slows down some of them would; `leaseCalls()` says how many were made.
@@ -71,10 +83,7 @@ function leasing(
 ): MemoStore & { leaseCalls(): number } {
   let calls = 0;
   return {
-    get: (key) => store.get(key),
-    create: (key, entry) => store.create(key, entry),
-    lease: (key, until, now) => answer(++calls, key, until, now),
-    renew: (key, token, until, release) => store.renew(key, token, until, release),
+    ...over(store, { lease: (key, until, now) => answer(++calls, key, until, now) }),
     leaseCalls: () => calls,
   };
 }
@@ -196,20 +205,20 @@ describe('AnalysisMemo', () => {
 describe('AnalysisMemo across instances (the lease)', () => {
   const DAY = 8 * DAY_MS;
   /** Two instances: their own memo objects (single flight is per instance) over one store. */
-  function twoInstances(store: MemoStore, clock: ManualClock) {
+  function twoInstances() {
+    const clock = new ManualClock();
+    const store = new MemoryMemoStore();
     // The sleep moves the test's clock: waiting is simulated, not slept.
     const sleep = async (ms: number) => {
       clock.ms += ms;
       await new Promise((resolve) => setImmediate(resolve));
     };
     const make = () => new AnalysisMemo(store, { ttlMs: DAY, clock, leaseMs: 60_000, pollMs: 1_000, sleep });
-    return [make(), make()] as const;
+    return { clock, store, a: make(), b: make() };
   }
 
   it('makes a concurrent delivery in another instance wait for the holder and share its analysis', async () => {
-    const clock = new ManualClock();
-    const store = new MemoryMemoStore();
-    const [a, b] = twoInstances(store, clock);
+    const { a, b } = twoInstances();
     let finish: (r: AnalysisResult) => void = () => {};
     const workA = jest.fn(() => new Promise<AnalysisResult>((resolve) => (finish = resolve)));
     const workB = jest.fn(async () => paid(9999));
@@ -224,9 +233,7 @@ describe('AnalysisMemo across instances (the lease)', () => {
   });
 
   it('reads the memo again before paying once a holder has ended its lease: it kept its analysis after the delivery first read the memo', async () => {
-    const clock = new ManualClock();
-    const store = new MemoryMemoStore();
-    const [a, b] = twoInstances(store, clock);
+    const { a, b } = twoInstances();
     let peeked: Awaited<ReturnType<AnalysisMemo['peek']>> | undefined;
     // B's first read comes while A holds the key's lease and has kept nothing yet.
     await analyse(a, KEY, async () => {
@@ -246,9 +253,7 @@ describe('AnalysisMemo across instances (the lease)', () => {
   });
 
   it('keeps the attempts a failed delivery paid for: its retry on another instance goes on after them (soak I5, seed 168)', async () => {
-    const clock = new ManualClock();
-    const store = new MemoryMemoStore();
-    const [a, b] = twoInstances(store, clock);
+    const { clock, a, b } = twoInstances();
     // A's first attempt is paid and answered outside the schema; its second is refused for a
     // reason not about the document (404 NOT_FOUND), which ends the delivery (503).
     const progress = { attemptsDone: 1, problems: 'total_amount: expected a number' };
@@ -263,9 +268,7 @@ describe('AnalysisMemo across instances (the lease)', () => {
   });
 
   it('keeps the attempts paid before a configuration fault (a 404 for the model): the retry after the fix goes on after them', async () => {
-    const clock = new ManualClock();
-    const store = new MemoryMemoStore();
-    const [a, b] = twoInstances(store, clock);
+    const { clock, a, b } = twoInstances();
     const progress = { attemptsDone: 1, problems: 'total_amount: expected a number' };
     const usage = { promptTokens: 1200, outputTokens: 300, totalTokens: 1500 };
     const fault = new ConfigurationError('analyzer_model_not_found', 'Gemini: 404 NOT_FOUND', {
@@ -280,9 +283,7 @@ describe('AnalysisMemo across instances (the lease)', () => {
   });
 
   it('does the work itself once the lease expires, when the holder never finished (a crash)', async () => {
-    const clock = new ManualClock();
-    const store = new MemoryMemoStore();
-    const [, b] = twoInstances(store, clock);
+    const { clock, store, b } = twoInstances();
     await store.lease(AnalysisMemo.leaseKey(KEY), new Date(clock.ms + 60_000), new Date(clock.ms));
     const work = jest.fn(async () => paid());
     const started = clock.ms;
@@ -293,9 +294,7 @@ describe('AnalysisMemo across instances (the lease)', () => {
   });
 
   it('lets a retry after a failed holder go at once, here or on another instance: the holder ended its lease', async () => {
-    const clock = new ManualClock();
-    const store = new MemoryMemoStore();
-    const [a, b] = twoInstances(store, clock);
+    const { clock, store, a, b } = twoInstances();
     const failing = async (): Promise<AnalysisResult> => {
       throw new TransientError('analyzer_rate_limited', 'Gemini: 429');
     };
@@ -309,9 +308,7 @@ describe('AnalysisMemo across instances (the lease)', () => {
   });
 
   it('leaves the lease of an analysis cut at its deadline to expire on its own: its answer may still be kept', async () => {
-    const clock = new ManualClock();
-    const store = new MemoryMemoStore();
-    const [a, b] = twoInstances(store, clock);
+    const { clock, store, a, b } = twoInstances();
     const late = new Promise<AnalysisResult>(() => {});
     const cut = new AnalysisCutError(new DeadlineError('analysis', 'SIGTERM'), late);
     await expect(analyse(a, KEY, () => Promise.reject(cut))).rejects.toBe(cut);
@@ -322,9 +319,7 @@ describe('AnalysisMemo across instances (the lease)', () => {
   });
 
   it('serialises a second wave of concurrent retries after a failed first holder: one paid analysis (soak I5, seed 13)', async () => {
-    const clock = new ManualClock();
-    const store = new MemoryMemoStore();
-    const [a, b] = twoInstances(store, clock);
+    const { clock, a, b } = twoInstances();
     const failing = async (): Promise<AnalysisResult> => {
       throw new TransientError('analyzer_unavailable', 'the analyzer answered 503');
     };
@@ -346,9 +341,7 @@ describe('AnalysisMemo across instances (the lease)', () => {
   });
 
   it('takes over a lease that expired, and makes a later delivery wait for its new holder', async () => {
-    const clock = new ManualClock();
-    const store = new MemoryMemoStore();
-    const [a, b] = twoInstances(store, clock);
+    const { clock, store, a, b } = twoInstances();
     const key = AnalysisMemo.leaseKey(KEY);
     await store.lease(key, new Date(clock.ms - 1), new Date(clock.ms - 60_000));
     const expired = store.leases.get(key)!.holder;
@@ -367,14 +360,12 @@ describe('AnalysisMemo across instances (the lease)', () => {
   });
 
   it('reads the memo once more before paying when its first read failed and an earlier delivery held a lease (soak I5, seed 17)', async () => {
-    const clock = new ManualClock();
-    const store = new MemoryMemoStore();
-    const [a] = twoInstances(store, clock);
+    const { clock, store, a } = twoInstances();
     // An earlier delivery analysed and kept its result; its lease has long expired.
     await analyse(a, KEY, async () => paid());
     clock.ms += 120_000;
     let reads = 0;
-    const flaky: MemoStore = {
+    const flaky = over(store, {
       // Reads of the analysis are counted (the attempts already paid are read beside it).
       get: (key) =>
         key !== AnalysisMemo.key(KEY)
@@ -382,10 +373,7 @@ describe('AnalysisMemo across instances (the lease)', () => {
           : ++reads === 1
             ? Promise.reject(new Error('503 from the memo bucket'))
             : store.get(key),
-      create: (key, entry) => store.create(key, entry),
-      lease: (key, until, now) => store.lease(key, until, now),
-      renew: (key, token, until, release) => store.renew(key, token, until, release),
-    };
+    });
     const retry = new AnalysisMemo(flaky, { ttlMs: DAY, clock, leaseMs: 60_000, pollMs: 1_000 });
     const work = jest.fn(async () => paid(9999));
     expect(await analyse(retry, KEY, work)).toEqual({
@@ -397,18 +385,14 @@ describe('AnalysisMemo across instances (the lease)', () => {
   });
 
   it('reads the memo once more before paying when its first read failed and the lease could not be taken', async () => {
-    const clock = new ManualClock();
-    const store = new MemoryMemoStore();
-    const [a] = twoInstances(store, clock);
+    const { clock, store, a } = twoInstances();
     await analyse(a, KEY, async () => paid());
     clock.ms += 120_000;
     let reads = 0;
-    const flaky: MemoStore = {
+    const flaky = over(store, {
       get: (key) => (++reads === 1 ? Promise.reject(new Error('503 from the memo bucket')) : store.get(key)),
-      create: (key, entry) => store.create(key, entry),
       lease: () => Promise.reject(new Error('503 from the memo bucket')),
-      renew: (key, token, until, release) => store.renew(key, token, until, release),
-    };
+    });
     const retry = new AnalysisMemo(flaky, { ttlMs: DAY, clock, leaseMs: 60_000, pollMs: 1_000 });
     const work = jest.fn(async () => paid(9999));
     expect(await analyse(retry, KEY, work)).toEqual({
@@ -419,19 +403,12 @@ describe('AnalysisMemo across instances (the lease)', () => {
   });
 
   it('asks the store before paying when it takes over a lease an earlier holder ended and the memo cannot be read (soak I5, seed 22)', async () => {
-    const clock = new ManualClock();
-    const store = new MemoryMemoStore();
-    const [a] = twoInstances(store, clock);
+    const { clock, store, a } = twoInstances();
     // The holder analysed, kept, wrote its row and ended its lease.
     await analyse(a, KEY, async () => paid());
     (await a.leases.writeTurn(KEY)).done();
     await new Promise((resolve) => setImmediate(resolve));
-    const unreadable: MemoStore = {
-      get: () => Promise.reject(new Error('503 from the memo bucket')),
-      create: (key, entry) => store.create(key, entry),
-      lease: (key, until, now) => store.lease(key, until, now),
-      renew: (key, token, until, release) => store.renew(key, token, until, release),
-    };
+    const unreadable = over(store, { get: () => Promise.reject(new Error('503 from the memo bucket')) });
     const retry = new AnalysisMemo(unreadable, { ttlMs: DAY, clock, leaseMs: 60_000, pollMs: 1_000 });
     const work = jest.fn(async () => paid(9999));
     const rows = { seen: jest.fn(async () => false) };
@@ -441,9 +418,7 @@ describe('AnalysisMemo across instances (the lease)', () => {
   });
 
   it('ignores an expired lease and works at once', async () => {
-    const clock = new ManualClock();
-    const store = new MemoryMemoStore();
-    const [, b] = twoInstances(store, clock);
+    const { clock, store, b } = twoInstances();
     await store.lease(AnalysisMemo.leaseKey(KEY), new Date(clock.ms - 1), new Date(clock.ms - 60_000));
     const started = clock.ms;
     expect(await analyse(b, KEY, async () => paid())).toMatchObject({ source: 'analyzer' });
@@ -732,12 +707,7 @@ describe('handle with the memo', () => {
 
   it('keeps a paid answer that comes after SIGTERM cut its delivery (issue 45, item 7, C2): the retry pays nothing', async () => {
     const time = new ManualTime();
-    const memo = new AnalysisMemo(new MemoryMemoStore(), {
-      ttlMs: 8 * DAY_MS,
-      clock: time.clock,
-      sleep: time.sleep,
-      timers: time,
-    });
+    const memo = new AnalysisMemo(new MemoryMemoStore(), onTime(time));
     const { reader, analyzer, deps } = handlerDeps({ clock: time.clock, memo });
     const body = pushBody('9', { size: Buffer.byteLength(INVOICE) });
     const attrs = (body.message as { attributes: Record<string, string> }).attributes;
@@ -776,13 +746,7 @@ describe('handle with the memo', () => {
   it('ends the key’s lease once its write answered, and leaves it to its bound when the write was cut at the deadline (soak I4)', async () => {
     const time = new ManualTime();
     const memoStore = new MemoryMemoStore();
-    const memo = new AnalysisMemo(memoStore, {
-      ttlMs: 8 * DAY_MS,
-      clock: time.clock,
-      sleep: time.sleep,
-      timers: time,
-      writesOutliveInstance: true,
-    });
+    const memo = new AnalysisMemo(memoStore, onTime(time, { writesOutliveInstance: true }));
     const { store, reader, deps } = handlerDeps({ clock: time.clock, memo });
     const deadline = (ms: number) => Deadline.after(ms, time.clock, time);
     const delivery = (id: string, name: string) => {
@@ -813,13 +777,7 @@ describe('handle with the memo', () => {
   it('keeps the key’s lease to its bound when the write’s outcome is unknown: neither another instance nor this instance’s own retry writes meanwhile', async () => {
     const time = new ManualTime();
     const memoStore = new MemoryMemoStore();
-    const options = {
-      ttlMs: 8 * DAY_MS,
-      clock: time.clock,
-      sleep: time.sleep,
-      timers: time,
-      writesOutliveInstance: true,
-    };
+    const options = onTime(time, { writesOutliveInstance: true });
     const memoA = new AnalysisMemo(memoStore, options);
     const memoB = new AnalysisMemo(memoStore, options);
     const a = handlerDeps({ clock: time.clock, memo: memoA });
@@ -974,13 +932,7 @@ describe('an analyzer rollout: two revisions, another model each, share one memo
   /** The old revision and the new one: one memo bucket, one table. */
   function revisions(time: ManualTime) {
     const memoStore = new MemoryMemoStore();
-    const options = {
-      ttlMs: 8 * DAY_MS,
-      clock: time.clock,
-      sleep: time.sleep,
-      timers: time,
-      writesOutliveInstance: true,
-    };
+    const options = onTime(time, { writesOutliveInstance: true });
     const old = handlerDeps({ clock: time.clock, memo: new AnalysisMemo(memoStore, options) });
     const next = handlerDeps({
       clock: time.clock,
@@ -1093,13 +1045,7 @@ describe("the delivery's deadline during a memo call", () => {
     const time = new ManualTime();
     const store = new MemoryMemoStore();
     store.create = () => new Promise(() => {});
-    const memo = new AnalysisMemo(store, {
-      ttlMs: 8 * DAY_MS,
-      clock: time.clock,
-      sleep: time.sleep,
-      timers: time,
-      callTimeoutMs,
-    });
+    const memo = new AnalysisMemo(store, onTime(time, { callTimeoutMs }));
     const deadline = Deadline.after(deadlineMs, time.clock, time);
     const settled = analyse(memo, KEY, async () => paid(), undefined, deadline).then(
       (analysed) => analysed,
@@ -1127,8 +1073,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
   function twoInstances(time: ManualTime) {
     const store = new MemoryMemoStore();
     // The default lease (15 s), renewed every 5 s by its holder while it works.
-    const make = () =>
-      new AnalysisMemo(store, { ttlMs: 8 * DAY_MS, clock: time.clock, sleep: time.sleep, timers: time });
+    const make = () => new AnalysisMemo(store, onTime(time));
     return { store, a: make(), b: make() };
   }
   const deadline = (time: ManualTime, ms: number) => Deadline.after(ms, time.clock, time);
@@ -1182,14 +1127,11 @@ describe('interleaving 4: a lease shorter than the work', () => {
     const time = new ManualTime();
     const store = new MemoryMemoStore();
     let failLease = true;
-    const flaky: MemoStore = {
-      get: (key) => store.get(key),
-      create: (key, entry) => store.create(key, entry),
+    const flaky = over(store, {
       lease: (key, until, now) =>
         failLease ? Promise.reject(new Error('503')) : store.lease(key, until, now),
-      renew: (key, token, until, release) => store.renew(key, token, until, release),
-    };
-    const options = { ttlMs: 8 * DAY_MS, clock: time.clock, sleep: time.sleep, timers: time };
+    });
+    const options = onTime(time);
     const a = new AnalysisMemo(flaky, options);
     const b = new AnalysisMemo(store, options);
     // On A, a delivery whose lease call failed analyses and is cut at its deadline before its write.
@@ -1226,7 +1168,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
       leasing(store, (call, key, until, now) =>
         call === 1 ? Promise.reject(new Error('503')) : store.lease(key, until, now),
       );
-    const options = { ttlMs: 8 * DAY_MS, clock: time.clock, sleep: time.sleep, timers: time };
+    const options = onTime(time);
     const a = new AnalysisMemo(refusingFirstLease(), options);
     const b = new AnalysisMemo(refusingFirstLease(), options);
     const workA = jest.fn(async () => paid());
@@ -1260,12 +1202,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
     const slowFirst = leasing(store, (call, key, until, now) =>
       call === 1 ? time.sleep(7_000).then(() => store.lease(key, until, now)) : store.lease(key, until, now),
     );
-    const memo = new AnalysisMemo(slowFirst, {
-      ttlMs: 8 * DAY_MS,
-      clock: time.clock,
-      sleep: time.sleep,
-      timers: time,
-    });
+    const memo = new AnalysisMemo(slowFirst, onTime(time));
     const analysed = analyse(memo, KEY, async () => paid(), undefined, deadline(time, 498_000));
     await settle();
     await time.advance(5_000);
@@ -1292,14 +1229,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
     const time = new ManualTime();
     const store = new MemoryMemoStore();
     // On BigQuery, whose jobs run on without their client.
-    const make = () =>
-      new AnalysisMemo(store, {
-        ttlMs: 8 * DAY_MS,
-        clock: time.clock,
-        sleep: time.sleep,
-        timers: time,
-        writesOutliveInstance: true,
-      });
+    const make = () => new AnalysisMemo(store, onTime(time, { writesOutliveInstance: true }));
     const [a, b] = [make(), make()];
     await analyse(a, KEY, async () => paid(), undefined, deadline(time, 300_000));
     const holderDeadline = time.ms + 298_000;
@@ -1339,7 +1269,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
     // The waiter's second lease call (after the holder's lease was seen) answers 503.
     const { flaky, leaseCalls } = secondLeaseFails(store);
     const logger = new MemoryLogger();
-    const options = { ttlMs: 8 * DAY_MS, clock: time.clock, sleep: time.sleep, timers: time };
+    const options = onTime(time);
     const holder = new AnalysisMemo(store, options);
     const waiter = new AnalysisMemo(flaky, { ...options, logger });
     const first = analyse(
@@ -1367,21 +1297,13 @@ describe('interleaving 4: a lease shorter than the work', () => {
     const time = new ManualTime();
     const store = new MemoryMemoStore();
     let renewals = 0;
-    const slow: MemoStore = {
-      get: (key) => store.get(key),
-      create: (key, entry) => store.create(key, entry),
-      lease: (key, until, now) => store.lease(key, until, now),
+    const slow = over(store, {
       renew: () => {
         renewals += 1;
         return new Promise(() => {});
       },
-    };
-    const holder = new AnalysisMemo(slow, {
-      ttlMs: 8 * DAY_MS,
-      clock: time.clock,
-      sleep: time.sleep,
-      timers: time,
     });
+    const holder = new AnalysisMemo(slow, onTime(time));
     const outcome = analyse(
       holder,
       KEY,
