@@ -123,8 +123,7 @@ describe('interleaving 3: a handler that outlives its request', () => {
 
   function upload(deps: ReturnType<typeof handlerDeps>) {
     const body = pushBody('1', { size: Buffer.byteLength(INVOICE) });
-    const attrs = (body.message as { attributes: Record<string, string> }).attributes;
-    deps.reader.put(attrs.bucketId!, attrs.objectId!, attrs.objectGeneration!, INVOICE);
+    deps.reader.putAnnounced(body, INVOICE);
     return parsePush(body);
   }
 

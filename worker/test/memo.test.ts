@@ -21,8 +21,8 @@ import { handle } from '../src/core/handle';
 import { AnalysisCutError, AnalysisMemo, type AnalysisMemoOptions } from '../src/core/memo';
 import type { LeaseTaken, MemoEntry, MemoStore } from '../src/core/ports';
 import { pushBody } from './support/builders';
-import { MemoryLogger } from './support/fakes';
-import { handlerDeps } from './support/handler';
+import { MemoryLogger, type MemoryReader } from './support/fakes';
+import { failWrites, handlerDeps } from './support/handler';
 import { ManualClock, ManualTime, settle } from './support/manual-time';
 import { analyse } from './support/memo';
 
@@ -37,6 +37,15 @@ const onTime = (time: ManualTime, extra: Partial<AnalysisMemoOptions> = {}): Ana
   timers: time,
   ...extra,
 });
+
+const INVOICE = 'FACTURE N° F-2026-0042\nTotal TTC : 1 234,56 €\n';
+
+/** A push body announcing INVOICE (`spec` over the defaults), the object put in each of `readers`. */
+function announceInvoice(readers: MemoryReader[], id = '1', spec: Parameters<typeof pushBody>[1] = {}) {
+  const body = pushBody(id, { size: Buffer.byteLength(INVOICE), ...spec });
+  for (const reader of readers) reader.putAnnounced(body, INVOICE);
+  return body;
+}
 
 const paid = (total = 1500): AnalysisResult => ({
   analysis: sampleAnalysis(),
@@ -527,17 +536,13 @@ describe('FileMemoStore', () => {
 });
 
 describe('handle with the memo', () => {
-  const INVOICE = 'FACTURE N° F-2026-0042\nTotal TTC : 1 234,56 €\n';
-
   function setup(memoStore: MemoStore = new MemoryMemoStore(), admission?: QuotaGate) {
     const { store, reader, analyzer, deps } = handlerDeps({
       clock: new ManualClock(),
       memo: new AnalysisMemo(memoStore, { ttlMs: 8 * DAY_MS, clock: new ManualClock() }),
       ...(admission ? { admission } : {}),
     });
-    const body = pushBody('1', { size: Buffer.byteLength(INVOICE) });
-    const attrs = (body.message as { attributes: Record<string, string> }).attributes;
-    reader.put(attrs.bucketId!, attrs.objectId!, attrs.objectGeneration!, INVOICE);
+    const body = announceInvoice([reader]);
     return { store, reader, analyzer, deps, body };
   }
 
@@ -599,12 +604,7 @@ describe('handle with the memo', () => {
       const rowOf = async (writeFailures: number) => {
         const { store, deps, body } = setup(memoStore());
         deps.analyzer = new OfflineAnalyzer();
-        const record = store.record.bind(store);
-        let failures = writeFailures;
-        store.record = async (row) => {
-          if (failures-- > 0) throw new TransientError('store_busy', 'the SQLite database is busy');
-          return record(row);
-        };
+        failWrites(store, writeFailures);
         for (let attempt = 0; attempt < writeFailures; attempt += 1)
           await expect(handle(parsePush(body), deps)).rejects.toMatchObject({ code: 'store_busy' });
         const outcome = await handle(parsePush(body), deps);
@@ -641,12 +641,7 @@ describe('handle with the memo', () => {
 
   it('pays once when the write fails and Pub/Sub delivers again; the row keeps the tokens paid', async () => {
     const { store, reader, analyzer, deps, body } = setup();
-    const record = store.record.bind(store);
-    let failures = 1;
-    store.record = async (row) => {
-      if (failures-- > 0) throw new TransientError('store_busy', 'the SQLite database is busy');
-      return record(row);
-    };
+    failWrites(store, 1);
     await expect(handle(parsePush(body), deps)).rejects.toMatchObject({ code: 'store_busy' });
     const retry = await handle(parsePush(body), deps);
     expect(retry).toMatchObject({ status: 'ok', analysed: false, memo: 'hit' });
@@ -669,14 +664,8 @@ describe('handle with the memo', () => {
       contentType: 'application/pdf',
       size: pdf.length,
     });
-    const attrs = (body.message as { attributes: Record<string, string> }).attributes;
-    reader.put(attrs.bucketId!, attrs.objectId!, attrs.objectGeneration!, pdf);
-    const record = store.record.bind(store);
-    let failures = 1;
-    store.record = async (row) => {
-      if (failures-- > 0) throw new TransientError('store_busy', 'the SQLite database is busy');
-      return record(row);
-    };
+    reader.putAnnounced(body, pdf);
+    failWrites(store, 1);
     await expect(handle(parsePush(body), { ...deps, eInvoices })).rejects.toMatchObject({
       code: 'store_busy',
     });
@@ -709,9 +698,7 @@ describe('handle with the memo', () => {
     const time = new ManualTime();
     const memo = new AnalysisMemo(new MemoryMemoStore(), onTime(time));
     const { reader, analyzer, deps } = handlerDeps({ clock: time.clock, memo });
-    const body = pushBody('9', { size: Buffer.byteLength(INVOICE) });
-    const attrs = (body.message as { attributes: Record<string, string> }).attributes;
-    reader.put(attrs.bucketId!, attrs.objectId!, attrs.objectGeneration!, INVOICE);
+    const body = announceInvoice([reader], '9');
     analyzer.hold();
     const deadline = Deadline.after(498_000, time.clock, time);
     const cut = handle(parsePush(body), deps, deadline).catch((e: unknown) => e);
@@ -750,10 +737,7 @@ describe('handle with the memo', () => {
     const { store, reader, deps } = handlerDeps({ clock: time.clock, memo });
     const deadline = (ms: number) => Deadline.after(ms, time.clock, time);
     const delivery = (id: string, name: string) => {
-      const body = pushBody(id, { size: Buffer.byteLength(INVOICE), name });
-      const attrs = (body.message as { attributes: Record<string, string> }).attributes;
-      reader.put(attrs.bucketId!, attrs.objectId!, attrs.objectGeneration!, INVOICE);
-      return parsePush(body);
+      return parsePush(announceInvoice([reader], id, { name }));
     };
     const leaseOf = (dedupKey: string) =>
       memoStore.leases.get(AnalysisMemo.leaseKey(dedupKey))!.expiresAt.getTime();
@@ -782,10 +766,7 @@ describe('handle with the memo', () => {
     const memoB = new AnalysisMemo(memoStore, options);
     const a = handlerDeps({ clock: time.clock, memo: memoA });
     const b = handlerDeps({ clock: time.clock, memo: memoB, store: a.store });
-    const body = pushBody('1', { size: Buffer.byteLength(INVOICE) });
-    const attrs = (body.message as { attributes: Record<string, string> }).attributes;
-    for (const { reader } of [a, b])
-      reader.put(attrs.bucketId!, attrs.objectId!, attrs.objectGeneration!, INVOICE);
+    const body = announceInvoice([a.reader, b.reader]);
     const key = dedupKey(parsePush(body), 'object');
     const leaseOf = () => memoStore.leases.get(AnalysisMemo.leaseKey(key))!.expiresAt.getTime();
 
@@ -927,8 +908,6 @@ describe('handle with the memo', () => {
 });
 
 describe('an analyzer rollout: two revisions, another model each, share one memo and one lease', () => {
-  const INVOICE = 'FACTURE N° F-2026-0042\nTotal TTC : 1 234,56 €\n';
-
   /** The old revision and the new one: one memo bucket, one table. */
   function revisions(time: ManualTime) {
     const memoStore = new MemoryMemoStore();
@@ -939,10 +918,7 @@ describe('an analyzer rollout: two revisions, another model each, share one memo
       memo: new AnalysisMemo(memoStore, options),
       store: old.store,
     });
-    const body = pushBody('1', { size: Buffer.byteLength(INVOICE) });
-    const attrs = (body.message as { attributes: Record<string, string> }).attributes;
-    for (const { reader } of [old, next])
-      reader.put(attrs.bucketId!, attrs.objectId!, attrs.objectGeneration!, INVOICE);
+    const body = announceInvoice([old.reader, next.reader]);
     const seen = { count: 0 };
     const lookup = old.store.seen.bind(old.store);
     old.store.seen = (key) => {
@@ -1077,6 +1053,15 @@ describe('interleaving 4: a lease shorter than the work', () => {
     return { store, a: make(), b: make() };
   }
   const deadline = (time: ManualTime, ms: number) => Deadline.after(ms, time.clock, time);
+  /** `memo`'s turn to write KEY, asked for now: `came()` says whether it has come yet. */
+  function askTurn(time: ManualTime, memo: AnalysisMemo) {
+    let came = false;
+    const turn = memo.leases.writeTurn(KEY, deadline(time, 498_000)).then((t) => {
+      came = true;
+      return t;
+    });
+    return { turn, came: () => came };
+  }
 
   it("keeps the lease for the holder's whole analysis: a 100 s analysis on one instance is not paid again on another", async () => {
     const time = new ManualTime();
@@ -1108,19 +1093,15 @@ describe('interleaving 4: a lease shorter than the work', () => {
     await time.advance(1_000);
     // B found A's analysis in the memo while A's write runs.
     expect(await second).toEqual({ result: paid(), source: 'memo' });
-    let bWrites = false;
-    const turnB = b.leases.writeTurn(KEY, deadline(time, 498_000)).then((turn) => {
-      bWrites = true;
-      return turn;
-    });
+    const turnB = askTurn(time, b);
     // A's MERGE is slow (20 s): B does not write meanwhile, however long it takes.
     await time.advance(20_000);
-    expect(bWrites).toBe(false);
+    expect(turnB.came()).toBe(false);
     turnA.done();
     // Once A's lease runs out (at most one lease time after its write), B takes it over.
     await time.advance(15_000);
-    expect(bWrites).toBe(true);
-    (await turnB).done();
+    expect(turnB.came()).toBe(true);
+    (await turnB.turn).done();
   });
 
   it('interleaving 7: a delivery whose lease failed and never wrote does not let a later one on its instance write unguarded (soak I4, seed 112)', async () => {
@@ -1147,17 +1128,13 @@ describe('interleaving 4: a lease shorter than the work', () => {
     expect(await analyse(a, KEY, async () => paid(9999), undefined, deadline(time, 498_000))).toMatchObject({
       source: 'memo',
     });
-    let aWrites = false;
-    const turnA = a.leases.writeTurn(KEY, deadline(time, 498_000)).then((turn) => {
-      aWrites = true;
-      return turn;
-    });
+    const turnA = askTurn(time, a);
     await time.advance(20_000);
-    expect(aWrites).toBe(false);
+    expect(turnA.came()).toBe(false);
     turnB.done();
     await time.advance(15_000);
-    expect(aWrites).toBe(true);
-    (await turnA).done();
+    expect(turnA.came()).toBe(true);
+    (await turnA.turn).done();
   });
 
   it('takes the lease for the write when the memo refused both analyses theirs: the two writes do not overlap (soak I4, seeds 70, 272)', async () => {
@@ -1181,18 +1158,14 @@ describe('interleaving 4: a lease shorter than the work', () => {
     expect([workA.mock.calls.length, workB.mock.calls.length]).toEqual([1, 1]);
     // ...but only one writes at a time: B waits while A's MERGE runs.
     const turnA = await a.leases.writeTurn(KEY, deadline(time, 498_000));
-    let bWrites = false;
-    const turnB = b.leases.writeTurn(KEY, deadline(time, 498_000)).then((turn) => {
-      bWrites = true;
-      return turn;
-    });
+    const turnB = askTurn(time, b);
     await time.advance(30_000);
-    expect(bWrites).toBe(false);
+    expect(turnB.came()).toBe(false);
     // A's write answered: its lease ends at once, and B goes within one poll (not a lease time).
     turnA.done(true);
     await time.advance(1_000);
-    expect(bWrites).toBe(true);
-    (await turnB).done(true);
+    expect(turnB.came()).toBe(true);
+    (await turnB.turn).done(true);
   });
 
   it('waits out a lease its own timed-out call created, then takes it over, within its deadline', async () => {
@@ -1212,17 +1185,13 @@ describe('interleaving 4: a lease shorter than the work', () => {
     const orphan = store.leases.get(AnalysisMemo.leaseKey(KEY))!;
     const round0 = orphan.expiresAt.getTime();
     expect(round0).toBe(time.ms - 8_000 + 15_000);
-    let writes = false;
-    const turn = memo.leases.writeTurn(KEY, deadline(time, 498_000)).then((t) => {
-      writes = true;
-      return t;
-    });
-    while (time.ms < round0 - 1_000 && !writes) await time.advance(500);
-    expect(writes).toBe(false);
+    const turn = askTurn(time, memo);
+    while (time.ms < round0 - 1_000 && !turn.came()) await time.advance(500);
+    expect(turn.came()).toBe(false);
     await time.advance(2_000);
-    expect(writes).toBe(true);
+    expect(turn.came()).toBe(true);
     expect(store.leases.get(AnalysisMemo.leaseKey(KEY))!.holder).not.toBe(orphan.holder);
-    (await turn).done(true);
+    (await turn.turn).done(true);
   });
 
   it('moves the lease past the bound of the write it guards: a holder killed mid-statement still keeps the next writer out (soak I4, seeds 339, 773)', async () => {
@@ -1239,17 +1208,13 @@ describe('interleaving 4: a lease shorter than the work', () => {
     expect(store.leases.get(AnalysisMemo.leaseKey(KEY))!.expiresAt.getTime()).toBe(holderDeadline + 15_000);
     // The holder's write is cut at shutdown (its statement may still run): the lease stays.
     turnA.done(false);
-    let bWrites = false;
-    const turnB = b.leases.writeTurn(KEY, deadline(time, 498_000)).then((turn) => {
-      bWrites = true;
-      return turn;
-    });
+    const turnB = askTurn(time, b);
     // Second by second (B looks at the lease every poll), up to 1 s before the lease's end.
-    while (time.ms < holderDeadline + 14_000 && !bWrites) await time.advance(1_000);
-    expect(bWrites).toBe(false);
+    while (time.ms < holderDeadline + 14_000 && !turnB.came()) await time.advance(1_000);
+    expect(turnB.came()).toBe(false);
     await time.advance(2_000);
-    expect(bWrites).toBe(true);
-    (await turnB).done(true);
+    expect(turnB.came()).toBe(true);
+    (await turnB.turn).done(true);
   });
 
   it('keeps the write’s lease to its heartbeat on a store whose writes die with their process (SQLite): a killed holder holds up the next writer one lease time at most', async () => {
@@ -1376,7 +1341,6 @@ describe('interleaving 4: a lease shorter than the work', () => {
 });
 
 describe('interleaving 5: paid work paid again', () => {
-  const INVOICE = 'FACTURE N° F-2026-0042\nTotal TTC : 1 234,56 €\n';
   const usage = { promptTokens: 2400, outputTokens: 600, totalTokens: 3000 };
 
   function setup(admission?: QuotaGate) {
@@ -1386,17 +1350,13 @@ describe('interleaving 5: paid work paid again', () => {
       memo: new AnalysisMemo(memoStore, { ttlMs: 8 * DAY_MS, clock: new ManualClock(), leaseMs: 0 }),
       ...(admission ? { admission } : {}),
     });
-    const body = pushBody('1', { size: Buffer.byteLength(INVOICE) });
-    const attrs = (body.message as { attributes: Record<string, string> }).attributes;
-    reader.put(attrs.bucketId!, attrs.objectId!, attrs.objectGeneration!, INVOICE);
+    const body = announceInvoice([reader]);
     // The first write fails (a full DML queue): Pub/Sub delivers again.
-    const record = store.record.bind(store);
-    let failures = 1;
-    store.record = async (row) => {
-      if (failures-- > 0)
-        throw new TransientError('bigquery_dml_queue_full', 'Too many DML statements outstanding');
-      return record(row);
-    };
+    failWrites(
+      store,
+      1,
+      new TransientError('bigquery_dml_queue_full', 'Too many DML statements outstanding'),
+    );
     return { store, analyzer, deps, body, memoStore };
   }
 
