@@ -226,8 +226,22 @@ describe('AnalysisMemo across instances (the lease)', () => {
     return { clock, store, a: make(), b: make() };
   }
 
-  it('makes a concurrent delivery in another instance wait for the holder and share its analysis', async () => {
-    const { a, b } = twoInstances();
+  it.each([
+    ['makes a concurrent delivery in another instance wait for the holder and share its analysis', false],
+    [
+      'serialises a second wave of concurrent retries after a failed first holder: one paid analysis (soak I5, seed 13)',
+      true,
+    ],
+  ])('%s', async (_, afterFailedHolder) => {
+    const { clock, a, b } = twoInstances();
+    if (afterFailedHolder) {
+      const failing = async (): Promise<AnalysisResult> => {
+        throw new TransientError('analyzer_unavailable', 'the analyzer answered 503');
+      };
+      await expect(analyse(a, KEY, failing)).rejects.toMatchObject({ code: 'analyzer_unavailable' });
+      // Pub/Sub's backoff: both retries come after the failed holder ended its lease.
+      clock.ms += 61_000;
+    }
     let finish: (r: AnalysisResult) => void = () => {};
     const workA = jest.fn(() => new Promise<AnalysisResult>((resolve) => (finish = resolve)));
     const workB = jest.fn(async () => paid(9999));
@@ -238,6 +252,7 @@ describe('AnalysisMemo across instances (the lease)', () => {
     finish(paid());
     expect(await first).toMatchObject({ source: 'analyzer' });
     expect(await second).toEqual({ result: paid(), source: 'shared' });
+    expect(workA).toHaveBeenCalledTimes(1);
     expect(workB).not.toHaveBeenCalled();
   });
 
@@ -261,30 +276,27 @@ describe('AnalysisMemo across instances (the lease)', () => {
     expect(work).not.toHaveBeenCalled();
   });
 
-  it('keeps the attempts a failed delivery paid for: its retry on another instance goes on after them (soak I5, seed 168)', async () => {
+  // A's first attempt is paid and answered outside the schema; its second is refused for a reason not
+  // about the document (404 NOT_FOUND), which ends the delivery (503); or the model is not found
+  // (a configuration fault), fixed before the retry.
+  it.each([
+    [
+      'a failed delivery paid for: its retry on another instance goes on after them (soak I5, seed 168)',
+      TransientError,
+      'dependency_refused',
+    ],
+    [
+      'paid before a configuration fault (a 404 for the model): the retry after the fix goes on after them',
+      ConfigurationError,
+      'analyzer_model_not_found',
+    ],
+  ] as const)('keeps the attempts %s', async (_, Failure, code) => {
     const { clock, a, b } = twoInstances();
-    // A's first attempt is paid and answered outside the schema; its second is refused for a
-    // reason not about the document (404 NOT_FOUND), which ends the delivery (503).
     const progress = { attemptsDone: 1, problems: 'total_amount: expected a number' };
     const usage = { promptTokens: 1200, outputTokens: 300, totalTokens: 1500 };
-    const refused = new TransientError('dependency_refused', 'Gemini: 404 NOT_FOUND', { usage, progress });
-    await expect(analyse(a, KEY, () => Promise.reject(refused))).rejects.toThrow('404');
+    const failure = new Failure(code, 'Gemini: 404 NOT_FOUND', { usage, progress });
+    await expect(analyse(a, KEY, () => Promise.reject(failure))).rejects.toThrow('404');
     // The retry reaches B.
-    clock.ms += 120_000;
-    const work = jest.fn(async (_resume?: AnalysisProgress) => paid());
-    expect(await analyse(b, KEY, work)).toMatchObject({ source: 'analyzer' });
-    expect(work).toHaveBeenCalledWith(progress);
-  });
-
-  it('keeps the attempts paid before a configuration fault (a 404 for the model): the retry after the fix goes on after them', async () => {
-    const { clock, a, b } = twoInstances();
-    const progress = { attemptsDone: 1, problems: 'total_amount: expected a number' };
-    const usage = { promptTokens: 1200, outputTokens: 300, totalTokens: 1500 };
-    const fault = new ConfigurationError('analyzer_model_not_found', 'Gemini: 404 NOT_FOUND', {
-      usage,
-      progress,
-    });
-    await expect(analyse(a, KEY, () => Promise.reject(fault))).rejects.toThrow('404');
     clock.ms += 120_000;
     const work = jest.fn(async (_resume?: AnalysisProgress) => paid());
     expect(await analyse(b, KEY, work)).toMatchObject({ source: 'analyzer' });
@@ -325,28 +337,6 @@ describe('AnalysisMemo across instances (the lease)', () => {
     const started = clock.ms;
     expect(await analyse(b, KEY, async () => paid())).toMatchObject({ source: 'analyzer' });
     expect(clock.ms - started).toBe(60_000);
-  });
-
-  it('serialises a second wave of concurrent retries after a failed first holder: one paid analysis (soak I5, seed 13)', async () => {
-    const { clock, a, b } = twoInstances();
-    const failing = async (): Promise<AnalysisResult> => {
-      throw new TransientError('analyzer_unavailable', 'the analyzer answered 503');
-    };
-    await expect(analyse(a, KEY, failing)).rejects.toMatchObject({ code: 'analyzer_unavailable' });
-    // Pub/Sub's backoff: both retries come after the failed holder ended its lease.
-    clock.ms += 61_000;
-    let finish: (r: AnalysisResult) => void = () => {};
-    const workA = jest.fn(() => new Promise<AnalysisResult>((resolve) => (finish = resolve)));
-    const workB = jest.fn(async () => paid(9999));
-    const retryA = analyse(a, KEY, workA);
-    await new Promise((resolve) => setImmediate(resolve));
-    const retryB = analyse(b, KEY, workB);
-    await new Promise((resolve) => setImmediate(resolve));
-    finish(paid());
-    expect(await retryA).toMatchObject({ source: 'analyzer' });
-    expect(await retryB).toEqual({ result: paid(), source: 'shared' });
-    expect(workA).toHaveBeenCalledTimes(1);
-    expect(workB).not.toHaveBeenCalled();
   });
 
   it('takes over a lease that expired, and makes a later delivery wait for its new holder', async () => {
