@@ -525,17 +525,22 @@ describe('FileMemoStore', () => {
   });
 });
 
-describe('handle with the memo', () => {
-  function setup(memoStore: MemoStore = new MemoryMemoStore(), admission?: QuotaGate) {
-    const { store, reader, analyzer, deps } = handlerDeps({
-      clock: new ManualClock(),
-      memo: new AnalysisMemo(memoStore, { ttlMs: 8 * DAY_MS, clock: new ManualClock() }),
-      ...(admission ? { admission } : {}),
-    });
-    const body = announceInvoice([reader]);
-    return { store, reader, analyzer, deps, body };
-  }
+/** The handler over a memo in `memoStore` (`options` on top), with INVOICE stored and announced. */
+function setup(
+  memoStore: MemoStore = new MemoryMemoStore(),
+  admission?: QuotaGate,
+  options: Partial<AnalysisMemoOptions> = {},
+) {
+  const { store, reader, analyzer, deps } = handlerDeps({
+    clock: new ManualClock(),
+    memo: new AnalysisMemo(memoStore, { ttlMs: 8 * DAY_MS, clock: new ManualClock(), ...options }),
+    ...(admission ? { admission } : {}),
+  });
+  const body = announceInvoice([reader]);
+  return { store, reader, analyzer, deps, body };
+}
 
+describe('handle with the memo', () => {
   it("keeps the key's lease across the gate's retry of a call the quota refused: taken once, not ended and taken again", async () => {
     // Ended and taken again within a second, the lease object would be written twice (Cloud Storage
     // refuses the second write) and the retry would wait out its own lease, then look the key up.
@@ -1333,14 +1338,9 @@ describe('interleaving 4: a lease shorter than the work', () => {
 describe('interleaving 5: paid work paid again', () => {
   const usage = { promptTokens: 2400, outputTokens: 600, totalTokens: 3000 };
 
-  function setup(admission?: QuotaGate) {
+  function failingFirstWrite(admission?: QuotaGate) {
     const memoStore = new MemoryMemoStore();
-    const { store, reader, analyzer, deps } = handlerDeps({
-      clock: new ManualClock(),
-      memo: new AnalysisMemo(memoStore, { ttlMs: 8 * DAY_MS, clock: new ManualClock(), leaseMs: 0 }),
-      ...(admission ? { admission } : {}),
-    });
-    const body = announceInvoice([reader]);
+    const { store, analyzer, deps, body } = setup(memoStore, admission, { leaseMs: 0 });
     // The first write fails (a full DML queue): Pub/Sub delivers again.
     failWrites(
       store,
@@ -1356,7 +1356,7 @@ describe('interleaving 5: paid work paid again', () => {
   ] as const)(
     'replays a paid %s from the memo after a failed write, without paying again',
     async (reason, detail) => {
-      const { store, analyzer, deps, body } = setup();
+      const { store, analyzer, deps, body } = failingFirstWrite();
       analyzer.failNext(new RejectionError(reason, detail, { usage }));
       await expect(handle(parsePush(body), deps)).rejects.toMatchObject({ code: 'bigquery_dml_queue_full' });
       const retry = await handle(parsePush(body), deps);
@@ -1371,7 +1371,7 @@ describe('interleaving 5: paid work paid again', () => {
   );
 
   it('does not keep a refusal that cost nothing (the object is gone): the memo holds paid outcomes only', async () => {
-    const { deps, body, memoStore } = setup();
+    const { deps, body, memoStore } = failingFirstWrite();
     deps.reader = { read: async () => Promise.reject(new RejectionError('object_gone', 'generation gone')) };
     await expect(handle(parsePush(body), deps)).rejects.toMatchObject({ code: 'bigquery_dml_queue_full' });
     expect(memoStore.entries.size).toBe(0);
@@ -1379,7 +1379,7 @@ describe('interleaving 5: paid work paid again', () => {
 
   it('records the tokens of a paid first call when the second got a 429 and the gate ran the analysis again', async () => {
     const gate = new QuotaGate({ maxInFlight: 2, maxWaitMs: 60_000, initialPauseMs: 0, maxPauseMs: 0 });
-    const { store, analyzer, deps, body } = setup(gate);
+    const { store, analyzer, deps, body } = failingFirstWrite(gate);
     // First run: one call answered (paid) outside the schema, the second refused with a 429.
     analyzer.failNext(new TransientError(RATE_LIMITED, 'Gemini: 429 RESOURCE_EXHAUSTED', { usage }));
     await expect(handle(parsePush(body), deps)).rejects.toMatchObject({ code: 'bigquery_dml_queue_full' });
