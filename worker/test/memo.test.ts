@@ -646,13 +646,14 @@ describe('handle with the memo', () => {
     expect(store.rowsFor(retry.dedupKey)[0]).toMatchObject({ total_tokens: 1500, model: 'scripted' });
   });
 
+  // A PDF may carry an e-invoice: it is read before the paid work (here it carries none).
+  const eInvoices = {
+    accepts: (mime: string) => mime === 'application/pdf',
+    read: async () => ({ kind: 'none' as const }),
+  };
+
   it('writes the kept, paid analysis of a PDF whose generation is gone by the retry, never `object_gone`', async () => {
     const { store, reader, analyzer, deps } = setup();
-    // A PDF may carry an e-invoice: it is read before the paid work (here it carries none).
-    const eInvoices = {
-      accepts: (mime: string) => mime === 'application/pdf',
-      read: async () => ({ kind: 'none' as const }),
-    };
     const pdf = Buffer.from('%PDF-1.7\n1 0 obj <<>> endobj\ntrailer <<>>\n%%EOF\n');
     const body = pushBody('7', {
       name: '2026/11/facture-0007.pdf',
@@ -674,10 +675,6 @@ describe('handle with the memo', () => {
 
   it('still rejects a PDF whose generation is gone when nothing was paid for it (object_gone)', async () => {
     const { store, analyzer, deps } = setup();
-    const eInvoices = {
-      accepts: (mime: string) => mime === 'application/pdf',
-      read: async () => ({ kind: 'none' as const }),
-    };
     const body = pushBody('8', {
       name: '2026/11/facture-0008.pdf',
       contentType: 'application/pdf',
