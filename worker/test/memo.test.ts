@@ -728,9 +728,7 @@ describe('handle with the memo', () => {
     const memo = new AnalysisMemo(memoStore, onTime(time, { writesOutliveInstance: true }));
     const { store, reader, deps } = handlerDeps({ clock: time.clock, memo });
     const deadline = (ms: number) => Deadline.after(ms, time.clock, time);
-    const delivery = (id: string, name: string) => {
-      return parsePush(announceInvoice([reader], id, { name }));
-    };
+    const delivery = (id: string, name: string) => parsePush(announceInvoice([reader], id, { name }));
     const leaseOf = (dedupKey: string) =>
       memoStore.leases.get(AnalysisMemo.leaseKey(dedupKey))!.expiresAt.getTime();
 
@@ -752,13 +750,7 @@ describe('handle with the memo', () => {
 
   it('keeps the key’s lease to its bound when the write’s outcome is unknown: neither another instance nor this instance’s own retry writes meanwhile', async () => {
     const time = new ManualTime();
-    const memoStore = new MemoryMemoStore();
-    const options = onTime(time, { writesOutliveInstance: true });
-    const memoA = new AnalysisMemo(memoStore, options);
-    const memoB = new AnalysisMemo(memoStore, options);
-    const a = handlerDeps({ clock: time.clock, memo: memoA });
-    const b = handlerDeps({ clock: time.clock, memo: memoB, store: a.store });
-    const body = announceInvoice([a.reader, b.reader]);
+    const { memoStore, old: a, next: b, body } = revisions(time);
     const key = dedupKey(parsePush(body), 'object');
     const leaseOf = () => memoStore.leases.get(AnalysisMemo.leaseKey(key))!.expiresAt.getTime();
 
@@ -899,27 +891,30 @@ describe('handle with the memo', () => {
   });
 });
 
-describe('an analyzer rollout: two revisions, another model each, share one memo and one lease', () => {
-  /** The old revision and the new one: one memo bucket, one table. */
-  function revisions(time: ManualTime) {
-    const memoStore = new MemoryMemoStore();
-    const options = onTime(time, { writesOutliveInstance: true });
-    const old = handlerDeps({ clock: time.clock, memo: new AnalysisMemo(memoStore, options) });
-    const next = handlerDeps({
-      clock: time.clock,
-      memo: new AnalysisMemo(memoStore, options),
-      store: old.store,
-    });
-    const body = announceInvoice([old.reader, next.reader]);
-    const seen = { count: 0 };
-    const lookup = old.store.seen.bind(old.store);
-    old.store.seen = (key) => {
-      seen.count++;
-      return lookup(key);
-    };
-    return { old, next, body, seen, deadline: () => Deadline.after(498_000, time.clock, time) };
-  }
+/**
+ * Two instances, or the old revision and the new one: one memo bucket, one table, INVOICE stored and
+ * announced; `seen` counts the table's lookups.
+ */
+function revisions(time: ManualTime) {
+  const memoStore = new MemoryMemoStore();
+  const options = onTime(time, { writesOutliveInstance: true });
+  const old = handlerDeps({ clock: time.clock, memo: new AnalysisMemo(memoStore, options) });
+  const next = handlerDeps({
+    clock: time.clock,
+    memo: new AnalysisMemo(memoStore, options),
+    store: old.store,
+  });
+  const body = announceInvoice([old.reader, next.reader]);
+  const seen = { count: 0 };
+  const lookup = old.store.seen.bind(old.store);
+  old.store.seen = (key) => {
+    seen.count++;
+    return lookup(key);
+  };
+  return { memoStore, old, next, body, seen, deadline: () => Deadline.after(498_000, time.clock, time) };
+}
 
+describe('an analyzer rollout: two revisions, another model each, share one memo and one lease', () => {
   it('answers a redelivery of a document the old version wrote as a duplicate at the lookup: no second payment', async () => {
     const time = new ManualTime();
     const { old, next, body, seen, deadline } = revisions(time);
