@@ -96,8 +96,6 @@ interface Sample {
   vatColumn: boolean;
   /** VAT is not charged (French micro-entreprise): no tax line, a mention instead. */
   vatExempt?: boolean;
-  /** Credit notes print negative amounts. */
-  negative?: boolean;
   items: Item[];
   wording: Wording;
   /** Lines between the dates and the customer (references, periods). */
@@ -153,7 +151,8 @@ const cents = (value: number) => Math.round(value * 100) / 100;
 
 /** The figures of a sample, computed once for the document and for expected.json. */
 function figures(sample: Sample) {
-  const sign = sample.negative ? -1 : 1;
+  // Credit notes print negative amounts.
+  const sign = sample.documentType === 'credit_note' ? -1 : 1;
   const lines = sample.items.map((item) => ({
     ...item,
     unitPrice: sign * item.unitPrice,
@@ -494,7 +493,6 @@ const SAMPLES: Sample[] = [
     dates: 'dmy-slash',
     itemCurrency: true,
     vatColumn: true,
-    negative: true,
     items: [
       { description: 'Retour : albums jeunesse (lot de 10)', quantity: 2, unitPrice: 60, vatRate: 5.5 },
       {
@@ -746,7 +744,6 @@ const SAMPLES: Sample[] = [
     dates: 'dmy-slash',
     itemCurrency: true,
     vatColumn: true,
-    negative: true,
     items: [{ description: 'Dashboard licence, unused seats', quantity: 5, unitPrice: 90, vatRate: 21 }],
     wording: {
       ...EN_WORDING,
