@@ -427,8 +427,10 @@ describe('AnalysisMemo across instances (the lease)', () => {
 
 describe('FileMemoStore', () => {
   let dir: string;
+  let store: FileMemoStore;
   beforeEach(() => {
     dir = mkdtempSync(path.join(tmpdir(), 'docline-memo-'));
+    store = new FileMemoStore(dir);
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -436,11 +438,10 @@ describe('FileMemoStore', () => {
   const entry = (total: number): MemoEntry => ({ ...paid(total), createdAt: '2026-11-30T04:00:00.000Z' });
 
   it('answers undefined for a key it never kept', async () => {
-    expect(await new FileMemoStore(dir).get(key(1))).toBeUndefined();
+    expect(await store.get(key(1))).toBeUndefined();
   });
 
   it('keeps the first of two racing creates whole, and leaves no temporary file', async () => {
-    const store = new FileMemoStore(dir);
     await Promise.all(Array.from({ length: 8 }, (_, i) => store.create(key(1), entry(1000 + i))));
     const kept = await store.get(key(1));
     expect(kept?.usage.totalTokens).toBeGreaterThanOrEqual(1000);
@@ -453,7 +454,6 @@ describe('FileMemoStore', () => {
   });
 
   it('prunes the entries written before the cutoff and keeps the others', async () => {
-    const store = new FileMemoStore(dir);
     await store.create(key(1), entry(1));
     await store.create(key(2), entry(2));
     const old = new Date('2026-11-01T00:00:00Z');
@@ -465,7 +465,6 @@ describe('FileMemoStore', () => {
   });
 
   it('gives a lease to the first caller only and tells the others when it expires', async () => {
-    const store = new FileMemoStore(dir);
     const now = new Date('2026-11-30T04:00:00.000Z');
     const until = new Date('2026-11-30T04:01:00.000Z');
     const answers = await Promise.all([1, 2, 3].map(() => store.lease(key(1), until, now)));
@@ -476,7 +475,6 @@ describe('FileMemoStore', () => {
   });
 
   it('renews a lease for its holder only, by replacing its file whole, and takes over one that ended', async () => {
-    const store = new FileMemoStore(dir);
     const t = (s: number) => new Date(Date.parse('2026-11-30T04:00:00.000Z') + s * 1000);
     const mine = (await store.lease(key(2), t(15), t(0))) as { token: string };
     expect(await store.renew(key(2), mine.token, t(35))).toBe(mine.token);
@@ -492,14 +490,11 @@ describe('FileMemoStore', () => {
   });
 
   it('refuses a key that is not namespace/sha256, so no name can escape its folder', async () => {
-    await expect(new FileMemoStore(dir).get('../../etc/passwd')).rejects.toThrow('not a memo key');
-    await expect(new FileMemoStore(dir).lease(`${key(1)}~../x`, new Date(), new Date())).rejects.toThrow(
-      'not a memo key',
-    );
+    await expect(store.get('../../etc/passwd')).rejects.toThrow('not a memo key');
+    await expect(store.lease(`${key(1)}~../x`, new Date(), new Date())).rejects.toThrow('not a memo key');
   });
 
   it('breaks a lock left by a process that died mid-change', async () => {
-    const store = new FileMemoStore(dir);
     const lease = AnalysisMemo.leaseKey(KEY);
     const file = path.join(dir, `${lease}.lease.lock`);
     mkdirSync(path.dirname(file), { recursive: true });
@@ -512,7 +507,6 @@ describe('FileMemoStore', () => {
   });
 
   it('tells whether a key was ever leased, without taking its lease (leases are `lease/sha256`, one for every version)', async () => {
-    const store = new FileMemoStore(dir);
     const lease = AnalysisMemo.leaseKey(KEY);
     expect(lease).toMatch(/^lease\/[a-f0-9]{64}$/);
     expect(await store.hasLease(lease)).toBe(false);
