@@ -53,6 +53,13 @@ const paid = (total = 1500): AnalysisResult => ({
   usage: { promptTokens: total - 300, outputTokens: 300, totalTokens: total },
 });
 
+/** Work that answers when the test calls `finish`, and never if it does not. */
+function held() {
+  let finish: (r: AnalysisResult) => void = () => {};
+  const work = jest.fn(() => new Promise<AnalysisResult>((resolve) => (finish = resolve)));
+  return { work, finish: (r: AnalysisResult) => finish(r) };
+}
+
 /** A memo store that is down: every call fails. */
 class DownMemoStore implements MemoStore {
   async get(): Promise<MemoEntry | undefined> {
@@ -169,8 +176,7 @@ describe('AnalysisMemo', () => {
 
   it('lets concurrent deliveries of one key share one analysis', async () => {
     const memo = memoOn(new MemoryMemoStore());
-    let finish: (r: AnalysisResult) => void = () => {};
-    const work = jest.fn(() => new Promise<AnalysisResult>((resolve) => (finish = resolve)));
+    const { work, finish } = held();
     const first = analyse(memo, KEY, work);
     const second = analyse(memo, KEY, work);
     await new Promise((resolve) => setImmediate(resolve));
@@ -242,8 +248,7 @@ describe('AnalysisMemo across instances (the lease)', () => {
       // Pub/Sub's backoff: both retries come after the failed holder ended its lease.
       clock.ms += 61_000;
     }
-    let finish: (r: AnalysisResult) => void = () => {};
-    const workA = jest.fn(() => new Promise<AnalysisResult>((resolve) => (finish = resolve)));
+    const { work: workA, finish } = held();
     const workB = jest.fn(async () => paid(9999));
     const first = analyse(a, KEY, workA);
     await new Promise((resolve) => setImmediate(resolve));
@@ -344,8 +349,8 @@ describe('AnalysisMemo across instances (the lease)', () => {
     const key = AnalysisMemo.leaseKey(KEY);
     await store.lease(key, new Date(clock.ms - 1), new Date(clock.ms - 60_000));
     const expired = store.leases.get(key)!.holder;
-    let finish: (r: AnalysisResult) => void = () => {};
-    const first = analyse(a, KEY, () => new Promise<AnalysisResult>((resolve) => (finish = resolve)));
+    const { work, finish } = held();
+    const first = analyse(a, KEY, work);
     await new Promise((resolve) => setImmediate(resolve));
     const workB = jest.fn(async () => paid(9999));
     const second = analyse(b, KEY, workB);
@@ -1047,8 +1052,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
   it("keeps the lease for the holder's whole analysis: a 100 s analysis on one instance is not paid again on another", async () => {
     const time = new ManualTime();
     const { a, b } = twoInstances(time);
-    let finish: (r: AnalysisResult) => void = () => {};
-    const workA = jest.fn(() => new Promise<AnalysisResult>((resolve) => (finish = resolve)));
+    const { work: workA, finish } = held();
     const workB = jest.fn(async () => paid(9999));
     // A doubled notification: the same upload reaches two instances together.
     const first = analyse(a, KEY, workA, undefined, deadline(time, 498_000));
@@ -1218,13 +1222,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
     const options = onTime(time);
     const holder = new AnalysisMemo(store, options);
     const waiter = new AnalysisMemo(flaky, { ...options, logger });
-    const first = analyse(
-      holder,
-      KEY,
-      () => new Promise<AnalysisResult>(() => {}),
-      undefined,
-      deadline(time, 498_000),
-    );
+    const first = analyse(holder, KEY, held().work, undefined, deadline(time, 498_000));
     first.catch(() => {});
     await settle();
     const work = jest.fn(async () => paid(9999));
@@ -1250,13 +1248,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
       },
     });
     const holder = new AnalysisMemo(slow, onTime(time));
-    const outcome = analyse(
-      holder,
-      KEY,
-      () => new Promise<AnalysisResult>(() => {}),
-      undefined,
-      deadline(time, 60_000),
-    );
+    const outcome = analyse(holder, KEY, held().work, undefined, deadline(time, 60_000));
     outcome.catch(() => {});
     await settle();
     await time.advance(15_500);
@@ -1267,14 +1259,8 @@ describe('interleaving 4: a lease shorter than the work', () => {
   it('renews the lease while the holder works and writes, and stops renewing when its write is done', async () => {
     const time = new ManualTime();
     const { store, a } = twoInstances(time);
-    let finish: (r: AnalysisResult) => void = () => {};
-    const outcome = analyse(
-      a,
-      KEY,
-      () => new Promise<AnalysisResult>((resolve) => (finish = resolve)),
-      undefined,
-      deadline(time, 498_000),
-    );
+    const { work, finish } = held();
+    const outcome = analyse(a, KEY, work, undefined, deadline(time, 498_000));
     const leaseOf = () => store.leases.get(AnalysisMemo.leaseKey(KEY))!.expiresAt.getTime();
     await settle();
     const taken = leaseOf();
