@@ -5,7 +5,7 @@ import { SqliteStore } from '../../worker/src/adapters/stores/sqlite-store';
 import { dataDirLayout } from '../../worker/src/contract/data-dir';
 import { objectUri, RECONCILE_ATTRIBUTE } from '../../worker/src/reconcile/notification';
 import { APPLY_CONFIRM_THRESHOLD, RECONCILE_EXIT } from '../../worker/src/reconcile/reconcile';
-import { main } from '../commands/reconcile';
+import { runReconcile } from '../lib/e2e-targets';
 import { LOCAL_NAMES, type Pipeline, startPipeline } from '../lib/pipeline';
 import { runLocalCommand } from './support/command';
 
@@ -42,15 +42,7 @@ describe('npm run reconcile on the local pipeline', () => {
     return objectUri(resource);
   }
 
-  async function reconcile(args: string[], data = dataDir) {
-    const lines: string[] = [];
-    const result = await main([...args, '--data-dir', data], {
-      env: {},
-      print: (line) => lines.push(line),
-      stderr: { isTTY: false, write: () => true },
-    });
-    return { ...result, lines };
-  }
+  const reconcile = (args: string[], data = dataDir) => runReconcile([...args, '--data-dir', data], {});
 
   /** Resolves once the worker has answered every one of these messages. */
   const answered = (ids: string[]) =>
