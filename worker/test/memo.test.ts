@@ -61,19 +61,10 @@ function held() {
 }
 
 /** A memo store that is down: every call fails. */
-class DownMemoStore implements MemoStore {
-  async get(): Promise<MemoEntry | undefined> {
-    throw new Error('EACCES: permission denied, open memo');
-  }
-  async create(): Promise<void> {
-    throw new Error('503 Service Unavailable');
-  }
-  async lease(): Promise<LeaseTaken | { heldUntil: Date }> {
-    throw new Error('503 Service Unavailable');
-  }
-  async renew(): Promise<string | undefined> {
-    throw new Error('503 Service Unavailable');
-  }
+function downMemoStore(): MemoStore {
+  const unavailable = () => Promise.reject(new Error('503 Service Unavailable'));
+  const get = () => Promise.reject(new Error('EACCES: permission denied, open memo'));
+  return { get, create: unavailable, lease: unavailable, renew: unavailable };
 }
 
 type LeaseAnswer = LeaseTaken | { heldUntil: Date };
@@ -199,7 +190,7 @@ describe('AnalysisMemo', () => {
   });
 
   it('still does the work and answers when the memo store is down, and says so in a warning', async () => {
-    const memo = memoOn(new DownMemoStore());
+    const memo = memoOn(downMemoStore());
     const work = jest.fn(async () => paid());
     expect(await analyse(memo, KEY, work)).toEqual({ result: paid(), source: 'analyzer' });
     expect(await analyse(memo, KEY, work)).toMatchObject({ source: 'analyzer' });
@@ -829,7 +820,7 @@ describe('handle with the memo', () => {
   });
 
   it('asks the store when the memo cannot be read: a redelivery of a written document pays nothing', async () => {
-    const { store, analyzer, deps, body } = setup(new DownMemoStore());
+    const { store, analyzer, deps, body } = setup(downMemoStore());
     await handle(parsePush(body), deps);
     const again = await handle(parsePush(body), deps);
     expect(again).toMatchObject({ status: 'duplicate', duplicateAt: 'seen', analysed: false });
@@ -882,7 +873,7 @@ describe('handle with the memo', () => {
   });
 
   it('still processes the document when the memo store is down', async () => {
-    const { store, analyzer, deps, body } = setup(new DownMemoStore());
+    const { store, analyzer, deps, body } = setup(downMemoStore());
     const outcome = await handle(parsePush(body), deps);
     expect(outcome).toMatchObject({ status: 'ok', analysed: true });
     expect(analyzer.calls).toHaveLength(1);
