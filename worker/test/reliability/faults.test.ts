@@ -309,10 +309,9 @@ describe('docline under faults (worker process, SQLite, Pub/Sub emulator)', () =
   it('never logs document content or credentials', () => {
     audit.expectNoLeaks(SUITE, [...samples.flatMap((s) => s.secrets), GEMINI_KEY], 20);
   });
-  // Last, and each on a pipeline of its own: on this project's machines, after a SIGKILL the
-  // emulator was seen to stop pushing the subscription's retries for minutes (cause not
-  // established; the previous version of this suite failed the same way), which starved whatever
-  // case ran next on the same subscription. Alone on a fresh pipeline, every case passes.
+  // Last, and each on a pipeline of its own: after a SIGKILL the emulator was seen to stop pushing
+  // the subscription's retries for minutes (cause not established), which starved whatever case ran
+  // next on the same subscription. Alone on a fresh pipeline, every case passes.
   describe('a SIGKILL at each crash point, then a restart', () => {
     beforeEach(async () => {
       await rows.close();
