@@ -13,6 +13,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { crc32, deflateSync } from 'node:zlib';
 import { photoOf, scanOf } from '../bench/scans';
+import { AnalysisSchema } from '../worker/src/contract/analysis';
 import { type PdfPage, PdfWriter, type StandardFont, textWidth } from './pdf-writer';
 
 type Language = 'fr' | 'en';
@@ -95,8 +96,6 @@ interface Sample {
   vatColumn: boolean;
   /** VAT is not charged (French micro-entreprise): no tax line, a mention instead. */
   vatExempt?: boolean;
-  /** Credit notes print negative amounts. */
-  negative?: boolean;
   items: Item[];
   wording: Wording;
   /** Lines between the dates and the customer (references, periods). */
@@ -152,7 +151,8 @@ const cents = (value: number) => Math.round(value * 100) / 100;
 
 /** The figures of a sample, computed once for the document and for expected.json. */
 function figures(sample: Sample) {
-  const sign = sample.negative ? -1 : 1;
+  // Credit notes print negative amounts.
+  const sign = sample.documentType === 'credit_note' ? -1 : 1;
   const lines = sample.items.map((item) => ({
     ...item,
     unitPrice: sign * item.unitPrice,
@@ -493,7 +493,6 @@ const SAMPLES: Sample[] = [
     dates: 'dmy-slash',
     itemCurrency: true,
     vatColumn: true,
-    negative: true,
     items: [
       { description: 'Retour : albums jeunesse (lot de 10)', quantity: 2, unitPrice: 60, vatRate: 5.5 },
       {
@@ -745,7 +744,6 @@ const SAMPLES: Sample[] = [
     dates: 'dmy-slash',
     itemCurrency: true,
     vatColumn: true,
-    negative: true,
     items: [{ description: 'Dashboard licence, unused seats', quantity: 5, unitPrice: 90, vatRate: 21 }],
     wording: {
       ...EN_WORDING,
@@ -907,25 +905,11 @@ async function main(): Promise<void> {
   }
 
   const photo = png(48, 64);
+  // Every field null but the two enums, which say `other`.
   const empty = {
+    ...Object.fromEntries(Object.keys(AnalysisSchema.shape).map((field) => [field, null])),
     document_type: 'other',
     language: 'other',
-    ...Object.fromEntries(
-      [
-        'supplier_name',
-        'supplier_vat_id',
-        'supplier_siren',
-        'supplier_siret',
-        'customer_name',
-        'invoice_number',
-        'issue_date',
-        'due_date',
-        'currency',
-        'net_amount',
-        'tax_amount',
-        'total_amount',
-      ].map((field) => [field, null]),
-    ),
     line_items: [],
   };
   // A scan and a phone photo of two of the invoices above (bench/scans.ts says how they are made):

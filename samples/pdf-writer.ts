@@ -17,36 +17,14 @@ export type StandardFont = 'Helvetica' | 'Helvetica-Bold';
 /** A colour as red, green and blue between 0 and 1. */
 export type Rgb = readonly [number, number, number];
 
-// Windows-1252's characters in 0x80-0x9F (the rest of 0x20-0xFF is Latin-1, code for code).
-const WIN_ANSI_HIGH: Record<number, number> = {
-  8364: 0x80,
-  8218: 0x82,
-  402: 0x83,
-  8222: 0x84,
-  8230: 0x85,
-  8224: 0x86,
-  8225: 0x87,
-  710: 0x88,
-  8240: 0x89,
-  352: 0x8a,
-  8249: 0x8b,
-  338: 0x8c,
-  381: 0x8e,
-  8216: 0x91,
-  8217: 0x92,
-  8220: 0x93,
-  8221: 0x94,
-  8226: 0x95,
-  8211: 0x96,
-  8212: 0x97,
-  732: 0x98,
-  8482: 0x99,
-  353: 0x9a,
-  8250: 0x9b,
-  339: 0x9c,
-  382: 0x9e,
-  376: 0x9f,
-};
+// Windows-1252's characters in 0x80-0x9F, as its decoder reads them (the rest of 0x20-0xFF is
+// Latin-1, code for code; the five codes Windows-1252 leaves undefined read as C1 controls: left out).
+const WIN_ANSI_HIGH: Record<number, number> = {};
+const windows1252 = new TextDecoder('windows-1252');
+for (let byte = 0x80; byte < 0xa0; byte += 1) {
+  const code = windows1252.decode(Uint8Array.of(byte)).codePointAt(0)!;
+  if (code > 0xff) WIN_ANSI_HIGH[code] = byte;
+}
 
 // Advance widths (thousandths of the font size) of WinAnsi codes 32-255, from Adobe's AFM files of
 // the standard 14 fonts; 0 where the code has no character.

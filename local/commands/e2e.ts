@@ -42,6 +42,13 @@ async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, eve
   }
 }
 
+/** Waits for `what`: a row for each of `uris`; resolves with the rows of each. */
+const rowsOfEach = (target: Target, what: string, uris: string[]) =>
+  waitFor(what, async () => {
+    const found = await Promise.all(uris.map((u) => target.rawRowsFor(u)));
+    return found.every((r) => r.length > 0) ? found : undefined;
+  });
+
 function files(folder: string): Array<{ name: string; bytes: Buffer }> {
   const dir = path.join(SAMPLES, folder);
   return readdirSync(dir)
@@ -176,10 +183,7 @@ async function run(target: Target): Promise<void> {
     const applied = await target.reconcile([...args, '--apply']);
     if (applied.code !== 0 || applied.announced?.length !== 3)
       throw new CheckFailed(`reconcile --apply: exit ${applied.code}, ${applied.lines.join(' | ')}`);
-    const brought = await waitFor('the rows of the reconciled documents', async () => {
-      const found = await Promise.all(silent.map((u) => target.rawRowsFor(u)));
-      return found.every((r) => r.length > 0) ? found : undefined;
-    });
+    const brought = await rowsOfEach(target, 'the rows of the reconciled documents', silent);
     if (brought.some((r) => r.length !== 1))
       throw new CheckFailed(`rows per reconciled document: ${brought.map((r) => r.length).join(', ')}`);
     ok('reconcile --apply brought them in, one row each');
@@ -221,10 +225,7 @@ async function run(target: Target): Promise<void> {
   >;
   const pictureUris: string[] = [];
   for (const doc of pictures) pictureUris.push(await target.upload(`e2e-${run}/${doc.name}`, doc.bytes));
-  const pictureRows = await waitFor('the rows of the scan and the photo', async () => {
-    const found = await Promise.all(pictureUris.map((u) => target.rawRowsFor(u)));
-    return found.every((r) => r.length > 0) ? found : undefined;
-  });
+  const pictureRows = await rowsOfEach(target, 'the rows of the scan and the photo', pictureUris);
   pictureRows.forEach((found, i) => {
     const row = found[0]!;
     const { name } = pictures[i]!;
@@ -251,10 +252,7 @@ async function run(target: Target): Promise<void> {
   const structured: string[] = [];
   for (const file of eInvoices)
     structured.push(await target.upload(`e2e-${run}/e-invoices/${path.basename(file)}`, readFileSync(file)));
-  const structuredRows = await waitFor('the e-invoices’ rows', async () => {
-    const found = await Promise.all(structured.map((u) => target.rawRowsFor(u)));
-    return found.every((r) => r.length > 0) ? found : undefined;
-  });
+  const structuredRows = await rowsOfEach(target, 'the e-invoices’ rows', structured);
   structuredRows.forEach((found, i) => {
     const row = found[0]!;
     const { model, number } = E_INVOICES[i]!;

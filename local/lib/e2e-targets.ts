@@ -55,7 +55,8 @@ const TAP = 'docline-e2e-tap';
 /** What one reconcile run answered. */
 export type ReconcileRun = Awaited<ReturnType<typeof reconcileMain>> & { lines: string[] };
 
-async function runReconcile(args: string[], env: NodeJS.ProcessEnv): Promise<ReconcileRun> {
+/** Runs `npm run reconcile`'s main with these arguments, its lines collected. */
+export async function runReconcile(args: string[], env: NodeJS.ProcessEnv): Promise<ReconcileRun> {
   const lines: string[] = [];
   const result = await reconcileMain(args, {
     env,

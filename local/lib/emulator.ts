@@ -14,15 +14,6 @@ export interface PubSubEmulator {
   stop(): Promise<void>;
 }
 
-export interface StartOptions {
-  /** Port to listen on; a free loopback port when omitted. */
-  port?: number;
-  /** How long to wait for the emulator to answer, in milliseconds. */
-  readyTimeoutMs?: number;
-  /** Receives the emulator's output lines (for debugging); silent when omitted. */
-  onOutput?: (line: string) => void;
-}
-
 const INSTALL_HINT =
   'The Pub/Sub emulator from the Google Cloud CLI is required. Install the CLI ' +
   '(https://cloud.google.com/sdk/docs/install) and then the emulator: ' +
@@ -86,9 +77,9 @@ export function freePort(): Promise<number> {
  * Starts the real Pub/Sub emulator on a loopback port, in its own process group, and resolves once
  * its REST surface answers. The group is stopped by `stop()`, and also when this process exits.
  */
-export async function startPubSubEmulator(options: StartOptions = {}): Promise<PubSubEmulator> {
+export async function startPubSubEmulator(): Promise<PubSubEmulator> {
   const binary = findEmulatorBinary();
-  const port = options.port ?? (await freePort());
+  const port = await freePort();
   const host = `127.0.0.1:${port}`;
   const baseUrl = `http://${host}`;
   const group = await startGroupProcess({
@@ -96,8 +87,7 @@ export async function startPubSubEmulator(options: StartOptions = {}): Promise<P
     command: binary,
     args: ['--host=127.0.0.1', `--port=${port}`],
     ready: async () => (await fetch(`${baseUrl}/`, { signal: AbortSignal.timeout(1_000) })).ok,
-    readyTimeoutMs: options.readyTimeoutMs ?? 60_000,
-    onOutput: options.onOutput,
+    readyTimeoutMs: 60_000,
     hint: INSTALL_HINT,
   });
   return { host, baseUrl, stop: group.stop };

@@ -44,8 +44,6 @@ export interface GroupProcessOptions {
   /** Resolves true once it serves requests. */
   ready: () => Promise<boolean>;
   readyTimeoutMs?: number;
-  /** Receives its output lines. */
-  onOutput?: (line: string) => void;
   /** Appended to the error when it exits before it is ready (how to install it, say). */
   hint?: string;
 }
@@ -171,9 +169,7 @@ export async function startGroupProcess(options: GroupProcessOptions): Promise<G
   running.set(child, { group: true });
   let output = '';
   const collect = (chunk: Buffer) => {
-    const text = chunk.toString();
-    output = (output + text).slice(-8000);
-    if (options.onOutput) for (const line of text.split('\n')) if (line) options.onOutput(line);
+    output = (output + chunk.toString()).slice(-8000);
   };
   child.stdout?.on('data', collect);
   child.stderr?.on('data', collect);

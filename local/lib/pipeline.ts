@@ -139,8 +139,6 @@ export interface PipelineOptions {
   workerEntry?: string;
   /** Announce every upload this many times (2 = "the notification was created twice"). */
   notificationCopies?: number;
-  /** Receives the emulator's output. */
-  onEmulatorOutput?: (line: string) => void;
 }
 
 export interface UploadResult {
@@ -186,9 +184,7 @@ export async function startPipeline(options: PipelineOptions): Promise<Pipeline>
   };
   const layout = dataDirLayout(options.dataDir);
   const dataDir = layout.root;
-  const emulator: PubSubEmulator | undefined = options.emulatorHost
-    ? undefined
-    : await startPubSubEmulator({ onOutput: options.onEmulatorOutput });
+  const emulator: PubSubEmulator | undefined = options.emulatorHost ? undefined : await startPubSubEmulator();
   const emulatorHost = options.emulatorHost ?? emulator!.host;
   const pubsub = new PubSubClient(`http://${emulatorHost}`, LOCAL_PROJECT);
   const bucket = new LocalBucket(layout.bucket);

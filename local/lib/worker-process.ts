@@ -27,10 +27,6 @@ export interface WorkerProcessOptions {
   env?: Record<string, string | undefined>;
   /** The entry module; the worker's composition root by default. Tests pass their own composition. */
   entry?: string;
-  /** Extra arguments for the entry module. */
-  args?: string[];
-  /** How long to wait for the "listening" line. */
-  readyTimeoutMs?: number;
 }
 
 export interface WorkerProcess {
@@ -63,13 +59,7 @@ export async function startWorkerProcess(options: WorkerProcessOptions = {}): Pr
   if (quiet && (env.PORT ?? '0') === '0') env.PORT = String(await freePort());
   const child = spawn(
     process.execPath,
-    [
-      '--disable-warning=ExperimentalWarning',
-      '--import',
-      'tsx',
-      options.entry ?? WORKER_MAIN,
-      ...(options.args ?? []),
-    ],
+    ['--disable-warning=ExperimentalWarning', '--import', 'tsx', options.entry ?? WORKER_MAIN],
     {
       cwd: REPO_ROOT,
       env,
@@ -119,7 +109,7 @@ export async function startWorkerProcess(options: WorkerProcessOptions = {}): Pr
 
   const stop = (graceMs = 10_000) => stopProcess(child, exited, { graceMs });
 
-  const readyTimeoutMs = options.readyTimeoutMs ?? 30_000;
+  const readyTimeoutMs = 30_000;
   const ready: Promise<number> = quiet
     ? waitForHealth(Number(env.PORT), readyTimeoutMs, exited)
     : waitForLine((l) => typeof l.port === 'number' && l.message.includes('listening'), readyTimeoutMs).then(

@@ -252,30 +252,39 @@ function nextDocument(step = 1) {
   return select(state.index - 1);
 }
 
-/** Saves one field: a correction, or a confirmation when the value is the one shown. */
-async function save(field) {
+/**
+ * Posts a correction (or a mark) of `field` of the current document. A refusal is shown and answers
+ * null; otherwise the document is shown as the server now has it, and the answer is its body.
+ */
+async function post(field, value, why) {
   const item = current();
-  const input = $(`field-${field}`);
   const answer = await fetch('/api/corrections', {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({
       dedup_key: item.dedup_key,
       field,
-      value: parsed(field, input.value),
+      value,
       replaces: item.latest[field]?.correction_id ?? null,
-      why: $('why').value,
+      why,
       by: state.who,
     }),
   });
   const body = await answer.json();
   if (!answer.ok && answer.status !== 409) {
     status(`${field}: ${body.error}`, 'error');
-    return false;
+    return null;
   }
   state.items[state.index] = body.item;
   renderQueue();
   renderFields(body.item);
+  return body;
+}
+
+/** Saves one field: a correction, or a confirmation when the value is the one shown. */
+async function save(field) {
+  const body = await post(field, parsed(field, $(`field-${field}`).value), $('why').value);
+  if (!body) return false;
   if (body.status === 'conflict') {
     const latest = body.latest;
     status(
@@ -291,7 +300,6 @@ async function save(field) {
 
 /** Marks a reason that names no field dealt with; its why is required (the server refuses a mark without one). */
 async function dealWith(reason) {
-  const item = current();
   const input = markInput(reason);
   const why = input.value.trim();
   if (why === '') {
@@ -299,26 +307,8 @@ async function dealWith(reason) {
     input.focus();
     return false;
   }
-  const answer = await fetch('/api/corrections', {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({
-      dedup_key: item.dedup_key,
-      field: reason,
-      value: DEALT_WITH,
-      replaces: item.latest[reason]?.correction_id ?? null,
-      why,
-      by: state.who,
-    }),
-  });
-  const body = await answer.json();
-  if (!answer.ok && answer.status !== 409) {
-    status(`${reason}: ${body.error}`, 'error');
-    return false;
-  }
-  state.items[state.index] = body.item;
-  renderQueue();
-  renderFields(body.item);
+  const body = await post(reason, DEALT_WITH, why);
+  if (!body) return false;
   if (body.status === 'conflict') {
     status(`${reason} was dealt with meanwhile by ${body.latest?.corrected_by}`, 'conflict');
     return false;

@@ -2,6 +2,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
+import { sampleAnalysis } from '../../sim/samples';
 import { SqliteStore } from '../../worker/src/adapters/stores/sqlite-store';
 import { correctionOf } from '../../worker/src/contract/corrections';
 import { dataDirLayout } from '../../worker/src/contract/data-dir';
@@ -21,24 +22,15 @@ import { runLocalCommand } from './support/command';
 
 const BUCKET = 'docline-local';
 
-const invoice = (overrides: Record<string, unknown> = {}) => ({
-  document_type: 'invoice',
-  language: 'fr',
-  supplier_name: 'Atelier Dupont & Fils',
-  supplier_vat_id: 'FR12345678901',
-  supplier_siren: null,
-  supplier_siret: null,
-  customer_name: null,
-  invoice_number: 'F-2026-0042',
-  issue_date: '2026-11-02',
-  due_date: null,
-  currency: 'EUR',
-  net_amount: 1028.8,
-  tax_amount: 205.76,
-  total_amount: 1234.56,
-  line_items: [],
-  ...overrides,
-});
+const invoice = (overrides: Record<string, unknown> = {}) =>
+  sampleAnalysis({
+    supplier_name: 'Atelier Dupont & Fils',
+    supplier_siren: null,
+    customer_name: null,
+    issue_date: '2026-11-02',
+    due_date: null,
+    ...overrides,
+  });
 
 /** A data folder with a month of uploads: objects in the bucket, their rows, and the ledger. */
 async function monthFolder(): Promise<{ dataDir: string; keys: Record<string, string> }> {

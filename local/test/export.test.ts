@@ -1,6 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { sampleAnalysis } from '../../sim/samples';
 import { SqliteStore } from '../../worker/src/adapters/stores/sqlite-store';
 import { dataDirLayout } from '../../worker/src/contract/data-dir';
 import type { Row } from '../../worker/src/contract/row';
@@ -46,24 +47,20 @@ const SPECIFICATION_FIELDS = [
   'Idevise', // 18° l'identifiant de la devise
 ];
 
-const analysis = (overrides: Record<string, unknown> = {}) => ({
-  document_type: 'invoice',
-  language: 'fr',
-  supplier_name: 'Atelier Numérique Ravel SAS',
-  supplier_vat_id: 'FR40123456789',
-  supplier_siren: '123456789',
-  supplier_siret: null,
-  customer_name: 'Client',
-  invoice_number: 'F-2026/0042',
-  issue_date: '2026-11-03',
-  due_date: '2026-12-03',
-  currency: 'EUR',
-  net_amount: 1000,
-  tax_amount: 200,
-  total_amount: 1200,
-  line_items: [],
-  ...overrides,
-});
+const analysis = (overrides: Record<string, unknown> = {}) =>
+  sampleAnalysis({
+    supplier_name: 'Atelier Numérique Ravel SAS',
+    supplier_vat_id: 'FR40123456789',
+    supplier_siren: '123456789',
+    customer_name: 'Client',
+    invoice_number: 'F-2026/0042',
+    issue_date: '2026-11-03',
+    due_date: '2026-12-03',
+    net_amount: 1000,
+    tax_amount: 200,
+    total_amount: 1200,
+    ...overrides,
+  });
 
 const month = (rows: Row[]): MonthRow[] =>
   rows.map((r) =>

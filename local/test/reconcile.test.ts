@@ -1,23 +1,19 @@
-import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { promisify } from 'node:util';
 import { SqliteStore } from '../../worker/src/adapters/stores/sqlite-store';
 import { dataDirLayout } from '../../worker/src/contract/data-dir';
 import { objectUri, RECONCILE_ATTRIBUTE } from '../../worker/src/reconcile/notification';
 import { APPLY_CONFIRM_THRESHOLD, RECONCILE_EXIT } from '../../worker/src/reconcile/reconcile';
-import { main } from '../commands/reconcile';
+import { runReconcile } from '../lib/e2e-targets';
 import { LOCAL_NAMES, type Pipeline, startPipeline } from '../lib/pipeline';
-import { REPO_ROOT } from '../lib/worker-process';
+import { runLocalCommand } from './support/command';
 
 /*
  * `npm run reconcile` against a running local pipeline: the real Pub/Sub emulator, the worker, the
  * folder bucket and SQLite. Objects are written into the bucket WITHOUT announcing them, standing
  * in for documents that predate the notification.
  */
-
-const execute = promisify(execFile);
 
 describe('npm run reconcile on the local pipeline', () => {
   let dir: string;
@@ -46,15 +42,7 @@ describe('npm run reconcile on the local pipeline', () => {
     return objectUri(resource);
   }
 
-  async function reconcile(args: string[], data = dataDir) {
-    const lines: string[] = [];
-    const result = await main([...args, '--data-dir', data], {
-      env: {},
-      print: (line) => lines.push(line),
-      stderr: { isTTY: false, write: () => true },
-    });
-    return { ...result, lines };
-  }
+  const reconcile = (args: string[], data = dataDir) => runReconcile([...args, '--data-dir', data], {});
 
   /** Resolves once the worker has answered every one of these messages. */
   const answered = (ids: string[]) =>
@@ -69,23 +57,7 @@ describe('npm run reconcile on the local pipeline', () => {
       await writeSilently('old/c.txt', invoice(3)),
     ];
     // As a user runs it: a process, its exit code and its lines.
-    const report = await execute(
-      process.execPath,
-      [
-        '--disable-warning=ExperimentalWarning',
-        '--import',
-        'tsx',
-        path.join(REPO_ROOT, 'local/commands/reconcile.ts'),
-        '--prefix',
-        'old/',
-        '--older-than',
-        '0',
-      ],
-      { cwd: REPO_ROOT, env: { ...process.env, DOCLINE_DATA_DIR: dataDir } },
-    ).then(
-      () => ({ code: 0, stdout: '' }),
-      (error: { code: number; stdout: string }) => ({ code: error.code, stdout: error.stdout }),
-    );
+    const report = await runLocalCommand('reconcile.ts', ['--prefix', 'old/', '--older-than', '0'], dataDir);
     expect(report.code).toBe(RECONCILE_EXIT.missing);
     expect(report.stdout).toContain('3 objects listed, 0 with a line, 3 missing, 0 too young to judge');
     for (const uri of uris) expect(report.stdout).toContain(`missing  ${uri}`);

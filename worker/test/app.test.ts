@@ -47,17 +47,10 @@ function setup(
   return { app, store, reader, analyzer, logger, upload };
 }
 
-const failingStore = (error: Error): Store => ({
-  seen: async () => {
-    throw error;
-  },
-  record: async () => {
-    throw error;
-  },
-  ping: async () => {
-    throw error;
-  },
-});
+const failingStore = (error: Error): Store => {
+  const fail = () => Promise.reject(error);
+  return { seen: fail, record: fail, ping: fail };
+};
 
 describe('POST /push', () => {
   it('answers 200 ok for a processed document', async () => {

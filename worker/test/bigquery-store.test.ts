@@ -100,9 +100,8 @@ async function recordOne(store: BigQueryStore, row: Row, deadline?: Deadline): P
 /** A BigQueryStore on a fresh fake, with the contract suites' read-back and cleanup. */
 async function harnessOnFake() {
   const fake = await startBigQueryServer({ projectId: 'acme-dev' });
-  // The contract's rows are events of 2026-11-30 00:00: a clock four hours later puts them inside
-  // the lookup's horizon, as a delivery's own redelivery is.
-  const store = await storeOn(fake, { clock: { now: () => new Date('2026-11-30T04:00:00.000Z') } });
+  // On NOW: the contract's rows (events of 2026-11-30 00:00) are inside the lookup's horizon.
+  const store = await storeOn(fake);
   return {
     store,
     rowsFor: async (key: string) =>
@@ -509,6 +508,12 @@ describe('BigQueryStore', () => {
   });
 
   describe('error mapping', () => {
+    /** A 400 as BigQuery answers it: one error of `reason`, its message the answer's. */
+    const refusal = (reason: string, message: string) => ({
+      code: 400,
+      errors: [{ reason, message }],
+      message,
+    });
     const cases: Array<[BigQueryFailure, typeof TransientError | typeof ConfigurationError, string]> = [
       ['concurrentUpdate', TransientError, 'bigquery_concurrent_update'],
       ['tooManyDml', TransientError, 'bigquery_dml_queue_full'],
@@ -521,14 +526,7 @@ describe('BigQueryStore', () => {
     ];
 
     it('maps a job stopped at its jobTimeoutMs (nothing committed) to a transient error, not a dead letter', () => {
-      const stopped = bigQueryError(
-        {
-          code: 400,
-          errors: [{ reason: 'timeout', message: 'Job timed out after 45 sec' }],
-          message: 'Job timed out after 45 sec',
-        },
-        'record',
-      );
+      const stopped = bigQueryError(refusal('timeout', 'Job timed out after 45 sec'), 'record');
       expect(stopped).toBeInstanceOf(TransientError);
       expect((stopped as TransientError).code).toBe('bigquery_timeout');
     });
@@ -588,13 +586,7 @@ describe('BigQueryStore', () => {
 
     it('maps a request over the size limit to a row refusal (issue 45, item 6): group commit halves the batch, a row too large alone fails alone', () => {
       for (const failure of [
-        {
-          code: 400,
-          errors: [
-            { reason: 'badRequest', message: 'Request payload size exceeds the limit: 10485760 bytes.' },
-          ],
-          message: 'Request payload size exceeds the limit: 10485760 bytes.',
-        },
+        refusal('badRequest', 'Request payload size exceeds the limit: 10485760 bytes.'),
         { code: 413, message: 'Request Entity Too Large' },
       ]) {
         const error = bigQueryError(failure, 'record');
@@ -604,21 +596,10 @@ describe('BigQueryStore', () => {
     });
 
     it('maps a value a column cannot take to a row refusal, and a refusal of the SQL to a statement refusal', () => {
-      const row = bigQueryError(
-        {
-          code: 400,
-          errors: [{ reason: 'invalidQuery', message: 'Bad int64 value: twelve' }],
-          message: 'Bad int64 value: twelve',
-        },
-        'record',
-      );
+      const row = bigQueryError(refusal('invalidQuery', 'Bad int64 value: twelve'), 'record');
       expect(row).toBeInstanceOf(RowRefusalError);
       const statement = bigQueryError(
-        {
-          code: 400,
-          errors: [{ reason: 'invalidQuery', message: 'Unrecognized name: key_day at [1:80]' }],
-          message: 'Unrecognized name: key_day at [1:80]',
-        },
+        refusal('invalidQuery', 'Unrecognized name: key_day at [1:80]'),
         'record',
       );
       expect(statement).toBeInstanceOf(ConfigurationError);

@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
+import { emptyAnalysis } from '../src/adapters/analyzers/offline/invoice';
 import { SQLITE_TABLE, SqliteStore } from '../src/adapters/stores/sqlite-store';
 import {
   correctionOf,
@@ -16,21 +17,16 @@ import { openReasons } from '../src/core/review';
 import { testRow } from './support/builders';
 
 const analysis = {
+  ...emptyAnalysis(),
   document_type: 'invoice',
   language: 'fr',
   supplier_name: 'Atelier Ravel',
-  supplier_vat_id: null,
-  supplier_siren: null,
-  supplier_siret: null,
-  customer_name: null,
   invoice_number: 'F-2O26-0142',
   issue_date: '2026-11-30',
-  due_date: null,
   currency: 'EUR',
   net_amount: 100,
   tax_amount: 20,
   total_amount: 120,
-  line_items: [],
 };
 
 const at = (minute: number) => new Date(Date.UTC(2026, 10, 30, 12, minute));

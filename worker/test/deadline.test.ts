@@ -7,7 +7,7 @@ import { Deadline, DeadlineError, Deadlines, ShuttingDownError } from '../src/co
 import { parsePush } from '../src/core/event';
 import { handle } from '../src/core/handle';
 import { AnalysisMemo } from '../src/core/memo';
-import type { LeaseTaken, MemoEntry, MemoStore, ObjectRef, Reader } from '../src/core/ports';
+import type { MemoStore, ObjectRef, Reader } from '../src/core/ports';
 import { pushBody, testRow } from './support/builders';
 import { MemoryLogger } from './support/fakes';
 import { handlerDeps } from './support/handler';
@@ -25,25 +25,14 @@ class HangingReader implements Reader {
   }
 }
 
-/** A memo store whose every call hangs (Cloud Storage that stopped answering). */
-class HangingMemoStore implements MemoStore {
-  calls: string[] = [];
-  get(): Promise<MemoEntry | undefined> {
-    this.calls.push('get');
-    return new Promise(() => {});
-  }
-  create(): Promise<void> {
-    this.calls.push('create');
-    return new Promise(() => {});
-  }
-  lease(): Promise<LeaseTaken | { heldUntil: Date }> {
-    this.calls.push('lease');
-    return new Promise(() => {});
-  }
-  renew(): Promise<string | undefined> {
-    this.calls.push('renew');
-    return new Promise(() => {});
-  }
+/** A memo store whose every call hangs (Cloud Storage that stopped answering); `calls` names them. */
+function hangingMemoStore(): MemoStore & { calls: string[] } {
+  const calls: string[] = [];
+  const hang = (name: string) => () => {
+    calls.push(name);
+    return new Promise<never>(() => {});
+  };
+  return { calls, get: hang('get'), create: hang('create'), lease: hang('lease'), renew: hang('renew') };
 }
 
 /**
@@ -123,8 +112,7 @@ describe('interleaving 3: a handler that outlives its request', () => {
 
   function upload(deps: ReturnType<typeof handlerDeps>) {
     const body = pushBody('1', { size: Buffer.byteLength(INVOICE) });
-    const attrs = (body.message as { attributes: Record<string, string> }).attributes;
-    deps.reader.put(attrs.bucketId!, attrs.objectId!, attrs.objectGeneration!, INVOICE);
+    deps.reader.putAnnounced(body, INVOICE);
     return parsePush(body);
   }
 
@@ -144,7 +132,7 @@ describe('interleaving 3: a handler that outlives its request', () => {
   });
 
   it('passes by a memo that hangs after its call timeout, and still writes the row in time', async () => {
-    const memoStore = new HangingMemoStore();
+    const memoStore = hangingMemoStore();
     const setup = handlerDeps({
       clock: time.clock,
       memo: new AnalysisMemo(memoStore, { ttlMs: DAY_MS, clock: time.clock, sleep: time.sleep }),

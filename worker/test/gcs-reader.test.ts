@@ -25,6 +25,9 @@ describe('GcsReader', () => {
 
   const mediaRequests = () => fake.requests.filter((r) => r.query.alt === 'media');
   const metadataRequests = () => fake.requests.filter((r) => r.query.alt !== 'media');
+  /** What reading `name` at `generation`, up to 1 KiB, fails with. */
+  const readError = (name: string, generation: string, from = reader) =>
+    from.read({ bucket: BUCKET, name, generation }, 1024).catch((e: unknown) => e);
 
   it('reads the bytes of exactly the notified generation', async () => {
     const name = '2026/11/facture 0042 (copie).txt';
@@ -54,9 +57,7 @@ describe('GcsReader', () => {
 
   it('rejects an object over the limit from its metadata, before downloading a byte', async () => {
     const generation = fake.putObject(BUCKET, 'big.pdf', Buffer.alloc(2048, 1));
-    const error = await reader
-      .read({ bucket: BUCKET, name: 'big.pdf', generation }, 1024)
-      .catch((e: unknown) => e);
+    const error = await readError('big.pdf', generation);
     expect(error).toBeInstanceOf(RejectionError);
     expect((error as RejectionError).code).toBe('too_large');
     expect(mediaRequests()).toHaveLength(0);
@@ -72,9 +73,7 @@ describe('GcsReader', () => {
   it('rejects a generation that is gone as object_gone (permanent)', async () => {
     const generation = fake.putObject(BUCKET, 'gone.txt', TEXT);
     fake.deleteGeneration(BUCKET, 'gone.txt', generation);
-    const error = await reader
-      .read({ bucket: BUCKET, name: 'gone.txt', generation }, 1024)
-      .catch((e: unknown) => e);
+    const error = await readError('gone.txt', generation);
     expect(error).toBeInstanceOf(RejectionError);
     expect((error as RejectionError).code).toBe('object_gone');
   });
@@ -82,9 +81,7 @@ describe('GcsReader', () => {
   it('rejects as object_gone when the generation disappears between the metadata call and the download', async () => {
     const generation = fake.putObject(BUCKET, 'race.txt', TEXT);
     fake.failNext(1, 404, 'media');
-    const error = await reader
-      .read({ bucket: BUCKET, name: 'race.txt', generation }, 1024)
-      .catch((e: unknown) => e);
+    const error = await readError('race.txt', generation);
     expect(error).toBeInstanceOf(RejectionError);
     expect((error as RejectionError).code).toBe('object_gone');
     expect(mediaRequests()).toHaveLength(1);
@@ -100,9 +97,7 @@ describe('GcsReader', () => {
   ] as const)('treats a %i on the metadata call as transient (%s), in one request', async (status, code) => {
     const generation = fake.putObject(BUCKET, 'x.txt', TEXT);
     fake.failNext(1, status);
-    const error = await reader
-      .read({ bucket: BUCKET, name: 'x.txt', generation }, 1024)
-      .catch((e: unknown) => e);
+    const error = await readError('x.txt', generation);
     expect(error).toBeInstanceOf(TransientError);
     expect((error as TransientError).code).toBe(code);
     expect(fake.requests).toHaveLength(1); // no retry inside the library: Pub/Sub retries
@@ -111,9 +106,7 @@ describe('GcsReader', () => {
   it.each([403, 503] as const)('treats a %i on the download as transient', async (status) => {
     const generation = fake.putObject(BUCKET, 'x.txt', TEXT);
     fake.failNext(1, status, 'media');
-    const error = await reader
-      .read({ bucket: BUCKET, name: 'x.txt', generation }, 1024)
-      .catch((e: unknown) => e);
+    const error = await readError('x.txt', generation);
     expect(error).toBeInstanceOf(TransientError);
     expect(metadataRequests()).toHaveLength(1);
     expect(mediaRequests()).toHaveLength(1);
@@ -122,9 +115,7 @@ describe('GcsReader', () => {
   it('treats a download that fails its checksum as transient', async () => {
     const generation = fake.putObject(BUCKET, 'x.txt', TEXT);
     fake.corruptNextDownload();
-    const error = await reader
-      .read({ bucket: BUCKET, name: 'x.txt', generation }, 1024)
-      .catch((e: unknown) => e);
+    const error = await readError('x.txt', generation);
     expect(error).toBeInstanceOf(TransientError);
     expect((error as TransientError).code).toBe('gcs_corrupt_download');
   });
@@ -134,18 +125,14 @@ describe('GcsReader', () => {
     const storage = createStorageClient({ apiEndpoint: fake.url, projectId: 'acme-dev' });
     const impatient = new GcsReader({ storage, timeoutMs: 200 });
     fake.stallNext(1);
-    const error = await impatient
-      .read({ bucket: BUCKET, name: 'slow.txt', generation }, 1024)
-      .catch((e: unknown) => e);
+    const error = await readError('slow.txt', generation, impatient);
     expect(error).toBeInstanceOf(TransientError);
     expect((error as TransientError).code).toBe('gcs_timeout');
   });
 
   it('treats an unreachable Cloud Storage as transient', async () => {
     await fake.stop();
-    const error = await reader
-      .read({ bucket: BUCKET, name: 'x.txt', generation: '1' }, 1024)
-      .catch((e: unknown) => e);
+    const error = await readError('x.txt', '1');
     expect(error).toBeInstanceOf(TransientError);
     fake = await startFakeGcs();
   });

@@ -3,8 +3,9 @@ import type { Row } from '../src/contract/row';
 import { mergeIntervalForLatencyMs } from '../src/contract/settings';
 import { Deadline, DeadlineError } from '../src/core/deadline';
 import { ConfigurationError, OutcomeUnknownError, RowRefusalError, TransientError } from '../src/core/errors';
-import type { BatchStore, Logger } from '../src/core/ports';
+import type { BatchStore } from '../src/core/ports';
 import { testRow } from './support/builders';
+import { MemoryLogger } from './support/fakes';
 
 /**
  * A BatchStore in memory that records every call, can hold a call open, fail the next one, or refuse
@@ -445,14 +446,7 @@ describe('GroupCommitStore', () => {
     it.each(refusals)(
       'fails the whole batch at once, in one statement, when refused for %s',
       async (_, refusal) => {
-        const logged: Array<{ message: string; fields: unknown }> = [];
-        const logger: Logger = {
-          debug() {},
-          info() {},
-          warn() {},
-          error: (message, fields) => logged.push({ message, fields }),
-          child: () => logger,
-        };
+        const logger = new MemoryLogger();
         inner.refuseStatement = refusal;
         const rows = Array.from({ length: 8 }, () => testRow());
         const s = store({ maxRows: 8, minIntervalMs: 100, logger });
@@ -471,8 +465,9 @@ describe('GroupCommitStore', () => {
         }
         expect(inner.rows.size).toBe(0);
         // The alert-worthy line: one ERROR for the batch, with the refusal's code.
+        const logged = logger.entries.filter((e) => e.severity === 'ERROR');
         expect(logged).toHaveLength(1);
-        expect(logged[0]!.fields).toMatchObject({ code: refusal.code, rows: 8 });
+        expect(logged[0]).toMatchObject({ code: refusal.code, rows: 8 });
       },
     );
   });

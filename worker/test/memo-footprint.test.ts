@@ -35,8 +35,7 @@ describe("the memo's per-key memories", () => {
     const { reader, deps } = handlerDeps({ clock, memo });
     for (let i = 0; i < 200; i++) {
       const body = pushBody(`m${i}`, { size: Buffer.byteLength(INVOICE), name: `2026/11/f-${i}.txt` });
-      const attrs = (body.message as { attributes: Record<string, string> }).attributes;
-      reader.put(attrs.bucketId!, attrs.objectId!, attrs.objectGeneration!, INVOICE);
+      reader.putAnnounced(body, INVOICE);
       expect(await handle(parsePush(body), deps)).toMatchObject({ status: 'ok' });
     }
     expect(memo.footprint()).toEqual({ inFlight: 0, writing: 0 });

@@ -18,23 +18,33 @@ import {
 } from '../src/core/errors';
 import { dedupKey, parsePush } from '../src/core/event';
 import { handle } from '../src/core/handle';
-import { AnalysisCutError, AnalysisMemo } from '../src/core/memo';
-import type { Clock, LeaseTaken, MemoEntry, MemoStore } from '../src/core/ports';
+import { AnalysisCutError, AnalysisMemo, type AnalysisMemoOptions } from '../src/core/memo';
+import type { LeaseTaken, MemoEntry, MemoStore } from '../src/core/ports';
 import { pushBody } from './support/builders';
-import { MemoryLogger } from './support/fakes';
-import { handlerDeps } from './support/handler';
-import { ManualTime, settle } from './support/manual-time';
+import { MemoryLogger, type MemoryReader } from './support/fakes';
+import { failWrites, handlerDeps } from './support/handler';
+import { ManualClock, ManualTime, settle } from './support/manual-time';
 import { analyse } from './support/memo';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 const KEY = 'gs://acme-invoices-dev/2026/11/facture-0042.txt#1764460800123456';
 
-/** A clock the test moves. */
-class ManualClock implements Clock {
-  constructor(public ms = Date.parse('2026-11-30T04:00:00.000Z')) {}
-  now() {
-    return new Date(this.ms);
-  }
+/** A memo's options on `time`, the clock and timers a test moves (`extra` on top). */
+const onTime = (time: ManualTime, extra: Partial<AnalysisMemoOptions> = {}): AnalysisMemoOptions => ({
+  ttlMs: 8 * DAY_MS,
+  clock: time.clock,
+  sleep: time.sleep,
+  timers: time,
+  ...extra,
+});
+
+const INVOICE = 'FACTURE N° F-2026-0042\nTotal TTC : 1 234,56 €\n';
+
+/** A push body announcing INVOICE (`spec` over the defaults), the object put in each of `readers`. */
+function announceInvoice(readers: MemoryReader[], id = '1', spec: Parameters<typeof pushBody>[1] = {}) {
+  const body = pushBody(id, { size: Buffer.byteLength(INVOICE), ...spec });
+  for (const reader of readers) reader.putAnnounced(body, INVOICE);
+  return body;
 }
 
 const paid = (total = 1500): AnalysisResult => ({
@@ -43,23 +53,32 @@ const paid = (total = 1500): AnalysisResult => ({
   usage: { promptTokens: total - 300, outputTokens: 300, totalTokens: total },
 });
 
+/** Work that answers when the test calls `finish`, and never if it does not. */
+function held() {
+  let finish: (r: AnalysisResult) => void = () => {};
+  const work = jest.fn(() => new Promise<AnalysisResult>((resolve) => (finish = resolve)));
+  return { work, finish: (r: AnalysisResult) => finish(r) };
+}
+
 /** A memo store that is down: every call fails. */
-class DownMemoStore implements MemoStore {
-  async get(): Promise<MemoEntry | undefined> {
-    throw new Error('EACCES: permission denied, open memo');
-  }
-  async create(): Promise<void> {
-    throw new Error('503 Service Unavailable');
-  }
-  async lease(): Promise<LeaseTaken | { heldUntil: Date }> {
-    throw new Error('503 Service Unavailable');
-  }
-  async renew(): Promise<string | undefined> {
-    throw new Error('503 Service Unavailable');
-  }
+function downMemoStore(): MemoStore {
+  const unavailable = () => Promise.reject(new Error('503 Service Unavailable'));
+  const get = () => Promise.reject(new Error('EACCES: permission denied, open memo'));
+  return { get, create: unavailable, lease: unavailable, renew: unavailable };
 }
 
 type LeaseAnswer = LeaseTaken | { heldUntil: Date };
+
+/** `store`, with the calls in `overrides` answered by them instead (a bucket failing or slow in those). */
+function over(store: MemoStore, overrides: Partial<MemoStore>): MemoStore {
+  return {
+    get: (key) => store.get(key),
+    create: (key, entry) => store.create(key, entry),
+    lease: (key, until, now) => store.lease(key, until, now),
+    renew: (key, token, until, release) => store.renew(key, token, until, release),
+    ...overrides,
+  };
+}
 
 /**
  * `store`, with its lease calls answered by `answer` (`call` counts them from 1), as a bucket that
@@ -71,10 +90,7 @@ function leasing(
 ): MemoStore & { leaseCalls(): number } {
   let calls = 0;
   return {
-    get: (key) => store.get(key),
-    create: (key, entry) => store.create(key, entry),
-    lease: (key, until, now) => answer(++calls, key, until, now),
-    renew: (key, token, until, release) => store.renew(key, token, until, release),
+    ...over(store, { lease: (key, until, now) => answer(++calls, key, until, now) }),
     leaseCalls: () => calls,
   };
 }
@@ -151,8 +167,7 @@ describe('AnalysisMemo', () => {
 
   it('lets concurrent deliveries of one key share one analysis', async () => {
     const memo = memoOn(new MemoryMemoStore());
-    let finish: (r: AnalysisResult) => void = () => {};
-    const work = jest.fn(() => new Promise<AnalysisResult>((resolve) => (finish = resolve)));
+    const { work, finish } = held();
     const first = analyse(memo, KEY, work);
     const second = analyse(memo, KEY, work);
     await new Promise((resolve) => setImmediate(resolve));
@@ -175,7 +190,7 @@ describe('AnalysisMemo', () => {
   });
 
   it('still does the work and answers when the memo store is down, and says so in a warning', async () => {
-    const memo = memoOn(new DownMemoStore());
+    const memo = memoOn(downMemoStore());
     const work = jest.fn(async () => paid());
     expect(await analyse(memo, KEY, work)).toEqual({ result: paid(), source: 'analyzer' });
     expect(await analyse(memo, KEY, work)).toMatchObject({ source: 'analyzer' });
@@ -196,22 +211,35 @@ describe('AnalysisMemo', () => {
 describe('AnalysisMemo across instances (the lease)', () => {
   const DAY = 8 * DAY_MS;
   /** Two instances: their own memo objects (single flight is per instance) over one store. */
-  function twoInstances(store: MemoStore, clock: ManualClock) {
+  function twoInstances() {
+    const clock = new ManualClock();
+    const store = new MemoryMemoStore();
     // The sleep moves the test's clock: waiting is simulated, not slept.
     const sleep = async (ms: number) => {
       clock.ms += ms;
       await new Promise((resolve) => setImmediate(resolve));
     };
     const make = () => new AnalysisMemo(store, { ttlMs: DAY, clock, leaseMs: 60_000, pollMs: 1_000, sleep });
-    return [make(), make()] as const;
+    return { clock, store, a: make(), b: make() };
   }
 
-  it('makes a concurrent delivery in another instance wait for the holder and share its analysis', async () => {
-    const clock = new ManualClock();
-    const store = new MemoryMemoStore();
-    const [a, b] = twoInstances(store, clock);
-    let finish: (r: AnalysisResult) => void = () => {};
-    const workA = jest.fn(() => new Promise<AnalysisResult>((resolve) => (finish = resolve)));
+  it.each([
+    ['makes a concurrent delivery in another instance wait for the holder and share its analysis', false],
+    [
+      'serialises a second wave of concurrent retries after a failed first holder: one paid analysis (soak I5, seed 13)',
+      true,
+    ],
+  ])('%s', async (_, afterFailedHolder) => {
+    const { clock, a, b } = twoInstances();
+    if (afterFailedHolder) {
+      const failing = async (): Promise<AnalysisResult> => {
+        throw new TransientError('analyzer_unavailable', 'the analyzer answered 503');
+      };
+      await expect(analyse(a, KEY, failing)).rejects.toMatchObject({ code: 'analyzer_unavailable' });
+      // Pub/Sub's backoff: both retries come after the failed holder ended its lease.
+      clock.ms += 61_000;
+    }
+    const { work: workA, finish } = held();
     const workB = jest.fn(async () => paid(9999));
     const first = analyse(a, KEY, workA);
     await new Promise((resolve) => setImmediate(resolve));
@@ -220,13 +248,12 @@ describe('AnalysisMemo across instances (the lease)', () => {
     finish(paid());
     expect(await first).toMatchObject({ source: 'analyzer' });
     expect(await second).toEqual({ result: paid(), source: 'shared' });
+    expect(workA).toHaveBeenCalledTimes(1);
     expect(workB).not.toHaveBeenCalled();
   });
 
   it('reads the memo again before paying once a holder has ended its lease: it kept its analysis after the delivery first read the memo', async () => {
-    const clock = new ManualClock();
-    const store = new MemoryMemoStore();
-    const [a, b] = twoInstances(store, clock);
+    const { a, b } = twoInstances();
     let peeked: Awaited<ReturnType<AnalysisMemo['peek']>> | undefined;
     // B's first read comes while A holds the key's lease and has kept nothing yet.
     await analyse(a, KEY, async () => {
@@ -245,16 +272,26 @@ describe('AnalysisMemo across instances (the lease)', () => {
     expect(work).not.toHaveBeenCalled();
   });
 
-  it('keeps the attempts a failed delivery paid for: its retry on another instance goes on after them (soak I5, seed 168)', async () => {
-    const clock = new ManualClock();
-    const store = new MemoryMemoStore();
-    const [a, b] = twoInstances(store, clock);
-    // A's first attempt is paid and answered outside the schema; its second is refused for a
-    // reason not about the document (404 NOT_FOUND), which ends the delivery (503).
+  // A's first attempt is paid and answered outside the schema; its second is refused for a reason not
+  // about the document (404 NOT_FOUND), which ends the delivery (503); or the model is not found
+  // (a configuration fault), fixed before the retry.
+  it.each([
+    [
+      'a failed delivery paid for: its retry on another instance goes on after them (soak I5, seed 168)',
+      TransientError,
+      'dependency_refused',
+    ],
+    [
+      'paid before a configuration fault (a 404 for the model): the retry after the fix goes on after them',
+      ConfigurationError,
+      'analyzer_model_not_found',
+    ],
+  ] as const)('keeps the attempts %s', async (_, Failure, code) => {
+    const { clock, a, b } = twoInstances();
     const progress = { attemptsDone: 1, problems: 'total_amount: expected a number' };
     const usage = { promptTokens: 1200, outputTokens: 300, totalTokens: 1500 };
-    const refused = new TransientError('dependency_refused', 'Gemini: 404 NOT_FOUND', { usage, progress });
-    await expect(analyse(a, KEY, () => Promise.reject(refused))).rejects.toThrow('404');
+    const failure = new Failure(code, 'Gemini: 404 NOT_FOUND', { usage, progress });
+    await expect(analyse(a, KEY, () => Promise.reject(failure))).rejects.toThrow('404');
     // The retry reaches B.
     clock.ms += 120_000;
     const work = jest.fn(async (_resume?: AnalysisProgress) => paid());
@@ -262,27 +299,8 @@ describe('AnalysisMemo across instances (the lease)', () => {
     expect(work).toHaveBeenCalledWith(progress);
   });
 
-  it('keeps the attempts paid before a configuration fault (a 404 for the model): the retry after the fix goes on after them', async () => {
-    const clock = new ManualClock();
-    const store = new MemoryMemoStore();
-    const [a, b] = twoInstances(store, clock);
-    const progress = { attemptsDone: 1, problems: 'total_amount: expected a number' };
-    const usage = { promptTokens: 1200, outputTokens: 300, totalTokens: 1500 };
-    const fault = new ConfigurationError('analyzer_model_not_found', 'Gemini: 404 NOT_FOUND', {
-      usage,
-      progress,
-    });
-    await expect(analyse(a, KEY, () => Promise.reject(fault))).rejects.toThrow('404');
-    clock.ms += 120_000;
-    const work = jest.fn(async (_resume?: AnalysisProgress) => paid());
-    expect(await analyse(b, KEY, work)).toMatchObject({ source: 'analyzer' });
-    expect(work).toHaveBeenCalledWith(progress);
-  });
-
   it('does the work itself once the lease expires, when the holder never finished (a crash)', async () => {
-    const clock = new ManualClock();
-    const store = new MemoryMemoStore();
-    const [, b] = twoInstances(store, clock);
+    const { clock, store, b } = twoInstances();
     await store.lease(AnalysisMemo.leaseKey(KEY), new Date(clock.ms + 60_000), new Date(clock.ms));
     const work = jest.fn(async () => paid());
     const started = clock.ms;
@@ -293,9 +311,7 @@ describe('AnalysisMemo across instances (the lease)', () => {
   });
 
   it('lets a retry after a failed holder go at once, here or on another instance: the holder ended its lease', async () => {
-    const clock = new ManualClock();
-    const store = new MemoryMemoStore();
-    const [a, b] = twoInstances(store, clock);
+    const { clock, store, a, b } = twoInstances();
     const failing = async (): Promise<AnalysisResult> => {
       throw new TransientError('analyzer_rate_limited', 'Gemini: 429');
     };
@@ -309,9 +325,7 @@ describe('AnalysisMemo across instances (the lease)', () => {
   });
 
   it('leaves the lease of an analysis cut at its deadline to expire on its own: its answer may still be kept', async () => {
-    const clock = new ManualClock();
-    const store = new MemoryMemoStore();
-    const [a, b] = twoInstances(store, clock);
+    const { clock, store, a, b } = twoInstances();
     const late = new Promise<AnalysisResult>(() => {});
     const cut = new AnalysisCutError(new DeadlineError('analysis', 'SIGTERM'), late);
     await expect(analyse(a, KEY, () => Promise.reject(cut))).rejects.toBe(cut);
@@ -321,39 +335,13 @@ describe('AnalysisMemo across instances (the lease)', () => {
     expect(clock.ms - started).toBe(60_000);
   });
 
-  it('serialises a second wave of concurrent retries after a failed first holder: one paid analysis (soak I5, seed 13)', async () => {
-    const clock = new ManualClock();
-    const store = new MemoryMemoStore();
-    const [a, b] = twoInstances(store, clock);
-    const failing = async (): Promise<AnalysisResult> => {
-      throw new TransientError('analyzer_unavailable', 'the analyzer answered 503');
-    };
-    await expect(analyse(a, KEY, failing)).rejects.toMatchObject({ code: 'analyzer_unavailable' });
-    // Pub/Sub's backoff: both retries come after the failed holder ended its lease.
-    clock.ms += 61_000;
-    let finish: (r: AnalysisResult) => void = () => {};
-    const workA = jest.fn(() => new Promise<AnalysisResult>((resolve) => (finish = resolve)));
-    const workB = jest.fn(async () => paid(9999));
-    const retryA = analyse(a, KEY, workA);
-    await new Promise((resolve) => setImmediate(resolve));
-    const retryB = analyse(b, KEY, workB);
-    await new Promise((resolve) => setImmediate(resolve));
-    finish(paid());
-    expect(await retryA).toMatchObject({ source: 'analyzer' });
-    expect(await retryB).toEqual({ result: paid(), source: 'shared' });
-    expect(workA).toHaveBeenCalledTimes(1);
-    expect(workB).not.toHaveBeenCalled();
-  });
-
   it('takes over a lease that expired, and makes a later delivery wait for its new holder', async () => {
-    const clock = new ManualClock();
-    const store = new MemoryMemoStore();
-    const [a, b] = twoInstances(store, clock);
+    const { clock, store, a, b } = twoInstances();
     const key = AnalysisMemo.leaseKey(KEY);
     await store.lease(key, new Date(clock.ms - 1), new Date(clock.ms - 60_000));
     const expired = store.leases.get(key)!.holder;
-    let finish: (r: AnalysisResult) => void = () => {};
-    const first = analyse(a, KEY, () => new Promise<AnalysisResult>((resolve) => (finish = resolve)));
+    const { work, finish } = held();
+    const first = analyse(a, KEY, work);
     await new Promise((resolve) => setImmediate(resolve));
     const workB = jest.fn(async () => paid(9999));
     const second = analyse(b, KEY, workB);
@@ -367,14 +355,12 @@ describe('AnalysisMemo across instances (the lease)', () => {
   });
 
   it('reads the memo once more before paying when its first read failed and an earlier delivery held a lease (soak I5, seed 17)', async () => {
-    const clock = new ManualClock();
-    const store = new MemoryMemoStore();
-    const [a] = twoInstances(store, clock);
+    const { clock, store, a } = twoInstances();
     // An earlier delivery analysed and kept its result; its lease has long expired.
     await analyse(a, KEY, async () => paid());
     clock.ms += 120_000;
     let reads = 0;
-    const flaky: MemoStore = {
+    const flaky = over(store, {
       // Reads of the analysis are counted (the attempts already paid are read beside it).
       get: (key) =>
         key !== AnalysisMemo.key(KEY)
@@ -382,10 +368,7 @@ describe('AnalysisMemo across instances (the lease)', () => {
           : ++reads === 1
             ? Promise.reject(new Error('503 from the memo bucket'))
             : store.get(key),
-      create: (key, entry) => store.create(key, entry),
-      lease: (key, until, now) => store.lease(key, until, now),
-      renew: (key, token, until, release) => store.renew(key, token, until, release),
-    };
+    });
     const retry = new AnalysisMemo(flaky, { ttlMs: DAY, clock, leaseMs: 60_000, pollMs: 1_000 });
     const work = jest.fn(async () => paid(9999));
     expect(await analyse(retry, KEY, work)).toEqual({
@@ -397,18 +380,14 @@ describe('AnalysisMemo across instances (the lease)', () => {
   });
 
   it('reads the memo once more before paying when its first read failed and the lease could not be taken', async () => {
-    const clock = new ManualClock();
-    const store = new MemoryMemoStore();
-    const [a] = twoInstances(store, clock);
+    const { clock, store, a } = twoInstances();
     await analyse(a, KEY, async () => paid());
     clock.ms += 120_000;
     let reads = 0;
-    const flaky: MemoStore = {
+    const flaky = over(store, {
       get: (key) => (++reads === 1 ? Promise.reject(new Error('503 from the memo bucket')) : store.get(key)),
-      create: (key, entry) => store.create(key, entry),
       lease: () => Promise.reject(new Error('503 from the memo bucket')),
-      renew: (key, token, until, release) => store.renew(key, token, until, release),
-    };
+    });
     const retry = new AnalysisMemo(flaky, { ttlMs: DAY, clock, leaseMs: 60_000, pollMs: 1_000 });
     const work = jest.fn(async () => paid(9999));
     expect(await analyse(retry, KEY, work)).toEqual({
@@ -419,19 +398,12 @@ describe('AnalysisMemo across instances (the lease)', () => {
   });
 
   it('asks the store before paying when it takes over a lease an earlier holder ended and the memo cannot be read (soak I5, seed 22)', async () => {
-    const clock = new ManualClock();
-    const store = new MemoryMemoStore();
-    const [a] = twoInstances(store, clock);
+    const { clock, store, a } = twoInstances();
     // The holder analysed, kept, wrote its row and ended its lease.
     await analyse(a, KEY, async () => paid());
     (await a.leases.writeTurn(KEY)).done();
     await new Promise((resolve) => setImmediate(resolve));
-    const unreadable: MemoStore = {
-      get: () => Promise.reject(new Error('503 from the memo bucket')),
-      create: (key, entry) => store.create(key, entry),
-      lease: (key, until, now) => store.lease(key, until, now),
-      renew: (key, token, until, release) => store.renew(key, token, until, release),
-    };
+    const unreadable = over(store, { get: () => Promise.reject(new Error('503 from the memo bucket')) });
     const retry = new AnalysisMemo(unreadable, { ttlMs: DAY, clock, leaseMs: 60_000, pollMs: 1_000 });
     const work = jest.fn(async () => paid(9999));
     const rows = { seen: jest.fn(async () => false) };
@@ -441,9 +413,7 @@ describe('AnalysisMemo across instances (the lease)', () => {
   });
 
   it('ignores an expired lease and works at once', async () => {
-    const clock = new ManualClock();
-    const store = new MemoryMemoStore();
-    const [, b] = twoInstances(store, clock);
+    const { clock, store, b } = twoInstances();
     await store.lease(AnalysisMemo.leaseKey(KEY), new Date(clock.ms - 1), new Date(clock.ms - 60_000));
     const started = clock.ms;
     expect(await analyse(b, KEY, async () => paid())).toMatchObject({ source: 'analyzer' });
@@ -453,8 +423,10 @@ describe('AnalysisMemo across instances (the lease)', () => {
 
 describe('FileMemoStore', () => {
   let dir: string;
+  let store: FileMemoStore;
   beforeEach(() => {
     dir = mkdtempSync(path.join(tmpdir(), 'docline-memo-'));
+    store = new FileMemoStore(dir);
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -462,11 +434,10 @@ describe('FileMemoStore', () => {
   const entry = (total: number): MemoEntry => ({ ...paid(total), createdAt: '2026-11-30T04:00:00.000Z' });
 
   it('answers undefined for a key it never kept', async () => {
-    expect(await new FileMemoStore(dir).get(key(1))).toBeUndefined();
+    expect(await store.get(key(1))).toBeUndefined();
   });
 
   it('keeps the first of two racing creates whole, and leaves no temporary file', async () => {
-    const store = new FileMemoStore(dir);
     await Promise.all(Array.from({ length: 8 }, (_, i) => store.create(key(1), entry(1000 + i))));
     const kept = await store.get(key(1));
     expect(kept?.usage.totalTokens).toBeGreaterThanOrEqual(1000);
@@ -479,7 +450,6 @@ describe('FileMemoStore', () => {
   });
 
   it('prunes the entries written before the cutoff and keeps the others', async () => {
-    const store = new FileMemoStore(dir);
     await store.create(key(1), entry(1));
     await store.create(key(2), entry(2));
     const old = new Date('2026-11-01T00:00:00Z');
@@ -491,7 +461,6 @@ describe('FileMemoStore', () => {
   });
 
   it('gives a lease to the first caller only and tells the others when it expires', async () => {
-    const store = new FileMemoStore(dir);
     const now = new Date('2026-11-30T04:00:00.000Z');
     const until = new Date('2026-11-30T04:01:00.000Z');
     const answers = await Promise.all([1, 2, 3].map(() => store.lease(key(1), until, now)));
@@ -502,7 +471,6 @@ describe('FileMemoStore', () => {
   });
 
   it('renews a lease for its holder only, by replacing its file whole, and takes over one that ended', async () => {
-    const store = new FileMemoStore(dir);
     const t = (s: number) => new Date(Date.parse('2026-11-30T04:00:00.000Z') + s * 1000);
     const mine = (await store.lease(key(2), t(15), t(0))) as { token: string };
     expect(await store.renew(key(2), mine.token, t(35))).toBe(mine.token);
@@ -518,14 +486,11 @@ describe('FileMemoStore', () => {
   });
 
   it('refuses a key that is not namespace/sha256, so no name can escape its folder', async () => {
-    await expect(new FileMemoStore(dir).get('../../etc/passwd')).rejects.toThrow('not a memo key');
-    await expect(new FileMemoStore(dir).lease(`${key(1)}~../x`, new Date(), new Date())).rejects.toThrow(
-      'not a memo key',
-    );
+    await expect(store.get('../../etc/passwd')).rejects.toThrow('not a memo key');
+    await expect(store.lease(`${key(1)}~../x`, new Date(), new Date())).rejects.toThrow('not a memo key');
   });
 
   it('breaks a lock left by a process that died mid-change', async () => {
-    const store = new FileMemoStore(dir);
     const lease = AnalysisMemo.leaseKey(KEY);
     const file = path.join(dir, `${lease}.lease.lock`);
     mkdirSync(path.dirname(file), { recursive: true });
@@ -538,7 +503,6 @@ describe('FileMemoStore', () => {
   });
 
   it('tells whether a key was ever leased, without taking its lease (leases are `lease/sha256`, one for every version)', async () => {
-    const store = new FileMemoStore(dir);
     const lease = AnalysisMemo.leaseKey(KEY);
     expect(lease).toMatch(/^lease\/[a-f0-9]{64}$/);
     expect(await store.hasLease(lease)).toBe(false);
@@ -551,21 +515,22 @@ describe('FileMemoStore', () => {
   });
 });
 
+/** The handler over a memo in `memoStore` (`options` on top), with INVOICE stored and announced. */
+function setup(
+  memoStore: MemoStore = new MemoryMemoStore(),
+  admission?: QuotaGate,
+  options: Partial<AnalysisMemoOptions> = {},
+) {
+  const { store, reader, analyzer, deps } = handlerDeps({
+    clock: new ManualClock(),
+    memo: new AnalysisMemo(memoStore, { ttlMs: 8 * DAY_MS, clock: new ManualClock(), ...options }),
+    ...(admission ? { admission } : {}),
+  });
+  const body = announceInvoice([reader]);
+  return { store, reader, analyzer, deps, body };
+}
+
 describe('handle with the memo', () => {
-  const INVOICE = 'FACTURE N° F-2026-0042\nTotal TTC : 1 234,56 €\n';
-
-  function setup(memoStore: MemoStore = new MemoryMemoStore(), admission?: QuotaGate) {
-    const { store, reader, analyzer, deps } = handlerDeps({
-      clock: new ManualClock(),
-      memo: new AnalysisMemo(memoStore, { ttlMs: 8 * DAY_MS, clock: new ManualClock() }),
-      ...(admission ? { admission } : {}),
-    });
-    const body = pushBody('1', { size: Buffer.byteLength(INVOICE) });
-    const attrs = (body.message as { attributes: Record<string, string> }).attributes;
-    reader.put(attrs.bucketId!, attrs.objectId!, attrs.objectGeneration!, INVOICE);
-    return { store, reader, analyzer, deps, body };
-  }
-
   it("keeps the key's lease across the gate's retry of a call the quota refused: taken once, not ended and taken again", async () => {
     // Ended and taken again within a second, the lease object would be written twice (Cloud Storage
     // refuses the second write) and the retry would wait out its own lease, then look the key up.
@@ -624,12 +589,7 @@ describe('handle with the memo', () => {
       const rowOf = async (writeFailures: number) => {
         const { store, deps, body } = setup(memoStore());
         deps.analyzer = new OfflineAnalyzer();
-        const record = store.record.bind(store);
-        let failures = writeFailures;
-        store.record = async (row) => {
-          if (failures-- > 0) throw new TransientError('store_busy', 'the SQLite database is busy');
-          return record(row);
-        };
+        failWrites(store, writeFailures);
         for (let attempt = 0; attempt < writeFailures; attempt += 1)
           await expect(handle(parsePush(body), deps)).rejects.toMatchObject({ code: 'store_busy' });
         const outcome = await handle(parsePush(body), deps);
@@ -666,12 +626,7 @@ describe('handle with the memo', () => {
 
   it('pays once when the write fails and Pub/Sub delivers again; the row keeps the tokens paid', async () => {
     const { store, reader, analyzer, deps, body } = setup();
-    const record = store.record.bind(store);
-    let failures = 1;
-    store.record = async (row) => {
-      if (failures-- > 0) throw new TransientError('store_busy', 'the SQLite database is busy');
-      return record(row);
-    };
+    failWrites(store, 1);
     await expect(handle(parsePush(body), deps)).rejects.toMatchObject({ code: 'store_busy' });
     const retry = await handle(parsePush(body), deps);
     expect(retry).toMatchObject({ status: 'ok', analysed: false, memo: 'hit' });
@@ -681,27 +636,22 @@ describe('handle with the memo', () => {
     expect(store.rowsFor(retry.dedupKey)[0]).toMatchObject({ total_tokens: 1500, model: 'scripted' });
   });
 
+  // A PDF may carry an e-invoice: it is read before the paid work (here it carries none).
+  const eInvoices = {
+    accepts: (mime: string) => mime === 'application/pdf',
+    read: async () => ({ kind: 'none' as const }),
+  };
+
   it('writes the kept, paid analysis of a PDF whose generation is gone by the retry, never `object_gone`', async () => {
     const { store, reader, analyzer, deps } = setup();
-    // A PDF may carry an e-invoice: it is read before the paid work (here it carries none).
-    const eInvoices = {
-      accepts: (mime: string) => mime === 'application/pdf',
-      read: async () => ({ kind: 'none' as const }),
-    };
     const pdf = Buffer.from('%PDF-1.7\n1 0 obj <<>> endobj\ntrailer <<>>\n%%EOF\n');
     const body = pushBody('7', {
       name: '2026/11/facture-0007.pdf',
       contentType: 'application/pdf',
       size: pdf.length,
     });
-    const attrs = (body.message as { attributes: Record<string, string> }).attributes;
-    reader.put(attrs.bucketId!, attrs.objectId!, attrs.objectGeneration!, pdf);
-    const record = store.record.bind(store);
-    let failures = 1;
-    store.record = async (row) => {
-      if (failures-- > 0) throw new TransientError('store_busy', 'the SQLite database is busy');
-      return record(row);
-    };
+    reader.putAnnounced(body, pdf);
+    failWrites(store, 1);
     await expect(handle(parsePush(body), { ...deps, eInvoices })).rejects.toMatchObject({
       code: 'store_busy',
     });
@@ -715,10 +665,6 @@ describe('handle with the memo', () => {
 
   it('still rejects a PDF whose generation is gone when nothing was paid for it (object_gone)', async () => {
     const { store, analyzer, deps } = setup();
-    const eInvoices = {
-      accepts: (mime: string) => mime === 'application/pdf',
-      read: async () => ({ kind: 'none' as const }),
-    };
     const body = pushBody('8', {
       name: '2026/11/facture-0008.pdf',
       contentType: 'application/pdf',
@@ -732,16 +678,9 @@ describe('handle with the memo', () => {
 
   it('keeps a paid answer that comes after SIGTERM cut its delivery (issue 45, item 7, C2): the retry pays nothing', async () => {
     const time = new ManualTime();
-    const memo = new AnalysisMemo(new MemoryMemoStore(), {
-      ttlMs: 8 * DAY_MS,
-      clock: time.clock,
-      sleep: time.sleep,
-      timers: time,
-    });
+    const memo = new AnalysisMemo(new MemoryMemoStore(), onTime(time));
     const { reader, analyzer, deps } = handlerDeps({ clock: time.clock, memo });
-    const body = pushBody('9', { size: Buffer.byteLength(INVOICE) });
-    const attrs = (body.message as { attributes: Record<string, string> }).attributes;
-    reader.put(attrs.bucketId!, attrs.objectId!, attrs.objectGeneration!, INVOICE);
+    const body = announceInvoice([reader], '9');
     analyzer.hold();
     const deadline = Deadline.after(498_000, time.clock, time);
     const cut = handle(parsePush(body), deps, deadline).catch((e: unknown) => e);
@@ -776,21 +715,10 @@ describe('handle with the memo', () => {
   it('ends the key’s lease once its write answered, and leaves it to its bound when the write was cut at the deadline (soak I4)', async () => {
     const time = new ManualTime();
     const memoStore = new MemoryMemoStore();
-    const memo = new AnalysisMemo(memoStore, {
-      ttlMs: 8 * DAY_MS,
-      clock: time.clock,
-      sleep: time.sleep,
-      timers: time,
-      writesOutliveInstance: true,
-    });
+    const memo = new AnalysisMemo(memoStore, onTime(time, { writesOutliveInstance: true }));
     const { store, reader, deps } = handlerDeps({ clock: time.clock, memo });
     const deadline = (ms: number) => Deadline.after(ms, time.clock, time);
-    const delivery = (id: string, name: string) => {
-      const body = pushBody(id, { size: Buffer.byteLength(INVOICE), name });
-      const attrs = (body.message as { attributes: Record<string, string> }).attributes;
-      reader.put(attrs.bucketId!, attrs.objectId!, attrs.objectGeneration!, INVOICE);
-      return parsePush(body);
-    };
+    const delivery = (id: string, name: string) => parsePush(announceInvoice([reader], id, { name }));
     const leaseOf = (dedupKey: string) =>
       memoStore.leases.get(AnalysisMemo.leaseKey(dedupKey))!.expiresAt.getTime();
 
@@ -812,22 +740,7 @@ describe('handle with the memo', () => {
 
   it('keeps the key’s lease to its bound when the write’s outcome is unknown: neither another instance nor this instance’s own retry writes meanwhile', async () => {
     const time = new ManualTime();
-    const memoStore = new MemoryMemoStore();
-    const options = {
-      ttlMs: 8 * DAY_MS,
-      clock: time.clock,
-      sleep: time.sleep,
-      timers: time,
-      writesOutliveInstance: true,
-    };
-    const memoA = new AnalysisMemo(memoStore, options);
-    const memoB = new AnalysisMemo(memoStore, options);
-    const a = handlerDeps({ clock: time.clock, memo: memoA });
-    const b = handlerDeps({ clock: time.clock, memo: memoB, store: a.store });
-    const body = pushBody('1', { size: Buffer.byteLength(INVOICE) });
-    const attrs = (body.message as { attributes: Record<string, string> }).attributes;
-    for (const { reader } of [a, b])
-      reader.put(attrs.bucketId!, attrs.objectId!, attrs.objectGeneration!, INVOICE);
+    const { memoStore, old: a, next: b, body } = revisions(time);
     const key = dedupKey(parsePush(body), 'object');
     const leaseOf = () => memoStore.leases.get(AnalysisMemo.leaseKey(key))!.expiresAt.getTime();
 
@@ -907,7 +820,7 @@ describe('handle with the memo', () => {
   });
 
   it('asks the store when the memo cannot be read: a redelivery of a written document pays nothing', async () => {
-    const { store, analyzer, deps, body } = setup(new DownMemoStore());
+    const { store, analyzer, deps, body } = setup(downMemoStore());
     await handle(parsePush(body), deps);
     const again = await handle(parsePush(body), deps);
     expect(again).toMatchObject({ status: 'duplicate', duplicateAt: 'seen', analysed: false });
@@ -960,7 +873,7 @@ describe('handle with the memo', () => {
   });
 
   it('still processes the document when the memo store is down', async () => {
-    const { store, analyzer, deps, body } = setup(new DownMemoStore());
+    const { store, analyzer, deps, body } = setup(downMemoStore());
     const outcome = await handle(parsePush(body), deps);
     expect(outcome).toMatchObject({ status: 'ok', analysed: true });
     expect(analyzer.calls).toHaveLength(1);
@@ -968,38 +881,30 @@ describe('handle with the memo', () => {
   });
 });
 
+/**
+ * Two instances, or the old revision and the new one: one memo bucket, one table, INVOICE stored and
+ * announced; `seen` counts the table's lookups.
+ */
+function revisions(time: ManualTime) {
+  const memoStore = new MemoryMemoStore();
+  const options = onTime(time, { writesOutliveInstance: true });
+  const old = handlerDeps({ clock: time.clock, memo: new AnalysisMemo(memoStore, options) });
+  const next = handlerDeps({
+    clock: time.clock,
+    memo: new AnalysisMemo(memoStore, options),
+    store: old.store,
+  });
+  const body = announceInvoice([old.reader, next.reader]);
+  const seen = { count: 0 };
+  const lookup = old.store.seen.bind(old.store);
+  old.store.seen = (key) => {
+    seen.count++;
+    return lookup(key);
+  };
+  return { memoStore, old, next, body, seen, deadline: () => Deadline.after(498_000, time.clock, time) };
+}
+
 describe('an analyzer rollout: two revisions, another model each, share one memo and one lease', () => {
-  const INVOICE = 'FACTURE N° F-2026-0042\nTotal TTC : 1 234,56 €\n';
-
-  /** The old revision and the new one: one memo bucket, one table. */
-  function revisions(time: ManualTime) {
-    const memoStore = new MemoryMemoStore();
-    const options = {
-      ttlMs: 8 * DAY_MS,
-      clock: time.clock,
-      sleep: time.sleep,
-      timers: time,
-      writesOutliveInstance: true,
-    };
-    const old = handlerDeps({ clock: time.clock, memo: new AnalysisMemo(memoStore, options) });
-    const next = handlerDeps({
-      clock: time.clock,
-      memo: new AnalysisMemo(memoStore, options),
-      store: old.store,
-    });
-    const body = pushBody('1', { size: Buffer.byteLength(INVOICE) });
-    const attrs = (body.message as { attributes: Record<string, string> }).attributes;
-    for (const { reader } of [old, next])
-      reader.put(attrs.bucketId!, attrs.objectId!, attrs.objectGeneration!, INVOICE);
-    const seen = { count: 0 };
-    const lookup = old.store.seen.bind(old.store);
-    old.store.seen = (key) => {
-      seen.count++;
-      return lookup(key);
-    };
-    return { old, next, body, seen, deadline: () => Deadline.after(498_000, time.clock, time) };
-  }
-
   it('answers a redelivery of a document the old version wrote as a duplicate at the lookup: no second payment', async () => {
     const time = new ManualTime();
     const { old, next, body, seen, deadline } = revisions(time);
@@ -1093,13 +998,7 @@ describe("the delivery's deadline during a memo call", () => {
     const time = new ManualTime();
     const store = new MemoryMemoStore();
     store.create = () => new Promise(() => {});
-    const memo = new AnalysisMemo(store, {
-      ttlMs: 8 * DAY_MS,
-      clock: time.clock,
-      sleep: time.sleep,
-      timers: time,
-      callTimeoutMs,
-    });
+    const memo = new AnalysisMemo(store, onTime(time, { callTimeoutMs }));
     const deadline = Deadline.after(deadlineMs, time.clock, time);
     const settled = analyse(memo, KEY, async () => paid(), undefined, deadline).then(
       (analysed) => analysed,
@@ -1127,17 +1026,24 @@ describe('interleaving 4: a lease shorter than the work', () => {
   function twoInstances(time: ManualTime) {
     const store = new MemoryMemoStore();
     // The default lease (15 s), renewed every 5 s by its holder while it works.
-    const make = () =>
-      new AnalysisMemo(store, { ttlMs: 8 * DAY_MS, clock: time.clock, sleep: time.sleep, timers: time });
+    const make = () => new AnalysisMemo(store, onTime(time));
     return { store, a: make(), b: make() };
   }
   const deadline = (time: ManualTime, ms: number) => Deadline.after(ms, time.clock, time);
+  /** `memo`'s turn to write KEY, asked for now: `came()` says whether it has come yet. */
+  function askTurn(time: ManualTime, memo: AnalysisMemo) {
+    let came = false;
+    const turn = memo.leases.writeTurn(KEY, deadline(time, 498_000)).then((t) => {
+      came = true;
+      return t;
+    });
+    return { turn, came: () => came };
+  }
 
   it("keeps the lease for the holder's whole analysis: a 100 s analysis on one instance is not paid again on another", async () => {
     const time = new ManualTime();
     const { a, b } = twoInstances(time);
-    let finish: (r: AnalysisResult) => void = () => {};
-    const workA = jest.fn(() => new Promise<AnalysisResult>((resolve) => (finish = resolve)));
+    const { work: workA, finish } = held();
     const workB = jest.fn(async () => paid(9999));
     // A doubled notification: the same upload reaches two instances together.
     const first = analyse(a, KEY, workA, undefined, deadline(time, 498_000));
@@ -1163,33 +1069,26 @@ describe('interleaving 4: a lease shorter than the work', () => {
     await time.advance(1_000);
     // B found A's analysis in the memo while A's write runs.
     expect(await second).toEqual({ result: paid(), source: 'memo' });
-    let bWrites = false;
-    const turnB = b.leases.writeTurn(KEY, deadline(time, 498_000)).then((turn) => {
-      bWrites = true;
-      return turn;
-    });
+    const turnB = askTurn(time, b);
     // A's MERGE is slow (20 s): B does not write meanwhile, however long it takes.
     await time.advance(20_000);
-    expect(bWrites).toBe(false);
+    expect(turnB.came()).toBe(false);
     turnA.done();
     // Once A's lease runs out (at most one lease time after its write), B takes it over.
     await time.advance(15_000);
-    expect(bWrites).toBe(true);
-    (await turnB).done();
+    expect(turnB.came()).toBe(true);
+    (await turnB.turn).done();
   });
 
   it('interleaving 7: a delivery whose lease failed and never wrote does not let a later one on its instance write unguarded (soak I4, seed 112)', async () => {
     const time = new ManualTime();
     const store = new MemoryMemoStore();
     let failLease = true;
-    const flaky: MemoStore = {
-      get: (key) => store.get(key),
-      create: (key, entry) => store.create(key, entry),
+    const flaky = over(store, {
       lease: (key, until, now) =>
         failLease ? Promise.reject(new Error('503')) : store.lease(key, until, now),
-      renew: (key, token, until, release) => store.renew(key, token, until, release),
-    };
-    const options = { ttlMs: 8 * DAY_MS, clock: time.clock, sleep: time.sleep, timers: time };
+    });
+    const options = onTime(time);
     const a = new AnalysisMemo(flaky, options);
     const b = new AnalysisMemo(store, options);
     // On A, a delivery whose lease call failed analyses and is cut at its deadline before its write.
@@ -1205,17 +1104,13 @@ describe('interleaving 4: a lease shorter than the work', () => {
     expect(await analyse(a, KEY, async () => paid(9999), undefined, deadline(time, 498_000))).toMatchObject({
       source: 'memo',
     });
-    let aWrites = false;
-    const turnA = a.leases.writeTurn(KEY, deadline(time, 498_000)).then((turn) => {
-      aWrites = true;
-      return turn;
-    });
+    const turnA = askTurn(time, a);
     await time.advance(20_000);
-    expect(aWrites).toBe(false);
+    expect(turnA.came()).toBe(false);
     turnB.done();
     await time.advance(15_000);
-    expect(aWrites).toBe(true);
-    (await turnA).done();
+    expect(turnA.came()).toBe(true);
+    (await turnA.turn).done();
   });
 
   it('takes the lease for the write when the memo refused both analyses theirs: the two writes do not overlap (soak I4, seeds 70, 272)', async () => {
@@ -1226,7 +1121,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
       leasing(store, (call, key, until, now) =>
         call === 1 ? Promise.reject(new Error('503')) : store.lease(key, until, now),
       );
-    const options = { ttlMs: 8 * DAY_MS, clock: time.clock, sleep: time.sleep, timers: time };
+    const options = onTime(time);
     const a = new AnalysisMemo(refusingFirstLease(), options);
     const b = new AnalysisMemo(refusingFirstLease(), options);
     const workA = jest.fn(async () => paid());
@@ -1239,18 +1134,14 @@ describe('interleaving 4: a lease shorter than the work', () => {
     expect([workA.mock.calls.length, workB.mock.calls.length]).toEqual([1, 1]);
     // ...but only one writes at a time: B waits while A's MERGE runs.
     const turnA = await a.leases.writeTurn(KEY, deadline(time, 498_000));
-    let bWrites = false;
-    const turnB = b.leases.writeTurn(KEY, deadline(time, 498_000)).then((turn) => {
-      bWrites = true;
-      return turn;
-    });
+    const turnB = askTurn(time, b);
     await time.advance(30_000);
-    expect(bWrites).toBe(false);
+    expect(turnB.came()).toBe(false);
     // A's write answered: its lease ends at once, and B goes within one poll (not a lease time).
     turnA.done(true);
     await time.advance(1_000);
-    expect(bWrites).toBe(true);
-    (await turnB).done(true);
+    expect(turnB.came()).toBe(true);
+    (await turnB.turn).done(true);
   });
 
   it('waits out a lease its own timed-out call created, then takes it over, within its deadline', async () => {
@@ -1260,12 +1151,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
     const slowFirst = leasing(store, (call, key, until, now) =>
       call === 1 ? time.sleep(7_000).then(() => store.lease(key, until, now)) : store.lease(key, until, now),
     );
-    const memo = new AnalysisMemo(slowFirst, {
-      ttlMs: 8 * DAY_MS,
-      clock: time.clock,
-      sleep: time.sleep,
-      timers: time,
-    });
+    const memo = new AnalysisMemo(slowFirst, onTime(time));
     const analysed = analyse(memo, KEY, async () => paid(), undefined, deadline(time, 498_000));
     await settle();
     await time.advance(5_000);
@@ -1275,31 +1161,20 @@ describe('interleaving 4: a lease shorter than the work', () => {
     const orphan = store.leases.get(AnalysisMemo.leaseKey(KEY))!;
     const round0 = orphan.expiresAt.getTime();
     expect(round0).toBe(time.ms - 8_000 + 15_000);
-    let writes = false;
-    const turn = memo.leases.writeTurn(KEY, deadline(time, 498_000)).then((t) => {
-      writes = true;
-      return t;
-    });
-    while (time.ms < round0 - 1_000 && !writes) await time.advance(500);
-    expect(writes).toBe(false);
+    const turn = askTurn(time, memo);
+    while (time.ms < round0 - 1_000 && !turn.came()) await time.advance(500);
+    expect(turn.came()).toBe(false);
     await time.advance(2_000);
-    expect(writes).toBe(true);
+    expect(turn.came()).toBe(true);
     expect(store.leases.get(AnalysisMemo.leaseKey(KEY))!.holder).not.toBe(orphan.holder);
-    (await turn).done(true);
+    (await turn.turn).done(true);
   });
 
   it('moves the lease past the bound of the write it guards: a holder killed mid-statement still keeps the next writer out (soak I4, seeds 339, 773)', async () => {
     const time = new ManualTime();
     const store = new MemoryMemoStore();
     // On BigQuery, whose jobs run on without their client.
-    const make = () =>
-      new AnalysisMemo(store, {
-        ttlMs: 8 * DAY_MS,
-        clock: time.clock,
-        sleep: time.sleep,
-        timers: time,
-        writesOutliveInstance: true,
-      });
+    const make = () => new AnalysisMemo(store, onTime(time, { writesOutliveInstance: true }));
     const [a, b] = [make(), make()];
     await analyse(a, KEY, async () => paid(), undefined, deadline(time, 300_000));
     const holderDeadline = time.ms + 298_000;
@@ -1309,17 +1184,13 @@ describe('interleaving 4: a lease shorter than the work', () => {
     expect(store.leases.get(AnalysisMemo.leaseKey(KEY))!.expiresAt.getTime()).toBe(holderDeadline + 15_000);
     // The holder's write is cut at shutdown (its statement may still run): the lease stays.
     turnA.done(false);
-    let bWrites = false;
-    const turnB = b.leases.writeTurn(KEY, deadline(time, 498_000)).then((turn) => {
-      bWrites = true;
-      return turn;
-    });
+    const turnB = askTurn(time, b);
     // Second by second (B looks at the lease every poll), up to 1 s before the lease's end.
-    while (time.ms < holderDeadline + 14_000 && !bWrites) await time.advance(1_000);
-    expect(bWrites).toBe(false);
+    while (time.ms < holderDeadline + 14_000 && !turnB.came()) await time.advance(1_000);
+    expect(turnB.came()).toBe(false);
     await time.advance(2_000);
-    expect(bWrites).toBe(true);
-    (await turnB).done(true);
+    expect(turnB.came()).toBe(true);
+    (await turnB.turn).done(true);
   });
 
   it('keeps the write’s lease to its heartbeat on a store whose writes die with their process (SQLite): a killed holder holds up the next writer one lease time at most', async () => {
@@ -1339,16 +1210,10 @@ describe('interleaving 4: a lease shorter than the work', () => {
     // The waiter's second lease call (after the holder's lease was seen) answers 503.
     const { flaky, leaseCalls } = secondLeaseFails(store);
     const logger = new MemoryLogger();
-    const options = { ttlMs: 8 * DAY_MS, clock: time.clock, sleep: time.sleep, timers: time };
+    const options = onTime(time);
     const holder = new AnalysisMemo(store, options);
     const waiter = new AnalysisMemo(flaky, { ...options, logger });
-    const first = analyse(
-      holder,
-      KEY,
-      () => new Promise<AnalysisResult>(() => {}),
-      undefined,
-      deadline(time, 498_000),
-    );
+    const first = analyse(holder, KEY, held().work, undefined, deadline(time, 498_000));
     first.catch(() => {});
     await settle();
     const work = jest.fn(async () => paid(9999));
@@ -1367,28 +1232,14 @@ describe('interleaving 4: a lease shorter than the work', () => {
     const time = new ManualTime();
     const store = new MemoryMemoStore();
     let renewals = 0;
-    const slow: MemoStore = {
-      get: (key) => store.get(key),
-      create: (key, entry) => store.create(key, entry),
-      lease: (key, until, now) => store.lease(key, until, now),
+    const slow = over(store, {
       renew: () => {
         renewals += 1;
         return new Promise(() => {});
       },
-    };
-    const holder = new AnalysisMemo(slow, {
-      ttlMs: 8 * DAY_MS,
-      clock: time.clock,
-      sleep: time.sleep,
-      timers: time,
     });
-    const outcome = analyse(
-      holder,
-      KEY,
-      () => new Promise<AnalysisResult>(() => {}),
-      undefined,
-      deadline(time, 60_000),
-    );
+    const holder = new AnalysisMemo(slow, onTime(time));
+    const outcome = analyse(holder, KEY, held().work, undefined, deadline(time, 60_000));
     outcome.catch(() => {});
     await settle();
     await time.advance(15_500);
@@ -1399,14 +1250,8 @@ describe('interleaving 4: a lease shorter than the work', () => {
   it('renews the lease while the holder works and writes, and stops renewing when its write is done', async () => {
     const time = new ManualTime();
     const { store, a } = twoInstances(time);
-    let finish: (r: AnalysisResult) => void = () => {};
-    const outcome = analyse(
-      a,
-      KEY,
-      () => new Promise<AnalysisResult>((resolve) => (finish = resolve)),
-      undefined,
-      deadline(time, 498_000),
-    );
+    const { work, finish } = held();
+    const outcome = analyse(a, KEY, work, undefined, deadline(time, 498_000));
     const leaseOf = () => store.leases.get(AnalysisMemo.leaseKey(KEY))!.expiresAt.getTime();
     await settle();
     const taken = leaseOf();
@@ -1454,27 +1299,17 @@ describe('interleaving 4: a lease shorter than the work', () => {
 });
 
 describe('interleaving 5: paid work paid again', () => {
-  const INVOICE = 'FACTURE N° F-2026-0042\nTotal TTC : 1 234,56 €\n';
   const usage = { promptTokens: 2400, outputTokens: 600, totalTokens: 3000 };
 
-  function setup(admission?: QuotaGate) {
+  function failingFirstWrite(admission?: QuotaGate) {
     const memoStore = new MemoryMemoStore();
-    const { store, reader, analyzer, deps } = handlerDeps({
-      clock: new ManualClock(),
-      memo: new AnalysisMemo(memoStore, { ttlMs: 8 * DAY_MS, clock: new ManualClock(), leaseMs: 0 }),
-      ...(admission ? { admission } : {}),
-    });
-    const body = pushBody('1', { size: Buffer.byteLength(INVOICE) });
-    const attrs = (body.message as { attributes: Record<string, string> }).attributes;
-    reader.put(attrs.bucketId!, attrs.objectId!, attrs.objectGeneration!, INVOICE);
+    const { store, analyzer, deps, body } = setup(memoStore, admission, { leaseMs: 0 });
     // The first write fails (a full DML queue): Pub/Sub delivers again.
-    const record = store.record.bind(store);
-    let failures = 1;
-    store.record = async (row) => {
-      if (failures-- > 0)
-        throw new TransientError('bigquery_dml_queue_full', 'Too many DML statements outstanding');
-      return record(row);
-    };
+    failWrites(
+      store,
+      1,
+      new TransientError('bigquery_dml_queue_full', 'Too many DML statements outstanding'),
+    );
     return { store, analyzer, deps, body, memoStore };
   }
 
@@ -1484,7 +1319,7 @@ describe('interleaving 5: paid work paid again', () => {
   ] as const)(
     'replays a paid %s from the memo after a failed write, without paying again',
     async (reason, detail) => {
-      const { store, analyzer, deps, body } = setup();
+      const { store, analyzer, deps, body } = failingFirstWrite();
       analyzer.failNext(new RejectionError(reason, detail, { usage }));
       await expect(handle(parsePush(body), deps)).rejects.toMatchObject({ code: 'bigquery_dml_queue_full' });
       const retry = await handle(parsePush(body), deps);
@@ -1499,7 +1334,7 @@ describe('interleaving 5: paid work paid again', () => {
   );
 
   it('does not keep a refusal that cost nothing (the object is gone): the memo holds paid outcomes only', async () => {
-    const { deps, body, memoStore } = setup();
+    const { deps, body, memoStore } = failingFirstWrite();
     deps.reader = { read: async () => Promise.reject(new RejectionError('object_gone', 'generation gone')) };
     await expect(handle(parsePush(body), deps)).rejects.toMatchObject({ code: 'bigquery_dml_queue_full' });
     expect(memoStore.entries.size).toBe(0);
@@ -1507,7 +1342,7 @@ describe('interleaving 5: paid work paid again', () => {
 
   it('records the tokens of a paid first call when the second got a 429 and the gate ran the analysis again', async () => {
     const gate = new QuotaGate({ maxInFlight: 2, maxWaitMs: 60_000, initialPauseMs: 0, maxPauseMs: 0 });
-    const { store, analyzer, deps, body } = setup(gate);
+    const { store, analyzer, deps, body } = failingFirstWrite(gate);
     // First run: one call answered (paid) outside the schema, the second refused with a 429.
     analyzer.failNext(new TransientError(RATE_LIMITED, 'Gemini: 429 RESOURCE_EXHAUSTED', { usage }));
     await expect(handle(parsePush(body), deps)).rejects.toMatchObject({ code: 'bigquery_dml_queue_full' });

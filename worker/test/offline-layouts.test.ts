@@ -4,7 +4,9 @@ import { textLines } from '../src/adapters/analyzers/offline/text';
 
 /** The offline parsers on layouts beyond the French and English ones they were first written for. */
 
-const read = (text: string) => extractInvoice(textLines(text));
+/** The analysis of `text`, or of `lines` one under the other. */
+const read = (text: string | string[]) =>
+  extractInvoice(textLines(Array.isArray(text) ? text.join('\n') : text));
 
 describe('European dates', () => {
   it.each([
@@ -24,20 +26,18 @@ describe('European dates', () => {
 
 describe('labels in German, Dutch, Spanish and Italian', () => {
   it('reads a German invoice', () => {
-    const analysis = read(
-      [
-        'Muster Handel GmbH',
-        'Hauptstraße 1, 80331 München',
-        '',
-        'Rechnungsnr.\t30064443',
-        'Rechnungsdatum\t7. Mai 2014',
-        'Zahlbar bis 21.05.2014',
-        '',
-        'Nettobetrag\t100,00 €',
-        'MwSt. 19 %\t19,00 €',
-        'Gesamtbetrag\t119,00 €',
-      ].join('\n'),
-    );
+    const analysis = read([
+      'Muster Handel GmbH',
+      'Hauptstraße 1, 80331 München',
+      '',
+      'Rechnungsnr.\t30064443',
+      'Rechnungsdatum\t7. Mai 2014',
+      'Zahlbar bis 21.05.2014',
+      '',
+      'Nettobetrag\t100,00 €',
+      'MwSt. 19 %\t19,00 €',
+      'Gesamtbetrag\t119,00 €',
+    ]);
     expect(analysis).toMatchObject({
       document_type: 'invoice',
       supplier_name: 'Muster Handel GmbH',
@@ -52,19 +52,17 @@ describe('labels in German, Dutch, Spanish and Italian', () => {
   });
 
   it('reads a Dutch invoice whose form puts its labels above its values', () => {
-    const analysis = read(
-      [
-        'Factuuradres',
-        'Strategic Corp',
-        '',
-        'Klant\tOrder\tFactuur datum\tFactuur\tVervaldatum',
-        'SCONL0303\tSCONL0004\t8-9-2022\tVF1005193039\t22-9-2022',
-        '',
-        'Exclusief BTW\t€ 593,36\tSubtotaal\t€ 717,97',
-        'BTW 21%\t€ 124,61',
-        'Totaal\t€ 717,97',
-      ].join('\n'),
-    );
+    const analysis = read([
+      'Factuuradres',
+      'Strategic Corp',
+      '',
+      'Klant\tOrder\tFactuur datum\tFactuur\tVervaldatum',
+      'SCONL0303\tSCONL0004\t8-9-2022\tVF1005193039\t22-9-2022',
+      '',
+      'Exclusief BTW\t€ 593,36\tSubtotaal\t€ 717,97',
+      'BTW 21%\t€ 124,61',
+      'Totaal\t€ 717,97',
+    ]);
     expect(analysis).toMatchObject({
       invoice_number: 'VF1005193039',
       issue_date: '2022-09-08',
@@ -107,39 +105,35 @@ describe('labels in German, Dutch, Spanish and Italian', () => {
 
 describe('totals by arithmetic', () => {
   it('takes the net, tax and total that add up over a later line of the same label', () => {
-    const analysis = read(
-      [
-        'ACME Ltd',
-        'Invoice No: 12',
-        'Rechnungssumme ohne USt.\t198,00',
-        'Gesamtbetrag der Zuschläge\t0,00',
-        'Steuerbetrag\t37,62',
-        'Bruttosumme\t235,62',
-        'Zahlbetrag\t235,62',
-      ].join('\n'),
-    );
+    const analysis = read([
+      'ACME Ltd',
+      'Invoice No: 12',
+      'Rechnungssumme ohne USt.\t198,00',
+      'Gesamtbetrag der Zuschläge\t0,00',
+      'Steuerbetrag\t37,62',
+      'Bruttosumme\t235,62',
+      'Zahlbetrag\t235,62',
+    ]);
     expect(analysis).toMatchObject({ net_amount: 198, tax_amount: 37.62, total_amount: 235.62 });
   });
 
   it('takes no tax from an items row whose rate column names the VAT, nor a tax total twice', () => {
     // An items table it does not recognise, a per-rate summary, then the tax total under another
     // name; the gross total's label is unreadable (its letters spaced apart), so the tax decides it.
-    const analysis = read(
-      [
-        'Taxi GmbH',
-        'Rechnung Nr. TX-471102 vom 30.10.2019',
-        'Pos\tBeschreibung\tNettopreis\tMenge\tSteuer\tEntgelt',
-        '1\tGrundpreis\t3,90\t1 Stk\t7 % VAT (S)\t3,90',
-        '',
-        '2\tStadtfahrt\t2,00\t6 Stk\t7 % VAT (S)\t13,00',
-        '',
-        'VAT (S)\t16,90\t7\t1,18',
-        '',
-        'Rechnungssumme ohne USt.\t16,90',
-        'Steuerbetrag\t1,18',
-        'Br uttosumme\t18,08',
-      ].join('\n'),
-    );
+    const analysis = read([
+      'Taxi GmbH',
+      'Rechnung Nr. TX-471102 vom 30.10.2019',
+      'Pos\tBeschreibung\tNettopreis\tMenge\tSteuer\tEntgelt',
+      '1\tGrundpreis\t3,90\t1 Stk\t7 % VAT (S)\t3,90',
+      '',
+      '2\tStadtfahrt\t2,00\t6 Stk\t7 % VAT (S)\t13,00',
+      '',
+      'VAT (S)\t16,90\t7\t1,18',
+      '',
+      'Rechnungssumme ohne USt.\t16,90',
+      'Steuerbetrag\t1,18',
+      'Br uttosumme\t18,08',
+    ]);
     expect(analysis).toMatchObject({ net_amount: 16.9, tax_amount: 1.18, total_amount: 18.08 });
     // Two rates whose taxes differ are still added up.
     expect(read('Nettobetrag\t200,00\nMwSt 19 %\t19,00\nMwSt 7 %\t7,00').tax_amount).toBe(26);
@@ -155,17 +149,15 @@ describe('totals by arithmetic', () => {
 
 describe('the seller', () => {
   it('is the name after its label, past the lines of numbers in its block', () => {
-    const analysis = read(
-      [
-        'Verkäufer:',
-        'Nummer : 549910',
-        'MUSTER-Autovermietung',
-        'Musterstr. 99',
-        '',
-        'Käufer:',
-        'MUSTER-KUNDE GMBH',
-      ].join('\n'),
-    );
+    const analysis = read([
+      'Verkäufer:',
+      'Nummer : 549910',
+      'MUSTER-Autovermietung',
+      'Musterstr. 99',
+      '',
+      'Käufer:',
+      'MUSTER-KUNDE GMBH',
+    ]);
     expect(analysis.supplier_name).toBe('MUSTER-Autovermietung');
     expect(analysis.customer_name).toBe('MUSTER-KUNDE GMBH');
   });
@@ -216,18 +208,16 @@ describe('dates beside their number, and due dates in sentences', () => {
 
 describe('general rules for layouts not seen before', () => {
   it('takes the seller from a letter’s return address line, and the customer from the window under it', () => {
-    const analysis = read(
-      [
-        'Bei Spiel GmbH  ●  Ecke 12  ●  12345 Stadthausen',
-        'phone (555) 23 78 -0',
-        'Theodor Est',
-        'Bahnstr. 42',
-        '88802 Spielkreis',
-        '',
-        'Rechnung Nr. RE-507 vom 10.06.2019',
-        'Gesamtbetrag\t119,00 €',
-      ].join('\n'),
-    );
+    const analysis = read([
+      'Bei Spiel GmbH  ●  Ecke 12  ●  12345 Stadthausen',
+      'phone (555) 23 78 -0',
+      'Theodor Est',
+      'Bahnstr. 42',
+      '88802 Spielkreis',
+      '',
+      'Rechnung Nr. RE-507 vom 10.06.2019',
+      'Gesamtbetrag\t119,00 €',
+    ]);
     expect(analysis).toMatchObject({ supplier_name: 'Bei Spiel GmbH', customer_name: 'Theodor Est' });
     // With commas and dashes between its parts too.
     expect(
@@ -241,20 +231,18 @@ describe('general rules for layouts not seen before', () => {
 
   it('takes the name under a delivery-address heading in the window, not the heading', () => {
     // The FNFE-MPE Factur-X examples' layout: the window's first line is the heading of its block.
-    const analysis = read(
-      [
-        "Au bon moulin SARL - 1242 chemin de l'olive - 84340 Malaucène - France",
-        '+33 4 50 44 68 99 - http://www.aubonmoulin.fr',
-        'TVA : FR11999999998 - SIRET : 99999999800010 - APE : 4778C',
-        '',
-        'Facture FA-2017-0010',
-        '',
-        'Adresse de livraison',
-        'Ma jolie boutique',
-        '35 rue de la République',
-        '69001 Lyon',
-      ].join('\n'),
-    );
+    const analysis = read([
+      "Au bon moulin SARL - 1242 chemin de l'olive - 84340 Malaucène - France",
+      '+33 4 50 44 68 99 - http://www.aubonmoulin.fr',
+      'TVA : FR11999999998 - SIRET : 99999999800010 - APE : 4778C',
+      '',
+      'Facture FA-2017-0010',
+      '',
+      'Adresse de livraison',
+      'Ma jolie boutique',
+      '35 rue de la République',
+      '69001 Lyon',
+    ]);
     expect(analysis).toMatchObject({
       supplier_name: 'Au bon moulin SARL',
       customer_name: 'Ma jolie boutique',
@@ -280,29 +268,25 @@ describe('general rules for layouts not seen before', () => {
   });
 
   it('reads a due date under a column header, a line or two below', () => {
-    const analysis = read(
-      [
-        'Rechnungsdatum: 01.10.2018',
-        '',
-        'Beschreibung\tFälligkeit\tTeilzahlung',
-        'Bitte überweisen Sie bis',
-        '21.11.2018',
-      ].join('\n'),
-    );
+    const analysis = read([
+      'Rechnungsdatum: 01.10.2018',
+      '',
+      'Beschreibung\tFälligkeit\tTeilzahlung',
+      'Bitte überweisen Sie bis',
+      '21.11.2018',
+    ]);
     expect(analysis).toMatchObject({ issue_date: '2018-10-01', due_date: '2018-11-21' });
     expect(read('Zahlbar ohne Abschlag bis\t20.11.2018').due_date).toBe('2018-11-20');
   });
 
   it('reads a summary table of net, tax and total columns, and not an items table', () => {
-    const analysis = read(
-      [
-        'Artikel\tOmschrijving\tPrijs\tTotaal',
-        'E103184\tOnderhoudsset\t49,99\t49,99',
-        '',
-        'BTW %\tGrondslag\tBTW bedrag\tTotaal',
-        '21 %\t41,31\t8,68\t49,99',
-      ].join('\n'),
-    );
+    const analysis = read([
+      'Artikel\tOmschrijving\tPrijs\tTotaal',
+      'E103184\tOnderhoudsset\t49,99\t49,99',
+      '',
+      'BTW %\tGrondslag\tBTW bedrag\tTotaal',
+      '21 %\t41,31\t8,68\t49,99',
+    ]);
     expect(analysis).toMatchObject({ net_amount: 41.31, tax_amount: 8.68, total_amount: 49.99 });
   });
 
@@ -330,20 +314,18 @@ describe('general rules for layouts not seen before', () => {
   });
 
   it('reads a form: a heading over bare fields', () => {
-    const analysis = read(
-      [
-        'Rechnungsdaten',
-        'Nummer: 471102',
-        'Datum: 05.03.2018',
-        '',
-        'Verkäufer',
-        'Name: Lieferant GmbH',
-        'Straße: Lieferantenstraße 20',
-        '',
-        'Käufer',
-        'Name: Kunden AG Mitte',
-      ].join('\n'),
-    );
+    const analysis = read([
+      'Rechnungsdaten',
+      'Nummer: 471102',
+      'Datum: 05.03.2018',
+      '',
+      'Verkäufer',
+      'Name: Lieferant GmbH',
+      'Straße: Lieferantenstraße 20',
+      '',
+      'Käufer',
+      'Name: Kunden AG Mitte',
+    ]);
     expect(analysis).toMatchObject({
       invoice_number: '471102',
       issue_date: '2018-03-05',
@@ -353,21 +335,19 @@ describe('general rules for layouts not seen before', () => {
   });
 
   it('reads a form whose fields have their values a column apart, under each party’s heading', () => {
-    const analysis = read(
-      [
-        'Verkäufer',
-        'Nummer:\t549910',
-        'Name:\tLieferant GmbH',
-        'Anschrift:\tLieferantenstraße 20',
-        'DE 80333 München',
-        '',
-        'Käufer/Leistungsempfänger',
-        'Nummer:\tGE2020211',
-        'Name:\tKunden AG Mitte',
-        '',
-        'Bruttosumme\t235,62',
-      ].join('\n'),
-    );
+    const analysis = read([
+      'Verkäufer',
+      'Nummer:\t549910',
+      'Name:\tLieferant GmbH',
+      'Anschrift:\tLieferantenstraße 20',
+      'DE 80333 München',
+      '',
+      'Käufer/Leistungsempfänger',
+      'Nummer:\tGE2020211',
+      'Name:\tKunden AG Mitte',
+      '',
+      'Bruttosumme\t235,62',
+    ]);
     expect(analysis).toMatchObject({ supplier_name: 'Lieferant GmbH', customer_name: 'Kunden AG Mitte' });
   });
 
@@ -390,16 +370,14 @@ describe('general rules for layouts not seen before', () => {
   });
 
   it('takes no label without its value, and no legal form alone, for a name', () => {
-    const analysis = read(
-      [
-        'Verkäufer:',
-        'Globale Nummer:',
-        '4000001123452 (GTIN)',
-        'GmbH',
-        'Lieferant GmbH',
-        'Lieferantenstraße 20',
-      ].join('\n'),
-    );
+    const analysis = read([
+      'Verkäufer:',
+      'Globale Nummer:',
+      '4000001123452 (GTIN)',
+      'GmbH',
+      'Lieferant GmbH',
+      'Lieferantenstraße 20',
+    ]);
     expect(analysis.supplier_name).toBe('Lieferant GmbH');
   });
 

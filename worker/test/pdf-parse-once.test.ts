@@ -27,8 +27,7 @@ function setup(options: { shared: boolean }) {
   let messages = 0;
   const deliver = async (bytes: Buffer, spec: ObjectSpec) => {
     const body = pushBody(String(++messages), { size: bytes.length, ...spec });
-    const attrs = (body.message as { attributes: Record<string, string> }).attributes;
-    built.reader.put(attrs.bucketId!, attrs.objectId!, attrs.objectGeneration!, bytes);
+    built.reader.putAnnounced(body, bytes);
     const outcome = await handle(parsePush(body), built.deps);
     return { outcome, row: built.store.rowsFor(outcome.dedupKey)[0] };
   };

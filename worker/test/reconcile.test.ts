@@ -8,6 +8,7 @@ import {
   comparisonLeastBytes,
   estimateCost,
   findMissing,
+  type LineIndex,
   PUBLISH_BATCH,
   parseDuration,
   RECONCILE_EXIT,
@@ -227,6 +228,22 @@ describe('the comparison query and the byte cap', () => {
     object(`2025/${String(i).padStart(6, '0')}.pdf`, i * 288),
   );
 
+  /** A run over `listed` (in pages of `page`) against `index`, under a byte cap of `cap`. */
+  const capped = (
+    listed: ObjectResource[],
+    index: LineIndex,
+    cap: number,
+    print: (line: string) => void = () => {},
+    page = 500,
+    extra: Partial<RunOptions> = {},
+  ) =>
+    runReconcile(options({ maximumBytesBilled: cap, ...extra }), {
+      lister: new MemoryLister(listed, page),
+      index,
+      clock,
+      print,
+    });
+
   /** The listed objects created in a statement's range. */
   const objectsOf = (q: ComparisonQuery, all: readonly ObjectResource[]) =>
     all.filter((o) => {
@@ -253,12 +270,7 @@ describe('the comparison query and the byte cap', () => {
   it('splits a run whose listed objects alone are over the cap into statements by key day, contiguous from the oldest object on', async () => {
     const index = new MemoryIndex([]);
     const cap = comparisonLeastBytes(objects) - 1;
-    const result = await runReconcile(options({ maximumBytesBilled: cap }), {
-      lister: new MemoryLister(objects, 500),
-      index,
-      clock,
-      print: () => {},
-    });
+    const result = await capped(objects, index, cap);
     expect(result.error).toBeUndefined();
     expect(result.report).toMatchObject({ listed: 2_000, missing: 1_999, tooYoung: 1, comparisonQueries: 2 });
     expectContiguousFrom(index.queries, objects);
@@ -272,15 +284,7 @@ describe('the comparison query and the byte cap', () => {
       .filter((_, i) => i % 3 === 0)
       .map((o) => ({ uri: objectUri(o), processedAt: new Date(o.timeCreated) }));
     const index = new MemoryIndex(rows);
-    const result = await runReconcile(
-      options({ maximumBytesBilled: comparisonLeastBytes(objects.slice(0, 300)) }),
-      {
-        lister: new MemoryLister(objects, 500),
-        index,
-        clock,
-        print: () => {},
-      },
-    );
+    const result = await capped(objects, index, comparisonLeastBytes(objects.slice(0, 300)));
     expect(result.error).toBeUndefined();
     expect(index.queries.length).toBeGreaterThan(4);
     expect(result.report).toMatchObject({
@@ -293,12 +297,7 @@ describe('the comparison query and the byte cap', () => {
   it('refuses before querying a run in which one day alone is over the cap, and says to raise the cap', async () => {
     const sameDay = Array.from({ length: 50 }, (_, i) => object(`2026/11/30/${i}.pdf`, 120 + i));
     const index = new MemoryIndex([]);
-    const result = await runReconcile(options({ maximumBytesBilled: comparisonLeastBytes(sameDay) - 1 }), {
-      lister: new MemoryLister(sameDay, 500),
-      index,
-      clock,
-      print: () => {},
-    });
+    const result = await capped(sameDay, index, comparisonLeastBytes(sameDay) - 1);
     expect(result.code).toBe(RECONCILE_EXIT.error);
     expect(result.error?.code).toBe('bytes_billed_limit');
     expect(result.error?.message).toMatch(
@@ -317,12 +316,7 @@ describe('the comparison query and the byte cap', () => {
       object(`2026/11/${String(d).padStart(2, '0')}/invoice-0000001.pdf`, d * 24 * 60 + 90),
     );
     const index = new DryRunIndex(perDay);
-    const result = await runReconcile(options({ maximumBytesBilled: cap }), {
-      lister: new MemoryLister(month, 500),
-      index,
-      clock,
-      print: () => {},
-    });
+    const result = await capped(month, index, cap);
     expect(result.error).toBeUndefined();
     expect(result.report!.comparisonQueries).toBeGreaterThanOrEqual(Math.ceil((perDay * 30) / cap));
     expectContiguousFrom(index.queries, month);
@@ -335,43 +329,23 @@ describe('the comparison query and the byte cap', () => {
   it('says how many statements a split comparison ran, in the summary and in --json', async () => {
     const perDay = 1_000;
     const week = Array.from({ length: 7 }, (_, d) => object(`2026/11/${d}.pdf`, d * 24 * 60 + 90));
-    const summary = await runReconcile(options({ maximumBytesBilled: 2 * perDay }), {
-      lister: new MemoryLister(week, 500),
-      index: new DryRunIndex(perDay),
-      clock,
-      print: () => {},
-    });
+    const summary = await capped(week, new DryRunIndex(perDay), 2 * perDay);
     const lines: string[] = [];
-    await runReconcile(options({ maximumBytesBilled: 2 * perDay }), {
-      lister: new MemoryLister(week, 500),
-      index: new DryRunIndex(perDay),
-      clock,
-      print: (line) => lines.push(line),
-    });
+    await capped(week, new DryRunIndex(perDay), 2 * perDay, (line) => lines.push(line));
     const n = summary.report!.comparisonQueries!;
     expect(n).toBeGreaterThan(1);
     expect(lines[1]).toBe(
       `the comparison ran as ${n} queries by key day, each under the byte cap, estimated at ${summary.report!.comparisonEstimateBytes} bytes together (dry runs)`,
     );
     const json: string[] = [];
-    await runReconcile(options({ maximumBytesBilled: 2 * perDay, json: true }), {
-      lister: new MemoryLister(week, 500),
-      index: new DryRunIndex(perDay),
-      clock,
-      print: (line) => json.push(line),
-    });
+    await capped(week, new DryRunIndex(perDay), 2 * perDay, (line) => json.push(line), 500, { json: true });
     expect(JSON.parse(json[0]!)).toMatchObject({ comparisonQueries: n });
   });
 
   it('compares a listing of 250,000 objects (a whole bucket at volume holds millions)', async () => {
     const many = Array.from({ length: 250_000 }, (_, i) => object(`2026/${i}.pdf`, 90 + (i % 10_000)));
     const index = new MemoryIndex([]);
-    const result = await runReconcile(options({ maximumBytesBilled: derivedMaximumBytesBilled(1_000_000) }), {
-      lister: new MemoryLister(many, 1_000),
-      index,
-      clock,
-      print: () => {},
-    });
+    const result = await capped(many, index, derivedMaximumBytesBilled(1_000_000), () => {}, 1_000);
     expect(result.error).toBeUndefined();
     expect(result.report).toMatchObject({ listed: 250_000, missing: 250_000 });
     expect(index.queries[0]!.since.toISOString()).toBe(object('x', 90 + 9_999).timeCreated);
@@ -379,12 +353,7 @@ describe('the comparison query and the byte cap', () => {
 
   it('runs it when the cap holds it', async () => {
     const index = new MemoryIndex([]);
-    const result = await runReconcile(options({ maximumBytesBilled: comparisonLeastBytes(objects) }), {
-      lister: new MemoryLister(objects, 500),
-      index,
-      clock,
-      print: () => {},
-    });
+    const result = await capped(objects, index, comparisonLeastBytes(objects));
     expect(result.error).toBeUndefined();
     expect(index.queries).toHaveLength(1);
   });

@@ -42,8 +42,7 @@ function setup(overrides: Partial<HandlerDeps> = {}) {
     const bytes = readFileSync(fixture.path);
     const spec = { name: `inbox/${fixture.file}`, contentType: fixture.contentType, size: bytes.length };
     const body = pushBody(String(next), spec);
-    const attrs = (body.message as { attributes: Record<string, string> }).attributes;
-    built.reader.put(attrs.bucketId!, attrs.objectId!, attrs.objectGeneration!, bytes);
+    built.reader.putAnnounced(body, bytes);
     const outcome = await handle(parsePush(body), built.deps);
     const [row] = built.store.rowsFor(outcome.dedupKey);
     return { outcome, row };

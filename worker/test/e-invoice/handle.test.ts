@@ -4,14 +4,13 @@ import { MemoryMemoStore } from '../../src/adapters/memo-stores/memory-memo-stor
 import { QuotaGate } from '../../src/adapters/quota-gate';
 import { DEFAULT_CONTENT_TYPES } from '../../src/contract/settings';
 import { contentMatches } from '../../src/core/document-checks';
-import { TransientError } from '../../src/core/errors';
 import { parsePush } from '../../src/core/event';
 import { type HandlerDeps, handle } from '../../src/core/handle';
 import { AnalysisMemo } from '../../src/core/memo';
 import { type ObjectSpec, pushBody } from '../support/builders';
 import { deflated, pdfWith, ublInvoice } from '../support/e-invoice-builders';
 import { fixtures } from '../support/e-invoices';
-import { handlerDeps } from '../support/handler';
+import { failWrites, handlerDeps } from '../support/handler';
 
 /** handle() with the e-invoice reader: what reaches the row, the analyzer and the admission line. */
 
@@ -23,8 +22,7 @@ function setup(overrides: Partial<HandlerDeps> = {}) {
   });
   const deliver = async (messageId: string, bytes: Buffer | string, spec: ObjectSpec) => {
     const body = pushBody(messageId, { size: Buffer.from(bytes).length, ...spec });
-    const attrs = (body.message as { attributes: Record<string, string> }).attributes;
-    built.reader.put(attrs.bucketId!, attrs.objectId!, attrs.objectGeneration!, bytes);
+    built.reader.putAnnounced(body, bytes);
     const outcome = await handle(parsePush(body), built.deps);
     return { outcome, row: built.store.rowsFor(outcome.dedupKey)[0] };
   };
@@ -88,12 +86,7 @@ describe('handle, with e-invoices', () => {
   it('writes from a memo hit the reason and the checks of a PDF whose XML is unusable, as the paying delivery would have', async () => {
     const memo = new AnalysisMemo(new MemoryMemoStore(), { ttlMs: 86_400_000 });
     const { deliver, analyzer, store } = setup({ memo });
-    const record = store.record.bind(store);
-    let failures = 1;
-    store.record = async (row) => {
-      if (failures-- > 0) throw new TransientError('store_busy', 'the SQLite database is busy');
-      return record(row);
-    };
+    failWrites(store, 1);
     const pdf = await pdfWith('FACTURE F-2026-0042', deflated(ublInvoice({ omitTotal: true })));
     const spec = { name: 'hybrid.pdf', contentType: 'application/pdf' };
     // The first delivery pays, keeps the analysis and fails to write; its retry takes it from the memo.

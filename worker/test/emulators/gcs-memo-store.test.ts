@@ -1,4 +1,5 @@
 import type { Storage } from '@google-cloud/storage';
+import { sampleAnalysis } from '../../../sim/samples';
 import { GcsMemoStore } from '../../src/adapters/memo-stores/gcs-memo-store';
 import { createStorageClient } from '../../src/adapters/readers/gcs-reader';
 import { AnalysisMemo } from '../../src/core/memo';
@@ -15,23 +16,7 @@ import { toolVersion } from './support/tool-process';
 const BUCKET = 'docline-memo-emulated';
 
 const entry = (totalTokens: number): MemoEntry => ({
-  analysis: {
-    document_type: 'invoice',
-    language: 'fr',
-    supplier_name: 'Atelier Dupont SARL',
-    supplier_vat_id: null,
-    supplier_siren: null,
-    supplier_siret: null,
-    customer_name: null,
-    invoice_number: 'F-2026-0042',
-    issue_date: '2026-11-30',
-    due_date: null,
-    currency: 'EUR',
-    net_amount: 1028.8,
-    tax_amount: 205.76,
-    total_amount: 1234.56,
-    line_items: [],
-  },
+  analysis: sampleAnalysis(),
   model: 'gemini-2.5-flash',
   usage: { promptTokens: totalTokens - 100, outputTokens: 100, totalTokens },
   createdAt: '2026-11-30T04:00:00.000Z',

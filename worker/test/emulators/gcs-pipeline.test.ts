@@ -33,8 +33,7 @@ import { toolVersion } from './support/tool-process';
  * - Its object resource has no selfLink, mediaLink, metageneration, etag or timeStorageClassUpdated,
  *   and its `id` is bucket/name#generation (Cloud Storage: bucket/name/generation). The worker
  *   reads none of these.
- * - Ours lacked `crc32c` (Cloud Storage and fake-gcs-server send it, and the worker parses it): that
- *   divergence was ours and is fixed; LOCAL_BUCKET_GAPS stays as a tripwire for the next one.
+ * - LOCAL_BUCKET_GAPS is a tripwire: a field Cloud Storage sends that our local bucket does not.
  */
 
 const BUCKET = 'docline-emulated';

@@ -4,6 +4,7 @@ import { Announcer } from '../../../local/lib/announcer';
 import { LOCAL_BUCKET, LOCAL_NAMES, type Pipeline, startPipeline } from '../../../local/lib/pipeline';
 import type { OutgoingMessage } from '../../../local/lib/pubsub';
 import type { WorkerLogLine } from '../../../local/lib/worker-process';
+import { seededRandom } from '../../../sim/random';
 import { objectUri } from '../../src/core/event';
 import { isAnswer, LogAudit, peakRssBytes, quantile, recordCase, tempDataDir } from './support/harness';
 
@@ -29,15 +30,9 @@ const PUBLISH_BATCH = 1_000;
 const REDELIVERY_CONCURRENCY = 16;
 const MAX_PEAK_RSS_BYTES = 1024 * 1024 * 1024;
 
-/** A deterministic shuffle (mulberry32), so that a failing run can be reproduced. */
+/** A deterministic shuffle, so that a failing run can be reproduced. */
 function shuffled<T>(items: T[], seed = 20261130): T[] {
-  let state = seed;
-  const random = () => {
-    state = (state + 0x6d2b79f5) | 0;
-    let t = Math.imul(state ^ (state >>> 15), 1 | state);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const random = seededRandom(seed);
   const out = [...items];
   for (let i = out.length - 1; i > 0; i -= 1) {
     const j = Math.floor(random() * (i + 1));

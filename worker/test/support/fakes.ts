@@ -25,6 +25,12 @@ export class MemoryReader implements Reader {
     this.objects.set(`${bucket}/${name}#${generation}`, Buffer.from(bytes));
   }
 
+  /** Puts `bytes` as the object that `body`, a push body, announces. */
+  putAnnounced(body: Record<string, unknown>, bytes: Buffer | string): void {
+    const attrs = (body.message as { attributes: Record<string, string> }).attributes;
+    this.put(attrs.bucketId!, attrs.objectId!, attrs.objectGeneration!, bytes);
+  }
+
   async read(ref: ObjectRef, maxBytes: number): Promise<Buffer> {
     this.reads.push(ref);
     const bytes = this.objects.get(`${ref.bucket}/${ref.name}#${ref.generation}`);

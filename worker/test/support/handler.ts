@@ -1,6 +1,8 @@
 import { SqliteStore } from '../../src/adapters/stores/sqlite-store';
 import { DEFAULT_CONTENT_TYPES } from '../../src/contract/settings';
+import { TransientError } from '../../src/core/errors';
 import type { HandlerDeps } from '../../src/core/handle';
+import type { Store } from '../../src/core/ports';
 import { fixedClock, MemoryReader, ScriptedAnalyzer } from './fakes';
 
 /**
@@ -22,4 +24,18 @@ export function handlerDeps(overrides: Partial<HandlerDeps> = {}) {
     ...overrides,
   };
   return { store, reader, analyzer, deps };
+}
+
+/** Makes the next `times` writes of `store` fail with `error` (by default a busy SQLite database). */
+export function failWrites(
+  store: Pick<Store, 'record'>,
+  times: number,
+  error = new TransientError('store_busy', 'the SQLite database is busy'),
+): void {
+  const record = store.record.bind(store);
+  let failures = times;
+  store.record = async (row) => {
+    if (failures-- > 0) throw error;
+    return record(row);
+  };
 }

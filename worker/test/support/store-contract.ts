@@ -43,130 +43,107 @@ export function describeStoreContract(
       await h.cleanup();
     });
 
-    const cases: Array<[string, () => Promise<void>]> = [
-      [
-        'does not see a key it never recorded',
-        async () => {
-          expect(await h.store.seen('gs://b/never#1')).toBe(false);
-        },
-      ],
-      [
-        'records a new key once and then sees it',
-        async () => {
-          const row = testRow();
-          expect(await h.store.record(row)).toBe(true);
-          expect(await h.store.seen(row.dedup_key)).toBe(true);
-          expect(await h.rowsFor(row.dedup_key)).toHaveLength(1);
-        },
-      ],
-      [
-        'refuses a second row for the same key and keeps the first',
-        async () => {
-          const first = testRow({ message_id: '101' });
-          const second = testRow({ message_id: '102', dedup_key: first.dedup_key });
-          expect(await h.store.record(first)).toBe(true);
-          expect(await h.store.record(second)).toBe(false);
-          const rows = await h.rowsFor(first.dedup_key);
-          expect(rows.map((r) => r.message_id)).toEqual(['101']);
-        },
-      ],
-      [
-        'records different keys independently',
-        async () => {
-          const a = testRow();
-          const b = testRow();
-          expect(await h.store.record(a)).toBe(true);
-          expect(await h.store.record(b)).toBe(true);
-          expect(await h.store.seen(a.dedup_key)).toBe(true);
-          expect(await h.store.seen(b.dedup_key)).toBe(true);
-        },
-      ],
-      [
-        'lets exactly one of two concurrent records of one key insert',
-        async () => {
-          const row = testRow();
-          const results = await Promise.all([
-            h.store.record({ ...row, message_id: '201' }),
-            h.store.record({ ...row, message_id: '202' }),
-          ]);
-          expect(results.filter(Boolean)).toHaveLength(1);
-          expect(await h.rowsFor(row.dedup_key)).toHaveLength(1);
-        },
-      ],
-      [
-        'stores hostile values verbatim and finds them by key',
-        async () => {
-          const hostile = 'gs://b/\'; DROP TABLE x; --"`#1';
-          const row = testRow({
-            dedup_key: hostile,
-            object_name: "'; DROP TABLE x; --",
-            reason: "it's \\ odd",
-          });
-          expect(await h.store.record(row)).toBe(true);
-          expect(await h.store.seen(hostile)).toBe(true);
-          expect(await h.store.seen("gs://b/' OR '1'='1#1")).toBe(false);
-          const [stored] = await h.rowsFor(hostile);
-          expect(stored?.object_name).toBe("'; DROP TABLE x; --");
-          expect(stored?.reason).toBe("it's \\ odd");
-        },
-      ],
-      [
-        'round-trips every column: generations beyond 2^53 as strings, nulls, JSON analysis',
-        async () => {
-          const row = testRow({
-            generation: '9223372036854775807',
-            reason: null,
-            delivery_attempt: null,
-            analysis: {
-              supplier_name: 'Société Générale d’Équipement',
-              total_amount: 1234.56,
-              line_items: [],
-            },
-          });
-          expect(await h.store.record(row)).toBe(true);
-          const [stored] = await h.rowsFor(row.dedup_key);
-          expect(exceptCommitTime(stored)).toEqual(exceptCommitTime(row));
-        },
-      ],
-      [
-        'interleaving 7: stamps processed_at with the time of its commit, not the time the row was built',
-        async () => {
-          // A row built long before its commit (it waited for a batch, a lease, a turn).
-          const row = testRow({ processed_at: '2026-11-29T00:00:00.000Z' });
-          const before = Date.now();
-          expect(await h.store.record(row)).toBe(true);
-          const after = Date.now();
-          const [stored] = await h.rowsFor(row.dedup_key);
-          const committedAt = Date.parse(stored!.processed_at);
-          expect(committedAt).toBeGreaterThanOrEqual(before);
-          expect(committedAt).toBeLessThanOrEqual(after);
-        },
-      ],
-      [
-        'records a rejected row with its reason and no analysis',
-        async () => {
-          const row = testRow({ status: 'rejected', reason: 'too_large', analysis: null, model: null });
-          expect(await h.store.record(row)).toBe(true);
-          const [stored] = await h.rowsFor(row.dedup_key);
-          expect(stored?.status).toBe('rejected');
-          expect(stored?.reason).toBe('too_large');
-          expect(stored?.analysis).toBeNull();
-        },
-      ],
-      [
-        'answers ping when reachable',
-        async () => {
-          await expect(h.store.ping()).resolves.toBeUndefined();
-        },
-      ],
-    ];
-
-    for (const [title, body] of cases) {
+    // A case a stand-in cannot honour is reported as such instead of silently passing.
+    const test = (title: string, body: () => Promise<void>) => {
       const why = options.unsupported?.[title];
-      // A case a stand-in cannot honour is reported as such instead of silently passing.
       if (why) it.todo(`${title} — not run here: ${why}`);
       else it(title, body);
-    }
+    };
+
+    test('does not see a key it never recorded', async () => {
+      expect(await h.store.seen('gs://b/never#1')).toBe(false);
+    });
+
+    test('records a new key once and then sees it', async () => {
+      const row = testRow();
+      expect(await h.store.record(row)).toBe(true);
+      expect(await h.store.seen(row.dedup_key)).toBe(true);
+      expect(await h.rowsFor(row.dedup_key)).toHaveLength(1);
+    });
+
+    test('refuses a second row for the same key and keeps the first', async () => {
+      const first = testRow({ message_id: '101' });
+      const second = testRow({ message_id: '102', dedup_key: first.dedup_key });
+      expect(await h.store.record(first)).toBe(true);
+      expect(await h.store.record(second)).toBe(false);
+      const rows = await h.rowsFor(first.dedup_key);
+      expect(rows.map((r) => r.message_id)).toEqual(['101']);
+    });
+
+    test('records different keys independently', async () => {
+      const a = testRow();
+      const b = testRow();
+      expect(await h.store.record(a)).toBe(true);
+      expect(await h.store.record(b)).toBe(true);
+      expect(await h.store.seen(a.dedup_key)).toBe(true);
+      expect(await h.store.seen(b.dedup_key)).toBe(true);
+    });
+
+    test('lets exactly one of two concurrent records of one key insert', async () => {
+      const row = testRow();
+      const results = await Promise.all([
+        h.store.record({ ...row, message_id: '201' }),
+        h.store.record({ ...row, message_id: '202' }),
+      ]);
+      expect(results.filter(Boolean)).toHaveLength(1);
+      expect(await h.rowsFor(row.dedup_key)).toHaveLength(1);
+    });
+
+    test('stores hostile values verbatim and finds them by key', async () => {
+      const hostile = 'gs://b/\'; DROP TABLE x; --"`#1';
+      const row = testRow({
+        dedup_key: hostile,
+        object_name: "'; DROP TABLE x; --",
+        reason: "it's \\ odd",
+      });
+      expect(await h.store.record(row)).toBe(true);
+      expect(await h.store.seen(hostile)).toBe(true);
+      expect(await h.store.seen("gs://b/' OR '1'='1#1")).toBe(false);
+      const [stored] = await h.rowsFor(hostile);
+      expect(stored?.object_name).toBe("'; DROP TABLE x; --");
+      expect(stored?.reason).toBe("it's \\ odd");
+    });
+
+    test('round-trips every column: generations beyond 2^53 as strings, nulls, JSON analysis', async () => {
+      const row = testRow({
+        generation: '9223372036854775807',
+        reason: null,
+        delivery_attempt: null,
+        analysis: {
+          supplier_name: 'Société Générale d’Équipement',
+          total_amount: 1234.56,
+          line_items: [],
+        },
+      });
+      expect(await h.store.record(row)).toBe(true);
+      const [stored] = await h.rowsFor(row.dedup_key);
+      expect(exceptCommitTime(stored)).toEqual(exceptCommitTime(row));
+    });
+
+    test('interleaving 7: stamps processed_at with the time of its commit, not the time the row was built', async () => {
+      // A row built long before its commit (it waited for a batch, a lease, a turn).
+      const row = testRow({ processed_at: '2026-11-29T00:00:00.000Z' });
+      const before = Date.now();
+      expect(await h.store.record(row)).toBe(true);
+      const after = Date.now();
+      const [stored] = await h.rowsFor(row.dedup_key);
+      const committedAt = Date.parse(stored!.processed_at);
+      expect(committedAt).toBeGreaterThanOrEqual(before);
+      expect(committedAt).toBeLessThanOrEqual(after);
+    });
+
+    test('records a rejected row with its reason and no analysis', async () => {
+      const row = testRow({ status: 'rejected', reason: 'too_large', analysis: null, model: null });
+      expect(await h.store.record(row)).toBe(true);
+      const [stored] = await h.rowsFor(row.dedup_key);
+      expect(stored?.status).toBe('rejected');
+      expect(stored?.reason).toBe('too_large');
+      expect(stored?.analysis).toBeNull();
+    });
+
+    test('answers ping when reachable', async () => {
+      await expect(h.store.ping()).resolves.toBeUndefined();
+    });
   });
 }
 

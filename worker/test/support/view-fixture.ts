@@ -23,46 +23,25 @@ const objectColumns = (bucket: string, name: string, generation: string) => ({
   generation,
 });
 
+/** A row of object `gs://b/<name>#<generation>` under `dedupKey`, recorded at `time`. */
+const objectRow = (messageId: string, dedupKey: string, name: string, generation: string, time: string) =>
+  testRow({
+    message_id: messageId,
+    dedup_key: dedupKey,
+    ...objectColumns('b', name, generation),
+    processed_at: at(time),
+  });
+
 export const VIEW_FIXTURE: Row[] = [
   // One key written twice by a race: the earlier row is the document.
-  testRow({
-    message_id: 'm2',
-    dedup_key: 'gs://b/a.pdf#1',
-    ...objectColumns('b', 'a.pdf', '1'),
-    processed_at: at('10:00:01'),
-  }),
-  testRow({
-    message_id: 'm1',
-    dedup_key: 'gs://b/a.pdf#1',
-    ...objectColumns('b', 'a.pdf', '1'),
-    processed_at: at('10:00:00'),
-  }),
+  objectRow('m2', 'gs://b/a.pdf#1', 'a.pdf', '1', '10:00:01'),
+  objectRow('m1', 'gs://b/a.pdf#1', 'a.pdf', '1', '10:00:00'),
   // A tie on processed_at: the smaller message_id wins.
-  testRow({
-    message_id: 'm4',
-    dedup_key: 'gs://b/tie.pdf#1',
-    ...objectColumns('b', 'tie.pdf', '1'),
-    processed_at: at('11:00:00'),
-  }),
-  testRow({
-    message_id: 'm3',
-    dedup_key: 'gs://b/tie.pdf#1',
-    ...objectColumns('b', 'tie.pdf', '1'),
-    processed_at: at('11:00:00'),
-  }),
+  objectRow('m4', 'gs://b/tie.pdf#1', 'tie.pdf', '1', '11:00:00'),
+  objectRow('m3', 'gs://b/tie.pdf#1', 'tie.pdf', '1', '11:00:00'),
   // Message mode: one object analysed under two message keys.
-  testRow({
-    message_id: 'm5',
-    dedup_key: 'm5',
-    ...objectColumns('b', 'twice.pdf', '7'),
-    processed_at: at('12:00:00'),
-  }),
-  testRow({
-    message_id: 'm6',
-    dedup_key: 'm6',
-    ...objectColumns('b', 'twice.pdf', '7'),
-    processed_at: at('12:00:05'),
-  }),
+  objectRow('m5', 'm5', 'twice.pdf', '7', '12:00:00'),
+  objectRow('m6', 'm6', 'twice.pdf', '7', '12:00:05'),
   // A rejection, an event that is not work (no object), a rejected duplicate of an ok object.
   testRow({
     message_id: 'm7',
@@ -236,14 +215,22 @@ export function rowsDatabase(rows: Row[], corrections: readonly Correction[] = [
   return db;
 }
 
+/** Claire's correction of `field` of `key` at `time` (or her mark, `dealt_with`, of a reason). */
+const fix = (
+  key: string,
+  field: string,
+  value: unknown,
+  time: string,
+  replaces: string | null = null,
+  why = 'test',
+) => correctionOf({ dedupKey: key, field, value, replaces, by: 'claire', why }, new Date(time));
+
 /**
  * Corrections of the fixture's rows: two fields of one key (one corrected twice, the later winning;
  * a tie on the time broken by the id), a value set to null, a key corrected that has two rows, and
  * a key with "dealt with" marks only (reasons without a correctable field: they change no value).
  */
 export const CORRECTION_FIXTURE: Correction[] = (() => {
-  const fix = (key: string, field: string, value: unknown, time: string, replaces: string | null = null) =>
-    correctionOf({ dedupKey: key, field, value, replaces, by: 'claire', why: 'test' }, new Date(time));
   const first = fix('gs://b/a.pdf#1', 'total_amount', 99.5, at('13:00:00'));
   const tieA = fix('gs://b/tie.pdf#1', 'invoice_number', 'T-1', at('13:00:00'));
   const tieB = fix('gs://b/tie.pdf#1', 'invoice_number', 'T-2', at('13:00:00'));
@@ -254,28 +241,8 @@ export const CORRECTION_FIXTURE: Correction[] = (() => {
     fix('gs://b/a.pdf#1', 'due_date', null, at('13:02:00')),
     tieA,
     tieB,
-    correctionOf(
-      {
-        dedupKey: 'm5',
-        field: 'e_invoice_invalid',
-        value: 'dealt_with',
-        replaces: null,
-        by: 'claire',
-        why: 'supplier asked',
-      },
-      new Date(at('13:03:00')),
-    ),
-    correctionOf(
-      {
-        dedupKey: 'm5',
-        field: 'picture_xml_disagree:seller',
-        value: 'dealt_with',
-        replaces: null,
-        by: 'claire',
-        why: 'same company',
-      },
-      new Date(at('13:04:00')),
-    ),
+    fix('m5', 'e_invoice_invalid', 'dealt_with', at('13:03:00'), null, 'supplier asked'),
+    fix('m5', 'picture_xml_disagree:seller', 'dealt_with', at('13:04:00'), null, 'same company'),
   ];
 })();
 
@@ -285,26 +252,6 @@ export const CORRECTION_FIXTURE: Correction[] = (() => {
  * corrected to another (the pair is no duplicate any more).
  */
 export const INVOICE_CORRECTIONS: Correction[] = [
-  correctionOf(
-    {
-      dedupKey: 'gs://b/inv/facture-42-avoir.pdf#1',
-      field: 'total_amount',
-      value: 1234.56,
-      replaces: null,
-      by: 'claire',
-      why: 'test',
-    },
-    new Date(at('17:00:00')),
-  ),
-  correctionOf(
-    {
-      dedupKey: 'gs://b/inv/siret-a.pdf#1',
-      field: 'invoice_number',
-      value: 'INV-8',
-      replaces: null,
-      by: 'claire',
-      why: 'test',
-    },
-    new Date(at('17:01:00')),
-  ),
+  fix('gs://b/inv/facture-42-avoir.pdf#1', 'total_amount', 1234.56, at('17:00:00')),
+  fix('gs://b/inv/siret-a.pdf#1', 'invoice_number', 'INV-8', at('17:01:00')),
 ];

@@ -46,8 +46,6 @@ export interface ToolProcessOptions {
   env?: Record<string, string>;
   /** Resolves true once the tool serves requests. */
   ready: () => Promise<boolean>;
-  /** How long to wait for `ready`, in milliseconds. */
-  readyTimeoutMs?: number;
 }
 
 /** Starts a tool in its own process group and resolves once `ready()` answers true. */
@@ -58,6 +56,6 @@ export function startToolProcess(options: ToolProcessOptions): Promise<ToolProce
     args: options.args,
     env: options.env,
     ready: options.ready,
-    readyTimeoutMs: options.readyTimeoutMs ?? 30_000,
+    readyTimeoutMs: 30_000,
   });
 }

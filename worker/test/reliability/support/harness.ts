@@ -137,6 +137,25 @@ export class LogAudit {
     }
     return found;
   }
+
+  /**
+   * Records the audit of `forbidden` as `suite`'s case `name`, and expects more than `minLines` lines
+   * and no leak (by their messages, so a failure says where).
+   */
+  expectNoLeaks(suite: string, forbidden: readonly string[], minLines: number, name = 'log audit'): void {
+    const leaks = this.leaks(forbidden);
+    const lines = this.lines().length;
+    recordCase({
+      suite,
+      case: name,
+      expected: `0 leaks in ${lines} lines`,
+      observed: `${leaks.length} leaks in ${lines} lines`,
+      rows: '-',
+      analyses: '-',
+    });
+    expect(lines).toBeGreaterThan(minLines);
+    expect(leaks.map((l) => l.message)).toEqual([]);
+  }
 }
 
 interface ExpectedInvoice {
