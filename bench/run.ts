@@ -54,7 +54,6 @@ const stageIndex = process.argv.indexOf('--stage');
  * inbox run.
  */
 const stage = stageIndex >= 0 ? process.argv[stageIndex + 1] : undefined;
-const STAGES = ['burst', 'inbox', 'sweep', 'ocr', 'growth', 'memory'];
 const jobsIndex = process.argv.indexOf('--jobs');
 /**
  * `--jobs N` (the sweep): cells run at once, each in its own process. Default: the cores this
@@ -82,6 +81,9 @@ if (cells !== undefined && cells.length === 0)
   throw new Error(
     '--cells needs cell names separated by commas, e.g. --cells tiers-60rpm-fast-everyAck-1000',
   );
+
+/** A quick run only tries the harness: its figures must not replace the last real ones. */
+const RESULTS_FILE = path.join(__dirname, quick ? 'results.quick.json' : 'results.json');
 
 /** Counts and bounds of the run; `--quick` is for trying the harness, not for figures. */
 const SETTINGS = {
@@ -204,8 +206,7 @@ async function main(): Promise<void> {
       costModel: costModel(),
       goals: goals(http, emulator, inbox),
     };
-    // A quick run only tries the harness: its figures must not replace the last real ones.
-    const file = path.join(__dirname, quick ? 'results.quick.json' : 'results.json');
+    const file = RESULTS_FILE;
     // Sections written by other commands (the burst stage, the fault soak, the e-invoice eval)
     // keep their last figures: this run replaces only its own.
     const previous = existsSync(file)
@@ -292,7 +293,7 @@ async function inboxOnly(): Promise<void> {
   try {
     const emulator = await endToEndStage(tmpRoot);
     const inbox = await inboxStage(tmpRoot, emulator);
-    const file = path.join(__dirname, quick ? 'results.quick.json' : 'results.json');
+    const file = RESULTS_FILE;
     const previous = existsSync(file)
       ? (JSON.parse(readFileSync(file, 'utf8')) as Partial<BenchResults>)
       : undefined;
@@ -316,36 +317,35 @@ async function inboxOnly(): Promise<void> {
   }
 }
 
+/** The stages that run alone, by their `--stage` name. */
+const STAGES: Record<string, () => Promise<void>> = {
+  burst: () => runBurst({ quick, progress }),
+  inbox: inboxOnly,
+  sweep: () =>
+    runSweep({
+      quick,
+      progress,
+      jobs,
+      ...(cells ? { cells } : {}),
+      ...(skipCells ? { skip: skipCells } : {}),
+    }),
+  ocr: async () => {
+    process.stdout.write(`${await runOcrStage({ file: RESULTS_FILE, quick })}\n`);
+  },
+  growth: () => runGrowth({ progress }),
+  memory: () => runMemory({ quick, progress }),
+};
+
 const run =
   stage === undefined
     ? main
-    : stage === 'burst'
-      ? () => runBurst({ quick, progress })
-      : stage === 'inbox'
-        ? inboxOnly
-        : stage === 'sweep'
-          ? () =>
-              runSweep({
-                quick,
-                progress,
-                jobs,
-                ...(cells ? { cells } : {}),
-                ...(skipCells ? { skip: skipCells } : {}),
-              })
-          : stage === 'ocr'
-            ? async () => {
-                const file = path.join(__dirname, quick ? 'results.quick.json' : 'results.json');
-                process.stdout.write(`${await runOcrStage({ file, quick })}\n`);
-              }
-            : stage === 'growth'
-              ? () => runGrowth({ progress })
-              : stage === 'memory'
-                ? () => runMemory({ quick, progress })
-                : async () => {
-                    throw new Error(
-                      `unknown stage "${stage}": the stages that run alone are ${STAGES.join(', ')}`,
-                    );
-                  };
+    : Object.hasOwn(STAGES, stage)
+      ? STAGES[stage]!
+      : async () => {
+          throw new Error(
+            `unknown stage "${stage}": the stages that run alone are ${Object.keys(STAGES).join(', ')}`,
+          );
+        };
 
 run().catch((error: unknown) => {
   progress(`benchmark failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);

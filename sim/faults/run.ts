@@ -187,7 +187,6 @@ export const SIM_ENV: Readonly<Record<string, string>> = Object.freeze({
   WORKER_VERSION: 'fault-sim',
 });
 
-/** Runs one schedule. Only one run at a time per process (it takes the global timers and clock). */
 /** One upload: its plan, its document and the object resource its notification carries. */
 interface Upload {
   plan: DocumentPlan;
@@ -445,7 +444,7 @@ async function startInstances(w: World): Promise<void> {
   };
   await cloudRun.start(
     async (index, ports) => {
-      const alive = () => index >= cloudRunSize(cloudRun) || cloudRun.instance(index).alive;
+      const alive = () => index >= cloudRun.states().length || cloudRun.instance(index).alive;
       const config = configOf(index);
       const below: BatchStore =
         schedule.bigquery.via === 'client'
@@ -530,7 +529,7 @@ function triggerFaults(w: World): void {
       return instance === undefined ? 0 : (skews[instance] ?? 0);
     };
     for (const [i, ms] of Object.entries(skews))
-      if (ms !== 0 && Number(i) < cloudRunSize(cloudRun))
+      if (ms !== 0 && Number(i) < cloudRun.states().length)
         faults.injected('cloudRun.clockSkew', [], `instance ${i}: clock off by ${ms} ms`);
   }
   // A rollout: each old instance told to stop in turn; a spare of the new revision takes its slot.
@@ -840,10 +839,6 @@ function mutate<T>(
   context: MutantContext,
 ): T {
   return change ? change(port, context) : port;
-}
-
-function cloudRunSize(cloudRun: CloudRunModel): number {
-  return cloudRun.states().length;
 }
 
 /** Keeps any extra method a wrapped adapter has (e.g. a drain the composition root calls). */
