@@ -87,6 +87,12 @@ const bytes = (n: number) =>
         ? `${(n / 1024 ** 2).toFixed(1)} MiB`
         : `${(n / 1024).toFixed(1)} KiB`;
 const verdict = (met: boolean) => (met ? 'met' : '**missed**');
+/** A goal of at least `goal`, met by `value` when the run was `complete`. */
+const atLeast = (value: number, goal: number, complete = true) => ({
+  value,
+  goal: `>= ${goal}`,
+  met: complete && value >= goal,
+});
 
 /** Whether each goal is met, from the measured figures. */
 export function goals(
@@ -96,34 +102,14 @@ export function goals(
 ): BenchResults['goals'] {
   const peak = http.memory.docline?.peakRssBytes ?? Number.NaN;
   const result: BenchResults['goals'] = {
-    doclineOverNaive: {
-      value: http.doclineOverNaive,
-      goal: `>= ${GOALS.doclineOverNaive}`,
-      met: http.doclineOverNaive >= GOALS.doclineOverNaive,
-    },
-    doclineOverNaiveByCpu: {
-      value: http.doclineOverNaiveByCpu,
-      goal: `>= ${GOALS.doclineOverNaiveByCpu}`,
-      met: http.doclineOverNaiveByCpu >= GOALS.doclineOverNaiveByCpu,
-    },
-    doclineOverBare: {
-      value: http.doclineOverBare,
-      goal: `>= ${GOALS.doclineOverBare}`,
-      met: http.doclineOverBare >= GOALS.doclineOverBare,
-    },
+    doclineOverNaive: atLeast(http.doclineOverNaive, GOALS.doclineOverNaive),
+    doclineOverNaiveByCpu: atLeast(http.doclineOverNaiveByCpu, GOALS.doclineOverNaiveByCpu),
+    doclineOverBare: atLeast(http.doclineOverBare, GOALS.doclineOverBare),
     peakRssBytes: { value: peak, goal: `< ${mib(GOALS.peakRssBytes)}`, met: peak < GOALS.peakRssBytes },
   };
   if ('ratio' in emulator) {
-    result.endToEndOverNaive = {
-      value: emulator.doclineOverNaive,
-      goal: `>= ${GOALS.endToEndOverNaive}`,
-      met: emulator.doclineOverNaive >= GOALS.endToEndOverNaive,
-    };
-    result.endToEndRatio = {
-      value: emulator.ratio,
-      goal: `>= ${GOALS.endToEndRatio}`,
-      met: emulator.ratio >= GOALS.endToEndRatio,
-    };
+    result.endToEndOverNaive = atLeast(emulator.doclineOverNaive, GOALS.endToEndOverNaive);
+    result.endToEndRatio = atLeast(emulator.ratio, GOALS.endToEndRatio);
   }
   return { ...result, ...inboxGoals(inbox) };
 }
@@ -132,16 +118,12 @@ export function goals(
 export function inboxGoals(inbox: InboxStageResult | { error: string } | undefined): BenchResults['goals'] {
   if (!inbox || !('overPublishPath' in inbox)) return {};
   return {
-    inboxOverPublishPath: {
-      value: inbox.overPublishPath,
-      goal: `>= ${GOALS.inboxOverPublishPath}`,
-      met: inbox.complete && inbox.overPublishPath >= GOALS.inboxOverPublishPath,
-    },
-    inboxCopiesOverDistinct: {
-      value: inbox.copies.overDistinct,
-      goal: `>= ${GOALS.inboxCopiesOverDistinct}`,
-      met: inbox.copies.complete && inbox.copies.overDistinct >= GOALS.inboxCopiesOverDistinct,
-    },
+    inboxOverPublishPath: atLeast(inbox.overPublishPath, GOALS.inboxOverPublishPath, inbox.complete),
+    inboxCopiesOverDistinct: atLeast(
+      inbox.copies.overDistinct,
+      GOALS.inboxCopiesOverDistinct,
+      inbox.copies.complete,
+    ),
   };
 }
 
