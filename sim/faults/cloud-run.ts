@@ -578,11 +578,6 @@ export class CloudRunModel {
     return { serving: this.serving.length, starting: this.starting, pending: this.pending.length };
   }
 
-  /** Autoscaled mode: the slots taken on instance `index` (requests not yet answered). */
-  slotsOf(index: number): number {
-    return this.taken(index);
-  }
-
   private kill(instance: SimInstance): void {
     if (!instance.alive) return;
     instance.alive = false;

@@ -37,8 +37,6 @@ export class VirtualTime implements SimClock {
   private seq = 0;
   private nextId = 1;
   private saved: Record<string, unknown> | undefined;
-  /** Timer callbacks run so far (a cheap fingerprint of a run's schedule). */
-  firedTimers = 0;
   /**
    * How far off the clock the *worker* reads (`Date`) is for the code running now: clock skew of
    * one instance (0 by default). The simulation's own clock (`clock`, `nowMs`) is never skewed.
@@ -192,7 +190,6 @@ export class VirtualTime implements SimClock {
         this.push(next);
         this.byId.set(next.id, next);
       }
-      this.firedTimers++;
       next.callback();
     }
   }
