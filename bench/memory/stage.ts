@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { ObjectResource } from '../../local/lib/local-bucket';
+import { silentLogger } from '../../sim/logger';
 import { OfflineAnalyzer } from '../../worker/src/adapters/analyzers/offline-analyzer';
 import {
   type LeaseState,
@@ -84,7 +85,7 @@ export async function runMemoryDeliveries(options: MemoryRunOptions): Promise<Me
   const store = await withGroupCommit(
     new SqliteStore({ path: path.join(tmp, 'docline.sqlite') }),
     config,
-    silent,
+    silentLogger,
   );
   const outage = new OutageBreaker();
   const deps: HandlerDeps = {
@@ -241,13 +242,3 @@ export class WindowedMemoStore implements MemoStore {
     while (map.size > this.capacity) map.delete(map.keys().next().value!);
   }
 }
-
-const silent = {
-  debug() {},
-  info() {},
-  warn() {},
-  error() {},
-  child() {
-    return silent;
-  },
-};
