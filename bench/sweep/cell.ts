@@ -494,7 +494,6 @@ export async function runConsumer(
           concurrency,
           targetUtilization: TARGET_UTILIZATION,
           idleMs: IDLE_MS,
-          routing: 'fill',
         },
       });
       cloudRunModel = cloudRun;
