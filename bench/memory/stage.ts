@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { ObjectResource } from '../../local/lib/local-bucket';
 import { silentLogger } from '../../sim/logger';
+import { textInvoices } from '../../sim/samples';
 import { OfflineAnalyzer } from '../../worker/src/adapters/analyzers/offline-analyzer';
 import {
   type LeaseState,
@@ -30,7 +31,7 @@ import {
   systemClock,
 } from '../../worker/src/core/ports';
 import { withGroupCommit } from '../../worker/src/main';
-import { BENCH_BUCKET, pushBodyFor, textInvoices } from '../documents';
+import { BENCH_BUCKET, pushBodyFor } from '../documents';
 
 /**
  * The long-run memory stage, one worker process: `runMemoryDeliveries` pushes a million deliveries

@@ -20,6 +20,7 @@ import { PUSH_WINDOW_MODELS } from '../../sim/models/push-window';
 import { Warehouse } from '../../sim/models/warehouse';
 import { PushSubscription } from '../../sim/pubsub';
 import { seededRandom } from '../../sim/random';
+import { textInvoices } from '../../sim/samples';
 import type { SimClock } from '../../sim/time';
 import { GcsMemoStore } from '../../worker/src/adapters/memo-stores/gcs-memo-store';
 import { loadConfig } from '../../worker/src/config';
@@ -39,7 +40,6 @@ import {
   type LineIndex,
   type ObjectLister,
 } from '../../worker/src/reconcile/reconcile';
-import { textInvoices } from '../documents';
 
 /**
  * One cell of the sweep: a backlog of documents, published either as uploads (Cloud Storage
