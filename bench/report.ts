@@ -238,23 +238,20 @@ export function renderReport(results: BenchResults): string {
   return `${lines.join('\n')}\n`;
 }
 
-/** The figures of one burst run: the results file's keys, defined once by the stage that measures them. */
-export type BurstRunFigures = BurstFigures;
-
 /** The part of the `burst` section of results.json that the README table shows. */
 export interface BurstReportInput {
   cell: string;
   documents: number;
   analyzerBoundSeconds: number;
-  perDelivery: BurstRunFigures;
-  groupCommit?: BurstRunFigures;
+  perDelivery: BurstFigures;
+  groupCommit?: BurstFigures;
   details?: Record<string, { drained: boolean }>;
 }
 
 /** The burst goals for groupCommit; undefined where the figure is only reported. */
 export function burstGoals(
   b: BurstReportInput,
-): Record<keyof BurstRunFigures, { goal: string; met: (g: BurstRunFigures) => boolean } | undefined> {
+): Record<keyof BurstFigures, { goal: string; met: (g: BurstFigures) => boolean } | undefined> {
   const tenth = b.perDelivery.bytesBilledPerDocument / 10;
   return {
     simulatedSeconds: {
@@ -276,7 +273,7 @@ export function burstGoals(
   };
 }
 
-const BURST_ROWS: Array<[keyof BurstRunFigures, string, (n: number) => string]> = [
+const BURST_ROWS: Array<[keyof BurstFigures, string, (n: number) => string]> = [
   ['simulatedSeconds', 'Simulated seconds until every message is acked or dead-lettered', int],
   ['analysesPerDocument', 'Paid analyses per document', (n) => n.toFixed(3)],
   ['mergeStatements', 'MERGE statements run', int],
