@@ -12,7 +12,7 @@
  * Scans and photos are made from the text PDFs by bench/scans.ts, so every source reads the same
  * invoices and only the way they reached the analyzer differs.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { blockIn, replaceBlock } from '../sim/doc-blocks';
 import { En16931Reader } from '../worker/src/adapters/e-invoice/en16931-reader';
@@ -25,7 +25,7 @@ import {
   sourceOfModel,
 } from '../worker/src/core/review';
 import type { CalibratedSource, ConfidencePoint } from './calibration';
-import { fieldMatches, percent, SCORED_FIELDS, type ScoredField } from './e-invoice-eval';
+import { fieldMatches, pdfsIn, percent, SCORED_FIELDS, type ScoredField } from './e-invoice-eval';
 import { photographed, scanOf } from './scans';
 
 export const CORPUS_ROOT = path.join(__dirname, 'corpus');
@@ -102,30 +102,22 @@ export function invoice2dataTruth(expected: Record<string, unknown>): Partial<An
 
 /** The tuning corpus: each PDF with its JSON. */
 export function tuningCorpus(root = path.join(CORPUS_ROOT, 'invoice2data')): Truth[] {
-  return readdirSync(root)
-    .filter((f) => f.endsWith('.pdf'))
-    .sort()
-    .map((file) => {
-      const json = JSON.parse(readFileSync(path.join(root, file.replace(/\.pdf$/u, '.json')), 'utf8'));
-      const expected = (Array.isArray(json) ? json[0] : json) as Record<string, unknown>;
-      return {
-        document: file,
-        pdf: readFileSync(path.join(root, file)),
-        stated: invoice2dataTruth(expected),
-      };
-    });
+  return pdfsIn(root).map((file) => {
+    const json = JSON.parse(readFileSync(file.replace(/\.pdf$/u, '.json'), 'utf8'));
+    const expected = (Array.isArray(json) ? json[0] : json) as Record<string, unknown>;
+    return { document: path.basename(file), pdf: readFileSync(file), stated: invoice2dataTruth(expected) };
+  });
 }
 
 /** A ZUGFeRD folder: each PDF with what its XML states (PDFs whose XML cannot be read are left out). */
 export async function zugferdCorpus(root: string): Promise<Truth[]> {
   const reader = new En16931Reader();
   const truths: Truth[] = [];
-  for (const file of readdirSync(root)
-    .filter((f) => f.endsWith('.pdf'))
-    .sort()) {
-    const pdf = readFileSync(path.join(root, file));
-    const reading = await reader.read({ bytes: pdf, contentType: 'application/pdf', name: file });
-    if (reading.kind === 'read') truths.push({ document: file, pdf, stated: reading.result.analysis });
+  for (const file of pdfsIn(root)) {
+    const pdf = readFileSync(file);
+    const document = path.basename(file);
+    const reading = await reader.read({ bytes: pdf, contentType: 'application/pdf', name: document });
+    if (reading.kind === 'read') truths.push({ document, pdf, stated: reading.result.analysis });
   }
   return truths;
 }
