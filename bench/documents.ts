@@ -8,8 +8,6 @@ import { textInvoices } from '../sim/samples';
  * and Pub/Sub would.
  */
 
-export { textInvoices };
-
 export const BENCH_BUCKET = 'docline-bench';
 const SUBSCRIPTION = 'projects/docline-bench/subscriptions/docline-push';
 
@@ -17,7 +15,7 @@ const SUBSCRIPTION = 'projects/docline-bench/subscriptions/docline-push';
 export async function storeInvoices(
   bucket: LocalBucket,
   count: number,
-  options: { prefix?: string; concurrency?: number; bucketName?: string } = {},
+  options: { prefix?: string; bucketName?: string } = {},
 ): Promise<ObjectResource[]> {
   const samples = textInvoices();
   const resources: ObjectResource[] = new Array(count);
@@ -31,7 +29,7 @@ export async function storeInvoices(
       resources[i] = (await bucket.put(bucketName, name, sample.bytes, 'text/plain')).resource;
     }
   };
-  await Promise.all(Array.from({ length: options.concurrency ?? 8 }, worker));
+  await Promise.all(Array.from({ length: 8 }, worker));
   return resources;
 }
 

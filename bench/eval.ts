@@ -14,7 +14,7 @@
  * It lives in bench/ because it is a measurement whose figures land in bench/results.json, like the
  * benchmark's, not a command of the running local pipeline.
  */
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseCommandArgs, runCommand } from '../local/lib/args';
 import { TesseractOcr } from '../worker/src/adapters/analyzers/offline/ocr/tesseract-ocr';
@@ -37,10 +37,12 @@ import {
   type EvalScores,
   type EvalSection,
   evaluate,
+  percent as pct,
   pdfsIn,
   renderEvalFigures,
   replaceEvalFigures,
 } from './e-invoice-eval';
+import { mergeResults, readResults, rewrite } from './results-file';
 import {
   evalCorpora,
   evaluateBySource,
@@ -109,16 +111,11 @@ export async function runEval(run: EvalRun): Promise<EvalRunSection> {
     ...(bySource ? { bySource: forResults(bySource) } : {}),
     ...(calibration ? { calibration } : {}),
   };
-  const previous = existsSync(run.resultsFile)
-    ? (JSON.parse(readFileSync(run.resultsFile, 'utf8')) as Record<string, unknown>)
-    : {};
-  writeFileSync(run.resultsFile, `${JSON.stringify({ ...previous, eval: section }, null, 2)}\n`);
+  const previous = readResults(run.resultsFile);
+  mergeResults(run.resultsFile, { eval: section });
   if (run.docFile) {
     const usd = (previous.costModel as { gemini?: { usd?: number } } | undefined)?.gemini?.usd;
-    writeFileSync(
-      run.docFile,
-      replaceEvalFigures(readFileSync(run.docFile, 'utf8'), renderEvalFigures(section, usd)),
-    );
+    rewrite(run.docFile, (text) => replaceEvalFigures(text, renderEvalFigures(section, usd)));
   }
   if (bySource && run.analysisDocFile) {
     let doc = replaceSourceFigures(
@@ -226,7 +223,6 @@ async function main(): Promise<void> {
 
 /** Per source: the share of fields marked confident and how often those are right, tuning and held-out. */
 function printCalibration(calibration: CalibrationSection): void {
-  const pct = (n: number) => `${(n * 100).toFixed(1)} %`;
   console.log(
     `confidence (thresholds chosen on tuning; goal on held-out: ≥ ${pct(CONFIDENT_ACCURACY_GOAL)} right among ≥ ${pct(CONFIDENT_SHARE_GOAL)} marked confident)`,
   );

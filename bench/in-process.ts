@@ -65,10 +65,7 @@ export async function runInProcess(options: InProcessOptions): Promise<InProcess
   };
   // Sequential: a redelivery comes well after its first delivery. Batches: the two deliveries of a
   // document are placed in the same batch, as when Pub/Sub redelivers while the first is in flight.
-  const order =
-    options.batchSize === 1
-      ? deliveryOrder(options.documents, options.redeliveryShare, 8)
-      : deliveryOrder(options.documents, options.redeliveryShare, 0);
+  const order = deliveryOrder(options.documents, options.redeliveryShare, options.batchSize === 1 ? 8 : 0);
   const bodies = order.map((i) => {
     const resource = options.resources[options.first + i];
     if (!resource) throw new Error(`document ${options.first + i} was not stored`);

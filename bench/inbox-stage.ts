@@ -32,8 +32,6 @@ export interface InboxStageOptions {
   publishPathPerSecond: number;
   /** Bound of one drop, ms. */
   maxDropMs: number;
-  /** `--concurrency` for trying other settings; undefined (the benchmark): `npm start`'s default. */
-  concurrency?: number;
   progress: (text: string) => void;
 }
 
@@ -105,7 +103,7 @@ function userEnvironment(): NodeJS.ProcessEnv {
 }
 
 /** `npm start` as a user runs it, with its stdout read line by line (as a terminal would take it). */
-function startCommand(dataDir: string, inbox: string, setting: number | undefined) {
+function startCommand(dataDir: string, inbox: string) {
   const child: ChildProcess = spawn(
     process.execPath,
     [
@@ -117,7 +115,6 @@ function startCommand(dataDir: string, inbox: string, setting: number | undefine
       dataDir,
       '--inbox',
       inbox,
-      ...(setting === undefined ? [] : ['--concurrency', String(setting)]),
     ],
     {
       cwd: REPO_ROOT,
@@ -216,7 +213,7 @@ export async function runInboxStage(options: InboxStageOptions): Promise<InboxSt
   const template = readFileSync(path.join(REPO_ROOT, SAMPLE), 'utf8');
   const copy = Buffer.from(template);
   progress('stage inbox: starting npm start (its own emulator and worker)');
-  const start = startCommand(dataDir, inbox, options.concurrency);
+  const start = startCommand(dataDir, inbox);
   let db: DatabaseSync | undefined;
   try {
     await start.ready;

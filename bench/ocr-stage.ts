@@ -6,10 +6,11 @@
  * Goal: at most 3 s of CPU per page on the machine that runs it. Merges the `ocr` section into the
  * results file, the other sections as they were.
  */
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { TesseractOcr } from '../worker/src/adapters/analyzers/offline/ocr/tesseract-ocr';
 import { OfflineAnalyzer } from '../worker/src/adapters/analyzers/offline-analyzer';
+import { mergeResults } from './results-file';
 
 export const OCR_CPU_GOAL_MS = 3_000;
 
@@ -80,9 +81,6 @@ export function ocrLine(result: OcrStageResult): string {
 /** Measures, merges `ocr` into `file`, and returns the line to print. */
 export async function runOcrStage(options: { file: string; quick: boolean }): Promise<string> {
   const result = await measureOcr(options.quick ? 1 : 3);
-  const previous = existsSync(options.file)
-    ? (JSON.parse(readFileSync(options.file, 'utf8')) as Record<string, unknown>)
-    : {};
-  writeFileSync(options.file, `${JSON.stringify({ ...previous, ocr: result }, null, 2)}\n`);
+  mergeResults(options.file, { ocr: result });
   return ocrLine(result);
 }

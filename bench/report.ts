@@ -87,6 +87,12 @@ const bytes = (n: number) =>
         ? `${(n / 1024 ** 2).toFixed(1)} MiB`
         : `${(n / 1024).toFixed(1)} KiB`;
 const verdict = (met: boolean) => (met ? 'met' : '**missed**');
+/** A goal of at least `goal`, met by `value` when the run was `complete`. */
+const atLeast = (value: number, goal: number, complete = true) => ({
+  value,
+  goal: `>= ${goal}`,
+  met: complete && value >= goal,
+});
 
 /** Whether each goal is met, from the measured figures. */
 export function goals(
@@ -96,34 +102,14 @@ export function goals(
 ): BenchResults['goals'] {
   const peak = http.memory.docline?.peakRssBytes ?? Number.NaN;
   const result: BenchResults['goals'] = {
-    doclineOverNaive: {
-      value: http.doclineOverNaive,
-      goal: `>= ${GOALS.doclineOverNaive}`,
-      met: http.doclineOverNaive >= GOALS.doclineOverNaive,
-    },
-    doclineOverNaiveByCpu: {
-      value: http.doclineOverNaiveByCpu,
-      goal: `>= ${GOALS.doclineOverNaiveByCpu}`,
-      met: http.doclineOverNaiveByCpu >= GOALS.doclineOverNaiveByCpu,
-    },
-    doclineOverBare: {
-      value: http.doclineOverBare,
-      goal: `>= ${GOALS.doclineOverBare}`,
-      met: http.doclineOverBare >= GOALS.doclineOverBare,
-    },
+    doclineOverNaive: atLeast(http.doclineOverNaive, GOALS.doclineOverNaive),
+    doclineOverNaiveByCpu: atLeast(http.doclineOverNaiveByCpu, GOALS.doclineOverNaiveByCpu),
+    doclineOverBare: atLeast(http.doclineOverBare, GOALS.doclineOverBare),
     peakRssBytes: { value: peak, goal: `< ${mib(GOALS.peakRssBytes)}`, met: peak < GOALS.peakRssBytes },
   };
   if ('ratio' in emulator) {
-    result.endToEndOverNaive = {
-      value: emulator.doclineOverNaive,
-      goal: `>= ${GOALS.endToEndOverNaive}`,
-      met: emulator.doclineOverNaive >= GOALS.endToEndOverNaive,
-    };
-    result.endToEndRatio = {
-      value: emulator.ratio,
-      goal: `>= ${GOALS.endToEndRatio}`,
-      met: emulator.ratio >= GOALS.endToEndRatio,
-    };
+    result.endToEndOverNaive = atLeast(emulator.doclineOverNaive, GOALS.endToEndOverNaive);
+    result.endToEndRatio = atLeast(emulator.ratio, GOALS.endToEndRatio);
   }
   return { ...result, ...inboxGoals(inbox) };
 }
@@ -132,16 +118,12 @@ export function goals(
 export function inboxGoals(inbox: InboxStageResult | { error: string } | undefined): BenchResults['goals'] {
   if (!inbox || !('overPublishPath' in inbox)) return {};
   return {
-    inboxOverPublishPath: {
-      value: inbox.overPublishPath,
-      goal: `>= ${GOALS.inboxOverPublishPath}`,
-      met: inbox.complete && inbox.overPublishPath >= GOALS.inboxOverPublishPath,
-    },
-    inboxCopiesOverDistinct: {
-      value: inbox.copies.overDistinct,
-      goal: `>= ${GOALS.inboxCopiesOverDistinct}`,
-      met: inbox.copies.complete && inbox.copies.overDistinct >= GOALS.inboxCopiesOverDistinct,
-    },
+    inboxOverPublishPath: atLeast(inbox.overPublishPath, GOALS.inboxOverPublishPath, inbox.complete),
+    inboxCopiesOverDistinct: atLeast(
+      inbox.copies.overDistinct,
+      GOALS.inboxCopiesOverDistinct,
+      inbox.copies.complete,
+    ),
   };
 }
 
@@ -256,23 +238,20 @@ export function renderReport(results: BenchResults): string {
   return `${lines.join('\n')}\n`;
 }
 
-/** The figures of one burst run: the results file's keys, defined once by the stage that measures them. */
-export type BurstRunFigures = BurstFigures;
-
 /** The part of the `burst` section of results.json that the README table shows. */
 export interface BurstReportInput {
   cell: string;
   documents: number;
   analyzerBoundSeconds: number;
-  perDelivery: BurstRunFigures;
-  groupCommit?: BurstRunFigures;
+  perDelivery: BurstFigures;
+  groupCommit?: BurstFigures;
   details?: Record<string, { drained: boolean }>;
 }
 
 /** The burst goals for groupCommit; undefined where the figure is only reported. */
 export function burstGoals(
   b: BurstReportInput,
-): Record<keyof BurstRunFigures, { goal: string; met: (g: BurstRunFigures) => boolean } | undefined> {
+): Record<keyof BurstFigures, { goal: string; met: (g: BurstFigures) => boolean } | undefined> {
   const tenth = b.perDelivery.bytesBilledPerDocument / 10;
   return {
     simulatedSeconds: {
@@ -294,7 +273,7 @@ export function burstGoals(
   };
 }
 
-const BURST_ROWS: Array<[keyof BurstRunFigures, string, (n: number) => string]> = [
+const BURST_ROWS: Array<[keyof BurstFigures, string, (n: number) => string]> = [
   ['simulatedSeconds', 'Simulated seconds until every message is acked or dead-lettered', int],
   ['analysesPerDocument', 'Paid analyses per document', (n) => n.toFixed(3)],
   ['mergeStatements', 'MERGE statements run', int],

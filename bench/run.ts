@@ -17,7 +17,7 @@
  * every 50,000 (bench/memory/); it takes longer than the whole run above.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { LocalBucket } from '../local/lib/local-bucket';
@@ -40,6 +40,7 @@ import {
   replaceBenchFigures,
   replaceInboxFigures,
 } from './report';
+import { mergeResults, readResults, resultsFile, rewrite } from './results-file';
 import { runSweep } from './sweep/run-sweep';
 
 const quick = process.argv.includes('--quick');
@@ -54,7 +55,6 @@ const stageIndex = process.argv.indexOf('--stage');
  * inbox run.
  */
 const stage = stageIndex >= 0 ? process.argv[stageIndex + 1] : undefined;
-const STAGES = ['burst', 'inbox', 'sweep', 'ocr', 'growth', 'memory'];
 const jobsIndex = process.argv.indexOf('--jobs');
 /**
  * `--jobs N` (the sweep): cells run at once, each in its own process. Default: the cores this
@@ -82,6 +82,8 @@ if (cells !== undefined && cells.length === 0)
   throw new Error(
     '--cells needs cell names separated by commas, e.g. --cells tiers-60rpm-fast-everyAck-1000',
   );
+
+const RESULTS_FILE = resultsFile(quick);
 
 /** Counts and bounds of the run; `--quick` is for trying the harness, not for figures. */
 const SETTINGS = {
@@ -204,15 +206,9 @@ async function main(): Promise<void> {
       costModel: costModel(),
       goals: goals(http, emulator, inbox),
     };
-    // A quick run only tries the harness: its figures must not replace the last real ones.
-    const file = path.join(__dirname, quick ? 'results.quick.json' : 'results.json');
     // Sections written by other commands (the burst stage, the fault soak, the e-invoice eval)
     // keep their last figures: this run replaces only its own.
-    const previous = existsSync(file)
-      ? (JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>)
-      : {};
-    const merged = { ...previous, ...results };
-    writeFileSync(file, `${JSON.stringify(merged, null, 2)}\n`);
+    const file = mergeResults(RESULTS_FILE, { ...results });
     // The docs' figures are generated from the file just written, never pasted by hand.
     if (!quick) writeFigures(results);
     progress(
@@ -234,8 +230,6 @@ async function main(): Promise<void> {
 
 /** Regenerates the figures of bench/README.md and docs/operations.md from `results`. */
 function writeFigures(results: BenchResults): void {
-  const rewrite = (file: string, replace: (text: string) => string) =>
-    writeFileSync(file, replace(readFileSync(file, 'utf8')));
   rewrite(path.join(__dirname, 'README.md'), (text) => replaceBenchFigures(text, results));
   rewrite(path.join(__dirname, '../docs/operations.md'), (text) => replaceInboxFigures(text, results));
 }
@@ -292,11 +286,9 @@ async function inboxOnly(): Promise<void> {
   try {
     const emulator = await endToEndStage(tmpRoot);
     const inbox = await inboxStage(tmpRoot, emulator);
-    const file = path.join(__dirname, quick ? 'results.quick.json' : 'results.json');
-    const previous = existsSync(file)
-      ? (JSON.parse(readFileSync(file, 'utf8')) as Partial<BenchResults>)
-      : undefined;
-    if (!previous?.http) {
+    const file = RESULTS_FILE;
+    const previous = readResults(file) as Partial<BenchResults>;
+    if (!previous.http) {
       // No whole run to merge into (a first --quick try): the inbox section alone.
       writeFileSync(file, `${JSON.stringify({ inbox, goals: inboxGoals(inbox) }, null, 2)}\n`);
       process.stdout.write(`${JSON.stringify(inbox, null, 2)}\n`);
@@ -316,36 +308,35 @@ async function inboxOnly(): Promise<void> {
   }
 }
 
+/** The stages that run alone, by their `--stage` name. */
+const STAGES: Record<string, () => Promise<void>> = {
+  burst: () => runBurst({ quick, progress }),
+  inbox: inboxOnly,
+  sweep: () =>
+    runSweep({
+      quick,
+      progress,
+      jobs,
+      ...(cells ? { cells } : {}),
+      ...(skipCells ? { skip: skipCells } : {}),
+    }),
+  ocr: async () => {
+    process.stdout.write(`${await runOcrStage({ file: RESULTS_FILE, quick })}\n`);
+  },
+  growth: () => runGrowth({ progress }),
+  memory: () => runMemory({ quick, progress }),
+};
+
 const run =
   stage === undefined
     ? main
-    : stage === 'burst'
-      ? () => runBurst({ quick, progress })
-      : stage === 'inbox'
-        ? inboxOnly
-        : stage === 'sweep'
-          ? () =>
-              runSweep({
-                quick,
-                progress,
-                jobs,
-                ...(cells ? { cells } : {}),
-                ...(skipCells ? { skip: skipCells } : {}),
-              })
-          : stage === 'ocr'
-            ? async () => {
-                const file = path.join(__dirname, quick ? 'results.quick.json' : 'results.json');
-                process.stdout.write(`${await runOcrStage({ file, quick })}\n`);
-              }
-            : stage === 'growth'
-              ? () => runGrowth({ progress })
-              : stage === 'memory'
-                ? () => runMemory({ quick, progress })
-                : async () => {
-                    throw new Error(
-                      `unknown stage "${stage}": the stages that run alone are ${STAGES.join(', ')}`,
-                    );
-                  };
+    : Object.hasOwn(STAGES, stage)
+      ? STAGES[stage]!
+      : async () => {
+          throw new Error(
+            `unknown stage "${stage}": the stages that run alone are ${Object.keys(STAGES).join(', ')}`,
+          );
+        };
 
 run().catch((error: unknown) => {
   progress(`benchmark failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);

@@ -12,20 +12,9 @@
 import { type Canvas, createCanvas, loadImage } from '@napi-rs/canvas';
 import { getDocumentProxy, renderPageAsImage } from 'unpdf';
 import { PdfWriter } from '../samples/pdf-writer';
+import { seededRandom } from '../sim/random';
 
 const POINTS_PER_INCH = 72;
-
-/** A small seeded generator (mulberry32): the same noise on every run. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 async function renderPage(pdf: Uint8Array, dpi: number, pageNumber = 1): Promise<Canvas> {
   const png = await renderPageAsImage(new Uint8Array(pdf), pageNumber, {
@@ -50,7 +39,7 @@ function degrade(
 ): void {
   const context = canvas.getContext('2d');
   const pixels = context.getImageData(0, 0, canvas.width, canvas.height);
-  const next = random(seed);
+  const next = seededRandom(seed);
   const { data, width } = pixels;
   for (let i = 0; i < data.length; i += 4) {
     const p = i / 4;

@@ -143,8 +143,6 @@ export interface BigQueryServerOptions {
   now?: () => Date;
   /** What tables.get answers as `creationTime` (default: when the server starts). */
   tableCreatedAt?: Date;
-  /** Bytes of `dedup_key` + `key_day` billed per row of the table (default 75). */
-  bytesReadPerRow?: number;
 }
 
 /** A request as the server received it. */
@@ -208,8 +206,6 @@ export interface BigQueryServer {
   rows(table?: string): StoredRow[];
   /** Puts a row in a table, as if written earlier. */
   addRow(table: string, row: StoredRow): void;
-  /** What the `documents` view returns: one row per dedup key, the first by processed_at. */
-  viewRows(table?: string): StoredRow[];
   stop(): Promise<void>;
 }
 
@@ -384,12 +380,14 @@ function jobStatistics(outcome: Outcome): Record<string, unknown> {
   };
 }
 
+/** Bytes of `dedup_key` + `key_day` billed per row of the table. */
+const BYTES_READ_PER_ROW = 75;
+
 /** Starts the server on 127.0.0.1 on a free port. */
 export async function startBigQueryServer(options: BigQueryServerOptions = {}): Promise<BigQueryServer> {
   const projectId = options.projectId ?? 'acme-dev';
   const now = options.now ?? (() => new Date());
   const tableCreationMs = (options.tableCreatedAt ?? now()).getTime();
-  const bytesReadPerRow = options.bytesReadPerRow ?? 75;
 
   const tables = new Map<string, TableState>();
   const jobs = new Map<string, Job>();
@@ -459,7 +457,8 @@ export async function startBigQueryServer(options: BigQueryServerOptions = {}): 
       throw invalid('docline queries must use GoogleSQL (useLegacySql: false)');
     const sql = typeof config.query === 'string' ? config.query.trim() : '';
     const table = tableState(tableOf(sql));
-    const bytes = estimatedBytes ?? Math.max(MIN_MAXIMUM_BYTES_BILLED, table.rows.length * bytesReadPerRow);
+    const bytes =
+      estimatedBytes ?? Math.max(MIN_MAXIMUM_BYTES_BILLED, table.rows.length * BYTES_READ_PER_ROW);
     const cap = config.maximumBytesBilled === undefined ? undefined : Number(config.maximumBytesBilled);
     if (cap !== undefined && cap < bytes)
       throw bytesBilledExceeded(cap, Math.max(bytes, MIN_MAXIMUM_BYTES_BILLED));
@@ -475,15 +474,9 @@ export async function startBigQueryServer(options: BigQueryServerOptions = {}): 
       const wanted = new Set(keys.items.values as string[]);
       // The batched lookup selects the keys; the winners query also selects who holds each key.
       const withMessage = /\bmessage_id\b/.test(sql.split(/\bFROM\b/)[0] ?? '');
-      const matches: (day: string) => boolean = params.has('lookup_since')
-        ? (
-            (since) => (day: string) =>
-              day >= since
-          )(dateParam(params, 'lookup_since'))
-        : (
-            (days) => (day: string) =>
-              days.has(day)
-          )(keyDays(params));
+      const since = params.has('lookup_since') ? dateParam(params, 'lookup_since') : undefined;
+      const days = since === undefined ? keyDays(params) : undefined;
+      const matches = (day: string) => (since === undefined ? days!.has(day) : day >= since);
       return select(() => {
         const hits = table.rows.filter((r) => wanted.has(r.dedup_key!) && matches(dayOf(r)));
         const fields = [stringField('dedup_key'), ...(withMessage ? [stringField('message_id')] : [])];
@@ -881,17 +874,6 @@ export async function startBigQueryServer(options: BigQueryServerOptions = {}): 
     rows: (table) => all(table).map((r) => ({ ...r })),
     addRow(table, row) {
       tableState(table).rows.push({ ...row });
-    },
-    viewRows(table) {
-      const first = new Map<string, StoredRow>();
-      for (const r of all(table)) {
-        const seen = first.get(r.dedup_key!);
-        const at = Date.parse(r.processed_at!);
-        const seenAt = seen ? Date.parse(seen.processed_at!) : Number.POSITIVE_INFINITY;
-        const earlier = at < seenAt || (at === seenAt && r.message_id! < seen!.message_id!);
-        if (earlier) first.set(r.dedup_key!, r);
-      }
-      return [...first.values()];
     },
     stop: () =>
       new Promise<void>((resolve, reject) => {

@@ -20,3 +20,10 @@ export function replaceBlock(
   if (from < 0 || to < from) throw new Error(`${file} has no ${what} block (its markers are missing)`);
   return `${doc.slice(0, from + start.length)}\n${body}${doc.slice(to)}`;
 }
+
+/** The text between `start` and `end` in `doc`, trimmed (undefined: the markers are missing). */
+export function blockIn(doc: string, start: string, end: string): string | undefined {
+  const from = doc.indexOf(start);
+  const to = doc.indexOf(end);
+  return from < 0 || to < from ? undefined : doc.slice(from + start.length, to).trim();
+}

@@ -27,15 +27,11 @@ export interface PushSubscriptionOptions {
   subscription?: string;
   /** Outstanding pushes allowed at first (default 5: "a small single-digit window"). */
   initialWindow?: number;
-  /** Past this many outstanding pushes the window grows linearly (default 3,000). */
-  linearAbove?: number;
-  minPushBackoffMs?: number;
-  maxPushBackoffMs?: number;
   /** Sees every answer (of first deliveries and of redelivered copies), for the fault simulator's record. */
   onAnswer?: (messageId: string, status: number) => void;
   /**
    * How the window of outstanding pushes moves (sim/models/push-window.ts); by default it grows on
-   * every ack whatever the latency (+1 below `linearAbove`, +1/window past it) and halves on a nack.
+   * every ack whatever the latency (+1 below {@link LINEAR_ABOVE}, +1/window past it) and halves on a nack.
    * Push backoff after nacks is the subscription's own, the same under every window model.
    */
   windowModel?: PushWindowModel;
@@ -52,16 +48,9 @@ export interface PushWindowModel {
 export interface PushStats {
   published: number;
   pushes: number;
-  acks: number;
   nacks: number;
-  /** Pushes with no answer within the ack deadline (counted in nacks too). */
-  deadlineExpired: number;
   deadLetters: number;
-  /** Answers by HTTP status (0: none within the ack deadline). */
-  statuses: Record<number, number>;
   maxOutstanding: number;
-  /** Each pause of the whole subscription after a nack, in simulated ms. */
-  pushBackoffsMs: number[];
 }
 
 interface Message {
@@ -74,18 +63,19 @@ interface Message {
 }
 
 const ACK_STATUSES = new Set([102, 200, 201, 202, 204]);
+/** Past this many outstanding pushes the window grows linearly. */
+const LINEAR_ABOVE = 3_000;
+/** The push backoff's bounds: the pause after a first nack, and the longest. */
+const MIN_PUSH_BACKOFF_MS = 100;
+const MAX_PUSH_BACKOFF_MS = 60_000;
 
 export class PushSubscription {
   readonly stats: PushStats = {
     published: 0,
     pushes: 0,
-    acks: 0,
     nacks: 0,
-    deadlineExpired: 0,
     deadLetters: 0,
-    statuses: {},
     maxOutstanding: 0,
-    pushBackoffsMs: [],
   };
   private readonly options: Required<Omit<PushSubscriptionOptions, 'onAnswer' | 'windowModel'>> &
     Pick<PushSubscriptionOptions, 'onAnswer' | 'windowModel'>;
@@ -99,7 +89,6 @@ export class PushSubscription {
   private pauseTimer: SimTimer | undefined;
   private readonly timers = new Set<SimTimer>();
   private settled = 0;
-  private idleWaiters: Array<() => void> = [];
   private closed = false;
   private nextId = 1;
   /** Dead letters already taken off the dead-letter subscription (acknowledged there). */
@@ -109,9 +98,6 @@ export class PushSubscription {
     this.options = {
       subscription: 'projects/docline-bench/subscriptions/docline-push',
       initialWindow: 5,
-      linearAbove: 3_000,
-      minPushBackoffMs: 100,
-      maxPushBackoffMs: 60_000,
       ...options,
     };
     this.windowSize = this.options.windowModel?.initial ?? this.options.initialWindow;
@@ -125,11 +111,6 @@ export class PushSubscription {
   /** Whether every published message is acked or dead-lettered. */
   get idle(): boolean {
     return this.settled === this.stats.published;
-  }
-
-  /** Messages neither acked nor dead-lettered. */
-  get pending(): number {
-    return this.stats.published - this.settled;
   }
 
   /**
@@ -185,38 +166,21 @@ export class PushSubscription {
     const message = this.messages.get(id);
     if (message?.state !== 'acked' || this.closed) return false;
     this.stats.pushes++;
-    const seen = (status: number) => {
-      this.options.onAnswer?.(message.id, status);
-      this.stats.statuses[status] = (this.stats.statuses[status] ?? 0) + 1;
-    };
+    const seen = (status: number) => this.options.onAnswer?.(message.id, status);
     this.options.endpoint(this.body(message)).then(seen, () => seen(0));
     return true;
   }
 
   private copyAnswered(message: Message, status: number): void {
     this.options.onAnswer?.(message.id, status);
-    this.stats.statuses[status] = (this.stats.statuses[status] ?? 0) + 1;
     if (!ACK_STATUSES.has(status) || message.state === 'acked' || message.state === 'dead') return;
-    this.stats.acks++;
     if (message.state === 'ready') {
       // Queued for a retry: it leaves the queue acked.
       const at = this.ready.indexOf(message, this.readyHead);
       if (at >= 0) this.ready.splice(at, 1);
     }
     message.state = 'acked';
-    this.settle();
-  }
-
-  /** Resolves true once every message is acked or dead-lettered, false when `boundMs` (simulated) passes first. */
-  waitIdle(boundMs: number): Promise<boolean> {
-    if (this.idle) return Promise.resolve(true);
-    return new Promise((resolve) => {
-      const timer = this.options.time.after(boundMs, () => resolve(this.idle));
-      this.idleWaiters.push(() => {
-        timer.cancel();
-        resolve(true);
-      });
-    });
+    this.settled++;
   }
 
   /** Stops delivering and clears every timer. */
@@ -267,10 +231,9 @@ export class PushSubscription {
       this.answered(message, status, this.options.time.nowMs() - sentMs);
     };
     // The ack deadline is also the push request's timeout; a late answer is ignored.
-    const deadline = this.options.time.after(this.options.settings.ackDeadlineSeconds * 1000, () => {
-      this.stats.deadlineExpired++;
-      finish(0);
-    });
+    const deadline = this.options.time.after(this.options.settings.ackDeadlineSeconds * 1000, () =>
+      finish(0),
+    );
     this.timers.add(deadline);
     this.options.endpoint(body).then(finish, () => finish(0));
   }
@@ -293,15 +256,13 @@ export class PushSubscription {
   private answered(message: Message, status: number, latencyMs: number): void {
     const model = this.options.windowModel;
     this.options.onAnswer?.(message.id, status);
-    this.stats.statuses[status] = (this.stats.statuses[status] ?? 0) + 1;
     if (ACK_STATUSES.has(status)) {
-      this.stats.acks++;
       if (model) this.windowSize = model.afterAck(this.windowSize, latencyMs);
-      else this.windowSize += this.windowSize < this.options.linearAbove ? 1 : 1 / this.windowSize;
+      else this.windowSize += this.windowSize < LINEAR_ABOVE ? 1 : 1 / this.windowSize;
       this.backoffLevel = Math.max(0, this.backoffLevel - 1);
       if (message.state === 'inflight') {
         message.state = 'acked';
-        this.settle();
+        this.settled++;
       }
     } else {
       this.stats.nacks++;
@@ -315,11 +276,7 @@ export class PushSubscription {
   /** Pauses the whole subscription; the pause doubles with each nack not offset by an ack. */
   private pushBackoff(): void {
     this.backoffLevel++;
-    const pauseMs = Math.min(
-      this.options.maxPushBackoffMs,
-      this.options.minPushBackoffMs * 2 ** (this.backoffLevel - 1),
-    );
-    this.stats.pushBackoffsMs.push(pauseMs);
+    const pauseMs = Math.min(MAX_PUSH_BACKOFF_MS, MIN_PUSH_BACKOFF_MS * 2 ** (this.backoffLevel - 1));
     this.pausedUntilMs = Math.max(this.pausedUntilMs, this.options.time.nowMs() + pauseMs);
   }
 
@@ -328,7 +285,7 @@ export class PushSubscription {
     if (message.attempts >= s.maxDeliveryAttempts) {
       message.state = 'dead';
       this.stats.deadLetters++;
-      this.settle();
+      this.settled++;
       return;
     }
     message.state = 'backoff';
@@ -342,15 +299,6 @@ export class PushSubscription {
       this.pump();
     });
     this.timers.add(timer);
-  }
-
-  private settle(): void {
-    this.settled++;
-    if (this.idle) {
-      const waiters = this.idleWaiters;
-      this.idleWaiters = [];
-      for (const w of waiters) w();
-    }
   }
 
   /** The state of each message, for counting what became of them. */

@@ -16,10 +16,6 @@ export interface QueuedTimer {
 export class TimerQueue<T extends QueuedTimer> {
   private readonly h: T[] = [];
 
-  get size(): number {
-    return this.h.length;
-  }
-
   /** The earliest timer not cancelled (cancelled ones on top are dropped). */
   peek(): T | undefined {
     while (this.h.length > 0 && this.h[0]!.cancelled) this.pop();

@@ -1,6 +1,6 @@
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { renderBurstReport, replaceBurstFigures } from '../report';
+import { mergeResults, resultsFile, rewrite } from '../results-file';
 import { type BurstSection, runBurstStage } from './stage';
 
 /**
@@ -14,16 +14,9 @@ export async function runBurst(options: { quick: boolean; progress: (text: strin
     documents: options.quick ? 1_000 : undefined,
     progress: options.progress,
   });
-  const benchDir = path.join(__dirname, '..');
-  const file = path.join(benchDir, options.quick ? 'results.quick.json' : 'results.json');
-  const previous = existsSync(file)
-    ? (JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>)
-    : {};
-  writeFileSync(file, `${JSON.stringify({ ...previous, burst }, null, 2)}\n`);
-  if (!options.quick) {
-    const readme = path.join(benchDir, 'README.md');
-    writeFileSync(readme, replaceBurstFigures(readFileSync(readme, 'utf8'), burst));
-  }
+  const file = mergeResults(resultsFile(options.quick), { burst });
+  if (!options.quick)
+    rewrite(path.join(__dirname, '..', 'README.md'), (text) => replaceBurstFigures(text, burst));
   options.progress(
     `burst stage done in ${((performance.now() - started) / 1000).toFixed(0)} s; figures in ${path.relative(process.cwd(), file)}`,
   );

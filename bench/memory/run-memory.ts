@@ -1,7 +1,8 @@
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
+import { mergeResults, resultsFile, rewrite } from '../results-file';
 import {
   MEMORY_GOAL,
   type MemorySection,
@@ -60,16 +61,9 @@ export async function runMemory(options: {
       options.quick ? { ...MEMORY_GOAL, fromDeliveries: 10_000, toDeliveries: 100_000 } : MEMORY_GOAL,
     ),
   };
-  const benchDir = path.join(__dirname, '..');
-  const file = path.join(benchDir, options.quick ? 'results.quick.json' : 'results.json');
-  const previous = existsSync(file)
-    ? (JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>)
-    : {};
-  writeFileSync(file, `${JSON.stringify({ ...previous, memory }, null, 2)}\n`);
-  if (!options.quick) {
-    const readme = path.join(benchDir, 'README.md');
-    writeFileSync(readme, replaceMemoryFigures(readFileSync(readme, 'utf8'), memory));
-  }
+  const file = mergeResults(resultsFile(options.quick), { memory });
+  if (!options.quick)
+    rewrite(path.join(__dirname, '..', 'README.md'), (text) => replaceMemoryFigures(text, memory));
   options.progress(`memory done; figures in ${path.relative(process.cwd(), file)}`);
   process.stdout.write(renderMemoryReport(memory));
   if (!memory.goal.met) process.exitCode = 1;

@@ -2,6 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { ObjectResource } from '../../local/lib/local-bucket';
+import { silentLogger } from '../../sim/logger';
+import { textInvoices } from '../../sim/samples';
 import { OfflineAnalyzer } from '../../worker/src/adapters/analyzers/offline-analyzer';
 import {
   type LeaseState,
@@ -29,7 +31,7 @@ import {
   systemClock,
 } from '../../worker/src/core/ports';
 import { withGroupCommit } from '../../worker/src/main';
-import { BENCH_BUCKET, pushBodyFor, textInvoices } from '../documents';
+import { BENCH_BUCKET, pushBodyFor } from '../documents';
 
 /**
  * The long-run memory stage, one worker process: `runMemoryDeliveries` pushes a million deliveries
@@ -84,7 +86,7 @@ export async function runMemoryDeliveries(options: MemoryRunOptions): Promise<Me
   const store = await withGroupCommit(
     new SqliteStore({ path: path.join(tmp, 'docline.sqlite') }),
     config,
-    silent,
+    silentLogger,
   );
   const outage = new OutageBreaker();
   const deps: HandlerDeps = {
@@ -241,13 +243,3 @@ export class WindowedMemoStore implements MemoStore {
     while (map.size > this.capacity) map.delete(map.keys().next().value!);
   }
 }
-
-const silent = {
-  debug() {},
-  info() {},
-  warn() {},
-  error() {},
-  child() {
-    return silent;
-  },
-};

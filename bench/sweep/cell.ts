@@ -20,6 +20,7 @@ import { PUSH_WINDOW_MODELS } from '../../sim/models/push-window';
 import { Warehouse } from '../../sim/models/warehouse';
 import { PushSubscription } from '../../sim/pubsub';
 import { seededRandom } from '../../sim/random';
+import { textInvoices } from '../../sim/samples';
 import type { SimClock } from '../../sim/time';
 import { GcsMemoStore } from '../../worker/src/adapters/memo-stores/gcs-memo-store';
 import { loadConfig } from '../../worker/src/config';
@@ -39,7 +40,6 @@ import {
   type LineIndex,
   type ObjectLister,
 } from '../../worker/src/reconcile/reconcile';
-import { textInvoices } from '../documents';
 
 /**
  * One cell of the sweep: a backlog of documents, published either as uploads (Cloud Storage
@@ -53,8 +53,7 @@ import { textInvoices } from '../documents';
  *   an instance per 60 % of `concurrency` open requests, a 2 s cold start, idle instances shut down
  *   after 15 minutes, requests routed to fill instances; a request waits at most 10 s for a slot,
  *   then 429), on the sweep's warehouse (pre-filled table, DML limits, bytes billed) and Gemini
- *   model. `{ autoscale: false }` runs the fleet of before: all `maxInstances` up from t=0, each
- *   request to the least busy;
+ *   model;
  * - `oracle`: the ideal consumer in the same simulator, with the same schedule, window model and
  *   Gemini model: it knows the quota exactly (it calls Gemini only when the call will be accepted),
  *   analyses each document once, and never holds a push longer than the quota makes it wait nor
@@ -158,14 +157,6 @@ export interface ConsumerFigures {
   secondsToRow: number[];
 }
 
-/** How Cloud Run runs docline's instances in a cell. */
-export interface CloudRunChoice {
-  /** Follow Cloud Run's autoscaler (the default); false: all `maxInstances` up from t=0. */
-  autoscale?: boolean;
-  /** The autoscaler's routing across instances (undocumented): `fill` (the default) or `spread`. */
-  routing?: 'fill' | 'spread';
-}
-
 export interface ReconcileFigures {
   listed: number;
   missing: number;
@@ -180,8 +171,6 @@ export interface ReconcileFigures {
 const BUCKET = 'acme-invoices-sweep';
 /** Objects per listing page (the JSON API's maximum). */
 const LIST_PAGE = 1_000;
-/** Cloud Run's wait for a free slot before "no available instance" (documented minimum 10 s). */
-const SLOT_WAIT_MS = 10_000;
 /** A docline instance's cold start in the sweep (simulated). */
 const COLD_START_MS = 2_000;
 /** Cloud Run keeps an idle instance at most this long (its documented 15 minutes). */
@@ -372,49 +361,6 @@ export function comparisonBilledBytes(
   return Math.max(10 * 1024 * 1024, rows * bytesPerRow);
 }
 
-/**
- * Cloud Run's slots in front of a fixed fleet (`autoscale: false`): a request waits up to 10 s for
- * one, then 429. The autoscaled model keeps its own slots, per serving instance.
- */
-class Slots {
-  private busy = 0;
-  private readonly waiting: Array<() => void> = [];
-  refused = 0;
-
-  constructor(
-    private readonly time: SimClock,
-    private readonly capacity: number,
-  ) {}
-
-  async run(send: () => Promise<number>): Promise<number> {
-    if (this.busy >= this.capacity) {
-      const got = await new Promise<boolean>((resolve) => {
-        const wake = () => {
-          timer.cancel();
-          resolve(true);
-        };
-        const timer = this.time.after(SLOT_WAIT_MS, () => {
-          const i = this.waiting.indexOf(wake);
-          if (i >= 0) this.waiting.splice(i, 1);
-          resolve(false);
-        });
-        this.waiting.push(wake);
-      });
-      if (!got) {
-        this.refused++;
-        return 429;
-      }
-    } else this.busy++;
-    try {
-      return await send();
-    } finally {
-      const next = this.waiting.shift();
-      if (next) next();
-      else this.busy--;
-    }
-  }
-}
-
 /** The oracle's write latency draws from its own seed, so docline's warehouse draws stay the same. */
 const ORACLE_WRITE_SEED = 17;
 
@@ -479,11 +425,7 @@ export function statementPerDelivery(store: BatchStore): Store {
 export async function runConsumer(
   spec: CellSpec,
   consumer: ConsumerName,
-  /** Worker settings to try on top of the defaults (tuning only; the sweep runs the defaults). */
-  env: Readonly<Record<string, string>> = {},
-  cloudRunChoice: CloudRunChoice = {},
 ): Promise<{ figures: ConsumerFigures; reconcile?: ReconcileFigures }> {
-  const autoscale = cloudRunChoice.autoscale ?? true;
   const wallStart = process.hrtime.bigint();
   const time = new VirtualTime(spec.flow?.startAtMs);
   const epochMs = time.epochNowMs();
@@ -536,10 +478,9 @@ export async function runConsumer(
   try {
     let endpoint: (body: string, id: string) => Promise<number>;
     const oracleDone = new Set<string>();
-    let slots: Slots | undefined;
     let cloudRunModel: CloudRunModel | undefined;
     if (consumer !== 'oracle') {
-      const config = loadConfig({ ...SIM_ENV, WORKER_VERSION: 'sweep', ...flowEnv, ...env });
+      const config = loadConfig({ ...SIM_ENV, WORKER_VERSION: 'sweep', ...flowEnv });
       const cloudRun = new CloudRunModel(time, {
         requestTimeoutMs: config.requestTimeoutSeconds * 1000,
         graceMs: 10_000,
@@ -547,18 +488,13 @@ export async function runConsumer(
         schedule: { stalls: [], signals: [] },
         faults: new FaultLog(() => time.nowMs()),
         keyOf: (id) => id,
-        ...(autoscale
-          ? {
-              autoscale: {
-                minInstances: SETTINGS.minInstances.default,
-                maxInstances: instances,
-                concurrency,
-                targetUtilization: TARGET_UTILIZATION,
-                idleMs: IDLE_MS,
-                routing: cloudRunChoice.routing ?? 'fill',
-              },
-            }
-          : {}),
+        autoscale: {
+          minInstances: SETTINGS.minInstances.default,
+          maxInstances: instances,
+          concurrency,
+          targetUtilization: TARGET_UTILIZATION,
+          idleMs: IDLE_MS,
+        },
       });
       cloudRunModel = cloudRun;
       const memoStore = new GcsMemoStore({ storage: memoBucket.storage(), bucket: 'docline-sweep-memo' });
@@ -587,15 +523,8 @@ export async function runConsumer(
       closers.push(() => {
         for (const s of cloudRun.states()) cloudRun.instance(s.index).worker.server.close();
       });
-      if (autoscale) {
-        await cloudRun.startAutoscaled(factory);
-        endpoint = (body, id) => cloudRun.push(body, id);
-      } else {
-        await cloudRun.start(factory, instances, 0);
-        slots = new Slots(time, instances * concurrency);
-        const s = slots;
-        endpoint = (body, id) => s.run(() => cloudRun.push(body, id));
-      }
+      await cloudRun.startAutoscaled(factory);
+      endpoint = (body, id) => cloudRun.push(body, id);
     } else {
       // The ideal consumer: one analysis per document, called exactly when the quota accepts it,
       // and its line written before the ack (the contract every consumer keeps).
@@ -697,13 +626,9 @@ export async function runConsumer(
       refusedBytesBilled: warehouse.stats.refusedBytesBilled,
       maxEstimateBytes: warehouse.stats.maxEstimateBytes,
       refusedDml: warehouse.stats.refusedQueueFull + warehouse.stats.refusedRate,
-      cloudRunNoSlot429: slots?.refused ?? cloudRunModel?.noInstance429 ?? 0,
-      instancesStarted: autoscale
-        ? (cloudRunModel?.instancesStarted ?? 0)
-        : (cloudRunModel?.states().length ?? 0),
-      maxInstancesServing: autoscale
-        ? (cloudRunModel?.maxServing ?? 0)
-        : (cloudRunModel?.states().length ?? 0),
+      cloudRunNoSlot429: cloudRunModel?.noInstance429 ?? 0,
+      instancesStarted: cloudRunModel?.instancesStarted ?? 0,
+      maxInstancesServing: cloudRunModel?.maxServing ?? 0,
       wallSeconds: 0,
       secondsToRow: docs
         .map((d) => {

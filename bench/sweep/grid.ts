@@ -84,31 +84,8 @@ function fullGrid(): GridCell[] {
       for (const latency of latencies)
         for (const window of windows)
           cells.push(cell({ analyzer, quota, latency, window, documents: 1_000, backlog: 'upload' }, seed++));
-  // 10,000 uploads: the tuning point and its neighbours (the fast latency only: CPU time).
-  for (const quota of [1_000, 4_000])
-    for (const window of windows)
-      cells.push(
-        cell(
-          { analyzer: 'tiers', quota, latency: 'fast', window, documents: 10_000, backlog: 'upload' },
-          seed++,
-        ),
-      );
-  for (const quota of [1_000, 4_000])
-    cells.push(
-      cell(
-        {
-          analyzer: 'shared',
-          quota,
-          latency: 'fast',
-          window: 'everyAck',
-          documents: 10_000,
-          backlog: 'upload',
-        },
-        seed++,
-      ),
-    );
-  // Backfills published by reconcile --apply.
-  cells.push(
+  /** A cell at 10,000 uploads, tiers at 4,000 per minute, fast, everyAck, unless `spec` says otherwise. */
+  const at = (spec: Partial<Omit<CellSpec, 'seed'>>) =>
     cell(
       {
         analyzer: 'tiers',
@@ -116,89 +93,37 @@ function fullGrid(): GridCell[] {
         latency: 'fast',
         window: 'everyAck',
         documents: 10_000,
-        backlog: 'backfill',
+        backlog: 'upload',
+        ...spec,
       },
       seed++,
-    ),
-    cell(
-      {
-        analyzer: 'tiers',
-        quota: 4_000,
-        latency: 'fast',
-        window: 'fastAcksOnly',
-        documents: 100_000,
-        backlog: 'backfill',
-      },
-      seed++,
-    ),
+    );
+  // 10,000 uploads: the tuning point and its neighbours (the fast latency only: CPU time).
+  for (const quota of [1_000, 4_000]) for (const window of windows) cells.push(at({ quota, window }));
+  for (const quota of [1_000, 4_000]) cells.push(at({ analyzer: 'shared', quota }));
+  // Backfills published by reconcile --apply.
+  cells.push(
+    at({ backlog: 'backfill' }),
+    at({ window: 'fastAcksOnly', documents: 100_000, backlog: 'backfill' }),
   );
   // MERGE jobs as slow as the public reports say (2–4.5 s, the cost model's 1–3 s otherwise), on the
   // 1,000-upload cells of every quota and analyzer, and at 10,000 uploads.
   const slowMerges = { low: 2, high: 4.5 };
   for (const analyzer of analyzers)
     for (const quota of QUOTAS)
-      cells.push(
-        cell(
-          {
-            analyzer,
-            quota,
-            latency: 'fast',
-            window: 'everyAck',
-            documents: 1_000,
-            backlog: 'upload',
-            mergeSeconds: slowMerges,
-          },
-          seed++,
-        ),
-      );
-  cells.push(
-    cell(
-      {
-        analyzer: 'tiers',
-        quota: 4_000,
-        latency: 'fast',
-        window: 'everyAck',
-        documents: 10_000,
-        backlog: 'upload',
-        mergeSeconds: slowMerges,
-      },
-      seed++,
-    ),
-  );
+      cells.push(at({ analyzer, quota, documents: 1_000, mergeSeconds: slowMerges }));
+  cells.push(at({ mergeSeconds: slowMerges }));
   // A tier that counts refused calls against its windows (Google does not say a 429 is free).
-  const countingRefusals = (quota: number, documents: number) =>
-    ({
-      analyzer: 'tiers',
-      quota,
-      latency: 'fast',
-      window: 'everyAck',
-      documents,
-      backlog: 'upload',
-      refusedCount: true,
-    }) as const;
-  for (const quota of QUOTAS) cells.push(cell(countingRefusals(quota, 1_000), seed++));
-  cells.push(cell(countingRefusals(1_000, 10_000), seed++));
+  for (const quota of QUOTAS) cells.push(at({ quota, documents: 1_000, refusedCount: true }));
+  cells.push(at({ quota: 1_000, refusedCount: true }));
   // The Gemini API's Tier 1 spend limit ($10 over any rolling 10 minutes) in front of the tier's
   // windows, where a backlog spends past it: 10,000 uploads drained in ~5 minutes spend ~$15. A
   // thousand uploads spend ~$1.5 and the window-bound cells drain too slowly to reach it.
-  cells.push(
-    cell(
-      {
-        analyzer: 'tiers',
-        quota: 4_000,
-        latency: 'fast',
-        window: 'everyAck',
-        documents: 10_000,
-        backlog: 'upload',
-        spendTier: 'Tier 1',
-      },
-      seed++,
-    ),
-  );
+  cells.push(at({ spendTier: 'Tier 1' }));
   // A tuning cell whose tier counts refused calls, at a quota no reported cell has (250 per
   // minute binds on 1,000 uploads within 60 s): the quota gate's answer to a 429 is chosen on it, so
   // that the reported `-refusedCount` cells above stay cells the defaults never saw.
-  cells.push(cell(countingRefusals(250, 1_000), seed++));
+  cells.push(at({ quota: 250, documents: 1_000, refusedCount: true }));
   return cells;
 }
 

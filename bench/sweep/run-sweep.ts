@@ -1,5 +1,5 @@
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { mergeResults, resultsFile, rewrite } from '../results-file';
 import { renderSweepReport, replaceSweepFigures } from './report';
 import { runSweepStage } from './stage';
 
@@ -22,18 +22,10 @@ export async function runSweep(options: {
   const sweep = await runSweepStage(options);
   const benchDir = path.join(__dirname, '..');
   const partial = options.quick || options.cells !== undefined;
-  const file = path.join(benchDir, partial ? 'results.quick.json' : 'results.json');
-  const previous = existsSync(file)
-    ? (JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>)
-    : {};
-  writeFileSync(file, `${JSON.stringify({ ...previous, sweep }, null, 2)}\n`);
+  const file = mergeResults(resultsFile(partial), { sweep });
   if (!partial) {
-    for (const doc of [path.join(benchDir, 'README.md'), path.join(benchDir, '..', 'docs', 'sweep.md')]) {
-      writeFileSync(
-        doc,
-        replaceSweepFigures(readFileSync(doc, 'utf8'), sweep, path.relative(path.join(benchDir, '..'), doc)),
-      );
-    }
+    for (const doc of [path.join(benchDir, 'README.md'), path.join(benchDir, '..', 'docs', 'sweep.md')])
+      rewrite(doc, (text) => replaceSweepFigures(text, sweep, path.relative(path.join(benchDir, '..'), doc)));
   }
   options.progress(
     `sweep done in ${sweep.runtimeSeconds.toFixed(0)} s; figures in ${path.relative(process.cwd(), file)}`,

@@ -1,5 +1,5 @@
 import { LIMITS, onDemandUsd } from '../../worker/src/contract/cost-model';
-import { type CloudRunChoice, type ConsumerFigures, type ReconcileFigures, runConsumer } from './cell';
+import { type ConsumerFigures, type ReconcileFigures, runConsumer } from './cell';
 import { bestBytesPerDocument, type GridCell, SWEEP_GOALS, sweepGrid } from './grid';
 import { inOrderPool, runCellInChild } from './pool';
 
@@ -74,13 +74,8 @@ function median(values: number[]): number {
 }
 
 /** Runs one grid cell: docline, then the oracle, on the same schedule and models. */
-export async function runCell(
-  c: GridCell,
-  env: Readonly<Record<string, string>> = {},
-  /** How Cloud Run runs docline's instances (the sweep: autoscaled, routed to fill instances). */
-  cloudRun: CloudRunChoice = {},
-): Promise<{ cell: SweepCell; details: SweepCellDetails }> {
-  const docline = await runConsumer(c, 'docline', env, cloudRun);
+export async function runCell(c: GridCell): Promise<{ cell: SweepCell; details: SweepCellDetails }> {
+  const docline = await runConsumer(c, 'docline');
   const oracle = await runConsumer(c, 'oracle');
   const d = docline.figures;
   const landed = Math.max(1, d.viewRows);

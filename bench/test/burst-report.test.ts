@@ -1,13 +1,9 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import {
-  type BurstReportInput,
-  type BurstRunFigures,
-  renderBurstReport,
-  replaceBurstFigures,
-} from '../report';
+import type { BurstFigures } from '../burst/stage';
+import { type BurstReportInput, renderBurstReport, replaceBurstFigures } from '../report';
 
-const figures = (overrides: Partial<BurstRunFigures> = {}): BurstRunFigures => ({
+const figures = (overrides: Partial<BurstFigures> = {}): BurstFigures => ({
   simulatedSeconds: 700,
   analysesPerDocument: 1,
   mergeStatements: 200,
@@ -21,7 +17,7 @@ const figures = (overrides: Partial<BurstRunFigures> = {}): BurstRunFigures => (
   ...overrides,
 });
 
-const burst = (groupCommit: BurstRunFigures | undefined): BurstReportInput => ({
+const burst = (groupCommit: BurstFigures | undefined): BurstReportInput => ({
   cell: 'tiers-1000rpm-fast-everyAck-10000',
   documents: 10_000,
   analyzerBoundSeconds: 600,

@@ -47,7 +47,6 @@ function setup(autoscale?: Partial<AutoscaleOptions>, building?: () => Promise<u
             concurrency: 10,
             targetUtilization: 0.6,
             idleMs: 15 * 60_000,
-            routing: 'fill' as const,
             ...autoscale,
           },
         }
@@ -161,7 +160,7 @@ describe('Cloud Run autoscaling (the sweep model)', () => {
     expect(t.cloudRun.maxServing).toBe(3);
   });
 
-  it('routes to fill instances (the most loaded under the target), or spreads when asked', async () => {
+  it('routes to fill instances (the most loaded under the target)', async () => {
     const fill = setup({ minInstances: 2 });
     await fill.cloudRun.startAutoscaled(fill.factory);
     fill.push(6);
@@ -174,12 +173,6 @@ describe('Cloud Run autoscaling (the sweep model)', () => {
     await advanceTo(fill.time, 0);
     // Both at the target: the least loaded takes the next ones, up to its 10 slots.
     expect([fill.onInstance(0), fill.onInstance(1)]).toEqual([7, 6]);
-
-    const spread = setup({ minInstances: 2, routing: 'spread' });
-    await spread.cloudRun.startAutoscaled(spread.factory);
-    spread.push(6);
-    await advanceTo(spread.time, 0);
-    expect([spread.onInstance(0), spread.onInstance(1)]).toEqual([3, 3]);
   });
 
   it('shuts an instance down after 15 idle minutes, down to minInstances', async () => {

@@ -82,10 +82,9 @@ export type InstanceFactory = (index: number, ports: PortTracker) => Promise<Run
  * - the CPU target is not modelled (the sweep's CPU is not simulated time);
  * - an instance idle for `idleMs` (15 minutes, the longest the documentation names) is shut down
  *   (SIGTERM, then SIGKILL after the grace) while more than `minInstances` serve;
- * - routing across instances is not documented: `fill` sends a request to the most loaded
- *   instance still under the target (else the least loaded with a free slot), so load gathers on
- *   as few instances as the target allows; `spread` sends it to the least loaded one with a free
- *   slot (what the default model does with every instance up).
+ * - routing across instances is not documented: a request goes to the most loaded instance still
+ *   under the target (else the least loaded with a free slot), so load gathers on as few instances
+ *   as the target allows.
  */
 export interface AutoscaleOptions {
   minInstances: number;
@@ -96,8 +95,6 @@ export interface AutoscaleOptions {
   targetUtilization: number;
   /** An instance idle this long (simulated ms) is shut down while more than `minInstances` serve. */
   idleMs: number;
-  /** How a request is sent to one of the serving instances (undocumented; see above). */
-  routing: 'fill' | 'spread';
 }
 
 /** Cloud Run's documented wait for an instance: 3.5 × the average start-up time, at least 10 s. */
@@ -489,13 +486,8 @@ export class CloudRunModel {
         continue;
       }
       const b = this.taken(best);
-      const better =
-        auto.routing === 'spread'
-          ? used < b
-          : // fill: under the target, the most loaded first; past it, the least loaded.
-            used < target
-            ? b >= target || used > b
-            : b >= target && used < b;
+      // Under the target, the most loaded first; past it, the least loaded.
+      const better = used < target ? b >= target || used > b : b >= target && used < b;
       if (better) best = index;
     }
     if (best === undefined) return undefined;
@@ -576,11 +568,6 @@ export class CloudRunModel {
   /** Autoscaled mode: the instances serving now, and those still starting. */
   fleet(): { serving: number; starting: number; pending: number } {
     return { serving: this.serving.length, starting: this.starting, pending: this.pending.length };
-  }
-
-  /** Autoscaled mode: the slots taken on instance `index` (requests not yet answered). */
-  slotsOf(index: number): number {
-    return this.taken(index);
   }
 
   private kill(instance: SimInstance): void {

@@ -187,7 +187,6 @@ export const SIM_ENV: Readonly<Record<string, string>> = Object.freeze({
   WORKER_VERSION: 'fault-sim',
 });
 
-/** Runs one schedule. Only one run at a time per process (it takes the global timers and clock). */
 /** One upload: its plan, its document and the object resource its notification carries. */
 interface Upload {
   plan: DocumentPlan;
@@ -410,56 +409,43 @@ async function buildWorld(schedule: FaultSchedule, mutant: Mutant | undefined): 
 
 /** Each instance: the real worker on ports that the models answer, through the mutant when there is one. */
 async function startInstances(w: World): Promise<void> {
-  const {
-    schedule,
-    mutant,
-    time,
-    configOf,
-    objects,
-    memoKeys,
-    gemini,
-    warehouse,
-    bucket,
-    bigqueryClients,
-    cloudRun,
-  } = w;
   const reading = async (ref: ObjectRef): Promise<Buffer> => {
-    await time.sleep(80);
-    const bytes = objects.get(objectUri(ref.bucket, ref.name, ref.generation));
+    await w.time.sleep(80);
+    const bytes = w.objects.get(objectUri(ref.bucket, ref.name, ref.generation));
     if (!bytes) throw new RejectionError('object_gone', `no generation ${ref.generation} of ${ref.name}`);
     return bytes;
   };
   const context: MutantContext = {
-    time,
+    time: w.time,
     liveGeneration: (bucket, name) => {
       const prefix = objectUri(bucket, name, '');
       let live: string | undefined;
-      for (const key of objects.keys())
+      for (const key of w.objects.keys())
         if (key.startsWith(prefix)) {
           const g = key.slice(prefix.length);
           if (live === undefined || BigInt(g) > BigInt(live)) live = g;
         }
       return live;
     },
-    dedupKeyOf: (memoKey) => memoKeys.get(memoKey),
+    dedupKeyOf: (memoKey) => w.memoKeys.get(memoKey),
   };
-  await cloudRun.start(
+  await w.cloudRun.start(
     async (index, ports) => {
-      const alive = () => index >= cloudRunSize(cloudRun) || cloudRun.instance(index).alive;
-      const config = configOf(index);
+      const alive = () => index >= w.cloudRun.states().length || w.cloudRun.instance(index).alive;
+      const config = w.configOf(index);
       const below: BatchStore =
-        schedule.bigquery.via === 'client'
+        w.schedule.bigquery.via === 'client'
           ? new BigQueryStore({
-              bigquery: bigqueryClients.client(index, alive),
+              bigquery: w.bigqueryClients.client(index, alive),
               table: SIM_TABLE,
               logger: silentLogger,
             })
-          : warehouse.store(index, alive);
+          : w.warehouse.store(index, alive);
       const batching =
-        mutant?.groupCommit && config.groupCommit
-          ? { groupCommit: mutant.groupCommit(config.groupCommit) }
+        w.mutant?.groupCommit && config.groupCommit
+          ? { groupCommit: w.mutant.groupCommit(config.groupCommit) }
           : config;
-      const grouped = mutate(mutant?.store, await withGroupCommit(below, batching, silentLogger), context);
+      const grouped = mutate(w.mutant?.store, await withGroupCommit(below, batching, silentLogger), context);
       const store: Store = {
         seen: (...args: Parameters<Store['seen']>) => ports.track('store', () => grouped.seen(...args)),
         record: (...args: Parameters<Store['record']>) => ports.track('store', () => grouped.record(...args)),
@@ -468,14 +454,14 @@ async function startInstances(w: World): Promise<void> {
       };
       copyExtras(grouped, store);
       const reader = mutate(
-        mutant?.reader,
+        w.mutant?.reader,
         {
           read: (...args: Parameters<Reader['read']>) => ports.track('read', () => reading(args[0])),
         },
         context,
       );
       const adapter = new GeminiAnalyzer({
-        client: gemini.client({ index, alive }),
+        client: w.gemini.client({ index, alive }),
         model: config.analyzer.kind === 'gemini' ? config.analyzer.model : undefined,
         timeoutMs: config.analyzer.kind === 'gemini' ? config.analyzer.timeoutMs : undefined,
         afterAnswerMs: config.analyzer.kind === 'gemini' ? config.analyzer.afterAnswerMs : undefined,
@@ -486,15 +472,15 @@ async function startInstances(w: World): Promise<void> {
           ports.track('analyze', () => adapter.analyze(...args)),
       };
       copyExtras(adapter, tracked);
-      const analyzer = mutate(mutant?.analyzer, tracked, context);
-      const memoStore = mutate(mutant?.memo, bucket.store(index), context);
+      const analyzer = mutate(w.mutant?.analyzer, tracked, context);
+      const memoStore = mutate(w.mutant?.memo, w.bucket.store(index), context);
       const memo: MemoStore = {
         get: (...args: Parameters<MemoStore['get']>) => ports.track('memo', () => memoStore.get(...args)),
         create: (...args: Parameters<MemoStore['create']>) => {
-          const dedupKey = memoKeys.get(args[0]);
+          const dedupKey = w.memoKeys.get(args[0]);
           // A killed process keeps nothing: the analysis it paid for is lost.
           if (!alive() && dedupKey)
-            bucket.lost(dedupKey, `instance ${index} killed before it kept the analysis`);
+            w.bucket.lost(dedupKey, `instance ${index} killed before it kept the analysis`);
           return ports.track('memo', () => memoStore.create(...args));
         },
         lease: (...args: Parameters<MemoStore['lease']>) =>
@@ -512,8 +498,8 @@ async function startInstances(w: World): Promise<void> {
       const eInvoices = new En16931Reader();
       return serve(config, { store, reader, analyzer, memo, eInvoices }, silentLogger);
     },
-    schedule.instances,
-    schedule.cloudRun.signals.length + (schedule.rollout ? schedule.instances : 0),
+    w.schedule.instances,
+    w.schedule.cloudRun.signals.length + (w.schedule.rollout ? w.schedule.instances : 0),
   );
 }
 
@@ -530,7 +516,7 @@ function triggerFaults(w: World): void {
       return instance === undefined ? 0 : (skews[instance] ?? 0);
     };
     for (const [i, ms] of Object.entries(skews))
-      if (ms !== 0 && Number(i) < cloudRunSize(cloudRun))
+      if (ms !== 0 && Number(i) < cloudRun.states().length)
         faults.injected('cloudRun.clockSkew', [], `instance ${i}: clock off by ${ms} ms`);
   }
   // A rollout: each old instance told to stop in turn; a spare of the new revision takes its slot.
@@ -568,38 +554,23 @@ function triggerFaults(w: World): void {
  * run until it settles; how it ended.
  */
 async function deliver(w: World): Promise<string> {
-  const {
-    schedule,
-    time,
-    faults,
-    settings,
-    config,
-    documents,
-    objects,
-    resources,
-    overwrites,
-    keyOfMessage,
-    warehouse,
-    cloudRun,
-    answers,
-  } = w;
   let pushes = 0;
   let acks = 0;
   const sub = new PushSubscription({
-    time,
-    settings,
+    time: w.time,
+    settings: w.settings,
     subscription: 'projects/docline-sim/subscriptions/docline-push',
-    ...(schedule.pubsub.initialWindow ? { initialWindow: schedule.pubsub.initialWindow } : {}),
+    ...(w.schedule.pubsub.initialWindow ? { initialWindow: w.schedule.pubsub.initialWindow } : {}),
     onAnswer: (id, status) => {
-      answers[id] = [...(answers[id] ?? []), { status, atMs: time.nowMs() }];
+      w.answers[id] = [...(w.answers[id] ?? []), { status, atMs: w.time.nowMs() }];
       if (![102, 200, 201, 202, 204].includes(status)) return;
       const ack = acks++;
-      for (const a of (schedule.pubsub.afterAck ?? []).filter((x) => x.ack === ack)) {
-        time.after(a.afterMs, () => {
+      for (const a of (w.schedule.pubsub.afterAck ?? []).filter((x) => x.ack === ack)) {
+        w.time.after(a.afterMs, () => {
           if (sub.redeliverAcked(id))
-            faults.injected(
+            w.faults.injected(
               'pubsub.redeliveryAfterAck',
-              [keyOfMessage.get(id) ?? id],
+              [w.keyOfMessage.get(id) ?? id],
               `message ${id} pushed again ${a.afterMs} ms after its ack`,
             );
         });
@@ -608,25 +579,25 @@ async function deliver(w: World): Promise<string> {
     endpoint: (body) => {
       const id = (JSON.parse(body) as { message: { messageId: string } }).message.messageId;
       const push = pushes++;
-      for (const r of schedule.pubsub.redeliveries.filter((x) => x.push === push)) {
-        time.after(r.afterMs, () => {
+      for (const r of w.schedule.pubsub.redeliveries.filter((x) => x.push === push)) {
+        w.time.after(r.afterMs, () => {
           if (sub.redeliver(id))
-            faults.injected(
+            w.faults.injected(
               'pubsub.redeliveryWhileRunning',
-              [keyOfMessage.get(id) ?? id],
+              [w.keyOfMessage.get(id) ?? id],
               `push ${push} pushed again while running`,
             );
         });
       }
-      return cloudRun.push(body, id);
+      return w.cloudRun.push(body, id);
     },
   });
   w.subscription = sub;
   let published = 0;
-  for (const { plan, doc, resource } of [...resources, ...overwrites]) {
-    time.after(plan.publishAtMs, () => {
+  for (const { plan, doc, resource } of [...w.resources, ...w.overwrites]) {
+    w.time.after(plan.publishAtMs, () => {
       if (plan.notifications === 2)
-        faults.injected('pubsub.doubledNotification', [doc.key], 'two notification configs');
+        w.faults.injected('pubsub.doubledNotification', [doc.key], 'two notification configs');
       for (let c = 1; c <= plan.notifications; c++) {
         const id = sub.publish(
           JSON.stringify(resource),
@@ -634,7 +605,7 @@ async function deliver(w: World): Promise<string> {
             notificationConfig: `projects/_/buckets/${SIM_BUCKET}/notificationConfigs/${c}`,
           }),
         );
-        keyOfMessage.set(id, doc.key);
+        w.keyOfMessage.set(id, doc.key);
         doc.messageIds.push(id);
       }
       published++;
@@ -642,68 +613,68 @@ async function deliver(w: World): Promise<string> {
   }
   // A message published by an operator belongs to the document of its object's key.
   const announced = (id: string, key: string) => {
-    keyOfMessage.set(id, key);
-    documents.find((d) => d.key === key)?.messageIds.push(id);
+    w.keyOfMessage.set(id, key);
+    w.documents.find((d) => d.key === key)?.messageIds.push(id);
   };
   // `npm run reconcile -- --apply`: every object in the bucket older than the cutoff whose key has
   // no row yet is announced again (the reconcile notification), whatever is still at work on it.
-  const reconciles = schedule.operator?.reconcileAtMs ?? [];
+  const reconciles = w.schedule.operator?.reconcileAtMs ?? [];
   let reconciled = 0;
   for (const atMs of reconciles)
-    time.after(atMs, () => {
+    w.time.after(atMs, () => {
       reconciled++;
-      const cutoffMs = time.nowMs() - (schedule.operator?.olderThanMs ?? 0);
-      const written = new Set(warehouse.raw.map((r) => r.row.dedup_key));
-      const missing = [...resources, ...overwrites].filter(
-        ({ plan, doc }) => plan.publishAtMs <= cutoffMs && objects.has(doc.key) && !written.has(doc.key),
+      const cutoffMs = w.time.nowMs() - (w.schedule.operator?.olderThanMs ?? 0);
+      const written = new Set(w.warehouse.raw.map((r) => r.row.dedup_key));
+      const missing = [...w.resources, ...w.overwrites].filter(
+        ({ plan, doc }) => plan.publishAtMs <= cutoffMs && w.objects.has(doc.key) && !written.has(doc.key),
       );
       if (missing.length === 0) return;
-      faults.injected(
+      w.faults.injected(
         'operator.reconcileApply',
         missing.map((m) => m.doc.key),
         `reconcile --apply announced ${missing.length} object(s) with no row again`,
       );
-      const runAt = time.clock.now();
+      const runAt = w.time.clock.now();
       for (const { doc, resource } of missing) {
         const message = reconcileNotification(resource, runAt);
         announced(sub.publish(message.data.toString(), message.attributes), doc.key);
       }
     });
   const settledAll = () =>
-    published === resources.length + overwrites.length && reconciled === reconciles.length && sub.idle;
+    published === w.resources.length + w.overwrites.length && reconciled === reconciles.length && sub.idle;
   // Every poison upload's notifications, and a reconcile's announcement of each.
-  const poisonMessages = [...resources, ...overwrites]
+  const poisonMessages = [...w.resources, ...w.overwrites]
     .filter(({ plan }) => plan.kind === 'poison')
     .reduce((n, { plan }) => n + plan.notifications + reconciles.length, 0);
-  let ended = await time.run(settledAll, runBoundMs(settings, poisonMessages));
+  let ended = await w.time.run(settledAll, runBoundMs(w.settings, poisonMessages));
   // In the aftermath: `npm run dlq -- replay` publishes every dead letter again (its data and
   // attributes, less the dead-letter ones), and the run goes on until those settle too.
-  const letters = ended === 'done' && schedule.operator?.replayDeadLetters ? sub.takeDeadLetters() : [];
+  const letters = ended === 'done' && w.schedule.operator?.replayDeadLetters ? sub.takeDeadLetters() : [];
   if (letters.length > 0) {
-    faults.injected(
+    w.faults.injected(
       'operator.deadLetterReplay',
-      [...new Set(letters.map((l) => keyOfMessage.get(l.id) ?? l.id))],
+      [...new Set(letters.map((l) => w.keyOfMessage.get(l.id) ?? l.id))],
       `${letters.length} dead letter(s) replayed to the topic`,
     );
     for (const l of letters) {
       const attributes = Object.fromEntries(
         Object.entries(l.attributes).filter(([k]) => !k.startsWith('CloudPubSubDeadLetter')),
       );
-      announced(sub.publish(l.data, attributes), keyOfMessage.get(l.id) ?? l.id);
+      announced(sub.publish(l.data, attributes), w.keyOfMessage.get(l.id) ?? l.id);
     }
-    ended = await time.run(settledAll, time.nowMs() + runBoundMs(settings, letters.length));
+    ended = await w.time.run(settledAll, w.time.nowMs() + runBoundMs(w.settings, letters.length));
   }
   // Late work (handlers past their request, slow statements) may still change the table: let it
   // end. A request that arrived late in that window (a push of an acked message again) is given
   // its whole deadline, so that the record never ends on a handler cut short by the run's end.
-  const lateMs = 2 * config.requestTimeoutSeconds * 1000;
-  let settled = await time.run(() => false, time.nowMs() + lateMs);
+  const lateMs = 2 * w.config.requestTimeoutSeconds * 1000;
+  let settled = await w.time.run(() => false, w.time.nowMs() + lateMs);
   for (let extensions = 0; settled !== 'stalled' && extensions < 5; extensions++) {
-    const open = cloudRun.requests.filter(
-      (r) => r.endMs === undefined && r.killedAtMs === undefined && r.deadlineMs >= time.nowMs(),
+    const open = w.cloudRun.requests.filter(
+      (r) => r.endMs === undefined && r.killedAtMs === undefined && r.deadlineMs >= w.time.nowMs(),
     );
     if (open.length === 0) break;
-    settled = await time.run(() => false, Math.max(...open.map((r) => r.deadlineMs)) + lateMs);
+    settled = await w.time.run(() => false, Math.max(...open.map((r) => r.deadlineMs)) + lateMs);
   }
   return ended === 'done'
     ? `drained (${settled === 'stalled' ? 'then quiet' : 'late work still pending'})`
@@ -712,25 +683,12 @@ async function deliver(w: World): Promise<string> {
 
 /** What the run recorded, and its digest. */
 function resultOf(w: World, end: string): RunResult {
-  const {
-    schedule,
-    time,
-    faults,
-    config,
-    documents,
-    gemini,
-    warehouse,
-    bucket,
-    cloudRun,
-    viewReads,
-    answers,
-  } = w;
   const record: RunRecord = {
-    seed: schedule.seed,
-    documents,
-    answers,
+    seed: w.schedule.seed,
+    documents: w.documents,
+    answers: w.answers,
     messageStates: Object.fromEntries(w.subscription!.states()),
-    rawRows: warehouse.raw.map((r) => ({
+    rawRows: w.warehouse.raw.map((r) => ({
       id: r.id,
       key: r.row.dedup_key,
       messageId: r.row.message_id,
@@ -741,44 +699,44 @@ function resultOf(w: World, end: string): RunResult {
       committedAtMs: r.committedAtMs,
       statement: r.statement,
     })),
-    viewReads: Object.fromEntries(viewReads),
-    viewAtEnd: Object.fromEntries([...warehouse.view()].map(([k, r]) => [k, r.id])),
+    viewReads: Object.fromEntries(w.viewReads),
+    viewAtEnd: Object.fromEntries([...w.warehouse.view()].map(([k, r]) => [k, r.id])),
     geminiAnswers: Object.fromEntries(
-      documents.map((d) => [d.name, gemini.record.answersByDocument.get(d.name) ?? []]),
+      w.documents.map((d) => [d.name, w.gemini.record.answersByDocument.get(d.name) ?? []]),
     ),
     paidAnalysesByDocument: Object.fromEntries(
-      documents.map((d) => [d.name, gemini.record.analysesByDocument.get(d.name) ?? 0]),
+      w.documents.map((d) => [d.name, w.gemini.record.analysesByDocument.get(d.name) ?? 0]),
     ),
     paidCallsByDocument: Object.fromEntries(
-      documents.map((d) => [d.name, gemini.record.paidByDocument.get(d.name) ?? 0]),
+      w.documents.map((d) => [d.name, w.gemini.record.paidByDocument.get(d.name) ?? 0]),
     ),
     answerLosses: Object.fromEntries(
-      documents.map((d) => [d.name, answerLosses(d, gemini.record.calls, cloudRun, bucket)]),
+      w.documents.map((d) => [d.name, answerLosses(d, w.gemini.record.calls, w.cloudRun, w.bucket)]),
     ),
-    keptAtMs: Object.fromEntries([...bucket.kept].reverse().map((k) => [k.dedupKey, k.atMs] as const)),
+    keptAtMs: Object.fromEntries([...w.bucket.kept].reverse().map((k) => [k.dedupKey, k.atMs] as const)),
     memoWorkedOnSinceMs: Object.fromEntries(
-      documents.flatMap((d) => {
-        const since = bucket.workedOnSince({
+      w.documents.flatMap((d) => {
+        const since = w.bucket.workedOnSince({
           analysis: AnalysisMemo.key(d.key),
           lease: AnalysisMemo.leaseKey(d.key),
         });
         return since === undefined ? [] : [[d.key, since]];
       }),
     ),
-    geminiCalls: gemini.record.calls,
-    requests: cloudRun.requests,
-    statements: warehouse.statements,
-    leaseFailures: Object.fromEntries(bucket.leaseFailures),
+    geminiCalls: w.gemini.record.calls,
+    requests: w.cloudRun.requests,
+    statements: w.warehouse.statements,
+    leaseFailures: Object.fromEntries(w.bucket.leaseFailures),
     budget: {
-      deliveryMs: deliveryBudgetMs({ workerTimeoutSeconds: config.requestTimeoutSeconds }),
+      deliveryMs: deliveryBudgetMs({ workerTimeoutSeconds: w.config.requestTimeoutSeconds }),
       drainMs: Math.max(0, SHUTDOWN_GRACE_MS - ANSWER_MARGIN_MS),
       // Cloud Run's own deadline is the worker's plus this (its request timeout; SIGTERM + grace).
       answerMarginMs: ANSWER_MARGIN_MS,
     },
     end,
-    simulatedMs: time.nowMs(),
+    simulatedMs: w.time.nowMs(),
   };
-  const result = { record, faults: { counts: faults.counts, entries: faults.entries } };
+  const result = { record, faults: { counts: w.faults.counts, entries: w.faults.entries } };
   return {
     ...result,
     traceHash: createHash('sha256').update(JSON.stringify(result)).digest('hex').slice(0, 16),
@@ -840,10 +798,6 @@ function mutate<T>(
   context: MutantContext,
 ): T {
   return change ? change(port, context) : port;
-}
-
-function cloudRunSize(cloudRun: CloudRunModel): number {
-  return cloudRun.states().length;
 }
 
 /** Keeps any extra method a wrapped adapter has (e.g. a drain the composition root calls). */

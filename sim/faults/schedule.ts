@@ -76,10 +76,6 @@ export const DOCUMENT_FORMATS: Readonly<Record<DocumentFormat, { contentType: st
     ubl: { contentType: 'application/xml', extension: 'xml' },
   });
 
-/** Whether a document of this format states its own data (an e-invoice, read for free). */
-export const statesItsData = (format: DocumentFormat | undefined) =>
-  format === 'facturX' || format === 'cii' || format === 'ubl';
-
 export interface DocumentPlan {
   index: number;
   name: string;

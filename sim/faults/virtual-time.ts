@@ -37,8 +37,6 @@ export class VirtualTime implements SimClock {
   private seq = 0;
   private nextId = 1;
   private saved: Record<string, unknown> | undefined;
-  /** Timer callbacks run so far (a cheap fingerprint of a run's schedule). */
-  firedTimers = 0;
   /**
    * How far off the clock the *worker* reads (`Date`) is for the code running now: clock skew of
    * one instance (0 by default). The simulation's own clock (`clock`, `nowMs`) is never skewed.
@@ -120,22 +118,20 @@ export class VirtualTime implements SimClock {
       const id = typeof h === 'number' ? h : (h as { _virtualId?: number })._virtualId;
       if (typeof id === 'number') this.cancel(id);
     };
-    g.setTimeout = (callback: (...args: unknown[]) => void, ms?: number, ...args: unknown[]) =>
-      handle(
-        this.schedule(
-          this.bindTimer(() => callback(...args)),
-          ms ?? 0,
-        ),
-      );
+    /** `setTimeout`, or `setInterval` (its period at least 1 ms). */
+    const timer =
+      (repeats: boolean) =>
+      (callback: (...args: unknown[]) => void, ms?: number, ...args: unknown[]) =>
+        handle(
+          this.schedule(
+            this.bindTimer(() => callback(...args)),
+            ms ?? 0,
+            repeats ? Math.max(1, ms ?? 0) : undefined,
+          ),
+        );
+    g.setTimeout = timer(false);
     g.clearTimeout = clear;
-    g.setInterval = (callback: (...args: unknown[]) => void, ms?: number, ...args: unknown[]) =>
-      handle(
-        this.schedule(
-          this.bindTimer(() => callback(...args)),
-          ms ?? 0,
-          Math.max(1, ms ?? 0),
-        ),
-      );
+    g.setInterval = timer(true);
     g.clearInterval = clear;
     const time = this;
     class VirtualDate extends RealDate {
@@ -177,22 +173,21 @@ export class VirtualTime implements SimClock {
         await this.settle();
       }
       if (done()) return 'done';
-      const next = this.peek();
+      const next = this.heap.peek();
       if (!next) return 'stalled';
       if (next.dueMs > boundMs) {
         this.simulatedMs = Math.max(this.simulatedMs, boundMs);
         return 'bound';
       }
-      this.pop();
+      this.heap.pop();
       this.byId.delete(next.id);
       this.simulatedMs = Math.max(this.simulatedMs, next.dueMs);
       if (next.intervalMs !== undefined) {
         next.dueMs = this.simulatedMs + next.intervalMs;
         next.seq = this.seq++;
-        this.push(next);
+        this.heap.push(next);
         this.byId.set(next.id, next);
       }
-      this.firedTimers++;
       next.callback();
     }
   }
@@ -214,7 +209,7 @@ export class VirtualTime implements SimClock {
       cancelled: false,
       ...(intervalMs !== undefined ? { intervalMs } : {}),
     };
-    this.push(item);
+    this.heap.push(item);
     this.byId.set(item.id, item);
     return item;
   }
@@ -226,17 +221,5 @@ export class VirtualTime implements SimClock {
     // A cancelled timer stays in the heap until its due time: let go of what its callback holds.
     item.callback = noop;
     this.byId.delete(id);
-  }
-
-  private peek(): Scheduled | undefined {
-    return this.heap.peek();
-  }
-
-  private pop(): Scheduled {
-    return this.heap.pop();
-  }
-
-  private push(item: Scheduled): void {
-    this.heap.push(item);
   }
 }

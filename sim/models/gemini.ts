@@ -418,8 +418,6 @@ export function sweepLatencies(latency: LatencySpec, seed: number): PortLatencie
 export class GeminiPortModel {
   paid = 0;
   refused = 0;
-  /** When each paid call was accepted (simulated ms). */
-  readonly paidAtMs: number[] = [];
   /** Paid calls per object name. */
   readonly paidByObject = new Map<string, number>();
   private readonly latency: Latency;
@@ -452,7 +450,6 @@ export class GeminiPortModel {
       return body;
     }
     this.paid++;
-    this.paidAtMs.push(this.time.nowMs());
     this.paidByObject.set(name, (this.paidByObject.get(name) ?? 0) + 1);
     await this.time.sleep(this.latency());
     return true;

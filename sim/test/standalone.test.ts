@@ -1,24 +1,15 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { typescriptSources } from '../../worker/test/support/source-files';
 
 const SIM = path.join(__dirname, '..');
-
-/** Every TypeScript file under sim/, tests included. */
-function sources(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
-    e.isDirectory()
-      ? sources(path.join(dir, e.name))
-      : e.name.endsWith('.ts')
-        ? [path.join(dir, e.name)]
-        : [],
-  );
-}
 
 /** Whether a file's text imports (statically or not) a module under worker/test/. */
 const importsWorkerTests = (text: string) => /['"](\.\.\/)+worker\/test\//.test(text);
 
 describe('the simulator', () => {
-  const files = sources(SIM);
+  // Every TypeScript file under sim/, tests included.
+  const files = typescriptSources(SIM);
 
   it('takes nothing from bench/ (what both need lives in sim/, bench imports it from there)', () => {
     const offenders = files.filter((f) => /from '(\.\.\/)+bench\//.test(readFileSync(f, 'utf8')));
