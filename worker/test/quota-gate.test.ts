@@ -378,36 +378,27 @@ describe('QuotaGate', () => {
     await expect(refused).resolves.toBe('a');
   });
 
-  it('lets a refused work back off on its own, holding its turn: 1 s, doubling, truncated at 16 s', async () => {
-    const { time, gate, works } = setup(1);
-    const refused = gate.run(works.work('a'));
-    const behind = gate.run(works.work('b'));
-    await settle();
-    for (const backoffMs of [1_000, 2_000, 4_000, 8_000, 16_000, 16_000]) {
-      expect(works.running).toEqual(['a']);
-      await works.finish('a', quotaSpent());
-      await time.advance(backoffMs - 1);
-      // Its turn is kept: the delivery behind it is not admitted during its backoff.
-      expect(works.running).toEqual([]);
-      await time.advance(1);
-    }
-    expect(works.running).toEqual(['a']);
-    await works.finish('a');
-    await expect(refused).resolves.toBe('a');
-    await works.finish('b');
-    await expect(behind).resolves.toBe('b');
-  });
-
-  it('waits out the wait a 429 names (a full window: RetryInfo), holding its turn, instead of its own backoff', async () => {
+  // Each refusal, and how long the refused work then waits, holding its turn: its own backoff when
+  // the 429 names no wait; the named wait and all of the spread after it (random() is 1) when it does.
+  it.each([
+    [
+      'backs off on its own: 1 s, doubling, truncated at 16 s',
+      [1_000, 2_000, 4_000, 8_000, 16_000, 16_000].map((ms) => [quotaSpent, ms] as const),
+    ],
+    [
+      'waits out the wait a 429 names (a full window: RetryInfo) instead',
+      [20_000, 5_000].map((ms) => [() => windowFull(ms), ms + NAMED_WAIT_SPREAD_MS] as const),
+    ],
+  ])('a refused work %s, holding its turn', async (_, refusals) => {
     const { time, gate, works } = setup(1, 300_000);
     const refused = gate.run(works.work('a'));
     const behind = gate.run(works.work('b'));
     await settle();
-    for (const namedMs of [20_000, 5_000]) {
+    for (const [refusal, waitMs] of refusals) {
       expect(works.running).toEqual(['a']);
-      await works.finish('a', windowFull(namedMs));
-      // The named wait, and the random part of the spread after it (here all of it: random() is 1).
-      await time.advance(namedMs + NAMED_WAIT_SPREAD_MS - 1);
+      await works.finish('a', refusal());
+      await time.advance(waitMs - 1);
+      // Its turn is kept: the delivery behind it is not admitted while it waits.
       expect(works.running).toEqual([]);
       await time.advance(1);
     }
