@@ -12,7 +12,7 @@ import {
   type Row,
 } from '../../contract/row';
 import { DELIVERY_DEFAULTS, MIN_MAXIMUM_BYTES_BILLED, MIN_STATEMENT_MS } from '../../contract/settings';
-import { type Deadline, DeadlineError } from '../../core/deadline';
+import { type Deadline, DeadlineError, notStarted } from '../../core/deadline';
 import {
   ConfigurationError,
   DoclineError,
@@ -575,12 +575,7 @@ export class BigQueryStore implements BatchStore {
     jobPrefix?: string,
   ): Promise<QueryResult> {
     const leftMs = deadline?.remainingMs() ?? Number.POSITIVE_INFINITY;
-    if (leftMs < MIN_STATEMENT_MS) {
-      throw new DeadlineError(
-        `BigQuery ${operation}`,
-        `not started: the delivery has ${Math.max(0, Math.floor(leftMs))} ms left, too little for a statement`,
-      );
-    }
+    if (leftMs < MIN_STATEMENT_MS) throw notStarted(`BigQuery ${operation}`, leftMs);
     const timeoutMs = statementTimeoutMs(deadline);
     const query: Query = {
       ...statement,

@@ -1,6 +1,6 @@
 import type { Row } from '../../contract/row';
 import { MIN_STATEMENT_MS, mergeIntervalForLatencyMs } from '../../contract/settings';
-import { Deadline, DeadlineError } from '../../core/deadline';
+import { Deadline, DeadlineError, notStarted } from '../../core/deadline';
 import { ConfigurationError, OutcomeUnknownError, RowRefusalError, TransientError } from '../../core/errors';
 import { writeMayStillCommit } from '../../core/handle';
 import type { BatchStore, Logger, Store } from '../../core/ports';
@@ -466,7 +466,7 @@ export class GroupCommitStore implements Store {
     for (const row of rows) {
       const key = row.value.dedup_key;
       if (row.deadline.remainingMs() < this.minStatementMs) {
-        failed.set(key, notStarted('write', row.deadline));
+        failed.set(key, notStarted('write', row.deadline.remainingMs()));
         continue;
       }
       try {
@@ -497,7 +497,7 @@ export class GroupCommitStore implements Store {
         ready.push(item);
         return undefined;
       }
-      return { status: 'rejected', reason: notStarted(what, item.deadline) } as const;
+      return { status: 'rejected', reason: notStarted(what, item.deadline.remainingMs()) } as const;
     });
     return { ready, late };
   }
@@ -591,7 +591,7 @@ export class GroupCommitStore implements Store {
     const ready: Array<Pending<Row>> = [];
     for (const row of half) {
       if (row.deadline.remainingMs() >= this.minStatementMs) ready.push(row);
-      else failed.set(row.value.dedup_key, notStarted('isolating a refused row', row.deadline));
+      else failed.set(row.value.dedup_key, notStarted('isolating a refused row', row.deadline.remainingMs()));
     }
     if (ready.length === 0) return none;
     budget.left -= 1;
@@ -648,13 +648,6 @@ function answerOf(
 /** The deadline a statement for these deliveries must end by: the earliest of theirs. */
 function earliest<T>(items: Array<Pending<T>>): Deadline {
   return items.reduce((a, b) => (b.deadline.atMs < a.deadline.atMs ? b : a)).deadline;
-}
-
-function notStarted(what: string, deadline: Deadline): DeadlineError {
-  return new DeadlineError(
-    what,
-    `not started: the delivery has ${Math.max(0, Math.floor(deadline.remainingMs()))} ms left, too little for a statement`,
-  );
 }
 
 function pause(ms: number): Promise<void> {
