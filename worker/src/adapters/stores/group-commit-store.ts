@@ -90,6 +90,9 @@ export interface GroupCommitOptions {
   logger?: Logger;
 }
 
+/** What a batch's statements did: the keys whose row went in, and the error of each key that failed. */
+type BatchOutcome = { inserted: Set<string>; failed: Map<string, unknown> };
+
 /** An item of a batch with the deadline of the delivery that waits for it. */
 interface Pending<T> {
   value: T;
@@ -391,7 +394,7 @@ export class GroupCommitStore implements Store {
     // A key the store refused before goes alone, after the others: it fails alone.
     const alone = unique.filter((item) => this.refusedKeys.has(item.value.dedup_key));
     const together = unique.filter((item) => !this.refusedKeys.has(item.value.dedup_key));
-    let outcome: { inserted: Set<string>; failed: Map<string, unknown> };
+    let outcome: BatchOutcome;
     try {
       outcome = together.length > 0 ? await this.write(together) : { inserted: new Set(), failed: new Map() };
     } catch (error) {
@@ -458,9 +461,7 @@ export class GroupCommitStore implements Store {
   }
 
   /** Rows of keys refused before, each in a statement of its own (paced like any write). */
-  private async writeAlone(
-    rows: Array<Pending<Row>>,
-  ): Promise<{ inserted: Set<string>; failed: Map<string, unknown> }> {
+  private async writeAlone(rows: Array<Pending<Row>>): Promise<BatchOutcome> {
     const inserted = new Set<string>();
     const failed = new Map<string, unknown>();
     for (const row of rows) {
@@ -506,9 +507,7 @@ export class GroupCommitStore implements Store {
    * Writes rows in one statement. A transient failure fails them all at once (Pub/Sub retries).
    * A refusal of several rows goes to {@link isolate}.
    */
-  private async write(
-    rows: Array<Pending<Row>>,
-  ): Promise<{ inserted: Set<string>; failed: Map<string, unknown> }> {
+  private async write(rows: Array<Pending<Row>>): Promise<BatchOutcome> {
     try {
       return { inserted: await this.attempt(rows), failed: new Map() };
     } catch (error) {
@@ -638,7 +637,7 @@ export class GroupCommitStore implements Store {
 function answerOf(
   item: Pending<Row>,
   firstOfKey: Map<string, Pending<Row>>,
-  outcome: { inserted: Set<string>; failed: Map<string, unknown> },
+  outcome: BatchOutcome,
 ): PromiseSettledResult<boolean> {
   const key = item.value.dedup_key;
   if (outcome.failed.has(key)) return { status: 'rejected', reason: outcome.failed.get(key) };
