@@ -142,7 +142,7 @@ async function buildEInvoiceReader(
   pdf?: PdfJsParser,
 ): Promise<EInvoiceReader> {
   const { En16931Reader } = await import('./adapters/e-invoice/en16931-reader.js');
-  return new En16931Reader(undefined, pdf, await buildEInvoiceValidator(config, logger, analyzer));
+  return new En16931Reader(pdf, await buildEInvoiceValidator(config, logger, analyzer));
 }
 
 /**

@@ -40,7 +40,7 @@ if (!installed) throw new Error('the validator is not installed: run `bash scrip
 const runner = new SaxonRunner(installed);
 const pdf = new PdfJsParser();
 const validator = new EInvoiceValidator({ runner, picture: new OfflineAnalyzer({ pdf }) });
-const reader = new En16931Reader(undefined, pdf, validator);
+const reader = new En16931Reader(pdf, validator);
 
 afterAll(() => runner.close());
 
