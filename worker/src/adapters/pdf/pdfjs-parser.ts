@@ -24,7 +24,6 @@ export type PdfAttachment = { filename: string; bytes: Buffer } | { filename: st
 
 /** What one load of a PDF gave. */
 export interface ParsedPdf {
-  pageCount: number;
   /** The text layer of the first pages as lines (offline/pdf-text.ts), pages separated by ''. */
   lines: string[];
   /** The largest image of each of the first pages that hold no text: what OCR reads of a scan. */
@@ -141,7 +140,7 @@ export class PdfJsParser {
       const content = this.readContent
         ? await this.contentOf(pdf, pdfjs.OPS)
         : { lines: [], scans: [], scansSkipped: 0 };
-      return { pageCount: pdf.numPages, ...content, ...(attachment ? { attachment } : {}) };
+      return { ...content, ...(attachment ? { attachment } : {}) };
     } catch (error) {
       throw asUnreadable(error);
     } finally {
