@@ -66,10 +66,10 @@ export interface WorkerConfig {
   store: StoreConfig;
   reader: ReaderConfig;
   analyzer: AnalyzerConfig;
-  /** Admission to the paid work: analyses running at once here, and the longest wait for a turn. */
   /**
-   * The quota gate: `maxInFlight` documents of the largest size bound memory (`maxBytesInFlight` =
-   * maxInFlight × maxObjectBytes), and where the learnt limit starts; smaller documents let it grow.
+   * Admission to the paid work, the quota gate: `maxInFlight` documents of the largest size bound
+   * memory (`maxBytesInFlight` = maxInFlight × maxObjectBytes), and where the learnt limit starts;
+   * smaller documents let it grow. `maxWaitMs`: the longest wait for a turn.
    */
   admission: { maxInFlight: number; maxBytesInFlight: number; maxWaitMs: number };
   /** Group commit of lookups and writes: every delivery's statements go through it. */

@@ -59,21 +59,20 @@ export async function buildBaseStore(config: WorkerConfig, logger: Logger): Prom
   const [project] = store.table.split('.');
   // The client's own retries are off: Pub/Sub retries the whole delivery instead.
   const bigquery = createBigQueryClient({ projectId: project, location: store.location });
-  const common = {
+  return new BigQueryStore({
     bigquery,
     table: store.table,
     location: store.location,
     maximumBytesBilled: store.maximumBytesBilled,
+    // BigQueryStore adds `app: docline`.
     labels: {
-      app: 'docline',
       worker_version: config.workerVersion
         .toLowerCase()
         .replace(/[^a-z0-9_-]/g, '_')
         .slice(0, 63),
     },
     logger,
-  };
-  return new BigQueryStore(common);
+  });
 }
 
 async function buildReader(config: WorkerConfig): Promise<Reader> {
@@ -143,7 +142,7 @@ async function buildEInvoiceReader(
   pdf?: PdfJsParser,
 ): Promise<EInvoiceReader> {
   const { En16931Reader } = await import('./adapters/e-invoice/en16931-reader.js');
-  return new En16931Reader(undefined, pdf, await buildEInvoiceValidator(config, logger, analyzer));
+  return new En16931Reader(pdf, await buildEInvoiceValidator(config, logger, analyzer));
 }
 
 /**

@@ -21,7 +21,7 @@ function setup(options: { shared: boolean }) {
   const analyzer = new OfflineAnalyzer({ pdf: options.shared ? pdf : own });
   const built = handlerDeps({
     limits: { maxObjectBytes: 20 * 1024 * 1024, allowedContentTypes: DEFAULT_CONTENT_TYPES },
-    eInvoices: new En16931Reader(undefined, options.shared ? pdf : undefined),
+    eInvoices: new En16931Reader(options.shared ? pdf : undefined),
     analyzer,
   });
   let messages = 0;

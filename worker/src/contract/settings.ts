@@ -523,8 +523,8 @@ export function stackDefault(key: SettingKey): SettingDeclaration['default'] {
  * Pub/Sub's retry and dead-letter policy and the margin the ack deadline keeps above the worker's
  * timeout: constants, not settings. The backoffs span 10 s to Pub/Sub's most (600 s); 100 attempts,
  * Pub/Sub's most, give a retry horizon that covers a dependency outage of DEPENDENCY_OUTAGE_SECONDS
- * (retryHorizonSeconds: 15.7 h; 10 attempts covered 40 minutes). The margin keeps the ack deadline
- * honest: a slow request ends before Pub/Sub gives up on it.
+ * (retryHorizonSeconds: 15.7 h). The margin keeps the ack deadline honest: a slow request ends
+ * before Pub/Sub gives up on it.
  */
 export const DELIVERY_POLICY = Object.freeze({
   ackDeadlineMarginSeconds: 10,
@@ -603,9 +603,8 @@ export function mergeMinIntervalMsFor(maxInstances: number): number {
  * How far a write's pace stretches past `mergeMinIntervalMs` when its MERGEs take long or many
  * instances write: at most this many times (see {@link mergeIntervalForLatencyMs}); 3, so that the
  * default ten writers spaced by {@link FLEET_SPACING_SHARES} shares (15 s) fit under it (15 s),
- * as do the prod stack's twenty at a 10 s pace (30 s). The
- * delivery budget counts a write at this stretch ({@link afterAnswerMs}): 4 would not fit the
- * default path in `workerTimeoutSeconds`.
+ * as do the prod stack's twenty at a 10 s pace (30 s). The delivery budget counts a write at this
+ * stretch ({@link afterAnswerMs}): 4 would not fit the default path in `workerTimeoutSeconds`.
  */
 export const MERGE_PACE_STRETCH = 3;
 
@@ -721,8 +720,8 @@ export const PUBSUB_BACKOFF_FACTOR = 2;
  * dead-lettered: the sum of the backoffs between its `maxDeliveryAttempts` deliveries, growing by
  * `factor` from `minRetryBackoffSeconds` (at least 1 s) up to `maxRetryBackoffSeconds`. With the
  * defaults (10 s to 600 s, 100 attempts): 10 + 20 + 40 + 80 + 160 + 320 = 630 s of ramp, then 93 ×
- * 600 s = 55,800 s: 56,430 s, 15.7 h. With 10 attempts it was 2,430 s (40 minutes). Push backoff
- * and the window's shrinking under nacks only slow deliveries down, which lengthens it.
+ * 600 s = 55,800 s: 56,430 s, 15.7 h. Push backoff and the window's shrinking under nacks only slow
+ * deliveries down, which lengthens it.
  */
 export function retryHorizonSeconds(
   s: Pick<DeliverySettings, 'minRetryBackoffSeconds' | 'maxRetryBackoffSeconds' | 'maxDeliveryAttempts'>,

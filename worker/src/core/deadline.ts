@@ -20,6 +20,14 @@ export class DeadlineError extends TransientError {
   }
 }
 
+/** A statement not started: its delivery has too little time left for one. */
+export function notStarted(what: string, leftMs: number): DeadlineError {
+  return new DeadlineError(
+    what,
+    `not started: the delivery has ${Math.max(0, Math.floor(leftMs))} ms left, too little for a statement`,
+  );
+}
+
 /** The instance is shutting down (SIGTERM): a waiting delivery is answered 503 at once. */
 export class ShuttingDownError extends TransientError {
   constructor(what: string) {

@@ -45,7 +45,6 @@ export interface KeyLeaseOptions {
 
 /** A lease's heartbeat: renews it until stopped (or until its delivery's deadline). */
 interface Heartbeat {
-  readonly stopped: boolean;
   /**
    * Moves the lease to at least `atMs` now, and every renewal after to no earlier (a write's bound);
    * resolves once that renewal has answered (or failed: the next beats ask again).
@@ -367,9 +366,6 @@ export class KeyLeases {
     };
     beat();
     return {
-      get stopped() {
-        return stopped;
-      },
       holdUntil: async (atMs) => {
         if (atMs <= floorMs || stopped) return;
         floorMs = atMs;

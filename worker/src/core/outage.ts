@@ -37,23 +37,19 @@ export class DependencyOutageError extends TransientError {
 }
 
 export interface OutageBreakerOptions {
-  /** Failed calls in a row that open the breaker (default 5)… */
-  failures?: number;
-  /** …spanning at least this long, so that a burst of errors does not open it (default 30 s). */
-  openAfterMs?: number;
-  /** While open, one delivery this often goes through as a probe (default 15 s). */
-  probeEveryMs?: number;
-  /** While open, the alert line is logged again this often (default 5 minutes). */
-  remindEveryMs?: number;
   clock?: Clock;
   logger?: Logger;
 }
 
-/** The breaker's defaults. */
+/** The breaker's thresholds. */
 export const OUTAGE_DEFAULTS = Object.freeze({
+  /** Failed calls in a row that open the breaker… */
   failures: 5,
+  /** …spanning at least this long, so that a burst of errors does not open it. */
   openAfterMs: 30_000,
+  /** While open, one delivery this often goes through as a probe. */
   probeEveryMs: 15_000,
+  /** While open, the alert line is logged again this often. */
   remindEveryMs: 300_000,
 });
 
@@ -93,17 +89,9 @@ interface State {
 export class OutageBreaker {
   private readonly states = new Map<Dependency, State>();
   private readonly clock: Clock;
-  private readonly failures: number;
-  private readonly openAfterMs: number;
-  private readonly probeEveryMs: number;
-  private readonly remindEveryMs: number;
 
   constructor(private readonly options: OutageBreakerOptions = {}) {
     this.clock = options.clock ?? systemClock;
-    this.failures = options.failures ?? OUTAGE_DEFAULTS.failures;
-    this.openAfterMs = options.openAfterMs ?? OUTAGE_DEFAULTS.openAfterMs;
-    this.probeEveryMs = options.probeEveryMs ?? OUTAGE_DEFAULTS.probeEveryMs;
-    this.remindEveryMs = options.remindEveryMs ?? OUTAGE_DEFAULTS.remindEveryMs;
   }
 
   /** Whether the breaker of `dependency` is open now. */
@@ -120,7 +108,7 @@ export class OutageBreaker {
     if (state?.openSinceMs === undefined) return;
     const nowMs = this.now();
     this.remind(dependency, state, nowMs);
-    if (nowMs - state.lastProbeMs >= this.probeEveryMs) {
+    if (nowMs - state.lastProbeMs >= OUTAGE_DEFAULTS.probeEveryMs) {
       state.lastProbeMs = nowMs;
       return;
     }
@@ -155,8 +143,8 @@ export class OutageBreaker {
     this.states.set(dependency, state);
     if (
       state.openSinceMs === undefined &&
-      state.failures >= this.failures &&
-      nowMs - state.firstFailureMs >= this.openAfterMs
+      state.failures >= OUTAGE_DEFAULTS.failures &&
+      nowMs - state.firstFailureMs >= OUTAGE_DEFAULTS.openAfterMs
     ) {
       state.openSinceMs = state.firstFailureMs;
       state.lastProbeMs = nowMs;
@@ -196,11 +184,11 @@ export class OutageBreaker {
 
   /** The alert line: when the breaker opens, and again every `remindEveryMs` while it is open. */
   private remind(dependency: Dependency, state: State, nowMs: number): void {
-    if (state.openSinceMs === undefined || nowMs - state.lastAlertMs < this.remindEveryMs) return;
+    if (state.openSinceMs === undefined || nowMs - state.lastAlertMs < OUTAGE_DEFAULTS.remindEveryMs) return;
     state.lastAlertMs = nowMs;
     this.options.logger?.error(
       `dependency outage: the ${dependency} has failed every call since ${new Date(state.openSinceMs).toISOString()}; ` +
-        `deliveries that need it are answered 503 without calling it, one probe every ${Math.round(this.probeEveryMs / 1000)} s`,
+        `deliveries that need it are answered 503 without calling it, one probe every ${Math.round(OUTAGE_DEFAULTS.probeEveryMs / 1000)} s`,
       {
         outage: dependency,
         sinceMs: state.openSinceMs,

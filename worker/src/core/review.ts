@@ -306,7 +306,7 @@ export function reasonFields(reason: string): string[] {
  * (adapters/e-invoice/validation), which the core knows only as a record with a verdict.
  */
 export function validationReasons(
-  validation: ({ verdict: string } & Record<string, unknown>) | null | undefined,
+  validation: { verdict: string; picture?: unknown } | null | undefined,
 ): string[] {
   if (!validation) return [];
   const picture = validation.picture as { disagreements?: ReadonlyArray<{ field: string }> } | undefined;
@@ -323,7 +323,7 @@ export function validationReasons(
 export function assess(
   result: Pick<AnalysisResult, 'analysis' | 'model' | 'readings'>,
   thresholds: Thresholds = THRESHOLDS,
-  validation?: Parameters<typeof validationReasons>[0],
+  validation?: ({ verdict: string } & Record<string, unknown>) | null,
 ): { confidence: RowConfidence; review: string } {
   const confidence = fieldConfidences(result);
   const reasons = [

@@ -10,7 +10,7 @@ import { systemClock } from '../core/ports';
 import { cloudSources } from './cloud';
 import { jobConfig, runsAsJob } from './config';
 import { oneLine, RECONCILE_EXIT, type ReconcileReport } from './reconcile';
-import { runReconcile } from './run';
+import { countsOf, runReconcile } from './run';
 
 /** The one log line of a job run. */
 export function jobLogLine(report: ReconcileReport | undefined, error?: { code: string; message: string }) {
@@ -32,14 +32,6 @@ export function jobLogLine(report: ReconcileReport | undefined, error?: { code: 
     ...countsOf(report),
   };
 }
-
-const countsOf = (r: ReconcileReport) => ({
-  listed: r.listed,
-  withLine: r.withLine,
-  missing: r.missing,
-  tooYoung: r.tooYoung,
-  orphanRows: r.orphanRows,
-});
 
 export async function main(env: NodeJS.ProcessEnv): Promise<number> {
   const job = runsAsJob(env);

@@ -113,11 +113,7 @@ export function jsonReport(report: ReconcileReport) {
   return {
     bucket: report.bucket,
     prefix: report.prefix,
-    listed: report.listed,
-    withLine: report.withLine,
-    missing: report.missing,
-    tooYoung: report.tooYoung,
-    orphanRows: report.orphanRows,
+    ...countsOf(report),
     missingObjects: report.missingObjects.map((o) => objectUri(o)),
     ...(report.comparisonEstimateBytes === undefined
       ? {}
@@ -125,6 +121,15 @@ export function jsonReport(report: ReconcileReport) {
     ...((report.comparisonQueries ?? 1) > 1 ? { comparisonQueries: report.comparisonQueries } : {}),
   };
 }
+
+/** A report's counts, as the `--json` shape and the job's log line give them. */
+export const countsOf = (r: ReconcileReport) => ({
+  listed: r.listed,
+  withLine: r.withLine,
+  missing: r.missing,
+  tooYoung: r.tooYoung,
+  orphanRows: r.orphanRows,
+});
 
 /** A text progress bar for long runs (one line, redrawn). */
 export function progressBar(done: number, total: number, width = 30): string {

@@ -14,7 +14,6 @@ import {
 import {
   type EInvoiceValidation,
   EInvoiceValidator,
-  validationReviewReasons,
 } from '../../src/adapters/e-invoice/validation/validation';
 import { parseXml } from '../../src/adapters/e-invoice/xml';
 import { PdfJsParser } from '../../src/adapters/pdf/pdfjs-parser';
@@ -23,6 +22,7 @@ import { RejectionError } from '../../src/core/errors';
 import { parsePush } from '../../src/core/event';
 import { handle } from '../../src/core/handle';
 import type { EInvoiceReading } from '../../src/core/ports';
+import { validationReasons } from '../../src/core/review';
 import { pushBody } from '../support/builders';
 import { deflated, pdfWith, ublInvoice } from '../support/e-invoice-builders';
 import { type Fixture, fixtures } from '../support/e-invoices';
@@ -40,7 +40,7 @@ if (!installed) throw new Error('the validator is not installed: run `bash scrip
 const runner = new SaxonRunner(installed);
 const pdf = new PdfJsParser();
 const validator = new EInvoiceValidator({ runner, picture: new OfflineAnalyzer({ pdf }) });
-const reader = new En16931Reader(undefined, pdf, validator);
+const reader = new En16931Reader(pdf, validator);
 
 afterAll(() => runner.close());
 
@@ -189,7 +189,7 @@ Total TTC : ${o.total ?? '1 234,56'} €`;
       unread: [],
       disagreements: [],
     });
-    expect(validationReviewReasons(v)).toEqual(v.verdict === 'invalid' ? ['e_invoice_invalid'] : []);
+    expect(validationReasons(v)).toEqual(v.verdict === 'invalid' ? ['e_invoice_invalid'] : []);
   });
 
   it('names the total, the number and the seller when the picture shows others', async () => {
@@ -197,12 +197,12 @@ Total TTC : ${o.total ?? '1 234,56'} €`;
     expect(total.picture!.disagreements).toEqual([
       { field: 'total_amount', xml: '1234.56', picture: '1534.56' },
     ]);
-    expect(validationReviewReasons(total)).toContain('picture_xml_disagree:total_amount');
+    expect(validationReasons(total)).toContain('picture_xml_disagree:total_amount');
     const number = await read(picture({ number: 'F-2026-0043' }));
     expect(number.picture!.disagreements.map((d) => d.field)).toEqual(['invoice_number']);
     const seller = await read(picture({ vat: 'FR98765432109' }));
     expect(seller.picture!.disagreements.map((d) => d.field)).toEqual(['seller']);
-    expect(validationReviewReasons(seller)).toContain('picture_xml_disagree:seller');
+    expect(validationReasons(seller)).toContain('picture_xml_disagree:seller');
   });
 });
 

@@ -11,7 +11,7 @@ import { mayCarryAttachment } from './factur-x';
 import { IncompleteInvoice, readInvoice, syntaxOf } from './invoice';
 import type { Syntax } from './mapping';
 import type { EInvoiceValidator } from './validation/validation';
-import { parseXml, XML_LIMITS, type XmlElement, type XmlLimits, XmlRefusal } from './xml';
+import { parseXml, XML_LIMITS, type XmlElement, XmlRefusal } from './xml';
 
 /** The `model` of rows read from a structure: where the data came from. */
 export const E_INVOICE_MODELS = Object.freeze({
@@ -57,12 +57,11 @@ export class En16931Reader implements EInvoiceReader {
    * again to be analysed; by default one of its own that reads attachments only.
    */
   constructor(
-    private readonly limits: XmlLimits = XML_LIMITS,
     pdf?: PdfJsParser,
     /** Validates each invoice XML on receipt (and compares a hybrid PDF's picture); absent, none is. */
     private readonly validator?: EInvoiceValidator,
   ) {
-    this.pdf = pdf ?? new PdfJsParser({ readContent: false, limits: { maxXmlBytes: limits.maxBytes } });
+    this.pdf = pdf ?? new PdfJsParser({ readContent: false, limits: { maxXmlBytes: XML_LIMITS.maxBytes } });
   }
 
   accepts(mime: string): boolean {
@@ -145,7 +144,7 @@ export class En16931Reader implements EInvoiceReader {
     let parsed: ParsedInvoice | undefined;
     let analysis: unknown;
     try {
-      const root = parseXml(bytes, this.limits);
+      const root = parseXml(bytes);
       const syntax = syntaxOf(root);
       if (!syntax) {
         throw new Unusable(

@@ -19,12 +19,8 @@ export class FileMemoStore implements MemoStore {
   constructor(private readonly root: string) {}
 
   async get(key: string): Promise<MemoEntry | undefined> {
-    try {
-      return JSON.parse(await readFile(this.file(key), 'utf8')) as MemoEntry;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-      throw error;
-    }
+    const text = await unlessMissing(readFile(this.file(key), 'utf8'), undefined);
+    return text === undefined ? undefined : (JSON.parse(text) as MemoEntry);
   }
 
   async create(key: string, entry: MemoEntry): Promise<void> {
@@ -57,13 +53,10 @@ export class FileMemoStore implements MemoStore {
   }
 
   async hasLease(key: string): Promise<boolean> {
-    try {
-      await stat(this.leaseFile(key));
-      return true;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
-      throw error;
-    }
+    return unlessMissing(
+      stat(this.leaseFile(key)).then(() => true),
+      false,
+    );
   }
 
   /** Reads the key's lease, applies `change` to it and writes it back, all under the key's lock. */
@@ -96,14 +89,7 @@ export class FileMemoStore implements MemoStore {
   /** Deletes entries (and leases) last written before `cutoff` (the redelivery window); returns how many. */
   async prune(cutoff: Date): Promise<number> {
     let removed = 0;
-    let versions: string[];
-    try {
-      versions = await readdir(this.root);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return 0;
-      throw error;
-    }
-    for (const version of versions) {
+    for (const version of await unlessMissing(readdir(this.root), [])) {
       const folder = path.join(this.root, version);
       for (const name of await readdir(folder)) {
         const file = path.join(folder, name);
@@ -144,16 +130,21 @@ async function takeLock(lock: string): Promise<void> {
 
 /** The lease a lease file holds; undefined when there is none. */
 async function readLease(file: string): Promise<LeaseState | undefined> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw error;
-  }
+  const text = await unlessMissing(readFile(file, 'utf8'), undefined);
+  if (text === undefined) return undefined;
   // An earlier layout's lease file holds its expiry alone, and no holder: nobody renews it.
   const held = text.startsWith('{')
     ? (JSON.parse(text) as { expiresAt: string; holder: string; released: boolean })
     : { expiresAt: text.trim(), holder: '', released: false };
   return { expiresAt: new Date(held.expiresAt), holder: held.holder, released: held.released };
+}
+
+/** What `reading` answers, or `missing` when the file it reads does not exist. */
+async function unlessMissing<T, M>(reading: Promise<T>, missing: M): Promise<T | M> {
+  try {
+    return await reading;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return missing;
+    throw error;
+  }
 }

@@ -16,13 +16,6 @@ export interface GcsMemoStoreOptions {
   /** A client built by `createStorageClient` (no retries inside the library). */
   storage: Storage;
   bucket: string;
-  /** Object name prefix. */
-  prefix?: string;
-  /**
-   * Pauses before a create-only write refused by Cloud Storage's rate limit on one object (429) is
-   * tried again (default {@link OBJECT_RATE_RETRY_MS}); each pause is jittered over its upper half.
-   */
-  rateLimitRetryMs?: readonly number[];
   /** Waits `ms` (injectable for tests). */
   sleep?: (ms: number) => Promise<void>;
   /** Draws the pauses' jitter and each holder's id (seeded in simulations). */
@@ -40,15 +33,10 @@ export interface GcsMemoStoreOptions {
 export const OBJECT_RATE_RETRY_MS: readonly number[] = Object.freeze([1_000, 2_000]);
 
 export class GcsMemoStore implements MemoStore {
-  private readonly prefix: string;
-
-  private readonly retryMs: readonly number[];
   private readonly sleep: (ms: number) => Promise<void>;
   private readonly random: () => number;
 
   constructor(private readonly options: GcsMemoStoreOptions) {
-    this.prefix = options.prefix ?? 'analyses/';
-    this.retryMs = options.rateLimitRetryMs ?? OBJECT_RATE_RETRY_MS;
     this.sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
     this.random = options.random ?? Math.random;
   }
@@ -168,14 +156,14 @@ export class GcsMemoStore implements MemoStore {
     }
   }
 
-  /** A write, tried again after the per-object rate limit's 429 (see {@link OBJECT_RATE_RETRY_MS}). */
+  /** A write, tried again after the per-object rate limit's 429 ({@link OBJECT_RATE_RETRY_MS}, each pause jittered over its upper half). */
   private async retryingObjectRate(write: () => Promise<unknown>): Promise<void> {
     for (let attempt = 0; ; attempt++) {
       try {
         await write();
         return;
       } catch (error) {
-        const pauseMs = this.retryMs[attempt];
+        const pauseMs = OBJECT_RATE_RETRY_MS[attempt];
         if (codeOf(error) !== 429 || pauseMs === undefined) throw error;
         await this.sleep(Math.round(pauseMs * (0.5 + this.random() / 2)));
       }
@@ -187,7 +175,7 @@ export class GcsMemoStore implements MemoStore {
   }
 
   private objectName(key: string): string {
-    return `${this.prefix}${key}.json`;
+    return `analyses/${key}.json`;
   }
 }
 

@@ -24,13 +24,10 @@ export type PdfAttachment = { filename: string; bytes: Buffer } | { filename: st
 
 /** What one load of a PDF gave. */
 export interface ParsedPdf {
-  pageCount: number;
   /** The text layer of the first pages as lines (offline/pdf-text.ts), pages separated by ''. */
   lines: string[];
   /** The largest image of each of the first pages that hold no text: what OCR reads of a scan. */
   scans: GreyImage[];
-  /** Images of pages without text that were not kept: over the pixel cap, or past the page cap. */
-  scansSkipped: number;
   /** The e-invoice XML it carries, when asked for and present. */
   attachment?: PdfAttachment;
 }
@@ -138,10 +135,8 @@ export class PdfJsParser {
     }
     try {
       const attachment = options.attachment ? await this.attachmentOf(pdf, bytes) : undefined;
-      const content = this.readContent
-        ? await this.contentOf(pdf, pdfjs.OPS)
-        : { lines: [], scans: [], scansSkipped: 0 };
-      return { pageCount: pdf.numPages, ...content, ...(attachment ? { attachment } : {}) };
+      const content = this.readContent ? await this.contentOf(pdf, pdfjs.OPS) : { lines: [], scans: [] };
+      return { ...content, ...(attachment ? { attachment } : {}) };
     } catch (error) {
       throw asUnreadable(error);
     } finally {
@@ -195,10 +190,9 @@ export class PdfJsParser {
   private async contentOf(
     pdf: Awaited<ReturnType<typeof getDocumentProxy>>,
     ops: Record<string, number>,
-  ): Promise<Pick<ParsedPdf, 'lines' | 'scans' | 'scansSkipped'>> {
+  ): Promise<Pick<ParsedPdf, 'lines' | 'scans'>> {
     const lines: string[] = [];
     const scans: GreyImage[] = [];
-    let scansSkipped = 0;
     const { items } = await extractTextItems(pdf);
     const pages = Math.min(pdf.numPages, this.limits.maxTextPages);
     for (let index = 0; index < pages; index++) {
@@ -210,15 +204,11 @@ export class PdfJsParser {
         continue;
       }
       lines.push(...placedTextToLines(pieces));
-      if (scans.length >= this.limits.maxScanPages) {
-        scansSkipped++;
-        continue;
-      }
+      if (scans.length >= this.limits.maxScanPages) continue;
       const image = await largestImage(pdf, index + 1, ops);
       if (image) scans.push(image);
-      else scansSkipped++;
     }
-    return { lines, scans, scansSkipped };
+    return { lines, scans };
   }
 }
 

@@ -31,17 +31,14 @@ export function gcsError(error: unknown, ref: ObjectRef): Error {
   const detail = (e.message ?? String(error)).split('\n')[0]!.slice(0, 300);
   const options = { cause: error };
   const status = typeof e.code === 'number' ? e.code : undefined;
+  const refused = `reading ${where} was refused (${status}): ${detail}`;
   if (status === 404 || status === 410) {
     // Without versioning, an overwritten or deleted generation is gone for good.
     return new RejectionError('object_gone', `${where} no longer exists`, options);
   }
   if (status === 401 || status === 403) {
     // A missing grant is fixed by an operator; Pub/Sub retries until then, then dead-letters.
-    return new TransientError(
-      'gcs_forbidden',
-      `reading ${where} was refused (${status}): ${detail}`,
-      options,
-    );
+    return new TransientError('gcs_forbidden', refused, options);
   }
   if (e.code === 'CONTENT_DOWNLOAD_MISMATCH') {
     return new TransientError(
@@ -53,11 +50,7 @@ export function gcsError(error: unknown, ref: ObjectRef): Error {
   if (status === undefined || status === 408 || status === 429 || status >= 500) {
     return new TransientError('gcs_unavailable', `reading ${where} failed: ${detail}`, options);
   }
-  return new ConfigurationError(
-    'gcs_request_refused',
-    `reading ${where} was refused (${status}): ${detail}`,
-    options,
-  );
+  return new ConfigurationError('gcs_request_refused', refused, options);
 }
 
 /** {@link Reader} on Cloud Storage. */

@@ -12,7 +12,7 @@ import {
   type Row,
 } from '../../contract/row';
 import { DELIVERY_DEFAULTS, MIN_MAXIMUM_BYTES_BILLED, MIN_STATEMENT_MS } from '../../contract/settings';
-import { type Deadline, DeadlineError } from '../../core/deadline';
+import { type Deadline, DeadlineError, notStarted } from '../../core/deadline';
 import {
   ConfigurationError,
   DoclineError,
@@ -298,6 +298,7 @@ export function bigQueryError(error: unknown, operation: string): Error {
   const reasons = (e.errors ?? []).map((x) => x.reason ?? '');
   const text = [e.message ?? '', ...(e.errors ?? []).map((x) => x.message ?? '')].join(' ');
   const options = { cause: error };
+  const said = `BigQuery ${operation}: ${firstLine(text)}`;
   if (reasons.includes('bytesBilledLimitExceeded') || /exceeded limit for bytes billed/i.test(text)) {
     return new ConfigurationError(
       'bigquery_bytes_billed_limit',
@@ -308,28 +309,20 @@ export function bigQueryError(error: unknown, operation: string): Error {
     );
   }
   if (/could not serialize access to table .* due to concurrent update/i.test(text)) {
-    return new TransientError(
-      'bigquery_concurrent_update',
-      `BigQuery ${operation}: ${firstLine(text)}`,
-      options,
-    );
+    return new TransientError('bigquery_concurrent_update', said, options);
   }
   if (reasons.includes('timeout') || /job timed out|timed out after/i.test(text)) {
     // Stopped at its jobTimeoutMs (the delivery's deadline): nothing committed, a retry may write.
-    return new TransientError('bigquery_timeout', `BigQuery ${operation}: ${firstLine(text)}`, options);
+    return new TransientError('bigquery_timeout', said, options);
   }
   if (/too many dml statements outstanding/i.test(text)) {
-    return new TransientError(
-      'bigquery_dml_queue_full',
-      `BigQuery ${operation}: ${firstLine(text)}`,
-      options,
-    );
+    return new TransientError('bigquery_dml_queue_full', said, options);
   }
   if (
     status === 429 ||
     reasons.some((r) => ['rateLimitExceeded', 'userRateLimitExceeded', 'quotaExceeded'].includes(r))
   ) {
-    return new TransientError('bigquery_rate_limited', `BigQuery ${operation}: ${firstLine(text)}`, options);
+    return new TransientError('bigquery_rate_limited', said, options);
   }
   if (
     status === undefined ||
@@ -338,7 +331,7 @@ export function bigQueryError(error: unknown, operation: string): Error {
     reasons.some((r) => ['backendError', 'internalError'].includes(r))
   ) {
     // No HTTP status: the request never got an answer (socket reset, DNS, timeout).
-    return new TransientError('bigquery_unavailable', `BigQuery ${operation}: ${firstLine(text)}`, options);
+    return new TransientError('bigquery_unavailable', said, options);
   }
   if (status === 401 || status === 403) {
     return new ConfigurationError(
@@ -351,29 +344,21 @@ export function bigQueryError(error: unknown, operation: string): Error {
   if (status === 404) {
     return new ConfigurationError(
       'bigquery_not_found',
-      `BigQuery ${operation}: ${firstLine(text)}. Check BIGQUERY_TABLE and BIGQUERY_LOCATION (the dataset's location).`,
+      `${said}. Check BIGQUERY_TABLE and BIGQUERY_LOCATION (the dataset's location).`,
       options,
     );
   }
   if (status === 413 || REQUEST_TOO_LARGE.test(text)) {
     // The request is over BigQuery's size limit: its rows' bytes, so a smaller batch goes in (group
     // commit halves it; a row too large alone fails alone, and goes alone next time).
-    return new RowRefusalError(
-      'bigquery_request_too_large',
-      `BigQuery ${operation}: ${firstLine(text)}`,
-      options,
-    );
+    return new RowRefusalError('bigquery_request_too_large', said, options);
   }
   if (ROW_VALUE_REFUSAL.test(text)) {
     // A value of one row that the column cannot take: the only refusal worth isolating that row.
-    return new RowRefusalError('bigquery_rejected_row', `BigQuery ${operation}: ${firstLine(text)}`, options);
+    return new RowRefusalError('bigquery_rejected_row', said, options);
   }
   // Any other refusal is about our statement, not the document: an operator must look at it.
-  return new ConfigurationError(
-    'bigquery_rejected_query',
-    `BigQuery ${operation}: ${firstLine(text)}`,
-    options,
-  );
+  return new ConfigurationError('bigquery_rejected_query', said, options);
 }
 
 /**
@@ -590,12 +575,7 @@ export class BigQueryStore implements BatchStore {
     jobPrefix?: string,
   ): Promise<QueryResult> {
     const leftMs = deadline?.remainingMs() ?? Number.POSITIVE_INFINITY;
-    if (leftMs < MIN_STATEMENT_MS) {
-      throw new DeadlineError(
-        `BigQuery ${operation}`,
-        `not started: the delivery has ${Math.max(0, Math.floor(leftMs))} ms left, too little for a statement`,
-      );
-    }
+    if (leftMs < MIN_STATEMENT_MS) throw notStarted(`BigQuery ${operation}`, leftMs);
     const timeoutMs = statementTimeoutMs(deadline);
     const query: Query = {
       ...statement,

@@ -1,6 +1,6 @@
 import type { Row } from '../../contract/row';
 import { MIN_STATEMENT_MS, mergeIntervalForLatencyMs } from '../../contract/settings';
-import { Deadline, DeadlineError } from '../../core/deadline';
+import { Deadline, DeadlineError, notStarted } from '../../core/deadline';
 import { ConfigurationError, OutcomeUnknownError, RowRefusalError, TransientError } from '../../core/errors';
 import { writeMayStillCommit } from '../../core/handle';
 import type { BatchStore, Logger, Store } from '../../core/ports';
@@ -89,6 +89,9 @@ export interface GroupCommitOptions {
   maxIsolationStatements?: number;
   logger?: Logger;
 }
+
+/** What a batch's statements did: the keys whose row went in, and the error of each key that failed. */
+type BatchOutcome = { inserted: Set<string>; failed: Map<string, unknown> };
 
 /** An item of a batch with the deadline of the delivery that waits for it. */
 interface Pending<T> {
@@ -391,7 +394,7 @@ export class GroupCommitStore implements Store {
     // A key the store refused before goes alone, after the others: it fails alone.
     const alone = unique.filter((item) => this.refusedKeys.has(item.value.dedup_key));
     const together = unique.filter((item) => !this.refusedKeys.has(item.value.dedup_key));
-    let outcome: { inserted: Set<string>; failed: Map<string, unknown> };
+    let outcome: BatchOutcome;
     try {
       outcome = together.length > 0 ? await this.write(together) : { inserted: new Set(), failed: new Map() };
     } catch (error) {
@@ -458,15 +461,13 @@ export class GroupCommitStore implements Store {
   }
 
   /** Rows of keys refused before, each in a statement of its own (paced like any write). */
-  private async writeAlone(
-    rows: Array<Pending<Row>>,
-  ): Promise<{ inserted: Set<string>; failed: Map<string, unknown> }> {
+  private async writeAlone(rows: Array<Pending<Row>>): Promise<BatchOutcome> {
     const inserted = new Set<string>();
     const failed = new Map<string, unknown>();
     for (const row of rows) {
       const key = row.value.dedup_key;
       if (row.deadline.remainingMs() < this.minStatementMs) {
-        failed.set(key, notStarted('write', row.deadline));
+        failed.set(key, notStarted('write', row.deadline.remainingMs()));
         continue;
       }
       try {
@@ -497,7 +498,7 @@ export class GroupCommitStore implements Store {
         ready.push(item);
         return undefined;
       }
-      return { status: 'rejected', reason: notStarted(what, item.deadline) } as const;
+      return { status: 'rejected', reason: notStarted(what, item.deadline.remainingMs()) } as const;
     });
     return { ready, late };
   }
@@ -506,9 +507,7 @@ export class GroupCommitStore implements Store {
    * Writes rows in one statement. A transient failure fails them all at once (Pub/Sub retries).
    * A refusal of several rows goes to {@link isolate}.
    */
-  private async write(
-    rows: Array<Pending<Row>>,
-  ): Promise<{ inserted: Set<string>; failed: Map<string, unknown> }> {
+  private async write(rows: Array<Pending<Row>>): Promise<BatchOutcome> {
     try {
       return { inserted: await this.attempt(rows), failed: new Map() };
     } catch (error) {
@@ -591,7 +590,7 @@ export class GroupCommitStore implements Store {
     const ready: Array<Pending<Row>> = [];
     for (const row of half) {
       if (row.deadline.remainingMs() >= this.minStatementMs) ready.push(row);
-      else failed.set(row.value.dedup_key, notStarted('isolating a refused row', row.deadline));
+      else failed.set(row.value.dedup_key, notStarted('isolating a refused row', row.deadline.remainingMs()));
     }
     if (ready.length === 0) return none;
     budget.left -= 1;
@@ -638,7 +637,7 @@ export class GroupCommitStore implements Store {
 function answerOf(
   item: Pending<Row>,
   firstOfKey: Map<string, Pending<Row>>,
-  outcome: { inserted: Set<string>; failed: Map<string, unknown> },
+  outcome: BatchOutcome,
 ): PromiseSettledResult<boolean> {
   const key = item.value.dedup_key;
   if (outcome.failed.has(key)) return { status: 'rejected', reason: outcome.failed.get(key) };
@@ -648,13 +647,6 @@ function answerOf(
 /** The deadline a statement for these deliveries must end by: the earliest of theirs. */
 function earliest<T>(items: Array<Pending<T>>): Deadline {
   return items.reduce((a, b) => (b.deadline.atMs < a.deadline.atMs ? b : a)).deadline;
-}
-
-function notStarted(what: string, deadline: Deadline): DeadlineError {
-  return new DeadlineError(
-    what,
-    `not started: the delivery has ${Math.max(0, Math.floor(deadline.remainingMs()))} ms left, too little for a statement`,
-  );
 }
 
 function pause(ms: number): Promise<void> {

@@ -52,8 +52,8 @@ export class ValidatorUnavailable extends Error {
  * in docs/e-invoices.md). The serial collector: one thread, no per-core structures. A heap that
  * runs out ends the process at once (the request is answered `unchecked`, the next one starts a
  * new runner) instead of leaving a half-working JVM. No perf data file in /tmp (memory on Cloud Run).
- * `-Xss8m` as in the first version: a larger stack for deeply nested documents (a StackOverflowError
- * is answered as an error by Validate.java).
+ * `-Xss8m`: a larger stack for deeply nested documents (a StackOverflowError is answered as an
+ * error by Validate.java).
  */
 export const JVM_OPTIONS = [
   '-Xmx256m',
@@ -87,8 +87,6 @@ interface Pending {
 export interface SaxonRunnerOptions {
   dir: string;
   manifest: RunnerManifest;
-  /** The `java` command (default: `java` on PATH). */
-  java?: string;
   /** Receives the runner's stderr lines. */
   onStderr?: (line: string) => void;
 }
@@ -148,10 +146,9 @@ export class SaxonRunner {
 
   private start(): Promise<void> {
     const { dir, manifest } = this.options;
-    const java = this.options.java ?? 'java';
     const classpath = manifest.classpath.map((p) => path.join(dir, p)).join(path.delimiter);
     const child = spawn(
-      java,
+      'java',
       [...JVM_OPTIONS, '-cp', classpath, manifest.mainClass, path.join(dir, 'artefacts')],
       { stdio: ['pipe', 'pipe', 'pipe'] },
     );

@@ -1,6 +1,5 @@
 import type { Analysis } from '../../../contract/analysis';
 import type { Analyzer } from '../../../core/ports';
-import { validationReasons } from '../../../core/review';
 import { select } from '../invoice';
 import { HEADER_TERMS, type Syntax } from '../mapping';
 import type { XmlElement } from '../xml';
@@ -306,9 +305,4 @@ export function comparePictureWithXml(picture: Analysis, xml: Analysis): Omit<Pi
       disagreements.push({ field: 'seller', xml: xml.supplier_name, picture: picture.supplier_name });
   } else unread.push('seller');
   return { compared, unread, disagreements };
-}
-
-/** The review reasons an e-invoice validation gives (core/review.ts, which the row's verdict takes). */
-export function validationReviewReasons(validation: EInvoiceValidation | null | undefined): string[] {
-  return validationReasons(validation as (EInvoiceValidation & Record<string, unknown>) | null | undefined);
 }
