@@ -10,6 +10,7 @@ import {
 import { GEMINI_LATENCIES } from '../../sim/models/latency';
 import { geminiError } from '../../worker/src/adapters/analyzers/gemini-analyzer';
 import { isRateLimited, type TransientError } from '../../worker/src/core/errors';
+import type { AnalyzerInput } from '../../worker/src/core/ports';
 
 /**
  * A 429 that names its wait (the Gemini API's `google.rpc.RetryInfo`, sent when a window of the
@@ -41,10 +42,15 @@ describe("a 429's named wait (RetryInfo)", () => {
 
   async function refusal(gemini: GeminiPortModel, time: VirtualTime): Promise<TransientError> {
     const analyzer = gemini.analyzer();
-    const input = { name: 'b', bytes: Buffer.from('x'), contentType: 'application/pdf' } as never;
-    void analyzer.analyze({ ...(input as object), name: 'a' } as never);
+    const input = (name: string): AnalyzerInput => ({
+      name,
+      bytes: Buffer.from('x'),
+      contentType: 'application/pdf',
+    });
+    // Both at the same moment: the first takes the quota's place, the second is refused.
+    void analyzer.analyze(input('a'));
     let error: unknown;
-    void analyzer.analyze(input).catch((e: unknown) => {
+    void analyzer.analyze(input('b')).catch((e: unknown) => {
       error = e;
     });
     await time.run(() => error !== undefined, 600_000);
