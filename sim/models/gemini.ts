@@ -103,11 +103,6 @@ export interface QuotaModel {
   tryAccept(tokens: number): boolean;
   /** The earliest simulated time ≥ now at which a call of `tokens` would be accepted (the oracle's knowledge). */
   nextAcceptMs(tokens: number): number;
-  /**
-   * Whether a 429 of this model names its wait (the Gemini API's `google.rpc.RetryInfo`: a full
-   * window of the project's tier); Vertex AI's shared capacity names none.
-   */
-  readonly namesItsWait: boolean;
 }
 
 /** A sliding window of weighted entries (weight 1 for requests, tokens for TPM). */
@@ -192,7 +187,6 @@ export interface TierLimits {
  */
 export class TierQuota implements QuotaModel {
   readonly kind = 'tiers';
-  readonly namesItsWait = true;
   private readonly rpm: WeightedWindow;
   private readonly tpm: WeightedWindow;
   private readonly rpd: WeightedWindow | undefined;
@@ -269,7 +263,6 @@ export const SPEND_WINDOW_MS = 10 * 60_000;
  */
 export class SpendWindow implements QuotaModel {
   readonly kind = 'tiers';
-  readonly namesItsWait = true;
   /** Calls the spend limit refused. */
   refusedForSpend = 0;
   private readonly spend: WeightedWindow;
@@ -335,7 +328,6 @@ export function slotDraw(slot: number, seed: number): number {
  */
 export class SharedCapacity implements QuotaModel {
   readonly kind = 'shared';
-  readonly namesItsWait = false;
   readonly bursts: Burst[] = [];
   private readonly share: WeightedWindow;
   private readonly slotSeed: number;
@@ -443,9 +435,11 @@ export class GeminiPortModel {
     const tokens = this.promptTokens(name);
     if (!this.quota.tryAccept(tokens)) {
       this.refused++;
-      const body = this.quota.namesItsWait
-        ? windowFullBody(this.quota.nextAcceptMs(tokens) - this.time.nowMs())
-        : SHARED_CAPACITY_BUSY;
+      // The Gemini API's tiers name their wait (RetryInfo); Vertex AI's shared capacity names none.
+      const body =
+        this.quota.kind === 'tiers'
+          ? windowFullBody(this.quota.nextAcceptMs(tokens) - this.time.nowMs())
+          : SHARED_CAPACITY_BUSY;
       await this.time.sleep(this.refusalLatency());
       return body;
     }
