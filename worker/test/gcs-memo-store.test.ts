@@ -78,12 +78,15 @@ function store(codes: Array<number | undefined> = []) {
   const bucket = bucketModel(codes);
   const pauses: number[] = [];
   let holder = 0;
+  let nowMs = 0;
   const memo = new GcsMemoStore({
     storage: bucket.storage,
     bucket: 'memo',
     sleep: async (ms) => {
       pauses.push(ms);
+      nowMs += ms;
     },
+    now: () => nowMs,
     // Pauses at their full length; each holder a new id.
     random: () => (holder++ === 0 ? 1 : 1 - holder / 1e6),
   });
@@ -109,6 +112,19 @@ describe('GcsMemoStore under the one-write-per-second limit of an object', () =>
     await expect(memo.lease('k', at(16_000), at(1_000))).resolves.toMatchObject({ earlier: true });
     expect(writes).toEqual(['leases/k.json', 'leases/k.json']);
     expect(pauses).toEqual([1_000]);
+  });
+
+  it('sends a renewal within a second of its own last write of the object once that second is over', async () => {
+    const { memo, pauses, writes } = store();
+    const taken = (await memo.lease('k', at(15_000), at(0))) as { token: string };
+    // A heartbeat, then a write's bound at once: the second write waits out the rest of the second.
+    const renewed = await memo.renew('k', taken.token, at(16_000));
+    await memo.renew('k', renewed!, at(20_000));
+    expect(pauses).toEqual([1_000, 1_000]);
+    expect(writes).toEqual(['leases/k.json', 'leases/k.json', 'leases/k.json']);
+    // Another object is not held back by it.
+    await memo.create('k', { result: {} } as never);
+    expect(pauses).toHaveLength(2);
   });
 
   it('takes the lease when the retry succeeds', async () => {

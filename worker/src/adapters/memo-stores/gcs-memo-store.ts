@@ -20,6 +20,8 @@ export interface GcsMemoStoreOptions {
   sleep?: (ms: number) => Promise<void>;
   /** Draws the pauses' jitter and each holder's id (seeded in simulations). */
   random?: () => number;
+  /** The time in epoch ms that spaces writes of one object (injectable for tests). */
+  now?: () => number;
 }
 
 /**
@@ -32,13 +34,27 @@ export interface GcsMemoStoreOptions {
  */
 export const OBJECT_RATE_RETRY_MS: readonly number[] = Object.freeze([1_000, 2_000]);
 
+/**
+ * How far apart this store sends two writes of one object: Cloud Storage's one write a second to
+ * an object name. A lease's heartbeat renews it every third of the lease and a write's bound moves
+ * it once more as the analysis ends, often within that second: sent at once, the second write is
+ * refused (429), and a refused write counts too, so its retry half a second later is refused
+ * again; about two seconds of every delivery. Waiting out the rest of the second costs less than
+ * one refusal.
+ */
+export const OBJECT_WRITE_SPACING_MS = 1_000;
+
 export class GcsMemoStore implements MemoStore {
   private readonly sleep: (ms: number) => Promise<void>;
   private readonly random: () => number;
+  private readonly now: () => number;
+  /** When this store last sent (or will send) a write of each object written within the last second. */
+  private readonly lastWriteMs = new Map<string, number>();
 
   constructor(private readonly options: GcsMemoStoreOptions) {
     this.sleep = options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
     this.random = options.random ?? Math.random;
+    this.now = options.now ?? Date.now;
   }
 
   async get(key: string): Promise<MemoEntry | undefined> {
@@ -141,7 +157,7 @@ export class GcsMemoStore implements MemoStore {
     const file = this.file(name);
     const fields = typeof body === 'string' ? undefined : body;
     try {
-      await this.retryingObjectRate(() =>
+      await this.retryingObjectRate(name, () =>
         file.save(fields ? JSON.stringify(fields) : (body as string), {
           resumable: false,
           contentType: 'application/json',
@@ -156,11 +172,21 @@ export class GcsMemoStore implements MemoStore {
     }
   }
 
-  /** A write, tried again after the per-object rate limit's 429 ({@link OBJECT_RATE_RETRY_MS}, each pause jittered over its upper half). */
-  private async retryingObjectRate(write: () => Promise<unknown>): Promise<void> {
+  /**
+   * A write of `name`, sent {@link OBJECT_WRITE_SPACING_MS} after this store's last one, and tried
+   * again after the per-object rate limit's 429 (another instance wrote it: {@link OBJECT_RATE_RETRY_MS},
+   * each pause jittered over its upper half).
+   */
+  private async retryingObjectRate(name: string, write: () => Promise<unknown>): Promise<void> {
     for (let attempt = 0; ; attempt++) {
       try {
-        await write();
+        await this.spaced(name);
+        try {
+          await write();
+        } finally {
+          // The second is counted from the answer: Cloud Storage stamped the write before it.
+          this.lastWriteMs.set(name, Math.max(this.lastWriteMs.get(name) ?? 0, this.now()));
+        }
         return;
       } catch (error) {
         const pauseMs = OBJECT_RATE_RETRY_MS[attempt];
@@ -168,6 +194,22 @@ export class GcsMemoStore implements MemoStore {
         await this.sleep(Math.round(pauseMs * (0.5 + this.random() / 2)));
       }
     }
+  }
+
+  /**
+   * Waits until this store's last write of `name` is a second old, and takes the moment it writes
+   * (so that two writes of one object started together go a second apart). Entries older than a
+   * second say nothing and are dropped as the map grows: it holds about a second of writes.
+   */
+  private async spaced(name: string): Promise<void> {
+    const now = this.now();
+    if (this.lastWriteMs.size >= 1_024)
+      for (const [written, atMs] of this.lastWriteMs)
+        if (now - atMs >= OBJECT_WRITE_SPACING_MS) this.lastWriteMs.delete(written);
+    const last = this.lastWriteMs.get(name);
+    const atMs = last === undefined ? now : Math.max(now, last + OBJECT_WRITE_SPACING_MS);
+    this.lastWriteMs.set(name, atMs);
+    if (atMs > now) await this.sleep(atMs - now);
   }
 
   private file(name: string) {
