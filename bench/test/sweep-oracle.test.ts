@@ -98,6 +98,7 @@ describe('the grid', () => {
       'shared-1000rpm-slow-everyAck-1000',
       'tiers-1000rpm-fast-everyAck-10000',
       'tiers-250rpm-fast-everyAck-1000-refusedCount',
+      'shared-250rpm-fast-fastAcksOnly-1000',
     ]);
     // 28 cells, then 7 with the public reports' MERGE latency (2–4.5 s), 4 whose tier counts refused
     // calls and 1 with Tier 1's spend limit.
@@ -108,8 +109,11 @@ describe('the grid', () => {
     // None of them is a tuning cell: the defaults were never chosen on them. The one tuning cell whose
     // tier counts refused calls has a quota no reported cell has.
     expect(grid.filter((c) => c.tuning && (c.mergeSeconds || c.spendTier))).toEqual([]);
-    const refusedCountTuning = grid.filter((c) => c.tuning && c.refusedCount);
-    expect(refusedCountTuning.map((c) => c.quota)).toEqual([250]);
+    // So do the ones whose tier counts refused calls and the shared capacity's fast one.
+    expect(grid.filter((c) => c.tuning && c.quota === 250).map((c) => c.analyzer)).toEqual([
+      'tiers',
+      'shared',
+    ]);
     expect(grid.filter((c) => !c.tuning && c.quota === 250)).toEqual([]);
     expect(new Set(grid.map((c) => c.quota))).toEqual(new Set([60, 250, 1_000, 4_000]));
     expect(new Set(grid.map((c) => c.analyzer))).toEqual(new Set(['tiers', 'shared']));

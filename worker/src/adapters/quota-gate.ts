@@ -68,15 +68,17 @@ export const OVER_QUOTA_SHARE = 0.5;
 
 /**
  * A refused work's own backoff before its next try, when its 429 names no wait (Vertex AI's shared
- * capacity: "Resource exhausted, please try again later"): 1 s, doubling with each refusal of that
- * work, truncated at 16 s, jittered over its upper half; the work keeps its turn meanwhile, so the
- * refused works do not come back as a spike (Google's advice for a 429: truncated exponential
- * backoff, and no sharp spikes on Dynamic Shared Quota). A 429 that names its wait (the Gemini
- * API's `RetryInfo`: a full window of the tier) is waited out instead. Chosen on the sweep's tuning
- * set (docs/sweep.md); 4 s and 1 s were slower on its shared-capacity cell (1.11 and 1.16 × the
- * oracle against 1.09), 32 s and 64 s no better where refusals counted.
+ * capacity: "Resource exhausted, please try again later"): 0.5 s, doubling with each refusal of
+ * that work, truncated at 2 s, jittered over its upper half; the work keeps its turn meanwhile, so
+ * the refused works do not come back as a spike (Google's advice for a 429: truncated exponential
+ * backoff, and no sharp spikes on Dynamic Shared Quota). A busy burst refuses a share of calls
+ * whatever the rate, and a work waiting out a long backoff holds its push: where Pub/Sub's window
+ * holds few pushes, every second of it is drain time. A 429 that names its wait (the Gemini API's
+ * `RetryInfo`: a full window of the tier) is waited out instead. Chosen on the sweep's two
+ * shared-capacity tuning cells (docs/sweep.md): 1.09 and 1.16 × the oracle, against 1.08 and 1.20
+ * with 1–16 s, 1.08 and 1.18 with 1–4 s, 1.10 and 1.17 with 0.25–1 s or none.
  */
-export const REFUSED_WORK_BACKOFF_MS = { first: 1_000, max: 16_000 } as const;
+export const REFUSED_WORK_BACKOFF_MS = { first: 500, max: 2_000 } as const;
 
 /**
  * How far past the wait a 429 names (a full tier window) a refused work comes back, at random: the
