@@ -22,6 +22,7 @@ import { OfflineAnalyzer } from '../worker/src/adapters/analyzers/offline-analyz
 import { DELIVERY_DEFAULTS } from '../worker/src/contract/settings';
 import type { Analyzer } from '../worker/src/core/ports';
 import {
+  CALIBRATION_FIGURES,
   type CalibrationSection,
   CONFIDENT_ACCURACY_GOAL,
   CONFIDENT_SHARE_GOAL,
@@ -29,10 +30,10 @@ import {
   calibrationReport,
   chooseThresholds,
   renderCalibrationFigures,
-  replaceCalibrationFigures,
   thresholdsFile,
 } from './calibration';
 import {
+  EVAL_FIGURES,
   EVAL_GOAL,
   type EvalScores,
   type EvalSection,
@@ -40,7 +41,6 @@ import {
   percent as pct,
   pdfsIn,
   renderEvalFigures,
-  replaceEvalFigures,
 } from './e-invoice-eval';
 import { mergeResults, readResults, rewrite } from './results-file';
 import {
@@ -48,7 +48,7 @@ import {
   evaluateBySource,
   forResults,
   renderSourceFigures,
-  replaceSourceFigures,
+  SOURCE_FIGURES,
   SOURCES,
   type Source,
   scoreSource,
@@ -115,14 +115,15 @@ export async function runEval(run: EvalRun): Promise<EvalRunSection> {
   mergeResults(run.resultsFile, { eval: section });
   if (run.docFile) {
     const usd = (previous.costModel as { gemini?: { usd?: number } } | undefined)?.gemini?.usd;
-    rewrite(run.docFile, (text) => replaceEvalFigures(text, renderEvalFigures(section, usd)));
+    rewrite(run.docFile, (text) => EVAL_FIGURES.replace(text, `${renderEvalFigures(section, usd)}\n`));
   }
   if (bySource && run.analysisDocFile) {
-    let doc = replaceSourceFigures(
+    let doc = SOURCE_FIGURES.replace(
       readFileSync(run.analysisDocFile, 'utf8'),
-      renderSourceFigures(bySource, section.date),
+      `${renderSourceFigures(bySource, section.date)}\n`,
     );
-    if (calibration) doc = replaceCalibrationFigures(doc, renderCalibrationFigures(calibration, date));
+    if (calibration)
+      doc = CALIBRATION_FIGURES.replace(doc, `${renderCalibrationFigures(calibration, date)}\n`);
     writeFileSync(run.analysisDocFile, doc);
   }
   if (calibration && run.thresholdsFile) {

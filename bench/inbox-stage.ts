@@ -5,7 +5,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { DatabaseSync } from 'node:sqlite';
 import { stopProcess } from '../local/lib/lifecycle';
-import { REPO_ROOT } from '../local/lib/worker-process';
+import { REPO_ROOT, tsxArgs } from '../local/lib/worker-process';
 import { SQLITE_TABLE } from '../worker/src/adapters/stores/sqlite-store';
 import { dataDirLayout } from '../worker/src/contract/data-dir';
 import { busyShare, cpuTimeMs, machineCpu } from './processes';
@@ -106,21 +106,8 @@ function userEnvironment(): NodeJS.ProcessEnv {
 function startCommand(dataDir: string, inbox: string) {
   const child: ChildProcess = spawn(
     process.execPath,
-    [
-      '--disable-warning=ExperimentalWarning',
-      '--import',
-      'tsx',
-      path.join(REPO_ROOT, 'local/commands/start.ts'),
-      '--data-dir',
-      dataDir,
-      '--inbox',
-      inbox,
-    ],
-    {
-      cwd: REPO_ROOT,
-      env: userEnvironment(),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
+    tsxArgs('local/commands/start.ts', ['--data-dir', dataDir, '--inbox', inbox]),
+    { cwd: REPO_ROOT, env: userEnvironment(), stdio: ['ignore', 'pipe', 'pipe'] },
   );
   const counts = { warnings: 0, lines: 0 };
   let ready: () => void = () => {};

@@ -2,6 +2,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
+import { tsxArgs } from '../../local/lib/worker-process';
 import { mergeResults, resultsFile, rewrite } from '../results-file';
 import {
   MEMORY_GOAL,
@@ -101,12 +102,11 @@ function runChild(
       process.execPath,
       [
         '--expose-gc',
-        '--disable-warning=ExperimentalWarning',
-        '--import',
-        'tsx',
-        path.join(__dirname, 'child.ts'),
-        ...[settings.deliveries, settings.sampleEvery, settings.concurrency, settings.redeliveryEvery].map(
-          String,
+        ...tsxArgs(
+          path.join(__dirname, 'child.ts'),
+          [settings.deliveries, settings.sampleEvery, settings.concurrency, settings.redeliveryEvery].map(
+            String,
+          ),
         ),
       ],
       { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...imageEnvironment() } },

@@ -1,11 +1,9 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import {
-  BENCH_FIGURES_END,
-  BENCH_FIGURES_START,
+  BENCH_FIGURES,
   type BenchResults,
-  BURST_FIGURES_END,
-  BURST_FIGURES_START,
+  BURST_FIGURES,
   floorFailures,
   renderReport,
   replaceBenchFigures,
@@ -30,8 +28,8 @@ describe('the "Latest results" figures of bench/README.md', () => {
 
   it('sit under the "Latest results" heading, before the burst stage', () => {
     const heading = readme.indexOf('## Latest results');
-    const start = readme.indexOf(BENCH_FIGURES_START);
-    const end = readme.indexOf(BENCH_FIGURES_END);
+    const start = readme.indexOf(BENCH_FIGURES.start);
+    const end = readme.indexOf(BENCH_FIGURES.end);
     expect(heading).toBeGreaterThanOrEqual(0);
     expect(start).toBeGreaterThan(heading);
     expect(end).toBeGreaterThan(start);
@@ -42,7 +40,7 @@ describe('the "Latest results" figures of bench/README.md', () => {
 
 describe('replaceBenchFigures', () => {
   const text = (body: string) =>
-    `# Title\n\n${BENCH_FIGURES_START}\n${body}${BENCH_FIGURES_END}\n\n${BURST_FIGURES_START}\nburst\n${BURST_FIGURES_END}\n`;
+    `# Title\n\n${BENCH_FIGURES.start}\n${body}${BENCH_FIGURES.end}\n\n${BURST_FIGURES.start}\nburst\n${BURST_FIGURES.end}\n`;
 
   it('replaces what is between its markers and nothing else', () => {
     expect(replaceBenchFigures(text('pasted by hand\n'), results)).toBe(text(renderReport(results)));

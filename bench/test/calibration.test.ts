@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import {
+  CALIBRATION_FIGURES,
   type ConfidencePoint,
-  calibrationFiguresIn,
   calibrationReport,
   chooseThresholds,
   renderCalibrationFigures,
@@ -88,6 +88,6 @@ describe('the confidence calibration', () => {
     for (const source of Object.keys(calibration.thresholds))
       expect(file.thresholds[source]).toEqual(calibration.thresholds[source]);
     const doc = readFileSync(path.join(REPO_ROOT, 'docs', 'analysis.md'), 'utf8');
-    expect(calibrationFiguresIn(doc)).toBe(renderCalibrationFigures(calibration, results.eval.date));
+    expect(CALIBRATION_FIGURES.in(doc)).toBe(renderCalibrationFigures(calibration, results.eval.date));
   });
 });

@@ -7,8 +7,8 @@ import type { Analyzer } from '../../worker/src/core/ports';
 import { startFakeGemini } from '../../worker/test/support/fake-gemini';
 import {
   comparableName,
+  EVAL_FIGURES,
   EVAL_GOAL,
-  evalFiguresIn,
   evaluate,
   fieldMatches,
   pdfsIn,
@@ -115,7 +115,7 @@ describe('runEval', () => {
       accuracy: expect.any(Number),
       gemini: expect.objectContaining({ analyzer: 'gemini', accuracy: 0 }),
     });
-    const figures = evalFiguresIn(readFileSync(docFile, 'utf8'));
+    const figures = EVAL_FIGURES.in(readFileSync(docFile, 'utf8'));
     expect(figures).toBe(renderEvalFigures(section, 1.45));
     expect(figures).toContain('| field | offline | gemini (fixed) |');
     expect(figures).toContain('$1.45 per 1,000 invoices');
@@ -149,6 +149,6 @@ describe('docs/e-invoices.md', () => {
     const results = JSON.parse(readFileSync(path.join(REPO_ROOT, 'bench', 'results.json'), 'utf8'));
     const doc = readFileSync(path.join(REPO_ROOT, 'docs', 'e-invoices.md'), 'utf8');
     expect(results.eval).toBeDefined();
-    expect(evalFiguresIn(doc)).toBe(renderEvalFigures(results.eval, results.costModel?.gemini?.usd));
+    expect(EVAL_FIGURES.in(doc)).toBe(renderEvalFigures(results.eval, results.costModel?.gemini?.usd));
   });
 });

@@ -4,8 +4,7 @@ import { combine, type InboxStageResult } from '../inbox-stage';
 import {
   type BenchResults,
   GOALS,
-  INBOX_FIGURES_END,
-  INBOX_FIGURES_START,
+  INBOX_FIGURES,
   inboxGoals,
   renderInboxSummary,
   renderReport,
@@ -88,7 +87,7 @@ describe('"How fast a drop goes" in docs/operations.md', () => {
   });
 
   it('replaces what is between its markers and nothing else, and refuses a document without them', () => {
-    const text = (body: string) => `# Ops\n\n${INBOX_FIGURES_START}\n${body}${INBOX_FIGURES_END}\n\nrest\n`;
+    const text = (body: string) => `# Ops\n\n${INBOX_FIGURES.start}\n${body}${INBOX_FIGURES.end}\n\nrest\n`;
     expect(replaceInboxFigures(text('typed by hand\n'), results)).toBe(text(renderInboxSummary(results)));
     expect(() => replaceInboxFigures('# Ops\n', results)).toThrow(/markers are missing/);
   });

@@ -8,10 +8,10 @@ import {
   CORPUS_INFO,
   invoice2dataTruth,
   renderSourceFigures,
+  SOURCE_FIGURES,
   SOURCE_GOALS,
   sampleTexts,
   scoreSource,
-  sourceFiguresIn,
   tuningCorpus,
 } from '../source-eval';
 
@@ -107,6 +107,6 @@ describe('docs/analysis.md', () => {
     const results = JSON.parse(readFileSync(path.join(REPO_ROOT, 'bench', 'results.json'), 'utf8'));
     const doc = readFileSync(path.join(REPO_ROOT, 'docs', 'analysis.md'), 'utf8');
     expect(results.eval.bySource).toBeDefined();
-    expect(sourceFiguresIn(doc)).toBe(renderSourceFigures(results.eval.bySource, results.eval.date));
+    expect(SOURCE_FIGURES.in(doc)).toBe(renderSourceFigures(results.eval.bySource, results.eval.date));
   });
 });

@@ -47,6 +47,15 @@ export interface WorkerProcess {
 export const REPO_ROOT = path.resolve(__dirname, '../..');
 export const WORKER_MAIN = path.join(REPO_ROOT, 'worker/src/main.ts');
 
+/** Node's arguments that run a TypeScript file (of the repository, or absolute) through tsx, as the npm scripts do. */
+export const tsxArgs = (file: string, args: readonly string[] = []): string[] => [
+  '--disable-warning=ExperimentalWarning',
+  '--import',
+  'tsx',
+  path.resolve(REPO_ROOT, file),
+  ...args,
+];
+
 /**
  * Starts the worker as a child process (TypeScript through tsx, on the same Node as this process)
  * and resolves once it listens. Its stdout is parsed into log lines; stderr is passed through.
@@ -57,15 +66,11 @@ export async function startWorkerProcess(options: WorkerProcessOptions = {}): Pr
   // readiness comes from /healthz instead.
   const quiet = ['WARNING', 'ERROR'].includes(String(env.LOG_LEVEL ?? '').toUpperCase());
   if (quiet && (env.PORT ?? '0') === '0') env.PORT = String(await freePort());
-  const child = spawn(
-    process.execPath,
-    ['--disable-warning=ExperimentalWarning', '--import', 'tsx', options.entry ?? WORKER_MAIN],
-    {
-      cwd: REPO_ROOT,
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
+  const child = spawn(process.execPath, tsxArgs(options.entry ?? WORKER_MAIN), {
+    cwd: REPO_ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   // A worker never outlives the command or test that started it (Ctrl-C, a crash, a timeout).
   killOnExit(child);
   const lines: WorkerLogLine[] = [];

@@ -21,6 +21,12 @@ let DEALT_WITH = 'dealt_with';
 
 const state = { items: [], index: 0, who: '' };
 const $ = (id) => document.getElementById(id);
+/** A new element with these properties (className, textContent, id…) and these children. */
+const el = (tag, properties, ...children) => {
+  const element = Object.assign(document.createElement(tag), properties);
+  element.append(...children);
+  return element;
+};
 
 /** The fields a reason is about (`arithmetic`: the three amounts). */
 function reasonFields(reason) {
@@ -55,16 +61,21 @@ function renderQueue() {
   const nav = $('queue');
   nav.replaceChildren();
   state.items.forEach((item, index) => {
-    const button = document.createElement('button');
-    button.type = 'button';
-    button.textContent = item.object_name ?? item.dedup_key;
+    const count = el('span', {
+      className: 'count',
+      textContent: item.open.length === 0 ? '✓' : String(item.open.length),
+    });
+    const button = el(
+      'button',
+      {
+        type: 'button',
+        textContent: item.object_name ?? item.dedup_key,
+        className: item.open.length === 0 ? 'done' : '',
+      },
+      count,
+    );
     button.dataset.key = item.dedup_key;
-    button.className = item.open.length === 0 ? 'done' : '';
     if (index === state.index) button.setAttribute('aria-current', 'true');
-    const count = document.createElement('span');
-    count.className = 'count';
-    count.textContent = item.open.length === 0 ? '✓' : String(item.open.length);
-    button.append(count);
     button.addEventListener('click', () => select(index));
     nav.append(button);
   });
@@ -76,16 +87,12 @@ async function renderPicture(item) {
   const box = $('picture');
   box.replaceChildren();
   if ((item.content_type ?? '').startsWith('text/')) {
-    const pre = document.createElement('pre');
     const answer = await fetch(`/api/picture?key=${encodeURIComponent(item.dedup_key)}`);
-    pre.textContent = answer.ok ? await answer.text() : '(no picture)';
-    box.append(pre);
+    box.append(el('pre', { textContent: answer.ok ? await answer.text() : '(no picture)' }));
     return;
   }
-  const img = document.createElement('img');
-  img.alt = `picture of ${item.object_name}`;
-  img.src = `/api/picture?key=${encodeURIComponent(item.dedup_key)}`;
-  box.append(img);
+  const src = `/api/picture?key=${encodeURIComponent(item.dedup_key)}`;
+  box.append(el('img', { alt: `picture of ${item.object_name}`, src }));
 }
 
 function renderFields(item) {
@@ -100,38 +107,27 @@ function renderFields(item) {
   const original = item.original_analysis ?? {};
   for (const field of FIELDS) {
     const reasons = item.review.filter((r) => reasonFields(r).includes(field));
-    const row = document.createElement('div');
-    row.className = 'field';
+    const label = el('label', { htmlFor: `field-${field}`, textContent: field });
+    const input = el('input', { id: `field-${field}`, name: field, value: shown(analysis[field]) });
+    input.dataset.saved = input.value;
+    const confidence = item.confidence?.[field];
+    const meta = el('span', {
+      className: 'meta',
+      textContent: confidence ? `${confidence.confidence.toFixed(2)} ${confidence.source}` : '',
+    });
+    const row = el('div', { className: 'field' }, label, input, meta);
     row.dataset.field = field;
     if (reasons.length > 0) row.classList.add('flagged');
     if (item.corrected_fields.includes(field)) row.classList.add('closed');
-    const label = document.createElement('label');
-    label.htmlFor = `field-${field}`;
-    label.textContent = field;
-    const input = document.createElement('input');
-    input.id = `field-${field}`;
-    input.name = field;
-    input.value = shown(analysis[field]);
-    input.dataset.saved = input.value;
-    const meta = document.createElement('span');
-    meta.className = 'meta';
-    const confidence = item.confidence?.[field];
-    meta.textContent = confidence ? `${confidence.confidence.toFixed(2)} ${confidence.source}` : '';
-    row.append(label, input, meta);
     if (reasons.length > 0) {
-      const why = document.createElement('span');
-      why.className = 'reason';
-      why.textContent = item.corrected_fields.includes(field)
-        ? `reviewed (${reasons.map(describe).join(', ')})`
-        : reasons.map(describe).join(', ');
-      row.append(why);
+      const text = reasons.map(describe).join(', ');
+      const reviewed = item.corrected_fields.includes(field);
+      row.append(el('span', { className: 'reason', textContent: reviewed ? `reviewed (${text})` : text }));
     }
     const latest = item.latest[field];
     if (latest) {
-      const was = document.createElement('span');
-      was.className = 'was';
-      was.textContent = `analysed: ${shown(original[field]) || '—'} · by ${latest.corrected_by}`;
-      row.append(was);
+      const textContent = `analysed: ${shown(original[field]) || '—'} · by ${latest.corrected_by}`;
+      row.append(el('span', { className: 'was', textContent }));
     }
     rows.append(row);
   }
@@ -143,39 +139,33 @@ function renderMarks(item) {
   const marks = $('marks');
   marks.replaceChildren();
   (item.markable ?? []).forEach((reason, index) => {
-    const row = document.createElement('div');
-    row.className = 'mark';
+    const name = el('span', {
+      className: 'name',
+      id: `mark-name-${index}`,
+      textContent: `${reason}: ${describe(reason)}`,
+    });
+    const row = el('div', { className: 'mark' }, name);
     row.dataset.reason = reason;
-    const name = document.createElement('span');
-    name.className = 'name';
-    name.id = `mark-name-${index}`;
-    name.textContent = `${reason}: ${describe(reason)}`;
-    row.append(name);
     if (item.open.includes(reason)) {
       row.classList.add('flagged');
-      const label = document.createElement('label');
-      label.htmlFor = `mark-why-${index}`;
-      label.textContent = 'why';
-      const why = document.createElement('input');
-      why.id = `mark-why-${index}`;
-      why.name = 'mark-why';
-      why.dataset.reason = reason;
-      why.placeholder = 'how it was dealt with';
-      why.setAttribute('aria-describedby', name.id);
-      const button = document.createElement('button');
-      button.type = 'button';
-      button.textContent = 'Dealt with';
-      button.dataset.reason = reason;
-      button.setAttribute('aria-describedby', name.id);
+      const label = el('label', { htmlFor: `mark-why-${index}`, textContent: 'why' });
+      const why = el('input', {
+        id: `mark-why-${index}`,
+        name: 'mark-why',
+        placeholder: 'how it was dealt with',
+      });
+      const button = el('button', { type: 'button', textContent: 'Dealt with' });
+      for (const control of [why, button]) {
+        control.dataset.reason = reason;
+        control.setAttribute('aria-describedby', name.id);
+      }
       button.addEventListener('click', () => void dealWith(reason));
       row.append(label, why, button);
     } else {
       row.classList.add('closed');
       const latest = item.latest[reason];
-      const done = document.createElement('span');
-      done.className = 'done';
-      done.textContent = latest ? `dealt with by ${latest.corrected_by}: ${latest.why ?? ''}` : 'dealt with';
-      row.append(done);
+      const textContent = latest ? `dealt with by ${latest.corrected_by}: ${latest.why ?? ''}` : 'dealt with';
+      row.append(el('span', { className: 'done', textContent }));
     }
     marks.append(row);
   });

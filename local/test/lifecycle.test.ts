@@ -3,16 +3,13 @@ import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
+import { tsxArgs } from '../lib/worker-process';
 
 const COMMAND = path.join(__dirname, 'support/lifecycle-command.ts');
 
 /** Starts the test command, waits for its `ready <pid>` line; returns it and its server's pid. */
 async function startCommand(args: string[]) {
-  const child = spawn(
-    process.execPath,
-    ['--disable-warning=ExperimentalWarning', '--import', 'tsx', COMMAND, ...args],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
-  );
+  const child = spawn(process.execPath, tsxArgs(COMMAND, args), { stdio: ['ignore', 'pipe', 'inherit'] });
   const lines: string[] = [];
   const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
   const ready = new Promise<number>((resolve, reject) => {

@@ -14,22 +14,15 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { DatabaseSync } from 'node:sqlite';
 import { SqliteStore } from '../../worker/src/adapters/stores/sqlite-store';
-import { REPO_ROOT } from '../lib/worker-process';
+import { REPO_ROOT, tsxArgs } from '../lib/worker-process';
 import { eventually } from './support/eventually';
 
 /** Runs `npm start`'s entry as a user would, and collects its output lines. */
 function startCommand(args: string[]) {
-  const child: ChildProcess = spawn(
-    process.execPath,
-    [
-      '--disable-warning=ExperimentalWarning',
-      '--import',
-      'tsx',
-      path.join(REPO_ROOT, 'local/commands/start.ts'),
-      ...args,
-    ],
-    { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'inherit'] },
-  );
+  const child: ChildProcess = spawn(process.execPath, tsxArgs('local/commands/start.ts', args), {
+    cwd: REPO_ROOT,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const lines: string[] = [];
   const waiters: Array<{ match: (l: string) => boolean; resolve: (l: string) => void }> = [];
   createInterface({ input: child.stdout! }).on('line', (line) => {

@@ -1,7 +1,6 @@
 import { execFile } from 'node:child_process';
-import path from 'node:path';
 import { promisify } from 'node:util';
-import { REPO_ROOT } from '../../lib/worker-process';
+import { REPO_ROOT, tsxArgs } from '../../lib/worker-process';
 
 const run = promisify(execFile);
 
@@ -18,17 +17,10 @@ export interface CommandRun {
  */
 export async function runLocalCommand(script: string, args: string[], dataDir: string): Promise<CommandRun> {
   try {
-    const { stdout, stderr } = await run(
-      process.execPath,
-      [
-        '--disable-warning=ExperimentalWarning',
-        '--import',
-        'tsx',
-        path.join(REPO_ROOT, 'local/commands', script),
-        ...args,
-      ],
-      { cwd: REPO_ROOT, env: { ...process.env, DOCLINE_DATA_DIR: dataDir } },
-    );
+    const { stdout, stderr } = await run(process.execPath, tsxArgs(`local/commands/${script}`, args), {
+      cwd: REPO_ROOT,
+      env: { ...process.env, DOCLINE_DATA_DIR: dataDir },
+    });
     return { code: 0, stdout, stderr };
   } catch (error) {
     const e = error as { code: number; stdout: string; stderr: string };
