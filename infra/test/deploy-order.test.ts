@@ -5,13 +5,12 @@
  * No real deploy can run here, so this is how the orders of docs/deploy.md are proven, on both stack files.
  */
 
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { promqlMetricName } from '../components/dashboard';
 import { REQUIRED_APIS } from '../components/foundation';
 import { TABLE_ID } from '../components/warehouse';
 import {
   type CapturedResource,
+  docTable,
   ofType,
   one,
   type ProgramRun,
@@ -55,13 +54,7 @@ const DOCUMENTED_ORDERS: Record<string, ReadonlyArray<(typeof CASE)[keyof typeof
 
 describe('the order table of docs/deploy.md', () => {
   it('has one row for each order proven below, and no other', () => {
-    const doc = readFileSync(join(__dirname, '..', '..', 'docs', 'deploy.md'), 'utf8');
-    const section = doc.split('<!-- deploy-order:start -->')[1]?.split('<!-- deploy-order:end -->')[0] ?? '';
-    const afterCells = section
-      .split('\n')
-      .filter((line) => line.startsWith('|') && !line.startsWith('|---'))
-      .slice(1)
-      .map((line) => (line.split('|')[2] ?? '').trim());
+    const afterCells = docTable('deploy.md', 'deploy-order').map((cells) => cells[2]);
     expect(afterCells).toEqual(Object.keys(DOCUMENTED_ORDERS));
     expect(new Set(Object.values(DOCUMENTED_ORDERS).flat())).toEqual(new Set(Object.values(CASE)));
   });
