@@ -10,7 +10,6 @@ import { REQUIRED_APIS } from '../components/foundation';
 import { TABLE_ID } from '../components/warehouse';
 import {
   type CapturedResource,
-  docTable,
   ofType,
   one,
   type ProgramRun,
@@ -19,6 +18,7 @@ import {
   T,
   waitsFor,
 } from './harness';
+import { docTable } from './support/doc-table';
 
 /** The cases below, by name: each row of the order table in docs/deploy.md names those that prove it. */
 const CASE = {

@@ -39,20 +39,6 @@ export const UNKNOWN = pulumi.runtime.unknownValue;
 
 const REPO_ROOT = join(__dirname, '..', '..');
 
-/**
- * The body rows of the Markdown table between `<!-- MARKER:start -->` and `<!-- MARKER:end -->` of
- * docs/FILE, each as its trimmed cells (cell 0 is the nothing before the first `|`).
- */
-export function docTable(file: string, marker: string): string[][] {
-  const doc = readFileSync(join(REPO_ROOT, 'docs', file), 'utf8');
-  const section = doc.split(`<!-- ${marker}:start -->`)[1]?.split(`<!-- ${marker}:end -->`)[0] ?? '';
-  return section
-    .split('\n')
-    .filter((line) => line.startsWith('|') && !line.startsWith('|---'))
-    .slice(1)
-    .map((line) => line.split('|').map((cell) => cell.trim()));
-}
-
 /** The resource options the engine acts on in a replacement or a destroy, as registered. */
 export interface CapturedOptions {
   readonly protect: boolean;

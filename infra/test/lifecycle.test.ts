@@ -17,7 +17,6 @@ import { TABLE_ID } from '../components/warehouse';
 import { BUILD_CONTEXT, DOCKERFILE } from '../components/worker-image';
 import {
   type CapturedResource,
-  docTable,
   ofType,
   one,
   type ProgramRun,
@@ -26,6 +25,7 @@ import {
   T,
   waitsFor,
 } from './harness';
+import { docTable } from './support/doc-table';
 
 const REPO_ROOT = join(__dirname, '..', '..');
 

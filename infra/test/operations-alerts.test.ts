@@ -15,7 +15,6 @@ import {
 import { parseStackConfig } from '../config';
 import {
   type CapturedResource,
-  docTable,
   MOCK_PROJECT_NUMBER,
   ofType,
   one,
@@ -24,6 +23,7 @@ import {
   stackConfig,
   T,
 } from './harness';
+import { docTable } from './support/doc-table';
 
 const BUDGET = {
   'docline:budgetBillingAccount': '012345-6789AB-CDEF01',
