@@ -24,6 +24,24 @@ export function alertPolicyBasics(
 /** An alert policy's documentation, in Markdown. */
 export const markdown = (content: string) => ({ mimeType: 'text/markdown', content });
 
+/** An alert policy of one condition, with the basics it shares with the others and its Markdown documentation. */
+export function oneConditionPolicy(
+  name: string,
+  basics: ReturnType<typeof alertPolicyBasics>,
+  {
+    condition,
+    documentation,
+    ...policy
+  }: Omit<gcp.monitoring.AlertPolicyArgs, 'combiner' | 'conditions' | 'documentation'> & {
+    condition: gcp.types.input.monitoring.AlertPolicyCondition;
+    documentation: string;
+  },
+  opts: pulumi.CustomResourceOptions,
+): gcp.monitoring.AlertPolicy {
+  const args = { ...basics, ...policy, conditions: [condition], documentation: markdown(documentation) };
+  return new gcp.monitoring.AlertPolicy(name, args, opts);
+}
+
 /** The worker's log lines: those of its Cloud Run service. */
 export const workerLogs = (serviceName: pulumi.Input<string>) =>
   pulumi.interpolate`resource.type = "cloud_run_revision" AND resource.labels.service_name = "${serviceName}"`;
@@ -125,53 +143,47 @@ export class Alerts extends DoclineComponent {
     const subscriptionMetric = (metric: string, subscription: pulumi.Input<string>) =>
       pulumi.interpolate`resource.type = "pubsub_subscription" AND resource.labels.subscription_id = "${subscription}" AND metric.type = "pubsub.googleapis.com/subscription/${metric}"`;
 
-    this.deadLetters = new gcp.monitoring.AlertPolicy(
+    this.deadLetters = oneConditionPolicy(
       `${name}-dead-letters`,
+      common,
       {
-        ...common,
         displayName: pulumi.interpolate`${args.prefix}: dead letters in ${args.deadLetterSubscriptionName}`,
-        conditions: [
-          {
-            displayName: 'Undelivered dead letters',
-            conditionThreshold: {
-              filter: subscriptionMetric('num_undelivered_messages', args.deadLetterSubscriptionName),
-              comparison: 'COMPARISON_GT',
-              // Any dead letter is an incident.
-              thresholdValue: 0,
-              duration: '0s',
-              aggregations: [{ alignmentPeriod: '300s', perSeriesAligner: 'ALIGN_MAX' }],
-            },
+        condition: {
+          displayName: 'Undelivered dead letters',
+          conditionThreshold: {
+            filter: subscriptionMetric('num_undelivered_messages', args.deadLetterSubscriptionName),
+            comparison: 'COMPARISON_GT',
+            // Any dead letter is an incident.
+            thresholdValue: 0,
+            duration: '0s',
+            aggregations: [{ alignmentPeriod: '300s', perSeriesAligner: 'ALIGN_MAX' }],
           },
-        ],
-        documentation: markdown(
+        },
+        documentation:
           'Messages reached the dead-letter topic after the maximum delivery attempts. Inspect them with ' +
-            '`gcloud pubsub subscriptions pull SUBSCRIPTION --limit 10`, fix the cause, then replay them.',
-        ),
+          '`gcloud pubsub subscriptions pull SUBSCRIPTION --limit 10`, fix the cause, then replay them.',
       },
       this.child,
     );
 
-    this.backlogAge = new gcp.monitoring.AlertPolicy(
+    this.backlogAge = oneConditionPolicy(
       `${name}-backlog-age`,
+      common,
       {
-        ...common,
         displayName: pulumi.interpolate`${args.prefix}: old unacked messages in ${args.pushSubscriptionName}`,
-        conditions: [
-          {
-            displayName: 'Oldest unacked message age',
-            conditionThreshold: {
-              filter: subscriptionMetric('oldest_unacked_message_age', args.pushSubscriptionName),
-              comparison: 'COMPARISON_GT',
-              thresholdValue: OLDEST_UNACKED_AGE_SECONDS,
-              duration: '300s',
-              aggregations: [{ alignmentPeriod: '60s', perSeriesAligner: 'ALIGN_MAX' }],
-            },
+        condition: {
+          displayName: 'Oldest unacked message age',
+          conditionThreshold: {
+            filter: subscriptionMetric('oldest_unacked_message_age', args.pushSubscriptionName),
+            comparison: 'COMPARISON_GT',
+            thresholdValue: OLDEST_UNACKED_AGE_SECONDS,
+            duration: '300s',
+            aggregations: [{ alignmentPeriod: '60s', perSeriesAligner: 'ALIGN_MAX' }],
           },
-        ],
-        documentation: markdown(
+        },
+        documentation:
           'The worker is not acknowledging messages: it is failing (503s retry until dead-lettered), too slow, ' +
-            'or not reachable. Check the worker logs and the push subscription metrics.',
-        ),
+          'or not reachable. Check the worker logs and the push subscription metrics.',
       },
       this.child,
     );
@@ -215,28 +227,25 @@ export class Alerts extends DoclineComponent {
     // region, credentials, model) is an ERROR line with error `dependency_refused`, and a statement
     // BigQuery refuses (byte cap, access, a missing table) one with error `configuration`. Deliveries are
     // retried meanwhile (Pub/Sub's retry horizon covers 6 hours): an operator has that long.
-    this.dependencyOutage = new gcp.monitoring.AlertPolicy(
+    this.dependencyOutage = oneConditionPolicy(
       `${name}-dependency-outage`,
+      common,
       {
-        ...common,
         displayName: `${args.prefix}: a dependency of the worker is out`,
-        conditions: [
-          {
-            displayName: 'The worker reports a dependency outage or refusal',
-            conditionMatchedLog: {
-              filter: pulumi.interpolate`${logs} AND severity >= ERROR AND (jsonPayload.outage:* OR jsonPayload.error = ("dependency_refused" OR "configuration"))`,
-            },
+        condition: {
+          displayName: 'The worker reports a dependency outage or refusal',
+          conditionMatchedLog: {
+            filter: pulumi.interpolate`${logs} AND severity >= ERROR AND (jsonPayload.outage:* OR jsonPayload.error = ("dependency_refused" OR "configuration"))`,
           },
-        ],
+        },
         // Re-logged every 5 minutes while it lasts: the incident stays open until 30 minutes after.
         alertStrategy: { notificationRateLimit: { period: '300s' }, autoClose: '1800s' },
-        documentation: markdown(
+        documentation:
           'Gemini or BigQuery is failing every call (`outage`: which one, since when, the last error), or refuses ' +
-            'the worker itself (`dependency_refused`: billing, region, credentials, model; `configuration`: a statement ' +
-            'BigQuery refuses for its byte cap, access or a missing table). Deliveries answer 503 and ' +
-            'Pub/Sub retries them for about 15 hours with the default settings, so nothing is lost if the cause is ' +
-            'fixed within 6 hours; after that, replay the dead letters or run the reconcile job.',
-        ),
+          'the worker itself (`dependency_refused`: billing, region, credentials, model; `configuration`: a statement ' +
+          'BigQuery refuses for its byte cap, access or a missing table). Deliveries answer 503 and ' +
+          'Pub/Sub retries them for about 15 hours with the default settings, so nothing is lost if the cause is ' +
+          'fixed within 6 hours; after that, replay the dead letters or run the reconcile job.',
       },
       this.child,
     );
@@ -249,32 +258,29 @@ export class Alerts extends DoclineComponent {
         crossSeriesReducer: 'REDUCE_SUM',
       },
     ];
-    this.duplicateRate = new gcp.monitoring.AlertPolicy(
+    this.duplicateRate = oneConditionPolicy(
       `${name}-duplicate-rate`,
+      common,
       {
-        ...common,
         displayName: pulumi.interpolate`${args.prefix}: duplicate answers above ${DUPLICATE_RATE_THRESHOLD} of all answers`,
-        conditions: [
-          {
-            displayName: 'Share of duplicate answers',
-            conditionThreshold: {
-              // A ratio condition: numerator / denominator, both summed over the same window.
-              filter: userMetric(this.duplicateAnswers),
-              aggregations: sumOverWindow,
-              denominatorFilter: userMetric(this.allAnswers),
-              denominatorAggregations: sumOverWindow,
-              comparison: 'COMPARISON_GT',
-              thresholdValue: DUPLICATE_RATE_THRESHOLD,
-              duration: '0s',
-              evaluationMissingData: 'EVALUATION_MISSING_DATA_INACTIVE',
-            },
+        condition: {
+          displayName: 'Share of duplicate answers',
+          conditionThreshold: {
+            // A ratio condition: numerator / denominator, both summed over the same window.
+            filter: userMetric(this.duplicateAnswers),
+            aggregations: sumOverWindow,
+            denominatorFilter: userMetric(this.allAnswers),
+            denominatorAggregations: sumOverWindow,
+            comparison: 'COMPARISON_GT',
+            thresholdValue: DUPLICATE_RATE_THRESHOLD,
+            duration: '0s',
+            evaluationMissingData: 'EVALUATION_MISSING_DATA_INACTIVE',
           },
-        ],
-        documentation: markdown(
+        },
+        documentation:
           'A few duplicates per mille are normal at-least-once delivery. More usually means the ack deadline is ' +
-            'shorter than the worker needs (changed by hand: `pulumi up` sets it to workerTimeoutSeconds + 10 s) or that the ' +
-            'bucket has a second notification (`gcloud storage buckets notifications list gs://BUCKET`).',
-        ),
+          'shorter than the worker needs (changed by hand: `pulumi up` sets it to workerTimeoutSeconds + 10 s) or that the ' +
+          'bucket has a second notification (`gcloud storage buckets notifications list gs://BUCKET`).',
       },
       this.childAfter(this.metricsSettled),
     );
@@ -344,25 +350,22 @@ export class Alerts extends DoclineComponent {
       this.childAfter(...checkGrants, grantsPropagated, args.table, args.duplicateObjectsView),
     );
     const configId = this.duplicateObjectsCheck.name.apply((n) => n.split('/').pop() ?? n);
-    this.duplicateObjects = new gcp.monitoring.AlertPolicy(
+    this.duplicateObjects = oneConditionPolicy(
       `${name}-duplicate-objects`,
+      common,
       {
-        ...common,
         displayName: `${args.prefix}: objects with more than one ok row`,
-        conditions: [
-          {
-            displayName: 'The duplicate-objects check failed',
-            conditionMatchedLog: {
-              filter: pulumi.interpolate`resource.type = "bigquery_dts_config" AND resource.labels.config_id = "${configId}" AND severity >= ERROR`,
-            },
+        condition: {
+          displayName: 'The duplicate-objects check failed',
+          conditionMatchedLog: {
+            filter: pulumi.interpolate`resource.type = "bigquery_dts_config" AND resource.labels.config_id = "${configId}" AND severity >= ERROR`,
           },
-        ],
+        },
         alertStrategy: { notificationRateLimit: { period: '3600s' }, autoClose: '86400s' },
-        documentation: markdown(
+        documentation:
           'Some objects got two ok rows: a notification was created twice on the bucket while the worker runs in ' +
-            'message mode (or the check itself failed: read the log entry). Query the duplicate_objects view, delete ' +
-            'the extra notification (`npm run check:notifications -- --bucket BUCKET`), keep DEDUP_KEY=object.',
-        ),
+          'message mode (or the check itself failed: read the log entry). Query the duplicate_objects view, delete ' +
+          'the extra notification (`npm run check:notifications -- --bucket BUCKET`), keep DEDUP_KEY=object.',
       },
       this.child,
     );

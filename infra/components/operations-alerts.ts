@@ -1,7 +1,7 @@
 import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
 import * as time from '@pulumiverse/time';
-import { alertPolicyBasics, COUNTER, markdown, STACK_LABEL, workerLogs } from './alerts';
+import { alertPolicyBasics, COUNTER, markdown, oneConditionPolicy, STACK_LABEL, workerLogs } from './alerts';
 import { DoclineComponent, type ProjectArgs } from './component';
 import { promqlMetricName } from './dashboard';
 import { LOG_METRIC_SETTLE_DURATION } from './lifecycle';
@@ -242,112 +242,100 @@ export class OperationsAlerts extends DoclineComponent {
       // It reads the answers metric, new in a first `up`: after that metric's settling wait.
       this.childAfter(args.allAnswersSettled),
     );
-    this.serverErrors = new gcp.monitoring.AlertPolicy(
+    this.serverErrors = oneConditionPolicy(
       `${name}-server-errors`,
+      common,
       {
-        ...common,
         displayName: `${args.prefix}: worker 5xx above ${SERVER_ERROR_SHARE * 100} % of requests`,
-        conditions: [
-          {
-            displayName: '5xx share of the worker\u2019s requests',
-            conditionThreshold: pulumi.output(args.serviceName).apply(serverErrorCondition),
-          },
-        ],
-        documentation: markdown(
+        condition: {
+          displayName: '5xx share of the worker\u2019s requests',
+          conditionThreshold: pulumi.output(args.serviceName).apply(serverErrorCondition),
+        },
+        documentation:
           'The worker answers 503 for transient failures (BigQuery, Gemini, the bucket, the memo), which Pub/Sub ' +
-            'retries with backoff and counts towards the dead letter. A sustained share means a dependency is down ' +
-            'or refusing. Read the worker\u2019s error lines (`jsonPayload.error`, `jsonPayload.cause`).',
-        ),
+          'retries with backoff and counts towards the dead letter. A sustained share means a dependency is down ' +
+          'or refusing. Read the worker\u2019s error lines (`jsonPayload.error`, `jsonPayload.cause`).',
       },
       this.child,
     );
-    this.geminiRateLimited = new gcp.monitoring.AlertPolicy(
+    this.geminiRateLimited = oneConditionPolicy(
       `${name}-gemini-rate-limited`,
+      common,
       {
-        ...common,
         displayName: `${args.prefix}: deliveries give up on Gemini 429s`,
-        conditions: [
-          {
-            displayName: `More than ${GEMINI_GAVE_UP_PER_15_MINUTES} deliveries gave up on 429s in 15 min`,
-            conditionThreshold: {
-              filter: this.geminiGaveUp.name.apply((metric) =>
-                metricFilter('cloud_run_revision', `logging.googleapis.com/user/${metric}`),
-              ),
-              aggregations: sumOver(900),
-              comparison: 'COMPARISON_GT',
-              thresholdValue: GEMINI_GAVE_UP_PER_15_MINUTES,
-              duration: '0s',
-              evaluationMissingData: 'EVALUATION_MISSING_DATA_INACTIVE',
-            },
+        condition: {
+          displayName: `More than ${GEMINI_GAVE_UP_PER_15_MINUTES} deliveries gave up on 429s in 15 min`,
+          conditionThreshold: {
+            filter: this.geminiGaveUp.name.apply((metric) =>
+              metricFilter('cloud_run_revision', `logging.googleapis.com/user/${metric}`),
+            ),
+            aggregations: sumOver(900),
+            comparison: 'COMPARISON_GT',
+            thresholdValue: GEMINI_GAVE_UP_PER_15_MINUTES,
+            duration: '0s',
+            evaluationMissingData: 'EVALUATION_MISSING_DATA_INACTIVE',
           },
-        ],
-        documentation: markdown(
+        },
+        documentation:
           'Gemini kept answering 429 after deliveries waited their turn (ANALYZER_QUOTA_WAIT_MS): the quota is spent ' +
-            '(a tier\u2019s per-minute or per-day limit) or shared capacity is short. Pub/Sub retries them. Raise the ' +
-            'quota or buy Provisioned Throughput; lower maxInstances or analyzerMaxInFlight to spread the load.',
-        ),
+          '(a tier\u2019s per-minute or per-day limit) or shared capacity is short. Pub/Sub retries them. Raise the ' +
+          'quota or buy Provisioned Throughput; lower maxInstances or analyzerMaxInFlight to spread the load.',
       },
       this.childAfter(settled),
     );
-    this.duplicateCheckNotRun = new gcp.monitoring.AlertPolicy(
+    this.duplicateCheckNotRun = oneConditionPolicy(
       `${name}-duplicate-check-not-run`,
+      common,
       {
-        ...common,
         displayName: `${args.prefix}: the duplicate-objects check stopped running`,
-        conditions: [
-          {
-            displayName: `No run of the hourly check in ${HOURLY_RUN_WINDOW}`,
-            // Met only once the check has run after the policy was created: never before its first run.
-            conditionAbsent: {
-              filter: this.duplicateCheckRuns.name.apply((metric) =>
-                metricFilter('bigquery_dts_config', `logging.googleapis.com/user/${metric}`),
-              ),
-              aggregations: sumOver(600),
-              duration: `${HOURLY_RUN_SECONDS}s`,
-            },
+        condition: {
+          displayName: `No run of the hourly check in ${HOURLY_RUN_WINDOW}`,
+          // Met only once the check has run after the policy was created: never before its first run.
+          conditionAbsent: {
+            filter: this.duplicateCheckRuns.name.apply((metric) =>
+              metricFilter('bigquery_dts_config', `logging.googleapis.com/user/${metric}`),
+            ),
+            aggregations: sumOver(600),
+            duration: `${HOURLY_RUN_SECONDS}s`,
           },
-        ],
-        documentation: markdown(
+        },
+        documentation:
           'The scheduled query that looks for objects with two ok rows has not run: it was paused, deleted, or ' +
-            'its account lost its grants. Until it runs, a doubled notification in message mode goes unseen.',
-        ),
+          'its account lost its grants. Until it runs, a doubled notification in message mode goes unseen.',
       },
       this.childAfter(settled),
     );
     this.reconcileNotRun =
       args.reconcileJobName === undefined
         ? undefined
-        : new gcp.monitoring.AlertPolicy(
+        : oneConditionPolicy(
             `${name}-reconcile-not-run`,
+            common,
             {
-              ...common,
               displayName: `${args.prefix}: the daily reconcile stopped running`,
-              conditions: [
-                {
-                  displayName: `No reconcile execution in ${DAILY_RUN_WINDOW}`,
-                  // PromQL, not an absence condition: an absence lasts at most 23.5 hours (Cloud
-                  // Monitoring, "Create metric-absence alerting policies"), shorter than a day between
-                  // two daily runs, so it would fire every day. The series is built-in
-                  // (run.googleapis.com/job/completed_execution_count); its creation on a job that
-                  // never ran is what only a real project can confirm (docs/deploy.md).
-                  ...promql(
-                    pulumi
-                      .output(args.reconcileJobName)
-                      .apply((job) =>
-                        notRunQuery(
-                          `${promqlMetricName('run.googleapis.com/job/completed_execution_count')}{monitored_resource="cloud_run_job",job_name="${job}"}`,
-                          DAILY_RUN_WINDOW,
-                        ),
+              condition: {
+                displayName: `No reconcile execution in ${DAILY_RUN_WINDOW}`,
+                // PromQL, not an absence condition: an absence lasts at most 23.5 hours (Cloud
+                // Monitoring, "Create metric-absence alerting policies"), shorter than a day between
+                // two daily runs, so it would fire every day. The series is built-in
+                // (run.googleapis.com/job/completed_execution_count); its creation on a job that
+                // never ran is what only a real project can confirm (docs/deploy.md).
+                ...promql(
+                  pulumi
+                    .output(args.reconcileJobName)
+                    .apply((job) =>
+                      notRunQuery(
+                        `${promqlMetricName('run.googleapis.com/job/completed_execution_count')}{monitored_resource="cloud_run_job",job_name="${job}"}`,
+                        DAILY_RUN_WINDOW,
                       ),
-                    '0s',
-                  ),
-                },
-              ],
-              documentation: markdown(
+                    ),
+                  '0s',
+                ),
+              },
+              documentation:
                 'No execution of the reconcile job completed for more than a day: its Cloud Scheduler trigger is ' +
-                  'paused or failing (its account lost run.invoker), or the job cannot start. Documents without a ' +
-                  'row go unseen until it runs again.',
-              ),
+                'paused or failing (its account lost run.invoker), or the job cannot start. Documents without a ' +
+                'row go unseen until it runs again.',
             },
             this.child,
           );

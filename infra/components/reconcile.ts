@@ -3,7 +3,7 @@ import * as pulumi from '@pulumi/pulumi';
 import * as time from '@pulumiverse/time';
 import { RECONCILE_EXIT } from '../../worker/src/reconcile/reconcile';
 import { RECONCILE_SCHEDULE } from '../fixed';
-import { alertPolicyBasics, COUNTER, markdown } from './alerts';
+import { alertPolicyBasics, COUNTER, oneConditionPolicy } from './alerts';
 import { DoclineComponent, type ProjectArgs } from './component';
 import { LOG_METRIC_SETTLE_DURATION } from './lifecycle';
 
@@ -225,32 +225,30 @@ export class Reconcile extends DoclineComponent {
       alert: { displayName: string; condition: string; filter: pulumi.Input<string>; content: string },
       childOptions: pulumi.CustomResourceOptions,
     ) =>
-      new gcp.monitoring.AlertPolicy(
+      oneConditionPolicy(
         `${name}-${suffix}`,
+        alertPolicyBasics(args.project, args.accountIdPrefix, args.notificationChannels ?? []),
         {
-          ...alertPolicyBasics(args.project, args.accountIdPrefix, args.notificationChannels ?? []),
           displayName: alert.displayName,
-          conditions: [
-            {
-              displayName: alert.condition,
-              conditionThreshold: {
-                filter: alert.filter,
-                comparison: 'COMPARISON_GT',
-                thresholdValue: 0,
-                duration: '0s',
-                aggregations: [
-                  {
-                    alignmentPeriod: '600s',
-                    perSeriesAligner: 'ALIGN_DELTA',
-                    crossSeriesReducer: 'REDUCE_SUM',
-                  },
-                ],
-                evaluationMissingData: 'EVALUATION_MISSING_DATA_INACTIVE',
-              },
+          condition: {
+            displayName: alert.condition,
+            conditionThreshold: {
+              filter: alert.filter,
+              comparison: 'COMPARISON_GT',
+              thresholdValue: 0,
+              duration: '0s',
+              aggregations: [
+                {
+                  alignmentPeriod: '600s',
+                  perSeriesAligner: 'ALIGN_DELTA',
+                  crossSeriesReducer: 'REDUCE_SUM',
+                },
+              ],
+              evaluationMissingData: 'EVALUATION_MISSING_DATA_INACTIVE',
             },
-          ],
+          },
           alertStrategy: { autoClose: '86400s' },
-          documentation: markdown(alert.content),
+          documentation: alert.content,
         },
         childOptions,
       );

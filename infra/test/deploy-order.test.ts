@@ -5,8 +5,6 @@
  * No real deploy can run here, so this is how the orders of docs/deploy.md are proven, on both stack files.
  */
 
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { promqlMetricName } from '../components/dashboard';
 import { REQUIRED_APIS } from '../components/foundation';
 import { TABLE_ID } from '../components/warehouse';
@@ -20,6 +18,7 @@ import {
   T,
   waitsFor,
 } from './harness';
+import { docTable } from './support/doc-table';
 
 /** The cases below, by name: each row of the order table in docs/deploy.md names those that prove it. */
 const CASE = {
@@ -55,13 +54,7 @@ const DOCUMENTED_ORDERS: Record<string, ReadonlyArray<(typeof CASE)[keyof typeof
 
 describe('the order table of docs/deploy.md', () => {
   it('has one row for each order proven below, and no other', () => {
-    const doc = readFileSync(join(__dirname, '..', '..', 'docs', 'deploy.md'), 'utf8');
-    const section = doc.split('<!-- deploy-order:start -->')[1]?.split('<!-- deploy-order:end -->')[0] ?? '';
-    const afterCells = section
-      .split('\n')
-      .filter((line) => line.startsWith('|') && !line.startsWith('|---'))
-      .slice(1)
-      .map((line) => (line.split('|')[2] ?? '').trim());
+    const afterCells = docTable('deploy.md', 'deploy-order').map((cells) => cells[2]);
     expect(afterCells).toEqual(Object.keys(DOCUMENTED_ORDERS));
     expect(new Set(Object.values(DOCUMENTED_ORDERS).flat())).toEqual(new Set(Object.values(CASE)));
   });

@@ -82,65 +82,35 @@ describe('data-bearing resources', () => {
   });
 });
 
-describe('the notification across a rename of its component', () => {
-  const project = 'docline-dev-example';
-  /** The Delivery component alone, under another name, as a refactor would leave it. */
-  const renamed = (stableName: string | undefined) => async () => {
-    new Delivery('docline-dev-pipeline', {
-      project,
-      region: 'europe-west1',
-      keepData: false,
-      topic: `projects/${project}/topics/uploads`,
-      bucketName: 'bucket',
-      notificationNeeds: [],
-      pushNeeds: [],
-      pushEndpoint: 'https://worker/push',
-      audience: 'https://docline-dev.docline.invalid/push',
-      pushServiceAccountEmail: `push@${project}.iam.gserviceaccount.com`,
-      pushServiceAccountName: `projects/${project}/serviceAccounts/push@${project}.iam.gserviceaccount.com`,
-      ...(stableName === undefined ? {} : { stableName }),
-      settings: {
-        ackDeadlineSeconds: 510,
-        minRetryBackoffSeconds: 10,
-        maxRetryBackoffSeconds: 600,
-        maxDeliveryAttempts: 10,
-        messageRetentionSeconds: 604800,
-        deadLetterRetentionSeconds: 604800,
-      },
-    });
-    return {};
-  };
-
-  it('keeps its URN: the renamed notification aliases the one the stack deployed', async () => {
-    const deployed = one(await runProgram(stackConfig('dev')), T.notification);
-    const after = one(
-      await runProgram(stackConfig('dev'), { program: renamed('docline-dev-delivery') }),
-      T.notification,
-    );
-
-    expect(after.urn).not.toBe(deployed.urn);
-    expect(after.options.aliases).toEqual([deployed.urn]);
-    // Still replaced delete-first if a field changes.
-    expect(after.options.deleteBeforeReplace).toBe(true);
-  });
-
-  it('would be a new resource without the alias (what the alias prevents)', async () => {
-    const deployed = one(await runProgram(stackConfig('dev')), T.notification);
-    const after = one(await runProgram(stackConfig('dev'), { program: renamed(undefined) }), T.notification);
-
-    expect(after.options.aliases).toEqual([]);
-    expect(after.urn).not.toBe(deployed.urn);
-  });
-
-  it('needs no alias while the component keeps its name', async () => {
-    expect(one(await runProgram(stackConfig('dev')), T.notification).options.aliases).toEqual([]);
-  });
-});
-
-describe('the data-bearing resources across a rename of their component (or of the prefix)', () => {
+describe('the data-bearing resources and the notification across a rename of their component (or of the prefix)', () => {
   const project = 'docline-dev-example';
   /** One component alone under another name, as a refactor would leave it, with or without its stable name. */
   const programs: Record<string, (stable: boolean) => () => Promise<Record<string, unknown>>> = {
+    notification: (stable) => async () => {
+      new Delivery('docline-dev-pipeline', {
+        project,
+        region: 'europe-west1',
+        keepData: false,
+        topic: `projects/${project}/topics/uploads`,
+        bucketName: 'bucket',
+        notificationNeeds: [],
+        pushNeeds: [],
+        pushEndpoint: 'https://worker/push',
+        audience: 'https://docline-dev.docline.invalid/push',
+        pushServiceAccountEmail: `push@${project}.iam.gserviceaccount.com`,
+        pushServiceAccountName: `projects/${project}/serviceAccounts/push@${project}.iam.gserviceaccount.com`,
+        ...(stable ? { stableName: firstComponentNames('dev').delivery } : {}),
+        settings: {
+          ackDeadlineSeconds: 510,
+          minRetryBackoffSeconds: 10,
+          maxRetryBackoffSeconds: 600,
+          maxDeliveryAttempts: 10,
+          messageRetentionSeconds: 604800,
+          deadLetterRetentionSeconds: 604800,
+        },
+      });
+      return {};
+    },
     'documents bucket': (stable) => async () => {
       new DocumentBucket('dl-dev-uploads', {
         project,
@@ -181,7 +151,8 @@ describe('the data-bearing resources across a rename of their component (or of t
         (r.type === T.bucket && !r.name.includes('memo')) ||
         r.type === T.dataset ||
         (r.type === T.table && r.inputs.view === undefined) ||
-        r.type === T.logBucket,
+        r.type === T.logBucket ||
+        r.type === T.notification,
     );
 
   it.each(Object.keys(programs))(
@@ -189,14 +160,20 @@ describe('the data-bearing resources across a rename of their component (or of t
     async (part) => {
       // A resource is its type and its name's last part (the table and the corrections table share a type).
       const id = (r: { type: string; name: string }) => `${r.type} ${r.name.split('-').pop()}`;
-      const deployed = new Map(kept(await runProgram(stackConfig('dev'))).map((r) => [id(r), r.urn]));
+      const deployed = new Map(kept(await runProgram(stackConfig('dev'))).map((r) => [id(r), r]));
       const after = kept(await runProgram(stackConfig('dev'), { program: programs[part]!(true) }));
       expect(after.length).toBeGreaterThan(0);
       for (const r of after) {
-        expect(deployed.get(id(r))).toBeDefined();
-        expect(r.urn).not.toBe(deployed.get(id(r)));
+        const before = deployed.get(id(r));
+        expect(before).toBeDefined();
+        expect(r.urn).not.toBe(before?.urn);
         // The engine resolves the alias to the deployed resource: no new bucket, no forceDestroy of the old.
-        expect([r.name, r.options.aliases]).toEqual([r.name, [deployed.get(id(r))]]);
+        expect([r.name, r.options.aliases]).toEqual([r.name, [before?.urn]]);
+        // Still replaced as before (the notification delete-first) if a field changes.
+        expect([r.name, r.options.deleteBeforeReplace]).toEqual([
+          r.name,
+          before?.options.deleteBeforeReplace,
+        ]);
       }
     },
   );

@@ -25,6 +25,7 @@ import {
   T,
   waitsFor,
 } from './harness';
+import { docTable } from './support/doc-table';
 
 const REPO_ROOT = join(__dirname, '..', '..');
 
@@ -67,13 +68,7 @@ const DOCUMENTED: Record<string, readonly Case[]> = {
 };
 
 describe('the lifecycle table of docs/deploy.md', () => {
-  const doc = readFileSync(join(REPO_ROOT, 'docs', 'deploy.md'), 'utf8');
-  const section = doc.split('<!-- lifecycle:start -->')[1]?.split('<!-- lifecycle:end -->')[0] ?? '';
-  const rows = section
-    .split('\n')
-    .filter((line) => line.startsWith('|') && !line.startsWith('|---'))
-    .slice(1)
-    .map((line) => line.split('|').map((cell) => cell.trim()));
+  const rows = docTable('deploy.md', 'lifecycle');
 
   it('has one row per phase proven below, each naming the cases that prove it, and no other', () => {
     expect(rows.map((cells) => cells[1])).toEqual(Object.keys(DOCUMENTED));

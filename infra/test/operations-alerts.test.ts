@@ -2,8 +2,6 @@
  * The alerts on the golden signals and the budget, as the stack declares them, and docs/operations.md's
  * table of what every alert means and what to do, kept to the alerts the stack creates.
  */
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { RATE_LIMITED } from '../../worker/src/core/errors';
 import { STACK_LABEL } from '../components/alerts';
 import {
@@ -25,6 +23,7 @@ import {
   stackConfig,
   T,
 } from './harness';
+import { docTable } from './support/doc-table';
 
 const BUDGET = {
   'docline:budgetBillingAccount': '012345-6789AB-CDEF01',
@@ -188,20 +187,14 @@ describe('the operations alerts elsewhere', () => {
 describe('docs/operations.md, what each alert means', () => {
   it('has one row per alert policy the stack can create, and no other', async () => {
     const run = await runProgram(stackConfig('prod', BUDGET), { stack: 'prod' });
-    const doc = readFileSync(join(__dirname, '..', '..', 'docs', 'operations.md'), 'utf8');
-    const section = doc.split('<!-- alerts:start -->')[1]?.split('<!-- alerts:end -->')[0] ?? '';
-    const rows = section
-      .split('\n')
-      .filter((l) => l.startsWith('| `'))
-      .map((l) => l.split('|')[1]!.trim().replaceAll('`', ''));
+    const rows = docTable('operations.md', 'alerts');
     const declared = [
       ...ofType(run, T.alert).map((a) => a.name.replace('docline-prod-', '')),
       ...ofType(run, T.budget).map((b) => b.name.replace('docline-prod-', '')),
     ];
-    expect([...rows].sort()).toEqual([...declared].sort());
-    for (const line of section.split('\n').filter((l) => l.startsWith('| `'))) {
-      const [, , means, todo] = line.split('|').map((c) => c.trim());
-      expect([line, means!.length > 20, todo!.length > 20]).toEqual([line, true, true]);
+    expect(rows.map((cells) => cells[1]!.replaceAll('`', '')).sort()).toEqual([...declared].sort());
+    for (const [, alert, means, todo] of rows) {
+      expect([alert, means!.length > 20, todo!.length > 20]).toEqual([alert, true, true]);
     }
   });
 });

@@ -1,5 +1,5 @@
 /**
- * The parts issues 13, 14 and 15 added to the stack, under mocks: the image the stack builds, the
+ * Parts of the stack under mocks: the image the stack builds, the
  * repository's cleanup, the buckets' soft delete and the memo bucket, the reconcile job and its
  * IAM in each mode, and the dashboard.
  */

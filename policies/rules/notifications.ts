@@ -6,7 +6,7 @@
 import type * as gcp from '@pulumi/gcp';
 import type { PolicyResource, ResourceValidationPolicy, StackValidationPolicy } from '@pulumi/policy';
 import { NOTIFICATION_PAYLOAD_FORMAT, NOTIFIED_EVENT_TYPE } from '../../worker/src/contract/storage';
-import { configOf, describe, ofTypes, peek, propertySources, propsOf } from './support';
+import { configOf, describe, knownString, ofTypes, peek, propertySources, propsOf } from './support';
 import { TYPES } from './types';
 
 /** Event types a notification delivers when `eventTypes` is left out: all of them. */
@@ -37,6 +37,26 @@ function overlap(a: EventTypes, b: EventTypes): string | undefined {
 }
 
 /**
+ * The bucket a notification is on: the bucket resource its `bucket` comes from, else the stack's
+ * bucket of the known name it gives (none: a bucket outside the stack); undefined when neither is known.
+ */
+function bucketOf(
+  notification: PolicyResource,
+  resources: readonly PolicyResource[],
+): { bucket?: PolicyResource; name?: string; label: string } | undefined {
+  const sources = propertySources(notification, 'bucket', [TYPES.bucket]);
+  if (sources.length === 1 && sources[0]) {
+    return { bucket: sources[0], label: `bucket resource '${sources[0].name}'` };
+  }
+  const name = knownString(() => propsOf<gcp.storage.NotificationState>(notification).bucket);
+  if (name === undefined) return undefined;
+  const bucket = ofTypes(resources, [TYPES.bucket]).findLast(
+    (b) => knownString(() => propsOf<gcp.storage.BucketState>(b).name) === name,
+  );
+  return { bucket, name, label: `bucket '${name}'` };
+}
+
+/**
  * One notification per bucket, or every upload is published twice, each copy with its own
  * messageId. Groups notifications by the bucket *resource* their `bucket` property comes from (its URN),
  * not by the bucket's name: on a first preview an auto-named bucket's name is unknown, and a rule
@@ -49,45 +69,27 @@ export const oneNotificationPerBucket: StackValidationPolicy = {
     'At most one Cloud Storage notification per bucket for overlapping event types: each one publishes its own message, so a second one doubles every row and every paid analysis.',
   enforcementLevel: 'mandatory',
   validateStack: (args, reportViolation) => {
-    const buckets = ofTypes(args.resources, [TYPES.bucket]);
-    // A bucket resource whose name is known can be matched by notifications that name it literally.
-    const bucketUrnByName = new Map<string, string>();
-    for (const bucket of buckets) {
-      const name = peek(() => propsOf<gcp.storage.BucketState>(bucket).name);
-      if (name.known && typeof name.value === 'string') bucketUrnByName.set(name.value, bucket.urn);
-    }
-    const groups = new Map<string, Array<{ urn: string; name: string; type: string; events: EventTypes }>>();
+    const groups = new Map<string, Array<{ name: string; events: EventTypes }>>();
     for (const notification of ofTypes(args.resources, [TYPES.notification])) {
-      const sources = propertySources(notification, 'bucket', [TYPES.bucket]);
-      let key: string | undefined;
-      let bucketLabel: string | undefined;
-      if (sources.length === 1 && sources[0]) {
-        key = sources[0].urn;
-        bucketLabel = `bucket resource '${sources[0].name}'`;
-      } else {
-        const name = peek(() => propsOf<gcp.storage.NotificationState>(notification).bucket);
-        if (name.known && typeof name.value === 'string') {
-          key = bucketUrnByName.get(name.value) ?? `name:${name.value}`;
-          bucketLabel = `bucket '${name.value}'`;
-        }
-      }
-      if (key === undefined || bucketLabel === undefined) {
+      const on = bucketOf(notification, args.resources);
+      if (on === undefined) {
         reportViolation(
           `Cannot tell which bucket notification ${describe(notification)} belongs to: its bucket is unknown until the update runs and it depends on no bucket resource of this stack, so a duplicate could not be ruled out. Pass the bucket resource's name output (bucket.name) as \`bucket\`, or a literal bucket name.`,
           notification.urn,
         );
         continue;
       }
+      const key = on.bucket?.urn ?? `name:${on.name}`;
       const group = groups.get(key) ?? [];
       const events = eventTypesOf(notification);
       const earlier = group.find((g) => overlap(g.events, events) !== undefined);
       if (earlier) {
         reportViolation(
-          `Notifications '${earlier.name}' and '${notification.name}' both deliver ${overlap(earlier.events, events)} from ${bucketLabel}: every upload would be published twice, with two messageIds, and be analysed and billed twice. Keep a single notification per bucket: remove '${notification.name}' (or give the two disjoint event types).`,
+          `Notifications '${earlier.name}' and '${notification.name}' both deliver ${overlap(earlier.events, events)} from ${on.label}: every upload would be published twice, with two messageIds, and be analysed and billed twice. Keep a single notification per bucket: remove '${notification.name}' (or give the two disjoint event types).`,
           notification.urn,
         );
       }
-      group.push({ urn: notification.urn, name: notification.name, type: notification.type, events });
+      group.push({ name: notification.name, events });
       groups.set(key, group);
     }
   },
@@ -180,22 +182,10 @@ export const onlyDocumentsBucketNotifies: StackValidationPolicy = {
   configSchema: documentsBucketSchema,
   validateStack: (args, reportViolation) => {
     const { roleLabel, documentsRole } = configOf(documentsBucketSchema, args);
-    const buckets = ofTypes(args.resources, [TYPES.bucket]);
-    const byName = new Map<string, PolicyResource>();
-    for (const bucket of buckets) {
-      const name = peek(() => propsOf<gcp.storage.BucketState>(bucket).name);
-      if (name.known && typeof name.value === 'string') byName.set(name.value, bucket);
-    }
     for (const notification of ofTypes(args.resources, [TYPES.notification])) {
-      const sources = propertySources(notification, 'bucket', [TYPES.bucket]);
-      let bucket: PolicyResource | undefined = sources.length === 1 ? sources[0] : undefined;
-      let label = bucket ? `bucket resource '${bucket.name}'` : undefined;
-      if (!bucket) {
-        const name = peek(() => propsOf<gcp.storage.NotificationState>(notification).bucket);
-        if (!name.known || typeof name.value !== 'string') continue;
-        bucket = byName.get(name.value);
-        label = `bucket '${name.value}'`;
-      }
+      const on = bucketOf(notification, args.resources);
+      if (on === undefined) continue;
+      const bucket = on.bucket;
       const role = bucket
         ? peek(() => propsOf<gcp.storage.BucketState>(bucket).labels?.[roleLabel])
         : undefined;
@@ -206,7 +196,7 @@ export const onlyDocumentsBucketNotifies: StackValidationPolicy = {
           ? `labelled ${roleLabel}: ${String(role.value ?? 'nothing')}`
           : `whose ${roleLabel} label is unknown until the update runs`;
       reportViolation(
-        `Notification ${describe(notification)} is on ${label}, ${what}. Only the documents bucket (labelled ${roleLabel}: ${documentsRole}) may feed the pipeline: remove this notification, or put it on the documents bucket.`,
+        `Notification ${describe(notification)} is on ${on.label}, ${what}. Only the documents bucket (labelled ${roleLabel}: ${documentsRole}) may feed the pipeline: remove this notification, or put it on the documents bucket.`,
         notification.urn,
       );
     }

@@ -1,21 +1,13 @@
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
+import { docTable } from '../../infra/test/support/doc-table';
 import { policies } from '../rules';
 
 /** The rows between the policy-pack markers of docs/deploy.md: name, level, and what it stops. */
 function listedPolicies(): Array<{ name: string; level: string; stops: string }> {
-  const doc = readFileSync(path.join(__dirname, '../../docs/deploy.md'), 'utf8');
-  const section = doc.split('<!-- policy-pack:start -->')[1]?.split('<!-- policy-pack:end -->')[0] ?? '';
-  return section
-    .split('\n')
-    .filter((line) => line.startsWith('| `'))
-    .map((line) => {
-      const [name, level, stops] = line
-        .split('|')
-        .slice(1, 4)
-        .map((cell) => cell.trim());
-      return { name: name!.replaceAll('`', ''), level: level!, stops: stops! };
-    });
+  return docTable('deploy.md', 'policy-pack').map(([, name, level, stops]) => ({
+    name: name!.replaceAll('`', ''),
+    level: level!,
+    stops: stops!,
+  }));
 }
 
 describe('the policy table of docs/deploy.md', () => {

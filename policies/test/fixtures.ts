@@ -4,22 +4,19 @@
  * dependencies are not). Tests apply one mutation to it and expect exactly one violation.
  */
 import { bigQuerySchema, CLUSTER_COLUMNS, PARTITION_COLUMN } from '../../worker/src/contract/row';
+import { TYPES } from '../rules/types';
 import { type StackResource, UNKNOWN, urnOf } from './harness';
 
 export type Mode = 'update' | 'preview';
 
+/** The pack's own type tokens (checked against @pulumi/gcp), and the two accounts' it does not need. */
 const T = {
-  bucket: 'gcp:storage/bucket:Bucket',
-  notification: 'gcp:storage/notification:Notification',
-  topic: 'gcp:pubsub/topic:Topic',
-  subscription: 'gcp:pubsub/subscription:Subscription',
+  ...TYPES,
+  service: TYPES.runService,
+  runIam: TYPES.runServiceIamMember,
+  projectIam: TYPES.projectIamMember,
   account: 'gcp:serviceaccount/account:Account',
   accountIam: 'gcp:serviceaccount/iAMMember:IAMMember',
-  projectIam: 'gcp:projects/iAMMember:IAMMember',
-  dataset: 'gcp:bigquery/dataset:Dataset',
-  table: 'gcp:bigquery/table:Table',
-  service: 'gcp:cloudrunv2/service:Service',
-  runIam: 'gcp:cloudrunv2/serviceIamMember:ServiceIamMember',
 } as const;
 
 export { T as FIXTURE_TYPES };
