@@ -321,11 +321,14 @@ export function slotDraw(slot: number, seed: number): number {
  * Dynamic Shared Quota: an average share of `requestsPerMinute` (a sliding 60 s window, an
  * assumption: DSQ publishes no figure), plus busy bursts of the shared capacity during which a
  * share of calls is refused whatever this project's own rate. Bursts start at random (mean one
- * every `meanGapMs`), last 10–120 s, and their intensity (the refused share) follows a slow
+ * every {@link BURST_MEAN_GAP_MS}), last 10–120 s, and their intensity (the refused share) follows a slow
  * daily-like swell times a random draw: it varies over time. Inside a burst, a call is refused when
  * a deterministic draw for its 250 ms slot falls under the intensity (so the oracle can know it; a
  * real client cannot).
  */
+/** The mean gap between two busy bursts of the shared capacity (an assumption: DSQ publishes none). */
+const BURST_MEAN_GAP_MS = 5 * 60_000;
+
 export class SharedCapacity implements QuotaModel {
   readonly kind = 'shared';
   readonly bursts: Burst[] = [];
@@ -334,19 +337,18 @@ export class SharedCapacity implements QuotaModel {
 
   constructor(
     private readonly time: SimClock,
-    options: { requestsPerMinute: number; seed: number; horizonMs: number; meanGapMs?: number },
+    options: { requestsPerMinute: number; seed: number; horizonMs: number },
   ) {
     this.share = new WeightedWindow(options.requestsPerMinute, 60_000);
     this.slotSeed = options.seed;
     const random = seededRandom(options.seed);
-    const meanGapMs = options.meanGapMs ?? 5 * 60_000;
     // Bursts over the whole horizon, drawn up front: exponential gaps, 10–120 s long.
-    for (let t = -Math.log(1 - random()) * meanGapMs; t < options.horizonMs; ) {
+    for (let t = -Math.log(1 - random()) * BURST_MEAN_GAP_MS; t < options.horizonMs; ) {
       const forMs = 10_000 + random() * 110_000;
       // A slow swell over 6 h (0.3–1.0) times a random draw: the intensity varies over time.
       const swell = 0.65 + 0.35 * Math.sin((2 * Math.PI * t) / (6 * 3_600_000));
       this.bursts.push({ atMs: t, forMs, intensity: Math.min(0.95, swell * (0.3 + 0.7 * random())) });
-      t += forMs + -Math.log(1 - random()) * meanGapMs;
+      t += forMs + -Math.log(1 - random()) * BURST_MEAN_GAP_MS;
     }
   }
 

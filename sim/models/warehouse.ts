@@ -12,7 +12,7 @@ import {
 import { COST_DEFAULTS, LIMITS } from '../../worker/src/contract/cost-model';
 import { keyDay, type Row } from '../../worker/src/contract/row';
 import { BIGQUERY_DML_LIMITS, MIN_STATEMENT_MS } from '../../worker/src/contract/settings';
-import { type Deadline, DeadlineError } from '../../worker/src/core/deadline';
+import { type Deadline, notStarted } from '../../worker/src/core/deadline';
 import * as errors from '../../worker/src/core/errors';
 import type { BatchStore } from '../../worker/src/core/ports';
 import type { FaultLog, FaultSchedule } from '../faults/schedule';
@@ -345,13 +345,7 @@ export class Warehouse {
     const operation = rows ? 'record' : 'seen';
     // As BigQueryStore: a statement the delivery has too little time left for is not sent.
     const leftMs = deadline?.remainingMs() ?? Number.POSITIVE_INFINITY;
-    if (leftMs < MIN_STATEMENT_MS)
-      return Promise.reject(
-        new DeadlineError(
-          `BigQuery ${operation}`,
-          `not started: the delivery has ${Math.max(0, Math.floor(leftMs))} ms left, too little for a statement`,
-        ),
-      );
+    if (leftMs < MIN_STATEMENT_MS) return Promise.reject(notStarted(`BigQuery ${operation}`, leftMs));
     const since = this.options.published ? lookupSinceDay(this.time.clock.now()) : undefined;
     const job = this.execute(instance, alive, keys, rows, statementTimeoutMs(deadline), since);
     const mapped = job.done.catch((error: unknown) => {
