@@ -895,3 +895,18 @@ export async function staticTokenAuth(
   client.setCredentials({ access_token: token, expiry_date: Date.now() + 60 * 60 * 1000 });
   return new GoogleAuth({ authClient: client });
 }
+
+/** A real @google-cloud/bigquery client for a local server at `url`: a static token, no retries of its own. */
+export async function localBigQuery(
+  url: string,
+  projectId: string,
+): Promise<import('@google-cloud/bigquery').BigQuery> {
+  const { BigQuery } = await import('@google-cloud/bigquery');
+  // The client's own google-auth-library types differ from the top-level one's; the object is the same kind.
+  return new BigQuery({
+    projectId,
+    apiEndpoint: url,
+    authClient: (await staticTokenAuth()) as never,
+    autoRetry: false,
+  });
+}

@@ -4,12 +4,12 @@
  * worker's statements pass on a month-old table, a MERGE without its key-day filter fails, a young
  * table is said to be too young to tell, and what is dry-run is what the store sends.
  */
-import { BigQuery } from '@google-cloud/bigquery';
+import type { BigQuery } from '@google-cloud/bigquery';
 import {
   type BigQueryServer,
+  localBigQuery,
   type StoredRow,
   startBigQueryServer,
-  staticTokenAuth,
   storedRow,
 } from '../../sim/bigquery-rest';
 import { BigQueryStore, lookupSinceDay } from '../../worker/src/adapters/stores/bigquery-store';
@@ -45,12 +45,7 @@ async function tableOf(days: number): Promise<{ fake: BigQueryServer; bigquery: 
         ...storedRow(testRow({ dedup_key: `gs://b/${dayOf(d)}/invoice-${i}.pdf#1` })),
         key_day: dayOf(d),
       });
-  const bigquery = new BigQuery({
-    projectId: fake.projectId,
-    apiEndpoint: fake.url,
-    authClient: (await staticTokenAuth()) as never,
-    autoRetry: false,
-  });
+  const bigquery = await localBigQuery(fake.url, fake.projectId);
   return { fake, bigquery };
 }
 

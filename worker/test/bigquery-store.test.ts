@@ -1,10 +1,10 @@
-import { BigQuery } from '@google-cloud/bigquery';
+import type { BigQuery } from '@google-cloud/bigquery';
 import {
   type BigQueryFailure,
   type BigQueryServer,
+  localBigQuery,
   type StoredRow,
   startBigQueryServer,
-  staticTokenAuth,
 } from '../../sim/bigquery-rest';
 import {
   BigQueryStore,
@@ -64,15 +64,7 @@ function fromStored(stored: StoredRow): Row {
   return row as unknown as Row;
 }
 
-async function client(fake: BigQueryServer): Promise<BigQuery> {
-  return new BigQuery({
-    projectId: fake.projectId,
-    apiEndpoint: fake.url,
-    // The client's own google-auth-library types differ from the top-level one's; the object is the same kind.
-    authClient: (await staticTokenAuth()) as never,
-    autoRetry: false,
-  });
-}
+const client = (fake: BigQueryServer): Promise<BigQuery> => localBigQuery(fake.url, fake.projectId);
 
 async function storeOn(
   fake: BigQueryServer,

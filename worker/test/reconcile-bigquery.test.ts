@@ -1,10 +1,5 @@
-import { BigQuery } from '@google-cloud/bigquery';
-import {
-  type BigQueryServer,
-  startBigQueryServer,
-  staticTokenAuth,
-  storedRow,
-} from '../../sim/bigquery-rest';
+import type { BigQuery } from '@google-cloud/bigquery';
+import { type BigQueryServer, localBigQuery, startBigQueryServer, storedRow } from '../../sim/bigquery-rest';
 import { BigQueryLineIndex, reconcileSql } from '../src/reconcile/cloud-sources';
 import { RECONCILE_EXIT } from '../src/reconcile/reconcile';
 import { runReconcile } from '../src/reconcile/run';
@@ -47,12 +42,7 @@ describe('the reconcile query on BigQuery', () => {
 
   beforeEach(async () => {
     fake = await startBigQueryServer();
-    bigquery = new BigQuery({
-      projectId: fake.projectId,
-      apiEndpoint: fake.url,
-      authClient: (await staticTokenAuth()) as never,
-      autoRetry: false,
-    });
+    bigquery = await localBigQuery(fake.url, fake.projectId);
   });
   afterEach(() => fake.stop());
 

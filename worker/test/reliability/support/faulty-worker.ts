@@ -50,17 +50,11 @@ async function main(): Promise<void> {
   let inner: BatchStore;
   if (env.FAULT_BIGQUERY_URL) {
     if (config.store.kind !== 'bigquery') throw new Error('FAULT_BIGQUERY_URL needs BIGQUERY_TABLE');
-    const { BigQuery } = await import('@google-cloud/bigquery');
     const { BigQueryStore } = await import('../../../src/adapters/stores/bigquery-store.js');
-    const { staticTokenAuth } = await import('../../../../sim/bigquery-rest.js');
+    const { localBigQuery } = await import('../../../../sim/bigquery-rest.js');
     const [project] = config.store.table.split('.');
     inner = new BigQueryStore({
-      bigquery: new BigQuery({
-        projectId: project,
-        apiEndpoint: env.FAULT_BIGQUERY_URL,
-        authClient: (await staticTokenAuth()) as never,
-        autoRetry: false,
-      }),
+      bigquery: await localBigQuery(env.FAULT_BIGQUERY_URL, project!),
       table: config.store.table,
       location: config.store.location,
       logger,
