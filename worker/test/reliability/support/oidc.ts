@@ -53,11 +53,6 @@ export function pushClaims(
   };
 }
 
-/** An unsigned token (`alg: none`), which no verifier may accept. */
-export function unsignedToken(claims: Record<string, unknown>): string {
-  return `${b64url({ alg: 'none', typ: 'JWT' })}.${b64url(claims)}.`;
-}
-
 /** The refused-token cases shared by the unit test and the process-level test. */
 export function refusedTokens(
   trusted: TestSigner,
@@ -66,6 +61,11 @@ export function refusedTokens(
   nowSeconds: number,
 ): Array<{ case: string; authorization: string | undefined; http: 401 | 403 }> {
   const valid = (o: Record<string, unknown> = {}) => trusted.sign(pushClaims(nowSeconds, o));
+  const forbidden = (name: string, token: string) => ({
+    case: name,
+    authorization: `Bearer ${token}`,
+    http: 403 as const,
+  });
   return [
     { case: 'no Authorization header', authorization: undefined, http: 401 },
     {
@@ -74,54 +74,24 @@ export function refusedTokens(
       http: 401,
     },
     { case: 'empty Bearer token', authorization: 'Bearer ', http: 401 },
-    { case: 'not a JWT', authorization: 'Bearer not-a-jwt-at-all', http: 403 },
-    {
-      case: 'wrong audience',
-      authorization: `Bearer ${valid({ aud: 'https://evil.example/push' })}`,
-      http: 403,
-    },
-    { case: 'wrong issuer', authorization: `Bearer ${valid({ iss: 'https://evil.example' })}`, http: 403 },
-    {
-      case: 'signed by an unknown key',
-      authorization: `Bearer ${stranger.sign(pushClaims(nowSeconds))}`,
-      http: 403,
-    },
-    {
-      case: 'forged signature under the trusted key id',
-      authorization: `Bearer ${impostor.sign(pushClaims(nowSeconds), { kid: trusted.kid })}`,
-      http: 403,
-    },
-    {
-      case: 'unsigned (alg none)',
-      authorization: `Bearer ${unsignedToken(pushClaims(nowSeconds))}`,
-      http: 403,
-    },
-    {
-      case: 'expired',
-      authorization: `Bearer ${valid({ iat: nowSeconds - 7200, exp: nowSeconds - 3600 })}`,
-      http: 403,
-    },
-    {
-      case: 'issued in the future',
-      authorization: `Bearer ${valid({ iat: nowSeconds + 3600, exp: nowSeconds + 7200 })}`,
-      http: 403,
-    },
-    {
-      case: 'another service account',
-      authorization: `Bearer ${valid({ email: 'intruder@acme-dev.iam.gserviceaccount.com' })}`,
-      http: 403,
-    },
-    { case: 'email not verified', authorization: `Bearer ${valid({ email_verified: false })}`, http: 403 },
-    {
-      case: 'email_verified missing',
-      authorization: `Bearer ${valid({ email_verified: undefined })}`,
-      http: 403,
-    },
-    {
-      case: 'email_verified as text',
-      authorization: `Bearer ${valid({ email_verified: 'true' })}`,
-      http: 403,
-    },
-    { case: 'no email', authorization: `Bearer ${valid({ email: undefined })}`, http: 403 },
+    forbidden('not a JWT', 'not-a-jwt-at-all'),
+    forbidden('wrong audience', valid({ aud: 'https://evil.example/push' })),
+    forbidden('wrong issuer', valid({ iss: 'https://evil.example' })),
+    forbidden('signed by an unknown key', stranger.sign(pushClaims(nowSeconds))),
+    forbidden(
+      'forged signature under the trusted key id',
+      impostor.sign(pushClaims(nowSeconds), { kid: trusted.kid }),
+    ),
+    forbidden(
+      'unsigned (alg none)',
+      `${b64url({ alg: 'none', typ: 'JWT' })}.${b64url(pushClaims(nowSeconds))}.`,
+    ),
+    forbidden('expired', valid({ iat: nowSeconds - 7200, exp: nowSeconds - 3600 })),
+    forbidden('issued in the future', valid({ iat: nowSeconds + 3600, exp: nowSeconds + 7200 })),
+    forbidden('another service account', valid({ email: 'intruder@acme-dev.iam.gserviceaccount.com' })),
+    forbidden('email not verified', valid({ email_verified: false })),
+    forbidden('email_verified missing', valid({ email_verified: undefined })),
+    forbidden('email_verified as text', valid({ email_verified: 'true' })),
+    forbidden('no email', valid({ email: undefined })),
   ];
 }
