@@ -148,13 +148,17 @@ describe('hostile and bad input (worker process over HTTP, Pub/Sub emulator, loc
     publishable,
   });
   const badEnvelope = { http: 400, answer: 'bad_envelope', row: 'none' as const };
+  const tooLargeBody = { http: 413, answer: 'too_large_body', row: 'none' as const };
   const processed = (publishable?: boolean) => ({ http: 200, answer: 'ok', row: 'ok' as const, publishable });
-  /** A build storing `bytes` as `hostile/<id>.txt` once `before` (scripting the analyzer) has run. */
+  /**
+   * A build storing `bytes` as `hostile/<id>.txt` (announced as `declaredSize` bytes) once `before`
+   * (scripting the analyzer) has run.
+   */
   const storing =
-    (bytes: Buffer, before = () => {}) =>
+    (bytes: Buffer, before = () => {}, declaredSize?: number) =>
     async (id: string): Promise<Request> => {
       before();
-      return { body: await stored(id, `hostile/${id}.txt`, bytes) };
+      return { body: await stored(id, `hostile/${id}.txt`, bytes, 'text/plain', declaredSize) };
     };
   /** A case announcing an object that need not exist, `spec` over the defaults: refused for `reason`. */
   const announcing = (
@@ -217,21 +221,13 @@ describe('hostile and bad input (worker process over HTTP, Pub/Sub emulator, loc
     // Over the body limit: 413, no row.
     {
       case: 'body over the limit (data)',
-      build: async (id) => ({
-        body: edit(announced(id), (m) => setData(m, 'x'.repeat(BODY_LIMIT_BYTES))),
-      }),
-      http: 413,
-      answer: 'too_large_body',
-      row: 'none',
+      build: editing((m) => setData(m, 'x'.repeat(BODY_LIMIT_BYTES))),
+      ...tooLargeBody,
     },
     {
       case: 'huge attribute value over the limit',
-      build: async (id) => ({
-        body: edit(announced(id), (m) => Object.assign(attributes(m), { x: 'y'.repeat(BODY_LIMIT_BYTES) })),
-      }),
-      http: 413,
-      answer: 'too_large_body',
-      row: 'none',
+      build: editing((m) => Object.assign(attributes(m), { x: 'y'.repeat(BODY_LIMIT_BYTES) })),
+      ...tooLargeBody,
     },
     // A notification that can never be work: 200, a rejected row keyed by the messageId.
     {
@@ -267,11 +263,7 @@ describe('hostile and bad input (worker process over HTTP, Pub/Sub emulator, loc
     },
     {
       case: 'attributes name another generation than data',
-      build: async (id) => ({
-        body: edit(announced(id), (m) =>
-          Object.assign(attributes(m), { objectGeneration: '1764460800999999' }),
-        ),
-      }),
+      build: editing((m) => Object.assign(attributes(m), { objectGeneration: '1764460800999999' })),
       ...rejected('invalid_notification'),
     },
     {
@@ -329,23 +321,13 @@ describe('hostile and bad input (worker process over HTTP, Pub/Sub emulator, loc
     { case: 'zero bytes', build: storing(Buffer.alloc(0)), ...rejected('empty_object') },
     {
       case: 'zero bytes declared as 120',
-      build: async (id) => ({
-        body: await stored(id, `hostile/${id}.txt`, Buffer.alloc(0), 'text/plain', 120),
-      }),
+      build: storing(Buffer.alloc(0), () => {}, 120),
       ...rejected('empty_object'),
     },
     announcing('declared size over the limit', { size: MAX_OBJECT_BYTES + 1 }, 'too_large'),
     {
       case: 'actual size over the limit (declared small)',
-      build: async (id) => ({
-        body: await stored(
-          id,
-          `hostile/${id}.txt`,
-          Buffer.alloc(MAX_OBJECT_BYTES + 10, 'a'),
-          'text/plain',
-          100,
-        ),
-      }),
+      build: storing(Buffer.alloc(MAX_OBJECT_BYTES + 10, 'a'), () => {}, 100),
       ...rejected('too_large'),
     },
     {
