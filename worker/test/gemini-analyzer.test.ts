@@ -73,6 +73,19 @@ describe('GeminiAnalyzer', () => {
   });
   afterEach(() => fake.stop());
 
+  /** An analyzer on API key 'k' against the stand-in, `options` on top. */
+  const withKey = (options: Partial<ConstructorParameters<typeof GeminiAnalyzer>[0]> = {}) =>
+    new GeminiAnalyzer({
+      client: createGeminiClient({ apiKey: 'k', baseUrl: fake.url, httpOptions }),
+      ...options,
+    });
+  /** The first call is answered (paid) outside the schema, then the next one fails with `status`. */
+  const paidThenFails = (status: GeminiFailureStatus) =>
+    fake.respondWith(() => {
+      fake.failNext(status, 1);
+      return geminiResponse('not json at all', { usage: { prompt: 10, candidates: 5, thoughts: 1 } });
+    });
+
   describe('the request', () => {
     it('sends the document inline with its MIME type and base64 bytes, then the prompt', async () => {
       await analyzer.analyze(input);
@@ -107,13 +120,10 @@ describe('GeminiAnalyzer', () => {
       ['gemini-2.5-pro', { thinkingBudget: 0 }],
       ['gemini-9-unknown', undefined],
     ])(
-      'sends %s the thinking setting it takes, and an unknown id none (its own default)',
+      'uses the configured model, and sends %s the thinking setting it takes (an unknown id none: its own default)',
       async (model, expected) => {
-        const other = new GeminiAnalyzer({
-          client: createGeminiClient({ apiKey: 'k', baseUrl: fake.url, httpOptions }),
-          model,
-        });
-        await other.analyze(input);
+        await withKey({ model }).analyze(input);
+        expect(fake.requests[0]!.model).toBe(model);
         expect(fake.requests[0]!.body.generationConfig!.thinkingConfig).toEqual(expected);
       },
     );
@@ -121,15 +131,6 @@ describe('GeminiAnalyzer', () => {
     it('never sends the object name', async () => {
       await analyzer.analyze(input);
       expect(JSON.stringify(fake.requests[0]!.body)).not.toContain('facture-0042');
-    });
-
-    it('uses the configured model', async () => {
-      const other = new GeminiAnalyzer({
-        client: createGeminiClient({ apiKey: 'k', baseUrl: fake.url, httpOptions }),
-        model: 'gemini-2.5-pro',
-      });
-      await other.analyze(input);
-      expect(fake.requests[0]!.model).toBe('gemini-2.5-pro');
     });
   });
 
@@ -247,11 +248,8 @@ describe('GeminiAnalyzer', () => {
     });
 
     it('interleaving 5: carries the tokens of a paid first call when the second gets a 429', async () => {
-      fake.respondWith(() => {
-        // The 429 answers the second request: the first is answered (and billed) before it.
-        fake.failNext(429, 1);
-        return geminiResponse('not json at all', { usage: { prompt: 10, candidates: 5, thoughts: 1 } });
-      });
+      // The 429 answers the second request: the first is answered (and billed) before it.
+      paidThenFails(429);
       const error = await analyzer.analyze(input).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(TransientError);
       expect(error).toMatchObject({ code: 'analyzer_rate_limited' });
@@ -259,10 +257,7 @@ describe('GeminiAnalyzer', () => {
     });
 
     it('interleaving 5: after a paid first call and a 429, the next run goes on with the second call only', async () => {
-      fake.respondWith(() => {
-        fake.failNext(429, 1);
-        return geminiResponse('not json at all', { usage: { prompt: 10, candidates: 5, thoughts: 1 } });
-      });
+      paidThenFails(429);
       const error = (await analyzer.analyze(input).catch((e: unknown) => e)) as TransientError;
       expect(error.progress).toEqual({ attemptsDone: 1, problems: expect.any(String) });
       // The paid call, then the one refused with a 429.
@@ -281,10 +276,7 @@ describe('GeminiAnalyzer', () => {
     });
 
     it('interleaving 5: a 404 for the model after a paid first call is a configuration fault that carries how far the analysis got (soak I5, seed 168)', async () => {
-      fake.respondWith(() => {
-        fake.failNext(404, 1);
-        return geminiResponse('not json at all', { usage: { prompt: 10, candidates: 5, thoughts: 1 } });
-      });
+      paidThenFails(404);
       const error = (await analyzer.analyze(input).catch((e: unknown) => e)) as ConfigurationError;
       expect(error).toBeInstanceOf(ConfigurationError);
       expect(error.progress).toEqual({ attemptsDone: 1, problems: expect.any(String) });
@@ -448,10 +440,7 @@ describe('GeminiAnalyzer', () => {
     );
 
     it('gives up after its timeout when Gemini does not answer', async () => {
-      const impatient = new GeminiAnalyzer({
-        client: createGeminiClient({ apiKey: 'k', baseUrl: fake.url, httpOptions }),
-        timeoutMs: 200,
-      });
+      const impatient = withKey({ timeoutMs: 200 });
       fake.stallNext();
       const error = await impatient.analyze(input).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(TransientError);
