@@ -175,11 +175,17 @@ describe('RecentCount: successes in the last minute, in the same memory whatever
 });
 
 describe('QuotaGate', () => {
-  function setup(maxInFlight: number, maxWaitMs = 60_000, initialInFlight?: number) {
+  function setup(
+    maxInFlight: number,
+    maxWaitMs = 60_000,
+    initialInFlight?: number,
+    maxBytesInFlight?: number,
+  ) {
     const time = new ManualTime();
     const gate = new QuotaGate({
       maxInFlight,
       ...(initialInFlight ? { initialInFlight } : {}),
+      ...(maxBytesInFlight ? { maxBytesInFlight } : {}),
       maxWaitMs,
       initialPauseMs: 100,
       maxPauseMs: 1_000,
@@ -208,19 +214,7 @@ describe('QuotaGate', () => {
   });
 
   describe('with memory bounded by bytes (maxBytesInFlight)', () => {
-    const bytesGate = (initialInFlight: number) => {
-      const time = new ManualTime();
-      const gate = new QuotaGate({
-        maxInFlight: 2,
-        maxBytesInFlight: 2 * 100,
-        initialInFlight,
-        maxWaitMs: 60_000,
-        clock: time.clock,
-        timers: time,
-        random: () => 1,
-      });
-      return { gate, works: new Works() };
-    };
+    const bytesGate = (initialInFlight: number) => setup(2, 60_000, initialInFlight, 2 * 100);
 
     it('admits small documents past maxInFlight while their declared bytes fit, and holds a large one until they do', async () => {
       const { gate, works } = bytesGate(10);
