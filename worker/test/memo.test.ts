@@ -60,6 +60,11 @@ function held() {
   return { work, finish: (r: AnalysisResult) => finish(r) };
 }
 
+/** Work that fails as an unavailable analyzer does. */
+const unavailable = async (): Promise<AnalysisResult> => {
+  throw new TransientError('analyzer_unavailable', 'the analyzer answered 503');
+};
+
 /** A memo store that is down: every call fails. */
 function downMemoStore(): MemoStore {
   const unavailable = () => Promise.reject(new Error('503 Service Unavailable'));
@@ -170,7 +175,7 @@ describe('AnalysisMemo', () => {
     const { work, finish } = held();
     const first = analyse(memo, KEY, work);
     const second = analyse(memo, KEY, work);
-    await new Promise((resolve) => setImmediate(resolve));
+    await settle();
     finish(paid());
     expect((await Promise.all([first, second])).map((r) => (r === 'written' ? r : r.source)).sort()).toEqual([
       'analyzer',
@@ -181,10 +186,7 @@ describe('AnalysisMemo', () => {
 
   it('keeps nothing when the work fails, so the next delivery does the work', async () => {
     const memo = memoOn(new MemoryMemoStore());
-    const failing = jest.fn(async () => {
-      throw new TransientError('analyzer_unavailable', 'the analyzer answered 503');
-    });
-    await expect(analyse(memo, KEY, failing)).rejects.toMatchObject({ code: 'analyzer_unavailable' });
+    await expect(analyse(memo, KEY, unavailable)).rejects.toMatchObject({ code: 'analyzer_unavailable' });
     const work = jest.fn(async () => paid());
     expect(await analyse(memo, KEY, work)).toMatchObject({ source: 'analyzer' });
   });
@@ -217,7 +219,7 @@ describe('AnalysisMemo across instances (the lease)', () => {
     // The sleep moves the test's clock: waiting is simulated, not slept.
     const sleep = async (ms: number) => {
       clock.ms += ms;
-      await new Promise((resolve) => setImmediate(resolve));
+      await settle();
     };
     const make = () => new AnalysisMemo(store, { ttlMs: DAY, clock, leaseMs: 60_000, pollMs: 1_000, sleep });
     return { clock, store, a: make(), b: make() };
@@ -232,19 +234,16 @@ describe('AnalysisMemo across instances (the lease)', () => {
   ])('%s', async (_, afterFailedHolder) => {
     const { clock, a, b } = twoInstances();
     if (afterFailedHolder) {
-      const failing = async (): Promise<AnalysisResult> => {
-        throw new TransientError('analyzer_unavailable', 'the analyzer answered 503');
-      };
-      await expect(analyse(a, KEY, failing)).rejects.toMatchObject({ code: 'analyzer_unavailable' });
+      await expect(analyse(a, KEY, unavailable)).rejects.toMatchObject({ code: 'analyzer_unavailable' });
       // Pub/Sub's backoff: both retries come after the failed holder ended its lease.
       clock.ms += 61_000;
     }
     const { work: workA, finish } = held();
     const workB = jest.fn(async () => paid(9999));
     const first = analyse(a, KEY, workA);
-    await new Promise((resolve) => setImmediate(resolve));
+    await settle();
     const second = analyse(b, KEY, workB);
-    await new Promise((resolve) => setImmediate(resolve));
+    await settle();
     finish(paid());
     expect(await first).toMatchObject({ source: 'analyzer' });
     expect(await second).toEqual({ result: paid(), source: 'shared' });
@@ -263,7 +262,7 @@ describe('AnalysisMemo across instances (the lease)', () => {
     expect(peeked?.state).toBe('worked');
     // A writes and ends its lease; then B, its lookup missed A's row, goes on to pay.
     (await a.leases.writeTurn(KEY)).done();
-    await new Promise((resolve) => setImmediate(resolve));
+    await settle();
     const work = jest.fn(async () => paid(9999));
     expect(await analyse(b, KEY, work, undefined, undefined, peeked)).toEqual({
       result: paid(),
@@ -342,10 +341,10 @@ describe('AnalysisMemo across instances (the lease)', () => {
     const expired = store.leases.get(key)!.holder;
     const { work, finish } = held();
     const first = analyse(a, KEY, work);
-    await new Promise((resolve) => setImmediate(resolve));
+    await settle();
     const workB = jest.fn(async () => paid(9999));
     const second = analyse(b, KEY, workB);
-    await new Promise((resolve) => setImmediate(resolve));
+    await settle();
     expect(store.leases.get(key)!.holder).not.toBe(expired);
     expect(store.leases.size).toBe(1);
     finish(paid());
@@ -354,20 +353,21 @@ describe('AnalysisMemo across instances (the lease)', () => {
     expect(workB).not.toHaveBeenCalled();
   });
 
-  it('reads the memo once more before paying when its first read failed and an earlier delivery held a lease (soak I5, seed 17)', async () => {
+  it.each([
+    ['an earlier delivery held a lease (soak I5, seed 17)', false],
+    ['the lease could not be taken', true],
+  ])('reads the memo once more before paying when its first read failed and %s', async (_, leaseFails) => {
     const { clock, store, a } = twoInstances();
     // An earlier delivery analysed and kept its result; its lease has long expired.
     await analyse(a, KEY, async () => paid());
     clock.ms += 120_000;
     let reads = 0;
+    const unavailable = () => Promise.reject(new Error('503 from the memo bucket'));
     const flaky = over(store, {
       // Reads of the analysis are counted (the attempts already paid are read beside it).
       get: (key) =>
-        key !== AnalysisMemo.key(KEY)
-          ? store.get(key)
-          : ++reads === 1
-            ? Promise.reject(new Error('503 from the memo bucket'))
-            : store.get(key),
+        key !== AnalysisMemo.key(KEY) ? store.get(key) : ++reads === 1 ? unavailable() : store.get(key),
+      ...(leaseFails ? { lease: unavailable } : {}),
     });
     const retry = new AnalysisMemo(flaky, { ttlMs: DAY, clock, leaseMs: 60_000, pollMs: 1_000 });
     const work = jest.fn(async () => paid(9999));
@@ -379,30 +379,12 @@ describe('AnalysisMemo across instances (the lease)', () => {
     expect(reads).toBe(2);
   });
 
-  it('reads the memo once more before paying when its first read failed and the lease could not be taken', async () => {
-    const { clock, store, a } = twoInstances();
-    await analyse(a, KEY, async () => paid());
-    clock.ms += 120_000;
-    let reads = 0;
-    const flaky = over(store, {
-      get: (key) => (++reads === 1 ? Promise.reject(new Error('503 from the memo bucket')) : store.get(key)),
-      lease: () => Promise.reject(new Error('503 from the memo bucket')),
-    });
-    const retry = new AnalysisMemo(flaky, { ttlMs: DAY, clock, leaseMs: 60_000, pollMs: 1_000 });
-    const work = jest.fn(async () => paid(9999));
-    expect(await analyse(retry, KEY, work)).toEqual({
-      result: paid(),
-      source: 'shared',
-    });
-    expect(work).not.toHaveBeenCalled();
-  });
-
   it('asks the store before paying when it takes over a lease an earlier holder ended and the memo cannot be read (soak I5, seed 22)', async () => {
     const { clock, store, a } = twoInstances();
     // The holder analysed, kept, wrote its row and ended its lease.
     await analyse(a, KEY, async () => paid());
     (await a.leases.writeTurn(KEY)).done();
-    await new Promise((resolve) => setImmediate(resolve));
+    await settle();
     const unreadable = over(store, { get: () => Promise.reject(new Error('503 from the memo bucket')) });
     const retry = new AnalysisMemo(unreadable, { ttlMs: DAY, clock, leaseMs: 60_000, pollMs: 1_000 });
     const work = jest.fn(async () => paid(9999));
@@ -1092,11 +1074,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
     const a = new AnalysisMemo(flaky, options);
     const b = new AnalysisMemo(store, options);
     // On A, a delivery whose lease call failed analyses and is cut at its deadline before its write.
-    await expect(
-      analyse(a, KEY, async () => {
-        throw new TransientError('analyzer_unavailable', 'the analyzer answered 503');
-      }),
-    ).rejects.toMatchObject({ code: 'analyzer_unavailable' });
+    await expect(analyse(a, KEY, unavailable)).rejects.toMatchObject({ code: 'analyzer_unavailable' });
     failLease = false;
     // Later, B analyses and writes slowly; A's next delivery finds the analysis in the memo.
     await analyse(b, KEY, async () => paid(), undefined, deadline(time, 498_000));
