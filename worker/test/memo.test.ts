@@ -721,8 +721,7 @@ describe('handle with the memo', () => {
   });
 
   it('keeps the key’s lease to its bound when the write’s outcome is unknown: neither another instance nor this instance’s own retry writes meanwhile', async () => {
-    const time = new ManualTime();
-    const { memoStore, old: a, next: b, body } = revisions(time);
+    const { time, memoStore, old: a, next: b, body } = revisions();
     const key = dedupKey(parsePush(body), 'object');
     const leaseOf = () => memoStore.leases.get(AnalysisMemo.leaseKey(key))!.expiresAt.getTime();
 
@@ -865,9 +864,10 @@ describe('handle with the memo', () => {
 
 /**
  * Two instances, or the old revision and the new one: one memo bucket, one table, INVOICE stored and
- * announced; `seen` counts the table's lookups.
+ * announced, on a clock and timers the test moves; `seen` counts the table's lookups.
  */
-function revisions(time: ManualTime) {
+function revisions() {
+  const time = new ManualTime();
   const memoStore = new MemoryMemoStore();
   const options = onTime(time, { writesOutliveInstance: true });
   const old = handlerDeps({ clock: time.clock, memo: new AnalysisMemo(memoStore, options) });
@@ -883,13 +883,13 @@ function revisions(time: ManualTime) {
     seen.count++;
     return lookup(key);
   };
-  return { memoStore, old, next, body, seen, deadline: () => Deadline.after(498_000, time.clock, time) };
+  const deadline = () => Deadline.after(498_000, time.clock, time);
+  return { time, memoStore, old, next, body, seen, deadline };
 }
 
 describe('an analyzer rollout: two revisions, another model each, share one memo and one lease', () => {
   it('answers a redelivery of a document the old version wrote as a duplicate at the lookup: no second payment', async () => {
-    const time = new ManualTime();
-    const { old, next, body, seen, deadline } = revisions(time);
+    const { old, next, body, seen, deadline } = revisions();
     expect(await handle(parsePush(body), old.deps, deadline())).toMatchObject({ status: 'ok' });
     // The memo holds v1's analysis: a delivery of it may have written, so the store is asked.
     const again = await handle(parsePush(body), next.deps, deadline());
@@ -900,8 +900,7 @@ describe('an analyzer rollout: two revisions, another model each, share one memo
   });
 
   it('writes the analysis the old version paid for and could not write: the new version pays nothing (soak I5, seeds 47, 101, 222)', async () => {
-    const time = new ManualTime();
-    const { old, next, body, deadline } = revisions(time);
+    const { old, next, body, deadline } = revisions();
     // The old revision pays, keeps its analysis, and its write fails (an outage of the store).
     const record = old.store.record.bind(old.store);
     old.store.record = () =>
@@ -919,8 +918,7 @@ describe('an analyzer rollout: two revisions, another model each, share one memo
   });
 
   it('asks the store when the memo cannot tell whether the key was leased', async () => {
-    const time = new ManualTime();
-    const { next, body, seen, deadline } = revisions(time);
+    const { next, body, seen, deadline } = revisions();
     const memoStore = (next.deps.memo!.leases as unknown as { store: MemoryMemoStore }).store;
     memoStore.hasLease = () => Promise.reject(new Error('503 from the memo bucket'));
     expect(await handle(parsePush(body), next.deps, deadline())).toMatchObject({ status: 'ok' });
@@ -928,8 +926,7 @@ describe('an analyzer rollout: two revisions, another model each, share one memo
   });
 
   it('still skips the lookup for a key no delivery of any version has touched', async () => {
-    const time = new ManualTime();
-    const { next, body, seen, deadline } = revisions(time);
+    const { next, body, seen, deadline } = revisions();
     expect(await handle(parsePush(body), next.deps, deadline())).toMatchObject({
       status: 'ok',
       analysed: true,
@@ -938,8 +935,7 @@ describe('an analyzer rollout: two revisions, another model each, share one memo
   });
 
   it('excludes the other revision’s write: the new version waits for the old one’s write, then pays nothing and writes nothing', async () => {
-    const time = new ManualTime();
-    const { old, next, body, deadline } = revisions(time);
+    const { time, old, next, body, deadline } = revisions();
     // The old revision's MERGE is slow: 20 s.
     const record = old.store.record.bind(old.store);
     const writes: Array<{ atMs: number; doneMs?: number }> = [];
@@ -1004,9 +1000,15 @@ describe("the delivery's deadline during a memo call", () => {
 });
 
 describe('interleaving 4: a lease shorter than the work', () => {
-  /** Two instances over one memo store, on a clock and timers the test moves. */
-  function twoInstances(time: ManualTime) {
-    const store = new MemoryMemoStore();
+  /** One memo store, and a clock and timers the test moves. */
+  let time: ManualTime;
+  let store: MemoryMemoStore;
+  beforeEach(() => {
+    time = new ManualTime();
+    store = new MemoryMemoStore();
+  });
+  /** Two instances over the memo store. */
+  function twoInstances() {
     // The default lease (15 s), renewed every 5 s by its holder while it works.
     const make = () => new AnalysisMemo(store, onTime(time));
     return { store, a: make(), b: make() };
@@ -1023,8 +1025,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
   }
 
   it("keeps the lease for the holder's whole analysis: a 100 s analysis on one instance is not paid again on another", async () => {
-    const time = new ManualTime();
-    const { a, b } = twoInstances(time);
+    const { a, b } = twoInstances();
     const { work: workA, finish } = held();
     const workB = jest.fn(async () => paid(9999));
     // A doubled notification: the same upload reaches two instances together.
@@ -1040,8 +1041,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
   });
 
   it('interleaving 7: a delivery on another instance writes only after the holder has written (no overlapping MERGEs)', async () => {
-    const time = new ManualTime();
-    const { a, b } = twoInstances(time);
+    const { a, b } = twoInstances();
     // A doubled notification: A analyses and starts its write; B arrives just after.
     const first = analyse(a, KEY, async () => paid(), undefined, deadline(time, 498_000));
     await settle();
@@ -1063,8 +1063,6 @@ describe('interleaving 4: a lease shorter than the work', () => {
   });
 
   it('interleaving 7: a delivery whose lease failed and never wrote does not let a later one on its instance write unguarded (soak I4, seed 112)', async () => {
-    const time = new ManualTime();
-    const store = new MemoryMemoStore();
     let failLease = true;
     const flaky = over(store, {
       lease: (key, until, now) =>
@@ -1092,8 +1090,6 @@ describe('interleaving 4: a lease shorter than the work', () => {
   });
 
   it('takes the lease for the write when the memo refused both analyses theirs: the two writes do not overlap (soak I4, seeds 70, 272)', async () => {
-    const time = new ManualTime();
-    const store = new MemoryMemoStore();
     // A doubled notification: on each instance the first lease call (the analysis's) answers 503.
     const refusingFirstLease = (): MemoStore =>
       leasing(store, (call, key, until, now) =>
@@ -1123,8 +1119,6 @@ describe('interleaving 4: a lease shorter than the work', () => {
   });
 
   it('waits out a lease its own timed-out call created, then takes it over, within its deadline', async () => {
-    const time = new ManualTime();
-    const store = new MemoryMemoStore();
     // The analysis's lease call takes 7 s: past the 5 s call timeout, yet the bucket creates it.
     const slowFirst = leasing(store, (call, key, until, now) =>
       call === 1 ? time.sleep(7_000).then(() => store.lease(key, until, now)) : store.lease(key, until, now),
@@ -1149,8 +1143,6 @@ describe('interleaving 4: a lease shorter than the work', () => {
   });
 
   it('moves the lease past the bound of the write it guards: a holder killed mid-statement still keeps the next writer out (soak I4, seeds 339, 773)', async () => {
-    const time = new ManualTime();
-    const store = new MemoryMemoStore();
     // On BigQuery, whose jobs run on without their client.
     const make = () => new AnalysisMemo(store, onTime(time, { writesOutliveInstance: true }));
     const [a, b] = [make(), make()];
@@ -1172,8 +1164,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
   });
 
   it('keeps the write’s lease to its heartbeat on a store whose writes die with their process (SQLite): a killed holder holds up the next writer one lease time at most', async () => {
-    const time = new ManualTime();
-    const { store, a } = twoInstances(time);
+    const { store, a } = twoInstances();
     await analyse(a, KEY, async () => paid(), undefined, deadline(time, 300_000));
     const turn = await a.leases.writeTurn(KEY, deadline(time, 298_000));
     expect(store.leases.get(AnalysisMemo.leaseKey(KEY))!.expiresAt.getTime()).toBeLessThanOrEqual(
@@ -1183,8 +1174,6 @@ describe('interleaving 4: a lease shorter than the work', () => {
   });
 
   it('never holds the work up when a lease call fails after it saw a holder: it goes on, and says so (the excuse the invariants name)', async () => {
-    const time = new ManualTime();
-    const store = new MemoryMemoStore();
     // The waiter's second lease call (after the holder's lease was seen) answers 503.
     const { flaky, leaseCalls } = secondLeaseFails(store);
     const logger = new MemoryLogger();
@@ -1207,8 +1196,6 @@ describe('interleaving 4: a lease shorter than the work', () => {
   });
 
   it('renews every third of the lease even while an earlier renewal hangs (soak I4, seed 240)', async () => {
-    const time = new ManualTime();
-    const store = new MemoryMemoStore();
     let renewals = 0;
     const slow = over(store, {
       renew: () => {
@@ -1226,8 +1213,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
   });
 
   it('renews the lease while the holder works and writes, and stops renewing when its write is done', async () => {
-    const time = new ManualTime();
-    const { store, a } = twoInstances(time);
+    const { store, a } = twoInstances();
     const { work, finish } = held();
     const outcome = analyse(a, KEY, work, undefined, deadline(time, 498_000));
     const leaseOf = () => store.leases.get(AnalysisMemo.leaseKey(KEY))!.expiresAt.getTime();
@@ -1251,8 +1237,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
   });
 
   it('still expires on its own when the holder dies: the waiting delivery then does the work', async () => {
-    const time = new ManualTime();
-    const { store, b } = twoInstances(time);
+    const { store, b } = twoInstances();
     // The holder took its 15 s lease, then its instance was killed: nobody renews it.
     await store.lease(AnalysisMemo.leaseKey(KEY), new Date(time.ms + 15_000), new Date(time.ms));
     const work = jest.fn(async () => paid());
@@ -1265,8 +1250,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
   });
 
   it("answers 503 without paying when its own deadline comes before the holder's analysis", async () => {
-    const time = new ManualTime();
-    const { store, b } = twoInstances(time);
+    const { store, b } = twoInstances();
     await store.lease(AnalysisMemo.leaseKey(KEY), new Date(time.ms + 400_000), new Date(time.ms));
     const work = jest.fn(async () => paid());
     const outcome = analyse(b, KEY, work, undefined, deadline(time, 30_000)).catch((e: unknown) => e);
