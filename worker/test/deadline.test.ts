@@ -54,13 +54,14 @@ async function runFor<T>(time: ManualTime, promise: Promise<T>, stepMs = 500, ma
   return outcome;
 }
 
-describe('Deadline', () => {
-  let time: ManualTime;
-  beforeEach(() => {
-    time = new ManualTime();
-  });
-  const deadlineIn = (ms: number) => Deadline.after(ms, time.clock, time);
+/** The clock and timers each test moves, and a deadline `ms` from now on them. */
+let time: ManualTime;
+beforeEach(() => {
+  time = new ManualTime();
+});
+const deadlineIn = (ms: number) => Deadline.after(ms, time.clock, time);
 
+describe('Deadline', () => {
   it('does not start a call that could outlive it', () => {
     const deadline = deadlineIn(10_000);
     expect(() => deadline.check('analysis', 10_000)).not.toThrow();
@@ -105,11 +106,6 @@ describe('Deadline', () => {
 });
 
 describe('interleaving 3: a handler that outlives its request', () => {
-  let time: ManualTime;
-  beforeEach(() => {
-    time = new ManualTime();
-  });
-
   function upload(deps: ReturnType<typeof handlerDeps>) {
     const body = pushBody('1', { size: Buffer.byteLength(INVOICE) });
     deps.reader.putAnnounced(body, INVOICE);
@@ -120,10 +116,7 @@ describe('interleaving 3: a handler that outlives its request', () => {
     const reader = new HangingReader();
     const setup = handlerDeps({ clock: time.clock, reader });
     const event = upload(setup);
-    const { error, elapsedMs } = await runFor(
-      time,
-      handle(event, setup.deps, Deadline.after(30_000, time.clock, time)),
-    );
+    const { error, elapsedMs } = await runFor(time, handle(event, setup.deps, deadlineIn(30_000)));
     expect(reader.started).toBe(1);
     expect(error).toBeInstanceOf(DeadlineError);
     expect(elapsedMs).toBe(30_000);
@@ -138,10 +131,7 @@ describe('interleaving 3: a handler that outlives its request', () => {
       memo: new AnalysisMemo(memoStore, { ttlMs: DAY_MS, clock: time.clock, sleep: time.sleep }),
     });
     const event = upload(setup);
-    const { value, elapsedMs } = await runFor(
-      time,
-      handle(event, setup.deps, Deadline.after(60_000, time.clock, time)),
-    );
+    const { value, elapsedMs } = await runFor(time, handle(event, setup.deps, deadlineIn(60_000)));
     expect(value).toMatchObject({ status: 'ok', analysed: true });
     // Read (before the lookup), read again once admitted (the first failed), lease, keep, and the
     // write's lease (asked again: the analysis ran without one): each given up after 5 s, none
@@ -157,7 +147,7 @@ describe('interleaving 3: a handler that outlives its request', () => {
     void busy;
     const { error, elapsedMs } = await runFor(
       time,
-      gate.run(async () => 'admitted', Deadline.after(20_000, time.clock, time)),
+      gate.run(async () => 'admitted', deadlineIn(20_000)),
     );
     expect(error).toBeInstanceOf(DeadlineError);
     expect(elapsedMs).toBe(20_000);
@@ -171,10 +161,10 @@ describe('interleaving 3: a handler that outlives its request', () => {
       () => time.ms,
     );
     const row = testRow();
-    const late = store.record(row, Deadline.after(1_500, time.clock, time));
+    const late = store.record(row, deadlineIn(1_500));
     await expect(late).rejects.toBeInstanceOf(DeadlineError);
     expect(store.statements).toBe(0);
-    await expect(store.record(testRow(), Deadline.after(60_000, time.clock, time))).resolves.toBe(true);
+    await expect(store.record(testRow(), deadlineIn(60_000))).resolves.toBe(true);
     expect(store.statements).toBe(1);
   });
 
