@@ -9,6 +9,7 @@ import { GcsMemoStore } from '../src/adapters/memo-stores/gcs-memo-store';
  * be held until released (a slow request that lands after a later one).
  */
 function bucketModel(codes: Array<number | undefined> = []) {
+  const failure = (message: string, code: number) => Object.assign(new Error(message), { code });
   const objects = new Map<string, { data: string; generation: number; metadata: Record<string, string> }>();
   const writes: string[] = [];
   let generation = 0;
@@ -33,27 +34,22 @@ function bucketModel(codes: Array<number | undefined> = []) {
               await gate;
             }
             const code = codes.shift();
-            if (code !== undefined) throw Object.assign(new Error(`HTTP ${code}`), { code });
+            if (code !== undefined) throw failure(`HTTP ${code}`, code);
             const expected = options.preconditionOpts?.ifGenerationMatch;
             if (expected !== undefined && (objects.get(name)?.generation ?? 0) !== expected)
-              throw Object.assign(
-                new Error('At least one of the pre-conditions you specified did not hold.'),
-                {
-                  code: 412,
-                },
-              );
+              throw failure('At least one of the pre-conditions you specified did not hold.', 412);
             const metadata = { ...(options.metadata?.metadata ?? {}) };
             objects.set(name, { data, generation: ++generation, metadata });
             handle.metadata = { generation: String(generation), metadata };
           },
           download: async () => {
             const object = objects.get(name);
-            if (!object) throw Object.assign(new Error('No such object.'), { code: 404 });
+            if (!object) throw failure('No such object.', 404);
             return [Buffer.from(object.data)];
           },
           getMetadata: async () => {
             const object = objects.get(name);
-            if (!object) throw Object.assign(new Error('No such object.'), { code: 404 });
+            if (!object) throw failure('No such object.', 404);
             return [{ generation: String(object.generation), metadata: { ...object.metadata } }];
           },
           exists: async () => [objects.has(name)],
