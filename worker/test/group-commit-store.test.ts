@@ -46,10 +46,8 @@ class RecordingBatchStore implements BatchStore {
     this.failNext = undefined;
     if (failure) throw failure;
     if (this.refuseStatement) throw this.refuseStatement;
-    if (this.refuseAll) throw new RowRefusalError('bigquery_rejected_row', 'Bad int64 value: twelve');
-    if (rows.some((r) => this.refuseKeys.has(r.dedup_key))) {
+    if (this.refuseAll || rows.some((r) => this.refuseKeys.has(r.dedup_key)))
       throw new RowRefusalError('bigquery_rejected_row', 'Bad int64 value: twelve');
-    }
     const inserted = new Set<string>();
     for (const row of rows) {
       if (this.rows.has(row.dedup_key)) continue;
@@ -83,6 +81,12 @@ describe('GroupCommitStore', () => {
 
   const store = (options: Partial<ConstructorParameters<typeof GroupCommitStore>[1]> = {}) =>
     new GroupCommitStore(inner, { maxRows: 3, maxWaitMs: 1_000, minIntervalMs: 0, ...options });
+  /** Records `rows` through `s`, moves the timers by `ms`, and answers how each delivery settled. */
+  const recordAll = async (s: GroupCommitStore, rows: Row[], ms = 10_000) => {
+    const results = settle(rows.map((r) => s.record(r)));
+    await jest.advanceTimersByTimeAsync(ms);
+    return results;
+  };
 
   describe('a statement that may still commit', () => {
     it("sends no other row of its key before the statement's bound, and answers it as unknown (sim: seed 56 of a world of slow statements and lost answers)", async () => {
@@ -398,16 +402,11 @@ describe('GroupCommitStore', () => {
       inner.refuseKeys.add(bad.dedup_key);
       const s = store({ maxRows: 8 });
       const first = Array.from({ length: 7 }, () => testRow());
-      const firstResults = settle([...first, bad].map((r) => s.record(r)));
-      await jest.advanceTimersByTimeAsync(10_000);
-      expect((await firstResults).filter((r) => r.status === 'rejected')).toHaveLength(1);
+      expect((await recordAll(s, [...first, bad])).filter((r) => r.status === 'rejected')).toHaveLength(1);
       inner.writes.length = 0;
       const second = Array.from({ length: 7 }, () => testRow());
-      const results = settle(
-        [bad, ...second].map((r) => s.record({ ...r, message_id: `${r.message_id}-again` })),
-      );
-      await jest.advanceTimersByTimeAsync(10_000);
-      const settled = await results;
+      const again = [bad, ...second].map((r) => ({ ...r, message_id: `${r.message_id}-again` }));
+      const settled = await recordAll(s, again);
       expect(settled.map((r) => r.status)).toEqual(['rejected', ...second.map(() => 'fulfilled')]);
       // One statement for the seven good rows, one for the refused row alone: no search again.
       expect(inner.writes.map((w) => w.length)).toEqual([7, 1]);
@@ -418,9 +417,7 @@ describe('GroupCommitStore', () => {
     const rows = Array.from({ length: 8 }, () => testRow());
     inner.refuseKeys.add(rows[5]!.dedup_key);
     const s = store({ maxRows: 8, minIntervalMs: 100 });
-    const results = settle(rows.map((r) => s.record(r)));
-    await jest.advanceTimersByTimeAsync(10_000);
-    const settled = await results;
+    const settled = await recordAll(s, rows);
     expect(settled.map((r) => r.status)).toEqual(rows.map((_, i) => (i === 5 ? 'rejected' : 'fulfilled')));
     expect((settled[5] as PromiseRejectedResult).reason).toBeInstanceOf(ConfigurationError);
     expect(inner.rows.size).toBe(7);
@@ -450,9 +447,7 @@ describe('GroupCommitStore', () => {
         inner.refuseStatement = refusal;
         const rows = Array.from({ length: 8 }, () => testRow());
         const s = store({ maxRows: 8, minIntervalMs: 100, logger });
-        const results = settle(rows.map((r) => s.record(r)));
-        await jest.advanceTimersByTimeAsync(10_000);
-        const settled = await results;
+        const settled = await recordAll(s, rows);
         // One statement, no search: every delivery gets the configuration error itself (nacked,
         // replayable after the fix), none is singled out as a bad row and none is "undecided".
         expect(inner.writes.map((w) => w.length)).toEqual([8]);
@@ -476,10 +471,7 @@ describe('GroupCommitStore', () => {
     const rows = Array.from({ length: 8 }, () => testRow());
     // A store that says every half holds a bad row: the search is bounded.
     inner.refuseAll = true;
-    const s = store({ maxRows: 8, maxIsolationStatements: 4 });
-    const results = settle(rows.map((r) => s.record(r)));
-    await jest.advanceTimersByTimeAsync(1_000);
-    const settled = await results;
+    const settled = await recordAll(store({ maxRows: 8, maxIsolationStatements: 4 }), rows, 1_000);
     expect(settled.every((r) => r.status === 'rejected')).toBe(true);
     // The batch, then 4 statements of the search: 8 → 4 + 4 → 2 + 2; the rest is left undecided.
     expect(inner.writes.map((w) => w.length)).toEqual([8, 4, 4, 2, 2]);
@@ -531,10 +523,7 @@ describe('GroupCommitStore', () => {
       const rows = Array.from({ length: 8 }, () => testRow());
       inner.refuseKeys.add(rows[1]!.dedup_key);
       inner.refuseKeys.add(rows[6]!.dedup_key);
-      const s = store({ maxRows: 8, minIntervalMs: 100 });
-      const results = settle(rows.map((r) => s.record(r)));
-      await jest.advanceTimersByTimeAsync(10_000);
-      const settled = await results;
+      const settled = await recordAll(store({ maxRows: 8, minIntervalMs: 100 }), rows);
       expect(settled.map((r) => r.status)).toEqual(
         rows.map((_, i) => (i === 1 || i === 6 ? 'rejected' : 'fulfilled')),
       );
