@@ -13,7 +13,7 @@ import { ConfigurationError, DependencyRefusedError, TransientError } from '../s
 import { parsePush } from '../src/core/event';
 import { handle } from '../src/core/handle';
 import { AnalysisMemo } from '../src/core/memo';
-import { DependencyOutageError, OUTAGE_DEFAULTS, OutageBreaker } from '../src/core/outage';
+import { type Dependency, DependencyOutageError, OUTAGE_DEFAULTS, OutageBreaker } from '../src/core/outage';
 import type { Analyzer, Clock } from '../src/core/ports';
 import { pushBody } from './support/builders';
 import { MemoryLogger } from './support/fakes';
@@ -29,7 +29,7 @@ describe("Pub/Sub's retry horizon", () => {
     expect(retryHorizonSeconds(DELIVERY_DEFAULTS, 1.1)).toBeGreaterThan(DEPENDENCY_OUTAGE_SECONDS);
   });
 
-  it('was 40 minutes with 10 attempts: every good document arriving in a longer outage was dead-lettered', () => {
+  it('would be 40 minutes with 10 attempts: every good document arriving in a longer outage would be dead-lettered', () => {
     expect(retryHorizonSeconds({ ...DELIVERY_DEFAULTS, maxDeliveryAttempts: 10 })).toBe(2_430);
     expect(retryHorizonSeconds({ ...DELIVERY_DEFAULTS, maxDeliveryAttempts: 15 })).toBeLessThan(2 * HOUR_S);
   });
@@ -61,26 +61,27 @@ describe('OutageBreaker', () => {
     const clock = { ms: Date.parse('2026-12-02T08:00:00.000Z') };
     const logger = new MemoryLogger();
     const b = new OutageBreaker({ clock: { now: () => new Date(clock.ms) }, logger });
-    return { b, clock, logger };
+    /** `times` failures of `dependency` with `error`, `stepMs` apart. */
+    const failFor = (dependency: Dependency, error: unknown, times: number, stepMs = 10_000) => {
+      for (let i = 0; i < times; i++) {
+        b.failed(dependency, error);
+        clock.ms += stepMs;
+      }
+    };
+    return { b, clock, logger, failFor };
   }
   const down = new TransientError('analyzer_unavailable', 'Gemini: 503');
 
   it('stays closed through a burst of failures shorter than openAfterMs', () => {
-    const { b, clock } = breaker();
-    for (let i = 0; i < 20; i++) {
-      b.failed('analyzer', down);
-      clock.ms += 1_000;
-    }
+    const { b, failFor } = breaker();
+    failFor('analyzer', down, 20, 1_000);
     expect(b.isOpen('analyzer')).toBe(false);
     expect(() => b.admit('analyzer')).not.toThrow();
   });
 
   it('opens after failures in a row over 30 s, logs the alert line, and answers fast except for a probe every 15 s', () => {
-    const { b, clock, logger } = breaker();
-    for (let i = 0; i < OUTAGE_DEFAULTS.failures; i++) {
-      b.failed('analyzer', down);
-      clock.ms += 10_000;
-    }
+    const { b, clock, logger, failFor } = breaker();
+    failFor('analyzer', down, OUTAGE_DEFAULTS.failures);
     expect(b.isOpen('analyzer')).toBe(true);
     const alert = logger.entries.find((e) => e.severity === 'ERROR');
     expect(alert).toMatchObject({ outage: 'analyzer' });
@@ -104,11 +105,8 @@ describe('OutageBreaker', () => {
   });
 
   it('logs the alert line again every 5 minutes while it lasts', () => {
-    const { b, clock, logger } = breaker();
-    for (let i = 0; i < 5; i++) {
-      b.failed('store', new TransientError('bigquery_unavailable', 'BigQuery: 503'));
-      clock.ms += 10_000;
-    }
+    const { b, clock, logger, failFor } = breaker();
+    failFor('store', new TransientError('bigquery_unavailable', 'BigQuery: 503'), 5);
     for (let minute = 0; minute < 30; minute++) {
       clock.ms += 60_000;
       try {
@@ -119,17 +117,11 @@ describe('OutageBreaker', () => {
   });
 
   it('counts what says the dependency is out: 5xx, timeouts, a refusal of the worker; not a rate limit or a refused document', () => {
-    const { b, clock } = breaker();
-    const spread = (error: unknown) => {
-      for (let i = 0; i < 10; i++) {
-        b.failed('analyzer', error);
-        clock.ms += 10_000;
-      }
-    };
-    spread(new TransientError('analyzer_rate_limited', 'Gemini: 429'));
-    spread(new Error('a bug'));
+    const { b, failFor } = breaker();
+    failFor('analyzer', new TransientError('analyzer_rate_limited', 'Gemini: 429'), 10);
+    failFor('analyzer', new Error('a bug'), 10);
     expect(b.isOpen('analyzer')).toBe(false);
-    spread(new DependencyRefusedError('analyzer_precondition', 'billing'));
+    failFor('analyzer', new DependencyRefusedError('analyzer_precondition', 'billing'), 10);
     expect(b.isOpen('analyzer')).toBe(true);
   });
 
@@ -156,7 +148,7 @@ describe('a 6-hour outage of a dependency', () => {
   const OUTAGE_MS = DEPENDENCY_OUTAGE_SECONDS * 1000;
   const ARRIVAL_EVERY_MS = 60_000;
 
-  function run(dependency: 'analyzer' | 'store') {
+  function run(dependency: Dependency) {
     const start = Date.parse('2026-12-02T00:00:00.000Z');
     let nowMs = start;
     const clock: Clock = { now: () => new Date(nowMs) };
