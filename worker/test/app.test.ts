@@ -51,13 +51,18 @@ const failingStore = (error: Error): Store => {
   const fail = () => Promise.reject(error);
   return { seen: fail, record: fail, ping: fail };
 };
+const busyStore = () => failingStore(new TransientError('store_busy', 'the store is busy'));
 
 describe('POST /push', () => {
-  it('answers 200 ok for a processed document', async () => {
+  it('answers 200 ok for a processed document, and 200 duplicate for its redelivery', async () => {
     const { app, upload } = setup();
-    const res = await request(app).post('/push').send(upload('1'));
+    const body = upload('1');
+    const res = await request(app).post('/push').send(body);
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ status: 'ok', messageId: '1' });
+    const again = await request(app).post('/push').send(body);
+    expect(again.status).toBe(200);
+    expect(again.body).toEqual({ status: 'duplicate', messageId: '1' });
   });
 
   it('answers 200 rejected with the reason for a document that can never be processed', async () => {
@@ -69,19 +74,8 @@ describe('POST /push', () => {
     expect(res.body).toMatchObject({ status: 'rejected', messageId: '1', reason: 'too_large' });
   });
 
-  it('answers 200 duplicate for a redelivery', async () => {
-    const { app, upload } = setup();
-    const body = upload('1');
-    await request(app).post('/push').send(body);
-    const res = await request(app).post('/push').send(body);
-    expect(res.status).toBe(200);
-    expect(res.body).toEqual({ status: 'duplicate', messageId: '1' });
-  });
-
   it('answers 503 for a transient failure, so that Pub/Sub retries', async () => {
-    const { app, upload } = setup({
-      store: failingStore(new TransientError('store_busy', 'the store is busy')),
-    });
+    const { app, upload } = setup({ store: busyStore() });
     const res = await request(app).post('/push').send(upload('1'));
     expect(res.status).toBe(503);
     expect(res.body).toMatchObject({ error: 'transient', message: 'the store is busy', cause: 'store_busy' });
@@ -189,10 +183,7 @@ describe('POST /push outcome lines', () => {
     const lines: string[] = [];
     const quiet = new JsonLogger({ level: 'ERROR', write: (l) => lines.push(l) });
     const { app, upload } = setup({ logger: quiet });
-    const busy = setup({
-      logger: quiet,
-      store: failingStore(new TransientError('store_busy', 'the store is busy')),
-    });
+    const busy = setup({ logger: quiet, store: busyStore() });
 
     await request(app).post('/push').send(upload('1')).expect(200);
     await request(app).post('/push').send(upload('1')).expect(200);
