@@ -103,14 +103,6 @@ function leasing(
   };
 }
 
-/** `store`, except that its second lease call answers 503 (a bucket's hiccup). */
-function secondLeaseFails(store: MemoStore): { flaky: MemoStore; leaseCalls: () => number } {
-  const flaky = leasing(store, (call, key, until, now) =>
-    call === 2 ? Promise.reject(new Error('503')) : store.lease(key, until, now),
-  );
-  return { flaky, leaseCalls: () => flaky.leaseCalls() };
-}
-
 describe('AnalysisMemo', () => {
   let clock: ManualClock;
   let logger: MemoryLogger;
@@ -1157,7 +1149,9 @@ describe('interleaving 4: a lease shorter than the work', () => {
 
   it('never holds the work up when a lease call fails after it saw a holder: it goes on, and says so (the excuse the invariants name)', async () => {
     // The waiter's second lease call (after the holder's lease was seen) answers 503.
-    const { flaky, leaseCalls } = secondLeaseFails(store);
+    const flaky = leasing(store, (call, key, until, now) =>
+      call === 2 ? Promise.reject(new Error('503')) : store.lease(key, until, now),
+    );
     const logger = new MemoryLogger();
     const options = onTime(time);
     const holder = new AnalysisMemo(store, options);
@@ -1170,7 +1164,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
     const second = analyse(waiter, KEY, work, undefined, deadline(time, 498_000), undefined, rows);
     for (let t = 0; t < 3; t++) await time.advance(1_000);
     expect(await second).toMatchObject({ source: 'analyzer' });
-    expect(leaseCalls()).toBe(2);
+    expect(flaky.leaseCalls()).toBe(2);
     expect(rows.seen).toHaveBeenCalledWith(KEY, expect.anything());
     expect(logger.entries.map((e) => e.message)).toContain(
       'the memo could not take a lease: working without one',
