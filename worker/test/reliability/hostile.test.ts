@@ -7,7 +7,7 @@ import type { SqliteStore } from '../../src/adapters/stores/sqlite-store';
 import { dataDirLayout } from '../../src/contract/data-dir';
 import type { RejectionReason } from '../../src/core/errors';
 import { objectUri } from '../../src/core/event';
-import { objectResource, pushBody } from '../support/builders';
+import { notificationAttributes, objectResource, pushBody } from '../support/builders';
 import {
   blockedCandidateResponse,
   blockedPromptResponse,
@@ -634,19 +634,10 @@ describe('hostile and bad input (worker process over HTTP, Pub/Sub emulator, loc
     // Names the bucket refuses to store are announced by hand, as a hostile publisher could.
     const forged = await pipeline.pubsub.publish(
       LOCAL_NAMES.topic,
-      refused.map((name) => {
-        const resource = objectResource({ bucket: LOCAL_BUCKET, name, generation: '1764460800123456' });
-        return {
-          data: JSON.stringify(resource),
-          attributes: {
-            eventType: 'OBJECT_FINALIZE',
-            payloadFormat: 'JSON_API_V1',
-            bucketId: LOCAL_BUCKET,
-            objectId: name,
-            objectGeneration: '1764460800123456',
-          },
-        };
-      }),
+      refused.map((name) => ({
+        data: JSON.stringify(objectResource({ bucket: LOCAL_BUCKET, name })),
+        attributes: notificationAttributes({ bucket: LOCAL_BUCKET, name }),
+      })),
     );
     const refusedOk = await Promise.all(
       refused.map(async (name) => {
