@@ -213,18 +213,9 @@ describe('load: 10,000 messages with duplicates and bad input (worker process, S
       'SELECT COUNT(*) AS n FROM (SELECT object_uri FROM rows WHERE object_uri IS NOT NULL AND status = ' +
         "'ok' GROUP BY object_uri HAVING COUNT(*) > 1)",
     );
-    const recordedUris = new Set(
-      (
-        db.prepare("SELECT object_uri FROM rows WHERE status = 'ok'").all() as Array<{ object_uri: string }>
-      ).map((r) => r.object_uri),
-    );
-    const rejectedIds = new Set(
-      (
-        db.prepare("SELECT message_id FROM rows WHERE status = 'rejected'").all() as Array<{
-          message_id: string;
-        }>
-      ).map((r) => r.message_id),
-    );
+    const column = (sql: string) => new Set((db.prepare(sql).all() as Array<{ v: string }>).map((r) => r.v));
+    const recordedUris = column("SELECT object_uri AS v FROM rows WHERE status = 'ok'");
+    const rejectedIds = column("SELECT message_id AS v FROM rows WHERE status = 'rejected'");
     db.close();
     const validUris = new Set(plan.filter((p) => p.uri).map((p) => p.uri!));
     const lost = [...validUris].filter((u) => !recordedUris.has(u)).length;
