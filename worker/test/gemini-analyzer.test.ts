@@ -344,18 +344,7 @@ describe('GeminiAnalyzer', () => {
   });
 
   describe('error mapping', () => {
-    const cases: Array<
-      [
-        GeminiFailureStatus,
-        (
-          | typeof TransientError
-          | typeof RejectionError
-          | typeof DependencyRefusedError
-          | typeof ConfigurationError
-        ),
-        string,
-      ]
-    > = [
+    const cases = [
       [408, TransientError, 'analyzer_unavailable'],
       [429, TransientError, 'analyzer_rate_limited'],
       [500, TransientError, 'analyzer_unavailable'],
@@ -369,7 +358,7 @@ describe('GeminiAnalyzer', () => {
       [404, ConfigurationError, 'analyzer_model_not_found'],
       [409, DependencyRefusedError, 'analyzer_refused_request'],
       [499, DependencyRefusedError, 'analyzer_refused_request'],
-    ];
+    ] as const;
 
     it.each(cases)('maps %i to %p (%s), in one request', async (status, kind, code) => {
       fake.failNext(status);
