@@ -1,5 +1,3 @@
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import request from 'supertest';
 import { SqliteStore } from '../src/adapters/stores/sqlite-store';
 import { ANSWER_TABLE } from '../src/answers';
@@ -14,6 +12,7 @@ import {
 import type { Logger, Store } from '../src/core/ports';
 import { JsonLogger } from '../src/log';
 import { pushBody } from './support/builders';
+import { docsTableRows } from './support/docs-table';
 import { fixedClock, MemoryLogger, MemoryReader, ScriptedAnalyzer } from './support/fakes';
 
 const INVOICE = 'Invoice No INV-7\nTotal due: €1,234.56\n';
@@ -229,18 +228,7 @@ describe('GET /healthz', () => {
 
 describe('the answer table in docs/architecture.md', () => {
   it('lists every row of the answer table, and no other', () => {
-    const doc = readFileSync(path.join(__dirname, '../../docs/architecture.md'), 'utf8');
-    const section = doc.split('<!-- answer-table:start -->')[1]?.split('<!-- answer-table:end -->')[0] ?? '';
-    const rows = section
-      .split('\n')
-      .filter((l) => l.startsWith('|') && !l.startsWith('|---') && !l.startsWith('| situation'))
-      .map((l) =>
-        l
-          .split('|')
-          .map((c) => c.trim())
-          .slice(1, -1),
-      );
-    expect(rows).toEqual(
+    expect(docsTableRows('docs/architecture.md', 'answer-table')).toEqual(
       ANSWER_TABLE.map((r) => [
         r.situation,
         String(r.http),

@@ -1,5 +1,3 @@
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { sampleAnalysis } from '../../sim/samples';
 import { MemoryMemoStore } from '../src/adapters/memo-stores/memory-memo-store';
 import type { AnalysisResult } from '../src/contract/analysis';
@@ -16,6 +14,7 @@ import { AnalysisMemo } from '../src/core/memo';
 import { type Dependency, DependencyOutageError, OUTAGE_DEFAULTS, OutageBreaker } from '../src/core/outage';
 import type { Analyzer, Clock } from '../src/core/ports';
 import { pushBody } from './support/builders';
+import { docsTableRows } from './support/docs-table';
 import { MemoryLogger } from './support/fakes';
 import { handlerDeps } from './support/handler';
 
@@ -35,17 +34,11 @@ describe("Pub/Sub's retry horizon", () => {
   });
 
   it('is what docs/architecture.md says, row by row', () => {
-    const doc = readFileSync(path.join(__dirname, '../../docs/architecture.md'), 'utf8');
-    const section =
-      doc.split('<!-- retry-horizon:start -->')[1]?.split('<!-- retry-horizon:end -->')[0] ?? '';
-    const rows = section
-      .split('\n')
-      .filter((l) => /^\| \**\d/.test(l))
-      .map((l) => l.split('|').map((c) => c.replaceAll('*', '').trim()));
+    const rows = docsTableRows('docs/architecture.md', 'retry-horizon');
     expect(rows.length).toBe(3);
-    for (const row of rows) {
-      const attempts = Number(/^\d+/.exec(row[1]!)?.[0]);
-      const seconds = Number(/^([\d,]+) s/.exec(row[3]!)?.[1]?.replaceAll(',', ''));
+    for (const [attemptsCell, , horizon] of rows.map((row) => row.map((c) => c.replaceAll('*', '')))) {
+      const attempts = Number(/^\d+/.exec(attemptsCell!)?.[0]);
+      const seconds = Number(/^([\d,]+) s/.exec(horizon!)?.[1]?.replaceAll(',', ''));
       expect(seconds).toBe(retryHorizonSeconds({ ...DELIVERY_DEFAULTS, maxDeliveryAttempts: attempts }));
     }
   });
