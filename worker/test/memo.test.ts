@@ -21,7 +21,7 @@ import { handle } from '../src/core/handle';
 import { AnalysisCutError, AnalysisMemo, type AnalysisMemoOptions } from '../src/core/memo';
 import type { LeaseTaken, MemoEntry, MemoStore } from '../src/core/ports';
 import { pushBody } from './support/builders';
-import { MemoryLogger, type MemoryReader } from './support/fakes';
+import { MemoryLogger, type MemoryReader, transient } from './support/fakes';
 import { failWrites, handlerDeps } from './support/handler';
 import { ManualClock, ManualTime, settle } from './support/manual-time';
 import { analyse } from './support/memo';
@@ -64,9 +64,7 @@ function held() {
 }
 
 /** Work that fails as an unavailable analyzer does. */
-const unavailable = async (): Promise<AnalysisResult> => {
-  throw new TransientError('analyzer_unavailable', 'the analyzer answered 503');
-};
+const unavailable = (): Promise<AnalysisResult> => Promise.reject(transient());
 
 /** A memo store that is down: every call fails. */
 function downMemoStore(): MemoStore {
@@ -291,15 +289,22 @@ describe('AnalysisMemo across instances (the lease)', () => {
     expect(work).toHaveBeenCalledWith(PROGRESS);
   });
 
-  it('does the work itself once the lease expires, when the holder never finished (a crash)', async () => {
+  // A holder that never finished (a crash): the delivery waits for its lease, and not a moment longer.
+  it.each([
+    ['once the lease expires, when the holder never finished (a crash)', 60_000, 60_000],
+    ['at once when the lease has expired', -1, 0],
+  ])('does the work itself %s', async (_, leaseLeftMs, waitedMs) => {
     const { clock, store, b } = twoInstances();
-    await store.lease(AnalysisMemo.leaseKey(KEY), new Date(clock.ms + 60_000), new Date(clock.ms));
+    await store.lease(
+      AnalysisMemo.leaseKey(KEY),
+      new Date(clock.ms + leaseLeftMs),
+      new Date(clock.ms - 60_000),
+    );
     const work = jest.fn(async () => paid());
     const started = clock.ms;
     expect(await analyse(b, KEY, work)).toMatchObject({ source: 'analyzer' });
     expect(work).toHaveBeenCalledTimes(1);
-    // It waited for the lease, and not a moment longer.
-    expect(clock.ms - started).toBe(60_000);
+    expect(clock.ms - started).toBe(waitedMs);
   });
 
   it('lets a retry after a failed holder go at once, here or on another instance: the holder ended its lease', async () => {
@@ -385,14 +390,6 @@ describe('AnalysisMemo across instances (the lease)', () => {
     await analyse(retry, KEY, work, undefined, undefined, undefined, rows);
     expect(rows.seen).toHaveBeenCalledWith(KEY, expect.anything());
     expect(work).toHaveBeenCalledTimes(1);
-  });
-
-  it('ignores an expired lease and works at once', async () => {
-    const { clock, store, b } = twoInstances();
-    await store.lease(AnalysisMemo.leaseKey(KEY), new Date(clock.ms - 1), new Date(clock.ms - 60_000));
-    const started = clock.ms;
-    expect(await analyse(b, KEY, async () => paid())).toMatchObject({ source: 'analyzer' });
-    expect(clock.ms).toBe(started);
   });
 });
 
