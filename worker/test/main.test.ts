@@ -20,9 +20,12 @@ describe('buildAdapters (the composition root)', () => {
     dir = mkdtempSync(path.join(tmpdir(), 'docline-main-'));
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
+  /** The adapters the composition root builds for `env` over the test's data folder. */
+  const build = (env: Record<string, string> = {}) =>
+    buildAdapters(loadConfig({ DOCLINE_DATA_DIR: dir, ...env }), new MemoryLogger());
 
   it('picks the embedded adapters when no cloud setting is given', async () => {
-    const adapters = await buildAdapters(loadConfig({ DOCLINE_DATA_DIR: dir }), new MemoryLogger());
+    const adapters = await build();
     expect(adapters.store).toBeInstanceOf(GroupCommitStore);
     expect(inner(adapters.store)).toBeInstanceOf(SqliteStore);
     // The offline analyzer is free: no memo in front of it unless asked for.
@@ -34,17 +37,13 @@ describe('buildAdapters (the composition root)', () => {
   });
 
   it('keeps the memo in the data folder when asked for, without a bucket', async () => {
-    const adapters = await buildAdapters(
-      loadConfig({ DOCLINE_DATA_DIR: dir, MEMO: 'on' }),
-      new MemoryLogger(),
-    );
+    const adapters = await build({ MEMO: 'on' });
     expect(adapters.memo).toBeInstanceOf(FileMemoStore);
     await adapters.store.close?.();
   });
 
   it('picks BigQuery, Cloud Storage, Gemini and push-token verification from their settings', async () => {
-    const config = loadConfig({
-      DOCLINE_DATA_DIR: dir,
+    const adapters = await build({
       BIGQUERY_TABLE: 'acme-dev.docline.rows',
       DOCLINE_READER: 'gcs',
       GEMINI_API_KEY: 'test-key',
@@ -52,7 +51,6 @@ describe('buildAdapters (the composition root)', () => {
       PUSH_AUTH_SERVICE_ACCOUNT: 'push@acme-dev.iam.gserviceaccount.com',
       MEMO_BUCKET: 'acme-dev-docline-memo',
     });
-    const adapters = await buildAdapters(config, new MemoryLogger());
     expect(inner(adapters.store)).toBeInstanceOf(BigQueryStore);
     expect(adapters.memo).toBeInstanceOf(GcsMemoStore);
     expect(adapters.reader).toBeInstanceOf(GcsReader);
@@ -61,8 +59,7 @@ describe('buildAdapters (the composition root)', () => {
   });
 
   it('keeps no memo when it is switched off, and writes through group commit all the same', async () => {
-    const config = loadConfig({ DOCLINE_DATA_DIR: dir, MEMO: 'off' });
-    const adapters = await buildAdapters(config, new MemoryLogger());
+    const adapters = await build({ MEMO: 'off' });
     expect(inner(adapters.store)).toBeInstanceOf(SqliteStore);
     expect(adapters.memo).toBeUndefined();
     await adapters.store.close?.();
