@@ -111,6 +111,9 @@ export function quantile(values: number[], q: number): number {
 export const isAnswer = (line: WorkerLogLine): boolean =>
   line.status === 'ok' || line.status === 'rejected' || line.status === 'duplicate';
 
+/** What no log line may hold: strings, or patterns. */
+type Forbidden = readonly (string | RegExp)[];
+
 /**
  * Collects the log lines of every worker process a suite starts (restarts included), so that one
  * assertion can run over all of them at the end.
@@ -127,13 +130,14 @@ export class LogAudit {
     return this.workers.flatMap((w) => w.lines);
   }
 
-  /** The forbidden strings found in any log line, with the line's message. */
-  leaks(forbidden: readonly string[]): Array<{ value: string; message: string }> {
+  /** The forbidden strings or patterns found in any log line, with the line's message. */
+  leaks(forbidden: Forbidden): Array<{ value: string; message: string }> {
     const found: Array<{ value: string; message: string }> = [];
     const texts = this.lines().map((l) => ({ text: JSON.stringify(l), message: l.message }));
     for (const value of forbidden) {
       for (const t of texts)
-        if (t.text.includes(value)) found.push({ value, message: t.message.slice(0, 120) });
+        if (typeof value === 'string' ? t.text.includes(value) : value.test(t.text))
+          found.push({ value: String(value), message: t.message.slice(0, 120) });
     }
     return found;
   }
@@ -142,7 +146,7 @@ export class LogAudit {
    * Records the audit of `forbidden` as `suite`'s case `name`, and expects more than `minLines` lines
    * and no leak (by their messages, so a failure says where).
    */
-  expectNoLeaks(suite: string, forbidden: readonly string[], minLines: number, name = 'log audit'): void {
+  expectNoLeaks(suite: string, forbidden: Forbidden, minLines: number, name = 'log audit'): void {
     const leaks = this.leaks(forbidden);
     const lines = this.lines().length;
     recordCase({
