@@ -1,8 +1,7 @@
 import request from 'supertest';
-import { SqliteStore } from '../src/adapters/stores/sqlite-store';
+import type { SqliteStore } from '../src/adapters/stores/sqlite-store';
 import { ANSWER_TABLE } from '../src/answers';
 import { createApp } from '../src/app';
-import { DEFAULT_CONTENT_TYPES } from '../src/contract/settings';
 import {
   ConfigurationError,
   DependencyRefusedError,
@@ -13,26 +12,19 @@ import type { Logger, Store } from '../src/core/ports';
 import { JsonLogger } from '../src/log';
 import { pushBody } from './support/builders';
 import { docsTableRows } from './support/docs-table';
-import { fixedClock, MemoryLogger, MemoryReader, ScriptedAnalyzer } from './support/fakes';
+import { MemoryLogger } from './support/fakes';
+import { handlerDeps } from './support/handler';
 
 const INVOICE = 'Invoice No INV-7\nTotal due: €1,234.56\n';
 
 function setup(
   options: { store?: Store; authenticate?: (h: string | undefined) => Promise<void>; logger?: Logger } = {},
 ) {
-  const store = options.store ?? new SqliteStore({ path: ':memory:' });
-  const reader = new MemoryReader();
-  const analyzer = new ScriptedAnalyzer();
+  const { reader, analyzer, deps } = handlerDeps(options.store ? { store: options.store } : {});
   const logger = new MemoryLogger();
   const app = createApp({
-    store,
-    reader,
-    analyzer,
+    ...deps,
     logger: options.logger ?? logger,
-    clock: fixedClock(),
-    dedupKeyMode: 'object',
-    limits: { maxObjectBytes: 1024, allowedContentTypes: DEFAULT_CONTENT_TYPES },
-    workerVersion: 'test',
     pushBodyLimitBytes: 16 * 1024,
     projectId: 'acme-dev',
     authenticate: options.authenticate,
@@ -43,7 +35,7 @@ function setup(
     reader.put('acme-invoices-dev', '2026/11/facture-0042.txt', '1764460800123456', bytes);
     return body;
   };
-  return { app, store, reader, analyzer, logger, upload };
+  return { app, store: deps.store, reader, analyzer, logger, upload };
 }
 
 const failingStore = (error: Error): Store => {
