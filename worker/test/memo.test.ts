@@ -984,11 +984,11 @@ describe('interleaving 4: a lease shorter than the work', () => {
     const make = () => new AnalysisMemo(store, onTime(time));
     return { store, a: make(), b: make() };
   }
-  const deadline = (time: ManualTime, ms: number) => Deadline.after(ms, time.clock, time);
+  const deadline = (ms: number) => Deadline.after(ms, time.clock, time);
   /** `memo`'s turn to write KEY, asked for now: `came()` says whether it has come yet. */
-  function askTurn(time: ManualTime, memo: AnalysisMemo) {
+  function askTurn(memo: AnalysisMemo) {
     let came = false;
-    const turn = memo.leases.writeTurn(KEY, deadline(time, 498_000)).then((t) => {
+    const turn = memo.leases.writeTurn(KEY, deadline(498_000)).then((t) => {
       came = true;
       return t;
     });
@@ -1000,9 +1000,9 @@ describe('interleaving 4: a lease shorter than the work', () => {
     const { work: workA, finish } = held();
     const workB = jest.fn(async () => paid(9999));
     // A doubled notification: the same upload reaches two instances together.
-    const first = analyse(a, KEY, workA, undefined, deadline(time, 498_000));
+    const first = analyse(a, KEY, workA, undefined, deadline(498_000));
     await settle();
-    const second = analyse(b, KEY, workB, undefined, deadline(time, 498_000));
+    const second = analyse(b, KEY, workB, undefined, deadline(498_000));
     await time.advance(100_000);
     finish(paid());
     await time.advance(1_000);
@@ -1014,15 +1014,15 @@ describe('interleaving 4: a lease shorter than the work', () => {
   it('interleaving 7: a delivery on another instance writes only after the holder has written (no overlapping MERGEs)', async () => {
     const { a, b } = twoInstances();
     // A doubled notification: A analyses and starts its write; B arrives just after.
-    const first = analyse(a, KEY, async () => paid(), undefined, deadline(time, 498_000));
+    const first = analyse(a, KEY, async () => paid(), undefined, deadline(498_000));
     await settle();
-    const second = analyse(b, KEY, async () => paid(9999), undefined, deadline(time, 498_000));
+    const second = analyse(b, KEY, async () => paid(9999), undefined, deadline(498_000));
     await first;
-    const turnA = await a.leases.writeTurn(KEY, deadline(time, 498_000));
+    const turnA = await a.leases.writeTurn(KEY, deadline(498_000));
     await time.advance(1_000);
     // B found A's analysis in the memo while A's write runs.
     expect(await second).toEqual({ result: paid(), source: 'memo' });
-    const turnB = askTurn(time, b);
+    const turnB = askTurn(b);
     // A's MERGE is slow (20 s): B does not write meanwhile, however long it takes.
     await time.advance(20_000);
     expect(turnB.came()).toBe(false);
@@ -1046,12 +1046,12 @@ describe('interleaving 4: a lease shorter than the work', () => {
     await expect(analyse(a, KEY, unavailable)).rejects.toMatchObject({ code: 'analyzer_unavailable' });
     failLease = false;
     // Later, B analyses and writes slowly; A's next delivery finds the analysis in the memo.
-    await analyse(b, KEY, async () => paid(), undefined, deadline(time, 498_000));
-    const turnB = await b.leases.writeTurn(KEY, deadline(time, 498_000));
-    expect(await analyse(a, KEY, async () => paid(9999), undefined, deadline(time, 498_000))).toMatchObject({
+    await analyse(b, KEY, async () => paid(), undefined, deadline(498_000));
+    const turnB = await b.leases.writeTurn(KEY, deadline(498_000));
+    expect(await analyse(a, KEY, async () => paid(9999), undefined, deadline(498_000))).toMatchObject({
       source: 'memo',
     });
-    const turnA = askTurn(time, a);
+    const turnA = askTurn(a);
     await time.advance(20_000);
     expect(turnA.came()).toBe(false);
     turnB.done();
@@ -1073,13 +1073,13 @@ describe('interleaving 4: a lease shorter than the work', () => {
     const workB = jest.fn(async () => paid(9999));
     // Both analyse without a lease (the memo failing never stops the work)...
     await Promise.all([
-      analyse(a, KEY, workA, undefined, deadline(time, 498_000)),
-      analyse(b, KEY, workB, undefined, deadline(time, 498_000)),
+      analyse(a, KEY, workA, undefined, deadline(498_000)),
+      analyse(b, KEY, workB, undefined, deadline(498_000)),
     ]);
     expect([workA.mock.calls.length, workB.mock.calls.length]).toEqual([1, 1]);
     // ...but only one writes at a time: B waits while A's MERGE runs.
-    const turnA = await a.leases.writeTurn(KEY, deadline(time, 498_000));
-    const turnB = askTurn(time, b);
+    const turnA = await a.leases.writeTurn(KEY, deadline(498_000));
+    const turnB = askTurn(b);
     await time.advance(30_000);
     expect(turnB.came()).toBe(false);
     // A's write answered: its lease ends at once, and B goes within one poll (not a lease time).
@@ -1095,7 +1095,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
       call === 1 ? time.sleep(7_000).then(() => store.lease(key, until, now)) : store.lease(key, until, now),
     );
     const memo = new AnalysisMemo(slowFirst, onTime(time));
-    const analysed = analyse(memo, KEY, async () => paid(), undefined, deadline(time, 498_000));
+    const analysed = analyse(memo, KEY, async () => paid(), undefined, deadline(498_000));
     await settle();
     await time.advance(5_000);
     expect(await analysed).toMatchObject({ source: 'analyzer' });
@@ -1104,7 +1104,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
     const orphan = store.leases.get(AnalysisMemo.leaseKey(KEY))!;
     const round0 = orphan.expiresAt.getTime();
     expect(round0).toBe(time.ms - 8_000 + 15_000);
-    const turn = askTurn(time, memo);
+    const turn = askTurn(memo);
     while (time.ms < round0 - 1_000 && !turn.came()) await time.advance(500);
     expect(turn.came()).toBe(false);
     await time.advance(2_000);
@@ -1117,15 +1117,15 @@ describe('interleaving 4: a lease shorter than the work', () => {
     // On BigQuery, whose jobs run on without their client.
     const make = () => new AnalysisMemo(store, onTime(time, { writesOutliveInstance: true }));
     const [a, b] = [make(), make()];
-    await analyse(a, KEY, async () => paid(), undefined, deadline(time, 300_000));
+    await analyse(a, KEY, async () => paid(), undefined, deadline(300_000));
     const holderDeadline = time.ms + 298_000;
-    const turnA = await a.leases.writeTurn(KEY, deadline(time, 298_000));
+    const turnA = await a.leases.writeTurn(KEY, deadline(298_000));
     // On taking the turn the lease already runs past the deadline (the bound of the MERGE's
     // jobTimeoutMs) by one lease time: no renewal is needed after that, so a killed holder is covered.
     expect(store.leases.get(AnalysisMemo.leaseKey(KEY))!.expiresAt.getTime()).toBe(holderDeadline + 15_000);
     // The holder's write is cut at shutdown (its statement may still run): the lease stays.
     turnA.done(false);
-    const turnB = askTurn(time, b);
+    const turnB = askTurn(b);
     // Second by second (B looks at the lease every poll), up to 1 s before the lease's end.
     while (time.ms < holderDeadline + 14_000 && !turnB.came()) await time.advance(1_000);
     expect(turnB.came()).toBe(false);
@@ -1136,8 +1136,8 @@ describe('interleaving 4: a lease shorter than the work', () => {
 
   it('keeps the write’s lease to its heartbeat on a store whose writes die with their process (SQLite): a killed holder holds up the next writer one lease time at most', async () => {
     const { store, a } = twoInstances();
-    await analyse(a, KEY, async () => paid(), undefined, deadline(time, 300_000));
-    const turn = await a.leases.writeTurn(KEY, deadline(time, 298_000));
+    await analyse(a, KEY, async () => paid(), undefined, deadline(300_000));
+    const turn = await a.leases.writeTurn(KEY, deadline(298_000));
     expect(store.leases.get(AnalysisMemo.leaseKey(KEY))!.expiresAt.getTime()).toBeLessThanOrEqual(
       time.ms + 15_000,
     );
@@ -1153,12 +1153,12 @@ describe('interleaving 4: a lease shorter than the work', () => {
     const options = onTime(time);
     const holder = new AnalysisMemo(store, options);
     const waiter = new AnalysisMemo(flaky, { ...options, logger });
-    const first = analyse(holder, KEY, held().work, undefined, deadline(time, 498_000));
+    const first = analyse(holder, KEY, held().work, undefined, deadline(498_000));
     first.catch(() => {});
     await settle();
     const work = jest.fn(async () => paid(9999));
     const rows = { seen: jest.fn(async () => false) };
-    const second = analyse(waiter, KEY, work, undefined, deadline(time, 498_000), undefined, rows);
+    const second = analyse(waiter, KEY, work, undefined, deadline(498_000), undefined, rows);
     for (let t = 0; t < 3; t++) await time.advance(1_000);
     expect(await second).toMatchObject({ source: 'analyzer' });
     expect(flaky.leaseCalls()).toBe(2);
@@ -1177,7 +1177,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
       },
     });
     const holder = new AnalysisMemo(slow, onTime(time));
-    const outcome = analyse(holder, KEY, held().work, undefined, deadline(time, 60_000));
+    const outcome = analyse(holder, KEY, held().work, undefined, deadline(60_000));
     outcome.catch(() => {});
     await settle();
     await time.advance(15_500);
@@ -1188,7 +1188,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
   it('renews the lease while the holder works and writes, and stops renewing when its write is done', async () => {
     const { store, a } = twoInstances();
     const { work, finish } = held();
-    const outcome = analyse(a, KEY, work, undefined, deadline(time, 498_000));
+    const outcome = analyse(a, KEY, work, undefined, deadline(498_000));
     const leaseOf = () => store.leases.get(AnalysisMemo.leaseKey(KEY))!.expiresAt.getTime();
     await settle();
     const taken = leaseOf();
@@ -1199,7 +1199,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
     finish(paid());
     await outcome;
     // The lease now guards the write: still renewed while the delivery writes its row.
-    const turn = await a.leases.writeTurn(KEY, deadline(time, 300_000));
+    const turn = await a.leases.writeTurn(KEY, deadline(300_000));
     await time.advance(30_000);
     expect(leaseOf()).toBeGreaterThan(time.ms + 10_000);
     turn.done();
@@ -1214,7 +1214,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
     // The holder took its 15 s lease, then its instance was killed: nobody renews it.
     await store.lease(AnalysisMemo.leaseKey(KEY), new Date(time.ms + 15_000), new Date(time.ms));
     const work = jest.fn(async () => paid());
-    const outcome = analyse(b, KEY, work, undefined, deadline(time, 498_000));
+    const outcome = analyse(b, KEY, work, undefined, deadline(498_000));
     await time.advance(14_000);
     expect(work).not.toHaveBeenCalled();
     await time.advance(2_000);
@@ -1226,7 +1226,7 @@ describe('interleaving 4: a lease shorter than the work', () => {
     const { store, b } = twoInstances();
     await store.lease(AnalysisMemo.leaseKey(KEY), new Date(time.ms + 400_000), new Date(time.ms));
     const work = jest.fn(async () => paid());
-    const outcome = analyse(b, KEY, work, undefined, deadline(time, 30_000)).catch((e: unknown) => e);
+    const outcome = analyse(b, KEY, work, undefined, deadline(30_000)).catch((e: unknown) => e);
     await time.advance(31_000);
     expect(await outcome).toBeInstanceOf(DeadlineError);
     expect(work).not.toHaveBeenCalled();
