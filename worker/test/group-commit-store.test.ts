@@ -507,15 +507,6 @@ describe('GroupCommitStore', () => {
       const settled = await settle([s.record(row), s.record({ ...row, message_id: 'again' })]);
       expect(settled.map((r) => r.status)).toEqual(['rejected', 'rejected']);
     });
-
-    it('still answers the in-batch duplicate "not inserted" when the row of its key went in', async () => {
-      const row = testRow();
-      const s = store({ maxRows: 2 });
-      const answers = Promise.all([s.record(row), s.record({ ...row, message_id: 'again' })]);
-      await jest.advanceTimersByTimeAsync(0);
-      expect(await answers).toEqual([true, false]);
-      expect(inner.rows.get(row.dedup_key)?.message_id).toBe(row.message_id);
-    });
   });
 
   describe('interleaving 2: good rows dead-lettered', () => {
