@@ -247,18 +247,13 @@ describe('GeminiAnalyzer', () => {
       expect(fake.requests).toHaveLength(2);
     });
 
-    it('interleaving 5: carries the tokens of a paid first call when the second gets a 429', async () => {
+    it('interleaving 5: carries the tokens of a paid first call when the second gets a 429, and the next run goes on with the second call only', async () => {
       // The 429 answers the second request: the first is answered (and billed) before it.
       paidThenFails(429);
-      const error = await analyzer.analyze(input).catch((e: unknown) => e);
+      const error = (await analyzer.analyze(input).catch((e: unknown) => e)) as TransientError;
       expect(error).toBeInstanceOf(TransientError);
       expect(error).toMatchObject({ code: 'analyzer_rate_limited' });
-      expect((error as TransientError).usage).toEqual({ promptTokens: 10, outputTokens: 6, totalTokens: 16 });
-    });
-
-    it('interleaving 5: after a paid first call and a 429, the next run goes on with the second call only', async () => {
-      paidThenFails(429);
-      const error = (await analyzer.analyze(input).catch((e: unknown) => e)) as TransientError;
+      expect(error.usage).toEqual({ promptTokens: 10, outputTokens: 6, totalTokens: 16 });
       expect(error.progress).toEqual({ attemptsDone: 1, problems: expect.any(String) });
       // The paid call, then the one refused with a 429.
       expect(fake.requests).toHaveLength(2);
