@@ -67,9 +67,6 @@ async function main(): Promise<void> {
     // The second lookup of the held object is the overlapping redelivery: let the first go on.
     if (holdName && count >= 2 && key.includes(`/${holdName}#`)) waiting.get(holdName)?.();
   };
-  const afterRecord = (rows: readonly { object_name: string | null }[]) => {
-    for (const row of rows) if (row.object_name) crash('after_record', row.object_name);
-  };
   const recordingStore: BatchStore = {
     seenMany: (keys) => {
       for (const key of keys) lookedUp(key);
@@ -78,7 +75,7 @@ async function main(): Promise<void> {
     // The crash comes after the batch's MERGE and before any delivery's answer.
     async recordMany(rows) {
       const inserted = await inner.recordMany(rows);
-      afterRecord(rows);
+      for (const row of rows) if (row.object_name) crash('after_record', row.object_name);
       return inserted;
     },
     ping: () => inner.ping(),
