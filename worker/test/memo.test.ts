@@ -405,11 +405,8 @@ describe('FileMemoStore', () => {
   const key = (n: number) => AnalysisMemo.key(`${KEY}-${n}`);
   const entry = (total: number): MemoEntry => ({ ...paid(total), createdAt: '2026-11-30T04:00:00.000Z' });
 
-  it('answers undefined for a key it never kept', async () => {
+  it('answers undefined for a key it never kept, keeps the first of racing creates whole, and leaves no temporary file', async () => {
     expect(await store.get(key(1))).toBeUndefined();
-  });
-
-  it('keeps the first of two racing creates whole, and leaves no temporary file', async () => {
     await Promise.all(Array.from({ length: 8 }, (_, i) => store.create(key(1), entry(1000 + i))));
     const kept = await store.get(key(1));
     expect(kept?.usage.totalTokens).toBeGreaterThanOrEqual(1000);
@@ -1238,14 +1235,14 @@ describe('interleaving 5: paid work paid again', () => {
 
   function failingFirstWrite(admission?: QuotaGate) {
     const memoStore = new MemoryMemoStore();
-    const { store, analyzer, deps, body } = setup(memoStore, admission, { leaseMs: 0 });
+    const s = setup(memoStore, admission, { leaseMs: 0 });
     // The first write fails (a full DML queue): Pub/Sub delivers again.
     failWrites(
-      store,
+      s.store,
       1,
       new TransientError('bigquery_dml_queue_full', 'Too many DML statements outstanding'),
     );
-    return { store, analyzer, deps, body, memoStore };
+    return { ...s, memoStore };
   }
 
   it.each([
