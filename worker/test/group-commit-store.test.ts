@@ -69,8 +69,6 @@ class RecordingBatchStore implements BatchStore {
   }
 }
 
-const settle = <T>(promises: Array<Promise<T>>) => Promise.allSettled(promises);
-
 describe('GroupCommitStore', () => {
   let inner: RecordingBatchStore;
   beforeEach(() => {
@@ -83,7 +81,7 @@ describe('GroupCommitStore', () => {
     new GroupCommitStore(inner, { maxRows: 3, maxWaitMs: 1_000, minIntervalMs: 0, ...options });
   /** Records `rows` through `s`, moves the timers by `ms`, and answers how each delivery settled. */
   const recordAll = async (s: GroupCommitStore, rows: Row[], ms = 10_000) => {
-    const results = settle(rows.map((r) => s.record(r)));
+    const results = Promise.allSettled(rows.map((r) => s.record(r)));
     await jest.advanceTimersByTimeAsync(ms);
     return results;
   };
@@ -357,7 +355,7 @@ describe('GroupCommitStore', () => {
   it('fails every delivery of a batch with the transient error of its write, and writes nothing twice', async () => {
     inner.failNext = new TransientError('bigquery_dml_queue_full', 'Too many DML statements outstanding');
     const s = store({ maxRows: 2 });
-    const results = await settle([s.record(testRow()), s.record(testRow())]);
+    const results = await Promise.allSettled([s.record(testRow()), s.record(testRow())]);
     expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected']);
     expect(results.map((r) => (r as PromiseRejectedResult).reason.code)).toEqual([
       'bigquery_dml_queue_full',
@@ -491,7 +489,7 @@ describe('GroupCommitStore', () => {
       const other = testRow();
       inner.refuseKeys.add(row.dedup_key);
       const s = store({ maxRows: 3 });
-      const results = settle([s.record(row), s.record({ ...row }), s.record(other)]);
+      const results = Promise.allSettled([s.record(row), s.record({ ...row }), s.record(other)]);
       await jest.advanceTimersByTimeAsync(1_000);
       const settled = await results;
       // Neither is answered "already recorded": no row went in, so neither may be acknowledged.
@@ -504,7 +502,7 @@ describe('GroupCommitStore', () => {
       const row = testRow();
       inner.failNext = new TransientError('bigquery_concurrent_update', 'Could not serialize access');
       const s = store({ maxRows: 2 });
-      const settled = await settle([s.record(row), s.record({ ...row, message_id: 'again' })]);
+      const settled = await Promise.allSettled([s.record(row), s.record({ ...row, message_id: 'again' })]);
       expect(settled.map((r) => r.status)).toEqual(['rejected', 'rejected']);
     });
   });
@@ -535,7 +533,7 @@ describe('GroupCommitStore', () => {
       const s = store({ maxRows: 4, minIntervalMs: 1_000, minStatementMs: 2_000 });
       const long = Deadline.after(60_000);
       const short = Deadline.after(2_500);
-      const results = settle(rows.map((r, i) => s.record(r, i < 2 ? long : short)));
+      const results = Promise.allSettled(rows.map((r, i) => s.record(r, i < 2 ? long : short)));
       await jest.advanceTimersByTimeAsync(10_000);
       const settled = await results;
       expect(settled.map((r) => r.status)).toEqual(['rejected', 'fulfilled', 'rejected', 'rejected']);
@@ -550,7 +548,7 @@ describe('GroupCommitStore', () => {
       const rows = Array.from({ length: 4 }, () => testRow());
       inner.refuseKeys.add(rows[0]!.dedup_key);
       const s = store({ maxRows: 4, minIntervalMs: 1_000 });
-      const results = settle(rows.map((r) => s.record(r)));
+      const results = Promise.allSettled(rows.map((r) => s.record(r)));
       await jest.advanceTimersByTimeAsync(0);
       expect(inner.writes).toHaveLength(1);
       await jest.advanceTimersByTimeAsync(999);
@@ -572,11 +570,11 @@ describe('GroupCommitStore', () => {
       const s = store({ maxRows: 1, minStatementMs: 1_000 });
       inner.holding = true;
       const first = s.record(testRow(), Deadline.after(5_000));
-      const firstSettled = settle([first]);
+      const firstSettled = Promise.allSettled([first]);
       await jest.advanceTimersByTimeAsync(0);
       inner.holding = false;
       const later = testRow();
-      const second = settle([s.record(later, Deadline.after(30_000))]);
+      const second = Promise.allSettled([s.record(later, Deadline.after(30_000))]);
       await jest.advanceTimersByTimeAsync(5_000);
       const [hung] = await firstSettled;
       expect(hung!.status).toBe('rejected');
@@ -589,10 +587,10 @@ describe('GroupCommitStore', () => {
     it('gives up a hung lookup at its deadline, and the next lookup is sent', async () => {
       const s = store({ maxRows: 1, minStatementMs: 1_000 });
       inner.holding = true;
-      const first = settle([s.seen('k-hung', Deadline.after(5_000))]);
+      const first = Promise.allSettled([s.seen('k-hung', Deadline.after(5_000))]);
       await jest.advanceTimersByTimeAsync(0);
       inner.holding = false;
-      const second = settle([s.seen('k-next', Deadline.after(30_000))]);
+      const second = Promise.allSettled([s.seen('k-next', Deadline.after(30_000))]);
       await jest.advanceTimersByTimeAsync(5_000);
       expect((await first).map((r) => r.status)).toEqual(['rejected']);
       await jest.advanceTimersByTimeAsync(1_000);
