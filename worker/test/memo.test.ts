@@ -496,7 +496,7 @@ function setup(
     ...(admission ? { admission } : {}),
   });
   const body = announceInvoice([reader]);
-  return { store, reader, analyzer, deps, body };
+  return { store, reader, analyzer, deps, body, key: dedupKey(parsePush(body), 'object') };
 }
 
 describe('handle with the memo', () => {
@@ -518,17 +518,15 @@ describe('handle with the memo', () => {
   it("ends a lease kept for the gate's retry when the gate gives up: the next delivery takes it at once", async () => {
     const memoStore = new MemoryMemoStore();
     const gate = new QuotaGate({ maxInFlight: 2, maxWaitMs: 0, initialPauseMs: 0, maxPauseMs: 0 });
-    const { analyzer, deps, body } = setup(memoStore, gate);
+    const { analyzer, deps, body, key } = setup(memoStore, gate);
     analyzer.failNext(new TransientError(RATE_LIMITED, 'Gemini: 429 RESOURCE_EXHAUSTED'));
     await expect(handle(parsePush(body), deps)).rejects.toMatchObject({ code: RATE_LIMITED });
-    const key = dedupKey(parsePush(body), 'object');
     expect(memoStore.leases.get(AnalysisMemo.leaseKey(key))?.released).toBe(true);
   });
 
   it('asks the analyzer to go on after the attempts an earlier delivery paid for and did not end (soak I5, seed 168)', async () => {
     const memoStore = new MemoryMemoStore();
-    const { analyzer, deps, body } = setup(memoStore);
-    const key = dedupKey(parsePush(body), 'object');
+    const { analyzer, deps, body, key } = setup(memoStore);
     // An earlier delivery held the key's lease (expired now) and kept the attempt it paid for.
     const createdAt = new ManualClock().now().toISOString();
     await memoStore.create(AnalysisMemo.progressKey(key), {
@@ -578,8 +576,7 @@ describe('handle with the memo', () => {
 
   it('still reads an entry kept without readings: the row says the fields were read by an analyzer that did not say how', async () => {
     const memoStore = new MemoryMemoStore();
-    const { store, analyzer, deps, body } = setup(memoStore);
-    const key = dedupKey(parsePush(body), 'object');
+    const { store, analyzer, deps, body, key } = setup(memoStore);
     // The analysis, its model and tokens only.
     const createdAt = new ManualClock().now().toISOString();
     await memoStore.create(AnalysisMemo.key(key), { ...paid(), createdAt });
@@ -886,8 +883,7 @@ describe('an analyzer rollout: two revisions, another model each, share one memo
   });
 
   it('asks the store when the memo cannot tell whether the key was leased', async () => {
-    const { next, body, seen, deadline } = revisions();
-    const memoStore = (next.deps.memo!.leases as unknown as { store: MemoryMemoStore }).store;
+    const { memoStore, next, body, seen, deadline } = revisions();
     memoStore.hasLease = () => Promise.reject(new Error('503 from the memo bucket'));
     expect(await handle(parsePush(body), next.deps, deadline())).toMatchObject({ status: 'ok' });
     expect(seen.count).toBe(1);
