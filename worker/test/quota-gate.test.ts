@@ -3,6 +3,7 @@ import {
   floorFor,
   NAMED_WAIT_SPREAD_MS,
   QuotaGate,
+  type QuotaGateOptions,
   RecentCount,
 } from '../src/adapters/quota-gate';
 import { Deadline, ShuttingDownError } from '../src/core/deadline';
@@ -175,23 +176,17 @@ describe('RecentCount: successes in the last minute, in the same memory whatever
 });
 
 describe('QuotaGate', () => {
-  function setup(
-    maxInFlight: number,
-    maxWaitMs = 60_000,
-    initialInFlight?: number,
-    maxBytesInFlight?: number,
-  ) {
+  function setup(maxInFlight: number, maxWaitMs = 60_000, extra: Partial<QuotaGateOptions> = {}) {
     const time = new ManualTime();
     const gate = new QuotaGate({
       maxInFlight,
-      ...(initialInFlight ? { initialInFlight } : {}),
-      ...(maxBytesInFlight ? { maxBytesInFlight } : {}),
       maxWaitMs,
       initialPauseMs: 100,
       maxPauseMs: 1_000,
       clock: time.clock,
       timers: time,
       random: () => 1,
+      ...extra,
     });
     return { time, gate, works: new Works() };
   }
@@ -214,7 +209,8 @@ describe('QuotaGate', () => {
   });
 
   describe('with memory bounded by bytes (maxBytesInFlight)', () => {
-    const bytesGate = (initialInFlight: number) => setup(2, 60_000, initialInFlight, 2 * 100);
+    const bytesGate = (initialInFlight: number) =>
+      setup(2, 60_000, { initialInFlight, maxBytesInFlight: 2 * 100 });
 
     it('admits small documents past maxInFlight while their declared bytes fit, and holds a large one until they do', async () => {
       const { gate, works } = bytesGate(10);
@@ -480,7 +476,7 @@ describe('QuotaGate', () => {
   });
 
   it('starts from initialInFlight and learns its way up to maxInFlight, never past it', async () => {
-    const { time, gate, works } = setup(4, 60_000, 2);
+    const { time, gate, works } = setup(4, 60_000, { initialInFlight: 2 });
     const results = ['a', 'b', 'c', 'd', 'e', 'f'].map((name) => gate.run(works.work(name)));
     await settle();
     expect(works.running).toEqual(['a', 'b']);
