@@ -151,9 +151,7 @@ describe('load: 10,000 messages with duplicates and bad input (worker process, S
         LOCAL_NAMES.topic,
         batch.map((p) => p.message),
       );
-      ids.forEach((id, k) => {
-        published.push({ id, planned: batch[k]! });
-      });
+      published.push(...ids.map((id, k) => ({ id, planned: batch[k]! })));
     }
 
     // Identical redeliveries: the exact push of a published single, sent again to the worker.
