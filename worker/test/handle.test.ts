@@ -14,8 +14,7 @@ function setup(overrides: Partial<HandlerDeps> = {}) {
   const upload = (messageId: string, spec: ObjectSpec & { bytes?: string | Buffer } = {}) => {
     const bytes = spec.bytes ?? INVOICE;
     const body = pushBody(messageId, { size: Buffer.from(bytes).length, ...spec });
-    const attrs = (body.message as { attributes: Record<string, string> }).attributes;
-    reader.put(attrs.bucketId!, attrs.objectId!, attrs.objectGeneration!, bytes);
+    reader.putAnnounced(body, bytes);
     return body;
   };
   const run = (body: unknown) => handle(parsePush(body), deps);

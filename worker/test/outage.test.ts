@@ -192,8 +192,7 @@ describe('a 6-hour outage of a dependency', () => {
       const bodies = new Map<number, ReturnType<typeof pushBody>>();
       for (let doc = 0; doc < arrivals; doc++) {
         const body = pushBody(`m-${doc}`, { name: `in/${doc}.txt`, size: Buffer.byteLength(INVOICE) });
-        const attrs = (body.message as { attributes: Record<string, string> }).attributes;
-        world.reader.put(attrs.bucketId!, attrs.objectId!, attrs.objectGeneration!, INVOICE);
+        world.reader.putAnnounced(body, INVOICE);
         bodies.set(doc, body);
         queue.push({ atMs: world.start + doc * ARRIVAL_EVERY_MS, doc, attempt: 1 });
       }
