@@ -2,11 +2,11 @@ import { sampleAnalysis } from '../../sim/samples';
 import { MemoryMemoStore } from '../src/adapters/memo-stores/memory-memo-store';
 import type { AnalysisResult } from '../src/contract/analysis';
 import { Deadline } from '../src/core/deadline';
-import { TransientError } from '../src/core/errors';
 import { parsePush } from '../src/core/event';
 import { handle } from '../src/core/handle';
 import { AnalysisMemo } from '../src/core/memo';
 import { pushBody } from './support/builders';
+import { transient } from './support/fakes';
 import { handlerDeps } from './support/handler';
 import { ManualClock, ManualTime } from './support/manual-time';
 import { analyse } from './support/memo';
@@ -24,9 +24,7 @@ const paid = (): AnalysisResult => ({
   model: 'gemini-2.5-flash',
   usage: { promptTokens: 1200, outputTokens: 300, totalTokens: 1500 },
 });
-const failing = async (): Promise<AnalysisResult> => {
-  throw new TransientError('analyzer_unavailable', 'Gemini: 503');
-};
+const failing = (): Promise<AnalysisResult> => Promise.reject(transient());
 
 describe("the memo's per-key memories", () => {
   it('hold nothing for the documents written: one instance writing many documents does not grow', async () => {
