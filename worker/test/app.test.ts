@@ -72,30 +72,28 @@ describe('POST /push', () => {
     expect(res.body).toMatchObject({ error: 'transient', message: 'the store is busy', cause: 'store_busy' });
   });
 
-  it('answers 503 for a configuration fault (the service is at fault, not the document) and logs it at ERROR', async () => {
-    const fault = new ConfigurationError('bytes_billed_limit', 'raise MAXIMUM_BYTES_BILLED');
-    const { app, upload, logger } = setup({ store: failingStore(fault) });
-    const res = await request(app).post('/push').send(upload('1'));
-    expect(res.status).toBe(503);
-    expect(res.body.error).toBe('configuration');
-    expect(logger.entries.find((e) => e.severity === 'ERROR')?.message).toContain(
+  // The ERROR line's `error` field is what the stack's alerts match (the dependency-outage alert among them).
+  it.each([
+    [
+      'a configuration fault (the service is at fault, not the document)',
+      new ConfigurationError('bytes_billed_limit', 'raise MAXIMUM_BYTES_BILLED'),
+      { error: 'configuration' },
       'raise MAXIMUM_BYTES_BILLED',
-    );
-  });
-
-  it('answers 503 for a dependency that refuses the worker, not the document, and logs it at ERROR', async () => {
-    const refused = new DependencyRefusedError(
-      'analyzer_precondition',
-      'Gemini refused the project: billing',
-    );
-    const { app, upload, logger } = setup({ store: failingStore(refused) });
+    ],
+    [
+      'a dependency that refuses the worker, not the document',
+      new DependencyRefusedError('analyzer_precondition', 'Gemini refused the project: billing'),
+      { error: 'dependency_refused', cause: 'analyzer_precondition' },
+      'a dependency refuses the worker: Gemini refused the project',
+    ],
+  ])('answers 503 for %s and logs it at ERROR', async (_, failure, answer, logged) => {
+    const { app, upload, logger } = setup({ store: failingStore(failure) });
     const res = await request(app).post('/push').send(upload('1'));
     expect(res.status).toBe(503);
-    expect(res.body).toMatchObject({ error: 'dependency_refused', cause: 'analyzer_precondition' });
+    expect(res.body).toMatchObject(answer);
     const line = logger.entries.find((e) => e.severity === 'ERROR');
-    expect(line?.message).toContain('a dependency refuses the worker: Gemini refused the project');
-    // The field the stack's dependency-outage alert matches.
-    expect(line?.error).toBe('dependency_refused');
+    expect(line?.message).toContain(logged);
+    expect(line?.error).toBe(answer.error);
   });
 
   it('answers 500 without details for an unexpected failure', async () => {
