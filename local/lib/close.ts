@@ -110,9 +110,9 @@ export interface CloseInputs {
   now: Date;
 }
 
-const label = (row: Pick<MonthRow, 'object_name' | 'dedup_key' | 'object_uri'>) =>
-  row.object_uri?.replace(/^gs:\/\/[^/]+\//, '') ?? row.object_name ?? row.dedup_key;
 const objectLabel = (uri: string) => uri.replace(/^gs:\/\/[^/]+\//, '');
+const label = (row: Pick<MonthRow, 'object_name' | 'dedup_key' | 'object_uri'>) =>
+  (row.object_uri && objectLabel(row.object_uri)) ?? row.object_name ?? row.dedup_key;
 const analysisOf = (row: MonthRow) => (row.analysis ?? {}) as Partial<Analysis>;
 
 /** The digest of one stored row (the certificate's `rowDigests`). */
@@ -272,13 +272,17 @@ function paidTwice({ rows, ledger }: CloseInputs): Certificate['paidTwice'] {
   };
 }
 
+const normalisedNumber = (n: string | null | undefined) =>
+  n?.replace(/[\s.\-/_]/g, '').toUpperCase() || undefined;
+const normalisedName = (n: string | null | undefined) =>
+  n?.toLowerCase().replace(/[\s.,\-']/g, '') || undefined;
+
 /** Identifiers a supplier is known by: SIREN (from a SIREN, a SIRET or a French VAT id), SIRET, VAT. */
 export function supplierIdentifiers(a: Partial<Analysis>): string[] {
-  const clean = (v: string | null | undefined) => v?.replace(/[\s.\-/_]/g, '').toUpperCase() || undefined;
   const ids = new Set<string>();
-  const siren = clean(a.supplier_siren);
-  const siret = clean(a.supplier_siret);
-  const vat = clean(a.supplier_vat_id);
+  const siren = normalisedNumber(a.supplier_siren);
+  const siret = normalisedNumber(a.supplier_siret);
+  const vat = normalisedNumber(a.supplier_vat_id);
   if (siren && /^\d{9}$/.test(siren)) ids.add(`siren:${siren}`);
   if (siret && /^\d{14}$/.test(siret)) {
     ids.add(`siret:${siret}`);
@@ -291,11 +295,6 @@ export function supplierIdentifiers(a: Partial<Analysis>): string[] {
   }
   return [...ids];
 }
-
-const normalisedNumber = (n: string | null | undefined) =>
-  n?.replace(/[\s.\-/_]/g, '').toUpperCase() || undefined;
-const normalisedName = (n: string | null | undefined) =>
-  n?.toLowerCase().replace(/[\s.,\-']/g, '') || undefined;
 
 /** The format of a row's document: the e-invoice syntax it was read from, else its content type. */
 export function formatOf(row: MonthRow): string {
