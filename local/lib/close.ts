@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { Analysis } from '../../worker/src/contract/analysis';
 import type { ObjectResource } from '../../worker/src/reconcile/notification';
 import { objectUri } from '../../worker/src/reconcile/notification';
-import { reviewCell } from './export';
+import { analysisOf, reviewCell, verdictCell } from './export';
 import { daysOf, type Month, type MonthRow, monthDigest, type StoredRow } from './month';
 import type { LedgerEntry } from './pipeline';
 
@@ -113,7 +113,6 @@ export interface CloseInputs {
 const objectLabel = (uri: string) => uri.replace(/^gs:\/\/[^/]+\//, '');
 const label = (row: Pick<MonthRow, 'object_name' | 'dedup_key' | 'object_uri'>) =>
   (row.object_uri && objectLabel(row.object_uri)) ?? row.object_name ?? row.dedup_key;
-const analysisOf = (row: MonthRow) => (row.analysis ?? {}) as Partial<Analysis>;
 
 /** The digest of one stored row (the certificate's `rowDigests`). */
 export function rowDigest(row: StoredRow, columns: readonly string[]): string {
@@ -387,22 +386,17 @@ function correctedRows({ rows, columns }: CloseInputs): number | null {
 }
 
 function validationOf(rows: readonly MonthRow[]): Certificate['validation'] {
-  type Verdict = { verdict?: unknown; failed?: unknown };
-  const checked = rows.filter(
-    (r) => typeof (r.e_invoice_validation as Verdict | null | undefined)?.verdict === 'string',
-  );
-  const verdict = (r: MonthRow) => (r.e_invoice_validation as Verdict).verdict;
+  const checked = rows.filter((r) => verdictCell(r) !== '');
+  const invalid = checked.filter((r) => verdictCell(r) === 'invalid');
   return {
     checked: checked.length,
-    valid: checked.filter((r) => verdict(r) === 'valid').length,
-    invalid: checked.filter((r) => verdict(r) === 'invalid').length,
-    unchecked: checked.filter((r) => verdict(r) === 'unchecked').length,
-    invalidItems: checked
-      .filter((r) => verdict(r) === 'invalid')
-      .map((r) => {
-        const failed = (r.e_invoice_validation as Verdict).failed;
-        return { object: label(r), failed: Array.isArray(failed) ? failed.map(String) : [] };
-      }),
+    valid: checked.filter((r) => verdictCell(r) === 'valid').length,
+    invalid: invalid.length,
+    unchecked: checked.filter((r) => verdictCell(r) === 'unchecked').length,
+    invalidItems: invalid.map((r) => {
+      const { failed } = r.e_invoice_validation as { failed?: unknown };
+      return { object: label(r), failed: Array.isArray(failed) ? failed.map(String) : [] };
+    }),
   };
 }
 
