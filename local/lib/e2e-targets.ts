@@ -7,7 +7,7 @@ import type { Row } from '../../worker/src/contract/row';
 import { main as reconcileMain } from '../commands/reconcile';
 import { contentTypeFor } from './announcer';
 import type { CanaryProbes } from './canary';
-import { pullAll } from './dead-letter-subscription';
+import { listDeadLetters, pullAll } from './dead-letter-subscription';
 import { type DuplicateInvoice, duplicateGroupOf } from './format';
 import { LOCAL_NAMES, type Pipeline, startPipeline } from './pipeline';
 import { PubSubClient, type ReceivedMessage } from './pubsub';
@@ -117,11 +117,7 @@ abstract class PubSubTarget {
   }
 
   async deadLettersWith(attribute: string, value: string): Promise<number> {
-    const letters = await pullAll(this.pubsub, this.names.deadLetterSubscription);
-    await this.pubsub.nack(
-      this.names.deadLetterSubscription,
-      letters.map((l) => l.ackId),
-    );
+    const letters = await listDeadLetters(this.pubsub, this.names.deadLetterSubscription);
     return letters.filter((l) => l.attributes[attribute] === value).length;
   }
 }
