@@ -5,7 +5,7 @@ import type { Analysis } from '../../worker/src/contract/analysis';
 import type { ObjectResource } from '../../worker/src/reconcile/notification';
 import { objectUri } from '../../worker/src/reconcile/notification';
 import { analysisOf, reviewCell, verdictCell } from './export';
-import { daysOf, type Month, type MonthRow, monthDigest, type StoredRow } from './month';
+import { canonicalRow, daysOf, type Month, type MonthRow, monthDigest, type StoredRow } from './month';
 import type { LedgerEntry } from './pipeline';
 
 /**
@@ -116,9 +116,7 @@ const label = (row: Pick<MonthRow, 'object_name' | 'dedup_key' | 'object_uri'>) 
 
 /** The digest of one stored row (the certificate's `rowDigests`). */
 export function rowDigest(row: StoredRow, columns: readonly string[]): string {
-  return createHash('sha256')
-    .update(JSON.stringify(columns.map((c) => [c, row[c] ?? null])), 'utf8')
-    .digest('hex');
+  return createHash('sha256').update(canonicalRow(row, columns), 'utf8').digest('hex');
 }
 
 /** Computes the certificate. */
