@@ -126,6 +126,61 @@ export interface EvalScores {
 const ratio = (correct: number, fields: number) =>
   fields === 0 ? 0 : Math.round((correct / fields) * 10_000) / 10_000;
 
+/** One invoice with what it states. */
+export interface Truth {
+  document: string;
+  pdf?: Buffer;
+  text?: Buffer;
+  stated: Partial<Analysis>;
+}
+
+/** Each PDF with what its XML states; those whose XML cannot be read go to `skipped`, with why. */
+export async function xmlTruths(
+  pdfs: readonly string[],
+  skipped: EvalScores['skipped'] = [],
+): Promise<Truth[]> {
+  const reader = new En16931Reader();
+  const truths: Truth[] = [];
+  for (const file of pdfs) {
+    const pdf = readFileSync(file);
+    const document = path.basename(file);
+    const reading = await reader.read({ bytes: pdf, contentType: 'application/pdf', name: document });
+    if (reading.kind === 'read') truths.push({ document, pdf, stated: reading.result.analysis });
+    else
+      skipped.push({
+        document,
+        why: reading.kind === 'fallback' ? reading.detail : 'no e-invoice XML attached',
+      });
+  }
+  return truths;
+}
+
+/** Counts one document's scored fields (those its truth states) into `byField`, its misses into `misses`. */
+export function tally(
+  byField: Record<string, { fields: number; correct: number }>,
+  misses: Miss[],
+  truth: Truth,
+  read: Analysis,
+): void {
+  const stated = { ...read, ...truth.stated } as Analysis;
+  for (const field of SCORED_FIELDS) {
+    if (truth.stated[field] === undefined || truth.stated[field] === null) continue;
+    byField[field] ??= { fields: 0, correct: 0 };
+    const score = byField[field];
+    score.fields += 1;
+    if (fieldMatches(field, stated, read)) score.correct += 1;
+    else misses.push({ document: truth.document, field, stated: stated[field], read: read[field] });
+  }
+}
+
+/** The fields scored and read right over all of `byField`. */
+export const totals = (byField: Record<string, { fields: number; correct: number }>) => {
+  const scores = Object.values(byField);
+  const fields = scores.reduce((sum, s) => sum + s.fields, 0);
+  const correct = scores.reduce((sum, s) => sum + s.correct, 0);
+  return { fields, correct, accuracy: ratio(correct, fields) };
+};
+
 /** The PDFs of a folder, sorted. */
 export function pdfsIn(folder: string): string[] {
   return readdirSync(folder)
@@ -140,51 +195,31 @@ export async function evaluate(
   pdfs: readonly string[],
   label: string,
 ): Promise<EvalScores> {
-  const reader = new En16931Reader();
-  const byField: Record<string, FieldScore> = {};
-  const misses: Miss[] = [];
   const skipped: EvalScores['skipped'] = [];
-  let documents = 0;
+  const truths = await xmlTruths(pdfs, skipped);
+  const byField: Record<string, { fields: number; correct: number }> = {};
+  const misses: Miss[] = [];
   let model = '';
-  for (const file of pdfs) {
-    const bytes = readFileSync(file);
-    const document = path.basename(file);
-    const truth = await reader.read({ bytes, contentType: 'application/pdf', name: document });
-    if (truth.kind !== 'read') {
-      skipped.push({ document, why: truth.kind === 'fallback' ? truth.detail : 'no e-invoice XML attached' });
-      continue;
-    }
-    const stated = truth.result.analysis;
-    const result = await analyzer.analyze({ bytes, contentType: 'application/pdf', name: document });
+  for (const truth of truths) {
+    const result = await analyzer.analyze({
+      bytes: truth.pdf!,
+      contentType: 'application/pdf',
+      name: truth.document,
+    });
     model = result.model;
-    documents += 1;
-    for (const field of SCORED_FIELDS) {
-      if (stated[field] === null) continue;
-      byField[field] ??= { fields: 0, correct: 0, accuracy: 0 };
-      const score = byField[field];
-      score.fields += 1;
-      if (fieldMatches(field, stated, result.analysis)) score.correct += 1;
-      else misses.push({ document, field, stated: stated[field], read: result.analysis[field] });
-    }
+    tally(byField, misses, truth, result.analysis);
   }
-  let fields = 0;
-  let correct = 0;
-  for (const field of SCORED_FIELDS) {
-    const score = byField[field];
-    if (!score) continue;
-    score.accuracy = ratio(score.correct, score.fields);
-    fields += score.fields;
-    correct += score.correct;
-  }
-  const ordered = Object.fromEntries(SCORED_FIELDS.filter((f) => byField[f]).map((f) => [f, byField[f]!]));
   return {
     analyzer: label,
     model,
-    documents,
-    fields,
-    correct,
-    accuracy: ratio(correct, fields),
-    byField: ordered,
+    documents: truths.length,
+    ...totals(byField),
+    byField: Object.fromEntries(
+      SCORED_FIELDS.filter((f) => byField[f]).map((f) => {
+        const { fields, correct } = byField[f]!;
+        return [f, { fields, correct, accuracy: ratio(correct, fields) }];
+      }),
+    ),
     skipped,
     misses,
   };

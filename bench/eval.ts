@@ -55,14 +55,7 @@ import {
 } from './source-eval';
 
 const REPO_ROOT = path.join(__dirname, '..');
-export const DEFAULT_EVAL_FOLDER = path.resolve(
-  REPO_ROOT,
-  '..',
-  'shared',
-  'fixtures',
-  'e-invoices',
-  'factur-x-fr',
-);
+export const DEFAULT_EVAL_FOLDER = path.resolve(REPO_ROOT, '../shared/fixtures/e-invoices/factur-x-fr');
 const USAGE = `usage: npm run eval -- [--folder DIR] [--sources ${SOURCES.join(',')}] [--points FILE]`;
 
 export interface EvalRun {

@@ -42,18 +42,22 @@ export function startServer(
   });
 }
 
+/** A file of /proc; null where it is missing (no /proc, or the process is gone). */
+function readProc(file: string): string | null {
+  try {
+    return readFileSync(`/proc/${file}`, 'utf8');
+  } catch {
+    return null;
+  }
+}
+
 /**
  * Peak and current resident set size of a process, in bytes, from /proc (Linux). The peak
  * (VmHWM) covers the process's whole life, start-up included. Null where /proc is missing.
  */
 export function memoryOf(pid: number | undefined): { peakRssBytes: number; rssBytes: number } | null {
-  if (pid === undefined) return null;
-  let status: string;
-  try {
-    status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  } catch {
-    return null;
-  }
+  const status = pid === undefined ? null : readProc(`${pid}/status`);
+  if (status === null) return null;
   const kib = (field: string) => {
     const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status);
     return match ? Number(match[1]) * 1024 : Number.NaN;
@@ -68,13 +72,8 @@ let ticksPerSecond: number | undefined;
  * is missing. CPU time per message is steadier than a rate on a machine shared with other work.
  */
 export function cpuTimeMs(pid: number | undefined): number | null {
-  if (pid === undefined) return null;
-  let stat: string;
-  try {
-    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  } catch {
-    return null;
-  }
+  const stat = pid === undefined ? null : readProc(`${pid}/stat`);
+  if (stat === null) return null;
   if (ticksPerSecond === undefined) {
     try {
       ticksPerSecond = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
@@ -91,12 +90,8 @@ export function cpuTimeMs(pid: number | undefined): number | null {
 
 /** Jiffies the whole machine spent busy and in total so far, from /proc/stat; null where missing. */
 export function machineCpu(): { busy: number; total: number } | null {
-  let stat: string;
-  try {
-    stat = readFileSync('/proc/stat', 'utf8');
-  } catch {
-    return null;
-  }
+  const stat = readProc('stat');
+  if (stat === null) return null;
   const values = stat.split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
   const total = values.reduce((sum, v) => sum + v, 0);
   const idle = (values[3] ?? 0) + (values[4] ?? 0); // idle + iowait

@@ -70,7 +70,7 @@ export async function scanOf(pdf: Uint8Array, seed = 1): Promise<Buffer> {
 }
 
 /** How many pages `pdf` has (pdf.js is handed a copy: it takes the buffer it is given). */
-async function pageCount(pdf: Uint8Array): Promise<number> {
+export async function pageCount(pdf: Uint8Array): Promise<number> {
   const doc = await getDocumentProxy(new Uint8Array(pdf), { verbosity: 0 });
   try {
     return doc.numPages;

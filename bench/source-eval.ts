@@ -14,7 +14,6 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { En16931Reader } from '../worker/src/adapters/e-invoice/en16931-reader';
 import type { Analysis } from '../worker/src/contract/analysis';
 import type { Analyzer } from '../worker/src/core/ports';
 import {
@@ -24,7 +23,17 @@ import {
   sourceOfModel,
 } from '../worker/src/core/review';
 import type { CalibratedSource, ConfidencePoint } from './calibration';
-import { fieldMatches, pdfsIn, percent, SCORED_FIELDS, type ScoredField } from './e-invoice-eval';
+import {
+  fieldMatches,
+  type Miss,
+  pdfsIn,
+  percent,
+  SCORED_FIELDS,
+  type Truth,
+  tally,
+  totals,
+  xmlTruths,
+} from './e-invoice-eval';
 import { figuresBlock } from './results-file';
 import { photographed, scanOf } from './scans';
 
@@ -55,14 +64,6 @@ export const CORPUS_INFO: Record<Corpus, { name: string; licence: string; origin
   samples: { name: 'docline samples', licence: 'Apache-2.0', origin: 'samples/invoices/*.txt (synthetic)' },
 };
 
-/** One invoice with what it states. */
-export interface Truth {
-  document: string;
-  pdf?: Buffer;
-  text?: Buffer;
-  stated: Partial<Analysis>;
-}
-
 export interface SourceScores {
   documents: number;
   fields: number;
@@ -71,7 +72,7 @@ export interface SourceScores {
   byField: Record<string, { fields: number; correct: number }>;
   /** How many reads OCR marked low-confidence. */
   lowConfidence: number;
-  misses: Array<{ document: string; field: ScoredField; stated: unknown; read: unknown }>;
+  misses: Miss[];
 }
 
 /** The `eval.bySource` section: scores per source, then per corpus. */
@@ -107,19 +108,6 @@ export function tuningCorpus(root = path.join(CORPUS_ROOT, 'invoice2data')): Tru
     const expected = (Array.isArray(json) ? json[0] : json) as Record<string, unknown>;
     return { document: path.basename(file), pdf: readFileSync(file), stated: invoice2dataTruth(expected) };
   });
-}
-
-/** A ZUGFeRD folder: each PDF with what its XML states (PDFs whose XML cannot be read are left out). */
-export async function zugferdCorpus(root: string): Promise<Truth[]> {
-  const reader = new En16931Reader();
-  const truths: Truth[] = [];
-  for (const file of pdfsIn(root)) {
-    const pdf = readFileSync(file);
-    const document = path.basename(file);
-    const reading = await reader.read({ bytes: pdf, contentType: 'application/pdf', name: document });
-    if (reading.kind === 'read') truths.push({ document, pdf, stated: reading.result.analysis });
-  }
-  return truths;
 }
 
 /** The samples' plain-text invoices with their expectations. */
@@ -196,35 +184,17 @@ export async function scoreSource(
         right: fieldMatches(field, stated, result.analysis),
       });
     }
-    for (const field of SCORED_FIELDS) {
-      if (truth.stated[field] === undefined || truth.stated[field] === null) continue;
-      const score = scores.byField[field] ?? { fields: 0, correct: 0 };
-      scores.byField[field] = score;
-      score.fields += 1;
-      scores.fields += 1;
-      if (fieldMatches(field, stated, result.analysis)) {
-        score.correct += 1;
-        scores.correct += 1;
-      } else {
-        scores.misses.push({
-          document: truth.document,
-          field,
-          stated: stated[field],
-          read: result.analysis[field],
-        });
-      }
-    }
+    tally(scores.byField, scores.misses, truth, result.analysis);
   }
-  scores.accuracy = scores.fields === 0 ? 0 : Math.round((scores.correct / scores.fields) * 10_000) / 10_000;
-  return scores;
+  return { ...scores, ...totals(scores.byField) };
 }
 
 /** Every source on every corpus it applies to. */
 /** The corpora of {@link evaluateBySource}, read once. */
 export async function evalCorpora(): Promise<Record<Corpus, Truth[]>> {
   return {
-    tuning: [...tuningCorpus(), ...(await zugferdCorpus(path.join(CORPUS_ROOT, 'zugferd-tuning')))],
-    heldOut: await zugferdCorpus(path.join(CORPUS_ROOT, 'zugferd-held-out')),
+    tuning: [...tuningCorpus(), ...(await xmlTruths(pdfsIn(path.join(CORPUS_ROOT, 'zugferd-tuning'))))],
+    heldOut: await xmlTruths(pdfsIn(path.join(CORPUS_ROOT, 'zugferd-held-out'))),
     samples: sampleTexts(),
   };
 }

@@ -79,9 +79,10 @@ interface Wording {
 }
 
 interface Sample {
-  file: string;
-  language: Language;
-  documentType: 'invoice' | 'credit_note';
+  /** `fr-…` or `en-…`: the prefix is the document's language. */
+  file: `${Language}-${string}`;
+  /** A credit note (its amounts printed negative); absent: an invoice. */
+  creditNote?: boolean;
   supplier: Company;
   customer: Company;
   number: string;
@@ -92,12 +93,13 @@ interface Sample {
   amounts: AmountStyle;
   dates: DateStyle;
   /** Currency signs in the items table too, not only in the totals. */
-  itemCurrency: boolean;
-  vatColumn: boolean;
+  itemCurrency?: boolean;
+  vatColumn?: boolean;
   /** VAT is not charged (French micro-entreprise): no tax line, a mention instead. */
   vatExempt?: boolean;
   items: Item[];
-  wording: Wording;
+  /** What differs from the language's wording (FR_WORDING, EN_WORDING). */
+  wording?: Partial<Wording>;
   /** Lines between the dates and the customer (references, periods). */
   extra?: string[];
   /** Closing lines: payment terms, legal mentions. */
@@ -152,7 +154,7 @@ const cents = (value: number) => Math.round(value * 100) / 100;
 /** The figures of a sample, computed once for the document and for expected.json. */
 function figures(sample: Sample) {
   // Credit notes print negative amounts.
-  const sign = sample.documentType === 'credit_note' ? -1 : 1;
+  const sign = sample.creditNote ? -1 : 1;
   const lines = sample.items.map((item) => ({
     ...item,
     unitPrice: sign * item.unitPrice,
@@ -184,18 +186,24 @@ const blank: Row = { kind: 'blank' };
 
 function idLines(company: Company, wording: Wording): string[] {
   const lines: string[] = [];
-  const siren = company.siren;
-  if (siren && wording.ids.siren)
-    lines.push(`${wording.ids.siren} ${siren.replace(/(\d{3})(?=\d)/g, '$1 ')}`);
-  if (siren && company.nic && wording.ids.siret) {
-    lines.push(`${wording.ids.siret} ${siren.replace(/(\d{3})(?=\d)/g, '$1 ')} ${company.nic}`);
-  }
+  const siren = company.siren?.replace(/(\d{3})(?=\d)/g, '$1 ');
+  if (siren && wording.ids.siren) lines.push(`${wording.ids.siren} ${siren}`);
+  if (siren && company.nic && wording.ids.siret) lines.push(`${wording.ids.siret} ${siren} ${company.nic}`);
   if (company.vatId && wording.ids.vatId) lines.push(`${wording.ids.vatId} ${company.vatId}`);
   return lines;
 }
 
+const languageOf = (sample: Sample) => sample.file.slice(0, 2) as Language;
+const wordingOf = (sample: Sample): Wording => ({
+  ...(languageOf(sample) === 'fr' ? FR_WORDING : EN_WORDING),
+  ...sample.wording,
+});
+
 function rows(sample: Sample): Row[] {
-  const { wording: w, supplier, customer, amounts } = sample;
+  const { supplier, customer, amounts } = sample;
+  const w = wordingOf(sample);
+  const language = languageOf(sample);
+  const itemCurrency = Boolean(sample.itemCurrency);
   const f = figures(sample);
   const date = (iso: string) => formatDate(iso, sample.dates);
   const out: Row[] = [];
@@ -218,16 +226,16 @@ function rows(sample: Sample): Row[] {
   const vatHeader = sample.vatColumn && h.vatRate ? [h.vatRate] : [];
   out.push({ kind: 'items', cells: [h.description, h.quantity, h.unitPrice, ...vatHeader, h.amount] });
   const percent = (rate: number) =>
-    `${formatNumber(rate, { ...amounts, group: '' }, Number.isInteger(rate) ? 0 : 1)}${sample.language === 'fr' ? ' %' : '%'}`;
+    `${formatNumber(rate, { ...amounts, group: '' }, Number.isInteger(rate) ? 0 : 1)}${language === 'fr' ? ' %' : '%'}`;
   for (const line of f.lines) {
     out.push({
       kind: 'items',
       cells: [
         line.description,
-        formatQuantity(line.quantity, sample.language),
-        formatAmount(line.unitPrice, amounts, sample.itemCurrency),
+        formatQuantity(line.quantity, language),
+        formatAmount(line.unitPrice, amounts, itemCurrency),
         ...(sample.vatColumn ? [percent(line.vatRate)] : []),
-        formatAmount(line.amount, amounts, sample.itemCurrency),
+        formatAmount(line.amount, amounts, itemCurrency),
       ],
     });
   }
@@ -282,7 +290,7 @@ async function renderPdf(sample: Sample): Promise<Uint8Array> {
   if (sample.amounts.group === NARROW_NBSP) throw new Error('Helvetica (WinAnsi) cannot encode U+202F');
   const fixed = new Date(`${sample.issueDate}T09:00:00Z`);
   const doc = new PdfWriter({
-    title: `${sample.wording.title} ${sample.number}`,
+    title: `${wordingOf(sample).title} ${sample.number}`,
     author: sample.supplier.name,
     producer: 'docline samples/generate.ts (samples/pdf-writer.ts)',
     creator: 'docline samples/generate.ts',
@@ -317,17 +325,16 @@ async function renderPdf(sample: Sample): Promise<Uint8Array> {
 function expected(sample: Sample) {
   const f = figures(sample);
   const french = Boolean(sample.supplier.siren);
-  const showsVat = sample.supplier.vatId && sample.wording.ids.vatId;
+  const { ids } = wordingOf(sample);
+  const showsVat = sample.supplier.vatId && ids.vatId;
   return {
-    document_type: sample.documentType,
-    language: sample.language,
+    document_type: sample.creditNote ? 'credit_note' : 'invoice',
+    language: languageOf(sample),
     supplier_name: sample.supplier.name,
     supplier_vat_id: showsVat ? sample.supplier.vatId!.replace(/[\s.]/g, '') : null,
     supplier_siren: french ? sample.supplier.siren! : null,
     supplier_siret:
-      french && sample.supplier.nic && sample.wording.ids.siret
-        ? sample.supplier.siren! + sample.supplier.nic
-        : null,
+      french && sample.supplier.nic && ids.siret ? sample.supplier.siren! + sample.supplier.nic : null,
     customer_name: sample.customer.name,
     invoice_number: sample.number,
     issue_date: sample.issueDate,
@@ -393,8 +400,6 @@ function frenchVatId(siren: string, spaced: boolean): string {
 const SAMPLES: Sample[] = [
   {
     file: 'fr-01-facture-conseil.pdf',
-    language: 'fr',
-    documentType: 'invoice',
     supplier: {
       name: 'Atelier Numérique Ravel SAS',
       address: ['14 rue des Tanneurs', '69002 Lyon'],
@@ -415,7 +420,6 @@ const SAMPLES: Sample[] = [
       { description: 'Développement module de réservation', quantity: 6, unitPrice: 540, vatRate: 20 },
       { description: 'Hébergement annuel', quantity: 1, unitPrice: 289.9, vatRate: 20 },
     ],
-    wording: FR_WORDING,
     footer: [
       'Conditions de règlement : virement à 30 jours.',
       'Pénalités de retard : trois fois le taux d’intérêt légal.',
@@ -424,8 +428,6 @@ const SAMPLES: Sample[] = [
   },
   {
     file: 'fr-02-facture-maintenance.txt',
-    language: 'fr',
-    documentType: 'invoice',
     supplier: {
       name: 'Maintenance Industrielle du Vercors SARL',
       address: ['ZA des Cèdres, 12 allée Hélène Boucher', '38130 Échirolles'],
@@ -441,8 +443,6 @@ const SAMPLES: Sample[] = [
     dueDate: '2026-12-30',
     amounts: AMOUNT_STYLES.frNarrowNbsp,
     dates: 'fr-long',
-    itemCurrency: false,
-    vatColumn: false,
     items: [
       {
         description: 'Contrat de maintenance préventive (trimestre 4)',
@@ -454,7 +454,6 @@ const SAMPLES: Sample[] = [
       { description: 'Joint torique 120 mm', quantity: 12, unitPrice: 14.6, vatRate: 20 },
     ],
     wording: {
-      ...FR_WORDING,
       number: 'N° de facture :',
       issueDate: 'Date :',
       dueDate: 'Échéance :',
@@ -470,8 +469,7 @@ const SAMPLES: Sample[] = [
   },
   {
     file: 'fr-03-avoir.txt',
-    language: 'fr',
-    documentType: 'credit_note',
+    creditNote: true,
     supplier: {
       name: 'Librairie Papeterie Les Hirondelles',
       address: ['8 rue Sainte-Catherine', '33000 Bordeaux'],
@@ -497,7 +495,6 @@ const SAMPLES: Sample[] = [
       },
     ],
     wording: {
-      ...FR_WORDING,
       title: 'AVOIR',
       supplierLabel: 'Fournisseur :',
       number: 'Avoir n°',
@@ -510,8 +507,6 @@ const SAMPLES: Sample[] = [
   },
   {
     file: 'fr-04-facture-fournitures.pdf',
-    language: 'fr',
-    documentType: 'invoice',
     supplier: {
       name: 'Fournitures Bureau Garonne SAS',
       address: ['45 boulevard de Strasbourg', '31000 Toulouse'],
@@ -527,7 +522,6 @@ const SAMPLES: Sample[] = [
     dueDate: '2026-12-31',
     amounts: AMOUNT_STYLES.frDotEur,
     dates: 'fr-long',
-    itemCurrency: false,
     vatColumn: true,
     items: [
       { description: 'Ramettes papier A4 80 g (carton de 5)', quantity: 40, unitPrice: 24.5, vatRate: 20 },
@@ -535,7 +529,6 @@ const SAMPLES: Sample[] = [
       { description: 'Guides techniques (livres)', quantity: 6, unitPrice: 42, vatRate: 5.5 },
     ],
     wording: {
-      ...FR_WORDING,
       supplierLabel: 'Émetteur :',
       number: 'Facture N°',
       issueDate: "Date d'émission :",
@@ -548,8 +541,6 @@ const SAMPLES: Sample[] = [
   },
   {
     file: 'fr-05-facture-transport.txt',
-    language: 'fr',
-    documentType: 'invoice',
     supplier: {
       name: 'Transports Mistral & Fils SARL',
       address: ['Port autonome, quai 9', '13002 Marseille'],
@@ -565,15 +556,12 @@ const SAMPLES: Sample[] = [
     dueDate: '2026-12-28',
     amounts: AMOUNT_STYLES.frSpace,
     dates: 'iso',
-    itemCurrency: false,
-    vatColumn: false,
     items: [
       { description: 'Transport palettes Marseille - Lyon', quantity: 14, unitPrice: 95, vatRate: 20 },
       { description: 'Hayon élévateur', quantity: 1, unitPrice: 60, vatRate: 20 },
       { description: 'Stockage entrepôt (jours)', quantity: 10, unitPrice: 12.5, vatRate: 20 },
     ],
     wording: {
-      ...FR_WORDING,
       number: 'Facture N° :',
       customer: 'Facturé à',
       ids: { siret: 'SIRET :' },
@@ -582,8 +570,6 @@ const SAMPLES: Sample[] = [
   },
   {
     file: 'fr-06-facture-formation.pdf',
-    language: 'fr',
-    documentType: 'invoice',
     supplier: {
       name: 'Élodie Marchand Formation',
       address: ['17 rue du Moulin', '44000 Nantes'],
@@ -598,14 +584,12 @@ const SAMPLES: Sample[] = [
     amounts: AMOUNT_STYLES.frNbsp,
     dates: 'dmy-slash',
     itemCurrency: true,
-    vatColumn: false,
     vatExempt: true,
     items: [
       { description: 'Formation tableur niveau 2 (jours)', quantity: 2, unitPrice: 650, vatRate: 0 },
       { description: 'Support de cours imprimé', quantity: 10, unitPrice: 20, vatRate: 0 },
     ],
     wording: {
-      ...FR_WORDING,
       dueDate: 'Échéance :',
       total: 'Net à payer',
       ids: { siret: 'SIRET :' },
@@ -617,8 +601,6 @@ const SAMPLES: Sample[] = [
   },
   {
     file: 'en-01-invoice-design.pdf',
-    language: 'en',
-    documentType: 'invoice',
     supplier: {
       name: 'Harbourside Design Studio Ltd',
       address: ['Unit 4, Wapping Wharf', 'Bristol BS1 6WP', 'United Kingdom'],
@@ -630,20 +612,16 @@ const SAMPLES: Sample[] = [
     dueDate: '2026-12-30',
     amounts: AMOUNT_STYLES.enGbpCode,
     dates: 'en-dmy-long',
-    itemCurrency: false,
     vatColumn: true,
     items: [
       { description: 'Brand identity refresh', quantity: 1, unitPrice: 3200, vatRate: 20 },
       { description: 'Packaging artwork (per design)', quantity: 4, unitPrice: 275, vatRate: 20 },
       { description: 'Photography day rate', quantity: 1.5, unitPrice: 640, vatRate: 20 },
     ],
-    wording: EN_WORDING,
     footer: ['Payment by bank transfer within 30 days. Thank you for your business.', 'Company No. 09876543'],
   },
   {
     file: 'en-02-invoice-hosting.txt',
-    language: 'en',
-    documentType: 'invoice',
     supplier: {
       name: 'Cobalt Ridge Hosting LLC',
       address: ['1180 Alder Street, Suite 300', 'Portland, OR 97205', 'USA'],
@@ -655,14 +633,12 @@ const SAMPLES: Sample[] = [
     amounts: AMOUNT_STYLES.enDollar,
     dates: 'en-mdy-long',
     itemCurrency: true,
-    vatColumn: false,
     items: [
       { description: 'Dedicated server, November', quantity: 2, unitPrice: 489, vatRate: 8.5 },
       { description: 'Managed backups (TB)', quantity: 12, unitPrice: 18.75, vatRate: 8.5 },
       { description: 'Support hours', quantity: 3, unitPrice: 120, vatRate: 8.5 },
     ],
     wording: {
-      ...EN_WORDING,
       number: 'Invoice #:',
       issueDate: 'Date:',
       dueDate: 'Payment due:',
@@ -676,8 +652,6 @@ const SAMPLES: Sample[] = [
   },
   {
     file: 'en-03-invoice-translation.txt',
-    language: 'en',
-    documentType: 'invoice',
     supplier: {
       name: 'Lindenhof Übersetzungen GmbH',
       address: ['Kastanienallee 51', '10119 Berlin', 'Germany'],
@@ -690,7 +664,6 @@ const SAMPLES: Sample[] = [
     amounts: AMOUNT_STYLES.enEuroSign,
     dates: 'iso',
     itemCurrency: true,
-    vatColumn: false,
     items: [
       {
         description: 'Translation FR > EN, technical manual (words)',
@@ -701,7 +674,6 @@ const SAMPLES: Sample[] = [
       { description: 'Proofreading (hours)', quantity: 6, unitPrice: 65, vatRate: 19 },
     ],
     wording: {
-      ...EN_WORDING,
       number: 'Invoice number:',
       issueDate: 'Issue date:',
       customer: 'Customer:',
@@ -713,8 +685,7 @@ const SAMPLES: Sample[] = [
   },
   {
     file: 'en-04-credit-note.pdf',
-    language: 'en',
-    documentType: 'credit_note',
+    creditNote: true,
     supplier: {
       name: 'Blue Heron Analytics B.V.',
       address: ['Keizersgracht 318', '1016 EZ Amsterdam', 'Netherlands'],
@@ -730,7 +701,6 @@ const SAMPLES: Sample[] = [
     vatColumn: true,
     items: [{ description: 'Dashboard licence, unused seats', quantity: 5, unitPrice: 90, vatRate: 21 }],
     wording: {
-      ...EN_WORDING,
       title: 'CREDIT NOTE',
       supplierLabel: 'Seller:',
       number: 'Credit note No:',
@@ -745,8 +715,6 @@ const SAMPLES: Sample[] = [
   },
   {
     file: 'en-05-invoice-consulting.pdf',
-    language: 'en',
-    documentType: 'invoice',
     supplier: {
       name: 'Kestrel & Finch Consulting Ltd',
       address: ['Fitzwilliam Hall, Fitzwilliam Place', 'Dublin 2, D02 XXXX', 'Ireland'],
@@ -758,14 +726,11 @@ const SAMPLES: Sample[] = [
     dueDate: '2026-12-30',
     amounts: AMOUNT_STYLES.enEurCode,
     dates: 'en-mdy-long',
-    itemCurrency: false,
-    vatColumn: false,
     items: [
       { description: 'Grid connection study (days)', quantity: 8, unitPrice: 950, vatRate: 23 },
       { description: 'Site visit and travel', quantity: 1, unitPrice: 420, vatRate: 23 },
     ],
     wording: {
-      ...EN_WORDING,
       supplierLabel: 'From:',
       number: 'Invoice number:',
       issueDate: 'Date of issue:',
@@ -778,8 +743,6 @@ const SAMPLES: Sample[] = [
   },
   {
     file: 'en-06-invoice-catering.txt',
-    language: 'en',
-    documentType: 'invoice',
     supplier: {
       name: 'La Table Verte Traiteur SAS',
       address: ['27 rue des Petites Écuries', '75010 Paris', 'France'],
@@ -797,7 +760,6 @@ const SAMPLES: Sample[] = [
     dueDate: '2026-12-15',
     amounts: AMOUNT_STYLES.frSpace,
     dates: 'dmy-slash',
-    itemCurrency: false,
     vatColumn: true,
     items: [
       { description: 'Cocktail reception, per guest', quantity: 180, unitPrice: 28, vatRate: 10 },
@@ -805,7 +767,6 @@ const SAMPLES: Sample[] = [
       { description: 'Equipment rental', quantity: 1, unitPrice: 1150, vatRate: 20 },
     ],
     wording: {
-      ...EN_WORDING,
       number: 'Invoice No.',
       net: 'Total excl. VAT',
       taxTotal: 'Total VAT',
@@ -885,7 +846,6 @@ async function main(): Promise<void> {
     expectations[`invoices/${sample.file}`] = expected(sample);
   }
 
-  const photo = png(48, 64);
   // Every field null but the two enums, which say `other`.
   const empty = {
     ...Object.fromEntries(Object.keys(AnalysisSchema.shape).map((field) => [field, null])),
@@ -897,32 +857,30 @@ async function main(): Promise<void> {
   // OCR must find in them what the invoice's text layer holds.
   const scanned = 'invoices/en-01-invoice-design.pdf';
   const photographed = 'invoices/fr-01-facture-conseil.pdf';
-  writeFileSync(
-    join(root, 'other', 'scan-invoice-design.pdf'),
-    await scanOf(readFileSync(join(root, scanned))),
-  );
-  writeFileSync(
-    join(root, 'other', 'photo-facture-conseil.jpg'),
-    await photoOf(readFileSync(join(root, photographed))),
-  );
-  expectations['other/scan-invoice-design.pdf'] = expectations[scanned];
-  expectations['other/photo-facture-conseil.jpg'] = expectations[photographed];
+  const others: Array<[string, Uint8Array, unknown]> = [
+    ['scan-invoice-design.pdf', await scanOf(readFileSync(join(root, scanned))), expectations[scanned]],
+    [
+      'photo-facture-conseil.jpg',
+      await photoOf(readFileSync(join(root, photographed))),
+      expectations[photographed],
+    ],
+    ['receipt-photo.png', png(48, 64), empty],
+    ['scanned-invoice.pdf', await scannedPdf(48, 64), empty],
+  ];
+  for (const [file, bytes, expectation] of others) {
+    writeFileSync(join(root, 'other', file), bytes);
+    expectations[`other/${file}`] = expectation;
+  }
 
-  writeFileSync(join(root, 'other', 'receipt-photo.png'), photo);
-  writeFileSync(join(root, 'other', 'scanned-invoice.pdf'), await scannedPdf(48, 64));
-  expectations['other/receipt-photo.png'] = empty;
-  expectations['other/scanned-invoice.pdf'] = empty;
-
-  writeFileSync(
-    join(root, 'bad', 'not-a-pdf.pdf'),
-    'Facture n° F-2026-0999\nThis is plain text saved with a .pdf name.\n',
-  );
-  writeFileSync(join(root, 'bad', 'empty.txt'), '');
-  writeFileSync(join(root, 'bad', 'not-a-png.png'), 'GIF89a? No: just text pretending to be a PNG.\n');
-  writeFileSync(
-    join(root, 'bad', 'binary-with-nul.txt'),
-    Buffer.from([0x46, 0x61, 0x63, 0x74, 0x75, 0x72, 0x65, 0x00, 0x00, 0x01, 0x02, 0xff, 0x00, 0x0a]),
-  );
+  const bad: Record<string, string | Buffer> = {
+    'not-a-pdf.pdf': 'Facture n° F-2026-0999\nThis is plain text saved with a .pdf name.\n',
+    'empty.txt': '',
+    'not-a-png.png': 'GIF89a? No: just text pretending to be a PNG.\n',
+    'binary-with-nul.txt': Buffer.from([
+      0x46, 0x61, 0x63, 0x74, 0x75, 0x72, 0x65, 0x00, 0x00, 0x01, 0x02, 0xff, 0x00, 0x0a,
+    ]),
+  };
+  for (const [file, bytes] of Object.entries(bad)) writeFileSync(join(root, 'bad', file), bytes);
 
   writeFileSync(join(root, 'expected.json'), `${JSON.stringify(expectations, null, 2)}\n`);
   console.log(

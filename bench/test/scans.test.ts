@@ -1,6 +1,5 @@
-import { getDocumentProxy } from 'unpdf';
 import { PdfWriter } from '../../samples/pdf-writer';
-import { photographed, scanOf } from '../scans';
+import { pageCount, photographed, scanOf } from '../scans';
 
 /** A PDF of `pages` small pages (two inches by one: quick to render), each with one line of text. */
 function invoice(pages: number): Buffer {
@@ -9,13 +8,6 @@ function invoice(pages: number): Buffer {
     pdf.addPage(144, 72).drawText(`Seite ${page}`, { x: 10, y: 30, size: 14 });
   }
   return pdf.save();
-}
-
-async function pageCount(bytes: Uint8Array): Promise<number> {
-  const doc = await getDocumentProxy(new Uint8Array(bytes), { verbosity: 0 });
-  const pages = doc.numPages;
-  await doc.loadingTask.destroy();
-  return pages;
 }
 
 describe('scans and photos of the eval', () => {

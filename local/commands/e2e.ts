@@ -5,6 +5,7 @@
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import type { Row } from '../../worker/src/contract/row';
 import { parseCommandArgs, runCommand, UsageError } from '../lib/args';
 import { runCanary } from '../lib/canary';
 import { CloudTarget, LocalTarget, type Target } from '../lib/e2e-targets';
@@ -123,10 +124,7 @@ async function run(target: Target): Promise<void> {
   // 3. A re-upload (new generation) is new work.
   const reuploadUri = await target.upload(`e2e-${run}/${documents[0]!.name}`, documents[0]!.bytes);
   if (reuploadUri === first) throw new CheckFailed('the re-upload kept its generation');
-  const reuploaded = await waitFor('the re-upload’s row', async () => {
-    const r = await target.rawRowsFor(reuploadUri);
-    return r.length > 0 ? r : undefined;
-  });
+  const [reuploaded] = (await rowsOfEach(target, 'the re-upload’s row', [reuploadUri])) as [Row[]];
   if (reuploaded.length !== 1 || reuploaded[0]!.status !== 'ok') {
     throw new CheckFailed(`re-upload rows: ${JSON.stringify(reuploaded.map((r) => r.status))}`);
   }

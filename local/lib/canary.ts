@@ -65,14 +65,7 @@ export interface CanaryOptions {
 }
 
 /** The invoice the canary uploads: a small text invoice every analyzer reads. */
-export const CANARY_SAMPLE = path.join(
-  __dirname,
-  '..',
-  '..',
-  'samples',
-  'invoices',
-  'en-02-invoice-hosting.txt',
-);
+export const CANARY_SAMPLE = path.join(__dirname, '../../samples/invoices/en-02-invoice-hosting.txt');
 
 /** The canary's object name: under {@link CANARY_PREFIX}, unique per run. */
 export function canaryObjectName(runId: string): string {

@@ -4,8 +4,8 @@ import path from 'node:path';
 import type { Analysis } from '../../worker/src/contract/analysis';
 import type { ObjectResource } from '../../worker/src/reconcile/notification';
 import { objectUri } from '../../worker/src/reconcile/notification';
-import { reviewCell } from './export';
-import { daysOf, type Month, type MonthRow, monthDigest, type StoredRow } from './month';
+import { analysisOf, reviewCell, verdictCell } from './export';
+import { canonicalRow, daysOf, type Month, type MonthRow, monthDigest, type StoredRow } from './month';
 import type { LedgerEntry } from './pipeline';
 
 /**
@@ -110,16 +110,13 @@ export interface CloseInputs {
   now: Date;
 }
 
-const label = (row: Pick<MonthRow, 'object_name' | 'dedup_key' | 'object_uri'>) =>
-  row.object_uri?.replace(/^gs:\/\/[^/]+\//, '') ?? row.object_name ?? row.dedup_key;
 const objectLabel = (uri: string) => uri.replace(/^gs:\/\/[^/]+\//, '');
-const analysisOf = (row: MonthRow) => (row.analysis ?? {}) as Partial<Analysis>;
+const label = (row: Pick<MonthRow, 'object_name' | 'dedup_key' | 'object_uri'>) =>
+  (row.object_uri && objectLabel(row.object_uri)) ?? row.object_name ?? row.dedup_key;
 
 /** The digest of one stored row (the certificate's `rowDigests`). */
 export function rowDigest(row: StoredRow, columns: readonly string[]): string {
-  return createHash('sha256')
-    .update(JSON.stringify(columns.map((c) => [c, row[c] ?? null])), 'utf8')
-    .digest('hex');
+  return createHash('sha256').update(canonicalRow(row, columns), 'utf8').digest('hex');
 }
 
 /** Computes the certificate. */
@@ -272,13 +269,17 @@ function paidTwice({ rows, ledger }: CloseInputs): Certificate['paidTwice'] {
   };
 }
 
+const normalisedNumber = (n: string | null | undefined) =>
+  n?.replace(/[\s.\-/_]/g, '').toUpperCase() || undefined;
+const normalisedName = (n: string | null | undefined) =>
+  n?.toLowerCase().replace(/[\s.,\-']/g, '') || undefined;
+
 /** Identifiers a supplier is known by: SIREN (from a SIREN, a SIRET or a French VAT id), SIRET, VAT. */
 export function supplierIdentifiers(a: Partial<Analysis>): string[] {
-  const clean = (v: string | null | undefined) => v?.replace(/[\s.\-/_]/g, '').toUpperCase() || undefined;
   const ids = new Set<string>();
-  const siren = clean(a.supplier_siren);
-  const siret = clean(a.supplier_siret);
-  const vat = clean(a.supplier_vat_id);
+  const siren = normalisedNumber(a.supplier_siren);
+  const siret = normalisedNumber(a.supplier_siret);
+  const vat = normalisedNumber(a.supplier_vat_id);
   if (siren && /^\d{9}$/.test(siren)) ids.add(`siren:${siren}`);
   if (siret && /^\d{14}$/.test(siret)) {
     ids.add(`siret:${siret}`);
@@ -291,11 +292,6 @@ export function supplierIdentifiers(a: Partial<Analysis>): string[] {
   }
   return [...ids];
 }
-
-const normalisedNumber = (n: string | null | undefined) =>
-  n?.replace(/[\s.\-/_]/g, '').toUpperCase() || undefined;
-const normalisedName = (n: string | null | undefined) =>
-  n?.toLowerCase().replace(/[\s.,\-']/g, '') || undefined;
 
 /** The format of a row's document: the e-invoice syntax it was read from, else its content type. */
 export function formatOf(row: MonthRow): string {
@@ -388,22 +384,17 @@ function correctedRows({ rows, columns }: CloseInputs): number | null {
 }
 
 function validationOf(rows: readonly MonthRow[]): Certificate['validation'] {
-  type Verdict = { verdict?: unknown; failed?: unknown };
-  const checked = rows.filter(
-    (r) => typeof (r.e_invoice_validation as Verdict | null | undefined)?.verdict === 'string',
-  );
-  const verdict = (r: MonthRow) => (r.e_invoice_validation as Verdict).verdict;
+  const checked = rows.filter((r) => verdictCell(r) !== '');
+  const invalid = checked.filter((r) => verdictCell(r) === 'invalid');
   return {
     checked: checked.length,
-    valid: checked.filter((r) => verdict(r) === 'valid').length,
-    invalid: checked.filter((r) => verdict(r) === 'invalid').length,
-    unchecked: checked.filter((r) => verdict(r) === 'unchecked').length,
-    invalidItems: checked
-      .filter((r) => verdict(r) === 'invalid')
-      .map((r) => {
-        const failed = (r.e_invoice_validation as Verdict).failed;
-        return { object: label(r), failed: Array.isArray(failed) ? failed.map(String) : [] };
-      }),
+    valid: checked.filter((r) => verdictCell(r) === 'valid').length,
+    invalid: invalid.length,
+    unchecked: checked.filter((r) => verdictCell(r) === 'unchecked').length,
+    invalidItems: invalid.map((r) => {
+      const { failed } = r.e_invoice_validation as { failed?: unknown };
+      return { object: label(r), failed: Array.isArray(failed) ? failed.map(String) : [] };
+    }),
   };
 }
 

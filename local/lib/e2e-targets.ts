@@ -7,7 +7,7 @@ import type { Row } from '../../worker/src/contract/row';
 import { main as reconcileMain } from '../commands/reconcile';
 import { contentTypeFor } from './announcer';
 import type { CanaryProbes } from './canary';
-import { pullAll } from './dead-letter-subscription';
+import { listDeadLetters, pullAll } from './dead-letter-subscription';
 import { type DuplicateInvoice, duplicateGroupOf } from './format';
 import { LOCAL_NAMES, type Pipeline, startPipeline } from './pipeline';
 import { PubSubClient, type ReceivedMessage } from './pubsub';
@@ -99,15 +99,40 @@ class Tap {
   }
 }
 
+/** What both targets do the same through Pub/Sub: announcements from the tap, publishing, dead letters. */
+abstract class PubSubTarget {
+  constructor(
+    protected readonly pubsub: PubSubClient,
+    protected readonly tap: Tap,
+    private readonly names: { topic: string; deadLetterSubscription: string },
+  ) {}
+
+  announcement(objectUri: string) {
+    return this.tap.find(objectUri);
+  }
+
+  async publish(data: Buffer, attributes: Record<string, string>): Promise<string> {
+    const [id] = await this.pubsub.publish(this.names.topic, [{ data, attributes }]);
+    return id!;
+  }
+
+  async deadLettersWith(attribute: string, value: string): Promise<number> {
+    const letters = await listDeadLetters(this.pubsub, this.names.deadLetterSubscription);
+    return letters.filter((l) => l.attributes[attribute] === value).length;
+  }
+}
+
 /** A fresh local pipeline in a temporary folder, on free ports. */
-export class LocalTarget implements Target {
+export class LocalTarget extends PubSubTarget implements Target {
   readonly description = 'local pipeline (Pub/Sub emulator, SQLite, local bucket, offline analyzer)';
   private constructor(
     private readonly pipeline: Pipeline,
     private readonly store: SqliteStore,
-    private readonly tap: Tap,
+    tap: Tap,
     private readonly dir: string,
-  ) {}
+  ) {
+    super(pipeline.pubsub, tap, LOCAL_NAMES);
+  }
 
   static async start(): Promise<LocalTarget> {
     const dir = await mkdtemp(path.join(tmpdir(), 'docline-e2e-'));
@@ -138,15 +163,6 @@ export class LocalTarget implements Target {
     return this.store.keysRecordedTwice();
   }
 
-  announcement(objectUri: string) {
-    return this.tap.find(objectUri);
-  }
-
-  async publish(data: Buffer, attributes: Record<string, string>): Promise<string> {
-    const [id] = await this.pipeline.pubsub.publish(LOCAL_NAMES.topic, [{ data, attributes }]);
-    return id!;
-  }
-
   async push(body: unknown) {
     const res = await fetch(`${this.pipeline.worker.url}/push`, {
       method: 'POST',
@@ -154,15 +170,6 @@ export class LocalTarget implements Target {
       body: JSON.stringify(body),
     });
     return { status: res.status, body: await res.json() };
-  }
-
-  async deadLettersWith(attribute: string, value: string): Promise<number> {
-    const letters = await pullAll(this.pipeline.pubsub, LOCAL_NAMES.deadLetterSubscription);
-    await this.pipeline.pubsub.nack(
-      LOCAL_NAMES.deadLetterSubscription,
-      letters.map((l) => l.ackId),
-    );
-    return letters.filter((l) => l.attributes[attribute] === value).length;
   }
 
   analysesOf(objectUri: string): number {
@@ -221,7 +228,7 @@ export class LocalTarget implements Target {
  * table through BigQuery, the worker through its URL with an identity token. Credentials come
  * from the environment (Application Default Credentials). It cannot run without a cloud project.
  */
-export class CloudTarget implements Target {
+export class CloudTarget extends PubSubTarget implements Target {
   readonly description: string;
   private constructor(
     private readonly env: {
@@ -233,14 +240,15 @@ export class CloudTarget implements Target {
       workerUrl: string;
       location: string | undefined;
     },
-    private readonly pubsub: PubSubClient,
-    private readonly tap: Tap,
+    pubsub: PubSubClient,
+    tap: Tap,
     private readonly clients: {
       storage: import('@google-cloud/storage').Storage;
       bigquery: import('@google-cloud/bigquery').BigQuery;
       idToken: () => Promise<string>;
     },
   ) {
+    super(pubsub, tap, env);
     this.description = `deployed stack (bucket ${env.bucket}, table ${env.table}, worker ${env.workerUrl})`;
   }
 
@@ -305,15 +313,6 @@ export class CloudTarget implements Target {
     return (rows as Array<{ dedup_key: string }>).map((r) => r.dedup_key);
   }
 
-  announcement(objectUri: string) {
-    return this.tap.find(objectUri);
-  }
-
-  async publish(data: Buffer, attributes: Record<string, string>): Promise<string> {
-    const [id] = await this.pubsub.publish(this.env.topic, [{ data, attributes }]);
-    return id!;
-  }
-
   async push(body: unknown) {
     const res = await fetch(`${this.env.workerUrl}/push`, {
       method: 'POST',
@@ -324,15 +323,6 @@ export class CloudTarget implements Target {
       body: JSON.stringify(body),
     });
     return { status: res.status, body: await res.json().catch(() => null) };
-  }
-
-  async deadLettersWith(attribute: string, value: string): Promise<number> {
-    const letters = await pullAll(this.pubsub, this.env.deadLetterSubscription);
-    await this.pubsub.nack(
-      this.env.deadLetterSubscription,
-      letters.map((l) => l.ackId),
-    );
-    return letters.filter((l) => l.attributes[attribute] === value).length;
   }
 
   analysesOf(): undefined {

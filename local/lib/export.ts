@@ -32,7 +32,7 @@ export const CSV_COLUMNS = [
   'dedup_key',
 ] as const;
 
-const analysisOf = (row: MonthRow) => (row.analysis ?? {}) as Partial<Analysis>;
+export const analysisOf = (row: MonthRow) => (row.analysis ?? {}) as Partial<Analysis>;
 
 /** A review verdict as one cell: `none`, or its reasons separated by `; ` (empty when not recorded). */
 export function reviewCell(review: unknown): string {

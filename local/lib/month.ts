@@ -98,7 +98,7 @@ export function monthRow(row: StoredRow): MonthRow {
 }
 
 /** The canonical text of one stored row over `columns`: its `[column, value]` pairs as JSON. */
-function canonicalRow(row: StoredRow, columns: readonly string[]): string {
+export function canonicalRow(row: StoredRow, columns: readonly string[]): string {
   return JSON.stringify(columns.map((c) => [c, row[c] ?? null]));
 }
 

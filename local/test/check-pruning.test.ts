@@ -49,6 +49,10 @@ async function tableOf(days: number): Promise<{ fake: BigQueryServer; bigquery: 
   return { fake, bigquery };
 }
 
+/** The check of {@link TABLE} at {@link NOW}, on these statements (by default the worker's). */
+const check = (bigquery: BigQuery, statements?: PruningStatement[]) =>
+  checkPruning({ bigquery, table: TABLE, now: NOW, statements });
+
 /** The check's statements with the batched MERGE's key-day filter dropped (the target then reads every partition). */
 function withoutMergeFilter(bigquery: BigQuery): PruningStatement[] {
   return pruningStatements(bigquery, TABLE, NOW).map((s) => {
@@ -62,7 +66,7 @@ function withoutMergeFilter(bigquery: BigQuery): PruningStatement[] {
 describe('checkPruning', () => {
   it('passes on a month-old table, each statement estimated at only the key days it names', async () => {
     const { fake, bigquery } = await tableOf(30);
-    const verdict = await checkPruning({ bigquery, table: TABLE, now: NOW });
+    const verdict = await check(bigquery);
     const today = keyBytes(fake.rows().filter((r) => r.key_day === dayOf(0)));
     const sinceLookup = keyBytes(fake.rows().filter((r) => r.key_day! >= lookupSinceDay(NOW)));
     expect(verdict.results.map((r) => [r.name, r.estimateBytes, r.conclusive])).toEqual([
@@ -75,12 +79,7 @@ describe('checkPruning', () => {
 
   it('fails, naming the statement, when the MERGE has no key-day filter (it reads the whole table)', async () => {
     const { fake, bigquery } = await tableOf(30);
-    const verdict = await checkPruning({
-      bigquery,
-      table: TABLE,
-      now: NOW,
-      statements: withoutMergeFilter(bigquery),
-    });
+    const verdict = await check(bigquery, withoutMergeFilter(bigquery));
     const merge = verdict.results.find((r) => r.name === 'batched MERGE (group commit)')!;
     expect(merge.estimateBytes).toBe(keyBytes(fake.rows()));
     expect(merge.estimateBytes).toBeGreaterThan(merge.predictedBytes);
@@ -92,12 +91,7 @@ describe('checkPruning', () => {
 
   it('passes a table too young to tell a pruned statement from an unpruned one, and says so', async () => {
     const { bigquery } = await tableOf(2);
-    const verdict = await checkPruning({
-      bigquery,
-      table: TABLE,
-      now: NOW,
-      statements: withoutMergeFilter(bigquery),
-    });
+    const verdict = await check(bigquery, withoutMergeFilter(bigquery));
     expect(verdict.ok).toBe(true);
     expect(verdict.results.every((r) => !r.conclusive)).toBe(true);
     expect(verdict.lines[1]).toMatch(/inconclusive: the table is too young .* more than 3 days of rows/);
@@ -110,7 +104,7 @@ describe('checkPruning', () => {
       ...lookup!,
       statement: { ...lookup!.statement, types: { keys: ['STRING'], lookup_since: 'STRING' } },
     };
-    const verdict = await checkPruning({ bigquery, table: TABLE, now: NOW, statements: [broken] });
+    const verdict = await check(bigquery, [broken]);
     expect(verdict.ok).toBe(false);
     expect(verdict.lines).toEqual([
       expect.stringMatching(
@@ -127,7 +121,7 @@ describe('pruningStatements', () => {
     const row = testRow({ event_time: NOW.toISOString() });
     await store.seenMany([row.dedup_key]);
     await store.recordMany([row]);
-    await checkPruning({ bigquery, table: TABLE, now: NOW });
+    await check(bigquery);
     const shape = (q: {
       query?: unknown;
       queryParameters?: Array<{ name: string; parameterType: unknown }>;

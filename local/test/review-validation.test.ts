@@ -156,35 +156,23 @@ describe('a reason no field correction closes is marked dealt with', () => {
       open: ['picture_xml_disagree:seller', 'picture_xml_disagree:total_amount', 'e_invoice_invalid'],
       markable: ['picture_xml_disagree:seller', 'e_invoice_invalid'],
     });
-    await store.correct(
-      correctionOf(
-        {
-          dedupKey: row.dedup_key,
-          field: 'picture_xml_disagree:seller',
-          value: 'dealt_with',
-          replaces: null,
-          by: 'claire',
-          why: 'the same company: its trading name on the picture',
-        },
-        new Date(),
-      ),
+    const correct = (field: string, value: unknown, why?: string) =>
+      store.correct(
+        correctionOf(
+          { dedupKey: row.dedup_key, field, value, replaces: null, by: 'claire', ...(why ? { why } : {}) },
+          new Date(),
+        ),
+      );
+    await correct(
+      'picture_xml_disagree:seller',
+      'dealt_with',
+      'the same company: its trading name on the picture',
     );
     expect((await reviewQueue(backend))[0]!.open).toEqual([
       'picture_xml_disagree:total_amount',
       'e_invoice_invalid',
     ]);
-    await store.correct(
-      correctionOf(
-        {
-          dedupKey: row.dedup_key,
-          field: 'total_amount',
-          value: STATED.total_amount,
-          replaces: null,
-          by: 'claire',
-        },
-        new Date(),
-      ),
-    );
+    await correct('total_amount', STATED.total_amount);
     expect((await reviewQueue(backend))[0]!.open).toEqual(['e_invoice_invalid']);
   });
 
