@@ -319,6 +319,27 @@ export async function runProgram(
   };
 }
 
+/** {@link runProgram} with the config of a stack file (see {@link stackConfig}), as that stack. */
+export function runStack(
+  stack: string,
+  overrides: Record<string, string | undefined> = {},
+  options: Omit<RunOptions, 'stack'> = {},
+): Promise<ProgramRun> {
+  return runProgram(stackConfig(stack, overrides), { ...options, stack });
+}
+
+/** The error a run that must fail throws, with what it registered before; a run that succeeds fails the test. */
+export async function failure(
+  attempt: Promise<unknown>,
+): Promise<Error & { [REGISTERED_BEFORE_FAILURE]?: unknown[] }> {
+  try {
+    await attempt;
+  } catch (error) {
+    return error as Error;
+  }
+  throw new Error('the run was expected to fail');
+}
+
 /** Replaces Pulumi's unknown sentinel by `undefined`, recursively. */
 function withoutUnknowns(value: unknown): unknown {
   if (value === UNKNOWN) return undefined;

@@ -20,7 +20,7 @@ import {
   ofType,
   one,
   type ProgramRun,
-  runProgram,
+  runStack,
   stackConfig,
   T,
   waitsFor,
@@ -231,7 +231,7 @@ describe.each(['dev', 'prod'] as const)('the lifecycle of the %s stack', (stack)
   const keep = stack === 'prod';
 
   beforeAll(async () => {
-    run = await runProgram(config, { stack });
+    run = await runStack(stack);
   });
 
   it(CASE.identities, () => {
@@ -335,7 +335,7 @@ describe.each(['dev', 'prod'] as const)('the lifecycle of the %s stack', (stack)
   });
 
   it(CASE.identical, async () => {
-    const again = await runProgram(config, { stack });
+    const again = await runStack(stack);
     const shape = (r: ProgramRun) =>
       r.resources.map((x) => ({
         type: x.type,
@@ -471,7 +471,7 @@ describe('two stacks in one project', () => {
 
   beforeAll(async () => {
     for (const stack of ['dev', 'prod'] as const) {
-      runs[stack] = await runProgram(stackConfig(stack, { 'gcp:project': project }), { stack });
+      runs[stack] = await runStack(stack, { 'gcp:project': project });
     }
   });
 

@@ -11,7 +11,7 @@ import {
   ofType,
   one,
   type ProgramRun,
-  runProgram,
+  runStack,
   stackConfig,
   T,
   UNKNOWN,
@@ -68,7 +68,7 @@ describe('the docline program with the dev stack file', () => {
   const project = dev['gcp:project']!;
 
   beforeAll(async () => {
-    run = await runProgram(dev);
+    run = await runStack('dev');
   });
 
   describe('document bucket', () => {
@@ -514,7 +514,7 @@ describe('the docline program with the prod stack file', () => {
   let run: ProgramRun;
 
   beforeAll(async () => {
-    run = await runProgram(stackConfig('prod'), { stack: 'prod' });
+    run = await runStack('prod');
   });
 
   it('protects the table and keeps the bucket contents, but lets destroy remove the stateless service', () => {
@@ -553,7 +553,7 @@ describe('the docline program with the prod stack file', () => {
 
 describe('the docline program with other settings', () => {
   it('passes message mode on, and always has the push token verified in the app too', async () => {
-    const run = await runProgram(stackConfig('dev', { 'docline:dedupKeyMode': 'message' }));
+    const run = await runStack('dev', { 'docline:dedupKeyMode': 'message' });
     const variables = env(one(run, T.run));
 
     expect(variables.PUSH_AUTH_AUDIENCE).toBe('https://docline-dev.docline.invalid/push');
@@ -565,7 +565,7 @@ describe('the docline program with other settings', () => {
 
   it('runs a configured image as it is, and builds nothing', async () => {
     const image = `europe-west1-docker.pkg.dev/elsewhere/ci/worker@sha256:${'1'.repeat(64)}`;
-    const run = await runProgram(stackConfig('dev', { 'docline:image': image }));
+    const run = await runStack('dev', { 'docline:image': image });
     const template = one(run, T.run).inputs.template as { containers: Array<{ image: string }> };
     const job = one(run, T.job).inputs.template as { template: { containers: Array<{ image: string }> } };
 
@@ -575,14 +575,12 @@ describe('the docline program with other settings', () => {
   });
 
   it('fails before declaring anything when the config is invalid, listing every problem', async () => {
-    const attempt = runProgram(
-      stackConfig('dev', {
-        'docline:workerTimeoutSeconds': '600',
-        'docline:maxDeliveryAttempts': '3',
-        'docline:maximumBytesBilled': '1000',
-        'docline:dedupKeyMode': 'hash',
-      }),
-    );
+    const attempt = runStack('dev', {
+      'docline:workerTimeoutSeconds': '600',
+      'docline:maxDeliveryAttempts': '3',
+      'docline:maximumBytesBilled': '1000',
+      'docline:dedupKeyMode': 'hash',
+    });
 
     await expect(attempt).rejects.toThrow(/docline configuration is invalid \(4 problems\)/);
     await expect(attempt).rejects.toThrow(/workerTimeoutSeconds \(600\) must be at most 590: .*derived/);
@@ -598,11 +596,11 @@ describe('the docline program in preview', () => {
   let run: ProgramRun;
 
   beforeAll(async () => {
-    run = await runProgram(stackConfig('dev'), { preview: true });
+    run = await runStack('dev', {}, { preview: true });
   });
 
   it('completes with every resource registered, as in an update', async () => {
-    const update = await runProgram(stackConfig('dev'));
+    const update = await runStack('dev');
 
     expect(run.preview).toBe(true);
     expect(run.resources.map((r) => `${r.type}::${r.name}`).sort()).toEqual(

@@ -13,7 +13,7 @@ import { BUILT_IN_METRICS, promqlMetricName } from '../components/dashboard';
 import { reconcileArgs } from '../components/reconcile';
 import { TABLE_ID } from '../components/warehouse';
 import { contentTag, IMAGE_SOURCES } from '../components/worker-image';
-import { type CapturedResource, ofType, one, type ProgramRun, runProgram, stackConfig, T } from './harness';
+import { type CapturedResource, ofType, one, type ProgramRun, runStack, stackConfig, T } from './harness';
 
 /** Grants to one principal, as `role @ type`. */
 function grantsTo(run: ProgramRun, accountFragment: string): string[] {
@@ -29,7 +29,7 @@ describe('the stack parts of the dev stack', () => {
   const project = dev['gcp:project']!;
 
   beforeAll(async () => {
-    run = await runProgram(dev);
+    run = await runStack('dev');
   });
 
   describe('the worker image', () => {
@@ -243,15 +243,15 @@ describe('the stack parts of the dev stack', () => {
 
 describe('the reconcile modes', () => {
   it('grants publish on the uploads topic, and tells the entry point to apply, in apply mode only', async () => {
-    const containerOf = (run: Awaited<ReturnType<typeof runProgram>>) =>
+    const containerOf = (run: ProgramRun) =>
       (
         one(run, T.job).inputs.template as {
           template: { containers: Array<{ args: string[]; envs: Array<{ name: string; value: string }> }> };
         }
       ).template.containers[0]!;
-    const envOf = (run: Awaited<ReturnType<typeof runProgram>>) =>
+    const envOf = (run: ProgramRun) =>
       Object.fromEntries(containerOf(run).envs.map((e) => [e.name, e.value]));
-    const run = await runProgram(stackConfig('dev', { 'docline:reconcileMode': 'apply' }));
+    const run = await runStack('dev', { 'docline:reconcileMode': 'apply' });
 
     // The entry point (worker/src/reconcile/main.ts) reads these names; a mismatch would apply nothing.
     expect(containerOf(run).args).toEqual(reconcileArgs());
@@ -259,7 +259,7 @@ describe('the reconcile modes', () => {
     expect(Object.keys(envOf(run))).toEqual(
       expect.arrayContaining([...CLOUD_VARIABLES, 'BIGQUERY_LOCATION', 'DEDUP_KEY']),
     );
-    const report = await runProgram(stackConfig('dev'));
+    const report = await runStack('dev');
     expect(envOf(report).RECONCILE_MODE).toBe('report');
     expect(one(run, T.topicIam, '-reconcile-publisher').inputs).toMatchObject({
       topic: one(run, T.topic, '-uploads').outputs.name,
@@ -269,7 +269,7 @@ describe('the reconcile modes', () => {
   });
 
   it('declares no job, no scheduler, no account and no alert when off', async () => {
-    const run = await runProgram(stackConfig('dev', { 'docline:reconcileMode': 'off' }));
+    const run = await runStack('dev', { 'docline:reconcileMode': 'off' });
 
     expect(run.resources.filter((r) => r.name.includes('-reconcile'))).toEqual([]);
     expect(ofType(run, T.scheduler)).toEqual([]);
@@ -278,7 +278,7 @@ describe('the reconcile modes', () => {
 
   it('refuses apply mode with message keys before declaring anything', async () => {
     await expect(
-      runProgram(stackConfig('dev', { 'docline:reconcileMode': 'apply', 'docline:dedupKeyMode': 'message' })),
+      runStack('dev', { 'docline:reconcileMode': 'apply', 'docline:dedupKeyMode': 'message' }),
     ).rejects.toThrow(/reconcileMode apply needs dedupKeyMode object/);
   });
 });
