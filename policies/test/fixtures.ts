@@ -188,18 +188,26 @@ export function validStack(mode: Mode): StackResource[] {
   ];
 }
 
+/** A change to one resource: a function of a copy of it, or props to set on it and fields to replace. */
+type Change =
+  | ((resource: StackResource) => StackResource)
+  | (Partial<Omit<StackResource, 'props'>> & { props?: StackResource['props'] });
+
 /** A copy of the stack with one resource changed (by logical name and type). */
 export function mutate(
   stack: readonly StackResource[],
   name: string,
   type: string,
-  change: (resource: StackResource) => StackResource,
+  change: Change,
 ): StackResource[] {
   let found = false;
   const next = stack.map((r) => {
     if (r.name !== name || r.type !== type) return r;
     found = true;
-    return change(structuredClone(r));
+    const copy = structuredClone(r);
+    return typeof change === 'function'
+      ? change(copy)
+      : { ...copy, ...change, props: { ...copy.props, ...change.props } };
   });
   if (!found) throw new Error(`no ${type} named ${name} in the stack`);
   return next;

@@ -31,25 +31,21 @@ describe.each(MODES)('the notification rules (%s)', (mode) => {
   });
 
   it('report a notified topic that enforces its storage policy in transit, on the topic', async () => {
-    const enforcing = mutate(validStack(mode), 'documents-events', T.topic, (r) => ({
-      ...r,
+    const enforcing = mutate(validStack(mode), 'documents-events', T.topic, {
       props: {
-        ...r.props,
         messageStoragePolicy: { allowedPersistenceRegions: ['europe-west1'], enforceInTransit: true },
       },
-    }));
+    });
     const diagnostics = await check(enforcing);
     expect(summary(diagnostics)).toEqual(['notified-topic-takes-publishes @ documents-events']);
     expect(diagnostics[0]?.enforcementLevel).toBe('mandatory');
     expect(diagnostics[0]?.message).toMatch(/Set messageStoragePolicy.enforceInTransit: false/);
     // Storage at rest alone is fine.
-    const atRest = mutate(validStack(mode), 'documents-events', T.topic, (r) => ({
-      ...r,
+    const atRest = mutate(validStack(mode), 'documents-events', T.topic, {
       props: {
-        ...r.props,
         messageStoragePolicy: { allowedPersistenceRegions: ['europe-west1'], enforceInTransit: false },
       },
-    }));
+    });
     expect(await check(atRest)).toEqual([]);
   });
 
@@ -117,10 +113,9 @@ describe.each(MODES)('the notification rules (%s)', (mode) => {
   });
 
   it('reports event types beyond OBJECT_FINALIZE', async () => {
-    const stack = mutate(validStack(mode), 'documents', T.notification, (n) => ({
-      ...n,
-      props: { ...n.props, eventTypes: ['OBJECT_FINALIZE', 'OBJECT_DELETE'] },
-    }));
+    const stack = mutate(validStack(mode), 'documents', T.notification, {
+      props: { eventTypes: ['OBJECT_FINALIZE', 'OBJECT_DELETE'] },
+    });
     const diagnostics = await check(stack);
     expect(summary(diagnostics)).toEqual(['notification-format @ documents']);
     expect(diagnostics[0]?.message).toMatch(/delivers OBJECT_DELETE.*Set eventTypes: \['OBJECT_FINALIZE'\]/);
@@ -137,10 +132,7 @@ describe.each(MODES)('the notification rules (%s)', (mode) => {
   });
 
   it('reports a payload format other than JSON_API_V1', async () => {
-    const stack = mutate(validStack(mode), 'documents', T.notification, (n) => ({
-      ...n,
-      props: { ...n.props, payloadFormat: 'NONE' },
-    }));
+    const stack = mutate(validStack(mode), 'documents', T.notification, { props: { payloadFormat: 'NONE' } });
     const diagnostics = await check(stack);
     expect(summary(diagnostics)).toEqual(['notification-format @ documents']);
     expect(diagnostics[0]?.message).toMatch(/payloadFormat NONE\. Set payloadFormat: 'JSON_API_V1'/);
@@ -189,10 +181,7 @@ describe.each(MODES)('only the documents bucket feeds the pipeline (%s)', (mode)
   });
 
   it('reports the documents bucket itself once its label is gone', async () => {
-    const stack = mutate(validStack(mode), 'documents', T.bucket, (b) => ({
-      ...b,
-      props: { ...b.props, labels: {} },
-    }));
+    const stack = mutate(validStack(mode), 'documents', T.bucket, { props: { labels: {} } });
     expect(summary(await check(stack))).toEqual(['only-documents-bucket-notifies @ documents']);
   });
 });
