@@ -325,15 +325,20 @@ describe('the docline program with the dev stack file', () => {
     });
 
     it('puts each grant on its resource: the bucket, the dataset, the dead-letter topic, the push subscription and account', () => {
-      expect(one(run, T.bucketIam, '-worker-object-viewer').inputs.bucket).toBe(
-        one(run, T.bucket, '-documents-bucket').outputs.name,
-      );
-      expect(one(run, T.bucketIam, '-memo-creator').inputs.bucket).toBe(
-        one(run, T.bucket, '-memo-bucket').outputs.name,
-      );
-      expect(one(run, T.bucketIam, '-memo-viewer').inputs.bucket).toBe(
-        one(run, T.bucket, '-memo-bucket').outputs.name,
-      );
+      for (const [grantType, grant, key, type, name] of [
+        [T.bucketIam, '-worker-object-viewer', 'bucket', T.bucket, '-documents-bucket'],
+        [T.bucketIam, '-memo-creator', 'bucket', T.bucket, '-memo-bucket'],
+        [T.bucketIam, '-memo-viewer', 'bucket', T.bucket, '-memo-bucket'],
+        [T.topicIam, '-dead-letter-publisher', 'topic', T.topic, '-dead-letters'],
+        [T.subscriptionIam, '', 'subscription', T.subscription, '-push'],
+        [T.accountIam, '-push-token-creator', 'serviceAccountId', T.account, '-push'],
+        [T.accountIam, '-dupcheck-token-creator', 'serviceAccountId', T.account, '-dupcheck'],
+      ] as const) {
+        expect([grant, one(run, grantType, grant).inputs[key]]).toEqual([
+          grant,
+          one(run, type, name).outputs.name,
+        ]);
+      }
       // Overwriting (a lease's compare-and-swap) is granted on the lease objects alone: an IAM
       // condition on the `leases/` prefix, so no kept analysis can be overwritten or deleted.
       const leases = one(run, T.bucketIam, '-memo-leases');
@@ -344,18 +349,6 @@ describe('the docline program with the dev stack file', () => {
       });
       expect(one(run, T.datasetIam, '-data-editor').inputs.datasetId).toBe('docline_dev');
       expect(one(run, T.datasetIam, '-dupcheck-data-viewer').inputs.datasetId).toBe('docline_dev');
-      expect(one(run, T.topicIam, '-dead-letter-publisher').inputs.topic).toBe(
-        one(run, T.topic, '-dead-letters').outputs.name,
-      );
-      expect(one(run, T.subscriptionIam).inputs.subscription).toBe(
-        one(run, T.subscription, '-push').outputs.name,
-      );
-      expect(one(run, T.accountIam, '-push-token-creator').inputs.serviceAccountId).toBe(
-        one(run, T.account, '-push').outputs.name,
-      );
-      expect(one(run, T.accountIam, '-dupcheck-token-creator').inputs.serviceAccountId).toBe(
-        one(run, T.account, '-dupcheck').outputs.name,
-      );
     });
   });
 

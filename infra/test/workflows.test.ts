@@ -396,19 +396,16 @@ describe('each rule catches what it is for', () => {
         .split('\n')
         .filter((l) => !l.startsWith(`${path} `))
         .join('\n');
-    expect(codeownersProblems(withoutLine('/package.json'))).toEqual([
-      'CODEOWNERS has no owner for package.json',
-    ]);
-    expect(codeownersProblems(withoutLine('/package-lock.json'))).toEqual([
-      'CODEOWNERS has no owner for package-lock.json',
-    ]);
-    expect(codeownersProblems(withoutLine('/worker/'))).toEqual([
-      'CODEOWNERS has no owner for worker/src/contract/settings.ts',
-      'CODEOWNERS has no owner for worker/Dockerfile',
-    ]);
-    expect(codeownersProblems(withoutLine('/tsconfig.json'))).toEqual([
-      'CODEOWNERS has no owner for tsconfig.json',
-    ]);
+    for (const [line, unowned] of [
+      ['/package.json', ['package.json']],
+      ['/package-lock.json', ['package-lock.json']],
+      ['/worker/', ['worker/src/contract/settings.ts', 'worker/Dockerfile']],
+      ['/tsconfig.json', ['tsconfig.json']],
+    ] as const) {
+      expect(codeownersProblems(withoutLine(line))).toEqual(
+        unowned.map((p) => `CODEOWNERS has no owner for ${p}`),
+      );
+    }
     expect(codeownersProblems(`${real}\n/infra/\n`)).toEqual(['CODEOWNERS has no owner for infra/index.ts']);
     expect(codeownersProblems(`${real}\n*.json @someone-else\n`)).toEqual([]);
   });

@@ -37,7 +37,7 @@ export interface RunnerOutcome {
 /** Runs the program in `programDir` (infra/ by default) the way the engine does, with `config` as PULUMI_CONFIG. */
 export async function runUnderRunner(
   config: Record<string, string>,
-  options: { programDir?: string; env?: Record<string, string> } = {},
+  options: { programDir?: string } = {},
 ): Promise<RunnerOutcome> {
   const programDir = options.programDir ?? path.join(REPO, 'infra');
   let child: ChildProcess | undefined;
@@ -102,7 +102,6 @@ export async function runUnderRunner(
             PULUMI_CONFIG: JSON.stringify(config),
             // Set by the Node language host from Pulumi.yaml's `runtime.options.typescript` (default true).
             PULUMI_NODEJS_TYPESCRIPT: 'true',
-            ...options.env,
           },
           stdio: ['ignore', 'pipe', 'pipe'],
         },
