@@ -34,6 +34,9 @@ const COPIED = [
   'scripts/install-en16931.sh',
 ];
 
+/** How every preview and up that checks the policies names the pack (as the workflows do). */
+const PACK = ['--policy-pack', 'policies'];
+
 type Props = Record<string, unknown>;
 
 /** The data-bearing resources of a state: their types are DATA_TYPES, less views and the memo cache. */
@@ -163,6 +166,13 @@ function changed(summary: Record<string, number>): number {
     .reduce((sum, [, n]) => sum + n, 0);
 }
 
+/** Fails unless a preview of the stack (with the pack) plans no change to its resources. */
+function expectNoChange(ws: Workspace, stack: string): void {
+  const summary = changes(ok(ws.pulumi(['preview', '-s', stack, ...PACK, '--json'])).stdout);
+  expect(summary.same).toBeGreaterThan(50);
+  expect(changed(summary)).toBe(0);
+}
+
 /** A URN docs/deploy.md tells users to pass (its `STACK` replaced), found by the resource name it ends with. */
 function documentedUrn(stack: string, name: string): string {
   const docs = readFileSync(path.join(REPO, 'docs/deploy.md'), 'utf8');
@@ -177,21 +187,16 @@ describe('the dev stack under the real engine', () => {
 
   it('pulumi preview --policy-pack policies (as preview.yml runs it) plans the whole stack', () => {
     ok(ws.pulumi(['stack', 'init', 'dev']));
-    const preview = ws.pulumi(['preview', '-s', 'dev', '--policy-pack', 'policies', '--json']);
+    const preview = ws.pulumi(['preview', '-s', 'dev', ...PACK, '--json']);
     expect(preview.stderr).not.toMatch(/Unable to compile TypeScript/);
     ok(preview);
     expect(changes(preview.stdout).create).toBeGreaterThan(50);
   });
 
   it('pulumi up creates it, and a second preview plans 0 changes', () => {
-    const up = ws.pulumi(['up', '-s', 'dev', '--yes', '--skip-preview', '--policy-pack', 'policies']);
-    ok(up);
+    const up = ok(ws.pulumi(['up', '-s', 'dev', '--yes', '--skip-preview', ...PACK]));
     expect(up.output).toMatch(/\d+ created/);
-    const again = ws.pulumi(['preview', '-s', 'dev', '--policy-pack', 'policies', '--json']);
-    ok(again);
-    const summary = changes(again.stdout);
-    expect(summary.same).toBeGreaterThan(50);
-    expect(changed(summary)).toBe(0);
+    expectNoChange(ws, 'dev');
   });
 
   it('pulumi stack output answers what docs/deploy.md reads (bucketName, and viewIds as --json)', () => {
@@ -251,8 +256,7 @@ describe('the dev stack under the real engine', () => {
   });
 
   it('pulumi destroy removes it (dev keeps no protected resource)', () => {
-    const destroy = ws.pulumi(['destroy', '-s', 'dev', '--yes', '--skip-preview']);
-    ok(destroy);
+    const destroy = ok(ws.pulumi(['destroy', '-s', 'dev', '--yes', '--skip-preview']));
     expect(destroy.output).toMatch(/\d+ deleted/);
   });
 });
@@ -265,20 +269,17 @@ describe('the prod stack under the real engine', () => {
 
   it('a first preview without an image is refused with the promoted-image message', () => {
     ok(ws.pulumi(['stack', 'init', 'prod']));
-    const preview = ws.pulumi(['preview', '-s', 'prod', '--policy-pack', 'policies']);
+    const preview = ws.pulumi(['preview', '-s', 'prod', ...PACK]);
     expect(preview.status).not.toBe(0);
     expect(preview.output).toMatch(/promotedImage is true but no image is set and none is deployed yet/);
   });
 
   it('pulumi up with the promoted image, then a preview without it is a no-op (read through the self reference)', () => {
     ok(ws.pulumi(['config', 'set', '-s', 'prod', 'docline:image', promoted]));
-    const up = ok(ws.pulumi(['up', '-s', 'prod', '--yes', '--skip-preview', '--policy-pack', 'policies']));
+    const up = ok(ws.pulumi(['up', '-s', 'prod', '--yes', '--skip-preview', ...PACK]));
     expect(up.output).toMatch(/\d+ created/);
     ok(ws.pulumi(['config', 'rm', '-s', 'prod', 'docline:image']));
-    const again = ok(ws.pulumi(['preview', '-s', 'prod', '--policy-pack', 'policies', '--json']));
-    const summary = changes(again.stdout);
-    expect(summary.same).toBeGreaterThan(50);
-    expect(changed(summary)).toBe(0);
+    expectNoChange(ws, 'prod');
   });
 
   it('the dedupKeyMode drain as docs/deploy.md walks it: refused against the deployed value, up --refresh once allowed re-creates the notification deleted in step 1, an allowance left in place is refused', () => {
@@ -290,28 +291,16 @@ describe('the prod stack under the real engine', () => {
     ws.goneOutsidePulumi([notification!.urn]);
     // Step 3, as a user types it.
     ok(ws.pulumi(['config', 'set', '-s', 'prod', 'docline:dedupKeyMode', 'message']));
-    const refused = ws.pulumi(['preview', '-s', 'prod', '--policy-pack', 'policies']);
+    const refused = ws.pulumi(['preview', '-s', 'prod', ...PACK]);
     expect(refused.status).not.toBe(0);
     expect(refused.output).toMatch(/dedupKeyMode is deployed as object and now set to message/);
     ok(ws.pulumi(['config', 'set', '-s', 'prod', 'docline:allowKnobChange', 'dedupKeyMode']));
-    const up = ok(
-      ws.pulumi([
-        'up',
-        '-s',
-        'prod',
-        '--refresh',
-        '--yes',
-        '--skip-preview',
-        '--policy-pack',
-        'policies',
-        '--json',
-      ]),
-    );
+    const up = ok(ws.pulumi(['up', '-s', 'prod', '--refresh', '--yes', '--skip-preview', ...PACK, '--json']));
     // Without --refresh the engine still believes in the notification and the bucket stays unannounced.
     expect(notificationSteps(up.stdout, 'prod').map((s) => s.op)).toContain('create');
     ws.goneOutsidePulumi([]);
     // Step 4.
-    const left = ws.pulumi(['preview', '-s', 'prod', '--policy-pack', 'policies']);
+    const left = ws.pulumi(['preview', '-s', 'prod', ...PACK]);
     expect(left.status).not.toBe(0);
     expect(left.output).toMatch(/allowKnobChange names dedupKeyMode, which does not change/);
     ok(ws.pulumi(['config', 'rm', '-s', 'prod', 'docline:allowKnobChange']));
@@ -326,7 +315,7 @@ describe('the prod stack under the real engine', () => {
     ok(ws.pulumi(['config', 'set', '-s', 'prod', 'docline:tableVersion', '2']));
     ok(ws.pulumi(['up', '-s', 'prod', '--yes', '--skip-preview', '--target', next]));
     expect(exported(ws, 'prod').map((r) => r.urn)).toEqual(expect.arrayContaining([old, next]));
-    ok(ws.pulumi(['up', '-s', 'prod', '--yes', '--skip-preview', '--policy-pack', 'policies']));
+    ok(ws.pulumi(['up', '-s', 'prod', '--yes', '--skip-preview', ...PACK]));
     const urns = exported(ws, 'prod').map((r) => r.urn);
     expect(urns).toContain(next);
     expect(urns).not.toContain(old);
@@ -386,7 +375,7 @@ ${anchor}`,
     });
     try {
       ok(ws.pulumi(['stack', 'init', 'dev']));
-      const preview = ws.pulumi(['preview', '-s', 'dev', '--policy-pack', 'policies']);
+      const preview = ws.pulumi(['preview', '-s', 'dev', ...PACK]);
       expect(preview.status).not.toBe(0);
       expect(preview.output).toMatch(/one-notification-per-bucket/);
       expect(preview.output).toMatch(/mandatory/);
@@ -419,7 +408,7 @@ ${anchor}`,
     const ws = workspace((dir) => rmSync(path.join(dir, 'infra/tsconfig.json')));
     try {
       ok(ws.pulumi(['stack', 'init', 'dev']));
-      const preview = ws.pulumi(['preview', '-s', 'dev', '--policy-pack', 'policies']);
+      const preview = ws.pulumi(['preview', '-s', 'dev', ...PACK]);
       expect(preview.status).not.toBe(0);
       expect(preview.output).toMatch(/Unable to compile TypeScript/);
       expect(preview.output).toMatch(/TS2550/);
