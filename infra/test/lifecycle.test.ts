@@ -90,17 +90,11 @@ describe('the lifecycle table of docs/deploy.md', () => {
 });
 
 /** The options a resource registered with, as the lifecycle test compares them. */
-function guard(r: CapturedResource): {
-  protect: boolean;
-  deleteBeforeReplace: boolean;
-  retainOnDelete: boolean;
-} {
-  return {
-    protect: r.options.protect,
-    deleteBeforeReplace: r.options.deleteBeforeReplace,
-    retainOnDelete: r.options.retainOnDelete,
-  };
-}
+const guard = ({ options: { protect, deleteBeforeReplace, retainOnDelete } }: CapturedResource) => ({
+  protect,
+  deleteBeforeReplace,
+  retainOnDelete,
+});
 
 /** Every resource whose replacement or deletion could double or drop a document, and what prevents it. */
 interface AtRisk {

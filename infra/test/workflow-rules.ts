@@ -299,7 +299,7 @@ export function stackCheckProblems(files: readonly WorkflowFile[]): string[] {
 
 /** Pull requests run the tests, the policy-pack suite, actionlint and an image build. */
 export function pullRequestCheckProblems(files: readonly WorkflowFile[]): string[] {
-  const pr = files.filter((f) => 'pull_request' in f.workflow.on);
+  const pr = onPullRequests(files);
   const steps = pr.flatMap(stepsOf).map(({ step }) => step);
   const problems: string[] = [];
   if (pr.length === 0) return ['no workflow runs on pull requests'];
@@ -609,57 +609,52 @@ export function jobsThatRun(workflow: Workflow, run: RunCase): string[] {
 }
 
 const DIGEST = `sha256:${'a'.repeat(64)}`;
+const PUSH = { event: 'push', ref: 'refs/heads/main' } as const;
+const DISPATCH = { event: 'workflow_dispatch', ref: 'refs/heads/main' } as const;
 
 /** The runs the deploy workflow must handle, and the jobs each must run. */
 export const DEPLOY_RUNS: readonly (RunCase & { readonly runs: readonly string[] })[] = [
   {
     name: 'a push to main that changes prod',
-    event: 'push',
-    ref: 'refs/heads/main',
+    ...PUSH,
     outputs: { 'prod-preview': { changes: 'true' } },
     runs: ['test', 'image', 'dev', 'prod-preview', 'prod'],
   },
   {
     name: 'a push to main that leaves prod unchanged',
-    event: 'push',
-    ref: 'refs/heads/main',
+    ...PUSH,
     outputs: { 'prod-preview': { changes: 'false' } },
     runs: ['test', 'image', 'dev', 'prod-preview'],
   },
   {
     name: 'a push to main whose tests fail',
-    event: 'push',
-    ref: 'refs/heads/main',
+    ...PUSH,
     failing: ['test'],
     runs: ['test'],
   },
   {
     name: 'a push whose dev deploy fails',
-    event: 'push',
-    ref: 'refs/heads/main',
+    ...PUSH,
     failing: ['dev'],
     runs: ['test', 'image', 'dev'],
   },
   {
     name: 'a rollback of dev and prod',
-    event: 'workflow_dispatch',
-    ref: 'refs/heads/main',
+    ...DISPATCH,
     inputs: { image: DIGEST, prod_only: false },
     outputs: { 'prod-preview': { changes: 'true' } },
     runs: ['image', 'dev', 'prod-preview', 'prod'],
   },
   {
     name: 'a rollback of prod alone',
-    event: 'workflow_dispatch',
-    ref: 'refs/heads/main',
+    ...DISPATCH,
     inputs: { image: DIGEST, prod_only: true },
     outputs: { 'prod-preview': { changes: 'true' } },
     runs: ['image', 'prod-preview', 'prod'],
   },
   {
     name: 'a manual run without an image that asks for prod alone',
-    event: 'workflow_dispatch',
-    ref: 'refs/heads/main',
+    ...DISPATCH,
     inputs: { image: '', prod_only: true },
     outputs: { 'prod-preview': { changes: 'true' } },
     runs: ['test', 'image', 'dev', 'prod-preview', 'prod'],

@@ -36,10 +36,18 @@ function read(file: string): WorkflowFile {
   return { file, workflow: load(text) as Workflow, text };
 }
 
-/** A deep copy of a workflow file with one change made to its parsed form (and, optionally, its text). */
-function broken(wf: WorkflowFile, change: (w: Workflow) => void, text = wf.text): WorkflowFile {
+/**
+ * A deep copy of a workflow file with one change made to its parsed form (and, optionally, its text):
+ * a function of the copy, or the fields to set on some of its jobs (undefined unsets one).
+ */
+function broken(
+  wf: WorkflowFile,
+  change: ((w: Workflow) => void) | Record<string, Partial<Job>>,
+  text = wf.text,
+): WorkflowFile {
   const workflow = structuredClone(wf.workflow);
-  change(workflow);
+  if (typeof change === 'function') change(workflow);
+  else for (const [job, fields] of Object.entries(change)) Object.assign(workflow.jobs[job]!, fields);
   return { file: wf.file, workflow, text };
 }
 
@@ -139,16 +147,14 @@ describe('each rule catches what it is for', () => {
   });
 
   it('a preview job that can read the deploy token, runs in a deploy environment, or uses a deploy identity', () => {
-    const token = broken(preview, (w) => {
-      w.jobs.preview!.env = { PULUMI_ACCESS_TOKEN: gh('secrets.PULUMI_ACCESS_TOKEN') };
+    const token = broken(preview, {
+      preview: { env: { PULUMI_ACCESS_TOKEN: gh('secrets.PULUMI_ACCESS_TOKEN') } },
     });
     expect(previewCredentialProblems([token])).toEqual([
       'preview.yml preview: a preview job reads secrets.PULUMI_ACCESS_TOKEN',
       'preview.yml preview: a preview job sets PULUMI_ACCESS_TOKEN',
     ]);
-    const environment = broken(preview, (w) => {
-      w.jobs.preview!.environment = 'dev';
-    });
+    const environment = broken(preview, { preview: { environment: 'dev' } });
     expect(previewCredentialProblems([environment])).toEqual([
       'preview.yml preview: a preview job runs in the deploy environment dev',
     ]);
@@ -182,21 +188,19 @@ describe('each rule catches what it is for', () => {
     expect(concurrencyProblems([workflowWide])).toEqual([
       'deploy.yml: concurrency is set for the whole workflow, not per job',
     ]);
-    const shared = broken(deploy, (w) => {
-      w.jobs.prod!.concurrency = { group: 'deploy-dev', 'cancel-in-progress': false };
+    const shared = broken(deploy, {
+      prod: { concurrency: { group: 'deploy-dev', 'cancel-in-progress': false } },
     });
     expect(concurrencyProblems([shared])).toEqual([
       'deploy.yml prod: shares concurrency group deploy-dev with dev',
     ]);
-    const cancelled = broken(deploy, (w) => {
-      w.jobs.dev!.concurrency = { group: 'deploy-dev', 'cancel-in-progress': true };
+    const cancelled = broken(deploy, {
+      dev: { concurrency: { group: 'deploy-dev', 'cancel-in-progress': true } },
     });
     expect(concurrencyProblems([cancelled])).toEqual([
       'deploy.yml dev: a deploy may be cancelled halfway (cancel-in-progress must be false)',
     ]);
-    const none = broken(preview, (w) => {
-      delete w.jobs.image!.concurrency;
-    });
+    const none = broken(preview, { image: { concurrency: undefined } });
     expect(concurrencyProblems([none])).toEqual(['preview.yml image: no concurrency group']);
   });
 
@@ -309,22 +313,15 @@ describe('each rule catches what it is for', () => {
   });
 
   it("a rollback that waits for main's tests and dev, an unchanged prod asked for approval again", () => {
-    const testsFirst = broken(deploy, (w) => {
-      w.jobs.test!.if = "github.ref == 'refs/heads/main'";
-      w.jobs.image!.if = "github.ref == 'refs/heads/main'";
-    });
+    const onMain = "github.ref == 'refs/heads/main'";
+    const testsFirst = broken(deploy, { test: { if: onMain }, image: { if: onMain } });
     expect(runProblems(testsFirst)).toEqual([
       'a rollback of dev and prod: test runs',
       'a rollback of prod alone: test runs',
     ]);
-    const devFirst = broken(deploy, (w) => {
-      w.jobs.dev!.if = "github.ref == 'refs/heads/main'";
-      w.jobs['prod-preview']!.if = "github.ref == 'refs/heads/main'";
-    });
+    const devFirst = broken(deploy, { dev: { if: onMain }, 'prod-preview': { if: onMain } });
     expect(runProblems(devFirst)).toEqual(['a rollback of prod alone: dev runs']);
-    const reapproved = broken(deploy, (w) => {
-      w.jobs.prod!.if = "github.ref == 'refs/heads/main'";
-    });
+    const reapproved = broken(deploy, { prod: { if: onMain } });
     expect(runProblems(reapproved)).toEqual(['a push to main that leaves prod unchanged: prod runs']);
   });
 
@@ -351,13 +348,9 @@ describe('each rule catches what it is for', () => {
       pulumiStep(w.jobs.prod!).with!['config-map'] = "{docline:image: {value: 'x', secret: false}}";
     });
     expect(promotionProblems(other)).toEqual(['prod does not deploy the promoted digest']);
-    const noPreview = broken(deploy, (w) => {
-      w.jobs.prod!.needs = ['image', 'dev'];
-    });
+    const noPreview = broken(deploy, { prod: { needs: ['image', 'dev'] } });
     expect(promotionProblems(noPreview)).toEqual(['prod does not wait for prod-preview']);
-    const anyBranch = broken(deploy, (w) => {
-      delete w.jobs.prod!.if;
-    });
+    const anyBranch = broken(deploy, { prod: { if: undefined } });
     expect(promotionProblems(anyBranch)).toEqual(['prod may run on a branch other than main']);
     const noRollback = broken(deploy, (w) => {
       w.on.workflow_dispatch = null;
