@@ -37,18 +37,17 @@ function read(file: string): WorkflowFile {
 }
 
 /**
- * A deep copy of a workflow file with one change made to its parsed form (and, optionally, its text):
- * a function of the copy, or the fields to set on some of its jobs (undefined unsets one).
+ * A deep copy of a workflow file with one change made to its parsed form: a function of the copy,
+ * or the fields to set on some of its jobs (undefined unsets one).
  */
 function broken(
   wf: WorkflowFile,
   change: ((w: Workflow) => void) | Record<string, Partial<Job>>,
-  text = wf.text,
 ): WorkflowFile {
   const workflow = structuredClone(wf.workflow);
   if (typeof change === 'function') change(workflow);
   else for (const [job, fields] of Object.entries(change)) Object.assign(workflow.jobs[job]!, fields);
-  return { file: wf.file, workflow, text };
+  return { ...wf, workflow };
 }
 
 const optional = (path: string) => {
@@ -211,9 +210,7 @@ describe('each rule catches what it is for', () => {
     expect(packSourceProblems([prTree])).toEqual([
       "preview.yml preview: the policy pack (policies) is loaded from the pull request's tree",
     ]);
-    const prPackages = broken(preview, (w) => {
-      w.jobs.preview!.steps = w.jobs.preview!.steps.filter((s) => !s.run?.includes('--prefix'));
-    });
+    const prPackages = broken(preview, (w) => withoutStep(w.jobs.preview!, /--prefix/));
     expect(packSourceProblems([prPackages])).toEqual([
       "preview.yml preview: the base branch's pack loads the pull request's packages",
     ]);
@@ -359,9 +356,7 @@ describe('each rule catches what it is for', () => {
   });
 
   it("a setting not checked for being set, another environment's setting, a silent default", () => {
-    const unchecked = broken(deploy, (w) => {
-      w.jobs.dev!.steps = w.jobs.dev!.steps.filter((s) => !s.run?.includes('require-settings'));
-    });
+    const unchecked = broken(deploy, (w) => withoutStep(w.jobs.dev!, /require-settings/));
     expect(settingsProblems([unchecked])).toEqual([
       'deploy.yml dev: reads vars without first failing when one is unset',
     ]);
