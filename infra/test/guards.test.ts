@@ -33,6 +33,9 @@ import {
 const DEPLOYED = { dedupKeyMode: 'object', region: 'europe-west1', dataLocation: 'EU' };
 /** The outputs of a stack deployed with DEPLOYED. */
 const DEPLOYED_STACK = { deployedSettings: DEPLOYED, image: MOCK_DEPLOYED_IMAGE };
+/** A run of the prod stack file with `overrides`, on a stack whose last `up` exported DEPLOYED_STACK. */
+const runDeployed = (overrides: Record<string, string> = {}) =>
+  runStack('prod', overrides, { deployed: DEPLOYED_STACK });
 
 /** The resources that hold documents, rows or log lines naming them, and the delivery path's queues. */
 function dataBearing(run: ProgramRun): CapturedResource[] {
@@ -204,7 +207,7 @@ describe('knobs fixed at deploy', () => {
   ])(
     'refuses an in-place change of %s, before declaring anything, naming the knob and the way out',
     async (_knob, change, message) => {
-      const error = await failure(runStack('prod', change, { deployed: DEPLOYED_STACK }));
+      const error = await failure(runDeployed(change));
 
       expect(error).toBeInstanceOf(StackConfigError);
       expect(error.message).toMatch(message);
@@ -215,22 +218,16 @@ describe('knobs fixed at deploy', () => {
 
   it('names the drain for dedupKeyMode, and accepts the change once allowKnobChange declares it drained', async () => {
     const change = { 'docline:dedupKeyMode': 'message' };
-    const refused = await failure(runStack('prod', change, { deployed: DEPLOYED_STACK }));
+    const refused = await failure(runDeployed(change));
     expect(refused.message).toMatch(/drain first .*no backlog, no dead letters, reconcile run/);
     expect(refused.message).toMatch(/docline:allowKnobChange dedupKeyMode/);
 
-    const run = await runStack(
-      'prod',
-      { ...change, 'docline:allowKnobChange': 'dedupKeyMode' },
-      { deployed: DEPLOYED_STACK },
-    );
+    const run = await runDeployed({ ...change, 'docline:allowKnobChange': 'dedupKeyMode' });
     expect(run.outputs.deployedSettings).toEqual({ ...DEPLOYED, dedupKeyMode: 'message' });
   });
 
   it('refuses an allowance left in place after the change, so no later change skips the drain', async () => {
-    const error = await failure(
-      runStack('prod', { 'docline:allowKnobChange': 'dedupKeyMode' }, { deployed: DEPLOYED_STACK }),
-    );
+    const error = await failure(runDeployed({ 'docline:allowKnobChange': 'dedupKeyMode' }));
     expect(error.message).toMatch(
       /allowKnobChange names dedupKeyMode, which does not change \(object\): remove it/,
     );
@@ -240,7 +237,7 @@ describe('knobs fixed at deploy', () => {
   });
 
   it('accepts the same values, a first deploy, and a stack deployed before the settings were exported', async () => {
-    const same = await runStack('prod', {}, { deployed: DEPLOYED_STACK });
+    const same = await runDeployed();
     expect(same.outputs.deployedSettings).toEqual(DEPLOYED);
     const first = await runStack('dev', { 'docline:dedupKeyMode': 'message' }, { deployed: {} });
     expect(first.outputs.deployedSettings).toEqual({ ...DEPLOYED, dedupKeyMode: 'message' });
@@ -359,11 +356,7 @@ describe('locations as Google spells them', () => {
   });
 
   it('accepts `eu` on a stack deployed with `EU`, and stores it as EU (no fixed-knob change)', async () => {
-    const run = await runStack(
-      'prod',
-      { 'docline:dataLocation': 'eu', 'docline:region': 'Europe-West1' },
-      { deployed: DEPLOYED_STACK },
-    );
+    const run = await runDeployed({ 'docline:dataLocation': 'eu', 'docline:region': 'Europe-West1' });
     expect(run.outputs.deployedSettings).toEqual(DEPLOYED);
     expect(one(run, T.bucket, '-documents-bucket').inputs.location).toBe('EU');
   });
@@ -411,8 +404,8 @@ describe('region inside dataLocation', () => {
 
 describe('a schema change BigQuery cannot apply in place (tableVersion)', () => {
   it('creates the next version beside the old one: a new URN and table id, never a replacement', async () => {
-    const v1 = await runStack('prod', {}, { deployed: DEPLOYED_STACK });
-    const v2 = await runStack('prod', { 'docline:tableVersion': '2' }, { deployed: DEPLOYED_STACK });
+    const v1 = await runDeployed();
+    const v2 = await runDeployed({ 'docline:tableVersion': '2' });
     const tableOf = (run: ProgramRun) =>
       ofType(run, T.table).filter((t) => t.inputs.view === undefined && t.inputs.tableId !== 'corrections');
     const [old] = tableOf(v1);
@@ -467,7 +460,7 @@ describe('the image of a promoted-image stack (prod)', () => {
   });
 
   it('keeps the image it runs when no digest is given: no build, no repository, no placeholder', async () => {
-    const run = await runStack('prod', {}, { deployed: DEPLOYED_STACK });
+    const run = await runDeployed();
     expect(ofType(run, T.image)).toEqual([]);
     expect(ofType(run, T.repository)).toEqual([]);
     expect(run.outputs.image).toBe(MOCK_DEPLOYED_IMAGE);
@@ -475,13 +468,13 @@ describe('the image of a promoted-image stack (prod)', () => {
 
   it('runs the digest CI promoted when it is given', async () => {
     const promoted = `europe-west1-docker.pkg.dev/ci/docline-images/worker@sha256:${'e'.repeat(64)}`;
-    const run = await runStack('prod', { 'docline:image': promoted }, { deployed: DEPLOYED_STACK });
+    const run = await runDeployed({ 'docline:image': promoted });
     expect(run.outputs.image).toBe(promoted);
   });
 
   it('lets Cloud Run’s service agent read a promoted image of another project, before the service', async () => {
     const promoted = `europe-west1-docker.pkg.dev/ci/docline-images/worker@sha256:${'e'.repeat(64)}`;
-    const run = await runStack('prod', { 'docline:image': promoted }, { deployed: DEPLOYED_STACK });
+    const run = await runDeployed({ 'docline:image': promoted });
     const grant = one(run, T.repositoryIam);
     expect(grant.inputs).toEqual({
       project: 'ci',
@@ -503,7 +496,7 @@ describe('the image of a promoted-image stack (prod)', () => {
 
   it('grants nothing for an image of the stack’s own project', async () => {
     const own = `europe-west1-docker.pkg.dev/docline-prod-example/docline-images/worker@sha256:${'e'.repeat(64)}`;
-    const run = await runStack('prod', { 'docline:image': own }, { deployed: DEPLOYED_STACK });
+    const run = await runDeployed({ 'docline:image': own });
     expect(ofType(run, T.repositoryIam)).toEqual([]);
   });
 
