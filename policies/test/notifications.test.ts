@@ -18,7 +18,6 @@ function secondNotification(mode: Mode, overrides: Record<string, unknown> = {})
       payloadFormat: 'JSON_API_V1',
       ...overrides,
     },
-    dependencies: [bucketUrn, topicUrn],
     propertyDependencies: { bucket: [bucketUrn], topic: [topicUrn] },
     // Replaced delete-first like the shipped one, so that only the rule under test speaks.
     options: { deleteBeforeReplace: true },
@@ -101,7 +100,7 @@ describe.each(MODES)('the notification rules (%s)', (mode) => {
   });
 
   it('reports a notification whose bucket is unknown and comes from no bucket of the stack', async () => {
-    const orphan = { ...secondNotification('preview'), dependencies: [], propertyDependencies: {} };
+    const orphan = { ...secondNotification('preview'), propertyDependencies: {} };
     const diagnostics = await check(add(validStack(mode), orphan));
     expect(summary(diagnostics)).toEqual(['one-notification-per-bucket @ documents-again']);
     expect(diagnostics[0]?.message).toMatch(/Cannot tell which bucket/);
@@ -150,7 +149,6 @@ describe.each(MODES)('only the documents bucket feeds the pipeline (%s)', (mode)
     ...secondNotification(mode),
     name: 'memo-events',
     props: { ...secondNotification(mode).props, bucket: mode === 'preview' ? UNKNOWN : 'docline-dev-memo-p' },
-    dependencies: [memoUrn, topicUrn],
     propertyDependencies: { bucket: [memoUrn], topic: [topicUrn] },
   };
 
@@ -171,7 +169,6 @@ describe.each(MODES)('only the documents bucket feeds the pipeline (%s)', (mode)
     const outside = {
       ...onMemo,
       props: { ...onMemo.props, bucket: 'someone-elses-bucket' },
-      dependencies: [topicUrn],
       propertyDependencies: { topic: [topicUrn] },
     };
     const diagnostics = await check(add(validStack(mode), outside));
@@ -188,7 +185,7 @@ describe.each(MODES)('only the documents bucket feeds the pipeline (%s)', (mode)
 
 describe('the notification rules (update)', () => {
   it('match a notification naming the bucket literally with the bucket resource of that name', async () => {
-    const literal = { ...secondNotification('update'), dependencies: [], propertyDependencies: {} };
+    const literal = { ...secondNotification('update'), propertyDependencies: {} };
     expect(summary(await check(add(validStack('update'), literal)))).toEqual([
       'one-notification-per-bucket @ documents-again',
     ]);
