@@ -322,7 +322,7 @@ export async function runProgram(
 /** {@link runProgram} with the config of a stack file (see {@link stackConfig}), as that stack. */
 export function runStack(
   stack: string,
-  overrides: Record<string, string | undefined> = {},
+  overrides: Record<string, string> = {},
   options: Omit<RunOptions, 'stack'> = {},
 ): Promise<ProgramRun> {
   return runProgram(stackConfig(stack, overrides), { ...options, stack });
@@ -352,13 +352,9 @@ function withoutUnknowns(value: unknown): unknown {
 
 /**
  * The config of a stack file (`Pulumi.<stack>.yaml`) in the form {@link runProgram} takes, with
- * lists and objects JSON-encoded as the CLI does. `overrides` replace or add keys; an override of
- * `undefined` removes the key.
+ * lists and objects JSON-encoded as the CLI does. `overrides` replace or add keys.
  */
-export function stackConfig(
-  stack: string,
-  overrides: Record<string, string | undefined> = {},
-): Record<string, string> {
+export function stackConfig(stack: string, overrides: Record<string, string> = {}): Record<string, string> {
   // js-yaml comes with jest and @pulumi/pulumi; the harness only needs `load`.
   const { load } = require('js-yaml') as { load(text: string): unknown };
   const file = load(readFileSync(join(REPO_ROOT, `Pulumi.${stack}.yaml`), 'utf8')) as {
@@ -368,11 +364,7 @@ export function stackConfig(
   for (const [key, value] of Object.entries(file.config ?? {})) {
     config[key] = typeof value === 'string' ? value : JSON.stringify(value);
   }
-  for (const [key, value] of Object.entries(overrides)) {
-    if (value === undefined) delete config[key];
-    else config[key] = value;
-  }
-  return config;
+  return { ...config, ...overrides };
 }
 
 /** Type tokens of the resources the tests look at. */

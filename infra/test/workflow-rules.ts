@@ -9,7 +9,6 @@ import { holds } from '../identity/expression';
 /** One step of a job. */
 export interface Step {
   id?: string;
-  name?: string;
   if?: string;
   run?: string;
   uses?: string;
@@ -19,21 +18,18 @@ export interface Step {
 
 /** One job of a workflow. */
 export interface Job {
-  name?: string;
   if?: string;
   needs?: string | string[];
   environment?: string | { name: string };
   permissions?: Record<string, string> | string;
   concurrency?: string | { group: string; 'cancel-in-progress'?: boolean | string };
   env?: Record<string, unknown>;
-  outputs?: Record<string, string>;
   steps: Step[];
 }
 
 /** A parsed workflow file. */
 export interface Workflow {
   on: Record<string, unknown>;
-  permissions?: unknown;
   concurrency?: unknown;
   jobs: Record<string, Job>;
 }
@@ -433,21 +429,16 @@ function codeownersMatches(pattern: string, path: string): boolean {
  * CODEOWNERS gives an owner to every deploy-critical path. GitHub applies the *last* matching line,
  * so a later pattern without owners (or with none of these) un-owns a path an earlier line covered.
  */
-export function codeownersProblems(
-  codeowners: string,
-  paths: readonly string[] = DEPLOY_CRITICAL_PATHS,
-): string[] {
+export function codeownersProblems(codeowners: string): string[] {
   const rules = codeowners
     .split('\n')
     .map((l) => l.trim())
     .filter((l) => l !== '' && !l.startsWith('#'))
     .map((l) => l.split(/\s+/));
-  return paths
-    .filter((path) => {
-      const last = rules.filter(([pattern]) => codeownersMatches(pattern!, path)).at(-1);
-      return last === undefined || last.length < 2;
-    })
-    .map((path) => `CODEOWNERS has no owner for ${path}`);
+  return DEPLOY_CRITICAL_PATHS.filter((path) => {
+    const last = rules.filter(([pattern]) => codeownersMatches(pattern!, path)).at(-1);
+    return last === undefined || last.length < 2;
+  }).map((path) => `CODEOWNERS has no owner for ${path}`);
 }
 
 /** The repository files around the workflows that a security review reads. */
