@@ -80,7 +80,6 @@ export interface CapturedResource {
 /** One provider function call (invoke) the program made. */
 export interface CapturedInvoke {
   readonly token: string;
-  readonly inputs: Record<string, unknown>;
   /**
    * URNs of the resources whose registration had completed when the call was made. An invoke with
    * `dependsOn` waits for those registrations, so they are always in here; one without may run first.
@@ -95,7 +94,6 @@ export interface ProgramRun {
   /** The stack outputs, resolved (unknown ones are `undefined`). */
   readonly outputs: Record<string, unknown>;
   readonly preview: boolean;
-  readonly stack: string;
 }
 
 /** Options of {@link runProgram}. */
@@ -225,11 +223,11 @@ export async function runProgram(
           // What the provider answers for a bucket that does not exist.
           if (bucket === undefined)
             throw new Error(`googleapi: Error 404: The specified bucket does not exist.`);
-          invokes.push({ token: args.token, inputs: args.inputs, registeredBefore: [...registered] });
+          invokes.push({ token: args.token, registeredBefore: [...registered] });
           return { name: args.inputs.name, ...bucket };
         }
         const result = invokeResult(args.token, args.inputs, project);
-        invokes.push({ token: args.token, inputs: args.inputs, registeredBefore: [...registered] });
+        invokes.push({ token: args.token, registeredBefore: [...registered] });
         return result;
       },
     },
@@ -315,7 +313,6 @@ export async function runProgram(
     invokes,
     outputs: outputs ?? {},
     preview,
-    stack,
   };
 }
 

@@ -133,6 +133,17 @@ function workspace(edit?: (dir: string) => void): Workspace {
   };
 }
 
+/** The first preview of the dev stack in a workspace that `edit` changed, removed afterwards. */
+function firstPreview(edit: (dir: string) => void, ...flags: string[]): ReturnType<Workspace['pulumi']> {
+  const ws = workspace(edit);
+  try {
+    ok(ws.pulumi(['stack', 'init', 'dev']));
+    return ws.pulumi(['preview', '-s', 'dev', ...flags]);
+  } finally {
+    rmSync(path.dirname(ws.dir), { recursive: true, force: true });
+  }
+}
+
 /** Fails with the command's own output when it did not succeed. */
 function ok<T extends { status: number | null; output: string }>(res: T): T {
   if (res.status !== 0) throw new Error(`pulumi exited ${res.status}:\n${res.output.slice(-4000)}`);
@@ -353,67 +364,52 @@ describe('the prod stack under the real engine', () => {
 
 describe('the checks can fail', () => {
   it('a program with a second notification on the documents bucket fails the preview on the mandatory policy', () => {
-    const ws = workspace((dir) => {
-      // The fixture: the delivery component announces the bucket's uploads a second time.
-      const file = path.join(dir, 'infra/components/delivery.ts');
-      const source = readFileSync(file, 'utf8');
-      const anchor = '    this.registerOutputs({';
-      if (!source.includes(anchor)) throw new Error('fixture anchor not found in delivery.ts');
-      writeFileSync(
-        file,
-        source.replace(
-          anchor,
-          `    new gcp.storage.Notification(\`\${name}-second-notification\`, {
+    const preview = firstPreview(
+      (dir) => {
+        // The fixture: the delivery component announces the bucket's uploads a second time.
+        const file = path.join(dir, 'infra/components/delivery.ts');
+        const source = readFileSync(file, 'utf8');
+        const anchor = '    this.registerOutputs({';
+        if (!source.includes(anchor)) throw new Error('fixture anchor not found in delivery.ts');
+        writeFileSync(
+          file,
+          source.replace(
+            anchor,
+            `    new gcp.storage.Notification(\`\${name}-second-notification\`, {
       bucket: args.bucketName,
       topic: args.topic,
       payloadFormat: NOTIFICATION_PAYLOAD_FORMAT,
       eventTypes: [NOTIFIED_EVENT_TYPE],
     }, { ...this.child, deleteBeforeReplace: true });
 ${anchor}`,
-        ),
-      );
-    });
-    try {
-      ok(ws.pulumi(['stack', 'init', 'dev']));
-      const preview = ws.pulumi(['preview', '-s', 'dev', ...PACK]);
-      expect(preview.status).not.toBe(0);
-      expect(preview.output).toMatch(/one-notification-per-bucket/);
-      expect(preview.output).toMatch(/mandatory/);
-    } finally {
-      rmSync(path.dirname(ws.dir), { recursive: true, force: true });
-    }
+          ),
+        );
+      },
+      ...PACK,
+    );
+    expect(preview.status).not.toBe(0);
+    expect(preview.output).toMatch(/one-notification-per-bucket/);
+    expect(preview.output).toMatch(/mandatory/);
   });
 
   it('a stack file that still sets a key that became a constant is refused at preview, saying what to do', () => {
     // As Pulumi.prod.yaml did before the retry policy became a constant.
-    const ws = workspace((dir) =>
+    const preview = firstPreview((dir) =>
       writeFileSync(
         path.join(dir, 'Pulumi.dev.yaml'),
         `${readFileSync(path.join(dir, 'Pulumi.dev.yaml'), 'utf8')}  docline:maxDeliveryAttempts: 100\n`,
       ),
     );
-    try {
-      ok(ws.pulumi(['stack', 'init', 'dev']));
-      const preview = ws.pulumi(['preview', '-s', 'dev']);
-      expect(preview.status).not.toBe(0);
-      expect(preview.output).toMatch(
-        /maxDeliveryAttempts is not a setting: .*Remove docline:maxDeliveryAttempts from the stack file\./,
-      );
-    } finally {
-      rmSync(path.dirname(ws.dir), { recursive: true, force: true });
-    }
+    expect(preview.status).not.toBe(0);
+    expect(preview.output).toMatch(
+      /maxDeliveryAttempts is not a setting: .*Remove docline:maxDeliveryAttempts from the stack file\./,
+    );
   });
 
   it('without infra/tsconfig.json (the compile fix reverted), the first preview fails to compile', () => {
-    const ws = workspace((dir) => rmSync(path.join(dir, 'infra/tsconfig.json')));
-    try {
-      ok(ws.pulumi(['stack', 'init', 'dev']));
-      const preview = ws.pulumi(['preview', '-s', 'dev', ...PACK]);
-      expect(preview.status).not.toBe(0);
-      expect(preview.output).toMatch(/Unable to compile TypeScript/);
-      expect(preview.output).toMatch(/TS2550/);
-    } finally {
-      rmSync(path.dirname(ws.dir), { recursive: true, force: true });
-    }
+    const preview = firstPreview((dir) => rmSync(path.join(dir, 'infra/tsconfig.json')), ...PACK);
+    expect(preview.status).not.toBe(0);
+    expect(preview.output).toMatch(/Unable to compile TypeScript/);
+    expect(preview.output).toMatch(/TS2550/);
   });
 });
