@@ -4,15 +4,13 @@
  * IAM in each mode, and the dashboard.
  */
 
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DELIVERY_DEFAULTS } from '../../worker/src/contract/settings';
 import { CLOUD_VARIABLES } from '../../worker/src/reconcile/config';
 import { BUILT_IN_METRICS, promqlMetricName } from '../components/dashboard';
 import { reconcileArgs } from '../components/reconcile';
 import { TABLE_ID } from '../components/warehouse';
-import { contentTag, IMAGE_SOURCES } from '../components/worker-image';
+import { contentTag } from '../components/worker-image';
 import { type CapturedResource, ofType, one, type ProgramRun, runStack, stackConfig, T } from './harness';
 
 /** Grants to one principal, as `role @ type`. */
@@ -51,26 +49,6 @@ describe('the stack parts of the dev stack', () => {
         address: 'europe-west1-docker.pkg.dev',
         username: 'oauth2accesstoken',
       });
-    });
-
-    it('hashes every source the Dockerfile copies, so a change gives a new tag and no change the same', () => {
-      const root = mkdtempSync(join(tmpdir(), 'docline-tag-'));
-      const write = (path: string, text: string) => {
-        require('node:fs').mkdirSync(join(root, path, '..'), { recursive: true });
-        writeFileSync(join(root, path), text);
-      };
-      for (const source of IMAGE_SOURCES)
-        write(source === 'worker/src' ? 'worker/src/main.ts' : source, source);
-      const first = contentTag(root);
-
-      expect(contentTag(root)).toBe(first);
-      write('worker/src/main.ts', 'changed');
-      expect(contentTag(root)).not.toBe(first);
-      write('worker/src/main.ts', 'worker/src');
-      expect(contentTag(root)).toBe(first);
-      write('worker/src/core/new.ts', 'x');
-      expect(contentTag(root)).not.toBe(first);
-      expect(first).toMatch(/^[0-9a-f]{16}$/);
     });
 
     it('keeps the repository from growing: the newest N images kept, older ones deleted', () => {
