@@ -16,7 +16,6 @@ import {
   retentionDecreaseProblems,
 } from '../stack-guards';
 import {
-  type CapturedResource,
   failure,
   MOCK_DEPLOYED_IMAGE,
   MOCK_PROJECT_NUMBER,
@@ -37,33 +36,7 @@ const DEPLOYED_STACK = { deployedSettings: DEPLOYED, image: MOCK_DEPLOYED_IMAGE 
 const runDeployed = (overrides: Record<string, string> = {}) =>
   runStack('prod', overrides, { deployed: DEPLOYED_STACK });
 
-/** The resources that hold documents, rows or log lines naming them, and the delivery path's queues. */
-function dataBearing(run: ProgramRun): CapturedResource[] {
-  return run.resources.filter(
-    (r) =>
-      (r.type === T.bucket && r.name.endsWith('-documents-bucket')) ||
-      r.type === T.dataset ||
-      (r.type === T.table && r.inputs.view === undefined) ||
-      r.type === T.logBucket ||
-      r.type === T.topic ||
-      r.type === T.subscription,
-  );
-}
-
 describe('data-bearing resources', () => {
-  it('are protected and retained in a stack that keeps its data (prod), neither in dev', async () => {
-    const prod = await runStack('prod');
-    const dev = await runStack('dev');
-
-    const kept = dataBearing(prod).map((r) => [r.name, r.options.protect]);
-    expect(kept).toHaveLength(9);
-    expect(kept.filter(([, protect]) => !protect)).toEqual([]);
-    for (const r of dataBearing(prod).filter((r) => r.type !== T.topic && r.type !== T.subscription)) {
-      expect([r.name, r.options.retainOnDelete]).toEqual([r.name, true]);
-    }
-    expect(dataBearing(dev).filter((r) => r.options.protect || r.options.retainOnDelete)).toEqual([]);
-  });
-
   it('keep the uploads on the topic as long as the subscription does, so a replacement can be seeked back', async () => {
     const run = await runStack('prod', { 'docline:messageRetentionSeconds': '86400' });
     expect(one(run, T.topic, '-uploads').inputs.messageRetentionDuration).toBe('86400s');
