@@ -81,6 +81,8 @@ describe('the docline program with the dev stack file', () => {
         location: 'EU',
         forceDestroy: true, // dev: deletionProtection false
       });
+      // The label the policy pack tells the one bucket that may feed the pipeline by.
+      expect(bucket.inputs.labels).toEqual({ 'docline-role': 'documents' });
     });
 
     it('declares exactly one notification: OBJECT_FINALIZE only, JSON_API_V1, to the uploads topic', () => {

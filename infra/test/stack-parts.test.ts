@@ -84,12 +84,6 @@ describe('the stack parts of the dev stack', () => {
         labels: { 'docline-role': 'memo' },
       });
     });
-
-    it('puts the one notification on the documents bucket, none on the memo', () => {
-      const notification = one(run, T.notification);
-      expect(notification.propertyDependencies.bucket).toEqual([one(run, T.bucket, '-documents-bucket').urn]);
-      expect(one(run, T.bucket, '-documents-bucket').inputs.labels).toEqual({ 'docline-role': 'documents' });
-    });
   });
 
   describe('the reconcile job (report mode, the default)', () => {
