@@ -274,10 +274,6 @@ describe('parseStackConfig: cpu, memory and concurrency together', () => {
     );
     expect(problem).toContain(`= ${needFor(20, 1000)} MiB.`);
   });
-
-  it('keeps the shipped defaults inside every rule', () => {
-    expect(problemsOf({})).toEqual([]);
-  });
 });
 
 describe('parseStackConfig: delivery relations', () => {

@@ -3,7 +3,6 @@
  * table of what every alert means and what to do, kept to the alerts the stack creates.
  */
 import { RATE_LIMITED } from '../../worker/src/core/errors';
-import { STACK_LABEL } from '../components/alerts';
 import {
   BUDGET_THRESHOLDS,
   GEMINI_RATE_LIMITED_CODE,
@@ -125,16 +124,6 @@ describe('the operations alerts of the prod stack', () => {
         '26h',
       ),
     );
-  });
-
-  it('label every alert with the stack and notify its channels', () => {
-    for (const alert of ofType(run, T.alert).filter((a) => a.name.includes('-operations-'))) {
-      expect(alert.inputs.userLabels).toEqual({ [STACK_LABEL]: 'docline-prod' });
-      expect(alert.inputs.notificationChannels).toEqual([
-        'projects/docline-prod-example/notificationChannels/1234567890',
-      ]);
-      expect(String(alert.inputs.displayName)).toMatch(/^docline-prod: /);
-    }
   });
 
   it('budget the project monthly on the billing account, notifying the same channels', () => {
