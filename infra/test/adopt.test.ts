@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { adoptionImport } from '../adopt';
 import { TABLE_ID } from '../components/warehouse';
-import { type ProgramRun, runProgram, stackConfig } from './harness';
+import { type ProgramRun, runStack } from './harness';
 
 const ROOT = join(__dirname, '..', '..');
 
@@ -43,7 +43,7 @@ describe('adoptionImport', () => {
   };
 
   it('adopts the documents bucket, the dataset, the table and the log bucket of a kept stack', async () => {
-    const run = await runProgram(stackConfig('prod'), { stack: 'prod' });
+    const run = await runStack('prod');
     const byName = await check(run, 1);
     expect(byName.get('docline-prod-warehouse-dataset')?.id).toBe(
       'projects/docline-prod-example/datasets/docline_prod',
@@ -59,7 +59,7 @@ describe('adoptionImport', () => {
   });
 
   it('follows the table version', async () => {
-    const run = await runProgram(stackConfig('prod', { 'docline:tableVersion': '3' }), { stack: 'prod' });
+    const run = await runStack('prod', { 'docline:tableVersion': '3' });
     const byName = await check(run, 3);
     expect(byName.get('docline-prod-warehouse-table-v3')?.id).toBe(
       `projects/docline-prod-example/datasets/docline_prod/tables/${TABLE_ID}_v3`,

@@ -217,15 +217,13 @@ describe('.github/scripts/deploy-guard.ts', () => {
 
   describe('orderProblem', () => {
     it('lets a first deploy, a descendant and an explicit rollback through', () => {
-      expect(
-        orderProblem({ deployed: undefined, candidate: 'a', rollback: false, descends: undefined }),
-      ).toBeUndefined();
-      expect(
-        orderProblem({ deployed: 'a', candidate: 'b', rollback: false, descends: true }),
-      ).toBeUndefined();
-      expect(
-        orderProblem({ deployed: 'b', candidate: 'a', rollback: true, descends: false }),
-      ).toBeUndefined();
+      for (const through of [
+        { deployed: undefined, candidate: 'a', rollback: false, descends: undefined },
+        { deployed: 'a', candidate: 'b', rollback: false, descends: true },
+        { deployed: 'b', candidate: 'a', rollback: true, descends: false },
+      ]) {
+        expect(orderProblem(through)).toBeUndefined();
+      }
     });
 
     it('refuses a run older than, or unrelated to, what the stack runs', () => {

@@ -8,16 +8,7 @@
 import { promqlMetricName } from '../components/dashboard';
 import { REQUIRED_APIS } from '../components/foundation';
 import { TABLE_ID } from '../components/warehouse';
-import {
-  type CapturedResource,
-  ofType,
-  one,
-  type ProgramRun,
-  runProgram,
-  stackConfig,
-  T,
-  waitsFor,
-} from './harness';
+import { type CapturedResource, ofType, one, type ProgramRun, runStack, T, waitsFor } from './harness';
 import { docTable } from './support/doc-table';
 
 /** The cases below, by name: each row of the order table in docs/deploy.md names those that prove it. */
@@ -92,7 +83,7 @@ describe.each([
   let run: ProgramRun;
 
   beforeAll(async () => {
-    run = await runProgram(stackConfig(stack, overrides), { stack });
+    run = await runStack(stack, overrides);
   });
 
   it(CASE.apisFirst, () => {

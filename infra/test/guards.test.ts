@@ -16,67 +16,29 @@ import {
   retentionDecreaseProblems,
 } from '../stack-guards';
 import {
-  type CapturedResource,
+  failure,
   MOCK_DEPLOYED_IMAGE,
   MOCK_PROJECT_NUMBER,
   ofType,
   one,
   type ProgramRun,
   REGISTERED_BEFORE_FAILURE,
-  runProgram,
+  runStack,
   stackConfig,
   T,
   waitsFor,
 } from './harness';
 
 const DEPLOYED = { dedupKeyMode: 'object', region: 'europe-west1', dataLocation: 'EU' };
-const deployedStack = (settings: Record<string, string> = DEPLOYED) => ({
-  deployedSettings: settings,
-  image: MOCK_DEPLOYED_IMAGE,
-});
-
-/** The resources that hold documents, rows or log lines naming them, and the delivery path's queues. */
-function dataBearing(run: ProgramRun): CapturedResource[] {
-  return run.resources.filter(
-    (r) =>
-      (r.type === T.bucket && r.name.endsWith('-documents-bucket')) ||
-      r.type === T.dataset ||
-      (r.type === T.table && r.inputs.view === undefined) ||
-      r.type === T.logBucket ||
-      r.type === T.topic ||
-      r.type === T.subscription,
-  );
-}
-
-async function failure(
-  attempt: Promise<unknown>,
-): Promise<Error & { [REGISTERED_BEFORE_FAILURE]?: unknown[] }> {
-  try {
-    await attempt;
-  } catch (error) {
-    return error as Error;
-  }
-  throw new Error('the run was expected to fail');
-}
+/** The outputs of a stack deployed with DEPLOYED. */
+const DEPLOYED_STACK = { deployedSettings: DEPLOYED, image: MOCK_DEPLOYED_IMAGE };
+/** A run of the prod stack file with `overrides`, on a stack whose last `up` exported DEPLOYED_STACK. */
+const runDeployed = (overrides: Record<string, string> = {}) =>
+  runStack('prod', overrides, { deployed: DEPLOYED_STACK });
 
 describe('data-bearing resources', () => {
-  it('are protected and retained in a stack that keeps its data (prod), neither in dev', async () => {
-    const prod = await runProgram(stackConfig('prod'), { stack: 'prod' });
-    const dev = await runProgram(stackConfig('dev'));
-
-    const kept = dataBearing(prod).map((r) => [r.name, r.options.protect]);
-    expect(kept).toHaveLength(9);
-    expect(kept.filter(([, protect]) => !protect)).toEqual([]);
-    for (const r of dataBearing(prod).filter((r) => r.type !== T.topic && r.type !== T.subscription)) {
-      expect([r.name, r.options.retainOnDelete]).toEqual([r.name, true]);
-    }
-    expect(dataBearing(dev).filter((r) => r.options.protect || r.options.retainOnDelete)).toEqual([]);
-  });
-
   it('keep the uploads on the topic as long as the subscription does, so a replacement can be seeked back', async () => {
-    const run = await runProgram(stackConfig('prod', { 'docline:messageRetentionSeconds': '86400' }), {
-      stack: 'prod',
-    });
+    const run = await runStack('prod', { 'docline:messageRetentionSeconds': '86400' });
     expect(one(run, T.topic, '-uploads').inputs.messageRetentionDuration).toBe('86400s');
     expect(one(run, T.subscription, '-push').inputs.messageRetentionDuration).toBe('86400s');
   });
@@ -160,8 +122,8 @@ describe('the data-bearing resources and the notification across a rename of the
     async (part) => {
       // A resource is its type and its name's last part (the table and the corrections table share a type).
       const id = (r: { type: string; name: string }) => `${r.type} ${r.name.split('-').pop()}`;
-      const deployed = new Map(kept(await runProgram(stackConfig('dev'))).map((r) => [id(r), r]));
-      const after = kept(await runProgram(stackConfig('dev'), { program: programs[part]!(true) }));
+      const deployed = new Map(kept(await runStack('dev')).map((r) => [id(r), r]));
+      const after = kept(await runStack('dev', {}, { program: programs[part]!(true) }));
       expect(after.length).toBeGreaterThan(0);
       for (const r of after) {
         const before = deployed.get(id(r));
@@ -181,7 +143,7 @@ describe('the data-bearing resources and the notification across a rename of the
   it.each(Object.keys(programs))(
     '%s: without the stable name it would be a new resource (what the alias prevents)',
     async (part) => {
-      const after = kept(await runProgram(stackConfig('dev'), { program: programs[part]!(false) }));
+      const after = kept(await runStack('dev', {}, { program: programs[part]!(false) }));
       for (const r of after) expect(r.options.aliases).toEqual([]);
     },
   );
@@ -193,7 +155,7 @@ describe('the data-bearing resources and the notification across a rename of the
       logs: 'docline-prod-logs',
       delivery: 'docline-prod-delivery',
     });
-    const run = await runProgram(stackConfig('dev'));
+    const run = await runStack('dev');
     expect(kept(run).filter((r) => r.options.aliases.length > 0)).toEqual([]);
   });
 });
@@ -218,9 +180,7 @@ describe('knobs fixed at deploy', () => {
   ])(
     'refuses an in-place change of %s, before declaring anything, naming the knob and the way out',
     async (_knob, change, message) => {
-      const error = await failure(
-        runProgram(stackConfig('prod', change), { stack: 'prod', deployed: deployedStack() }),
-      );
+      const error = await failure(runDeployed(change));
 
       expect(error).toBeInstanceOf(StackConfigError);
       expect(error.message).toMatch(message);
@@ -231,29 +191,16 @@ describe('knobs fixed at deploy', () => {
 
   it('names the drain for dedupKeyMode, and accepts the change once allowKnobChange declares it drained', async () => {
     const change = { 'docline:dedupKeyMode': 'message' };
-    const refused = await failure(
-      runProgram(stackConfig('prod', change), { stack: 'prod', deployed: deployedStack() }),
-    );
+    const refused = await failure(runDeployed(change));
     expect(refused.message).toMatch(/drain first .*no backlog, no dead letters, reconcile run/);
     expect(refused.message).toMatch(/docline:allowKnobChange dedupKeyMode/);
 
-    const run = await runProgram(
-      stackConfig('prod', { ...change, 'docline:allowKnobChange': 'dedupKeyMode' }),
-      {
-        stack: 'prod',
-        deployed: deployedStack(),
-      },
-    );
+    const run = await runDeployed({ ...change, 'docline:allowKnobChange': 'dedupKeyMode' });
     expect(run.outputs.deployedSettings).toEqual({ ...DEPLOYED, dedupKeyMode: 'message' });
   });
 
   it('refuses an allowance left in place after the change, so no later change skips the drain', async () => {
-    const error = await failure(
-      runProgram(stackConfig('prod', { 'docline:allowKnobChange': 'dedupKeyMode' }), {
-        stack: 'prod',
-        deployed: deployedStack(),
-      }),
-    );
+    const error = await failure(runDeployed({ 'docline:allowKnobChange': 'dedupKeyMode' }));
     expect(error.message).toMatch(
       /allowKnobChange names dedupKeyMode, which does not change \(object\): remove it/,
     );
@@ -263,11 +210,9 @@ describe('knobs fixed at deploy', () => {
   });
 
   it('accepts the same values, a first deploy, and a stack deployed before the settings were exported', async () => {
-    const same = await runProgram(stackConfig('prod'), { stack: 'prod', deployed: deployedStack() });
+    const same = await runDeployed();
     expect(same.outputs.deployedSettings).toEqual(DEPLOYED);
-    const first = await runProgram(stackConfig('dev', { 'docline:dedupKeyMode': 'message' }), {
-      deployed: {},
-    });
+    const first = await runStack('dev', { 'docline:dedupKeyMode': 'message' }, { deployed: {} });
     expect(first.outputs.deployedSettings).toEqual({ ...DEPLOYED, dedupKeyMode: 'message' });
     expect(knobChangeProblems(undefined, { ...DEPLOYED, region: 'us-east1' }, undefined)).toEqual([]);
   });
@@ -289,10 +234,7 @@ describe('knobs fixed at deploy, after a first up that wrote no outputs', () => 
   };
 
   it('records the deployed values on the memo bucket, one of the first resources created', async () => {
-    const run = await runProgram(stackConfig('prod', { 'docline:image': image }), {
-      stack: 'prod',
-      deployed: {},
-    });
+    const run = await runStack('prod', { 'docline:image': image }, { deployed: {} });
     expect(one(run, T.bucket, '-memo-bucket').inputs.labels).toEqual(labelled[memo].labels);
   });
 
@@ -311,11 +253,7 @@ describe('knobs fixed at deploy, after a first up that wrote no outputs', () => 
     'refuses a change of %s read from those labels when the stack has no outputs yet',
     async (_knob, change, message) => {
       const error = await failure(
-        runProgram(stackConfig('prod', { 'docline:image': image, ...change }), {
-          stack: 'prod',
-          deployed: {},
-          buckets: labelled,
-        }),
+        runStack('prod', { 'docline:image': image, ...change }, { deployed: {}, buckets: labelled }),
       );
       expect(error.message).toMatch(message);
       expect(error[REGISTERED_BEFORE_FAILURE]).toEqual([]);
@@ -323,12 +261,10 @@ describe('knobs fixed at deploy, after a first up that wrote no outputs', () => 
   );
 
   it('takes a stack whose memo bucket does not exist as never deployed', async () => {
-    const run = await runProgram(
-      stackConfig('prod', { 'docline:image': image, 'docline:dedupKeyMode': 'message' }),
-      {
-        stack: 'prod',
-        deployed: {},
-      },
+    const run = await runStack(
+      'prod',
+      { 'docline:image': image, 'docline:dedupKeyMode': 'message' },
+      { deployed: {} },
     );
     expect(run.outputs.deployedSettings).toEqual({ ...DEPLOYED, dedupKeyMode: 'message' });
   });
@@ -336,7 +272,7 @@ describe('knobs fixed at deploy, after a first up that wrote no outputs', () => 
 
 describe('retentions lowered on a running stack', () => {
   const RETAINED = { messageRetentionSeconds: 604800, deadLetterRetentionSeconds: 604800 };
-  const deployed = { ...deployedStack(), deployedRetention: RETAINED };
+  const deployed = { ...DEPLOYED_STACK, deployedRetention: RETAINED };
 
   it.each([
     ['messageRetentionSeconds', '86400', /push subscription drops every undelivered upload older than that/],
@@ -345,10 +281,11 @@ describe('retentions lowered on a running stack', () => {
     'refuses a lower %s before declaring anything, naming the way back and the allowance',
     async (knob, lower, why) => {
       const error = await failure(
-        runProgram(stackConfig('prod', { [`docline:${knob}`]: lower }), {
-          stack: 'prod',
-          deployed: { ...deployed, deployedRetention: { ...RETAINED, [knob]: 691200 } },
-        }),
+        runStack(
+          'prod',
+          { [`docline:${knob}`]: lower },
+          { deployed: { ...deployed, deployedRetention: { ...RETAINED, [knob]: 691200 } } },
+        ),
       );
       expect(error).toBeInstanceOf(StackConfigError);
       expect(error.message).toMatch(new RegExp(`${knob} is deployed as 691200 s and now set to ${lower} s`));
@@ -359,22 +296,18 @@ describe('retentions lowered on a running stack', () => {
   );
 
   it('accepts a raise, the same value, a first deploy, and a decrease declared once with allowKnobChange', async () => {
-    const raised = await runProgram(
-      stackConfig('prod', {
-        'docline:messageRetentionSeconds': '691200',
-      }),
-      { stack: 'prod', deployed },
-    );
+    const raised = await runStack('prod', { 'docline:messageRetentionSeconds': '691200' }, { deployed });
     expect(raised.outputs.deployedRetention).toEqual({ ...RETAINED, messageRetentionSeconds: 691200 });
     expect(
       retentionDecreaseProblems(undefined, { ...RETAINED, messageRetentionSeconds: 600 }, undefined),
     ).toEqual([]);
-    const allowed = await runProgram(
-      stackConfig('prod', {
+    const allowed = await runStack(
+      'prod',
+      {
         'docline:messageRetentionSeconds': '86400',
         'docline:allowKnobChange': 'messageRetentionSeconds',
-      }),
-      { stack: 'prod', deployed },
+      },
+      { deployed },
     );
     expect(allowed.outputs.deployedRetention).toEqual({ ...RETAINED, messageRetentionSeconds: 86400 });
   });
@@ -396,10 +329,7 @@ describe('locations as Google spells them', () => {
   });
 
   it('accepts `eu` on a stack deployed with `EU`, and stores it as EU (no fixed-knob change)', async () => {
-    const run = await runProgram(
-      stackConfig('prod', { 'docline:dataLocation': 'eu', 'docline:region': 'Europe-West1' }),
-      { stack: 'prod', deployed: deployedStack() },
-    );
+    const run = await runDeployed({ 'docline:dataLocation': 'eu', 'docline:region': 'Europe-West1' });
     expect(run.outputs.deployedSettings).toEqual(DEPLOYED);
     expect(one(run, T.bucket, '-documents-bucket').inputs.location).toBe('EU');
   });
@@ -440,20 +370,15 @@ describe('region inside dataLocation', () => {
   });
 
   it('stops the program on the prod stack file with the region outside the location', async () => {
-    const error = await failure(
-      runProgram(stackConfig('prod', { 'docline:region': 'europe-west2' }), { stack: 'prod' }),
-    );
+    const error = await failure(runStack('prod', { 'docline:region': 'europe-west2' }));
     expect(error.message).toMatch(/region \(europe-west2\) is not inside dataLocation \(EU\)/);
   });
 });
 
 describe('a schema change BigQuery cannot apply in place (tableVersion)', () => {
   it('creates the next version beside the old one: a new URN and table id, never a replacement', async () => {
-    const v1 = await runProgram(stackConfig('prod'), { stack: 'prod', deployed: deployedStack() });
-    const v2 = await runProgram(stackConfig('prod', { 'docline:tableVersion': '2' }), {
-      stack: 'prod',
-      deployed: deployedStack(),
-    });
+    const v1 = await runDeployed();
+    const v2 = await runDeployed({ 'docline:tableVersion': '2' });
     const tableOf = (run: ProgramRun) =>
       ofType(run, T.table).filter((t) => t.inputs.view === undefined && t.inputs.tableId !== 'corrections');
     const [old] = tableOf(v1);
@@ -482,19 +407,13 @@ describe('a schema change BigQuery cannot apply in place (tableVersion)', () => 
   });
 
   it('refuses going back to a version the stack moved on from, and accepts staying or going forward', async () => {
-    const deployed = { ...deployedStack(), tableVersion: 2 };
-    const back = await failure(runProgram(stackConfig('prod'), { stack: 'prod', deployed }));
+    const deployed = { ...DEPLOYED_STACK, tableVersion: 2 };
+    const back = await failure(runStack('prod', {}, { deployed }));
     expect(back.message).toMatch(/tableVersion is deployed as 2 and now set to 1: .*go forward to 3/);
     expect(back[REGISTERED_BEFORE_FAILURE]).toEqual([]);
-    const same = await runProgram(stackConfig('prod', { 'docline:tableVersion': '2' }), {
-      stack: 'prod',
-      deployed,
-    });
+    const same = await runStack('prod', { 'docline:tableVersion': '2' }, { deployed });
     expect(same.outputs.tableVersion).toBe(2);
-    const forward = await runProgram(stackConfig('prod', { 'docline:tableVersion': '3' }), {
-      stack: 'prod',
-      deployed,
-    });
+    const forward = await runStack('prod', { 'docline:tableVersion': '3' }, { deployed });
     expect(forward.outputs.tableVersion).toBe(3);
   });
 
@@ -514,7 +433,7 @@ describe('the image of a promoted-image stack (prod)', () => {
   });
 
   it('keeps the image it runs when no digest is given: no build, no repository, no placeholder', async () => {
-    const run = await runProgram(stackConfig('prod'), { stack: 'prod', deployed: deployedStack() });
+    const run = await runDeployed();
     expect(ofType(run, T.image)).toEqual([]);
     expect(ofType(run, T.repository)).toEqual([]);
     expect(run.outputs.image).toBe(MOCK_DEPLOYED_IMAGE);
@@ -522,19 +441,13 @@ describe('the image of a promoted-image stack (prod)', () => {
 
   it('runs the digest CI promoted when it is given', async () => {
     const promoted = `europe-west1-docker.pkg.dev/ci/docline-images/worker@sha256:${'e'.repeat(64)}`;
-    const run = await runProgram(stackConfig('prod', { 'docline:image': promoted }), {
-      stack: 'prod',
-      deployed: deployedStack(),
-    });
+    const run = await runDeployed({ 'docline:image': promoted });
     expect(run.outputs.image).toBe(promoted);
   });
 
   it('lets Cloud Run’s service agent read a promoted image of another project, before the service', async () => {
     const promoted = `europe-west1-docker.pkg.dev/ci/docline-images/worker@sha256:${'e'.repeat(64)}`;
-    const run = await runProgram(stackConfig('prod', { 'docline:image': promoted }), {
-      stack: 'prod',
-      deployed: deployedStack(),
-    });
+    const run = await runDeployed({ 'docline:image': promoted });
     const grant = one(run, T.repositoryIam);
     expect(grant.inputs).toEqual({
       project: 'ci',
@@ -556,15 +469,12 @@ describe('the image of a promoted-image stack (prod)', () => {
 
   it('grants nothing for an image of the stack’s own project', async () => {
     const own = `europe-west1-docker.pkg.dev/docline-prod-example/docline-images/worker@sha256:${'e'.repeat(64)}`;
-    const run = await runProgram(stackConfig('prod', { 'docline:image': own }), {
-      stack: 'prod',
-      deployed: deployedStack(),
-    });
+    const run = await runDeployed({ 'docline:image': own });
     expect(ofType(run, T.repositoryIam)).toEqual([]);
   });
 
   it('refuses a first deploy without a promoted digest, saying how to get one', async () => {
-    const error = await failure(runProgram(stackConfig('prod'), { stack: 'prod', deployed: {} }));
+    const error = await failure(runStack('prod', {}, { deployed: {} }));
     expect(error.message).toMatch(
       /promotedImage is true but no image is set and none is deployed yet.*deploy workflow/,
     );
@@ -573,14 +483,12 @@ describe('the image of a promoted-image stack (prod)', () => {
 
 describe('document retention (documentRetentionYears)', () => {
   it('is off by default', async () => {
-    const run = await runProgram(stackConfig('prod'), { stack: 'prod' });
+    const run = await runStack('prod');
     expect(one(run, T.bucket, '-documents-bucket').inputs.retentionPolicy).toBeUndefined();
   });
 
   it('holds every document for whole calendar years, unlocked unless the stack says so', async () => {
-    const run = await runProgram(stackConfig('prod', { 'docline:documentRetentionYears': '10' }), {
-      stack: 'prod',
-    });
+    const run = await runStack('prod', { 'docline:documentRetentionYears': '10' });
     // 10 years with their leap days: 3,653 days.
     expect(one(run, T.bucket, '-documents-bucket').inputs.retentionPolicy).toEqual({
       retentionPeriod: String(3653 * 86400),
@@ -593,13 +501,10 @@ describe('document retention (documentRetentionYears)', () => {
   it('locks the policy in the program, so the provider never meets a lock it does not know', async () => {
     // A lock made by hand: the next refresh reads is_locked true, the program says false, and the
     // provider forces a new bucket (ForceNewIfChange on retention_policy.0.is_locked).
-    const run = await runProgram(
-      stackConfig('prod', {
-        'docline:documentRetentionYears': '10',
-        'docline:documentRetentionLocked': 'true',
-      }),
-      { stack: 'prod' },
-    );
+    const run = await runStack('prod', {
+      'docline:documentRetentionYears': '10',
+      'docline:documentRetentionLocked': 'true',
+    });
     expect(one(run, T.bucket, '-documents-bucket').inputs.retentionPolicy).toMatchObject({ isLocked: true });
     expect(run.outputs.documentRetention).toEqual({ years: 10, locked: true });
     expect(() => parseStackConfig('p', 'dev', { documentRetentionLocked: 'true' })).toThrow(
@@ -608,35 +513,34 @@ describe('document retention (documentRetentionYears)', () => {
   });
 
   it('refuses to unlock, or to shorten, a policy it deployed locked', async () => {
-    const deployed = { ...deployedStack(), documentRetention: { years: 10, locked: true } };
+    const deployed = { ...DEPLOYED_STACK, documentRetention: { years: 10, locked: true } };
     const unlocked = await failure(
-      runProgram(stackConfig('prod', { 'docline:documentRetentionYears': '10' }), {
-        stack: 'prod',
-        deployed,
-      }),
+      runStack('prod', { 'docline:documentRetentionYears': '10' }, { deployed }),
     );
     expect(unlocked.message).toMatch(
       /documentRetentionLocked is deployed as true and now false: a locked retention policy can never be removed/,
     );
     expect(unlocked[REGISTERED_BEFORE_FAILURE]).toEqual([]);
     const shorter = await failure(
-      runProgram(
-        stackConfig('prod', {
+      runStack(
+        'prod',
+        {
           'docline:documentRetentionYears': '8',
           'docline:documentRetentionLocked': 'true',
-        }),
-        { stack: 'prod', deployed },
+        },
+        { deployed },
       ),
     );
     expect(shorter.message).toMatch(
       /documentRetentionYears is deployed as 10 under a locked policy and now set to 8/,
     );
-    const longer = await runProgram(
-      stackConfig('prod', {
+    const longer = await runStack(
+      'prod',
+      {
         'docline:documentRetentionYears': '12',
         'docline:documentRetentionLocked': 'true',
-      }),
-      { stack: 'prod', deployed },
+      },
+      { deployed },
     );
     expect(longer.outputs.documentRetention).toEqual({ years: 12, locked: true });
   });

@@ -80,7 +80,6 @@ export interface CapturedResource {
 /** One provider function call (invoke) the program made. */
 export interface CapturedInvoke {
   readonly token: string;
-  readonly inputs: Record<string, unknown>;
   /**
    * URNs of the resources whose registration had completed when the call was made. An invoke with
    * `dependsOn` waits for those registrations, so they are always in here; one without may run first.
@@ -95,7 +94,6 @@ export interface ProgramRun {
   /** The stack outputs, resolved (unknown ones are `undefined`). */
   readonly outputs: Record<string, unknown>;
   readonly preview: boolean;
-  readonly stack: string;
 }
 
 /** Options of {@link runProgram}. */
@@ -225,11 +223,11 @@ export async function runProgram(
           // What the provider answers for a bucket that does not exist.
           if (bucket === undefined)
             throw new Error(`googleapi: Error 404: The specified bucket does not exist.`);
-          invokes.push({ token: args.token, inputs: args.inputs, registeredBefore: [...registered] });
+          invokes.push({ token: args.token, registeredBefore: [...registered] });
           return { name: args.inputs.name, ...bucket };
         }
         const result = invokeResult(args.token, args.inputs, project);
-        invokes.push({ token: args.token, inputs: args.inputs, registeredBefore: [...registered] });
+        invokes.push({ token: args.token, registeredBefore: [...registered] });
         return result;
       },
     },
@@ -315,8 +313,28 @@ export async function runProgram(
     invokes,
     outputs: outputs ?? {},
     preview,
-    stack,
   };
+}
+
+/** {@link runProgram} with the config of a stack file (see {@link stackConfig}), as that stack. */
+export function runStack(
+  stack: string,
+  overrides: Record<string, string> = {},
+  options: Omit<RunOptions, 'stack'> = {},
+): Promise<ProgramRun> {
+  return runProgram(stackConfig(stack, overrides), { ...options, stack });
+}
+
+/** The error a run that must fail throws, with what it registered before; a run that succeeds fails the test. */
+export async function failure(
+  attempt: Promise<unknown>,
+): Promise<Error & { [REGISTERED_BEFORE_FAILURE]?: unknown[] }> {
+  try {
+    await attempt;
+  } catch (error) {
+    return error as Error;
+  }
+  throw new Error('the run was expected to fail');
 }
 
 /** Replaces Pulumi's unknown sentinel by `undefined`, recursively. */
@@ -331,13 +349,9 @@ function withoutUnknowns(value: unknown): unknown {
 
 /**
  * The config of a stack file (`Pulumi.<stack>.yaml`) in the form {@link runProgram} takes, with
- * lists and objects JSON-encoded as the CLI does. `overrides` replace or add keys; an override of
- * `undefined` removes the key.
+ * lists and objects JSON-encoded as the CLI does. `overrides` replace or add keys.
  */
-export function stackConfig(
-  stack: string,
-  overrides: Record<string, string | undefined> = {},
-): Record<string, string> {
+export function stackConfig(stack: string, overrides: Record<string, string> = {}): Record<string, string> {
   // js-yaml comes with jest and @pulumi/pulumi; the harness only needs `load`.
   const { load } = require('js-yaml') as { load(text: string): unknown };
   const file = load(readFileSync(join(REPO_ROOT, `Pulumi.${stack}.yaml`), 'utf8')) as {
@@ -347,11 +361,7 @@ export function stackConfig(
   for (const [key, value] of Object.entries(file.config ?? {})) {
     config[key] = typeof value === 'string' ? value : JSON.stringify(value);
   }
-  for (const [key, value] of Object.entries(overrides)) {
-    if (value === undefined) delete config[key];
-    else config[key] = value;
-  }
-  return config;
+  return { ...config, ...overrides };
 }
 
 /** Type tokens of the resources the tests look at. */

@@ -29,6 +29,7 @@ describe('contentTag', () => {
 
   it('is the same for a checkout with other mode bits and timestamps', () => {
     const before = contentTag(copy);
+    expect(before).toMatch(/^[0-9a-f]{16}$/);
     expect(before).toBe(contentTag(ROOT));
     chmodSync(join(copy, 'package.json'), 0o600);
     chmodSync(join(copy, 'worker/Dockerfile'), 0o775);

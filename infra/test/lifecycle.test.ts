@@ -20,7 +20,7 @@ import {
   ofType,
   one,
   type ProgramRun,
-  runProgram,
+  runStack,
   stackConfig,
   T,
   waitsFor,
@@ -90,17 +90,11 @@ describe('the lifecycle table of docs/deploy.md', () => {
 });
 
 /** The options a resource registered with, as the lifecycle test compares them. */
-function guard(r: CapturedResource): {
-  protect: boolean;
-  deleteBeforeReplace: boolean;
-  retainOnDelete: boolean;
-} {
-  return {
-    protect: r.options.protect,
-    deleteBeforeReplace: r.options.deleteBeforeReplace,
-    retainOnDelete: r.options.retainOnDelete,
-  };
-}
+const guard = ({ options: { protect, deleteBeforeReplace, retainOnDelete } }: CapturedResource) => ({
+  protect,
+  deleteBeforeReplace,
+  retainOnDelete,
+});
 
 /** Every resource whose replacement or deletion could double or drop a document, and what prevents it. */
 interface AtRisk {
@@ -231,7 +225,7 @@ describe.each(['dev', 'prod'] as const)('the lifecycle of the %s stack', (stack)
   const keep = stack === 'prod';
 
   beforeAll(async () => {
-    run = await runProgram(config, { stack });
+    run = await runStack(stack);
   });
 
   it(CASE.identities, () => {
@@ -335,7 +329,7 @@ describe.each(['dev', 'prod'] as const)('the lifecycle of the %s stack', (stack)
   });
 
   it(CASE.identical, async () => {
-    const again = await runProgram(config, { stack });
+    const again = await runStack(stack);
     const shape = (r: ProgramRun) =>
       r.resources.map((x) => ({
         type: x.type,
@@ -471,7 +465,7 @@ describe('two stacks in one project', () => {
 
   beforeAll(async () => {
     for (const stack of ['dev', 'prod'] as const) {
-      runs[stack] = await runProgram(stackConfig(stack, { 'gcp:project': project }), { stack });
+      runs[stack] = await runStack(stack, { 'gcp:project': project });
     }
   });
 

@@ -5,7 +5,7 @@
  */
 import * as pulumi from '@pulumi/pulumi';
 import { StackConfigError } from '../config';
-import { REGISTERED_BEFORE_FAILURE, runProgram, stackConfig } from './harness';
+import { failure, REGISTERED_BEFORE_FAILURE, runStack } from './harness';
 
 /** Only `Date` is faked: the Pulumi runtime's timers keep running. */
 function runOn(date: string): void {
@@ -30,15 +30,6 @@ function runOn(date: string): void {
   });
 }
 
-/** The error a run that must fail throws; a run that succeeds fails the test. */
-const failure = (attempt: Promise<unknown>) =>
-  attempt.then(
-    () => {
-      throw new Error('the run was expected to fail');
-    },
-    (error: unknown) => error as Error & { [REGISTERED_BEFORE_FAILURE]?: unknown[] },
-  );
-
 describe('docline:geminiModel at preview', () => {
   let warn: jest.SpyInstance;
   beforeEach(() => {
@@ -53,7 +44,7 @@ describe('docline:geminiModel at preview', () => {
   it('refuses a retired model before anything is declared, naming the key, the date and the replacement', async () => {
     runOn('2026-12-03');
     const error = await failure(
-      runProgram(stackConfig('dev', { 'docline:geminiModel': 'gemini-2.5-flash' }), { preview: true }),
+      runStack('dev', { 'docline:geminiModel': 'gemini-2.5-flash' }, { preview: true }),
     );
     expect(error).toBeInstanceOf(StackConfigError);
     expect(error.message).toMatch(/docline:geminiModel \(gemini-2\.5-flash\) was retired on 2026-06-17/);
@@ -63,9 +54,7 @@ describe('docline:geminiModel at preview', () => {
 
   it('warns, and still previews, when the model retires within 60 days of the run', async () => {
     runOn('2027-06-15');
-    const run = await runProgram(stackConfig('dev', { 'docline:geminiModel': 'gemini-3.5-flash-lite' }), {
-      preview: true,
-    });
+    const run = await runStack('dev', { 'docline:geminiModel': 'gemini-3.5-flash-lite' }, { preview: true });
     expect(run.resources.length).toBeGreaterThan(0);
     expect(warnings()).toEqual([
       expect.stringMatching(
@@ -76,15 +65,13 @@ describe('docline:geminiModel at preview', () => {
 
   it('says so when the model is not in the table, and previews', async () => {
     runOn('2026-12-03');
-    await runProgram(stackConfig('dev', { 'docline:geminiModel': 'gemini-3.5-flash-lite-preview-09' }), {
-      preview: true,
-    });
+    await runStack('dev', { 'docline:geminiModel': 'gemini-3.5-flash-lite-preview-09' }, { preview: true });
     expect(warnings()).toEqual([expect.stringMatching(/is not in docline's table of known models/)]);
   });
 
   it('previews the default model on the day the table was read without a word', async () => {
     runOn('2026-12-03');
-    await runProgram(stackConfig('dev'), { preview: true });
+    await runStack('dev', {}, { preview: true });
     expect(warnings().filter((w) => w.includes('geminiModel'))).toEqual([]);
   });
 });
@@ -105,7 +92,7 @@ describe('the Gemini capacity a volume needs, at preview', () => {
   ])(
     'says which Gemini API tier documentsPerDay %s needs, and that Vertex AI shares its capacity',
     async (volume, tier) => {
-      await runProgram(stackConfig('dev', { 'docline:documentsPerDay': volume }), { preview: true });
+      await runStack('dev', { 'docline:documentsPerDay': volume }, { preview: true });
       expect(notes()).toEqual([expect.stringMatching(tier)]);
       expect(notes()[0]).toContain('On Vertex AI (this stack) it runs on shared capacity');
     },

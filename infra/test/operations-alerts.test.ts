@@ -3,7 +3,6 @@
  * table of what every alert means and what to do, kept to the alerts the stack creates.
  */
 import { RATE_LIMITED } from '../../worker/src/core/errors';
-import { STACK_LABEL } from '../components/alerts';
 import {
   BUDGET_THRESHOLDS,
   GEMINI_RATE_LIMITED_CODE,
@@ -19,8 +18,7 @@ import {
   ofType,
   one,
   type ProgramRun,
-  runProgram,
-  stackConfig,
+  runStack,
   T,
 } from './harness';
 import { docTable } from './support/doc-table';
@@ -39,7 +37,7 @@ const queryOf = (alert: CapturedResource) =>
 describe('the operations alerts of the prod stack', () => {
   let run: ProgramRun;
   beforeAll(async () => {
-    run = await runProgram(stackConfig('prod', BUDGET), { stack: 'prod' });
+    run = await runStack('prod', BUDGET);
   });
 
   it('alert when uploads are published to the stack\u2019s topic and the worker answered none', () => {
@@ -128,16 +126,6 @@ describe('the operations alerts of the prod stack', () => {
     );
   });
 
-  it('label every alert with the stack and notify its channels', () => {
-    for (const alert of ofType(run, T.alert).filter((a) => a.name.includes('-operations-'))) {
-      expect(alert.inputs.userLabels).toEqual({ [STACK_LABEL]: 'docline-prod' });
-      expect(alert.inputs.notificationChannels).toEqual([
-        'projects/docline-prod-example/notificationChannels/1234567890',
-      ]);
-      expect(String(alert.inputs.displayName)).toMatch(/^docline-prod: /);
-    }
-  });
-
   it('budget the project monthly on the billing account, notifying the same channels', () => {
     const budget = one(run, T.budget);
     expect(budget.inputs).toMatchObject({
@@ -168,7 +156,7 @@ describe('the operations alerts of the prod stack', () => {
 
 describe('the operations alerts elsewhere', () => {
   it('declare no budget and no reconcile alert when neither is configured', async () => {
-    const run = await runProgram(stackConfig('dev', { 'docline:reconcileMode': 'off' }));
+    const run = await runStack('dev', { 'docline:reconcileMode': 'off' });
     expect(ofType(run, T.budget)).toEqual([]);
     expect(ofType(run, T.alert).filter((a) => a.name.endsWith('-reconcile-not-run'))).toEqual([]);
     expect(ofType(run, T.alert).filter((a) => a.name.includes('-operations-'))).toHaveLength(4);
@@ -186,7 +174,7 @@ describe('the operations alerts elsewhere', () => {
 
 describe('docs/operations.md, what each alert means', () => {
   it('has one row per alert policy the stack can create, and no other', async () => {
-    const run = await runProgram(stackConfig('prod', BUDGET), { stack: 'prod' });
+    const run = await runStack('prod', BUDGET);
     const rows = docTable('operations.md', 'alerts');
     const declared = [
       ...ofType(run, T.alert).map((a) => a.name.replace('docline-prod-', '')),

@@ -9,7 +9,6 @@ import { holds } from '../identity/expression';
 /** One step of a job. */
 export interface Step {
   id?: string;
-  name?: string;
   if?: string;
   run?: string;
   uses?: string;
@@ -19,21 +18,18 @@ export interface Step {
 
 /** One job of a workflow. */
 export interface Job {
-  name?: string;
   if?: string;
   needs?: string | string[];
   environment?: string | { name: string };
   permissions?: Record<string, string> | string;
   concurrency?: string | { group: string; 'cancel-in-progress'?: boolean | string };
   env?: Record<string, unknown>;
-  outputs?: Record<string, string>;
   steps: Step[];
 }
 
 /** A parsed workflow file. */
 export interface Workflow {
   on: Record<string, unknown>;
-  permissions?: unknown;
   concurrency?: unknown;
   jobs: Record<string, Job>;
 }
@@ -299,7 +295,7 @@ export function stackCheckProblems(files: readonly WorkflowFile[]): string[] {
 
 /** Pull requests run the tests, the policy-pack suite, actionlint and an image build. */
 export function pullRequestCheckProblems(files: readonly WorkflowFile[]): string[] {
-  const pr = files.filter((f) => 'pull_request' in f.workflow.on);
+  const pr = onPullRequests(files);
   const steps = pr.flatMap(stepsOf).map(({ step }) => step);
   const problems: string[] = [];
   if (pr.length === 0) return ['no workflow runs on pull requests'];
@@ -433,21 +429,16 @@ function codeownersMatches(pattern: string, path: string): boolean {
  * CODEOWNERS gives an owner to every deploy-critical path. GitHub applies the *last* matching line,
  * so a later pattern without owners (or with none of these) un-owns a path an earlier line covered.
  */
-export function codeownersProblems(
-  codeowners: string,
-  paths: readonly string[] = DEPLOY_CRITICAL_PATHS,
-): string[] {
+export function codeownersProblems(codeowners: string): string[] {
   const rules = codeowners
     .split('\n')
     .map((l) => l.trim())
     .filter((l) => l !== '' && !l.startsWith('#'))
     .map((l) => l.split(/\s+/));
-  return paths
-    .filter((path) => {
-      const last = rules.filter(([pattern]) => codeownersMatches(pattern!, path)).at(-1);
-      return last === undefined || last.length < 2;
-    })
-    .map((path) => `CODEOWNERS has no owner for ${path}`);
+  return DEPLOY_CRITICAL_PATHS.filter((path) => {
+    const last = rules.filter(([pattern]) => codeownersMatches(pattern!, path)).at(-1);
+    return last === undefined || last.length < 2;
+  }).map((path) => `CODEOWNERS has no owner for ${path}`);
 }
 
 /** The repository files around the workflows that a security review reads. */
@@ -609,57 +600,52 @@ export function jobsThatRun(workflow: Workflow, run: RunCase): string[] {
 }
 
 const DIGEST = `sha256:${'a'.repeat(64)}`;
+const PUSH = { event: 'push', ref: 'refs/heads/main' } as const;
+const DISPATCH = { event: 'workflow_dispatch', ref: 'refs/heads/main' } as const;
 
 /** The runs the deploy workflow must handle, and the jobs each must run. */
 export const DEPLOY_RUNS: readonly (RunCase & { readonly runs: readonly string[] })[] = [
   {
     name: 'a push to main that changes prod',
-    event: 'push',
-    ref: 'refs/heads/main',
+    ...PUSH,
     outputs: { 'prod-preview': { changes: 'true' } },
     runs: ['test', 'image', 'dev', 'prod-preview', 'prod'],
   },
   {
     name: 'a push to main that leaves prod unchanged',
-    event: 'push',
-    ref: 'refs/heads/main',
+    ...PUSH,
     outputs: { 'prod-preview': { changes: 'false' } },
     runs: ['test', 'image', 'dev', 'prod-preview'],
   },
   {
     name: 'a push to main whose tests fail',
-    event: 'push',
-    ref: 'refs/heads/main',
+    ...PUSH,
     failing: ['test'],
     runs: ['test'],
   },
   {
     name: 'a push whose dev deploy fails',
-    event: 'push',
-    ref: 'refs/heads/main',
+    ...PUSH,
     failing: ['dev'],
     runs: ['test', 'image', 'dev'],
   },
   {
     name: 'a rollback of dev and prod',
-    event: 'workflow_dispatch',
-    ref: 'refs/heads/main',
+    ...DISPATCH,
     inputs: { image: DIGEST, prod_only: false },
     outputs: { 'prod-preview': { changes: 'true' } },
     runs: ['image', 'dev', 'prod-preview', 'prod'],
   },
   {
     name: 'a rollback of prod alone',
-    event: 'workflow_dispatch',
-    ref: 'refs/heads/main',
+    ...DISPATCH,
     inputs: { image: DIGEST, prod_only: true },
     outputs: { 'prod-preview': { changes: 'true' } },
     runs: ['image', 'prod-preview', 'prod'],
   },
   {
     name: 'a manual run without an image that asks for prod alone',
-    event: 'workflow_dispatch',
-    ref: 'refs/heads/main',
+    ...DISPATCH,
     inputs: { image: '', prod_only: true },
     outputs: { 'prod-preview': { changes: 'true' } },
     runs: ['test', 'image', 'dev', 'prod-preview', 'prod'],

@@ -36,11 +36,18 @@ function read(file: string): WorkflowFile {
   return { file, workflow: load(text) as Workflow, text };
 }
 
-/** A deep copy of a workflow file with one change made to its parsed form (and, optionally, its text). */
-function broken(wf: WorkflowFile, change: (w: Workflow) => void, text = wf.text): WorkflowFile {
+/**
+ * A deep copy of a workflow file with one change made to its parsed form: a function of the copy,
+ * or the fields to set on some of its jobs (undefined unsets one).
+ */
+function broken(
+  wf: WorkflowFile,
+  change: ((w: Workflow) => void) | Record<string, Partial<Job>>,
+): WorkflowFile {
   const workflow = structuredClone(wf.workflow);
-  change(workflow);
-  return { file: wf.file, workflow, text };
+  if (typeof change === 'function') change(workflow);
+  else for (const [job, fields] of Object.entries(change)) Object.assign(workflow.jobs[job]!, fields);
+  return { ...wf, workflow };
 }
 
 const optional = (path: string) => {
@@ -139,16 +146,14 @@ describe('each rule catches what it is for', () => {
   });
 
   it('a preview job that can read the deploy token, runs in a deploy environment, or uses a deploy identity', () => {
-    const token = broken(preview, (w) => {
-      w.jobs.preview!.env = { PULUMI_ACCESS_TOKEN: gh('secrets.PULUMI_ACCESS_TOKEN') };
+    const token = broken(preview, {
+      preview: { env: { PULUMI_ACCESS_TOKEN: gh('secrets.PULUMI_ACCESS_TOKEN') } },
     });
     expect(previewCredentialProblems([token])).toEqual([
       'preview.yml preview: a preview job reads secrets.PULUMI_ACCESS_TOKEN',
       'preview.yml preview: a preview job sets PULUMI_ACCESS_TOKEN',
     ]);
-    const environment = broken(preview, (w) => {
-      w.jobs.preview!.environment = 'dev';
-    });
+    const environment = broken(preview, { preview: { environment: 'dev' } });
     expect(previewCredentialProblems([environment])).toEqual([
       'preview.yml preview: a preview job runs in the deploy environment dev',
     ]);
@@ -182,21 +187,19 @@ describe('each rule catches what it is for', () => {
     expect(concurrencyProblems([workflowWide])).toEqual([
       'deploy.yml: concurrency is set for the whole workflow, not per job',
     ]);
-    const shared = broken(deploy, (w) => {
-      w.jobs.prod!.concurrency = { group: 'deploy-dev', 'cancel-in-progress': false };
+    const shared = broken(deploy, {
+      prod: { concurrency: { group: 'deploy-dev', 'cancel-in-progress': false } },
     });
     expect(concurrencyProblems([shared])).toEqual([
       'deploy.yml prod: shares concurrency group deploy-dev with dev',
     ]);
-    const cancelled = broken(deploy, (w) => {
-      w.jobs.dev!.concurrency = { group: 'deploy-dev', 'cancel-in-progress': true };
+    const cancelled = broken(deploy, {
+      dev: { concurrency: { group: 'deploy-dev', 'cancel-in-progress': true } },
     });
     expect(concurrencyProblems([cancelled])).toEqual([
       'deploy.yml dev: a deploy may be cancelled halfway (cancel-in-progress must be false)',
     ]);
-    const none = broken(preview, (w) => {
-      delete w.jobs.image!.concurrency;
-    });
+    const none = broken(preview, { image: { concurrency: undefined } });
     expect(concurrencyProblems([none])).toEqual(['preview.yml image: no concurrency group']);
   });
 
@@ -207,9 +210,7 @@ describe('each rule catches what it is for', () => {
     expect(packSourceProblems([prTree])).toEqual([
       "preview.yml preview: the policy pack (policies) is loaded from the pull request's tree",
     ]);
-    const prPackages = broken(preview, (w) => {
-      w.jobs.preview!.steps = w.jobs.preview!.steps.filter((s) => !s.run?.includes('--prefix'));
-    });
+    const prPackages = broken(preview, (w) => withoutStep(w.jobs.preview!, /--prefix/));
     expect(packSourceProblems([prPackages])).toEqual([
       "preview.yml preview: the base branch's pack loads the pull request's packages",
     ]);
@@ -309,22 +310,15 @@ describe('each rule catches what it is for', () => {
   });
 
   it("a rollback that waits for main's tests and dev, an unchanged prod asked for approval again", () => {
-    const testsFirst = broken(deploy, (w) => {
-      w.jobs.test!.if = "github.ref == 'refs/heads/main'";
-      w.jobs.image!.if = "github.ref == 'refs/heads/main'";
-    });
+    const onMain = "github.ref == 'refs/heads/main'";
+    const testsFirst = broken(deploy, { test: { if: onMain }, image: { if: onMain } });
     expect(runProblems(testsFirst)).toEqual([
       'a rollback of dev and prod: test runs',
       'a rollback of prod alone: test runs',
     ]);
-    const devFirst = broken(deploy, (w) => {
-      w.jobs.dev!.if = "github.ref == 'refs/heads/main'";
-      w.jobs['prod-preview']!.if = "github.ref == 'refs/heads/main'";
-    });
+    const devFirst = broken(deploy, { dev: { if: onMain }, 'prod-preview': { if: onMain } });
     expect(runProblems(devFirst)).toEqual(['a rollback of prod alone: dev runs']);
-    const reapproved = broken(deploy, (w) => {
-      w.jobs.prod!.if = "github.ref == 'refs/heads/main'";
-    });
+    const reapproved = broken(deploy, { prod: { if: onMain } });
     expect(runProblems(reapproved)).toEqual(['a push to main that leaves prod unchanged: prod runs']);
   });
 
@@ -351,13 +345,9 @@ describe('each rule catches what it is for', () => {
       pulumiStep(w.jobs.prod!).with!['config-map'] = "{docline:image: {value: 'x', secret: false}}";
     });
     expect(promotionProblems(other)).toEqual(['prod does not deploy the promoted digest']);
-    const noPreview = broken(deploy, (w) => {
-      w.jobs.prod!.needs = ['image', 'dev'];
-    });
+    const noPreview = broken(deploy, { prod: { needs: ['image', 'dev'] } });
     expect(promotionProblems(noPreview)).toEqual(['prod does not wait for prod-preview']);
-    const anyBranch = broken(deploy, (w) => {
-      delete w.jobs.prod!.if;
-    });
+    const anyBranch = broken(deploy, { prod: { if: undefined } });
     expect(promotionProblems(anyBranch)).toEqual(['prod may run on a branch other than main']);
     const noRollback = broken(deploy, (w) => {
       w.on.workflow_dispatch = null;
@@ -366,9 +356,7 @@ describe('each rule catches what it is for', () => {
   });
 
   it("a setting not checked for being set, another environment's setting, a silent default", () => {
-    const unchecked = broken(deploy, (w) => {
-      w.jobs.dev!.steps = w.jobs.dev!.steps.filter((s) => !s.run?.includes('require-settings'));
-    });
+    const unchecked = broken(deploy, (w) => withoutStep(w.jobs.dev!, /require-settings/));
     expect(settingsProblems([unchecked])).toEqual([
       'deploy.yml dev: reads vars without first failing when one is unset',
     ]);
@@ -396,19 +384,16 @@ describe('each rule catches what it is for', () => {
         .split('\n')
         .filter((l) => !l.startsWith(`${path} `))
         .join('\n');
-    expect(codeownersProblems(withoutLine('/package.json'))).toEqual([
-      'CODEOWNERS has no owner for package.json',
-    ]);
-    expect(codeownersProblems(withoutLine('/package-lock.json'))).toEqual([
-      'CODEOWNERS has no owner for package-lock.json',
-    ]);
-    expect(codeownersProblems(withoutLine('/worker/'))).toEqual([
-      'CODEOWNERS has no owner for worker/src/contract/settings.ts',
-      'CODEOWNERS has no owner for worker/Dockerfile',
-    ]);
-    expect(codeownersProblems(withoutLine('/tsconfig.json'))).toEqual([
-      'CODEOWNERS has no owner for tsconfig.json',
-    ]);
+    for (const [line, unowned] of [
+      ['/package.json', ['package.json']],
+      ['/package-lock.json', ['package-lock.json']],
+      ['/worker/', ['worker/src/contract/settings.ts', 'worker/Dockerfile']],
+      ['/tsconfig.json', ['tsconfig.json']],
+    ] as const) {
+      expect(codeownersProblems(withoutLine(line))).toEqual(
+        unowned.map((p) => `CODEOWNERS has no owner for ${p}`),
+      );
+    }
     expect(codeownersProblems(`${real}\n/infra/\n`)).toEqual(['CODEOWNERS has no owner for infra/index.ts']);
     expect(codeownersProblems(`${real}\n*.json @someone-else\n`)).toEqual([]);
   });

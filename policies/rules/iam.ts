@@ -5,7 +5,7 @@
  */
 import type * as gcp from '@pulumi/gcp';
 import type { ResourceValidationArgs, ResourceValidationPolicy } from '@pulumi/policy';
-import { configOf, peek, propsOf } from './support';
+import { configOf, peek, propsOf, stringListSchema } from './support';
 
 /** One role and the principals it is granted to, as a member, binding or policy resource says. */
 export interface Grant {
@@ -79,16 +79,11 @@ function grantsOf(args: ResourceValidationArgs): Grant[] {
   return isIamType(args.type) ? iamGrants(args, args.type) : [];
 }
 
-const primitiveRolesSchema = {
-  properties: {
-    forbiddenRoles: {
-      type: 'array' as const,
-      items: { type: 'string' as const },
-      default: ['roles/owner', 'roles/editor'],
-      description: 'Basic (primitive) roles the stack may never grant.',
-    },
-  },
-};
+const primitiveRolesSchema = stringListSchema(
+  'forbiddenRoles',
+  ['roles/owner', 'roles/editor'],
+  'Basic (primitive) roles the stack may never grant.',
+);
 
 /** No owner/editor grant anywhere in the stack: a leaked token of the account could rewrite the project. */
 export const noPrimitiveRoles: ResourceValidationPolicy = {
@@ -108,16 +103,11 @@ export const noPrimitiveRoles: ResourceValidationPolicy = {
   },
 };
 
-const tokenCreatorSchema = {
-  properties: {
-    tokenCreatorRoles: {
-      type: 'array' as const,
-      items: { type: 'string' as const },
-      default: ['roles/iam.serviceAccountTokenCreator', 'roles/iam.serviceAccountOpenIdTokenCreator'],
-      description: 'Roles that let a principal mint tokens for service accounts.',
-    },
-  },
-};
+const tokenCreatorSchema = stringListSchema(
+  'tokenCreatorRoles',
+  ['roles/iam.serviceAccountTokenCreator', 'roles/iam.serviceAccountOpenIdTokenCreator'],
+  'Roles that let a principal mint tokens for service accounts.',
+);
 
 /** Token creator only on the one account that needs it, never project-wide, where it impersonates every account. */
 export const noProjectWideTokenCreator: ResourceValidationPolicy = {

@@ -5,7 +5,7 @@
 import type * as gcp from '@pulumi/gcp';
 import type { ResourceValidationPolicy } from '@pulumi/policy';
 import { iamGrants } from './iam';
-import { configOf, peek, propsOf } from './support';
+import { configOf, peek, propsOf, stringListSchema } from './support';
 import { TYPES } from './types';
 
 /** IAM resources that grant access to a Cloud Run service. */
@@ -18,16 +18,11 @@ const RUN_IAM_TYPES: readonly string[] = [
   TYPES.runV1IamPolicy,
 ];
 
-const workerNotPublicSchema = {
-  properties: {
-    publicPrincipals: {
-      type: 'array' as const,
-      items: { type: 'string' as const },
-      default: ['allUsers', 'allAuthenticatedUsers'],
-      description: 'Principals that make a service public.',
-    },
-  },
-};
+const workerNotPublicSchema = stringListSchema(
+  'publicPrincipals',
+  ['allUsers', 'allAuthenticatedUsers'],
+  'Principals that make a service public.',
+);
 
 /** The worker service grants run.invoker to no public member (allUsers, allAuthenticatedUsers). */
 export const workerNotPublic: ResourceValidationPolicy = {

@@ -99,6 +99,17 @@ export function configOf<S extends PolicyConfigSchema>(
   return { ...given, ...filled } as ConfigOf<S>;
 }
 
+/** A policy configuration of one list of strings: its key, its default and what it is for. */
+export function stringListSchema<K extends string>(key: K, defaults: string[], description: string) {
+  const property = {
+    type: 'array' as const,
+    items: { type: 'string' as const },
+    default: defaults,
+    description,
+  };
+  return { properties: { [key]: property } as Record<K, typeof property> };
+}
+
 /** Resources of the stack with one of the given types. */
 export function ofTypes(resources: readonly PolicyResource[], types: readonly string[]): PolicyResource[] {
   return resources.filter((r) => types.includes(r.type));

@@ -43,10 +43,7 @@ describe.each(MODES)('the service rule (%s)', (mode) => {
   });
 
   it('reports a service with invoker IAM disabled', async () => {
-    const stack = mutate(validStack(mode), 'worker', T.service, (s) => ({
-      ...s,
-      props: { ...s.props, invokerIamDisabled: true },
-    }));
+    const stack = mutate(validStack(mode), 'worker', T.service, { props: { invokerIamDisabled: true } });
     const diagnostics = await check(stack);
     expect(summary(diagnostics)).toEqual(['worker-not-public @ worker']);
     expect(diagnostics[0]?.message).toMatch(/invokerIamDisabled/);

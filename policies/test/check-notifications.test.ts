@@ -54,14 +54,8 @@ describe('npm run check:notifications', () => {
 
   it('exits 1 and prints the delete commands when a second notification feeds the same topic', async () => {
     server = await startFakeStorage({ [BUCKET]: [pipelineNotification('7'), pipelineNotification('8')] });
-    const { code, out } = await cli([
-      '--bucket',
-      BUCKET,
-      '--topic',
-      'documents-events-91b2',
-      '--api-endpoint',
-      server.url,
-    ]);
+    const topic = 'documents-events-91b2';
+    const { code, out } = await cli(['--bucket', BUCKET, '--topic', topic, '--api-endpoint', server.url]);
     expect(code).toBe(EXIT.duplicate);
     expect(out).toMatch(/DUPLICATE: 2 notifications feed the pipeline/);
     expect(out).toMatch(
@@ -73,14 +67,8 @@ describe('npm run check:notifications', () => {
     server = await startFakeStorage({
       [BUCKET]: [pipelineNotification('7'), pipelineNotification('9', 'audit-trail')],
     });
-    const { code, out } = await cli([
-      '--bucket',
-      BUCKET,
-      '--topic',
-      'projects/docline-dev/topics/documents-events-91b2',
-      '--api-endpoint',
-      server.url,
-    ]);
+    const topic = 'projects/docline-dev/topics/documents-events-91b2';
+    const { code, out } = await cli(['--bucket', BUCKET, '--topic', topic, '--api-endpoint', server.url]);
     expect(code).toBe(EXIT.ok);
     expect(out).toMatch(/other {2}notification 9: topic .*audit-trail/);
   });

@@ -65,7 +65,6 @@ export function validStack(mode: Mode): StackResource[] {
         payloadFormat: 'JSON_API_V1',
         ...(mode === 'update' ? { notificationId: '7' } : {}),
       },
-      dependencies: [bucket, topic],
       propertyDependencies: { bucket: [bucket], topic: [topic] },
       options: { deleteBeforeReplace: true },
     },
@@ -92,7 +91,6 @@ export function validStack(mode: Mode): StackResource[] {
           containers: [{ image: 'europe-docker.pkg.dev/p/docline/worker:1' }],
         },
       },
-      dependencies: [worker],
       propertyDependencies: { template: [worker] },
     },
     {
@@ -104,7 +102,6 @@ export function validStack(mode: Mode): StackResource[] {
         role: 'roles/run.invoker',
         member: known(`serviceAccount:docline-push@${p}.iam.gserviceaccount.com`),
       },
-      dependencies: [service, pusher],
       propertyDependencies: { name: [service], member: [pusher] },
     },
     {
@@ -124,7 +121,6 @@ export function validStack(mode: Mode): StackResource[] {
         },
         retryPolicy: { minimumBackoff: '10s', maximumBackoff: '600s' },
       },
-      dependencies: [topic, service, pusher, deadLetters],
       propertyDependencies: {
         topic: [topic],
         pushConfig: [service, pusher],
@@ -139,7 +135,6 @@ export function validStack(mode: Mode): StackResource[] {
         messageRetentionDuration: '604800s',
         expirationPolicy: { ttl: '' },
       },
-      dependencies: [deadLetters],
       propertyDependencies: { topic: [deadLetters] },
     },
     {
@@ -150,7 +145,6 @@ export function validStack(mode: Mode): StackResource[] {
         role: 'roles/iam.serviceAccountTokenCreator',
         member: 'serviceAccount:service-123@gcp-sa-pubsub.iam.gserviceaccount.com',
       },
-      dependencies: [pusher],
       propertyDependencies: { serviceAccountId: [pusher] },
     },
     {
@@ -161,7 +155,6 @@ export function validStack(mode: Mode): StackResource[] {
         role: 'roles/bigquery.jobUser',
         member: known(`serviceAccount:docline-worker@${p}.iam.gserviceaccount.com`),
       },
-      dependencies: [worker],
       propertyDependencies: { member: [worker] },
     },
     { type: T.dataset, name: 'docline', props: { datasetId: 'docline', location: 'EU' } },
@@ -175,31 +168,37 @@ export function validStack(mode: Mode): StackResource[] {
         timePartitioning: { type: 'DAY', field: PARTITION_COLUMN },
         clusterings: [...CLUSTER_COLUMNS],
       },
-      dependencies: [dataset],
       propertyDependencies: { datasetId: [dataset] },
     },
     {
       type: T.table,
       name: 'documents-view',
       props: { datasetId: 'docline', tableId: 'documents', view: { query: 'SELECT 1', useLegacySql: false } },
-      dependencies: [dataset],
       propertyDependencies: { datasetId: [dataset] },
     },
   ];
 }
+
+/** A change to one resource: a function of a copy of it, or props to set on it and fields to replace. */
+type Change =
+  | ((resource: StackResource) => StackResource)
+  | (Partial<Omit<StackResource, 'props'>> & { props?: StackResource['props'] });
 
 /** A copy of the stack with one resource changed (by logical name and type). */
 export function mutate(
   stack: readonly StackResource[],
   name: string,
   type: string,
-  change: (resource: StackResource) => StackResource,
+  change: Change,
 ): StackResource[] {
   let found = false;
   const next = stack.map((r) => {
     if (r.name !== name || r.type !== type) return r;
     found = true;
-    return change(structuredClone(r));
+    const copy = structuredClone(r);
+    return typeof change === 'function'
+      ? change(copy)
+      : { ...copy, ...change, props: { ...copy.props, ...change.props } };
   });
   if (!found) throw new Error(`no ${type} named ${name} in the stack`);
   return next;

@@ -22,6 +22,7 @@ export interface StackResource {
   urn?: string;
   props: Record<string, unknown>;
   parent?: string;
+  /** Defaults to the URNs of `propertyDependencies`: the engine's dependencies include them. */
   dependencies?: string[];
   propertyDependencies?: Record<string, string[]>;
   /** Resource options the engine sends along (unset: the engine's defaults). */
@@ -161,7 +162,9 @@ export function stackRequest(resources: readonly StackResource[]): analyzer.Anal
       resource.setProperties(struct(r.props));
       resource.setOptions(options(r.parent, r.options));
       if (r.parent) resource.setParent(r.parent);
-      resource.setDependenciesList(r.dependencies ?? []);
+      resource.setDependenciesList(
+        r.dependencies ?? [...new Set(Object.values(r.propertyDependencies ?? {}).flat())],
+      );
       const map = resource.getPropertydependenciesMap();
       for (const [property, urns] of Object.entries(r.propertyDependencies ?? {})) {
         const deps = new analyzer.AnalyzerPropertyDependencies();

@@ -4,7 +4,7 @@
  * stack goes through the pack's resource and stack validations the way the engine sends them, in
  * update mode (outputs known) and in a first preview (computed outputs unknown).
  */
-import { type CapturedResource, type ProgramRun, runProgram, stackConfig } from '../../infra/test/harness';
+import { type CapturedResource, type ProgramRun, runStack } from '../../infra/test/harness';
 import { TYPES } from '../rules/types';
 import { type StackResource, UNKNOWN, urnOf } from './harness';
 import { check, summary } from './run';
@@ -42,7 +42,7 @@ const runs = new Map<Mode, StackResource[]>();
 beforeAll(async () => {
   // Program runs share Pulumi's per-process runtime state, so they run one after the other.
   for (const mode of ['update', 'preview'] as const) {
-    runs.set(mode, asPolicyResources(await runProgram(stackConfig('dev'), { preview: mode === 'preview' })));
+    runs.set(mode, asPolicyResources(await runStack('dev', {}, { preview: mode === 'preview' })));
   }
 });
 
@@ -144,7 +144,7 @@ describe('the captured first preview', () => {
 
 describe('the prod stack file, which keeps its data', () => {
   it('passes with its data protected, and is refused when the program stops protecting it', async () => {
-    const prod = asPolicyResources(await runProgram(stackConfig('prod'), { stack: 'prod' }));
+    const prod = asPolicyResources(await runStack('prod'));
     expect(summary(await check(prod))).toEqual([]);
 
     const unprotected = prod.map((r) => ({ ...r, options: { ...r.options, protect: false } }));

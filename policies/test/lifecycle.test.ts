@@ -9,7 +9,7 @@ describe.each(MODES)('notification-delete-before-replace (%s)', (mode) => {
   });
 
   it('blocks a notification without the option: the engine would replace it create-before-delete', async () => {
-    const stack = mutate(validStack(mode), 'documents', T.notification, (n) => ({ ...n, options: {} }));
+    const stack = mutate(validStack(mode), 'documents', T.notification, { options: {} });
     const diagnostics = await check(stack);
 
     expect(summary(diagnostics)).toEqual(['notification-delete-before-replace @ documents']);
@@ -19,19 +19,17 @@ describe.each(MODES)('notification-delete-before-replace (%s)', (mode) => {
   });
 
   it('blocks a notification with deleteBeforeReplace set to false', async () => {
-    const stack = mutate(validStack(mode), 'documents', T.notification, (n) => ({
-      ...n,
+    const stack = mutate(validStack(mode), 'documents', T.notification, {
       options: { deleteBeforeReplace: false },
-    }));
+    });
 
     expect(summary(await check(stack))).toEqual(['notification-delete-before-replace @ documents']);
   });
 
   it('looks at notifications only: a subscription without the option is not its concern', async () => {
-    const stack = mutate(validStack(mode), 'documents-push', T.subscription, (s) => ({
-      ...s,
+    const stack = mutate(validStack(mode), 'documents-push', T.subscription, {
       options: { deleteBeforeReplace: false },
-    }));
+    });
 
     expect(await check(stack)).toEqual([]);
   });
@@ -41,29 +39,20 @@ describe.each(MODES)('kept-data-protected (%s)', (mode) => {
   /** The shipped fixture as a stack that keeps its data: explicit keep settings, and protected. */
   const kept = (protect: boolean) => {
     let stack = validStack(mode);
-    stack = mutate(stack, 'documents', T.bucket, (b) => ({
-      ...b,
-      props: { ...b.props, forceDestroy: false },
+    stack = mutate(stack, 'documents', T.bucket, { props: { forceDestroy: false }, options: { protect } });
+    stack = mutate(stack, 'docline', T.dataset, {
+      props: { deleteContentsOnDestroy: false },
       options: { protect },
-    }));
-    stack = mutate(stack, 'docline', T.dataset, (d) => ({
-      ...d,
-      props: { ...d.props, deleteContentsOnDestroy: false },
+    });
+    return mutate(stack, 'deliveries', T.table, {
+      props: { deletionProtection: true },
       options: { protect },
-    }));
-    return mutate(stack, 'deliveries', T.table, (t) => ({
-      ...t,
-      props: { ...t.props, deletionProtection: true },
-      options: { protect },
-    }));
+    });
   };
 
   it('passes kept data that is protected, and data that is not kept (a throwaway stack)', async () => {
     expect(await check(kept(true))).toEqual([]);
-    const throwaway = mutate(validStack(mode), 'documents', T.bucket, (b) => ({
-      ...b,
-      props: { ...b.props, forceDestroy: true },
-    }));
+    const throwaway = mutate(validStack(mode), 'documents', T.bucket, { props: { forceDestroy: true } });
     expect(await check(throwaway)).toEqual([]);
   });
 
@@ -83,15 +72,11 @@ describe.each(MODES)('kept-data-protected (%s)', (mode) => {
   });
 
   it('looks at the documents bucket only, and at tables, not views', async () => {
-    let stack = mutate(kept(true), 'documents-view', T.table, (v) => ({
-      ...v,
-      props: { ...v.props, deletionProtection: true },
-    }));
-    stack = mutate(stack, 'documents', T.bucket, (b) => ({
-      ...b,
-      props: { ...b.props, labels: { 'docline-role': 'memo' } },
+    let stack = mutate(kept(true), 'documents-view', T.table, { props: { deletionProtection: true } });
+    stack = mutate(stack, 'documents', T.bucket, {
+      props: { labels: { 'docline-role': 'memo' } },
       options: {},
-    }));
+    });
     expect(summary(await check(stack)).filter((d) => d.startsWith('kept-data'))).toEqual([]);
   });
 });

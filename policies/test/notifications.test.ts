@@ -18,7 +18,6 @@ function secondNotification(mode: Mode, overrides: Record<string, unknown> = {})
       payloadFormat: 'JSON_API_V1',
       ...overrides,
     },
-    dependencies: [bucketUrn, topicUrn],
     propertyDependencies: { bucket: [bucketUrn], topic: [topicUrn] },
     // Replaced delete-first like the shipped one, so that only the rule under test speaks.
     options: { deleteBeforeReplace: true },
@@ -31,25 +30,21 @@ describe.each(MODES)('the notification rules (%s)', (mode) => {
   });
 
   it('report a notified topic that enforces its storage policy in transit, on the topic', async () => {
-    const enforcing = mutate(validStack(mode), 'documents-events', T.topic, (r) => ({
-      ...r,
+    const enforcing = mutate(validStack(mode), 'documents-events', T.topic, {
       props: {
-        ...r.props,
         messageStoragePolicy: { allowedPersistenceRegions: ['europe-west1'], enforceInTransit: true },
       },
-    }));
+    });
     const diagnostics = await check(enforcing);
     expect(summary(diagnostics)).toEqual(['notified-topic-takes-publishes @ documents-events']);
     expect(diagnostics[0]?.enforcementLevel).toBe('mandatory');
     expect(diagnostics[0]?.message).toMatch(/Set messageStoragePolicy.enforceInTransit: false/);
     // Storage at rest alone is fine.
-    const atRest = mutate(validStack(mode), 'documents-events', T.topic, (r) => ({
-      ...r,
+    const atRest = mutate(validStack(mode), 'documents-events', T.topic, {
       props: {
-        ...r.props,
         messageStoragePolicy: { allowedPersistenceRegions: ['europe-west1'], enforceInTransit: false },
       },
-    }));
+    });
     expect(await check(atRest)).toEqual([]);
   });
 
@@ -105,7 +100,7 @@ describe.each(MODES)('the notification rules (%s)', (mode) => {
   });
 
   it('reports a notification whose bucket is unknown and comes from no bucket of the stack', async () => {
-    const orphan = { ...secondNotification('preview'), dependencies: [], propertyDependencies: {} };
+    const orphan = { ...secondNotification('preview'), propertyDependencies: {} };
     const diagnostics = await check(add(validStack(mode), orphan));
     expect(summary(diagnostics)).toEqual(['one-notification-per-bucket @ documents-again']);
     expect(diagnostics[0]?.message).toMatch(/Cannot tell which bucket/);
@@ -117,10 +112,9 @@ describe.each(MODES)('the notification rules (%s)', (mode) => {
   });
 
   it('reports event types beyond OBJECT_FINALIZE', async () => {
-    const stack = mutate(validStack(mode), 'documents', T.notification, (n) => ({
-      ...n,
-      props: { ...n.props, eventTypes: ['OBJECT_FINALIZE', 'OBJECT_DELETE'] },
-    }));
+    const stack = mutate(validStack(mode), 'documents', T.notification, {
+      props: { eventTypes: ['OBJECT_FINALIZE', 'OBJECT_DELETE'] },
+    });
     const diagnostics = await check(stack);
     expect(summary(diagnostics)).toEqual(['notification-format @ documents']);
     expect(diagnostics[0]?.message).toMatch(/delivers OBJECT_DELETE.*Set eventTypes: \['OBJECT_FINALIZE'\]/);
@@ -137,10 +131,7 @@ describe.each(MODES)('the notification rules (%s)', (mode) => {
   });
 
   it('reports a payload format other than JSON_API_V1', async () => {
-    const stack = mutate(validStack(mode), 'documents', T.notification, (n) => ({
-      ...n,
-      props: { ...n.props, payloadFormat: 'NONE' },
-    }));
+    const stack = mutate(validStack(mode), 'documents', T.notification, { props: { payloadFormat: 'NONE' } });
     const diagnostics = await check(stack);
     expect(summary(diagnostics)).toEqual(['notification-format @ documents']);
     expect(diagnostics[0]?.message).toMatch(/payloadFormat NONE\. Set payloadFormat: 'JSON_API_V1'/);
@@ -158,7 +149,6 @@ describe.each(MODES)('only the documents bucket feeds the pipeline (%s)', (mode)
     ...secondNotification(mode),
     name: 'memo-events',
     props: { ...secondNotification(mode).props, bucket: mode === 'preview' ? UNKNOWN : 'docline-dev-memo-p' },
-    dependencies: [memoUrn, topicUrn],
     propertyDependencies: { bucket: [memoUrn], topic: [topicUrn] },
   };
 
@@ -179,7 +169,6 @@ describe.each(MODES)('only the documents bucket feeds the pipeline (%s)', (mode)
     const outside = {
       ...onMemo,
       props: { ...onMemo.props, bucket: 'someone-elses-bucket' },
-      dependencies: [topicUrn],
       propertyDependencies: { topic: [topicUrn] },
     };
     const diagnostics = await check(add(validStack(mode), outside));
@@ -189,17 +178,14 @@ describe.each(MODES)('only the documents bucket feeds the pipeline (%s)', (mode)
   });
 
   it('reports the documents bucket itself once its label is gone', async () => {
-    const stack = mutate(validStack(mode), 'documents', T.bucket, (b) => ({
-      ...b,
-      props: { ...b.props, labels: {} },
-    }));
+    const stack = mutate(validStack(mode), 'documents', T.bucket, { props: { labels: {} } });
     expect(summary(await check(stack))).toEqual(['only-documents-bucket-notifies @ documents']);
   });
 });
 
 describe('the notification rules (update)', () => {
   it('match a notification naming the bucket literally with the bucket resource of that name', async () => {
-    const literal = { ...secondNotification('update'), dependencies: [], propertyDependencies: {} };
+    const literal = { ...secondNotification('update'), propertyDependencies: {} };
     expect(summary(await check(add(validStack('update'), literal)))).toEqual([
       'one-notification-per-bucket @ documents-again',
     ]);

@@ -37,10 +37,9 @@ describe.each(MODES)('the warehouse rule (%s)', (mode) => {
   });
 
   it('leaves views and tables without the lookup key column alone', async () => {
-    const stack = mutate(validStack(mode), 'documents-view', T.table, (t) => ({
-      ...t,
-      props: { ...t.props, schema: JSON.stringify([{ name: 'dedup_key', type: 'STRING' }]) },
-    }));
+    const stack = mutate(validStack(mode), 'documents-view', T.table, {
+      props: { schema: JSON.stringify([{ name: 'dedup_key', type: 'STRING' }]) },
+    });
     const other = table(mode, (p) => ({
       ...p,
       schema: JSON.stringify([{ name: 'id', type: 'STRING' }]),

@@ -34,6 +34,9 @@ const COPIED = [
   'scripts/install-en16931.sh',
 ];
 
+/** How every preview and up that checks the policies names the pack (as the workflows do). */
+const PACK = ['--policy-pack', 'policies'];
+
 type Props = Record<string, unknown>;
 
 /** The data-bearing resources of a state: their types are DATA_TYPES, less views and the memo cache. */
@@ -130,6 +133,17 @@ function workspace(edit?: (dir: string) => void): Workspace {
   };
 }
 
+/** The first preview of the dev stack in a workspace that `edit` changed, removed afterwards. */
+function firstPreview(edit: (dir: string) => void, ...flags: string[]): ReturnType<Workspace['pulumi']> {
+  const ws = workspace(edit);
+  try {
+    ok(ws.pulumi(['stack', 'init', 'dev']));
+    return ws.pulumi(['preview', '-s', 'dev', ...flags]);
+  } finally {
+    rmSync(path.dirname(ws.dir), { recursive: true, force: true });
+  }
+}
+
 /** Fails with the command's own output when it did not succeed. */
 function ok<T extends { status: number | null; output: string }>(res: T): T {
   if (res.status !== 0) throw new Error(`pulumi exited ${res.status}:\n${res.output.slice(-4000)}`);
@@ -163,6 +177,13 @@ function changed(summary: Record<string, number>): number {
     .reduce((sum, [, n]) => sum + n, 0);
 }
 
+/** Fails unless a preview of the stack (with the pack) plans no change to its resources. */
+function expectNoChange(ws: Workspace, stack: string): void {
+  const summary = changes(ok(ws.pulumi(['preview', '-s', stack, ...PACK, '--json'])).stdout);
+  expect(summary.same).toBeGreaterThan(50);
+  expect(changed(summary)).toBe(0);
+}
+
 /** A URN docs/deploy.md tells users to pass (its `STACK` replaced), found by the resource name it ends with. */
 function documentedUrn(stack: string, name: string): string {
   const docs = readFileSync(path.join(REPO, 'docs/deploy.md'), 'utf8');
@@ -177,21 +198,16 @@ describe('the dev stack under the real engine', () => {
 
   it('pulumi preview --policy-pack policies (as preview.yml runs it) plans the whole stack', () => {
     ok(ws.pulumi(['stack', 'init', 'dev']));
-    const preview = ws.pulumi(['preview', '-s', 'dev', '--policy-pack', 'policies', '--json']);
+    const preview = ws.pulumi(['preview', '-s', 'dev', ...PACK, '--json']);
     expect(preview.stderr).not.toMatch(/Unable to compile TypeScript/);
     ok(preview);
     expect(changes(preview.stdout).create).toBeGreaterThan(50);
   });
 
   it('pulumi up creates it, and a second preview plans 0 changes', () => {
-    const up = ws.pulumi(['up', '-s', 'dev', '--yes', '--skip-preview', '--policy-pack', 'policies']);
-    ok(up);
+    const up = ok(ws.pulumi(['up', '-s', 'dev', '--yes', '--skip-preview', ...PACK]));
     expect(up.output).toMatch(/\d+ created/);
-    const again = ws.pulumi(['preview', '-s', 'dev', '--policy-pack', 'policies', '--json']);
-    ok(again);
-    const summary = changes(again.stdout);
-    expect(summary.same).toBeGreaterThan(50);
-    expect(changed(summary)).toBe(0);
+    expectNoChange(ws, 'dev');
   });
 
   it('pulumi stack output answers what docs/deploy.md reads (bucketName, and viewIds as --json)', () => {
@@ -251,8 +267,7 @@ describe('the dev stack under the real engine', () => {
   });
 
   it('pulumi destroy removes it (dev keeps no protected resource)', () => {
-    const destroy = ws.pulumi(['destroy', '-s', 'dev', '--yes', '--skip-preview']);
-    ok(destroy);
+    const destroy = ok(ws.pulumi(['destroy', '-s', 'dev', '--yes', '--skip-preview']));
     expect(destroy.output).toMatch(/\d+ deleted/);
   });
 });
@@ -265,20 +280,17 @@ describe('the prod stack under the real engine', () => {
 
   it('a first preview without an image is refused with the promoted-image message', () => {
     ok(ws.pulumi(['stack', 'init', 'prod']));
-    const preview = ws.pulumi(['preview', '-s', 'prod', '--policy-pack', 'policies']);
+    const preview = ws.pulumi(['preview', '-s', 'prod', ...PACK]);
     expect(preview.status).not.toBe(0);
     expect(preview.output).toMatch(/promotedImage is true but no image is set and none is deployed yet/);
   });
 
   it('pulumi up with the promoted image, then a preview without it is a no-op (read through the self reference)', () => {
     ok(ws.pulumi(['config', 'set', '-s', 'prod', 'docline:image', promoted]));
-    const up = ok(ws.pulumi(['up', '-s', 'prod', '--yes', '--skip-preview', '--policy-pack', 'policies']));
+    const up = ok(ws.pulumi(['up', '-s', 'prod', '--yes', '--skip-preview', ...PACK]));
     expect(up.output).toMatch(/\d+ created/);
     ok(ws.pulumi(['config', 'rm', '-s', 'prod', 'docline:image']));
-    const again = ok(ws.pulumi(['preview', '-s', 'prod', '--policy-pack', 'policies', '--json']));
-    const summary = changes(again.stdout);
-    expect(summary.same).toBeGreaterThan(50);
-    expect(changed(summary)).toBe(0);
+    expectNoChange(ws, 'prod');
   });
 
   it('the dedupKeyMode drain as docs/deploy.md walks it: refused against the deployed value, up --refresh once allowed re-creates the notification deleted in step 1, an allowance left in place is refused', () => {
@@ -290,28 +302,16 @@ describe('the prod stack under the real engine', () => {
     ws.goneOutsidePulumi([notification!.urn]);
     // Step 3, as a user types it.
     ok(ws.pulumi(['config', 'set', '-s', 'prod', 'docline:dedupKeyMode', 'message']));
-    const refused = ws.pulumi(['preview', '-s', 'prod', '--policy-pack', 'policies']);
+    const refused = ws.pulumi(['preview', '-s', 'prod', ...PACK]);
     expect(refused.status).not.toBe(0);
     expect(refused.output).toMatch(/dedupKeyMode is deployed as object and now set to message/);
     ok(ws.pulumi(['config', 'set', '-s', 'prod', 'docline:allowKnobChange', 'dedupKeyMode']));
-    const up = ok(
-      ws.pulumi([
-        'up',
-        '-s',
-        'prod',
-        '--refresh',
-        '--yes',
-        '--skip-preview',
-        '--policy-pack',
-        'policies',
-        '--json',
-      ]),
-    );
+    const up = ok(ws.pulumi(['up', '-s', 'prod', '--refresh', '--yes', '--skip-preview', ...PACK, '--json']));
     // Without --refresh the engine still believes in the notification and the bucket stays unannounced.
     expect(notificationSteps(up.stdout, 'prod').map((s) => s.op)).toContain('create');
     ws.goneOutsidePulumi([]);
     // Step 4.
-    const left = ws.pulumi(['preview', '-s', 'prod', '--policy-pack', 'policies']);
+    const left = ws.pulumi(['preview', '-s', 'prod', ...PACK]);
     expect(left.status).not.toBe(0);
     expect(left.output).toMatch(/allowKnobChange names dedupKeyMode, which does not change/);
     ok(ws.pulumi(['config', 'rm', '-s', 'prod', 'docline:allowKnobChange']));
@@ -326,7 +326,7 @@ describe('the prod stack under the real engine', () => {
     ok(ws.pulumi(['config', 'set', '-s', 'prod', 'docline:tableVersion', '2']));
     ok(ws.pulumi(['up', '-s', 'prod', '--yes', '--skip-preview', '--target', next]));
     expect(exported(ws, 'prod').map((r) => r.urn)).toEqual(expect.arrayContaining([old, next]));
-    ok(ws.pulumi(['up', '-s', 'prod', '--yes', '--skip-preview', '--policy-pack', 'policies']));
+    ok(ws.pulumi(['up', '-s', 'prod', '--yes', '--skip-preview', ...PACK]));
     const urns = exported(ws, 'prod').map((r) => r.urn);
     expect(urns).toContain(next);
     expect(urns).not.toContain(old);
@@ -364,67 +364,52 @@ describe('the prod stack under the real engine', () => {
 
 describe('the checks can fail', () => {
   it('a program with a second notification on the documents bucket fails the preview on the mandatory policy', () => {
-    const ws = workspace((dir) => {
-      // The fixture: the delivery component announces the bucket's uploads a second time.
-      const file = path.join(dir, 'infra/components/delivery.ts');
-      const source = readFileSync(file, 'utf8');
-      const anchor = '    this.registerOutputs({';
-      if (!source.includes(anchor)) throw new Error('fixture anchor not found in delivery.ts');
-      writeFileSync(
-        file,
-        source.replace(
-          anchor,
-          `    new gcp.storage.Notification(\`\${name}-second-notification\`, {
+    const preview = firstPreview(
+      (dir) => {
+        // The fixture: the delivery component announces the bucket's uploads a second time.
+        const file = path.join(dir, 'infra/components/delivery.ts');
+        const source = readFileSync(file, 'utf8');
+        const anchor = '    this.registerOutputs({';
+        if (!source.includes(anchor)) throw new Error('fixture anchor not found in delivery.ts');
+        writeFileSync(
+          file,
+          source.replace(
+            anchor,
+            `    new gcp.storage.Notification(\`\${name}-second-notification\`, {
       bucket: args.bucketName,
       topic: args.topic,
       payloadFormat: NOTIFICATION_PAYLOAD_FORMAT,
       eventTypes: [NOTIFIED_EVENT_TYPE],
     }, { ...this.child, deleteBeforeReplace: true });
 ${anchor}`,
-        ),
-      );
-    });
-    try {
-      ok(ws.pulumi(['stack', 'init', 'dev']));
-      const preview = ws.pulumi(['preview', '-s', 'dev', '--policy-pack', 'policies']);
-      expect(preview.status).not.toBe(0);
-      expect(preview.output).toMatch(/one-notification-per-bucket/);
-      expect(preview.output).toMatch(/mandatory/);
-    } finally {
-      rmSync(path.dirname(ws.dir), { recursive: true, force: true });
-    }
+          ),
+        );
+      },
+      ...PACK,
+    );
+    expect(preview.status).not.toBe(0);
+    expect(preview.output).toMatch(/one-notification-per-bucket/);
+    expect(preview.output).toMatch(/mandatory/);
   });
 
   it('a stack file that still sets a key that became a constant is refused at preview, saying what to do', () => {
     // As Pulumi.prod.yaml did before the retry policy became a constant.
-    const ws = workspace((dir) =>
+    const preview = firstPreview((dir) =>
       writeFileSync(
         path.join(dir, 'Pulumi.dev.yaml'),
         `${readFileSync(path.join(dir, 'Pulumi.dev.yaml'), 'utf8')}  docline:maxDeliveryAttempts: 100\n`,
       ),
     );
-    try {
-      ok(ws.pulumi(['stack', 'init', 'dev']));
-      const preview = ws.pulumi(['preview', '-s', 'dev']);
-      expect(preview.status).not.toBe(0);
-      expect(preview.output).toMatch(
-        /maxDeliveryAttempts is not a setting: .*Remove docline:maxDeliveryAttempts from the stack file\./,
-      );
-    } finally {
-      rmSync(path.dirname(ws.dir), { recursive: true, force: true });
-    }
+    expect(preview.status).not.toBe(0);
+    expect(preview.output).toMatch(
+      /maxDeliveryAttempts is not a setting: .*Remove docline:maxDeliveryAttempts from the stack file\./,
+    );
   });
 
   it('without infra/tsconfig.json (the compile fix reverted), the first preview fails to compile', () => {
-    const ws = workspace((dir) => rmSync(path.join(dir, 'infra/tsconfig.json')));
-    try {
-      ok(ws.pulumi(['stack', 'init', 'dev']));
-      const preview = ws.pulumi(['preview', '-s', 'dev', '--policy-pack', 'policies']);
-      expect(preview.status).not.toBe(0);
-      expect(preview.output).toMatch(/Unable to compile TypeScript/);
-      expect(preview.output).toMatch(/TS2550/);
-    } finally {
-      rmSync(path.dirname(ws.dir), { recursive: true, force: true });
-    }
+    const preview = firstPreview((dir) => rmSync(path.join(dir, 'infra/tsconfig.json')), ...PACK);
+    expect(preview.status).not.toBe(0);
+    expect(preview.output).toMatch(/Unable to compile TypeScript/);
+    expect(preview.output).toMatch(/TS2550/);
   });
 });

@@ -15,12 +15,11 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 
-// biome-ignore lint/suspicious/noExplicitAny: untyped generated module
-const languageGrpc: any = require('@pulumi/pulumi/proto/language_grpc_pb.js');
-// biome-ignore lint/suspicious/noExplicitAny: generated message classes
-const languagePb: any = require('@pulumi/pulumi/proto/language_pb.js');
-// biome-ignore lint/suspicious/noExplicitAny: generated message classes
-const pluginPb: any = require('@pulumi/pulumi/proto/plugin_pb.js');
+// biome-ignore lint/suspicious/noExplicitAny: the generated modules, their messages and requests carry no types
+type Untyped = any;
+const languageGrpc: Untyped = require('@pulumi/pulumi/proto/language_grpc_pb.js');
+const languagePb: Untyped = require('@pulumi/pulumi/proto/language_pb.js');
+const pluginPb: Untyped = require('@pulumi/pulumi/proto/plugin_pb.js');
 
 const VERSION = '3.276.0';
 /** The runner's exit code for "the error is already reported" (cmd/run). */
@@ -28,14 +27,12 @@ const BAIL_EXIT_CODE = 32;
 
 const engineAddress = process.argv.slice(2).find((arg) => !arg.startsWith('-')) ?? '';
 
-// biome-ignore lint/suspicious/noExplicitAny: generated request type
-function runtimeOptions(info: any): Record<string, unknown> {
+function runtimeOptions(info: Untyped): Record<string, unknown> {
   const options = info?.getOptions?.();
   return options ? (options.toJavaScript() as Record<string, unknown>) : {};
 }
 
-// biome-ignore lint/suspicious/noExplicitAny: generated request type
-function run(call: any, callback: grpc.sendUnaryData<unknown>): void {
+function run(call: Untyped, callback: grpc.sendUnaryData<unknown>): void {
   const req = call.request;
   const pwd: string = req.getPwd() || process.cwd();
   const options = runtimeOptions(req.getInfo());
@@ -83,8 +80,7 @@ function run(call: any, callback: grpc.sendUnaryData<unknown>): void {
  * SDK's `cmd/run-policy-pack` for an analyzer and `cmd/run-plugin` otherwise, in the plugin's
  * directory with the engine's arguments and environment, and streams its output back.
  */
-// biome-ignore lint/suspicious/noExplicitAny: generated request type
-function runPlugin(call: any): void {
+function runPlugin(call: Untyped): void {
   const req = call.request;
   const pwd: string = req.getPwd() || process.cwd();
   const entry = req.getKind() === 'analyzer' ? 'run-policy-pack' : 'run-plugin';
@@ -123,30 +119,24 @@ function runPlugin(call: any): void {
 
 const server = new grpc.Server();
 server.addService(languageGrpc.LanguageRuntimeService, {
-  // biome-ignore lint/suspicious/noExplicitAny: generated request types
-  handshake(_call: any, cb: grpc.sendUnaryData<unknown>) {
+  handshake(_call: Untyped, cb: grpc.sendUnaryData<unknown>) {
     cb(null, new languagePb.LanguageHandshakeResponse());
   },
-  // biome-ignore lint/suspicious/noExplicitAny: generated request types
-  getPluginInfo(_call: any, cb: grpc.sendUnaryData<unknown>) {
+  getPluginInfo(_call: Untyped, cb: grpc.sendUnaryData<unknown>) {
     cb(null, new pluginPb.PluginInfo().setVersion(VERSION));
   },
   // The engine loads each provider when the program first needs it, from PATH or its cache.
-  // biome-ignore lint/suspicious/noExplicitAny: generated request types
-  getRequiredPlugins(_call: any, cb: grpc.sendUnaryData<unknown>) {
+  getRequiredPlugins(_call: Untyped, cb: grpc.sendUnaryData<unknown>) {
     cb(null, new languagePb.GetRequiredPluginsResponse());
   },
-  // biome-ignore lint/suspicious/noExplicitAny: generated request types
-  getRequiredPackages(_call: any, cb: grpc.sendUnaryData<unknown>) {
+  getRequiredPackages(_call: Untyped, cb: grpc.sendUnaryData<unknown>) {
     cb(null, new languagePb.GetRequiredPackagesResponse());
   },
   // Dependencies are the checkout's own (`npm ci`); nothing to install.
-  // biome-ignore lint/suspicious/noExplicitAny: generated request types
-  installDependencies(call: any) {
+  installDependencies(call: Untyped) {
     call.end();
   },
-  // biome-ignore lint/suspicious/noExplicitAny: generated request types
-  about(_call: any, cb: grpc.sendUnaryData<unknown>) {
+  about(_call: Untyped, cb: grpc.sendUnaryData<unknown>) {
     cb(null, new languagePb.AboutResponse().setExecutable(process.execPath).setVersion(process.version));
   },
   run,

@@ -22,23 +22,19 @@ export function computedOutputs(
 ): Record<string, unknown> {
   const str = (key: string) => (typeof inputs[key] === 'string' ? (inputs[key] as string) : undefined);
   const proj = str('project') ?? project;
+  // The name a resource is given, or the one the provider makes up from its logical name.
+  const named = str('name') ?? `${name}-0123abc`;
   switch (type) {
-    case 'gcp:storage/bucket:Bucket': {
-      const bucket = str('name') ?? `${name}-0123abc`;
+    case 'gcp:storage/bucket:Bucket':
       return {
-        name: bucket,
-        url: `gs://${bucket}`,
-        selfLink: `https://www.googleapis.com/storage/v1/b/${bucket}`,
+        name: named,
+        url: `gs://${named}`,
+        selfLink: `https://www.googleapis.com/storage/v1/b/${named}`,
       };
-    }
-    case 'gcp:pubsub/topic:Topic': {
-      const topic = str('name') ?? `${name}-0123abc`;
-      return { name: topic, id: `projects/${proj}/topics/${topic}` };
-    }
-    case 'gcp:pubsub/subscription:Subscription': {
-      const sub = str('name') ?? `${name}-0123abc`;
-      return { name: sub, id: `projects/${proj}/subscriptions/${sub}` };
-    }
+    case 'gcp:pubsub/topic:Topic':
+      return { name: named, id: `projects/${proj}/topics/${named}` };
+    case 'gcp:pubsub/subscription:Subscription':
+      return { name: named, id: `projects/${proj}/subscriptions/${named}` };
     case 'gcp:storage/notification:Notification':
       return {
         notificationId: '1',
@@ -53,10 +49,8 @@ export function computedOutputs(
         uniqueId: '100000000000000000001',
       };
     }
-    case 'gcp:cloudrunv2/service:Service': {
-      const service = str('name') ?? `${name}-0123abc`;
-      return { name: service, uri: `https://${service}-abcdefghij-ew.a.run.app` };
-    }
+    case 'gcp:cloudrunv2/service:Service':
+      return { name: named, uri: `https://${named}-abcdefghij-ew.a.run.app` };
     case 'gcp:bigquery/dataset:Dataset':
       return { datasetId: str('datasetId'), project: proj };
     case 'gcp:bigquery/table:Table':
@@ -64,7 +58,9 @@ export function computedOutputs(
     case 'gcp:artifactregistry/repository:Repository':
       return { repositoryId: str('repositoryId'), location: str('location'), project: proj };
     case 'gcp:logging/metric:Metric':
-      return { name: str('name') ?? `${name}-0123abc` };
+    case 'gcp:cloudrunv2/job:Job':
+    case 'gcp:cloudscheduler/job:Job':
+      return { name: named };
     case 'gcp:monitoring/alertPolicy:AlertPolicy':
       return { name: `projects/${proj}/alertPolicies/${name}` };
     case 'gcp:bigquery/dataTransferConfig:DataTransferConfig':
@@ -81,10 +77,6 @@ export function computedOutputs(
     }
     case 'gcp:logging/projectBucketConfig:ProjectBucketConfig':
       return { name: `projects/${proj}/locations/${str('location')}/buckets/${str('bucketId')}` };
-    case 'gcp:cloudrunv2/job:Job':
-      return { name: str('name') ?? `${name}-0123abc` };
-    case 'gcp:cloudscheduler/job:Job':
-      return { name: str('name') ?? `${name}-0123abc` };
     case 'gcp:monitoring/dashboard:Dashboard':
       return { id: `projects/${MOCK_PROJECT_NUMBER}/dashboards/${name}-0123abc` };
     default:

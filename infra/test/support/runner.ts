@@ -16,10 +16,10 @@ import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 
 // The generated gRPC code that ships in @pulumi/pulumi (CommonJS, no types for the _grpc_pb files).
-// biome-ignore lint/suspicious/noExplicitAny: untyped generated module
-const resourceGrpc: any = require('@pulumi/pulumi/proto/resource_grpc_pb.js');
-// biome-ignore lint/suspicious/noExplicitAny: generated message classes
-const resourcePb: any = require('@pulumi/pulumi/proto/resource_pb.js');
+// biome-ignore lint/suspicious/noExplicitAny: the generated modules, their messages and requests carry no types
+type Untyped = any;
+const resourceGrpc: Untyped = require('@pulumi/pulumi/proto/resource_grpc_pb.js');
+const resourcePb: Untyped = require('@pulumi/pulumi/proto/resource_pb.js');
 
 const REPO = path.resolve(__dirname, '../../..');
 const NODE = path.join(REPO, 'node_modules/.bin/node');
@@ -37,7 +37,7 @@ export interface RunnerOutcome {
 /** Runs the program in `programDir` (infra/ by default) the way the engine does, with `config` as PULUMI_CONFIG. */
 export async function runUnderRunner(
   config: Record<string, string>,
-  options: { programDir?: string; env?: Record<string, string> } = {},
+  options: { programDir?: string } = {},
 ): Promise<RunnerOutcome> {
   const programDir = options.programDir ?? path.join(REPO, 'infra');
   let child: ChildProcess | undefined;
@@ -45,12 +45,10 @@ export async function runUnderRunner(
   const server = new grpc.Server();
   const firstRegistration = new Promise<void>((resolve) => {
     server.addService(resourceGrpc.ResourceMonitorService, {
-      // biome-ignore lint/suspicious/noExplicitAny: generated request type
-      supportsFeature(_call: any, callback: grpc.sendUnaryData<unknown>) {
+      supportsFeature(_call: Untyped, callback: grpc.sendUnaryData<unknown>) {
         callback(null, new resourcePb.SupportsFeatureResponse().setHassupport(false));
       },
-      // biome-ignore lint/suspicious/noExplicitAny: generated request type
-      registerResource(call: any, callback: grpc.sendUnaryData<unknown>) {
+      registerResource(call: Untyped, callback: grpc.sendUnaryData<unknown>) {
         const type: string = call.request.getType();
         const name: string = call.request.getName();
         if (type === 'pulumi:pulumi:Stack') {
@@ -65,8 +63,7 @@ export async function runUnderRunner(
         resolve();
       },
       // A StackReference (infra/stack-guards.ts reads the stack's own outputs) is read, not registered.
-      // biome-ignore lint/suspicious/noExplicitAny: generated request type
-      readResource(call: any, callback: grpc.sendUnaryData<unknown>) {
+      readResource(call: Untyped, callback: grpc.sendUnaryData<unknown>) {
         firstResourceType ??= call.request.getType();
         callback({ code: grpc.status.ABORTED, details: STOP });
         resolve();
@@ -102,7 +99,6 @@ export async function runUnderRunner(
             PULUMI_CONFIG: JSON.stringify(config),
             // Set by the Node language host from Pulumi.yaml's `runtime.options.typescript` (default true).
             PULUMI_NODEJS_TYPESCRIPT: 'true',
-            ...options.env,
           },
           stdio: ['ignore', 'pipe', 'pipe'],
         },

@@ -4,6 +4,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { feeding } from './fake-lister';
 
 /** A notification resource in the JSON API's own (snake_case) shape. */
 export interface NotificationResource {
@@ -68,12 +69,8 @@ export async function startFakeStorage(
   };
 }
 
-/** A notification config as `gcloud` or Pulumi would create it for the pipeline. */
-export function pipelineNotification(id: string, topic = 'documents-events-91b2'): NotificationResource {
-  return {
-    id,
-    topic: `//pubsub.googleapis.com/projects/docline-dev/topics/${topic}`,
-    event_types: ['OBJECT_FINALIZE'],
-    payload_format: 'JSON_API_V1',
-  };
+/** {@link feeding}'s notification config in the JSON API's own shape. */
+export function pipelineNotification(id: string, topic?: string): NotificationResource {
+  const n = feeding(id, topic);
+  return { id, topic: n.topic, event_types: [...n.eventTypes], payload_format: n.payloadFormat };
 }
