@@ -221,11 +221,7 @@ describe('general rules for layouts not seen before', () => {
     expect(analysis).toMatchObject({ supplier_name: 'Bei Spiel GmbH', customer_name: 'Theodor Est' });
     // With commas and dashes between its parts too.
     expect(
-      read(
-        ['QualityHosting AG - Uferweg 40-42 - D-63571 Gelnhausen', '', 'iViveLabs Ltd.', 'Hong Kong'].join(
-          '\n',
-        ),
-      ),
+      read(['QualityHosting AG - Uferweg 40-42 - D-63571 Gelnhausen', '', 'iViveLabs Ltd.', 'Hong Kong']),
     ).toMatchObject({ supplier_name: 'QualityHosting AG', customer_name: 'iViveLabs Ltd.' });
   });
 
@@ -248,20 +244,17 @@ describe('general rules for layouts not seen before', () => {
       customer_name: 'Ma jolie boutique',
     });
     expect(
-      read(
-        ['Bei Spiel GmbH - Ecke 12 - 12345 Stadthausen', '', 'Delivery Address:', 'Me gusta olive'].join(
-          '\n',
-        ),
-      ).customer_name,
+      read(['Bei Spiel GmbH - Ecke 12 - 12345 Stadthausen', '', 'Delivery Address:', 'Me gusta olive'])
+        .customer_name,
     ).toBe('Me gusta olive');
   });
 
   it('prefers the currency a label names over the symbols of the amounts', () => {
-    const analysis = read(
-      ['Rechnungswährung\t: GBP', 'Währung der Umsatzsteuerbuchung : EUR', 'Gesamtbetrag\t100,00 EUR'].join(
-        '\n',
-      ),
-    );
+    const analysis = read([
+      'Rechnungswährung\t: GBP',
+      'Währung der Umsatzsteuerbuchung : EUR',
+      'Gesamtbetrag\t100,00 EUR',
+    ]);
     expect(analysis.currency).toBe('GBP');
     // A word after "currency" is no code.
     expect(read('Currency conversion applied\nTotal\t€ 12.00').currency).toBe('EUR');
@@ -356,11 +349,11 @@ describe('general rules for layouts not seen before', () => {
   });
 
   it('takes no phone or account number for an amount, and no registration number for a tax', () => {
-    const analysis = read(
-      ['Service tax #: AAACW8725FSD001\tPhone: 8756390642', 'Grand Total\t319.00', 'Rs -40.00 discount'].join(
-        '\n',
-      ),
-    );
+    const analysis = read([
+      'Service tax #: AAACW8725FSD001\tPhone: 8756390642',
+      'Grand Total\t319.00',
+      'Rs -40.00 discount',
+    ]);
     expect(analysis).toMatchObject({
       total_amount: 319,
       tax_amount: null,

@@ -58,11 +58,7 @@ const all = [
 ];
 const valid = all.filter((f) => !isListedInvalid(f));
 const modelOf = (f: Fixture) =>
-  f.folder === 'cii'
-    ? E_INVOICE_MODELS.cii
-    : f.folder === 'ubl'
-      ? E_INVOICE_MODELS.ubl
-      : E_INVOICE_MODELS.facturX;
+  f.folder === 'cii' || f.folder === 'ubl' ? E_INVOICE_MODELS[f.folder] : E_INVOICE_MODELS.facturX;
 
 describe('the shared EN 16931 fixtures', () => {
   it(`are found beside the repository (${E_INVOICE_FIXTURES})`, () => {
@@ -96,19 +92,9 @@ describe('handle, on every valid e-invoice fixture', () => {
         output_tokens: 0,
         total_tokens: 0,
       });
+      // Every field the oracle reads (all of StatedFields), compared as the row holds it.
       const analysis = row!.analysis as Record<string, unknown>;
-      expect({
-        invoice_number: analysis.invoice_number,
-        issue_date: analysis.issue_date,
-        due_date: analysis.due_date,
-        currency: analysis.currency,
-        supplier_name: analysis.supplier_name,
-        supplier_vat_id: analysis.supplier_vat_id,
-        net_amount: analysis.net_amount,
-        tax_amount: analysis.tax_amount,
-        total_amount: analysis.total_amount,
-        document_type: analysis.document_type,
-      }).toEqual(stated);
+      expect(Object.fromEntries(Object.keys(stated).map((k) => [k, analysis[k]]))).toEqual(stated);
     },
   );
 
