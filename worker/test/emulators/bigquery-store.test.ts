@@ -379,14 +379,21 @@ const SORT_KEY: Record<ViewName, string> = {
 const sorted = (view: ViewName, rows: Array<Record<string, unknown>>) =>
   [...rows].sort((a, b) => String(a[SORT_KEY[view]]).localeCompare(String(b[SORT_KEY[view]])));
 
-/** A rows table holding `rows`, its corrections table holding `corrections`, and every view over both. */
-/** A view's rows in SQLite, as plain rows. */
-const sqliteView = (db: DatabaseSync, view: ViewName) =>
-  db
-    .prepare(`SELECT * FROM ${view}`)
-    .all()
-    .map((r) => plainRow({ ...r }));
+/** A view's rows in BigQuery (as createViews named it beside `table`), in a stable order. */
+const bigQueryView = async (table: string, view: ViewName) =>
+  sorted(view, await query(`SELECT * FROM \`${table}_${view}\``));
 
+/** A view's rows in SQLite, as plain rows, in the same order. */
+const sqliteView = (db: DatabaseSync, view: ViewName) =>
+  sorted(
+    view,
+    db
+      .prepare(`SELECT * FROM ${view}`)
+      .all()
+      .map((r) => plainRow({ ...r })),
+  );
+
+/** A rows table holding `rows`, its corrections table holding `corrections`, and every view over both. */
 async function createViews(rows: Row[], corrections: readonly Correction[]): Promise<string> {
   const table = await createRowsTable();
   await insertRows(table, rows);
@@ -409,19 +416,12 @@ describe('the views: GoogleSQL on bigquery-emulator and SQLite give the same ans
   });
   afterAll(() => sqlite?.close());
 
-  const fromBigQuery = (view: ViewName) => query(`SELECT * FROM \`${table}_${view}\``);
-  const fromSqlite = (view: ViewName) =>
-    sqlite
-      .prepare(`SELECT * FROM ${view}`)
-      .all()
-      .map((r) => plainRow({ ...r }));
-
   // duplicate_invoices has its own rows (below): VIEW_FIXTURE holds no invoice fields.
   it.each(VIEW_NAMES.filter((v) => v !== 'duplicate_invoices'))(
     '%s: same rows, same columns, same values',
     async (view) => {
-      const google = sorted(view, await fromBigQuery(view));
-      const local = sorted(view, fromSqlite(view));
+      const google = await bigQueryView(table, view);
+      const local = sqliteView(sqlite, view);
       expect(google.length).toBeGreaterThan(0);
       expect(google).toEqual(local);
       expect(Object.keys(google[0]!)).toEqual(Object.keys(local[0]!));
@@ -429,7 +429,7 @@ describe('the views: GoogleSQL on bigquery-emulator and SQLite give the same ans
   );
 
   it('documents keeps the first row per key by processed_at, ties to the smaller message_id', async () => {
-    const documents = sorted('documents', await fromBigQuery('documents'));
+    const documents = await bigQueryView(table, 'documents');
     expect(documents.map((d) => [d.dedup_key, d.message_id])).toEqual([
       ['gs://b/a.pdf#1', 'm1'],
       ['gs://b/big.pdf#3', 'm7'],
@@ -448,7 +448,7 @@ describe('the views: GoogleSQL on bigquery-emulator and SQLite give the same ans
   });
 
   it('duplicate_objects lists objects with more than one ok row, in first-row order', async () => {
-    const rows = sorted('duplicate_objects', await fromBigQuery('duplicate_objects'));
+    const rows = await bigQueryView(table, 'duplicate_objects');
     expect(rows.map((r) => [r.object_uri, r.ok_rows, r.message_ids])).toEqual([
       ['gs://b/a.pdf#1', 2, 'm1,m2'],
       ['gs://b/tie.pdf#1', 2, 'm3,m4'],
@@ -457,7 +457,7 @@ describe('the views: GoogleSQL on bigquery-emulator and SQLite give the same ans
   });
 
   it('delivery_stats counts per day, duplicates beyond the first row per key included', async () => {
-    const rows = sorted('delivery_stats', await fromBigQuery('delivery_stats'));
+    const rows = await bigQueryView(table, 'delivery_stats');
     expect(rows).toEqual([
       {
         day: '2026-11-30',
@@ -481,19 +481,20 @@ describe('the views: GoogleSQL on bigquery-emulator and SQLite give the same ans
   });
 });
 
+/** One view's rows on bigquery-emulator and in SQLite, each over `rows` and `corrections`. */
+async function bothDialects(view: ViewName, rows: Row[], corrections: readonly Correction[]) {
+  const table = await createViews(rows, corrections);
+  const sqlite = rowsDatabase(rows, corrections);
+  try {
+    return { google: await bigQueryView(table, view), local: sqliteView(sqlite, view) };
+  } finally {
+    sqlite.close();
+  }
+}
+
 describe('documents with corrections: GoogleSQL on bigquery-emulator and SQLite apply the same latest correction of each field', () => {
-  let table: string;
-  let sqlite: DatabaseSync;
-
-  beforeAll(async () => {
-    table = await createViews(VIEW_FIXTURE, CORRECTION_FIXTURE);
-    sqlite = rowsDatabase(VIEW_FIXTURE, CORRECTION_FIXTURE);
-  });
-  afterAll(() => sqlite?.close());
-
   it('same rows, same corrected analyses, the analysed ones kept readable', async () => {
-    const google = sorted('documents', await query(`SELECT * FROM \`${table}_documents\``));
-    const local = sorted('documents', sqliteView(sqlite, 'documents'));
+    const { google, local } = await bothDialects('documents', VIEW_FIXTURE, CORRECTION_FIXTURE);
     expect(google).toEqual(local);
     const corrected = google.find((d) => d.dedup_key === 'gs://b/a.pdf#1')!;
     // The later of two corrections of total_amount wins; a correction to null is a null.
@@ -508,20 +509,8 @@ describe('documents with corrections: GoogleSQL on bigquery-emulator and SQLite 
 });
 
 describe('duplicate_invoices: GoogleSQL on bigquery-emulator and SQLite give the same answers on the same rows', () => {
-  const views = async (corrections: readonly Correction[]) => {
-    const table = await createViews(INVOICE_FIXTURE, corrections);
-    const sqlite = rowsDatabase(INVOICE_FIXTURE, corrections);
-    try {
-      const google = sorted(
-        'duplicate_invoices',
-        await query(`SELECT * FROM \`${table}_duplicate_invoices\``),
-      );
-      const local = sorted('duplicate_invoices', sqliteView(sqlite, 'duplicate_invoices'));
-      return { google, local };
-    } finally {
-      sqlite.close();
-    }
-  };
+  const views = (corrections: readonly Correction[]) =>
+    bothDialects('duplicate_invoices', INVOICE_FIXTURE, corrections);
 
   it('lists the same objects, with the same keys, totals and times', async () => {
     const { google, local } = await views([]);
