@@ -277,8 +277,7 @@ describe('the row', () => {
     });
     const bytes = readFileSync(fixture('cii', 'EN16931_ElektronischeAdresse.cii.xml').path);
     const body = pushBody('1', { size: bytes.length, name: 'e.xml', contentType: 'application/xml' });
-    const attrs = (body.message as { attributes: Record<string, string> }).attributes;
-    built.reader.put(attrs.bucketId!, attrs.objectId!, attrs.objectGeneration!, bytes);
+    built.reader.putAnnounced(body, bytes);
     const outcome = await handle(parsePush(body), built.deps);
     const row = built.store.rowsFor(outcome.dedupKey)[0]!;
     expect(row).toMatchObject({ status: 'ok', model: 'e-invoice:cii', total_tokens: 0 });
