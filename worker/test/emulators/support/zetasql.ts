@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { freePort } from '../../../../local/lib/emulator';
 import { type GroupProcess, startGroupProcess } from '../../../../local/lib/lifecycle';
@@ -15,7 +15,7 @@ import { type GroupProcess, startGroupProcess } from '../../../../local/lib/life
  * (GoogleSQL) would refuse them. It does not know BigQuery's quotas or DML limits.
  */
 
-/** Where the install script puts the package (and its `.version` stamp). */
+/** Where the install script puts the package. */
 export const ZETASQL_DIR = path.resolve(__dirname, '../../../../.tools/zetasql');
 const PACKAGE_DIR = path.join(ZETASQL_DIR, 'node_modules/@fivetrandevelopers/zetasql');
 const SERVER_BINARY = path.join(PACKAGE_DIR, 'lib/zetasql/remote_server.so');
@@ -54,7 +54,6 @@ export class ZetaSqlAnalysisError extends Error {
 }
 
 export interface ZetaSqlServer {
-  readonly version: string;
   /** Registers a catalog of these tables (with every built-in function) and returns its id. */
   registerCatalog(tables: readonly CatalogTable[]): Promise<string>;
   /**
@@ -67,15 +66,6 @@ export interface ZetaSqlServer {
     parameters: Readonly<Record<string, SqlType>>,
   ): Promise<AnalyzedStatement>;
   stop(): Promise<void>;
-}
-
-/** The version the install script stamped (`1.13.0`), or `unknown`. */
-export function zetaSqlVersion(): string {
-  try {
-    return readFileSync(path.join(ZETASQL_DIR, '.version'), 'utf8').trim();
-  } catch {
-    return 'unknown';
-  }
 }
 
 /** Starts the ZetaSQL server on a free loopback port; resolves once it answers. */
@@ -108,7 +98,6 @@ export async function startZetaSql(): Promise<ZetaSqlServer> {
   try {
     const languageOptions = (await new zetasql.LanguageOptions().enableMaximumLanguageFeatures()).serialize();
     return {
-      version: zetaSqlVersion(),
       async registerCatalog(tables) {
         const response = await client.registerCatalog({
           simpleCatalog: {
