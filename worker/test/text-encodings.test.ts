@@ -3,11 +3,9 @@ import { join } from 'node:path';
 import { OfflineAnalyzer } from '../src/adapters/analyzers/offline-analyzer';
 import type { Analysis } from '../src/contract/analysis';
 import { checkContent, declaredCharset, decodeText } from '../src/core/document-checks';
-import { parsePush } from '../src/core/event';
-import { analyzedContentType, handle } from '../src/core/handle';
+import { analyzedContentType } from '../src/core/handle';
 import type { AnalyzerInput } from '../src/core/ports';
-import { pushBody } from './support/builders';
-import { handlerDeps } from './support/handler';
+import { deliverer, handlerDeps } from './support/handler';
 
 const SAMPLES = join(__dirname, '..', '..', 'samples');
 const expected = JSON.parse(readFileSync(join(SAMPLES, 'expected.json'), 'utf8')) as Record<string, Analysis>;
@@ -109,12 +107,9 @@ describe('a text/plain upload through the handler', () => {
         return offline.analyze(input);
       },
     };
-    const { store, reader, deps } = handlerDeps({ analyzer });
-    deps.limits = { ...deps.limits, maxObjectBytes: 100_000 };
-    const body = pushBody('1', { contentType, size: bytes.length });
-    reader.putAnnounced(body, bytes);
-    const outcome = await handle(parsePush(body), deps);
-    const [row] = store.rowsFor(outcome.dedupKey);
+    const built = handlerDeps({ analyzer });
+    built.deps.limits = { ...built.deps.limits, maxObjectBytes: 100_000 };
+    const { row } = await deliverer(built)(bytes, { contentType });
     return { status: row?.status, analysis: row?.analysis as Analysis, given };
   }
 

@@ -3,11 +3,9 @@ import { attachedXml } from '../../../sim/samples';
 import { E_INVOICE_MODELS, En16931Reader } from '../../src/adapters/e-invoice/en16931-reader';
 import { MemoryMemoStore } from '../../src/adapters/memo-stores/memory-memo-store';
 import { DEFAULT_CONTENT_TYPES } from '../../src/contract/settings';
-import { parsePush } from '../../src/core/event';
-import { type HandlerDeps, handle } from '../../src/core/handle';
+import type { HandlerDeps } from '../../src/core/handle';
 import { AnalysisMemo } from '../../src/core/memo';
 import type { Admission } from '../../src/core/ports';
-import { pushBody } from '../support/builders';
 import {
   E_INVOICE_FIXTURES,
   type Fixture,
@@ -15,7 +13,7 @@ import {
   isListedInvalid,
   statedFields,
 } from '../support/e-invoices';
-import { handlerDeps } from '../support/handler';
+import { deliverer, handlerDeps } from '../support/handler';
 
 /** Admission that counts who asks to enter: a structured document must never ask. */
 class CountingAdmission implements Admission {
@@ -36,17 +34,12 @@ function setup(overrides: Partial<HandlerDeps> = {}) {
     memo: new AnalysisMemo(memoStore, { ttlMs: 86_400_000, leaseMs: 0 }),
     ...overrides,
   });
-  let next = 0;
-  const deliver = async (fixture: Fixture) => {
-    next += 1;
-    const bytes = readFileSync(fixture.path);
-    const spec = { name: `inbox/${fixture.file}`, contentType: fixture.contentType, size: bytes.length };
-    const body = pushBody(String(next), spec);
-    built.reader.putAnnounced(body, bytes);
-    const outcome = await handle(parsePush(body), built.deps);
-    const [row] = built.store.rowsFor(outcome.dedupKey);
-    return { outcome, row };
-  };
+  const deliverBytes = deliverer(built);
+  const deliver = (fixture: Fixture) =>
+    deliverBytes(readFileSync(fixture.path), {
+      name: `inbox/${fixture.file}`,
+      contentType: fixture.contentType,
+    });
   return { ...built, admission, memoStore, deliver };
 }
 

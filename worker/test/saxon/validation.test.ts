@@ -19,14 +19,11 @@ import { parseXml } from '../../src/adapters/e-invoice/xml';
 import { PdfJsParser } from '../../src/adapters/pdf/pdfjs-parser';
 import { DEFAULT_CONTENT_TYPES } from '../../src/contract/settings';
 import { RejectionError } from '../../src/core/errors';
-import { parsePush } from '../../src/core/event';
-import { handle } from '../../src/core/handle';
 import type { EInvoiceReading } from '../../src/core/ports';
 import { validationReasons } from '../../src/core/review';
-import { pushBody } from '../support/builders';
 import { deflated, pdfWith, ublInvoice } from '../support/e-invoice-builders';
 import { type Fixture, fixtures } from '../support/e-invoices';
-import { handlerDeps } from '../support/handler';
+import { deliverer, handlerDeps } from '../support/handler';
 
 /**
  * E-invoices validated on receipt by the real thing: Saxon-HE running the official artefacts
@@ -276,10 +273,7 @@ describe('the row', () => {
       eInvoices: reader,
     });
     const bytes = readFileSync(fixture('cii', 'EN16931_ElektronischeAdresse.cii.xml').path);
-    const body = pushBody('1', { size: bytes.length, name: 'e.xml', contentType: 'application/xml' });
-    built.reader.putAnnounced(body, bytes);
-    const outcome = await handle(parsePush(body), built.deps);
-    const row = built.store.rowsFor(outcome.dedupKey)[0]!;
+    const row = (await deliverer(built)(bytes, { name: 'e.xml', contentType: 'application/xml' })).row!;
     expect(row).toMatchObject({ status: 'ok', model: 'e-invoice:cii', total_tokens: 0 });
     expect(row.e_invoice_validation).toMatchObject({ verdict: 'invalid', failed: ['BR-CL-25'] });
   });
