@@ -36,11 +36,12 @@ async function refusal(xml: string | Buffer): Promise<string> {
   }
 }
 
+/** What the reader makes of the PDF `bytes`. */
+const readPdf = (bytes: Buffer, name = 'hybrid.pdf'): Promise<EInvoiceReading> =>
+  reader.read({ bytes, contentType: 'application/pdf', name });
+
 /** What the reader makes of a PDF carrying `xml` as its factur-x.xml. */
-async function inPdf(xml: string | Buffer): Promise<EInvoiceReading> {
-  const pdf = await pdfWith('FACTURE F-2026-0042', deflated(xml));
-  return reader.read({ bytes: pdf, contentType: 'application/pdf', name: 'hybrid.pdf' });
-}
+const inPdf = async (xml: string | Buffer) => readPdf(await pdfWith('FACTURE F-2026-0042', deflated(xml)));
 
 describe('hostile XML', () => {
   let dir: string;
@@ -147,67 +148,48 @@ describe('hostile XML', () => {
     expect(await refusal(ublInvoice({ omitTotal: true }))).toMatch(/BT-112 \(total_amount\) is missing/);
   });
 
+  const DTD = /declares a DTD/;
   it.each([
-    ['an external file entity', xxeFile],
-    ['an external URL entity', xxeUrl],
-    ['billion laughs', billionLaughs],
-  ])('falls back to the picture when a PDF carries %s', async (_, build) => {
-    expect(await inPdf(build())).toMatchObject({
-      kind: 'fallback',
-      reason: 'e_invoice_unreadable',
-      detail: expect.stringMatching(/declares a DTD/),
-    });
+    ['carries an external file entity', 'e_invoice_unreadable', DTD, () => inPdf(xxeFile())],
+    ['carries an external URL entity', 'e_invoice_unreadable', DTD, () => inPdf(xxeUrl())],
+    ['carries billion laughs', 'e_invoice_unreadable', DTD, () => inPdf(billionLaughs())],
+    [
+      'carries a compressed bomb, whose inflating stops at the XML cap',
+      'e_invoice_unreadable',
+      /over the XML cap of 5242880 bytes once inflated/,
+      () => inPdf(Buffer.alloc(XML_LIMITS.maxBytes * 4, 0x20)),
+    ],
+    [
+      'stores its attachment with a filter the reader does not decode',
+      'e_invoice_unreadable',
+      /LZWDecode/,
+      async () => readPdf(await pdfWith('FACTURE', { stored: Buffer.from('x'), filter: 'LZWDecode' })),
+    ],
+    ['lacks a required term', 'e_invoice_incomplete', /BT-112/, () => inPdf(ublInvoice({ omitTotal: true }))],
+  ] as const)('falls back to the picture when a PDF %s (%s)', async (_, reason, detail, read) => {
+    expect(await read()).toMatchObject({ kind: 'fallback', reason, detail: expect.stringMatching(detail) });
     expect(requests).toEqual([]);
-  });
-
-  it('stops inflating a compressed bomb at the XML cap and falls back', async () => {
-    const bomb = Buffer.alloc(XML_LIMITS.maxBytes * 4, 0x20);
-    const reading = await inPdf(bomb);
-    expect(reading).toMatchObject({
-      kind: 'fallback',
-      reason: 'e_invoice_unreadable',
-      detail: expect.stringMatching(/over the XML cap of 5242880 bytes once inflated/),
-    });
-  });
-
-  it('falls back on an attachment stored with a filter it does not decode', async () => {
-    const pdf = await pdfWith('FACTURE', { stored: Buffer.from('x'), filter: 'LZWDecode' });
-    const reading = await reader.read({ bytes: pdf, contentType: 'application/pdf', name: 'lzw.pdf' });
-    expect(reading).toMatchObject({
-      kind: 'fallback',
-      reason: 'e_invoice_unreadable',
-      detail: expect.stringMatching(/LZWDecode/),
-    });
-  });
-
-  it('falls back as incomplete when the XML lacks a required term', async () => {
-    expect(await inPdf(ublInvoice({ omitTotal: true }))).toMatchObject({
-      kind: 'fallback',
-      reason: 'e_invoice_incomplete',
-      detail: expect.stringMatching(/BT-112/),
-    });
   });
 });
 
 describe('PDFs without a usable e-invoice attachment', () => {
-  it('finds none in an ordinary PDF', async () => {
-    const pdf = await pdfWith('FACTURE F-2026-0042');
-    expect(await reader.read({ bytes: pdf, contentType: 'application/pdf', name: 'plain.pdf' })).toEqual({
-      kind: 'none',
-    });
-  });
-
-  it('ignores an attachment that is not named as an e-invoice', async () => {
-    const pdf = await pdfWith('FACTURE', { ...deflated(ublInvoice()), filename: 'terms.xml' });
-    expect(await reader.read({ bytes: pdf, contentType: 'application/pdf', name: 'terms.pdf' })).toEqual({
-      kind: 'none',
-    });
+  it.each([
+    ['finds none in an ordinary PDF', () => pdfWith('FACTURE F-2026-0042')],
+    [
+      'ignores an attachment that is not named as an e-invoice',
+      () => pdfWith('FACTURE', { ...deflated(ublInvoice()), filename: 'terms.xml' }),
+    ],
+    [
+      'leaves bytes that pdf.js cannot parse to the analyzer',
+      async () => Buffer.from('%PDF-1.7\n this is not a PDF body'),
+    ],
+  ])('%s', async (_, build) => {
+    expect(await readPdf(await build())).toEqual({ kind: 'none' });
   });
 
   it('reads a ZUGFeRD or XRechnung attachment as it reads factur-x.xml', async () => {
     for (const filename of ['ZUGFeRD-invoice.xml', 'xrechnung.xml']) {
-      const pdf = await pdfWith('RECHNUNG', { ...deflated(ublInvoice()), filename });
-      const reading = await reader.read({ bytes: pdf, contentType: 'application/pdf', name: filename });
+      const reading = await readPdf(await pdfWith('RECHNUNG', { ...deflated(ublInvoice()), filename }));
       expect(reading).toMatchObject({ kind: 'read', result: { model: 'e-invoice:factur-x' } });
     }
   });
@@ -225,12 +207,5 @@ describe('PDFs without a usable e-invoice attachment', () => {
     );
     expect(unmarked.includes('EmbeddedFile')).toBe(false);
     expect(mayCarryAttachment(unmarked)).toBe(true);
-  });
-
-  it('leaves bytes that pdf.js cannot parse to the analyzer', async () => {
-    const junk = Buffer.from('%PDF-1.7\n this is not a PDF body');
-    expect(await reader.read({ bytes: junk, contentType: 'application/pdf', name: 'junk.pdf' })).toEqual({
-      kind: 'none',
-    });
   });
 });
