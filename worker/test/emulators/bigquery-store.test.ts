@@ -1,5 +1,5 @@
 import type { DatabaseSync } from 'node:sqlite';
-import type { BigQuery } from '@google-cloud/bigquery';
+import type { BigQuery, TableMetadata } from '@google-cloud/bigquery';
 import { staticTokenAuth } from '../../../sim/bigquery-rest';
 import { BigQueryStore, createBigQueryClient, migrationSql } from '../../src/adapters/stores/bigquery-store';
 import { GroupCommitStore } from '../../src/adapters/stores/group-commit-store';
@@ -88,34 +88,34 @@ afterAll(async () => {
   await emulator?.stop();
 });
 
-/** Creates a fresh table from the row definition, as the Pulumi warehouse component declares it. */
-async function createRowsTable(): Promise<string> {
+/** Creates a table of its own, `<prefix>_<n>`, with `metadata`; returns its `project.dataset.table`. */
+async function createTable(prefix: string, metadata: TableMetadata): Promise<string> {
   tables += 1;
-  const name = `rows_${tables}`;
-  await bigquery.dataset(DATASET).createTable(name, {
+  const name = `${prefix}_${tables}`;
+  await bigquery.dataset(DATASET).createTable(name, metadata);
+  return `${PROJECT}.${DATASET}.${name}`;
+}
+
+/** Creates a fresh table from the row definition, as the Pulumi warehouse component declares it. */
+const createRowsTable = () =>
+  createTable('rows', {
     schema: { fields: bigQuerySchema() },
     timePartitioning: { type: 'DAY', field: PARTITION_COLUMN },
     clustering: { fields: [...CLUSTER_COLUMNS] },
   });
-  return `${PROJECT}.${DATASET}.${name}`;
-}
 
 /**
  * Creates the corrections table beside `table` (`<table>_corrections`, so that each test has its
  * own), as the warehouse component declares it, and writes `corrections` with insertAll.
  */
 async function createCorrectionsTable(table: string, corrections: readonly Correction[]): Promise<string> {
-  const name = `${table.split('.')[2]}_corrections`;
-  await bigquery.dataset(DATASET).createTable(name, {
+  const id = `${table}_corrections`;
+  await bigquery.dataset(DATASET).createTable(id.split('.')[2]!, {
     schema: { fields: bigQueryCorrectionsSchema() },
     timePartitioning: { type: 'DAY', field: PARTITION_COLUMN },
   });
-  if (corrections.length > 0)
-    await bigquery
-      .dataset(DATASET)
-      .table(name)
-      .insert([...corrections]);
-  return `${PROJECT}.${DATASET}.${name}`;
+  if (corrections.length > 0) await tableOf(id).insert([...corrections]);
+  return id;
 }
 
 const tableOf = (id: string) => bigquery.dataset(DATASET).table(id.split('.')[2]!);
@@ -253,18 +253,12 @@ describe('BigQueryStore on bigquery-emulator', () => {
 
   describe('migrating a table of the earlier layout (partitioned by processed_at)', () => {
     /** A table as deployments before the key-day layout have it: the columns, by commit time. */
-    async function createLegacyTable(): Promise<string> {
-      tables += 1;
-      const name = `legacy_${tables}`;
-      await bigquery.dataset(DATASET).createTable(name, {
-        schema: {
-          fields: bigQuerySchema().filter((f) => COLUMNS.some((c) => c.name === f.name)),
-        },
+    const createLegacyTable = () =>
+      createTable('legacy', {
+        schema: { fields: bigQuerySchema().filter((f) => COLUMNS.some((c) => c.name === f.name)) },
         timePartitioning: { type: 'DAY', field: LEGACY_PARTITION_COLUMN },
         clustering: { fields: [...CLUSTER_COLUMNS] },
       });
-      return `${PROJECT}.${DATASET}.${name}`;
-    }
 
     const rowsOf = async (t: string) =>
       query(`SELECT dedup_key, message_id, ${PARTITION_COLUMN} FROM \`${t}\` ORDER BY dedup_key, message_id`);
@@ -325,12 +319,9 @@ describe('BigQueryStore on bigquery-emulator', () => {
   describe('tripwires for the gaps that keep the MERGE off this emulator', () => {
     let keys: string;
     beforeEach(async () => {
-      tables += 1;
-      const name = `keys_${tables}`;
-      await bigquery.dataset(DATASET).createTable(name, {
+      keys = await createTable('keys', {
         schema: { fields: [{ name: 'k', type: 'STRING', mode: 'REQUIRED' }] },
       });
-      keys = `${PROJECT}.${DATASET}.${name}`;
     });
 
     it('gap 1: refuses the MERGE (its ARRAY<STRUCT> of rows arrives as a STRING) and writes nothing', async () => {
