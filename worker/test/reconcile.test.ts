@@ -9,6 +9,7 @@ import {
   estimateCost,
   findMissing,
   type LineIndex,
+  type ObjectLister,
   PUBLISH_BATCH,
   parseDuration,
   RECONCILE_EXIT,
@@ -40,12 +41,13 @@ async function run(
   objects: ReturnType<typeof object>[],
   rows: Array<{ uri: string; processedAt: Date }>,
   over: Partial<RunOptions> = {},
+  lister: ObjectLister = new MemoryLister(objects),
 ) {
   const lines: string[] = [];
   const publisher = new RecordingPublisher();
   const index = new MemoryIndex(rows);
   const result = await runReconcile(options(over), {
-    lister: new MemoryLister(objects),
+    lister,
     index,
     publisher,
     clock,
@@ -118,21 +120,16 @@ describe('runReconcile', () => {
   });
 
   it('exits 2 with one line when the listing fails', async () => {
-    const lines: string[] = [];
-    const result = await runReconcile(options(), {
-      lister: {
-        bucket: 'acme',
-        // biome-ignore lint/correctness/useYield: a listing that fails before its first page
-        async *pages() {
-          throw new Error(
-            '403 Forbidden: reconcile@p.iam.gserviceaccount.com has no storage.objects.list\nmore',
-          );
-        },
+    const failing: ObjectLister = {
+      bucket: 'acme',
+      // biome-ignore lint/correctness/useYield: a listing that fails before its first page
+      async *pages() {
+        throw new Error(
+          '403 Forbidden: reconcile@p.iam.gserviceaccount.com has no storage.objects.list\nmore',
+        );
       },
-      index: new MemoryIndex([]),
-      clock,
-      print: (line) => lines.push(line),
-    });
+    };
+    const { result, lines } = await run([], [], {}, failing);
     expect(result.code).toBe(RECONCILE_EXIT.error);
     expect(lines).toEqual([
       'ERROR: cannot list gs://acme/: 403 Forbidden: reconcile@p.iam.gserviceaccount.com has no storage.objects.list',
@@ -329,9 +326,8 @@ describe('the comparison query and the byte cap', () => {
   it('says how many statements a split comparison ran, in the summary and in --json', async () => {
     const perDay = 1_000;
     const week = Array.from({ length: 7 }, (_, d) => object(`2026/11/${d}.pdf`, d * 24 * 60 + 90));
-    const summary = await capped(week, new DryRunIndex(perDay), 2 * perDay);
     const lines: string[] = [];
-    await capped(week, new DryRunIndex(perDay), 2 * perDay, (line) => lines.push(line));
+    const summary = await capped(week, new DryRunIndex(perDay), 2 * perDay, (line) => lines.push(line));
     const n = summary.report!.comparisonQueries!;
     expect(n).toBeGreaterThan(1);
     expect(lines[1]).toBe(
