@@ -4,7 +4,7 @@ import { En16931Reader } from '../src/adapters/e-invoice/en16931-reader';
 import { PdfJsParser } from '../src/adapters/pdf/pdfjs-parser';
 import { DEFAULT_CONTENT_TYPES } from '../src/contract/settings';
 import { deflated, pdfWith, ublInvoice } from './support/e-invoice-builders';
-import { fixtures } from './support/e-invoices';
+import { fixture } from './support/e-invoices';
 import { deliverer, handlerDeps } from './support/handler';
 
 /**
@@ -24,7 +24,7 @@ function setup(options: { shared: boolean }) {
   return { pdf, deliver: deliverer(built), reader: built.reader, analyzerLoads: () => own.loads };
 }
 
-const FACTUR_X = fixtures('factur-x-fr').find((f) => f.file === 'Facture_FR_BASICWL.pdf')!;
+const FACTUR_X = fixture('factur-x-fr', 'Facture_FR_BASICWL.pdf');
 const asPdf = { contentType: 'application/pdf' };
 
 describe('each PDF is parsed once per delivery', () => {

@@ -9,6 +9,7 @@ import type { Admission } from '../../src/core/ports';
 import {
   E_INVOICE_FIXTURES,
   type Fixture,
+  fixture,
   fixtures,
   isListedInvalid,
   statedFields,
@@ -101,9 +102,7 @@ describe('handle, on every valid e-invoice fixture', () => {
 describe('handle, on known values (the oracle checked by hand)', () => {
   it('reads the FNFE credit note as a credit note with positive amounts, as printed', async () => {
     const { deliver } = setup();
-    const { row } = await deliver(
-      fixtures('factur-x-fr').find((f) => f.file === 'Avoir_FR_type381_BASIC.pdf')!,
-    );
+    const { row } = await deliver(fixture('factur-x-fr', 'Avoir_FR_type381_BASIC.pdf'));
     expect(row!.analysis).toMatchObject({
       document_type: 'credit_note',
       language: 'fr',
@@ -133,7 +132,7 @@ describe('handle, on known values (the oracle checked by hand)', () => {
 
   it('reads a UBL CreditNote with a byte order mark', async () => {
     const { deliver } = setup();
-    const { row } = await deliver(fixtures('ubl').find((f) => f.file === 'ubl-tc434-creditnote1.xml')!);
+    const { row } = await deliver(fixture('ubl', 'ubl-tc434-creditnote1.xml'));
     expect(row).toMatchObject({ model: 'e-invoice:ubl' });
     expect(row!.analysis).toMatchObject({
       document_type: 'credit_note',
@@ -143,9 +142,7 @@ describe('handle, on known values (the oracle checked by hand)', () => {
 
   it('keeps a corrected invoice’s negative amounts as the XML states them (BT-3 384)', async () => {
     const { deliver } = setup();
-    const { row } = await deliver(
-      fixtures('cii').find((f) => f.file === 'EN16931_Rechnungskorrektur.cii.xml')!,
-    );
+    const { row } = await deliver(fixture('cii', 'EN16931_Rechnungskorrektur.cii.xml'));
     expect(row!.analysis).toMatchObject({ document_type: 'invoice', net_amount: -7.67, total_amount: -8.79 });
   });
 });

@@ -7,7 +7,7 @@ import { contentMatches } from '../../src/core/document-checks';
 import type { HandlerDeps } from '../../src/core/handle';
 import { AnalysisMemo } from '../../src/core/memo';
 import { deflated, pdfWith, ublInvoice } from '../support/e-invoice-builders';
-import { fixtures } from '../support/e-invoices';
+import { fixture } from '../support/e-invoices';
 import { deliverer, failWrites, handlerDeps } from '../support/handler';
 
 /** handle() with the e-invoice reader: what reaches the row, the analyzer and the admission line. */
@@ -29,7 +29,7 @@ async function until(condition: () => boolean): Promise<void> {
   }
 }
 
-const FACTUR_X = fixtures('factur-x-fr').find((f) => f.file === 'Facture_FR_BASICWL.pdf')!;
+const FACTUR_X = fixture('factur-x-fr', 'Facture_FR_BASICWL.pdf');
 
 describe('handle, with e-invoices', () => {
   it('reads a Factur-X PDF while the admission line is full, without entering it', async () => {

@@ -22,7 +22,7 @@ import { RejectionError } from '../../src/core/errors';
 import type { EInvoiceReading } from '../../src/core/ports';
 import { validationReasons } from '../../src/core/review';
 import { deflated, pdfWith, ublInvoice } from '../support/e-invoice-builders';
-import { type Fixture, fixtures } from '../support/e-invoices';
+import { type Fixture, fixture, fixtures, validated } from '../support/e-invoices';
 import { deliverer, handlerDeps } from '../support/handler';
 
 /**
@@ -41,22 +41,10 @@ const reader = new En16931Reader(pdf, validator);
 
 afterAll(() => runner.close());
 
-const contentType = (file: string) => (file.endsWith('.pdf') ? 'application/pdf' : 'application/xml');
 const validationOf = (reading: EInvoiceReading) =>
   (reading as { validation?: EInvoiceValidation }).validation;
 
-async function validate(f: Fixture): Promise<{ reading: EInvoiceReading; v: EInvoiceValidation }> {
-  const reading = await reader.read({
-    bytes: readFileSync(f.path),
-    contentType: contentType(f.file),
-    name: f.file,
-  });
-  const v = validationOf(reading);
-  if (!v) throw new Error(`${f.file}: no validation recorded`);
-  return { reading, v };
-}
-
-const fixture = (folder: Fixture['folder'], file: string) => fixtures(folder).find((f) => f.file === file)!;
+const validate = (f: Fixture) => validated(reader, f);
 const failedOf = (v: EInvoiceValidation) => Object.fromEntries(v.rulesets.map((r) => [r.artefact, r.failed]));
 
 describe('the installed artefacts', () => {
