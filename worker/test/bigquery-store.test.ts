@@ -619,16 +619,11 @@ describe('BigQueryStore', () => {
   });
 
   describe('configuration', () => {
-    it('refuses a table that is not project.dataset.table', async () => {
-      await expect(storeOn(fake, { table: 'rows`; DROP TABLE x; --' })).rejects.toBeInstanceOf(
-        ConfigurationError,
-      );
-    });
-
-    it('refuses a byte cap under 10 MiB, which fails every query', async () => {
-      await expect(storeOn(fake, { maximumBytesBilled: 1_000_000 })).rejects.toBeInstanceOf(
-        ConfigurationError,
-      );
+    it.each([
+      ['a table that is not project.dataset.table', { table: 'rows`; DROP TABLE x; --' }],
+      ['a byte cap under 10 MiB, which fails every query', { maximumBytesBilled: 1_000_000 }],
+    ])('refuses %s', async (_, wrong) => {
+      await expect(storeOn(fake, wrong)).rejects.toBeInstanceOf(ConfigurationError);
     });
   });
 
