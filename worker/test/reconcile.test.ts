@@ -22,20 +22,12 @@ import {
   MemoryLister,
   NOW,
   object,
+  options,
   RecordingPublisher,
 } from './support/reconcile-fakes';
 
 const HOUR_MS = 60 * 60 * 1000;
 const uri = (name: string, generation = '1764460800123456') => `gs://acme/${name}#${generation}`;
-const options = (over: Partial<RunOptions> = {}): RunOptions => ({
-  prefix: '',
-  olderThanMs: HOUR_MS,
-  apply: false,
-  yes: false,
-  json: false,
-  dedupKeyMode: 'object',
-  ...over,
-});
 
 async function run(
   objects: ReturnType<typeof object>[],
