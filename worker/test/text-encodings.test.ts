@@ -35,12 +35,11 @@ function encodeLegacy(text: string, charset: 'windows-1252' | 'iso-8859-15'): Bu
 }
 
 const limits = { maxObjectBytes: 1_000_000, allowedContentTypes: ['text/plain'] };
+const file = 'invoices/fr-05-facture-transport.txt';
+const utf8 = readFileSync(join(SAMPLES, file), 'utf8');
 const analyzer = new OfflineAnalyzer();
 
 describe('text/plain invoices in legacy charsets', () => {
-  const file = 'invoices/fr-05-facture-transport.txt';
-  const utf8 = readFileSync(join(SAMPLES, file), 'utf8');
-
   it.each([
     ['windows-1252', 'text/plain'],
     ['windows-1252', 'text/plain; charset=windows-1252'],
@@ -94,8 +93,7 @@ describe('text/plain invoices in legacy charsets', () => {
 });
 
 describe('a text/plain upload through the handler', () => {
-  const file = 'invoices/fr-05-facture-transport.txt';
-  const windows1252 = encodeLegacy(readFileSync(join(SAMPLES, file), 'utf8'), 'windows-1252');
+  const windows1252 = encodeLegacy(utf8, 'windows-1252');
 
   /** Runs one upload of `bytes` declared `contentType` through handle with the offline analyzer. */
   async function deliver(bytes: Buffer, contentType: string) {
