@@ -216,6 +216,16 @@ describe('dates', () => {
     ['November 30, 2026', '2026-11-30'],
     ['Nov 30, 2026', '2026-11-30'],
     ['3rd March 2026', '2026-03-03'],
+    // German, Dutch, Spanish and Italian dates, and other European layouts.
+    ['7. Mai 2014', '2014-05-07'],
+    ['19 april 2014', '2014-04-19'],
+    ['18 maart 2014', '2014-03-18'],
+    ['5 de marzo de 2026', '2026-03-05'],
+    ['12 dicembre 2026', '2026-12-12'],
+    ['1. März 2026', '2026-03-01'],
+    ['8-9-2022', '2022-09-08'],
+    ['04.04.2018', '2018-04-04'],
+    ['August 3 , 2014', '2014-08-03'],
   ])('reads %j as %s', (text, iso) => {
     expect(findDate(text)).toBe(iso);
   });
