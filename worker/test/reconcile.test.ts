@@ -49,6 +49,13 @@ async function run(
 }
 
 describe('findMissing', () => {
+  /** The report over the whole bucket, these objects listed, these rows in the table. */
+  const missingIn = (objects: ObjectResource[], rows: Array<{ uri: string; processedAt: Date }> = []) =>
+    findMissing(
+      { prefix: '', olderThanMs: HOUR_MS },
+      { lister: new MemoryLister(objects), index: new MemoryIndex(rows), clock },
+    );
+
   it('counts an object with a row of any status as having its line, on the exact object URI', async () => {
     const objects = [object('a.pdf', 120), object('b.pdf', 120), object('c.pdf', 120, '2')];
     // c.pdf has a row for another generation only: that is not its line.
@@ -56,23 +63,13 @@ describe('findMissing', () => {
       { uri: uri('a.pdf'), processedAt: NOW },
       { uri: uri('c.pdf', '1'), processedAt: NOW },
     ];
-    const report = await findMissing(
-      { prefix: '', olderThanMs: HOUR_MS },
-      { lister: new MemoryLister(objects), index: new MemoryIndex(rows), clock },
-    );
+    const report = await missingIn(objects, rows);
     expect(report).toMatchObject({ listed: 3, withLine: 1, missing: 2, tooYoung: 0, orphanRows: 1 });
     expect(report.missingObjects.map((o) => o.name)).toEqual(['b.pdf', 'c.pdf']);
   });
 
   it('leaves objects younger than --older-than to judge later', async () => {
-    const report = await findMissing(
-      { prefix: '', olderThanMs: HOUR_MS },
-      {
-        lister: new MemoryLister([object('old.pdf', 61), object('new.pdf', 59)]),
-        index: new MemoryIndex([]),
-        clock,
-      },
-    );
+    const report = await missingIn([object('old.pdf', 61), object('new.pdf', 59)]);
     expect(report).toMatchObject({ listed: 2, missing: 1, tooYoung: 1 });
   });
 

@@ -44,10 +44,7 @@ export interface AnalyzedStatement {
 /** The analyzer refused the statement; `message` is ZetaSQL's, with its `[at line:column]`. */
 export class ZetaSqlAnalysisError extends Error {
   readonly code = 'zetasql_analysis_failed';
-  constructor(
-    message: string,
-    readonly sql: string,
-  ) {
+  constructor(message: string) {
     super(message);
     this.name = 'ZetaSqlAnalysisError';
   }
@@ -130,7 +127,7 @@ export async function startZetaSql(): Promise<ZetaSqlServer> {
         } catch (error) {
           const e = error as { code?: number; details?: string; message?: string };
           // gRPC INVALID_ARGUMENT (3) is the analyzer's refusal; anything else is the server's trouble.
-          if (e.code === 3) throw new ZetaSqlAnalysisError(e.details ?? String(e.message), sql);
+          if (e.code === 3) throw new ZetaSqlAnalysisError(e.details ?? String(e.message));
           throw error;
         }
         const statement = response?.resolvedStatement;
