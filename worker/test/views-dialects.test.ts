@@ -78,11 +78,8 @@ function correctedDocuments(rows: Row[], corrections: readonly Correction[]): Ro
 }
 
 function expectedDuplicateObjects(rows: Row[]) {
-  const groups = new Map<string, Row[]>();
-  for (const row of rows.filter((r) => r.status === 'ok' && r.object_uri !== null)) {
-    groups.set(row.object_uri!, [...(groups.get(row.object_uri!) ?? []), row]);
-  }
-  return [...groups.entries()]
+  const ok = rows.filter((r) => r.status === 'ok' && r.object_uri !== null);
+  return [...Map.groupBy(ok, (r) => r.object_uri!).entries()]
     .filter(([, group]) => group.length > 1)
     .map(([uri, group]) => {
       const sorted = [...group].sort(byFirst);
@@ -97,12 +94,7 @@ function expectedDuplicateObjects(rows: Row[]) {
 }
 
 function expectedDeliveryStats(rows: Row[]) {
-  const days = new Map<string, Row[]>();
-  for (const row of rows) {
-    const day = row.processed_at.slice(0, 10);
-    days.set(day, [...(days.get(day) ?? []), row]);
-  }
-  return [...days.entries()].map(([day, group]) => {
+  return [...Map.groupBy(rows, (r) => r.processed_at.slice(0, 10)).entries()].map(([day, group]) => {
     const ok = group.filter((r) => r.status === 'ok');
     const duplicates = group.length - new Set(group.map((r) => r.dedup_key)).size;
     return {
