@@ -1,15 +1,10 @@
-import { once } from 'node:events';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
+import { readFileSync } from 'node:fs';
 import { En16931Reader } from '../../src/adapters/e-invoice/en16931-reader';
 import { mayCarryAttachment } from '../../src/adapters/e-invoice/factur-x';
 import { XML_LIMITS } from '../../src/adapters/e-invoice/xml';
 import { RejectionError } from '../../src/core/errors';
 import type { EInvoiceReading } from '../../src/core/ports';
-import { deflated, pdfWith, ublInvoice } from '../support/e-invoice-builders';
+import { deflated, hostileTargets, pdfWith, ublInvoice } from '../support/e-invoice-builders';
 import { fixtures } from '../support/e-invoices';
 
 /**
@@ -44,39 +39,17 @@ const readPdf = (bytes: Buffer, name = 'hybrid.pdf'): Promise<EInvoiceReading> =
 const inPdf = async (xml: string | Buffer) => readPdf(await pdfWith('FACTURE F-2026-0042', deflated(xml)));
 
 describe('hostile XML', () => {
-  let dir: string;
-  let server: Server;
-  let requests: string[];
-  let url: string;
-
-  beforeAll(async () => {
-    dir = mkdtempSync(path.join(tmpdir(), 'docline-xxe-'));
-    writeFileSync(path.join(dir, 'secret.txt'), 'TOP-SECRET-PASSWORD');
-    requests = [];
-    server = createServer((req, res) => {
-      requests.push(req.url ?? '');
-      res.end('<!ENTITY leak "FETCHED">');
-    });
-    server.listen(0, '127.0.0.1');
-    await once(server, 'listening');
-    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  });
-
-  afterAll(async () => {
-    server.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
-
+  const targets = hostileTargets();
   const xxeFile = () =>
     ublInvoice({
-      prolog: `<!DOCTYPE Invoice [<!ENTITY xxe SYSTEM "file://${dir}/secret.txt">]>`,
+      prolog: `<!DOCTYPE Invoice [<!ENTITY xxe SYSTEM "file://${targets.dir}/secret.txt">]>`,
       id: '&xxe;',
     });
   const xxeUrl = () =>
-    ublInvoice({ prolog: `<!DOCTYPE Invoice [<!ENTITY xxe SYSTEM "${url}/entity">]>`, id: '&xxe;' });
-  const externalDtd = () => ublInvoice({ prolog: `<!DOCTYPE Invoice SYSTEM "${url}/invoice.dtd">` });
+    ublInvoice({ prolog: `<!DOCTYPE Invoice [<!ENTITY xxe SYSTEM "${targets.url}/entity">]>`, id: '&xxe;' });
+  const externalDtd = () => ublInvoice({ prolog: `<!DOCTYPE Invoice SYSTEM "${targets.url}/invoice.dtd">` });
   const parameterEntity = () =>
-    ublInvoice({ prolog: `<!DOCTYPE Invoice [<!ENTITY % remote SYSTEM "${url}/p.dtd"> %remote;]>` });
+    ublInvoice({ prolog: `<!DOCTYPE Invoice [<!ENTITY % remote SYSTEM "${targets.url}/p.dtd"> %remote;]>` });
   const billionLaughs = () => {
     const levels = ['<!ENTITY lol0 "lol">'];
     for (let i = 1; i <= 9; i++) levels.push(`<!ENTITY lol${i} "${`&lol${i - 1};`.repeat(10)}">`);
@@ -95,14 +68,14 @@ describe('hostile XML', () => {
     expect(detail).toMatch(/declares a DTD/);
     expect(detail).not.toMatch(/TOP-SECRET|FETCHED|lollol/);
     expect(performance.now() - started).toBeLessThan(1_000);
-    expect(requests).toEqual([]);
+    expect(targets.requests).toEqual([]);
   });
 
   it('refuses a DTD whatever the case it is written in', async () => {
-    expect(await refusal(ublInvoice({ prolog: `<!doctype Invoice SYSTEM "${url}/x.dtd">` }))).toMatch(
+    expect(await refusal(ublInvoice({ prolog: `<!doctype Invoice SYSTEM "${targets.url}/x.dtd">` }))).toMatch(
       /declares a DTD/,
     );
-    expect(requests).toEqual([]);
+    expect(targets.requests).toEqual([]);
   });
 
   it('refuses an entity that no DTD declares, rather than keep it as text', async () => {
@@ -168,7 +141,7 @@ describe('hostile XML', () => {
     ['lacks a required term', 'e_invoice_incomplete', /BT-112/, () => inPdf(ublInvoice({ omitTotal: true }))],
   ] as const)('falls back to the picture when a PDF %s (%s)', async (_, reason, detail, read) => {
     expect(await read()).toMatchObject({ kind: 'fallback', reason, detail: expect.stringMatching(detail) });
-    expect(requests).toEqual([]);
+    expect(targets.requests).toEqual([]);
   });
 });
 

@@ -1,8 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import os from 'node:os';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { OfflineAnalyzer } from '../../src/adapters/analyzers/offline-analyzer';
 import { En16931Reader } from '../../src/adapters/e-invoice/en16931-reader';
@@ -21,7 +18,7 @@ import { DEFAULT_CONTENT_TYPES } from '../../src/contract/settings';
 import { RejectionError } from '../../src/core/errors';
 import type { EInvoiceReading } from '../../src/core/ports';
 import { validationReasons } from '../../src/core/review';
-import { deflated, pdfWith, ublInvoice } from '../support/e-invoice-builders';
+import { deflated, hostileTargets, pdfWith, ublInvoice } from '../support/e-invoice-builders';
 import { type Fixture, fixture, fixtures, validated } from '../support/e-invoices';
 import { deliverer, handlerDeps } from '../support/handler';
 
@@ -192,33 +189,15 @@ Total TTC : ${o.total ?? '1 234,56'} €`;
 });
 
 describe('hostile XML stays rejected', () => {
-  let server: Server;
-  let url: string;
-  const requests: string[] = [];
-  let dir: string;
-  beforeAll(async () => {
-    dir = mkdtempSync(path.join(os.tmpdir(), 'docline-saxon-hostile-'));
-    writeFileSync(path.join(dir, 'secret.txt'), 'SECRET');
-    server = createServer((req, res) => {
-      requests.push(req.url ?? '');
-      res.end('<!ENTITY x "pwned">');
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  });
-  afterAll(async () => {
-    await new Promise((resolve) => server.close(resolve));
-    rmSync(dir, { recursive: true, force: true });
-  });
-
+  const targets = hostileTargets();
   const hostile = () => [
     ublInvoice({
-      prolog: `<!DOCTYPE Invoice [<!ENTITY xxe SYSTEM "file://${dir}/secret.txt">]>`,
+      prolog: `<!DOCTYPE Invoice [<!ENTITY xxe SYSTEM "file://${targets.dir}/secret.txt">]>`,
       id: '&xxe;',
     }),
-    ublInvoice({ prolog: `<!DOCTYPE Invoice [<!ENTITY xxe SYSTEM "${url}/entity">]>`, id: '&xxe;' }),
-    ublInvoice({ prolog: `<!DOCTYPE Invoice SYSTEM "${url}/invoice.dtd">` }),
-    ublInvoice({ prolog: `<!DOCTYPE Invoice [<!ENTITY % remote SYSTEM "${url}/p.dtd"> %remote;]>` }),
+    ublInvoice({ prolog: `<!DOCTYPE Invoice [<!ENTITY xxe SYSTEM "${targets.url}/entity">]>`, id: '&xxe;' }),
+    ublInvoice({ prolog: `<!DOCTYPE Invoice SYSTEM "${targets.url}/invoice.dtd">` }),
+    ublInvoice({ prolog: `<!DOCTYPE Invoice [<!ENTITY % remote SYSTEM "${targets.url}/p.dtd"> %remote;]>` }),
   ];
 
   it('refuses them before any validation, as before: not_an_e_invoice', async () => {
@@ -227,7 +206,7 @@ describe('hostile XML stays rejected', () => {
         reader.read({ bytes: Buffer.from(xml), contentType: 'application/xml', name: 'h.xml' }),
       ).rejects.toThrow(RejectionError);
     }
-    expect(requests).toEqual([]);
+    expect(targets.requests).toEqual([]);
   });
 
   it('and the runner, handed them directly, refuses every DOCTYPE and resolves no entity', async () => {
@@ -236,7 +215,7 @@ describe('hostile XML stays rejected', () => {
       await expect(refused).rejects.toThrow(ValidatorUnavailable);
       await expect(refused).rejects.toThrow(/DOCTYPE is disallowed/);
     }
-    expect(requests).toEqual([]);
+    expect(targets.requests).toEqual([]);
   });
 });
 
