@@ -11,7 +11,7 @@ const fix = (value: unknown, replaces: string | null = null) =>
     new Date('2026-11-30T12:00:00.000Z'),
   );
 
-/** A BigQuery client that holds the table in memory: reads filter it, the MERGE appends to it. */
+/** A store on a BigQuery client that holds the table in memory: reads filter it, the MERGE appends to it. */
 function fakeBigQuery() {
   const table: Array<Record<string, unknown>> = [];
   const query = jest.fn(async (q: { query: string; params: Record<string, unknown> }) => {
@@ -21,13 +21,13 @@ function fakeBigQuery() {
     }
     return [table.filter((r) => r.dedup_key === q.params.dedup_key)];
   });
-  return { table, client: { query } as never, query };
+  const store = new BigQueryCorrectionStore({ bigquery: { query } as never, table: TABLE });
+  return { table, store, query };
 }
 
 describe('BigQueryCorrectionStore', () => {
   it('inserts by a MERGE on the correction id, with the row’s key day, and types its nulls', async () => {
-    const { client, query, table } = fakeBigQuery();
-    const store = new BigQueryCorrectionStore({ bigquery: client, table: TABLE });
+    const { store, query, table } = fakeBigQuery();
     expect((await store.correct(fix('F-1'), '2026-11-30')).status).toBe('recorded');
     const merge = query.mock.calls[1]![0] as unknown as { query: string; types: Record<string, string> };
     expect(merge.query).toBe(correctionMergeSql(TABLE));
@@ -37,8 +37,7 @@ describe('BigQueryCorrectionStore', () => {
   });
 
   it('writes nothing for a correction already there or made over a state that changed', async () => {
-    const { client, query } = fakeBigQuery();
-    const store = new BigQueryCorrectionStore({ bigquery: client, table: TABLE });
+    const { store, query } = fakeBigQuery();
     await store.correct(fix('F-1'), '2026-11-30');
     expect((await store.correct(fix('F-1'), '2026-11-30')).status).toBe('already');
     expect((await store.correct(fix('F-2'), '2026-11-30')).status).toBe('conflict');

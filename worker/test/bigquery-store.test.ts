@@ -137,11 +137,25 @@ describe('BigQueryStore', () => {
     fake.requests
       .filter((r) => r.method === 'POST' && r.path.endsWith('/queries'))
       .map((r) => r.body as Record<string, unknown>);
+  /** The named parameters of a jobs.query body, as the library sends them. */
+  const paramsOf = (body: Record<string, unknown>) =>
+    body.queryParameters as Array<{
+      name: string;
+      parameterType: Record<string, unknown>;
+      parameterValue: {
+        value?: string;
+        arrayValues?: Array<{ structValues: Record<string, { value?: unknown }> }>;
+      };
+    }>;
+  const paramOf = (body: Record<string, unknown>, name: string) =>
+    paramsOf(body).find((p) => p.name === name)!;
   /** The jobs.insert bodies: statements bounded by a deadline (jobTimeoutMs) go that way. */
-  const jobBodies = () =>
-    fake.requests
+  const jobBodies = (server = fake) =>
+    server.requests
       .filter((r) => r.method === 'POST' && r.path.endsWith('/jobs'))
       .map((r) => r.body as { configuration: { jobTimeoutMs?: string; query: { query: string } } });
+  const jobIds = (server = fake) =>
+    jobBodies(server).map((b) => (b as unknown as { jobReference: { jobId: string } }).jobReference.jobId);
 
   describe('the requests it sends', () => {
     const hostile = 'gs://b/\'; DROP TABLE x; --"`\\#1';
@@ -175,13 +189,7 @@ describe('BigQueryStore', () => {
 
     /** The values of the first row of the first MERGE's `@rows`, by column (the REST representation). */
     const firstRowValues = () => {
-      const rows = (
-        queryBodies()[0]!.queryParameters as Array<{
-          name: string;
-          parameterValue: { arrayValues?: Array<{ structValues: Record<string, { value?: unknown }> }> };
-        }>
-      ).find((p) => p.name === 'rows')!;
-      const struct = rows.parameterValue.arrayValues![0]!.structValues;
+      const struct = paramOf(queryBodies()[0]!, 'rows').parameterValue.arrayValues![0]!.structValues;
       return Object.fromEntries(Object.entries(struct).map(([name, v]) => [name, v.value ?? null]));
     };
 
@@ -228,15 +236,14 @@ describe('BigQueryStore', () => {
     });
 
     it('interleaving 7: stamps processed_at in the MERGE itself, with the statement time', async () => {
-      for (const sql of [batchMergeSql(TABLE)]) {
-        const [columns, values] = sql.split('WHEN NOT MATCHED THEN INSERT')[1]!.split(' VALUES ');
-        const names = columns!.trim().slice(1, -1).split(', ');
-        const inserted = values!.trim().slice(1, -1).split(', ');
-        expect(inserted[names.indexOf('processed_at')]).toBe('CURRENT_TIMESTAMP()');
-        expect(inserted.filter((v) => v !== 'CURRENT_TIMESTAMP()')).toEqual(
-          names.filter((n) => n !== 'processed_at').map((n) => `S.${n}`),
-        );
-      }
+      const merge = batchMergeSql(TABLE);
+      const [columns, values] = merge.split('WHEN NOT MATCHED THEN INSERT')[1]!.split(' VALUES ');
+      const names = columns!.trim().slice(1, -1).split(', ');
+      const inserted = values!.trim().slice(1, -1).split(', ');
+      expect(inserted[names.indexOf('processed_at')]).toBe('CURRENT_TIMESTAMP()');
+      expect(inserted.filter((v) => v !== 'CURRENT_TIMESTAMP()')).toEqual(
+        names.filter((n) => n !== 'processed_at').map((n) => `S.${n}`),
+      );
     });
 
     it('interleaving 3: starts no statement for a delivery with too little time left', async () => {
@@ -292,13 +299,7 @@ describe('BigQueryStore', () => {
       }
 
       await seenOne(store, 'gs://b/o#1');
-      const since = (
-        queryBodies()[0]!.queryParameters as Array<{
-          name: string;
-          parameterType: unknown;
-          parameterValue: { value: string };
-        }>
-      ).find((p) => p.name === 'lookup_since')!;
+      const since = paramOf(queryBodies()[0]!, 'lookup_since');
       expect(since.parameterType).toEqual({ type: 'DATE' });
       // NOW is 04:00 UTC: six hours back is yesterday, so the lookup reads yesterday's partition too…
       expect(since.parameterValue.value).toBe('2026-11-29');
@@ -347,7 +348,7 @@ describe('BigQueryStore', () => {
       const merges = queryBodies().filter((b) => String(b.query).startsWith('MERGE'));
       expect(merges.map((b) => b.query)).toEqual([batchMergeSql(TABLE, 2), batchMergeSql(TABLE, 1)]);
       const days = merges.map((b) =>
-        (b.queryParameters as Array<{ name: string; parameterValue: { value?: string } }>)
+        paramsOf(b)
           .filter((p) => p.name.startsWith('key_day_'))
           .map((p) => p.parameterValue.value),
       );
@@ -403,8 +404,7 @@ describe('BigQueryStore', () => {
         expect(fake.rows()).toHaveLength(1);
         expect(jobBodies()).toHaveLength(1);
         // The id asked for is the one the statement was created with (chosen before jobs.insert).
-        const inserted = (jobBodies()[0] as unknown as { jobReference: { jobId: string } }).jobReference
-          .jobId;
+        const inserted = jobIds()[0];
         expect(jobGets().map((r) => decodeURIComponent(r.path.split('/').pop()!))).toEqual([inserted]);
         // Retried after that, the key is there: the retry answers duplicate instead of a second row.
         expect(await s.recordMany([{ ...row, message_id: 'm-2' }], deadline)).toEqual(new Set());
@@ -420,9 +420,7 @@ describe('BigQueryStore', () => {
       fake.jobGetNext(1, 404);
       expect(await s.recordMany([row], deadline)).toEqual(new Set([row.dedup_key]));
       expect(fake.rows()).toHaveLength(1);
-      const ids = jobBodies().map(
-        (b) => (b as unknown as { jobReference: { jobId: string } }).jobReference.jobId,
-      );
+      const ids = jobIds();
       expect(ids).toHaveLength(2);
       expect(ids[1]).toBe(ids[0]);
     });
@@ -620,16 +618,11 @@ describe('BigQueryStore', () => {
   });
 
   describe('configuration', () => {
-    it('refuses a table that is not project.dataset.table', async () => {
-      await expect(storeOn(fake, { table: 'rows`; DROP TABLE x; --' })).rejects.toBeInstanceOf(
-        ConfigurationError,
-      );
-    });
-
-    it('refuses a byte cap under 10 MiB, which fails every query', async () => {
-      await expect(storeOn(fake, { maximumBytesBilled: 1_000_000 })).rejects.toBeInstanceOf(
-        ConfigurationError,
-      );
+    it.each([
+      ['a table that is not project.dataset.table', { table: 'rows`; DROP TABLE x; --' }],
+      ['a byte cap under 10 MiB, which fails every query', { maximumBytesBilled: 1_000_000 }],
+    ])('refuses %s', async (_, wrong) => {
+      await expect(storeOn(fake, wrong)).rejects.toBeInstanceOf(ConfigurationError);
     });
   });
 
@@ -641,9 +634,7 @@ describe('BigQueryStore', () => {
       await store.recordMany(rows);
       const [body] = queryBodies();
       expect(body!.query).toBe(batchMergeSql(TABLE));
-      const params = body!.queryParameters as Array<{ name: string; parameterType: Record<string, unknown> }>;
-      const rowsParam = params.find((p) => p.name === 'rows')!;
-      expect(rowsParam.parameterType).toEqual({
+      expect(paramOf(body!, 'rows').parameterType).toEqual({
         type: 'ARRAY',
         arrayType: {
           type: 'STRUCT',
@@ -656,7 +647,7 @@ describe('BigQueryStore', () => {
       for (const literal of ['DROP TABLE', hostile, rows[1]!.message_id]) {
         expect(String(body!.query)).not.toContain(literal);
       }
-      expect(params.find((p) => p.name === 'key_day_0')!.parameterType).toEqual({ type: 'DATE' });
+      expect(paramOf(body!, 'key_day_0').parameterType).toEqual({ type: 'DATE' });
     });
 
     it('looks many keys up in one query with the key-day filter', async () => {
@@ -691,9 +682,7 @@ describe('BigQueryStore', () => {
         await a!.recordMany([testRow()], deadline());
         await a!.recordMany([testRow()], deadline());
         await b!.recordMany([testRow()], deadline());
-        const ids = own.requests
-          .filter((r) => r.method === 'POST' && r.path.endsWith('/jobs'))
-          .map((r) => (r.body as { jobReference: { jobId: string } }).jobReference.jobId);
+        const ids = jobIds(own);
         expect(ids).toHaveLength(3);
         for (const id of ids) expect(id).toMatch(/^docline_w_[0-9a-f]+_/);
         expect(new Set(ids.map((id) => id.split('_')[2])).size).toBe(2);

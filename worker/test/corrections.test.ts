@@ -219,18 +219,25 @@ describe('SqliteStore on a database file of an earlier version', () => {
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('adds the new columns and replaces the views, keeping the rows', async () => {
+  /** A file whose table lacks the `missing` columns, with a plain documents view and the row `insert`. */
+  const oldFile = (missing: string[], insert: string) => {
     const file = path.join(dir, 'old.sqlite');
     const old = new DatabaseSync(file);
-    const before = COLUMNS.filter((c) => c.name !== 'confidence' && c.name !== 'review');
+    const before = COLUMNS.filter((c) => !missing.includes(c.name));
     old.exec(
       `CREATE TABLE ${SQLITE_TABLE} (${before.map((c) => `${c.name} ${c.type === 'INT64' ? 'INTEGER' : 'TEXT'}${c.name === 'dedup_key' ? ' UNIQUE' : ''}`).join(', ')}) STRICT`,
     );
     old.exec(`CREATE VIEW documents AS SELECT * FROM ${SQLITE_TABLE}`);
-    old.exec(
-      `INSERT INTO ${SQLITE_TABLE} (message_id, dedup_key, status, processed_at, worker_version, analysis) VALUES ('m1', 'k1', 'ok', '2026-11-30T00:00:00.000Z', 'old', '{"invoice_number":"A"}')`,
-    );
+    old.exec(`INSERT INTO ${SQLITE_TABLE} ${insert}`);
     old.close();
+    return file;
+  };
+
+  it('adds the new columns and replaces the views, keeping the rows', async () => {
+    const file = oldFile(
+      ['confidence', 'review'],
+      `(message_id, dedup_key, status, processed_at, worker_version, analysis) VALUES ('m1', 'k1', 'ok', '2026-11-30T00:00:00.000Z', 'old', '{"invoice_number":"A"}')`,
+    );
     const store = new SqliteStore({ path: file });
     const [doc] = store.correctedDocuments();
     expect(doc).toMatchObject({ dedup_key: 'k1', confidence: null, review: null, corrected_fields: [] });
@@ -240,6 +247,25 @@ describe('SqliteStore on a database file of an earlier version', () => {
     // Opened again: nothing left to migrate, the view stays.
     const again = new SqliteStore({ path: file });
     expect(again.correctedDocuments()[0]!.analysis).toMatchObject({ invoice_number: 'B' });
+    await again.close();
+  });
+
+  it('gets a new NULLABLE column (e_invoice_validation), keeps its rows, and its views show it', async () => {
+    const file = oldFile(
+      ['e_invoice_validation'],
+      `(message_id, dedup_key, status, processed_at, worker_version) VALUES ('1', 'k-old', 'ok', '2026-11-01T00:00:00.000Z', 'v0')`,
+    );
+    const store = new SqliteStore({ path: file });
+    await store.record(testRow({ dedup_key: 'k-new', e_invoice_validation: { verdict: 'valid' } }));
+    expect(store.rowsFor('k-old')[0]).toMatchObject({ e_invoice_validation: null, worker_version: 'v0' });
+    expect(store.documents().map((r) => [r.dedup_key, r.e_invoice_validation])).toEqual([
+      ['k-old', null],
+      ['k-new', { verdict: 'valid' }],
+    ]);
+    await store.close();
+    // A second store on the same file finds the column there.
+    const again = new SqliteStore({ path: file });
+    expect(again.documents()).toHaveLength(2);
     await again.close();
   });
 });

@@ -104,6 +104,9 @@ describe('OCR of scans and photos', () => {
 });
 
 describe('hostile images', () => {
+  const analyzeImage = (bytes: Buffer, contentType: string) =>
+    analyzer.analyze({ bytes, contentType, name: 'hostile' });
+
   it('reads the size an image declares from its header', () => {
     expect(declaredImageSize(whitePng(300, 200))).toEqual({ width: 300, height: 200 });
     expect(declaredImageSize(jpegDeclaring(640, 480))).toEqual({ width: 640, height: 480 });
@@ -125,7 +128,7 @@ describe('hostile images', () => {
   ])('refuses %s before decoding it', async (_, build, contentType) => {
     const bytes = build();
     expect(bytes.length).toBeLessThan(200_000);
-    const reading = analyzer.analyze({ bytes, contentType, name: 'hostile' });
+    const reading = analyzeImage(bytes, contentType);
     await expect(reading).rejects.toBeInstanceOf(RejectionError);
     await expect(reading).rejects.toMatchObject({
       code: 'analysis_failed',
@@ -134,22 +137,15 @@ describe('hostile images', () => {
   });
 
   it('refuses an image whose header gives no size, and one its decoder cannot read', async () => {
-    await expect(
-      analyzer.analyze({
-        bytes: Buffer.from([0xff, 0xd8, 0xff, 0xd9]),
-        contentType: 'image/jpeg',
-        name: 'x',
-      }),
-    ).rejects.toMatchObject({ code: 'analysis_failed', message: expect.stringMatching(/no size/) });
+    await expect(analyzeImage(Buffer.from([0xff, 0xd8, 0xff, 0xd9]), 'image/jpeg')).rejects.toMatchObject({
+      code: 'analysis_failed',
+      message: expect.stringMatching(/no size/),
+    });
     const broken = Buffer.concat([
       whitePng(50, 50).subarray(0, 33),
       Buffer.from('garbage where the pixels are'),
     ]);
-    await expect(
-      analyzer.analyze({ bytes: broken, contentType: 'image/png', name: 'x' }),
-    ).rejects.toMatchObject({
-      code: 'analysis_failed',
-    });
+    await expect(analyzeImage(broken, 'image/png')).rejects.toMatchObject({ code: 'analysis_failed' });
   });
 
   it('stops a page that runs past its time, with a defined refusal', async () => {

@@ -28,6 +28,8 @@ const CONTENT_TYPES: Record<string, string> = {
   jpg: 'image/jpeg',
 };
 const contentTypeOf = (file: string) => CONTENT_TYPES[file.split('.').pop()!]!;
+/** The bytes of samples/`file`. */
+const sample = (file: string) => readFileSync(join(SAMPLES, file));
 const expected = JSON.parse(readFileSync(join(SAMPLES, 'expected.json'), 'utf8')) as Record<string, Analysis>;
 
 const analyzer = new OfflineAnalyzer();
@@ -53,17 +55,14 @@ describe('OfflineAnalyzer', () => {
   // The scan and the photo need OCR: worker/test/ocr.test.ts reads them.
   const textSamples = Object.keys(expected).filter((file) => !/^other\/(scan|photo)-/u.test(file));
   it.each(textSamples)('reads samples/%s as the generator wrote it', async (file) => {
-    const bytes = readFileSync(join(SAMPLES, file));
+    const bytes = sample(file);
     const result = await analyze(bytes, contentTypeOf(file), file);
     expect(result.analysis).toEqual(expected[file]);
     expect(parseAnalysis(result.analysis).ok).toBe(true);
   });
 
   it('reports the offline model and no token usage', async () => {
-    const result = await analyze(
-      readFileSync(join(SAMPLES, 'invoices/fr-02-facture-maintenance.txt')),
-      'text/plain',
-    );
+    const result = await analyze(sample('invoices/fr-02-facture-maintenance.txt'), 'text/plain');
     expect(result.model).toBe('offline');
     expect(result.usage).toEqual({ promptTokens: 0, outputTokens: 0, totalTokens: 0 });
   });
@@ -90,7 +89,7 @@ describe('OfflineAnalyzer', () => {
   });
 
   it('refuses, for good, bytes that pdf.js cannot open', async () => {
-    const bytes = readFileSync(join(SAMPLES, 'bad/not-a-pdf.pdf'));
+    const bytes = sample('bad/not-a-pdf.pdf');
     const failure = analyze(bytes, 'application/pdf', 'bad/not-a-pdf.pdf');
     await expect(failure).rejects.toBeInstanceOf(RejectionError);
     await expect(failure).rejects.toMatchObject({
@@ -100,13 +99,13 @@ describe('OfflineAnalyzer', () => {
   });
 
   it('refuses, for good, a truncated PDF', async () => {
-    const whole = readFileSync(join(SAMPLES, 'invoices/en-01-invoice-design.pdf'));
+    const whole = sample('invoices/en-01-invoice-design.pdf');
     const failure = analyze(whole.subarray(0, whole.length / 2), 'application/pdf');
     await expect(failure).rejects.toMatchObject({ code: 'analysis_failed' });
   });
 
   it('leaves the caller its bytes: pdf.js reads a copy', async () => {
-    const bytes = readFileSync(join(SAMPLES, 'invoices/fr-01-facture-conseil.pdf'));
+    const bytes = sample('invoices/fr-01-facture-conseil.pdf');
     const length = bytes.length;
     await analyze(bytes, 'application/pdf');
     expect(bytes.length).toBe(length);
@@ -123,7 +122,7 @@ describe('the bad samples', () => {
     ['bad/not-a-png.png', 'content_mismatch'],
     ['bad/binary-with-nul.txt', 'content_mismatch'],
   ])('%s is refused by the content check with %s', (file, reason) => {
-    const bytes = readFileSync(join(SAMPLES, file));
+    const bytes = sample(file);
     expect(() => checkContent(contentTypeOf(file), bytes, limits)).toThrow(
       expect.objectContaining({ code: reason }),
     );
@@ -131,9 +130,7 @@ describe('the bad samples', () => {
 
   it('the unreadable but valid documents pass the content check', () => {
     for (const file of ['other/receipt-photo.png', 'other/scanned-invoice.pdf']) {
-      expect(() =>
-        checkContent(contentTypeOf(file), readFileSync(join(SAMPLES, file)), limits),
-      ).not.toThrow();
+      expect(() => checkContent(contentTypeOf(file), sample(file), limits)).not.toThrow();
     }
   });
 });
@@ -219,6 +216,16 @@ describe('dates', () => {
     ['November 30, 2026', '2026-11-30'],
     ['Nov 30, 2026', '2026-11-30'],
     ['3rd March 2026', '2026-03-03'],
+    // German, Dutch, Spanish and Italian dates, and other European layouts.
+    ['7. Mai 2014', '2014-05-07'],
+    ['19 april 2014', '2014-04-19'],
+    ['18 maart 2014', '2014-03-18'],
+    ['5 de marzo de 2026', '2026-03-05'],
+    ['12 dicembre 2026', '2026-12-12'],
+    ['1. März 2026', '2026-03-01'],
+    ['8-9-2022', '2022-09-08'],
+    ['04.04.2018', '2018-04-04'],
+    ['August 3 , 2014', '2014-08-03'],
   ])('reads %j as %s', (text, iso) => {
     expect(findDate(text)).toBe(iso);
   });

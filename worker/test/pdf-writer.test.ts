@@ -13,10 +13,7 @@ type Doc = Awaited<ReturnType<typeof getDocumentProxy>>;
 const open = (bytes: Uint8Array) => getDocumentProxy(new Uint8Array(bytes), { verbosity: 0 });
 
 /** The images page `n` paints, as pdf.js decodes them. */
-async function imagesOf(
-  doc: Doc,
-  n: number,
-): Promise<Array<{ width: number; height: number; data: Uint8Array }>> {
+async function imagesOf(doc: Doc, n: number) {
   const { OPS } = await getResolvedPDFJS();
   const page = await doc.getPage(n);
   const list = await page.getOperatorList();

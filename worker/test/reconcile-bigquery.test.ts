@@ -4,7 +4,7 @@ import { BigQueryLineIndex, reconcileSql } from '../src/reconcile/cloud-sources'
 import { RECONCILE_EXIT } from '../src/reconcile/reconcile';
 import { runReconcile } from '../src/reconcile/run';
 import { testRow } from './support/builders';
-import { MemoryLister, object } from './support/reconcile-fakes';
+import { clock, MemoryLister, object, options } from './support/reconcile-fakes';
 
 /*
  * The reconcile query through @google-cloud/bigquery against sim/bigquery-rest.ts: what the library sends
@@ -103,23 +103,12 @@ describe('the reconcile query on BigQuery', () => {
 
   /** Runs reconcile over `in/` with a 20,000-byte cap, listing these objects. */
   const runUnderSmallCap = (objects: ReturnType<typeof object>[], lines: string[] = []) =>
-    runReconcile(
-      {
-        prefix: 'in/',
-        olderThanMs: 0,
-        apply: false,
-        yes: false,
-        json: false,
-        dedupKeyMode: 'object',
-        maximumBytesBilled: 20_000,
-      },
-      {
-        lister: new MemoryLister(objects),
-        index: index(20_000),
-        clock: { now: () => new Date('2026-11-30T12:00:00.000Z') },
-        print: (line) => lines.push(line),
-      },
-    );
+    runReconcile(options({ prefix: 'in/', olderThanMs: 0, maximumBytesBilled: 20_000 }), {
+      lister: new MemoryLister(objects),
+      index: index(20_000),
+      clock,
+      print: (line) => lines.push(line),
+    });
   const posts = (dryRun: boolean) =>
     fake.requests
       .filter(
@@ -227,15 +216,12 @@ describe('the reconcile query on BigQuery', () => {
   it('fails with one line naming the flag that raises the byte cap', async () => {
     fake.setEstimatedBytes(300_000_000);
     const lines: string[] = [];
-    const result = await runReconcile(
-      { prefix: '', olderThanMs: 0, apply: false, yes: false, json: false, dedupKeyMode: 'object' },
-      {
-        lister: new MemoryLister([object('a.pdf', 120)]),
-        index: index(100_000_000),
-        clock: { now: () => new Date('2026-11-30T12:00:00.000Z') },
-        print: (line) => lines.push(line),
-      },
-    );
+    const result = await runReconcile(options({ olderThanMs: 0 }), {
+      lister: new MemoryLister([object('a.pdf', 120)]),
+      index: index(100_000_000),
+      clock,
+      print: (line) => lines.push(line),
+    });
     expect(result.code).toBe(RECONCILE_EXIT.error);
     expect(result.error?.code).toBe('bytes_billed_limit');
     expect(lines).toHaveLength(1);

@@ -9,6 +9,7 @@ import {
   estimateCost,
   findMissing,
   type LineIndex,
+  type ObjectLister,
   PUBLISH_BATCH,
   parseDuration,
   RECONCILE_EXIT,
@@ -21,31 +22,24 @@ import {
   MemoryLister,
   NOW,
   object,
+  options,
   RecordingPublisher,
 } from './support/reconcile-fakes';
 
 const HOUR_MS = 60 * 60 * 1000;
 const uri = (name: string, generation = '1764460800123456') => `gs://acme/${name}#${generation}`;
-const options = (over: Partial<RunOptions> = {}): RunOptions => ({
-  prefix: '',
-  olderThanMs: HOUR_MS,
-  apply: false,
-  yes: false,
-  json: false,
-  dedupKeyMode: 'object',
-  ...over,
-});
 
 async function run(
   objects: ReturnType<typeof object>[],
   rows: Array<{ uri: string; processedAt: Date }>,
   over: Partial<RunOptions> = {},
+  lister: ObjectLister = new MemoryLister(objects),
 ) {
   const lines: string[] = [];
   const publisher = new RecordingPublisher();
   const index = new MemoryIndex(rows);
   const result = await runReconcile(options(over), {
-    lister: new MemoryLister(objects),
+    lister,
     index,
     publisher,
     clock,
@@ -55,6 +49,13 @@ async function run(
 }
 
 describe('findMissing', () => {
+  /** The report over the whole bucket, these objects listed, these rows in the table. */
+  const missingIn = (objects: ObjectResource[], rows: Array<{ uri: string; processedAt: Date }> = []) =>
+    findMissing(
+      { prefix: '', olderThanMs: HOUR_MS },
+      { lister: new MemoryLister(objects), index: new MemoryIndex(rows), clock },
+    );
+
   it('counts an object with a row of any status as having its line, on the exact object URI', async () => {
     const objects = [object('a.pdf', 120), object('b.pdf', 120), object('c.pdf', 120, '2')];
     // c.pdf has a row for another generation only: that is not its line.
@@ -62,23 +63,13 @@ describe('findMissing', () => {
       { uri: uri('a.pdf'), processedAt: NOW },
       { uri: uri('c.pdf', '1'), processedAt: NOW },
     ];
-    const report = await findMissing(
-      { prefix: '', olderThanMs: HOUR_MS },
-      { lister: new MemoryLister(objects), index: new MemoryIndex(rows), clock },
-    );
+    const report = await missingIn(objects, rows);
     expect(report).toMatchObject({ listed: 3, withLine: 1, missing: 2, tooYoung: 0, orphanRows: 1 });
     expect(report.missingObjects.map((o) => o.name)).toEqual(['b.pdf', 'c.pdf']);
   });
 
   it('leaves objects younger than --older-than to judge later', async () => {
-    const report = await findMissing(
-      { prefix: '', olderThanMs: HOUR_MS },
-      {
-        lister: new MemoryLister([object('old.pdf', 61), object('new.pdf', 59)]),
-        index: new MemoryIndex([]),
-        clock,
-      },
-    );
+    const report = await missingIn([object('old.pdf', 61), object('new.pdf', 59)]);
     expect(report).toMatchObject({ listed: 2, missing: 1, tooYoung: 1 });
   });
 
@@ -118,21 +109,16 @@ describe('runReconcile', () => {
   });
 
   it('exits 2 with one line when the listing fails', async () => {
-    const lines: string[] = [];
-    const result = await runReconcile(options(), {
-      lister: {
-        bucket: 'acme',
-        // biome-ignore lint/correctness/useYield: a listing that fails before its first page
-        async *pages() {
-          throw new Error(
-            '403 Forbidden: reconcile@p.iam.gserviceaccount.com has no storage.objects.list\nmore',
-          );
-        },
+    const failing: ObjectLister = {
+      bucket: 'acme',
+      // biome-ignore lint/correctness/useYield: a listing that fails before its first page
+      async *pages() {
+        throw new Error(
+          '403 Forbidden: reconcile@p.iam.gserviceaccount.com has no storage.objects.list\nmore',
+        );
       },
-      index: new MemoryIndex([]),
-      clock,
-      print: (line) => lines.push(line),
-    });
+    };
+    const { result, lines } = await run([], [], {}, failing);
     expect(result.code).toBe(RECONCILE_EXIT.error);
     expect(lines).toEqual([
       'ERROR: cannot list gs://acme/: 403 Forbidden: reconcile@p.iam.gserviceaccount.com has no storage.objects.list',
@@ -329,9 +315,8 @@ describe('the comparison query and the byte cap', () => {
   it('says how many statements a split comparison ran, in the summary and in --json', async () => {
     const perDay = 1_000;
     const week = Array.from({ length: 7 }, (_, d) => object(`2026/11/${d}.pdf`, d * 24 * 60 + 90));
-    const summary = await capped(week, new DryRunIndex(perDay), 2 * perDay);
     const lines: string[] = [];
-    await capped(week, new DryRunIndex(perDay), 2 * perDay, (line) => lines.push(line));
+    const summary = await capped(week, new DryRunIndex(perDay), 2 * perDay, (line) => lines.push(line));
     const n = summary.report!.comparisonQueries!;
     expect(n).toBeGreaterThan(1);
     expect(lines[1]).toBe(

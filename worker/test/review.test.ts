@@ -115,6 +115,21 @@ describe('the review verdict', () => {
 });
 
 describe('field confidence', () => {
+  /** What a German invoice's page says of its fields: the seller's `block`, then `dates`, then `after`. */
+  const agreed = (block: string[], dates = ['Rechnungsdatum: 05.03.2018'], after: string[] = []) =>
+    readInvoice([
+      'Verkäufer:',
+      ...block,
+      '',
+      'Rechnungsnummer: 4711',
+      ...dates,
+      '',
+      ...after,
+      'Nettobetrag  100,00',
+      'MwSt. 19 %  19,00',
+      'Gesamtbetrag  119,00',
+    ]).agreed;
+
   it('follows how the offline analyzer found each field, raised by amounts that add up', () => {
     const { analysis, how } = readInvoice([
       'Atelier Ravel SAS',
@@ -181,63 +196,34 @@ describe('field confidence', () => {
   });
 
   it('learns from the offline analyzer what the page says of the seller’s name and the issue date', () => {
-    const page = (seller: string, dates: string[], after: string[] = []) =>
-      readInvoice([
-        'Verkäufer:',
-        seller,
-        '',
-        'Rechnungsnummer: 4711',
-        ...dates,
-        '',
-        ...after,
-        'Nettobetrag  100,00',
-        'MwSt. 19 %  19,00',
-        'Gesamtbetrag  119,00',
-      ]).agreed;
     // A legal form, or the name written again (a footer), bears it out; a word alone does not.
-    expect(page('Lieferant GmbH', ['Rechnungsdatum: 05.03.2018']).supplier_name).toBe('borne_out');
-    expect(page('Artikel', ['Rechnungsdatum: 05.03.2018']).supplier_name).toBe('alone');
-    expect(page('Artikel', ['Rechnungsdatum: 05.03.2018', 'Artikel']).supplier_name).toBe('borne_out');
+    expect(agreed(['Lieferant GmbH']).supplier_name).toBe('borne_out');
+    expect(agreed(['Artikel']).supplier_name).toBe('alone');
+    expect(agreed(['Artikel'], ['Rechnungsdatum: 05.03.2018', 'Artikel']).supplier_name).toBe('borne_out');
     // The page names it as the buyer: the other party's name, not the seller's.
-    expect(
-      page('Kunden AG', ['Rechnungsdatum: 05.03.2018'], ['Käufer:', 'Kunden AG', 'Hauptstraße 1', ''])
-        .supplier_name,
-    ).toBe('contradicted');
+    const buyer = ['Käufer:', 'Kunden AG', 'Hauptstraße 1', ''];
+    expect(agreed(['Kunden AG'], undefined, buyer).supplier_name).toBe('contradicted');
     // A due date a month on bears the issue date out; a misread year sets it apart from every other date.
-    expect(page('Lieferant GmbH', ['Rechnungsdatum: 05.03.2018', 'Fällig am: 04.04.2018']).issue_date).toBe(
-      'borne_out',
-    );
-    expect(page('Lieferant GmbH', ['Rechnungsdatum: 05.03.2017', 'Fällig am: 04.04.2018']).issue_date).toBe(
-      'alone',
-    );
+    const due = 'Fällig am: 04.04.2018';
+    expect(agreed(['Lieferant GmbH'], ['Rechnungsdatum: 05.03.2018', due]).issue_date).toBe('borne_out');
+    expect(agreed(['Lieferant GmbH'], ['Rechnungsdatum: 05.03.2017', due]).issue_date).toBe('alone');
     // One date on the page: nothing to compare it with.
-    expect(page('Lieferant GmbH', ['Rechnungsdatum: 05.03.2018']).issue_date).toBeUndefined();
+    expect(agreed(['Lieferant GmbH']).issue_date).toBeUndefined();
   });
 
   it('doubts a seller’s name that the page writes on, onto the line under it', () => {
-    const agreed = (...block: string[]) =>
-      readInvoice([
-        'Verkäufer:',
-        ...block,
-        '',
-        'Rechnungsnummer: 4711',
-        'Rechnungsdatum: 05.03.2018',
-        '',
-        'Nettobetrag  100,00',
-        'MwSt. 19 %  19,00',
-        'Gesamtbetrag  119,00',
-      ]).agreed.supplier_name;
+    const seller = (...block: string[]) => agreed(block).supplier_name;
     // A name too long for its column, wrapped: the value read may be its first line only.
-    expect(agreed('Stadtwerke Beispielstadt', 'Energie und Wasser', 'Hauptstraße 5')).toBe('contradicted');
+    expect(seller('Stadtwerke Beispielstadt', 'Energie und Wasser', 'Hauptstraße 5')).toBe('contradicted');
     // A name, then a contact (a tuning invoice's seller block): the page does not say where the name ends.
-    expect(agreed('Physiotherapeutin', 'Tanja Tinder', 'Musterstraße 12')).toBe('contradicted');
+    expect(seller('Physiotherapeutin', 'Tanja Tinder', 'Musterstraße 12')).toBe('contradicted');
     // In a column of its own, a column apart from the next line's cell: the same.
-    expect(agreed('Stadtwerke Beispielstadt    Kundennummer', 'Energie und Wasser')).toBe('contradicted');
+    expect(seller('Stadtwerke Beispielstadt    Kundennummer', 'Energie und Wasser')).toBe('contradicted');
     // An address or an identifier under the name does not go on with it; a legal form ends a name.
-    expect(agreed('Stadtwerke Beispielstadt', 'Hauptstraße 5')).toBe('alone');
-    expect(agreed('Lieferant GmbH', 'Vertrieb Süd', 'Hauptstraße 5')).toBe('borne_out');
+    expect(seller('Stadtwerke Beispielstadt', 'Hauptstraße 5')).toBe('alone');
+    expect(seller('Lieferant GmbH', 'Vertrieb Süd', 'Hauptstraße 5')).toBe('borne_out');
     // A blank line between: another block, not the name's second line.
-    expect(agreed('Stadtwerke Beispielstadt', '', 'Energie und Wasser')).toBe('alone');
+    expect(seller('Stadtwerke Beispielstadt', '', 'Energie und Wasser')).toBe('alone');
   });
 
   it('weighs OCR’s word confidence half as much on a value the page checks', () => {

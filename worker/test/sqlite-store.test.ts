@@ -7,15 +7,12 @@ import { SqliteStore } from '../src/adapters/stores/sqlite-store';
 import { testRow } from './support/builders';
 import { describeBatchStoreContract, describeStoreContract } from './support/store-contract';
 
-describeStoreContract('SqliteStore', async () => {
+const inMemory = async () => {
   const store = new SqliteStore({ path: ':memory:' });
-  return { store, rowsFor: async (key) => store.rowsFor(key), cleanup: () => store.close() };
-});
-
-describeBatchStoreContract('SqliteStore', async () => {
-  const store = new SqliteStore({ path: ':memory:' });
-  return { store, rowsFor: async (key) => store.rowsFor(key), cleanup: () => store.close() };
-});
+  return { store, rowsFor: async (key: string) => store.rowsFor(key), cleanup: () => store.close() };
+};
+describeStoreContract('SqliteStore', inMemory);
+describeBatchStoreContract('SqliteStore', inMemory);
 
 /** Starts a racer process and resolves with a handle once it said "ready". */
 function racer(dbPath: string, row: object) {

@@ -36,10 +36,15 @@ const byFirst = (a: Row, b: Row) =>
     ? a.message_id.localeCompare(b.message_id)
     : a.processed_at.localeCompare(b.processed_at);
 
-function expectedDocuments(rows: Row[]): Array<Pick<Row, 'dedup_key' | 'message_id'>> {
+/** The first row of each key, in the order of their first rows. */
+function firstRows(rows: Row[]): Row[] {
   const first = new Map<string, Row>();
   for (const row of [...rows].sort(byFirst)) if (!first.has(row.dedup_key)) first.set(row.dedup_key, row);
-  return [...first.values()].map((r) => ({ dedup_key: r.dedup_key, message_id: r.message_id }));
+  return [...first.values()];
+}
+
+function expectedDocuments(rows: Row[]): Array<Pick<Row, 'dedup_key' | 'message_id'>> {
+  return firstRows(rows).map((r) => ({ dedup_key: r.dedup_key, message_id: r.message_id }));
 }
 
 /**
@@ -47,10 +52,8 @@ function expectedDocuments(rows: Row[]): Array<Pick<Row, 'dedup_key' | 'message_
  * a "dealt with" mark (its field a review reason) is named among them but sets no value.
  */
 function expectedCorrected(rows: Row[], corrections: readonly Correction[]) {
-  const first = new Map<string, Row>();
-  for (const row of [...rows].sort(byFirst)) if (!first.has(row.dedup_key)) first.set(row.dedup_key, row);
   const correctable = new Set<string>(CORRECTABLE_FIELDS);
-  return [...first.values()].map((row) => {
+  return firstRows(rows).map((row) => {
     const latest = latestByField(corrections.filter((c) => c.dedup_key === row.dedup_key));
     const values = [...latest].filter(([field]) => correctable.has(field));
     const analysis = { ...(row.analysis as Record<string, unknown>) };
@@ -67,21 +70,16 @@ function expectedCorrected(rows: Row[], corrections: readonly Correction[]) {
 
 /** The `documents` view's rows: the first row of each key, its analysis corrected. */
 function correctedDocuments(rows: Row[], corrections: readonly Correction[]): Row[] {
-  const first = new Map<string, Row>();
-  for (const row of [...rows].sort(byFirst)) if (!first.has(row.dedup_key)) first.set(row.dedup_key, row);
   const analyses = new Map(expectedCorrected(rows, corrections).map((d) => [d.dedup_key, d.analysis]));
-  return [...first.values()].map((row) => ({
+  return firstRows(rows).map((row) => ({
     ...row,
     analysis: analyses.get(row.dedup_key) as Row['analysis'],
   }));
 }
 
 function expectedDuplicateObjects(rows: Row[]) {
-  const groups = new Map<string, Row[]>();
-  for (const row of rows.filter((r) => r.status === 'ok' && r.object_uri !== null)) {
-    groups.set(row.object_uri!, [...(groups.get(row.object_uri!) ?? []), row]);
-  }
-  return [...groups.entries()]
+  const ok = rows.filter((r) => r.status === 'ok' && r.object_uri !== null);
+  return [...Map.groupBy(ok, (r) => r.object_uri!).entries()]
     .filter(([, group]) => group.length > 1)
     .map(([uri, group]) => {
       const sorted = [...group].sort(byFirst);
@@ -96,12 +94,7 @@ function expectedDuplicateObjects(rows: Row[]) {
 }
 
 function expectedDeliveryStats(rows: Row[]) {
-  const days = new Map<string, Row[]>();
-  for (const row of rows) {
-    const day = row.processed_at.slice(0, 10);
-    days.set(day, [...(days.get(day) ?? []), row]);
-  }
-  return [...days.entries()].map(([day, group]) => {
+  return [...Map.groupBy(rows, (r) => r.processed_at.slice(0, 10)).entries()].map(([day, group]) => {
     const ok = group.filter((r) => r.status === 'ok');
     const duplicates = group.length - new Set(group.map((r) => r.dedup_key)).size;
     return {
@@ -324,11 +317,11 @@ describe('views in both dialects', () => {
     expect(expectedDeliveryStats(VIEW_FIXTURE).map((d) => d.duplicate_rows)).toEqual([2, 0]);
     // One invoice under two names (VAT id and number typed differently), a SIRET pair (one with a
     // SIREN too), a name-only pair with one object recorded twice; the near misses stay out.
-    expect(
-      expectedDuplicateInvoices(INVOICE_FIXTURE)
+    const groups = (rows: Row[]) =>
+      expectedDuplicateInvoices(rows)
         .map((d) => [d.supplier_key, d.object_uri!.replace('gs://b/inv/', '')])
-        .sort(),
-    ).toEqual([
+        .sort();
+    expect(groups(INVOICE_FIXTURE)).toEqual([
       ['name:acmeltd', 'name-a.pdf#1'],
       ['name:acmeltd', 'name-b.pdf#1'],
       ['siret:12345678900012', 'siret-a.pdf#1'],
@@ -337,11 +330,7 @@ describe('views in both dialects', () => {
       ['vat:FR12345678901', 'scan-0001.pdf#1'],
     ]);
     // The corrections move the credit note into the VAT id's group and the SIRET pair out of theirs.
-    expect(
-      expectedDuplicateInvoices(correctedDocuments(INVOICE_FIXTURE, INVOICE_CORRECTIONS))
-        .map((d) => [d.supplier_key, d.object_uri!.replace('gs://b/inv/', '')])
-        .sort(),
-    ).toEqual([
+    expect(groups(correctedDocuments(INVOICE_FIXTURE, INVOICE_CORRECTIONS))).toEqual([
       ['name:acmeltd', 'name-a.pdf#1'],
       ['name:acmeltd', 'name-b.pdf#1'],
       ['vat:FR12345678901', 'facture-42-avoir.pdf#1'],

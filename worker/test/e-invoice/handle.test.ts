@@ -4,13 +4,11 @@ import { MemoryMemoStore } from '../../src/adapters/memo-stores/memory-memo-stor
 import { QuotaGate } from '../../src/adapters/quota-gate';
 import { DEFAULT_CONTENT_TYPES } from '../../src/contract/settings';
 import { contentMatches } from '../../src/core/document-checks';
-import { parsePush } from '../../src/core/event';
-import { type HandlerDeps, handle } from '../../src/core/handle';
+import type { HandlerDeps } from '../../src/core/handle';
 import { AnalysisMemo } from '../../src/core/memo';
-import { type ObjectSpec, pushBody } from '../support/builders';
 import { deflated, pdfWith, ublInvoice } from '../support/e-invoice-builders';
-import { fixtures } from '../support/e-invoices';
-import { failWrites, handlerDeps } from '../support/handler';
+import { fixture } from '../support/e-invoices';
+import { deliverer, failWrites, handlerDeps } from '../support/handler';
 
 /** handle() with the e-invoice reader: what reaches the row, the analyzer and the admission line. */
 
@@ -20,13 +18,7 @@ function setup(overrides: Partial<HandlerDeps> = {}) {
     eInvoices: new En16931Reader(),
     ...overrides,
   });
-  const deliver = async (messageId: string, bytes: Buffer | string, spec: ObjectSpec) => {
-    const body = pushBody(messageId, { size: Buffer.from(bytes).length, ...spec });
-    built.reader.putAnnounced(body, bytes);
-    const outcome = await handle(parsePush(body), built.deps);
-    return { outcome, row: built.store.rowsFor(outcome.dedupKey)[0] };
-  };
-  return { ...built, deliver };
+  return { ...built, deliver: deliverer(built) };
 }
 
 /** Resolves once `condition` holds, checking after each turn of the event loop (at most 10,000). */
@@ -37,7 +29,7 @@ async function until(condition: () => boolean): Promise<void> {
   }
 }
 
-const FACTUR_X = fixtures('factur-x-fr').find((f) => f.file === 'Facture_FR_BASICWL.pdf')!;
+const FACTUR_X = fixture('factur-x-fr', 'Facture_FR_BASICWL.pdf');
 
 describe('handle, with e-invoices', () => {
   it('reads a Factur-X PDF while the admission line is full, without entering it', async () => {
@@ -45,15 +37,15 @@ describe('handle, with e-invoices', () => {
     const { deliver, analyzer } = setup({ admission: gate });
     analyzer.hold();
     // A plain invoice takes the only place in the line and is held there by the analyzer.
-    const plain = deliver('1', 'FACTURE N° F-1\nTotal TTC : 12,00 €\n', {
+    const plain = deliver('FACTURE N° F-1\nTotal TTC : 12,00 €\n', {
       name: 'a.txt',
       contentType: 'text/plain',
     });
     await analyzer.arrived(1);
-    const waiting = deliver('2', 'FACTURE N° F-2\n', { name: 'b.txt', contentType: 'text/plain' });
+    const waiting = deliver('FACTURE N° F-2\n', { name: 'b.txt', contentType: 'text/plain' });
     await until(() => gate.queued === 1);
 
-    const structured = await deliver('3', readFileSync(FACTUR_X.path), {
+    const structured = await deliver(readFileSync(FACTUR_X.path), {
       name: 'Facture_FR_BASICWL.pdf',
       contentType: 'application/pdf',
     });
@@ -69,7 +61,7 @@ describe('handle, with e-invoices', () => {
   it('analyses the picture of a PDF whose XML is unusable, and records why in the row’s reason', async () => {
     const { deliver, analyzer, reader } = setup();
     const pdf = await pdfWith('FACTURE F-2026-0042', deflated(ublInvoice({ omitTotal: true })));
-    const { outcome, row } = await deliver('1', pdf, { name: 'hybrid.pdf', contentType: 'application/pdf' });
+    const { outcome, row } = await deliver(pdf, { name: 'hybrid.pdf', contentType: 'application/pdf' });
     expect(outcome).toMatchObject({ status: 'ok', analysed: true, fallback: 'e_invoice_incomplete' });
     expect(outcome.detail).toMatch(/BT-112/);
     expect(row).toMatchObject({
@@ -90,8 +82,8 @@ describe('handle, with e-invoices', () => {
     const pdf = await pdfWith('FACTURE F-2026-0042', deflated(ublInvoice({ omitTotal: true })));
     const spec = { name: 'hybrid.pdf', contentType: 'application/pdf' };
     // The first delivery pays, keeps the analysis and fails to write; its retry takes it from the memo.
-    await expect(deliver('1', pdf, spec)).rejects.toMatchObject({ code: 'store_busy' });
-    const { outcome, row } = await deliver('1', pdf, spec);
+    await expect(deliver(pdf, spec, '1')).rejects.toMatchObject({ code: 'store_busy' });
+    const { outcome, row } = await deliver(pdf, spec, '1');
     expect(outcome).toMatchObject({ status: 'ok', memo: 'hit', fallback: 'e_invoice_incomplete' });
     expect(row).toMatchObject({ status: 'ok', reason: 'e_invoice_incomplete', model: 'scripted' });
     expect(analyzer.calls).toHaveLength(1);
@@ -99,7 +91,7 @@ describe('handle, with e-invoices', () => {
 
   it('analyses an ordinary PDF as before, with no reason', async () => {
     const { deliver, analyzer } = setup();
-    const { row } = await deliver('1', await pdfWith('FACTURE'), {
+    const { row } = await deliver(await pdfWith('FACTURE'), {
       name: 'plain.pdf',
       contentType: 'application/pdf',
     });
@@ -109,11 +101,11 @@ describe('handle, with e-invoices', () => {
 
   it('reads a UBL upload declared text/xml, and rejects an XML that is no invoice without analysing it', async () => {
     const { deliver, analyzer } = setup();
-    const ubl = await deliver('1', ublInvoice(), { name: 'f.xml', contentType: 'text/xml; charset=utf-8' });
+    const ubl = await deliver(ublInvoice(), { name: 'f.xml', contentType: 'text/xml; charset=utf-8' });
     expect(ubl.row).toMatchObject({ status: 'ok', model: 'e-invoice:ubl', total_tokens: 0 });
     expect(ubl.row!.analysis).toMatchObject({ invoice_number: 'F-2026-0042', total_amount: 1234.56 });
 
-    const other = await deliver('2', '<order><id>1</id></order>', {
+    const other = await deliver('<order><id>1</id></order>', {
       name: 'o.xml',
       contentType: 'application/xml',
     });
@@ -129,7 +121,7 @@ describe('handle, with e-invoices', () => {
       prolog: '<!DOCTYPE Invoice [<!ENTITY a "ha"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;">]>',
       id: '&b;',
     });
-    const { outcome, row } = await deliver('1', laughs, {
+    const { outcome, row } = await deliver(laughs, {
       name: 'laughs.xml',
       contentType: 'application/xml',
     });
@@ -141,13 +133,13 @@ describe('handle, with e-invoices', () => {
 
   it('rejects bytes declared as XML that are not markup as content_mismatch', async () => {
     const { deliver } = setup();
-    const { row } = await deliver('1', '%PDF-1.7 not xml', { name: 'x.xml', contentType: 'application/xml' });
+    const { row } = await deliver('%PDF-1.7 not xml', { name: 'x.xml', contentType: 'application/xml' });
     expect(row).toMatchObject({ status: 'rejected', reason: 'content_mismatch' });
   });
 
   it('without the reader, treats a Factur-X PDF as any PDF (the analyzer pays)', async () => {
     const { deliver, analyzer } = setup({ eInvoices: undefined });
-    const { row } = await deliver('1', readFileSync(FACTUR_X.path), {
+    const { row } = await deliver(readFileSync(FACTUR_X.path), {
       name: 'f.pdf',
       contentType: 'application/pdf',
     });

@@ -1,15 +1,10 @@
-import { once } from 'node:events';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
+import { readFileSync } from 'node:fs';
 import { En16931Reader } from '../../src/adapters/e-invoice/en16931-reader';
 import { mayCarryAttachment } from '../../src/adapters/e-invoice/factur-x';
 import { XML_LIMITS } from '../../src/adapters/e-invoice/xml';
 import { RejectionError } from '../../src/core/errors';
 import type { EInvoiceReading } from '../../src/core/ports';
-import { deflated, pdfWith, ublInvoice } from '../support/e-invoice-builders';
+import { deflated, hostileTargets, pdfWith, ublInvoice } from '../support/e-invoice-builders';
 import { fixtures } from '../support/e-invoices';
 
 /**
@@ -36,46 +31,25 @@ async function refusal(xml: string | Buffer): Promise<string> {
   }
 }
 
+/** What the reader makes of the PDF `bytes`. */
+const readPdf = (bytes: Buffer, name = 'hybrid.pdf'): Promise<EInvoiceReading> =>
+  reader.read({ bytes, contentType: 'application/pdf', name });
+
 /** What the reader makes of a PDF carrying `xml` as its factur-x.xml. */
-async function inPdf(xml: string | Buffer): Promise<EInvoiceReading> {
-  const pdf = await pdfWith('FACTURE F-2026-0042', deflated(xml));
-  return reader.read({ bytes: pdf, contentType: 'application/pdf', name: 'hybrid.pdf' });
-}
+const inPdf = async (xml: string | Buffer) => readPdf(await pdfWith('FACTURE F-2026-0042', deflated(xml)));
 
 describe('hostile XML', () => {
-  let dir: string;
-  let server: Server;
-  let requests: string[];
-  let url: string;
-
-  beforeAll(async () => {
-    dir = mkdtempSync(path.join(tmpdir(), 'docline-xxe-'));
-    writeFileSync(path.join(dir, 'secret.txt'), 'TOP-SECRET-PASSWORD');
-    requests = [];
-    server = createServer((req, res) => {
-      requests.push(req.url ?? '');
-      res.end('<!ENTITY leak "FETCHED">');
-    });
-    server.listen(0, '127.0.0.1');
-    await once(server, 'listening');
-    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  });
-
-  afterAll(async () => {
-    server.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
-
+  const targets = hostileTargets();
   const xxeFile = () =>
     ublInvoice({
-      prolog: `<!DOCTYPE Invoice [<!ENTITY xxe SYSTEM "file://${dir}/secret.txt">]>`,
+      prolog: `<!DOCTYPE Invoice [<!ENTITY xxe SYSTEM "file://${targets.dir}/secret.txt">]>`,
       id: '&xxe;',
     });
   const xxeUrl = () =>
-    ublInvoice({ prolog: `<!DOCTYPE Invoice [<!ENTITY xxe SYSTEM "${url}/entity">]>`, id: '&xxe;' });
-  const externalDtd = () => ublInvoice({ prolog: `<!DOCTYPE Invoice SYSTEM "${url}/invoice.dtd">` });
+    ublInvoice({ prolog: `<!DOCTYPE Invoice [<!ENTITY xxe SYSTEM "${targets.url}/entity">]>`, id: '&xxe;' });
+  const externalDtd = () => ublInvoice({ prolog: `<!DOCTYPE Invoice SYSTEM "${targets.url}/invoice.dtd">` });
   const parameterEntity = () =>
-    ublInvoice({ prolog: `<!DOCTYPE Invoice [<!ENTITY % remote SYSTEM "${url}/p.dtd"> %remote;]>` });
+    ublInvoice({ prolog: `<!DOCTYPE Invoice [<!ENTITY % remote SYSTEM "${targets.url}/p.dtd"> %remote;]>` });
   const billionLaughs = () => {
     const levels = ['<!ENTITY lol0 "lol">'];
     for (let i = 1; i <= 9; i++) levels.push(`<!ENTITY lol${i} "${`&lol${i - 1};`.repeat(10)}">`);
@@ -94,14 +68,14 @@ describe('hostile XML', () => {
     expect(detail).toMatch(/declares a DTD/);
     expect(detail).not.toMatch(/TOP-SECRET|FETCHED|lollol/);
     expect(performance.now() - started).toBeLessThan(1_000);
-    expect(requests).toEqual([]);
+    expect(targets.requests).toEqual([]);
   });
 
   it('refuses a DTD whatever the case it is written in', async () => {
-    expect(await refusal(ublInvoice({ prolog: `<!doctype Invoice SYSTEM "${url}/x.dtd">` }))).toMatch(
+    expect(await refusal(ublInvoice({ prolog: `<!doctype Invoice SYSTEM "${targets.url}/x.dtd">` }))).toMatch(
       /declares a DTD/,
     );
-    expect(requests).toEqual([]);
+    expect(targets.requests).toEqual([]);
   });
 
   it('refuses an entity that no DTD declares, rather than keep it as text', async () => {
@@ -147,67 +121,48 @@ describe('hostile XML', () => {
     expect(await refusal(ublInvoice({ omitTotal: true }))).toMatch(/BT-112 \(total_amount\) is missing/);
   });
 
+  const DTD = /declares a DTD/;
   it.each([
-    ['an external file entity', xxeFile],
-    ['an external URL entity', xxeUrl],
-    ['billion laughs', billionLaughs],
-  ])('falls back to the picture when a PDF carries %s', async (_, build) => {
-    expect(await inPdf(build())).toMatchObject({
-      kind: 'fallback',
-      reason: 'e_invoice_unreadable',
-      detail: expect.stringMatching(/declares a DTD/),
-    });
-    expect(requests).toEqual([]);
-  });
-
-  it('stops inflating a compressed bomb at the XML cap and falls back', async () => {
-    const bomb = Buffer.alloc(XML_LIMITS.maxBytes * 4, 0x20);
-    const reading = await inPdf(bomb);
-    expect(reading).toMatchObject({
-      kind: 'fallback',
-      reason: 'e_invoice_unreadable',
-      detail: expect.stringMatching(/over the XML cap of 5242880 bytes once inflated/),
-    });
-  });
-
-  it('falls back on an attachment stored with a filter it does not decode', async () => {
-    const pdf = await pdfWith('FACTURE', { stored: Buffer.from('x'), filter: 'LZWDecode' });
-    const reading = await reader.read({ bytes: pdf, contentType: 'application/pdf', name: 'lzw.pdf' });
-    expect(reading).toMatchObject({
-      kind: 'fallback',
-      reason: 'e_invoice_unreadable',
-      detail: expect.stringMatching(/LZWDecode/),
-    });
-  });
-
-  it('falls back as incomplete when the XML lacks a required term', async () => {
-    expect(await inPdf(ublInvoice({ omitTotal: true }))).toMatchObject({
-      kind: 'fallback',
-      reason: 'e_invoice_incomplete',
-      detail: expect.stringMatching(/BT-112/),
-    });
+    ['carries an external file entity', 'e_invoice_unreadable', DTD, () => inPdf(xxeFile())],
+    ['carries an external URL entity', 'e_invoice_unreadable', DTD, () => inPdf(xxeUrl())],
+    ['carries billion laughs', 'e_invoice_unreadable', DTD, () => inPdf(billionLaughs())],
+    [
+      'carries a compressed bomb, whose inflating stops at the XML cap',
+      'e_invoice_unreadable',
+      /over the XML cap of 5242880 bytes once inflated/,
+      () => inPdf(Buffer.alloc(XML_LIMITS.maxBytes * 4, 0x20)),
+    ],
+    [
+      'stores its attachment with a filter the reader does not decode',
+      'e_invoice_unreadable',
+      /LZWDecode/,
+      async () => readPdf(await pdfWith('FACTURE', { stored: Buffer.from('x'), filter: 'LZWDecode' })),
+    ],
+    ['lacks a required term', 'e_invoice_incomplete', /BT-112/, () => inPdf(ublInvoice({ omitTotal: true }))],
+  ] as const)('falls back to the picture when a PDF %s (%s)', async (_, reason, detail, read) => {
+    expect(await read()).toMatchObject({ kind: 'fallback', reason, detail: expect.stringMatching(detail) });
+    expect(targets.requests).toEqual([]);
   });
 });
 
 describe('PDFs without a usable e-invoice attachment', () => {
-  it('finds none in an ordinary PDF', async () => {
-    const pdf = await pdfWith('FACTURE F-2026-0042');
-    expect(await reader.read({ bytes: pdf, contentType: 'application/pdf', name: 'plain.pdf' })).toEqual({
-      kind: 'none',
-    });
-  });
-
-  it('ignores an attachment that is not named as an e-invoice', async () => {
-    const pdf = await pdfWith('FACTURE', { ...deflated(ublInvoice()), filename: 'terms.xml' });
-    expect(await reader.read({ bytes: pdf, contentType: 'application/pdf', name: 'terms.pdf' })).toEqual({
-      kind: 'none',
-    });
+  it.each([
+    ['finds none in an ordinary PDF', () => pdfWith('FACTURE F-2026-0042')],
+    [
+      'ignores an attachment that is not named as an e-invoice',
+      () => pdfWith('FACTURE', { ...deflated(ublInvoice()), filename: 'terms.xml' }),
+    ],
+    [
+      'leaves bytes that pdf.js cannot parse to the analyzer',
+      async () => Buffer.from('%PDF-1.7\n this is not a PDF body'),
+    ],
+  ])('%s', async (_, build) => {
+    expect(await readPdf(await build())).toEqual({ kind: 'none' });
   });
 
   it('reads a ZUGFeRD or XRechnung attachment as it reads factur-x.xml', async () => {
     for (const filename of ['ZUGFeRD-invoice.xml', 'xrechnung.xml']) {
-      const pdf = await pdfWith('RECHNUNG', { ...deflated(ublInvoice()), filename });
-      const reading = await reader.read({ bytes: pdf, contentType: 'application/pdf', name: filename });
+      const reading = await readPdf(await pdfWith('RECHNUNG', { ...deflated(ublInvoice()), filename }));
       expect(reading).toMatchObject({ kind: 'read', result: { model: 'e-invoice:factur-x' } });
     }
   });
@@ -225,12 +180,5 @@ describe('PDFs without a usable e-invoice attachment', () => {
     );
     expect(unmarked.includes('EmbeddedFile')).toBe(false);
     expect(mayCarryAttachment(unmarked)).toBe(true);
-  });
-
-  it('leaves bytes that pdf.js cannot parse to the analyzer', async () => {
-    const junk = Buffer.from('%PDF-1.7\n this is not a PDF body');
-    expect(await reader.read({ bytes: junk, contentType: 'application/pdf', name: 'junk.pdf' })).toEqual({
-      kind: 'none',
-    });
   });
 });

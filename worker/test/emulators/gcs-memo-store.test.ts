@@ -14,6 +14,7 @@ import { toolVersion } from './support/tool-process';
  */
 
 const BUCKET = 'docline-memo-emulated';
+const t0 = Date.parse('2026-11-30T09:00:00.000Z');
 
 const entry = (totalTokens: number): MemoEntry => ({
   analysis: sampleAnalysis(),
@@ -46,7 +47,6 @@ describe(`GcsMemoStore on fake-gcs-server ${toolVersion('fake-gcs-server')}`, ()
     const lease = AnalysisMemo.leaseKey('gs://b/leased#1');
     expect(await store.hasLease(lease)).toBe(false);
     expect(await store.hasLease(lease)).toBe(false);
-    const t0 = Date.parse('2026-11-30T09:00:00.000Z');
     expect(await store.lease(lease, new Date(t0 + 15_000), new Date(t0))).toMatchObject({ earlier: false });
     expect(await store.hasLease(lease)).toBe(true);
   });
@@ -64,7 +64,6 @@ describe(`GcsMemoStore on fake-gcs-server ${toolVersion('fake-gcs-server')}`, ()
 
   it('interleaving 4: a lease is one object, renewed in place for its holder; a concurrent delivery reads the renewal', async () => {
     const key = AnalysisMemo.leaseKey('gs://b/lease#1');
-    const t0 = Date.parse('2026-11-30T09:00:00.000Z');
     const mine = (await store.lease(key, new Date(t0 + 15_000), new Date(t0))) as { token: string };
     expect(mine.token).toBeDefined();
     // 20 s later the holder is still working and renews; a concurrent delivery asks now.
@@ -84,7 +83,6 @@ describe(`GcsMemoStore on fake-gcs-server ${toolVersion('fake-gcs-server')}`, ()
 
   it('lets one of two deliveries that find a lease ended take it (ifGenerationMatch on the real server)', async () => {
     const key = AnalysisMemo.leaseKey('gs://b/lease#2');
-    const t0 = Date.parse('2026-11-30T09:00:00.000Z');
     const first = (await store.lease(key, new Date(t0 + 15_000), new Date(t0))) as { token: string };
     // Released by its holder (its write answered).
     await store.renew(key, first.token, new Date(t0 + 2_000), true);
@@ -99,7 +97,6 @@ describe(`GcsMemoStore on fake-gcs-server ${toolVersion('fake-gcs-server')}`, ()
 
   it('never lets a slow renewal that lands after a later one shorten a write’s bound', async () => {
     const key = AnalysisMemo.leaseKey('gs://b/lease#3');
-    const t0 = Date.parse('2026-11-30T09:00:00.000Z');
     // The same real client, except that the next renewal's upload waits until released.
     const slow = createStorageClient({ apiEndpoint: server.url, projectId: 'docline-emu', timeoutMs: 5_000 });
     let release = () => {};

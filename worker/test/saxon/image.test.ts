@@ -3,11 +3,9 @@ import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } fro
 import os from 'node:os';
 import path from 'node:path';
 import { findValidator } from '../../src/adapters/e-invoice/validation/saxon-runner';
-import type { EInvoiceValidation } from '../../src/adapters/e-invoice/validation/validation';
 import { loadConfig } from '../../src/config';
-import type { EInvoiceReading } from '../../src/core/ports';
 import { type Adapters, buildAdapters } from '../../src/main';
-import { fixtures } from '../support/e-invoices';
+import { fixture, validated } from '../support/e-invoices';
 import { MemoryLogger } from '../support/fakes';
 
 /**
@@ -95,17 +93,8 @@ afterAll(async () => {
   rmSync(imageRoot, { recursive: true, force: true });
 });
 
-async function read(folder: 'cii' | 'ubl', file: string): Promise<EInvoiceValidation> {
-  const f = fixtures(folder).find((x) => x.file === file)!;
-  const reading: EInvoiceReading = await adapters.eInvoices!.read({
-    bytes: readFileSync(f.path),
-    contentType: 'application/xml',
-    name: f.file,
-  });
-  const v = (reading as { validation?: EInvoiceValidation }).validation;
-  if (!v) throw new Error(`${file}: no validation recorded`);
-  return v;
-}
+const read = async (folder: 'cii' | 'ubl', file: string) =>
+  (await validated(adapters.eInvoices!, fixture(folder, file))).v;
 
 describe('the validator as the worker image runs it', () => {
   it('is set up by the runtime ENV: production, and a folder of its own outside the repository', () => {

@@ -1,8 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import os from 'node:os';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { OfflineAnalyzer } from '../../src/adapters/analyzers/offline-analyzer';
 import { En16931Reader } from '../../src/adapters/e-invoice/en16931-reader';
@@ -19,14 +16,11 @@ import { parseXml } from '../../src/adapters/e-invoice/xml';
 import { PdfJsParser } from '../../src/adapters/pdf/pdfjs-parser';
 import { DEFAULT_CONTENT_TYPES } from '../../src/contract/settings';
 import { RejectionError } from '../../src/core/errors';
-import { parsePush } from '../../src/core/event';
-import { handle } from '../../src/core/handle';
 import type { EInvoiceReading } from '../../src/core/ports';
 import { validationReasons } from '../../src/core/review';
-import { pushBody } from '../support/builders';
-import { deflated, pdfWith, ublInvoice } from '../support/e-invoice-builders';
-import { type Fixture, fixtures } from '../support/e-invoices';
-import { handlerDeps } from '../support/handler';
+import { deflated, hostileTargets, pdfWith, ublInvoice } from '../support/e-invoice-builders';
+import { type Fixture, fixture, fixtures, validated } from '../support/e-invoices';
+import { deliverer, handlerDeps } from '../support/handler';
 
 /**
  * E-invoices validated on receipt by the real thing: Saxon-HE running the official artefacts
@@ -44,22 +38,10 @@ const reader = new En16931Reader(pdf, validator);
 
 afterAll(() => runner.close());
 
-const contentType = (file: string) => (file.endsWith('.pdf') ? 'application/pdf' : 'application/xml');
 const validationOf = (reading: EInvoiceReading) =>
   (reading as { validation?: EInvoiceValidation }).validation;
 
-async function validate(f: Fixture): Promise<{ reading: EInvoiceReading; v: EInvoiceValidation }> {
-  const reading = await reader.read({
-    bytes: readFileSync(f.path),
-    contentType: contentType(f.file),
-    name: f.file,
-  });
-  const v = validationOf(reading);
-  if (!v) throw new Error(`${f.file}: no validation recorded`);
-  return { reading, v };
-}
-
-const fixture = (folder: Fixture['folder'], file: string) => fixtures(folder).find((f) => f.file === file)!;
+const validate = (f: Fixture) => validated(reader, f);
 const failedOf = (v: EInvoiceValidation) => Object.fromEntries(v.rulesets.map((r) => [r.artefact, r.failed]));
 
 describe('the installed artefacts', () => {
@@ -207,33 +189,15 @@ Total TTC : ${o.total ?? '1 234,56'} €`;
 });
 
 describe('hostile XML stays rejected', () => {
-  let server: Server;
-  let url: string;
-  const requests: string[] = [];
-  let dir: string;
-  beforeAll(async () => {
-    dir = mkdtempSync(path.join(os.tmpdir(), 'docline-saxon-hostile-'));
-    writeFileSync(path.join(dir, 'secret.txt'), 'SECRET');
-    server = createServer((req, res) => {
-      requests.push(req.url ?? '');
-      res.end('<!ENTITY x "pwned">');
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  });
-  afterAll(async () => {
-    await new Promise((resolve) => server.close(resolve));
-    rmSync(dir, { recursive: true, force: true });
-  });
-
+  const targets = hostileTargets();
   const hostile = () => [
     ublInvoice({
-      prolog: `<!DOCTYPE Invoice [<!ENTITY xxe SYSTEM "file://${dir}/secret.txt">]>`,
+      prolog: `<!DOCTYPE Invoice [<!ENTITY xxe SYSTEM "file://${targets.dir}/secret.txt">]>`,
       id: '&xxe;',
     }),
-    ublInvoice({ prolog: `<!DOCTYPE Invoice [<!ENTITY xxe SYSTEM "${url}/entity">]>`, id: '&xxe;' }),
-    ublInvoice({ prolog: `<!DOCTYPE Invoice SYSTEM "${url}/invoice.dtd">` }),
-    ublInvoice({ prolog: `<!DOCTYPE Invoice [<!ENTITY % remote SYSTEM "${url}/p.dtd"> %remote;]>` }),
+    ublInvoice({ prolog: `<!DOCTYPE Invoice [<!ENTITY xxe SYSTEM "${targets.url}/entity">]>`, id: '&xxe;' }),
+    ublInvoice({ prolog: `<!DOCTYPE Invoice SYSTEM "${targets.url}/invoice.dtd">` }),
+    ublInvoice({ prolog: `<!DOCTYPE Invoice [<!ENTITY % remote SYSTEM "${targets.url}/p.dtd"> %remote;]>` }),
   ];
 
   it('refuses them before any validation, as before: not_an_e_invoice', async () => {
@@ -242,7 +206,7 @@ describe('hostile XML stays rejected', () => {
         reader.read({ bytes: Buffer.from(xml), contentType: 'application/xml', name: 'h.xml' }),
       ).rejects.toThrow(RejectionError);
     }
-    expect(requests).toEqual([]);
+    expect(targets.requests).toEqual([]);
   });
 
   it('and the runner, handed them directly, refuses every DOCTYPE and resolves no entity', async () => {
@@ -251,7 +215,7 @@ describe('hostile XML stays rejected', () => {
       await expect(refused).rejects.toThrow(ValidatorUnavailable);
       await expect(refused).rejects.toThrow(/DOCTYPE is disallowed/);
     }
-    expect(requests).toEqual([]);
+    expect(targets.requests).toEqual([]);
   });
 });
 
@@ -276,11 +240,7 @@ describe('the row', () => {
       eInvoices: reader,
     });
     const bytes = readFileSync(fixture('cii', 'EN16931_ElektronischeAdresse.cii.xml').path);
-    const body = pushBody('1', { size: bytes.length, name: 'e.xml', contentType: 'application/xml' });
-    const attrs = (body.message as { attributes: Record<string, string> }).attributes;
-    built.reader.put(attrs.bucketId!, attrs.objectId!, attrs.objectGeneration!, bytes);
-    const outcome = await handle(parsePush(body), built.deps);
-    const row = built.store.rowsFor(outcome.dedupKey)[0]!;
+    const row = (await deliverer(built)(bytes, { name: 'e.xml', contentType: 'application/xml' })).row!;
     expect(row).toMatchObject({ status: 'ok', model: 'e-invoice:cii', total_tokens: 0 });
     expect(row.e_invoice_validation).toMatchObject({ verdict: 'invalid', failed: ['BR-CL-25'] });
   });

@@ -1,3 +1,9 @@
+import { once } from 'node:events';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { deflateSync } from 'node:zlib';
 import { PdfWriter } from '../../../samples/pdf-writer';
 
@@ -27,6 +33,32 @@ export function ublInvoice(options: { id?: string; prolog?: string; omitTotal?: 
     ${options.omitTotal ? '' : '<cbc:TaxInclusiveAmount currencyID="EUR">1234.56</cbc:TaxInclusiveAmount>'}
   </cac:LegalMonetaryTotal>
 </Invoice>`;
+}
+
+/**
+ * What hostile XML would reach for, set up by the calling suite's beforeAll (and removed after it):
+ * a secret file in a scratch folder, and a local server that answers every request with an entity
+ * declaration and records its path.
+ */
+export function hostileTargets() {
+  const targets = { dir: '', url: '', requests: [] as string[] };
+  let server: Server;
+  beforeAll(async () => {
+    targets.dir = mkdtempSync(path.join(tmpdir(), 'docline-xxe-'));
+    writeFileSync(path.join(targets.dir, 'secret.txt'), 'TOP-SECRET-PASSWORD');
+    server = createServer((req, res) => {
+      targets.requests.push(req.url ?? '');
+      res.end('<!ENTITY leak "FETCHED">');
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    targets.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    server.close();
+    rmSync(targets.dir, { recursive: true, force: true });
+  });
+  return targets;
 }
 
 export interface Attachment {

@@ -1,6 +1,8 @@
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { XMLParser } from 'fast-xml-parser';
+import type { EInvoiceValidation } from '../../src/adapters/e-invoice/validation/validation';
+import type { EInvoiceReader } from '../../src/core/ports';
 
 /**
  * The shared EN 16931 fixtures (../shared/fixtures/e-invoices beside the repository, read in place)
@@ -29,6 +31,22 @@ export function fixtures(folder: Fixture['folder']): Fixture[] {
       path: path.join(E_INVOICE_FIXTURES, folder, file),
       contentType: file.endsWith('.pdf') ? 'application/pdf' : 'application/xml',
     }));
+}
+
+/** The file `file` of one fixture folder. */
+export const fixture = (folder: Fixture['folder'], file: string) =>
+  fixtures(folder).find((f) => f.file === file)!;
+
+/** What `reader` makes of fixture `f` uploaded as it is, and the validation it recorded (which must be there). */
+export async function validated(reader: EInvoiceReader, f: Fixture) {
+  const reading = await reader.read({
+    bytes: readFileSync(f.path),
+    contentType: f.contentType,
+    name: f.file,
+  });
+  const v = (reading as { validation?: EInvoiceValidation }).validation;
+  if (!v) throw new Error(`${f.file}: no validation recorded`);
+  return { reading, v };
 }
 
 /** The corpus lists these as failing validation: they are not part of "every valid file". */

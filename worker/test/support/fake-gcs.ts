@@ -19,7 +19,6 @@ export interface RecordedGcsRequest {
   method: string;
   path: string;
   query: Record<string, string>;
-  headers: Record<string, string | string[] | undefined>;
 }
 
 export interface FakeGcs {
@@ -102,10 +101,6 @@ export async function startFakeGcs(): Promise<FakeGcs> {
   const stalled = new Set<ServerResponse>();
   const keyOf = (bucket: string, name: string, generation: string) =>
     `${bucket}\u0000${name}\u0000${generation}`;
-  const latest = (bucket: string, name: string) =>
-    [...objects.values()]
-      .filter((o) => o.bucket === bucket && o.name === name)
-      .sort((a, b) => (BigInt(a.generation) < BigInt(b.generation) ? 1 : -1))[0];
 
   function sendJson(res: ServerResponse, status: number, body: unknown): void {
     res.writeHead(status, { 'content-type': 'application/json; charset=UTF-8' });
@@ -138,7 +133,6 @@ export async function startFakeGcs(): Promise<FakeGcs> {
       method: req.method ?? 'GET',
       path: url.pathname,
       query: Object.fromEntries(url.searchParams),
-      headers: req.headers,
     });
     if (stalls > 0) {
       stalls -= 1;
@@ -159,14 +153,11 @@ export async function startFakeGcs(): Promise<FakeGcs> {
     }
     const bucket = decodeURIComponent(match[1]!);
     const name = decodeURIComponent(match[2]!);
-    const generation = url.searchParams.get('generation');
-    const object = generation ? objects.get(keyOf(bucket, name, generation)) : latest(bucket, name);
+    // GcsReader always names the generation: a request without one finds nothing.
+    const generation = url.searchParams.get('generation') ?? '';
+    const object = objects.get(keyOf(bucket, name, generation));
     if (!object) {
-      sendJson(
-        res,
-        404,
-        errorBody(404, `No such object: ${bucket}/${name}${generation ? `#${generation}` : ''}`),
-      );
+      sendJson(res, 404, errorBody(404, `No such object: ${bucket}/${name}#${generation}`));
       return;
     }
     if (url.searchParams.get('alt') !== 'media') {

@@ -1,8 +1,10 @@
 import { SqliteStore } from '../../src/adapters/stores/sqlite-store';
 import { DEFAULT_CONTENT_TYPES } from '../../src/contract/settings';
 import { TransientError } from '../../src/core/errors';
-import type { HandlerDeps } from '../../src/core/handle';
+import { parsePush } from '../../src/core/event';
+import { type HandlerDeps, handle } from '../../src/core/handle';
 import type { Store } from '../../src/core/ports';
+import { type ObjectSpec, pushBody } from './builders';
 import { fixedClock, MemoryReader, ScriptedAnalyzer } from './fakes';
 
 /**
@@ -24,6 +26,20 @@ export function handlerDeps(overrides: Partial<HandlerDeps> = {}) {
     ...overrides,
   };
   return { store, reader, analyzer, deps };
+}
+
+/**
+ * Delivers `bytes` as the object `spec` through handle() on `built`'s dependencies, as message
+ * `messageId` (by default the next of 1, 2, …): the outcome and the row stored under its key.
+ */
+export function deliverer({ reader, store, deps }: ReturnType<typeof handlerDeps>) {
+  let messages = 0;
+  return async (bytes: Buffer | string, spec: ObjectSpec, messageId = String(++messages)) => {
+    const body = pushBody(messageId, { size: Buffer.from(bytes).length, ...spec });
+    reader.putAnnounced(body, bytes);
+    const outcome = await handle(parsePush(body), deps);
+    return { outcome, row: store.rowsFor(outcome.dedupKey)[0] };
+  };
 }
 
 /** Makes the next `times` writes of `store` fail with `error` (by default a busy SQLite database). */

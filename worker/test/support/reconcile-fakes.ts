@@ -5,11 +5,23 @@ import type {
   NotificationPublisher,
   ObjectLister,
 } from '../../src/reconcile/reconcile';
+import type { RunOptions } from '../../src/reconcile/run';
 
 /** In-memory ports for reconcile: a bucket listing in pages, a set of rows, a recording publisher. */
 
 export const NOW = new Date('2026-11-30T12:00:00.000Z');
 export const clock = { now: () => NOW };
+
+/** A run's options: a report of the whole bucket, objects an hour old or more, unless `over` says. */
+export const options = (over: Partial<RunOptions> = {}): RunOptions => ({
+  prefix: '',
+  olderThanMs: 60 * 60 * 1000,
+  apply: false,
+  yes: false,
+  json: false,
+  dedupKeyMode: 'object',
+  ...over,
+});
 
 /** A live object created `minutesAgo` before {@link NOW}. */
 export function object(name: string, minutesAgo: number, generation = '1764460800123456'): ObjectResource {

@@ -1,5 +1,5 @@
 import { freePort } from '../../../../local/lib/emulator';
-import { startToolProcess, toolVersion } from './tool-process';
+import { startToolProcess } from './tool-process';
 
 /**
  * bigquery-emulator (github.com/goccy/bigquery-emulator), an independent implementation of the
@@ -10,9 +10,6 @@ import { startToolProcess, toolVersion } from './tool-process';
 export interface BigQueryEmulator {
   /** `http://127.0.0.1:PORT`: the `apiEndpoint` of @google-cloud/bigquery. */
   readonly url: string;
-  /** The only project the emulator serves. */
-  readonly projectId: string;
-  readonly version: string;
   stop(): Promise<void>;
 }
 
@@ -39,5 +36,5 @@ export async function startBigQueryEmulator(projectId: string): Promise<BigQuery
         })
       ).ok,
   });
-  return { url, projectId, version: toolVersion('bigquery-emulator'), stop: () => tool.stop() };
+  return { url, stop: () => tool.stop() };
 }

@@ -1,11 +1,11 @@
 import { freePort } from '../../../../local/lib/emulator';
-import { startToolProcess, toolVersion } from './tool-process';
+import { startToolProcess } from './tool-process';
 
 /**
  * fake-gcs-server (github.com/fsouza/fake-gcs-server), an independent implementation of the Cloud
  * Storage JSON API, started on a loopback port with the in-memory backend over plain HTTP. With
- * `pubsub`, it publishes JSON_API_V1 notifications of the chosen events to a topic of the Pub/Sub
- * emulator — the topic must exist before the first upload.
+ * `pubsub`, it publishes JSON_API_V1 notifications of finalized objects only (as docline's
+ * notification config) to a topic of the Pub/Sub emulator — the topic must exist before the first upload.
  */
 
 export interface FakeGcsServerOptions {
@@ -15,8 +15,6 @@ export interface FakeGcsServerOptions {
     emulatorHost: string;
     projectId: string;
     topic: string;
-    /** fake-gcs-server's names: `finalize`, `delete`, `metadataUpdate`. Default: finalize only, as docline's notification. */
-    events?: Array<'finalize' | 'delete' | 'metadataUpdate'>;
   };
 }
 
@@ -29,7 +27,6 @@ export interface FakeGcsServer {
    * call answers 404).
    */
   readonly storageEmulatorHost: string;
-  readonly version: string;
   /** Creates a bucket (fake-gcs-server creates none on its own). */
   createBucket(name: string, options?: { versioning?: boolean }): Promise<void>;
   stop(): Promise<void>;
@@ -64,7 +61,7 @@ export async function startFakeGcsServer(options: FakeGcsServerOptions = {}): Pr
       '-event.pubsub-topic',
       options.pubsub.topic,
       '-event.list',
-      (options.pubsub.events ?? ['finalize']).join(','),
+      'finalize',
     );
     env.PUBSUB_EMULATOR_HOST = options.pubsub.emulatorHost;
   }
@@ -79,7 +76,6 @@ export async function startFakeGcsServer(options: FakeGcsServerOptions = {}): Pr
   return {
     url,
     storageEmulatorHost: `${url}/storage/v1`,
-    version: toolVersion('fake-gcs-server'),
     async createBucket(name, bucketOptions = {}) {
       const res = await fetch(`${url}/storage/v1/b?project=docline`, {
         method: 'POST',

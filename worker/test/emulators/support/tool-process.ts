@@ -36,9 +36,6 @@ export function toolVersion(name: ToolName): string {
   }
 }
 
-/** A started tool. */
-export type ToolProcess = GroupProcess;
-
 export interface ToolProcessOptions {
   name: ToolName;
   args: string[];
@@ -49,7 +46,7 @@ export interface ToolProcessOptions {
 }
 
 /** Starts a tool in its own process group and resolves once `ready()` answers true. */
-export function startToolProcess(options: ToolProcessOptions): Promise<ToolProcess> {
+export function startToolProcess(options: ToolProcessOptions): Promise<GroupProcess> {
   return startGroupProcess({
     label: options.name,
     command: toolBinary(options.name),

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { freePort } from '../../../../local/lib/emulator';
 import { type GroupProcess, startGroupProcess } from '../../../../local/lib/lifecycle';
@@ -15,7 +15,7 @@ import { type GroupProcess, startGroupProcess } from '../../../../local/lib/life
  * (GoogleSQL) would refuse them. It does not know BigQuery's quotas or DML limits.
  */
 
-/** Where the install script puts the package (and its `.version` stamp). */
+/** Where the install script puts the package. */
 export const ZETASQL_DIR = path.resolve(__dirname, '../../../../.tools/zetasql');
 const PACKAGE_DIR = path.join(ZETASQL_DIR, 'node_modules/@fivetrandevelopers/zetasql');
 const SERVER_BINARY = path.join(PACKAGE_DIR, 'lib/zetasql/remote_server.so');
@@ -44,17 +44,13 @@ export interface AnalyzedStatement {
 /** The analyzer refused the statement; `message` is ZetaSQL's, with its `[at line:column]`. */
 export class ZetaSqlAnalysisError extends Error {
   readonly code = 'zetasql_analysis_failed';
-  constructor(
-    message: string,
-    readonly sql: string,
-  ) {
+  constructor(message: string) {
     super(message);
     this.name = 'ZetaSqlAnalysisError';
   }
 }
 
 export interface ZetaSqlServer {
-  readonly version: string;
   /** Registers a catalog of these tables (with every built-in function) and returns its id. */
   registerCatalog(tables: readonly CatalogTable[]): Promise<string>;
   /**
@@ -67,15 +63,6 @@ export interface ZetaSqlServer {
     parameters: Readonly<Record<string, SqlType>>,
   ): Promise<AnalyzedStatement>;
   stop(): Promise<void>;
-}
-
-/** The version the install script stamped (`1.13.0`), or `unknown`. */
-export function zetaSqlVersion(): string {
-  try {
-    return readFileSync(path.join(ZETASQL_DIR, '.version'), 'utf8').trim();
-  } catch {
-    return 'unknown';
-  }
 }
 
 /** Starts the ZetaSQL server on a free loopback port; resolves once it answers. */
@@ -108,7 +95,6 @@ export async function startZetaSql(): Promise<ZetaSqlServer> {
   try {
     const languageOptions = (await new zetasql.LanguageOptions().enableMaximumLanguageFeatures()).serialize();
     return {
-      version: zetaSqlVersion(),
       async registerCatalog(tables) {
         const response = await client.registerCatalog({
           simpleCatalog: {
@@ -141,7 +127,7 @@ export async function startZetaSql(): Promise<ZetaSqlServer> {
         } catch (error) {
           const e = error as { code?: number; details?: string; message?: string };
           // gRPC INVALID_ARGUMENT (3) is the analyzer's refusal; anything else is the server's trouble.
-          if (e.code === 3) throw new ZetaSqlAnalysisError(e.details ?? String(e.message), sql);
+          if (e.code === 3) throw new ZetaSqlAnalysisError(e.details ?? String(e.message));
           throw error;
         }
         const statement = response?.resolvedStatement;
