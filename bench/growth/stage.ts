@@ -7,6 +7,7 @@ import {
   PRICES,
   PRICES_AS_OF,
 } from '../../worker/src/contract/cost-model';
+import { percentile } from '../stats';
 import { type CellSpec, runConsumer, type SteadyFlow } from '../sweep/cell';
 
 /**
@@ -125,13 +126,6 @@ export function stackFor(documentsPerDay: number): SteadyFlow['stack'] {
     maxInstances: config.worker.maxInstances,
     concurrency: config.worker.concurrency,
   };
-}
-
-/** The p-th percentile (0–100) of `values`, nearest rank; NaN when empty. */
-export function percentile(values: readonly number[], p: number): number {
-  if (values.length === 0) return Number.NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
 }
 
 /** Runs one cell: the worker under the flow in each window of the day, then the day's figures. */
