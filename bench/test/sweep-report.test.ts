@@ -1,12 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { sweepGrid } from '../sweep/grid';
-import {
-  renderSweepReport,
-  replaceSweepFigures,
-  SWEEP_FIGURES_END,
-  SWEEP_FIGURES_START,
-} from '../sweep/report';
+import { renderSweepReport, replaceSweepFigures, sweepFigures } from '../sweep/report';
 import {
   buildSweepSection,
   missedGoals,
@@ -134,8 +129,8 @@ describe('the sweep figures of bench/README.md and docs/sweep.md', () => {
     ['docs/sweep.md', path.join(__dirname, '../../docs/sweep.md')],
   ])('%s holds exactly the block generated from bench/results.json', (name, file) => {
     const text = readFileSync(file, 'utf8');
-    expect(text).toContain(SWEEP_FIGURES_START);
-    expect(text).toContain(SWEEP_FIGURES_END);
+    expect(text).toContain(sweepFigures().start);
+    expect(text).toContain(sweepFigures().end);
     expect(results.sweep).toBeDefined();
     expect(replaceSweepFigures(text, results.sweep!, name)).toBe(text);
     expect(text).toContain(renderSweepReport(results.sweep!));
