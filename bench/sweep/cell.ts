@@ -93,7 +93,7 @@ export interface CellSpec {
 /**
  * A steady flow of uploads (the growth stage): `documentsPerDay` evenly spaced for `durationMs`,
  * into a table pre-filled to `tableAgeDays` at the same rate, with the settings the stack derives
- * for that volume and, optionally, a Gemini tier with a daily limit and a MERGE latency.
+ * for that volume and, optionally, a Gemini tier with a daily limit.
  */
 export interface SteadyFlow {
   documentsPerDay: number;
@@ -107,8 +107,6 @@ export interface SteadyFlow {
     concurrency: number;
   };
   tier?: TierLimits;
-  /** A MERGE's latency, uniform (default: the cost model's). */
-  mergeSeconds?: { low: number; high: number };
   /** The simulated wall-clock time the flow starts at, epoch ms (default: the simulator's 08:00 UTC). */
   startAtMs?: number;
 }
@@ -437,8 +435,7 @@ export async function runConsumer(
     sweepLatencies(GEMINI_LATENCIES[spec.latency], spec.seed),
   );
   const settings = DELIVERY_DEFAULTS;
-  const flow = spec.flow;
-  const mergeSeconds = spec.mergeSeconds ?? flow?.mergeSeconds;
+  const { flow, mergeSeconds } = spec;
   const warehouse = new Warehouse(time, {
     table: 'docline-sweep:docline.documents',
     published: {
