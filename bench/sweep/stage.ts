@@ -152,14 +152,10 @@ export async function runSweepStage(options: {
       );
     },
   );
-  const byName = new Map(order.map((c, i) => [c.name, ran[i]!]));
-  const runs = grid.map((c) => byName.get(c.name)!);
-  const cells: SweepCell[] = runs.map((r) => r.cell);
-  const details: Record<string, SweepCellDetails> = {};
-  for (const [i, c] of grid.entries()) details[c.name] = runs[i]!.details;
+  const runs = grid.map((c) => ran[order.indexOf(c)]!);
   return buildSweepSection(
-    cells,
-    details,
+    runs.map((r) => r.cell),
+    Object.fromEntries(grid.map((c, i) => [c.name, runs[i]!.details])),
     Number(process.hrtime.bigint() - started) / 1e9,
     options.skip ?? [],
   );
