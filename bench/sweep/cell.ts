@@ -579,15 +579,12 @@ export async function runConsumer(
     // The drain is timed from the first publish (a backfill lists and queries first).
     let lastPublishMs = -1;
     let publishedSeen = 0;
-    const watch = () => {
+    const ended = await time.run(() => {
       if (firstPublishMs < 0 && sub.stats.published > 0) firstPublishMs = time.nowMs();
       if (sub.stats.published > publishedSeen) {
         publishedSeen = sub.stats.published;
         lastPublishMs = time.nowMs();
       }
-    };
-    const ended = await time.run(() => {
-      watch();
       return allPublished && sub.idle;
     }, CELL_BOUND_MS);
     const reconcile = allPublished ? await publishing : undefined;
@@ -626,7 +623,7 @@ export async function runConsumer(
       cloudRunNoSlot429: cloudRunModel?.noInstance429 ?? 0,
       instancesStarted: cloudRunModel?.instancesStarted ?? 0,
       maxInstancesServing: cloudRunModel?.maxServing ?? 0,
-      wallSeconds: 0,
+      wallSeconds: Number(process.hrtime.bigint() - wallStart) / 1e9,
       secondsToRow: docs
         .map((d) => {
           const at = warehouse.firstRowAtMs.get(d.key);
@@ -635,7 +632,6 @@ export async function runConsumer(
         })
         .filter((x) => Number.isFinite(x)),
     };
-    figures.wallSeconds = Number(process.hrtime.bigint() - wallStart) / 1e9;
     return { figures, ...(reconcile ? { reconcile } : {}) };
   } finally {
     subscription?.close();
