@@ -281,14 +281,10 @@ async function publishBacklog(
     }
     return undefined;
   }
-  const listLatency = latencyFrom(
-    { name: 'list', medianMs: 150, sigma: 0.3, tailShare: 0, tailFactor: 3 },
-    spec.seed + 11,
-  );
-  const publishLatency = latencyFrom(
-    { name: 'publish', medianMs: 40, sigma: 0.3, tailShare: 0, tailFactor: 3 },
-    spec.seed + 12,
-  );
+  const callLatency = (name: string, medianMs: number, seed: number) =>
+    latencyFrom({ name, medianMs, sigma: 0.3, tailShare: 0, tailFactor: 3 }, seed);
+  const listLatency = callLatency('list', 150, spec.seed + 11);
+  const publishLatency = callLatency('publish', 40, spec.seed + 12);
   const figures: ReconcileFigures = {
     listed: 0,
     missing: 0,
@@ -426,8 +422,7 @@ export async function runConsumer(
 ): Promise<{ figures: ConsumerFigures; reconcile?: ReconcileFigures }> {
   const wallStart = process.hrtime.bigint();
   const time = new VirtualTime(spec.flow?.startAtMs);
-  const epochMs = time.epochNowMs();
-  const docs = documentsOf(spec, epochMs);
+  const docs = documentsOf(spec, time.epochNowMs());
   const byKey = new Map(docs.map((d) => [d.key, d]));
   const gemini = new GeminiPortModel(
     time,
@@ -453,8 +448,6 @@ export async function runConsumer(
         : {}),
     },
   });
-  const instances = flow?.stack.maxInstances ?? SETTINGS.maxInstances.default;
-  const concurrency = flow?.stack.concurrency ?? SETTINGS.concurrency.default;
   const flowEnv: Record<string, string> = flow
     ? {
         MAXIMUM_BYTES_BILLED: String(flow.stack.maximumBytesBilled),
@@ -487,8 +480,8 @@ export async function runConsumer(
         keyOf: (id) => id,
         autoscale: {
           minInstances: SETTINGS.minInstances.default,
-          maxInstances: instances,
-          concurrency,
+          maxInstances: flow?.stack.maxInstances ?? SETTINGS.maxInstances.default,
+          concurrency: flow?.stack.concurrency ?? SETTINGS.concurrency.default,
           targetUtilization: TARGET_UTILIZATION,
           idleMs: IDLE_MS,
         },
