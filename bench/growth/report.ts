@@ -24,45 +24,35 @@ const hours = (ms: number) => (ms >= 3_600_000 ? `${ms / 3_600_000} h` : `${ms /
 
 /** The growth table, its goals and what it assumes, generated from results.json's `growth` section. */
 export function renderGrowthReport(growth: GrowthSection): string {
-  const lines: string[] = [];
   const misses = growthMisses(growth.cells);
-  lines.push(
+  const windows = Object.entries(GROWTH_WINDOWS)
+    .map(([rate, w]) => `${int(Number(rate))} a day, ${w.count} windows of ${hours(w.durationMs)}`)
+    .join(', ');
+  const lines = [
     `${growth.cells.length} cells; ${misses.length === 0 ? 'every goal met' : `${misses.length} goals missed: ${misses.join('; ')}`} ` +
       `(0 statements refused, 0 dead letters, 0 lost, view rows = documents, bytes billed per document on a 365-day table ≤ ${GROWTH_GOALS.flatnessRatio} × a 1-day one, ` +
       `BigQuery ≤ ${100 * GROWTH_GOALS.bigQueryShareOfGemini} % of Gemini per document at 1,000,000 a day on a 365-day table).`,
-  );
-  lines.push('');
-  lines.push(
+    '',
     '| Cell | Documents a day | Table age (days) | Documents | Statements refused | Dead letters | Lost | View rows | MiB billed / doc | BigQuery $ / 1,000 docs | Gemini $ / 1,000 docs | BigQuery / Gemini | p99 s to row | Worst window (UTC start: MiB / doc) | Lookup estimate unpruned (MiB) | Refused unpruned |',
-  );
-  lines.push('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
-  for (const c of growth.cells) {
-    lines.push(
-      `| ${c.name} | ${int(c.documentsPerDay)} | ${c.tableAgeDays} | ${int(c.documents)} | ${int(c.statementsRefused)} | ${int(c.deadLetters)} | ${int(c.lost)} | ${int(c.viewRows)} | ` +
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+    ...growth.cells.map(
+      (c) =>
+        `| ${c.name} | ${int(c.documentsPerDay)} | ${c.tableAgeDays} | ${int(c.documents)} | ${int(c.statementsRefused)} | ${int(c.deadLetters)} | ${int(c.lost)} | ${int(c.viewRows)} | ` +
         `${(c.bytesBilledPerDocument / MIB).toFixed(2)} | ${money(1000 * c.bigQueryDollarsPerDocument)} | ${money(1000 * c.geminiDollarsPerDocument)} | ` +
         `${((100 * c.bigQueryDollarsPerDocument) / c.geminiDollarsPerDocument).toFixed(2)} % | ${c.p99SecondsToRow.toFixed(0)} | ` +
         `${c.worstWindow.startsAtUtc}: ${(c.worstWindow.bytesBilledPerDocument / MIB).toFixed(2)} | ${int(c.unprunedLookupEstimateBytes / MIB)} | ${c.refusedWithoutPruning ? 'yes' : 'no'} |`,
-    );
-  }
-  lines.push('');
-  lines.push(
+    ),
+    '',
     "With pruning by its key-day parameters, a statement reads the same partitions whatever the table's age, so the cells of one rate bill the same: the flatness follows from pruning by construction. " +
       "The last two columns are what the age changes if the filter did not prune: the day's last lookup would read every partition, and the cap the stack derives would refuse it where it says yes. " +
       'That the live table prunes is checked after every deploy (`npm run check-pruning`, docs/deploy.md).',
-  );
-  lines.push('');
-  lines.push(
-    `Simulated time per cell: one day (${GROWTH_DAY}, UTC) in windows, the first centred on midnight, each its own run into the table as it stood at the window's start: ${Object.entries(
-      GROWTH_WINDOWS,
-    )
-      .map(([rate, w]) => `${int(Number(rate))} a day, ${w.count} windows of ${hours(w.durationMs)}`)
-      .join(
-        ', ',
-      )}; uploads evenly spaced, 1 in 20 announced twice; the settings are what the stack derives for the volume (infra/config.ts). ` +
+    '',
+    `Simulated time per cell: one day (${GROWTH_DAY}, UTC) in windows, the first centred on midnight, each its own run into the table as it stood at the window's start: ${windows}; ` +
+      'uploads evenly spaced, 1 in 20 announced twice; the settings are what the stack derives for the volume (infra/config.ts). ' +
       `Gemini tier (assumed): ${int(GROWTH_TIER.requestsPerMinute)} requests a minute, ${int(GROWTH_TIER.tokensPerMinute)} input tokens a minute, ` +
       `${int(GROWTH_TIER.requestsPerDay ?? 0)} requests a day (the daily window starting full with the previous day's requests at the cell's rate), refused calls counted. ` +
       `${GROWTH_PRICES_NOTE}.`,
-  );
+  ];
   return `${lines.join('\n')}\n`;
 }
 
