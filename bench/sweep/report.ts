@@ -11,49 +11,40 @@ const two = (n: number) => (Number.isFinite(n) ? n.toFixed(2) : '–');
 
 /** The sweep table and its summary, generated from results.json's `sweep` section. */
 export function renderSweepReport(sweep: SweepSection): string {
-  const lines: string[] = [];
   const g = sweep.goals;
-  lines.push(
+  const e = sweep.windowModelEffect;
+  const w = sweep.worst;
+  const lines = [
     `${sweep.cells.length} cells (${sweep.cells.length - sweep.cellsOffTuning} in the tuning set, ${sweep.cellsOffTuning} the defaults never saw); ${sweep.cellsMeetingGoals} of ${sweep.cellsOffTuning} meet every goal ` +
       `(ratio to the oracle ≤ ${g.ratioToOracle}, analyses per document ≤ ${g.analysesPerDocument}, 0 dead letters, 0 lost, ` +
       `view rows = documents, bytes billed ≤ ${g.bytesBilledOverBest}× the cell's best). Runtime ${int(sweep.runtimeSeconds)} s; ${sweep.timeModel}.`,
-  );
-  if (sweep.notRun && sweep.notRun.length > 0) {
-    lines.push('');
-    lines.push(
-      `Not run in this sweep (\`--skip-cells\`): ${sweep.notRun.join(', ')}. Their figures are in no table here, and they count neither as meeting nor as missing a goal.`,
-    );
-  }
-  lines.push('');
-  const e = sweep.windowModelEffect;
-  lines.push(
+    ...(sweep.notRun && sweep.notRun.length > 0
+      ? [
+          '',
+          `Not run in this sweep (\`--skip-cells\`): ${sweep.notRun.join(', ')}. Their figures are in no table here, and they count neither as meeting nor as missing a goal.`,
+        ]
+      : []),
+    '',
     `Window models: from everyAck to fastAcksOnly (${e.pairs} pairs of otherwise equal cells), docline's drain time changes ×${two(e.medianDrainChange)} ` +
       `and its ratio to the oracle ×${two(e.medianRatioChange)} (medians).`,
-  );
-  lines.push('');
-  lines.push(
+    '',
     '| Cell | Tuning | docline s | oracle s | Ratio to oracle | Ratio from last upload | Analyses / doc | Dead letters | Lost | View rows | Extra raw rows | MiB billed / doc | $ / doc | Misses |',
-  );
-  lines.push('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
-  for (const c of sweep.cells) {
-    const d = sweep.details[c.name];
-    lines.push(
-      `| ${c.name} | ${c.tuning ? 'yes' : ''} | ${d ? int(d.doclineSeconds) : '–'} | ${d ? int(d.oracleSeconds) : '–'} | ${two(c.ratioToOracle)} | ${two(d?.ratioFromLastUpload ?? Number.NaN)} | ${c.analysesPerDocument.toFixed(3)} | ${int(c.deadLetters)} | ${int(c.lost)} | ${int(c.viewRows)} | ${int(c.extraRawRows)} | ${two(c.bytesBilledPerDocument / MIB)} | ${c.dollarsPerDocument.toFixed(5)} | ${c.tuning ? '(tuning)' : d?.misses.join(', ') || 'none'} |`,
-    );
-  }
-  lines.push('');
-  const w = sweep.worst;
-  lines.push(
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+    ...sweep.cells.map((c) => {
+      const d = sweep.details[c.name];
+      return `| ${c.name} | ${c.tuning ? 'yes' : ''} | ${d ? int(d.doclineSeconds) : '–'} | ${d ? int(d.oracleSeconds) : '–'} | ${two(c.ratioToOracle)} | ${two(d?.ratioFromLastUpload ?? Number.NaN)} | ${c.analysesPerDocument.toFixed(3)} | ${int(c.deadLetters)} | ${int(c.lost)} | ${int(c.viewRows)} | ${int(c.extraRawRows)} | ${two(c.bytesBilledPerDocument / MIB)} | ${c.dollarsPerDocument.toFixed(5)} | ${c.tuning ? '(tuning)' : d?.misses.join(', ') || 'none'} |`;
+    }),
+    '',
     `Worst off the tuning set: ratio ${two(w.ratioToOracle?.value ?? Number.NaN)} (${w.ratioToOracle?.cell ?? '–'}), ` +
       `analyses per document ${(w.analysesPerDocument?.value ?? Number.NaN).toFixed(3)} (${w.analysesPerDocument?.cell ?? '–'}), ` +
       `dead letters ${int(w.deadLetters?.value ?? 0)}, lost ${int(w.lost?.value ?? 0)}, ` +
       `MiB billed per document ${two((w.bytesBilledPerDocument?.value ?? Number.NaN) / MIB)} (${w.bytesBilledPerDocument?.cell ?? '–'}).`,
-  );
-  const backfills = Object.entries(sweep.details).filter(([, d]) => d.reconcile);
-  for (const [name, d] of backfills) {
-    const r = d.reconcile!;
-    lines.push('');
+  ];
+  for (const [name, d] of Object.entries(sweep.details)) {
+    const r = d.reconcile;
+    if (!r) continue;
     lines.push(
+      '',
       `Backfill ${name}: reconcile listed ${int(r.listed)} objects in ${int(r.listCalls)} list calls (${two(r.listSeconds)} s), ` +
         `one query billed ${two(r.queryBytesBilled / MIB)} MiB ($${r.queryUsd.toFixed(5)}), published ${int(r.missing)} announcements ` +
         `in ${int(r.publishCalls)} calls (${two(r.publishSeconds)} s); the worker drained them in ${int(d.doclineSeconds)} s ` +
