@@ -1,3 +1,4 @@
+import type { BurstReportInput } from '../report';
 import { type ConsumerFigures, type ConsumerName, runConsumer } from '../sweep/cell';
 import { type GridCell, sweepGrid } from '../sweep/grid';
 
@@ -27,11 +28,7 @@ export interface BurstFigures {
   lost: number;
 }
 
-export interface BurstSection extends Record<string, unknown> {
-  cell: string;
-  documents: number;
-  analyzerBoundSeconds: number;
-  perDelivery: BurstFigures;
+export interface BurstSection extends BurstReportInput, Record<string, unknown> {
   groupCommit: BurstFigures;
   ratios: Record<string, number>;
   /** Each run's figures as the sweep reports them (what held it back). */

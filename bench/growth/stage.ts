@@ -7,7 +7,8 @@ import {
   PRICES,
   PRICES_AS_OF,
 } from '../../worker/src/contract/cost-model';
-import { type CellSpec, runConsumer, type SteadyFlow } from '../sweep/cell';
+import { percentile } from '../stats';
+import { type CellSpec, type ConsumerFigures, runConsumer, type SteadyFlow } from '../sweep/cell';
 
 /**
  * The growth stage (`npm run bench -- --stage growth`): docline's real worker (group commit, the
@@ -127,13 +128,6 @@ export function stackFor(documentsPerDay: number): SteadyFlow['stack'] {
   };
 }
 
-/** The p-th percentile (0–100) of `values`, nearest rank; NaN when empty. */
-export function percentile(values: readonly number[], p: number): number {
-  if (values.length === 0) return Number.NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
-}
-
 /** Runs one cell: the worker under the flow in each window of the day, then the day's figures. */
 export async function runGrowthCell(
   documentsPerDay: (typeof GROWTH_RATES)[number],
@@ -145,16 +139,7 @@ export async function runGrowthCell(
   const { durationMs } = GROWTH_WINDOWS[documentsPerDay];
   const stack = stackFor(documentsPerDay);
   const perWindow = Math.round((documentsPerDay * durationMs) / DAY_MS);
-  const day = {
-    documents: 0,
-    refused: 0,
-    deadLetters: 0,
-    lost: 0,
-    viewRows: 0,
-    billedBytes: 0,
-    geminiUsd: 0,
-    secondsToRow: [] as number[],
-  };
+  const runs: ConsumerFigures[] = [];
   let worst = { startsAtUtc: '', bytesBilledPerDocument: -1 };
   for (let k = 0; k < windows; k++) {
     const startAtMs = growthWindowStartMs(documentsPerDay, k);
@@ -177,36 +162,37 @@ export async function runGrowthCell(
       flow,
     };
     const { figures } = await runConsumer(spec, 'docline');
-    day.documents += perWindow;
-    day.refused += figures.refusedBytesBilled + figures.refusedDml;
-    day.deadLetters += figures.deadLetters;
-    day.lost += figures.lost;
-    day.viewRows += figures.viewRows;
-    day.billedBytes += figures.billedBytes;
-    day.geminiUsd += figures.geminiUsd;
-    for (const s of figures.secondsToRow) day.secondsToRow.push(s);
+    runs.push(figures);
     if (figures.billedBytes / perWindow > worst.bytesBilledPerDocument)
       worst = {
         startsAtUtc: new Date(startAtMs).toISOString().slice(11, 16),
         bytesBilledPerDocument: figures.billedBytes / perWindow,
       };
   }
-  const bigQueryUsd = onDemandUsd(day.billedBytes);
+  /** A figure summed over the day's windows, in their order. */
+  const day = (of: (f: ConsumerFigures) => number) => runs.reduce((sum, f) => sum + of(f), 0);
+  const documents = perWindow * windows;
+  const billedBytes = day((f) => f.billedBytes);
+  const geminiUsd = day((f) => f.geminiUsd);
+  const bigQueryUsd = onDemandUsd(billedBytes);
   const unpruned = (tableAgeDays + 1) * documentsPerDay * COST_DEFAULTS.lookupBytesPerRow;
   return {
     name: growthCellName(documentsPerDay, tableAgeDays),
     documentsPerDay,
     tableAgeDays,
-    documents: day.documents,
-    statementsRefused: day.refused,
-    deadLetters: day.deadLetters,
-    lost: day.lost,
-    viewRows: day.viewRows,
-    bytesBilledPerDocument: day.billedBytes / day.documents,
-    dollarsPerDocument: (bigQueryUsd + day.geminiUsd) / day.documents,
-    bigQueryDollarsPerDocument: bigQueryUsd / day.documents,
-    geminiDollarsPerDocument: day.geminiUsd / day.documents,
-    p99SecondsToRow: percentile(day.secondsToRow, 99),
+    documents,
+    statementsRefused: day((f) => f.refusedBytesBilled + f.refusedDml),
+    deadLetters: day((f) => f.deadLetters),
+    lost: day((f) => f.lost),
+    viewRows: day((f) => f.viewRows),
+    bytesBilledPerDocument: billedBytes / documents,
+    dollarsPerDocument: (bigQueryUsd + geminiUsd) / documents,
+    bigQueryDollarsPerDocument: bigQueryUsd / documents,
+    geminiDollarsPerDocument: geminiUsd / documents,
+    p99SecondsToRow: percentile(
+      runs.flatMap((f) => f.secondsToRow),
+      99,
+    ),
     windows,
     simulatedHours: (windows * durationMs) / 3_600_000,
     worstWindow: worst,

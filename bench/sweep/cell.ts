@@ -93,7 +93,7 @@ export interface CellSpec {
 /**
  * A steady flow of uploads (the growth stage): `documentsPerDay` evenly spaced for `durationMs`,
  * into a table pre-filled to `tableAgeDays` at the same rate, with the settings the stack derives
- * for that volume and, optionally, a Gemini tier with a daily limit and a MERGE latency.
+ * for that volume and, optionally, a Gemini tier with a daily limit.
  */
 export interface SteadyFlow {
   documentsPerDay: number;
@@ -107,8 +107,6 @@ export interface SteadyFlow {
     concurrency: number;
   };
   tier?: TierLimits;
-  /** A MERGE's latency, uniform (default: the cost model's). */
-  mergeSeconds?: { low: number; high: number };
   /** The simulated wall-clock time the flow starts at, epoch ms (default: the simulator's 08:00 UTC). */
   startAtMs?: number;
 }
@@ -283,14 +281,10 @@ async function publishBacklog(
     }
     return undefined;
   }
-  const listLatency = latencyFrom(
-    { name: 'list', medianMs: 150, sigma: 0.3, tailShare: 0, tailFactor: 3 },
-    spec.seed + 11,
-  );
-  const publishLatency = latencyFrom(
-    { name: 'publish', medianMs: 40, sigma: 0.3, tailShare: 0, tailFactor: 3 },
-    spec.seed + 12,
-  );
+  const callLatency = (name: string, medianMs: number, seed: number) =>
+    latencyFrom({ name, medianMs, sigma: 0.3, tailShare: 0, tailFactor: 3 }, seed);
+  const listLatency = callLatency('list', 150, spec.seed + 11);
+  const publishLatency = callLatency('publish', 40, spec.seed + 12);
   const figures: ReconcileFigures = {
     listed: 0,
     missing: 0,
@@ -428,8 +422,7 @@ export async function runConsumer(
 ): Promise<{ figures: ConsumerFigures; reconcile?: ReconcileFigures }> {
   const wallStart = process.hrtime.bigint();
   const time = new VirtualTime(spec.flow?.startAtMs);
-  const epochMs = time.epochNowMs();
-  const docs = documentsOf(spec, epochMs);
+  const docs = documentsOf(spec, time.epochNowMs());
   const byKey = new Map(docs.map((d) => [d.key, d]));
   const gemini = new GeminiPortModel(
     time,
@@ -437,8 +430,7 @@ export async function runConsumer(
     sweepLatencies(GEMINI_LATENCIES[spec.latency], spec.seed),
   );
   const settings = DELIVERY_DEFAULTS;
-  const flow = spec.flow;
-  const mergeSeconds = spec.mergeSeconds ?? flow?.mergeSeconds;
+  const { flow, mergeSeconds } = spec;
   const warehouse = new Warehouse(time, {
     table: 'docline-sweep:docline.documents',
     published: {
@@ -456,8 +448,6 @@ export async function runConsumer(
         : {}),
     },
   });
-  const instances = flow?.stack.maxInstances ?? SETTINGS.maxInstances.default;
-  const concurrency = flow?.stack.concurrency ?? SETTINGS.concurrency.default;
   const flowEnv: Record<string, string> = flow
     ? {
         MAXIMUM_BYTES_BILLED: String(flow.stack.maximumBytesBilled),
@@ -490,8 +480,8 @@ export async function runConsumer(
         keyOf: (id) => id,
         autoscale: {
           minInstances: SETTINGS.minInstances.default,
-          maxInstances: instances,
-          concurrency,
+          maxInstances: flow?.stack.maxInstances ?? SETTINGS.maxInstances.default,
+          concurrency: flow?.stack.concurrency ?? SETTINGS.concurrency.default,
           targetUtilization: TARGET_UTILIZATION,
           idleMs: IDLE_MS,
         },
@@ -582,15 +572,12 @@ export async function runConsumer(
     // The drain is timed from the first publish (a backfill lists and queries first).
     let lastPublishMs = -1;
     let publishedSeen = 0;
-    const watch = () => {
+    const ended = await time.run(() => {
       if (firstPublishMs < 0 && sub.stats.published > 0) firstPublishMs = time.nowMs();
       if (sub.stats.published > publishedSeen) {
         publishedSeen = sub.stats.published;
         lastPublishMs = time.nowMs();
       }
-    };
-    const ended = await time.run(() => {
-      watch();
       return allPublished && sub.idle;
     }, CELL_BOUND_MS);
     const reconcile = allPublished ? await publishing : undefined;
@@ -629,7 +616,7 @@ export async function runConsumer(
       cloudRunNoSlot429: cloudRunModel?.noInstance429 ?? 0,
       instancesStarted: cloudRunModel?.instancesStarted ?? 0,
       maxInstancesServing: cloudRunModel?.maxServing ?? 0,
-      wallSeconds: 0,
+      wallSeconds: Number(process.hrtime.bigint() - wallStart) / 1e9,
       secondsToRow: docs
         .map((d) => {
           const at = warehouse.firstRowAtMs.get(d.key);
@@ -638,7 +625,6 @@ export async function runConsumer(
         })
         .filter((x) => Number.isFinite(x)),
     };
-    figures.wallSeconds = Number(process.hrtime.bigint() - wallStart) / 1e9;
     return { figures, ...(reconcile ? { reconcile } : {}) };
   } finally {
     subscription?.close();

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { SweepCell, SweepCellDetails } from './stage';
+import type { runCell } from './stage';
 
 /**
  * Runs `run` on every item, at most `jobs` at once, and gives the results in the items' order
@@ -28,11 +28,8 @@ export async function inOrderPool<T, R>(
   return results;
 }
 
-/** What a child process gives back for one cell (see cell-child.ts). */
-export interface CellRun {
-  cell: SweepCell;
-  details: SweepCellDetails;
-}
+/** What a child process gives back for one cell (see cell-child.ts): what `runCell` gives here. */
+export type CellRun = Awaited<ReturnType<typeof runCell>>;
 
 /**
  * Runs one grid cell in a child process (`node --import tsx cell-child.ts NAME FILE`): the same

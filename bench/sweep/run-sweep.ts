@@ -8,17 +8,11 @@ import { runSweepStage } from './stage';
  * bench/results.json (read-modify-write of that key only), regenerates the sweep block of
  * bench/README.md and docs/sweep.md from that file and prints it. `--quick` runs the tuning set only
  * (bench/sweep/grid.ts) into results.quick.json and leaves the docs alone: the run defaults are
- * chosen on. `--cells A,B` runs just those cells, also into results.quick.json.
+ * chosen on. `--cells A,B` runs just those cells, also into results.quick.json (a part is not the
+ * sweep); `--skip-cells A,B` the grid without them, into results.json, the section and the blocks
+ * naming them.
  */
-export async function runSweep(options: {
-  quick: boolean;
-  progress: (text: string) => void;
-  jobs?: number;
-  /** `--cells A,B`: only these cells, into results.quick.json like `--quick` (a part is not the sweep). */
-  cells?: readonly string[];
-  /** `--skip-cells A,B`: the grid without these, into results.json; the section and the blocks name them. */
-  skip?: readonly string[];
-}): Promise<void> {
+export async function runSweep(options: Parameters<typeof runSweepStage>[0]): Promise<void> {
   const sweep = await runSweepStage(options);
   const benchDir = path.join(__dirname, '..');
   const partial = options.quick || options.cells !== undefined;

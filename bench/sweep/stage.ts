@@ -1,5 +1,5 @@
 import { LIMITS, onDemandUsd } from '../../worker/src/contract/cost-model';
-import { type ConsumerFigures, type ReconcileFigures, runConsumer } from './cell';
+import { type CellSpec, type ConsumerFigures, type ReconcileFigures, runConsumer } from './cell';
 import { bestBytesPerDocument, type GridCell, SWEEP_GOALS, sweepGrid } from './grid';
 import { inOrderPool, runCellInChild } from './pool';
 
@@ -17,13 +17,8 @@ export interface SweepCell {
   dollarsPerDocument: number;
 }
 
-export interface SweepCellDetails {
-  documents: number;
-  backlog: string;
-  analyzer: string;
-  quota: number;
-  latency: string;
-  window: string;
+export interface SweepCellDetails
+  extends Pick<CellSpec, 'documents' | 'backlog' | 'analyzer' | 'quota' | 'latency' | 'window'> {
   doclineSeconds: number;
   oracleSeconds: number;
   /** docline's drain over the oracle's, both timed from the last upload instead of the first publish. */
@@ -152,14 +147,10 @@ export async function runSweepStage(options: {
       );
     },
   );
-  const byName = new Map(order.map((c, i) => [c.name, ran[i]!]));
-  const runs = grid.map((c) => byName.get(c.name)!);
-  const cells: SweepCell[] = runs.map((r) => r.cell);
-  const details: Record<string, SweepCellDetails> = {};
-  for (const [i, c] of grid.entries()) details[c.name] = runs[i]!.details;
+  const runs = grid.map((c) => ran[order.indexOf(c)]!);
   return buildSweepSection(
-    cells,
-    details,
+    runs.map((r) => r.cell),
+    Object.fromEntries(grid.map((c, i) => [c.name, runs[i]!.details])),
     Number(process.hrtime.bigint() - started) / 1e9,
     options.skip ?? [],
   );

@@ -27,7 +27,8 @@ interface Held {
   res: ServerResponse;
 }
 
-function setup(autoscale?: Partial<AutoscaleOptions>, building?: () => Promise<unknown>) {
+/** The model on fake instances; with `autoscale`, its autoscaler on and started. */
+async function setup(autoscale?: Partial<AutoscaleOptions>, building?: () => Promise<unknown>) {
   const time = new VirtualTime();
   const held: Held[] = [];
   const built: number[] = [];
@@ -86,13 +87,13 @@ function setup(autoscale?: Partial<AutoscaleOptions>, building?: () => Promise<u
     }
   };
   const onInstance = (i: number) => held.filter((h) => h.instance === i).length;
+  if (autoscale) await cloudRun.startAutoscaled(factory);
   return { time, cloudRun, factory, held, built, stopped, answers, push, answerAll, onInstance };
 }
 
 describe('Cloud Run autoscaling (the sweep model)', () => {
   it('starts the first instance on the first request; it serves only after the cold start', async () => {
-    const t = setup({});
-    await t.cloudRun.startAutoscaled(t.factory);
+    const t = await setup({});
     expect(t.cloudRun.fleet()).toEqual({ serving: 0, starting: 0, pending: 0 });
     t.push(1);
     await advanceTo(t.time, 0);
@@ -113,8 +114,7 @@ describe('Cloud Run autoscaling (the sweep model)', () => {
         (p) => p.then(() => readFile(__filename)),
         Promise.resolve(),
       );
-    const t = setup({}, reads);
-    await t.cloudRun.startAutoscaled(t.factory);
+    const t = await setup({}, reads);
     t.push(1);
     t.time.after(COLD_START_MS / 2, () => t.push(1));
     await t.time.run(() => t.held.length === 2, 60_000);
@@ -122,8 +122,7 @@ describe('Cloud Run autoscaling (the sweep model)', () => {
   });
 
   it('adds an instance only once the open requests per instance exceed 60 % of the concurrency', async () => {
-    const t = setup({ minInstances: 1 });
-    await t.cloudRun.startAutoscaled(t.factory);
+    const t = await setup({ minInstances: 1 });
     // Target: 0.6 × 10 = 6 open requests per instance.
     t.push(6);
     await advanceTo(t.time, 0);
@@ -139,8 +138,7 @@ describe('Cloud Run autoscaling (the sweep model)', () => {
   });
 
   it('never runs more than maxInstances; past their slots a request waits, then 429', async () => {
-    const t = setup({});
-    await t.cloudRun.startAutoscaled(t.factory);
+    const t = await setup({});
     t.push(100);
     await advanceTo(t.time, 0);
     expect(t.cloudRun.fleet()).toEqual({ serving: 0, starting: 3, pending: 100 });
@@ -161,8 +159,7 @@ describe('Cloud Run autoscaling (the sweep model)', () => {
   });
 
   it('routes to fill instances (the most loaded under the target)', async () => {
-    const fill = setup({ minInstances: 2 });
-    await fill.cloudRun.startAutoscaled(fill.factory);
+    const fill = await setup({ minInstances: 2 });
     fill.push(6);
     await advanceTo(fill.time, 0);
     expect([fill.onInstance(0), fill.onInstance(1)]).toEqual([6, 0]);
@@ -176,8 +173,7 @@ describe('Cloud Run autoscaling (the sweep model)', () => {
   });
 
   it('shuts an instance down after 15 idle minutes, down to minInstances', async () => {
-    const t = setup({ minInstances: 1 });
-    await t.cloudRun.startAutoscaled(t.factory);
+    const t = await setup({ minInstances: 1 });
     t.push(13); // ceil(13 / 6) = 3 instances
     await advanceTo(t.time, COLD_START_MS);
     expect(t.cloudRun.fleet().serving).toBe(3);
@@ -199,8 +195,7 @@ describe('Cloud Run autoscaling (the sweep model)', () => {
   });
 
   it('an instance busy within the idle time is kept', async () => {
-    const t = setup({});
-    await t.cloudRun.startAutoscaled(t.factory);
+    const t = await setup({});
     t.push(1);
     await advanceTo(t.time, COLD_START_MS);
     t.answerAll();
@@ -215,7 +210,7 @@ describe('Cloud Run autoscaling (the sweep model)', () => {
   });
 
   it('off (the default): every instance serves from t=0 and requests go to the least busy, in turn', async () => {
-    const t = setup();
+    const t = await setup();
     await t.cloudRun.start(t.factory, 3, 0);
     expect(t.built).toEqual([0, 1, 2]);
     t.push(7);

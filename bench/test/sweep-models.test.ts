@@ -12,7 +12,7 @@ import {
 } from '../../sim/models/gemini';
 import { GEMINI_LATENCIES, latencyFrom, mergeLatency } from '../../sim/models/latency';
 import { EVERY_ACK, FAST_ACKS_ONLY } from '../../sim/models/push-window';
-import { Warehouse } from '../../sim/models/warehouse';
+import { Warehouse, type WarehouseOptions } from '../../sim/models/warehouse';
 import { GcsMemoStore } from '../../worker/src/adapters/memo-stores/gcs-memo-store';
 import { COST_DEFAULTS, MERGE_LATENCY_SECONDS, PRICES } from '../../worker/src/contract/cost-model';
 import { GEMINI_API_TIERS } from '../../worker/src/contract/gemini-tiers';
@@ -333,20 +333,20 @@ describe('the memo bucket answers every call of the real GcsMemoStore', () => {
 
 describe('the pre-filled warehouse', () => {
   const options = { seed: 1, redeliveryWindowDays: 15, maximumBytesBilled: 100_000_000 };
+  /** The sweep's table, published with `options` and `more` over them. */
+  const warehouse = (time: VirtualTime, more: Partial<NonNullable<WarehouseOptions['published']>> = {}) =>
+    new Warehouse(time, { table: 'docline-sweep:docline.documents', published: { ...options, ...more } });
 
   it('starts with 15 days at the documented daily volume and bills at least 10 MiB a statement', async () => {
     const time = new VirtualTime();
-    const w = new Warehouse(time, { table: 'docline-sweep:docline.documents', published: options });
+    const w = warehouse(time);
     expect(w.prefilledRows).toBe(COST_DEFAULTS.documentsPerDay * 15);
     // A lookup reads the key days of the last 6 hours: at most 1.25 days of keys, whatever the age.
     expect(w.estimateBytes()).toBeGreaterThan(0);
     expect(w.estimateBytes()).toBeLessThanOrEqual(
       1.25 * COST_DEFAULTS.documentsPerDay * COST_DEFAULTS.lookupBytesPerRow + 1e-6,
     );
-    const year = new Warehouse(time, {
-      table: 'docline-sweep:docline.documents',
-      published: { ...options, prefilledDays: 365 },
-    });
+    const year = warehouse(time, { prefilledDays: 365 });
     expect(year.prefilledRows).toBe(COST_DEFAULTS.documentsPerDay * 365);
     expect(year.estimateBytes()).toBe(w.estimateBytes());
     const done = w.store().recordMany([sampleRow({ dedup_key: 'gs://b/x#1' })]);
@@ -359,10 +359,7 @@ describe('the pre-filled warehouse', () => {
   it("bills reconcile's comparison every row since its oldest object's key day, not a lookup's last 6 hours", () => {
     const time = new VirtualTime();
     const perDay = 1_000_000;
-    const w = new Warehouse(time, {
-      table: 'docline-sweep:docline.documents',
-      published: { ...options, documentsPerDay: perDay, prefilledDays: 365 },
-    });
+    const w = warehouse(time, { documentsPerDay: perDay, prefilledDays: 365 });
     const now = time.clock.now().getTime();
     const monthAgo = new Date(now - 30 * 86_400_000);
     const bytesPerRow = 100;
@@ -384,7 +381,7 @@ describe('the pre-filled warehouse', () => {
     // A recent object's comparison still bills BigQuery's minimum.
     expect(
       comparisonBilledBytes(
-        new Warehouse(time, { table: 'docline-sweep:docline.documents', published: options }),
+        warehouse(time),
         { bucket: 'b', prefix: '', since: new Date(now - 3_600_000) },
         100,
       ),
@@ -393,7 +390,7 @@ describe('the pre-filled warehouse', () => {
 
   it('counts, for each instance, the instances whose MERGE started in the last minute (jobs.list), itself included, for free', async () => {
     const time = new VirtualTime();
-    const w = new Warehouse(time, { table: 'docline-sweep:docline.documents', published: options });
+    const w = warehouse(time);
     const [a, b, idle] = [w.store(), w.store(), w.store()];
     const count = async (s: typeof a) => {
       const n = s.writers!();
@@ -417,17 +414,14 @@ describe('the pre-filled warehouse', () => {
 
   it('checks maximumBytesBilled against each statement estimate', async () => {
     const time = new VirtualTime();
-    const w = new Warehouse(time, {
-      table: 'docline-sweep:docline.documents',
-      published: { ...options, maximumBytesBilled: 1_000 },
-    });
+    const w = warehouse(time, { maximumBytesBilled: 1_000 });
     await expect(w.store().seenMany(['gs://b/x#1'])).rejects.toBeInstanceOf(ConfigurationError);
     expect(w.stats.refusedBytesBilled).toBe(1);
   });
 
   it('holds 2 running + 20 queued MERGEs, then refuses; and refuses past 25 statements in 10 s', async () => {
     const time = new VirtualTime();
-    const w = new Warehouse(time, { table: 'docline-sweep:docline.documents', published: options });
+    const w = warehouse(time);
     const submit = (i: number) =>
       w
         .store()
