@@ -43,13 +43,13 @@ export interface DeliveryArgs extends ProjectArgs {
   pushServiceAccountEmail: pulumi.Input<string>;
   /** The push service account's resource name (`projects/P/serviceAccounts/EMAIL`). */
   pushServiceAccountName: pulumi.Input<string>;
-  /** Ack deadline, retry, dead-letter and retention settings. */
   /**
    * The name this component had when its notification was first created (`docline-<stack>-delivery`).
    * The notification keeps the URN it had under that name whatever the component is called now
-   * ({@link notificationAliases}). Default: the component's own name.
+   * ({@link renamedChildAliases}). Default: the component's own name.
    */
   stableName?: string;
+  /** Ack deadline, retry, dead-letter and retention settings. */
   settings: pulumi.Input<
     Pick<
       DeliverySettings,
@@ -65,18 +65,6 @@ export interface DeliveryArgs extends ProjectArgs {
 
 /** The type token of {@link Delivery}; part of the notification's URN, so never changed. */
 export const DELIVERY_TYPE = 'docline:index:Delivery';
-
-/**
- * The aliases that keep the notification's URN when its component is renamed (a refactor, a new
- * prefix). A new URN is a new resource to the engine: it would create the renamed notification
- * before deleting the old one, and for the length of the update the bucket would have two
- * notifications publishing every upload twice — `deleteBeforeReplace` does not apply, as it is not a
- * replacement. The alias names the URN the notification had under `stableName`; none is needed
- * while the component still has that name.
- */
-export function notificationAliases(name: string, stableName: string): pulumi.Alias[] {
-  return renamedChildAliases(name, stableName, DELIVERY_TYPE, (c) => `${c}-notification`);
-}
 
 /**
  * Everything between the bucket and the worker: the push subscription (OIDC, ack deadline, retry,
@@ -222,11 +210,12 @@ export class Delivery extends DoclineComponent {
         eventTypes: [NOTIFIED_EVENT_TYPE],
       },
       // Announcing starts only once a subscription receives: a topic without one drops messages.
-      // Replaced delete-first: never two notifications on the bucket, not even during an update.
+      // Replaced delete-first: never two notifications on the bucket, not even during an update. A
+      // rename is no replacement, so deleteBeforeReplace would not apply: the alias keeps its URN.
       {
         ...this.childAfter(this.subscription, ...args.notificationNeeds, publisherPropagated),
         deleteBeforeReplace: true,
-        aliases: notificationAliases(name, args.stableName ?? name),
+        aliases: renamedChildAliases(name, args.stableName, DELIVERY_TYPE, (c) => `${c}-notification`),
       },
     );
 
