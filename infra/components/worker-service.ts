@@ -176,26 +176,18 @@ export class WorkerService extends DoclineComponent {
       this.child,
     );
     const worker = this.serviceAccount.member;
+    const bucketGrant = (suffix: string, bucket: pulumi.Input<string>, role: string) =>
+      new gcp.storage.BucketIAMMember(`${name}-${suffix}`, { bucket, role, member: worker }, this.child);
+    const projectGrant = (suffix: string, role: string) =>
+      new gcp.projects.IAMMember(`${name}-${suffix}`, { project, role, member: worker }, this.child);
 
     // The worker's grants, each on the narrowest resource that works.
-    const objectViewer = new gcp.storage.BucketIAMMember(
-      `${name}-object-viewer`,
-      { bucket: args.bucketName, role: 'roles/storage.objectViewer', member: worker },
-      this.child,
-    );
+    const objectViewer = bucketGrant('object-viewer', args.bucketName, 'roles/storage.objectViewer');
     // Kept analyses are create-only: objectCreator can create but not overwrite or delete (an
     // overwrite needs storage.objects.delete), objectViewer reads. The lifecycle rule does the
     // deleting.
-    const memoCreator = new gcp.storage.BucketIAMMember(
-      `${name}-memo-creator`,
-      { bucket: args.memoBucketName, role: 'roles/storage.objectCreator', member: worker },
-      this.child,
-    );
-    const memoViewer = new gcp.storage.BucketIAMMember(
-      `${name}-memo-viewer`,
-      { bucket: args.memoBucketName, role: 'roles/storage.objectViewer', member: worker },
-      this.child,
-    );
+    const memoCreator = bucketGrant('memo-creator', args.memoBucketName, 'roles/storage.objectCreator');
+    const memoViewer = bucketGrant('memo-viewer', args.memoBucketName, 'roles/storage.objectViewer');
     // A key's lease is one object, rewritten in place by compare-and-swap on its generation (taken
     // over once it ended, renewed, released): an overwrite needs storage.objects.delete, granted on
     // the `leases/` prefix alone, so no kept analysis can be overwritten or deleted by the worker.
@@ -219,16 +211,8 @@ export class WorkerService extends DoclineComponent {
       this.child,
     );
     // Running a query (the seen() lookup, the MERGE) is a project-level permission in BigQuery.
-    const jobUser = new gcp.projects.IAMMember(
-      `${name}-job-user`,
-      { project, role: 'roles/bigquery.jobUser', member: worker },
-      this.child,
-    );
-    const vertexUser = new gcp.projects.IAMMember(
-      `${name}-vertex-user`,
-      { project, role: 'roles/aiplatform.user', member: worker },
-      this.child,
-    );
+    const jobUser = projectGrant('job-user', 'roles/bigquery.jobUser');
+    const vertexUser = projectGrant('vertex-user', 'roles/aiplatform.user');
     // The image's repository in another project: the service agent that pulls may read it. The agent
     // exists once the Run API is on (the component waits for the APIs), so no bootstrap by hand.
     const imagePull =
