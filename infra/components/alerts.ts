@@ -46,6 +46,11 @@ export function oneConditionPolicy(
 export const workerLogs = (serviceName: pulumi.Input<string>) =>
   pulumi.interpolate`resource.type = "cloud_run_revision" AND resource.labels.service_name = "${serviceName}"`;
 
+/** Sum every series of a metric over `seconds` (a count per window). */
+export const sumOver = (seconds: number) => [
+  { alignmentPeriod: `${seconds}s`, perSeriesAligner: 'ALIGN_DELTA', crossSeriesReducer: 'REDUCE_SUM' },
+];
+
 /** The descriptor of a log metric that counts lines. */
 export const COUNTER = { metricKind: 'DELTA', valueType: 'INT64', unit: '1' };
 
@@ -251,13 +256,7 @@ export class Alerts extends DoclineComponent {
     );
     const userMetric = (metric: gcp.logging.Metric) =>
       pulumi.interpolate`resource.type = "cloud_run_revision" AND metric.type = "logging.googleapis.com/user/${metric.name}"`;
-    const sumOverWindow = [
-      {
-        alignmentPeriod: `${DUPLICATE_WINDOW_SECONDS}s`,
-        perSeriesAligner: 'ALIGN_DELTA',
-        crossSeriesReducer: 'REDUCE_SUM',
-      },
-    ];
+    const sumOverWindow = sumOver(DUPLICATE_WINDOW_SECONDS);
     this.duplicateRate = oneConditionPolicy(
       `${name}-duplicate-rate`,
       common,

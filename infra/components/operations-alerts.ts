@@ -1,7 +1,7 @@
 import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
 import * as time from '@pulumiverse/time';
-import { alertPolicyBasics, COUNTER, markdown, oneConditionPolicy, STACK_LABEL, workerLogs } from './alerts';
+import { alertPolicyBasics, COUNTER, markdown, oneConditionPolicy, sumOver, workerLogs } from './alerts';
 import { DoclineComponent, type ProjectArgs } from './component';
 import { promqlMetricName } from './dashboard';
 import { LOG_METRIC_SETTLE_DURATION } from './lifecycle';
@@ -32,7 +32,7 @@ export const BUDGET_THRESHOLDS = [0.5, 0.9, 1] as const;
 
 /** Arguments of {@link OperationsAlerts}. */
 export interface OperationsAlertsArgs extends ProjectArgs {
-  /** The stack's prefix (`docline-<stack>`): display names and the {@link STACK_LABEL} label. */
+  /** The stack's prefix (`docline-<stack>`): display names and the label {@link alertPolicyBasics} sets. */
   prefix: string;
   /** The worker's Cloud Run service name. */
   serviceName: pulumi.Input<string>;
@@ -81,11 +81,6 @@ export function budgetProvider(
 function metricFilter(resource: string, metric: string, ...terms: string[]): string {
   return [`resource.type = "${resource}"`, `metric.type = "${metric}"`, ...terms].join(' AND ');
 }
-
-/** Sum every series of a metric over `seconds` (a count per window). */
-const sumOver = (seconds: number) => [
-  { alignmentPeriod: `${seconds}s`, perSeriesAligner: 'ALIGN_DELTA', crossSeriesReducer: 'REDUCE_SUM' },
-];
 
 /*
  * Why filters and not PromQL here: Cloud Monitoring validates a filter condition against the metric

@@ -3,7 +3,7 @@ import * as pulumi from '@pulumi/pulumi';
 import * as time from '@pulumiverse/time';
 import { RECONCILE_EXIT } from '../../worker/src/reconcile/reconcile';
 import { RECONCILE_SCHEDULE } from '../fixed';
-import { alertPolicyBasics, COUNTER, oneConditionPolicy } from './alerts';
+import { alertPolicyBasics, COUNTER, oneConditionPolicy, sumOver } from './alerts';
 import { DoclineComponent, type ProjectArgs } from './component';
 import { LOG_METRIC_SETTLE_DURATION } from './lifecycle';
 
@@ -237,13 +237,7 @@ export class Reconcile extends DoclineComponent {
               comparison: 'COMPARISON_GT',
               thresholdValue: 0,
               duration: '0s',
-              aggregations: [
-                {
-                  alignmentPeriod: '600s',
-                  perSeriesAligner: 'ALIGN_DELTA',
-                  crossSeriesReducer: 'REDUCE_SUM',
-                },
-              ],
+              aggregations: sumOver(600),
               evaluationMissingData: 'EVALUATION_MISSING_DATA_INACTIVE',
             },
           },
