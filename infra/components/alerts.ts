@@ -7,8 +7,6 @@ import { DUPLICATE_RATE_PER_MILLE, OLDEST_UNACKED_AGE_SECONDS } from '../fixed';
 import { DoclineComponent, type ProjectArgs } from './component';
 import { grantsSettled, LOG_METRIC_SETTLE_DURATION } from './lifecycle';
 
-export { LOG_METRIC_SETTLE_DURATION };
-
 /** The user label every alert policy carries: the stack's prefix, to tell two stacks in one project apart. */
 export const STACK_LABEL = 'docline-stack';
 
