@@ -29,11 +29,6 @@ export interface RegionalLogsArgs extends ProjectArgs {
 /** The type token of {@link RegionalLogs}; part of the log bucket's URN, so never changed. */
 export const REGIONAL_LOGS_TYPE = 'docline:index:RegionalLogs';
 
-/** The one log filter of a list of sources: any of them. */
-export function anyOf(sources: readonly string[]): string {
-  return sources.map((source) => `(${source})`).join(' OR ');
-}
-
 /**
  * Residency of the logs that name documents. Cloud Logging stores everything in the `_Default`
  * bucket, which is global; the project-wide `_Default` sink is shared by every stack of the project,
@@ -66,7 +61,8 @@ export class RegionalLogs extends DoclineComponent {
         aliases: renamedChildAliases(name, args.stableName, REGIONAL_LOGS_TYPE, (c) => `${c}-bucket`),
       },
     );
-    const filter = pulumi.all(args.sources).apply(anyOf);
+    // Any of the sources.
+    const filter = pulumi.all(args.sources).apply((all) => all.map((source) => `(${source})`).join(' OR '));
     this.sink = new gcp.logging.ProjectSink(
       `${name}-sink`,
       {

@@ -13,16 +13,16 @@ import { keptData } from './lifecycle';
  */
 export const TABLE_ID = 'deliveries_by_key_day';
 
-// --- Table versions: the migration path for a schema change BigQuery cannot apply in place. ---
 /**
- * The table of a schema version: version 1 is {@link TABLE_ID} under the logical name `<name>-table`
- * (the logical name every stack has had so far), version N is `deliveries_vN` under `<name>-table-vN`. A new
- * version is a new resource beside the old one, never a replacement of it: pulumi-gcp replaces a
- * table delete-first, and a retained table that must be replaced leaves the state and then fails
- * every later `up` with 409. The old version leaves the program, so the engine would delete it;
- * in a stack that keeps its data it is protected and retained, so the `up` stops until an operator
- * unprotects it on purpose, and then it stays in BigQuery with its rows (docs/deploy.md, "A schema
- * change BigQuery cannot apply in place").
+ * The table of a schema version, the migration path for a schema change BigQuery cannot apply in
+ * place: version 1 is {@link TABLE_ID} under the logical name `<name>-table` (the logical name every
+ * stack has had so far), version N is `deliveries_vN` under `<name>-table-vN`. A new version is a new
+ * resource beside the old one, never a replacement of it: pulumi-gcp replaces a table delete-first,
+ * and a retained table that must be replaced leaves the state and then fails every later `up` with
+ * 409. The old version leaves the program, so the engine would delete it; in a stack that keeps its
+ * data it is protected and retained, so the `up` stops until an operator unprotects it on purpose,
+ * and then it stays in BigQuery with its rows (docs/deploy.md, "A schema change BigQuery cannot
+ * apply in place").
  */
 export function tableVersionNames(name: string, version: number): { logicalName: string; tableId: string } {
   if (!Number.isInteger(version) || version < 1) {
@@ -32,7 +32,6 @@ export function tableVersionNames(name: string, version: number): { logicalName:
     ? { logicalName: `${name}-table`, tableId: TABLE_ID }
     : { logicalName: `${name}-table-v${version}`, tableId: `${TABLE_ID}_v${version}` };
 }
-// --- end of table versions ---
 
 /** Arguments of {@link Warehouse}. */
 export interface WarehouseArgs extends DataArgs {
