@@ -79,23 +79,18 @@ export class Reconcile extends DoclineComponent {
 
   constructor(name: string, args: ReconcileArgs, opts?: pulumi.ComponentResourceOptions) {
     super('docline:index:Reconcile', name, opts);
-    this.serviceAccount = new gcp.serviceaccount.Account(
-      `${name}-runtime`,
-      {
-        project: args.project,
-        accountId: `${args.accountIdPrefix}-reconcile`,
-        displayName: `${args.accountIdPrefix}: reconcile (Cloud Run job)`,
-      },
-      this.child,
-    );
-    this.schedulerAccount = new gcp.serviceaccount.Account(
-      `${name}-scheduler`,
-      {
-        project: args.project,
-        accountId: `${args.accountIdPrefix}-scheduler`,
-        displayName: `${args.accountIdPrefix}: reconcile scheduler (may only run the reconcile job)`,
-      },
-      this.child,
+    const prefix = args.accountIdPrefix;
+    const account = (suffix: string, id: string, purpose: string) =>
+      new gcp.serviceaccount.Account(
+        `${name}-${suffix}`,
+        { project: args.project, accountId: `${prefix}-${id}`, displayName: `${prefix}: ${purpose}` },
+        this.child,
+      );
+    this.serviceAccount = account('runtime', 'reconcile', 'reconcile (Cloud Run job)');
+    this.schedulerAccount = account(
+      'scheduler',
+      'scheduler',
+      'reconcile scheduler (may only run the reconcile job)',
     );
     const member = this.serviceAccount.member;
     const grants: pulumi.Resource[] = [

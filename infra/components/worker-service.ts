@@ -157,24 +157,14 @@ export class WorkerService extends DoclineComponent {
     super('docline:index:WorkerService', name, opts);
     const { config } = args;
     const { project, region } = config;
-    this.serviceAccount = new gcp.serviceaccount.Account(
-      `${name}-runtime`,
-      {
-        project,
-        accountId: `${config.prefix}-worker`,
-        displayName: `${config.prefix}: worker (Cloud Run runtime)`,
-      },
-      this.child,
-    );
-    this.pushServiceAccount = new gcp.serviceaccount.Account(
-      `${name}-push`,
-      {
-        project,
-        accountId: `${config.prefix}-push`,
-        displayName: `${config.prefix}: push subscription (OIDC token identity)`,
-      },
-      this.child,
-    );
+    const account = (suffix: string, id: string, purpose: string) =>
+      new gcp.serviceaccount.Account(
+        `${name}-${suffix}`,
+        { project, accountId: `${config.prefix}-${id}`, displayName: `${config.prefix}: ${purpose}` },
+        this.child,
+      );
+    this.serviceAccount = account('runtime', 'worker', 'worker (Cloud Run runtime)');
+    this.pushServiceAccount = account('push', 'push', 'push subscription (OIDC token identity)');
     const worker = this.serviceAccount.member;
     const bucketGrant = (suffix: string, bucket: pulumi.Input<string>, role: string) =>
       new gcp.storage.BucketIAMMember(`${name}-${suffix}`, { bucket, role, member: worker }, this.child);
