@@ -92,11 +92,6 @@ export function foreignImageRepository(
   return { location: match[1]!, project: match[2]!, repository: match[3]! };
 }
 
-/** Cloud Run's service agent of a project: Google's fixed name, created when the Run API is enabled. */
-export function cloudRunServiceAgent(projectNumber: string): string {
-  return `serviceAccount:service-${projectNumber}@serverless-robot-prod.iam.gserviceaccount.com`;
-}
-
 /**
  * The worker's environment, in the names worker/src/config.ts reads: every setting the stack has a
  * value for (its key, or what it derives), in the variable its row of the settings table names,
@@ -216,7 +211,7 @@ export class WorkerService extends DoclineComponent {
                 location: args.imageRepository.repository.location,
                 repository: args.imageRepository.repository.repository,
                 role: 'roles/artifactregistry.reader',
-                member: pulumi.output(args.imageRepository.projectNumber).apply(cloudRunServiceAgent),
+                member: pulumi.interpolate`serviceAccount:service-${args.imageRepository.projectNumber}@serverless-robot-prod.iam.gserviceaccount.com`,
               },
               this.child,
             ),
