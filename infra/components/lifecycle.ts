@@ -30,10 +30,7 @@ export function grantsSettled(
   grants: readonly pulumi.CustomResource[],
   opts: pulumi.CustomResourceOptions,
 ): time.Sleep {
-  const triggers: Record<string, pulumi.Input<string>> = {};
-  grants.forEach((grant, i) => {
-    triggers[`grant${i}`] = grant.id;
-  });
+  const triggers = Object.fromEntries(grants.map((grant, i) => [`grant${i}`, grant.id]));
   const dependsOn = [...((opts.dependsOn as pulumi.Input<pulumi.Resource>[] | undefined) ?? []), ...grants];
   return new time.Sleep(name, { createDuration: IAM_PROPAGATION_DURATION, triggers }, { ...opts, dependsOn });
 }
