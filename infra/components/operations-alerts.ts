@@ -181,9 +181,6 @@ export class OperationsAlerts extends DoclineComponent {
   constructor(name: string, args: OperationsAlertsArgs, opts?: pulumi.ComponentResourceOptions) {
     super('docline:index:OperationsAlerts', name, opts);
     const common = alertPolicyBasics(args.project, args.prefix, args.notificationChannels);
-    const promql = (query: pulumi.Input<string>, duration: string) => ({
-      conditionPrometheusQueryLanguage: { query, duration, evaluationInterval: '60s' },
-    });
 
     this.geminiGaveUp = new gcp.logging.Metric(
       `${name}-gemini-gave-up`,
@@ -315,8 +312,8 @@ export class OperationsAlerts extends DoclineComponent {
                 // two daily runs, so it would fire every day. The series is built-in
                 // (run.googleapis.com/job/completed_execution_count); its creation on a job that
                 // never ran is what only a real project can confirm (docs/deploy.md).
-                ...promql(
-                  pulumi
+                conditionPrometheusQueryLanguage: {
+                  query: pulumi
                     .output(args.reconcileJobName)
                     .apply((job) =>
                       notRunQuery(
@@ -324,8 +321,9 @@ export class OperationsAlerts extends DoclineComponent {
                         DAILY_RUN_WINDOW,
                       ),
                     ),
-                  '0s',
-                ),
+                  duration: '0s',
+                  evaluationInterval: '60s',
+                },
               },
               documentation:
                 'No execution of the reconcile job completed for more than a day: its Cloud Scheduler trigger is ' +
