@@ -88,24 +88,20 @@ export const DELIVERY_TYPE = 'docline:index:Delivery';
 export class Delivery extends DoclineComponent {
   readonly subscription: gcp.pubsub.Subscription;
   readonly notification: gcp.storage.Notification;
-  /** The Pub/Sub agent's token-creator grant on the push account. */
-  readonly tokenCreatorGrant: gcp.serviceaccount.IAMMember;
   readonly deadLetterTopic: gcp.pubsub.Topic;
   readonly deadLetterSubscription: gcp.pubsub.Subscription;
-  /** The Pub/Sub service agent (`service-NUMBER@gcp-sa-pubsub.iam.gserviceaccount.com`), made to exist. */
-  readonly pubsubAgent: gcp.projects.ServiceIdentity;
 
   constructor(name: string, args: DeliveryArgs, opts?: pulumi.ComponentResourceOptions) {
     super(DELIVERY_TYPE, name, opts);
     const settings = pulumi.output(args.settings);
-    // The agent is created on first use of the API; a grant to it before then fails with "service
-    // account does not exist", which the provider does not retry. Its grants take `member` from it.
-    this.pubsubAgent = new gcp.projects.ServiceIdentity(
+    // The Pub/Sub service agent (`service-NUMBER@gcp-sa-pubsub.iam.gserviceaccount.com`) is created
+    // on first use of the API; a grant to it before then fails with "service account does not
+    // exist", which the provider does not retry. Its grants take `member` from it.
+    const pubsubAgent = new gcp.projects.ServiceIdentity(
       `${name}-pubsub-agent`,
       { project: args.project, service: 'pubsub.googleapis.com' },
       this.child,
-    );
-    const pubsubAgent = this.pubsubAgent.member;
+    ).member;
     const keep = guarded(args.keepData);
 
     // Dead letters stay replayable (subscription and topic seek) only as long as the redelivery window
@@ -136,7 +132,7 @@ export class Delivery extends DoclineComponent {
 
     // The Pub/Sub service agent signs the push tokens; it may do so for the push account only,
     // never for every account of the project.
-    this.tokenCreatorGrant = new gcp.serviceaccount.IAMMember(
+    const tokenCreatorGrant = new gcp.serviceaccount.IAMMember(
       `${name}-push-token-creator`,
       {
         serviceAccountId: args.pushServiceAccountName,
@@ -170,7 +166,7 @@ export class Delivery extends DoclineComponent {
         expirationPolicy: { ttl: '' },
       },
       // Pushes start as soon as it exists: the token must be signable and the service invokable by then.
-      { ...this.childAfter(this.tokenCreatorGrant, ...args.pushNeeds), ...keep },
+      { ...this.childAfter(tokenCreatorGrant, ...args.pushNeeds), ...keep },
     );
 
     // Without these two grants dead-lettering silently does nothing.
