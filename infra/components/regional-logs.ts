@@ -40,8 +40,6 @@ export const REGIONAL_LOGS_TYPE = 'docline:index:RegionalLogs';
  */
 export class RegionalLogs extends DoclineComponent {
   readonly bucket: gcp.logging.ProjectBucketConfig;
-  readonly sink: gcp.logging.ProjectSink;
-  readonly exclusion: gcp.logging.ProjectExclusion;
 
   constructor(name: string, args: RegionalLogsArgs, opts?: pulumi.ComponentResourceOptions) {
     super(REGIONAL_LOGS_TYPE, name, opts);
@@ -63,7 +61,7 @@ export class RegionalLogs extends DoclineComponent {
     );
     // Any of the sources.
     const filter = pulumi.all(args.sources).apply((all) => all.map((source) => `(${source})`).join(' OR '));
-    this.sink = new gcp.logging.ProjectSink(
+    const sink = new gcp.logging.ProjectSink(
       `${name}-sink`,
       {
         project: args.project,
@@ -76,7 +74,7 @@ export class RegionalLogs extends DoclineComponent {
       this.childAfter(this.bucket),
     );
     // Excluded from `_Default` only once the sink routes them: no line is stored nowhere.
-    this.exclusion = new gcp.logging.ProjectExclusion(
+    new gcp.logging.ProjectExclusion(
       `${name}-default-exclusion`,
       {
         project: args.project,
@@ -84,7 +82,7 @@ export class RegionalLogs extends DoclineComponent {
         description: `${args.prefix}: stored in the regional bucket ${bucketId} instead of the global _Default bucket`,
         filter,
       },
-      this.childAfter(this.sink),
+      this.childAfter(sink),
     );
     this.registerOutputs({ logBucket: this.bucket.name });
   }

@@ -61,8 +61,6 @@ export const WAREHOUSE_TYPE = 'docline:index:Warehouse';
 export class Warehouse extends DoclineComponent {
   readonly dataset: gcp.bigquery.Dataset;
   readonly table: gcp.bigquery.Table;
-  /** The accountants' corrections (contract/corrections.ts), applied by the documents view. */
-  readonly corrections: gcp.bigquery.Table;
   readonly views: Readonly<Record<ViewName, gcp.bigquery.Table>>;
   /** `project.dataset.table`, the worker's BIGQUERY_TABLE. */
   readonly tableRef: pulumi.Output<string>;
@@ -110,8 +108,9 @@ export class Warehouse extends DoclineComponent {
         aliases: aliases((c) => tableVersionNames(c, version).logicalName),
       },
     );
-    // Corrections are work people did: kept like the rows. Beside the table, never in it.
-    this.corrections = new gcp.bigquery.Table(
+    // The accountants' corrections (contract/corrections.ts) are work people did: kept like the rows.
+    // Beside the table, never in it; the documents view applies them.
+    const corrections = new gcp.bigquery.Table(
       `${name}-corrections`,
       {
         project: args.project,
@@ -144,7 +143,7 @@ export class Warehouse extends DoclineComponent {
           deletionProtection: false,
         },
         // BigQuery refuses a view over a table that does not exist yet.
-        { parent: this, dependsOn: [this.table, this.corrections] },
+        { parent: this, dependsOn: [this.table, corrections] },
       );
       viewRefs[view] = pulumi.interpolate`${args.project}.${args.datasetId}.${view}`;
     }

@@ -139,8 +139,6 @@ export class WorkerService extends DoclineComponent {
   readonly serviceAccount: gcp.serviceaccount.Account;
   /** Identity Pub/Sub signs push tokens for; the only invoker of the service. */
   readonly pushServiceAccount: gcp.serviceaccount.Account;
-  /** The worker account's grants, which the service waits for. */
-  readonly grants: pulumi.CustomResource[];
   /** run.invoker of the push account on the service; the push subscription waits for it. */
   readonly invokerGrant: gcp.cloudrunv2.ServiceIamMember;
   /** The service URL. */
@@ -216,7 +214,7 @@ export class WorkerService extends DoclineComponent {
               this.child,
             ),
           ];
-    this.grants = [
+    const grants = [
       objectViewer,
       memoCreator,
       memoViewer,
@@ -226,7 +224,7 @@ export class WorkerService extends DoclineComponent {
       vertexUser,
       ...imagePull,
     ];
-    const grantsPropagated = grantsSettled(`${name}-grants-settle`, this.grants, this.child);
+    const grantsPropagated = grantsSettled(`${name}-grants-settle`, grants, this.child);
 
     // Derived from the account id rather than read from the account, so that the environment is
     // known at preview (an account's email is Google's fixed function of its id and project).
@@ -288,7 +286,7 @@ export class WorkerService extends DoclineComponent {
           ],
         },
       },
-      this.childAfter(...this.grants, grantsPropagated, args.table),
+      this.childAfter(...grants, grantsPropagated, args.table),
     );
     this.url = this.service.uri;
     this.pushEndpoint = pulumi.interpolate`${this.service.uri}/push`;
