@@ -82,19 +82,7 @@ export interface WorkerSettings {
   readonly allowedContentTypes: readonly string[];
 }
 
-/** Where the alert policies notify (their thresholds are constants: infra/fixed.ts). */
-export interface AlertSettings {
-  /** Monitoring notification channel ids (`projects/P/notificationChannels/N`). */
-  readonly notificationChannels: readonly string[];
-}
-
-/** The daily Cloud Run job that compares the bucket with the table, to find uploads that have no row. */
-export interface ReconcileSettings {
-  readonly mode: ReconcileMode;
-}
-
-// --- Delivery and data-keeping settings: what a routine change may not do to the data. ---
-/** How the stack keeps its data across changes, and how it is delivered. */
+/** What a routine change may not do to the stack's data, and how the stack is delivered. */
 export interface KeepingSettings {
   /** Schema version of the table (`deliveries`, `deliveries_v2`, …): the migration path. */
   readonly tableVersion: number;
@@ -120,25 +108,6 @@ export interface BudgetSettings {
   readonly monthlyAmount: number;
 }
 
-function keepingProblems(
-  k: KeepingSettings,
-  budget: { billingAccount: string | undefined; monthlyAmount: number },
-): string[] {
-  const problems: string[] = [];
-  if (k.documentRetentionLocked && k.documentRetentionYears === 0) {
-    problems.push(
-      'documentRetentionLocked needs documentRetentionYears above 0: there is no retention policy to lock.',
-    );
-  }
-  if (budget.billingAccount !== undefined && !(budget.monthlyAmount > 0)) {
-    problems.push(
-      `budgetMonthlyAmount must be above 0 when budgetBillingAccount is set (got ${budget.monthlyAmount}).`,
-    );
-  }
-  return problems;
-}
-// --- end of delivery and data-keeping settings ---
-
 /** The validated configuration of one stack. */
 export interface StackConfig {
   readonly project: string;
@@ -159,8 +128,13 @@ export interface StackConfig {
   readonly settings: StackSettings;
   readonly delivery: Readonly<DeliverySettings>;
   readonly worker: WorkerSettings;
-  readonly alerts: AlertSettings;
-  readonly reconcile: ReconcileSettings;
+  /**
+   * Where the alert policies notify (their thresholds are constants: infra/fixed.ts): Monitoring
+   * notification channel ids (`projects/P/notificationChannels/N`).
+   */
+  readonly alerts: { readonly notificationChannels: readonly string[] };
+  /** The daily Cloud Run job that compares the bucket with the table, to find uploads that have no row. */
+  readonly reconcile: { readonly mode: ReconcileMode };
   readonly keeping: KeepingSettings;
   /** Undefined: no budget (docline:budgetBillingAccount unset). */
   readonly budget: BudgetSettings | undefined;
@@ -420,7 +394,7 @@ export function parseStackConfig(
     problems.push('allowedContentTypes must name at least one content type, or every document is rejected.');
   }
 
-  const reconcile: ReconcileSettings = { mode: settings.reconcileMode };
+  const reconcile = { mode: settings.reconcileMode };
   if (reconcile.mode === 'apply' && delivery.dedupKeyMode === 'message') {
     problems.push(
       'reconcileMode apply needs dedupKeyMode object: in message mode an announcement made again is a new message, so new work and a second row. Use reconcileMode report.',
@@ -437,7 +411,6 @@ export function parseStackConfig(
     );
   }
 
-  // Delivery and data-keeping settings (a block of its own).
   const keeping: KeepingSettings = {
     tableVersion: settings.tableVersion,
     promotedImage: settings.promotedImage,
@@ -445,9 +418,18 @@ export function parseStackConfig(
     documentRetentionYears: settings.documentRetentionYears,
     documentRetentionLocked: settings.documentRetentionLocked,
   };
+  if (keeping.documentRetentionLocked && keeping.documentRetentionYears === 0) {
+    problems.push(
+      'documentRetentionLocked needs documentRetentionYears above 0: there is no retention policy to lock.',
+    );
+  }
   const billingAccount = settings.budgetBillingAccount;
   const monthlyAmount = settings.budgetMonthlyAmount;
-  problems.push(...keepingProblems(keeping, { billingAccount, monthlyAmount }));
+  if (billingAccount !== undefined && !(monthlyAmount > 0)) {
+    problems.push(
+      `budgetMonthlyAmount must be above 0 when budgetBillingAccount is set (got ${monthlyAmount}).`,
+    );
+  }
   // Normalised once: every later comparison (the region check, the fixed-knob guards) is exact.
   const region = normalisedLocation(settings.region);
   const dataLocation = normalisedLocation(settings.dataLocation);

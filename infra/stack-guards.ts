@@ -122,10 +122,21 @@ export function fixedSettingLabels(settings: FixedSettings): Record<string, stri
   return labels;
 }
 
-/** The fixed settings a bucket's labels record, or undefined when it carries none of them. */
-export function fixedSettingsFromLabels(
-  labels: Readonly<Record<string, string>> | undefined,
-): Partial<FixedSettings> | undefined {
+/**
+ * What the cloud says the stack was deployed with, read from the memo bucket's labels: the fallback
+ * of the fixed-knob guards when the stack has no `deployedSettings` output yet. A bucket that does
+ * not exist (a new stack), an API not yet enabled or a read refused all mean "nothing deployed", as
+ * does a bucket that carries none of the labels.
+ */
+export async function readFixedSettingsFromCloud(
+  memoBucketName: string,
+): Promise<Partial<FixedSettings> | undefined> {
+  let labels: Readonly<Record<string, string>> | undefined;
+  try {
+    labels = (await gcp.storage.getBucket({ name: memoBucketName })).labels;
+  } catch {
+    return undefined;
+  }
   const found: Partial<Record<FixedKnob, string>> = {};
   for (const knob of Object.keys(FIXED_SETTING_LABELS) as FixedKnob[]) {
     const value = labels?.[FIXED_SETTING_LABELS[knob]];
@@ -133,21 +144,6 @@ export function fixedSettingsFromLabels(
       found[knob] = knob === 'dedupKeyMode' ? value : normalisedLocation(value);
   }
   return Object.keys(found).length > 0 ? found : undefined;
-}
-
-/**
- * What the cloud says the stack was deployed with, read from the memo bucket's labels: the fallback
- * of the fixed-knob guards when the stack has no `deployedSettings` output yet. A bucket that does
- * not exist (a new stack), an API not yet enabled or a read refused all mean "nothing deployed".
- */
-export async function readFixedSettingsFromCloud(
-  memoBucketName: string,
-): Promise<Partial<FixedSettings> | undefined> {
-  try {
-    return fixedSettingsFromLabels((await gcp.storage.getBucket({ name: memoBucketName })).labels);
-  } catch {
-    return undefined;
-  }
 }
 
 /** The knobs whose change a drained stack may accept once (docline:allowKnobChange). */
@@ -208,11 +204,8 @@ export function knobChangeProblems(
  */
 export const RETENTION_KNOBS = ['messageRetentionSeconds', 'deadLetterRetentionSeconds'] as const;
 
-/** A knob of {@link RETENTION_KNOBS}. */
-export type RetentionKnob = (typeof RETENTION_KNOBS)[number];
-
 /** The values of the {@link RETENTION_KNOBS}, as the stack exports them (`deployedRetention`). */
-export type RetentionSettings = Readonly<Record<RetentionKnob, number>>;
+export type RetentionSettings = Readonly<Record<(typeof RETENTION_KNOBS)[number], number>>;
 
 /**
  * Problems of a configuration that lowers a retention below the deployed one. Accepted once with

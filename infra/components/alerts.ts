@@ -7,8 +7,6 @@ import { DUPLICATE_RATE_PER_MILLE, OLDEST_UNACKED_AGE_SECONDS } from '../fixed';
 import { DoclineComponent, type ProjectArgs } from './component';
 import { grantsSettled, LOG_METRIC_SETTLE_DURATION } from './lifecycle';
 
-export { LOG_METRIC_SETTLE_DURATION };
-
 /** The user label every alert policy carries: the stack's prefix, to tell two stacks in one project apart. */
 export const STACK_LABEL = 'docline-stack';
 
@@ -45,6 +43,11 @@ export function oneConditionPolicy(
 /** The worker's log lines: those of its Cloud Run service. */
 export const workerLogs = (serviceName: pulumi.Input<string>) =>
   pulumi.interpolate`resource.type = "cloud_run_revision" AND resource.labels.service_name = "${serviceName}"`;
+
+/** Sum every series of a metric over `seconds` (a count per window). */
+export const sumOver = (seconds: number) => [
+  { alignmentPeriod: `${seconds}s`, perSeriesAligner: 'ALIGN_DELTA', crossSeriesReducer: 'REDUCE_SUM' },
+];
 
 /** The descriptor of a log metric that counts lines. */
 export const COUNTER = { metricKind: 'DELTA', valueType: 'INT64', unit: '1' };
@@ -120,9 +123,6 @@ export function duplicateObjectsCheckSql(table: string, windowDays: number): str
  * worker or a second notification exists.
  */
 export class Alerts extends DoclineComponent {
-  readonly deadLetters: gcp.monitoring.AlertPolicy;
-  readonly backlogAge: gcp.monitoring.AlertPolicy;
-  readonly duplicateRate: gcp.monitoring.AlertPolicy;
   /** Counts the worker's `duplicate` answers. */
   readonly duplicateAnswers: gcp.logging.Metric;
   /** Counts every answer (ok, rejected, duplicate): the denominator of the duplicate share. */
@@ -131,11 +131,6 @@ export class Alerts extends DoclineComponent {
   readonly metricsSettled: time.Sleep;
   /** The hourly scheduled query over recent partitions, and the alert on its failures. */
   readonly duplicateObjectsCheck: gcp.bigquery.DataTransferConfig;
-  readonly duplicateObjects: gcp.monitoring.AlertPolicy;
-  /** The BigQuery Data Transfer service agent, made to exist before it is granted anything. */
-  readonly transferAgent: gcp.projects.ServiceIdentity;
-  /** A dependency (Gemini, BigQuery) out, or refusing the worker rather than a document. */
-  readonly dependencyOutage: gcp.monitoring.AlertPolicy;
 
   constructor(name: string, args: AlertsArgs, opts?: pulumi.ComponentResourceOptions) {
     super('docline:index:Alerts', name, opts);
@@ -143,7 +138,7 @@ export class Alerts extends DoclineComponent {
     const subscriptionMetric = (metric: string, subscription: pulumi.Input<string>) =>
       pulumi.interpolate`resource.type = "pubsub_subscription" AND resource.labels.subscription_id = "${subscription}" AND metric.type = "pubsub.googleapis.com/subscription/${metric}"`;
 
-    this.deadLetters = oneConditionPolicy(
+    const deadLetters = oneConditionPolicy(
       `${name}-dead-letters`,
       common,
       {
@@ -166,7 +161,7 @@ export class Alerts extends DoclineComponent {
       this.child,
     );
 
-    this.backlogAge = oneConditionPolicy(
+    const backlogAge = oneConditionPolicy(
       `${name}-backlog-age`,
       common,
       {
@@ -227,7 +222,7 @@ export class Alerts extends DoclineComponent {
     // region, credentials, model) is an ERROR line with error `dependency_refused`, and a statement
     // BigQuery refuses (byte cap, access, a missing table) one with error `configuration`. Deliveries are
     // retried meanwhile (Pub/Sub's retry horizon covers 6 hours): an operator has that long.
-    this.dependencyOutage = oneConditionPolicy(
+    oneConditionPolicy(
       `${name}-dependency-outage`,
       common,
       {
@@ -251,14 +246,8 @@ export class Alerts extends DoclineComponent {
     );
     const userMetric = (metric: gcp.logging.Metric) =>
       pulumi.interpolate`resource.type = "cloud_run_revision" AND metric.type = "logging.googleapis.com/user/${metric.name}"`;
-    const sumOverWindow = [
-      {
-        alignmentPeriod: `${DUPLICATE_WINDOW_SECONDS}s`,
-        perSeriesAligner: 'ALIGN_DELTA',
-        crossSeriesReducer: 'REDUCE_SUM',
-      },
-    ];
-    this.duplicateRate = oneConditionPolicy(
+    const sumOverWindow = sumOver(DUPLICATE_WINDOW_SECONDS);
+    const duplicateRate = oneConditionPolicy(
       `${name}-duplicate-rate`,
       common,
       {
@@ -314,7 +303,7 @@ export class Alerts extends DoclineComponent {
     // Scheduled queries run as the checker through the BigQuery Data Transfer service agent, which
     // mints the checker's token. The agent exists only after the API's first use, so it is created
     // here, and it may act as the checker only (not as every account of the project).
-    this.transferAgent = new gcp.projects.ServiceIdentity(
+    const transferAgent = new gcp.projects.ServiceIdentity(
       `${name}-transfer-agent`,
       { project: args.project, service: 'bigquerydatatransfer.googleapis.com' },
       this.child,
@@ -324,7 +313,7 @@ export class Alerts extends DoclineComponent {
       {
         serviceAccountId: checker.name,
         role: 'roles/iam.serviceAccountTokenCreator',
-        member: this.transferAgent.member,
+        member: transferAgent.member,
       },
       this.child,
     );
@@ -350,7 +339,7 @@ export class Alerts extends DoclineComponent {
       this.childAfter(...checkGrants, grantsPropagated, args.table, args.duplicateObjectsView),
     );
     const configId = this.duplicateObjectsCheck.name.apply((n) => n.split('/').pop() ?? n);
-    this.duplicateObjects = oneConditionPolicy(
+    const duplicateObjects = oneConditionPolicy(
       `${name}-duplicate-objects`,
       common,
       {
@@ -371,10 +360,10 @@ export class Alerts extends DoclineComponent {
     );
 
     this.registerOutputs({
-      duplicateObjectsPolicy: this.duplicateObjects.name,
-      deadLetterPolicy: this.deadLetters.name,
-      backlogAgePolicy: this.backlogAge.name,
-      duplicateRatePolicy: this.duplicateRate.name,
+      duplicateObjectsPolicy: duplicateObjects.name,
+      deadLetterPolicy: deadLetters.name,
+      backlogAgePolicy: backlogAge.name,
+      duplicateRatePolicy: duplicateRate.name,
     });
   }
 }

@@ -1,5 +1,13 @@
 import * as pulumi from '@pulumi/pulumi';
-import { childOf } from './options';
+
+/** The `dependsOn` a component was given, as a list (docline passes lists of resources). */
+function dependenciesOf(opts: pulumi.ResourceOptions | undefined): pulumi.Input<pulumi.Resource>[] {
+  const given = opts?.dependsOn;
+  if (given === undefined) return [];
+  if (Array.isArray(given)) return given;
+  if (pulumi.Resource.isInstance(given)) return [given];
+  throw new Error('docline components take dependsOn as a resource or a list of resources, not an output');
+}
 
 /**
  * A docline component. Its children are created with {@link child} or {@link childAfter}, so that
@@ -10,7 +18,7 @@ import { childOf } from './options';
 export class DoclineComponent extends pulumi.ComponentResource {
   /** Options of a child that needs nothing beyond what the component waits for. */
   protected readonly child: pulumi.CustomResourceOptions;
-  readonly #opts: pulumi.ComponentResourceOptions | undefined;
+  readonly #dependsOn: pulumi.Input<pulumi.Resource>[];
 
   /**
    * `type` is the component's type token (`docline:index:…`). It is part of every child's URN, so
@@ -18,13 +26,16 @@ export class DoclineComponent extends pulumi.ComponentResource {
    */
   constructor(type: string, name: string, opts?: pulumi.ComponentResourceOptions) {
     super(type, name, {}, opts);
-    this.#opts = opts;
-    this.child = childOf(this, opts);
+    this.#dependsOn = dependenciesOf(opts);
+    this.child = this.childAfter();
   }
 
-  /** Options of a child that must also wait for `needs`, so that the engine sees the order. */
+  /**
+   * Options of a child: parented to the component, after whatever the component waits for, and
+   * after `needs`, the resources it needs to exist first, so that the engine sees the order.
+   */
   protected childAfter(...needs: pulumi.Input<pulumi.Resource>[]): pulumi.CustomResourceOptions {
-    return childOf(this, this.#opts, ...needs);
+    return { parent: this, dependsOn: [...this.#dependsOn, ...needs] };
   }
 }
 

@@ -66,8 +66,6 @@ function position(x: number, y: number): { xPos?: number; yPos?: number } {
  */
 export function dashboardJson(m: ChartInput): string {
   const revision = `resource.type = "cloud_run_revision" AND resource.labels.service_name = "${m.service}"`;
-  const subscription = (id: string) =>
-    `resource.type = "pubsub_subscription" AND resource.labels.subscription_id = "${id}"`;
   const filterOf = (metric: string, resource: string, extra = '') =>
     `metric.type = "${metric}" AND ${resource}${extra ? ` AND ${extra}` : ''}`;
   const perMinute = (groupBy: string[] = []) => ({
@@ -89,6 +87,24 @@ export function dashboardJson(m: ChartInput): string {
     plotType: 'STACKED_BAR',
   });
   const chart = (title: string, dataSets: object[]) => ({ title, xyChart: { dataSets } });
+  const subscriptionMax = (metric: string, id: string) =>
+    line(
+      filterOf(
+        `pubsub.googleapis.com/subscription/${metric}`,
+        `resource.type = "pubsub_subscription" AND resource.labels.subscription_id = "${id}"`,
+      ),
+      { alignmentPeriod: '60s', perSeriesAligner: 'ALIGN_MAX' },
+    );
+  const percentile = (p: number) =>
+    line(
+      filterOf('run.googleapis.com/request_latencies', revision),
+      {
+        alignmentPeriod: '60s',
+        perSeriesAligner: `ALIGN_PERCENTILE_${p}`,
+        crossSeriesReducer: 'REDUCE_MEAN',
+      },
+      `p${p}`,
+    );
   const widgets = [
     chart('Answers per minute by status', [
       line(filterOf(user(m.answers), revision), perMinute(['metric.label.status']), STATUS_LEGEND),
@@ -98,57 +114,20 @@ export function dashboardJson(m: ChartInput): string {
         '5xx',
       ),
     ]),
-    {
-      title: 'Duplicate share of answers',
-      xyChart: {
-        dataSets: [
-          {
-            timeSeriesQuery: {
-              timeSeriesFilterRatio: {
-                numerator: { filter: filterOf(user(m.duplicates), revision), aggregation: perMinute() },
-                denominator: { filter: filterOf(user(m.answers), revision), aggregation: perMinute() },
-              },
-            },
-            plotType: 'LINE',
+    chart('Duplicate share of answers', [
+      {
+        timeSeriesQuery: {
+          timeSeriesFilterRatio: {
+            numerator: { filter: filterOf(user(m.duplicates), revision), aggregation: perMinute() },
+            denominator: { filter: filterOf(user(m.answers), revision), aggregation: perMinute() },
           },
-        ],
+        },
+        plotType: 'LINE',
       },
-    },
-    chart('Dead letters waiting', [
-      line(
-        filterOf('pubsub.googleapis.com/subscription/num_undelivered_messages', subscription(m.deadLetters)),
-        {
-          alignmentPeriod: '60s',
-          perSeriesAligner: 'ALIGN_MAX',
-        },
-      ),
     ]),
-    chart('Oldest unacked message (s)', [
-      line(filterOf('pubsub.googleapis.com/subscription/oldest_unacked_message_age', subscription(m.push)), {
-        alignmentPeriod: '60s',
-        perSeriesAligner: 'ALIGN_MAX',
-      }),
-    ]),
-    chart('Worker latency p50 / p99 (ms)', [
-      line(
-        filterOf('run.googleapis.com/request_latencies', revision),
-        {
-          alignmentPeriod: '60s',
-          perSeriesAligner: 'ALIGN_PERCENTILE_50',
-          crossSeriesReducer: 'REDUCE_MEAN',
-        },
-        'p50',
-      ),
-      line(
-        filterOf('run.googleapis.com/request_latencies', revision),
-        {
-          alignmentPeriod: '60s',
-          perSeriesAligner: 'ALIGN_PERCENTILE_99',
-          crossSeriesReducer: 'REDUCE_MEAN',
-        },
-        'p99',
-      ),
-    ]),
+    chart('Dead letters waiting', [subscriptionMax('num_undelivered_messages', m.deadLetters)]),
+    chart('Oldest unacked message (s)', [subscriptionMax('oldest_unacked_message_age', m.push)]),
+    chart('Worker latency p50 / p99 (ms)', [percentile(50), percentile(99)]),
     chart('Gemini tokens per hour', [
       hourlySum(user(m.tokens), `monitored_resource="cloud_run_revision",service_name="${m.service}"`),
     ]),

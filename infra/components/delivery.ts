@@ -43,13 +43,13 @@ export interface DeliveryArgs extends ProjectArgs {
   pushServiceAccountEmail: pulumi.Input<string>;
   /** The push service account's resource name (`projects/P/serviceAccounts/EMAIL`). */
   pushServiceAccountName: pulumi.Input<string>;
-  /** Ack deadline, retry, dead-letter and retention settings. */
   /**
    * The name this component had when its notification was first created (`docline-<stack>-delivery`).
    * The notification keeps the URN it had under that name whatever the component is called now
-   * ({@link notificationAliases}). Default: the component's own name.
+   * ({@link renamedChildAliases}). Default: the component's own name.
    */
   stableName?: string;
+  /** Ack deadline, retry, dead-letter and retention settings. */
   settings: pulumi.Input<
     Pick<
       DeliverySettings,
@@ -65,18 +65,6 @@ export interface DeliveryArgs extends ProjectArgs {
 
 /** The type token of {@link Delivery}; part of the notification's URN, so never changed. */
 export const DELIVERY_TYPE = 'docline:index:Delivery';
-
-/**
- * The aliases that keep the notification's URN when its component is renamed (a refactor, a new
- * prefix). A new URN is a new resource to the engine: it would create the renamed notification
- * before deleting the old one, and for the length of the update the bucket would have two
- * notifications publishing every upload twice — `deleteBeforeReplace` does not apply, as it is not a
- * replacement. The alias names the URN the notification had under `stableName`; none is needed
- * while the component still has that name.
- */
-export function notificationAliases(name: string, stableName: string): pulumi.Alias[] {
-  return renamedChildAliases(name, stableName, DELIVERY_TYPE, (c) => `${c}-notification`);
-}
 
 /**
  * Everything between the bucket and the worker: the push subscription (OIDC, ack deadline, retry,
@@ -100,24 +88,20 @@ export function notificationAliases(name: string, stableName: string): pulumi.Al
 export class Delivery extends DoclineComponent {
   readonly subscription: gcp.pubsub.Subscription;
   readonly notification: gcp.storage.Notification;
-  /** The Pub/Sub agent's token-creator grant on the push account. */
-  readonly tokenCreatorGrant: gcp.serviceaccount.IAMMember;
   readonly deadLetterTopic: gcp.pubsub.Topic;
   readonly deadLetterSubscription: gcp.pubsub.Subscription;
-  /** The Pub/Sub service agent (`service-NUMBER@gcp-sa-pubsub.iam.gserviceaccount.com`), made to exist. */
-  readonly pubsubAgent: gcp.projects.ServiceIdentity;
 
   constructor(name: string, args: DeliveryArgs, opts?: pulumi.ComponentResourceOptions) {
     super(DELIVERY_TYPE, name, opts);
     const settings = pulumi.output(args.settings);
-    // The agent is created on first use of the API; a grant to it before then fails with "service
-    // account does not exist", which the provider does not retry. Its grants take `member` from it.
-    this.pubsubAgent = new gcp.projects.ServiceIdentity(
+    // The Pub/Sub service agent (`service-NUMBER@gcp-sa-pubsub.iam.gserviceaccount.com`) is created
+    // on first use of the API; a grant to it before then fails with "service account does not
+    // exist", which the provider does not retry. Its grants take `member` from it.
+    const pubsubAgent = new gcp.projects.ServiceIdentity(
       `${name}-pubsub-agent`,
       { project: args.project, service: 'pubsub.googleapis.com' },
       this.child,
-    );
-    const pubsubAgent = this.pubsubAgent.member;
+    ).member;
     const keep = guarded(args.keepData);
 
     // Dead letters stay replayable (subscription and topic seek) only as long as the redelivery window
@@ -148,7 +132,7 @@ export class Delivery extends DoclineComponent {
 
     // The Pub/Sub service agent signs the push tokens; it may do so for the push account only,
     // never for every account of the project.
-    this.tokenCreatorGrant = new gcp.serviceaccount.IAMMember(
+    const tokenCreatorGrant = new gcp.serviceaccount.IAMMember(
       `${name}-push-token-creator`,
       {
         serviceAccountId: args.pushServiceAccountName,
@@ -182,7 +166,7 @@ export class Delivery extends DoclineComponent {
         expirationPolicy: { ttl: '' },
       },
       // Pushes start as soon as it exists: the token must be signable and the service invokable by then.
-      { ...this.childAfter(this.tokenCreatorGrant, ...args.pushNeeds), ...keep },
+      { ...this.childAfter(tokenCreatorGrant, ...args.pushNeeds), ...keep },
     );
 
     // Without these two grants dead-lettering silently does nothing.
@@ -222,11 +206,12 @@ export class Delivery extends DoclineComponent {
         eventTypes: [NOTIFIED_EVENT_TYPE],
       },
       // Announcing starts only once a subscription receives: a topic without one drops messages.
-      // Replaced delete-first: never two notifications on the bucket, not even during an update.
+      // Replaced delete-first: never two notifications on the bucket, not even during an update. A
+      // rename is no replacement, so deleteBeforeReplace would not apply: the alias keeps its URN.
       {
         ...this.childAfter(this.subscription, ...args.notificationNeeds, publisherPropagated),
         deleteBeforeReplace: true,
-        aliases: notificationAliases(name, args.stableName ?? name),
+        aliases: renamedChildAliases(name, args.stableName, DELIVERY_TYPE, (c) => `${c}-notification`),
       },
     );
 

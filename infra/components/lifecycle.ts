@@ -30,21 +30,9 @@ export function grantsSettled(
   grants: readonly pulumi.CustomResource[],
   opts: pulumi.CustomResourceOptions,
 ): time.Sleep {
-  const triggers: Record<string, pulumi.Input<string>> = {};
-  grants.forEach((grant, i) => {
-    triggers[`grant${i}`] = grant.id;
-  });
+  const triggers = Object.fromEntries(grants.map((grant, i) => [`grant${i}`, grant.id]));
   const dependsOn = [...((opts.dependsOn as pulumi.Input<pulumi.Resource>[] | undefined) ?? []), ...grants];
   return new time.Sleep(name, { createDuration: IAM_PROPAGATION_DURATION, triggers }, { ...opts, dependsOn });
-}
-
-/**
- * Options of a resource that holds documents or what was derived from them (the documents bucket,
- * the dataset, the table): with `keep` (the stack's deletionProtection), `pulumi destroy` and a
- * removal leave it in the project instead of deleting it.
- */
-export function keptOnDelete(keep: boolean): Pick<pulumi.CustomResourceOptions, 'retainOnDelete'> {
-  return { retainOnDelete: keep };
 }
 
 /**
@@ -59,14 +47,14 @@ export function guarded(protect: boolean): Pick<pulumi.CustomResourceOptions, 'p
 
 /**
  * Options of a resource that holds documents or what was derived from them (the documents bucket,
- * the dataset, the table, the regional log bucket), in a stack that keeps its data: `destroy`
- * leaves it in the project ({@link keptOnDelete}), and the engine refuses to replace or delete it
- * (`protect`). Without `protect`, a change that forces a replacement of a retained resource drops
- * it from the state and creates a new one: an empty bucket that the pipeline then watches while
- * uploaders keep writing to the old one, or a table whose creation fails on "already exists" on
- * every later `up` (pulumi-gcp replaces BigQuery tables delete-first). docs/deploy.md, "Lifecycle",
- * says what to do when the `up` stops on it.
+ * the dataset, the table, the regional log bucket), in a stack that keeps its data: `destroy` and a
+ * removal leave it in the project instead of deleting it (`retainOnDelete`), and the engine refuses
+ * to replace or delete it (`protect`). Without `protect`, a change that forces a replacement of a
+ * retained resource drops it from the state and creates a new one: an empty bucket that the pipeline
+ * then watches while uploaders keep writing to the old one, or a table whose creation fails on
+ * "already exists" on every later `up` (pulumi-gcp replaces BigQuery tables delete-first).
+ * docs/deploy.md, "Lifecycle", says what to do when the `up` stops on it.
  */
 export function keptData(keep: boolean): Pick<pulumi.CustomResourceOptions, 'retainOnDelete' | 'protect'> {
-  return { ...keptOnDelete(keep), ...guarded(keep) };
+  return { retainOnDelete: keep, ...guarded(keep) };
 }

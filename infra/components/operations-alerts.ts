@@ -1,7 +1,7 @@
 import * as gcp from '@pulumi/gcp';
 import * as pulumi from '@pulumi/pulumi';
 import * as time from '@pulumiverse/time';
-import { alertPolicyBasics, COUNTER, markdown, oneConditionPolicy, STACK_LABEL, workerLogs } from './alerts';
+import { alertPolicyBasics, COUNTER, markdown, oneConditionPolicy, sumOver, workerLogs } from './alerts';
 import { DoclineComponent, type ProjectArgs } from './component';
 import { promqlMetricName } from './dashboard';
 import { LOG_METRIC_SETTLE_DURATION } from './lifecycle';
@@ -32,7 +32,7 @@ export const BUDGET_THRESHOLDS = [0.5, 0.9, 1] as const;
 
 /** Arguments of {@link OperationsAlerts}. */
 export interface OperationsAlertsArgs extends ProjectArgs {
-  /** The stack's prefix (`docline-<stack>`): display names and the {@link STACK_LABEL} label. */
+  /** The stack's prefix (`docline-<stack>`): display names and the label {@link alertPolicyBasics} sets. */
   prefix: string;
   /** The worker's Cloud Run service name. */
   serviceName: pulumi.Input<string>;
@@ -81,11 +81,6 @@ export function budgetProvider(
 function metricFilter(resource: string, metric: string, ...terms: string[]): string {
   return [`resource.type = "${resource}"`, `metric.type = "${metric}"`, ...terms].join(' AND ');
 }
-
-/** Sum every series of a metric over `seconds` (a count per window). */
-const sumOver = (seconds: number) => [
-  { alignmentPeriod: `${seconds}s`, perSeriesAligner: 'ALIGN_DELTA', crossSeriesReducer: 'REDUCE_SUM' },
-];
 
 /*
  * Why filters and not PromQL here: Cloud Monitoring validates a filter condition against the metric
@@ -172,25 +167,12 @@ export function notRunQuery(series: string, window: string): string {
  * running, and a monthly budget. docs/operations.md says what each means and what to do.
  */
 export class OperationsAlerts extends DoclineComponent {
-  readonly noThroughput: gcp.monitoring.AlertPolicy;
-  readonly serverErrors: gcp.monitoring.AlertPolicy;
-  readonly geminiRateLimited: gcp.monitoring.AlertPolicy;
-  readonly duplicateCheckNotRun: gcp.monitoring.AlertPolicy;
-  readonly reconcileNotRun: gcp.monitoring.AlertPolicy | undefined;
-  readonly budget: gcp.billing.Budget | undefined;
-  /** Counts deliveries that gave up on Gemini's 429s. */
-  readonly geminiGaveUp: gcp.logging.Metric;
-  /** Counts the scheduled duplicate check's log lines: one run writes several. */
-  readonly duplicateCheckRuns: gcp.logging.Metric;
-
   constructor(name: string, args: OperationsAlertsArgs, opts?: pulumi.ComponentResourceOptions) {
     super('docline:index:OperationsAlerts', name, opts);
     const common = alertPolicyBasics(args.project, args.prefix, args.notificationChannels);
-    const promql = (query: pulumi.Input<string>, duration: string) => ({
-      conditionPrometheusQueryLanguage: { query, duration, evaluationInterval: '60s' },
-    });
 
-    this.geminiGaveUp = new gcp.logging.Metric(
+    // Counts deliveries that gave up on Gemini's 429s.
+    const geminiGaveUp = new gcp.logging.Metric(
       `${name}-gemini-gave-up`,
       {
         project: args.project,
@@ -202,7 +184,8 @@ export class OperationsAlerts extends DoclineComponent {
       this.child,
     );
     const configId = pulumi.output(args.duplicateCheckConfigName).apply((n) => n.split('/').pop() ?? n);
-    this.duplicateCheckRuns = new gcp.logging.Metric(
+    // Counts the scheduled duplicate check's log lines: one run writes several.
+    const duplicateCheckRuns = new gcp.logging.Metric(
       `${name}-duplicate-check-runs`,
       {
         project: args.project,
@@ -218,12 +201,12 @@ export class OperationsAlerts extends DoclineComponent {
       `${name}-metrics-settle`,
       {
         createDuration: LOG_METRIC_SETTLE_DURATION,
-        triggers: { geminiGaveUp: this.geminiGaveUp.id, duplicateCheckRuns: this.duplicateCheckRuns.id },
+        triggers: { geminiGaveUp: geminiGaveUp.id, duplicateCheckRuns: duplicateCheckRuns.id },
       },
-      this.childAfter(this.geminiGaveUp, this.duplicateCheckRuns),
+      this.childAfter(geminiGaveUp, duplicateCheckRuns),
     );
 
-    this.noThroughput = new gcp.monitoring.AlertPolicy(
+    const noThroughput = new gcp.monitoring.AlertPolicy(
       `${name}-no-throughput`,
       {
         ...common,
@@ -242,7 +225,7 @@ export class OperationsAlerts extends DoclineComponent {
       // It reads the answers metric, new in a first `up`: after that metric's settling wait.
       this.childAfter(args.allAnswersSettled),
     );
-    this.serverErrors = oneConditionPolicy(
+    const serverErrors = oneConditionPolicy(
       `${name}-server-errors`,
       common,
       {
@@ -258,7 +241,7 @@ export class OperationsAlerts extends DoclineComponent {
       },
       this.child,
     );
-    this.geminiRateLimited = oneConditionPolicy(
+    const geminiRateLimited = oneConditionPolicy(
       `${name}-gemini-rate-limited`,
       common,
       {
@@ -266,7 +249,7 @@ export class OperationsAlerts extends DoclineComponent {
         condition: {
           displayName: `More than ${GEMINI_GAVE_UP_PER_15_MINUTES} deliveries gave up on 429s in 15 min`,
           conditionThreshold: {
-            filter: this.geminiGaveUp.name.apply((metric) =>
+            filter: geminiGaveUp.name.apply((metric) =>
               metricFilter('cloud_run_revision', `logging.googleapis.com/user/${metric}`),
             ),
             aggregations: sumOver(900),
@@ -283,7 +266,7 @@ export class OperationsAlerts extends DoclineComponent {
       },
       this.childAfter(settled),
     );
-    this.duplicateCheckNotRun = oneConditionPolicy(
+    const duplicateCheckNotRun = oneConditionPolicy(
       `${name}-duplicate-check-not-run`,
       common,
       {
@@ -292,7 +275,7 @@ export class OperationsAlerts extends DoclineComponent {
           displayName: `No run of the hourly check in ${HOURLY_RUN_WINDOW}`,
           // Met only once the check has run after the policy was created: never before its first run.
           conditionAbsent: {
-            filter: this.duplicateCheckRuns.name.apply((metric) =>
+            filter: duplicateCheckRuns.name.apply((metric) =>
               metricFilter('bigquery_dts_config', `logging.googleapis.com/user/${metric}`),
             ),
             aggregations: sumOver(600),
@@ -305,65 +288,64 @@ export class OperationsAlerts extends DoclineComponent {
       },
       this.childAfter(settled),
     );
-    this.reconcileNotRun =
-      args.reconcileJobName === undefined
-        ? undefined
-        : oneConditionPolicy(
-            `${name}-reconcile-not-run`,
-            common,
-            {
-              displayName: `${args.prefix}: the daily reconcile stopped running`,
-              condition: {
-                displayName: `No reconcile execution in ${DAILY_RUN_WINDOW}`,
-                // PromQL, not an absence condition: an absence lasts at most 23.5 hours (Cloud
-                // Monitoring, "Create metric-absence alerting policies"), shorter than a day between
-                // two daily runs, so it would fire every day. The series is built-in
-                // (run.googleapis.com/job/completed_execution_count); its creation on a job that
-                // never ran is what only a real project can confirm (docs/deploy.md).
-                ...promql(
-                  pulumi
-                    .output(args.reconcileJobName)
-                    .apply((job) =>
-                      notRunQuery(
-                        `${promqlMetricName('run.googleapis.com/job/completed_execution_count')}{monitored_resource="cloud_run_job",job_name="${job}"}`,
-                        DAILY_RUN_WINDOW,
-                      ),
-                    ),
-                  '0s',
+    if (args.reconcileJobName !== undefined) {
+      oneConditionPolicy(
+        `${name}-reconcile-not-run`,
+        common,
+        {
+          displayName: `${args.prefix}: the daily reconcile stopped running`,
+          condition: {
+            displayName: `No reconcile execution in ${DAILY_RUN_WINDOW}`,
+            // PromQL, not an absence condition: an absence lasts at most 23.5 hours (Cloud
+            // Monitoring, "Create metric-absence alerting policies"), shorter than a day between
+            // two daily runs, so it would fire every day. The series is built-in
+            // (run.googleapis.com/job/completed_execution_count); its creation on a job that
+            // never ran is what only a real project can confirm (docs/deploy.md).
+            conditionPrometheusQueryLanguage: {
+              query: pulumi
+                .output(args.reconcileJobName)
+                .apply((job) =>
+                  notRunQuery(
+                    `${promqlMetricName('run.googleapis.com/job/completed_execution_count')}{monitored_resource="cloud_run_job",job_name="${job}"}`,
+                    DAILY_RUN_WINDOW,
+                  ),
                 ),
-              },
-              documentation:
-                'No execution of the reconcile job completed for more than a day: its Cloud Scheduler trigger is ' +
-                'paused or failing (its account lost run.invoker), or the job cannot start. Documents without a ' +
-                'row go unseen until it runs again.',
+              duration: '0s',
+              evaluationInterval: '60s',
             },
-            this.child,
-          );
-    this.budget =
-      args.budget === undefined
-        ? undefined
-        : new gcp.billing.Budget(
-            `${name}-budget`,
-            {
-              billingAccount: args.budget.billingAccount,
-              displayName: `${args.prefix} monthly`,
-              budgetFilter: {
-                projects: [pulumi.interpolate`projects/${args.budget.projectNumber}`],
-                calendarPeriod: 'MONTH',
-              },
-              // The billing account's own currency: a budget in another one is refused.
-              amount: { specifiedAmount: { units: String(args.budget.monthlyAmount) } },
-              thresholdRules: BUDGET_THRESHOLDS.map((share) => ({ thresholdPercent: share })),
-              allUpdatesRule: { monitoringNotificationChannels: args.notificationChannels },
-            },
-            { ...this.child, provider: budgetProvider(`${name}-budget-provider`, args.project, this.child) },
-          );
+          },
+          documentation:
+            'No execution of the reconcile job completed for more than a day: its Cloud Scheduler trigger is ' +
+            'paused or failing (its account lost run.invoker), or the job cannot start. Documents without a ' +
+            'row go unseen until it runs again.',
+        },
+        this.child,
+      );
+    }
+    if (args.budget !== undefined) {
+      new gcp.billing.Budget(
+        `${name}-budget`,
+        {
+          billingAccount: args.budget.billingAccount,
+          displayName: `${args.prefix} monthly`,
+          budgetFilter: {
+            projects: [pulumi.interpolate`projects/${args.budget.projectNumber}`],
+            calendarPeriod: 'MONTH',
+          },
+          // The billing account's own currency: a budget in another one is refused.
+          amount: { specifiedAmount: { units: String(args.budget.monthlyAmount) } },
+          thresholdRules: BUDGET_THRESHOLDS.map((share) => ({ thresholdPercent: share })),
+          allUpdatesRule: { monitoringNotificationChannels: args.notificationChannels },
+        },
+        { ...this.child, provider: budgetProvider(`${name}-budget-provider`, args.project, this.child) },
+      );
+    }
 
     this.registerOutputs({
-      noThroughputPolicy: this.noThroughput.name,
-      serverErrorsPolicy: this.serverErrors.name,
-      geminiRateLimitedPolicy: this.geminiRateLimited.name,
-      duplicateCheckNotRunPolicy: this.duplicateCheckNotRun.name,
+      noThroughputPolicy: noThroughput.name,
+      serverErrorsPolicy: serverErrors.name,
+      geminiRateLimitedPolicy: geminiRateLimited.name,
+      duplicateCheckNotRunPolicy: duplicateCheckNotRun.name,
     });
   }
 }

@@ -3,7 +3,7 @@ import * as pulumi from '@pulumi/pulumi';
 import * as time from '@pulumiverse/time';
 import { RECONCILE_EXIT } from '../../worker/src/reconcile/reconcile';
 import { RECONCILE_SCHEDULE } from '../fixed';
-import { alertPolicyBasics, COUNTER, oneConditionPolicy } from './alerts';
+import { alertPolicyBasics, COUNTER, oneConditionPolicy, sumOver } from './alerts';
 import { DoclineComponent, type ProjectArgs } from './component';
 import { LOG_METRIC_SETTLE_DURATION } from './lifecycle';
 
@@ -71,31 +71,21 @@ export class Reconcile extends DoclineComponent {
   readonly job: gcp.cloudrunv2.Job;
   readonly scheduler: gcp.cloudscheduler.Job;
   readonly serviceAccount: gcp.serviceaccount.Account;
-  readonly schedulerAccount: gcp.serviceaccount.Account;
-  /** Counts summary lines with `missing` above 0. */
-  readonly missingMetric: gcp.logging.Metric;
-  readonly missingAlert: gcp.monitoring.AlertPolicy;
-  readonly failedAlert: gcp.monitoring.AlertPolicy;
 
   constructor(name: string, args: ReconcileArgs, opts?: pulumi.ComponentResourceOptions) {
     super('docline:index:Reconcile', name, opts);
-    this.serviceAccount = new gcp.serviceaccount.Account(
-      `${name}-runtime`,
-      {
-        project: args.project,
-        accountId: `${args.accountIdPrefix}-reconcile`,
-        displayName: `${args.accountIdPrefix}: reconcile (Cloud Run job)`,
-      },
-      this.child,
-    );
-    this.schedulerAccount = new gcp.serviceaccount.Account(
-      `${name}-scheduler`,
-      {
-        project: args.project,
-        accountId: `${args.accountIdPrefix}-scheduler`,
-        displayName: `${args.accountIdPrefix}: reconcile scheduler (may only run the reconcile job)`,
-      },
-      this.child,
+    const prefix = args.accountIdPrefix;
+    const account = (suffix: string, id: string, purpose: string) =>
+      new gcp.serviceaccount.Account(
+        `${name}-${suffix}`,
+        { project: args.project, accountId: `${prefix}-${id}`, displayName: `${prefix}: ${purpose}` },
+        this.child,
+      );
+    this.serviceAccount = account('runtime', 'reconcile', 'reconcile (Cloud Run job)');
+    const schedulerAccount = account(
+      'scheduler',
+      'scheduler',
+      'reconcile scheduler (may only run the reconcile job)',
     );
     const member = this.serviceAccount.member;
     const grants: pulumi.Resource[] = [
@@ -176,7 +166,7 @@ export class Reconcile extends DoclineComponent {
         location: args.region,
         name: this.job.name,
         role: 'roles/run.invoker',
-        member: this.schedulerAccount.member,
+        member: schedulerAccount.member,
       },
       this.child,
     );
@@ -193,7 +183,7 @@ export class Reconcile extends DoclineComponent {
           httpMethod: 'POST',
           uri: pulumi.interpolate`https://run.googleapis.com/v2/projects/${args.project}/locations/${args.region}/jobs/${this.job.name}:run`,
           oauthToken: {
-            serviceAccountEmail: this.schedulerAccount.email,
+            serviceAccountEmail: schedulerAccount.email,
             scope: 'https://www.googleapis.com/auth/cloud-platform',
           },
         },
@@ -202,7 +192,8 @@ export class Reconcile extends DoclineComponent {
     );
 
     const jobLogs = pulumi.interpolate`resource.type = "cloud_run_job" AND resource.labels.job_name = "${this.job.name}"`;
-    this.missingMetric = new gcp.logging.Metric(
+    // Counts summary lines with `missing` above 0.
+    const missingMetric = new gcp.logging.Metric(
       `${name}-missing`,
       {
         project: args.project,
@@ -215,8 +206,8 @@ export class Reconcile extends DoclineComponent {
     // See LOG_METRIC_SETTLE_DURATION: up to 10 minutes before an alert may read a new log metric.
     const settled = new time.Sleep(
       `${name}-metric-settle`,
-      { createDuration: LOG_METRIC_SETTLE_DURATION, triggers: { missing: this.missingMetric.id } },
-      this.childAfter(this.missingMetric),
+      { createDuration: LOG_METRIC_SETTLE_DURATION, triggers: { missing: missingMetric.id } },
+      this.childAfter(missingMetric),
     );
     // Both alerts fire on any count within ten minutes. An incident stays open a day at most: the
     // next daily run says whether it still holds.
@@ -237,13 +228,7 @@ export class Reconcile extends DoclineComponent {
               comparison: 'COMPARISON_GT',
               thresholdValue: 0,
               duration: '0s',
-              aggregations: [
-                {
-                  alignmentPeriod: '600s',
-                  perSeriesAligner: 'ALIGN_DELTA',
-                  crossSeriesReducer: 'REDUCE_SUM',
-                },
-              ],
+              aggregations: sumOver(600),
               evaluationMissingData: 'EVALUATION_MISSING_DATA_INACTIVE',
             },
           },
@@ -252,19 +237,19 @@ export class Reconcile extends DoclineComponent {
         },
         childOptions,
       );
-    this.missingAlert = dailyRunAlert(
+    dailyRunAlert(
       'missing',
       {
         displayName: `${args.accountIdPrefix}: documents without a row (reconcile)`,
         condition: 'A reconcile run found missing documents',
-        filter: pulumi.interpolate`resource.type = "cloud_run_job" AND metric.type = "logging.googleapis.com/user/${this.missingMetric.name}"`,
+        filter: pulumi.interpolate`resource.type = "cloud_run_job" AND metric.type = "logging.googleapis.com/user/${missingMetric.name}"`,
         content:
           'The daily reconcile found documents in the bucket without a row in the table (the job log lists them). ' +
           'Bring them in with `npm run reconcile -- --target cloud --apply`, or set docline:reconcileMode apply.',
       },
       this.childAfter(settled),
     );
-    this.failedAlert = dailyRunAlert(
+    dailyRunAlert(
       'failed',
       {
         displayName: `${args.accountIdPrefix}: reconcile job failed`,

@@ -29,11 +29,6 @@ export interface RegionalLogsArgs extends ProjectArgs {
 /** The type token of {@link RegionalLogs}; part of the log bucket's URN, so never changed. */
 export const REGIONAL_LOGS_TYPE = 'docline:index:RegionalLogs';
 
-/** The one log filter of a list of sources: any of them. */
-export function anyOf(sources: readonly string[]): string {
-  return sources.map((source) => `(${source})`).join(' OR ');
-}
-
 /**
  * Residency of the logs that name documents. Cloud Logging stores everything in the `_Default`
  * bucket, which is global; the project-wide `_Default` sink is shared by every stack of the project,
@@ -45,8 +40,6 @@ export function anyOf(sources: readonly string[]): string {
  */
 export class RegionalLogs extends DoclineComponent {
   readonly bucket: gcp.logging.ProjectBucketConfig;
-  readonly sink: gcp.logging.ProjectSink;
-  readonly exclusion: gcp.logging.ProjectExclusion;
 
   constructor(name: string, args: RegionalLogsArgs, opts?: pulumi.ComponentResourceOptions) {
     super(REGIONAL_LOGS_TYPE, name, opts);
@@ -66,8 +59,9 @@ export class RegionalLogs extends DoclineComponent {
         aliases: renamedChildAliases(name, args.stableName, REGIONAL_LOGS_TYPE, (c) => `${c}-bucket`),
       },
     );
-    const filter = pulumi.all(args.sources).apply(anyOf);
-    this.sink = new gcp.logging.ProjectSink(
+    // Any of the sources.
+    const filter = pulumi.all(args.sources).apply((all) => all.map((source) => `(${source})`).join(' OR '));
+    const sink = new gcp.logging.ProjectSink(
       `${name}-sink`,
       {
         project: args.project,
@@ -80,7 +74,7 @@ export class RegionalLogs extends DoclineComponent {
       this.childAfter(this.bucket),
     );
     // Excluded from `_Default` only once the sink routes them: no line is stored nowhere.
-    this.exclusion = new gcp.logging.ProjectExclusion(
+    new gcp.logging.ProjectExclusion(
       `${name}-default-exclusion`,
       {
         project: args.project,
@@ -88,7 +82,7 @@ export class RegionalLogs extends DoclineComponent {
         description: `${args.prefix}: stored in the regional bucket ${bucketId} instead of the global _Default bucket`,
         filter,
       },
-      this.childAfter(this.sink),
+      this.childAfter(sink),
     );
     this.registerOutputs({ logBucket: this.bucket.name });
   }

@@ -13,16 +13,16 @@ import { keptData } from './lifecycle';
  */
 export const TABLE_ID = 'deliveries_by_key_day';
 
-// --- Table versions: the migration path for a schema change BigQuery cannot apply in place. ---
 /**
- * The table of a schema version: version 1 is {@link TABLE_ID} under the logical name `<name>-table`
- * (the logical name every stack has had so far), version N is `deliveries_vN` under `<name>-table-vN`. A new
- * version is a new resource beside the old one, never a replacement of it: pulumi-gcp replaces a
- * table delete-first, and a retained table that must be replaced leaves the state and then fails
- * every later `up` with 409. The old version leaves the program, so the engine would delete it;
- * in a stack that keeps its data it is protected and retained, so the `up` stops until an operator
- * unprotects it on purpose, and then it stays in BigQuery with its rows (docs/deploy.md, "A schema
- * change BigQuery cannot apply in place").
+ * The table of a schema version, the migration path for a schema change BigQuery cannot apply in
+ * place: version 1 is {@link TABLE_ID} under the logical name `<name>-table` (the logical name every
+ * stack has had so far), version N is `deliveries_vN` under `<name>-table-vN`. A new version is a new
+ * resource beside the old one, never a replacement of it: pulumi-gcp replaces a table delete-first,
+ * and a retained table that must be replaced leaves the state and then fails every later `up` with
+ * 409. The old version leaves the program, so the engine would delete it; in a stack that keeps its
+ * data it is protected and retained, so the `up` stops until an operator unprotects it on purpose,
+ * and then it stays in BigQuery with its rows (docs/deploy.md, "A schema change BigQuery cannot
+ * apply in place").
  */
 export function tableVersionNames(name: string, version: number): { logicalName: string; tableId: string } {
   if (!Number.isInteger(version) || version < 1) {
@@ -32,7 +32,6 @@ export function tableVersionNames(name: string, version: number): { logicalName:
     ? { logicalName: `${name}-table`, tableId: TABLE_ID }
     : { logicalName: `${name}-table-v${version}`, tableId: `${TABLE_ID}_v${version}` };
 }
-// --- end of table versions ---
 
 /** Arguments of {@link Warehouse}. */
 export interface WarehouseArgs extends DataArgs {
@@ -62,8 +61,6 @@ export const WAREHOUSE_TYPE = 'docline:index:Warehouse';
 export class Warehouse extends DoclineComponent {
   readonly dataset: gcp.bigquery.Dataset;
   readonly table: gcp.bigquery.Table;
-  /** The accountants' corrections (contract/corrections.ts), applied by the documents view. */
-  readonly corrections: gcp.bigquery.Table;
   readonly views: Readonly<Record<ViewName, gcp.bigquery.Table>>;
   /** `project.dataset.table`, the worker's BIGQUERY_TABLE. */
   readonly tableRef: pulumi.Output<string>;
@@ -111,8 +108,9 @@ export class Warehouse extends DoclineComponent {
         aliases: aliases((c) => tableVersionNames(c, version).logicalName),
       },
     );
-    // Corrections are work people did: kept like the rows. Beside the table, never in it.
-    this.corrections = new gcp.bigquery.Table(
+    // The accountants' corrections (contract/corrections.ts) are work people did: kept like the rows.
+    // Beside the table, never in it; the documents view applies them.
+    const corrections = new gcp.bigquery.Table(
       `${name}-corrections`,
       {
         project: args.project,
@@ -145,7 +143,7 @@ export class Warehouse extends DoclineComponent {
           deletionProtection: false,
         },
         // BigQuery refuses a view over a table that does not exist yet.
-        { parent: this, dependsOn: [this.table, this.corrections] },
+        { parent: this, dependsOn: [this.table, corrections] },
       );
       viewRefs[view] = pulumi.interpolate`${args.project}.${args.datasetId}.${view}`;
     }

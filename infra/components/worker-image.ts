@@ -75,23 +75,20 @@ export interface WorkerImageArgs {
  * removes it anyway.
  */
 export class WorkerImage extends DoclineComponent {
-  readonly image: dockerBuild.Image;
   /** `REPOSITORY/worker:TAG@sha256:DIGEST`: the exact image pushed, what Cloud Run runs. */
   readonly ref: pulumi.Output<string>;
-  /** The content-derived tag. */
-  readonly tag: string;
 
   constructor(name: string, args: WorkerImageArgs, opts?: pulumi.ComponentResourceOptions) {
     super('docline:index:WorkerImage', name, opts);
-    this.tag = contentTag(args.root);
+    const tag = contentTag(args.root);
     const token = gcp.organizations.getClientConfigOutput(this.child).accessToken;
-    this.image = new dockerBuild.Image(
+    const image = new dockerBuild.Image(
       `${name}-worker`,
       {
         context: { location: BUILD_CONTEXT },
         dockerfile: { location: DOCKERFILE },
         platforms: [dockerBuild.Platform.Linux_amd64],
-        tags: [pulumi.interpolate`${args.repositoryUrl}/worker:${this.tag}`],
+        tags: [pulumi.interpolate`${args.repositoryUrl}/worker:${tag}`],
         push: true,
         // A preview does not build: it would take minutes and push nothing.
         buildOnPreview: false,
@@ -105,7 +102,7 @@ export class WorkerImage extends DoclineComponent {
       },
       { ...this.child, retainOnDelete: true },
     );
-    this.ref = this.image.ref;
+    this.ref = image.ref;
     this.registerOutputs({ ref: this.ref });
   }
 }

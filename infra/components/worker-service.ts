@@ -92,11 +92,6 @@ export function foreignImageRepository(
   return { location: match[1]!, project: match[2]!, repository: match[3]! };
 }
 
-/** Cloud Run's service agent of a project: Google's fixed name, created when the Run API is enabled. */
-export function cloudRunServiceAgent(projectNumber: string): string {
-  return `serviceAccount:service-${projectNumber}@serverless-robot-prod.iam.gserviceaccount.com`;
-}
-
 /**
  * The worker's environment, in the names worker/src/config.ts reads: every setting the stack has a
  * value for (its key, or what it derives), in the variable its row of the settings table names,
@@ -144,8 +139,6 @@ export class WorkerService extends DoclineComponent {
   readonly serviceAccount: gcp.serviceaccount.Account;
   /** Identity Pub/Sub signs push tokens for; the only invoker of the service. */
   readonly pushServiceAccount: gcp.serviceaccount.Account;
-  /** The worker account's grants, which the service waits for. */
-  readonly grants: pulumi.CustomResource[];
   /** run.invoker of the push account on the service; the push subscription waits for it. */
   readonly invokerGrant: gcp.cloudrunv2.ServiceIamMember;
   /** The service URL. */
@@ -157,45 +150,27 @@ export class WorkerService extends DoclineComponent {
     super('docline:index:WorkerService', name, opts);
     const { config } = args;
     const { project, region } = config;
-    this.serviceAccount = new gcp.serviceaccount.Account(
-      `${name}-runtime`,
-      {
-        project,
-        accountId: `${config.prefix}-worker`,
-        displayName: `${config.prefix}: worker (Cloud Run runtime)`,
-      },
-      this.child,
-    );
-    this.pushServiceAccount = new gcp.serviceaccount.Account(
-      `${name}-push`,
-      {
-        project,
-        accountId: `${config.prefix}-push`,
-        displayName: `${config.prefix}: push subscription (OIDC token identity)`,
-      },
-      this.child,
-    );
+    const account = (suffix: string, id: string, purpose: string) =>
+      new gcp.serviceaccount.Account(
+        `${name}-${suffix}`,
+        { project, accountId: `${config.prefix}-${id}`, displayName: `${config.prefix}: ${purpose}` },
+        this.child,
+      );
+    this.serviceAccount = account('runtime', 'worker', 'worker (Cloud Run runtime)');
+    this.pushServiceAccount = account('push', 'push', 'push subscription (OIDC token identity)');
     const worker = this.serviceAccount.member;
+    const bucketGrant = (suffix: string, bucket: pulumi.Input<string>, role: string) =>
+      new gcp.storage.BucketIAMMember(`${name}-${suffix}`, { bucket, role, member: worker }, this.child);
+    const projectGrant = (suffix: string, role: string) =>
+      new gcp.projects.IAMMember(`${name}-${suffix}`, { project, role, member: worker }, this.child);
 
     // The worker's grants, each on the narrowest resource that works.
-    const objectViewer = new gcp.storage.BucketIAMMember(
-      `${name}-object-viewer`,
-      { bucket: args.bucketName, role: 'roles/storage.objectViewer', member: worker },
-      this.child,
-    );
+    const objectViewer = bucketGrant('object-viewer', args.bucketName, 'roles/storage.objectViewer');
     // Kept analyses are create-only: objectCreator can create but not overwrite or delete (an
     // overwrite needs storage.objects.delete), objectViewer reads. The lifecycle rule does the
     // deleting.
-    const memoCreator = new gcp.storage.BucketIAMMember(
-      `${name}-memo-creator`,
-      { bucket: args.memoBucketName, role: 'roles/storage.objectCreator', member: worker },
-      this.child,
-    );
-    const memoViewer = new gcp.storage.BucketIAMMember(
-      `${name}-memo-viewer`,
-      { bucket: args.memoBucketName, role: 'roles/storage.objectViewer', member: worker },
-      this.child,
-    );
+    const memoCreator = bucketGrant('memo-creator', args.memoBucketName, 'roles/storage.objectCreator');
+    const memoViewer = bucketGrant('memo-viewer', args.memoBucketName, 'roles/storage.objectViewer');
     // A key's lease is one object, rewritten in place by compare-and-swap on its generation (taken
     // over once it ended, renewed, released): an overwrite needs storage.objects.delete, granted on
     // the `leases/` prefix alone, so no kept analysis can be overwritten or deleted by the worker.
@@ -219,16 +194,8 @@ export class WorkerService extends DoclineComponent {
       this.child,
     );
     // Running a query (the seen() lookup, the MERGE) is a project-level permission in BigQuery.
-    const jobUser = new gcp.projects.IAMMember(
-      `${name}-job-user`,
-      { project, role: 'roles/bigquery.jobUser', member: worker },
-      this.child,
-    );
-    const vertexUser = new gcp.projects.IAMMember(
-      `${name}-vertex-user`,
-      { project, role: 'roles/aiplatform.user', member: worker },
-      this.child,
-    );
+    const jobUser = projectGrant('job-user', 'roles/bigquery.jobUser');
+    const vertexUser = projectGrant('vertex-user', 'roles/aiplatform.user');
     // The image's repository in another project: the service agent that pulls may read it. The agent
     // exists once the Run API is on (the component waits for the APIs), so no bootstrap by hand.
     const imagePull =
@@ -242,12 +209,12 @@ export class WorkerService extends DoclineComponent {
                 location: args.imageRepository.repository.location,
                 repository: args.imageRepository.repository.repository,
                 role: 'roles/artifactregistry.reader',
-                member: pulumi.output(args.imageRepository.projectNumber).apply(cloudRunServiceAgent),
+                member: pulumi.interpolate`serviceAccount:service-${args.imageRepository.projectNumber}@serverless-robot-prod.iam.gserviceaccount.com`,
               },
               this.child,
             ),
           ];
-    this.grants = [
+    const grants = [
       objectViewer,
       memoCreator,
       memoViewer,
@@ -257,7 +224,7 @@ export class WorkerService extends DoclineComponent {
       vertexUser,
       ...imagePull,
     ];
-    const grantsPropagated = grantsSettled(`${name}-grants-settle`, this.grants, this.child);
+    const grantsPropagated = grantsSettled(`${name}-grants-settle`, grants, this.child);
 
     // Derived from the account id rather than read from the account, so that the environment is
     // known at preview (an account's email is Google's fixed function of its id and project).
@@ -319,7 +286,7 @@ export class WorkerService extends DoclineComponent {
           ],
         },
       },
-      this.childAfter(...this.grants, grantsPropagated, args.table),
+      this.childAfter(...grants, grantsPropagated, args.table),
     );
     this.url = this.service.uri;
     this.pushEndpoint = pulumi.interpolate`${this.service.uri}/push`;
