@@ -117,10 +117,11 @@ export function duplicateObjectsCheckSql(table: string, windowDays: number): str
 }
 
 /**
- * Alert policies on the three symptoms that need a human: dead letters accumulating, the push
- * backlog getting old, and the worker answering `duplicate` too often. A few duplicates per mille
- * are Pub/Sub's at-least-once delivery; a few percent mean the ack deadline is too short for the
- * worker or a second notification exists.
+ * Alert policies on the symptoms that need a human: dead letters accumulating, the push backlog
+ * getting old, a dependency of the worker out, the worker answering `duplicate` too often, and the
+ * hourly duplicate-objects check failing or finding an object with more than one `ok` row. A few
+ * duplicates per mille are Pub/Sub's at-least-once delivery; a few percent mean the ack deadline is
+ * too short for the worker or a second notification exists.
  */
 export class Alerts extends DoclineComponent {
   /** Counts the worker's `duplicate` answers. */
