@@ -412,7 +412,7 @@ describe('BigQueryStore', () => {
       },
     );
 
-    it('issue 45, item 5: inserts the statement again under its own id when jobs.get does not find the job after a lost jobs.insert answer: a 409 says it exists, and its outcome is read', async () => {
+    it('inserts the statement again under its own id when jobs.get does not find the job after a lost jobs.insert answer: a 409 says it exists, and its outcome is read', async () => {
       const { store: s, deadline } = await timed();
       const row = testRow();
       fake.loseAnswerNext(1, 'insert', 'reset');
@@ -425,7 +425,7 @@ describe('BigQueryStore', () => {
       expect(ids[1]).toBe(ids[0]);
     });
 
-    it('issue 45, item 5: creates the job itself, under the same id, when the lost jobs.insert never reached BigQuery', async () => {
+    it('creates the job itself, under the same id, when the lost jobs.insert never reached BigQuery', async () => {
       const { store: s, deadline } = await timed();
       const row = testRow();
       fake.dropInsertNext(1);
@@ -433,7 +433,7 @@ describe('BigQueryStore', () => {
       expect(fake.rows()).toHaveLength(1);
     });
 
-    it('issue 45, item 5: keeps the outcome unknown (the lease to its bound) while jobs.get keeps answering 404 and the id cannot be inserted again', async () => {
+    it('keeps the outcome unknown (the lease to its bound) while jobs.get keeps answering 404 and the id cannot be inserted again', async () => {
       const { store: s, deadline } = await timed();
       fake.loseAnswerNext(1, 'insert', 503);
       fake.jobGetNext(100, 404);
@@ -442,7 +442,7 @@ describe('BigQueryStore', () => {
       expect(writeMayStillCommit(error)).toBe(true);
     });
 
-    it('issue 45, item 5: reads the outcome by the job id when a poll of a created job is rate-limited, instead of a 503 that ends the lease while the MERGE may run', async () => {
+    it('reads the outcome by the job id when a poll of a created job is rate-limited, instead of a 503 that ends the lease while the MERGE may run', async () => {
       const { store: s, deadline } = await timed();
       const row = testRow();
       fake.loseAnswerNext(1, 'results', 429);
@@ -451,7 +451,7 @@ describe('BigQueryStore', () => {
       expect(jobBodies()).toHaveLength(1);
     });
 
-    it("issue 45, item 7: asks the winners query again when its answer is lost, never reading it as a job outcome (no rows: every key 'duplicate')", async () => {
+    it("asks the winners query again when its answer is lost, never reading it as a job outcome (no rows: every key 'duplicate')", async () => {
       const { store: s, deadline } = await timed();
       const old = testRow({ message_id: 'earlier' });
       await recordOne(s, old);
@@ -574,7 +574,7 @@ describe('BigQueryStore', () => {
       expect(fake.rows()).toHaveLength(0);
     });
 
-    it('maps a request over the size limit to a row refusal (issue 45, item 6): group commit halves the batch, a row too large alone fails alone', () => {
+    it('maps a request over the size limit to a row refusal: group commit halves the batch, a row too large alone fails alone', () => {
       for (const failure of [
         refusal('badRequest', 'Request payload size exceeds the limit: 10485760 bytes.'),
         { code: 413, message: 'Request Entity Too Large' },

@@ -365,7 +365,7 @@ describe('GroupCommitStore', () => {
     expect(inner.rows.size).toBe(0);
   });
 
-  describe('issue 45, item 6: batches bounded by bytes', () => {
+  describe('batches bounded by bytes', () => {
     /** A row whose analysis carries about `kib` KiB of text (a long invoice's line items). */
     const large = (kib: number) =>
       testRow({ analysis: { ...(testRow().analysis as object), notes: 'x'.repeat(kib * 1024) } as never });

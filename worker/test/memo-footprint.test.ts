@@ -12,7 +12,7 @@ import { ManualClock, ManualTime } from './support/manual-time';
 import { analyse } from './support/memo';
 
 /**
- * Issue 45, item 1: an instance handles millions of deliveries; every per-key memory of its memo
+ * An instance handles millions of deliveries; every per-key memory of its memo
  * must stay bounded, or the instance is killed for memory with no drain.
  */
 
