@@ -1,5 +1,6 @@
 import { GcsMemoStore } from '../../worker/src/adapters/memo-stores/gcs-memo-store';
 import { MEMO_CALL_TIMEOUT_MS } from '../../worker/src/contract/settings';
+import { AnalysisCache } from '../../worker/src/core/memo';
 import type { MemoStore } from '../../worker/src/core/ports';
 import { type BucketCall, BucketObjects } from '../models/cloud-storage';
 import { seededRandom } from '../random';
@@ -40,7 +41,11 @@ export class MemoBucket {
   readonly losses = new Map<string, DatedCause[]>();
   /** Per dedup key, the lease calls that failed from the worker's view, each with when it began. */
   readonly leaseFailures = new Map<string, DatedCause[]>();
-  /** Keeps that landed: the dedup key and the instance that sent it. */
+  /**
+   * Keeps of an analysis that landed: the dedup key and the instance that sent it. The paid
+   * attempts of an analysis that did not end (its progress, under a key of its own) are no answer:
+   * a delivery that finds only them and the generation gone has nothing to write but `object_gone`.
+   */
   readonly kept: Array<{ dedupKey: string; instance: number; atMs: number }> = [];
   /** The bucket's objects, and its answers to writes: 429 past one a second per object, 412. */
   private readonly bucket = new BucketObjects({
@@ -83,7 +88,8 @@ export class MemoBucket {
       create: (key, entry) =>
         this.watch('create', key, real.create(key, entry)).then(() => {
           const dedupKey = this.dedupKeyOf(key);
-          if (dedupKey) this.kept.push({ dedupKey, instance, atMs: this.time.nowMs() });
+          if (dedupKey && key !== AnalysisCache.progressKey(dedupKey))
+            this.kept.push({ dedupKey, instance, atMs: this.time.nowMs() });
         }),
       lease: (key, expiresAt, now) => this.watch('lease', key, real.lease(key, expiresAt, now)),
       renew: (key, token, expiresAt, release) =>

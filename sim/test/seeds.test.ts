@@ -16,10 +16,14 @@ import { broken, runSeed } from '../faults/soak';
  * together they inject every kind of fault and reach every coverage probe (greedily, among seeds
  * that hold the invariants). When the schedule generator or the worker's paths change, pick again;
  * a seed here that starts failing after a change to the worker is a finding: replay it with
- * `npm run sim -- --seed N`.
+ * `npm run sim -- --seed N`. 999 and 1230, found by a 2,000-seed soak, hold I7 to what a delivery
+ * can know: each one's generation went after a paid answer outside the schema and a failed retry,
+ * whose progress the memo kept; with no analysis kept and the bytes gone, `object_gone` is the
+ * right row (the check had read the progress as a kept analysis).
  */
 const SUITE_SEEDS: readonly number[] = [
-  1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 37, 52, 62, 116, 133,
+  1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 37, 52, 62, 116, 133, 999,
+  1230,
 ];
 
 /**
