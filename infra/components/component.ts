@@ -31,8 +31,9 @@ export class DoclineComponent extends pulumi.ComponentResource {
   }
 
   /**
-   * Options of a child: parented to the component, after whatever the component waits for, and
-   * after `needs`, the resources it needs to exist first, so that the engine sees the order.
+   * Options of a child: parented to the component, after whatever the component waits for (Pulumi
+   * does not pass a component's dependsOn down to its children by itself), and after `needs`, the
+   * resources it needs to exist first, so that the engine sees the order.
    */
   protected childAfter(...needs: pulumi.Input<pulumi.Resource>[]): pulumi.CustomResourceOptions {
     return { parent: this, dependsOn: [...this.#dependsOn, ...needs] };
