@@ -423,6 +423,21 @@ describe('GeminiAnalyzer', () => {
       },
     );
 
+    it.each([
+      ['Resource exhausted. Please try again later.', true],
+      ['Resource exhausted, please try again later.', true],
+      ['Too many requests. Exceeded the Provisioned Throughput.', false],
+      ['Resource has been exhausted (e.g. check quota).', false],
+    ])(
+      'tells a 429 of the shared pay-as-you-go pool from a limit of the project’s own: %s → %p',
+      async (message, shared) => {
+        fake.failNext(429, 1, message);
+        const error = await analyzer.analyze(input).catch((e: unknown) => e);
+        expect((error as TransientError).code).toBe('analyzer_rate_limited');
+        expect((error as TransientError).sharedCapacity).toBe(shared);
+      },
+    );
+
     it('gives up after its timeout when Gemini does not answer', async () => {
       const impatient = withKey({ timeoutMs: 200 });
       fake.stallNext();

@@ -11,6 +11,11 @@ import { isRateLimited, RATE_LIMITED, RejectionError, TransientError } from '../
 import { ManualTime, settle } from './support/manual-time';
 
 const quotaSpent = () => new TransientError(RATE_LIMITED, 'Gemini: 429 RESOURCE_EXHAUSTED');
+/** A 429 of Vertex AI's shared pay-as-you-go pool (no capacity now, whatever this project's rate). */
+const poolBusy = () =>
+  new TransientError(RATE_LIMITED, 'Gemini: 429 Resource exhausted, please try again later.', {
+    sharedCapacity: true,
+  });
 /** A 429 of a full tier window, naming its wait (the Gemini API's RetryInfo). */
 const windowFull = (retryAfterMs: number) =>
   new TransientError(RATE_LIMITED, 'Gemini: 429 RESOURCE_EXHAUSTED, retry in …', { retryAfterMs });
@@ -278,6 +283,24 @@ describe('QuotaGate', () => {
     await works.finish('d');
     // A success adds one: room for two at once again.
     expect(gate.admitting).toBe(3);
+    await works.finishAll();
+    await expect(Promise.all(results)).resolves.toEqual(['a', 'b', 'c', 'd', 'e']);
+  });
+
+  it("never cuts for the shared pool's 429s, however many: it pauses, and each refused work backs off on its own", async () => {
+    const { time, gate, works } = setup(4);
+    const results = ['a', 'b', 'c', 'd', 'e'].map((name) => gate.run(works.work(name)));
+    await settle();
+    expect(works.running).toEqual(['a', 'b', 'c', 'd']);
+    // Every answer a 429 of the pool: an instance over a quota of its own would halve here.
+    for (const name of ['a', 'b', 'c', 'd']) await works.finish(name, poolBusy());
+    expect(gate.admitting).toBe(4);
+    // Nobody goes before the pause and the refused works' own backoff (0.5 s) are over; then four
+    // at once again, the refused ones first.
+    await time.advance(450);
+    expect(works.running).toEqual([]);
+    await time.advance(1_000);
+    expect(works.running.sort()).toEqual(['a', 'b', 'c', 'd']);
     await works.finishAll();
     await expect(Promise.all(results)).resolves.toEqual(['a', 'b', 'c', 'd', 'e']);
   });

@@ -60,9 +60,10 @@ export const LATENCY_TOLERANCE = 2;
 /**
  * The share of recent answers that must be 429s before a 429 halves the limit. A tier's RPM or TPM
  * window, once this instance is over it, refuses every call until it slides: the share climbs to 1.
- * Vertex AI's Dynamic Shared Quota refuses a share of calls in busy bursts whatever this project's
- * own rate: fewer works at once would not be refused less, they would only drain slower, so a 429
- * among mostly accepted calls only pauses the gate.
+ * A 429 among mostly accepted calls only pauses the gate. Vertex AI's Dynamic Shared Quota refuses
+ * a share of calls in busy bursts whatever this project's own rate (fewer works at once would not
+ * be refused less, they would only drain slower): its 429s never cut the limit, however many
+ * ({@link TransientError.sharedCapacity}).
  */
 export const OVER_QUOTA_SHARE = 0.5;
 
@@ -256,8 +257,9 @@ interface Waiter {
  * Cloud Run slot and their push body only, and at most `maxInFlight` read and analyse at once.
  *
  * The number admitted at once is learnt ({@link AdaptiveLimit}): it grows while analyses succeed
- * and are needed, halves on a 429 (once per round: works admitted before the cut do not cut again;
- * never under what the last minute's accepted rate needs at once) and shrinks when the analyses'
+ * and are needed, halves on a 429 of a limit of this project's own (once per round: works admitted
+ * before the cut do not cut again; never under what the last minute's accepted rate needs at once;
+ * never for the 429 of a shared pool, {@link QuotaGate.rateLimited}) and shrinks when the analyses'
  * latency inflates, never past `maxInFlight` (memory). A 429 also pauses admissions for a jittered,
  * doubling moment. The refused work keeps its turn through the wait its 429 names, or else a
  * backoff of its own ({@link REFUSED_WORK_BACKOFF_MS}), then tries again ahead of the line. A delivery still not
@@ -333,8 +335,8 @@ export class QuotaGate implements Admission {
         return result;
       } catch (error) {
         if (!isRateLimited(error)) throw error;
-        const retryAfterMs = (error as TransientError).retryAfterMs;
-        this.rateLimited(admission);
+        const { retryAfterMs, sharedCapacity } = error as TransientError;
+        this.rateLimited(admission, !sharedCapacity);
         if (this.nowMs() >= deadlineMs) throw error;
         refusals += 1;
         // A full window that frees only past this delivery's wait: answered now (503), not held.
@@ -466,8 +468,16 @@ export class QuotaGate implements Admission {
     this.limit.succeeded(latencyMs, this.running + this.waiting.length);
   }
 
-  private rateLimited(admission: number): void {
-    const overQuota = this.limit.refused();
+  /**
+   * A 429: counted, and the gate pauses. The limit is cut (`mayCut`) only when the refusal may be
+   * this project's own limit: a shared pool's refusal ({@link TransientError.sharedCapacity})
+   * refuses a share of calls whatever this project's rate, so fewer works at once would not be
+   * refused less and would only drain slower; its works back off on their own
+   * ({@link REFUSED_WORK_BACKOFF_MS}). On the sweep's two shared-capacity tuning cells
+   * (docs/sweep.md): 1.092 and 1.165 × the oracle with the cut, 1.087 and 1.165 without.
+   */
+  private rateLimited(admission: number, mayCut: boolean): void {
+    const overQuota = this.limit.refused() && mayCut;
     if (overQuota && admission > this.admissionsAtLastCut) {
       // Little's law: the works at once the rate the analyzer accepted over the last minute needs.
       const latencyMs = this.limit.typicalLatencyMs;

@@ -132,13 +132,26 @@ export class TransientError extends FailureAfterPaying {
    * `google.rpc.RetryInfo` on a 429 of a full quota window); undefined when it did not say.
    */
   readonly retryAfterMs: number | undefined;
+  /**
+   * The refusal is a shared pool's (Vertex AI's pay-as-you-go 429: "Resource exhausted, please try
+   * again later"), which has no capacity for the call now whatever this project's own rate; not a
+   * limit of this project's that it went past.
+   */
+  readonly sharedCapacity: boolean;
   constructor(
     code: string,
     message: string,
-    options?: { cause?: unknown; usage?: Usage; progress?: AnalysisProgress; retryAfterMs?: number },
+    options?: {
+      cause?: unknown;
+      usage?: Usage;
+      progress?: AnalysisProgress;
+      retryAfterMs?: number;
+      sharedCapacity?: boolean;
+    },
   ) {
     super(code, message, options);
     this.retryAfterMs = options?.retryAfterMs;
+    this.sharedCapacity = options?.sharedCapacity ?? false;
   }
 }
 

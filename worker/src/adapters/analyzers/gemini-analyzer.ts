@@ -136,6 +136,16 @@ export function retryDelayMs(message: string): number | undefined {
 }
 
 /**
+ * Whether a 429 is Vertex AI's pay-as-you-go one: its shared pool had no capacity for the request
+ * ("Resource exhausted, please try again later.", the message Google's error-code-429 page gives for
+ * that quota framework, read on 2026-12-07). Provisioned Throughput's ("Too many requests. Exceeded
+ * the Provisioned Throughput.") and the Gemini API's full windows are this project's own limits.
+ */
+export function sharedCapacityBusy(message: string): boolean {
+  return /resource exhausted[.,]\s*please try again later/i.test(message);
+}
+
+/**
  * Whether a refusal is about the document: only then may it become a `rejected` row, which nothing
  * retries. A 400 `INVALID_ARGUMENT` that names the document and not the request, or a 413. Any
  * other 4xx (billing or region `FAILED_PRECONDITION`, a schema the model refuses, a bare "invalid
@@ -171,6 +181,7 @@ export function geminiError(error: unknown): Error {
     return new TransientError(RATE_LIMITED, `Gemini: ${detail}`, {
       ...options,
       ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+      ...(sharedCapacityBusy(e.message ?? '') ? { sharedCapacity: true } : {}),
     });
   }
   if (status === 408 || status >= 500)
