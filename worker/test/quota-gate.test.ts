@@ -287,6 +287,19 @@ describe('QuotaGate', () => {
     await expect(Promise.all(results)).resolves.toEqual(['a', 'b', 'c', 'd', 'e']);
   });
 
+  it('cuts at once for a 429 that names its wait, even among mostly accepted calls: a window of the project’s own is full', async () => {
+    const { time, gate, works } = setup(4);
+    const results = ['a', 'b', 'c', 'd', 'e'].map((name) => gate.run(works.work(name)));
+    await settle();
+    await works.finish('a');
+    await works.finish('b');
+    const before = gate.admitting;
+    await works.finish('c', windowFull(1_000));
+    expect(gate.admitting).toBe(Math.floor(before / 2));
+    await works.finishAll(() => time.advance(20_000));
+    await expect(Promise.all(results)).resolves.toEqual(['a', 'b', 'c', 'd', 'e']);
+  });
+
   it("never cuts for the shared pool's 429s, however many: it pauses, and each refused work backs off on its own", async () => {
     const { time, gate, works } = setup(4);
     const results = ['a', 'b', 'c', 'd', 'e'].map((name) => gate.run(works.work(name)));

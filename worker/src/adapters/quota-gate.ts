@@ -58,12 +58,11 @@ export interface QuotaGateOptions {
 export const LATENCY_TOLERANCE = 2;
 
 /**
- * The share of recent answers that must be 429s before a 429 halves the limit. A tier's RPM or TPM
- * window, once this instance is over it, refuses every call until it slides: the share climbs to 1.
- * A 429 among mostly accepted calls only pauses the gate. Vertex AI's Dynamic Shared Quota refuses
- * a share of calls in busy bursts whatever this project's own rate (fewer works at once would not
- * be refused less, they would only drain slower): its 429s never cut the limit, however many
- * ({@link TransientError.sharedCapacity}).
+ * The share of recent answers that must be 429s before a 429 that says neither what it is nor how
+ * long to wait halves the limit (one that names its wait cuts at once, a shared pool's never:
+ * {@link QuotaGate.rateLimited}). A limit of this project's own, once this instance is over it,
+ * refuses every call until it slides: the share climbs to 1, while a 429 among mostly accepted
+ * calls only pauses the gate.
  */
 export const OVER_QUOTA_SHARE = 0.5;
 
@@ -114,11 +113,11 @@ export function floorFor(ceiling: number): number {
  * - **Grows while calls succeed and the limit is in use**: +1 per success (a full round of successes
  *   doubles it, as TCP's slow start), but only while the deliveries running or waiting fill at
  *   least half of it; an idle instance does not learn a limit it never tried.
- * - **Backs off on 429s**: halved, once per round (works admitted before the cut do not cut it
- *   again), but never under the works at once the rate the analyzer accepted over the last minute
- *   needs (Little's law: that rate × the long-run latency; a tier's window accepts exactly its
- *   quota, so fewer would leave quota unused, and a shared capacity's busy burst refuses calls
- *   whatever the rate). The gate also pauses admissions (see {@link QuotaGate}).
+ * - **Backs off on 429s of a limit of this project's own**: halved, once per round (works admitted
+ *   before the cut do not cut it again), but never under the works at once the rate the analyzer
+ *   accepted over the last minute needs (Little's law: that rate × the long-run latency; a tier's
+ *   window accepts exactly its quota, so fewer would leave quota unused). The gate says when
+ *   ({@link QuotaGate.rateLimited}) and also pauses admissions (see {@link QuotaGate}).
  * - **Backs off when latency inflates**: with the short-run geometric mean of the latency (EWMA of
  *   its logarithm, 1/10) over {@link LATENCY_TOLERANCE} × the long-run one (1/100), so that the
  *   latency's own tail does not count as a queue, each success multiplies the limit
@@ -259,7 +258,8 @@ interface Waiter {
  * The number admitted at once is learnt ({@link AdaptiveLimit}): it grows while analyses succeed
  * and are needed, halves on a 429 of a limit of this project's own (once per round: works admitted
  * before the cut do not cut again; never under what the last minute's accepted rate needs at once;
- * never for the 429 of a shared pool, {@link QuotaGate.rateLimited}) and shrinks when the analyses'
+ * at once when the 429 names its wait, never for a shared pool's: {@link QuotaGate.rateLimited})
+ * and shrinks when the analyses'
  * latency inflates, never past `maxInFlight` (memory). A 429 also pauses admissions for a jittered,
  * doubling moment. The refused work keeps its turn through the wait its 429 names, or else a
  * backoff of its own ({@link REFUSED_WORK_BACKOFF_MS}), then tries again ahead of the line. A delivery still not
@@ -335,8 +335,8 @@ export class QuotaGate implements Admission {
         return result;
       } catch (error) {
         if (!isRateLimited(error)) throw error;
-        const { retryAfterMs, sharedCapacity } = error as TransientError;
-        this.rateLimited(admission, !sharedCapacity);
+        const { retryAfterMs } = error as TransientError;
+        this.rateLimited(admission, error as TransientError);
         if (this.nowMs() >= deadlineMs) throw error;
         refusals += 1;
         // A full window that frees only past this delivery's wait: answered now (503), not held.
@@ -469,15 +469,24 @@ export class QuotaGate implements Admission {
   }
 
   /**
-   * A 429: counted, and the gate pauses. The limit is cut (`mayCut`) only when the refusal may be
-   * this project's own limit: a shared pool's refusal ({@link TransientError.sharedCapacity})
-   * refuses a share of calls whatever this project's rate, so fewer works at once would not be
-   * refused less and would only drain slower; its works back off on their own
-   * ({@link REFUSED_WORK_BACKOFF_MS}). On the sweep's two shared-capacity tuning cells
-   * (docs/sweep.md): 1.092 and 1.165 × the oracle with the cut, 1.087 and 1.165 without.
+   * A 429: counted, and the gate pauses. The limit is cut (once per round) by what the 429 says:
+   * - one that names its wait (the Gemini API's `RetryInfo`) says a window of this project's is full
+   *   and refuses every call until it frees: cut at once. Where a window counts refused calls too,
+   *   each call sent into it costs an accepted one later, so waiting for most answers to be 429s
+   *   (the rule below) kept it full of this fleet's own calls. On the sweep's tuning cells
+   *   (docs/sweep.md): `tiers-250rpm-fast-everyAck-1000-refusedCount` 1.253 → 1.206 × the oracle,
+   *   at a small cost where a window does not count them: `tiers-1000rpm-fast-everyAck-10000` 1.038
+   *   → 1.059 (`tiers-60rpm-fast-everyAck-1000` 1.049 → 1.044);
+   * - a shared pool's ({@link TransientError.sharedCapacity}) refuses a share of calls whatever this
+   *   project's rate: never cut, so fewer works at once do not only drain slower; its works back off
+   *   on their own ({@link REFUSED_WORK_BACKOFF_MS}). On the two shared-capacity tuning cells: 1.092
+   *   and 1.165 × the oracle with the cut, 1.087 and 1.165 without;
+   * - any other (Provisioned Throughput's, one that says nothing) once most recent answers are 429s
+   *   ({@link OVER_QUOTA_SHARE}).
    */
-  private rateLimited(admission: number, mayCut: boolean): void {
-    const overQuota = this.limit.refused() && mayCut;
+  private rateLimited(admission: number, refusal: TransientError): void {
+    const mostRefused = this.limit.refused();
+    const overQuota = !refusal.sharedCapacity && (refusal.retryAfterMs !== undefined || mostRefused);
     if (overQuota && admission > this.admissionsAtLastCut) {
       // Little's law: the works at once the rate the analyzer accepted over the last minute needs.
       const latencyMs = this.limit.typicalLatencyMs;

@@ -274,7 +274,7 @@ export const SETTINGS = {
     default: 40,
     min: 1,
     max: 1000,
-    doc: "The ceiling of reads + analyses one instance runs at once: this many documents of maxObjectBytes are the memory they may hold (the other deliveries wait in line holding only their push body). Under it the number is learnt from Gemini's answers: it grows on successes, halves when most answers are 429s, shrinks when latency inflates, never under an eighth of this (docs/architecture.md).",
+    doc: "The ceiling of reads + analyses one instance runs at once: this many documents of maxObjectBytes are the memory they may hold (the other deliveries wait in line holding only their push body). Under it the number is learnt from Gemini's answers: it grows on successes, halves on a 429 of a limit of the project's own (at once when it names its wait, else once most answers are 429s; never for Vertex AI's shared pool), shrinks when latency inflates, never under an eighth of this (docs/architecture.md).",
   },
   redeliveryWindowDays: {
     env: 'REDELIVERY_WINDOW_DAYS',
