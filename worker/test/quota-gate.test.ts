@@ -287,14 +287,20 @@ describe('QuotaGate', () => {
     await expect(Promise.all(results)).resolves.toEqual(['a', 'b', 'c', 'd', 'e']);
   });
 
-  it('cuts at once for a 429 that names its wait, even among mostly accepted calls: a window of the project’s own is full', async () => {
+  /** Five deliveries at a gate of 4: two accepted, then `refusal` answers the third. */
+  async function refusedAfterTwoAccepted(refusal: Error) {
     const { time, gate, works } = setup(4);
     const results = ['a', 'b', 'c', 'd', 'e'].map((name) => gate.run(works.work(name)));
     await settle();
     await works.finish('a');
     await works.finish('b');
     const before = gate.admitting;
-    await works.finish('c', windowFull(1_000));
+    await works.finish('c', refusal);
+    return { time, gate, works, results, before };
+  }
+
+  it('cuts at once for a 429 that names its wait, even among mostly accepted calls: a window of the project’s own is full', async () => {
+    const { time, gate, works, results, before } = await refusedAfterTwoAccepted(windowFull(1_000));
     expect(gate.admitting).toBe(Math.floor(before / 2));
     await works.finishAll(() => time.advance(20_000));
     await expect(Promise.all(results)).resolves.toEqual(['a', 'b', 'c', 'd', 'e']);
@@ -318,14 +324,8 @@ describe('QuotaGate', () => {
     await expect(Promise.all(results)).resolves.toEqual(['a', 'b', 'c', 'd', 'e']);
   });
 
-  it("does not cut for a 429 among mostly accepted calls (a shared capacity's burst): it only pauses", async () => {
-    const { time, gate, works } = setup(4);
-    const results = ['a', 'b', 'c', 'd', 'e'].map((name) => gate.run(works.work(name)));
-    await settle();
-    await works.finish('a');
-    await works.finish('b');
-    const before = gate.admitting;
-    await works.finish('c', quotaSpent());
+  it('does not cut for a 429 that says nothing among mostly accepted calls: it only pauses', async () => {
+    const { time, gate, works, results, before } = await refusedAfterTwoAccepted(quotaSpent());
     expect(gate.admitting).toBe(before);
     // The pause: nobody is admitted until it ends, then the refused delivery goes first.
     const started = works.started.length;
