@@ -259,10 +259,11 @@ interface Waiter {
  * and are needed, halves on a 429 of a limit of this project's own (once per round: works admitted
  * before the cut do not cut again; never under what the last minute's accepted rate needs at once;
  * at once when the 429 names its wait, never for a shared pool's: {@link QuotaGate.rateLimited})
- * and shrinks when the analyses' latency inflates, never past `maxInFlight` (memory). A 429 also pauses admissions for a jittered,
- * doubling moment. The refused work keeps its turn through the wait its 429 names, or else a
- * backoff of its own ({@link REFUSED_WORK_BACKOFF_MS}), then tries again ahead of the line. A delivery still not
- * admitted after `maxWaitMs` gets the 429 as a transient failure (503: Pub/Sub retries it later).
+ * and shrinks when the analyses' latency inflates, never past `maxInFlight` (memory). A 429 also
+ * pauses admissions for a jittered, doubling moment. The refused work keeps its turn through the
+ * wait its 429 names, or else a backoff of its own ({@link REFUSED_WORK_BACKOFF_MS}), then tries
+ * again ahead of the line. A delivery still not admitted after `maxWaitMs` gets the 429 as a
+ * transient failure (503: Pub/Sub retries it later).
  */
 export class QuotaGate implements Admission {
   private readonly limit: AdaptiveLimit;
@@ -478,8 +479,9 @@ export class QuotaGate implements Admission {
    *   → 1.059 (`tiers-60rpm-fast-everyAck-1000` 1.049 → 1.044);
    * - a shared pool's ({@link TransientError.sharedCapacity}) refuses a share of calls whatever this
    *   project's rate: never cut (fewer works at once would not be refused less, they would only
-   *   drain slower); its works back off on their own ({@link REFUSED_WORK_BACKOFF_MS}). On the two shared-capacity tuning cells: 1.092
-   *   and 1.165 × the oracle with the cut, 1.087 and 1.165 without;
+   *   drain slower); its works back off on their own ({@link REFUSED_WORK_BACKOFF_MS}). On the two
+   *   shared-capacity tuning cells: 1.092 and 1.165 × the oracle with the cut, 1.087 and 1.165
+   *   without;
    * - any other (Provisioned Throughput's, one that says nothing) once most recent answers are 429s
    *   ({@link OVER_QUOTA_SHARE}).
    */
