@@ -335,12 +335,11 @@ export class QuotaGate implements Admission {
         return result;
       } catch (error) {
         if (!isRateLimited(error)) throw error;
-        const { retryAfterMs } = error as TransientError;
-        this.rateLimited(admission, error as TransientError);
+        this.rateLimited(admission, error);
         if (this.nowMs() >= deadlineMs) throw error;
         refusals += 1;
         // A full window that frees only past this delivery's wait: answered now (503), not held.
-        if (!(await this.backOff(refusals, retryAfterMs, deadlineMs, deadline))) throw error;
+        if (!(await this.backOff(refusals, error.retryAfterMs, deadlineMs, deadline))) throw error;
         again = true;
       } finally {
         this.running--;

@@ -158,7 +158,7 @@ export class TransientError extends FailureAfterPaying {
 /** The code an analyzer gives a spent quota (Gemini's 429): nothing paid, and the quota gate runs the work again. */
 export const RATE_LIMITED = 'analyzer_rate_limited';
 
-export function isRateLimited(error: unknown): boolean {
+export function isRateLimited(error: unknown): error is TransientError {
   return error instanceof TransientError && error.code === RATE_LIMITED;
 }
 
