@@ -15,12 +15,6 @@ import type { RunningWorker } from '../../worker/src/main';
 const COLD_START_MS = 2_000;
 const GRACE_MS = 10_000;
 
-/** Moves a virtual time (not installed) to `ms`, running what falls due on the way. */
-async function advanceTo(time: VirtualTime, ms: number): Promise<void> {
-  time.after(ms - time.nowMs(), () => {});
-  await time.run(() => false, ms);
-}
-
 interface Held {
   messageId: string;
   instance: number;
@@ -96,11 +90,11 @@ describe('Cloud Run autoscaling (the sweep model)', () => {
     const t = await setup({});
     expect(t.cloudRun.fleet()).toEqual({ serving: 0, starting: 0, pending: 0 });
     t.push(1);
-    await advanceTo(t.time, 0);
+    await t.time.advanceTo(0);
     expect(t.cloudRun.fleet()).toEqual({ serving: 0, starting: 1, pending: 1 });
-    await advanceTo(t.time, COLD_START_MS - 1);
+    await t.time.advanceTo(COLD_START_MS - 1);
     expect(t.held).toHaveLength(0);
-    await advanceTo(t.time, COLD_START_MS);
+    await t.time.advanceTo(COLD_START_MS);
     expect(t.held).toHaveLength(1);
     expect(t.cloudRun.requests[0]!.startMs).toBe(COLD_START_MS);
     expect(t.cloudRun.fleet()).toEqual({ serving: 1, starting: 0, pending: 0 });
@@ -125,14 +119,14 @@ describe('Cloud Run autoscaling (the sweep model)', () => {
     const t = await setup({ minInstances: 1 });
     // Target: 0.6 × 10 = 6 open requests per instance.
     t.push(6);
-    await advanceTo(t.time, 0);
+    await t.time.advanceTo(0);
     expect(t.cloudRun.fleet()).toEqual({ serving: 1, starting: 0, pending: 0 });
     t.push(1);
-    await advanceTo(t.time, 0);
+    await t.time.advanceTo(0);
     expect(t.cloudRun.fleet()).toEqual({ serving: 1, starting: 1, pending: 0 });
     // The 7th request had a free slot (10 per instance): it did not wait for the new instance.
     expect(t.onInstance(0)).toBe(7);
-    await advanceTo(t.time, COLD_START_MS);
+    await t.time.advanceTo(COLD_START_MS);
     expect(t.cloudRun.fleet()).toEqual({ serving: 2, starting: 0, pending: 0 });
     expect(t.built).toEqual([0, 1]);
   });
@@ -140,18 +134,18 @@ describe('Cloud Run autoscaling (the sweep model)', () => {
   it('never runs more than maxInstances; past their slots a request waits, then 429', async () => {
     const t = await setup({});
     t.push(100);
-    await advanceTo(t.time, 0);
+    await t.time.advanceTo(0);
     expect(t.cloudRun.fleet()).toEqual({ serving: 0, starting: 3, pending: 100 });
-    await advanceTo(t.time, COLD_START_MS);
+    await t.time.advanceTo(COLD_START_MS);
     // 3 instances × 10 slots taken; the rest wait for a slot.
     expect(t.held).toHaveLength(30);
     expect(t.cloudRun.fleet()).toEqual({ serving: 3, starting: 0, pending: 70 });
     // A slot freed within the wait is taken by the oldest pending request.
     t.held.shift()!.res.end();
-    await advanceTo(t.time, COLD_START_MS + 1);
+    await t.time.advanceTo(COLD_START_MS + 1);
     expect(t.held).toHaveLength(30);
     expect(t.cloudRun.fleet().pending).toBe(69);
-    await advanceTo(t.time, pendingWaitMs(COLD_START_MS));
+    await t.time.advanceTo(pendingWaitMs(COLD_START_MS));
     expect(t.cloudRun.noInstance429).toBe(69);
     expect([...t.answers.values()].filter((s) => s === 429)).toHaveLength(69);
     expect(t.cloudRun.instancesStarted).toBe(3);
@@ -161,13 +155,13 @@ describe('Cloud Run autoscaling (the sweep model)', () => {
   it('routes to fill instances (the most loaded under the target)', async () => {
     const fill = await setup({ minInstances: 2 });
     fill.push(6);
-    await advanceTo(fill.time, 0);
+    await fill.time.advanceTo(0);
     expect([fill.onInstance(0), fill.onInstance(1)]).toEqual([6, 0]);
     fill.push(1);
-    await advanceTo(fill.time, 0);
+    await fill.time.advanceTo(0);
     expect([fill.onInstance(0), fill.onInstance(1)]).toEqual([6, 1]);
     fill.push(6);
-    await advanceTo(fill.time, 0);
+    await fill.time.advanceTo(0);
     // Both at the target: the least loaded takes the next ones, up to its 10 slots.
     expect([fill.onInstance(0), fill.onInstance(1)]).toEqual([7, 6]);
   });
@@ -175,37 +169,37 @@ describe('Cloud Run autoscaling (the sweep model)', () => {
   it('shuts an instance down after 15 idle minutes, down to minInstances', async () => {
     const t = await setup({ minInstances: 1 });
     t.push(13); // ceil(13 / 6) = 3 instances
-    await advanceTo(t.time, COLD_START_MS);
+    await t.time.advanceTo(COLD_START_MS);
     expect(t.cloudRun.fleet().serving).toBe(3);
     t.answerAll();
-    await advanceTo(t.time, COLD_START_MS + 1);
+    await t.time.advanceTo(COLD_START_MS + 1);
     const idleFrom = t.time.nowMs();
-    await advanceTo(t.time, idleFrom + 15 * 60_000 - 2);
+    await t.time.advanceTo(idleFrom + 15 * 60_000 - 2);
     expect(t.cloudRun.fleet().serving).toBe(3);
-    await advanceTo(t.time, idleFrom + 15 * 60_000);
+    await t.time.advanceTo(idleFrom + 15 * 60_000);
     // Two shut down (SIGTERM: the worker's stop()), the minimum stays.
     expect(t.cloudRun.fleet().serving).toBe(1);
     expect(t.stopped).toHaveLength(2);
-    await advanceTo(t.time, idleFrom + 15 * 60_000 + GRACE_MS);
+    await t.time.advanceTo(idleFrom + 15 * 60_000 + GRACE_MS);
     expect(t.cloudRun.states().filter((s) => s.alive)).toHaveLength(1);
     // Demand again: the autoscaler starts new instances (new indices, cold starts).
     t.push(7);
-    await advanceTo(t.time, t.time.nowMs());
+    await t.time.advanceTo(t.time.nowMs());
     expect(t.cloudRun.fleet()).toEqual({ serving: 1, starting: 1, pending: 0 });
   });
 
   it('an instance busy within the idle time is kept', async () => {
     const t = await setup({});
     t.push(1);
-    await advanceTo(t.time, COLD_START_MS);
+    await t.time.advanceTo(COLD_START_MS);
     t.answerAll();
-    await advanceTo(t.time, 10 * 60_000);
+    await t.time.advanceTo(10 * 60_000);
     t.push(1);
-    await advanceTo(t.time, 10 * 60_000);
+    await t.time.advanceTo(10 * 60_000);
     t.answerAll();
-    await advanceTo(t.time, 20 * 60_000);
+    await t.time.advanceTo(20 * 60_000);
     expect(t.cloudRun.fleet().serving).toBe(1);
-    await advanceTo(t.time, 25 * 60_000 + 1);
+    await t.time.advanceTo(25 * 60_000 + 1);
     expect(t.cloudRun.fleet().serving).toBe(0);
   });
 
@@ -214,7 +208,7 @@ describe('Cloud Run autoscaling (the sweep model)', () => {
     await t.cloudRun.start(t.factory, 3, 0);
     expect(t.built).toEqual([0, 1, 2]);
     t.push(7);
-    await advanceTo(t.time, 0);
+    await t.time.advanceTo(0);
     expect(t.cloudRun.requests.map((r) => r.instance)).toEqual([0, 1, 2, 0, 1, 2, 0]);
     await expect(t.cloudRun.startAutoscaled(t.factory)).rejects.toThrow(/autoscale/);
   });

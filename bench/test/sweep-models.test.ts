@@ -21,12 +21,6 @@ import { testRow as sampleRow } from '../../worker/test/support/builders';
 import { analysisUsd, comparisonBilledBytes } from '../sweep/cell';
 import { sweepGrid } from '../sweep/grid';
 
-/** Moves a virtual time (not installed: only the models' own timers) to `ms`. */
-async function advanceTo(time: VirtualTime, ms: number): Promise<void> {
-  time.after(ms - time.nowMs(), () => {});
-  await time.run(() => false, ms);
-}
-
 describe('latency distributions', () => {
   it('draw the same values for the same seed, around the median, with a slow tail', () => {
     const a = latencyFrom(GEMINI_LATENCIES.fast, 7);
@@ -61,9 +55,9 @@ describe('Gemini tiers (RPM and TPM windows)', () => {
     expect(quota.tryAccept(100)).toBe(false);
     const at = quota.nextAcceptMs(100);
     expect(at).toBeCloseTo(60_000, 0);
-    await advanceTo(time, at - 1);
+    await time.advanceTo(at - 1);
     expect(quota.tryAccept(100)).toBe(false);
-    await advanceTo(time, at);
+    await time.advanceTo(at);
     expect(quota.tryAccept(100)).toBe(true);
   });
 
@@ -81,15 +75,15 @@ describe('Gemini tiers (RPM and TPM windows)', () => {
       [strict, counted],
     ] as const) {
       expect(quota.tryAccept(100)).toBe(true);
-      await advanceTo(time, 30_000);
+      await time.advanceTo(30_000);
       expect(quota.tryAccept(100)).toBe(false);
-      await advanceTo(time, 61_000);
+      await time.advanceTo(61_000);
     }
     // A minute after the accepted call: free again, unless the refused call at 30 s still counts.
     expect(free.tryAccept(100)).toBe(true);
     expect(counted.tryAccept(100)).toBe(false);
     // The refused call at 61 s counted too: free once it has left the window.
-    await advanceTo(strict, 121_001);
+    await strict.advanceTo(121_001);
     expect(counted.tryAccept(100)).toBe(true);
   });
 
@@ -160,7 +154,7 @@ describe("the Gemini API's spend-based rate limit (USD over a rolling 10 minutes
     const time = new VirtualTime();
     const spend = new SpendWindow(time, roomy(time), 2.5 * geminiCallUsd(1_000));
     expect(spend.tryAccept(1_000)).toBe(true);
-    await advanceTo(time, 60_000);
+    await time.advanceTo(60_000);
     expect(spend.tryAccept(1_000)).toBe(true);
     expect(spend.tryAccept(1_000)).toBe(false);
     expect(spend.refusedForSpend).toBe(1);
@@ -168,9 +162,9 @@ describe("the Gemini API's spend-based rate limit (USD over a rolling 10 minutes
     // The first call's spend leaves the window 10 minutes after it: not a minute, as RPM would.
     const at = spend.nextAcceptMs(1_000);
     expect(at).toBeCloseTo(SPEND_WINDOW_MS, 0);
-    await advanceTo(time, SPEND_WINDOW_MS - 1);
+    await time.advanceTo(SPEND_WINDOW_MS - 1);
     expect(spend.tryAccept(1_000)).toBe(false);
-    await advanceTo(time, at);
+    await time.advanceTo(at);
     expect(spend.tryAccept(1_000)).toBe(true);
   });
 
@@ -239,15 +233,15 @@ describe('Gemini shared capacity (Dynamic Shared Quota)', () => {
     const time = new VirtualTime();
     const quota = new SharedCapacity(time, { requestsPerMinute: 100_000, seed: 9, horizonMs: 86_400_000 });
     const burst = quota.bursts.find((b) => b.intensity > 0.5)!;
-    await advanceTo(time, burst.atMs);
+    await time.advanceTo(burst.atMs);
     const outcomes: boolean[] = [];
     for (let i = 0; i < 40; i++) {
       outcomes.push(quota.tryAccept(1));
-      await advanceTo(time, time.nowMs() + 250);
+      await time.advanceTo(time.nowMs() + 250);
     }
     expect(outcomes.filter((x) => !x).length).toBeGreaterThan(5);
     const at = quota.nextAcceptMs(1);
-    await advanceTo(time, at);
+    await time.advanceTo(at);
     expect(quota.tryAccept(1)).toBe(true);
   });
 });
@@ -279,7 +273,7 @@ describe('the memo bucket (Cloud Storage-like)', () => {
     const bucket = new SimBucketStore(time, 1);
     const memo = memoOn(time, bucket);
     const first = memo.lease('k', expires, now);
-    await advanceTo(time, 300);
+    await time.advanceTo(300);
     await expect(first).resolves.toMatchObject({ earlier: false });
     // The holder renews within the second (a heartbeat, then a write's bound): sent at once, the
     // bucket would answer 429, and its retry half a second later 429 again. It waits the second out.
@@ -394,19 +388,19 @@ describe('the pre-filled warehouse', () => {
     const [a, b, idle] = [w.store(), w.store(), w.store()];
     const count = async (s: typeof a) => {
       const n = s.writers!();
-      await advanceTo(time, time.nowMs() + 1_000);
+      await time.advanceTo(time.nowMs() + 1_000);
       return n;
     };
     expect(await count(a)).toBe(1);
     void a.recordMany([sampleRow({ dedup_key: 'gs://b/a#1' })]);
     void b.recordMany([sampleRow({ dedup_key: 'gs://b/b#1' })]);
-    await advanceTo(time, 5_000);
+    await time.advanceTo(5_000);
     expect(await count(idle)).toBe(3);
     expect(await count(a)).toBe(2);
     // A minute on, only a writes again.
-    await advanceTo(time, 66_000);
+    await time.advanceTo(66_000);
     void a.recordMany([sampleRow({ dedup_key: 'gs://b/a#2' })]);
-    await advanceTo(time, 70_000);
+    await time.advanceTo(70_000);
     expect(await count(b)).toBe(2);
     expect(await count(idle)).toBe(2);
     expect(w.stats.billedBytes).toBe(3 * 10 * 1024 * 1024);
@@ -433,7 +427,7 @@ describe('the pre-filled warehouse', () => {
     const first = Array.from({ length: 23 }, (_, i) => submit(i));
     expect(w.stats.refusedQueueFull).toBe(1);
     // By 9 s at least 6 have finished (3 s at most each, 2 at once): the queue has room again.
-    await advanceTo(time, 9_000);
+    await time.advanceTo(9_000);
     // Some have finished: the queue has room, but 22 + 3 = 25 statements in 10 s is the limit.
     const second = Array.from({ length: 4 }, (_, i) => submit(100 + i));
     await time.run(() => false, 200_000);

@@ -192,6 +192,12 @@ export class VirtualTime implements SimClock {
     }
   }
 
+  /** Moves the clock to `ms` (never back), running everything that falls due on the way. */
+  async advanceTo(ms: number): Promise<void> {
+    this.after(ms - this.simulatedMs, noop);
+    await this.run(() => false, ms);
+  }
+
   /** Lets promise chains, `nextTick`s and `setImmediate`s run out (real turns, no simulated time). */
   async settle(): Promise<void> {
     for (let turns = 0; turns < 1_000; turns++) {
