@@ -6,7 +6,7 @@ import { SqliteStore } from '../src/adapters/stores/sqlite-store';
 import { loadConfig } from '../src/config';
 import { DEFAULT_GEMINI_MODEL } from '../src/contract/models';
 import { type RunningWorker, serve } from '../src/main';
-import { pushBody } from './support/builders';
+import { postPush, pushBody } from './support/builders';
 import { type FakeGemini, startFakeGemini } from './support/fake-gemini';
 import { MemoryLogger, MemoryReader } from './support/fakes';
 
@@ -82,11 +82,7 @@ describe('readiness: the configured model, checked once at start-up', () => {
   it('answers a delivery that reaches it anyway 503 configuration, with no row: never a rejected document', async () => {
     fake.retire(DEFAULT_GEMINI_MODEL);
     const url = await start();
-    const res = await fetch(`${url}/push`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(pushBody('1', { size: TEXT.length })),
-    });
+    const res = await postPush(url, pushBody('1', { size: TEXT.length }));
     expect(res.status).toBe(503);
     expect(await res.json()).toMatchObject({ error: 'configuration' });
     expect(store.documents()).toEqual([]);

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { SqliteStore } from '../src/adapters/stores/sqlite-store';
 import { loadConfig } from '../src/config';
 import { serve } from '../src/main';
-import { pushBody } from './support/builders';
+import { postPush, pushBody } from './support/builders';
 import { MemoryLogger, MemoryReader, ScriptedAnalyzer } from './support/fakes';
 
 describe('serve().stop() (what SIGTERM calls)', () => {
@@ -23,11 +23,7 @@ describe('serve().stop() (what SIGTERM calls)', () => {
     reader.put('acme-invoices-dev', '2026/11/facture-0042.txt', '1764460800123456', text);
     const worker = await serve(config, { store, reader, analyzer }, new MemoryLogger());
 
-    const inFlight = fetch(`http://127.0.0.1:${worker.port}/push`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(pushBody('1', { size: text.length })),
-    });
+    const inFlight = postPush(`http://127.0.0.1:${worker.port}`, pushBody('1', { size: text.length }));
     await analyzer.arrived(1);
     const stopping = worker.stop();
     analyzer.release();

@@ -14,7 +14,7 @@ import { objectDedupKey } from '../src/core/event';
 import { AnalysisMemo } from '../src/core/memo';
 import type { Analyzer, AnalyzerInput, LeaseTaken, Store } from '../src/core/ports';
 import { type RunningWorker, serve } from '../src/main';
-import { pushBody } from './support/builders';
+import { postPush, pushBody } from './support/builders';
 import { MemoryLogger, MemoryReader } from './support/fakes';
 import { handlerDeps } from './support/handler';
 
@@ -100,11 +100,10 @@ describe('interleaving 8: scale-in', () => {
     worker = running;
     const push = (id: string, name: string) => {
       const sentAt = performance.now();
-      return fetch(`http://127.0.0.1:${running.port}/push`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify(pushBody(id, { name, size: Buffer.byteLength(INVOICE) })),
-      }).then(async (res) => ({
+      return postPush(
+        `http://127.0.0.1:${running.port}`,
+        pushBody(id, { name, size: Buffer.byteLength(INVOICE) }),
+      ).then(async (res) => ({
         status: res.status,
         body: await res.json(),
         atMs: performance.now() - sentAt,

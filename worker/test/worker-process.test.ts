@@ -4,7 +4,7 @@ import path from 'node:path';
 import { LocalBucket } from '../../local/lib/local-bucket';
 import { startWorkerProcess, type WorkerProcess } from '../../local/lib/worker-process';
 import { SqliteStore } from '../src/adapters/stores/sqlite-store';
-import { pushBody } from './support/builders';
+import { postPush, pushBody } from './support/builders';
 
 describe('the worker as a process (npm run worker)', () => {
   let dataDir: string;
@@ -34,12 +34,7 @@ describe('the worker as a process (npm run worker)', () => {
       generation: resource.generation,
       size: text.length,
     });
-    const post = () =>
-      fetch(`${worker.url}/push`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify(body),
-      });
+    const post = () => postPush(worker.url, body);
     const first = await post();
     expect(first.status).toBe(200);
     expect(await first.json()).toEqual({ status: 'ok', messageId: '501' });

@@ -10,6 +10,7 @@ import { PubSubClient, type ReceivedMessage } from '../../../local/lib/pubsub';
 import type { WorkerLogLine } from '../../../local/lib/worker-process';
 import { SqliteStore } from '../../src/adapters/stores/sqlite-store';
 import { parsePush } from '../../src/core/event';
+import { postPush } from '../support/builders';
 import { type FakeGcsServer, startFakeGcsServer } from './support/fake-gcs-server';
 import { toolVersion } from './support/tool-process';
 
@@ -209,11 +210,7 @@ describe(`the local pipeline on fake-gcs-server ${toolVersion('fake-gcs-server')
       // fake-gcs-server's own message for the gone generation, pushed again as Pub/Sub would redeliver it.
       const [oldMessage] = await captured(CAPTURE, name, 2);
       expect(oldMessage!.attributes!.objectGeneration).toBe(old);
-      const res = await fetch(`${pipeline.worker.url}/push`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify(pushBodyOf(oldMessage!)),
-      });
+      const res = await postPush(pipeline.worker.url, pushBodyOf(oldMessage!));
       expect(res.status).toBe(200);
       expect(await res.json()).toMatchObject({ status: 'duplicate' });
       expect(store.rowsWhere('object_name', name)).toHaveLength(2);

@@ -6,6 +6,7 @@ import type { OutgoingMessage } from '../../../local/lib/pubsub';
 import type { WorkerLogLine } from '../../../local/lib/worker-process';
 import { seededRandom } from '../../../sim/random';
 import { objectUri } from '../../src/core/event';
+import { postPush } from '../support/builders';
 import { isAnswer, LogAudit, peakRssBytes, quantile, recordCase, tempDataDir } from './support/harness';
 
 /*
@@ -171,11 +172,7 @@ describe('load: 10,000 messages with duplicates and bad input (worker process, S
             },
             subscription: `projects/${pipeline.projectId}/subscriptions/${LOCAL_NAMES.pushSubscription}`,
           };
-          const res = await fetch(`${worker.url}/push`, {
-            method: 'POST',
-            headers: { 'content-type': 'application/json' },
-            body: JSON.stringify(body),
-          });
+          const res = await postPush(worker.url, body);
           await res.arrayBuffer();
           redeliveryStatuses.push(res.status);
         }

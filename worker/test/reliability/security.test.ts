@@ -2,7 +2,7 @@ import path from 'node:path';
 import { LocalBucket } from '../../../local/lib/local-bucket';
 import { startWorkerProcess, type WorkerProcess } from '../../../local/lib/worker-process';
 import type { SqliteStore } from '../../src/adapters/stores/sqlite-store';
-import { pushBody } from '../support/builders';
+import { postPush, pushBody } from '../support/builders';
 import {
   analysesByName,
   FAULTY_WORKER,
@@ -61,13 +61,11 @@ describe('push token verification (worker process)', () => {
   async function push(id: string, name: string, authorization: string | undefined) {
     const invoice = invoices[Number(id.replace(/\D/g, '')) % invoices.length]!;
     const { resource } = await bucket.put(BUCKET, name, invoice.bytes, 'text/plain');
-    const res = await fetch(`${worker.url}/push`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...(authorization ? { authorization } : {}) },
-      body: JSON.stringify(
-        pushBody(id, { bucket: BUCKET, name, generation: resource.generation, size: invoice.bytes.length }),
-      ),
-    });
+    const res = await postPush(
+      worker.url,
+      pushBody(id, { bucket: BUCKET, name, generation: resource.generation, size: invoice.bytes.length }),
+      authorization ? { authorization } : {},
+    );
     return { http: res.status, text: await res.text() };
   }
 
