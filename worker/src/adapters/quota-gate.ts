@@ -25,12 +25,11 @@ export interface QuotaGateOptions {
    * The bytes of documents one instance holds in paid works at once (the composition root: the
    * memory `maxInFlight` documents of the largest size would take). Works are admitted while their
    * documents' declared sizes fit (one alone always does), so small documents are not held to a
-   * count fitted to the largest: the limit then grows up to `maxWorksInFlight`, where Little's law
-   * (the instance's share of the quota × the analysis latency) and the analyzer's answers put it.
+   * count fitted to the largest: the limit then grows up to {@link MAX_WORKS_IN_FLIGHT}, where
+   * Little's law (the instance's share of the quota × the analysis latency) and the analyzer's
+   * answers put it.
    */
   maxBytesInFlight?: number;
-  /** The ceiling of the limit when `maxBytesInFlight` bounds memory (default 1,000). */
-  maxWorksInFlight?: number;
   /** The longest a delivery waits to be admitted, all its waits together; past it, 503. */
   maxWaitMs: number;
   /**
@@ -91,7 +90,7 @@ export const REFUSED_WORK_BACKOFF_MS = { first: 500, max: 2_000 } as const;
 export const NAMED_WAIT_SPREAD_MS = 15_000;
 
 /** The ceiling of the learnt limit when memory is bounded by bytes (QuotaGateOptions.maxBytesInFlight). */
-export const DEFAULT_MAX_WORKS_IN_FLIGHT = 1_000;
+export const MAX_WORKS_IN_FLIGHT = 1_000;
 
 /**
  * The least a limit falls to: an eighth of its ceiling (5 for the default 40), at least 1. A 429 is
@@ -290,7 +289,7 @@ export class QuotaGate implements Admission {
     const ceiling =
       options.maxBytesInFlight === undefined
         ? options.maxInFlight
-        : Math.max(options.maxInFlight, options.maxWorksInFlight ?? DEFAULT_MAX_WORKS_IN_FLIGHT);
+        : Math.max(options.maxInFlight, MAX_WORKS_IN_FLIGHT);
     this.limit = new AdaptiveLimit(
       ceiling,
       options.initialInFlight ?? options.maxInFlight,
