@@ -11,6 +11,7 @@ import { listDeadLetters, pullAll } from './dead-letter-subscription';
 import { type DuplicateInvoice, duplicateGroupOf } from './format';
 import { LOCAL_NAMES, type Pipeline, startPipeline } from './pipeline';
 import { PubSubClient, type ReceivedMessage } from './pubsub';
+import { postPush } from './worker-process';
 
 /**
  * Where the end-to-end check runs. The checks (e2e.ts) are the same for both targets; only these
@@ -164,11 +165,7 @@ export class LocalTarget extends PubSubTarget implements Target {
   }
 
   async push(body: unknown) {
-    const res = await fetch(`${this.pipeline.worker.url}/push`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    });
+    const res = await postPush(this.pipeline.worker.url, body);
     return { status: res.status, body: await res.json() };
   }
 
@@ -314,13 +311,8 @@ export class CloudTarget extends PubSubTarget implements Target {
   }
 
   async push(body: unknown) {
-    const res = await fetch(`${this.env.workerUrl}/push`, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        authorization: `Bearer ${await this.clients.idToken()}`,
-      },
-      body: JSON.stringify(body),
+    const res = await postPush(this.env.workerUrl, body, {
+      authorization: `Bearer ${await this.clients.idToken()}`,
     });
     return { status: res.status, body: await res.json().catch(() => null) };
   }

@@ -57,6 +57,22 @@ export const tsxArgs = (file: string, args: readonly string[] = []): string[] =>
 ];
 
 /**
+ * POSTs a push body to a running worker's `/push` as Pub/Sub push does: JSON, plus any `headers`
+ * (the push token where the worker checks one).
+ */
+export function postPush(
+  baseUrl: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<Response> {
+  return fetch(`${baseUrl}/push`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
+}
+
+/**
  * Starts the worker as a child process (TypeScript through tsx, on the same Node as this process)
  * and resolves once it listens. Its stdout is parsed into log lines; stderr is passed through.
  */

@@ -1,12 +1,13 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { postPush } from '../../local/lib/worker-process';
 import { createGeminiClient, GeminiAnalyzer } from '../src/adapters/analyzers/gemini-analyzer';
 import { SqliteStore } from '../src/adapters/stores/sqlite-store';
 import { loadConfig } from '../src/config';
 import { DEFAULT_GEMINI_MODEL } from '../src/contract/models';
 import { type RunningWorker, serve } from '../src/main';
-import { postPush, pushBody } from './support/builders';
+import { pushBody } from './support/builders';
 import { type FakeGemini, startFakeGemini } from './support/fake-gemini';
 import { MemoryLogger, MemoryReader } from './support/fakes';
 

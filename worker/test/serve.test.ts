@@ -1,10 +1,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { postPush } from '../../local/lib/worker-process';
 import { SqliteStore } from '../src/adapters/stores/sqlite-store';
 import { loadConfig } from '../src/config';
 import { serve } from '../src/main';
-import { postPush, pushBody } from './support/builders';
+import { pushBody } from './support/builders';
 import { MemoryLogger, MemoryReader, ScriptedAnalyzer } from './support/fakes';
 
 describe('serve().stop() (what SIGTERM calls)', () => {

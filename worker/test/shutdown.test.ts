@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import request from 'supertest';
+import { postPush } from '../../local/lib/worker-process';
 import { sampleAnalysis } from '../../sim/samples';
 import { MemoryMemoStore } from '../src/adapters/memo-stores/memory-memo-store';
 import { GroupCommitStore } from '../src/adapters/stores/group-commit-store';
@@ -14,7 +15,7 @@ import { objectDedupKey } from '../src/core/event';
 import { AnalysisMemo } from '../src/core/memo';
 import type { Analyzer, AnalyzerInput, LeaseTaken, Store } from '../src/core/ports';
 import { type RunningWorker, serve } from '../src/main';
-import { postPush, pushBody } from './support/builders';
+import { pushBody } from './support/builders';
 import { MemoryLogger, MemoryReader } from './support/fakes';
 import { handlerDeps } from './support/handler';
 

@@ -2,9 +2,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { LocalBucket } from '../../local/lib/local-bucket';
-import { startWorkerProcess, type WorkerProcess } from '../../local/lib/worker-process';
+import { postPush, startWorkerProcess, type WorkerProcess } from '../../local/lib/worker-process';
 import { SqliteStore } from '../src/adapters/stores/sqlite-store';
-import { postPush, pushBody } from './support/builders';
+import { pushBody } from './support/builders';
 
 describe('the worker as a process (npm run worker)', () => {
   let dataDir: string;

@@ -7,10 +7,9 @@ import { type PubSubEmulator, startPubSubEmulator } from '../../../local/lib/emu
 import { LocalBucket } from '../../../local/lib/local-bucket';
 import { LOCAL_NAMES, LOCAL_PROJECT, type Pipeline, startPipeline } from '../../../local/lib/pipeline';
 import { PubSubClient, type ReceivedMessage } from '../../../local/lib/pubsub';
-import type { WorkerLogLine } from '../../../local/lib/worker-process';
+import { postPush, type WorkerLogLine } from '../../../local/lib/worker-process';
 import { SqliteStore } from '../../src/adapters/stores/sqlite-store';
 import { parsePush } from '../../src/core/event';
-import { postPush } from '../support/builders';
 import { type FakeGcsServer, startFakeGcsServer } from './support/fake-gcs-server';
 import { toolVersion } from './support/tool-process';
 

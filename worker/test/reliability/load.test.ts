@@ -3,10 +3,9 @@ import { DatabaseSync } from 'node:sqlite';
 import { Announcer } from '../../../local/lib/announcer';
 import { LOCAL_BUCKET, LOCAL_NAMES, type Pipeline, startPipeline } from '../../../local/lib/pipeline';
 import type { OutgoingMessage } from '../../../local/lib/pubsub';
-import type { WorkerLogLine } from '../../../local/lib/worker-process';
+import { postPush, type WorkerLogLine } from '../../../local/lib/worker-process';
 import { seededRandom } from '../../../sim/random';
 import { objectUri } from '../../src/core/event';
-import { postPush } from '../support/builders';
 import { isAnswer, LogAudit, peakRssBytes, quantile, recordCase, tempDataDir } from './support/harness';
 
 /*

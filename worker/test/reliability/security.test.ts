@@ -1,8 +1,8 @@
 import path from 'node:path';
 import { LocalBucket } from '../../../local/lib/local-bucket';
-import { startWorkerProcess, type WorkerProcess } from '../../../local/lib/worker-process';
+import { postPush, startWorkerProcess, type WorkerProcess } from '../../../local/lib/worker-process';
 import type { SqliteStore } from '../../src/adapters/stores/sqlite-store';
-import { postPush, pushBody } from '../support/builders';
+import { pushBody } from '../support/builders';
 import {
   analysesByName,
   FAULTY_WORKER,

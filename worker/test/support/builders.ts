@@ -67,19 +67,6 @@ export function pushBody(
   };
 }
 
-/** POSTs a push body to a running worker's `/push` as Pub/Sub push does: JSON, plus any `headers`. */
-export function postPush(
-  baseUrl: string,
-  body: unknown,
-  headers: Record<string, string> = {},
-): Promise<Response> {
-  return fetch(`${baseUrl}/push`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...headers },
-    body: JSON.stringify(body),
-  });
-}
-
 let counter = 0;
 
 /** A complete row with unique keys; override what the test is about. */
